@@ -1,0 +1,98 @@
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import Table from "cli-table3";
+import { renderSummary } from "../core/check-run-render.js";
+import { compareToExpectation, ExpectationsSchema, failedCategories, type Expectation } from "../core/demo-expectation.js";
+import type { EvaluationResult } from "../core/result.js";
+import { formatSeconds } from "../core/sizes.js";
+import { evaluate } from "../engine/evaluate.js";
+import { InputError } from "../engine/errors.js";
+import { loadTask, type LoadedTask } from "../engine/task-load.js";
+import { parseWith, readYaml } from "../engine/yaml-file.js";
+import { KIT_DIR, PACKAGE_ROOT } from "./paths.js";
+import { progressPrinter } from "./progress.js";
+
+export interface DemoFlags {
+  root?: string;
+  outDir: string;
+  task?: string[];
+  verbose?: boolean;
+}
+
+interface DemoCase {
+  task: LoadedTask;
+  expectation: Expectation;
+  patch: string;
+}
+
+/** Every example submission with its expectation, from `<root>/examples/submissions/<task>/expected.yml`. */
+export function demoCases(root: string, only?: string[]): DemoCase[] {
+  const examples = join(root, "examples", "submissions");
+  if (!existsSync(examples)) throw new InputError(`no examples folder at ${examples}`);
+  const cases: DemoCase[] = [];
+  for (const id of readdirSync(examples).sort()) {
+    if (only?.length && !only.includes(id)) continue;
+    const file = join(examples, id, "expected.yml");
+    if (!existsSync(file)) continue;
+    const task = loadTask(join(root, "tasks", id));
+    for (const expectation of parseWith(readYaml(file, "example expectations"), ExpectationsSchema, "example expectations")) {
+      const patch = join(examples, id, expectation.submission);
+      if (!existsSync(patch)) throw new InputError(`${file}: submission '${expectation.submission}' does not exist`, { file });
+      cases.push({ task, expectation, patch });
+    }
+  }
+  if (only?.length) {
+    const missing = only.filter((id) => !cases.some((c) => c.task.spec.id === id));
+    if (missing.length) throw new InputError(`--task: no examples for ${missing.join(", ")}`);
+  }
+  return cases;
+}
+
+/**
+ * `probegate demo` (the README's first command): evaluates every example submission of the task
+ * pack, shows progress, prints the verdict table, and writes each result's JSON and markdown report.
+ * Exit 0 only when every verdict is the one the example promises.
+ */
+export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) => void; stderr: (s: string) => void }): Promise<number> {
+  const root = resolve(flags.root ?? PACKAGE_ROOT);
+  const cases = demoCases(root, flags.task);
+  const outDir = resolve(flags.outDir);
+  io.stderr(`probegate demo: ${cases.length} example submissions of ${new Set(cases.map((c) => c.task.spec.id)).size} tasks; reports go to ${outDir}\n`);
+  const rows: Array<{ c: DemoCase; result: EvaluationResult; diffs: string[] }> = [];
+  for (const [i, c] of cases.entries()) {
+    const name = basename(c.patch).replace(/\.(patch|diff)$/, "");
+    io.stderr(`\n[${i + 1}/${cases.length}] ${c.task.spec.id} / ${name}\n`);
+    const result = await evaluate({
+      task: c.task,
+      submission: { kind: "patch", path: c.patch },
+      kitDir: flags.root ? join(root, "probes", "kit") : KIT_DIR,
+      onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: "  " }),
+    });
+    const dir = join(outDir, c.task.spec.id);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(result, null, 2)}\n`);
+    writeFileSync(join(dir, `${name}.md`), `${renderSummary(result)}\n`);
+    const diffs = compareToExpectation(result, c.expectation);
+    io.stderr(`  → ${result.verdict}${diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
+    rows.push({ c, result, diffs });
+  }
+  const table = new Table({ head: ["task", "submission", "verdict", "failed probe categories", "expected", "time", ""], style: { head: [], border: [] } });
+  for (const { c, result, diffs } of rows) {
+    table.push([
+      c.task.spec.id,
+      basename(c.patch),
+      result.verdict,
+      failedCategories(result).join(", "),
+      c.expectation.verdict + (c.expectation.failedCategories.length ? ` [${c.expectation.failedCategories.join(", ")}]` : ""),
+      formatSeconds(result.durations.totalS),
+      diffs.length ? "✗" : "✓",
+    ]);
+  }
+  io.stdout(`\n${table.toString()}\n`);
+  const caught = rows.filter((r) => r.result.verdict === "probe-rejected" && r.result.official?.passed).length;
+  const wrong = rows.filter((r) => r.diffs.length).length;
+  io.stdout(`${rows.length - wrong} of ${rows.length} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes.\n`);
+  const index = rows.map(({ c, result }) => `| ${c.task.spec.id} | [${basename(c.patch)}](${c.task.spec.id}/${basename(c.patch).replace(/\.(patch|diff)$/, "")}.md) | ${result.verdict} | ${failedCategories(result).join(", ")} |`);
+  writeFileSync(join(outDir, "index.md"), `# probegate demo\n\n| task | submission | verdict | failed categories |\n|---|---|---|---|\n${index.join("\n")}\n`);
+  return wrong ? 1 : 0;
+}

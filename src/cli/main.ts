@@ -1,0 +1,72 @@
+import { Command, CommanderError, Option } from "commander";
+import { InputError } from "../engine/errors.js";
+import { demoCommand } from "./demo-command.js";
+import { evalCommand } from "./eval-command.js";
+import { schemaCommand } from "./schema-command.js";
+import { validateCommand } from "./validate-command.js";
+import { verifyCommand } from "./verify-command.js";
+
+export interface Io {
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+}
+
+/** Builds the `probegate` command line; every action resolves to an exit code. */
+function program(io: Io, done: (code: number) => void): Command {
+  const p = new Command("probegate")
+    .description("Gate agent-written pull requests: official tests plus hidden probes (structure, state, functional, memory, time, traffic).")
+    .version("0.1.0")
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+  p.command("eval")
+    .description("evaluate one submission against one task; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error")
+    .requiredOption("--task <dir>", "task folder (holding task.yml)")
+    .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref")
+    .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
+    .option("--out <file>", "write the result JSON here")
+    .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
+    .option("--python <path>", "interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .option("--world-size <n>", "ranks to use (default: the task's gpus)")
+    .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
+    .option("--always-probe", "run the hidden probes even when the official tests fail")
+    .option("--keep-workspace", "keep the evaluation folder for debugging")
+    .option("-v, --verbose", "show what tests and probes print (runner-side only)")
+    .action(async (flags) => done(await evalCommand(flags, io)));
+  p.command("validate")
+    .description("check task specs: schema, files, interfaces stated in the prompt, no probe source in the prompt")
+    .argument("<taskDirs...>")
+    .action((dirs: string[]) => done(validateCommand(dirs, io)));
+  p.command("demo")
+    .description("evaluate every example submission of the task pack and compare with the expected verdicts")
+    .option("--out-dir <dir>", "where reports go", "out/demo")
+    .option("--task <ids...>", "only these tasks")
+    .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
+    .option("-v, --verbose", "show what tests and probes print")
+    .action(async (flags) => done(await demoCommand(flags, io)));
+  p.command("verify")
+    .description("check a result file's schema and signature (key from $PROBEGATE_SIGNING_KEY)")
+    .argument("<result.json>")
+    .action((file: string) => done(verifyCommand(file, io)));
+  p.command("schema")
+    .description("write the JSON Schemas of task.yml, the result and the probe protocol")
+    .argument("[dir]", "output folder", "schema")
+    .action((dir: string) => done(schemaCommand(dir)));
+  return p;
+}
+
+/** Runs the CLI; bad input prints one paragraph and returns 2. */
+export async function main(argv: string[], io: Io): Promise<number> {
+  let code = 0;
+  try {
+    await program(io, (c) => (code = c)).parseAsync(argv, { from: "user" });
+    return code;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof InputError) {
+      io.stderr(`probegate: ${e.message}\n`);
+      return 2;
+    }
+    io.stderr(`probegate: internal error: ${(e as Error).stack ?? e}\n`);
+    return 3;
+  }
+}

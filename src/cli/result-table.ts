@@ -1,0 +1,28 @@
+import Table from "cli-table3";
+import type { EvaluationResult } from "../core/result.js";
+import { renderTitle } from "../core/check-run-render.js";
+import { formatSeconds } from "../core/sizes.js";
+
+const ICON: Record<string, string> = { passed: "✓", failed: "✗", error: "!", skipped: "-" };
+
+/** The terminal view of one result: a header, then a table of every probe check. */
+export function renderResultTable(result: EvaluationResult): string {
+  const lines: string[] = [];
+  lines.push(`${result.task.id}: ${result.verdict.toUpperCase()} — ${renderTitle(result)}`);
+  const o = result.official;
+  if (o) {
+    const c = o.counts;
+    lines.push(`official tests: ${c.passed} passed, ${c.failed} failed, ${c.errors} errors, ${c.skipped} skipped in ${formatSeconds(o.durationS)}${o.reason ? ` (${o.reason})` : ""}`);
+  }
+  for (const r of result.workspaceResets) lines.push(`judge file ${r.action}: ${r.path} — ${r.why}`);
+  if (result.error) lines.push(`error in ${result.error.phase}: ${result.error.message}`);
+  if (result.probes.length) {
+    const t = new Table({ head: ["", "probe check", "category", "where", "message"], colWidths: [3, 34, 12, 26, 60], wordWrap: true, style: { head: [], border: [] }, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } });
+    for (const p of result.probes) {
+      const where = p.location ? `${p.location.path}${p.location.line ? `:${p.location.line}` : ""}` : "";
+      t.push([ICON[p.status] ?? "?", p.id, p.category, where, p.message]);
+    }
+    lines.push(t.toString());
+  }
+  return lines.join("\n");
+}

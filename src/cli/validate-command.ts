@@ -1,0 +1,77 @@
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import picomatch from "picomatch";
+import { InputError } from "../engine/errors.js";
+import { listProbes } from "../engine/probe-phase.js";
+import { probeFiles } from "../engine/probe-set.js";
+import { loadTask, type LoadedTask } from "../engine/task-load.js";
+
+/** A line of probe source long and specific enough that finding it in the prompt means a leak. */
+function distinctive(line: string): string | null {
+  const t = line.trim().replace(/\s+/g, " ");
+  if (t.length < 24 || t.startsWith("#") || /^(import|from) /.test(t) || /^["']{3}/.test(t)) return null;
+  return t;
+}
+
+function walk(dir: string, out: string[] = []): string[] {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) walk(p, out);
+    else out.push(p);
+  }
+  return out;
+}
+
+/** Every problem with one task, as `file: message` lines; empty when it is valid. */
+export function validateTask(task: LoadedTask): string[] {
+  const problems: string[] = [];
+  const prompt = readFileSync(task.promptFile, "utf8");
+  const normalisedPrompt = prompt.replace(/\s+/g, " ");
+  for (const name of task.spec.interfaces) {
+    if (!prompt.includes(name)) problems.push(`${task.file}: interfaces: '${name}' is called by the probes but never named in ${relative(task.dir, task.promptFile)}`);
+  }
+  const probes = listProbes(task.probesDir, task.spec.probes.pattern);
+  if (probes.length === 0) problems.push(`${task.file}: probes: no file in ${task.probesDir} matches '${task.spec.probes.pattern}'`);
+  for (const file of probeFiles(task.probesDir)) {
+    if (!/\.(py|sh|txt|ya?ml|json)$/.test(file)) continue;
+    readFileSync(file, "utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        const d = distinctive(line);
+        if (d && normalisedPrompt.includes(d)) problems.push(`${task.promptFile}: quotes probe source ${relative(task.probesDir, file)}:${i + 1}: '${d.slice(0, 80)}'`);
+      });
+  }
+  if (task.base.kind === "folder") {
+    const isOfficial = picomatch(task.spec.official.files, { dot: true });
+    const official = walk(task.base.path).filter((f) => isOfficial(relative(task.base.kind === "folder" ? task.base.path : "", f)));
+    if (official.length === 0) problems.push(`${task.file}: official.files: no file of the base matches ${task.spec.official.files.join(", ")}`);
+  }
+  return problems;
+}
+
+/** `probegate validate <task dir>…`: 0 when every task is valid, 2 otherwise. */
+export function validateCommand(dirs: string[], io: { stdout: (s: string) => void; stderr: (s: string) => void }): number {
+  let bad = 0;
+  for (const dir of dirs) {
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+      io.stderr(`✗ ${dir}: no such task folder\n`);
+      bad++;
+      continue;
+    }
+    try {
+      const task = loadTask(dir);
+      const problems = validateTask(task);
+      if (problems.length) {
+        bad++;
+        io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n`);
+      } else {
+        io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
+      }
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      bad++;
+      io.stderr(`✗ ${dir}\n  ${e.message.replace(/\n/g, "\n  ")}\n`);
+    }
+  }
+  return bad ? 2 : 0;
+}

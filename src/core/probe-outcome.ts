@@ -1,0 +1,105 @@
+import { CATEGORIES, ProbeLineSchema, type Category, type ProbeLine } from "./probe-check.js";
+
+/** What one run of one probe process produced, as the engine saw it from outside. */
+export interface ProbeRun {
+  /** The probe process's name: its file name without extension. */
+  probe: string;
+  /** Raw content of its results file ("" when it wrote none). */
+  resultsText: string;
+  exitCode: number | null;
+  signal: string | null;
+  /** The limit that killed it, if any. */
+  limit: string | null;
+  durationS: number;
+}
+
+export interface ProbeCheck extends ProbeLine {
+  probe: string;
+  attempts: number;
+  durationS: number;
+}
+
+/** `probe_memory_state.py` → `memory`: the category a probe process is named for, else functional. */
+export function categoryFromName(probe: string): Category {
+  const words = probe.toLowerCase().split(/[^a-z]+/);
+  return CATEGORIES.find((c) => words.includes(c)) ?? "functional";
+}
+
+/**
+ * Turns one probe run into checks. Lines that break the protocol, checks emitted twice, a crash,
+ * or silence become checks too, so nothing a probe did is lost and no silence is a pass:
+ * killed by a limit → failed (the submission's fault); non-zero exit or no line → error.
+ */
+export function checksFromRun(run: ProbeRun): ProbeCheck[] {
+  const category = categoryFromName(run.probe);
+  const base = { probe: run.probe, attempts: 1, durationS: run.durationS };
+  const checks: ProbeCheck[] = [];
+  const seen = new Map<string, number>();
+  const lines = run.resultsText.split("\n");
+  lines.forEach((raw, i) => {
+    const line = raw.trim();
+    if (!line) return;
+    let parsed: ProbeLine | null = null;
+    let problem = "";
+    try {
+      const r = ProbeLineSchema.safeParse(JSON.parse(line));
+      if (r.success) parsed = r.data;
+      else problem = r.error.issues.map((x) => `${x.path.join(".") || "(line)"}: ${x.message}`).join("; ");
+    } catch (e) {
+      problem = `not JSON (${(e as Error).message})`;
+    }
+    if (!parsed) {
+      checks.push({ ...base, id: `${run.probe}.line-${i + 1}`, category, status: "error", message: `results line ${i + 1} breaks the probe protocol: ${problem}` });
+      return;
+    }
+    const at = seen.get(parsed.id);
+    if (at !== undefined) {
+      const first = checks[at];
+      if (first) checks[at] = { ...first, status: "error", message: `check '${parsed.id}' was reported more than once; its results cannot be trusted` };
+      return;
+    }
+    seen.set(parsed.id, checks.length);
+    checks.push({ ...base, ...parsed });
+  });
+  const id = run.probe.replace(/_/g, "-").toLowerCase();
+  if (run.limit) {
+    checks.push({ ...base, id: `${id}.limit`, category, status: "failed", message: `the probe run was stopped by the ${run.limit} limit while running the submission` });
+  } else if (run.exitCode !== 0) {
+    const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
+    checks.push({ ...base, id: `${id}.exit`, category, status: "error", message: `the probe process ${how}${checks.length ? ` after ${checks.length} checks` : " before reporting any check"}` });
+  } else if (checks.length === 0) {
+    checks.push({ ...base, id: `${id}.silent`, category, status: "error", message: "the probe process exited without reporting any check" });
+  }
+  return checks;
+}
+
+/** Time checks that failed in a run: these are measured again. */
+export function failedTimeChecks(checks: readonly ProbeCheck[]): string[] {
+  return checks.filter((c) => c.category === "time" && c.status === "failed").map((c) => c.id);
+}
+
+/**
+ * Merges up to three runs of a probe whose time checks failed: a time check fails only when two
+ * of three runs fail it; every other check keeps its first run's result.
+ */
+export function mergeRuns(runs: readonly ProbeCheck[][]): ProbeCheck[] {
+  const first = runs[0] ?? [];
+  return first.map((check) => {
+    if (check.category !== "time" || check.status !== "failed") return check;
+    const seen = runs.map((r) => r.find((c) => c.id === check.id));
+    const fails = seen.filter((c) => !c || c.status !== "passed");
+    const passing = seen.find((c) => c?.status === "passed");
+    const durationS = runs.reduce((s, r) => s + (r[0]?.durationS ?? 0), 0);
+    if (fails.length >= 2 || !passing) return { ...check, attempts: runs.length, durationS };
+    return { ...passing, attempts: runs.length, durationS };
+  });
+}
+
+/** Whether another run is needed: some retried time check has neither failed twice nor passed twice. */
+export function needsAnotherRun(runs: readonly ProbeCheck[][], retried: readonly string[]): boolean {
+  if (runs.length >= 3) return false;
+  return retried.some((id) => {
+    const passes = runs.filter((r) => r.find((c) => c.id === id)?.status === "passed").length;
+    return runs.length - passes < 2 && passes < 2;
+  });
+}

@@ -1,0 +1,113 @@
+import { z } from "zod";
+import { CategorySchema, CheckStatusSchema, LocationSchema, MeasuredSchema } from "./probe-check.js";
+
+export const RESULT_SCHEMA_VERSION = 1;
+
+export const VerdictSchema = z.enum(["resolved", "official-failed", "probe-rejected", "error"]);
+export type Verdict = z.infer<typeof VerdictSchema>;
+
+/** A limit the submission ran into; it fails the submission (it is not a harness error). */
+export const LimitSchema = z.enum(["wall-clock", "memory", "output", "pids", "disk"]);
+
+export const FailingTestSchema = z.strictObject({
+  name: z.string(),
+  classname: z.string().default(""),
+  file: z.string().nullish(),
+  line: z.number().int().nullish(),
+  kind: z.enum(["failure", "error"]),
+  message: z.string().default(""),
+});
+export type FailingTest = z.infer<typeof FailingTestSchema>;
+
+export const OfficialSchema = z.strictObject({
+  passed: z.boolean(),
+  /** Why the run did not pass, when it did not: the cross-check of exit code and report. */
+  reason: z.string().nullish(),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullish(),
+  limit: LimitSchema.nullish(),
+  reportFound: z.boolean(),
+  counts: z.strictObject({
+    total: z.number().int().min(0),
+    passed: z.number().int().min(0),
+    failed: z.number().int().min(0),
+    errors: z.number().int().min(0),
+    skipped: z.number().int().min(0),
+  }),
+  failing: z.array(FailingTestSchema),
+  durationS: z.number().min(0),
+});
+export type OfficialResult = z.infer<typeof OfficialSchema>;
+
+export const ProbeResultSchema = z.strictObject({
+  id: z.string(),
+  category: CategorySchema,
+  status: CheckStatusSchema,
+  message: z.string(),
+  location: LocationSchema.nullish(),
+  measured: MeasuredSchema.nullish(),
+  /** The probe process (file stem) that emitted the check; never its source. */
+  probe: z.string(),
+  /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
+  attempts: z.number().int().min(1),
+  durationS: z.number().min(0),
+});
+export type ProbeResult = z.infer<typeof ProbeResultSchema>;
+
+export const EnvironmentSchema = z.strictObject({
+  platform: z.string(),
+  node: z.string(),
+  python: z.string().nullish(),
+  torch: z.string().nullish(),
+  cuda: z.string().nullish(),
+  backend: z.enum(["gloo", "nccl"]),
+  worldSize: z.number().int().min(1),
+  gpus: z.array(z.strictObject({ index: z.number().int(), model: z.string(), memoryMiB: z.number(), driver: z.string() })),
+  sandboxed: z.boolean(),
+});
+export type Environment = z.infer<typeof EnvironmentSchema>;
+
+export const SignatureSchema = z.strictObject({
+  algorithm: z.literal("hmac-sha256"),
+  keyId: z.string(),
+  value: z.string().regex(/^[0-9a-f]{64}$/),
+});
+
+/** The result document of one evaluation (schema/result.schema.json is generated from this). */
+export const EvaluationResultSchema = z.strictObject({
+  schemaVersion: z.literal(RESULT_SCHEMA_VERSION),
+  task: z.strictObject({
+    id: z.string(),
+    title: z.string(),
+    area: z.string(),
+    /** Content hash of the probe folder, so a result names the probe set it was judged by. */
+    probeSet: z.string(),
+  }),
+  submission: z.strictObject({
+    kind: z.enum(["folder", "git", "patch"]),
+    source: z.string(),
+    repo: z.string().nullish(),
+    ref: z.string().nullish(),
+    sha: z.string().nullish(),
+  }),
+  verdict: VerdictSchema,
+  /** One sentence for people: why this verdict. */
+  reason: z.string(),
+  official: OfficialSchema.nullable(),
+  probes: z.array(ProbeResultSchema),
+  /** Paths the engine restored or removed before running the official tests. */
+  workspaceResets: z.array(z.strictObject({ path: z.string(), action: z.enum(["restored", "removed"]), why: z.string() })),
+  durations: z.strictObject({
+    workspaceS: z.number().min(0),
+    officialS: z.number().min(0),
+    probesS: z.number().min(0),
+    totalS: z.number().min(0),
+  }),
+  gpuSeconds: z.number().min(0),
+  environment: EnvironmentSchema,
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  error: z.strictObject({ phase: z.string(), message: z.string() }).nullish(),
+  signature: SignatureSchema.nullish(),
+});
+export type EvaluationResult = z.infer<typeof EvaluationResultSchema>;

@@ -1,0 +1,66 @@
+import { z } from "zod";
+import { parseByteSize } from "./sizes.js";
+
+/** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
+export const ID_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
+
+const byteSize = z
+  .union([z.string(), z.number()])
+  .transform((v, ctx) => {
+    const n = parseByteSize(v);
+    if (n === undefined) {
+      ctx.addIssue({ code: "custom", message: `not a size: ${JSON.stringify(v)} (write e.g. 8GiB, 512MiB, 1048576)` });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+const command = z
+  .array(z.string().min(1))
+  .min(1, "a command is a non-empty list of arguments, e.g. [\"{python}\", \"-m\", \"pytest\"]");
+
+const seconds = z.number().positive().max(24 * 3600);
+
+export const BaseSchema = z.union([
+  z.strictObject({ path: z.string().min(1).describe("folder with the base code, relative to the task folder") }),
+  z.strictObject({
+    git: z.strictObject({
+      repo: z.string().min(1).describe("git URL or path of the repository"),
+      ref: z.string().min(1).describe("branch, tag or commit"),
+    }),
+  }),
+]);
+
+export const TaskSpecSchema = z
+  .strictObject({
+    id: z.string().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
+    title: z.string().min(1),
+    area: z.enum(["training", "inference", "rl", "other"]),
+    prompt: z.string().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
+    base: BaseSchema,
+    gpus: z.number().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
+    official: z.strictObject({
+      command,
+      timeout: seconds.default(600),
+      files: z.array(z.string().min(1)).min(1).default(["tests/**"]).describe("globs of official test files, restored from the base"),
+    }),
+    probes: z.strictObject({
+      path: z.string().min(1).describe("folder of the hidden probes, relative to the task folder"),
+      pattern: z.string().min(1).default("probe_*.py"),
+      command: command.default(["{python}", "{probe}"]),
+      timeout: seconds.default(300),
+      gpus: z.number().int().min(0).max(64).optional(),
+    }),
+    limits: z
+      .strictObject({
+        wallClock: seconds.default(3600),
+        memory: byteSize.default(8 * 2 ** 30),
+        outputBytes: byteSize.default(16 * 2 ** 20),
+      })
+      .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
+    interfaces: z.array(z.string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+  })
+  .describe("probegate task spec (tasks/<id>/task.yml)");
+
+export type TaskSpec = z.infer<typeof TaskSpecSchema>;
+export type TaskSpecInput = z.input<typeof TaskSpecSchema>;

@@ -1,0 +1,180 @@
+import { cpus, platform, arch } from "node:os";
+import { EvaluationResultSchema, RESULT_SCHEMA_VERSION, type EvaluationResult, type OfficialResult, type ProbeResult } from "../core/result.js";
+import type { ProbeCheck } from "../core/probe-outcome.js";
+import { decideVerdict } from "../core/verdict.js";
+import type { LoadedTask } from "./task-load.js";
+import { describeSubmission, type SubmissionSource } from "./submission.js";
+import { HarnessError } from "./errors.js";
+import { choosePython, detectGpus, inspectPython, type GpuInfo, type PythonInfo } from "./host.js";
+import { runOfficial } from "./official-phase.js";
+import { runProbes } from "./probe-phase.js";
+import { probeSetVersion } from "./probe-set.js";
+import { signResult } from "./sign.js";
+import { createWorkspace, type Workspace } from "./workspace.js";
+import type { JobContext } from "./job-env.js";
+
+export type Phase = "workspace" | "official" | "probes" | "verdict";
+
+/** Progress of one evaluation, for the CLI's phase lines and the Action's log groups. */
+export type EvaluationEvent =
+  | { type: "phase-start"; phase: Phase; detail?: string }
+  | { type: "phase-end"; phase: Phase; durationS: number; detail?: string }
+  | { type: "probe-start"; probe: string; attempt: number }
+  | { type: "probe-end"; probe: string; checks: readonly ProbeCheck[] }
+  | { type: "log"; source: string; text: string };
+
+export interface EvaluateOptions {
+  task: LoadedTask;
+  submission: SubmissionSource;
+  /** Folder of the Python probe kit (`probegate_probe`). */
+  kitDir: string;
+  python?: string;
+  /** Ranks to use; default: the task's GPU count (at least 1). */
+  worldSize?: number;
+  /** GPUs this job may use (indices); default: every GPU nvidia-smi reports. */
+  gpus?: number[];
+  /** Run the probes even when the official tests fail. */
+  alwaysProbe?: boolean;
+  signingKey?: string;
+  keepWorkspace?: boolean;
+  onEvent?: (e: EvaluationEvent) => void;
+  /** Wall clock, injectable for tests. */
+  now?: () => Date;
+}
+
+function jobContext(ws: Workspace, opts: EvaluateOptions, gpus: GpuInfo[]): JobContext & { judgeDir: string } {
+  const worldSize = opts.worldSize ?? Math.max(1, opts.task.spec.gpus);
+  const usable = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)) : gpus;
+  const nccl = opts.task.spec.gpus > 0 && usable.length >= worldSize;
+  const assigned = nccl ? usable.slice(0, worldSize) : usable.slice(0, Math.min(1, usable.length));
+  return {
+    workspace: ws.dir,
+    root: ws.root,
+    judgeDir: ws.judgeDir,
+    backend: nccl ? "nccl" : "gloo",
+    worldSize,
+    cudaVisibleDevices: assigned.map((g) => g.index).join(","),
+    threadsPerRank: Math.max(1, Math.floor(cpus().length / worldSize)),
+  };
+}
+
+function toProbeResults(checks: readonly ProbeCheck[]): ProbeResult[] {
+  const counts = new Map<string, number>();
+  for (const c of checks) counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
+  return checks.map((c) => ({
+    id: c.id,
+    category: c.category,
+    status: (counts.get(c.id) ?? 0) > 1 ? "error" : c.status,
+    message: (counts.get(c.id) ?? 0) > 1 ? `check id '${c.id}' is reported by more than one probe process` : c.message,
+    location: c.location ?? null,
+    measured: c.measured ?? null,
+    probe: c.probe,
+    attempts: c.attempts,
+    durationS: c.durationS,
+  }));
+}
+
+/**
+ * One evaluation on this machine: workspace, official tests, hidden probes, verdict. Bad input
+ * throws InputError before anything runs; a harness fault ends in a result with verdict `error`.
+ */
+export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult> {
+  const now = opts.now ?? (() => new Date());
+  const emit = opts.onEvent ?? (() => {});
+  const startedAt = now();
+  const t0 = performance.now();
+  const since = (t: number) => (performance.now() - t) / 1000;
+  const spec = opts.task.spec;
+  const deadline = t0 + spec.limits.wallClock * 1000;
+  const limits = (timeoutS: number) => ({
+    timeoutS: Math.max(1, Math.min(timeoutS, (deadline - performance.now()) / 1000)),
+    outputBytes: spec.limits.outputBytes,
+    memoryBytes: spec.limits.memory,
+  });
+  const probeSet = probeSetVersion(opts.task.probesDir);
+
+  emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
+  const ws = await createWorkspace(opts.task, opts.submission);
+  const workspaceS = since(t0);
+  emit({ type: "phase-end", phase: "workspace", durationS: workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
+
+  let official: OfficialResult | null = null;
+  let checks: ProbeCheck[] = [];
+  let harnessError: { phase: string; message: string } | null = null;
+  let officialS = 0;
+  let probesS = 0;
+  let py: PythonInfo | null = null;
+  let gpus: GpuInfo[] = [];
+  let ctx: ReturnType<typeof jobContext> | null = null;
+  try {
+    const python = choosePython(opts.python);
+    [py, gpus] = await Promise.all([inspectPython(python), detectGpus()]);
+    ctx = jobContext(ws, opts, gpus);
+    const c = ctx;
+    emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
+    const t1 = performance.now();
+    official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
+    officialS = since(t1);
+    emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
+    if (official.passed || opts.alwaysProbe) {
+      emit({ type: "phase-start", phase: "probes" });
+      const t2 = performance.now();
+      checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
+        probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
+        probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
+        log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
+      });
+      probesS = since(t2);
+      const failed = checks.filter((x) => x.status === "failed").length;
+      emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed` });
+    }
+  } catch (e) {
+    if (!(e instanceof HarnessError)) {
+      ws.dispose();
+      throw e;
+    }
+    harnessError = { phase: e.phase, message: e.message };
+  } finally {
+    if (!opts.keepWorkspace) ws.dispose();
+  }
+
+  emit({ type: "phase-start", phase: "verdict" });
+  const probes = toProbeResults(checks);
+  const { verdict, reason } = decideVerdict({ harnessError: harnessError?.message, official, probes });
+  const gpuCount = ctx?.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").length : 0;
+  const result: EvaluationResult = EvaluationResultSchema.parse({
+    schemaVersion: RESULT_SCHEMA_VERSION,
+    task: { id: spec.id, title: spec.title, area: spec.area, probeSet },
+    submission: {
+      kind: opts.submission.kind,
+      source: describeSubmission(opts.submission),
+      repo: opts.submission.kind === "git" ? opts.submission.repo : null,
+      ref: opts.submission.kind === "git" ? opts.submission.ref : null,
+      sha: ws.submissionSha,
+    },
+    verdict,
+    reason,
+    official,
+    probes,
+    workspaceResets: ws.resets,
+    durations: { workspaceS, officialS, probesS, totalS: since(t0) },
+    gpuSeconds: gpuCount * (officialS + probesS),
+    environment: {
+      platform: `${platform()}-${arch()}`,
+      node: process.version,
+      python: py?.python ?? null,
+      torch: py?.torch ?? null,
+      cuda: py?.cuda ?? null,
+      backend: ctx?.backend ?? "gloo",
+      worldSize: ctx?.worldSize ?? Math.max(1, spec.gpus),
+      gpus,
+      sandboxed: false,
+    },
+    startedAt: startedAt.toISOString(),
+    finishedAt: now().toISOString(),
+    error: harnessError,
+    signature: null,
+  });
+  emit({ type: "phase-end", phase: "verdict", durationS: 0, detail: verdict });
+  return opts.signingKey ? signResult(result, opts.signingKey) : result;
+}

@@ -1,0 +1,79 @@
+import { existsSync } from "node:fs";
+import { cpus } from "node:os";
+import { execa } from "execa";
+import { HarnessError } from "./errors.js";
+
+export interface GpuInfo {
+  index: number;
+  model: string;
+  memoryMiB: number;
+  driver: string;
+}
+
+export interface PythonInfo {
+  executable: string;
+  python: string;
+  torch: string | null;
+  cuda: string | null;
+}
+
+/** The interpreter for `{python}`: the flag, `$PROBEGATE_PYTHON`, Debian's /usr/bin/python3, else python3 on PATH. */
+export function choosePython(flag?: string): string {
+  if (flag) return flag;
+  if (process.env.PROBEGATE_PYTHON) return process.env.PROBEGATE_PYTHON;
+  return existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+
+const PY_PROBE = `
+import json, sys
+info = {"python": sys.version.split()[0], "torch": None, "cuda": None}
+try:
+    import torch
+    info["torch"] = torch.__version__
+    info["cuda"] = torch.version.cuda
+except Exception:
+    pass
+print(json.dumps(info))
+`;
+
+const pythonCache = new Map<string, Promise<PythonInfo>>();
+
+/** Version facts of the interpreter (cached per process: the demo evaluates many submissions). */
+export function inspectPython(executable: string): Promise<PythonInfo> {
+  let p = pythonCache.get(executable);
+  if (!p) {
+    p = (async () => {
+      const r = await execa(executable, ["-c", PY_PROBE], { reject: false, timeout: 120_000 });
+      if (r.exitCode !== 0) {
+        const why = r.code === "ENOENT" ? "not found" : `exit ${r.exitCode}: ${String(r.stderr).trim().split("\n").pop()}`;
+        throw new HarnessError(`the Python interpreter '${executable}' does not run (${why}); set --python or PROBEGATE_PYTHON`, "environment");
+      }
+      const info = JSON.parse(String(r.stdout).trim().split("\n").pop() ?? "{}") as Omit<PythonInfo, "executable">;
+      return { executable, ...info };
+    })();
+    pythonCache.set(executable, p);
+    p.catch(() => pythonCache.delete(executable));
+  }
+  return p;
+}
+
+/** GPUs nvidia-smi reports; none where there is no NVIDIA driver. */
+export async function detectGpus(): Promise<GpuInfo[]> {
+  const r = await execa("nvidia-smi", ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
+    reject: false,
+    timeout: 30_000,
+  });
+  if (r.exitCode !== 0 || typeof r.stdout !== "string") return [];
+  return r.stdout
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [index, model, mem, driver] = line.split(",").map((s) => s.trim());
+      return { index: Number(index), model: model ?? "unknown", memoryMiB: Number(mem), driver: driver ?? "unknown" };
+    });
+}
+
+export function cpuCount(): number {
+  return Math.max(1, cpus().length);
+}

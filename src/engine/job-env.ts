@@ -1,0 +1,50 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+/** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
+const PASS_THROUGH = /^(NCCL_|TORCH_NCCL_|TORCH_SYMM_MEM_|NVSHMEM_|CUDA_LAUNCH_BLOCKING$|CUBLAS_WORKSPACE_CONFIG$|LD_LIBRARY_PATH$|OMP_NUM_THREADS$)/;
+
+export interface JobContext {
+  workspace: string;
+  root: string;
+  backend: "gloo" | "nccl";
+  worldSize: number;
+  /** GPU indices given to the job ("" = none). */
+  cudaVisibleDevices: string;
+  threadsPerRank: number;
+}
+
+/**
+ * The whole environment of an official-test or probe process, built from nothing: the runner's
+ * variables (tokens, keys, GITHUB_*, ACTIONS_*) never reach submission code.
+ */
+export function jobEnv(ctx: JobContext, extra: Record<string, string> = {}): Record<string, string> {
+  const home = join(ctx.root, "home");
+  const tmp = join(ctx.root, "tmp");
+  mkdirSync(home, { recursive: true });
+  mkdirSync(tmp, { recursive: true });
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && PASS_THROUGH.test(k)) env[k] = v;
+  return {
+    ...env,
+    PATH: "/usr/local/bin:/usr/bin:/bin",
+    HOME: home,
+    TMPDIR: tmp,
+    LANG: "C.UTF-8",
+    PYTHONDONTWRITEBYTECODE: "1",
+    PYTHONUNBUFFERED: "1",
+    PYTHONNOUSERSITE: "1",
+    OMP_NUM_THREADS: env.OMP_NUM_THREADS ?? String(ctx.threadsPerRank),
+    CUDA_VISIBLE_DEVICES: ctx.cudaVisibleDevices,
+    PROBEGATE_WORKSPACE: ctx.workspace,
+    PROBEGATE_BACKEND: ctx.backend,
+    PROBEGATE_WORLD_SIZE: String(ctx.worldSize),
+    PYTHONPATH: ctx.workspace,
+    ...extra,
+  };
+}
+
+/** Replaces `{python}`, `{junit}`, `{probe}`, `{workspace}` in a command; unknown placeholders stay as written. */
+export function expandCommand(argv: readonly string[], values: Record<string, string>): string[] {
+  return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k: string) => values[k] ?? m));
+}

@@ -1,0 +1,63 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { OfficialResult } from "../core/result.js";
+import type { LoadedTask } from "./task-load.js";
+import { HarnessError } from "./errors.js";
+import { expandCommand, jobEnv, type JobContext } from "./job-env.js";
+import { parseJunit, type JunitReport } from "./junit.js";
+import { runCommand, type RunLimits } from "./run-command.js";
+
+/**
+ * Why a run did not pass, cross-checking the exit code against the JUnit report; null when it
+ * passed. Nothing the tests printed is read: only the exit status and the report file.
+ */
+export function officialReason(
+  run: { exitCode: number | null; limit: string | null },
+  report: JunitReport | null,
+  reportError: string | null,
+): string | null {
+  if (run.limit) return `stopped by the ${run.limit} limit`;
+  if (!report) return `no JUnit report${reportError ? ` (${reportError})` : ""}: the tests did not run to completion`;
+  const bad = report.counts.failed + report.counts.errors;
+  if (run.exitCode !== 0 && bad === 0) return `exited with code ${run.exitCode ?? "none"} although the report lists no failing test`;
+  if (bad > 0 && run.exitCode === 0) return "the report lists failing tests although the run exited 0";
+  if (bad > 0) return `${bad} of ${report.counts.total} tests failed`;
+  if (report.counts.total === 0) return "no tests ran";
+  if (report.counts.passed === 0) return "every test was skipped";
+  return null;
+}
+
+/** Runs the official tests in the workspace and judges them from exit code + JUnit report. */
+export async function runOfficial(
+  task: LoadedTask,
+  ctx: JobContext & { judgeDir: string; python: string },
+  limits: RunLimits,
+  log: (text: string) => void,
+): Promise<OfficialResult> {
+  const junit = join(ctx.judgeDir, "official-junit.xml");
+  const argv = expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace });
+  const run = await runCommand(argv, { cwd: ctx.workspace, env: jobEnv(ctx), limits });
+  log(run.log);
+  if (run.spawnError) throw new HarnessError(`the official test command could not start: ${run.spawnError}`, "official");
+  let report: JunitReport | null = null;
+  let reportError: string | null = null;
+  if (existsSync(junit)) {
+    try {
+      report = parseJunit(readFileSync(junit, "utf8"));
+    } catch (e) {
+      reportError = (e as Error).message;
+    }
+  }
+  const reason = officialReason(run, report, reportError);
+  return {
+    passed: reason === null,
+    reason,
+    exitCode: run.exitCode,
+    signal: run.signal,
+    limit: run.limit,
+    reportFound: report !== null,
+    counts: report?.counts ?? { total: 0, passed: 0, failed: 0, errors: 0, skipped: 0 },
+    failing: report?.failing ?? [],
+    durationS: run.durationS,
+  };
+}

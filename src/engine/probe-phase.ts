@@ -1,0 +1,92 @@
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { basename, extname, join } from "node:path";
+import picomatch from "picomatch";
+import { checksFromRun, failedTimeChecks, mergeRuns, needsAnotherRun, type ProbeCheck } from "../core/probe-outcome.js";
+import type { LoadedTask } from "./task-load.js";
+import { HarnessError } from "./errors.js";
+import { expandCommand, jobEnv, type JobContext } from "./job-env.js";
+import { runCommand, type RunLimits } from "./run-command.js";
+
+export interface ProbePhaseContext extends JobContext {
+  judgeDir: string;
+  python: string;
+  /** The probe kit (`probegate_probe`) folder, put on PYTHONPATH. */
+  kitDir: string;
+}
+
+export interface ProbeEvents {
+  probeStart(probe: string, attempt: number): void;
+  probeEnd(probe: string, checks: readonly ProbeCheck[]): void;
+  log(probe: string, text: string): void;
+}
+
+/** Copies the probes in only now, outside the workspace, read-only. */
+function mountProbes(src: string, root: string): string {
+  const dest = join(root, "probes");
+  cpSync(src, dest, { recursive: true, filter: (p) => basename(p) !== "__pycache__" });
+  const lock = (dir: string) => {
+    for (const e of readdirSync(dir)) {
+      const p = join(dir, e);
+      if (statSync(p).isDirectory()) lock(p);
+      else chmodSync(p, 0o444);
+    }
+    chmodSync(dir, 0o555);
+  };
+  lock(dest);
+  return dest;
+}
+
+/** The probe files of a task, in a stable order. */
+export function listProbes(probesDir: string, pattern: string): string[] {
+  const match = picomatch(pattern, { dot: false });
+  return readdirSync(probesDir)
+    .filter((f) => match(f) && statSync(join(probesDir, f)).isFile())
+    .sort();
+}
+
+/**
+ * Runs every probe process once (time probes up to three times), from a read-only copy of the
+ * probe folder outside the workspace. Results come only from each run's results file and exit
+ * status; what a probe prints goes to the runner log alone.
+ */
+export async function runProbes(
+  task: LoadedTask,
+  ctx: ProbePhaseContext,
+  limitsFor: () => RunLimits,
+  events: ProbeEvents,
+): Promise<ProbeCheck[]> {
+  const files = listProbes(task.probesDir, task.spec.probes.pattern);
+  if (files.length === 0) {
+    throw new HarnessError(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
+  }
+  const mounted = mountProbes(task.probesDir, ctx.root);
+  const resultsDir = join(ctx.judgeDir, "results");
+  mkdirSync(resultsDir, { recursive: true });
+  const all: ProbeCheck[] = [];
+  for (const file of files) {
+    const probe = basename(file, extname(file));
+    const runs: ProbeCheck[][] = [];
+    let retried: string[] = [];
+    do {
+      const attempt = runs.length + 1;
+      events.probeStart(probe, attempt);
+      const results = join(resultsDir, `${probe}.${attempt}.jsonl`);
+      const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: join(mounted, file), workspace: ctx.workspace });
+      const env = jobEnv(ctx, {
+        PROBEGATE_RESULTS: results,
+        PROBEGATE_PROBE_DIR: mounted,
+        PYTHONPATH: [ctx.workspace, ctx.kitDir, mounted].join(":"),
+      });
+      const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor() });
+      events.log(probe, run.log);
+      if (run.spawnError) throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
+      const resultsText = existsSync(results) ? readFileSync(results, "utf8") : "";
+      runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
+      if (attempt === 1) retried = failedTimeChecks(runs[0] ?? []);
+    } while (retried.length > 0 && needsAnotherRun(runs, retried));
+    const merged = mergeRuns(runs);
+    events.probeEnd(probe, merged);
+    all.push(...merged);
+  }
+  return all;
+}

@@ -1,0 +1,58 @@
+import { existsSync, statSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import { TaskSpecSchema, type TaskSpec } from "../core/task-spec.js";
+import { InputError } from "./errors.js";
+import { lineOf, parseWith, readYaml } from "./yaml-file.js";
+
+/** A task spec with its paths resolved against the task folder. */
+export interface LoadedTask {
+  spec: TaskSpec;
+  dir: string;
+  file: string;
+  promptFile: string;
+  /** The base as a folder, or a git repository and ref to export it from. */
+  base: { kind: "folder"; path: string } | { kind: "git"; repo: string; ref: string };
+  probesDir: string;
+}
+
+function mustExist(path: string, kind: "file" | "dir", file: string, field: string, line: number | undefined): void {
+  const ok = existsSync(path) && (kind === "dir" ? statSync(path).isDirectory() : statSync(path).isFile());
+  if (!ok) {
+    throw new InputError(`${file}${line ? `:${line}` : ""}: ${field}: ${kind === "dir" ? "folder" : "file"} ${path} does not exist.`, { file, field, line });
+  }
+}
+
+/**
+ * Loads `<dir>/task.yml`. `probesOverride` replaces `probes.path` (a deployment keeps probes in a
+ * private checkout). Throws InputError naming file, field and line for anything wrong.
+ */
+export function loadTask(dirOrFile: string, probesOverride?: string): LoadedTask {
+  const file = resolve(dirOrFile.endsWith(".yml") || dirOrFile.endsWith(".yaml") ? dirOrFile : join(dirOrFile, "task.yml"));
+  const dir = resolve(file, "..");
+  const src = readYaml(file, "task spec");
+  const spec = parseWith(src, TaskSpecSchema, "task spec");
+  if (spec.id !== basename(dir)) {
+    const line = lineOf(src, ["id"]);
+    throw new InputError(`${file}${line ? `:${line}` : ""}: id: '${spec.id}' must equal the task's folder name '${basename(dir)}'.`, { file, field: "id", line });
+  }
+  const promptFile = resolve(dir, spec.prompt);
+  mustExist(promptFile, "file", file, "prompt", lineOf(src, ["prompt"]));
+  let base: LoadedTask["base"];
+  if ("path" in spec.base) {
+    const path = resolve(dir, spec.base.path);
+    mustExist(path, "dir", file, "base.path", lineOf(src, ["base", "path"]));
+    base = { kind: "folder", path };
+  } else {
+    const repo = /^[a-z]+:\/\//.test(spec.base.git.repo) ? spec.base.git.repo : resolve(dir, spec.base.git.repo);
+    base = { kind: "git", repo, ref: spec.base.git.ref };
+  }
+  const probesDir = probesOverride ? resolve(probesOverride) : resolve(dir, spec.probes.path);
+  if (probesOverride) {
+    if (!existsSync(probesDir) || !statSync(probesDir).isDirectory()) {
+      throw new InputError(`--probes: folder ${probesDir} does not exist.`, { field: "--probes" });
+    }
+  } else {
+    mustExist(probesDir, "dir", file, "probes.path", lineOf(src, ["probes", "path"]));
+  }
+  return { spec, dir, file, promptFile, base, probesDir };
+}
