@@ -92,6 +92,9 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     memoryBytes: spec.limits.memory,
   });
   const probeSet = probeSetVersion(opts.task.probesDir);
+  // Facts about the host are gathered while the workspace is built; a failure surfaces later, as a harness error.
+  const hostFacts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus()]);
+  hostFacts.catch(() => {});
 
   emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
   const ws = await createWorkspace(opts.task, opts.submission);
@@ -107,8 +110,8 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
   let gpus: GpuInfo[] = [];
   let ctx: ReturnType<typeof jobContext> | null = null;
   try {
-    const python = choosePython(opts.python);
-    [py, gpus] = await Promise.all([inspectPython(python), detectGpus()]);
+    [py, gpus] = await hostFacts;
+    const python = py.executable;
     ctx = jobContext(ws, opts, gpus);
     const c = ctx;
     emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
