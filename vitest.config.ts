@@ -7,5 +7,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Evaluations spawn Python process trees; two cores are shared with them.
     maxWorkers: 2,
+    // The committed bundles run through Node's own loader, exactly as on a runner (and untransformed).
+    server: { deps: { external: [/\/dist\//] } },
   },
 });

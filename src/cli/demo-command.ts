@@ -10,7 +10,7 @@ import { InputError } from "../engine/errors.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
 import { parseWith, readYaml } from "../engine/yaml-file.js";
 import { KIT_DIR, PACKAGE_ROOT } from "./paths.js";
-import { progressPrinter } from "./progress.js";
+import { progressPrinter } from "../engine/progress-lines.js";
 
 export interface DemoFlags {
   root?: string;

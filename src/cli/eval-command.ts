@@ -6,7 +6,7 @@ import { InputError } from "../engine/errors.js";
 import { parseSubmission } from "../engine/submission.js";
 import { loadTask } from "../engine/task-load.js";
 import { KIT_DIR } from "./paths.js";
-import { progressPrinter } from "./progress.js";
+import { progressPrinter } from "../engine/progress-lines.js";
 import { renderResultTable } from "./result-table.js";
 
 export interface EvalFlags {

@@ -90,6 +90,8 @@ export const EvaluationResultSchema = z.strictObject({
     ref: z.string().nullish(),
     sha: z.string().nullish(),
   }),
+  /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
+  evaluationKey: z.string().nullish(),
   verdict: VerdictSchema,
   /** One sentence for people: why this verdict. */
   reason: z.string(),

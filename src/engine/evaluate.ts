@@ -36,6 +36,8 @@ export interface EvaluateOptions {
   /** Run the probes even when the official tests fail. */
   alwaysProbe?: boolean;
   signingKey?: string;
+  /** The app's evaluation key, recorded in the (signed) result. */
+  evaluationKey?: string;
   keepWorkspace?: boolean;
   onEvent?: (e: EvaluationEvent) => void;
   /** Wall clock, injectable for tests. */
@@ -155,6 +157,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       ref: opts.submission.kind === "git" ? opts.submission.ref : null,
       sha: ws.submissionSha,
     },
+    evaluationKey: opts.evaluationKey ?? null,
     verdict,
     reason,
     official,

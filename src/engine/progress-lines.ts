@@ -1,4 +1,4 @@
-import type { EvaluationEvent } from "../engine/evaluate.js";
+import type { EvaluationEvent } from "./evaluate.js";
 import { formatSeconds } from "../core/sizes.js";
 
 const LABEL: Record<string, string> = {

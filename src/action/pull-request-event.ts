@@ -1,0 +1,27 @@
+import { readFileSync } from "node:fs";
+
+export interface PullRequestTarget {
+  owner: string;
+  repo: string;
+  headSha: string;
+  number: number;
+}
+
+/**
+ * The PR a standalone run evaluates, from the event payload. Only `pull_request` is accepted:
+ * `pull_request_target` would run PR code with a privileged token.
+ */
+export function readPullRequestEvent(eventName: string | undefined, eventPath: string | undefined): PullRequestTarget {
+  if (eventName !== "pull_request") {
+    throw new Error(`standalone mode runs on 'pull_request' events only (this run is '${eventName ?? "unknown"}'); never use pull_request_target with untrusted code`);
+  }
+  if (!eventPath) throw new Error("GITHUB_EVENT_PATH is not set: standalone mode reads the pull request from the event payload");
+  const payload = JSON.parse(readFileSync(eventPath, "utf8")) as {
+    pull_request?: { number: number; head: { sha: string } };
+    repository?: { name: string; owner: { login: string } };
+  };
+  const pr = payload.pull_request;
+  const repo = payload.repository;
+  if (!pr?.head?.sha || !repo?.owner?.login) throw new Error(`${eventPath}: not a pull_request payload (no pull_request.head.sha or repository.owner.login)`);
+  return { owner: repo.owner.login, repo: repo.name, headSha: pr.head.sha, number: pr.number };
+}
