@@ -13,14 +13,13 @@ import { probeSetVersion } from "../engine/probe-set.js";
 import { signResult } from "../engine/sign.js";
 import { parseSubmission } from "../engine/submission.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
+import { KIT_DIR } from "../engine/package-paths.js";
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
 import type { GitHubClient } from "../github/client.js";
 import { progressPrinter } from "../engine/progress-lines.js";
 import { readPullRequestEvent, type PullRequestTarget } from "./pull-request-event.js";
 import { readSettings, type ActionSettings } from "./settings.js";
 
-/** The probe kit ships beside the bundle: dist/action/index.js → probes/kit. */
-const KIT_DIR = resolve(dirname(new URL(import.meta.url).pathname), "..", "..", "probes", "kit");
 
 function loadTaskFromInputs(s: ActionSettings): LoadedTask {
   if (s.probes && !(existsSync(s.probes) && statSync(s.probes).isDirectory())) {

@@ -9,7 +9,7 @@ import { evaluate } from "../engine/evaluate.js";
 import { InputError } from "../engine/errors.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
 import { parseWith, readYaml } from "../engine/yaml-file.js";
-import { KIT_DIR, PACKAGE_ROOT } from "./paths.js";
+import { KIT_DIR, PACKAGE_ROOT } from "../engine/package-paths.js";
 import { progressPrinter } from "../engine/progress-lines.js";
 
 export interface DemoFlags {

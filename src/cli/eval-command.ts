@@ -5,7 +5,7 @@ import { evaluate } from "../engine/evaluate.js";
 import { InputError } from "../engine/errors.js";
 import { parseSubmission } from "../engine/submission.js";
 import { loadTask } from "../engine/task-load.js";
-import { KIT_DIR } from "./paths.js";
+import { KIT_DIR } from "../engine/package-paths.js";
 import { progressPrinter } from "../engine/progress-lines.js";
 import { renderResultTable } from "./result-table.js";
 

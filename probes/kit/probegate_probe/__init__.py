@@ -1,0 +1,17 @@
+"""probegate_probe: the kit hidden probes import (protocol: docs/task-format.md)."""
+from .emit import CATEGORIES, STATUSES, ProbeFailure, ProbeSkipped, check, emit
+from .location import locate, workspace
+from .ranks import RankError, backend, device_for_rank, run_ranks, world_size
+from .memory import peak_memory, peak_memory_caveat
+from .timing import TimeRatio, time_ratio
+from .signature import require_signature
+from .state import assert_optimizer_state_equal, assert_state_equal
+from .collectives import CollectiveCounter
+
+
+__all__ = [
+    "emit", "check", "ProbeFailure", "ProbeSkipped", "run_ranks", "RankError", "backend",
+    "device_for_rank", "world_size", "CollectiveCounter", "peak_memory", "peak_memory_caveat",
+    "time_ratio", "TimeRatio", "require_signature", "assert_state_equal",
+    "assert_optimizer_state_equal", "locate", "workspace", "CATEGORIES", "STATUSES",
+]

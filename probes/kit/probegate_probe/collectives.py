@@ -1,0 +1,274 @@
+"""Count the bytes this rank moves through collectives (algorithmic bytes, PROBES.md).
+
+Counting costs time (a Python callback per tensor op while active): never time and count in the
+same pass.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from collections import defaultdict
+from fractions import Fraction
+
+import torch
+import torch.distributed as dist
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from . import _wire
+
+_tls = threading.local()
+
+
+def _counters() -> list:
+    if not hasattr(_tls, "counters"):
+        _tls.counters = []
+    return _tls.counters
+
+
+def _group_info(obj):
+    """(size, rank) of a process group given as a ProcessGroup or a dispatcher ScriptObject."""
+    for candidate in (obj, _unbox(obj)):
+        if candidate is not None and callable(getattr(candidate, "size", None)):
+            try:
+                return int(candidate.size()), int(candidate.rank())
+            except Exception:
+                pass
+    group = getattr(_tls, "group", None)  # set by the ProcessGroup method that led here
+    if group is not None:
+        return int(group.size()), int(group.rank())
+    return dist.get_world_size(), dist.get_rank()  # a C++ caller on torch 1.13: assume WORLD
+
+
+def _unbox(obj):
+    unbox = getattr(dist.ProcessGroup, "unbox", None)
+    if unbox is None or isinstance(obj, dist.ProcessGroup):
+        return None
+    try:
+        return unbox(obj)
+    except Exception:
+        return None
+
+
+def _functional_group(args):
+    # group_name is the last string argument (a reduce op, when there is one, comes before it).
+    name = next((a for a in reversed(args) if isinstance(a, str)), None)
+    if name is not None:
+        resolve = getattr(dist.distributed_c10d, "_resolve_process_group", None)
+        if resolve is not None:
+            try:
+                return _group_info(resolve(name))
+            except Exception:
+                pass
+    size = next((a for a in args[1:] if isinstance(a, int) and not isinstance(a, bool)), None)
+    return (size or dist.get_world_size()), dist.get_rank()
+
+
+class _CountingMode(TorchDispatchMode):
+    def __init__(self, counter):
+        super().__init__()
+        self.counter = counter
+        self.rules = {}
+
+    def _rule(self, func):
+        rule = self.rules.get(func, False)
+        if rule is False:
+            rule = _wire.dispatch_rule(func._schema.name)
+            self.rules[func] = rule
+        return rule
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        rule = self._rule(func)
+        if rule is None:
+            return func(*args, **kwargs)
+        _tls.seen = True
+        result = func(*args, **kwargs)  # a collective the backend refuses moves nothing
+        try:
+            self._count(rule, list(args) + list(kwargs.values()))
+        except Exception as exc:  # counting must never break the submission's collective
+            self.counter._uncounted(rule[1], exc)
+        return result
+
+    def _count(self, rule, flat):
+        namespace, name = rule
+        if namespace == "c10d":
+            # The group is the first argument that is neither a tensor nor a plain value.
+            pg = next((a for a in flat if a is not None and not isinstance(
+                a, (torch.Tensor, list, tuple, int, float, str, bool))), None)
+            size, rank = _group_info(pg)
+            op, payload, wire = _wire.pg_bytes(name, flat, size, rank)
+        else:
+            size, rank = _functional_group(flat)
+            op, payload, wire = _wire.functional_bytes(name, flat, size, rank)
+        self.counter._add(op, payload, wire)
+
+
+# ---- torch 1.13 gaps: ProcessGroup methods whose c10d dispatcher op does not exist -------------
+_patched = {}   # (cls, name) -> original
+_patch_users = 0
+_patch_lock = threading.Lock()
+
+
+def _has_dispatch_op(method: str) -> bool:
+    op = _wire.DISPATCH_NAME.get(method)
+    if op is None:
+        return False
+    try:
+        getattr(torch.ops.c10d, op)
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def _pg_classes():
+    seen, todo = [], [dist.ProcessGroup]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.append(cls)
+            todo.extend(cls.__subclasses__())
+    return seen
+
+
+def _make_patch(name, original):
+    def patched(self, *args, **kwargs):
+        counters = list(_counters())
+        if not counters or getattr(_tls, "inside", False):
+            return original(self, *args, **kwargs)
+        _tls.inside, _tls.group, _tls.seen = True, self, False
+        try:
+            result = original(self, *args, **kwargs)
+        finally:
+            _tls.inside, _tls.group = False, None
+        if not _tls.seen:  # the dispatcher did not see it (no c10d op on this torch): count here
+            try:
+                op, payload, wire = _wire.pg_bytes(name, list(args) + list(kwargs.values()),
+                                                   int(self.size()), int(self.rank()))
+            except Exception as exc:
+                for counter in counters:
+                    counter._uncounted(name, exc)
+            else:
+                for counter in counters:
+                    counter._add(op, payload, wire)
+        return result
+
+    patched.__name__ = name
+    patched.__wrapped__ = original
+    return patched
+
+
+@functools.lru_cache(maxsize=None)
+def _needs_patches() -> bool:
+    # torch >= 2 routes every ProcessGroup method through c10d ops and can unbox the group.
+    return getattr(dist.ProcessGroup, "unbox", None) is None or not all(
+        _has_dispatch_op(m) for m in _wire.DISPATCH_NAME)
+
+
+def _install_patches():
+    global _patch_users
+    with _patch_lock:
+        _patch_users += 1
+        if _patch_users > 1 or not _needs_patches():
+            return
+        for cls in _pg_classes():
+            for name in _wire.DISPATCH_NAME:
+                original = cls.__dict__.get(name)
+                if original is not None and (cls, name) not in _patched:
+                    setattr(cls, name, _make_patch(name, original))
+                    _patched[(cls, name)] = original
+
+
+def _remove_patches():
+    global _patch_users
+    with _patch_lock:
+        _patch_users -= 1
+        if _patch_users > 0:
+            return
+        for (cls, name), original in _patched.items():
+            setattr(cls, name, original)
+        _patched.clear()
+
+
+class CollectiveCounter:
+    """Context manager counting this process's collective traffic while active.
+
+    total_bytes / by_op: algorithmic wire bytes per rank (all_reduce 2(n-1)/n·S, all_gather,
+    reduce_scatter and all_to_all (n-1)/n·S, broadcast/reduce/send/recv S, barrier 0); calls: wire
+    ops per name (a coalesced op is one); payload_bytes: the sum of S. Counting costs time: never
+    time and count in the same pass. Collectives issued on other threads are not seen.
+    """
+
+    def __init__(self):
+        self._bytes = defaultdict(Fraction)
+        self._calls = defaultdict(int)
+        self._payload = 0
+        self.events = []  # (op, payload S, wire bytes) in issue order, for messages
+        self.uncounted = []  # "op: why" for collectives seen but not sized (a kit gap: report error)
+        patched = _needs_patches()
+        self.mode = "dispatch+pg-methods" if patched else "dispatch"
+        self.note = _NOTE_113 if patched else _NOTE_DISPATCH
+
+    def _add(self, op, payload, wire):
+        self._bytes[op] += wire
+        self._calls[op] += 1
+        self._payload += int(payload)
+        if len(self.events) < 10000:
+            self.events.append((op, int(payload), int(round(wire))))
+
+    def _uncounted(self, name, exc):
+        if len(self.uncounted) < 100:
+            self.uncounted.append(f"{name}: {type(exc).__name__}: {exc}")
+
+    def __enter__(self):
+        _install_patches()
+        self._mode_ctx = _CountingMode(self)
+        self._mode_ctx.__enter__()
+        _counters().append(self)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self._mode_ctx.__exit__(*exc)
+        finally:
+            _counters().remove(self)
+            _remove_patches()
+        return False
+
+    @property
+    def total_bytes(self) -> int:
+        return int(round(sum(self._bytes.values(), Fraction(0))))
+
+    @property
+    def by_op(self) -> dict:
+        return {op: int(round(v)) for op, v in self._bytes.items()}
+
+    @property
+    def calls(self) -> dict:
+        return dict(self._calls)
+
+    @property
+    def payload_bytes(self) -> int:
+        return self._payload
+
+    def measured(self, prefix="") -> dict:
+        """Flat figures for emit(measured=...)."""
+        out = {f"{prefix}total_bytes": self.total_bytes, f"{prefix}payload_bytes": self.payload_bytes}
+        for op, value in sorted(self.by_op.items()):
+            out[f"{prefix}bytes.{op}"] = value
+            out[f"{prefix}calls.{op}"] = self._calls[op]
+        return out
+
+    def __repr__(self):
+        return f"CollectiveCounter(total_bytes={self.total_bytes}, by_op={self.by_op}, calls={self.calls})"
+
+
+_NOTE_DISPATCH = ("counted at the dispatcher (c10d and _c10d_functional ops): sees dist.* calls, "
+                  "aliases, DDP's reducer, batch_isend_irecv and async ops; not CUDA graph replays "
+                  "or collectives issued on other threads")
+_NOTE_113 = ("torch without full c10d dispatch (1.13): ops with a c10d dispatcher op (allreduce, "
+             "allgather, reduce_scatter, broadcast, reduce, gather, scatter, alltoall, send, recv, "
+             "barrier) are counted at the dispatcher, which also sees DDP's C++ reducer and "
+             "_broadcast_coalesced; the rest (_allgather_base, _reduce_scatter_base, alltoall_base, "
+             "*_coalesced, recv_anysource, monitored_barrier) are counted by patching the "
+             "ProcessGroup methods, which C++ callers bypass. A dispatcher op from C++ on a "
+             "subgroup is sized as WORLD. Collectives on other threads are not seen")

@@ -1,0 +1,320 @@
+"""Run a function on N ranks of a fresh process group (spawned processes, file:// rendezvous)."""
+from __future__ import annotations
+
+import datetime
+import faulthandler
+import io
+import os
+import pickle
+import queue as queue_mod
+import re
+import shutil
+import signal
+import tempfile
+import time
+import traceback
+from typing import Optional
+
+_START_ENV = "PROBEGATE_START_METHOD"
+
+
+class RankError(RuntimeError):
+    """A rank failed (or all were killed on timeout).
+
+    rank, summary ("Type: message"), traceback (formatted, for stderr only), frames
+    ([(filename, lineno, ...)] outermost first; on timeout, where the rank was waiting),
+    timed_out, assertion (the rank raised an AssertionError), failure (a ProbeFailure's
+    message/location/measured when the probe's own check failed inside the rank).
+    """
+
+    def __init__(self, message, rank=-1, summary="", tb="", frames=(), timed_out=False,
+                 assertion=False, failure=None):
+        super().__init__(message)
+        self.rank = rank
+        self.summary = summary or message
+        self.traceback = tb
+        self.frames = list(frames)
+        self.timed_out = timed_out
+        self.assertion = assertion
+        self.failure = failure
+
+
+def world_size(default: int = 2) -> int:
+    value = os.environ.get("PROBEGATE_WORLD_SIZE")
+    return int(value) if value else int(default)
+
+
+def backend() -> str:
+    value = os.environ.get("PROBEGATE_BACKEND")
+    if value:
+        if value not in ("gloo", "nccl"):
+            raise ValueError(f"PROBEGATE_BACKEND must be gloo or nccl, got {value!r}")
+        return value
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.device_count() >= world_size():
+        return "nccl"
+    return "gloo"
+
+
+def device_for_rank(rank: int):
+    import torch
+
+    if backend() == "nccl" and torch.cuda.is_available():
+        return torch.device("cuda", rank % torch.cuda.device_count())
+    return torch.device("cpu")
+
+
+def importing_in_child() -> bool:
+    """True while a new rank process imports the probe's __main__ module (before fn runs)."""
+    import multiprocessing
+
+    return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
+
+
+def _context():
+    """A forkserver that has imported torch once (fast ranks on a 2-core CI runner), else spawn.
+
+    Both start ranks from a process that never touched CUDA or a process group, and both
+    import the probe's __main__ as __mp_main__ in each rank. $PROBEGATE_START_METHOD=spawn
+    forces spawn.
+    """
+    import multiprocessing
+
+    method = os.environ.get(_START_ENV) or (
+        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
+    ctx = multiprocessing.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(["torch", "torch.distributed", "probegate_probe"])
+    return ctx
+
+
+def guard_child_import(what: str) -> None:
+    """Refuse `what` while a rank process re-imports the probe's __main__ module."""
+    if importing_in_child():
+        raise RuntimeError(
+            f"{what} ran while a rank process imported the probe file: guard the probe's "
+            "top-level code with `if __name__ == \"__main__\":` (spawned ranks import it)")
+
+
+def _to_cpu(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return type(value)((k, _to_cpu(v)) for k, v in value.items())
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(_to_cpu(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(v) for v in value)
+    return value
+
+
+def _error_info(exc) -> dict:
+    from .emit import ProbeFailure
+    from .location import normalize_location
+
+    from .emit import exception_frames
+
+    frames = exception_frames(exc)
+    text = str(exc).strip()
+    summary = type(exc).__name__ + (": " + text.splitlines()[0] if text else "")
+    info = {"summary": summary[:1000], "frames": frames, "assertion": isinstance(exc, AssertionError),
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+            "failure": None}
+    if isinstance(exc, ProbeFailure):
+        try:
+            loc = normalize_location(exc.location)
+        except ValueError:
+            loc = None
+        info["failure"] = {"message": exc.message, "location": loc, "measured": exc.measured}
+    return info
+
+
+def _child(rank, n, backend_name, init_method, fn, args, results, stack_file, timeout, env):
+    os.environ.clear()
+    os.environ.update(env)
+    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(n)})
+    # On timeout the parent sends SIGUSR1: every thread's stack lands in stack_file, so a hang
+    # inside the submission is reported where it waits.
+    stack_fh = open(stack_file, "w")
+    faulthandler.register(signal.SIGUSR1, file=stack_fh, all_threads=True)
+    import torch
+    import torch.distributed as dist
+
+    try:
+        if backend_name == "nccl":  # NCCL binds its communicator to the current device at init
+            torch.cuda.set_device(device_for_rank(rank))
+        dist.init_process_group(backend_name, init_method=init_method, rank=rank, world_size=n,
+                                timeout=datetime.timedelta(seconds=timeout))
+        results.put((rank, "ready", b""))
+        value = fn(rank, n, *args)
+        payload = pickle.dumps(_to_cpu(value), protocol=pickle.HIGHEST_PROTOCOL)
+        results.put((rank, "ok", payload))
+    except BaseException as exc:  # noqa: B902 - everything must reach the parent
+        results.put((rank, "error", pickle.dumps(_error_info(exc))))
+        return
+    try:
+        dist.destroy_process_group()
+    except Exception:
+        pass
+
+
+class _Unpickler(pickle.Unpickler):
+    # Classes the probe file defines live in `__mp_main__` inside a rank, `__main__` here.
+    def find_class(self, module, name):
+        return super().find_class("__main__" if module == "__mp_main__" else module, name)
+
+
+def _loads(payload: bytes):
+    return _Unpickler(io.BytesIO(payload)).load()
+
+
+_FRAME_RE = re.compile(r'^\s+File "(.+)", line (\d+) in (\S+)')
+
+
+def _main_thread_frames(stack_file) -> list:
+    """Frames (outermost first) of the thread that ran fn, from a faulthandler dump."""
+    try:
+        text = open(stack_file).read()
+    except OSError:
+        return []
+    blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", text)
+    best = []
+    for block in blocks:
+        frames = [(m.group(1), int(m.group(2)), m.group(3))
+                  for m in map(_FRAME_RE.match, block.splitlines()) if m]
+        frames.reverse()  # faulthandler prints the innermost frame first
+        if any(name == "_child" for _, _, name in frames):
+            return frames
+        best = best or frames
+    return best
+
+
+def _pick_error(errors: dict):
+    from .location import frames_in_workspace
+
+    # Secondary failures (peers losing their connection) follow the root cause: prefer a rank
+    # whose own check failed, then one that raised inside the submission.
+    for rank, info in errors.items():
+        if info["failure"]:
+            return rank, info
+    for rank, info in errors.items():
+        if frames_in_workspace(info["frames"]):
+            return rank, info
+    return next(iter(errors.items()))
+
+
+def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[str] = None,
+              timeout: float = 180):
+    """fn(rank, world_size, *args) on each rank; returns the per-rank values (tensors on CPU).
+
+    `timeout` bounds fn, counted from when all ranks have joined the process group (spawning
+    and joining get STARTUP_S more).
+    fn must be a module-level function (it is pickled by reference). A probe file run as a
+    script works: spawned ranks import it as `__mp_main__`, so its top-level code must sit
+    under `if __name__ == "__main__":`. Raises RankError when a rank fails or on timeout.
+    """
+    guard_child_import("run_ranks()")
+    n = world_size if world_size is not None else globals()["world_size"]()
+    backend_name = backend or globals()["backend"]()
+    if getattr(fn, "__qualname__", "").count("<") or not getattr(fn, "__module__", None):
+        raise TypeError("run_ranks needs a module-level function (lambdas and nested functions "
+                        "cannot be sent to spawned ranks)")
+    ctx = _context()
+    tmp = tempfile.mkdtemp(prefix="probegate-ranks-")
+    init_method = "file://" + os.path.join(tmp, "rendezvous")
+    results = ctx.Queue()
+    procs = []
+    env = dict(os.environ)  # forkserver children would otherwise see the server's environment
+    try:
+        for rank in range(n):
+            p = ctx.Process(target=_child, name=f"probegate-rank{rank}",
+                            args=(rank, n, backend_name, init_method, fn, tuple(args), results,
+                                  os.path.join(tmp, f"stack{rank}.txt"), timeout, env))
+            p.start()  # pickles fn and args: an unpicklable one fails here, before any rank runs
+            procs.append(p)
+        return _collect(procs, results, n, timeout, tmp)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        for p in procs:
+            p.join(5)
+        results.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+STARTUP_S = 120  # spawning N ranks that each import torch is slow on a loaded CPU runner
+
+
+def _collect(procs, results, n, timeout, tmp):
+    # fn's timeout starts once every rank has joined the process group; startup has its own.
+    deadline = time.monotonic() + STARTUP_S + timeout
+    ready = set()
+    values, errors = {}, {}
+    first_error_at = None
+    dead_since = {}
+    while len(values) + len(errors) < n:
+        try:
+            rank, kind, payload = results.get(timeout=0.1)
+            if kind == "ready":
+                ready.add(rank)
+                if len(ready) == n:
+                    deadline = time.monotonic() + timeout
+            elif kind == "ok":
+                values[rank] = _loads(payload)
+            else:
+                errors[rank] = pickle.loads(payload)
+                first_error_at = first_error_at or time.monotonic()
+            continue
+        except queue_mod.Empty:
+            pass
+        now = time.monotonic()
+        for rank, p in enumerate(procs):
+            if p.exitcode is not None and rank not in values and rank not in errors:
+                # A result may still be in the pipe right after exit: give it a moment.
+                if now - dead_since.setdefault(rank, now) > 2.0:
+                    errors[rank] = {"summary": f"rank {rank} exited with code {p.exitcode} without a result",
+                                    "frames": [], "assertion": False, "traceback": "", "failure": None}
+                    first_error_at = first_error_at or now
+        if first_error_at and now - first_error_at > 5.0:
+            break  # peers of a failed rank are likely blocked in a collective with it
+        if now > deadline:
+            return _timeout(procs, values, errors, n, timeout, tmp)
+    if errors:
+        rank, info = _pick_error(errors)
+        others = sorted(set(errors) - {rank})
+        tail = f" (ranks {others} failed too)" if others else ""
+        return _raise(rank, info, tail)
+    return [values[r] for r in range(n)]
+
+
+def _raise(rank, info, tail=""):
+    raise RankError(f"rank {rank} failed: {info['summary']}{tail}\n{info['traceback']}", rank=rank,
+                    summary=info["summary"], tb=info["traceback"], frames=info["frames"],
+                    assertion=info["assertion"], failure=info["failure"])
+
+
+def _timeout(procs, values, errors, n, timeout, tmp):
+    if errors:
+        rank, info = _pick_error(errors)
+        return _raise(rank, info)
+    pending = [r for r in range(n) if r not in values]
+    for r in pending:
+        if procs[r].is_alive():
+            try:
+                os.kill(procs[r].pid, signal.SIGUSR1)
+            except OSError:
+                pass
+    time.sleep(1.0)
+    from .location import frames_in_workspace
+
+    stacks = {r: _main_thread_frames(os.path.join(tmp, f"stack{r}.txt")) for r in pending}
+    rank = next((r for r in pending if frames_in_workspace(stacks[r])), pending[0])
+    frames = stacks[rank]
+    text = "".join(f'  File "{f[0]}", line {f[1]}, in {f[2]}\n' for f in frames)
+    summary = f"timeout after {timeout:g} s: ranks {pending} did not finish"
+    raise RankError(f"{summary}\nrank {rank} was at:\n{text}", rank=rank, summary=summary,
+                    tb=text, frames=frames, timed_out=True)
