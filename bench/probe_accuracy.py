@@ -1,0 +1,137 @@
+"""Probe accuracy: do the probe kit's meters measure what they claim?
+
+  /usr/bin/python3 bench/probe_accuracy.py [--ranks 2 4] [--repeats N --node node]
+
+A. traffic: bytes the CollectiveCounter counts vs the analytic wire bytes, per op, per world size
+   (goal: exact);
+B. memory: peak_memory() of a known allocation vs its size (goal: within 1 MiB on GPU; on CPU the
+   figure is peak RSS growth, reported for reference);
+C. verdict stability (with --repeats N): every example submission evaluated N times through
+   `probegate eval`; the reference must pass every time, each flawed one must be caught every time.
+Prints markdown tables for bench/RESULTS.md.
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "probes" / "kit"))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from probegate_probe import CollectiveCounter, device_for_rank, peak_memory, run_ranks  # noqa: E402
+
+MIB = 2**20
+
+
+def traffic_rank(rank, n):
+    dev = device_for_rank(rank)
+    S = 4 * MIB  # bytes per payload: 1 Mi float32 elements
+    x = torch.ones(S // 4, device=dev)
+    rows = []
+
+    def measure(name, expected, fn):
+        with CollectiveCounter() as c:
+            fn()
+        rows.append((name, c.total_bytes, int(expected), c.mode))
+
+    measure("all_reduce", 2 * (n - 1) / n * S, lambda: dist.all_reduce(x))
+    measure("all_gather (list)", (n - 1) / n * S * n, lambda: dist.all_gather([torch.empty_like(x) for _ in range(n)], x))
+    measure("broadcast", S, lambda: dist.broadcast(x, src=0))
+    measure("all_to_all_single", (n - 1) / n * S, lambda: dist.all_to_all_single(torch.empty_like(x), x))
+
+    def p2p():
+        peer = rank ^ 1
+        if peer < n:
+            ops = [dist.P2POp(dist.isend, x, peer), dist.P2POp(dist.irecv, torch.empty_like(x), peer)]
+            for r in dist.batch_isend_irecv(ops):
+                r.wait()
+
+    measure("batch_isend_irecv (send+recv)", 2 * S if (rank ^ 1) < n else 0, p2p)
+    model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256)).to(dev)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+    grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+
+    def ddp_step():
+        ddp(torch.randn(16, 512, device=dev)).sum().backward()
+
+    measure("DDP step (reducer, C++)", 2 * (n - 1) / n * grad_bytes, ddp_step)
+    return rows
+
+
+def traffic(ranks):
+    print("\n### A. Traffic: counted vs analytic wire bytes per rank (rank 0)\n")
+    print("| ranks | op | counted bytes | analytic bytes | counted/analytic | counter mode |")
+    print("|---:|---|---:|---:|---:|---|")
+    exact = True
+    for n in ranks:
+        rows = run_ranks(traffic_rank, world_size=n, backend="gloo")[0]
+        for name, got, want, mode in rows:
+            ratio = got / want if want else float("nan")
+            exact &= got == want
+            print(f"| {n} | {name} | {got:,} | {want:,} | {ratio:.4f} | {mode} |")
+    return exact
+
+
+def memory():
+    print("\n### B. Memory: peak_memory() of a known allocation\n")
+    print("| device | allocated | measured peak | difference |")
+    print("|---|---:|---:|---:|")
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    worst_gpu = 0
+    for d in devices:
+        for mib in (16, 256):
+            def alloc():
+                t = torch.ones(mib * MIB // 4, device=d)
+                return float(t[0])
+            _, peak = peak_memory(alloc, device=torch.device(d))
+            diff = peak - mib * MIB
+            if d == "cuda":
+                worst_gpu = max(worst_gpu, abs(diff))
+            print(f"| {d} | {mib} MiB | {peak / MIB:.2f} MiB | {diff / MIB:+.2f} MiB |")
+    return worst_gpu
+
+
+def repeats(n, node, tasks):
+    import yaml  # noqa: F401  (only to fail early with a clear message if missing)
+    print(f"\n### C. Verdict stability: each example evaluated {n} times through `probegate eval`\n")
+    print("| task | submission | expected | outcomes | as expected |")
+    print("|---|---|---|---|---:|")
+    cli = str(ROOT / "dist" / "cli" / "index.js")
+    for task in tasks:
+        exp_file = ROOT / "examples" / "submissions" / task / "expected.yml"
+        for entry in yaml.safe_load(exp_file.read_text()):
+            got = Counter()
+            for _ in range(n):
+                r = subprocess.run([node, cli, "eval", "--task", str(ROOT / "tasks" / task), "--submission",
+                                    str(exp_file.parent / entry["submission"]), "--format", "json"],
+                                   capture_output=True, text=True)
+                res = json.loads(r.stdout)
+                cats = sorted({p["category"] for p in res["probes"] if p["status"] == "failed"})
+                got[f'{res["verdict"]}{"[" + ",".join(cats) + "]" if cats else ""}'] += 1
+            want = entry["verdict"] + ("[" + ",".join(sorted(entry.get("failedCategories", []))) + "]" if entry.get("failedCategories") else "")
+            ok = got[want]
+            print(f"| {task} | {entry['submission']} | {want} | {dict(got)} | {ok}/{n} |", flush=True)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--repeats", type=int, default=0)
+    ap.add_argument("--node", default="node")
+    ap.add_argument("--tasks", nargs="+", default=["sharded-optimizer", "paged-kv-cache", "weight-sync"])
+    a = ap.parse_args()
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    print(f"probe accuracy — {platform.node()}: {os.cpu_count()} cores, {gpu}, torch {torch.__version__}, python {platform.python_version()}")
+    t0 = time.time()
+    exact = traffic(a.ranks)
+    worst = memory()
+    if a.repeats:
+        repeats(a.repeats, a.node, a.tasks)
+    print(f"\ntraffic exact: {exact}; worst GPU memory error: {worst / MIB:.3f} MiB; {time.time() - t0:.0f}s")
