@@ -1,0 +1,142 @@
+"""KV memory per tensor-parallel rank, and the blocks that forked samples of one prompt occupy."""
+import torch
+
+from probegate_probe import (ProbeFailure, RankError, backend, check, device_for_rank, locate, peak_memory,
+                             peak_memory_caveat, run_ranks, world_size)
+
+MiB = 1 << 20
+HEADS, HEAD_DIM, LAYERS = 8, 64, 2
+NUM_BLOCKS, BLOCK_SIZE = 512, 16
+FILL_SEQS = 32                                 # FILL_SEQS sequences of this length use every block
+FILL_LEN = NUM_BLOCKS * BLOCK_SIZE // FILL_SEQS
+PROMPT, SAMPLES, NEW_TOKENS = 200, 8, 10       # parallel sampling: one prompt, forked SAMPLES - 1 times
+
+
+def kv_bytes(num_blocks, size):
+    """Keys and values of every layer for this rank's heads only."""
+    return 2 * LAYERS * num_blocks * BLOCK_SIZE * (HEADS // size) * HEAD_DIM * 4
+
+
+def storage_bytes(root):
+    """Bytes of the distinct tensor storages reachable from root's attributes and containers."""
+    seen_objects, storages, todo = set(), {}, [(root, 0)]
+    while todo:
+        obj, depth = todo.pop()
+        if id(obj) in seen_objects or depth > 6:
+            continue
+        seen_objects.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            storage = obj.untyped_storage() if hasattr(obj, "untyped_storage") else obj.storage()
+            storages[(obj.device.type, storage.data_ptr())] = storage.nbytes()
+        elif isinstance(obj, dict):
+            todo.extend((v, depth + 1) for v in obj.values())
+        elif isinstance(obj, (list, tuple, set)):
+            todo.extend((v, depth + 1) for v in obj)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            todo.extend((v, depth + 1) for v in vars(obj).values())
+    return sum(storages.values())
+
+
+def fill(cache, seq_ids, steps, local_heads, device):
+    for step in range(steps):
+        cache.append_token(seq_ids)
+        k = torch.full((len(seq_ids), local_heads, HEAD_DIM), float(step % 7), device=device)
+        for layer in range(LAYERS):
+            cache.write(layer, seq_ids, k, k)
+
+
+def memory_rank(rank, size):
+    import pagedkv
+
+    if not hasattr(pagedkv, "PagedKVCache"):
+        raise ProbeFailure("`pagedkv` does not export PagedKVCache", location=locate(pagedkv))
+    device = device_for_rank(rank)
+    config = pagedkv.ModelConfig(num_heads=HEADS, head_dim=HEAD_DIM, num_layers=LAYERS)
+    local_heads = HEADS // size
+
+    def build_and_fill(num_blocks, seqs, steps):
+        cache = pagedkv.PagedKVCache(config, num_blocks, BLOCK_SIZE, device=device)
+        for s in seqs:
+            cache.add_sequence(s)
+        fill(cache, seqs, steps, local_heads, device)
+        return cache
+
+    build_and_fill(4, [0], 2 * BLOCK_SIZE)  # first-use allocations of torch itself stay out of the figure
+    cache, peak = peak_memory(build_and_fill, NUM_BLOCKS, list(range(FILL_SEQS)), FILL_LEN, device=device)
+    held = storage_bytes(cache)
+    del cache
+
+    shared = pagedkv.PagedKVCache(config, 256, BLOCK_SIZE, device=device)
+    shared.add_sequence(0)
+    fill(shared, [0], PROMPT, local_heads, device)
+    for child in range(1, SAMPLES):
+        shared.fork(0, child)
+    after_fork = 256 - shared.block_manager.get_num_free_blocks()
+    fill(shared, list(range(SAMPLES)), NEW_TOKENS, local_heads, device)
+    after_decode = 256 - shared.block_manager.get_num_free_blocks()
+    return {"peak": peak, "held": held, "caveat": peak_memory_caveat(), "after_fork": after_fork,
+            "after_decode": after_decode}
+
+
+def main():
+    size = world_size()
+    try:
+        results, failure = run_ranks(memory_rank, world_size=size, timeout=240), None
+    except RankError as exc:
+        results, failure = None, exc
+    try:
+        import pagedkv
+    except Exception:  # the ranks report the import error itself
+        pagedkv = None
+    cache_cls = getattr(pagedkv, "PagedKVCache", None)
+
+    with check("kv-bytes-per-rank", "memory", location=locate(getattr(cache_cls, "__init__", None))) as c:
+        if failure is not None:
+            raise failure
+        expected = kv_bytes(NUM_BLOCKS, size)
+        limit = int(expected * 1.10) + 2 * MiB
+        # The CUDA allocator's peak is exact; CPU peak RSS also holds allocator and first-use noise
+        # (up to ~3 MiB seen on torch 2.11), so it gets more slack. Either way the bytes of the
+        # tensors the cache holds must fit the tight limit.
+        peak_limit = limit if backend() == "nccl" else limit + 6 * MiB
+        for rank, r in enumerate(results):
+            measured = max(r["peak"], r["held"])
+            c.measured.update(kv_bytes=measured, peak_bytes=r["peak"], tensor_bytes=r["held"],
+                              expected_bytes=expected, limit_bytes=limit, peak_limit_bytes=peak_limit,
+                              all_heads_bytes=kv_bytes(NUM_BLOCKS, 1))
+            if r["held"] > limit or r["peak"] > peak_limit:
+                raise ProbeFailure(
+                    f"rank {rank} of {size}: a PagedKVCache of {NUM_BLOCKS} blocks × {BLOCK_SIZE} tokens "
+                    f"({HEADS} heads, head_dim {HEAD_DIM}, {LAYERS} layers, fp32) takes {measured / MiB:.1f} MiB, "
+                    f"expected {expected / MiB:.1f} MiB for this rank's {HEADS // size} heads (limits "
+                    f"{limit / MiB:.1f} MiB of tensors, {peak_limit / MiB:.1f} MiB peak; all {HEADS} heads "
+                    f"would be {kv_bytes(NUM_BLOCKS, 1) / MiB:.1f} MiB): each rank's blocks must hold only "
+                    "its own heads")
+        if results[0]["caveat"]:
+            c.message = f"peak is a lower bound here: {results[0]['caveat']}"
+
+    with check("forked-samples-share-prompt-blocks", "memory", location=locate(getattr(cache_cls, "fork", None))) as c:
+        if failure is not None:
+            raise failure
+        prompt_blocks = -(-PROMPT // BLOCK_SIZE)
+        full_prompt_blocks = PROMPT // BLOCK_SIZE
+        # Every sample keeps sharing the full prompt blocks and privately owns the blocks from
+        # the partly filled one on.
+        tail_blocks = -(-(PROMPT % BLOCK_SIZE + NEW_TOKENS) // BLOCK_SIZE)
+        want_decode = full_prompt_blocks + SAMPLES * tail_blocks
+        block_bytes = kv_bytes(1, size)
+        for rank, r in enumerate(results):
+            c.measured.update(blocks_after_fork=r["after_fork"], expected_blocks_after_fork=prompt_blocks,
+                              blocks_after_decode=r["after_decode"], expected_blocks_after_decode=want_decode,
+                              kv_bytes_after_decode=r["after_decode"] * block_bytes)
+            if r["after_fork"] > prompt_blocks or r["after_decode"] > want_decode:
+                raise ProbeFailure(
+                    f"rank {rank}: {SAMPLES} samples of one {PROMPT}-token prompt occupy {r['after_fork']} blocks "
+                    f"right after forking (expected {prompt_blocks}) and {r['after_decode']} blocks "
+                    f"({r['after_decode'] * block_bytes / MiB:.2f} MiB) after {NEW_TOKENS} more tokens each "
+                    f"(expected {want_decode}, {want_decode * block_bytes / MiB:.2f} MiB): forked samples must "
+                    "share the prompt's blocks instead of copying them")
+
+
+if __name__ == "__main__":
+    main()

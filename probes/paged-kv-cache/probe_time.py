@@ -1,0 +1,118 @@
+"""Decode-step time with the submission's PagedKVCache against a reference paged cache in this file.
+
+One process and one rank: collectives stay out of the measurement, the model is the submission's
+own TinyDecoder in both arms, so the ratio isolates the cost of the cache.
+"""
+import math
+
+import torch
+
+from probegate_probe import ProbeFailure, backend, check, device_for_rank, locate, time_ratio
+
+CONFIG = dict(vocab_size=64, hidden_size=128, num_heads=4, head_dim=16, num_layers=2, max_position=1100)
+BATCH, HISTORY, BLOCK_SIZE = 4, 1024, 32
+NUM_BLOCKS = 160
+MARGIN = 2.5
+
+
+class ReferencePagedCache:
+    """The cache protocol of pagedkv/cache.py over a block pool, gathering a history in one index op."""
+
+    def __init__(self, num_blocks, device):
+        heads, dim = CONFIG["num_heads"], CONFIG["head_dim"]
+        shape = (num_blocks, BLOCK_SIZE, heads, dim)
+        self.k = [torch.zeros(shape, device=device) for _ in range(CONFIG["num_layers"])]
+        self.v = [torch.zeros(shape, device=device) for _ in range(CONFIG["num_layers"])]
+        self.device, self.heads, self.dim = device, heads, dim
+        self.free_blocks = list(range(num_blocks - 1, -1, -1))
+        self.tables, self.lens, self.slots = {}, {}, {}
+
+    def add_sequence(self, seq_id):
+        self.tables[seq_id], self.lens[seq_id] = [], 0
+
+    def append_token(self, seq_ids):
+        positions = []
+        for s in seq_ids:
+            n = self.lens[s]
+            if n % BLOCK_SIZE == 0:
+                self.tables[s].append(self.free_blocks.pop())
+            self.slots[s] = self.tables[s][-1] * BLOCK_SIZE + n % BLOCK_SIZE
+            self.lens[s] = n + 1
+            positions.append(n)
+        return torch.tensor(positions, dtype=torch.long, device=self.device)
+
+    def write(self, layer, seq_ids, k, v):
+        slots = torch.tensor([self.slots[s] for s in seq_ids], dtype=torch.long, device=self.device)
+        self.k[layer].view(-1, self.heads, self.dim)[slots] = k
+        self.v[layer].view(-1, self.heads, self.dim)[slots] = v
+
+    def read(self, layer, seq_id):
+        table = torch.tensor(self.tables[seq_id], dtype=torch.long, device=self.device)
+        n = self.lens[seq_id]
+        return (self.k[layer].index_select(0, table).view(-1, self.heads, self.dim)[:n],
+                self.v[layer].index_select(0, table).view(-1, self.heads, self.dim)[:n])
+
+    def seq_len(self, seq_id):
+        return self.lens[seq_id]
+
+
+def make_weights():
+    gen = torch.Generator().manual_seed(3)
+    c = CONFIG
+    inner = c["num_heads"] * c["head_dim"]
+    w = {"embed": torch.randn(c["vocab_size"], c["hidden_size"], generator=gen),
+         "pos": torch.randn(c["max_position"], c["hidden_size"], generator=gen) / 2,
+         "lm_head": torch.randn(c["hidden_size"], c["vocab_size"], generator=gen) / math.sqrt(c["hidden_size"])}
+    for i in range(c["num_layers"]):
+        for name in ("wq", "wk", "wv"):
+            w[f"layers.{i}.{name}"] = torch.randn(c["hidden_size"], inner, generator=gen) / math.sqrt(c["hidden_size"])
+        w[f"layers.{i}.wo"] = torch.randn(inner, c["hidden_size"], generator=gen) / math.sqrt(inner)
+    return w
+
+
+def prefill(cache, device):
+    gen = torch.Generator().manual_seed(11)
+    seqs = list(range(BATCH))
+    for s in seqs:
+        cache.add_sequence(s)
+    for _ in range(HISTORY):
+        cache.append_token(seqs)
+        for layer in range(CONFIG["num_layers"]):
+            k = torch.randn(BATCH, CONFIG["num_heads"], CONFIG["head_dim"], generator=gen).to(device)
+            cache.write(layer, seqs, k, -k)
+
+
+def main():
+    device = device_for_rank(0)
+    reference_cache = ReferencePagedCache(NUM_BLOCKS, device)
+    prefill(reference_cache, device)
+    with check("decode-step-time", "time") as c:
+        import pagedkv
+
+        cache_cls = getattr(pagedkv, "PagedKVCache", None)
+        if cache_cls is None:
+            raise ProbeFailure("`pagedkv` does not export PagedKVCache", location=locate(pagedkv))
+        c.location = locate(cache_cls.read)
+        config = pagedkv.ModelConfig(**CONFIG)
+        model = pagedkv.TinyDecoder(config, make_weights(), device=device)
+        cache = cache_cls(config, NUM_BLOCKS, BLOCK_SIZE, device=device)
+        prefill(cache, device)
+        seqs = list(range(BATCH))
+        tokens = torch.arange(BATCH)
+        sync = torch.cuda.synchronize if device.type == "cuda" else None
+        timing = time_ratio(lambda: model.decode_step(tokens, seqs, cache),
+                            lambda: model.decode_step(tokens, seqs, reference_cache),
+                            repeats=15, warmup=3, margin=MARGIN, sync=sync)
+        c.measured.update(timing.measured())
+        c.measured.update(batch=BATCH, history_tokens=HISTORY, backend=backend())
+        if not timing.passed:
+            raise ProbeFailure(
+                f"a decode step of {BATCH} sequences with {HISTORY}+ cached tokens each takes "
+                f"{timing.candidate_s * 1e3:.2f} ms with PagedKVCache against {timing.reference_s * 1e3:.2f} ms "
+                f"with a reference paged cache (median ratio {timing.median:.2f}, allowed {MARGIN:g}): "
+                "the cache's per-step work (append_token, write, read) should gather whole blocks with "
+                "tensor indexing; per-token Python loops over a sequence's history make decoding slow")
+
+
+if __name__ == "__main__":
+    main()
