@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { AppConfigSchema } from "../core/app-config.js";
 import { EvaluationResultSchema } from "../core/result.js";
 import { ProbeLineSchema } from "../core/probe-check.js";
 import { TaskSpecSchema } from "../core/task-spec.js";
@@ -15,6 +16,7 @@ export function jsonSchemas(): Record<string, unknown> {
     "task.schema.json": gen(TaskSpecSchema, "task.schema.json", "input"),
     "result.schema.json": gen(EvaluationResultSchema, "result.schema.json", "output"),
     "probe-line.schema.json": gen(ProbeLineSchema, "probe-line.schema.json", "input"),
+    "app-config.schema.json": gen(AppConfigSchema, "app-config.schema.json", "input"),
   };
 }
 

@@ -1,0 +1,71 @@
+import { ID_PATTERN } from "./task-spec.js";
+
+/** A command given in a PR comment. `task: null` reruns every task the PR maps to. */
+export type CommentCommand = { kind: "rerun"; task: string | null } | { kind: "explain" };
+
+/** The usage lines the app replies with when a command is not understood. */
+export const COMMAND_HELP = [
+  "`/probegate rerun` re-evaluates the PR's current head against every task it maps to.",
+  "`/probegate rerun <task>` re-evaluates it against one task.",
+  "`/probegate explain` lists the categories of the failed probes and what they check.",
+].join("\n");
+
+/** A `/probegate` line that is not a valid command; `reply` is the comment the app answers with. */
+export class CommandError extends Error {
+  override readonly name = "CommandError";
+  constructor(
+    readonly code: "missing-subcommand" | "unknown-subcommand" | "bad-argument",
+    message: string,
+    readonly line: string,
+  ) {
+    super(message);
+  }
+
+  /** The reply for the PR thread: what was wrong, then how to write it. */
+  get reply(): string {
+    return `${this.message}\n\n${COMMAND_HELP}`;
+  }
+}
+
+const COMMAND_LINE = /^\s*\/probegate(?=\s|$)(.*)$/i;
+
+/**
+ * The command in a comment body: the first line that starts with `/probegate` (any case, leading
+ * spaces allowed), outside fenced code blocks; quoted lines (`> /probegate ...`) do not start with
+ * it and so never re-trigger. Returns null when there is no such line; throws CommandError when
+ * the line is not a valid command.
+ */
+export function parseCommentCommand(body: string): CommentCommand | null {
+  let fenced = false;
+  for (const raw of body.split(/\r?\n/)) {
+    if (/^\s*(```|~~~)/.test(raw)) {
+      fenced = !fenced;
+      continue;
+    }
+    if (fenced) continue;
+    const m = COMMAND_LINE.exec(raw);
+    if (!m) continue;
+    const line = raw.trim();
+    const [sub, ...args] = (m[1] ?? "").trim().split(/\s+/).filter(Boolean);
+    if (sub === undefined) throw new CommandError("missing-subcommand", "`/probegate` needs a command.", line);
+    switch (sub.toLowerCase()) {
+      case "rerun":
+      case "re-run": {
+        if (args.length > 1) {
+          throw new CommandError("bad-argument", `\`/probegate rerun\` takes at most one task id; got ${args.length} words: \`${args.join(" ")}\`.`, line);
+        }
+        const task = args[0]?.toLowerCase() ?? null;
+        if (task !== null && !ID_PATTERN.test(task)) {
+          throw new CommandError("bad-argument", `\`${args[0]}\` is not a task id (lower-case letters, digits, '.', '_' and '-').`, line);
+        }
+        return { kind: "rerun", task };
+      }
+      case "explain":
+        if (args.length > 0) throw new CommandError("bad-argument", `\`/probegate explain\` takes no arguments; got \`${args.join(" ")}\`.`, line);
+        return { kind: "explain" };
+      default:
+        throw new CommandError("unknown-subcommand", `\`/probegate ${sub}\` is not a probegate command.`, line);
+    }
+  }
+  return null;
+}

@@ -1,0 +1,69 @@
+import Database from "better-sqlite3";
+import { MIGRATIONS, type Migration } from "./migrations.js";
+
+/** An open store connection. */
+export type StoreDb = Database.Database;
+
+/** The store cannot be used as it is (a newer schema, a broken migration); the message says why. */
+export class StoreError extends Error {
+  override readonly name = "StoreError";
+}
+
+/**
+ * Opens (creating if needed) the store at `file`, or an in-memory one for ":memory:", and brings its
+ * schema up to date. WAL lets readers run beside the one writer; the busy timeout makes a second
+ * connection (another process of the app) wait for a write lock instead of failing at once.
+ */
+export function openStore(file: string, opts: { busyTimeoutMs?: number; migrations?: ReadonlyArray<Migration> } = {}): StoreDb {
+  const db = new Database(file);
+  try {
+    db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
+    if (file !== ":memory:") db.pragma("journal_mode = WAL");
+    db.pragma("foreign_keys = ON");
+    migrate(db, opts.migrations ?? MIGRATIONS);
+    return db;
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+/** The schema version of an open store (0 for an empty file). */
+export function schemaVersion(db: StoreDb): number {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").get();
+  if (!table) return 0;
+  const row = db.prepare("SELECT MAX(version) AS v FROM schema_version").get() as { v: number | null };
+  return row.v ?? 0;
+}
+
+/**
+ * Applies the migrations the store has not seen, each recorded in `schema_version`, all in one
+ * write transaction: two processes opening a fresh file at once apply them once, and a failing
+ * migration leaves the schema as it was. Running it again is a no-op.
+ */
+export function migrate(db: StoreDb, migrations: ReadonlyArray<Migration> = MIGRATIONS): number {
+  const ordered = [...migrations].sort((a, b) => a.version - b.version);
+  ordered.forEach((m, i) => {
+    if (m.version !== i + 1) throw new StoreError(`Store migrations must be numbered 1, 2, 3, …; found ${m.version} at position ${i + 1}.`);
+  });
+  const run = db.transaction(() => {
+    db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT");
+    const current = schemaVersion(db);
+    if (current > ordered.length) {
+      throw new StoreError(
+        `The store ${db.name} has schema version ${current}, newer than this probegate knows (${ordered.length}); run a newer probegate or use another store file.`,
+      );
+    }
+    const record = db.prepare("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)");
+    for (const m of ordered.slice(current)) {
+      try {
+        db.exec(m.sql);
+      } catch (e) {
+        throw new StoreError(`Store migration ${m.version} (${m.name}) failed: ${(e as Error).message}`);
+      }
+      record.run(m.version, m.name, Date.now());
+    }
+    return schemaVersion(db);
+  });
+  return run.immediate();
+}

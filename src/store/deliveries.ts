@@ -1,0 +1,44 @@
+import type { StoreDb } from "./db.js";
+
+/** A webhook delivery as recorded: GitHub's `X-GitHub-Delivery` id, the event name, when it came. */
+export interface DeliveryRecord {
+  id: string;
+  event: string;
+  receivedAt: Date;
+}
+
+/**
+ * Records a webhook delivery once. Returns true for the first sight of `id` and false for a
+ * redelivery (concurrent or later), which the app must then not act on a second time.
+ */
+export function recordDelivery(db: StoreDb, delivery: { id: string; event: string }, now: Date): boolean {
+  const info = db
+    .prepare("INSERT INTO deliveries (id, event, received_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING")
+    .run(delivery.id, delivery.event, now.getTime());
+  return info.changes === 1;
+}
+
+/** Whether a delivery with this id was recorded. */
+export function seen(db: StoreDb, id: string): boolean {
+  return db.prepare("SELECT 1 FROM deliveries WHERE id = ?").get(id) !== undefined;
+}
+
+/**
+ * Notes that a delivery touched an evaluation (queued it, found it a duplicate, finished it), so
+ * every evaluation is traceable to each delivery behind it. Linking twice is a no-op; both the
+ * delivery and the evaluation must already be in the store.
+ */
+export function linkDelivery(db: StoreDb, deliveryId: string, evaluationKey: string): void {
+  db.prepare("INSERT INTO delivery_evaluations (delivery_id, evaluation_key) VALUES (?, ?) ON CONFLICT DO NOTHING").run(deliveryId, evaluationKey);
+}
+
+/** The deliveries that touched an evaluation, in the order they arrived. */
+export function deliveriesFor(db: StoreDb, evaluationKey: string): DeliveryRecord[] {
+  const rows = db
+    .prepare(
+      `SELECT d.id, d.event, d.received_at FROM delivery_evaluations l JOIN deliveries d ON d.id = l.delivery_id
+       WHERE l.evaluation_key = ? ORDER BY d.received_at, d.id`,
+    )
+    .all(evaluationKey) as Array<{ id: string; event: string; received_at: number }>;
+  return rows.map((r) => ({ id: r.id, event: r.event, receivedAt: new Date(r.received_at) }));
+}

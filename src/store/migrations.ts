@@ -1,0 +1,81 @@
+/**
+ * The store's schema, as numbered migrations. A migration is never edited once shipped: change the
+ * schema by appending the next number. Times are milliseconds since the epoch (UTC).
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: ReadonlyArray<Migration> = [
+  {
+    version: 1,
+    name: "evaluations, deliveries, reruns, attempt results",
+    sql: `
+      CREATE TABLE evaluations (
+        key TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER,
+        head_sha TEXT NOT NULL,
+        task TEXT NOT NULL,
+        probe_set TEXT NOT NULL,
+        agent TEXT,
+        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','timed-out')),
+        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
+        check_run_id INTEGER,
+        workflow_run_id INTEGER,
+        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        attempt_started_at INTEGER NOT NULL,
+        version INTEGER NOT NULL DEFAULT 0
+      ) STRICT;
+      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
+        WHERE state IN ('queued','dispatched','running');
+      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
+      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
+
+      CREATE TABLE attempt_results (
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        attempt INTEGER NOT NULL,
+        verdict TEXT NOT NULL CHECK (verdict IN ('resolved','official-failed','probe-rejected','error')),
+        finished_at INTEGER NOT NULL,
+        PRIMARY KEY (evaluation_key, attempt)
+      ) STRICT;
+
+      CREATE TABLE deliveries (
+        id TEXT PRIMARY KEY,
+        event TEXT NOT NULL,
+        received_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE delivery_evaluations (
+        delivery_id TEXT NOT NULL REFERENCES deliveries (id),
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        PRIMARY KEY (delivery_id, evaluation_key)
+      ) STRICT;
+      CREATE INDEX delivery_evaluations_key ON delivery_evaluations (evaluation_key);
+
+      CREATE TABLE rerun_attempts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER NOT NULL,
+        task TEXT,
+        requested_by TEXT NOT NULL,
+        source TEXT NOT NULL CHECK (source IN ('comment','check-run','retry')),
+        accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
+        reason TEXT,
+        at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX rerun_attempts_pr ON rerun_attempts (owner, repo, pr, at);
+      CREATE TABLE rerun_evaluations (
+        rerun_id INTEGER NOT NULL REFERENCES rerun_attempts (id),
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        PRIMARY KEY (rerun_id, evaluation_key)
+      ) STRICT;
+    `,
+  },
+];

@@ -1,0 +1,89 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import ts from "typescript";
+import { afterAll, describe, expect, it } from "vitest";
+import { openStore } from "../../src/store/db.js";
+import { MIGRATIONS } from "../../src/store/migrations.js";
+import { ROOT, tmp } from "../helpers.js";
+
+/**
+ * Real concurrency needs separate processes (better-sqlite3 is synchronous), and plain Node 20
+ * cannot load the TypeScript sources, so the store and core are transpiled into a temp folder that
+ * sees the repository's node_modules.
+ */
+function transpiledStore(): string {
+  const out = tmp("pg-store-js-");
+  writeFileSync(join(out, "package.json"), '{"type":"module"}\n');
+  symlinkSync(join(ROOT, "node_modules"), join(out, "node_modules"), "dir");
+  for (const dir of ["core", "store"]) {
+    mkdirSync(join(out, dir));
+    for (const f of readdirSync(join(ROOT, "src", dir)).filter((n) => n.endsWith(".ts"))) {
+      const js = ts.transpileModule(readFileSync(join(ROOT, "src", dir, f), "utf8"), {
+        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
+      }).outputText;
+      writeFileSync(join(out, dir, f.replace(/\.ts$/, ".js")), js);
+    }
+  }
+  // Each racer waits for the go file, then opens the (fresh) store and inserts the same keys.
+  writeFileSync(
+    join(out, "racer.mjs"),
+    `import { existsSync } from "node:fs";
+import { openStore } from "./store/db.js";
+import { insertOrGetEvaluation } from "./store/evaluations.js";
+import { recordDelivery } from "./store/deliveries.js";
+const [file, go, name] = process.argv.slice(2);
+while (!existsSync(go)) await new Promise((r) => setTimeout(r, 1));
+const db = openStore(file);
+const created = [];
+for (let i = 0; i < 20; i++) {
+  const r = insertOrGetEvaluation(db, { owner: "octo", repo: "r", pr: 1, headSha: "f".repeat(40), task: "t" + i, probeSet: "sha256:" + "0".repeat(64), agent: name }, new Date());
+  const first = recordDelivery(db, { id: "delivery-" + i, event: "pull_request" }, new Date());
+  created.push([r.evaluation.key, r.created, first]);
+}
+db.close();
+process.stdout.write(JSON.stringify(created));
+`,
+  );
+  return out;
+}
+
+function run(script: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`racer exited ${code}: ${err}`))));
+  });
+}
+
+const cleanup: Array<() => void> = [];
+afterAll(() => cleanup.forEach((f) => f()));
+
+describe("store under concurrent processes", () => {
+  it("one row per key and one first sight per delivery, with migrations racing on a fresh file", async () => {
+    const js = transpiledStore();
+    const dir = tmp("pg-race-");
+    const file = join(dir, "race.sqlite");
+    const go = join(dir, "go");
+    const racers = ["a", "b", "c", "d"].map((name) => run(join(js, "racer.mjs"), [file, go, name]));
+    await new Promise((r) => setTimeout(r, 300));
+    writeFileSync(go, "");
+    const results = (await Promise.all(racers)).map((o) => JSON.parse(o) as Array<[string, boolean, boolean]>);
+
+    for (let i = 0; i < 20; i++) {
+      const rows = results.map((r) => r[i]);
+      expect(new Set(rows.map((r) => r?.[0])).size).toBe(1);
+      expect(rows.filter((r) => r?.[1]).length).toBe(1);
+      expect(rows.filter((r) => r?.[2]).length).toBe(1);
+    }
+    const db = openStore(file);
+    cleanup.push(() => db.close());
+    expect(db.prepare("SELECT COUNT(*) AS n FROM evaluations").get()).toEqual({ n: 20 });
+    expect(db.prepare("SELECT COUNT(*) AS n FROM deliveries").get()).toEqual({ n: 20 });
+    expect(db.prepare("SELECT COUNT(*) AS n FROM schema_version").get()).toEqual({ n: MIGRATIONS.length });
+  });
+});
