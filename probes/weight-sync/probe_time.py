@@ -1,0 +1,98 @@
+"""Time check of WeightSyncer: many small tensors cost a few bucket collectives, not one each."""
+import itertools
+
+import torch
+import torch.distributed as dist
+
+import _wsync_probe as W
+from probegate_probe import RankError, check, device_for_rank, locate, run_ranks, time_ratio
+
+# Bound at import, which in a rank happens before the submission is imported: the reference below
+# keeps using the real collectives even if the submission wraps them.
+_broadcast, _barrier, _cat, _empty, _tensor = dist.broadcast, dist.barrier, torch.cat, torch.empty, torch.tensor
+
+BUCKET = 256 * 1024
+SPECS = [((1024,), torch.float32)] * 240 + [((512,), torch.float16)] * 16
+MARGIN = 3.0  # correct solutions measure 0.9-1.3x here; one collective per tensor about 13x
+
+
+@torch.no_grad()
+def reference_sync(params, plan, is_src, version, device):
+    """A plain bucketed sync: cat each bucket on the source, broadcast it, copy it out elsewhere."""
+    header = _tensor([version], dtype=torch.int64, device=device) if is_src else _empty(1, dtype=torch.int64, device=device)
+    _broadcast(header, 0)
+    for bucket in plan:
+        ps = [params[i] for i in bucket]
+        if is_src:
+            _broadcast(_cat([p.reshape(-1) for p in ps]), 0)
+            continue
+        flat = _empty(sum(p.numel() for p in ps), dtype=ps[0].dtype, device=device)
+        _broadcast(flat, 0)
+        offset = 0
+        for p in ps:
+            p.copy_(flat[offset:offset + p.numel()].view_as(p))
+            offset += p.numel()
+
+
+def _plan(specs, bucket_bytes):
+    plan, open_ = [], {}
+    for i, (shape, dtype) in enumerate(specs):
+        size = W.nbytes([(shape, dtype)])
+        cur = open_.get(dtype)
+        if cur is None or cur[1] + size > bucket_bytes:
+            cur = [[], 0]
+            plan.append(cur[0])
+            open_[dtype] = cur
+        cur[0].append(i)
+        cur[1] += size
+    return plan
+
+
+def time_rank(rank, world_size):
+    device = device_for_rank(rank)
+    ref_model = W.build(SPECS, seed=100 + rank, device=device)
+    ref_params, plan = list(ref_model.parameters()), _plan(SPECS, BUCKET)
+    model = W.build(SPECS, seed=100 + rank, device=device)
+    WeightSyncer = W.import_syncer()
+
+    syncer = WeightSyncer(model, bucket_bytes=BUCKET, src=0)
+    versions, ref_versions = itertools.count(1), itertools.count(1)
+    # Every call carries a new version, so a correct syncer really transfers each time.
+    if rank == 0:
+        candidate = lambda: syncer.sync(next(versions))
+    else:
+        candidate = lambda: syncer.sync()
+    reference = lambda: reference_sync(ref_params, plan, rank == 0, next(ref_versions), device)
+    result = time_ratio(candidate, reference, repeats=11, warmup=2, margin=MARGIN, sync=_barrier)
+    return {"median": result.median, "candidate_s": result.candidate_s, "reference_s": result.reference_s,
+            "passed": result.passed}
+
+
+def main():
+    try:
+        results, failure = run_ranks(time_rank, timeout=150), None
+    except RankError as exc:
+        results, failure = None, exc
+    try:
+        import wsync
+
+        loc = locate(wsync.WeightSyncer.sync) or locate(wsync.WeightSyncer)
+    except Exception:
+        loc = None
+
+    with check("sync-many-small-tensors", "time", location=loc) as c:
+        if failure:
+            raise failure
+        trainer = results[0]
+        c.measured.update(ratio=round(trainer["median"], 3), candidate_s=trainer["candidate_s"],
+                          reference_s=trainer["reference_s"], margin=MARGIN, tensors=len(SPECS),
+                          rollout_ratio=round(max(r["median"] for r in results[1:]), 3))
+        if not trainer["passed"]:
+            c.fail("syncing %d small tensors (%s, bucket_bytes=%s) took %.1f ms on the trainer, %.1fx a plain "
+                   "bucketed sync (%.1f ms; allowed %.1fx); issue one collective per bucket, not per tensor"
+                   % (len(SPECS), W.mib(W.nbytes(SPECS)), W.mib(BUCKET), trainer["candidate_s"] * 1e3,
+                      trainer["median"], trainer["reference_s"] * 1e3, MARGIN))
+
+
+if __name__ == "__main__":
+    main()
