@@ -1,5 +1,4 @@
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
@@ -32,8 +31,11 @@ const WRONG = "def add(a, b):\n    return a + b\n\n\ndef total(xs):\n    return 
 
 describe("evaluate: the four verdicts", () => {
   it("resolved: official tests and every probe pass", async () => {
-    const before = readdirSync(tmpdir()).filter((n) => n.startsWith("probegate-tiny-sum-")).length;
-    const r = await run(patch("reference"));
+    // A private temp folder: other test files evaluate the same task at the same time.
+    const own = tmp("pg-own-tmp-");
+    const saved = process.env.TMPDIR;
+    process.env.TMPDIR = own;
+    const r = await run(patch("reference")).finally(() => (process.env.TMPDIR = saved));
     expect(r.verdict).toBe("resolved");
     expect(r.official?.counts).toEqual({ total: 2, passed: 2, failed: 0, errors: 0, skipped: 0 });
     expect(r.probes.map((p) => [p.id, p.status])).toEqual([
@@ -44,7 +46,7 @@ describe("evaluate: the four verdicts", () => {
     expect(r.task.probeSet).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(r.environment.python).toMatch(/^3\./);
     // The evaluation folder is gone, and the inputs were not written to.
-    expect(readdirSync(tmpdir()).filter((n) => n.startsWith("probegate-tiny-sum-")).length).toBe(before);
+    expect(readdirSync(own)).toEqual([]);
     expect(existsSync(join(TINY_TASK, "base", "sumlib", "__pycache__"))).toBe(false);
   });
 
