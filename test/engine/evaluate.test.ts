@@ -35,7 +35,10 @@ describe("evaluate: the four verdicts", () => {
     const own = tmp("pg-own-tmp-");
     const saved = process.env.TMPDIR;
     process.env.TMPDIR = own;
-    const r = await run(patch("reference")).finally(() => (process.env.TMPDIR = saved));
+    const r = await run(patch("reference")).finally(() => {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+    });
     expect(r.verdict).toBe("resolved");
     expect(r.official?.counts).toEqual({ total: 2, passed: 2, failed: 0, errors: 0, skipped: 0 });
     expect(r.probes.map((p) => [p.id, p.status])).toEqual([
