@@ -186,6 +186,31 @@ describe("runner mode", () => {
   });
 });
 
+describe("on an example task of the pack", () => {
+  it("standalone: a submission that passes every official test is flagged on its check run", async () => {
+    const ev = pullRequestEvent();
+    const updates: any[] = [];
+    nock(API)
+      .get(`/repos/${ev.owner}/${ev.repo}/commits/${ev.sha}/check-runs`)
+      .query(true)
+      .reply(200, { total_count: 0, check_runs: [] })
+      .post(`/repos/${ev.owner}/${ev.repo}/check-runs`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/check-runs", b))
+      .reply(201, { id: 31 })
+      .patch(`/repos/${ev.owner}/${ev.repo}/check-runs/31`, (b) => assertValidBody("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}", b) && updates.push(b) > 0)
+      .reply(200, { id: 31 });
+    const r = await runAction(
+      { mode: "standalone", task: join(ROOT, "tasks", "paged-kv-cache"), submission: join(ROOT, "examples", "submissions", "paged-kv-cache", "free-leaks-shared-blocks.patch") },
+      { GITHUB_EVENT_NAME: "pull_request", GITHUB_EVENT_PATH: ev.path },
+    );
+    expect(r.failed).toBe(true);
+    expect(r.outputs.verdict).toBe("probe-rejected");
+    expect(updates[0]).toMatchObject({ conclusion: "failure", output: { title: expect.stringMatching(/^Passes official tests, fails \d+ of \d+ hidden probes$/) } });
+    const annotations = updates[0].output.annotations as any[];
+    expect(annotations.length).toBeGreaterThan(0);
+    expect(annotations.every((a) => a.path.startsWith("pagedkv/") && a.annotation_level === "failure" && a.title.startsWith("state probe failed"))).toBe(true);
+  }, 300_000);
+});
+
 describe("bad inputs fail the step with a message naming the input", () => {
   const cases: Array<[string, Record<string, string>, RegExp]> = [
     ["unknown mode", { mode: "local", task: TINY_TASK }, /Input 'mode' is invalid: expected 'runner' or 'standalone', got 'local'/],
