@@ -106,3 +106,26 @@ def import_syncer():
     except ImportError as exc:
         raise ProbeFailure("`from wsync import WeightSyncer` failed: %s" % exc) from None
     return WeightSyncer
+
+
+def run_all_ranks(fn, timeout):
+    """(per-rank results, None), or (None, the RankError) for every check of the probe to report."""
+    from probegate_probe import RankError, run_ranks
+
+    try:
+        return run_ranks(fn, timeout=timeout), None
+    except RankError as exc:
+        return None, exc
+
+
+def syncer_location(attr="sync"):
+    """Where WeightSyncer (or one of its methods) is in the submission; None when it cannot be imported."""
+    from probegate_probe import locate
+
+    try:
+        import wsync
+
+        obj = wsync.WeightSyncer
+        return locate(getattr(obj, attr) if attr else obj) or locate(obj)
+    except Exception:
+        return None

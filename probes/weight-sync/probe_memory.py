@@ -4,7 +4,7 @@ import os
 import torch
 
 import _wsync_probe as W
-from probegate_probe import RankError, check, device_for_rank, locate, peak_memory, run_ranks
+from probegate_probe import check, device_for_rank, peak_memory
 
 BUCKET = 4 * 2**20
 SPECS = [((512, 1024), torch.float32)] * 32  # 64 MiB in 2 MiB tensors: two per bucket
@@ -35,16 +35,8 @@ def main():
     # A fixed mmap threshold stops glibc from serving large blocks out of memory freed earlier, so
     # the CPU figure (peak RSS growth) sees every large staging buffer the sync allocates.
     os.environ["MALLOC_MMAP_THRESHOLD_"] = str(256 * 1024)
-    try:
-        results, failure = run_ranks(memory_rank, timeout=120), None
-    except RankError as exc:
-        results, failure = None, exc
-    try:
-        import wsync
-
-        loc = locate(wsync.WeightSyncer.sync) or locate(wsync.WeightSyncer)
-    except Exception:
-        loc = None
+    results, failure = W.run_all_ranks(memory_rank, timeout=120)
+    loc = W.syncer_location()
 
     with check("trainer-sync-peak-memory", "memory", location=loc) as c:
         if failure:

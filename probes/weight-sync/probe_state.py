@@ -2,7 +2,7 @@
 import torch
 
 import _wsync_probe as W
-from probegate_probe import RankError, check, device_for_rank, locate, run_ranks
+from probegate_probe import check, device_for_rank
 
 F32, F16 = torch.float32, torch.float16
 BUCKET = 64 * 1024
@@ -51,24 +51,11 @@ def state_rank(rank, world_size):
     return out
 
 
-def _loc(attr=None):
-    try:
-        import wsync
-
-        obj = wsync.WeightSyncer
-        return locate(getattr(obj, attr) if attr else obj) or locate(obj)
-    except Exception:
-        return None
-
-
 def main():
-    try:
-        results, failure = run_ranks(state_rank, timeout=120), None
-    except RankError as exc:
-        results, failure = None, exc
+    results, failure = W.run_all_ranks(state_rank, timeout=120)
     rollouts = [r for r in (results or []) if r["rank"] != 0]
 
-    with check("sync-bitwise", "state", location=_loc("sync")) as c:
+    with check("sync-bitwise", "state", location=W.syncer_location("sync")) as c:
         if failure:
             raise failure
         bad = [(r["rank"], i, d) for r in results for i, d in enumerate(r["diffs"]) if d]
@@ -80,7 +67,7 @@ def main():
                    "for bit, in their own dtype, and the trainer's weights must stay untouched"
                    % (i + 1, who, d["name"], d["detail"]))
 
-    with check("sync-in-place", "state", location=_loc("sync")) as c:
+    with check("sync-in-place", "state", location=W.syncer_location("sync")) as c:
         if failure:
             raise failure
         moved = [(r["rank"], n) for r in rollouts for n in r["moved"]]
@@ -92,7 +79,7 @@ def main():
                    "code holding pointers to them (CUDA graphs) keeps reading stale weights"
                    % (len(moved), name, rank))
 
-    with check("version-tracking", "state", location=_loc("version")) as c:
+    with check("version-tracking", "state", location=W.syncer_location("version")) as c:
         if failure:
             raise failure
         want_returns, want_versions = [True, True, False], [V1, V2, V2]
@@ -104,7 +91,7 @@ def main():
                        "and %s (a repeated version is skipped, every rank reports the version it holds)"
                        % ([V1, V2, V2], r["returns"], r["versions"], r["rank"], want_returns, want_versions))
 
-    with check("sync-from-other-src", "functional", location=_loc("sync")) as c:
+    with check("sync-from-other-src", "functional", location=W.syncer_location("sync")) as c:
         if failure:
             raise failure
         for r in results:
@@ -114,7 +101,7 @@ def main():
                           "parameter '%s' %s" % (r["other_diff"]["name"], r["other_diff"]["detail"])
                           if r["other_diff"] else "equal"))
 
-    with check("bucket-plan", "functional", location=_loc("buckets")) as c:
+    with check("bucket-plan", "functional", location=W.syncer_location("buckets")) as c:
         if failure:
             raise failure
         plan, names = results[0]["buckets"], results[0]["names"]

@@ -5,7 +5,7 @@ import torch
 import torch.distributed as dist
 
 import _wsync_probe as W
-from probegate_probe import RankError, check, device_for_rank, locate, run_ranks, time_ratio
+from probegate_probe import check, device_for_rank, time_ratio
 
 # Bound at import, which in a rank happens before the submission is imported: the reference below
 # keeps using the real collectives even if the submission wraps them.
@@ -72,16 +72,8 @@ def time_rank(rank, world_size):
 
 
 def main():
-    try:
-        results, failure = run_ranks(time_rank, timeout=150), None
-    except RankError as exc:
-        results, failure = None, exc
-    try:
-        import wsync
-
-        loc = locate(wsync.WeightSyncer.sync) or locate(wsync.WeightSyncer)
-    except Exception:
-        loc = None
+    results, failure = W.run_all_ranks(time_rank, timeout=150)
+    loc = W.syncer_location()
 
     with check("sync-many-small-tensors", "time", location=loc) as c:
         if failure:

@@ -3,7 +3,7 @@ nothing when the rollout ranks are already up to date."""
 import torch
 
 import _wsync_probe as W
-from probegate_probe import CollectiveCounter, RankError, check, device_for_rank, locate, run_ranks
+from probegate_probe import CollectiveCounter, check, device_for_rank
 
 F32, F16 = torch.float32, torch.float16
 BUCKET = 4 * 2**20
@@ -38,22 +38,10 @@ def traffic_rank(rank, world_size):
     return out
 
 
-def _loc():
-    try:
-        import wsync
-
-        return locate(wsync.WeightSyncer.sync) or locate(wsync.WeightSyncer)
-    except Exception:
-        return None
-
-
 def main():
-    try:
-        results, failure = run_ranks(traffic_rank, timeout=120), None
-    except RankError as exc:
-        results, failure = None, exc
+    results, failure = W.run_all_ranks(traffic_rank, timeout=120)
     greedy = W.greedy_bucket_count(SPECS, BUCKET)
-    loc = _loc()
+    loc = W.syncer_location()
 
     with check("sync-bytes", "traffic", location=loc) as c:
         if failure:
