@@ -69,6 +69,26 @@ function checkout(task: string, files: Record<string, string>): string {
   return dir;
 }
 
+/**
+ * GitHub's side of a standalone run that creates check run `id`: the lookup by ref (none found),
+ * the create, and `updates` PATCHes. Every body is checked against the OpenAPI spec and collected.
+ */
+function mockNewCheckRun(ev: { owner: string; repo: string; sha: string }, id: number, updates: number): { created: any[]; updated: any[] } {
+  const created: any[] = [];
+  const updated: any[] = [];
+  const repo = `/repos/${ev.owner}/${ev.repo}`;
+  nock(API)
+    .get(`${repo}/commits/${ev.sha}/check-runs`)
+    .query({ check_name: "probegate", filter: "all", per_page: "100" })
+    .reply(200, { total_count: 0, check_runs: [] })
+    .post(`${repo}/check-runs`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/check-runs", b) && created.push(b) > 0)
+    .reply(201, { id })
+    .patch(`${repo}/check-runs/${id}`, (b) => assertValidBody("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}", b) && updated.push(b) > 0)
+    .times(updates)
+    .reply(200, { id });
+  return { created, updated };
+}
+
 const GOOD = "def add(a, b):\n    return a + b\n\n\ndef total(xs):\n    return sum(xs)\n";
 
 beforeAll(() => {
@@ -87,23 +107,15 @@ afterEach(() => {
 describe("standalone mode", () => {
   it("creates an in-progress check run, then completes it with the verdict, summary and outputs", async () => {
     const ev = pullRequestEvent();
-    const bodies: any[] = [];
-    nock(API)
-      .get(`/repos/${ev.owner}/${ev.repo}/commits/${ev.sha}/check-runs`)
-      .query({ check_name: "probegate", filter: "all", per_page: "100" })
-      .reply(200, { total_count: 0, check_runs: [] })
-      .post(`/repos/${ev.owner}/${ev.repo}/check-runs`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/check-runs", b) && bodies.push(b) > 0)
-      .reply(201, { id: 4242 })
-      .patch(`/repos/${ev.owner}/${ev.repo}/check-runs/4242`, (b) => assertValidBody("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}", b) && bodies.push(b) > 0)
-      .reply(200, { id: 4242 });
+    const { created, updated } = mockNewCheckRun(ev, 4242, 1);
     const r = await runAction(
       { mode: "standalone", task: TINY_TASK, submission: checkout("tiny-sum", { "sumlib/__init__.py": GOOD }) },
       { GITHUB_EVENT_NAME: "pull_request", GITHUB_EVENT_PATH: ev.path },
     );
     expect(r.failed).toBe(false);
     expect(r.outputs).toMatchObject({ verdict: "resolved", "probes-failed": "0", "probes-total": "3", "check-run-id": "4242" });
-    expect(bodies[0]).toMatchObject({ name: "probegate", head_sha: ev.sha, status: "in_progress", external_id: expect.stringContaining(`${ev.owner}/${ev.repo}@${ev.sha}:tiny-sum:`) });
-    expect(bodies[1]).toMatchObject({ status: "completed", conclusion: "success", output: { title: "Passes official tests and all 3 hidden probes" } });
+    expect(created[0]).toMatchObject({ name: "probegate", head_sha: ev.sha, status: "in_progress", external_id: expect.stringContaining(`${ev.owner}/${ev.repo}@${ev.sha}:tiny-sum:`) });
+    expect(updated[0]).toMatchObject({ status: "completed", conclusion: "success", output: { title: "Passes official tests and all 3 hidden probes" } });
     expect(r.summary).toContain("✅ Resolved");
     expect(r.summary).toContain("| functional | 1 | 0 | 0 | 0 |");
     expect(EvaluationResultSchema.parse(JSON.parse(readFileSync(r.outputs["result-path"] as string, "utf8"))).verdict).toBe("resolved");
@@ -112,16 +124,7 @@ describe("standalone mode", () => {
   it("posts more than 50 annotations over several updates, and fails the step on probe-rejected", async () => {
     const ev = pullRequestEvent();
     const funcs = Array.from({ length: 73 }, (_, i) => `def f${i}():\n    return ${i}\n`).join("\n");
-    const updates: any[] = [];
-    nock(API)
-      .get(`/repos/${ev.owner}/${ev.repo}/commits/${ev.sha}/check-runs`)
-      .query(true)
-      .reply(200, { total_count: 0, check_runs: [] })
-      .post(`/repos/${ev.owner}/${ev.repo}/check-runs`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/check-runs", b))
-      .reply(201, { id: 7 })
-      .patch(`/repos/${ev.owner}/${ev.repo}/check-runs/7`, (b) => assertValidBody("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}", b) && updates.push(b) > 0)
-      .times(2)
-      .reply(200, { id: 7 });
+    const { updated: updates } = mockNewCheckRun(ev, 7, 2);
     const r = await runAction(
       { mode: "standalone", task: join(FIXTURES, "tasks", "docstrings"), submission: checkout("docstrings", { "pkg/__init__.py": `def first():\n    """The first function."""\n    return 1\n\n\n${funcs}` }) },
       { GITHUB_EVENT_NAME: "pull_request", GITHUB_EVENT_PATH: ev.path },
@@ -189,15 +192,7 @@ describe("runner mode", () => {
 describe("on an example task of the pack", () => {
   it("standalone: a submission that passes every official test is flagged on its check run", async () => {
     const ev = pullRequestEvent();
-    const updates: any[] = [];
-    nock(API)
-      .get(`/repos/${ev.owner}/${ev.repo}/commits/${ev.sha}/check-runs`)
-      .query(true)
-      .reply(200, { total_count: 0, check_runs: [] })
-      .post(`/repos/${ev.owner}/${ev.repo}/check-runs`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/check-runs", b))
-      .reply(201, { id: 31 })
-      .patch(`/repos/${ev.owner}/${ev.repo}/check-runs/31`, (b) => assertValidBody("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}", b) && updates.push(b) > 0)
-      .reply(200, { id: 31 });
+    const { updated: updates } = mockNewCheckRun(ev, 31, 1);
     const r = await runAction(
       { mode: "standalone", task: join(ROOT, "tasks", "paged-kv-cache"), submission: join(ROOT, "examples", "submissions", "paged-kv-cache", "free-leaks-shared-blocks.patch") },
       { GITHUB_EVENT_NAME: "pull_request", GITHUB_EVENT_PATH: ev.path },
