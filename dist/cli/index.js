@@ -2,7 +2,7 @@
 import { createRequire as __WEBPACK_EXTERNAL_createRequire } from "module";
 /******/ var __webpack_modules__ = ({
 
-/***/ 9693:
+/***/ 5645:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 /*
@@ -41,11 +41,11 @@ module['exports'] = colors;
 colors.themes = {};
 
 var util = __nccwpck_require__(9023);
-var ansiStyles = colors.styles = __nccwpck_require__(2251);
+var ansiStyles = colors.styles = __nccwpck_require__(9851);
 var defineProps = Object.defineProperties;
 var newLineRegex = new RegExp(/[\r\n]+/g);
 
-colors.supportsColor = (__nccwpck_require__(8740).supportsColor);
+colors.supportsColor = (__nccwpck_require__(4532).supportsColor);
 
 if (typeof colors.enabled === 'undefined') {
   colors.enabled = colors.supportsColor() !== false;
@@ -197,15 +197,15 @@ var sequencer = function sequencer(map, str) {
 };
 
 // custom formatter methods
-colors.trap = __nccwpck_require__(2154);
-colors.zalgo = __nccwpck_require__(9312);
+colors.trap = __nccwpck_require__(2906);
+colors.zalgo = __nccwpck_require__(5552);
 
 // maps
 colors.maps = {};
-colors.maps.america = __nccwpck_require__(8881)(colors);
-colors.maps.zebra = __nccwpck_require__(5337)(colors);
-colors.maps.rainbow = __nccwpck_require__(8543)(colors);
-colors.maps.random = __nccwpck_require__(1298)(colors);
+colors.maps.america = __nccwpck_require__(6817)(colors);
+colors.maps.zebra = __nccwpck_require__(3273)(colors);
+colors.maps.rainbow = __nccwpck_require__(6847)(colors);
+colors.maps.random = __nccwpck_require__(5186)(colors);
 
 for (var map in colors.maps) {
   (function(map) {
@@ -220,7 +220,7 @@ defineProps(colors, init());
 
 /***/ }),
 
-/***/ 2154:
+/***/ 2906:
 /***/ ((module) => {
 
 module['exports'] = function runTheTrap(text, options) {
@@ -273,7 +273,7 @@ module['exports'] = function runTheTrap(text, options) {
 
 /***/ }),
 
-/***/ 9312:
+/***/ 5552:
 /***/ ((module) => {
 
 // please no
@@ -390,7 +390,7 @@ module['exports'] = function zalgo(text, options) {
 
 /***/ }),
 
-/***/ 8881:
+/***/ 6817:
 /***/ ((module) => {
 
 module['exports'] = function(colors) {
@@ -407,7 +407,7 @@ module['exports'] = function(colors) {
 
 /***/ }),
 
-/***/ 8543:
+/***/ 6847:
 /***/ ((module) => {
 
 module['exports'] = function(colors) {
@@ -426,7 +426,7 @@ module['exports'] = function(colors) {
 
 /***/ }),
 
-/***/ 1298:
+/***/ 5186:
 /***/ ((module) => {
 
 module['exports'] = function(colors) {
@@ -444,7 +444,7 @@ module['exports'] = function(colors) {
 
 /***/ }),
 
-/***/ 5337:
+/***/ 3273:
 /***/ ((module) => {
 
 module['exports'] = function(colors) {
@@ -456,7 +456,7 @@ module['exports'] = function(colors) {
 
 /***/ }),
 
-/***/ 2251:
+/***/ 9851:
 /***/ ((module) => {
 
 /*
@@ -558,7 +558,7 @@ Object.keys(codes).forEach(function(key) {
 
 /***/ }),
 
-/***/ 4982:
+/***/ 9334:
 /***/ ((module) => {
 
 /*
@@ -600,7 +600,7 @@ module.exports = function(flag, argv) {
 
 /***/ }),
 
-/***/ 8740:
+/***/ 4532:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 /*
@@ -631,7 +631,7 @@ THE SOFTWARE.
 
 
 var os = __nccwpck_require__(857);
-var hasFlag = __nccwpck_require__(4982);
+var hasFlag = __nccwpck_require__(9334);
 
 var env = process.env;
 
@@ -758,7 +758,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 2708:
+/***/ 4932:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 //
@@ -769,13 +769,13 @@ module.exports = {
 //   colors.red("foo")
 //
 //
-var colors = __nccwpck_require__(9693);
+var colors = __nccwpck_require__(5645);
 module['exports'] = colors;
 
 
 /***/ }),
 
-/***/ 21:
+/***/ 8949:
 /***/ ((module) => {
 
 
@@ -792,18 +792,18 @@ module.exports = ({onlyFirst = false} = {}) => {
 
 /***/ }),
 
-/***/ 5832:
+/***/ 1112:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-module.exports = __nccwpck_require__(9441);
+module.exports = __nccwpck_require__(4401);
 
 /***/ }),
 
-/***/ 6573:
+/***/ 6845:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-const { info, debug } = __nccwpck_require__(7150);
-const utils = __nccwpck_require__(8268);
+const { info, debug } = __nccwpck_require__(4222);
+const utils = __nccwpck_require__(3036);
 
 class Cell {
   /**
@@ -1019,7 +1019,7 @@ class Cell {
   wrapWithStyleColors(styleProperty, content) {
     if (this[styleProperty] && this[styleProperty].length) {
       try {
-        let colors = __nccwpck_require__(2708);
+        let colors = __nccwpck_require__(4932);
         for (let i = this[styleProperty].length - 1; i >= 0; i--) {
           colors = colors[this[styleProperty][i]];
         }
@@ -1215,7 +1215,7 @@ module.exports.RowSpanCell = RowSpanCell;
 
 /***/ }),
 
-/***/ 7150:
+/***/ 4222:
 /***/ ((module) => {
 
 let messages = [];
@@ -1250,11 +1250,11 @@ module.exports = debug;
 
 /***/ }),
 
-/***/ 2237:
+/***/ 7293:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-const { warn, debug } = __nccwpck_require__(7150);
-const Cell = __nccwpck_require__(6573);
+const { warn, debug } = __nccwpck_require__(4222);
+const Cell = __nccwpck_require__(6845);
 const { ColSpanCell, RowSpanCell } = Cell;
 
 (function () {
@@ -1511,12 +1511,12 @@ function makeComputeWidths(colSpan, desiredWidth, x, forcedMin) {
 
 /***/ }),
 
-/***/ 9441:
+/***/ 4401:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-const debug = __nccwpck_require__(7150);
-const utils = __nccwpck_require__(8268);
-const tableLayout = __nccwpck_require__(2237);
+const debug = __nccwpck_require__(4222);
+const utils = __nccwpck_require__(3036);
+const tableLayout = __nccwpck_require__(7293);
 
 class Table extends Array {
   constructor(opts) {
@@ -1624,10 +1624,10 @@ module.exports = Table;
 
 /***/ }),
 
-/***/ 8268:
+/***/ 3036:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-const stringWidth = __nccwpck_require__(60);
+const stringWidth = __nccwpck_require__(6716);
 
 function codeRegex(capture) {
   return capture ? /\u001b\[((?:\d*;){0,5}\d*)m/g : /\u001b\[(?:\d*;){0,5}\d*m/g;
@@ -1975,14 +1975,14 @@ module.exports = {
 
 /***/ }),
 
-/***/ 546:
+/***/ 4786:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const cp = __nccwpck_require__(5317);
-const parse = __nccwpck_require__(7877);
-const enoent = __nccwpck_require__(6469);
+const parse = __nccwpck_require__(4485);
+const enoent = __nccwpck_require__(1349);
 
 function spawn(command, args, options) {
     // Parse the arguments
@@ -2021,7 +2021,7 @@ module.exports._enoent = enoent;
 
 /***/ }),
 
-/***/ 6469:
+/***/ 1349:
 /***/ ((module) => {
 
 
@@ -2087,15 +2087,15 @@ module.exports = {
 
 /***/ }),
 
-/***/ 7877:
+/***/ 4485:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const path = __nccwpck_require__(6928);
-const resolveCommand = __nccwpck_require__(4866);
-const escape = __nccwpck_require__(2164);
-const readShebang = __nccwpck_require__(599);
+const resolveCommand = __nccwpck_require__(7634);
+const escape = __nccwpck_require__(1556);
+const readShebang = __nccwpck_require__(7335);
 
 const isWin = process.platform === 'win32';
 const isExecutableRegExp = /\.(?:com|exe)$/i;
@@ -2213,7 +2213,7 @@ module.exports = parse;
 
 /***/ }),
 
-/***/ 2164:
+/***/ 1556:
 /***/ ((module) => {
 
 
@@ -2326,13 +2326,13 @@ module.exports.batchArgument = escapeBatchArgument;
 
 /***/ }),
 
-/***/ 599:
+/***/ 7335:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const fs = __nccwpck_require__(9896);
-const shebangCommand = __nccwpck_require__(9152);
+const shebangCommand = __nccwpck_require__(4368);
 
 function readShebang(command) {
     // Read the first 150 bytes from the file
@@ -2362,14 +2362,14 @@ module.exports = readShebang;
 
 /***/ }),
 
-/***/ 4866:
+/***/ 7634:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const path = __nccwpck_require__(6928);
-const which = __nccwpck_require__(6848);
-const getPathKey = __nccwpck_require__(6689);
+const which = __nccwpck_require__(5088);
+const getPathKey = __nccwpck_require__(3073);
 
 // Returns the child's PATHEXT, which cmd.exe will use to find the command
 function getPathExt(env) {
@@ -2428,7 +2428,7 @@ module.exports = resolveCommand;
 
 /***/ }),
 
-/***/ 872:
+/***/ 8488:
 /***/ ((module) => {
 
 
@@ -2441,7 +2441,7 @@ module.exports = function () {
 
 /***/ }),
 
-/***/ 4519:
+/***/ 87:
 /***/ ((module) => {
 
 /* eslint-disable yoda */
@@ -2498,15 +2498,15 @@ module.exports["default"] = isFullwidthCodePoint;
 
 /***/ }),
 
-/***/ 2940:
+/***/ 8588:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 var fs = __nccwpck_require__(9896)
 var core
 if (process.platform === 'win32' || global.TESTING_WINDOWS) {
-  core = __nccwpck_require__(9225)
+  core = __nccwpck_require__(8809)
 } else {
-  core = __nccwpck_require__(1025)
+  core = __nccwpck_require__(8449)
 }
 
 module.exports = isexe
@@ -2562,7 +2562,7 @@ function sync (path, options) {
 
 /***/ }),
 
-/***/ 1025:
+/***/ 8449:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 module.exports = isexe
@@ -2610,7 +2610,7 @@ function checkMode (stat, options) {
 
 /***/ }),
 
-/***/ 9225:
+/***/ 8809:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 module.exports = isexe
@@ -2659,7 +2659,7 @@ function sync (path, options) {
 
 /***/ }),
 
-/***/ 6689:
+/***/ 3073:
 /***/ ((module) => {
 
 
@@ -2682,13 +2682,13 @@ module.exports["default"] = pathKey;
 
 /***/ }),
 
-/***/ 4006:
+/***/ 6310:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const pico = __nccwpck_require__(8016);
-const utils = __nccwpck_require__(4059);
+const pico = __nccwpck_require__(3936);
+const utils = __nccwpck_require__(3211);
 
 function picomatch(glob, options, returnState = false) {
   // default to os.platform()
@@ -2706,7 +2706,7 @@ module.exports = picomatch;
 
 /***/ }),
 
-/***/ 5595:
+/***/ 667:
 /***/ ((module) => {
 
 
@@ -2897,13 +2897,13 @@ module.exports = {
 
 /***/ }),
 
-/***/ 8265:
+/***/ 3721:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const constants = __nccwpck_require__(5595);
-const utils = __nccwpck_require__(4059);
+const constants = __nccwpck_require__(667);
+const utils = __nccwpck_require__(3211);
 
 /**
  * Constants
@@ -4329,15 +4329,15 @@ module.exports = parse;
 
 /***/ }),
 
-/***/ 8016:
+/***/ 3936:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const scan = __nccwpck_require__(1781);
-const parse = __nccwpck_require__(8265);
-const utils = __nccwpck_require__(4059);
-const constants = __nccwpck_require__(5595);
+const scan = __nccwpck_require__(117);
+const parse = __nccwpck_require__(3721);
+const utils = __nccwpck_require__(3211);
+const constants = __nccwpck_require__(667);
 const isObject = val => val && typeof val === 'object' && !Array.isArray(val);
 
 /**
@@ -4697,12 +4697,12 @@ module.exports = picomatch;
 
 /***/ }),
 
-/***/ 1781:
+/***/ 117:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const utils = __nccwpck_require__(4059);
+const utils = __nccwpck_require__(3211);
 const {
   CHAR_ASTERISK,             /* * */
   CHAR_AT,                   /* @ */
@@ -4719,7 +4719,7 @@ const {
   CHAR_RIGHT_CURLY_BRACE,    /* } */
   CHAR_RIGHT_PARENTHESES,    /* ) */
   CHAR_RIGHT_SQUARE_BRACKET  /* ] */
-} = __nccwpck_require__(5595);
+} = __nccwpck_require__(667);
 
 const isPathSeparator = code => {
   return code === CHAR_FORWARD_SLASH || code === CHAR_BACKWARD_SLASH;
@@ -5107,7 +5107,7 @@ module.exports = scan;
 
 /***/ }),
 
-/***/ 4059:
+/***/ 3211:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 /*global navigator*/
@@ -5118,7 +5118,7 @@ const {
   REGEX_REMOVE_BACKSLASH,
   REGEX_SPECIAL_CHARS,
   REGEX_SPECIAL_CHARS_GLOBAL
-} = __nccwpck_require__(5595);
+} = __nccwpck_require__(667);
 
 exports.isObject = val => val !== null && typeof val === 'object' && !Array.isArray(val);
 exports.hasRegexChars = str => REGEX_SPECIAL_CHARS.test(str);
@@ -5186,11 +5186,11 @@ exports.basename = (path, { windows } = {}) => {
 
 /***/ }),
 
-/***/ 9152:
+/***/ 4368:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const shebangRegex = __nccwpck_require__(7334);
+const shebangRegex = __nccwpck_require__(2838);
 
 module.exports = (string = '') => {
 	const match = string.match(shebangRegex);
@@ -5212,7 +5212,7 @@ module.exports = (string = '') => {
 
 /***/ }),
 
-/***/ 7334:
+/***/ 2838:
 /***/ ((module) => {
 
 
@@ -5221,13 +5221,13 @@ module.exports = /^#!(.*)/;
 
 /***/ }),
 
-/***/ 60:
+/***/ 6716:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const stripAnsi = __nccwpck_require__(3958);
-const isFullwidthCodePoint = __nccwpck_require__(4519);
-const emojiRegex = __nccwpck_require__(872);
+const stripAnsi = __nccwpck_require__(8966);
+const isFullwidthCodePoint = __nccwpck_require__(87);
+const emojiRegex = __nccwpck_require__(8488);
 
 const stringWidth = string => {
 	if (typeof string !== 'string' || string.length === 0) {
@@ -5275,18 +5275,18 @@ module.exports["default"] = stringWidth;
 
 /***/ }),
 
-/***/ 3958:
+/***/ 8966:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const ansiRegex = __nccwpck_require__(21);
+const ansiRegex = __nccwpck_require__(8949);
 
 module.exports = string => typeof string === 'string' ? string.replace(ansiRegex(), '') : string;
 
 
 /***/ }),
 
-/***/ 6848:
+/***/ 5088:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 const isWindows = process.platform === 'win32' ||
@@ -5295,7 +5295,7 @@ const isWindows = process.platform === 'win32' ||
 
 const path = __nccwpck_require__(6928)
 const COLON = isWindows ? ';' : ':'
-const isexe = __nccwpck_require__(2940)
+const isexe = __nccwpck_require__(8588)
 
 const getNotFoundError = (cmd) =>
   Object.assign(new Error(`not found: ${cmd}`), { code: 'ENOENT' })
@@ -5418,11 +5418,11 @@ which.sync = whichSync
 
 /***/ }),
 
-/***/ 486:
+/***/ 3532:
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9817);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9686);
 
 const code = await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .main */ .i)(process.argv.slice(2), {
     stdout: (s) => process.stdout.write(s),
@@ -5435,7 +5435,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 9817:
+/***/ 9686:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5444,9 +5444,9 @@ __nccwpck_require__.d(__webpack_exports__, {
   i: () => (/* binding */ main)
 });
 
-// EXTERNAL MODULE: ./node_modules/commander/index.js
-var commander = __nccwpck_require__(8909);
-;// CONCATENATED MODULE: ./node_modules/commander/esm.mjs
+// EXTERNAL MODULE: ../main/node_modules/commander/index.js
+var commander = __nccwpck_require__(3917);
+;// CONCATENATED MODULE: ../main/node_modules/commander/esm.mjs
 
 
 // wrapper to provide named exports for ESM.
@@ -5491,10 +5491,10 @@ class HarnessError extends Error {
 var external_node_fs_ = __nccwpck_require__(3024);
 // EXTERNAL MODULE: external "node:path"
 var external_node_path_ = __nccwpck_require__(6760);
-// EXTERNAL MODULE: ./node_modules/cli-table3/index.js
-var cli_table3 = __nccwpck_require__(5832);
+// EXTERNAL MODULE: ../main/node_modules/cli-table3/index.js
+var cli_table3 = __nccwpck_require__(1112);
 var cli_table3_default = /*#__PURE__*/__nccwpck_require__.n(cli_table3);
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/util.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/util.js
 
 // functions
 function assertEqual(val) {
@@ -6369,7 +6369,7 @@ function constantCatch(value) {
     return fn;
 }
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/core.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/core.js
 var _a;
 
 /** A special constant with type `never` */
@@ -6512,7 +6512,7 @@ function config(newConfig) {
     return globalConfig;
 }
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/memoizer.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/memoizer.js
 
 class $ZodCyclicError extends Error {
     constructor() {
@@ -6825,7 +6825,7 @@ function isBackEdge(ctx, value) {
     return backEdges !== undefined && isRef(value) && backEdges.has(value);
 }
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/regexes.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/regexes.js
 
 /**
  * @deprecated CUID v1 is deprecated by its authors due to information leakage
@@ -6983,7 +6983,7 @@ const sha512_hex = /^[0-9a-fA-F]{128}$/;
 const sha512_base64 = /*@__PURE__*/ (/* unused pure expression or super */ null && (fixedBase64(86, "==")));
 const sha512_base64url = /*@__PURE__*/ (/* unused pure expression or super */ null && (fixedBase64url(86)));
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/checks.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/checks.js
 // import { $ZodType } from "./schemas.js";
 
 
@@ -7501,7 +7501,7 @@ const $ZodCheckOverwrite = /*@__PURE__*/ $constructor("$ZodCheckOverwrite", (ins
     };
 });
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/doc.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/doc.js
 class Doc {
     constructor(args = [], closed = {}) {
         this.content = [];
@@ -7541,14 +7541,14 @@ class Doc {
     }
 }
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/versions.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/versions.js
 const version = {
     major: 4,
     minor: 6,
     patch: 7,
 };
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/schemas.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/schemas.js
 
 
 
@@ -10186,7 +10186,7 @@ function handleRefineResult(result, payload, input, inst) {
     }
 }
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/registries.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/registries.js
 var registries_a;
 const $output = /*@__PURE__*/ (/* unused pure expression or super */ null && (Symbol("ZodOutput")));
 const $input = /*@__PURE__*/ (/* unused pure expression or super */ null && (Symbol("ZodInput")));
@@ -10239,7 +10239,7 @@ function registry() {
 (registries_a = globalThis).__zod_globalRegistry ?? (registries_a.__zod_globalRegistry = registry());
 const globalRegistry = globalThis.__zod_globalRegistry;
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/api.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/api.js
 
 
 
@@ -11344,7 +11344,7 @@ function _stringFormat(Class, format, fnOrRegex, _params = {}) {
     return inst;
 }
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/to-json-schema.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/to-json-schema.js
 
 
 function assignProps(target, ...sources) {
@@ -11997,7 +11997,7 @@ const createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params)
     return finalize(ctx, schema);
 };
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/json-schema-processors.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/json-schema-processors.js
 
 
 
@@ -12842,7 +12842,7 @@ function toJSONSchema(input, params) {
     return finalize(ctx, input);
 }
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/locales/en.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/locales/en.js
 
 const error = () => {
     const Sizable = {
@@ -12969,7 +12969,7 @@ const error = () => {
     };
 }
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/errors.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/errors.js
 
 
 /* Computing the message eagerly is expensive (pretty-printed JSON of all
@@ -13238,7 +13238,7 @@ function prettifyError(error) {
     return lines.join("\n");
 }
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/core/parse.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/parse.js
 
 
 
@@ -13415,7 +13415,7 @@ const _safeDecodeAsync = (_Err) => async (schema, value, _ctx) => {
 };
 const safeDecodeAsync = /* @__PURE__*/ _safeDecodeAsync($ZodRealError);
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/errors.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/classic/errors.js
 
 
 
@@ -13474,7 +13474,7 @@ const ZodRealError = /*@__PURE__*/ $constructor("ZodError", errors_initializer, 
 // /** @deprecated Use `z.core.$ZodErrorMapCtx` instead. */
 // export type ErrorMapCtx = core.$ZodErrorMapCtx;
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/parse.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/classic/parse.js
 
 
 const classic_parse_parse = /* @__PURE__ */ _parse(ZodRealError);
@@ -13492,7 +13492,7 @@ const parse_safeDecode = /* @__PURE__ */ _safeDecode(ZodRealError);
 const parse_safeEncodeAsync = /* @__PURE__ */ _safeEncodeAsync(ZodRealError);
 const parse_safeDecodeAsync = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 
-;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/schemas.js
+;// CONCATENATED MODULE: ../main/node_modules/zod/v4/classic/schemas.js
 
 
 
@@ -15573,7 +15573,7 @@ function describeSubmission(s) {
     return s.kind === "git" ? `${s.repo}@${s.ref}` : s.path;
 }
 
-;// CONCATENATED MODULE: ./node_modules/is-plain-obj/index.js
+;// CONCATENATED MODULE: ../main/node_modules/is-plain-obj/index.js
 function is_plain_obj_isPlainObject(value) {
 	if (typeof value !== 'object' || value === null) {
 		return false;
@@ -15585,7 +15585,7 @@ function is_plain_obj_isPlainObject(value) {
 
 ;// CONCATENATED MODULE: external "node:url"
 const external_node_url_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:url");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/file-url.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/file-url.js
 
 
 // Allow some arguments/options to be either a file path string or a file URL
@@ -15612,7 +15612,7 @@ const isDenoExecPath = file => typeof file !== 'string'
 // Same but also allows other values, e.g. `boolean` for the `shell` option
 const normalizeFileUrl = file => file instanceof URL ? (0,external_node_url_namespaceObject.fileURLToPath)(file) : file;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/parameters.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/parameters.js
 
 
 
@@ -15649,7 +15649,7 @@ const normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
 var external_node_child_process_ = __nccwpck_require__(1421);
 ;// CONCATENATED MODULE: external "node:string_decoder"
 const external_node_string_decoder_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:string_decoder");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/uint-array.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/uint-array.js
 
 
 const {toString: objectToString} = Object.prototype;
@@ -15720,7 +15720,7 @@ const getJoinLength = uint8Arrays => {
 	return joinLength;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/template.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/template.js
 
 
 
@@ -15879,7 +15879,7 @@ const getSubprocessResult = ({stdout}) => {
 const external_node_util_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:util");
 // EXTERNAL MODULE: external "node:process"
 var external_node_process_ = __nccwpck_require__(1708);
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/standard-stream.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/standard-stream.js
 
 
 const isStandardStream = stream => STANDARD_STREAMS.includes(stream);
@@ -15887,7 +15887,7 @@ const STANDARD_STREAMS = [external_node_process_.stdin, external_node_process_.s
 const STANDARD_STREAMS_ALIASES = ['stdin', 'stdout', 'stderr'];
 const getStreamName = fdNumber => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/specific.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/specific.js
 
 
 
@@ -16000,7 +16000,7 @@ const getFdSpecificValue = (optionArray, fdNumber) => fdNumber === 'ipc'
 	? optionArray.at(-1)
 	: optionArray[fdNumber];
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/values.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/values.js
 
 
 // The `verbose` option can have different values for `stdout`/`stderr`
@@ -16035,7 +16035,7 @@ const isVerboseFunction = fdVerbose => typeof fdVerbose === 'function';
 
 const VERBOSE_VALUES = ['none', 'short', 'full'];
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/escape.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/escape.js
 
 
 
@@ -16125,7 +16125,7 @@ const quoteString = escapedArgument => {
 
 const NO_ESCAPE_REGEXP = /^[\w./-]+$/;
 
-;// CONCATENATED MODULE: ./node_modules/is-unicode-supported/index.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unicode-supported/index.js
 
 
 function isUnicodeSupported() {
@@ -16148,7 +16148,7 @@ function isUnicodeSupported() {
 		|| env.TERMINAL_EMULATOR === 'JetBrains-JediTerm';
 }
 
-;// CONCATENATED MODULE: ./node_modules/figures/index.js
+;// CONCATENATED MODULE: ../main/node_modules/figures/index.js
 
 
 const common = {
@@ -16444,7 +16444,7 @@ const replaceSymbols = (string, {useFallback = !shouldUseMain} = {}) => {
 
 ;// CONCATENATED MODULE: external "node:tty"
 const external_node_tty_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:tty");
-;// CONCATENATED MODULE: ./node_modules/yoctocolors/base.js
+;// CONCATENATED MODULE: ../main/node_modules/yoctocolors/base.js
 
 
 // eslint-disable-next-line no-warning-comments
@@ -16564,7 +16564,7 @@ const underlineMagentaBright = format('58;5;13', 59);
 const underlineCyanBright = format('58;5;14', 59);
 const underlineWhiteBright = format('58;5;15', 59);
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/default.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/default.js
 
 
 
@@ -16615,7 +16615,7 @@ const COLORS = {
 	duration: () => gray,
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/custom.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/custom.js
 
 
 // Apply the `verbose` function on each line
@@ -16643,7 +16643,7 @@ const appendNewline = printedLine => printedLine.endsWith('\n')
 	? printedLine
 	: `${printedLine}\n`;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/log.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/log.js
 
 
 
@@ -16699,7 +16699,7 @@ const serializeVerboseMessage = message => {
 // Same as `util.inspect()`
 const TAB_SIZE = 2;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/start.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/start.js
 
 
 
@@ -16716,7 +16716,7 @@ const logCommand = (escapedCommand, verboseInfo) => {
 	});
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/info.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/info.js
 
 
 // Information computed before spawning, used by the `verbose` option
@@ -16757,7 +16757,7 @@ const validateVerbose = verbose => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/duration.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/duration.js
 
 
 // Start counting time before spawning the subprocess
@@ -16767,7 +16767,7 @@ const getStartTime = () => external_node_process_.hrtime.bigint();
 // Printed by the `verbose` option.
 const getDurationMs = startTime => Number(external_node_process_.hrtime.bigint() - startTime) / 1e6;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/command.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/command.js
 
 
 
@@ -16789,9 +16789,9 @@ const handleCommand = (filePath, rawArguments, rawOptions) => {
 	};
 };
 
-// EXTERNAL MODULE: ./node_modules/cross-spawn/index.js
-var cross_spawn = __nccwpck_require__(546);
-;// CONCATENATED MODULE: ./node_modules/npm-run-path/node_modules/path-key/index.js
+// EXTERNAL MODULE: ../main/node_modules/cross-spawn/index.js
+var cross_spawn = __nccwpck_require__(4786);
+;// CONCATENATED MODULE: ../main/node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options = {}) {
 	const {
 		env = process.env,
@@ -16805,7 +16805,7 @@ function pathKey(options = {}) {
 	return Object.keys(env).reverse().find(key => key.toUpperCase() === 'PATH') || 'Path';
 }
 
-;// CONCATENATED MODULE: ./node_modules/unicorn-magic/node.js
+;// CONCATENATED MODULE: ../main/node_modules/unicorn-magic/node.js
 
 
 
@@ -16856,7 +16856,7 @@ function execFileSync(file, arguments_ = [], options = {}) {
 
 
 
-;// CONCATENATED MODULE: ./node_modules/npm-run-path/index.js
+;// CONCATENATED MODULE: ../main/node_modules/npm-run-path/index.js
 
 
 
@@ -16915,7 +16915,7 @@ const npmRunPathEnv = ({env = external_node_process_.env, ...options} = {}) => {
 
 ;// CONCATENATED MODULE: external "node:timers/promises"
 const promises_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:timers/promises");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/final-error.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/final-error.js
 // When the subprocess fails, this is the error instance being returned.
 // If another error instance is being thrown, it is kept as `error.cause`.
 const getFinalError = (originalError, message, isSync) => {
@@ -16957,7 +16957,7 @@ setErrorName(ExecaError, ExecaError.name);
 class ExecaSyncError extends Error {}
 setErrorName(ExecaSyncError, ExecaSyncError.name);
 
-;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/realtime.js
+;// CONCATENATED MODULE: ../main/node_modules/human-signals/build/src/realtime.js
 
 const getRealtimeSignals=()=>{
 const length=SIGRTMAX-SIGRTMIN+1;
@@ -16974,7 +16974,7 @@ standard:"posix"
 
 const SIGRTMIN=34;
 const SIGRTMAX=64;
-;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/core.js
+;// CONCATENATED MODULE: ../main/node_modules/human-signals/build/src/core.js
 
 
 const SIGNALS=[
@@ -17248,7 +17248,7 @@ action:"terminate",
 description:"Invalid system call",
 standard:"other"
 }];
-;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/signals.js
+;// CONCATENATED MODULE: ../main/node_modules/human-signals/build/src/signals.js
 
 
 
@@ -17283,7 +17283,7 @@ const supported=constantSignal!==undefined;
 const number=supported?constantSignal:defaultNumber;
 return{name,number,description,supported,action,forced,standard}
 };
-;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/main.js
+;// CONCATENATED MODULE: ../main/node_modules/human-signals/build/src/main.js
 
 
 
@@ -17354,7 +17354,7 @@ return signals.find((signalA)=>signalA.number===number)
 };
 
 const signalsByNumber=getSignalsByNumber();
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/signal.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/signal.js
 
 
 
@@ -17426,7 +17426,7 @@ const getAvailableSignalIntegers = () => [...new Set(Object.values(external_node
 // Human-friendly description of a signal
 const getSignalDescription = signal => signalsByName[signal].description;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/kill.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/kill.js
 
 
 
@@ -17523,7 +17523,7 @@ const killOnTimeout = async ({kill, forceKillAfterDelay, context, controllerSign
 
 // EXTERNAL MODULE: external "node:events"
 var external_node_events_ = __nccwpck_require__(8474);
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/abort-signal.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/abort-signal.js
 
 
 // Combines `util.aborted()` and `events.addAbortListener()`: promise-based and cleaned up with a stop signal
@@ -17533,7 +17533,7 @@ const onAbortedSignal = async (mainSignal, stopSignal) => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/cancel.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/cancel.js
 
 
 // Validate the `cancelSignal` option
@@ -17555,7 +17555,7 @@ const terminateOnCancel = async (subprocess, cancelSignal, context, {signal}) =>
 	throw cancelSignal.reason;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/validation.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/validation.js
 // Validate the IPC channel is connected before receiving/sending messages
 const validateIpcMethod = ({methodName, isSubprocess, ipc, isConnected}) => {
 	validateIpcOption(methodName, isSubprocess, ipc);
@@ -17668,7 +17668,7 @@ const disconnect = anyProcess => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/deferred.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/deferred.js
 const createDeferred = () => {
 	const methods = {};
 	const promise = new Promise((resolve, reject) => {
@@ -17677,7 +17677,7 @@ const createDeferred = () => {
 	return Object.assign(promise, methods);
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/fd-options.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/fd-options.js
 
 
 // Retrieve stream targeted by the `to` option
@@ -17787,7 +17787,7 @@ const serializeOptionValue = value => {
 	return typeof value === 'number' ? `${value}` : 'Stream';
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/max-listeners.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/max-listeners.js
 
 
 // Temporarily increase the maximum number of listeners on an eventEmitter
@@ -17803,7 +17803,7 @@ const incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
 	});
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/reference.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/reference.js
 // By default, Node.js keeps the subprocess alive while it has a `message` or `disconnect` listener.
 // We replicate the same logic for the events that we proxy.
 // This ensures the subprocess is kept alive while `getOneMessage()` and `getEachMessage()` are ongoing.
@@ -17849,7 +17849,7 @@ const redoAddedReferences = (channel, isSubprocess) => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/incoming.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/incoming.js
 
 
 
@@ -17930,7 +17930,7 @@ const onDisconnect = async ({anyProcess, channel, isSubprocess, ipcEmitter, boun
 
 const INCOMING_MESSAGES = new WeakMap();
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/forward.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/forward.js
 
 
 
@@ -17988,7 +17988,7 @@ const isConnected = anyProcess => {
 		: ipcEmitter.connected;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/strict.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/strict.js
 
 
 
@@ -18103,7 +18103,7 @@ const throwOnDisconnect = async (anyProcess, isSubprocess, {signal}) => {
 const REQUEST_TYPE = 'execa:ipc:request';
 const RESPONSE_TYPE = 'execa:ipc:response';
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/outgoing.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/outgoing.js
 
 
 
@@ -18152,7 +18152,7 @@ const getMinListenerCount = anyProcess => SUBPROCESS_OPTIONS.has(anyProcess)
 	? 1
 	: 0;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/send.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/send.js
 
 
 
@@ -18240,7 +18240,7 @@ const getSendMethod = anyProcess => {
 
 const PROCESS_SEND_METHODS = new WeakMap();
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/graceful.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/graceful.js
 
 
 
@@ -18314,7 +18314,7 @@ const abortOnDisconnect = () => {
 
 const cancelController = new AbortController();
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/graceful.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/graceful.js
 
 
 
@@ -18387,7 +18387,7 @@ const getReason = ({reason}) => {
 	return error;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/timeout.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/timeout.js
 
 
 
@@ -18410,7 +18410,7 @@ const killAfterTimeout = async (subprocess, timeout, context, {signal}) => {
 	throw new DiscardedError();
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/node.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/node.js
 
 
 
@@ -18465,7 +18465,7 @@ const handleNodeOption = (file, commandArguments, {
 
 ;// CONCATENATED MODULE: external "node:v8"
 const external_node_v8_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:v8");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/ipc-input.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/ipc-input.js
 
 
 // Validate the `ipcInput` option
@@ -18511,7 +18511,7 @@ const sendIpcInput = async (subprocess, ipcInput) => {
 	await subprocess.sendMessage(ipcInput);
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/encoding-option.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/encoding-option.js
 // Validate `encoding` option
 const validateEncoding = ({encoding}) => {
 	if (ENCODINGS.has(encoding)) {
@@ -18563,7 +18563,7 @@ const ENCODING_ALIASES = {
 
 const serializeEncoding = encoding => typeof encoding === 'string' ? `"${encoding}"` : String(encoding);
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/cwd.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/cwd.js
 
 
 
@@ -18604,7 +18604,7 @@ const fixCwdError = (originalMessage, cwd) => {
 	return originalMessage;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/options.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/options.js
 
 
 
@@ -18702,7 +18702,7 @@ const getEnv = ({env: envOption, extendEnv, preferLocal, node, localDirectory, n
 	return env;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/shell.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/shell.js
 // When the `shell` option is set, any command argument is concatenated as a single string by Node.js:
 // https://github.com/nodejs/node/blob/e38ce27f3ca0a65f68a31cedd984cddb927d4002/lib/child_process.js#L614-L624
 // However, since Node 24, it also prints a deprecation warning.
@@ -18715,7 +18715,7 @@ const concatenateShell = (file, commandArguments, options) => options.shell && c
 	? [[file, ...commandArguments].join(' '), [], options]
 	: [file, commandArguments, options];
 
-;// CONCATENATED MODULE: ./node_modules/strip-final-newline/index.js
+;// CONCATENATED MODULE: ../main/node_modules/strip-final-newline/index.js
 function strip_final_newline_stripFinalNewline(input) {
 	if (typeof input === 'string') {
 		return stripFinalNewlineString(input);
@@ -18743,7 +18743,7 @@ const LF_BINARY = LF.codePointAt(0);
 const CR = '\r';
 const CR_BINARY = CR.codePointAt(0);
 
-;// CONCATENATED MODULE: ./node_modules/is-stream/index.js
+;// CONCATENATED MODULE: ../main/node_modules/is-stream/index.js
 function isStream(stream, {checkOpen = true} = {}) {
 	return stream !== null
 		&& typeof stream === 'object'
@@ -18782,7 +18782,7 @@ function isTransformStream(stream, options) {
 		&& typeof stream._transform === 'function';
 }
 
-;// CONCATENATED MODULE: ./node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
+;// CONCATENATED MODULE: ../main/node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
 const a = Object.getPrototypeOf(
   Object.getPrototypeOf(
     /* istanbul ignore next */
@@ -18871,12 +18871,12 @@ function h({ preventCancel: r = !1 } = {}) {
 }
 
 
-;// CONCATENATED MODULE: ./node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js
+;// CONCATENATED MODULE: ../main/node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js
 
 
 
 
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/stream.js
+;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/stream.js
 
 
 
@@ -18943,7 +18943,7 @@ const handleStreamEnd = async (stream, controller, state) => {
 // This prevents using dynamic imports.
 const nodeImports = {};
 
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/contents.js
+;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/contents.js
 
 
 const getStreamContents = async (stream, {init, convertChunk, getSize, truncateChunk, addChunk, getFinalChunk, finalize}, {maxBuffer = Number.POSITIVE_INFINITY} = {}) => {
@@ -19066,7 +19066,7 @@ class MaxBufferError extends Error {
 	}
 }
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/max-buffer.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/max-buffer.js
 
 
 
@@ -19157,7 +19157,7 @@ const truncateMaxBufferSync = (result, isMaxBuffer, maxBuffer) => {
 // `spawnSync()` does not allow differentiating `maxBuffer` per file descriptor, so we always use `stdout`
 const getMaxBufferSync = ([, stdoutMaxBuffer]) => stdoutMaxBuffer;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/message.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/message.js
 
 
 
@@ -19316,7 +19316,7 @@ const serializeMessageItem = messageItem => {
 	return '';
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/result.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/result.js
 
 
 
@@ -19504,7 +19504,7 @@ const normalizeExitPayload = (rawExitCode, rawSignal) => {
 	return {exitCode, signal, signalDescription};
 };
 
-;// CONCATENATED MODULE: ./node_modules/parse-ms/index.js
+;// CONCATENATED MODULE: ../main/node_modules/parse-ms/index.js
 const toZeroIfInfinity = value => Number.isFinite(value) ? value : 0;
 
 function parseNumber(milliseconds) {
@@ -19551,7 +19551,7 @@ function parseMilliseconds(milliseconds) {
 	throw new TypeError('Expected a finite number or bigint');
 }
 
-;// CONCATENATED MODULE: ./node_modules/pretty-ms/index.js
+;// CONCATENATED MODULE: ../main/node_modules/pretty-ms/index.js
 
 
 const isZero = value => value === 0 || value === 0n;
@@ -19703,7 +19703,7 @@ function prettyMilliseconds(milliseconds, options) {
 	return sign + result.join(separator);
 }
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/error.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/error.js
 
 
 // When `verbose` is `short|full|custom`, print each command's error when it fails
@@ -19718,7 +19718,7 @@ const logError = (result, verboseInfo) => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/complete.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/complete.js
 
 
 
@@ -19744,7 +19744,7 @@ const logDuration = (result, verboseInfo) => {
 	});
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/reject.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/reject.js
 
 
 // Applies the `reject` option.
@@ -19759,7 +19759,7 @@ const handleResult = (result, verboseInfo, {reject}) => {
 	return result;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/type.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/type.js
 
 
 
@@ -19934,7 +19934,7 @@ const TYPE_TO_MESSAGE = {
 	uint8Array: 'a Uint8Array',
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/object-mode.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/object-mode.js
 
 
 /*
@@ -19977,7 +19977,7 @@ const getFdObjectMode = (stdioItems, direction) => {
 		: lastTransform.value.readableObjectMode;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/normalize.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/normalize.js
 
 
 
@@ -20090,7 +20090,7 @@ const normalizeGenerator = ({stdioItem, stdioItem: {value}, index, newTransforms
 
 const sortTransforms = (newTransforms, direction) => direction === 'input' ? newTransforms.reverse() : newTransforms;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/direction.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/direction.js
 
 
 
@@ -20164,13 +20164,13 @@ const getStandardStreamDirection = value => {
 // When the ambiguity remains, we default to `output` since it is the most common use case for additional file descriptors.
 const DEFAULT_DIRECTION = 'output';
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/array.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/array.js
 // The `ipc` option adds an `ipc` item to the `stdio` option
 const normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes('ipc')
 	? [...stdioArray, 'ipc']
 	: stdioArray;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/stdio-option.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/stdio-option.js
 
 
 
@@ -20232,7 +20232,7 @@ const normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((
 const isOutputPipeOnly = stdioOption => stdioOption === 'pipe'
 	|| (Array.isArray(stdioOption) && stdioOption.every(item => item === 'pipe'));
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/native.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/native.js
 
 
 
@@ -20340,7 +20340,7 @@ const getStandardStream = (fdNumber, value, optionName) => {
 	return standardStream;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/input-option.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/input-option.js
 
 
 
@@ -20392,7 +20392,7 @@ const getInputFileType = inputFile => {
 	throw new Error('The `inputFile` option must be a file path string or a file URL.');
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/duplicate.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/duplicate.js
 
 
 // Duplicates in the same file descriptor is most likely an error.
@@ -20505,7 +20505,7 @@ const throwOnDuplicateStream = (stdioItem, optionName, type) => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/handle.js
 
 
 
@@ -20716,7 +20716,7 @@ const forwardStdio = stdioItems => {
 	return type === 'native' ? value : 'pipe';
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle-sync.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/handle-sync.js
 
 
 
@@ -20775,7 +20775,7 @@ const addPropertiesSync = {
 	},
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/strip-newline.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/strip-newline.js
 
 
 // Apply `stripFinalNewline` option, which applies to `result.stdout|stderr|all|stdio[*]`.
@@ -20791,7 +20791,7 @@ const getStripFinalNewline = (stripFinalNewline, fdNumber) => fdNumber === 'all'
 
 ;// CONCATENATED MODULE: external "node:stream"
 const external_node_stream_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/split.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/split.js
 // Split chunks line-wise for generators passed to the `std*` options
 const getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped
 	? undefined
@@ -20905,7 +20905,7 @@ const linesUint8ArrayInfo = {
 
 ;// CONCATENATED MODULE: external "node:buffer"
 const external_node_buffer_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:buffer");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/validate.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/validate.js
 
 
 
@@ -20950,7 +20950,7 @@ Instead, \`yield\` should either be called with a value, or not be called at all
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/encoding-transform.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/encoding-transform.js
 
 
 
@@ -21003,7 +21003,7 @@ const encodingStringFinal = function * (stringDecoder) {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/run-async.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/run-async.js
 
 
 // Applies a series of generator functions asynchronously
@@ -21065,7 +21065,7 @@ const identityGenerator = function * (chunk) {
 	yield chunk;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/run-sync.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/run-sync.js
 // Duplicate the code from `run-async.js` but as synchronous functions
 const pushChunksSync = (getChunksSync, getChunksArguments, transformStream, done) => {
 	try {
@@ -21117,7 +21117,7 @@ const run_sync_identityGenerator = function * (chunk) {
 	yield chunk;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/generator.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/generator.js
 
 
 
@@ -21216,7 +21216,7 @@ const addInternalGenerators = (
 	].filter(Boolean);
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/input-sync.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/input-sync.js
 
 
 
@@ -21262,7 +21262,7 @@ const validateSerializable = newContents => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/output.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/output.js
 
 
 
@@ -21324,7 +21324,7 @@ const logLine = (line, fdNumber, verboseInfo) => {
 	});
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/output-sync.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/output-sync.js
 
 
 
@@ -21461,7 +21461,7 @@ const writeToFiles = (serializedResult, stdioItems, outputFiles) => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/all-sync.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/all-sync.js
 
 
 
@@ -21496,7 +21496,7 @@ const getAllSync = ([, stdout, stderr], options) => {
 	return `${stdout}${stderr}`;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/exit-async.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/exit-async.js
 
 
 
@@ -21552,7 +21552,7 @@ const isSubprocessErrorExit = (exitCode, signal) => exitCode === undefined && si
 // When the subprocess fails due to a non-0 exit code or to a signal termination
 const isFailedExit = (exitCode, signal) => exitCode !== 0 || signal !== null;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/exit-sync.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/exit-sync.js
 
 
 
@@ -21579,7 +21579,7 @@ const getResultError = (error, exitCode, signal) => {
 	return isFailedExit(exitCode, signal) ? new DiscardedError() : undefined;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/main-sync.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/main-sync.js
 
 
 
@@ -21744,7 +21744,7 @@ const getSyncResult = ({error, exitCode, signal, timedOut, isMaxBuffer, stdio, a
 		isSync: true,
 	});
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/get-one.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/get-one.js
 
 
 
@@ -21810,7 +21810,7 @@ const throwOnStrictError = async (ipcEmitter, isSubprocess, {signal}) => {
 	throw getStrictResponseError(error, isSubprocess);
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/get-each.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/get-each.js
 
 
 
@@ -21901,7 +21901,7 @@ const throwIfStrictError = ({error}) => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/methods.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/methods.js
 
 
 
@@ -21952,7 +21952,7 @@ const getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
 	}),
 });
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/early-error.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/early-error.js
 
 
 
@@ -22009,7 +22009,7 @@ const duplex = () => new external_node_stream_namespaceObject.Duplex({read() {},
 
 const handleDummyPromise = async (error, verboseInfo, options) => handleResult(error, verboseInfo, options);
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle-async.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/handle-async.js
 
 
 
@@ -22065,7 +22065,7 @@ const addPropertiesAsync = {
 
 ;// CONCATENATED MODULE: external "node:stream/promises"
 const external_node_stream_promises_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream/promises");
-;// CONCATENATED MODULE: ./node_modules/@sindresorhus/merge-streams/index.js
+;// CONCATENATED MODULE: ../main/node_modules/@sindresorhus/merge-streams/index.js
 
 
 
@@ -22332,7 +22332,7 @@ const PASSTHROUGH_LISTENERS_COUNT = 2;
 //  - once due to `stream.pipe(passThroughStream)`
 const PASSTHROUGH_LISTENERS_PER_STREAM = 1;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/pipeline.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/pipeline.js
 
 
 
@@ -22382,7 +22382,7 @@ const abortSourceStream = source => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/output-async.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/output-async.js
 
 
 
@@ -22464,7 +22464,7 @@ const setStandardStreamMaxListeners = (stream, {signal}) => {
 // That library also listens for `source` end, which adds 1 more listener.
 const MAX_LISTENERS_INCREMENT = 2;
 
-;// CONCATENATED MODULE: ./node_modules/signal-exit/dist/mjs/signals.js
+;// CONCATENATED MODULE: ../main/node_modules/signal-exit/dist/mjs/signals.js
 /**
  * This is not the set of all possible signals.
  *
@@ -22504,7 +22504,7 @@ if (process.platform === 'linux') {
     signals.push('SIGIO', 'SIGPOLL', 'SIGPWR', 'SIGSTKFLT');
 }
 //# sourceMappingURL=signals.js.map
-;// CONCATENATED MODULE: ./node_modules/signal-exit/dist/mjs/index.js
+;// CONCATENATED MODULE: ../main/node_modules/signal-exit/dist/mjs/index.js
 // Note: since nyc uses this module to output coverage, any lines
 // that are in the direct sync flow of nyc's outputCoverage are
 // ignored, since we can never get coverage for them.
@@ -22780,7 +22780,7 @@ load,
  */
 unload, } = signalExitWrap(processOk(mjs_process) ? new SignalExit(mjs_process) : new SignalExitFallback());
 //# sourceMappingURL=index.js.map
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/cleanup.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/cleanup.js
 
 
 
@@ -22798,7 +22798,7 @@ const cleanupOnExit = (subprocess, {cleanup, detached}, {signal}) => {
 	});
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/pipe-arguments.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/pipe-arguments.js
 
 
 
@@ -22891,7 +22891,7 @@ const getSourceStream = (source, from) => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/throw.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/throw.js
 
 
 
@@ -22951,7 +22951,7 @@ const createNonCommandError = ({error, fileDescriptors, sourceOptions, startTime
 
 const PIPE_COMMAND_MESSAGE = 'source.pipe(destination)';
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/sequence.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/sequence.js
 // Like Bash, we await both subprocesses. This is unlike some other shells which only await the destination subprocess.
 // Like Bash with the `pipefail` option, if either subprocess fails, the whole pipe fails.
 // Like Bash, if both subprocesses fail, we return the failure of the destination.
@@ -22977,7 +22977,7 @@ const waitForBothSubprocesses = async subprocessPromises => {
 	return destinationResult;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/streaming.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/streaming.js
 
 
 
@@ -23030,7 +23030,7 @@ const SOURCE_LISTENERS_PER_PIPE = 2;
 // Those are added by `finished()` in `cleanupMergedStreamsMap()`
 const DESTINATION_LISTENERS_PER_PIPE = 1;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/abort.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/abort.js
 
 
 
@@ -23052,7 +23052,7 @@ const unpipeOnSignalAbort = async (unpipeSignal, {sourceStream, mergedStream, fi
 	});
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/setup.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/setup.js
 
 
 
@@ -23126,7 +23126,7 @@ const handlePipePromise = async ({
 // We need to ensure this does not create unhandled rejections.
 const getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
 
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/utils.js
+;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/utils.js
 const utils_identity = value => value;
 
 const utils_noop = () => undefined;
@@ -23139,7 +23139,7 @@ const throwObjectStream = chunk => {
 
 const getLengthProperty = convertedChunk => convertedChunk.length;
 
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/array.js
+;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/array.js
 
 
 
@@ -23173,7 +23173,7 @@ const arrayMethods = {
 	finalize: getContentsProperty,
 };
 
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/array-buffer.js
+;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/array-buffer.js
 
 
 
@@ -23259,7 +23259,7 @@ const arrayBufferMethods = {
 	finalize: finalizeArrayBuffer,
 };
 
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/string.js
+;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/string.js
 
 
 
@@ -23297,7 +23297,7 @@ const stringMethods = {
 	finalize: getContentsProperty,
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/iterate.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/iterate.js
 
 
 
@@ -23409,7 +23409,7 @@ const getGenerators = ({binary, shouldEncode, encoding, shouldSplit, preserveNew
 	getSplitLinesGenerator(binary, preserveNewlines, !shouldSplit, {}),
 ].filter(Boolean);
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/contents.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/contents.js
 
 
 
@@ -23527,7 +23527,7 @@ const handleBufferedData = ({bufferedData}) => isArrayBuffer(bufferedData)
 	? new Uint8Array(bufferedData)
 	: bufferedData;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/wait-stream.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/wait-stream.js
 
 
 // Wraps `finished(stream)` to handle the following case:
@@ -23625,7 +23625,7 @@ const isStreamAbort = error => error?.code === 'ERR_STREAM_PREMATURE_CLOSE';
 // Therefore, we ignore this error on writable streams.
 const isStreamEpipe = error => error?.code === 'EPIPE';
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/stdio.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/stdio.js
 
 
 
@@ -23674,7 +23674,7 @@ const waitForSubprocessStream = async ({stream, fdNumber, encoding, buffer, maxB
 	return output;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/all-async.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/all-async.js
 
 
 
@@ -23722,7 +23722,7 @@ const getAllMixed = ({all, stdout, stderr}) => all
 	&& stderr
 	&& stdout.readableObjectMode !== stderr.readableObjectMode;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/ipc.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/ipc.js
 
 
 
@@ -23739,7 +23739,7 @@ const logIpcOutput = (message, verboseInfo) => {
 	});
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/buffer-messages.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/buffer-messages.js
 
 
 
@@ -23788,7 +23788,7 @@ const getBufferedIpcOutput = async (ipcOutputPromise, ipcOutput) => {
 	return ipcOutput;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/wait-subprocess.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/wait-subprocess.js
 
 
 
@@ -23936,7 +23936,7 @@ const throwOnSubprocessError = async (subprocess, {signal}) => {
 	throw error;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/concurrent.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/concurrent.js
 
 
 // When using multiple `.readable()`/`.writable()`/`.duplex()`, `final` and `destroy` should wait for other streams
@@ -23971,7 +23971,7 @@ const waitForConcurrentStreams = async ({resolve, promises}, subprocess) => {
 	return !isSubprocessExit;
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/shared.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/shared.js
 
 
 
@@ -24019,7 +24019,7 @@ const destroyOtherStream = (stream, isOpen, error) => {
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/readable.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/readable.js
 
 
 
@@ -24129,7 +24129,7 @@ const destroyOtherReadable = (stream, error) => {
 	destroyOtherStream(stream, stream.readable, error);
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/writable.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/writable.js
 
 
 
@@ -24216,7 +24216,7 @@ const destroyOtherWritable = (stream, error) => {
 	destroyOtherStream(stream, stream.writable, error);
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/duplex.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/duplex.js
 
 
 
@@ -24276,7 +24276,7 @@ const onDuplexDestroy = async ({subprocessStdout, subprocessStdin, subprocess, w
 	]);
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/iterable.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/iterable.js
 
 
 
@@ -24312,7 +24312,7 @@ const iterateOnStdoutData = async function * (onStdoutData, subprocessStdout, su
 	}
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/add.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/add.js
 
 
 
@@ -24329,7 +24329,7 @@ const addConvertedStreams = (subprocess, {encoding}) => {
 	subprocess[Symbol.asyncIterator] = createIterable.bind(undefined, subprocess, encoding, {});
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/promise.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/promise.js
 // The return value is a mixin of `subprocess` and `Promise`
 const mergePromise = (subprocess, promise) => {
 	for (const [property, descriptor] of descriptors) {
@@ -24346,7 +24346,7 @@ const descriptors = ['then', 'catch', 'finally'].map(property => [
 	Reflect.getOwnPropertyDescriptor(nativePromisePrototype, property),
 ]);
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/main-async.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/main-async.js
 
 
 
@@ -24542,7 +24542,7 @@ const getAsyncResult = ({errorInfo, exitCode, signal, stdio, all, ipcOutput, con
 		startTime,
 	});
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/bind.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/bind.js
 
 
 
@@ -24567,7 +24567,7 @@ const mergeOption = (optionName, boundOptionValue, optionValue) => {
 
 const DEEP_OPTIONS = new Set(['env', ...FD_SPECIFIC_OPTIONS]);
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/create.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/create.js
 
 
 
@@ -24634,7 +24634,7 @@ const parseArguments = ({mapArguments, firstArgument, nextArguments, deepOptions
 	};
 };
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/command.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/command.js
 // Main logic for `execaCommand()`
 const mapCommandAsync = ({file, commandArguments}) => parseCommand(file, commandArguments);
 
@@ -24679,7 +24679,7 @@ const parseCommandString = command => {
 
 const SPACES_REGEXP = / +/g;
 
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/script.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/script.js
 // Sets `$.sync` and `$.s`
 const setScriptSync = (boundExeca, createNested, boundOptions) => {
 	boundExeca.sync = createNested(mapScriptSync, boundOptions);
@@ -24703,7 +24703,7 @@ const getScriptStdinOption = ({input, inputFile, stdio}) => input === undefined 
 // However, some options (like `stdin: 'inherit'`) would create issues with piping, i.e. cannot be deep.
 const deepScriptOptions = {preferLocal: true};
 
-;// CONCATENATED MODULE: ./node_modules/execa/index.js
+;// CONCATENATED MODULE: ../main/node_modules/execa/index.js
 
 
 
@@ -24838,7 +24838,7 @@ function expandCommand(argv, values) {
     return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
 }
 
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/util.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/util.js
 
 
 const nameStartChar = ':A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD';
@@ -24900,7 +24900,7 @@ const DANGEROUS_PROPERTY_NAMES = [
 ];
 
 const criticalProperties = ["__proto__", "constructor", "prototype"];
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/OptionsBuilder.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/OptionsBuilder.js
 
 
 
@@ -25065,7 +25065,7 @@ const buildOptions = function (options) {
   //console.debug(built.processEntities)
   return built;
 };
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/xmlNode.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/xmlNode.js
 
 
 let METADATA_SYMBOL;
@@ -25121,7 +25121,7 @@ class XmlNode {
   }
 }
 
-;// CONCATENATED MODULE: ./node_modules/xml-naming/src/index.js
+;// CONCATENATED MODULE: ../main/node_modules/xml-naming/src/index.js
 /**
  * xml-naming
  * Validates XML Name productions as defined in the XML 1.0 and 1.1 specifications.
@@ -25504,7 +25504,7 @@ const sanitize = (str, production = 'name', { replacement = '_', asciiOnly = fal
 
   return result || replacement;
 };
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/DocTypeReader.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/DocTypeReader.js
 
 
 class DocTypeReader {
@@ -25931,7 +25931,7 @@ function validateEntityName(name, xmlVersion) {
     else
         throw new Error(`Invalid entity name ${name}`);
 }
-;// CONCATENATED MODULE: ./node_modules/anynum/digitTable.js
+;// CONCATENATED MODULE: ../main/node_modules/anynum/digitTable.js
 /**
  * Flat lookup table: maps Unicode code point → ASCII digit (0-9).
  * Only decimal digit characters (Unicode category Nd) are included.
@@ -26049,7 +26049,7 @@ for (const zero of SCRIPT_ZEROS) {
 
 
 
-;// CONCATENATED MODULE: ./node_modules/anynum/anynum.js
+;// CONCATENATED MODULE: ../main/node_modules/anynum/anynum.js
 
 
 
@@ -26185,7 +26185,7 @@ function anynum(str) {
 
 
 /* harmony default export */ const anynum_anynum = (anynum);
-;// CONCATENATED MODULE: ./node_modules/strnum/strnum.js
+;// CONCATENATED MODULE: ../main/node_modules/strnum/strnum.js
 const hexRegex = /^[-+]?0x[a-fA-F0-9]+$/;
 const binRegex = /^0b[01]+$/;
 const octRegex = /^0o[0-7]+$/;
@@ -26363,7 +26363,7 @@ function handleInfinity(str, num, options) {
     }
 }
 
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/ignoreAttributes.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/ignoreAttributes.js
 function getIgnoreAttributesFn(ignoreAttributes) {
     if (typeof ignoreAttributes === 'function') {
         return ignoreAttributes
@@ -26382,7 +26382,7 @@ function getIgnoreAttributesFn(ignoreAttributes) {
     }
     return () => false
 }
-;// CONCATENATED MODULE: ./node_modules/path-expression-matcher/src/Matcher.js
+;// CONCATENATED MODULE: ../main/node_modules/path-expression-matcher/src/Matcher.js
 
 
 /**
@@ -27047,7 +27047,7 @@ class Matcher {
   }
 }
 
-;// CONCATENATED MODULE: ./node_modules/path-expression-matcher/src/Expression.js
+;// CONCATENATED MODULE: ../main/node_modules/path-expression-matcher/src/Expression.js
 /**
  * Expression - Parses and stores a tag pattern expression
  * 
@@ -27280,7 +27280,7 @@ class Expression {
     return this.pattern;
   }
 }
-;// CONCATENATED MODULE: ./node_modules/path-expression-matcher/src/ExpressionSet.js
+;// CONCATENATED MODULE: ../main/node_modules/path-expression-matcher/src/ExpressionSet.js
 /**
  * ExpressionSet - An indexed collection of Expressions for efficient bulk matching
  *
@@ -27507,7 +27507,7 @@ class ExpressionSet {
   }
 }
 
-;// CONCATENATED MODULE: ./node_modules/@nodable/entities/src/entities.js
+;// CONCATENATED MODULE: ../main/node_modules/@nodable/entities/src/entities.js
 // ---------------------------------------------------------------------------
 // Complete HTML5 named entity reference
 // Organized by logical categories for easy maintenance and selective importing
@@ -28647,7 +28647,7 @@ const COMMON_HTML = {
 // Note: NUMERIC_ENTITIES (&#NNN; / &#xHH;) are handled by the scanner directly
 // via String.fromCodePoint() without any map lookup.
 // ---------------------------------------------------------------------------
-;// CONCATENATED MODULE: ./node_modules/@nodable/entities/src/EntityDecoder.js
+;// CONCATENATED MODULE: ../main/node_modules/@nodable/entities/src/EntityDecoder.js
 // ---------------------------------------------------------------------------
 // Built-in named entity map  (name → replacement string)
 // No regex, no {regex,val} objects — just flat key/value pairs.
@@ -29292,7 +29292,7 @@ class EntityDecoder {
     return this._applyNCRAction(effective, token, cp);
   }
 }
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/sql.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/sql.js
 /**
  * SQL context patterns — high-precision rules only.
  *
@@ -29389,7 +29389,7 @@ const SQL_PATTERNS = [
 
 /* harmony default export */ const sql = (SQL_PATTERNS);
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/sql-strict.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/sql-strict.js
 /**
  * SQL-STRICT context patterns.
  *
@@ -29438,7 +29438,7 @@ const SQL_STRICT_PATTERNS = [...sql, ...SQL_STRICT_EXTRA];
 
 /* harmony default export */ const sql_strict = (SQL_STRICT_PATTERNS);
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/util/decode-entities.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/util/decode-entities.js
 /**
  * Decode the HTML character references that matter for markup-context
  * detection.
@@ -29488,7 +29488,7 @@ function decodeEntities(input) {
   });
 }
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/html.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/html.js
 /**
  * HTML context patterns.
  *
@@ -29592,7 +29592,7 @@ const HTML_PATTERNS = [
 
 /* harmony default export */ const html = (HTML_PATTERNS);
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/xml.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/xml.js
 /**
  * XML context patterns.
  *
@@ -29673,7 +29673,7 @@ const XML_PATTERNS = [
 
 /* harmony default export */ const xml = (XML_PATTERNS);
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/svg.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/svg.js
 /**
  * SVG context patterns.
  *
@@ -29756,7 +29756,7 @@ const SVG_PATTERNS = [
 
 /* harmony default export */ const svg = (SVG_PATTERNS);
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/shell.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/shell.js
 /**
  * SHELL context patterns.
  *
@@ -29863,7 +29863,7 @@ const SHELL_PATTERNS = [
 
 /* harmony default export */ const shell = (SHELL_PATTERNS);
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/redos.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/redos.js
 /**
  * REDOS context patterns.
  *
@@ -29925,7 +29925,7 @@ const REDOS_PATTERNS = [
 
 /* harmony default export */ const redos = (REDOS_PATTERNS);
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/nosql.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/nosql.js
 /**
  * NOSQL context patterns.
  *
@@ -30041,7 +30041,7 @@ const NOSQL_PATTERNS = [
 
 /* harmony default export */ const nosql = (NOSQL_PATTERNS);
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/log.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/log.js
 /**
  * LOG context patterns.
  *
@@ -30141,7 +30141,7 @@ const LOG_PATTERNS = [
 
 /* harmony default export */ const log = (LOG_PATTERNS);
 
-;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/index.js
+;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/index.js
 /**
  * is-unsafe v2
  *
@@ -30435,7 +30435,7 @@ function allUnsafe(value, context) {
 
 /* harmony default export */ const src = ((/* unused pure expression or super */ null && (isUnsafe)));
 
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/OrderedObjParser.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/OrderedObjParser.js
 
 ///@ts-check
 
@@ -31349,7 +31349,7 @@ function sanitizeName(name, options) {
   }
   return name;
 }
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/node2json.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/node2json.js
 
 
 
@@ -31527,7 +31527,7 @@ function isLeafTag(obj, options) {
 
   return false;
 }
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/validator.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/validator.js
 
 
 
@@ -32045,7 +32045,7 @@ function getLineNumberForPosition(xmlData, index) {
 function getPositionFromMatch(match) {
   return match.startIndex + match[1].length;
 }
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/XMLParser.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/XMLParser.js
 /* global Uint8Array */
 
 
@@ -32123,7 +32123,7 @@ class XMLParser {
         return XmlNode.getMetaDataSymbol();
     }
 }
-;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/fxp.js
+;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/fxp.js
 
 
 
@@ -32217,34 +32217,106 @@ function parseJunit(xml) {
 ;// CONCATENATED MODULE: ./src/engine/process-group.ts
 
 const PAGE_SIZE = 4096;
-/** Processes and resident bytes of one process group, read from /proc (Linux); zeros elsewhere. */
-function groupUsage(pgid) {
-    let processes = 0;
-    let rssBytes = 0;
+function readStat(pid) {
+    try {
+        const stat = (0,external_node_fs_.readFileSync)(`/proc/${pid}/stat`, "utf8");
+        // comm may hold spaces and parens: fields resume after the last ')'.
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
+        if (fields[0] === "Z")
+            return null;
+        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
+    }
+    catch {
+        return null; // The process ended, or this is not Linux.
+    }
+}
+function childrenOf(pid) {
+    const out = [];
+    let tasks;
+    try {
+        tasks = (0,external_node_fs_.readdirSync)(`/proc/${pid}/task`);
+    }
+    catch {
+        return out;
+    }
+    for (const tid of tasks) {
+        try {
+            for (const c of (0,external_node_fs_.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
+                if (c)
+                    out.push(Number(c));
+        }
+        catch {
+            // The thread ended between readdir and read.
+        }
+    }
+    return out;
+}
+/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
+function scanGroup(pgid) {
     let entries;
     try {
         entries = (0,external_node_fs_.readdirSync)("/proc");
     }
     catch {
-        return { processes, rssBytes };
+        return [];
     }
+    const pids = [];
     for (const name of entries) {
         if (!/^\d+$/.test(name))
             continue;
-        try {
-            const stat = (0,external_node_fs_.readFileSync)(`/proc/${name}/stat`, "utf8");
-            // comm may hold spaces and parens: fields resume after the last ')'.
-            const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-            if (Number(fields[2]) !== pgid)
-                continue;
-            processes++;
-            rssBytes += Number(fields[21]) * PAGE_SIZE;
-        }
-        catch {
-            // The process ended between readdir and read.
-        }
+        if (readStat(Number(name))?.pgid === pgid)
+            pids.push(Number(name));
     }
-    return { processes, rssBytes };
+    return pids;
+}
+/**
+ * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
+ *
+ * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
+ * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
+ * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
+ * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
+ * process found outside the tree is tracked as a root from then on.
+ */
+class GroupMeter {
+    pgid;
+    fullScanEvery;
+    roots = new Set();
+    samples = 0;
+    constructor(pgid, fullScanEvery = 10) {
+        this.pgid = pgid;
+        this.fullScanEvery = fullScanEvery;
+        this.roots.add(pgid);
+    }
+    sample() {
+        if (this.samples++ % this.fullScanEvery === 0)
+            for (const pid of scanGroup(this.pgid))
+                this.roots.add(pid);
+        const seen = new Set();
+        let rssBytes = 0;
+        const stack = [...this.roots];
+        while (stack.length) {
+            const pid = stack.pop();
+            if (seen.has(pid))
+                continue;
+            const stat = readStat(pid);
+            if (!stat) {
+                this.roots.delete(pid);
+                continue;
+            }
+            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
+            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
+            seen.add(pid);
+            rssBytes += stat.rssBytes;
+            stack.push(...childrenOf(pid));
+        }
+        return { processes: seen.size, rssBytes };
+    }
+}
+/** Processes and resident bytes of one process group, from one full scan of /proc. */
+function groupUsage(pgid) {
+    return new GroupMeter(pgid, 1).sample();
 }
 /** SIGKILL to a whole process group; a group already gone is fine. */
 function killGroup(pgid) {
@@ -32307,9 +32379,10 @@ async function runCommand(argv, opts) {
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
     const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
-    const sampler = pgid
+    const meter = pgid ? new GroupMeter(pgid) : undefined;
+    const sampler = meter
         ? setInterval(() => {
-            const { rssBytes } = groupUsage(pgid);
+            const { rssBytes } = meter.sample();
             peak = Math.max(peak, rssBytes);
             if (rssBytes > opts.limits.memoryBytes)
                 stop("memory");
@@ -32394,8 +32467,8 @@ async function runOfficial(task, ctx, limits, log) {
     };
 }
 
-// EXTERNAL MODULE: ./node_modules/picomatch/index.js
-var node_modules_picomatch = __nccwpck_require__(4006);
+// EXTERNAL MODULE: ../main/node_modules/picomatch/index.js
+var node_modules_picomatch = __nccwpck_require__(6310);
 var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(node_modules_picomatch);
 ;// CONCATENATED MODULE: ./src/core/probe-outcome.ts
 
@@ -33005,8 +33078,8 @@ async function evaluate(opts) {
     return opts.signingKey ? signResult(result, opts.signingKey) : result;
 }
 
-// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
-var dist = __nccwpck_require__(8815);
+// EXTERNAL MODULE: ../main/node_modules/yaml/dist/index.js
+var dist = __nccwpck_require__(3439);
 ;// CONCATENATED MODULE: ./src/engine/yaml-file.ts
 
 
@@ -33778,14 +33851,14 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("util");
 
 /***/ }),
 
-/***/ 8909:
+/***/ 3917:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
-const { Argument } = __nccwpck_require__(9154);
-const { Command } = __nccwpck_require__(4348);
-const { CommanderError, InvalidArgumentError } = __nccwpck_require__(1135);
-const { Help } = __nccwpck_require__(9754);
-const { Option } = __nccwpck_require__(5240);
+const { Argument } = __nccwpck_require__(2562);
+const { Command } = __nccwpck_require__(4604);
+const { CommanderError, InvalidArgumentError } = __nccwpck_require__(4063);
+const { Help } = __nccwpck_require__(3914);
+const { Option } = __nccwpck_require__(3864);
 
 exports.DM = new Command();
 
@@ -33809,10 +33882,10 @@ exports.a2 = InvalidArgumentError; // Deprecated
 
 /***/ }),
 
-/***/ 9154:
+/***/ 2562:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
-const { InvalidArgumentError } = __nccwpck_require__(1135);
+const { InvalidArgumentError } = __nccwpck_require__(4063);
 
 class Argument {
   /**
@@ -33966,7 +34039,7 @@ exports.humanReadableArgName = humanReadableArgName;
 
 /***/ }),
 
-/***/ 4348:
+/***/ 4604:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 const EventEmitter = (__nccwpck_require__(8474).EventEmitter);
@@ -33975,11 +34048,11 @@ const path = __nccwpck_require__(6760);
 const fs = __nccwpck_require__(3024);
 const process = __nccwpck_require__(1708);
 
-const { Argument, humanReadableArgName } = __nccwpck_require__(9154);
-const { CommanderError } = __nccwpck_require__(1135);
-const { Help, stripColor } = __nccwpck_require__(9754);
-const { Option, DualOptions } = __nccwpck_require__(5240);
-const { suggestSimilar } = __nccwpck_require__(5030);
+const { Argument, humanReadableArgName } = __nccwpck_require__(2562);
+const { CommanderError } = __nccwpck_require__(4063);
+const { Help, stripColor } = __nccwpck_require__(3914);
+const { Option, DualOptions } = __nccwpck_require__(3864);
+const { suggestSimilar } = __nccwpck_require__(6726);
 
 class Command extends EventEmitter {
   /**
@@ -36750,7 +36823,7 @@ exports.useColor = useColor; // exporting for tests
 
 /***/ }),
 
-/***/ 1135:
+/***/ 4063:
 /***/ ((__unused_webpack_module, exports) => {
 
 /**
@@ -36796,10 +36869,10 @@ exports.InvalidArgumentError = InvalidArgumentError;
 
 /***/ }),
 
-/***/ 9754:
+/***/ 3914:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
-const { humanReadableArgName } = __nccwpck_require__(9154);
+const { humanReadableArgName } = __nccwpck_require__(2562);
 
 /**
  * TypeScript import types for JSDoc, used by Visual Studio Code IntelliSense and `npm run typescript-checkJS`
@@ -37550,10 +37623,10 @@ exports.stripColor = stripColor;
 
 /***/ }),
 
-/***/ 5240:
+/***/ 3864:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
-const { InvalidArgumentError } = __nccwpck_require__(1135);
+const { InvalidArgumentError } = __nccwpck_require__(4063);
 
 class Option {
   /**
@@ -37937,7 +38010,7 @@ exports.DualOptions = DualOptions;
 
 /***/ }),
 
-/***/ 5030:
+/***/ 6726:
 /***/ ((__unused_webpack_module, exports) => {
 
 const maxDistance = 3;
@@ -38045,18 +38118,18 @@ exports.suggestSimilar = suggestSimilar;
 
 /***/ }),
 
-/***/ 7349:
+/***/ 2197:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var Scalar = __nccwpck_require__(3301);
-var YAMLMap = __nccwpck_require__(4454);
-var YAMLSeq = __nccwpck_require__(2223);
-var resolveBlockMap = __nccwpck_require__(7103);
-var resolveBlockSeq = __nccwpck_require__(334);
-var resolveFlowCollection = __nccwpck_require__(3142);
+var identity = __nccwpck_require__(4919);
+var Scalar = __nccwpck_require__(389);
+var YAMLMap = __nccwpck_require__(5462);
+var YAMLSeq = __nccwpck_require__(6831);
+var resolveBlockMap = __nccwpck_require__(143);
+var resolveBlockSeq = __nccwpck_require__(1854);
+var resolveFlowCollection = __nccwpck_require__(9030);
 
 function resolveCollection(CN, ctx, token, onError, tagName, tag) {
     const coll = token.type === 'block-map'
@@ -38142,15 +38215,15 @@ exports.composeCollection = composeCollection;
 
 /***/ }),
 
-/***/ 3683:
+/***/ 83:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Document = __nccwpck_require__(3021);
-var composeNode = __nccwpck_require__(5937);
-var resolveEnd = __nccwpck_require__(7788);
-var resolveProps = __nccwpck_require__(4631);
+var Document = __nccwpck_require__(573);
+var composeNode = __nccwpck_require__(4961);
+var resolveEnd = __nccwpck_require__(1020);
+var resolveProps = __nccwpck_require__(775);
 
 function composeDoc(options, directives, { offset, start, value, end }, onError) {
     const opts = Object.assign({ _directives: directives }, options);
@@ -38194,17 +38267,17 @@ exports.composeDoc = composeDoc;
 
 /***/ }),
 
-/***/ 5937:
+/***/ 4961:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Alias = __nccwpck_require__(4065);
-var identity = __nccwpck_require__(1127);
-var composeCollection = __nccwpck_require__(7349);
-var composeScalar = __nccwpck_require__(5413);
-var resolveEnd = __nccwpck_require__(7788);
-var utilEmptyScalarPosition = __nccwpck_require__(2599);
+var Alias = __nccwpck_require__(7105);
+var identity = __nccwpck_require__(4919);
+var composeCollection = __nccwpck_require__(2197);
+var composeScalar = __nccwpck_require__(3573);
+var resolveEnd = __nccwpck_require__(1020);
+var utilEmptyScalarPosition = __nccwpck_require__(8407);
 
 const CN = { composeNode, composeEmptyNode };
 function composeNode(ctx, token, props, onError) {
@@ -38313,15 +38386,15 @@ exports.composeNode = composeNode;
 
 /***/ }),
 
-/***/ 5413:
+/***/ 3573:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var Scalar = __nccwpck_require__(3301);
-var resolveBlockScalar = __nccwpck_require__(8913);
-var resolveFlowScalar = __nccwpck_require__(6842);
+var identity = __nccwpck_require__(4919);
+var Scalar = __nccwpck_require__(389);
+var resolveBlockScalar = __nccwpck_require__(5089);
+var resolveFlowScalar = __nccwpck_require__(5882);
 
 function composeScalar(ctx, token, tagToken, onError) {
     const { value, type, comment, range } = token.type === 'block-scalar'
@@ -38408,18 +38481,18 @@ exports.composeScalar = composeScalar;
 
 /***/ }),
 
-/***/ 9984:
+/***/ 3104:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var node_process = __nccwpck_require__(932);
-var directives = __nccwpck_require__(1342);
-var Document = __nccwpck_require__(3021);
-var errors = __nccwpck_require__(1464);
-var identity = __nccwpck_require__(1127);
-var composeDoc = __nccwpck_require__(3683);
-var resolveEnd = __nccwpck_require__(7788);
+var directives = __nccwpck_require__(2606);
+var Document = __nccwpck_require__(573);
+var errors = __nccwpck_require__(152);
+var identity = __nccwpck_require__(4919);
+var composeDoc = __nccwpck_require__(83);
+var resolveEnd = __nccwpck_require__(1020);
 
 function getErrorPos(src) {
     if (typeof src === 'number')
@@ -38639,17 +38712,17 @@ exports.Composer = Composer;
 
 /***/ }),
 
-/***/ 7103:
+/***/ 143:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Pair = __nccwpck_require__(7165);
-var YAMLMap = __nccwpck_require__(4454);
-var resolveProps = __nccwpck_require__(4631);
-var utilContainsNewline = __nccwpck_require__(9499);
-var utilFlowIndentCheck = __nccwpck_require__(4051);
-var utilMapIncludes = __nccwpck_require__(1187);
+var Pair = __nccwpck_require__(5773);
+var YAMLMap = __nccwpck_require__(5462);
+var resolveProps = __nccwpck_require__(775);
+var utilContainsNewline = __nccwpck_require__(4283);
+var utilFlowIndentCheck = __nccwpck_require__(1795);
+var utilMapIncludes = __nccwpck_require__(1091);
 
 const startColMsg = 'All mapping items must start at the same column';
 function resolveBlockMap({ composeNode, composeEmptyNode }, ctx, bm, onError, tag) {
@@ -38763,12 +38836,12 @@ exports.resolveBlockMap = resolveBlockMap;
 
 /***/ }),
 
-/***/ 8913:
+/***/ 5089:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(3301);
+var Scalar = __nccwpck_require__(389);
 
 function resolveBlockScalar(ctx, scalar, onError) {
     const start = scalar.offset;
@@ -38970,14 +39043,14 @@ exports.resolveBlockScalar = resolveBlockScalar;
 
 /***/ }),
 
-/***/ 334:
+/***/ 1854:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var YAMLSeq = __nccwpck_require__(2223);
-var resolveProps = __nccwpck_require__(4631);
-var utilFlowIndentCheck = __nccwpck_require__(4051);
+var YAMLSeq = __nccwpck_require__(6831);
+var resolveProps = __nccwpck_require__(775);
+var utilFlowIndentCheck = __nccwpck_require__(1795);
 
 function resolveBlockSeq({ composeNode, composeEmptyNode }, ctx, bs, onError, tag) {
     const NodeClass = tag?.nodeClass ?? YAMLSeq.YAMLSeq;
@@ -39028,7 +39101,7 @@ exports.resolveBlockSeq = resolveBlockSeq;
 
 /***/ }),
 
-/***/ 7788:
+/***/ 1020:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -39074,19 +39147,19 @@ exports.resolveEnd = resolveEnd;
 
 /***/ }),
 
-/***/ 3142:
+/***/ 9030:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var Pair = __nccwpck_require__(7165);
-var YAMLMap = __nccwpck_require__(4454);
-var YAMLSeq = __nccwpck_require__(2223);
-var resolveEnd = __nccwpck_require__(7788);
-var resolveProps = __nccwpck_require__(4631);
-var utilContainsNewline = __nccwpck_require__(9499);
-var utilMapIncludes = __nccwpck_require__(1187);
+var identity = __nccwpck_require__(4919);
+var Pair = __nccwpck_require__(5773);
+var YAMLMap = __nccwpck_require__(5462);
+var YAMLSeq = __nccwpck_require__(6831);
+var resolveEnd = __nccwpck_require__(1020);
+var resolveProps = __nccwpck_require__(775);
+var utilContainsNewline = __nccwpck_require__(4283);
+var utilMapIncludes = __nccwpck_require__(1091);
 
 const blockMsg = 'Block collections are not allowed within flow collections';
 const isBlock = (token) => token && (token.type === 'block-map' || token.type === 'block-seq');
@@ -39290,13 +39363,13 @@ exports.resolveFlowCollection = resolveFlowCollection;
 
 /***/ }),
 
-/***/ 6842:
+/***/ 5882:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(3301);
-var resolveEnd = __nccwpck_require__(7788);
+var Scalar = __nccwpck_require__(389);
+var resolveEnd = __nccwpck_require__(1020);
 
 function resolveFlowScalar(scalar, strict, onError) {
     const { offset, type, source, end } = scalar;
@@ -39525,7 +39598,7 @@ exports.resolveFlowScalar = resolveFlowScalar;
 
 /***/ }),
 
-/***/ 4631:
+/***/ 775:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -39680,7 +39753,7 @@ exports.resolveProps = resolveProps;
 
 /***/ }),
 
-/***/ 9499:
+/***/ 4283:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -39723,7 +39796,7 @@ exports.containsNewline = containsNewline;
 
 /***/ }),
 
-/***/ 2599:
+/***/ 8407:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -39758,12 +39831,12 @@ exports.emptyScalarPosition = emptyScalarPosition;
 
 /***/ }),
 
-/***/ 4051:
+/***/ 1795:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var utilContainsNewline = __nccwpck_require__(9499);
+var utilContainsNewline = __nccwpck_require__(4283);
 
 function flowIndentCheck(indent, fc, onError) {
     if (fc?.type === 'flow-collection') {
@@ -39782,12 +39855,12 @@ exports.flowIndentCheck = flowIndentCheck;
 
 /***/ }),
 
-/***/ 1187:
+/***/ 1091:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
+var identity = __nccwpck_require__(4919);
 
 function mapIncludes(ctx, items, search) {
     const { uniqueKeys } = ctx.options;
@@ -39804,22 +39877,22 @@ exports.mapIncludes = mapIncludes;
 
 /***/ }),
 
-/***/ 3021:
+/***/ 573:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Alias = __nccwpck_require__(4065);
-var Collection = __nccwpck_require__(101);
-var identity = __nccwpck_require__(1127);
-var Pair = __nccwpck_require__(7165);
-var toJS = __nccwpck_require__(4043);
-var Schema = __nccwpck_require__(5840);
-var stringifyDocument = __nccwpck_require__(6829);
-var anchors = __nccwpck_require__(1596);
-var applyReviver = __nccwpck_require__(3661);
-var createNode = __nccwpck_require__(2404);
-var directives = __nccwpck_require__(1342);
+var Alias = __nccwpck_require__(7105);
+var Collection = __nccwpck_require__(4661);
+var identity = __nccwpck_require__(4919);
+var Pair = __nccwpck_require__(5773);
+var toJS = __nccwpck_require__(3899);
+var Schema = __nccwpck_require__(8224);
+var stringifyDocument = __nccwpck_require__(2285);
+var anchors = __nccwpck_require__(9196);
+var applyReviver = __nccwpck_require__(909);
+var createNode = __nccwpck_require__(1732);
+var directives = __nccwpck_require__(2606);
 
 class Document {
     constructor(value, replacer, options) {
@@ -40148,13 +40221,13 @@ exports.Document = Document;
 
 /***/ }),
 
-/***/ 1596:
+/***/ 9196:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var visit = __nccwpck_require__(204);
+var identity = __nccwpck_require__(4919);
+var visit = __nccwpck_require__(2588);
 
 /**
  * Verify that the input string is a valid anchor.
@@ -40231,7 +40304,7 @@ exports.findNewAnchor = findNewAnchor;
 
 /***/ }),
 
-/***/ 3661:
+/***/ 909:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -40295,14 +40368,14 @@ exports.applyReviver = applyReviver;
 
 /***/ }),
 
-/***/ 2404:
+/***/ 1732:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Alias = __nccwpck_require__(4065);
-var identity = __nccwpck_require__(1127);
-var Scalar = __nccwpck_require__(3301);
+var Alias = __nccwpck_require__(7105);
+var identity = __nccwpck_require__(4919);
+var Scalar = __nccwpck_require__(389);
 
 const defaultTagPrefix = 'tag:yaml.org,2002:';
 function findTagObject(value, tagName, tags) {
@@ -40392,13 +40465,13 @@ exports.createNode = createNode;
 
 /***/ }),
 
-/***/ 1342:
+/***/ 2606:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var visit = __nccwpck_require__(204);
+var identity = __nccwpck_require__(4919);
+var visit = __nccwpck_require__(2588);
 
 const escapeChars = {
     '!': '%21',
@@ -40577,7 +40650,7 @@ exports.Directives = Directives;
 
 /***/ }),
 
-/***/ 1464:
+/***/ 152:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -40646,28 +40719,28 @@ exports.prettifyError = prettifyError;
 
 /***/ }),
 
-/***/ 8815:
+/***/ 3439:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 var __webpack_unused_export__;
 
 
-var composer = __nccwpck_require__(9984);
-var Document = __nccwpck_require__(3021);
-var Schema = __nccwpck_require__(5840);
-var errors = __nccwpck_require__(1464);
-var Alias = __nccwpck_require__(4065);
-var identity = __nccwpck_require__(1127);
-var Pair = __nccwpck_require__(7165);
-var Scalar = __nccwpck_require__(3301);
-var YAMLMap = __nccwpck_require__(4454);
-var YAMLSeq = __nccwpck_require__(2223);
-var cst = __nccwpck_require__(3461);
-var lexer = __nccwpck_require__(361);
-var lineCounter = __nccwpck_require__(6628);
-var parser = __nccwpck_require__(3456);
-var publicApi = __nccwpck_require__(4047);
-var visit = __nccwpck_require__(204);
+var composer = __nccwpck_require__(3104);
+var Document = __nccwpck_require__(573);
+var Schema = __nccwpck_require__(8224);
+var errors = __nccwpck_require__(152);
+var Alias = __nccwpck_require__(7105);
+var identity = __nccwpck_require__(4919);
+var Pair = __nccwpck_require__(5773);
+var Scalar = __nccwpck_require__(389);
+var YAMLMap = __nccwpck_require__(5462);
+var YAMLSeq = __nccwpck_require__(6831);
+var cst = __nccwpck_require__(9877);
+var lexer = __nccwpck_require__(5145);
+var lineCounter = __nccwpck_require__(1460);
+var parser = __nccwpck_require__(2064);
+var publicApi = __nccwpck_require__(4543);
+var visit = __nccwpck_require__(2588);
 
 
 
@@ -40704,7 +40777,7 @@ __webpack_unused_export__ = visit.visitAsync;
 
 /***/ }),
 
-/***/ 7249:
+/***/ 7297:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
@@ -40730,16 +40803,16 @@ exports.warn = warn;
 
 /***/ }),
 
-/***/ 4065:
+/***/ 7105:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var anchors = __nccwpck_require__(1596);
-var visit = __nccwpck_require__(204);
-var identity = __nccwpck_require__(1127);
-var Node = __nccwpck_require__(6673);
-var toJS = __nccwpck_require__(4043);
+var anchors = __nccwpck_require__(9196);
+var visit = __nccwpck_require__(2588);
+var identity = __nccwpck_require__(4919);
+var Node = __nccwpck_require__(4833);
+var toJS = __nccwpck_require__(3899);
 
 class Alias extends Node.NodeBase {
     constructor(source) {
@@ -40857,14 +40930,14 @@ exports.Alias = Alias;
 
 /***/ }),
 
-/***/ 101:
+/***/ 4661:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var createNode = __nccwpck_require__(2404);
-var identity = __nccwpck_require__(1127);
-var Node = __nccwpck_require__(6673);
+var createNode = __nccwpck_require__(1732);
+var identity = __nccwpck_require__(4919);
+var Node = __nccwpck_require__(4833);
 
 function collectionFromPath(schema, path, value) {
     let v = value;
@@ -41015,14 +41088,14 @@ exports.isEmptyPath = isEmptyPath;
 
 /***/ }),
 
-/***/ 6673:
+/***/ 4833:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var applyReviver = __nccwpck_require__(3661);
-var identity = __nccwpck_require__(1127);
-var toJS = __nccwpck_require__(4043);
+var applyReviver = __nccwpck_require__(909);
+var identity = __nccwpck_require__(4919);
+var toJS = __nccwpck_require__(3899);
 
 class NodeBase {
     constructor(type) {
@@ -41062,15 +41135,15 @@ exports.NodeBase = NodeBase;
 
 /***/ }),
 
-/***/ 7165:
+/***/ 5773:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var createNode = __nccwpck_require__(2404);
-var stringifyPair = __nccwpck_require__(9748);
-var addPairToJSMap = __nccwpck_require__(7104);
-var identity = __nccwpck_require__(1127);
+var createNode = __nccwpck_require__(1732);
+var stringifyPair = __nccwpck_require__(7764);
+var addPairToJSMap = __nccwpck_require__(8768);
+var identity = __nccwpck_require__(4919);
 
 function createPair(key, value, ctx) {
     const k = createNode.createNode(key, undefined, ctx);
@@ -41108,14 +41181,14 @@ exports.createPair = createPair;
 
 /***/ }),
 
-/***/ 3301:
+/***/ 389:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var Node = __nccwpck_require__(6673);
-var toJS = __nccwpck_require__(4043);
+var identity = __nccwpck_require__(4919);
+var Node = __nccwpck_require__(4833);
+var toJS = __nccwpck_require__(3899);
 
 const isScalarValue = (value) => !value || (typeof value !== 'function' && typeof value !== 'object');
 class Scalar extends Node.NodeBase {
@@ -41142,17 +41215,17 @@ exports.isScalarValue = isScalarValue;
 
 /***/ }),
 
-/***/ 4454:
+/***/ 5462:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyCollection = __nccwpck_require__(1212);
-var addPairToJSMap = __nccwpck_require__(7104);
-var Collection = __nccwpck_require__(101);
-var identity = __nccwpck_require__(1127);
-var Pair = __nccwpck_require__(7165);
-var Scalar = __nccwpck_require__(3301);
+var stringifyCollection = __nccwpck_require__(4156);
+var addPairToJSMap = __nccwpck_require__(8768);
+var Collection = __nccwpck_require__(4661);
+var identity = __nccwpck_require__(4919);
+var Pair = __nccwpck_require__(5773);
+var Scalar = __nccwpck_require__(389);
 
 function findPair(items, key) {
     const k = identity.isScalar(key) ? key.value : key;
@@ -41296,17 +41369,17 @@ exports.findPair = findPair;
 
 /***/ }),
 
-/***/ 2223:
+/***/ 6831:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var createNode = __nccwpck_require__(2404);
-var stringifyCollection = __nccwpck_require__(1212);
-var Collection = __nccwpck_require__(101);
-var identity = __nccwpck_require__(1127);
-var Scalar = __nccwpck_require__(3301);
-var toJS = __nccwpck_require__(4043);
+var createNode = __nccwpck_require__(1732);
+var stringifyCollection = __nccwpck_require__(4156);
+var Collection = __nccwpck_require__(4661);
+var identity = __nccwpck_require__(4919);
+var Scalar = __nccwpck_require__(389);
+var toJS = __nccwpck_require__(3899);
 
 class YAMLSeq extends Collection.Collection {
     static get tagName() {
@@ -41418,16 +41491,16 @@ exports.YAMLSeq = YAMLSeq;
 
 /***/ }),
 
-/***/ 7104:
+/***/ 8768:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var log = __nccwpck_require__(7249);
-var merge = __nccwpck_require__(452);
-var stringify = __nccwpck_require__(2148);
-var identity = __nccwpck_require__(1127);
-var toJS = __nccwpck_require__(4043);
+var log = __nccwpck_require__(7297);
+var merge = __nccwpck_require__(9380);
+var stringify = __nccwpck_require__(9300);
+var identity = __nccwpck_require__(4919);
+var toJS = __nccwpck_require__(3899);
 
 function addPairToJSMap(ctx, map, { key, value }) {
     if (identity.isNode(key) && key.addToJSMap)
@@ -41490,7 +41563,7 @@ exports.addPairToJSMap = addPairToJSMap;
 
 /***/ }),
 
-/***/ 1127:
+/***/ 4919:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -41550,12 +41623,12 @@ exports.isSeq = isSeq;
 
 /***/ }),
 
-/***/ 4043:
+/***/ 3899:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
+var identity = __nccwpck_require__(4919);
 
 /**
  * Recursively convert any node or its contents to native JavaScript
@@ -41596,15 +41669,15 @@ exports.toJS = toJS;
 
 /***/ }),
 
-/***/ 110:
+/***/ 334:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var resolveBlockScalar = __nccwpck_require__(8913);
-var resolveFlowScalar = __nccwpck_require__(6842);
-var errors = __nccwpck_require__(1464);
-var stringifyString = __nccwpck_require__(3069);
+var resolveBlockScalar = __nccwpck_require__(5089);
+var resolveFlowScalar = __nccwpck_require__(5882);
+var errors = __nccwpck_require__(152);
+var stringifyString = __nccwpck_require__(1773);
 
 function resolveAsScalar(token, strict = true, onError) {
     if (token) {
@@ -41821,7 +41894,7 @@ exports.setScalarValue = setScalarValue;
 
 /***/ }),
 
-/***/ 1733:
+/***/ 3701:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -41891,7 +41964,7 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 7715:
+/***/ 5235:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -41997,14 +42070,14 @@ exports.visit = visit;
 
 /***/ }),
 
-/***/ 3461:
+/***/ 9877:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var cstScalar = __nccwpck_require__(110);
-var cstStringify = __nccwpck_require__(1733);
-var cstVisit = __nccwpck_require__(7715);
+var cstScalar = __nccwpck_require__(334);
+var cstStringify = __nccwpck_require__(3701);
+var cstVisit = __nccwpck_require__(5235);
 
 /** The byte order mark */
 const BOM = '\u{FEFF}';
@@ -42116,12 +42189,12 @@ exports.tokenType = tokenType;
 
 /***/ }),
 
-/***/ 361:
+/***/ 5145:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var cst = __nccwpck_require__(3461);
+var cst = __nccwpck_require__(9877);
 
 /*
 START -> stream
@@ -42846,7 +42919,7 @@ exports.Lexer = Lexer;
 
 /***/ }),
 
-/***/ 6628:
+/***/ 1460:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -42894,14 +42967,14 @@ exports.LineCounter = LineCounter;
 
 /***/ }),
 
-/***/ 3456:
+/***/ 2064:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var node_process = __nccwpck_require__(932);
-var cst = __nccwpck_require__(3461);
-var lexer = __nccwpck_require__(361);
+var cst = __nccwpck_require__(9877);
+var lexer = __nccwpck_require__(5145);
 
 function includesToken(list, type) {
     for (let i = 0; i < list.length; ++i)
@@ -43881,18 +43954,18 @@ exports.Parser = Parser;
 
 /***/ }),
 
-/***/ 4047:
+/***/ 4543:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var composer = __nccwpck_require__(9984);
-var Document = __nccwpck_require__(3021);
-var errors = __nccwpck_require__(1464);
-var log = __nccwpck_require__(7249);
-var identity = __nccwpck_require__(1127);
-var lineCounter = __nccwpck_require__(6628);
-var parser = __nccwpck_require__(3456);
+var composer = __nccwpck_require__(3104);
+var Document = __nccwpck_require__(573);
+var errors = __nccwpck_require__(152);
+var log = __nccwpck_require__(7297);
+var identity = __nccwpck_require__(4919);
+var lineCounter = __nccwpck_require__(1460);
+var parser = __nccwpck_require__(2064);
 
 function parseOptions(options) {
     const prettyErrors = options.prettyErrors !== false;
@@ -43995,16 +44068,16 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 5840:
+/***/ 8224:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var map = __nccwpck_require__(7451);
-var seq = __nccwpck_require__(1706);
-var string = __nccwpck_require__(6464);
-var tags = __nccwpck_require__(18);
+var identity = __nccwpck_require__(4919);
+var map = __nccwpck_require__(4043);
+var seq = __nccwpck_require__(7562);
+var string = __nccwpck_require__(4704);
+var tags = __nccwpck_require__(6178);
 
 const sortMapEntriesByKey = (a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 class Schema {
@@ -44041,13 +44114,13 @@ exports.Schema = Schema;
 
 /***/ }),
 
-/***/ 7451:
+/***/ 4043:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var YAMLMap = __nccwpck_require__(4454);
+var identity = __nccwpck_require__(4919);
+var YAMLMap = __nccwpck_require__(5462);
 
 const map = {
     collection: 'map',
@@ -44067,12 +44140,12 @@ exports.map = map;
 
 /***/ }),
 
-/***/ 3632:
+/***/ 5632:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(3301);
+var Scalar = __nccwpck_require__(389);
 
 const nullTag = {
     identify: value => value == null,
@@ -44091,13 +44164,13 @@ exports.nullTag = nullTag;
 
 /***/ }),
 
-/***/ 1706:
+/***/ 7562:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var YAMLSeq = __nccwpck_require__(2223);
+var identity = __nccwpck_require__(4919);
+var YAMLSeq = __nccwpck_require__(6831);
 
 const seq = {
     collection: 'seq',
@@ -44117,12 +44190,12 @@ exports.seq = seq;
 
 /***/ }),
 
-/***/ 6464:
+/***/ 4704:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyString = __nccwpck_require__(3069);
+var stringifyString = __nccwpck_require__(1773);
 
 const string = {
     identify: value => typeof value === 'string',
@@ -44140,12 +44213,12 @@ exports.string = string;
 
 /***/ }),
 
-/***/ 3959:
+/***/ 4359:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(3301);
+var Scalar = __nccwpck_require__(389);
 
 const boolTag = {
     identify: value => typeof value === 'boolean',
@@ -44168,13 +44241,13 @@ exports.boolTag = boolTag;
 
 /***/ }),
 
-/***/ 8405:
+/***/ 6229:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(3301);
-var stringifyNumber = __nccwpck_require__(8689);
+var Scalar = __nccwpck_require__(389);
+var stringifyNumber = __nccwpck_require__(3569);
 
 const floatNaN = {
     identify: value => typeof value === 'number',
@@ -44222,12 +44295,12 @@ exports.floatNaN = floatNaN;
 
 /***/ }),
 
-/***/ 9874:
+/***/ 7602:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyNumber = __nccwpck_require__(8689);
+var stringifyNumber = __nccwpck_require__(3569);
 
 const intIdentify = (value) => typeof value === 'bigint' || Number.isInteger(value);
 const intResolve = (str, offset, radix, { intAsBigInt }) => (intAsBigInt ? BigInt(str) : parseInt(str.substring(offset), radix));
@@ -44271,18 +44344,18 @@ exports.intOct = intOct;
 
 /***/ }),
 
-/***/ 896:
+/***/ 7904:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var map = __nccwpck_require__(7451);
-var _null = __nccwpck_require__(3632);
-var seq = __nccwpck_require__(1706);
-var string = __nccwpck_require__(6464);
-var bool = __nccwpck_require__(3959);
-var float = __nccwpck_require__(8405);
-var int = __nccwpck_require__(9874);
+var map = __nccwpck_require__(4043);
+var _null = __nccwpck_require__(5632);
+var seq = __nccwpck_require__(7562);
+var string = __nccwpck_require__(4704);
+var bool = __nccwpck_require__(4359);
+var float = __nccwpck_require__(6229);
+var int = __nccwpck_require__(7602);
 
 const schema = [
     map.map,
@@ -44303,14 +44376,14 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 3559:
+/***/ 8647:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(3301);
-var map = __nccwpck_require__(7451);
-var seq = __nccwpck_require__(1706);
+var Scalar = __nccwpck_require__(389);
+var map = __nccwpck_require__(4043);
+var seq = __nccwpck_require__(7562);
 
 function intIdentify(value) {
     return typeof value === 'bigint' || Number.isInteger(value);
@@ -44374,27 +44447,27 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 18:
+/***/ 6178:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var map = __nccwpck_require__(7451);
-var _null = __nccwpck_require__(3632);
-var seq = __nccwpck_require__(1706);
-var string = __nccwpck_require__(6464);
-var bool = __nccwpck_require__(3959);
-var float = __nccwpck_require__(8405);
-var int = __nccwpck_require__(9874);
-var schema = __nccwpck_require__(896);
-var schema$1 = __nccwpck_require__(3559);
-var binary = __nccwpck_require__(6083);
-var merge = __nccwpck_require__(452);
-var omap = __nccwpck_require__(303);
-var pairs = __nccwpck_require__(8385);
-var schema$2 = __nccwpck_require__(5913);
-var set = __nccwpck_require__(1528);
-var timestamp = __nccwpck_require__(6752);
+var map = __nccwpck_require__(4043);
+var _null = __nccwpck_require__(5632);
+var seq = __nccwpck_require__(7562);
+var string = __nccwpck_require__(4704);
+var bool = __nccwpck_require__(4359);
+var float = __nccwpck_require__(6229);
+var int = __nccwpck_require__(7602);
+var schema = __nccwpck_require__(7904);
+var schema$1 = __nccwpck_require__(8647);
+var binary = __nccwpck_require__(4355);
+var merge = __nccwpck_require__(9380);
+var omap = __nccwpck_require__(6431);
+var pairs = __nccwpck_require__(9281);
+var schema$2 = __nccwpck_require__(3081);
+var set = __nccwpck_require__(2504);
+var timestamp = __nccwpck_require__(4960);
 
 const schemas = new Map([
     ['core', schema.schema],
@@ -44480,14 +44553,14 @@ exports.getTags = getTags;
 
 /***/ }),
 
-/***/ 6083:
+/***/ 4355:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var node_buffer = __nccwpck_require__(181);
-var Scalar = __nccwpck_require__(3301);
-var stringifyString = __nccwpck_require__(3069);
+var Scalar = __nccwpck_require__(389);
+var stringifyString = __nccwpck_require__(1773);
 
 const binary = {
     identify: value => value instanceof Uint8Array, // Buffer inherits from Uint8Array
@@ -44557,12 +44630,12 @@ exports.binary = binary;
 
 /***/ }),
 
-/***/ 8398:
+/***/ 6158:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(3301);
+var Scalar = __nccwpck_require__(389);
 
 function boolStringify({ value, source }, ctx) {
     const boolObj = value ? trueTag : falseTag;
@@ -44593,13 +44666,13 @@ exports.trueTag = trueTag;
 
 /***/ }),
 
-/***/ 5782:
+/***/ 838:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(3301);
-var stringifyNumber = __nccwpck_require__(8689);
+var Scalar = __nccwpck_require__(389);
+var stringifyNumber = __nccwpck_require__(3569);
 
 const floatNaN = {
     identify: value => typeof value === 'number',
@@ -44650,12 +44723,12 @@ exports.floatNaN = floatNaN;
 
 /***/ }),
 
-/***/ 873:
+/***/ 5609:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyNumber = __nccwpck_require__(8689);
+var stringifyNumber = __nccwpck_require__(3569);
 
 const intIdentify = (value) => typeof value === 'bigint' || Number.isInteger(value);
 function intResolve(str, offset, radix, { intAsBigInt }) {
@@ -44733,13 +44806,13 @@ exports.intOct = intOct;
 
 /***/ }),
 
-/***/ 452:
+/***/ 9380:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var Scalar = __nccwpck_require__(3301);
+var identity = __nccwpck_require__(4919);
+var Scalar = __nccwpck_require__(389);
 
 // If the value associated with a merge key is a single mapping node, each of
 // its key/value pairs is inserted into the current mapping, unless the key
@@ -44811,16 +44884,16 @@ exports.merge = merge;
 
 /***/ }),
 
-/***/ 303:
+/***/ 6431:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var toJS = __nccwpck_require__(4043);
-var YAMLMap = __nccwpck_require__(4454);
-var YAMLSeq = __nccwpck_require__(2223);
-var pairs = __nccwpck_require__(8385);
+var identity = __nccwpck_require__(4919);
+var toJS = __nccwpck_require__(3899);
+var YAMLMap = __nccwpck_require__(5462);
+var YAMLSeq = __nccwpck_require__(6831);
+var pairs = __nccwpck_require__(9281);
 
 class YAMLOMap extends YAMLSeq.YAMLSeq {
     constructor() {
@@ -44895,15 +44968,15 @@ exports.omap = omap;
 
 /***/ }),
 
-/***/ 8385:
+/***/ 9281:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var Pair = __nccwpck_require__(7165);
-var Scalar = __nccwpck_require__(3301);
-var YAMLSeq = __nccwpck_require__(2223);
+var identity = __nccwpck_require__(4919);
+var Pair = __nccwpck_require__(5773);
+var Scalar = __nccwpck_require__(389);
+var YAMLSeq = __nccwpck_require__(6831);
 
 function resolvePairs(seq, onError) {
     if (identity.isSeq(seq)) {
@@ -44984,24 +45057,24 @@ exports.resolvePairs = resolvePairs;
 
 /***/ }),
 
-/***/ 5913:
+/***/ 3081:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var map = __nccwpck_require__(7451);
-var _null = __nccwpck_require__(3632);
-var seq = __nccwpck_require__(1706);
-var string = __nccwpck_require__(6464);
-var binary = __nccwpck_require__(6083);
-var bool = __nccwpck_require__(8398);
-var float = __nccwpck_require__(5782);
-var int = __nccwpck_require__(873);
-var merge = __nccwpck_require__(452);
-var omap = __nccwpck_require__(303);
-var pairs = __nccwpck_require__(8385);
-var set = __nccwpck_require__(1528);
-var timestamp = __nccwpck_require__(6752);
+var map = __nccwpck_require__(4043);
+var _null = __nccwpck_require__(5632);
+var seq = __nccwpck_require__(7562);
+var string = __nccwpck_require__(4704);
+var binary = __nccwpck_require__(4355);
+var bool = __nccwpck_require__(6158);
+var float = __nccwpck_require__(838);
+var int = __nccwpck_require__(5609);
+var merge = __nccwpck_require__(9380);
+var omap = __nccwpck_require__(6431);
+var pairs = __nccwpck_require__(9281);
+var set = __nccwpck_require__(2504);
+var timestamp = __nccwpck_require__(4960);
 
 const schema = [
     map.map,
@@ -45032,14 +45105,14 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 1528:
+/***/ 2504:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var Pair = __nccwpck_require__(7165);
-var YAMLMap = __nccwpck_require__(4454);
+var identity = __nccwpck_require__(4919);
+var Pair = __nccwpck_require__(5773);
+var YAMLMap = __nccwpck_require__(5462);
 
 class YAMLSet extends YAMLMap.YAMLMap {
     constructor(schema) {
@@ -45135,12 +45208,12 @@ exports.set = set;
 
 /***/ }),
 
-/***/ 6752:
+/***/ 4960:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyNumber = __nccwpck_require__(8689);
+var stringifyNumber = __nccwpck_require__(3569);
 
 /** Internal types handle bigint as number, because TS can't figure it out. */
 function parseSexagesimal(str, asBigInt) {
@@ -45247,7 +45320,7 @@ exports.timestamp = timestamp;
 
 /***/ }),
 
-/***/ 4475:
+/***/ 9915:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -45405,15 +45478,15 @@ exports.foldFlowLines = foldFlowLines;
 
 /***/ }),
 
-/***/ 2148:
+/***/ 9300:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var anchors = __nccwpck_require__(1596);
-var identity = __nccwpck_require__(1127);
-var stringifyComment = __nccwpck_require__(9799);
-var stringifyString = __nccwpck_require__(3069);
+var anchors = __nccwpck_require__(9196);
+var identity = __nccwpck_require__(4919);
+var stringifyComment = __nccwpck_require__(6599);
+var stringifyString = __nccwpck_require__(1773);
 
 function createStringifyContext(doc, options) {
     const opt = Object.assign({
@@ -45544,14 +45617,14 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 1212:
+/***/ 4156:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var stringify = __nccwpck_require__(2148);
-var stringifyComment = __nccwpck_require__(9799);
+var identity = __nccwpck_require__(4919);
+var stringify = __nccwpck_require__(9300);
+var stringifyComment = __nccwpck_require__(6599);
 
 function stringifyCollection(collection, ctx, options) {
     const flow = ctx.inFlow ?? collection.flow;
@@ -45706,7 +45779,7 @@ exports.stringifyCollection = stringifyCollection;
 
 /***/ }),
 
-/***/ 9799:
+/***/ 6599:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -45737,14 +45810,14 @@ exports.stringifyComment = stringifyComment;
 
 /***/ }),
 
-/***/ 6829:
+/***/ 2285:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var stringify = __nccwpck_require__(2148);
-var stringifyComment = __nccwpck_require__(9799);
+var identity = __nccwpck_require__(4919);
+var stringify = __nccwpck_require__(9300);
+var stringifyComment = __nccwpck_require__(6599);
 
 function stringifyDocument(doc, options) {
     const lines = [];
@@ -45831,7 +45904,7 @@ exports.stringifyDocument = stringifyDocument;
 
 /***/ }),
 
-/***/ 8689:
+/***/ 3569:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -45865,15 +45938,15 @@ exports.stringifyNumber = stringifyNumber;
 
 /***/ }),
 
-/***/ 9748:
+/***/ 7764:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
-var Scalar = __nccwpck_require__(3301);
-var stringify = __nccwpck_require__(2148);
-var stringifyComment = __nccwpck_require__(9799);
+var identity = __nccwpck_require__(4919);
+var Scalar = __nccwpck_require__(389);
+var stringify = __nccwpck_require__(9300);
+var stringifyComment = __nccwpck_require__(6599);
 
 function stringifyPair({ key, value }, ctx, onComment, onChompKeep) {
     const { allNullValues, doc, indent, indentStep, options: { commentString, indentSeq, simpleKeys } } = ctx;
@@ -46024,13 +46097,13 @@ exports.stringifyPair = stringifyPair;
 
 /***/ }),
 
-/***/ 3069:
+/***/ 1773:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(3301);
-var foldFlowLines = __nccwpck_require__(4475);
+var Scalar = __nccwpck_require__(389);
+var foldFlowLines = __nccwpck_require__(9915);
 
 const getFoldOptions = (ctx, isBlock) => ({
     indentAtStart: isBlock ? ctx.indent.length : ctx.indentAtStart,
@@ -46369,12 +46442,12 @@ exports.stringifyString = stringifyString;
 
 /***/ }),
 
-/***/ 204:
+/***/ 2588:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(1127);
+var identity = __nccwpck_require__(4919);
 
 const BREAK = Symbol('break visit');
 const SKIP = Symbol('skip children');
@@ -46751,6 +46824,6 @@ exports.visitAsync = visitAsync;
 /******/ // startup
 /******/ // Load entry module and return exports
 /******/ // This entry module used 'module' so it can't be inlined
-/******/ var __webpack_exports__ = __nccwpck_require__(486);
+/******/ var __webpack_exports__ = __nccwpck_require__(3532);
 /******/ __webpack_exports__ = await __webpack_exports__;
 /******/ 

@@ -1,5 +1,5 @@
 import { execa } from "execa";
-import { groupUsage, killGroup } from "./process-group.js";
+import { GroupMeter, killGroup } from "./process-group.js";
 
 export interface RunLimits {
   /** Seconds before the whole process group is killed. */
@@ -69,9 +69,10 @@ export async function runCommand(
   child.stdout?.on("data", onData);
   child.stderr?.on("data", onData);
   const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
-  const sampler = pgid
+  const meter = pgid ? new GroupMeter(pgid) : undefined;
+  const sampler = meter
     ? setInterval(() => {
-        const { rssBytes } = groupUsage(pgid);
+        const { rssBytes } = meter.sample();
         peak = Math.max(peak, rssBytes);
         if (rssBytes > opts.limits.memoryBytes) stop("memory");
       }, SAMPLE_MS)
