@@ -1,6 +1,6 @@
 """Probe accuracy: do the probe kit's meters measure what they claim?
 
-  /usr/bin/python3 bench/probe_accuracy.py [--ranks 2 4] [--repeats N --node node]
+  /usr/bin/python3 bench/probe_accuracy.py [--ranks 2 4] [--repeats N --node node --jobs J --log FILE]
 
 A. traffic: bytes the CollectiveCounter counts vs the analytic wire bytes, per op, per world size
    (goal: exact);
@@ -98,26 +98,81 @@ def memory():
     return worst_gpu
 
 
-def repeats(n, node, tasks):
-    import yaml  # noqa: F401  (only to fail early with a clear message if missing)
-    print(f"\n### C. Verdict stability: each example evaluated {n} times through `probegate eval`\n")
-    print("| task | submission | expected | outcomes | as expected |")
-    print("|---|---|---|---|---:|")
+def load_yaml(path, node):
+    """PyYAML where Python has it; otherwise the project's own YAML parser through Node."""
+    try:
+        import yaml
+    except ImportError:
+        js = "import{parse}from'yaml';import{readFileSync}from'fs';console.log(JSON.stringify(parse(readFileSync(process.argv[1],'utf8'))))"
+        out = subprocess.run([node, "--input-type=module", "-e", js, str(path)], cwd=ROOT, check=True, capture_output=True, text=True)
+        return json.loads(out.stdout)
+    return yaml.safe_load(path.read_text())
+
+
+def outcome_of(result):
+    cats = sorted({p["category"] for p in result["probes"] if p["status"] == "failed"})
+    return f'{result["verdict"]}{"[" + ",".join(cats) + "]" if cats else ""}'
+
+
+def repeats(n, node, tasks, jobs, log_path, eval_args, deadline):
+    """Evaluates every example n times, `jobs` at a time. Each evaluation is appended to the log as
+    one JSON line as soon as it ends, and evaluations already in the log are not run again, so a
+    run cut short (a device call has a time limit) resumes where it stopped."""
+    import threading
+    from itertools import zip_longest
+    from concurrent.futures import ThreadPoolExecutor
+
     cli = str(ROOT / "dist" / "cli" / "index.js")
+    wanted, todo = {}, []
+    done = Counter()
+    log = Path(log_path) if log_path else None
+    if log and log.exists():
+        for line in log.read_text().splitlines():
+            if line.strip():
+                e = json.loads(line)
+                done[(e["task"], e["submission"])] += 1
     for task in tasks:
         exp_file = ROOT / "examples" / "submissions" / task / "expected.yml"
-        for entry in yaml.safe_load(exp_file.read_text()):
-            got = Counter()
-            for _ in range(n):
-                r = subprocess.run([node, cli, "eval", "--task", str(ROOT / "tasks" / task), "--submission",
-                                    str(exp_file.parent / entry["submission"]), "--format", "json"],
-                                   capture_output=True, text=True)
-                res = json.loads(r.stdout)
-                cats = sorted({p["category"] for p in res["probes"] if p["status"] == "failed"})
-                got[f'{res["verdict"]}{"[" + ",".join(cats) + "]" if cats else ""}'] += 1
-            want = entry["verdict"] + ("[" + ",".join(sorted(entry.get("failedCategories", []))) + "]" if entry.get("failedCategories") else "")
-            ok = got[want]
-            print(f"| {task} | {entry['submission']} | {want} | {dict(got)} | {ok}/{n} |", flush=True)
+        for entry in load_yaml(exp_file, node):
+            key = (task, entry["submission"])
+            cats = sorted(entry.get("failedCategories", []))
+            wanted[key] = entry["verdict"] + ("[" + ",".join(cats) + "]" if cats else "")
+            todo.append([(task, exp_file.parent / entry["submission"])] * max(0, n - done[key]))
+    # Round-robin over the submissions so a run cut short still covers each of them about evenly.
+    todo = [item for rnd in zip_longest(*todo) for item in rnd if item is not None]
+    lock = threading.Lock()
+    entries = []
+
+    def one(item):
+        task, sub = item
+        if time.time() > deadline:
+            return
+        t0 = time.time()
+        r = subprocess.run([node, cli, "eval", "--task", str(ROOT / "tasks" / task), "--submission", str(sub),
+                            "--format", "json", *eval_args], capture_output=True, text=True)
+        try:
+            got = outcome_of(json.loads(r.stdout))
+        except json.JSONDecodeError:
+            got = f"no-result(exit {r.returncode}: {r.stderr.strip().splitlines()[-1:]})"
+        e = {"task": task, "submission": sub.name, "outcome": got, "seconds": round(time.time() - t0, 1)}
+        with lock:
+            entries.append(e)
+            if log:
+                with log.open("a") as f:
+                    f.write(json.dumps(e) + "\n")
+
+    print(f"\n### C. Verdict stability: each example evaluated {n} times through `probegate eval` ({jobs} at a time)\n")
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, todo))
+    everything = [json.loads(l) for l in log.read_text().splitlines() if l.strip()] if log else entries
+    print("| task | submission | expected | outcomes | as expected | median s |")
+    print("|---|---|---|---|---:|---:|")
+    for (task, sub), want in wanted.items():
+        mine = [e for e in everything if e["task"] == task and e["submission"] == sub]
+        got = Counter(e["outcome"] for e in mine)
+        secs = sorted(e["seconds"] for e in mine)
+        med = f"{secs[len(secs) // 2]:.1f}" if secs else "–"
+        print(f"| {task} | {sub} | {want} | {dict(got)} | {got[want]}/{len(mine)} | {med} |", flush=True)
 
 
 if __name__ == "__main__":
@@ -126,12 +181,19 @@ if __name__ == "__main__":
     ap.add_argument("--repeats", type=int, default=0)
     ap.add_argument("--node", default="node")
     ap.add_argument("--tasks", nargs="+", default=["sharded-optimizer", "paged-kv-cache", "weight-sync"])
+    ap.add_argument("--jobs", type=int, default=1, help="evaluations at a time (C)")
+    ap.add_argument("--log", help="JSON-lines log of evaluations (C); evaluations already in it are not re-run")
+    ap.add_argument("--seconds", type=float, default=float("inf"), help="start no evaluation after this many seconds (C)")
+    ap.add_argument("--skip-meters", action="store_true", help="only C")
+    ap.add_argument("--eval-arg", action="append", default=[], help="extra argument for `probegate eval` (C)")
     a = ap.parse_args()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
     print(f"probe accuracy — {platform.node()}: {os.cpu_count()} cores, {gpu}, torch {torch.__version__}, python {platform.python_version()}")
     t0 = time.time()
-    exact = traffic(a.ranks)
-    worst = memory()
+    if not a.skip_meters:
+        exact = traffic(a.ranks)
+        worst = memory()
+        print(f"\ntraffic exact: {exact}; worst GPU memory error: {worst / MIB:.3f} MiB")
     if a.repeats:
-        repeats(a.repeats, a.node, a.tasks)
-    print(f"\ntraffic exact: {exact}; worst GPU memory error: {worst / MIB:.3f} MiB; {time.time() - t0:.0f}s")
+        repeats(a.repeats, a.node, a.tasks, a.jobs, a.log, a.eval_arg, t0 + a.seconds)
+    print(f"\n{time.time() - t0:.0f}s")

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine: what it has, the probe kit's meters, the task pack on NCCL,
+# the engine's overhead, and the verdict-stability run. Figures go to $OUT (default out/gpu-session).
+#
+#   bash bench/gpu-session.sh [facts] [accuracy] [nccl] [overhead] [stability] [--budget SECONDS]
+#
+# The machine has no Node: a gzip of this machine's node binary travels as .devnode/node.gz. The
+# stability run is resumable: it appends to $OUT/stability.jsonl and skips what STABILITY_LOG holds.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-out/gpu-session}
+mkdir -p "$OUT"
+BUDGET=540
+PHASES=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --budget) BUDGET=$2; shift 2 ;;
+    *) PHASES+=("$1"); shift ;;
+  esac
+done
+[ ${#PHASES[@]} -gt 0 ] || PHASES=(facts accuracy nccl overhead)
+START=$(date +%s)
+left() { echo $((BUDGET - ($(date +%s) - START))); }
+if ! command -v node >/dev/null; then
+  mkdir -p /tmp/devnode/bin
+  gunzip -c .devnode/node.gz > /tmp/devnode/bin/node && chmod +x /tmp/devnode/bin/node
+  export PATH=/tmp/devnode/bin:$PATH
+fi
+NODE=$(command -v node)
+PY=/usr/bin/python3
+# Extra `probegate eval` flags for every evaluation, e.g. EVAL_ARGS="--unsandboxed".
+EVAL_ARGS_PY=""
+for a in ${EVAL_ARGS:-}; do EVAL_ARGS_PY+=" --eval-arg=$a"; done
+JOBS=${JOBS:-$(( $(nproc) / 2 ))}
+
+for phase in "${PHASES[@]}"; do
+  echo "== $phase ($(left) s left)" >&2
+  case "$phase" in
+    facts)
+      {
+        echo "date: $(date -u +%FT%TZ)"; echo "cores: $(nproc)"; free -g | sed -n 2p
+        nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+        echo "node: $($NODE --version)"; $PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version() if torch.cuda.is_available() else None)'
+        echo "bwrap: $(command -v bwrap || echo none)"
+        unshare -U -r true 2>&1 && echo "user namespaces: yes" || echo "user namespaces: no"
+        echo "cgroup: $(stat -fc %T /sys/fs/cgroup)"
+      } > "$OUT/facts.txt" 2>&1
+      cat "$OUT/facts.txt" ;;
+    accuracy)
+      timeout "$(left)" $PY bench/probe_accuracy.py --ranks 2 4 > "$OUT/accuracy.md" 2>&1; tail -5 "$OUT/accuracy.md" ;;
+    nccl)
+      # One rank per GPU on NCCL: with one GPU that is world size 1 (traffic between ranks is then
+      # zero, so traffic flaws cannot show; every other category can).
+      timeout "$(left)" $PY bench/probe_accuracy.py --skip-meters --repeats 1 --jobs 4 --node "$NODE" \
+        --log "$OUT/nccl.jsonl" --seconds "$(( $(left) - 60 ))" --eval-arg=--world-size --eval-arg=1 $EVAL_ARGS_PY \
+        > "$OUT/nccl.md" 2>&1; tail -25 "$OUT/nccl.md" ;;
+    overhead)
+      timeout "$(left)" $NODE bench/engine-overhead.mjs --task test/fixtures/tasks/tiny-sum --submission test/fixtures/submissions/tiny-sum/reference.patch \
+        --task tasks/paged-kv-cache --submission examples/submissions/paged-kv-cache/reference.patch --rounds 3 > "$OUT/overhead.md" 2>&1; cat "$OUT/overhead.md" ;;
+    stability)
+      [ -n "${STABILITY_LOG:-}" ] && cp "$STABILITY_LOG" "$OUT/stability.jsonl"
+      # One thread per rank: $JOBS evaluations of two ranks each share the cores.
+      OMP_NUM_THREADS=1 timeout "$(left)" $PY bench/probe_accuracy.py --skip-meters --repeats 20 --jobs "$JOBS" --node "$NODE" \
+        --log "$OUT/stability.jsonl" --seconds "$(( $(left) - 90 ))" $EVAL_ARGS_PY > "$OUT/stability.md" 2>&1; tail -25 "$OUT/stability.md" ;;
+    *) echo "unknown phase $phase" >&2; exit 2 ;;
+  esac
+done
