@@ -20,7 +20,8 @@ if (!pairs.length) {
     pairs.push([join(root, "tasks", id), join(root, "examples/submissions", id, "reference.patch")]);
   }
 }
-const python = "/usr/bin/python3";
+// The same interpreter the engine picks: $PROBEGATE_PYTHON, else Debian's /usr/bin/python3.
+const python = process.env.PROBEGATE_PYTHON || "/usr/bin/python3";
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 function direct(taskDir, patch) {

@@ -27,7 +27,10 @@ if ! command -v node >/dev/null; then
   export PATH=/tmp/devnode/bin:$PATH
 fi
 NODE=$(command -v node)
-PY=/usr/bin/python3
+# The Python that has torch (on the GPU machine it is not /usr/bin/python3); the engine uses it too.
+PY=${PROBEGATE_PYTHON:-/usr/bin/python3}
+$PY -c "import torch" 2>/dev/null || PY=$(command -v python3)
+export PROBEGATE_PYTHON=$PY
 # Extra `probegate eval` flags for every evaluation, e.g. EVAL_ARGS="--unsandboxed".
 EVAL_ARGS_PY=""
 for a in ${EVAL_ARGS:-}; do EVAL_ARGS_PY+=" --eval-arg=$a"; done
