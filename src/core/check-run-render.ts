@@ -8,7 +8,8 @@ export const ANNOTATIONS_PER_REQUEST = 50;
 const ANNOTATION_MESSAGE_LIMIT = 4000;
 const TABLE_CELL_LIMIT = 300;
 
-export type CheckConclusion = "success" | "failure" | "neutral";
+/** The conclusions a result maps to, and those the app uses for runs that never got one. */
+export type CheckConclusion = "success" | "failure" | "neutral" | "cancelled" | "timed_out" | "action_required";
 
 /** One annotation as the Checks API takes it. */
 export interface CheckAnnotation {
@@ -42,7 +43,7 @@ const VERDICT_LABEL: Record<Verdict, string> = {
 };
 
 /** resolved → success; a rejection → failure; a harness error → neutral (the submission was not judged). */
-export function conclusionFor(verdict: Verdict): CheckConclusion {
+export function conclusionFor(verdict: Verdict): "success" | "failure" | "neutral" {
   if (verdict === "resolved") return "success";
   if (verdict === "error") return "neutral";
   return "failure";

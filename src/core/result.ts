@@ -36,6 +36,9 @@ export const OfficialSchema = z.strictObject({
   }),
   failing: z.array(FailingTestSchema),
   durationS: z.number().min(0),
+  /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
+  peakMemoryBytes: z.number().int().min(0).nullish(),
+  memorySource: z.enum(["cgroup", "sampled"]).nullish(),
 });
 export type OfficialResult = z.infer<typeof OfficialSchema>;
 
@@ -63,7 +66,10 @@ export const EnvironmentSchema = z.strictObject({
   backend: z.enum(["gloo", "nccl"]),
   worldSize: z.number().int().min(1),
   gpus: z.array(z.strictObject({ index: z.number().int(), model: z.string(), memoryMiB: z.number(), driver: z.string() })),
+  /** Whether submission code ran in the sandbox (false only with --unsandboxed). */
   sandboxed: z.boolean(),
+  /** The cgroup version that limited and metered each run; null where none was usable. */
+  cgroup: z.enum(["v1", "v2"]).nullish(),
 });
 export type Environment = z.infer<typeof EnvironmentSchema>;
 

@@ -8,10 +8,13 @@ export interface CheckRunTarget extends RepoRef {
   externalId: string;
 }
 
-/** The check run for this evaluation key on this commit, if one exists. */
-export async function findCheckRun(gh: GitHubClient, t: CheckRunTarget): Promise<{ id: number; status: string } | null> {
+/**
+ * The check run for this evaluation key on this commit, if one exists; with `pendingOnly`, only
+ * one not yet completed (a rerun of the key gets a new check run beside the finished one).
+ */
+export async function findCheckRun(gh: GitHubClient, t: CheckRunTarget, pendingOnly = false): Promise<{ id: number; status: string } | null> {
   const runs = await gh.paginate(gh.rest.checks.listForRef, { owner: t.owner, repo: t.repo, ref: t.headSha, check_name: t.name, filter: "all", per_page: 100 });
-  const hit = runs.find((r) => r.external_id === t.externalId);
+  const hit = runs.find((r) => r.external_id === t.externalId && (!pendingOnly || r.status !== "completed"));
   return hit ? { id: hit.id, status: hit.status } : null;
 }
 
@@ -23,8 +26,9 @@ export async function ensureCheckRun(
   gh: GitHubClient,
   t: CheckRunTarget,
   init: { status: "queued" | "in_progress"; title: string; summary: string; detailsUrl?: string },
+  opts: { pendingOnly?: boolean } = {},
 ): Promise<{ id: number; created: boolean }> {
-  const existing = await findCheckRun(gh, t);
+  const existing = await findCheckRun(gh, t, opts.pendingOnly ?? false);
   if (existing) return { id: existing.id, created: false };
   const { data } = await gh.rest.checks.create({
     owner: t.owner,

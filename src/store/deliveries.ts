@@ -42,3 +42,14 @@ export function deliveriesFor(db: StoreDb, evaluationKey: string): DeliveryRecor
     .all(evaluationKey) as Array<{ id: string; event: string; received_at: number }>;
   return rows.map((r) => ({ id: r.id, event: r.event, receivedAt: new Date(r.received_at) }));
 }
+
+/**
+ * Forgets a delivery whose handling failed, so GitHub's redelivery of it is acted on. Its links to
+ * evaluations go with it; the evaluations stay (deduplicated by key on the next attempt).
+ */
+export function forgetDelivery(db: StoreDb, id: string): void {
+  db.transaction(() => {
+    db.prepare("DELETE FROM delivery_evaluations WHERE delivery_id = ?").run(id);
+    db.prepare("DELETE FROM deliveries WHERE id = ?").run(id);
+  })();
+}

@@ -78,4 +78,26 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
       ) STRICT;
     `,
   },
+  {
+    version: 2,
+    name: "app dispatch context and probe failures",
+    sql: `
+      ALTER TABLE evaluations ADD COLUMN installation_id INTEGER;
+      ALTER TABLE evaluations ADD COLUMN evaluator_repo TEXT;
+      ALTER TABLE evaluations ADD COLUMN evaluator_workflow TEXT;
+      ALTER TABLE evaluations ADD COLUMN evaluator_ref TEXT;
+      ALTER TABLE evaluations ADD COLUMN deadline_s INTEGER;
+      ALTER TABLE evaluations ADD COLUMN run_url TEXT;
+
+      CREATE TABLE probe_failures (
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        attempt INTEGER NOT NULL,
+        probe_id TEXT NOT NULL,
+        category TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('failed','error')),
+        message TEXT NOT NULL,
+        PRIMARY KEY (evaluation_key, attempt, probe_id)
+      ) STRICT;
+    `,
+  },
 ];

@@ -1,0 +1,109 @@
+import type { ApplicationFunction, Context, Probot } from "probot";
+import type { GitHubClient } from "../github/client.js";
+import type { Evaluator } from "../github/evaluator.js";
+import type { StoreDb } from "../store/db.js";
+import { forgetDelivery, recordDelivery } from "../store/deliveries.js";
+import { listPendingEvaluations } from "../store/evaluations.js";
+import type { AppDeps } from "./deps.js";
+import { resumeQueued, sweepOverdue } from "./evaluation-runner.js";
+import { onPullRequest, PULL_REQUEST_ACTIONS } from "./handle-pull-request.js";
+import { onCheckRunRerun, onIssueComment } from "./handle-rerun.js";
+import { onWorkflowRun } from "./handle-workflow-run.js";
+
+/** How the app is put together: its store, clock and keys (tests inject them; index.ts reads the environment). */
+export interface ProbegateOptions {
+  db: StoreDb;
+  signingKey: string;
+  defaultEvaluator?: Evaluator | null;
+  defaultTimeoutS?: number;
+  /** How often the timer sweeps for overdue evaluations; 0 leaves only the sweep on each event. */
+  sweepEveryMs?: number;
+  now?: () => Date;
+}
+
+/** A loaded probegate app: its Probot app function, plus handles for the sweep, resuming and shutdown. */
+export interface Probegate {
+  app: ApplicationFunction;
+  /** Times out overdue evaluations now; resolves to how many. */
+  sweep(): Promise<number>;
+  /** Settles when the evaluations a restart left queued have been started again. */
+  resumed(): Promise<number>;
+  /** Stops the sweep timer (the store is the caller's to close). */
+  stop(): void;
+}
+
+/** Events run the sweep too, at most this often, so a quiet timer is not the only way time-outs surface. */
+const EVENT_SWEEP_GAP_MS = 5000;
+
+/**
+ * The probegate Probot app. Each delivery is acted on once: its id is recorded before handling and
+ * forgotten again if handling fails, so GitHub's redelivery of a failed one is acted on.
+ */
+export function createProbegate(opts: ProbegateOptions): Probegate {
+  let deps: AppDeps | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let resuming: Promise<number> = Promise.resolve(0);
+  let lastSweep = -Infinity;
+  const now = opts.now ?? (() => new Date());
+
+  const sweep = async (): Promise<number> => {
+    if (!deps) throw new Error("the probegate app is not loaded yet");
+    lastSweep = now().getTime();
+    return sweepOverdue(deps);
+  };
+
+  const app: ApplicationFunction = (probot: Probot) => {
+    const d: AppDeps = {
+      db: opts.db,
+      now,
+      signingKey: opts.signingKey,
+      defaultEvaluator: opts.defaultEvaluator ?? null,
+      defaultTimeoutS: opts.defaultTimeoutS ?? 120 * 60,
+      starting: new Set(),
+      auth: async (id) => (await probot.auth(id)) as unknown as GitHubClient,
+      log: probot.log,
+    };
+    deps = d;
+
+    const once =
+      <C extends Context>(handler: (context: C, deps: AppDeps) => Promise<void>) =>
+      async (context: C): Promise<void> => {
+        if (now().getTime() - lastSweep >= EVENT_SWEEP_GAP_MS) await sweep();
+        const action = (context.payload as { action?: string }).action;
+        if (!recordDelivery(d.db, { id: context.id, event: action ? `${context.name}.${action}` : context.name }, now())) {
+          context.log.info(`delivery ${context.id} (${context.name}) was handled before; ignored`);
+          return;
+        }
+        try {
+          await handler(context, d);
+        } catch (e) {
+          forgetDelivery(d.db, context.id);
+          throw e;
+        }
+      };
+
+    probot.on(
+      PULL_REQUEST_ACTIONS.map((a) => `pull_request.${a}` as const),
+      once(onPullRequest),
+    );
+    probot.on(["workflow_run.in_progress", "workflow_run.completed"], once(onWorkflowRun));
+    probot.on(["check_run.rerequested", "check_run.requested_action"], once(onCheckRunRerun));
+    probot.on(["issue_comment.created", "issue_comment.edited"], once(onIssueComment));
+
+    const every = opts.sweepEveryMs ?? 60_000;
+    if (every > 0) {
+      timer = setInterval(() => void sweep().catch((e: Error) => d.log.error({ err: e }, `sweep failed: ${e.message}`)), every);
+      timer.unref();
+    }
+    resuming = resumeQueued(d, listPendingEvaluations(d.db));
+  };
+
+  return {
+    app,
+    sweep,
+    resumed: () => resuming,
+    stop: () => {
+      if (timer) clearInterval(timer);
+    },
+  };
+}

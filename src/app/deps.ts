@@ -1,0 +1,25 @@
+import type { Logger } from "probot";
+import type { Evaluator } from "../github/evaluator.js";
+import type { GitHubClient } from "../github/client.js";
+import type { StoreDb } from "../store/db.js";
+
+/** Everything the handlers need besides the event: injected, so tests control the store and the clock. */
+export interface AppDeps {
+  db: StoreDb;
+  now: () => Date;
+  signingKey: string;
+  defaultEvaluator: Evaluator | null;
+  defaultTimeoutS: number;
+  /** Evaluation keys a handler in this process is starting right now, so a concurrent delivery does not start them twice. */
+  starting: Set<string>;
+  /** An Octokit for an installation (Probot's `app.auth`), for work not driven by that installation's event. */
+  auth: (installationId: number) => Promise<GitHubClient>;
+  log: Logger;
+}
+
+/** The installation a delivery came through; every event the app handles has one. */
+export function installationIdOf(payload: unknown, deliveryId: string): number {
+  const id = (payload as { installation?: { id?: number } }).installation?.id;
+  if (typeof id !== "number") throw new Error(`delivery ${deliveryId} has no installation id; is the app installed on the repository?`);
+  return id;
+}

@@ -1,0 +1,154 @@
+import type { Context } from "probot";
+import { detectAgent } from "../core/agent-detect.js";
+import { CommandError, parseCommentCommand } from "../core/comment-command.js";
+import { renderExplain } from "../core/probe-explain.js";
+import { decideRerun, RERUN_WINDOW_MS } from "../core/rerun-policy.js";
+import type { GitHubClient, RepoRef } from "../github/client.js";
+import { acknowledgeComment, repoPermission, replyOnThread } from "../github/pull-request-facts.js";
+import { loadRepoConfig } from "../github/repo-config.js";
+import { evaluationsOfPr, probeFailures } from "../store/dispatch-context.js";
+import { getEvaluation } from "../store/evaluations.js";
+import { recentRerunTimes, recordRerunAttempt, type RerunSource } from "../store/reruns.js";
+import { installationIdOf, type AppDeps } from "./deps.js";
+import { evaluateHead } from "./handle-pull-request.js";
+import { pullRequestFacts } from "./plan.js";
+
+/** Who asked for a rerun of which PR, and how. */
+interface RerunAsk {
+  repo: RepoRef;
+  pr: number;
+  task: string | null;
+  requester: { login: string; type?: string | null };
+  source: RerunSource;
+  isEdited: boolean;
+  installationId: number;
+  commentId: number | null;
+  deliveryId: string;
+}
+
+/**
+ * A rerun of the PR's current head, asked by a comment or the check run's button. GitHub is asked
+ * for the requester's permission; the policy refuses edited comments, the agent itself, users
+ * without write permission and a PR over its rate limit. Every request is recorded, accepted or not.
+ */
+async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<void> {
+  const thread = { ...ask.repo, number: ask.pr };
+  const record = (accepted: boolean, reason: string | null, evaluationKeys: string[] = []) =>
+    recordRerunAttempt(deps.db, { ...ask.repo, pr: ask.pr, task: ask.task, requestedBy: ask.requester.login, source: ask.source, accepted, reason, evaluationKeys }, deps.now());
+  const refuse = async (reason: string, reply: string) => {
+    record(false, reason);
+    await replyOnThread(gh, thread, reply);
+  };
+  const now = deps.now();
+  const limitOf = (c: { perPrPerHour: number; allowAgent: boolean }) => ({ perPrPerHour: c.perPrPerHour, allowAgent: c.allowAgent });
+  if (ask.isEdited) {
+    // Decided before asking GitHub anything: an edit never replays a command.
+    const d = decideRerun({ commenter: ask.requester.login, permission: "none", isAgent: false, isEdited: true, recentAttempts: [], now, limit: { perPrPerHour: 1 } });
+    if (!d.allowed) await refuse(d.reason, d.reply);
+    return;
+  }
+  const { data: pull } = await gh.rest.pulls.get({ ...ask.repo, pull_number: ask.pr });
+  const pr = pullRequestFacts(pull);
+  const loaded = await loadRepoConfig(gh, { ...ask.repo, defaultBranch: pr.defaultBranch });
+  if (loaded.kind !== "ok") {
+    await refuse("config", `@${ask.requester.login}: cannot rerun: .github/probegate.yml on \`${loaded.ref}\` is ${loaded.kind === "missing" ? "missing" : "invalid (see the probegate / config check)"}.`);
+    return;
+  }
+  const permission = await repoPermission(gh, ask.repo, ask.requester.login);
+  const requesterAgent = detectAgent({ author: ask.requester }, loaded.config.agents);
+  const prAgent = detectAgent({ author: pr.author, headRef: pr.headRef, labels: pr.labels }, loaded.config.agents);
+  const isAgent = requesterAgent !== null || (prAgent !== null && ask.requester.login.toLowerCase() === pr.author.login.toLowerCase());
+  const decision = decideRerun({
+    commenter: ask.requester.login,
+    permission,
+    isAgent,
+    isEdited: false,
+    recentAttempts: recentRerunTimes(deps.db, { ...ask.repo, pr: ask.pr }, now, RERUN_WINDOW_MS),
+    now,
+    limit: limitOf(loaded.config.reruns),
+  });
+  if (!decision.allowed) {
+    await refuse(decision.reason, decision.reply);
+    return;
+  }
+  if (ask.commentId !== null) await acknowledgeComment(gh, ask.repo, ask.commentId);
+  const done = await evaluateHead(gh, deps, ask.repo, pr, { installationId: ask.installationId, rerun: true, deliveryId: ask.deliveryId, onlyTask: ask.task });
+  if (done.kind !== "started") {
+    const why = done.kind === "skipped" ? done.why : ".github/probegate.yml is invalid (see the probegate / config check)";
+    await refuse(done.kind === "skipped" ? "not-routed" : "config", `@${ask.requester.login}: nothing to rerun: ${why}.`);
+    return;
+  }
+  record(true, null, done.outcomes.map((o) => o.key));
+}
+
+/** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */
+async function explain(gh: GitHubClient, deps: AppDeps, repo: RepoRef, prNumber: number): Promise<void> {
+  const { data: pull } = await gh.rest.pulls.get({ ...repo, pull_number: prNumber });
+  const ofHead = evaluationsOfPr(deps.db, { ...repo, pr: prNumber }).filter((e) => e.headSha === pull.head.sha);
+  const body = renderExplain(
+    ofHead.map((e) => ({ task: e.task, headSha: e.headSha, state: e.state, verdict: e.verdict, failures: e.verdict ? probeFailures(deps.db, e.key, e.attempt) : [] })),
+  );
+  await replyOnThread(gh, { ...repo, number: prNumber }, body);
+}
+
+/** `issue_comment` created / edited: `/probegate rerun [task]` and `/probegate explain`. */
+export async function onIssueComment(context: Context<"issue_comment">, deps: AppDeps): Promise<void> {
+  const { payload } = context;
+  const repo = { owner: payload.repository.owner.login, repo: payload.repository.name };
+  const gh = context.octokit as unknown as GitHubClient;
+  const thread = { ...repo, number: payload.issue.number };
+  let command;
+  try {
+    command = parseCommentCommand(payload.comment.body ?? "");
+  } catch (e) {
+    if (!(e instanceof CommandError)) throw e;
+    if (payload.action === "created") await replyOnThread(gh, thread, `@${payload.comment.user?.login}: ${e.reply}`);
+    return;
+  }
+  if (!command) return;
+  if (!payload.issue.pull_request) {
+    await replyOnThread(gh, thread, `@${payload.comment.user?.login}: probegate commands work on pull requests only; #${payload.issue.number} is an issue.`);
+    return;
+  }
+  const installationId = installationIdOf(payload, context.id);
+  if (command.kind === "explain") {
+    if (payload.action === "edited") {
+      await replyOnThread(gh, thread, `@${payload.comment.user?.login}: commands in edited comments are ignored. Post \`/probegate explain\` as a new comment.`);
+      return;
+    }
+    await explain(gh, deps, repo, payload.issue.number);
+    return;
+  }
+  await rerun(gh, deps, {
+    repo,
+    pr: payload.issue.number,
+    task: command.task,
+    requester: { login: payload.comment.user?.login ?? "ghost", type: payload.comment.user?.type ?? null },
+    source: "comment",
+    isEdited: payload.action === "edited",
+    installationId,
+    commentId: payload.comment.id,
+    deliveryId: context.id,
+  });
+}
+
+/** `check_run` rerequested, or its "Re-run probes" button (requested_action `rerun`). */
+export async function onCheckRunRerun(context: Context<"check_run">, deps: AppDeps): Promise<void> {
+  const { payload } = context;
+  if (payload.action === "requested_action" && payload.requested_action?.identifier !== "rerun") return;
+  const key = payload.check_run.external_id;
+  const e = key ? getEvaluation(deps.db, key) : null;
+  if (!e || e.pr === null) return;
+  const installationId = installationIdOf(payload, context.id);
+  await rerun(context.octokit as unknown as GitHubClient, deps, {
+    repo: { owner: e.owner, repo: e.repo },
+    pr: e.pr,
+    task: e.task,
+    requester: { login: payload.sender.login, type: payload.sender.type },
+    source: "check-run",
+    isEdited: false,
+    installationId,
+    commentId: null,
+    deliveryId: context.id,
+  });
+}

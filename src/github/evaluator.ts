@@ -1,0 +1,80 @@
+import type { GitHubClient, RepoRef } from "./client.js";
+import { RESULT_ARTIFACT, RESULT_MAX_BYTES } from "./result-artifact.js";
+
+/** The evaluator workflow: `owner/name` of its repository, the workflow file (or id), and the ref to run it on. */
+export interface Evaluator {
+  repository: string;
+  workflow: string;
+  ref: string;
+}
+
+/** `owner/name` split into the Octokit form. */
+export function repoRef(fullName: string): RepoRef {
+  const [owner = "", repo = ""] = fullName.split("/");
+  return { owner, repo };
+}
+
+/**
+ * The probe-set version an evaluation is keyed by: the commit the evaluator ref points at now.
+ * Hidden probes change only through the evaluator repository, so a new commit there is a new
+ * probe set and the same PR head is evaluated again.
+ */
+export async function probeSetVersion(gh: GitHubClient, ev: Evaluator): Promise<string> {
+  const { data } = await gh.rest.repos.getCommit({ ...repoRef(ev.repository), ref: ev.ref, per_page: 1 });
+  return data.sha;
+}
+
+/** The inputs of examples/workflows/probegate-evaluator.yml. */
+export interface DispatchInputs {
+  repository: string;
+  sha: string;
+  task: string;
+  evaluationKey: string;
+  gpus?: string;
+}
+
+/**
+ * Starts the evaluator workflow and returns its run: `return_run_details` makes GitHub answer 200
+ * with the run id, so the app knows which `workflow_run` events are this evaluation's.
+ */
+export async function dispatchEvaluation(gh: GitHubClient, ev: Evaluator, inputs: DispatchInputs): Promise<{ runId: number; htmlUrl: string }> {
+  const res = await gh.request("POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", {
+    ...repoRef(ev.repository),
+    workflow_id: ev.workflow,
+    ref: ev.ref,
+    inputs: {
+      repository: inputs.repository,
+      sha: inputs.sha,
+      task: inputs.task,
+      "evaluation-key": inputs.evaluationKey,
+      ...(inputs.gpus ? { gpus: inputs.gpus } : {}),
+    },
+    return_run_details: true,
+  });
+  const data = res.data as { workflow_run_id?: number; html_url?: string } | undefined;
+  if (res.status !== 200 || typeof data?.workflow_run_id !== "number") {
+    throw new Error(`GitHub accepted the dispatch of ${ev.repository}/${ev.workflow} but returned no run id (status ${res.status}); it may not support return_run_details`);
+  }
+  return { runId: data.workflow_run_id, htmlUrl: data.html_url ?? "" };
+}
+
+/** Cancels an evaluator run; a run that already finished (409) is left as it is. */
+export async function cancelEvaluation(gh: GitHubClient, evaluatorRepo: string, runId: number): Promise<"cancelled" | "already-finished"> {
+  try {
+    await gh.rest.actions.cancelWorkflowRun({ ...repoRef(evaluatorRepo), run_id: runId });
+    return "cancelled";
+  } catch (e) {
+    if ((e as { status?: number }).status === 409) return "already-finished";
+    throw e;
+  }
+}
+
+/** The result artifact of a run, downloaded as zip bytes; a reason instead when there is none to read. */
+export async function downloadResultArtifact(gh: GitHubClient, evaluatorRepo: string, runId: number): Promise<{ ok: true; zip: Uint8Array } | { ok: false; problem: string }> {
+  const artifacts = await gh.paginate(gh.rest.actions.listWorkflowRunArtifacts, { ...repoRef(evaluatorRepo), run_id: runId, name: RESULT_ARTIFACT, per_page: 100 });
+  const artifact = artifacts.find((a) => a.name === RESULT_ARTIFACT && !a.expired);
+  if (!artifact) return { ok: false, problem: `run ${runId} has no unexpired artifact named \`${RESULT_ARTIFACT}\`` };
+  if (artifact.size_in_bytes > RESULT_MAX_BYTES) return { ok: false, problem: `the \`${RESULT_ARTIFACT}\` artifact is ${artifact.size_in_bytes} bytes, more than a result can be (${RESULT_MAX_BYTES})` };
+  const { data } = await gh.rest.actions.downloadArtifact({ ...repoRef(evaluatorRepo), artifact_id: artifact.id, archive_format: "zip" });
+  return { ok: true, zip: new Uint8Array(data as ArrayBuffer) };
+}

@@ -1,0 +1,258 @@
+import { generateKeyPairSync } from "node:crypto";
+import { join } from "node:path";
+import { zipSync } from "fflate";
+import nock from "nock";
+import { Probot } from "probot";
+import { expect } from "vitest";
+import { createProbegate, type Probegate } from "../../src/app/app.js";
+import { probegateOctokit } from "../../src/app/octokit.js";
+import type { EvaluationResult } from "../../src/core/result.js";
+import { signResult } from "../../src/engine/sign.js";
+import { openStore, type StoreDb } from "../../src/store/db.js";
+import { assertValidBody } from "../github/openapi.js";
+import { webhookExample } from "../github/webhook-examples.js";
+import { sampleResult, tmp } from "../helpers.js";
+
+export const API = "https://api.github.com";
+export const SIGNING_KEY = "app-test-signing-key-0123456789";
+export const INSTALLATION = 1;
+export const OWNER = "Codertocat";
+export const REPO = "Hello-World";
+export const EVALUATOR_REPO = "octo-org/probegate-evaluator";
+export const PROBE_SET = "9f2c1d0e8b7a6f5e4d3c2b1a09f8e7d6c5b4a392";
+export const TASK = "sharded-optimizer";
+export const CHECK_NAME = `probegate / ${TASK}`;
+export const T0 = new Date("2026-12-02T10:00:00Z");
+
+const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
+export const PRIVATE_KEY = privateKey;
+
+export const CONFIG_YAML = `routes:
+  - task: ${TASK}
+    labels: [bug]
+evaluator:
+  repository: ${EVALUATOR_REPO}
+  workflow: evaluate.yml
+  ref: main
+  timeoutMinutes: 30
+reruns:
+  perPrPerHour: 2
+`;
+
+/** A settable clock for the app. */
+export class Clock {
+  t = T0.getTime();
+  now = (): Date => new Date(this.t);
+  advance(minutes: number): void {
+    this.t += minutes * 60_000;
+  }
+}
+
+export interface LoadedApp {
+  probot: Probot;
+  probegate: Probegate;
+  db: StoreDb;
+  file: string;
+  clock: Clock;
+  close(): void;
+}
+
+/**
+ * The app loaded into a Probot that talks to nock. Retry is off unless asked for (then with tiny
+ * delays); throttling is off unless asked for, because its write spacing of 1 s would slow every test.
+ */
+export async function loadApp(opts: { file?: string; clock?: Clock; retry?: boolean; throttle?: boolean; retryAfterBaseValue?: number } = {}): Promise<LoadedApp> {
+  const file = opts.file ?? join(tmp("pg-app-"), "probegate.sqlite");
+  const clock = opts.clock ?? new Clock();
+  const db = openStore(file);
+  const probot = new Probot({
+    appId: 123,
+    privateKey: PRIVATE_KEY,
+    secret: "test-webhook-secret",
+    logLevel: "fatal",
+    Octokit: probegateOctokit({ retry: opts.retry ?? false, throttle: opts.throttle ?? false, retryAfterBaseValue: opts.retryAfterBaseValue ?? 1 }),
+  });
+  const probegate = createProbegate({ db, signingKey: SIGNING_KEY, now: clock.now, sweepEveryMs: 0 });
+  await probot.load(probegate.app);
+  await probegate.resumed();
+  return {
+    probot,
+    probegate,
+    db,
+    file,
+    clock,
+    close: () => {
+      probegate.stop();
+      db.close();
+    },
+  };
+}
+
+/** Delivers an event the way GitHub would, with a delivery id. */
+export function deliver(app: LoadedApp, name: string, payload: Record<string, unknown>, id = `delivery-${Math.random().toString(36).slice(2)}`): Promise<void> {
+  return app.probot.receive({ id, name, payload } as Parameters<Probot["receive"]>[0]);
+}
+
+/** A real `pull_request` payload (installation 1, Codertocat/Hello-World, label "bug") by an agent unless `author` says otherwise. */
+export function pullRequestPayload(action = "opened", over: { sha?: string; author?: string; authorType?: string; draft?: boolean } = {}): Record<string, any> {
+  const p = webhookExample("pull_request", (x) => x.action === "opened" && x.installation);
+  p.action = action;
+  p.pull_request.user.login = over.author ?? "copilot-swe-agent[bot]";
+  p.pull_request.user.type = over.authorType ?? (over.author ? "User" : "Bot");
+  if (over.sha) p.pull_request.head.sha = over.sha;
+  if (over.draft !== undefined) p.pull_request.draft = over.draft;
+  return p;
+}
+
+export const HEAD = pullRequestPayload().pull_request.head.sha as string;
+export const PR_NUMBER = pullRequestPayload().pull_request.number as number;
+
+/** The evaluation key the app uses for the example PR at `sha`. */
+export function keyFor(sha = HEAD): string {
+  return `${OWNER}/${REPO}@${sha}:${TASK}:${PROBE_SET.slice(0, 16)}`;
+}
+
+const repoPath = `/repos/${OWNER}/${REPO}`;
+const evaluatorPath = `/repos/${EVALUATOR_REPO}`;
+
+/** GitHub hands out an installation token (Probot asks once per installation and caches it). */
+export function mockToken(id = INSTALLATION): void {
+  nock(API).post(`/app/installations/${id}/access_tokens`).reply(201, { token: `ghs_test_${id}`, expires_at: "2099-01-01T00:00:00Z", permissions: {} });
+}
+
+/** `.github/probegate.yml` on the default branch (or 404 when `yaml` is null). */
+export function mockConfig(yaml: string | null = CONFIG_YAML): void {
+  const scope = nock(API).get(`${repoPath}/contents/.github%2Fprobegate.yml`).query({ ref: "master" });
+  if (yaml === null) scope.reply(404, { message: "Not Found" });
+  else scope.reply(200, { type: "file", encoding: "base64", name: "probegate.yml", path: ".github/probegate.yml", content: Buffer.from(yaml).toString("base64") });
+}
+
+/** The evaluator ref resolves to PROBE_SET. */
+export function mockProbeSet(): void {
+  nock(API).get(`${evaluatorPath}/commits/main`).query({ per_page: "1" }).reply(200, { sha: PROBE_SET });
+}
+
+/** The check-run lookup by ref (returning `existing`), then (when `createId` is given) the create; bodies checked against the spec. */
+export function mockCheckRunCreate(opts: { sha?: string; createId?: number; existing?: Array<{ id: number; external_id: string; status: string }>; name?: string } = {}): any[] {
+  const created: any[] = [];
+  nock(API)
+    .get(`${repoPath}/commits/${opts.sha ?? HEAD}/check-runs`)
+    .query({ check_name: opts.name ?? CHECK_NAME, filter: "all", per_page: "100" })
+    .reply(200, { total_count: opts.existing?.length ?? 0, check_runs: opts.existing ?? [] });
+  if (opts.createId !== undefined) {
+    nock(API)
+      .post(`${repoPath}/check-runs`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/check-runs", b) && created.push(b) > 0)
+      .reply(201, { id: opts.createId });
+  }
+  return created;
+}
+
+/** The workflow dispatch with run details; its inputs are collected. */
+export function mockDispatch(runId: number, status = 200): any[] {
+  const bodies: any[] = [];
+  nock(API)
+    .post(`${evaluatorPath}/actions/workflows/evaluate.yml/dispatches`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", b) && bodies.push(b) > 0)
+    .reply(status, status === 200 ? { workflow_run_id: runId, run_url: `${API}${evaluatorPath}/actions/runs/${runId}`, html_url: `https://github.com/${EVALUATOR_REPO}/actions/runs/${runId}` } : { message: "Not Found" });
+  return bodies;
+}
+
+/** `times` PATCHes of a check run, bodies checked and collected. */
+export function mockCheckRunUpdate(id: number, times = 1): any[] {
+  const bodies: any[] = [];
+  nock(API)
+    .patch(`${repoPath}/check-runs/${id}`, (b) => assertValidBody("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}", b) && bodies.push(b) > 0)
+    .times(times)
+    .reply(200, { id });
+  return bodies;
+}
+
+/** Everything GitHub sees when an agent PR is opened: config, probe set, check run, dispatch. */
+export function mockStart(opts: { checkRunId: number; runId: number; sha?: string; token?: boolean }): { created: any[]; dispatched: any[] } {
+  if (opts.token ?? true) mockToken();
+  mockConfig();
+  mockProbeSet();
+  const created = mockCheckRunCreate({ sha: opts.sha, createId: opts.checkRunId });
+  const dispatched = mockDispatch(opts.runId);
+  return { created, dispatched };
+}
+
+/** A zip holding one result file, as actions/upload-artifact makes it. */
+export function resultZip(result: unknown, name = "probegate-result.json"): Uint8Array {
+  return zipSync({ [name]: Buffer.from(typeof result === "string" ? result : JSON.stringify(result)) });
+}
+
+/** A result of the evaluation of the example PR, signed with the app's key unless told otherwise. */
+export function signedResult(over: Partial<EvaluationResult> = {}, key: string | null = SIGNING_KEY): EvaluationResult {
+  const r = sampleResult({
+    evaluationKey: keyFor(),
+    submission: { kind: "git", source: `${OWNER}/${REPO}@${HEAD}`, repo: `${OWNER}/${REPO}`, ref: "changes", sha: HEAD },
+    ...over,
+  });
+  return key ? signResult(r, key) : r;
+}
+
+/** The artifact listing and download of run `runId`. */
+export function mockArtifact(runId: number, zip: Uint8Array, artifactId = 555): void {
+  nock(API)
+    .get(`${evaluatorPath}/actions/runs/${runId}/artifacts`)
+    .query({ name: "probegate-result", per_page: "100" })
+    .reply(200, { total_count: 1, artifacts: [{ id: artifactId, name: "probegate-result", size_in_bytes: zip.length, expired: false }] })
+    .get(`${evaluatorPath}/actions/artifacts/${artifactId}/zip`)
+    .reply(200, Buffer.from(zip), { "content-type": "application/zip" });
+}
+
+/** A real `workflow_run` payload for run `runId`, from the evaluator repository's installation. */
+export function workflowRunPayload(runId: number, action = "completed", conclusion = "success"): Record<string, any> {
+  const p = webhookExample("workflow_run", (x) => x.action === "completed");
+  p.action = action;
+  p.installation = { id: INSTALLATION };
+  p.workflow_run.id = runId;
+  p.workflow_run.conclusion = action === "completed" ? conclusion : null;
+  p.workflow_run.status = action === "completed" ? "completed" : "in_progress";
+  return p;
+}
+
+/** A real `issue_comment` payload on the example PR (an issue unless `onPr`), by `user`. */
+export function commentPayload(body: string, opts: { user?: string; action?: string; onPr?: boolean; commentId?: number } = {}): Record<string, any> {
+  const p = webhookExample("issue_comment", (x) => x.action === "created" && x.installation);
+  p.action = opts.action ?? "created";
+  p.comment.body = body;
+  p.comment.id = opts.commentId ?? 9001;
+  p.comment.user.login = opts.user ?? "maintainer";
+  p.comment.user.type = "User";
+  p.issue.number = PR_NUMBER;
+  p.repository.owner.login = OWNER;
+  p.repository.name = REPO;
+  if (opts.onPr ?? true) p.issue.pull_request = { url: `${API}${repoPath}/pulls/${PR_NUMBER}`, html_url: `https://github.com/${OWNER}/${REPO}/pull/${PR_NUMBER}` };
+  else delete p.issue.pull_request;
+  if (p.action === "edited") p.changes = { body: { from: "/probegate explain" } };
+  return p;
+}
+
+/** `pulls.get` of the example PR at `sha`. */
+export function mockPullGet(sha = HEAD): void {
+  const pr = pullRequestPayload().pull_request;
+  pr.head.sha = sha;
+  nock(API).get(`${repoPath}/pulls/${PR_NUMBER}`).reply(200, pr);
+}
+
+/** GitHub's answer to the collaborator-permission question. */
+export function mockPermission(user: string, permission: string): void {
+  nock(API).get(`${repoPath}/collaborators/${encodeURIComponent(user)}/permission`).reply(200, { permission, role_name: permission, user: { login: user } });
+}
+
+/** A reply comment on the PR thread; its bodies are collected. */
+export function mockReply(): any[] {
+  const bodies: any[] = [];
+  nock(API)
+    .post(`${repoPath}/issues/${PR_NUMBER}/comments`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments", b) && bodies.push(b) > 0)
+    .reply(201, { id: 1 });
+  return bodies;
+}
+
+/** Fails the test when a mock was not used, then resets nock. */
+export function expectAllMocksUsed(): void {
+  const pending = nock.pendingMocks();
+  nock.cleanAll();
+  expect(pending, "every GitHub mock was used").toEqual([]);
+}
