@@ -3,7 +3,7 @@ import { CONFIG_CHECK_NAME, configErrorOutput } from "../core/app-check-outputs.
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import { probeSetVersion } from "../github/evaluator.js";
-import { CONFIG_PATH } from "../github/repo-config.js";
+import { CONFIG_PATH, type RepoConfig } from "../github/repo-config.js";
 import { installationIdOf, type AppDeps } from "./deps.js";
 import { startEvaluation, supersedeOlder, type StartOutcome } from "./evaluation-runner.js";
 import { planEvaluations, pullRequestFacts, type PullRequestFacts } from "./plan.js";
@@ -20,9 +20,9 @@ export async function evaluateHead(
   deps: AppDeps,
   repo: RepoRef,
   pr: PullRequestFacts,
-  opts: { installationId: number; rerun: boolean; deliveryId: string | null; onlyTask?: string | null },
+  opts: { installationId: number; rerun: boolean; deliveryId: string | null; onlyTask?: string | null; config?: RepoConfig },
 ): Promise<{ kind: "skipped"; why: string } | { kind: "config-error" } | { kind: "started"; outcomes: Array<{ task: string; key: string; outcome: StartOutcome }> }> {
-  const plan = await planEvaluations(gh, deps, repo, pr);
+  const plan = await planEvaluations(gh, deps, repo, pr, opts.config);
   if (plan.kind === "skip") return { kind: "skipped", why: plan.why };
   if (plan.kind === "config-error") {
     // One check run per head and broken config; the external id makes a redelivery find it.

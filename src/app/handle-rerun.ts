@@ -72,7 +72,7 @@ async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<vo
     return;
   }
   if (ask.commentId !== null) await acknowledgeComment(gh, ask.repo, ask.commentId);
-  const done = await evaluateHead(gh, deps, ask.repo, pr, { installationId: ask.installationId, rerun: true, deliveryId: ask.deliveryId, onlyTask: ask.task });
+  const done = await evaluateHead(gh, deps, ask.repo, pr, { installationId: ask.installationId, rerun: true, deliveryId: ask.deliveryId, onlyTask: ask.task, config: loaded });
   if (done.kind !== "started") {
     const why = done.kind === "skipped" ? done.why : ".github/probegate.yml is invalid (see the probegate / config check)";
     await refuse(done.kind === "skipped" ? "not-routed" : "config", `@${ask.requester.login}: nothing to rerun: ${why}.`);

@@ -4,7 +4,7 @@ import { routeTasks, type AppConfig, type RoutedTarget } from "../core/app-confi
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import type { Evaluator } from "../github/evaluator.js";
 import { changedPaths, commitMessages } from "../github/pull-request-facts.js";
-import { loadRepoConfig } from "../github/repo-config.js";
+import { loadRepoConfig, type RepoConfig } from "../github/repo-config.js";
 import type { AppDeps } from "./deps.js";
 
 /** What the app knows of a PR from its payload (or from `pulls.get`). */
@@ -49,8 +49,8 @@ export type Plan =
  * agent (asking for the commits only when author, branch and labels say nothing), and routes the
  * PR (asking for the changed files only when a route looks at paths).
  */
-export async function planEvaluations(gh: GitHubClient, deps: AppDeps, repo: RepoRef, pr: PullRequestFacts): Promise<Plan> {
-  const loaded = await loadRepoConfig(gh, { ...repo, defaultBranch: pr.defaultBranch });
+export async function planEvaluations(gh: GitHubClient, deps: AppDeps, repo: RepoRef, pr: PullRequestFacts, preloaded?: RepoConfig): Promise<Plan> {
+  const loaded = preloaded ?? (await loadRepoConfig(gh, { ...repo, defaultBranch: pr.defaultBranch }));
   if (loaded.kind === "invalid") return { kind: "config-error", ref: loaded.ref, issues: loaded.issues };
   if (loaded.kind === "missing") return { kind: "skip", why: `no .github/probegate.yml on ${loaded.ref}` };
   const config = loaded.config;
