@@ -71,6 +71,10 @@ async function dispatch(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, re
   try {
     run = await dispatchEvaluation(gh, req.evaluator, { repository: `${req.repo.owner}/${req.repo.repo}`, sha: req.headSha, task: req.task, evaluationKey: e.key });
   } catch (err) {
+    // No answer: the run may or may not exist. The evaluation stays queued, so a redelivery or
+    // the next start resumes it; an answer (4xx/5xx after retries) ends the attempt.
+    // (Octokit reports a network failure as status 500 without a response.)
+    if ((err as { response?: unknown }).response === undefined) throw err;
     const message = `dispatching ${req.evaluator.repository}/${req.evaluator.workflow} failed: ${(err as Error).message}`;
     transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), patch: { checkRunId: check.id, error: message } });
     await completeCheckRun(gh, { ...req.repo, checkRunId: check.id }, noResultOutput("Could not start the evaluator", [message]), { actions: [RERUN_ACTION] });

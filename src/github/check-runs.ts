@@ -18,30 +18,52 @@ export async function findCheckRun(gh: GitHubClient, t: CheckRunTarget, pendingO
   return hit ? { id: hit.id, status: hit.status } : null;
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Whether a failed create may have reached GitHub: a 5xx or no answer at all (a 4xx is a real refusal). */
+function mayRetryCreate(e: unknown): boolean {
+  const { status, response } = e as { status?: number; response?: unknown };
+  // Octokit reports a network failure as status 500 without a response.
+  return response === undefined || status === undefined || status >= 500;
+}
+
 /**
- * Creates the check run, or returns the one this evaluation key already has: a create retried
- * after a 5xx, or a redelivered event, never makes a second check run.
+ * Creates the check run, or returns the one this evaluation key already has: a redelivered event
+ * finds the run it made. A create that fails with a 5xx or no answer is not blindly retried (it
+ * may have been made before the error): the run is looked up by external_id again first, so a
+ * retried create never makes a second check run. With `pendingOnly`, a completed run of the key
+ * (an earlier attempt) does not count.
  */
 export async function ensureCheckRun(
   gh: GitHubClient,
   t: CheckRunTarget,
   init: { status: "queued" | "in_progress"; title: string; summary: string; detailsUrl?: string },
-  opts: { pendingOnly?: boolean } = {},
+  opts: { pendingOnly?: boolean; attempts?: number; backoffMs?: number } = {},
 ): Promise<{ id: number; created: boolean }> {
-  const existing = await findCheckRun(gh, t, opts.pendingOnly ?? false);
-  if (existing) return { id: existing.id, created: false };
-  const { data } = await gh.rest.checks.create({
-    owner: t.owner,
-    repo: t.repo,
-    name: t.name,
-    head_sha: t.headSha,
-    external_id: t.externalId,
-    status: init.status,
-    ...(init.status === "in_progress" ? { started_at: new Date().toISOString() } : {}),
-    ...(init.detailsUrl ? { details_url: init.detailsUrl } : {}),
-    output: { title: init.title, summary: init.summary },
-  });
-  return { id: data.id, created: true };
+  const attempts = Math.max(1, opts.attempts ?? 3);
+  for (let attempt = 1; ; attempt++) {
+    const existing = await findCheckRun(gh, t, opts.pendingOnly ?? false);
+    if (existing) return { id: existing.id, created: false };
+    try {
+      const { data } = await gh.rest.checks.create({
+        owner: t.owner,
+        repo: t.repo,
+        name: t.name,
+        head_sha: t.headSha,
+        external_id: t.externalId,
+        status: init.status,
+        ...(init.status === "in_progress" ? { started_at: new Date().toISOString() } : {}),
+        ...(init.detailsUrl ? { details_url: init.detailsUrl } : {}),
+        output: { title: init.title, summary: init.summary },
+        // Octokit's own retry would repeat the POST without looking first.
+        request: { retries: 0 },
+      });
+      return { id: data.id, created: true };
+    } catch (e) {
+      if (attempt >= attempts || !mayRetryCreate(e)) throw e;
+      await sleep((opts.backoffMs ?? 250) * attempt * attempt);
+    }
+  }
 }
 
 /**
