@@ -164,7 +164,7 @@ def repeats(n, node, tasks, jobs, log_path, eval_args, deadline):
     print(f"\n### C. Verdict stability: each example evaluated {n} times through `probegate eval` ({jobs} at a time)\n")
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, todo))
-    everything = [json.loads(l) for l in log.read_text().splitlines() if l.strip()] if log else entries
+    everything = [json.loads(l) for l in log.read_text().splitlines() if l.strip()] if log and log.exists() else entries
     print("| task | submission | expected | outcomes | as expected | median s |")
     print("|---|---|---|---|---:|---:|")
     for (task, sub), want in wanted.items():
