@@ -2,7 +2,7 @@
 import { createRequire as __WEBPACK_EXTERNAL_createRequire } from "module";
 /******/ var __webpack_modules__ = ({
 
-/***/ 5645:
+/***/ 9693:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 /*
@@ -41,11 +41,11 @@ module['exports'] = colors;
 colors.themes = {};
 
 var util = __nccwpck_require__(9023);
-var ansiStyles = colors.styles = __nccwpck_require__(9851);
+var ansiStyles = colors.styles = __nccwpck_require__(2251);
 var defineProps = Object.defineProperties;
 var newLineRegex = new RegExp(/[\r\n]+/g);
 
-colors.supportsColor = (__nccwpck_require__(4532).supportsColor);
+colors.supportsColor = (__nccwpck_require__(8740).supportsColor);
 
 if (typeof colors.enabled === 'undefined') {
   colors.enabled = colors.supportsColor() !== false;
@@ -197,15 +197,15 @@ var sequencer = function sequencer(map, str) {
 };
 
 // custom formatter methods
-colors.trap = __nccwpck_require__(2906);
-colors.zalgo = __nccwpck_require__(5552);
+colors.trap = __nccwpck_require__(2154);
+colors.zalgo = __nccwpck_require__(9312);
 
 // maps
 colors.maps = {};
-colors.maps.america = __nccwpck_require__(6817)(colors);
-colors.maps.zebra = __nccwpck_require__(3273)(colors);
-colors.maps.rainbow = __nccwpck_require__(6847)(colors);
-colors.maps.random = __nccwpck_require__(5186)(colors);
+colors.maps.america = __nccwpck_require__(8881)(colors);
+colors.maps.zebra = __nccwpck_require__(5337)(colors);
+colors.maps.rainbow = __nccwpck_require__(8543)(colors);
+colors.maps.random = __nccwpck_require__(1298)(colors);
 
 for (var map in colors.maps) {
   (function(map) {
@@ -220,7 +220,7 @@ defineProps(colors, init());
 
 /***/ }),
 
-/***/ 2906:
+/***/ 2154:
 /***/ ((module) => {
 
 module['exports'] = function runTheTrap(text, options) {
@@ -273,7 +273,7 @@ module['exports'] = function runTheTrap(text, options) {
 
 /***/ }),
 
-/***/ 5552:
+/***/ 9312:
 /***/ ((module) => {
 
 // please no
@@ -390,7 +390,7 @@ module['exports'] = function zalgo(text, options) {
 
 /***/ }),
 
-/***/ 6817:
+/***/ 8881:
 /***/ ((module) => {
 
 module['exports'] = function(colors) {
@@ -407,7 +407,7 @@ module['exports'] = function(colors) {
 
 /***/ }),
 
-/***/ 6847:
+/***/ 8543:
 /***/ ((module) => {
 
 module['exports'] = function(colors) {
@@ -426,7 +426,7 @@ module['exports'] = function(colors) {
 
 /***/ }),
 
-/***/ 5186:
+/***/ 1298:
 /***/ ((module) => {
 
 module['exports'] = function(colors) {
@@ -444,7 +444,7 @@ module['exports'] = function(colors) {
 
 /***/ }),
 
-/***/ 3273:
+/***/ 5337:
 /***/ ((module) => {
 
 module['exports'] = function(colors) {
@@ -456,7 +456,7 @@ module['exports'] = function(colors) {
 
 /***/ }),
 
-/***/ 9851:
+/***/ 2251:
 /***/ ((module) => {
 
 /*
@@ -558,7 +558,7 @@ Object.keys(codes).forEach(function(key) {
 
 /***/ }),
 
-/***/ 9334:
+/***/ 4982:
 /***/ ((module) => {
 
 /*
@@ -600,7 +600,7 @@ module.exports = function(flag, argv) {
 
 /***/ }),
 
-/***/ 4532:
+/***/ 8740:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 /*
@@ -631,7 +631,7 @@ THE SOFTWARE.
 
 
 var os = __nccwpck_require__(857);
-var hasFlag = __nccwpck_require__(9334);
+var hasFlag = __nccwpck_require__(4982);
 
 var env = process.env;
 
@@ -758,7 +758,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 4932:
+/***/ 2708:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 //
@@ -769,13 +769,13 @@ module.exports = {
 //   colors.red("foo")
 //
 //
-var colors = __nccwpck_require__(5645);
+var colors = __nccwpck_require__(9693);
 module['exports'] = colors;
 
 
 /***/ }),
 
-/***/ 8949:
+/***/ 21:
 /***/ ((module) => {
 
 
@@ -792,18 +792,18 @@ module.exports = ({onlyFirst = false} = {}) => {
 
 /***/ }),
 
-/***/ 1112:
+/***/ 5832:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-module.exports = __nccwpck_require__(4401);
+module.exports = __nccwpck_require__(9441);
 
 /***/ }),
 
-/***/ 6845:
+/***/ 6573:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-const { info, debug } = __nccwpck_require__(4222);
-const utils = __nccwpck_require__(3036);
+const { info, debug } = __nccwpck_require__(7150);
+const utils = __nccwpck_require__(8268);
 
 class Cell {
   /**
@@ -1019,7 +1019,7 @@ class Cell {
   wrapWithStyleColors(styleProperty, content) {
     if (this[styleProperty] && this[styleProperty].length) {
       try {
-        let colors = __nccwpck_require__(4932);
+        let colors = __nccwpck_require__(2708);
         for (let i = this[styleProperty].length - 1; i >= 0; i--) {
           colors = colors[this[styleProperty][i]];
         }
@@ -1215,7 +1215,7 @@ module.exports.RowSpanCell = RowSpanCell;
 
 /***/ }),
 
-/***/ 4222:
+/***/ 7150:
 /***/ ((module) => {
 
 let messages = [];
@@ -1250,11 +1250,11 @@ module.exports = debug;
 
 /***/ }),
 
-/***/ 7293:
+/***/ 2237:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-const { warn, debug } = __nccwpck_require__(4222);
-const Cell = __nccwpck_require__(6845);
+const { warn, debug } = __nccwpck_require__(7150);
+const Cell = __nccwpck_require__(6573);
 const { ColSpanCell, RowSpanCell } = Cell;
 
 (function () {
@@ -1511,12 +1511,12 @@ function makeComputeWidths(colSpan, desiredWidth, x, forcedMin) {
 
 /***/ }),
 
-/***/ 4401:
+/***/ 9441:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-const debug = __nccwpck_require__(4222);
-const utils = __nccwpck_require__(3036);
-const tableLayout = __nccwpck_require__(7293);
+const debug = __nccwpck_require__(7150);
+const utils = __nccwpck_require__(8268);
+const tableLayout = __nccwpck_require__(2237);
 
 class Table extends Array {
   constructor(opts) {
@@ -1624,10 +1624,10 @@ module.exports = Table;
 
 /***/ }),
 
-/***/ 3036:
+/***/ 8268:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-const stringWidth = __nccwpck_require__(6716);
+const stringWidth = __nccwpck_require__(60);
 
 function codeRegex(capture) {
   return capture ? /\u001b\[((?:\d*;){0,5}\d*)m/g : /\u001b\[(?:\d*;){0,5}\d*m/g;
@@ -1975,14 +1975,14 @@ module.exports = {
 
 /***/ }),
 
-/***/ 4786:
+/***/ 546:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const cp = __nccwpck_require__(5317);
-const parse = __nccwpck_require__(4485);
-const enoent = __nccwpck_require__(1349);
+const parse = __nccwpck_require__(7877);
+const enoent = __nccwpck_require__(6469);
 
 function spawn(command, args, options) {
     // Parse the arguments
@@ -2021,7 +2021,7 @@ module.exports._enoent = enoent;
 
 /***/ }),
 
-/***/ 1349:
+/***/ 6469:
 /***/ ((module) => {
 
 
@@ -2087,15 +2087,15 @@ module.exports = {
 
 /***/ }),
 
-/***/ 4485:
+/***/ 7877:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const path = __nccwpck_require__(6928);
-const resolveCommand = __nccwpck_require__(7634);
-const escape = __nccwpck_require__(1556);
-const readShebang = __nccwpck_require__(7335);
+const resolveCommand = __nccwpck_require__(4866);
+const escape = __nccwpck_require__(2164);
+const readShebang = __nccwpck_require__(599);
 
 const isWin = process.platform === 'win32';
 const isExecutableRegExp = /\.(?:com|exe)$/i;
@@ -2213,7 +2213,7 @@ module.exports = parse;
 
 /***/ }),
 
-/***/ 1556:
+/***/ 2164:
 /***/ ((module) => {
 
 
@@ -2326,13 +2326,13 @@ module.exports.batchArgument = escapeBatchArgument;
 
 /***/ }),
 
-/***/ 7335:
+/***/ 599:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const fs = __nccwpck_require__(9896);
-const shebangCommand = __nccwpck_require__(4368);
+const shebangCommand = __nccwpck_require__(9152);
 
 function readShebang(command) {
     // Read the first 150 bytes from the file
@@ -2362,14 +2362,14 @@ module.exports = readShebang;
 
 /***/ }),
 
-/***/ 7634:
+/***/ 4866:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const path = __nccwpck_require__(6928);
-const which = __nccwpck_require__(5088);
-const getPathKey = __nccwpck_require__(3073);
+const which = __nccwpck_require__(6848);
+const getPathKey = __nccwpck_require__(6689);
 
 // Returns the child's PATHEXT, which cmd.exe will use to find the command
 function getPathExt(env) {
@@ -2428,7 +2428,7 @@ module.exports = resolveCommand;
 
 /***/ }),
 
-/***/ 8488:
+/***/ 872:
 /***/ ((module) => {
 
 
@@ -2441,7 +2441,7 @@ module.exports = function () {
 
 /***/ }),
 
-/***/ 87:
+/***/ 4519:
 /***/ ((module) => {
 
 /* eslint-disable yoda */
@@ -2498,15 +2498,15 @@ module.exports["default"] = isFullwidthCodePoint;
 
 /***/ }),
 
-/***/ 8588:
+/***/ 2940:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 var fs = __nccwpck_require__(9896)
 var core
 if (process.platform === 'win32' || global.TESTING_WINDOWS) {
-  core = __nccwpck_require__(8809)
+  core = __nccwpck_require__(9225)
 } else {
-  core = __nccwpck_require__(8449)
+  core = __nccwpck_require__(1025)
 }
 
 module.exports = isexe
@@ -2562,7 +2562,7 @@ function sync (path, options) {
 
 /***/ }),
 
-/***/ 8449:
+/***/ 1025:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 module.exports = isexe
@@ -2610,7 +2610,7 @@ function checkMode (stat, options) {
 
 /***/ }),
 
-/***/ 8809:
+/***/ 9225:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 module.exports = isexe
@@ -2659,7 +2659,7 @@ function sync (path, options) {
 
 /***/ }),
 
-/***/ 3073:
+/***/ 6689:
 /***/ ((module) => {
 
 
@@ -2682,13 +2682,13 @@ module.exports["default"] = pathKey;
 
 /***/ }),
 
-/***/ 6310:
+/***/ 4006:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const pico = __nccwpck_require__(3936);
-const utils = __nccwpck_require__(3211);
+const pico = __nccwpck_require__(8016);
+const utils = __nccwpck_require__(4059);
 
 function picomatch(glob, options, returnState = false) {
   // default to os.platform()
@@ -2706,7 +2706,7 @@ module.exports = picomatch;
 
 /***/ }),
 
-/***/ 667:
+/***/ 5595:
 /***/ ((module) => {
 
 
@@ -2897,13 +2897,13 @@ module.exports = {
 
 /***/ }),
 
-/***/ 3721:
+/***/ 8265:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const constants = __nccwpck_require__(667);
-const utils = __nccwpck_require__(3211);
+const constants = __nccwpck_require__(5595);
+const utils = __nccwpck_require__(4059);
 
 /**
  * Constants
@@ -4329,15 +4329,15 @@ module.exports = parse;
 
 /***/ }),
 
-/***/ 3936:
+/***/ 8016:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const scan = __nccwpck_require__(117);
-const parse = __nccwpck_require__(3721);
-const utils = __nccwpck_require__(3211);
-const constants = __nccwpck_require__(667);
+const scan = __nccwpck_require__(1781);
+const parse = __nccwpck_require__(8265);
+const utils = __nccwpck_require__(4059);
+const constants = __nccwpck_require__(5595);
 const isObject = val => val && typeof val === 'object' && !Array.isArray(val);
 
 /**
@@ -4697,12 +4697,12 @@ module.exports = picomatch;
 
 /***/ }),
 
-/***/ 117:
+/***/ 1781:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const utils = __nccwpck_require__(3211);
+const utils = __nccwpck_require__(4059);
 const {
   CHAR_ASTERISK,             /* * */
   CHAR_AT,                   /* @ */
@@ -4719,7 +4719,7 @@ const {
   CHAR_RIGHT_CURLY_BRACE,    /* } */
   CHAR_RIGHT_PARENTHESES,    /* ) */
   CHAR_RIGHT_SQUARE_BRACKET  /* ] */
-} = __nccwpck_require__(667);
+} = __nccwpck_require__(5595);
 
 const isPathSeparator = code => {
   return code === CHAR_FORWARD_SLASH || code === CHAR_BACKWARD_SLASH;
@@ -5107,7 +5107,7 @@ module.exports = scan;
 
 /***/ }),
 
-/***/ 3211:
+/***/ 4059:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 /*global navigator*/
@@ -5118,7 +5118,7 @@ const {
   REGEX_REMOVE_BACKSLASH,
   REGEX_SPECIAL_CHARS,
   REGEX_SPECIAL_CHARS_GLOBAL
-} = __nccwpck_require__(667);
+} = __nccwpck_require__(5595);
 
 exports.isObject = val => val !== null && typeof val === 'object' && !Array.isArray(val);
 exports.hasRegexChars = str => REGEX_SPECIAL_CHARS.test(str);
@@ -5186,11 +5186,11 @@ exports.basename = (path, { windows } = {}) => {
 
 /***/ }),
 
-/***/ 4368:
+/***/ 9152:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const shebangRegex = __nccwpck_require__(2838);
+const shebangRegex = __nccwpck_require__(7334);
 
 module.exports = (string = '') => {
 	const match = string.match(shebangRegex);
@@ -5212,7 +5212,7 @@ module.exports = (string = '') => {
 
 /***/ }),
 
-/***/ 2838:
+/***/ 7334:
 /***/ ((module) => {
 
 
@@ -5221,13 +5221,13 @@ module.exports = /^#!(.*)/;
 
 /***/ }),
 
-/***/ 6716:
+/***/ 60:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const stripAnsi = __nccwpck_require__(8966);
-const isFullwidthCodePoint = __nccwpck_require__(87);
-const emojiRegex = __nccwpck_require__(8488);
+const stripAnsi = __nccwpck_require__(3958);
+const isFullwidthCodePoint = __nccwpck_require__(4519);
+const emojiRegex = __nccwpck_require__(872);
 
 const stringWidth = string => {
 	if (typeof string !== 'string' || string.length === 0) {
@@ -5275,18 +5275,18 @@ module.exports["default"] = stringWidth;
 
 /***/ }),
 
-/***/ 8966:
+/***/ 3958:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const ansiRegex = __nccwpck_require__(8949);
+const ansiRegex = __nccwpck_require__(21);
 
 module.exports = string => typeof string === 'string' ? string.replace(ansiRegex(), '') : string;
 
 
 /***/ }),
 
-/***/ 5088:
+/***/ 6848:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 const isWindows = process.platform === 'win32' ||
@@ -5295,7 +5295,7 @@ const isWindows = process.platform === 'win32' ||
 
 const path = __nccwpck_require__(6928)
 const COLON = isWindows ? ';' : ':'
-const isexe = __nccwpck_require__(8588)
+const isexe = __nccwpck_require__(2940)
 
 const getNotFoundError = (cmd) =>
   Object.assign(new Error(`not found: ${cmd}`), { code: 'ENOENT' })
@@ -5418,11 +5418,11 @@ which.sync = whichSync
 
 /***/ }),
 
-/***/ 3532:
+/***/ 486:
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9686);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(969);
 
 const code = await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .main */ .i)(process.argv.slice(2), {
     stdout: (s) => process.stdout.write(s),
@@ -5435,7 +5435,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 9686:
+/***/ 969:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5444,9 +5444,9 @@ __nccwpck_require__.d(__webpack_exports__, {
   i: () => (/* binding */ main)
 });
 
-// EXTERNAL MODULE: ../main/node_modules/commander/index.js
-var commander = __nccwpck_require__(3917);
-;// CONCATENATED MODULE: ../main/node_modules/commander/esm.mjs
+// EXTERNAL MODULE: ./node_modules/commander/index.js
+var commander = __nccwpck_require__(8909);
+;// CONCATENATED MODULE: ./node_modules/commander/esm.mjs
 
 
 // wrapper to provide named exports for ESM.
@@ -5491,10 +5491,10 @@ class HarnessError extends Error {
 var external_node_fs_ = __nccwpck_require__(3024);
 // EXTERNAL MODULE: external "node:path"
 var external_node_path_ = __nccwpck_require__(6760);
-// EXTERNAL MODULE: ../main/node_modules/cli-table3/index.js
-var cli_table3 = __nccwpck_require__(1112);
+// EXTERNAL MODULE: ./node_modules/cli-table3/index.js
+var cli_table3 = __nccwpck_require__(5832);
 var cli_table3_default = /*#__PURE__*/__nccwpck_require__.n(cli_table3);
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/util.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/util.js
 
 // functions
 function assertEqual(val) {
@@ -6369,7 +6369,7 @@ function constantCatch(value) {
     return fn;
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/core.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/core.js
 var _a;
 
 /** A special constant with type `never` */
@@ -6512,7 +6512,7 @@ function config(newConfig) {
     return globalConfig;
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/memoizer.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/memoizer.js
 
 class $ZodCyclicError extends Error {
     constructor() {
@@ -6825,7 +6825,7 @@ function isBackEdge(ctx, value) {
     return backEdges !== undefined && isRef(value) && backEdges.has(value);
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/regexes.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/regexes.js
 
 /**
  * @deprecated CUID v1 is deprecated by its authors due to information leakage
@@ -6983,7 +6983,7 @@ const sha512_hex = /^[0-9a-fA-F]{128}$/;
 const sha512_base64 = /*@__PURE__*/ (/* unused pure expression or super */ null && (fixedBase64(86, "==")));
 const sha512_base64url = /*@__PURE__*/ (/* unused pure expression or super */ null && (fixedBase64url(86)));
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/checks.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/checks.js
 // import { $ZodType } from "./schemas.js";
 
 
@@ -7501,7 +7501,7 @@ const $ZodCheckOverwrite = /*@__PURE__*/ $constructor("$ZodCheckOverwrite", (ins
     };
 });
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/doc.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/doc.js
 class Doc {
     constructor(args = [], closed = {}) {
         this.content = [];
@@ -7541,14 +7541,14 @@ class Doc {
     }
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/versions.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/versions.js
 const version = {
     major: 4,
     minor: 6,
     patch: 7,
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/schemas.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/schemas.js
 
 
 
@@ -10186,7 +10186,7 @@ function handleRefineResult(result, payload, input, inst) {
     }
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/registries.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/registries.js
 var registries_a;
 const $output = /*@__PURE__*/ (/* unused pure expression or super */ null && (Symbol("ZodOutput")));
 const $input = /*@__PURE__*/ (/* unused pure expression or super */ null && (Symbol("ZodInput")));
@@ -10239,7 +10239,7 @@ function registry() {
 (registries_a = globalThis).__zod_globalRegistry ?? (registries_a.__zod_globalRegistry = registry());
 const globalRegistry = globalThis.__zod_globalRegistry;
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/api.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/api.js
 
 
 
@@ -11344,7 +11344,7 @@ function _stringFormat(Class, format, fnOrRegex, _params = {}) {
     return inst;
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/to-json-schema.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/to-json-schema.js
 
 
 function assignProps(target, ...sources) {
@@ -11997,7 +11997,7 @@ const createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params)
     return finalize(ctx, schema);
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/json-schema-processors.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/json-schema-processors.js
 
 
 
@@ -12842,7 +12842,7 @@ function toJSONSchema(input, params) {
     return finalize(ctx, input);
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/locales/en.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/locales/en.js
 
 const error = () => {
     const Sizable = {
@@ -12969,7 +12969,7 @@ const error = () => {
     };
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/errors.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/errors.js
 
 
 /* Computing the message eagerly is expensive (pretty-printed JSON of all
@@ -13238,7 +13238,7 @@ function prettifyError(error) {
     return lines.join("\n");
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/core/parse.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/parse.js
 
 
 
@@ -13415,7 +13415,7 @@ const _safeDecodeAsync = (_Err) => async (schema, value, _ctx) => {
 };
 const safeDecodeAsync = /* @__PURE__*/ _safeDecodeAsync($ZodRealError);
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/classic/errors.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/errors.js
 
 
 
@@ -13474,7 +13474,7 @@ const ZodRealError = /*@__PURE__*/ $constructor("ZodError", errors_initializer, 
 // /** @deprecated Use `z.core.$ZodErrorMapCtx` instead. */
 // export type ErrorMapCtx = core.$ZodErrorMapCtx;
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/classic/parse.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/parse.js
 
 
 const classic_parse_parse = /* @__PURE__ */ _parse(ZodRealError);
@@ -13492,7 +13492,7 @@ const parse_safeDecode = /* @__PURE__ */ _safeDecode(ZodRealError);
 const parse_safeEncodeAsync = /* @__PURE__ */ _safeEncodeAsync(ZodRealError);
 const parse_safeDecodeAsync = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 
-;// CONCATENATED MODULE: ../main/node_modules/zod/v4/classic/schemas.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/schemas.js
 
 
 
@@ -15405,6 +15405,9 @@ const OfficialSchema = strictObject({
     }),
     failing: array(FailingTestSchema),
     durationS: schemas_number().min(0),
+    /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
+    peakMemoryBytes: schemas_number().int().min(0).nullish(),
+    memorySource: schemas_enum(["cgroup", "sampled"]).nullish(),
 });
 const ProbeResultSchema = strictObject({
     id: schemas_string(),
@@ -15428,7 +15431,10 @@ const EnvironmentSchema = strictObject({
     backend: schemas_enum(["gloo", "nccl"]),
     worldSize: schemas_number().int().min(1),
     gpus: array(strictObject({ index: schemas_number().int(), model: schemas_string(), memoryMiB: schemas_number(), driver: schemas_string() })),
+    /** Whether submission code ran in the sandbox (false only with --unsandboxed). */
     sandboxed: schemas_boolean(),
+    /** The cgroup version that limited and metered each run; null where none was usable. */
+    cgroup: schemas_enum(["v1", "v2"]).nullish(),
 });
 const SignatureSchema = strictObject({
     algorithm: literal("hmac-sha256"),
@@ -15573,7 +15579,7 @@ function describeSubmission(s) {
     return s.kind === "git" ? `${s.repo}@${s.ref}` : s.path;
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/is-plain-obj/index.js
+;// CONCATENATED MODULE: ./node_modules/is-plain-obj/index.js
 function is_plain_obj_isPlainObject(value) {
 	if (typeof value !== 'object' || value === null) {
 		return false;
@@ -15585,7 +15591,7 @@ function is_plain_obj_isPlainObject(value) {
 
 ;// CONCATENATED MODULE: external "node:url"
 const external_node_url_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:url");
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/file-url.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/file-url.js
 
 
 // Allow some arguments/options to be either a file path string or a file URL
@@ -15612,7 +15618,7 @@ const isDenoExecPath = file => typeof file !== 'string'
 // Same but also allows other values, e.g. `boolean` for the `shell` option
 const normalizeFileUrl = file => file instanceof URL ? (0,external_node_url_namespaceObject.fileURLToPath)(file) : file;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/parameters.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/parameters.js
 
 
 
@@ -15649,7 +15655,7 @@ const normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
 var external_node_child_process_ = __nccwpck_require__(1421);
 ;// CONCATENATED MODULE: external "node:string_decoder"
 const external_node_string_decoder_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:string_decoder");
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/uint-array.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/uint-array.js
 
 
 const {toString: objectToString} = Object.prototype;
@@ -15720,7 +15726,7 @@ const getJoinLength = uint8Arrays => {
 	return joinLength;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/template.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/template.js
 
 
 
@@ -15879,7 +15885,7 @@ const getSubprocessResult = ({stdout}) => {
 const external_node_util_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:util");
 // EXTERNAL MODULE: external "node:process"
 var external_node_process_ = __nccwpck_require__(1708);
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/standard-stream.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/standard-stream.js
 
 
 const isStandardStream = stream => STANDARD_STREAMS.includes(stream);
@@ -15887,7 +15893,7 @@ const STANDARD_STREAMS = [external_node_process_.stdin, external_node_process_.s
 const STANDARD_STREAMS_ALIASES = ['stdin', 'stdout', 'stderr'];
 const getStreamName = fdNumber => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/specific.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/specific.js
 
 
 
@@ -16000,7 +16006,7 @@ const getFdSpecificValue = (optionArray, fdNumber) => fdNumber === 'ipc'
 	? optionArray.at(-1)
 	: optionArray[fdNumber];
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/values.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/values.js
 
 
 // The `verbose` option can have different values for `stdout`/`stderr`
@@ -16035,7 +16041,7 @@ const isVerboseFunction = fdVerbose => typeof fdVerbose === 'function';
 
 const VERBOSE_VALUES = ['none', 'short', 'full'];
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/escape.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/escape.js
 
 
 
@@ -16125,7 +16131,7 @@ const quoteString = escapedArgument => {
 
 const NO_ESCAPE_REGEXP = /^[\w./-]+$/;
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unicode-supported/index.js
+;// CONCATENATED MODULE: ./node_modules/is-unicode-supported/index.js
 
 
 function isUnicodeSupported() {
@@ -16148,7 +16154,7 @@ function isUnicodeSupported() {
 		|| env.TERMINAL_EMULATOR === 'JetBrains-JediTerm';
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/figures/index.js
+;// CONCATENATED MODULE: ./node_modules/figures/index.js
 
 
 const common = {
@@ -16444,7 +16450,7 @@ const replaceSymbols = (string, {useFallback = !shouldUseMain} = {}) => {
 
 ;// CONCATENATED MODULE: external "node:tty"
 const external_node_tty_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:tty");
-;// CONCATENATED MODULE: ../main/node_modules/yoctocolors/base.js
+;// CONCATENATED MODULE: ./node_modules/yoctocolors/base.js
 
 
 // eslint-disable-next-line no-warning-comments
@@ -16564,7 +16570,7 @@ const underlineMagentaBright = format('58;5;13', 59);
 const underlineCyanBright = format('58;5;14', 59);
 const underlineWhiteBright = format('58;5;15', 59);
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/default.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/default.js
 
 
 
@@ -16615,7 +16621,7 @@ const COLORS = {
 	duration: () => gray,
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/custom.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/custom.js
 
 
 // Apply the `verbose` function on each line
@@ -16643,7 +16649,7 @@ const appendNewline = printedLine => printedLine.endsWith('\n')
 	? printedLine
 	: `${printedLine}\n`;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/log.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/log.js
 
 
 
@@ -16699,7 +16705,7 @@ const serializeVerboseMessage = message => {
 // Same as `util.inspect()`
 const TAB_SIZE = 2;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/start.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/start.js
 
 
 
@@ -16716,7 +16722,7 @@ const logCommand = (escapedCommand, verboseInfo) => {
 	});
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/info.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/info.js
 
 
 // Information computed before spawning, used by the `verbose` option
@@ -16757,7 +16763,7 @@ const validateVerbose = verbose => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/duration.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/duration.js
 
 
 // Start counting time before spawning the subprocess
@@ -16767,7 +16773,7 @@ const getStartTime = () => external_node_process_.hrtime.bigint();
 // Printed by the `verbose` option.
 const getDurationMs = startTime => Number(external_node_process_.hrtime.bigint() - startTime) / 1e6;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/command.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/command.js
 
 
 
@@ -16789,9 +16795,9 @@ const handleCommand = (filePath, rawArguments, rawOptions) => {
 	};
 };
 
-// EXTERNAL MODULE: ../main/node_modules/cross-spawn/index.js
-var cross_spawn = __nccwpck_require__(4786);
-;// CONCATENATED MODULE: ../main/node_modules/npm-run-path/node_modules/path-key/index.js
+// EXTERNAL MODULE: ./node_modules/cross-spawn/index.js
+var cross_spawn = __nccwpck_require__(546);
+;// CONCATENATED MODULE: ./node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options = {}) {
 	const {
 		env = process.env,
@@ -16805,7 +16811,7 @@ function pathKey(options = {}) {
 	return Object.keys(env).reverse().find(key => key.toUpperCase() === 'PATH') || 'Path';
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/unicorn-magic/node.js
+;// CONCATENATED MODULE: ./node_modules/unicorn-magic/node.js
 
 
 
@@ -16856,7 +16862,7 @@ function execFileSync(file, arguments_ = [], options = {}) {
 
 
 
-;// CONCATENATED MODULE: ../main/node_modules/npm-run-path/index.js
+;// CONCATENATED MODULE: ./node_modules/npm-run-path/index.js
 
 
 
@@ -16915,7 +16921,7 @@ const npmRunPathEnv = ({env = external_node_process_.env, ...options} = {}) => {
 
 ;// CONCATENATED MODULE: external "node:timers/promises"
 const promises_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:timers/promises");
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/final-error.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/final-error.js
 // When the subprocess fails, this is the error instance being returned.
 // If another error instance is being thrown, it is kept as `error.cause`.
 const getFinalError = (originalError, message, isSync) => {
@@ -16957,7 +16963,7 @@ setErrorName(ExecaError, ExecaError.name);
 class ExecaSyncError extends Error {}
 setErrorName(ExecaSyncError, ExecaSyncError.name);
 
-;// CONCATENATED MODULE: ../main/node_modules/human-signals/build/src/realtime.js
+;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/realtime.js
 
 const getRealtimeSignals=()=>{
 const length=SIGRTMAX-SIGRTMIN+1;
@@ -16974,7 +16980,7 @@ standard:"posix"
 
 const SIGRTMIN=34;
 const SIGRTMAX=64;
-;// CONCATENATED MODULE: ../main/node_modules/human-signals/build/src/core.js
+;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/core.js
 
 
 const SIGNALS=[
@@ -17248,7 +17254,7 @@ action:"terminate",
 description:"Invalid system call",
 standard:"other"
 }];
-;// CONCATENATED MODULE: ../main/node_modules/human-signals/build/src/signals.js
+;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/signals.js
 
 
 
@@ -17283,7 +17289,7 @@ const supported=constantSignal!==undefined;
 const number=supported?constantSignal:defaultNumber;
 return{name,number,description,supported,action,forced,standard}
 };
-;// CONCATENATED MODULE: ../main/node_modules/human-signals/build/src/main.js
+;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/main.js
 
 
 
@@ -17354,7 +17360,7 @@ return signals.find((signalA)=>signalA.number===number)
 };
 
 const signalsByNumber=getSignalsByNumber();
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/signal.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/signal.js
 
 
 
@@ -17426,7 +17432,7 @@ const getAvailableSignalIntegers = () => [...new Set(Object.values(external_node
 // Human-friendly description of a signal
 const getSignalDescription = signal => signalsByName[signal].description;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/kill.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/kill.js
 
 
 
@@ -17523,7 +17529,7 @@ const killOnTimeout = async ({kill, forceKillAfterDelay, context, controllerSign
 
 // EXTERNAL MODULE: external "node:events"
 var external_node_events_ = __nccwpck_require__(8474);
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/abort-signal.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/abort-signal.js
 
 
 // Combines `util.aborted()` and `events.addAbortListener()`: promise-based and cleaned up with a stop signal
@@ -17533,7 +17539,7 @@ const onAbortedSignal = async (mainSignal, stopSignal) => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/cancel.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/cancel.js
 
 
 // Validate the `cancelSignal` option
@@ -17555,7 +17561,7 @@ const terminateOnCancel = async (subprocess, cancelSignal, context, {signal}) =>
 	throw cancelSignal.reason;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/validation.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/validation.js
 // Validate the IPC channel is connected before receiving/sending messages
 const validateIpcMethod = ({methodName, isSubprocess, ipc, isConnected}) => {
 	validateIpcOption(methodName, isSubprocess, ipc);
@@ -17668,7 +17674,7 @@ const disconnect = anyProcess => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/deferred.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/deferred.js
 const createDeferred = () => {
 	const methods = {};
 	const promise = new Promise((resolve, reject) => {
@@ -17677,7 +17683,7 @@ const createDeferred = () => {
 	return Object.assign(promise, methods);
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/fd-options.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/fd-options.js
 
 
 // Retrieve stream targeted by the `to` option
@@ -17787,7 +17793,7 @@ const serializeOptionValue = value => {
 	return typeof value === 'number' ? `${value}` : 'Stream';
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/utils/max-listeners.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/max-listeners.js
 
 
 // Temporarily increase the maximum number of listeners on an eventEmitter
@@ -17803,7 +17809,7 @@ const incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
 	});
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/reference.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/reference.js
 // By default, Node.js keeps the subprocess alive while it has a `message` or `disconnect` listener.
 // We replicate the same logic for the events that we proxy.
 // This ensures the subprocess is kept alive while `getOneMessage()` and `getEachMessage()` are ongoing.
@@ -17849,7 +17855,7 @@ const redoAddedReferences = (channel, isSubprocess) => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/incoming.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/incoming.js
 
 
 
@@ -17930,7 +17936,7 @@ const onDisconnect = async ({anyProcess, channel, isSubprocess, ipcEmitter, boun
 
 const INCOMING_MESSAGES = new WeakMap();
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/forward.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/forward.js
 
 
 
@@ -17988,7 +17994,7 @@ const isConnected = anyProcess => {
 		: ipcEmitter.connected;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/strict.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/strict.js
 
 
 
@@ -18103,7 +18109,7 @@ const throwOnDisconnect = async (anyProcess, isSubprocess, {signal}) => {
 const REQUEST_TYPE = 'execa:ipc:request';
 const RESPONSE_TYPE = 'execa:ipc:response';
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/outgoing.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/outgoing.js
 
 
 
@@ -18152,7 +18158,7 @@ const getMinListenerCount = anyProcess => SUBPROCESS_OPTIONS.has(anyProcess)
 	? 1
 	: 0;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/send.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/send.js
 
 
 
@@ -18240,7 +18246,7 @@ const getSendMethod = anyProcess => {
 
 const PROCESS_SEND_METHODS = new WeakMap();
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/graceful.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/graceful.js
 
 
 
@@ -18314,7 +18320,7 @@ const abortOnDisconnect = () => {
 
 const cancelController = new AbortController();
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/graceful.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/graceful.js
 
 
 
@@ -18387,7 +18393,7 @@ const getReason = ({reason}) => {
 	return error;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/timeout.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/timeout.js
 
 
 
@@ -18410,7 +18416,7 @@ const killAfterTimeout = async (subprocess, timeout, context, {signal}) => {
 	throw new DiscardedError();
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/node.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/node.js
 
 
 
@@ -18465,7 +18471,7 @@ const handleNodeOption = (file, commandArguments, {
 
 ;// CONCATENATED MODULE: external "node:v8"
 const external_node_v8_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:v8");
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/ipc-input.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/ipc-input.js
 
 
 // Validate the `ipcInput` option
@@ -18511,7 +18517,7 @@ const sendIpcInput = async (subprocess, ipcInput) => {
 	await subprocess.sendMessage(ipcInput);
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/encoding-option.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/encoding-option.js
 // Validate `encoding` option
 const validateEncoding = ({encoding}) => {
 	if (ENCODINGS.has(encoding)) {
@@ -18563,7 +18569,7 @@ const ENCODING_ALIASES = {
 
 const serializeEncoding = encoding => typeof encoding === 'string' ? `"${encoding}"` : String(encoding);
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/cwd.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/cwd.js
 
 
 
@@ -18604,7 +18610,7 @@ const fixCwdError = (originalMessage, cwd) => {
 	return originalMessage;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/options.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/options.js
 
 
 
@@ -18702,7 +18708,7 @@ const getEnv = ({env: envOption, extendEnv, preferLocal, node, localDirectory, n
 	return env;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/arguments/shell.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/shell.js
 // When the `shell` option is set, any command argument is concatenated as a single string by Node.js:
 // https://github.com/nodejs/node/blob/e38ce27f3ca0a65f68a31cedd984cddb927d4002/lib/child_process.js#L614-L624
 // However, since Node 24, it also prints a deprecation warning.
@@ -18715,7 +18721,7 @@ const concatenateShell = (file, commandArguments, options) => options.shell && c
 	? [[file, ...commandArguments].join(' '), [], options]
 	: [file, commandArguments, options];
 
-;// CONCATENATED MODULE: ../main/node_modules/strip-final-newline/index.js
+;// CONCATENATED MODULE: ./node_modules/strip-final-newline/index.js
 function strip_final_newline_stripFinalNewline(input) {
 	if (typeof input === 'string') {
 		return stripFinalNewlineString(input);
@@ -18743,7 +18749,7 @@ const LF_BINARY = LF.codePointAt(0);
 const CR = '\r';
 const CR_BINARY = CR.codePointAt(0);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-stream/index.js
+;// CONCATENATED MODULE: ./node_modules/is-stream/index.js
 function isStream(stream, {checkOpen = true} = {}) {
 	return stream !== null
 		&& typeof stream === 'object'
@@ -18782,7 +18788,7 @@ function isTransformStream(stream, options) {
 		&& typeof stream._transform === 'function';
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
+;// CONCATENATED MODULE: ./node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
 const a = Object.getPrototypeOf(
   Object.getPrototypeOf(
     /* istanbul ignore next */
@@ -18871,12 +18877,12 @@ function h({ preventCancel: r = !1 } = {}) {
 }
 
 
-;// CONCATENATED MODULE: ../main/node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js
+;// CONCATENATED MODULE: ./node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js
 
 
 
 
-;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/stream.js
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/stream.js
 
 
 
@@ -18943,7 +18949,7 @@ const handleStreamEnd = async (stream, controller, state) => {
 // This prevents using dynamic imports.
 const nodeImports = {};
 
-;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/contents.js
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/contents.js
 
 
 const getStreamContents = async (stream, {init, convertChunk, getSize, truncateChunk, addChunk, getFinalChunk, finalize}, {maxBuffer = Number.POSITIVE_INFINITY} = {}) => {
@@ -19066,7 +19072,7 @@ class MaxBufferError extends Error {
 	}
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/max-buffer.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/max-buffer.js
 
 
 
@@ -19157,7 +19163,7 @@ const truncateMaxBufferSync = (result, isMaxBuffer, maxBuffer) => {
 // `spawnSync()` does not allow differentiating `maxBuffer` per file descriptor, so we always use `stdout`
 const getMaxBufferSync = ([, stdoutMaxBuffer]) => stdoutMaxBuffer;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/message.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/message.js
 
 
 
@@ -19316,7 +19322,7 @@ const serializeMessageItem = messageItem => {
 	return '';
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/result.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/result.js
 
 
 
@@ -19504,7 +19510,7 @@ const normalizeExitPayload = (rawExitCode, rawSignal) => {
 	return {exitCode, signal, signalDescription};
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/parse-ms/index.js
+;// CONCATENATED MODULE: ./node_modules/parse-ms/index.js
 const toZeroIfInfinity = value => Number.isFinite(value) ? value : 0;
 
 function parseNumber(milliseconds) {
@@ -19551,7 +19557,7 @@ function parseMilliseconds(milliseconds) {
 	throw new TypeError('Expected a finite number or bigint');
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/pretty-ms/index.js
+;// CONCATENATED MODULE: ./node_modules/pretty-ms/index.js
 
 
 const isZero = value => value === 0 || value === 0n;
@@ -19703,7 +19709,7 @@ function prettyMilliseconds(milliseconds, options) {
 	return sign + result.join(separator);
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/error.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/error.js
 
 
 // When `verbose` is `short|full|custom`, print each command's error when it fails
@@ -19718,7 +19724,7 @@ const logError = (result, verboseInfo) => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/complete.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/complete.js
 
 
 
@@ -19744,7 +19750,7 @@ const logDuration = (result, verboseInfo) => {
 	});
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/reject.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/reject.js
 
 
 // Applies the `reject` option.
@@ -19759,7 +19765,7 @@ const handleResult = (result, verboseInfo, {reject}) => {
 	return result;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/type.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/type.js
 
 
 
@@ -19934,7 +19940,7 @@ const TYPE_TO_MESSAGE = {
 	uint8Array: 'a Uint8Array',
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/object-mode.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/object-mode.js
 
 
 /*
@@ -19977,7 +19983,7 @@ const getFdObjectMode = (stdioItems, direction) => {
 		: lastTransform.value.readableObjectMode;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/normalize.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/normalize.js
 
 
 
@@ -20090,7 +20096,7 @@ const normalizeGenerator = ({stdioItem, stdioItem: {value}, index, newTransforms
 
 const sortTransforms = (newTransforms, direction) => direction === 'input' ? newTransforms.reverse() : newTransforms;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/direction.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/direction.js
 
 
 
@@ -20164,13 +20170,13 @@ const getStandardStreamDirection = value => {
 // When the ambiguity remains, we default to `output` since it is the most common use case for additional file descriptors.
 const DEFAULT_DIRECTION = 'output';
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/array.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/array.js
 // The `ipc` option adds an `ipc` item to the `stdio` option
 const normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes('ipc')
 	? [...stdioArray, 'ipc']
 	: stdioArray;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/stdio-option.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/stdio-option.js
 
 
 
@@ -20232,7 +20238,7 @@ const normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((
 const isOutputPipeOnly = stdioOption => stdioOption === 'pipe'
 	|| (Array.isArray(stdioOption) && stdioOption.every(item => item === 'pipe'));
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/native.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/native.js
 
 
 
@@ -20340,7 +20346,7 @@ const getStandardStream = (fdNumber, value, optionName) => {
 	return standardStream;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/input-option.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/input-option.js
 
 
 
@@ -20392,7 +20398,7 @@ const getInputFileType = inputFile => {
 	throw new Error('The `inputFile` option must be a file path string or a file URL.');
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/duplicate.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/duplicate.js
 
 
 // Duplicates in the same file descriptor is most likely an error.
@@ -20505,7 +20511,7 @@ const throwOnDuplicateStream = (stdioItem, optionName, type) => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/handle.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle.js
 
 
 
@@ -20716,7 +20722,7 @@ const forwardStdio = stdioItems => {
 	return type === 'native' ? value : 'pipe';
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/handle-sync.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle-sync.js
 
 
 
@@ -20775,7 +20781,7 @@ const addPropertiesSync = {
 	},
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/strip-newline.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/strip-newline.js
 
 
 // Apply `stripFinalNewline` option, which applies to `result.stdout|stderr|all|stdio[*]`.
@@ -20791,7 +20797,7 @@ const getStripFinalNewline = (stripFinalNewline, fdNumber) => fdNumber === 'all'
 
 ;// CONCATENATED MODULE: external "node:stream"
 const external_node_stream_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream");
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/split.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/split.js
 // Split chunks line-wise for generators passed to the `std*` options
 const getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped
 	? undefined
@@ -20905,7 +20911,7 @@ const linesUint8ArrayInfo = {
 
 ;// CONCATENATED MODULE: external "node:buffer"
 const external_node_buffer_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:buffer");
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/validate.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/validate.js
 
 
 
@@ -20950,7 +20956,7 @@ Instead, \`yield\` should either be called with a value, or not be called at all
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/encoding-transform.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/encoding-transform.js
 
 
 
@@ -21003,7 +21009,7 @@ const encodingStringFinal = function * (stringDecoder) {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/run-async.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/run-async.js
 
 
 // Applies a series of generator functions asynchronously
@@ -21065,7 +21071,7 @@ const identityGenerator = function * (chunk) {
 	yield chunk;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/run-sync.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/run-sync.js
 // Duplicate the code from `run-async.js` but as synchronous functions
 const pushChunksSync = (getChunksSync, getChunksArguments, transformStream, done) => {
 	try {
@@ -21117,7 +21123,7 @@ const run_sync_identityGenerator = function * (chunk) {
 	yield chunk;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/transform/generator.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/generator.js
 
 
 
@@ -21216,7 +21222,7 @@ const addInternalGenerators = (
 	].filter(Boolean);
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/input-sync.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/input-sync.js
 
 
 
@@ -21262,7 +21268,7 @@ const validateSerializable = newContents => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/output.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/output.js
 
 
 
@@ -21324,7 +21330,7 @@ const logLine = (line, fdNumber, verboseInfo) => {
 	});
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/output-sync.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/output-sync.js
 
 
 
@@ -21461,7 +21467,7 @@ const writeToFiles = (serializedResult, stdioItems, outputFiles) => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/all-sync.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/all-sync.js
 
 
 
@@ -21496,7 +21502,7 @@ const getAllSync = ([, stdout, stderr], options) => {
 	return `${stdout}${stderr}`;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/exit-async.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/exit-async.js
 
 
 
@@ -21552,7 +21558,7 @@ const isSubprocessErrorExit = (exitCode, signal) => exitCode === undefined && si
 // When the subprocess fails due to a non-0 exit code or to a signal termination
 const isFailedExit = (exitCode, signal) => exitCode !== 0 || signal !== null;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/exit-sync.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/exit-sync.js
 
 
 
@@ -21579,7 +21585,7 @@ const getResultError = (error, exitCode, signal) => {
 	return isFailedExit(exitCode, signal) ? new DiscardedError() : undefined;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/main-sync.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/main-sync.js
 
 
 
@@ -21744,7 +21750,7 @@ const getSyncResult = ({error, exitCode, signal, timedOut, isMaxBuffer, stdio, a
 		isSync: true,
 	});
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/get-one.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/get-one.js
 
 
 
@@ -21810,7 +21816,7 @@ const throwOnStrictError = async (ipcEmitter, isSubprocess, {signal}) => {
 	throw getStrictResponseError(error, isSubprocess);
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/get-each.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/get-each.js
 
 
 
@@ -21901,7 +21907,7 @@ const throwIfStrictError = ({error}) => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/methods.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/methods.js
 
 
 
@@ -21952,7 +21958,7 @@ const getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
 	}),
 });
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/return/early-error.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/early-error.js
 
 
 
@@ -22009,7 +22015,7 @@ const duplex = () => new external_node_stream_namespaceObject.Duplex({read() {},
 
 const handleDummyPromise = async (error, verboseInfo, options) => handleResult(error, verboseInfo, options);
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/stdio/handle-async.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle-async.js
 
 
 
@@ -22065,7 +22071,7 @@ const addPropertiesAsync = {
 
 ;// CONCATENATED MODULE: external "node:stream/promises"
 const external_node_stream_promises_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream/promises");
-;// CONCATENATED MODULE: ../main/node_modules/@sindresorhus/merge-streams/index.js
+;// CONCATENATED MODULE: ./node_modules/@sindresorhus/merge-streams/index.js
 
 
 
@@ -22332,7 +22338,7 @@ const PASSTHROUGH_LISTENERS_COUNT = 2;
 //  - once due to `stream.pipe(passThroughStream)`
 const PASSTHROUGH_LISTENERS_PER_STREAM = 1;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/pipeline.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/pipeline.js
 
 
 
@@ -22382,7 +22388,7 @@ const abortSourceStream = source => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/output-async.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/output-async.js
 
 
 
@@ -22464,7 +22470,7 @@ const setStandardStreamMaxListeners = (stream, {signal}) => {
 // That library also listens for `source` end, which adds 1 more listener.
 const MAX_LISTENERS_INCREMENT = 2;
 
-;// CONCATENATED MODULE: ../main/node_modules/signal-exit/dist/mjs/signals.js
+;// CONCATENATED MODULE: ./node_modules/signal-exit/dist/mjs/signals.js
 /**
  * This is not the set of all possible signals.
  *
@@ -22504,7 +22510,7 @@ if (process.platform === 'linux') {
     signals.push('SIGIO', 'SIGPOLL', 'SIGPWR', 'SIGSTKFLT');
 }
 //# sourceMappingURL=signals.js.map
-;// CONCATENATED MODULE: ../main/node_modules/signal-exit/dist/mjs/index.js
+;// CONCATENATED MODULE: ./node_modules/signal-exit/dist/mjs/index.js
 // Note: since nyc uses this module to output coverage, any lines
 // that are in the direct sync flow of nyc's outputCoverage are
 // ignored, since we can never get coverage for them.
@@ -22780,7 +22786,7 @@ load,
  */
 unload, } = signalExitWrap(processOk(mjs_process) ? new SignalExit(mjs_process) : new SignalExitFallback());
 //# sourceMappingURL=index.js.map
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/terminate/cleanup.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/cleanup.js
 
 
 
@@ -22798,7 +22804,7 @@ const cleanupOnExit = (subprocess, {cleanup, detached}, {signal}) => {
 	});
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/pipe-arguments.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/pipe-arguments.js
 
 
 
@@ -22891,7 +22897,7 @@ const getSourceStream = (source, from) => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/throw.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/throw.js
 
 
 
@@ -22951,7 +22957,7 @@ const createNonCommandError = ({error, fileDescriptors, sourceOptions, startTime
 
 const PIPE_COMMAND_MESSAGE = 'source.pipe(destination)';
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/sequence.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/sequence.js
 // Like Bash, we await both subprocesses. This is unlike some other shells which only await the destination subprocess.
 // Like Bash with the `pipefail` option, if either subprocess fails, the whole pipe fails.
 // Like Bash, if both subprocesses fail, we return the failure of the destination.
@@ -22977,7 +22983,7 @@ const waitForBothSubprocesses = async subprocessPromises => {
 	return destinationResult;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/streaming.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/streaming.js
 
 
 
@@ -23030,7 +23036,7 @@ const SOURCE_LISTENERS_PER_PIPE = 2;
 // Those are added by `finished()` in `cleanupMergedStreamsMap()`
 const DESTINATION_LISTENERS_PER_PIPE = 1;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/abort.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/abort.js
 
 
 
@@ -23052,7 +23058,7 @@ const unpipeOnSignalAbort = async (unpipeSignal, {sourceStream, mergedStream, fi
 	});
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/pipe/setup.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/setup.js
 
 
 
@@ -23126,7 +23132,7 @@ const handlePipePromise = async ({
 // We need to ensure this does not create unhandled rejections.
 const getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
 
-;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/utils.js
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/utils.js
 const utils_identity = value => value;
 
 const utils_noop = () => undefined;
@@ -23139,7 +23145,7 @@ const throwObjectStream = chunk => {
 
 const getLengthProperty = convertedChunk => convertedChunk.length;
 
-;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/array.js
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/array.js
 
 
 
@@ -23173,7 +23179,7 @@ const arrayMethods = {
 	finalize: getContentsProperty,
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/array-buffer.js
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/array-buffer.js
 
 
 
@@ -23259,7 +23265,7 @@ const arrayBufferMethods = {
 	finalize: finalizeArrayBuffer,
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/get-stream/source/string.js
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/string.js
 
 
 
@@ -23297,7 +23303,7 @@ const stringMethods = {
 	finalize: getContentsProperty,
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/iterate.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/iterate.js
 
 
 
@@ -23409,7 +23415,7 @@ const getGenerators = ({binary, shouldEncode, encoding, shouldSplit, preserveNew
 	getSplitLinesGenerator(binary, preserveNewlines, !shouldSplit, {}),
 ].filter(Boolean);
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/io/contents.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/contents.js
 
 
 
@@ -23527,7 +23533,7 @@ const handleBufferedData = ({bufferedData}) => isArrayBuffer(bufferedData)
 	? new Uint8Array(bufferedData)
 	: bufferedData;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/wait-stream.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/wait-stream.js
 
 
 // Wraps `finished(stream)` to handle the following case:
@@ -23625,7 +23631,7 @@ const isStreamAbort = error => error?.code === 'ERR_STREAM_PREMATURE_CLOSE';
 // Therefore, we ignore this error on writable streams.
 const isStreamEpipe = error => error?.code === 'EPIPE';
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/stdio.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/stdio.js
 
 
 
@@ -23674,7 +23680,7 @@ const waitForSubprocessStream = async ({stream, fdNumber, encoding, buffer, maxB
 	return output;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/all-async.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/all-async.js
 
 
 
@@ -23722,7 +23728,7 @@ const getAllMixed = ({all, stdout, stderr}) => all
 	&& stderr
 	&& stdout.readableObjectMode !== stderr.readableObjectMode;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/verbose/ipc.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/ipc.js
 
 
 
@@ -23739,7 +23745,7 @@ const logIpcOutput = (message, verboseInfo) => {
 	});
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/ipc/buffer-messages.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/buffer-messages.js
 
 
 
@@ -23788,7 +23794,7 @@ const getBufferedIpcOutput = async (ipcOutputPromise, ipcOutput) => {
 	return ipcOutput;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/resolve/wait-subprocess.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/wait-subprocess.js
 
 
 
@@ -23936,7 +23942,7 @@ const throwOnSubprocessError = async (subprocess, {signal}) => {
 	throw error;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/concurrent.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/concurrent.js
 
 
 // When using multiple `.readable()`/`.writable()`/`.duplex()`, `final` and `destroy` should wait for other streams
@@ -23971,7 +23977,7 @@ const waitForConcurrentStreams = async ({resolve, promises}, subprocess) => {
 	return !isSubprocessExit;
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/shared.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/shared.js
 
 
 
@@ -24019,7 +24025,7 @@ const destroyOtherStream = (stream, isOpen, error) => {
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/readable.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/readable.js
 
 
 
@@ -24129,7 +24135,7 @@ const destroyOtherReadable = (stream, error) => {
 	destroyOtherStream(stream, stream.readable, error);
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/writable.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/writable.js
 
 
 
@@ -24216,7 +24222,7 @@ const destroyOtherWritable = (stream, error) => {
 	destroyOtherStream(stream, stream.writable, error);
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/duplex.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/duplex.js
 
 
 
@@ -24276,7 +24282,7 @@ const onDuplexDestroy = async ({subprocessStdout, subprocessStdin, subprocess, w
 	]);
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/iterable.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/iterable.js
 
 
 
@@ -24312,7 +24318,7 @@ const iterateOnStdoutData = async function * (onStdoutData, subprocessStdout, su
 	}
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/convert/add.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/add.js
 
 
 
@@ -24329,7 +24335,7 @@ const addConvertedStreams = (subprocess, {encoding}) => {
 	subprocess[Symbol.asyncIterator] = createIterable.bind(undefined, subprocess, encoding, {});
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/promise.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/promise.js
 // The return value is a mixin of `subprocess` and `Promise`
 const mergePromise = (subprocess, promise) => {
 	for (const [property, descriptor] of descriptors) {
@@ -24346,7 +24352,7 @@ const descriptors = ['then', 'catch', 'finally'].map(property => [
 	Reflect.getOwnPropertyDescriptor(nativePromisePrototype, property),
 ]);
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/main-async.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/main-async.js
 
 
 
@@ -24542,7 +24548,7 @@ const getAsyncResult = ({errorInfo, exitCode, signal, stdio, all, ipcOutput, con
 		startTime,
 	});
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/bind.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/bind.js
 
 
 
@@ -24567,7 +24573,7 @@ const mergeOption = (optionName, boundOptionValue, optionValue) => {
 
 const DEEP_OPTIONS = new Set(['env', ...FD_SPECIFIC_OPTIONS]);
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/create.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/create.js
 
 
 
@@ -24634,7 +24640,7 @@ const parseArguments = ({mapArguments, firstArgument, nextArguments, deepOptions
 	};
 };
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/command.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/command.js
 // Main logic for `execaCommand()`
 const mapCommandAsync = ({file, commandArguments}) => parseCommand(file, commandArguments);
 
@@ -24679,7 +24685,7 @@ const parseCommandString = command => {
 
 const SPACES_REGEXP = / +/g;
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/lib/methods/script.js
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/script.js
 // Sets `$.sync` and `$.s`
 const setScriptSync = (boundExeca, createNested, boundOptions) => {
 	boundExeca.sync = createNested(mapScriptSync, boundOptions);
@@ -24703,7 +24709,7 @@ const getScriptStdinOption = ({input, inputFile, stdio}) => input === undefined 
 // However, some options (like `stdin: 'inherit'`) would create issues with piping, i.e. cannot be deep.
 const deepScriptOptions = {preferLocal: true};
 
-;// CONCATENATED MODULE: ../main/node_modules/execa/index.js
+;// CONCATENATED MODULE: ./node_modules/execa/index.js
 
 
 
@@ -24743,8 +24749,11 @@ function choosePython(flag) {
 }
 // Reads torch's version.py instead of importing torch: an import costs seconds per evaluation.
 const PY_PROBE = `
-import importlib.util, json, os, sys
-info = {"python": sys.version.split()[0], "torch": None, "cuda": None}
+import importlib.util, json, os, site, sys
+dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+dirs.update(getattr(site, "getsitepackages", lambda: [])())
+info = {"python": sys.version.split()[0], "torch": None, "cuda": None,
+        "prefixes": sorted(os.path.realpath(d) for d in dirs if d and os.path.isdir(d))}
 spec = importlib.util.find_spec("torch")
 if spec and spec.origin:
     ns = {}
@@ -24769,7 +24778,7 @@ function inspectPython(executable) {
                 throw new HarnessError(`the Python interpreter '${executable}' does not run (${why}); set --python or PROBEGATE_PYTHON`, "environment");
             }
             const info = JSON.parse(String(r.stdout).trim().split("\n").pop() ?? "{}");
-            return { executable, ...info };
+            return { executable, ...info, prefixes: info.prefixes ?? [] };
         })();
         pythonCache.set(executable, p);
         p.catch(() => pythonCache.delete(executable));
@@ -24797,6 +24806,265 @@ function cpuCount() {
     return Math.max(1, cpus().length);
 }
 
+;// CONCATENATED MODULE: ./src/engine/cgroup.ts
+
+
+const FILES = {
+    1: { memMax: "memory.limit_in_bytes", memPeak: "memory.max_usage_in_bytes", memEvents: "memory.oom_control" },
+    2: { memMax: "memory.max", memPeak: "memory.peak", memEvents: "memory.events" },
+};
+/** The cgroup path of this process for one v1 controller ("" for v2), from /proc/self/cgroup. */
+function ownCgroupPath(procSelfCgroup, controller) {
+    for (const line of procSelfCgroup.split("\n")) {
+        const [, names, path] = line.split(":");
+        if (names === undefined || path === undefined)
+            continue;
+        if (controller === null ? names === "" && line.startsWith("0::") : names.split(",").includes(controller))
+            return path;
+    }
+    return null;
+}
+/** Reads `key N` from a flat keyed cgroup file ("oom_kill 3", "max 12"); 0 when absent. */
+function keyedCount(text, key) {
+    const m = text.match(new RegExp(`^${key} (\\d+)$`, "m"));
+    return m ? Number(m[1]) : 0;
+}
+const read = (p) => {
+    try {
+        return (0,external_node_fs_.readFileSync)(p, "utf8");
+    }
+    catch {
+        return "";
+    }
+};
+/**
+ * Finds usable memory and pids controllers under `root`: cgroup v2 when this process's own group
+ * delegates both to children, else v1 hierarchies that are writable here. Null where neither is.
+ */
+function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/self/cgroup")) {
+    const v2own = ownCgroupPath(procSelfCgroup, null);
+    const v2root = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "cgroup.controllers")) ? root : (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "unified", "cgroup.controllers")) ? (0,external_node_path_.join)(root, "unified") : null;
+    if (v2root && v2own !== null) {
+        const parent = (0,external_node_path_.join)(v2root, v2own);
+        const delegated = read((0,external_node_path_.join)(parent, "cgroup.subtree_control")).split(/\s+/);
+        if (delegated.includes("memory") && delegated.includes("pids"))
+            return { version: 2, parent };
+    }
+    const mem = ownCgroupPath(procSelfCgroup, "memory");
+    const pids = ownCgroupPath(procSelfCgroup, "pids");
+    if (mem !== null && pids !== null && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "memory", "cgroup.procs")) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "pids", "cgroup.procs"))) {
+        return { version: 1, memory: (0,external_node_path_.join)(root, "memory", mem), pids: (0,external_node_path_.join)(root, "pids", pids) };
+    }
+    return null;
+}
+let counter = 0;
+/**
+ * Makes a cgroup for one run with memory and pids limits. Null when the controllers cannot be used
+ * here (not writable, not delegated): the caller then falls back to sampling from /proc.
+ */
+function createJobCgroup(ctl, limits) {
+    if (!ctl)
+        return null;
+    const name = `probegate-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+    const memDir = (0,external_node_path_.join)(ctl.version === 2 ? ctl.parent : ctl.memory, name);
+    const pidsDir = ctl.version === 2 ? memDir : (0,external_node_path_.join)(ctl.pids, name);
+    const dirs = [...new Set([memDir, pidsDir])];
+    const f = FILES[ctl.version];
+    try {
+        for (const d of dirs)
+            (0,external_node_fs_.mkdirSync)(d);
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(memDir, f.memMax), String(limits.memoryBytes));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(pidsDir, "pids.max"), String(limits.pids));
+    }
+    catch {
+        for (const d of dirs) {
+            try {
+                (0,external_node_fs_.rmdirSync)(d);
+            }
+            catch {
+                // It was never made.
+            }
+        }
+        return null;
+    }
+    // No swap: a memory bomb must meet the limit, not page the runner to a crawl. Not every kernel has it.
+    const swap = (0,external_node_path_.join)(memDir, ctl.version === 2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
+    try {
+        if ((0,external_node_fs_.existsSync)(swap))
+            (0,external_node_fs_.writeFileSync)(swap, ctl.version === 2 ? "0" : String(limits.memoryBytes));
+    }
+    catch {
+        // Swap accounting off: the memory limit still holds for resident memory.
+    }
+    const pidsOf = () => dirs.flatMap((d) => read((0,external_node_path_.join)(d, "cgroup.procs"))
+        .split("\n")
+        .filter(Boolean)
+        .map(Number));
+    const killAll = () => {
+        for (const pid of pidsOf()) {
+            try {
+                process.kill(pid, "SIGKILL");
+            }
+            catch {
+                // Already gone.
+            }
+        }
+    };
+    return {
+        procsFiles: dirs.map((d) => (0,external_node_path_.join)(d, "cgroup.procs")),
+        memoryPeak: () => {
+            const v = Number(read((0,external_node_path_.join)(memDir, f.memPeak)).trim());
+            return Number.isFinite(v) && v > 0 ? v : null;
+        },
+        limitHit: () => {
+            if (keyedCount(read((0,external_node_path_.join)(memDir, f.memEvents)), "oom_kill") > 0)
+                return "memory";
+            if (keyedCount(read((0,external_node_path_.join)(pidsDir, "pids.events")), "max") > 0)
+                return "pids";
+            return null;
+        },
+        killAll,
+        remove: async () => {
+            for (let i = 0; i < 50 && pidsOf().length > 0; i++) {
+                killAll();
+                await new Promise((r) => setTimeout(r, 20));
+            }
+            for (const d of dirs) {
+                try {
+                    (0,external_node_fs_.rmdirSync)(d);
+                }
+                catch {
+                    // A process that would not die keeps its group; the kernel frees it when it does.
+                }
+            }
+        },
+    };
+}
+
+;// CONCATENATED MODULE: ./src/engine/leak-guard.ts
+
+
+/** Shorter lines are too common to be evidence of a leak (`import os`, `return total`). */
+const MIN_LINE = 20;
+const CANARY = /[A-Za-z0-9_-]*canary[A-Za-z0-9_-]*/gi;
+const MIN_CANARY = 8;
+/** The marker that replaces an outgoing string that held probe source. */
+const WITHHELD = "[withheld by probegate: this text contained hidden probe source]";
+/** Lines and canaries of probe sources (file texts). Pure. */
+function probeSecrets(texts) {
+    const lines = new Set();
+    const canaries = new Set();
+    for (const text of texts) {
+        for (const raw of text.split(/\r?\n/)) {
+            const line = raw.trim();
+            if (line.length >= MIN_LINE)
+                lines.add(line);
+        }
+        for (const m of text.matchAll(CANARY))
+            if (m[0].length >= MIN_CANARY)
+                canaries.add(m[0].toLowerCase());
+    }
+    return { lines: [...lines], canaries: [...canaries] };
+}
+/** Reads every text file under the probe folder (caches and binary files skipped). */
+function readProbeSecrets(probesDir) {
+    const texts = [];
+    const walk = (dir) => {
+        for (const name of (0,external_node_fs_.readdirSync)(dir)) {
+            if (name === "__pycache__")
+                continue;
+            const p = (0,external_node_path_.join)(dir, name);
+            const st = (0,external_node_fs_.statSync)(p);
+            if (st.isDirectory())
+                walk(p);
+            else if (st.isFile()) {
+                const buf = (0,external_node_fs_.readFileSync)(p);
+                if (!buf.includes(0))
+                    texts.push(buf.toString("utf8"));
+            }
+        }
+    };
+    walk(probesDir);
+    return probeSecrets(texts);
+}
+/** Whether `text` holds a canary or a line of probe source. */
+function leaks(text, secrets) {
+    if (text.length < MIN_CANARY)
+        return false;
+    const lower = text.toLowerCase();
+    if (secrets.canaries.some((c) => lower.includes(c)))
+        return true;
+    return text.length >= MIN_LINE && secrets.lines.some((l) => text.includes(l));
+}
+/**
+ * Every string of `value` (object keys too) that leaks probe source, replaced by WITHHELD (keys by
+ * `withheld-N`); `withheld` counts them. Applied to everything that leaves the runner, before it
+ * is signed or printed.
+ */
+function withholdLeaks(value, secrets) {
+    let withheld = 0;
+    const clean = (v) => {
+        if (typeof v === "string") {
+            if (!leaks(v, secrets))
+                return v;
+            withheld++;
+            return WITHHELD;
+        }
+        if (Array.isArray(v))
+            return v.map(clean);
+        if (v && typeof v === "object") {
+            const out = {};
+            for (const [k, x] of Object.entries(v)) {
+                const key = leaks(k, secrets) ? `withheld-${++withheld}` : k;
+                out[key] = clean(x);
+            }
+            return out;
+        }
+        return v;
+    };
+    return { value: clean(value), withheld };
+}
+
+;// CONCATENATED MODULE: external "node:crypto"
+const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
+;// CONCATENATED MODULE: ./src/engine/job-isolation.ts
+
+
+/**
+ * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
+ * the sandbox's user (it runs as `nobody`); the engine, as root, still reads it all afterwards.
+ */
+async function isolationFor(plan, mounts) {
+    const sb = plan.sandbox;
+    if (sb?.dropToUid != null && mounts.readWrite.length > 0) {
+        const id = `${sb.dropToUid}:${sb.dropToUid}`;
+        const r = await execa("chown", ["-R", "--no-dereference", id, ...mounts.readWrite], { reject: false });
+        if (r.exitCode !== 0)
+            throw new HarnessError(`could not hand the workspace to the sandbox user ${id}: ${String(r.stderr).trim()}`, "sandbox");
+    }
+    return {
+        sandbox: sb
+            ? {
+                bwrap: sb.bwrap,
+                readOnly: [...sb.readOnly, ...mounts.readOnly],
+                readWrite: mounts.readWrite,
+                readOnlyInside: mounts.readOnlyInside,
+                symlinks: sb.symlinks,
+                devices: sb.devices,
+                tmpBytes: plan.diskBytes,
+                cwd: mounts.cwd,
+                dropToUid: sb.dropToUid,
+                // RLIMIT_NPROC counts every task of the uid, so it is only a backstop, above the limit the
+                // engine enforces (the cgroup's pids.max, else the sampled process count).
+                maxProcesses: sb.dropToUid !== null ? 2 * plan.processes : null,
+                maxFileBytes: plan.diskBytes,
+            }
+            : null,
+        cgroups: plan.cgroups,
+        writable: mounts.readWrite,
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/engine/job-env.ts
 
 
@@ -24804,7 +25072,7 @@ function cpuCount() {
 const PASS_THROUGH = /^(NCCL_|TORCH_NCCL_|TORCH_SYMM_MEM_|NVSHMEM_|CUDA_LAUNCH_BLOCKING$|CUBLAS_WORKSPACE_CONFIG$|LD_LIBRARY_PATH$|OMP_NUM_THREADS$)/;
 /**
  * The whole environment of an official-test or probe process, built from nothing: the runner's
- * variables (tokens, keys, GITHUB_*, ACTIONS_*) never reach submission code.
+ * variables (tokens, keys, GITHUB_*, ACTIONS_*, the signing key) never reach submission code.
  */
 function jobEnv(ctx, extra = {}) {
     const home = (0,external_node_path_.join)(ctx.root, "home");
@@ -24819,7 +25087,8 @@ function jobEnv(ctx, extra = {}) {
         ...env,
         PATH: "/usr/local/bin:/usr/bin:/bin",
         HOME: home,
-        TMPDIR: tmp,
+        // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
+        TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,
         LANG: "C.UTF-8",
         PYTHONDONTWRITEBYTECODE: "1",
         PYTHONUNBUFFERED: "1",
@@ -24838,7 +25107,7 @@ function expandCommand(argv, values) {
     return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/util.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/util.js
 
 
 const nameStartChar = ':A-Za-z_\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C-\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD';
@@ -24900,7 +25169,7 @@ const DANGEROUS_PROPERTY_NAMES = [
 ];
 
 const criticalProperties = ["__proto__", "constructor", "prototype"];
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/OptionsBuilder.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/OptionsBuilder.js
 
 
 
@@ -25065,7 +25334,7 @@ const buildOptions = function (options) {
   //console.debug(built.processEntities)
   return built;
 };
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/xmlNode.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/xmlNode.js
 
 
 let METADATA_SYMBOL;
@@ -25121,7 +25390,7 @@ class XmlNode {
   }
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/xml-naming/src/index.js
+;// CONCATENATED MODULE: ./node_modules/xml-naming/src/index.js
 /**
  * xml-naming
  * Validates XML Name productions as defined in the XML 1.0 and 1.1 specifications.
@@ -25504,7 +25773,7 @@ const sanitize = (str, production = 'name', { replacement = '_', asciiOnly = fal
 
   return result || replacement;
 };
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/DocTypeReader.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/DocTypeReader.js
 
 
 class DocTypeReader {
@@ -25931,7 +26200,7 @@ function validateEntityName(name, xmlVersion) {
     else
         throw new Error(`Invalid entity name ${name}`);
 }
-;// CONCATENATED MODULE: ../main/node_modules/anynum/digitTable.js
+;// CONCATENATED MODULE: ./node_modules/anynum/digitTable.js
 /**
  * Flat lookup table: maps Unicode code point → ASCII digit (0-9).
  * Only decimal digit characters (Unicode category Nd) are included.
@@ -26049,7 +26318,7 @@ for (const zero of SCRIPT_ZEROS) {
 
 
 
-;// CONCATENATED MODULE: ../main/node_modules/anynum/anynum.js
+;// CONCATENATED MODULE: ./node_modules/anynum/anynum.js
 
 
 
@@ -26185,7 +26454,7 @@ function anynum(str) {
 
 
 /* harmony default export */ const anynum_anynum = (anynum);
-;// CONCATENATED MODULE: ../main/node_modules/strnum/strnum.js
+;// CONCATENATED MODULE: ./node_modules/strnum/strnum.js
 const hexRegex = /^[-+]?0x[a-fA-F0-9]+$/;
 const binRegex = /^0b[01]+$/;
 const octRegex = /^0o[0-7]+$/;
@@ -26363,7 +26632,7 @@ function handleInfinity(str, num, options) {
     }
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/ignoreAttributes.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/ignoreAttributes.js
 function getIgnoreAttributesFn(ignoreAttributes) {
     if (typeof ignoreAttributes === 'function') {
         return ignoreAttributes
@@ -26382,7 +26651,7 @@ function getIgnoreAttributesFn(ignoreAttributes) {
     }
     return () => false
 }
-;// CONCATENATED MODULE: ../main/node_modules/path-expression-matcher/src/Matcher.js
+;// CONCATENATED MODULE: ./node_modules/path-expression-matcher/src/Matcher.js
 
 
 /**
@@ -27047,7 +27316,7 @@ class Matcher {
   }
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/path-expression-matcher/src/Expression.js
+;// CONCATENATED MODULE: ./node_modules/path-expression-matcher/src/Expression.js
 /**
  * Expression - Parses and stores a tag pattern expression
  * 
@@ -27280,7 +27549,7 @@ class Expression {
     return this.pattern;
   }
 }
-;// CONCATENATED MODULE: ../main/node_modules/path-expression-matcher/src/ExpressionSet.js
+;// CONCATENATED MODULE: ./node_modules/path-expression-matcher/src/ExpressionSet.js
 /**
  * ExpressionSet - An indexed collection of Expressions for efficient bulk matching
  *
@@ -27507,7 +27776,7 @@ class ExpressionSet {
   }
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/@nodable/entities/src/entities.js
+;// CONCATENATED MODULE: ./node_modules/@nodable/entities/src/entities.js
 // ---------------------------------------------------------------------------
 // Complete HTML5 named entity reference
 // Organized by logical categories for easy maintenance and selective importing
@@ -28647,7 +28916,7 @@ const COMMON_HTML = {
 // Note: NUMERIC_ENTITIES (&#NNN; / &#xHH;) are handled by the scanner directly
 // via String.fromCodePoint() without any map lookup.
 // ---------------------------------------------------------------------------
-;// CONCATENATED MODULE: ../main/node_modules/@nodable/entities/src/EntityDecoder.js
+;// CONCATENATED MODULE: ./node_modules/@nodable/entities/src/EntityDecoder.js
 // ---------------------------------------------------------------------------
 // Built-in named entity map  (name → replacement string)
 // No regex, no {regex,val} objects — just flat key/value pairs.
@@ -29292,7 +29561,7 @@ class EntityDecoder {
     return this._applyNCRAction(effective, token, cp);
   }
 }
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/sql.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/sql.js
 /**
  * SQL context patterns — high-precision rules only.
  *
@@ -29389,7 +29658,7 @@ const SQL_PATTERNS = [
 
 /* harmony default export */ const sql = (SQL_PATTERNS);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/sql-strict.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/sql-strict.js
 /**
  * SQL-STRICT context patterns.
  *
@@ -29438,7 +29707,7 @@ const SQL_STRICT_PATTERNS = [...sql, ...SQL_STRICT_EXTRA];
 
 /* harmony default export */ const sql_strict = (SQL_STRICT_PATTERNS);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/util/decode-entities.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/util/decode-entities.js
 /**
  * Decode the HTML character references that matter for markup-context
  * detection.
@@ -29488,7 +29757,7 @@ function decodeEntities(input) {
   });
 }
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/html.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/html.js
 /**
  * HTML context patterns.
  *
@@ -29592,7 +29861,7 @@ const HTML_PATTERNS = [
 
 /* harmony default export */ const html = (HTML_PATTERNS);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/xml.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/xml.js
 /**
  * XML context patterns.
  *
@@ -29673,7 +29942,7 @@ const XML_PATTERNS = [
 
 /* harmony default export */ const xml = (XML_PATTERNS);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/svg.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/svg.js
 /**
  * SVG context patterns.
  *
@@ -29756,7 +30025,7 @@ const SVG_PATTERNS = [
 
 /* harmony default export */ const svg = (SVG_PATTERNS);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/shell.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/shell.js
 /**
  * SHELL context patterns.
  *
@@ -29863,7 +30132,7 @@ const SHELL_PATTERNS = [
 
 /* harmony default export */ const shell = (SHELL_PATTERNS);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/redos.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/redos.js
 /**
  * REDOS context patterns.
  *
@@ -29925,7 +30194,7 @@ const REDOS_PATTERNS = [
 
 /* harmony default export */ const redos = (REDOS_PATTERNS);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/nosql.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/nosql.js
 /**
  * NOSQL context patterns.
  *
@@ -30041,7 +30310,7 @@ const NOSQL_PATTERNS = [
 
 /* harmony default export */ const nosql = (NOSQL_PATTERNS);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/contexts/log.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/contexts/log.js
 /**
  * LOG context patterns.
  *
@@ -30141,7 +30410,7 @@ const LOG_PATTERNS = [
 
 /* harmony default export */ const log = (LOG_PATTERNS);
 
-;// CONCATENATED MODULE: ../main/node_modules/is-unsafe/src/index.js
+;// CONCATENATED MODULE: ./node_modules/is-unsafe/src/index.js
 /**
  * is-unsafe v2
  *
@@ -30435,7 +30704,7 @@ function allUnsafe(value, context) {
 
 /* harmony default export */ const src = ((/* unused pure expression or super */ null && (isUnsafe)));
 
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/OrderedObjParser.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/OrderedObjParser.js
 
 ///@ts-check
 
@@ -31349,7 +31618,7 @@ function sanitizeName(name, options) {
   }
   return name;
 }
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/node2json.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/node2json.js
 
 
 
@@ -31527,7 +31796,7 @@ function isLeafTag(obj, options) {
 
   return false;
 }
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/validator.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/validator.js
 
 
 
@@ -32045,7 +32314,7 @@ function getLineNumberForPosition(xmlData, index) {
 function getPositionFromMatch(match) {
   return match.startIndex + match[1].length;
 }
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/xmlparser/XMLParser.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/xmlparser/XMLParser.js
 /* global Uint8Array */
 
 
@@ -32123,7 +32392,7 @@ class XMLParser {
         return XmlNode.getMetaDataSymbol();
     }
 }
-;// CONCATENATED MODULE: ../main/node_modules/fast-xml-parser/src/fxp.js
+;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/fxp.js
 
 
 
@@ -32167,13 +32436,15 @@ function locate(tc, detail) {
         return { file: pick[1] ?? null, line: Number(pick[2]) };
     return { file: guess, line: null };
 }
-/** Collects every testcase, wherever suites nest. */
-function testcases(node, out = []) {
+/** Collects every testcase, wherever suites nest, and the names of the suites. */
+function testcases(node, out = [], suites = []) {
     for (const tc of node.testcase ?? [])
         out.push(tc);
-    for (const s of node.testsuite ?? [])
-        testcases(s, out);
-    return out;
+    for (const s of node.testsuite ?? []) {
+        suites.push(String(s.name ?? ""));
+        testcases(s, out, suites);
+    }
+    return { cases: out, suites };
 }
 /**
  * Parses a JUnit XML report into counts and failing tests. Throws on a file that is not JUnit XML;
@@ -32187,7 +32458,7 @@ function parseJunit(xml) {
     const root = doc.testsuites ?? { testsuite: doc.testsuite };
     if (!doc.testsuites && !doc.testsuite)
         throw new Error("no <testsuites> or <testsuite> element");
-    const cases = testcases(root);
+    const { cases, suites } = testcases(root);
     const counts = { total: cases.length, passed: 0, failed: 0, errors: 0, skipped: 0 };
     const failing = [];
     for (const tc of cases) {
@@ -32211,7 +32482,41 @@ function parseJunit(xml) {
         else
             counts.passed++;
     }
-    return { counts, failing };
+    return { counts, failing, suites };
+}
+
+;// CONCATENATED MODULE: ./src/engine/disk-usage.ts
+
+
+/**
+ * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
+ * Sampled once a second against the disk limit; evaluation folders are small source trees.
+ */
+function treeBytes(paths) {
+    let total = 0;
+    const stack = [...paths];
+    while (stack.length) {
+        const p = stack.pop();
+        let st;
+        try {
+            st = (0,external_node_fs_.lstatSync)(p);
+        }
+        catch {
+            continue; // Removed while walking.
+        }
+        if (st.isFile())
+            total += st.size;
+        else if (st.isDirectory()) {
+            try {
+                for (const name of (0,external_node_fs_.readdirSync)(p))
+                    stack.push((0,external_node_path_.join)(p, name));
+            }
+            catch {
+                // Unreadable: the sandbox made it so; nothing large can hide there for long.
+            }
+        }
+    }
+    return total;
 }
 
 ;// CONCATENATED MODULE: ./src/engine/process-group.ts
@@ -32329,20 +32634,148 @@ function killGroup(pgid) {
     }
 }
 
+;// CONCATENATED MODULE: ./src/engine/sandbox.ts
+
+
+/** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
+const SANDBOX_UID = 65534;
+/**
+ * Top-level host folders a program needs to run; what is absent on a host is skipped. Not /opt,
+ * /home or /root: runners keep their credentials there. An interpreter outside /usr is added on its own.
+ */
+const SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
+/**
+ * The command line that runs `command` in a sandbox: no network (own network namespace with only
+ * loopback), own pid / ipc / uts namespaces, a private /tmp, a fresh /proc and a minimal /dev, and
+ * nothing of the host's files but what `spec` names. As root it first becomes an unprivileged user
+ * (setpriv), so the kernel sees a distinct uid for RLIMIT_NPROC and for file permissions. Pure.
+ */
+function sandboxArgv(spec, command) {
+    if (command.length === 0)
+        throw new TypeError("empty command");
+    const out = [];
+    if (spec.dropToUid !== null) {
+        const id = String(spec.dropToUid);
+        out.push("setpriv", `--reuid=${id}`, `--regid=${id}`, "--clear-groups", "--inh-caps=-all", "--no-new-privs");
+    }
+    out.push("prlimit", `--fsize=${spec.maxFileBytes}`, "--core=0");
+    if (spec.maxProcesses !== null)
+        out.push(`--nproc=${spec.maxProcesses}`);
+    out.push("--", spec.bwrap, "--unshare-user", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try");
+    out.push("--hostname", "localhost", "--die-with-parent", "--disable-userns", "--cap-drop", "ALL");
+    if (spec.dropToUid !== null)
+        out.push("--uid", String(spec.dropToUid), "--gid", String(spec.dropToUid));
+    for (const l of spec.symlinks)
+        out.push("--symlink", l.target, l.path);
+    out.push("--proc", "/proc", "--dev", "/dev");
+    for (const d of spec.devices)
+        out.push("--dev-bind", d, d);
+    out.push("--size", String(spec.tmpBytes), "--tmpfs", "/tmp");
+    // Binds after the /tmp tmpfs: the evaluation folder usually lives under the host's /tmp.
+    for (const p of spec.readOnly)
+        out.push("--ro-bind", p, p);
+    for (const p of spec.readWrite)
+        out.push("--bind", p, p);
+    for (const p of spec.readOnlyInside)
+        out.push("--ro-bind", p, p);
+    out.push("--chdir", spec.cwd, "--", ...command);
+    return out;
+}
+/** The host's system folders and top-level symlinks, as `sandboxArgv` wants them. */
+function systemLayout() {
+    const readOnly = [];
+    const symlinks = [];
+    for (const p of SYSTEM_PATHS) {
+        let st;
+        try {
+            st = (0,external_node_fs_.lstatSync)(p);
+        }
+        catch {
+            continue;
+        }
+        if (st.isSymbolicLink())
+            symlinks.push({ path: p, target: (0,external_node_fs_.readlinkSync)(p) });
+        else if (st.isDirectory())
+            readOnly.push(p);
+    }
+    return { readOnly, symlinks };
+}
+/** /dev/nvidiaN for the given GPU indices plus the control devices CUDA opens; only those that exist. */
+function gpuDevices(indices) {
+    if (indices.length === 0 || !(0,external_node_fs_.existsSync)("/dev"))
+        return [];
+    const control = (0,external_node_fs_.readdirSync)("/dev")
+        .filter((n) => /^nvidia(ctl|-uvm|-uvm-tools|-modeset)$/.test(n))
+        .map((n) => `/dev/${n}`);
+    const own = indices.map((i) => `/dev/nvidia${i}`).filter((p) => (0,external_node_fs_.existsSync)(p));
+    const caps = (0,external_node_fs_.existsSync)("/dev/nvidia-caps") ? ["/dev/nvidia-caps"] : [];
+    return [...own, ...control, ...caps];
+}
+/** The bubblewrap executable: `$PROBEGATE_BWRAP`, else `bwrap` on PATH. */
+function bwrapPath() {
+    return process.env.PROBEGATE_BWRAP || "bwrap";
+}
+const support = new Map();
+/**
+ * Detects once per process (and bubblewrap path) whether the sandbox works here, by running `true`
+ * in it: bubblewrap, setpriv and prlimit must be installed and user namespaces allowed.
+ */
+function detectSandbox(bwrap = bwrapPath()) {
+    const known = support.get(bwrap);
+    if (known)
+        return known;
+    const trial = (async () => {
+        const root = typeof process.getuid === "function" && process.getuid() === 0;
+        const spec = {
+            bwrap,
+            ...systemLayout(),
+            readWrite: [],
+            readOnlyInside: [],
+            devices: [],
+            tmpBytes: 1024 * 1024,
+            cwd: "/",
+            dropToUid: root ? SANDBOX_UID : null,
+            maxProcesses: null,
+            maxFileBytes: 1024 * 1024,
+        };
+        const argv = sandboxArgv(spec, ["true"]);
+        const r = await execa(argv[0], argv.slice(1), { reject: false, timeout: 30_000, stdin: "ignore", env: { PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" } });
+        if (r.exitCode === 0)
+            return { ok: true, dropToUid: spec.dropToUid };
+        const said = String(r.stderr || r.shortMessage).trim().split("\n").slice(-2).join("; ");
+        return { ok: false, why: `a trial run of \`${argv.join(" ")}\` failed (${said}); the sandbox needs bubblewrap (${bwrap}), util-linux (setpriv, prlimit) and user namespaces` };
+    })();
+    support.set(bwrap, trial);
+    return trial;
+}
+
 ;// CONCATENATED MODULE: ./src/engine/run-command.ts
+
+
+
 
 
 const KEEP = 64 * 1024;
 const SAMPLE_MS = 100;
+const DISK_SAMPLE_MS = 250;
+/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
+const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
 /**
- * Runs a command in its own process group with a clean environment. Every limit kills the whole
- * group (the ranks a test spawns included), and the group is killed again after the leader exits,
- * so nothing outlives the run.
+ * Runs a command in its own process group with a clean environment, in the sandbox when one is
+ * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
+ * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
+ * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
+ * outside the sandbox.
  */
-async function runCommand(argv, opts) {
-    const [file, ...args] = argv;
-    if (!file)
+async function runCommand(command, opts) {
+    if (command.length === 0)
         throw new TypeError("empty command");
+    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
+    const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
+    const inner = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
+    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
+    const [file, ...args] = argv;
+    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
     const started = performance.now();
     const child = execa(file, args, {
         cwd: opts.cwd,
@@ -32366,6 +32799,7 @@ async function runCommand(argv, opts) {
         limit = why;
         if (pgid)
             killGroup(pgid);
+        cg?.killAll();
     };
     const onData = (chunk) => {
         total += chunk.length;
@@ -32382,25 +32816,54 @@ async function runCommand(argv, opts) {
     const meter = pgid ? new GroupMeter(pgid) : undefined;
     const sampler = meter
         ? setInterval(() => {
-            const { rssBytes } = meter.sample();
+            const { rssBytes, processes } = meter.sample();
             peak = Math.max(peak, rssBytes);
-            if (rssBytes > opts.limits.memoryBytes)
-                stop("memory");
+            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
+            // processes share once per process, so it decides only where there is no cgroup.
+            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
+            if (hit)
+                stop(hit);
         }, SAMPLE_MS)
         : undefined;
+    const diskWatch = iso.writable.length
+        ? setInterval(() => {
+            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+                stop("disk");
+        }, DISK_SAMPLE_MS)
+        : undefined;
     const result = await child;
+    const durationS = (performance.now() - started) / 1000;
     clearTimeout(timer);
     if (sampler)
         clearInterval(sampler);
+    if (diskWatch)
+        clearInterval(diskWatch);
     if (pgid)
         killGroup(pgid);
-    const spawnError = result.failed && result.exitCode === undefined && !result.signal ? (result.shortMessage ?? "could not start") : null;
+    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
+    const kernelLimit = cg?.limitHit() ?? null;
+    if (!limit && kernelLimit)
+        limit = kernelLimit;
+    if (!limit && result.signal === "SIGXFSZ")
+        limit = "disk";
+    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+        limit = "disk";
+    const cgroupPeak = cg?.memoryPeak() ?? null;
+    await cg?.remove();
+    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
+    const spawnError = joinFailed
+        ? "could not join the run's cgroup"
+        : result.failed && result.exitCode === undefined && !result.signal
+            ? (result.shortMessage ?? "could not start")
+            : null;
     return {
         exitCode: result.exitCode ?? null,
         signal: result.signal ?? null,
         limit,
-        durationS: (performance.now() - started) / 1000,
+        durationS,
         peakRssBytes: peak,
+        peakMemoryBytes: cgroupPeak ?? peak,
+        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
         log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
         spawnError,
     };
@@ -32413,15 +32876,20 @@ async function runCommand(argv, opts) {
 
 
 
+
+
 /**
  * Why a run did not pass, cross-checking the exit code against the JUnit report; null when it
  * passed. Nothing the tests printed is read: only the exit status and the report file.
  */
-function officialReason(run, report, reportError) {
+function officialReason(run, report, reportError, expectedSuite = null) {
     if (run.limit)
         return `stopped by the ${run.limit} limit`;
     if (!report)
         return `no JUnit report${reportError ? ` (${reportError})` : ""}: the tests did not run to completion`;
+    if (expectedSuite !== null && (report.suites.length === 0 || report.suites.some((s) => s !== expectedSuite))) {
+        return "the JUnit report was not written by this run's pytest (its suite name is not the one the engine set): it was forged";
+    }
     const bad = report.counts.failed + report.counts.errors;
     if (run.exitCode !== 0 && bad === 0)
         return `exited with code ${run.exitCode ?? "none"} although the report lists no failing test`;
@@ -32435,11 +32903,30 @@ function officialReason(run, report, reportError) {
         return "every test was skipped";
     return null;
 }
-/** Runs the official tests in the workspace and judges them from exit code + JUnit report. */
+/** Whether a command runs pytest (`pytest`, `py.test`, `python -m pytest`, `pytest-3`). */
+function runsPytest(argv) {
+    return argv.some((a) => /^py\.?test(-3)?$/.test((0,external_node_path_.basename)(a)));
+}
+/**
+ * Runs the official tests in the workspace and judges them from exit code + JUnit report. The
+ * report goes to a folder of its own that only this run can write, is read after the process group
+ * is gone, and (under pytest) must carry the suite name the engine drew at random for this run, so
+ * a report a submission wrote before exiting 0 is not taken for the real one.
+ */
 async function runOfficial(task, ctx, limits, log) {
-    const junit = (0,external_node_path_.join)(ctx.judgeDir, "official-junit.xml");
+    const reportDir = (0,external_node_path_.join)(ctx.judgeDir, "official");
+    (0,external_node_fs_.mkdirSync)(reportDir, { recursive: true });
+    const junit = (0,external_node_path_.join)(reportDir, "junit.xml");
     const argv = expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace });
-    const run = await runCommand(argv, { cwd: ctx.workspace, env: jobEnv(ctx), limits });
+    const suite = runsPytest(argv) ? `probegate-${(0,external_node_crypto_namespaceObject.randomBytes)(12).toString("hex")}` : null;
+    const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}` } : {});
+    const isolation = await isolationFor(ctx.isolation, {
+        cwd: ctx.workspace,
+        readOnly: [],
+        readWrite: [ctx.workspace, env.HOME, reportDir],
+        readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
+    });
+    const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation });
     log(run.log);
     if (run.spawnError)
         throw new HarnessError(`the official test command could not start: ${run.spawnError}`, "official");
@@ -32453,7 +32940,7 @@ async function runOfficial(task, ctx, limits, log) {
             reportError = e.message;
         }
     }
-    const reason = officialReason(run, report, reportError);
+    const reason = officialReason(run, report, reportError, suite);
     return {
         passed: reason === null,
         reason,
@@ -32464,11 +32951,13 @@ async function runOfficial(task, ctx, limits, log) {
         counts: report?.counts ?? { total: 0, passed: 0, failed: 0, errors: 0, skipped: 0 },
         failing: report?.failing ?? [],
         durationS: run.durationS,
+        peakMemoryBytes: run.peakMemoryBytes,
+        memorySource: run.memorySource,
     };
 }
 
-// EXTERNAL MODULE: ../main/node_modules/picomatch/index.js
-var node_modules_picomatch = __nccwpck_require__(6310);
+// EXTERNAL MODULE: ./node_modules/picomatch/index.js
+var node_modules_picomatch = __nccwpck_require__(4006);
 var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(node_modules_picomatch);
 ;// CONCATENATED MODULE: ./src/core/probe-outcome.ts
 
@@ -32571,6 +33060,7 @@ function needsAnotherRun(runs, retried) {
 
 
 
+
 /** Copies the probes in only now, outside the workspace, read-only. */
 function mountProbes(src, root) {
     const dest = (0,external_node_path_.join)(root, "probes");
@@ -32597,8 +33087,9 @@ function listProbes(probesDir, pattern) {
 }
 /**
  * Runs every probe process once (time probes up to three times), from a read-only copy of the
- * probe folder outside the workspace. Results come only from each run's results file and exit
- * status; what a probe prints goes to the runner log alone.
+ * probe folder outside the workspace, mounted into the sandbox only now. Results come only from
+ * each run's own results file (the one file of the judge folder that run can see) and exit status;
+ * what a probe prints goes to the runner log alone.
  */
 async function runProbes(task, ctx, limitsFor, events) {
     const files = listProbes(task.probesDir, task.spec.probes.pattern);
@@ -32617,13 +33108,20 @@ async function runProbes(task, ctx, limitsFor, events) {
             const attempt = runs.length + 1;
             events.probeStart(probe, attempt);
             const results = (0,external_node_path_.join)(resultsDir, `${probe}.${attempt}.jsonl`);
+            (0,external_node_fs_.writeFileSync)(results, "");
             const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: (0,external_node_path_.join)(mounted, file), workspace: ctx.workspace });
             const env = jobEnv(ctx, {
                 PROBEGATE_RESULTS: results,
                 PROBEGATE_PROBE_DIR: mounted,
                 PYTHONPATH: [ctx.workspace, ctx.kitDir, mounted].join(":"),
             });
-            const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor() });
+            const isolation = await isolationFor(ctx.isolation, {
+                cwd: ctx.workspace,
+                readOnly: [ctx.kitDir, mounted],
+                readWrite: [ctx.workspace, env.HOME, results],
+                readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
+            });
+            const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(), isolation });
             events.log(probe, run.log);
             if (run.spawnError)
                 throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
@@ -32639,8 +33137,6 @@ async function runProbes(task, ctx, limitsFor, events) {
     return all;
 }
 
-;// CONCATENATED MODULE: external "node:crypto"
-const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
 ;// CONCATENATED MODULE: ./src/engine/probe-set.ts
 
 
@@ -32740,7 +33236,8 @@ const GIT_ENV = {
 };
 /** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
 async function git(cwd, args, opts = {}) {
-    const r = await execa("git", ["-c", "core.hooksPath=/dev/null", ...args], {
+    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
+    const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
         cwd,
         env: GIT_ENV,
         reject: false,
@@ -32892,6 +33389,15 @@ async function resetJudge(ws, officialGlobs) {
     return actions;
 }
 /**
+ * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
+ * added or changed since the reset before the official tests, so nothing the official run wrote
+ * runs first in a probe process. Official test files are left as the tests left them.
+ */
+async function resetHooks(ws) {
+    const actions = await resetJudge(ws.dir, []);
+    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
+}
+/**
  * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
  * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
  * written to.
@@ -32938,12 +33444,31 @@ async function createWorkspace(task, sub) {
 
 
 
-function jobContext(ws, opts, gpus) {
+
+
+
+
+
+/** The nearest of `dir` and its ancestors that others may not search (o+x), if any. */
+function closedAncestor(dir) {
+    for (let d = dir;; d = (0,external_node_path_.dirname)(d)) {
+        if (((0,external_node_fs_.statSync)(d).mode & 0o001) === 0)
+            return d;
+        if (d === (0,external_node_path_.dirname)(d))
+            return null;
+    }
+}
+/** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
+const DEFAULT_PROCESSES = 4096;
+/** Default bytes a run may write (workspace, HOME, its private /tmp). */
+const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
+function jobContext(ws, opts, gpus, isolation) {
     const worldSize = opts.worldSize ?? Math.max(1, opts.task.spec.gpus);
     const usable = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)) : gpus;
     const nccl = opts.task.spec.gpus > 0 && usable.length >= worldSize;
     const assigned = nccl ? usable.slice(0, worldSize) : usable.slice(0, Math.min(1, usable.length));
     return {
+        isolation: isolation(assigned.map((g) => g.index)),
         workspace: ws.dir,
         root: ws.root,
         judgeDir: ws.judgeDir,
@@ -32975,20 +33500,28 @@ function toProbeResults(checks) {
  */
 async function evaluate(opts) {
     const now = opts.now ?? (() => new Date());
-    const emit = opts.onEvent ?? (() => { });
     const startedAt = now();
     const t0 = performance.now();
     const since = (t) => (performance.now() - t) / 1000;
     const spec = opts.task.spec;
     const deadline = t0 + spec.limits.wallClock * 1000;
+    const processes = opts.runLimits?.processes ?? DEFAULT_PROCESSES;
+    const diskBytes = opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES;
     const limits = (timeoutS) => ({
         timeoutS: Math.max(1, Math.min(timeoutS, (deadline - performance.now()) / 1000)),
         outputBytes: spec.limits.outputBytes,
         memoryBytes: spec.limits.memory,
+        processes,
+        diskBytes,
     });
     const probeSet = probeSetVersion(opts.task.probesDir);
+    // Every string that leaves the runner (events, the result) is checked against the probe sources.
+    const secrets = readProbeSecrets(opts.task.probesDir);
+    const rawEmit = opts.onEvent ?? (() => { });
+    const emit = (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value);
     // Facts about the host are gathered while the workspace is built; a failure surfaces later, as a harness error.
-    const hostFacts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus()]);
+    const bwrap = bwrapPath();
+    const hostFacts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)]);
     hostFacts.catch(() => { });
     emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
     const ws = await createWorkspace(opts.task, opts.submission);
@@ -33002,10 +33535,31 @@ async function evaluate(opts) {
     let py = null;
     let gpus = [];
     let ctx = null;
+    const cgroups = findControllers();
     try {
-        [py, gpus] = await hostFacts;
+        let support;
+        [py, gpus, support] = await hostFacts;
+        if (support && !support.ok) {
+            throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+        }
         const python = py.executable;
-        ctx = jobContext(ws, opts, gpus);
+        const layout = systemLayout();
+        const covered = (p) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
+        const interpreter = py.prefixes.filter((p) => !covered(p));
+        const sandboxUid = support?.ok ? support.dropToUid : null;
+        // The sandbox's user must reach the folders bound into it (mkdtemp made the root 0700).
+        if (sandboxUid !== null) {
+            (0,external_node_fs_.chmodSync)(ws.root, 0o711);
+            const closed = closedAncestor((0,external_node_path_.dirname)(ws.root));
+            if (closed)
+                throw new HarnessError(`the sandbox user (uid ${sandboxUid}) cannot reach the evaluation folder ${ws.root}: ${closed} is not searchable by others. Run chmod o+x ${closed}, or point TMPDIR at a folder it can reach.`, "sandbox");
+        }
+        ctx = jobContext(ws, opts, gpus, (assigned) => ({
+            sandbox: support?.ok ? { bwrap, dropToUid: sandboxUid, readOnly: [...layout.readOnly, ...interpreter], symlinks: layout.symlinks, devices: gpuDevices(assigned) } : null,
+            cgroups,
+            processes,
+            diskBytes,
+        }));
         const c = ctx;
         emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
         const t1 = performance.now();
@@ -33013,6 +33567,8 @@ async function evaluate(opts) {
         officialS = since(t1);
         emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
         if (official.passed || opts.alwaysProbe) {
+            // Hooks the official run may have planted for the probe processes (a sitecustomize.py, say) go first.
+            ws.resets.push(...(await resetHooks(ws)));
             emit({ type: "phase-start", phase: "probes" });
             const t2 = performance.now();
             checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
@@ -33067,7 +33623,8 @@ async function evaluate(opts) {
             backend: ctx?.backend ?? "gloo",
             worldSize: ctx?.worldSize ?? Math.max(1, spec.gpus),
             gpus,
-            sandboxed: false,
+            sandboxed: ctx?.isolation.sandbox != null,
+            cgroup: cgroups ? `v${cgroups.version}` : null,
         },
         startedAt: startedAt.toISOString(),
         finishedAt: now().toISOString(),
@@ -33075,11 +33632,12 @@ async function evaluate(opts) {
         signature: null,
     });
     emit({ type: "phase-end", phase: "verdict", durationS: 0, detail: verdict });
-    return opts.signingKey ? signResult(result, opts.signingKey) : result;
+    const { value: clean } = withholdLeaks(result, secrets);
+    return opts.signingKey ? signResult(clean, opts.signingKey) : clean;
 }
 
-// EXTERNAL MODULE: ../main/node_modules/yaml/dist/index.js
-var dist = __nccwpck_require__(3439);
+// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
+var dist = __nccwpck_require__(8815);
 ;// CONCATENATED MODULE: ./src/engine/yaml-file.ts
 
 
@@ -33294,6 +33852,7 @@ async function demoCommand(flags, io) {
             task: c.task,
             submission: { kind: "patch", path: c.patch },
             kitDir: flags.root ? (0,external_node_path_.join)(root, "probes", "kit") : KIT_DIR,
+            unsandboxed: flags.unsandboxed,
             onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: "  " }),
         });
         const dir = (0,external_node_path_.join)(outDir, c.task.spec.id);
@@ -33364,6 +33923,7 @@ function renderResultTable(result) {
 
 
 
+
 /** Exit codes of `probegate eval`: scripts gate on them. */
 function exitCodeFor(result) {
     if (result.verdict === "resolved")
@@ -33378,6 +33938,14 @@ function parseIntFlag(name, value, min) {
     const n = Number(value);
     if (!Number.isInteger(n) || n < min)
         throw new InputError(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
+    return n;
+}
+function parseSizeFlag(name, value) {
+    if (value === undefined)
+        return undefined;
+    const n = parseByteSize(value);
+    if (n === undefined || n < 1024 * 1024)
+        throw new InputError(`${name}: expected a size of at least 1MiB like 512MiB or 4GiB, got '${value}'.`, { field: name });
     return n;
 }
 function parseGpus(value) {
@@ -33406,6 +33974,8 @@ async function evalCommand(flags, io) {
         gpus: parseGpus(flags.gpus),
         alwaysProbe: flags.alwaysProbe,
         keepWorkspace: flags.keepWorkspace,
+        unsandboxed: flags.unsandboxed,
+        runLimits: { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) },
         signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
         onEvent: progressPrinter(io.stderr, { verbose: flags.verbose }),
     });
@@ -33722,6 +34292,9 @@ function main_program(io, done) {
         .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
         .option("--always-probe", "run the hidden probes even when the official tests fail")
         .option("--keep-workspace", "keep the evaluation folder for debugging")
+        .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
+        .option("--max-processes <n>", "processes (threads, where a cgroup counts them) one test or probe run may have (default 4096)")
+        .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")
         .option("-v, --verbose", "show what tests and probes print (runner-side only)")
         .action(async (flags) => done(await evalCommand(flags, io)));
     p.command("validate")
@@ -33733,6 +34306,7 @@ function main_program(io, done) {
         .option("--out-dir <dir>", "where reports go", "out/demo")
         .option("--task <ids...>", "only these tasks")
         .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
+        .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
         .option("-v, --verbose", "show what tests and probes print")
         .action(async (flags) => done(await demoCommand(flags, io)));
     p.command("verify")
@@ -33851,14 +34425,14 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("util");
 
 /***/ }),
 
-/***/ 3917:
+/***/ 8909:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
-const { Argument } = __nccwpck_require__(2562);
-const { Command } = __nccwpck_require__(4604);
-const { CommanderError, InvalidArgumentError } = __nccwpck_require__(4063);
-const { Help } = __nccwpck_require__(3914);
-const { Option } = __nccwpck_require__(3864);
+const { Argument } = __nccwpck_require__(9154);
+const { Command } = __nccwpck_require__(4348);
+const { CommanderError, InvalidArgumentError } = __nccwpck_require__(1135);
+const { Help } = __nccwpck_require__(9754);
+const { Option } = __nccwpck_require__(5240);
 
 exports.DM = new Command();
 
@@ -33882,10 +34456,10 @@ exports.a2 = InvalidArgumentError; // Deprecated
 
 /***/ }),
 
-/***/ 2562:
+/***/ 9154:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
-const { InvalidArgumentError } = __nccwpck_require__(4063);
+const { InvalidArgumentError } = __nccwpck_require__(1135);
 
 class Argument {
   /**
@@ -34039,7 +34613,7 @@ exports.humanReadableArgName = humanReadableArgName;
 
 /***/ }),
 
-/***/ 4604:
+/***/ 4348:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 const EventEmitter = (__nccwpck_require__(8474).EventEmitter);
@@ -34048,11 +34622,11 @@ const path = __nccwpck_require__(6760);
 const fs = __nccwpck_require__(3024);
 const process = __nccwpck_require__(1708);
 
-const { Argument, humanReadableArgName } = __nccwpck_require__(2562);
-const { CommanderError } = __nccwpck_require__(4063);
-const { Help, stripColor } = __nccwpck_require__(3914);
-const { Option, DualOptions } = __nccwpck_require__(3864);
-const { suggestSimilar } = __nccwpck_require__(6726);
+const { Argument, humanReadableArgName } = __nccwpck_require__(9154);
+const { CommanderError } = __nccwpck_require__(1135);
+const { Help, stripColor } = __nccwpck_require__(9754);
+const { Option, DualOptions } = __nccwpck_require__(5240);
+const { suggestSimilar } = __nccwpck_require__(5030);
 
 class Command extends EventEmitter {
   /**
@@ -36823,7 +37397,7 @@ exports.useColor = useColor; // exporting for tests
 
 /***/ }),
 
-/***/ 4063:
+/***/ 1135:
 /***/ ((__unused_webpack_module, exports) => {
 
 /**
@@ -36869,10 +37443,10 @@ exports.InvalidArgumentError = InvalidArgumentError;
 
 /***/ }),
 
-/***/ 3914:
+/***/ 9754:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
-const { humanReadableArgName } = __nccwpck_require__(2562);
+const { humanReadableArgName } = __nccwpck_require__(9154);
 
 /**
  * TypeScript import types for JSDoc, used by Visual Studio Code IntelliSense and `npm run typescript-checkJS`
@@ -37623,10 +38197,10 @@ exports.stripColor = stripColor;
 
 /***/ }),
 
-/***/ 3864:
+/***/ 5240:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
-const { InvalidArgumentError } = __nccwpck_require__(4063);
+const { InvalidArgumentError } = __nccwpck_require__(1135);
 
 class Option {
   /**
@@ -38010,7 +38584,7 @@ exports.DualOptions = DualOptions;
 
 /***/ }),
 
-/***/ 6726:
+/***/ 5030:
 /***/ ((__unused_webpack_module, exports) => {
 
 const maxDistance = 3;
@@ -38118,18 +38692,18 @@ exports.suggestSimilar = suggestSimilar;
 
 /***/ }),
 
-/***/ 2197:
+/***/ 7349:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var Scalar = __nccwpck_require__(389);
-var YAMLMap = __nccwpck_require__(5462);
-var YAMLSeq = __nccwpck_require__(6831);
-var resolveBlockMap = __nccwpck_require__(143);
-var resolveBlockSeq = __nccwpck_require__(1854);
-var resolveFlowCollection = __nccwpck_require__(9030);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
+var YAMLMap = __nccwpck_require__(4454);
+var YAMLSeq = __nccwpck_require__(2223);
+var resolveBlockMap = __nccwpck_require__(7103);
+var resolveBlockSeq = __nccwpck_require__(334);
+var resolveFlowCollection = __nccwpck_require__(3142);
 
 function resolveCollection(CN, ctx, token, onError, tagName, tag) {
     const coll = token.type === 'block-map'
@@ -38215,15 +38789,15 @@ exports.composeCollection = composeCollection;
 
 /***/ }),
 
-/***/ 83:
+/***/ 3683:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Document = __nccwpck_require__(573);
-var composeNode = __nccwpck_require__(4961);
-var resolveEnd = __nccwpck_require__(1020);
-var resolveProps = __nccwpck_require__(775);
+var Document = __nccwpck_require__(3021);
+var composeNode = __nccwpck_require__(5937);
+var resolveEnd = __nccwpck_require__(7788);
+var resolveProps = __nccwpck_require__(4631);
 
 function composeDoc(options, directives, { offset, start, value, end }, onError) {
     const opts = Object.assign({ _directives: directives }, options);
@@ -38267,17 +38841,17 @@ exports.composeDoc = composeDoc;
 
 /***/ }),
 
-/***/ 4961:
+/***/ 5937:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Alias = __nccwpck_require__(7105);
-var identity = __nccwpck_require__(4919);
-var composeCollection = __nccwpck_require__(2197);
-var composeScalar = __nccwpck_require__(3573);
-var resolveEnd = __nccwpck_require__(1020);
-var utilEmptyScalarPosition = __nccwpck_require__(8407);
+var Alias = __nccwpck_require__(4065);
+var identity = __nccwpck_require__(1127);
+var composeCollection = __nccwpck_require__(7349);
+var composeScalar = __nccwpck_require__(5413);
+var resolveEnd = __nccwpck_require__(7788);
+var utilEmptyScalarPosition = __nccwpck_require__(2599);
 
 const CN = { composeNode, composeEmptyNode };
 function composeNode(ctx, token, props, onError) {
@@ -38386,15 +38960,15 @@ exports.composeNode = composeNode;
 
 /***/ }),
 
-/***/ 3573:
+/***/ 5413:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var Scalar = __nccwpck_require__(389);
-var resolveBlockScalar = __nccwpck_require__(5089);
-var resolveFlowScalar = __nccwpck_require__(5882);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
+var resolveBlockScalar = __nccwpck_require__(8913);
+var resolveFlowScalar = __nccwpck_require__(6842);
 
 function composeScalar(ctx, token, tagToken, onError) {
     const { value, type, comment, range } = token.type === 'block-scalar'
@@ -38481,18 +39055,18 @@ exports.composeScalar = composeScalar;
 
 /***/ }),
 
-/***/ 3104:
+/***/ 9984:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var node_process = __nccwpck_require__(932);
-var directives = __nccwpck_require__(2606);
-var Document = __nccwpck_require__(573);
-var errors = __nccwpck_require__(152);
-var identity = __nccwpck_require__(4919);
-var composeDoc = __nccwpck_require__(83);
-var resolveEnd = __nccwpck_require__(1020);
+var directives = __nccwpck_require__(1342);
+var Document = __nccwpck_require__(3021);
+var errors = __nccwpck_require__(1464);
+var identity = __nccwpck_require__(1127);
+var composeDoc = __nccwpck_require__(3683);
+var resolveEnd = __nccwpck_require__(7788);
 
 function getErrorPos(src) {
     if (typeof src === 'number')
@@ -38712,17 +39286,17 @@ exports.Composer = Composer;
 
 /***/ }),
 
-/***/ 143:
+/***/ 7103:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Pair = __nccwpck_require__(5773);
-var YAMLMap = __nccwpck_require__(5462);
-var resolveProps = __nccwpck_require__(775);
-var utilContainsNewline = __nccwpck_require__(4283);
-var utilFlowIndentCheck = __nccwpck_require__(1795);
-var utilMapIncludes = __nccwpck_require__(1091);
+var Pair = __nccwpck_require__(7165);
+var YAMLMap = __nccwpck_require__(4454);
+var resolveProps = __nccwpck_require__(4631);
+var utilContainsNewline = __nccwpck_require__(9499);
+var utilFlowIndentCheck = __nccwpck_require__(4051);
+var utilMapIncludes = __nccwpck_require__(1187);
 
 const startColMsg = 'All mapping items must start at the same column';
 function resolveBlockMap({ composeNode, composeEmptyNode }, ctx, bm, onError, tag) {
@@ -38836,12 +39410,12 @@ exports.resolveBlockMap = resolveBlockMap;
 
 /***/ }),
 
-/***/ 5089:
+/***/ 8913:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(389);
+var Scalar = __nccwpck_require__(3301);
 
 function resolveBlockScalar(ctx, scalar, onError) {
     const start = scalar.offset;
@@ -39043,14 +39617,14 @@ exports.resolveBlockScalar = resolveBlockScalar;
 
 /***/ }),
 
-/***/ 1854:
+/***/ 334:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var YAMLSeq = __nccwpck_require__(6831);
-var resolveProps = __nccwpck_require__(775);
-var utilFlowIndentCheck = __nccwpck_require__(1795);
+var YAMLSeq = __nccwpck_require__(2223);
+var resolveProps = __nccwpck_require__(4631);
+var utilFlowIndentCheck = __nccwpck_require__(4051);
 
 function resolveBlockSeq({ composeNode, composeEmptyNode }, ctx, bs, onError, tag) {
     const NodeClass = tag?.nodeClass ?? YAMLSeq.YAMLSeq;
@@ -39101,7 +39675,7 @@ exports.resolveBlockSeq = resolveBlockSeq;
 
 /***/ }),
 
-/***/ 1020:
+/***/ 7788:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -39147,19 +39721,19 @@ exports.resolveEnd = resolveEnd;
 
 /***/ }),
 
-/***/ 9030:
+/***/ 3142:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var Pair = __nccwpck_require__(5773);
-var YAMLMap = __nccwpck_require__(5462);
-var YAMLSeq = __nccwpck_require__(6831);
-var resolveEnd = __nccwpck_require__(1020);
-var resolveProps = __nccwpck_require__(775);
-var utilContainsNewline = __nccwpck_require__(4283);
-var utilMapIncludes = __nccwpck_require__(1091);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var YAMLMap = __nccwpck_require__(4454);
+var YAMLSeq = __nccwpck_require__(2223);
+var resolveEnd = __nccwpck_require__(7788);
+var resolveProps = __nccwpck_require__(4631);
+var utilContainsNewline = __nccwpck_require__(9499);
+var utilMapIncludes = __nccwpck_require__(1187);
 
 const blockMsg = 'Block collections are not allowed within flow collections';
 const isBlock = (token) => token && (token.type === 'block-map' || token.type === 'block-seq');
@@ -39363,13 +39937,13 @@ exports.resolveFlowCollection = resolveFlowCollection;
 
 /***/ }),
 
-/***/ 5882:
+/***/ 6842:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(389);
-var resolveEnd = __nccwpck_require__(1020);
+var Scalar = __nccwpck_require__(3301);
+var resolveEnd = __nccwpck_require__(7788);
 
 function resolveFlowScalar(scalar, strict, onError) {
     const { offset, type, source, end } = scalar;
@@ -39598,7 +40172,7 @@ exports.resolveFlowScalar = resolveFlowScalar;
 
 /***/ }),
 
-/***/ 775:
+/***/ 4631:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -39753,7 +40327,7 @@ exports.resolveProps = resolveProps;
 
 /***/ }),
 
-/***/ 4283:
+/***/ 9499:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -39796,7 +40370,7 @@ exports.containsNewline = containsNewline;
 
 /***/ }),
 
-/***/ 8407:
+/***/ 2599:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -39831,12 +40405,12 @@ exports.emptyScalarPosition = emptyScalarPosition;
 
 /***/ }),
 
-/***/ 1795:
+/***/ 4051:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var utilContainsNewline = __nccwpck_require__(4283);
+var utilContainsNewline = __nccwpck_require__(9499);
 
 function flowIndentCheck(indent, fc, onError) {
     if (fc?.type === 'flow-collection') {
@@ -39855,12 +40429,12 @@ exports.flowIndentCheck = flowIndentCheck;
 
 /***/ }),
 
-/***/ 1091:
+/***/ 1187:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
+var identity = __nccwpck_require__(1127);
 
 function mapIncludes(ctx, items, search) {
     const { uniqueKeys } = ctx.options;
@@ -39877,22 +40451,22 @@ exports.mapIncludes = mapIncludes;
 
 /***/ }),
 
-/***/ 573:
+/***/ 3021:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Alias = __nccwpck_require__(7105);
-var Collection = __nccwpck_require__(4661);
-var identity = __nccwpck_require__(4919);
-var Pair = __nccwpck_require__(5773);
-var toJS = __nccwpck_require__(3899);
-var Schema = __nccwpck_require__(8224);
-var stringifyDocument = __nccwpck_require__(2285);
-var anchors = __nccwpck_require__(9196);
-var applyReviver = __nccwpck_require__(909);
-var createNode = __nccwpck_require__(1732);
-var directives = __nccwpck_require__(2606);
+var Alias = __nccwpck_require__(4065);
+var Collection = __nccwpck_require__(101);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var toJS = __nccwpck_require__(4043);
+var Schema = __nccwpck_require__(5840);
+var stringifyDocument = __nccwpck_require__(6829);
+var anchors = __nccwpck_require__(1596);
+var applyReviver = __nccwpck_require__(3661);
+var createNode = __nccwpck_require__(2404);
+var directives = __nccwpck_require__(1342);
 
 class Document {
     constructor(value, replacer, options) {
@@ -40221,13 +40795,13 @@ exports.Document = Document;
 
 /***/ }),
 
-/***/ 9196:
+/***/ 1596:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var visit = __nccwpck_require__(2588);
+var identity = __nccwpck_require__(1127);
+var visit = __nccwpck_require__(204);
 
 /**
  * Verify that the input string is a valid anchor.
@@ -40304,7 +40878,7 @@ exports.findNewAnchor = findNewAnchor;
 
 /***/ }),
 
-/***/ 909:
+/***/ 3661:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -40368,14 +40942,14 @@ exports.applyReviver = applyReviver;
 
 /***/ }),
 
-/***/ 1732:
+/***/ 2404:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Alias = __nccwpck_require__(7105);
-var identity = __nccwpck_require__(4919);
-var Scalar = __nccwpck_require__(389);
+var Alias = __nccwpck_require__(4065);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
 
 const defaultTagPrefix = 'tag:yaml.org,2002:';
 function findTagObject(value, tagName, tags) {
@@ -40465,13 +41039,13 @@ exports.createNode = createNode;
 
 /***/ }),
 
-/***/ 2606:
+/***/ 1342:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var visit = __nccwpck_require__(2588);
+var identity = __nccwpck_require__(1127);
+var visit = __nccwpck_require__(204);
 
 const escapeChars = {
     '!': '%21',
@@ -40650,7 +41224,7 @@ exports.Directives = Directives;
 
 /***/ }),
 
-/***/ 152:
+/***/ 1464:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -40719,28 +41293,28 @@ exports.prettifyError = prettifyError;
 
 /***/ }),
 
-/***/ 3439:
+/***/ 8815:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 var __webpack_unused_export__;
 
 
-var composer = __nccwpck_require__(3104);
-var Document = __nccwpck_require__(573);
-var Schema = __nccwpck_require__(8224);
-var errors = __nccwpck_require__(152);
-var Alias = __nccwpck_require__(7105);
-var identity = __nccwpck_require__(4919);
-var Pair = __nccwpck_require__(5773);
-var Scalar = __nccwpck_require__(389);
-var YAMLMap = __nccwpck_require__(5462);
-var YAMLSeq = __nccwpck_require__(6831);
-var cst = __nccwpck_require__(9877);
-var lexer = __nccwpck_require__(5145);
-var lineCounter = __nccwpck_require__(1460);
-var parser = __nccwpck_require__(2064);
-var publicApi = __nccwpck_require__(4543);
-var visit = __nccwpck_require__(2588);
+var composer = __nccwpck_require__(9984);
+var Document = __nccwpck_require__(3021);
+var Schema = __nccwpck_require__(5840);
+var errors = __nccwpck_require__(1464);
+var Alias = __nccwpck_require__(4065);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var Scalar = __nccwpck_require__(3301);
+var YAMLMap = __nccwpck_require__(4454);
+var YAMLSeq = __nccwpck_require__(2223);
+var cst = __nccwpck_require__(3461);
+var lexer = __nccwpck_require__(361);
+var lineCounter = __nccwpck_require__(6628);
+var parser = __nccwpck_require__(3456);
+var publicApi = __nccwpck_require__(4047);
+var visit = __nccwpck_require__(204);
 
 
 
@@ -40777,7 +41351,7 @@ __webpack_unused_export__ = visit.visitAsync;
 
 /***/ }),
 
-/***/ 7297:
+/***/ 7249:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
@@ -40803,16 +41377,16 @@ exports.warn = warn;
 
 /***/ }),
 
-/***/ 7105:
+/***/ 4065:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var anchors = __nccwpck_require__(9196);
-var visit = __nccwpck_require__(2588);
-var identity = __nccwpck_require__(4919);
-var Node = __nccwpck_require__(4833);
-var toJS = __nccwpck_require__(3899);
+var anchors = __nccwpck_require__(1596);
+var visit = __nccwpck_require__(204);
+var identity = __nccwpck_require__(1127);
+var Node = __nccwpck_require__(6673);
+var toJS = __nccwpck_require__(4043);
 
 class Alias extends Node.NodeBase {
     constructor(source) {
@@ -40930,14 +41504,14 @@ exports.Alias = Alias;
 
 /***/ }),
 
-/***/ 4661:
+/***/ 101:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var createNode = __nccwpck_require__(1732);
-var identity = __nccwpck_require__(4919);
-var Node = __nccwpck_require__(4833);
+var createNode = __nccwpck_require__(2404);
+var identity = __nccwpck_require__(1127);
+var Node = __nccwpck_require__(6673);
 
 function collectionFromPath(schema, path, value) {
     let v = value;
@@ -41088,14 +41662,14 @@ exports.isEmptyPath = isEmptyPath;
 
 /***/ }),
 
-/***/ 4833:
+/***/ 6673:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var applyReviver = __nccwpck_require__(909);
-var identity = __nccwpck_require__(4919);
-var toJS = __nccwpck_require__(3899);
+var applyReviver = __nccwpck_require__(3661);
+var identity = __nccwpck_require__(1127);
+var toJS = __nccwpck_require__(4043);
 
 class NodeBase {
     constructor(type) {
@@ -41135,15 +41709,15 @@ exports.NodeBase = NodeBase;
 
 /***/ }),
 
-/***/ 5773:
+/***/ 7165:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var createNode = __nccwpck_require__(1732);
-var stringifyPair = __nccwpck_require__(7764);
-var addPairToJSMap = __nccwpck_require__(8768);
-var identity = __nccwpck_require__(4919);
+var createNode = __nccwpck_require__(2404);
+var stringifyPair = __nccwpck_require__(9748);
+var addPairToJSMap = __nccwpck_require__(7104);
+var identity = __nccwpck_require__(1127);
 
 function createPair(key, value, ctx) {
     const k = createNode.createNode(key, undefined, ctx);
@@ -41181,14 +41755,14 @@ exports.createPair = createPair;
 
 /***/ }),
 
-/***/ 389:
+/***/ 3301:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var Node = __nccwpck_require__(4833);
-var toJS = __nccwpck_require__(3899);
+var identity = __nccwpck_require__(1127);
+var Node = __nccwpck_require__(6673);
+var toJS = __nccwpck_require__(4043);
 
 const isScalarValue = (value) => !value || (typeof value !== 'function' && typeof value !== 'object');
 class Scalar extends Node.NodeBase {
@@ -41215,17 +41789,17 @@ exports.isScalarValue = isScalarValue;
 
 /***/ }),
 
-/***/ 5462:
+/***/ 4454:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyCollection = __nccwpck_require__(4156);
-var addPairToJSMap = __nccwpck_require__(8768);
-var Collection = __nccwpck_require__(4661);
-var identity = __nccwpck_require__(4919);
-var Pair = __nccwpck_require__(5773);
-var Scalar = __nccwpck_require__(389);
+var stringifyCollection = __nccwpck_require__(1212);
+var addPairToJSMap = __nccwpck_require__(7104);
+var Collection = __nccwpck_require__(101);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var Scalar = __nccwpck_require__(3301);
 
 function findPair(items, key) {
     const k = identity.isScalar(key) ? key.value : key;
@@ -41369,17 +41943,17 @@ exports.findPair = findPair;
 
 /***/ }),
 
-/***/ 6831:
+/***/ 2223:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var createNode = __nccwpck_require__(1732);
-var stringifyCollection = __nccwpck_require__(4156);
-var Collection = __nccwpck_require__(4661);
-var identity = __nccwpck_require__(4919);
-var Scalar = __nccwpck_require__(389);
-var toJS = __nccwpck_require__(3899);
+var createNode = __nccwpck_require__(2404);
+var stringifyCollection = __nccwpck_require__(1212);
+var Collection = __nccwpck_require__(101);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
+var toJS = __nccwpck_require__(4043);
 
 class YAMLSeq extends Collection.Collection {
     static get tagName() {
@@ -41491,16 +42065,16 @@ exports.YAMLSeq = YAMLSeq;
 
 /***/ }),
 
-/***/ 8768:
+/***/ 7104:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var log = __nccwpck_require__(7297);
-var merge = __nccwpck_require__(9380);
-var stringify = __nccwpck_require__(9300);
-var identity = __nccwpck_require__(4919);
-var toJS = __nccwpck_require__(3899);
+var log = __nccwpck_require__(7249);
+var merge = __nccwpck_require__(452);
+var stringify = __nccwpck_require__(2148);
+var identity = __nccwpck_require__(1127);
+var toJS = __nccwpck_require__(4043);
 
 function addPairToJSMap(ctx, map, { key, value }) {
     if (identity.isNode(key) && key.addToJSMap)
@@ -41563,7 +42137,7 @@ exports.addPairToJSMap = addPairToJSMap;
 
 /***/ }),
 
-/***/ 4919:
+/***/ 1127:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -41623,12 +42197,12 @@ exports.isSeq = isSeq;
 
 /***/ }),
 
-/***/ 3899:
+/***/ 4043:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
+var identity = __nccwpck_require__(1127);
 
 /**
  * Recursively convert any node or its contents to native JavaScript
@@ -41669,15 +42243,15 @@ exports.toJS = toJS;
 
 /***/ }),
 
-/***/ 334:
+/***/ 110:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var resolveBlockScalar = __nccwpck_require__(5089);
-var resolveFlowScalar = __nccwpck_require__(5882);
-var errors = __nccwpck_require__(152);
-var stringifyString = __nccwpck_require__(1773);
+var resolveBlockScalar = __nccwpck_require__(8913);
+var resolveFlowScalar = __nccwpck_require__(6842);
+var errors = __nccwpck_require__(1464);
+var stringifyString = __nccwpck_require__(3069);
 
 function resolveAsScalar(token, strict = true, onError) {
     if (token) {
@@ -41894,7 +42468,7 @@ exports.setScalarValue = setScalarValue;
 
 /***/ }),
 
-/***/ 3701:
+/***/ 1733:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -41964,7 +42538,7 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 5235:
+/***/ 7715:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -42070,14 +42644,14 @@ exports.visit = visit;
 
 /***/ }),
 
-/***/ 9877:
+/***/ 3461:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var cstScalar = __nccwpck_require__(334);
-var cstStringify = __nccwpck_require__(3701);
-var cstVisit = __nccwpck_require__(5235);
+var cstScalar = __nccwpck_require__(110);
+var cstStringify = __nccwpck_require__(1733);
+var cstVisit = __nccwpck_require__(7715);
 
 /** The byte order mark */
 const BOM = '\u{FEFF}';
@@ -42189,12 +42763,12 @@ exports.tokenType = tokenType;
 
 /***/ }),
 
-/***/ 5145:
+/***/ 361:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var cst = __nccwpck_require__(9877);
+var cst = __nccwpck_require__(3461);
 
 /*
 START -> stream
@@ -42919,7 +43493,7 @@ exports.Lexer = Lexer;
 
 /***/ }),
 
-/***/ 1460:
+/***/ 6628:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -42967,14 +43541,14 @@ exports.LineCounter = LineCounter;
 
 /***/ }),
 
-/***/ 2064:
+/***/ 3456:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var node_process = __nccwpck_require__(932);
-var cst = __nccwpck_require__(9877);
-var lexer = __nccwpck_require__(5145);
+var cst = __nccwpck_require__(3461);
+var lexer = __nccwpck_require__(361);
 
 function includesToken(list, type) {
     for (let i = 0; i < list.length; ++i)
@@ -43954,18 +44528,18 @@ exports.Parser = Parser;
 
 /***/ }),
 
-/***/ 4543:
+/***/ 4047:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var composer = __nccwpck_require__(3104);
-var Document = __nccwpck_require__(573);
-var errors = __nccwpck_require__(152);
-var log = __nccwpck_require__(7297);
-var identity = __nccwpck_require__(4919);
-var lineCounter = __nccwpck_require__(1460);
-var parser = __nccwpck_require__(2064);
+var composer = __nccwpck_require__(9984);
+var Document = __nccwpck_require__(3021);
+var errors = __nccwpck_require__(1464);
+var log = __nccwpck_require__(7249);
+var identity = __nccwpck_require__(1127);
+var lineCounter = __nccwpck_require__(6628);
+var parser = __nccwpck_require__(3456);
 
 function parseOptions(options) {
     const prettyErrors = options.prettyErrors !== false;
@@ -44068,16 +44642,16 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 8224:
+/***/ 5840:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var map = __nccwpck_require__(4043);
-var seq = __nccwpck_require__(7562);
-var string = __nccwpck_require__(4704);
-var tags = __nccwpck_require__(6178);
+var identity = __nccwpck_require__(1127);
+var map = __nccwpck_require__(7451);
+var seq = __nccwpck_require__(1706);
+var string = __nccwpck_require__(6464);
+var tags = __nccwpck_require__(18);
 
 const sortMapEntriesByKey = (a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 class Schema {
@@ -44114,13 +44688,13 @@ exports.Schema = Schema;
 
 /***/ }),
 
-/***/ 4043:
+/***/ 7451:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var YAMLMap = __nccwpck_require__(5462);
+var identity = __nccwpck_require__(1127);
+var YAMLMap = __nccwpck_require__(4454);
 
 const map = {
     collection: 'map',
@@ -44140,12 +44714,12 @@ exports.map = map;
 
 /***/ }),
 
-/***/ 5632:
+/***/ 3632:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(389);
+var Scalar = __nccwpck_require__(3301);
 
 const nullTag = {
     identify: value => value == null,
@@ -44164,13 +44738,13 @@ exports.nullTag = nullTag;
 
 /***/ }),
 
-/***/ 7562:
+/***/ 1706:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var YAMLSeq = __nccwpck_require__(6831);
+var identity = __nccwpck_require__(1127);
+var YAMLSeq = __nccwpck_require__(2223);
 
 const seq = {
     collection: 'seq',
@@ -44190,12 +44764,12 @@ exports.seq = seq;
 
 /***/ }),
 
-/***/ 4704:
+/***/ 6464:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyString = __nccwpck_require__(1773);
+var stringifyString = __nccwpck_require__(3069);
 
 const string = {
     identify: value => typeof value === 'string',
@@ -44213,12 +44787,12 @@ exports.string = string;
 
 /***/ }),
 
-/***/ 4359:
+/***/ 3959:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(389);
+var Scalar = __nccwpck_require__(3301);
 
 const boolTag = {
     identify: value => typeof value === 'boolean',
@@ -44241,13 +44815,13 @@ exports.boolTag = boolTag;
 
 /***/ }),
 
-/***/ 6229:
+/***/ 8405:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(389);
-var stringifyNumber = __nccwpck_require__(3569);
+var Scalar = __nccwpck_require__(3301);
+var stringifyNumber = __nccwpck_require__(8689);
 
 const floatNaN = {
     identify: value => typeof value === 'number',
@@ -44295,12 +44869,12 @@ exports.floatNaN = floatNaN;
 
 /***/ }),
 
-/***/ 7602:
+/***/ 9874:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyNumber = __nccwpck_require__(3569);
+var stringifyNumber = __nccwpck_require__(8689);
 
 const intIdentify = (value) => typeof value === 'bigint' || Number.isInteger(value);
 const intResolve = (str, offset, radix, { intAsBigInt }) => (intAsBigInt ? BigInt(str) : parseInt(str.substring(offset), radix));
@@ -44344,18 +44918,18 @@ exports.intOct = intOct;
 
 /***/ }),
 
-/***/ 7904:
+/***/ 896:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var map = __nccwpck_require__(4043);
-var _null = __nccwpck_require__(5632);
-var seq = __nccwpck_require__(7562);
-var string = __nccwpck_require__(4704);
-var bool = __nccwpck_require__(4359);
-var float = __nccwpck_require__(6229);
-var int = __nccwpck_require__(7602);
+var map = __nccwpck_require__(7451);
+var _null = __nccwpck_require__(3632);
+var seq = __nccwpck_require__(1706);
+var string = __nccwpck_require__(6464);
+var bool = __nccwpck_require__(3959);
+var float = __nccwpck_require__(8405);
+var int = __nccwpck_require__(9874);
 
 const schema = [
     map.map,
@@ -44376,14 +44950,14 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 8647:
+/***/ 3559:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(389);
-var map = __nccwpck_require__(4043);
-var seq = __nccwpck_require__(7562);
+var Scalar = __nccwpck_require__(3301);
+var map = __nccwpck_require__(7451);
+var seq = __nccwpck_require__(1706);
 
 function intIdentify(value) {
     return typeof value === 'bigint' || Number.isInteger(value);
@@ -44447,27 +45021,27 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 6178:
+/***/ 18:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var map = __nccwpck_require__(4043);
-var _null = __nccwpck_require__(5632);
-var seq = __nccwpck_require__(7562);
-var string = __nccwpck_require__(4704);
-var bool = __nccwpck_require__(4359);
-var float = __nccwpck_require__(6229);
-var int = __nccwpck_require__(7602);
-var schema = __nccwpck_require__(7904);
-var schema$1 = __nccwpck_require__(8647);
-var binary = __nccwpck_require__(4355);
-var merge = __nccwpck_require__(9380);
-var omap = __nccwpck_require__(6431);
-var pairs = __nccwpck_require__(9281);
-var schema$2 = __nccwpck_require__(3081);
-var set = __nccwpck_require__(2504);
-var timestamp = __nccwpck_require__(4960);
+var map = __nccwpck_require__(7451);
+var _null = __nccwpck_require__(3632);
+var seq = __nccwpck_require__(1706);
+var string = __nccwpck_require__(6464);
+var bool = __nccwpck_require__(3959);
+var float = __nccwpck_require__(8405);
+var int = __nccwpck_require__(9874);
+var schema = __nccwpck_require__(896);
+var schema$1 = __nccwpck_require__(3559);
+var binary = __nccwpck_require__(6083);
+var merge = __nccwpck_require__(452);
+var omap = __nccwpck_require__(303);
+var pairs = __nccwpck_require__(8385);
+var schema$2 = __nccwpck_require__(5913);
+var set = __nccwpck_require__(1528);
+var timestamp = __nccwpck_require__(6752);
 
 const schemas = new Map([
     ['core', schema.schema],
@@ -44553,14 +45127,14 @@ exports.getTags = getTags;
 
 /***/ }),
 
-/***/ 4355:
+/***/ 6083:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var node_buffer = __nccwpck_require__(181);
-var Scalar = __nccwpck_require__(389);
-var stringifyString = __nccwpck_require__(1773);
+var Scalar = __nccwpck_require__(3301);
+var stringifyString = __nccwpck_require__(3069);
 
 const binary = {
     identify: value => value instanceof Uint8Array, // Buffer inherits from Uint8Array
@@ -44630,12 +45204,12 @@ exports.binary = binary;
 
 /***/ }),
 
-/***/ 6158:
+/***/ 8398:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(389);
+var Scalar = __nccwpck_require__(3301);
 
 function boolStringify({ value, source }, ctx) {
     const boolObj = value ? trueTag : falseTag;
@@ -44666,13 +45240,13 @@ exports.trueTag = trueTag;
 
 /***/ }),
 
-/***/ 838:
+/***/ 5782:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(389);
-var stringifyNumber = __nccwpck_require__(3569);
+var Scalar = __nccwpck_require__(3301);
+var stringifyNumber = __nccwpck_require__(8689);
 
 const floatNaN = {
     identify: value => typeof value === 'number',
@@ -44723,12 +45297,12 @@ exports.floatNaN = floatNaN;
 
 /***/ }),
 
-/***/ 5609:
+/***/ 873:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyNumber = __nccwpck_require__(3569);
+var stringifyNumber = __nccwpck_require__(8689);
 
 const intIdentify = (value) => typeof value === 'bigint' || Number.isInteger(value);
 function intResolve(str, offset, radix, { intAsBigInt }) {
@@ -44806,13 +45380,13 @@ exports.intOct = intOct;
 
 /***/ }),
 
-/***/ 9380:
+/***/ 452:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var Scalar = __nccwpck_require__(389);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
 
 // If the value associated with a merge key is a single mapping node, each of
 // its key/value pairs is inserted into the current mapping, unless the key
@@ -44884,16 +45458,16 @@ exports.merge = merge;
 
 /***/ }),
 
-/***/ 6431:
+/***/ 303:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var toJS = __nccwpck_require__(3899);
-var YAMLMap = __nccwpck_require__(5462);
-var YAMLSeq = __nccwpck_require__(6831);
-var pairs = __nccwpck_require__(9281);
+var identity = __nccwpck_require__(1127);
+var toJS = __nccwpck_require__(4043);
+var YAMLMap = __nccwpck_require__(4454);
+var YAMLSeq = __nccwpck_require__(2223);
+var pairs = __nccwpck_require__(8385);
 
 class YAMLOMap extends YAMLSeq.YAMLSeq {
     constructor() {
@@ -44968,15 +45542,15 @@ exports.omap = omap;
 
 /***/ }),
 
-/***/ 9281:
+/***/ 8385:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var Pair = __nccwpck_require__(5773);
-var Scalar = __nccwpck_require__(389);
-var YAMLSeq = __nccwpck_require__(6831);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var Scalar = __nccwpck_require__(3301);
+var YAMLSeq = __nccwpck_require__(2223);
 
 function resolvePairs(seq, onError) {
     if (identity.isSeq(seq)) {
@@ -45057,24 +45631,24 @@ exports.resolvePairs = resolvePairs;
 
 /***/ }),
 
-/***/ 3081:
+/***/ 5913:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var map = __nccwpck_require__(4043);
-var _null = __nccwpck_require__(5632);
-var seq = __nccwpck_require__(7562);
-var string = __nccwpck_require__(4704);
-var binary = __nccwpck_require__(4355);
-var bool = __nccwpck_require__(6158);
-var float = __nccwpck_require__(838);
-var int = __nccwpck_require__(5609);
-var merge = __nccwpck_require__(9380);
-var omap = __nccwpck_require__(6431);
-var pairs = __nccwpck_require__(9281);
-var set = __nccwpck_require__(2504);
-var timestamp = __nccwpck_require__(4960);
+var map = __nccwpck_require__(7451);
+var _null = __nccwpck_require__(3632);
+var seq = __nccwpck_require__(1706);
+var string = __nccwpck_require__(6464);
+var binary = __nccwpck_require__(6083);
+var bool = __nccwpck_require__(8398);
+var float = __nccwpck_require__(5782);
+var int = __nccwpck_require__(873);
+var merge = __nccwpck_require__(452);
+var omap = __nccwpck_require__(303);
+var pairs = __nccwpck_require__(8385);
+var set = __nccwpck_require__(1528);
+var timestamp = __nccwpck_require__(6752);
 
 const schema = [
     map.map,
@@ -45105,14 +45679,14 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 2504:
+/***/ 1528:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var Pair = __nccwpck_require__(5773);
-var YAMLMap = __nccwpck_require__(5462);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var YAMLMap = __nccwpck_require__(4454);
 
 class YAMLSet extends YAMLMap.YAMLMap {
     constructor(schema) {
@@ -45208,12 +45782,12 @@ exports.set = set;
 
 /***/ }),
 
-/***/ 4960:
+/***/ 6752:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyNumber = __nccwpck_require__(3569);
+var stringifyNumber = __nccwpck_require__(8689);
 
 /** Internal types handle bigint as number, because TS can't figure it out. */
 function parseSexagesimal(str, asBigInt) {
@@ -45320,7 +45894,7 @@ exports.timestamp = timestamp;
 
 /***/ }),
 
-/***/ 9915:
+/***/ 4475:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -45478,15 +46052,15 @@ exports.foldFlowLines = foldFlowLines;
 
 /***/ }),
 
-/***/ 9300:
+/***/ 2148:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var anchors = __nccwpck_require__(9196);
-var identity = __nccwpck_require__(4919);
-var stringifyComment = __nccwpck_require__(6599);
-var stringifyString = __nccwpck_require__(1773);
+var anchors = __nccwpck_require__(1596);
+var identity = __nccwpck_require__(1127);
+var stringifyComment = __nccwpck_require__(9799);
+var stringifyString = __nccwpck_require__(3069);
 
 function createStringifyContext(doc, options) {
     const opt = Object.assign({
@@ -45617,14 +46191,14 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 4156:
+/***/ 1212:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var stringify = __nccwpck_require__(9300);
-var stringifyComment = __nccwpck_require__(6599);
+var identity = __nccwpck_require__(1127);
+var stringify = __nccwpck_require__(2148);
+var stringifyComment = __nccwpck_require__(9799);
 
 function stringifyCollection(collection, ctx, options) {
     const flow = ctx.inFlow ?? collection.flow;
@@ -45779,7 +46353,7 @@ exports.stringifyCollection = stringifyCollection;
 
 /***/ }),
 
-/***/ 6599:
+/***/ 9799:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -45810,14 +46384,14 @@ exports.stringifyComment = stringifyComment;
 
 /***/ }),
 
-/***/ 2285:
+/***/ 6829:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var stringify = __nccwpck_require__(9300);
-var stringifyComment = __nccwpck_require__(6599);
+var identity = __nccwpck_require__(1127);
+var stringify = __nccwpck_require__(2148);
+var stringifyComment = __nccwpck_require__(9799);
 
 function stringifyDocument(doc, options) {
     const lines = [];
@@ -45904,7 +46478,7 @@ exports.stringifyDocument = stringifyDocument;
 
 /***/ }),
 
-/***/ 3569:
+/***/ 8689:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -45938,15 +46512,15 @@ exports.stringifyNumber = stringifyNumber;
 
 /***/ }),
 
-/***/ 7764:
+/***/ 9748:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
-var Scalar = __nccwpck_require__(389);
-var stringify = __nccwpck_require__(9300);
-var stringifyComment = __nccwpck_require__(6599);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
+var stringify = __nccwpck_require__(2148);
+var stringifyComment = __nccwpck_require__(9799);
 
 function stringifyPair({ key, value }, ctx, onComment, onChompKeep) {
     const { allNullValues, doc, indent, indentStep, options: { commentString, indentSeq, simpleKeys } } = ctx;
@@ -46097,13 +46671,13 @@ exports.stringifyPair = stringifyPair;
 
 /***/ }),
 
-/***/ 1773:
+/***/ 3069:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(389);
-var foldFlowLines = __nccwpck_require__(9915);
+var Scalar = __nccwpck_require__(3301);
+var foldFlowLines = __nccwpck_require__(4475);
 
 const getFoldOptions = (ctx, isBlock) => ({
     indentAtStart: isBlock ? ctx.indent.length : ctx.indentAtStart,
@@ -46442,12 +47016,12 @@ exports.stringifyString = stringifyString;
 
 /***/ }),
 
-/***/ 2588:
+/***/ 204:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(4919);
+var identity = __nccwpck_require__(1127);
 
 const BREAK = Symbol('break visit');
 const SKIP = Symbol('skip children');
@@ -46824,6 +47398,6 @@ exports.visitAsync = visitAsync;
 /******/ // startup
 /******/ // Load entry module and return exports
 /******/ // This entry module used 'module' so it can't be inlined
-/******/ var __webpack_exports__ = __nccwpck_require__(3532);
+/******/ var __webpack_exports__ = __nccwpck_require__(486);
 /******/ __webpack_exports__ = await __webpack_exports__;
 /******/ 

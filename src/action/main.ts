@@ -84,6 +84,7 @@ export async function run(): Promise<void> {
       evaluationKey: s["evaluation-key"],
       worldSize: s["world-size"],
       gpus: s.gpus === "all" ? undefined : s.gpus === "none" ? [] : s.gpus.split(",").map(Number),
+      unsandboxed: s.unsandboxed,
       // What probes print never reaches the log; the official tests are public and their output helps the author.
       onEvent: progressPrinter((t) => process.stdout.write(t), { verbose: false }),
     });

@@ -28,6 +28,8 @@ export const ActionSettingsSchema = z
       .refine((n) => n === undefined || n >= 1, "expected at least 1 rank"),
     gpus: z.string().trim().regex(/^(all|none|\d+(,\d+)*)$/, "expected all, none, or GPU indices like 0,1"),
     "remove-probes": z.enum(["true", "false"], { error: () => "expected true or false" }).transform((v) => v === "true"),
+    // Empty (an older workflow that does not pass it) is the default: sandboxed.
+    unsandboxed: z.enum(["true", "false", ""], { error: () => "expected true or false" }).transform((v) => v === "true"),
   })
   .superRefine((s, ctx) => {
     if (s.mode === "runner" && !s["signing-key"]) {

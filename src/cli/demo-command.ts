@@ -17,6 +17,7 @@ export interface DemoFlags {
   outDir: string;
   task?: string[];
   verbose?: boolean;
+  unsandboxed?: boolean;
 }
 
 interface DemoCase {
@@ -66,6 +67,7 @@ export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) =>
       task: c.task,
       submission: { kind: "patch", path: c.patch },
       kitDir: flags.root ? join(root, "probes", "kit") : KIT_DIR,
+      unsandboxed: flags.unsandboxed,
       onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: "  " }),
     });
     const dir = join(outDir, c.task.spec.id);

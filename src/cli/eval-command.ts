@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { renderSummary } from "../core/check-run-render.js";
+import { parseByteSize } from "../core/sizes.js";
 import type { EvaluationResult } from "../core/result.js";
 import { evaluate } from "../engine/evaluate.js";
 import { InputError } from "../engine/errors.js";
@@ -20,6 +21,9 @@ export interface EvalFlags {
   gpus?: string;
   alwaysProbe?: boolean;
   keepWorkspace?: boolean;
+  unsandboxed?: boolean;
+  maxProcesses?: string;
+  maxDisk?: string;
   verbose?: boolean;
 }
 
@@ -34,6 +38,13 @@ function parseIntFlag(name: string, value: string | undefined, min: number): num
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!Number.isInteger(n) || n < min) throw new InputError(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
+  return n;
+}
+
+function parseSizeFlag(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = parseByteSize(value);
+  if (n === undefined || n < 1024 * 1024) throw new InputError(`${name}: expected a size of at least 1MiB like 512MiB or 4GiB, got '${value}'.`, { field: name });
   return n;
 }
 
@@ -61,6 +72,8 @@ export async function evalCommand(flags: EvalFlags, io: { stdout: (s: string) =>
     gpus: parseGpus(flags.gpus),
     alwaysProbe: flags.alwaysProbe,
     keepWorkspace: flags.keepWorkspace,
+    unsandboxed: flags.unsandboxed,
+    runLimits: { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) },
     signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
     onEvent: progressPrinter(io.stderr, { verbose: flags.verbose }),
   });

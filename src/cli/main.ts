@@ -30,6 +30,9 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
     .option("--always-probe", "run the hidden probes even when the official tests fail")
     .option("--keep-workspace", "keep the evaluation folder for debugging")
+    .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
+    .option("--max-processes <n>", "processes (threads, where a cgroup counts them) one test or probe run may have (default 4096)")
+    .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")
     .option("-v, --verbose", "show what tests and probes print (runner-side only)")
     .action(async (flags) => done(await evalCommand(flags, io)));
   p.command("validate")
@@ -41,6 +44,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--out-dir <dir>", "where reports go", "out/demo")
     .option("--task <ids...>", "only these tasks")
     .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
+    .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
     .option("-v, --verbose", "show what tests and probes print")
     .action(async (flags) => done(await demoCommand(flags, io)));
   p.command("verify")

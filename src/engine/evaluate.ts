@@ -1,4 +1,6 @@
+import { chmodSync, statSync } from "node:fs";
 import { cpus, platform, arch } from "node:os";
+import { dirname } from "node:path";
 import { EvaluationResultSchema, RESULT_SCHEMA_VERSION, type EvaluationResult, type OfficialResult, type ProbeResult } from "../core/result.js";
 import type { ProbeCheck } from "../core/probe-outcome.js";
 import { decideVerdict } from "../core/verdict.js";
@@ -6,11 +8,15 @@ import type { LoadedTask } from "./task-load.js";
 import { describeSubmission, type SubmissionSource } from "./submission.js";
 import { HarnessError } from "./errors.js";
 import { choosePython, detectGpus, inspectPython, type GpuInfo, type PythonInfo } from "./host.js";
+import { findControllers } from "./cgroup.js";
+import type { IsolationPlan } from "./job-isolation.js";
+import { readProbeSecrets, withholdLeaks } from "./leak-guard.js";
 import { runOfficial } from "./official-phase.js";
 import { runProbes } from "./probe-phase.js";
 import { probeSetVersion } from "./probe-set.js";
+import { bwrapPath, detectSandbox, gpuDevices, systemLayout } from "./sandbox.js";
 import { signResult } from "./sign.js";
-import { createWorkspace, type Workspace } from "./workspace.js";
+import { createWorkspace, resetHooks, type Workspace } from "./workspace.js";
 import type { JobContext } from "./job-env.js";
 
 export type Phase = "workspace" | "official" | "probes" | "verdict";
@@ -35,6 +41,13 @@ export interface EvaluateOptions {
   gpus?: number[];
   /** Run the probes even when the official tests fail. */
   alwaysProbe?: boolean;
+  /**
+   * Run submission code without the sandbox. Without it, an evaluation on a machine that cannot
+   * sandbox (no bubblewrap, no user namespaces) ends in `error` instead of running untrusted code.
+   */
+  unsandboxed?: boolean;
+  /** Per-run limits the task file does not set: processes (threads count too) and disk bytes. */
+  runLimits?: { processes?: number; diskBytes?: number };
   signingKey?: string;
   /** The app's evaluation key, recorded in the (signed) result. */
   evaluationKey?: string;
@@ -44,12 +57,26 @@ export interface EvaluateOptions {
   now?: () => Date;
 }
 
-function jobContext(ws: Workspace, opts: EvaluateOptions, gpus: GpuInfo[]): JobContext & { judgeDir: string } {
+/** The nearest of `dir` and its ancestors that others may not search (o+x), if any. */
+function closedAncestor(dir: string): string | null {
+  for (let d = dir; ; d = dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) return d;
+    if (d === dirname(d)) return null;
+  }
+}
+
+/** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
+export const DEFAULT_PROCESSES = 4096;
+/** Default bytes a run may write (workspace, HOME, its private /tmp). */
+export const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
+
+function jobContext(ws: Workspace, opts: EvaluateOptions, gpus: GpuInfo[], isolation: (gpus: number[]) => IsolationPlan): JobContext & { judgeDir: string } {
   const worldSize = opts.worldSize ?? Math.max(1, opts.task.spec.gpus);
   const usable = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)) : gpus;
   const nccl = opts.task.spec.gpus > 0 && usable.length >= worldSize;
   const assigned = nccl ? usable.slice(0, worldSize) : usable.slice(0, Math.min(1, usable.length));
   return {
+    isolation: isolation(assigned.map((g) => g.index)),
     workspace: ws.dir,
     root: ws.root,
     judgeDir: ws.judgeDir,
@@ -82,20 +109,28 @@ function toProbeResults(checks: readonly ProbeCheck[]): ProbeResult[] {
  */
 export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult> {
   const now = opts.now ?? (() => new Date());
-  const emit = opts.onEvent ?? (() => {});
   const startedAt = now();
   const t0 = performance.now();
   const since = (t: number) => (performance.now() - t) / 1000;
   const spec = opts.task.spec;
   const deadline = t0 + spec.limits.wallClock * 1000;
+  const processes = opts.runLimits?.processes ?? DEFAULT_PROCESSES;
+  const diskBytes = opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES;
   const limits = (timeoutS: number) => ({
     timeoutS: Math.max(1, Math.min(timeoutS, (deadline - performance.now()) / 1000)),
     outputBytes: spec.limits.outputBytes,
     memoryBytes: spec.limits.memory,
+    processes,
+    diskBytes,
   });
   const probeSet = probeSetVersion(opts.task.probesDir);
+  // Every string that leaves the runner (events, the result) is checked against the probe sources.
+  const secrets = readProbeSecrets(opts.task.probesDir);
+  const rawEmit = opts.onEvent ?? (() => {});
+  const emit = (e: EvaluationEvent) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value);
   // Facts about the host are gathered while the workspace is built; a failure surfaces later, as a harness error.
-  const hostFacts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus()]);
+  const bwrap = bwrapPath();
+  const hostFacts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)] as const);
   hostFacts.catch(() => {});
 
   emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
@@ -111,10 +146,30 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
   let py: PythonInfo | null = null;
   let gpus: GpuInfo[] = [];
   let ctx: ReturnType<typeof jobContext> | null = null;
+  const cgroups = findControllers();
   try {
-    [py, gpus] = await hostFacts;
+    let support;
+    [py, gpus, support] = await hostFacts;
+    if (support && !support.ok) {
+      throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+    }
     const python = py.executable;
-    ctx = jobContext(ws, opts, gpus);
+    const layout = systemLayout();
+    const covered = (p: string) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
+    const interpreter = py.prefixes.filter((p) => !covered(p));
+    const sandboxUid = support?.ok ? support.dropToUid : null;
+    // The sandbox's user must reach the folders bound into it (mkdtemp made the root 0700).
+    if (sandboxUid !== null) {
+      chmodSync(ws.root, 0o711);
+      const closed = closedAncestor(dirname(ws.root));
+      if (closed) throw new HarnessError(`the sandbox user (uid ${sandboxUid}) cannot reach the evaluation folder ${ws.root}: ${closed} is not searchable by others. Run chmod o+x ${closed}, or point TMPDIR at a folder it can reach.`, "sandbox");
+    }
+    ctx = jobContext(ws, opts, gpus, (assigned) => ({
+      sandbox: support?.ok ? { bwrap, dropToUid: sandboxUid, readOnly: [...layout.readOnly, ...interpreter], symlinks: layout.symlinks, devices: gpuDevices(assigned) } : null,
+      cgroups,
+      processes,
+      diskBytes,
+    }));
     const c = ctx;
     emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
     const t1 = performance.now();
@@ -122,6 +177,8 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     officialS = since(t1);
     emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
     if (official.passed || opts.alwaysProbe) {
+      // Hooks the official run may have planted for the probe processes (a sitecustomize.py, say) go first.
+      ws.resets.push(...(await resetHooks(ws)));
       emit({ type: "phase-start", phase: "probes" });
       const t2 = performance.now();
       checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
@@ -174,7 +231,8 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       backend: ctx?.backend ?? "gloo",
       worldSize: ctx?.worldSize ?? Math.max(1, spec.gpus),
       gpus,
-      sandboxed: false,
+      sandboxed: ctx?.isolation.sandbox != null,
+      cgroup: cgroups ? `v${cgroups.version}` : null,
     },
     startedAt: startedAt.toISOString(),
     finishedAt: now().toISOString(),
@@ -182,5 +240,6 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     signature: null,
   });
   emit({ type: "phase-end", phase: "verdict", durationS: 0, detail: verdict });
-  return opts.signingKey ? signResult(result, opts.signingKey) : result;
+  const { value: clean } = withholdLeaks(result, secrets);
+  return opts.signingKey ? signResult(clean, opts.signingKey) : clean;
 }

@@ -20,7 +20,8 @@ export async function git(
   args: readonly string[],
   opts: { input?: string | Buffer; onError?: (stderr: string) => Error; encoding?: "utf8" | "buffer" } = {},
 ): Promise<string> {
-  const r = await execa("git", ["-c", "core.hooksPath=/dev/null", ...args], {
+  // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
+  const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
     cwd,
     env: GIT_ENV,
     reject: false,

@@ -15,6 +15,8 @@ export interface PythonInfo {
   python: string;
   torch: string | null;
   cuda: string | null;
+  /** The interpreter's own folders (prefixes, site-packages, the real executable's folder), for the sandbox. */
+  prefixes: string[];
 }
 
 /** The interpreter for `{python}`: the flag, `$PROBEGATE_PYTHON`, Debian's /usr/bin/python3, else python3 on PATH. */
@@ -26,8 +28,11 @@ export function choosePython(flag?: string): string {
 
 // Reads torch's version.py instead of importing torch: an import costs seconds per evaluation.
 const PY_PROBE = `
-import importlib.util, json, os, sys
-info = {"python": sys.version.split()[0], "torch": None, "cuda": None}
+import importlib.util, json, os, site, sys
+dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+dirs.update(getattr(site, "getsitepackages", lambda: [])())
+info = {"python": sys.version.split()[0], "torch": None, "cuda": None,
+        "prefixes": sorted(os.path.realpath(d) for d in dirs if d and os.path.isdir(d))}
 spec = importlib.util.find_spec("torch")
 if spec and spec.origin:
     ns = {}
@@ -54,7 +59,7 @@ export function inspectPython(executable: string): Promise<PythonInfo> {
         throw new HarnessError(`the Python interpreter '${executable}' does not run (${why}); set --python or PROBEGATE_PYTHON`, "environment");
       }
       const info = JSON.parse(String(r.stdout).trim().split("\n").pop() ?? "{}") as Omit<PythonInfo, "executable">;
-      return { executable, ...info };
+      return { executable, ...info, prefixes: info.prefixes ?? [] };
     })();
     pythonCache.set(executable, p);
     p.catch(() => pythonCache.delete(executable));

@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import type { IsolationPlan } from "./job-isolation.js";
 
 /** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
 const PASS_THROUGH = /^(NCCL_|TORCH_NCCL_|TORCH_SYMM_MEM_|NVSHMEM_|CUDA_LAUNCH_BLOCKING$|CUBLAS_WORKSPACE_CONFIG$|LD_LIBRARY_PATH$|OMP_NUM_THREADS$)/;
@@ -12,11 +13,12 @@ export interface JobContext {
   /** GPU indices given to the job ("" = none). */
   cudaVisibleDevices: string;
   threadsPerRank: number;
+  isolation: IsolationPlan;
 }
 
 /**
  * The whole environment of an official-test or probe process, built from nothing: the runner's
- * variables (tokens, keys, GITHUB_*, ACTIONS_*) never reach submission code.
+ * variables (tokens, keys, GITHUB_*, ACTIONS_*, the signing key) never reach submission code.
  */
 export function jobEnv(ctx: JobContext, extra: Record<string, string> = {}): Record<string, string> {
   const home = join(ctx.root, "home");
@@ -29,7 +31,8 @@ export function jobEnv(ctx: JobContext, extra: Record<string, string> = {}): Rec
     ...env,
     PATH: "/usr/local/bin:/usr/bin:/bin",
     HOME: home,
-    TMPDIR: tmp,
+    // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
+    TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,
     LANG: "C.UTF-8",
     PYTHONDONTWRITEBYTECODE: "1",
     PYTHONUNBUFFERED: "1",

@@ -4,6 +4,8 @@ import type { FailingTest } from "../core/result.js";
 export interface JunitReport {
   counts: { total: number; passed: number; failed: number; errors: number; skipped: number };
   failing: FailingTest[];
+  /** The `name` of every <testsuite>, outermost first. */
+  suites: string[];
 }
 
 type Node = Record<string, unknown>;
@@ -39,11 +41,14 @@ function locate(tc: Node, detail: string): { file: string | null; line: number |
   return { file: guess, line: null };
 }
 
-/** Collects every testcase, wherever suites nest. */
-function testcases(node: Node, out: Node[] = []): Node[] {
+/** Collects every testcase, wherever suites nest, and the names of the suites. */
+function testcases(node: Node, out: Node[] = [], suites: string[] = []): { cases: Node[]; suites: string[] } {
   for (const tc of (node.testcase as Node[] | undefined) ?? []) out.push(tc);
-  for (const s of (node.testsuite as Node[] | undefined) ?? []) testcases(s, out);
-  return out;
+  for (const s of (node.testsuite as Node[] | undefined) ?? []) {
+    suites.push(String(s.name ?? ""));
+    testcases(s, out, suites);
+  }
+  return { cases: out, suites };
 }
 
 /**
@@ -56,7 +61,7 @@ export function parseJunit(xml: string): JunitReport {
   const doc = parser.parse(xml) as Node;
   const root = (doc.testsuites as Node | undefined) ?? ({ testsuite: doc.testsuite } as Node);
   if (!doc.testsuites && !doc.testsuite) throw new Error("no <testsuites> or <testsuite> element");
-  const cases = testcases(root);
+  const { cases, suites } = testcases(root);
   const counts = { total: cases.length, passed: 0, failed: 0, errors: 0, skipped: 0 };
   const failing: FailingTest[] = [];
   for (const tc of cases) {
@@ -75,5 +80,5 @@ export function parseJunit(xml: string): JunitReport {
     } else if (((tc.skipped as unknown[] | undefined) ?? []).length) counts.skipped++;
     else counts.passed++;
   }
-  return { counts, failing };
+  return { counts, failing, suites };
 }

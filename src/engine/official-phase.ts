@@ -1,8 +1,10 @@
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import type { OfficialResult } from "../core/result.js";
 import type { LoadedTask } from "./task-load.js";
 import { HarnessError } from "./errors.js";
+import { isolationFor } from "./job-isolation.js";
 import { expandCommand, jobEnv, type JobContext } from "./job-env.js";
 import { parseJunit, type JunitReport } from "./junit.js";
 import { runCommand, type RunLimits } from "./run-command.js";
@@ -15,9 +17,13 @@ export function officialReason(
   run: { exitCode: number | null; limit: string | null },
   report: JunitReport | null,
   reportError: string | null,
+  expectedSuite: string | null = null,
 ): string | null {
   if (run.limit) return `stopped by the ${run.limit} limit`;
   if (!report) return `no JUnit report${reportError ? ` (${reportError})` : ""}: the tests did not run to completion`;
+  if (expectedSuite !== null && (report.suites.length === 0 || report.suites.some((s) => s !== expectedSuite))) {
+    return "the JUnit report was not written by this run's pytest (its suite name is not the one the engine set): it was forged";
+  }
   const bad = report.counts.failed + report.counts.errors;
   if (run.exitCode !== 0 && bad === 0) return `exited with code ${run.exitCode ?? "none"} although the report lists no failing test`;
   if (bad > 0 && run.exitCode === 0) return "the report lists failing tests although the run exited 0";
@@ -27,16 +33,36 @@ export function officialReason(
   return null;
 }
 
-/** Runs the official tests in the workspace and judges them from exit code + JUnit report. */
+/** Whether a command runs pytest (`pytest`, `py.test`, `python -m pytest`, `pytest-3`). */
+export function runsPytest(argv: readonly string[]): boolean {
+  return argv.some((a) => /^py\.?test(-3)?$/.test(basename(a)));
+}
+
+/**
+ * Runs the official tests in the workspace and judges them from exit code + JUnit report. The
+ * report goes to a folder of its own that only this run can write, is read after the process group
+ * is gone, and (under pytest) must carry the suite name the engine drew at random for this run, so
+ * a report a submission wrote before exiting 0 is not taken for the real one.
+ */
 export async function runOfficial(
   task: LoadedTask,
   ctx: JobContext & { judgeDir: string; python: string },
   limits: RunLimits,
   log: (text: string) => void,
 ): Promise<OfficialResult> {
-  const junit = join(ctx.judgeDir, "official-junit.xml");
+  const reportDir = join(ctx.judgeDir, "official");
+  mkdirSync(reportDir, { recursive: true });
+  const junit = join(reportDir, "junit.xml");
   const argv = expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace });
-  const run = await runCommand(argv, { cwd: ctx.workspace, env: jobEnv(ctx), limits });
+  const suite = runsPytest(argv) ? `probegate-${randomBytes(12).toString("hex")}` : null;
+  const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}` } : {});
+  const isolation = await isolationFor(ctx.isolation, {
+    cwd: ctx.workspace,
+    readOnly: [],
+    readWrite: [ctx.workspace, env.HOME as string, reportDir],
+    readOnlyInside: [join(ctx.workspace, ".git")],
+  });
+  const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation });
   log(run.log);
   if (run.spawnError) throw new HarnessError(`the official test command could not start: ${run.spawnError}`, "official");
   let report: JunitReport | null = null;
@@ -48,7 +74,7 @@ export async function runOfficial(
       reportError = (e as Error).message;
     }
   }
-  const reason = officialReason(run, report, reportError);
+  const reason = officialReason(run, report, reportError, suite);
   return {
     passed: reason === null,
     reason,
@@ -59,5 +85,7 @@ export async function runOfficial(
     counts: report?.counts ?? { total: 0, passed: 0, failed: 0, errors: 0, skipped: 0 },
     failing: report?.failing ?? [],
     durationS: run.durationS,
+    peakMemoryBytes: run.peakMemoryBytes,
+    memorySource: run.memorySource,
   };
 }

@@ -1,9 +1,10 @@
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { basename, extname, join } from "node:path";
 import picomatch from "picomatch";
 import { checksFromRun, failedTimeChecks, mergeRuns, needsAnotherRun, type ProbeCheck } from "../core/probe-outcome.js";
 import type { LoadedTask } from "./task-load.js";
 import { HarnessError } from "./errors.js";
+import { isolationFor } from "./job-isolation.js";
 import { expandCommand, jobEnv, type JobContext } from "./job-env.js";
 import { runCommand, type RunLimits } from "./run-command.js";
 
@@ -46,8 +47,9 @@ export function listProbes(probesDir: string, pattern: string): string[] {
 
 /**
  * Runs every probe process once (time probes up to three times), from a read-only copy of the
- * probe folder outside the workspace. Results come only from each run's results file and exit
- * status; what a probe prints goes to the runner log alone.
+ * probe folder outside the workspace, mounted into the sandbox only now. Results come only from
+ * each run's own results file (the one file of the judge folder that run can see) and exit status;
+ * what a probe prints goes to the runner log alone.
  */
 export async function runProbes(
   task: LoadedTask,
@@ -71,13 +73,20 @@ export async function runProbes(
       const attempt = runs.length + 1;
       events.probeStart(probe, attempt);
       const results = join(resultsDir, `${probe}.${attempt}.jsonl`);
+      writeFileSync(results, "");
       const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: join(mounted, file), workspace: ctx.workspace });
       const env = jobEnv(ctx, {
         PROBEGATE_RESULTS: results,
         PROBEGATE_PROBE_DIR: mounted,
         PYTHONPATH: [ctx.workspace, ctx.kitDir, mounted].join(":"),
       });
-      const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor() });
+      const isolation = await isolationFor(ctx.isolation, {
+        cwd: ctx.workspace,
+        readOnly: [ctx.kitDir, mounted],
+        readWrite: [ctx.workspace, env.HOME as string, results],
+        readOnlyInside: [join(ctx.workspace, ".git")],
+      });
+      const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(), isolation });
       events.log(probe, run.log);
       if (run.spawnError) throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
       const resultsText = existsSync(results) ? readFileSync(results, "utf8") : "";

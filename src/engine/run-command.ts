@@ -1,23 +1,43 @@
 import { execa } from "execa";
+import { createJobCgroup, type CgroupControllers } from "./cgroup.js";
+import { treeBytes } from "./disk-usage.js";
 import { GroupMeter, killGroup } from "./process-group.js";
+import { sandboxArgv, type SandboxSpec } from "./sandbox.js";
 
 export interface RunLimits {
   /** Seconds before the whole process group is killed. */
   timeoutS: number;
   /** stdout+stderr bytes after which the group is killed. */
   outputBytes: number;
-  /** Resident bytes of the group (sampled) after which it is killed. */
+  /** Memory of the run: the cgroup's limit where there is one, and the sampled group RSS in any case. */
   memoryBytes: number;
+  /** Processes (threads too, where a cgroup counts them) the run may have at once. */
+  processes: number;
+  /** Bytes the run may add to the folders it can write, and the largest file it may write. */
+  diskBytes: number;
 }
+
+/** How a run is isolated: the sandbox (null: unsandboxed) and the cgroup controllers (null: none usable). */
+export interface RunIsolation {
+  sandbox: SandboxSpec | null;
+  cgroups: CgroupControllers | null;
+  /** Host folders the run can write, watched for the disk limit. */
+  writable: readonly string[];
+}
+
+export type RunLimit = "wall-clock" | "output" | "memory" | "pids" | "disk";
 
 export interface RunOutcome {
   exitCode: number | null;
   signal: string | null;
   /** The limit that stopped the run, if one did. */
-  limit: "wall-clock" | "output" | "memory" | null;
+  limit: RunLimit | null;
   durationS: number;
   /** Highest sampled resident memory of the whole process group. */
   peakRssBytes: number;
+  /** Memory of record, measured outside the run: the cgroup's peak, else the sampled group RSS. */
+  peakMemoryBytes: number;
+  memorySource: "cgroup" | "sampled";
   /** The first and last part of the output, for runner-side logs only. */
   log: string;
   /** Set when the command could not be started at all (missing interpreter, bad cwd). */
@@ -26,18 +46,29 @@ export interface RunOutcome {
 
 const KEEP = 64 * 1024;
 const SAMPLE_MS = 100;
+const DISK_SAMPLE_MS = 250;
+
+/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
+const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
 
 /**
- * Runs a command in its own process group with a clean environment. Every limit kills the whole
- * group (the ranks a test spawns included), and the group is killed again after the leader exits,
- * so nothing outlives the run.
+ * Runs a command in its own process group with a clean environment, in the sandbox when one is
+ * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
+ * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
+ * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
+ * outside the sandbox.
  */
 export async function runCommand(
-  argv: readonly string[],
-  opts: { cwd: string; env: Record<string, string>; limits: RunLimits },
+  command: readonly string[],
+  opts: { cwd: string; env: Record<string, string>; limits: RunLimits; isolation?: RunIsolation },
 ): Promise<RunOutcome> {
-  const [file, ...args] = argv;
-  if (!file) throw new TypeError("empty command");
+  if (command.length === 0) throw new TypeError("empty command");
+  const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
+  const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
+  const inner = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
+  const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
+  const [file, ...args] = argv as [string, ...string[]];
+  const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
   const started = performance.now();
   const child = execa(file, args, {
     cwd: opts.cwd,
@@ -55,10 +86,11 @@ export async function runCommand(
   let limit: RunOutcome["limit"] = null;
   let peak = 0;
   const pgid = child.pid;
-  const stop = (why: NonNullable<RunOutcome["limit"]>) => {
+  const stop = (why: RunLimit) => {
     if (limit) return;
     limit = why;
     if (pgid) killGroup(pgid);
+    cg?.killAll();
   };
   const onData = (chunk: Buffer) => {
     total += chunk.length;
@@ -72,22 +104,46 @@ export async function runCommand(
   const meter = pgid ? new GroupMeter(pgid) : undefined;
   const sampler = meter
     ? setInterval(() => {
-        const { rssBytes } = meter.sample();
+        const { rssBytes, processes } = meter.sample();
         peak = Math.max(peak, rssBytes);
-        if (rssBytes > opts.limits.memoryBytes) stop("memory");
+        // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
+        // processes share once per process, so it decides only where there is no cgroup.
+        const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
+        if (hit) stop(hit);
       }, SAMPLE_MS)
     : undefined;
+  const diskWatch = iso.writable.length
+    ? setInterval(() => {
+        if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes) stop("disk");
+      }, DISK_SAMPLE_MS)
+    : undefined;
   const result = await child;
+  const durationS = (performance.now() - started) / 1000;
   clearTimeout(timer);
   if (sampler) clearInterval(sampler);
+  if (diskWatch) clearInterval(diskWatch);
   if (pgid) killGroup(pgid);
-  const spawnError = result.failed && result.exitCode === undefined && !result.signal ? (result.shortMessage ?? "could not start") : null;
+  // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
+  const kernelLimit = cg?.limitHit() ?? null;
+  if (!limit && kernelLimit) limit = kernelLimit;
+  if (!limit && result.signal === "SIGXFSZ") limit = "disk";
+  if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes) limit = "disk";
+  const cgroupPeak = cg?.memoryPeak() ?? null;
+  await cg?.remove();
+  const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
+  const spawnError = joinFailed
+    ? "could not join the run's cgroup"
+    : result.failed && result.exitCode === undefined && !result.signal
+      ? (result.shortMessage ?? "could not start")
+      : null;
   return {
     exitCode: result.exitCode ?? null,
     signal: result.signal ?? null,
     limit,
-    durationS: (performance.now() - started) / 1000,
+    durationS,
     peakRssBytes: peak,
+    peakMemoryBytes: cgroupPeak ?? peak,
+    memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
     log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
     spawnError,
   };

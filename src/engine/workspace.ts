@@ -82,6 +82,16 @@ async function resetJudge(ws: string, officialGlobs: readonly string[]): Promise
 }
 
 /**
+ * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
+ * added or changed since the reset before the official tests, so nothing the official run wrote
+ * runs first in a probe process. Official test files are left as the tests left them.
+ */
+export async function resetHooks(ws: Workspace): Promise<ResetAction[]> {
+  const actions = await resetJudge(ws.dir, []);
+  return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
+}
+
+/**
  * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
  * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
  * written to.

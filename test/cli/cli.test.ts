@@ -34,6 +34,23 @@ describe("probegate eval", () => {
     expect(JSON.parse(json.out).verdict).toBe("official-failed");
   });
 
+  it("refuses to run unsandboxed where bubblewrap is missing (exit 3) unless told --unsandboxed", async () => {
+    process.env.PROBEGATE_BWRAP = "/nonexistent/bwrap";
+    try {
+      const refused = await cli("eval", "--task", TINY_TASK, "--submission", sub("reference"), "--format", "json");
+      expect(refused.code).toBe(3);
+      expect(JSON.parse(refused.out)).toMatchObject({ verdict: "error", official: null, error: { phase: "sandbox" }, environment: { sandboxed: false } });
+      expect(JSON.parse(refused.out).error.message).toMatch(/refusing to run submission code unsandboxed: .*\/nonexistent\/bwrap.*pass --unsandboxed/);
+      const out = join(tmp(), "result.json");
+      const ran = await cli("eval", "--task", TINY_TASK, "--submission", sub("reference"), "--format", "markdown", "--out", out, "--unsandboxed");
+      expect(ran.code).toBe(0);
+      expect(ran.out).toContain(", unsandboxed");
+      expect(JSON.parse(readFileSync(out, "utf8")).environment.sandboxed).toBe(false);
+    } finally {
+      delete process.env.PROBEGATE_BWRAP;
+    }
+  });
+
   it("exits 3 for a harness error", async () => {
     expect((await cli("eval", "--task", TINY_TASK, "--submission", sub("reference"), "--python", "/nope")).code).toBe(3);
   });
@@ -47,6 +64,8 @@ describe("probegate eval", () => {
       ["bad world size", ["--task", TINY_TASK, "--submission", sub("reference"), "--world-size", "two"], /--world-size: expected a whole number/],
       ["bad gpus", ["--task", TINY_TASK, "--submission", sub("reference"), "--gpus", "first"], /--gpus: expected 'all', 'none' or indices/],
       ["missing flag", ["--task", TINY_TASK], /required option '--submission/],
+      ["bad max processes", ["--task", TINY_TASK, "--submission", sub("reference"), "--max-processes", "2"], /--max-processes: expected a whole number ≥ 8, got '2'/],
+      ["bad max disk", ["--task", TINY_TASK, "--submission", sub("reference"), "--max-disk", "lots"], /--max-disk: expected a size of at least 1MiB like 512MiB or 4GiB, got 'lots'/],
     ];
     it.each(cases)("%s", async (_n, args, msg) => {
       const r = await cli("eval", ...args, "--out", out);

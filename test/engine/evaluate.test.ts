@@ -1,9 +1,10 @@
-import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { EvaluationResultSchema, type EvaluationResult } from "../../src/core/result.js";
 import { evaluate, type EvaluateOptions } from "../../src/engine/evaluate.js";
+import { findControllers } from "../../src/engine/cgroup.js";
 import { loadTask } from "../../src/engine/task-load.js";
 import type { SubmissionSource } from "../../src/engine/submission.js";
 import { KIT, TINY_SUBS, TINY_TASK, tmp } from "../helpers.js";
@@ -33,6 +34,8 @@ describe("evaluate: the four verdicts", () => {
   it("resolved: official tests and every probe pass", async () => {
     // A private temp folder: other test files evaluate the same task at the same time.
     const own = tmp("pg-own-tmp-");
+    // The sandbox's user (nobody) must be able to reach the evaluation folder inside it.
+    chmodSync(own, 0o711);
     const saved = process.env.TMPDIR;
     process.env.TMPDIR = own;
     const r = await run(patch("reference")).finally(() => {
@@ -140,6 +143,25 @@ describe("evaluate: measurement and anti-tamper", () => {
     } finally {
       delete process.env.GITHUB_TOKEN;
     }
+  });
+
+  it("runs sandboxed and records the memory of record, measured outside the run", async () => {
+    const r = await run(patch("reference"));
+    expect(r.environment.sandboxed).toBe(true);
+    expect(r.environment.cgroup).toBe(findControllers() ? `v${findControllers()?.version}` : null);
+    expect(r.official?.memorySource).toBe(findControllers() ? "cgroup" : "sampled");
+    expect(r.official?.peakMemoryBytes).toBeGreaterThan(1 << 20);
+  });
+
+  it("removes a hook the official run planted for the probe processes", async () => {
+    const planter = `import os
+if "PROBEGATE_RESULTS" not in os.environ:
+    with open("sitecustomize.py", "w") as f:
+        f.write("import os\\nos._exit(7)\\n")
+${GOOD}`;
+    const r = await run(tree({ "sumlib/__init__.py": planter }));
+    expect(r.verdict, JSON.stringify(r.official)).toBe("resolved");
+    expect(r.workspaceResets).toEqual([{ path: "sitecustomize.py", action: "removed", why: expect.stringMatching(/^after the official tests: /) }]);
   });
 
   it("evaluates a git repository at a ref, and records its commit", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseJunit } from "../../src/engine/junit.js";
-import { officialReason } from "../../src/engine/official-phase.js";
+import { officialReason, runsPytest } from "../../src/engine/official-phase.js";
 
 const PYTEST = `<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="1" failures="1" skipped="1" tests="5" time="1.2">
 <testcase classname="tests.test_optim" name="test_step" time="0.1"/>
@@ -39,6 +39,7 @@ describe("officialReason: exit code and report are cross-checked", () => {
   const report = (over: Partial<{ total: number; passed: number; failed: number; errors: number; skipped: number }>) => ({
     counts: { total: 3, passed: 3, failed: 0, errors: 0, skipped: 0, ...over },
     failing: [],
+    suites: ["pytest"],
   });
   it.each([
     ["clean pass", { exitCode: 0, limit: null }, report({}), null],
@@ -54,4 +55,28 @@ describe("officialReason: exit code and report are cross-checked", () => {
     if (want === null) expect(got).toBeNull();
     else expect(got).toMatch(want);
   });
+
+  it("rejects a report whose suite name is not the one the engine drew for the run (a forged report)", () => {
+    const clean = { exitCode: 0, limit: null };
+    expect(officialReason(clean, { ...report({}), suites: ["probegate-abc"] }, null, "probegate-abc")).toBeNull();
+    expect(officialReason(clean, report({}), null, "probegate-abc")).toMatch(/forged/);
+    expect(officialReason(clean, { ...report({}), suites: [] }, null, "probegate-abc")).toMatch(/forged/);
+    expect(officialReason(clean, { ...report({}), suites: ["probegate-abc", "other"] }, null, "probegate-abc")).toMatch(/forged/);
+  });
+
+  it("names the suites of a report", () => {
+    expect(parseJunit(PYTEST).suites).toEqual(["pytest"]);
+    expect(parseJunit(`<testsuite name="probegate-1"><testcase classname="a" name="b"/></testsuite>`).suites).toEqual(["probegate-1"]);
+  });
+});
+
+describe("runsPytest", () => {
+  it.each([
+    [["/usr/bin/python3", "-m", "pytest", "-q"], true],
+    [["pytest", "tests"], true],
+    [["/usr/bin/pytest-3"], true],
+    [["py.test"], true],
+    [["python3", "-m", "unittest"], false],
+    [["python3", "tests/pytest_like_runner.py"], false],
+  ] as const)("%j → %s", (argv, want) => expect(runsPytest(argv)).toBe(want));
 });

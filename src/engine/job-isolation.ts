@@ -1,0 +1,67 @@
+import { execa } from "execa";
+import type { CgroupControllers } from "./cgroup.js";
+import { HarnessError } from "./errors.js";
+import type { RunIsolation } from "./run-command.js";
+import type { SandboxSpec } from "./sandbox.js";
+
+/** How every run of one evaluation is isolated; made once per evaluation from what the machine offers. */
+export interface IsolationPlan {
+  /** Null: the operator chose to run unsandboxed (`--unsandboxed`). */
+  sandbox: {
+    bwrap: string;
+    dropToUid: number | null;
+    /** System folders and the interpreter's own folders, read-only. */
+    readOnly: readonly string[];
+    symlinks: SandboxSpec["symlinks"];
+    /** The job's GPU device nodes. */
+    devices: readonly string[];
+  } | null;
+  cgroups: CgroupControllers | null;
+  /** Processes (and, where a cgroup counts them, threads) one run may have at once. */
+  processes: number;
+  /** Bytes one run may add to what it can write; also the largest file and the size of its /tmp. */
+  diskBytes: number;
+}
+
+/** What one phase may see: its working folder, what it reads and what it writes (host paths). */
+export interface PhaseMounts {
+  cwd: string;
+  readOnly: readonly string[];
+  readWrite: readonly string[];
+  /** Under a read-write folder, kept read-only (the workspace's .git, which the engine runs git on). */
+  readOnlyInside: readonly string[];
+}
+
+/**
+ * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
+ * the sandbox's user (it runs as `nobody`); the engine, as root, still reads it all afterwards.
+ */
+export async function isolationFor(plan: IsolationPlan, mounts: PhaseMounts): Promise<RunIsolation> {
+  const sb = plan.sandbox;
+  if (sb?.dropToUid != null && mounts.readWrite.length > 0) {
+    const id = `${sb.dropToUid}:${sb.dropToUid}`;
+    const r = await execa("chown", ["-R", "--no-dereference", id, ...mounts.readWrite], { reject: false });
+    if (r.exitCode !== 0) throw new HarnessError(`could not hand the workspace to the sandbox user ${id}: ${String(r.stderr).trim()}`, "sandbox");
+  }
+  return {
+    sandbox: sb
+      ? {
+          bwrap: sb.bwrap,
+          readOnly: [...sb.readOnly, ...mounts.readOnly],
+          readWrite: mounts.readWrite,
+          readOnlyInside: mounts.readOnlyInside,
+          symlinks: sb.symlinks,
+          devices: sb.devices,
+          tmpBytes: plan.diskBytes,
+          cwd: mounts.cwd,
+          dropToUid: sb.dropToUid,
+          // RLIMIT_NPROC counts every task of the uid, so it is only a backstop, above the limit the
+          // engine enforces (the cgroup's pids.max, else the sampled process count).
+          maxProcesses: sb.dropToUid !== null ? 2 * plan.processes : null,
+          maxFileBytes: plan.diskBytes,
+        }
+      : null,
+    cgroups: plan.cgroups,
+    writable: mounts.readWrite,
+  };
+}
