@@ -47,6 +47,19 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
     .option("-v, --verbose", "show what tests and probes print")
     .action(async (flags) => done(await demoCommand(flags, io)));
+  p.command("scorecard")
+    .description("how each agent does, from the app's store: a table, JSON, markdown, or an HTML page with charts")
+    .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
+    .addOption(new Option("--basis <basis>", "which attempts count per PR and task").choices(["first-attempt", "best-of-n", "all"]).default("first-attempt"))
+    .option("--repo <owner[/name]>", "only this owner or repository")
+    .option("--since <date>", "only PRs whose first attempt finished on or after this date (2026-11-01)")
+    .addOption(new Option("--format <format>", "what to write").choices(["table", "json", "markdown", "html"]).default("table"))
+    .option("--out <file>", "write to this file instead of stdout (for --format html: a page to open in a browser)")
+    .action(async (flags) => {
+      // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
+      const { scorecardCommand } = await import("./scorecard-command.js");
+      done(scorecardCommand(flags, io));
+    });
   p.command("verify")
     .description("check a result file's schema and signature (key from $PROBEGATE_SIGNING_KEY)")
     .argument("<result.json>")

@@ -1,5 +1,7 @@
 import { summarizeAttempts, type AttemptResult } from "../core/attempt-summary.js";
+import type { Category } from "../core/probe-check.js";
 import type { Verdict } from "../core/result.js";
+import type { CountedAttempt, ScorecardBasis } from "../core/scorecard.js";
 import type { StoreDb } from "./db.js";
 
 /**
@@ -7,7 +9,7 @@ import type { StoreDb } from "./db.js";
  * unaided), `best-of-n` (one per repo × PR × task: the best any rerun or push reached), or `all`
  * (every finished attempt).
  */
-export type ScorecardBasis = "first-attempt" | "best-of-n" | "all";
+export type { ScorecardBasis };
 
 /** One cell of a scorecard: how many counted attempts of `agent` at `task` got `verdict`. */
 export interface ScorecardRow {
@@ -18,16 +20,20 @@ export interface ScorecardRow {
   count: number;
 }
 
+export interface ScorecardFilter {
+  basis: ScorecardBasis;
+  owner?: string;
+  repo?: string;
+  since?: Date;
+}
+
 /**
- * Per agent × task × verdict counts, sorted by agent, task, verdict. `owner`/`repo` narrow it to
- * one repository. `since` keeps (repo, PR, task) groups whose first attempt finished at or after it
- * (with `all`: attempts finished at or after it), so a "first attempt" is never one that merely
+ * The attempts a scorecard counts, with the probe categories each failed. `owner`/`repo` narrow it
+ * to one repository. `since` keeps (repo, PR, task) groups whose first attempt finished at or after
+ * it (with `all`: attempts finished at or after it), so a "first attempt" is never one that merely
  * came first inside the window. A group's agent is that of its first finished attempt.
  */
-export function scorecardRows(
-  db: StoreDb,
-  opts: { basis: ScorecardBasis; owner?: string; repo?: string; since?: Date },
-): ScorecardRow[] {
+export function countedAttempts(db: StoreDb, opts: ScorecardFilter): CountedAttempt[] {
   const rows = db
     .prepare(
       `SELECT r.evaluation_key, r.attempt, r.verdict, r.finished_at, e.head_sha, e.owner, e.repo, e.pr, e.task, e.agent
@@ -47,6 +53,7 @@ export function scorecardRows(
     task: string;
     agent: string | null;
   }>;
+  const failed = db.prepare("SELECT DISTINCT category FROM probe_failures WHERE evaluation_key = ? AND attempt = ? AND status = 'failed' ORDER BY category");
 
   // Group attempts by (repo, PR, task); an evaluation without a PR is its own group.
   const groups = new Map<string, { agent: string | null; task: string; results: AttemptResult[] }>();
@@ -57,21 +64,31 @@ export function scorecardRows(
     groups.set(id, g);
   }
 
-  const counts = new Map<string, ScorecardRow>();
-  const add = (agent: string | null, task: string, verdict: Verdict) => {
-    const id = JSON.stringify([agent, task, verdict]);
-    const row = counts.get(id) ?? { agent, task, verdict, count: 0 };
-    row.count += 1;
-    counts.set(id, row);
+  const out: CountedAttempt[] = [];
+  const add = (g: { agent: string | null; task: string }, r: AttemptResult) => {
+    const categories = (failed.all(r.evaluationKey, r.attempt) as Array<{ category: Category }>).map((c) => c.category);
+    out.push({ agent: g.agent, task: g.task, verdict: r.verdict, failedCategories: categories });
   };
   const since = opts.since?.getTime() ?? -Infinity;
   for (const g of groups.values()) {
     if (opts.basis === "all") {
-      for (const r of g.results) if (r.finishedAt.getTime() >= since) add(g.agent, g.task, r.verdict);
+      for (const r of g.results) if (r.finishedAt.getTime() >= since) add(g, r);
       continue;
     }
     const summary = summarizeAttempts(g.results);
-    if (summary && summary.first.finishedAt.getTime() >= since) add(g.agent, g.task, (opts.basis === "first-attempt" ? summary.first : summary.best).verdict);
+    if (summary && summary.first.finishedAt.getTime() >= since) add(g, opts.basis === "first-attempt" ? summary.first : summary.best);
+  }
+  return out;
+}
+
+/** Per agent × task × verdict counts of the counted attempts, sorted by agent, task, verdict. */
+export function scorecardRows(db: StoreDb, opts: ScorecardFilter): ScorecardRow[] {
+  const counts = new Map<string, ScorecardRow>();
+  for (const a of countedAttempts(db, opts)) {
+    const id = JSON.stringify([a.agent, a.task, a.verdict]);
+    const row = counts.get(id) ?? { agent: a.agent, task: a.task, verdict: a.verdict, count: 0 };
+    row.count += 1;
+    counts.set(id, row);
   }
   return [...counts.values()].sort(
     (a, b) => (a.agent ?? "").localeCompare(b.agent ?? "") || a.task.localeCompare(b.task) || a.verdict.localeCompare(b.verdict),

@@ -1,0 +1,108 @@
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import Table from "cli-table3";
+import { buildScorecard, percent, renderScorecardMarkdown, VERDICT_ORDER, type Scorecard, type ScorecardBasis } from "../core/scorecard.js";
+import { renderScorecardHtml } from "../core/scorecard-html.js";
+import { InputError } from "../engine/errors.js";
+import { openStore } from "../store/db.js";
+import { countedAttempts } from "../store/scorecard-rows.js";
+
+export interface ScorecardFlags {
+  db?: string;
+  basis: ScorecardBasis;
+  repo?: string;
+  since?: string;
+  format: "table" | "json" | "markdown" | "html";
+  out?: string;
+}
+
+/** Chart.js's browser build, inlined into the page so it opens from a file with no network. */
+function chartJsSource(): string {
+  // Resolved at run time from the installed package (a dependency of probegate), not bundled: the
+  // name is built so the bundler leaves it alone. Its exports map hides dist/, so go through the
+  // CommonJS entry, which sits in dist/ beside the browser build.
+  const require = createRequire(import.meta.url);
+  let file: string;
+  try {
+    file = join(dirname(require.resolve(["chart", "js"].join("."))), "chart.umd.min.js");
+  } catch {
+    throw new InputError("the HTML scorecard needs the chart.js package next to probegate (npm ci installs it); use --format table, markdown or json without it.");
+  }
+  return readFileSync(file, "utf8");
+}
+
+function parseRepo(repo: string | undefined): { owner?: string; repo?: string } {
+  if (repo === undefined) return {};
+  const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(repo);
+  if (!m) throw new InputError(`--repo '${repo}': expected OWNER or OWNER/NAME.`, { field: "--repo" });
+  return { owner: m[1], ...(m[2] ? { repo: m[2] } : {}) };
+}
+
+function parseSince(since: string | undefined): Date | undefined {
+  if (since === undefined) return undefined;
+  const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(since) ? new Date(since) : new Date(NaN);
+  if (Number.isNaN(d.getTime())) throw new InputError(`--since '${since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z.`, { field: "--since" });
+  return d;
+}
+
+function terminalTable(card: Scorecard): string {
+  const t = new Table({
+    head: ["agent", "subm.", "resolved", "caught by probes", "official failed", "error", "resolved rate", "caught rate"],
+    style: { head: [], border: [] },
+  });
+  for (const a of [...card.agents, card.total]) {
+    t.push([a.agent, a.submissions, ...VERDICT_ORDER.map((v) => a.verdicts[v]), percent(a.resolvedRate), percent(a.caughtRate)]);
+  }
+  return t.toString();
+}
+
+/**
+ * `probegate scorecard`: how each agent does, from the app's store. Tables on the terminal, JSON or
+ * markdown for tools, and a self-contained HTML page with charts (`--format html --out page.html`).
+ */
+export function scorecardCommand(flags: ScorecardFlags, io: { stdout: (s: string) => void; stderr: (s: string) => void }, now = new Date()): number {
+  const file = resolve(flags.db ?? process.env.PROBEGATE_DB ?? "probegate.sqlite");
+  if (!existsSync(file)) {
+    throw new InputError(`no store at ${file}: point --db (or $PROBEGATE_DB) at the probegate app's SQLite file.`, { file, field: "--db" });
+  }
+  const filter = { basis: flags.basis, ...parseRepo(flags.repo), ...(flags.since ? { since: parseSince(flags.since) } : {}) };
+  let db;
+  try {
+    db = openStore(file);
+  } catch (e) {
+    throw new InputError(`${file}: not a probegate store (${(e as Error).message}).`, { file });
+  }
+  let card;
+  try {
+    card = buildScorecard(countedAttempts(db, filter), flags.basis);
+  } finally {
+    db.close();
+  }
+  const scope = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+  let text: string;
+  switch (flags.format) {
+    case "json":
+      text = `${JSON.stringify({ scope, since: filter.since?.toISOString() ?? null, ...card }, null, 2)}\n`;
+      break;
+    case "markdown":
+      text = `${renderScorecardMarkdown(card)}\n`;
+      break;
+    case "html":
+      text = renderScorecardHtml(card, { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope });
+      break;
+    default:
+      text = `${scope}: ${card.total.submissions} submissions, ${percent(card.total.caughtRate)} of official-test passes caught by probes\n${terminalTable(card)}\n`;
+  }
+  if (flags.out) {
+    const out = resolve(flags.out);
+    if (!existsSync(dirname(out))) throw new InputError(`--out ${out}: the folder ${dirname(out)} does not exist.`, { field: "--out" });
+    const tmp = `${out}.tmp-${process.pid}`;
+    writeFileSync(tmp, text);
+    renameSync(tmp, out);
+    io.stderr(`scorecard written to ${out}\n`);
+  } else {
+    io.stdout(text);
+  }
+  return 0;
+}

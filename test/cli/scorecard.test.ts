@@ -1,0 +1,89 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main.js";
+import { recordProbeFailures } from "../../src/store/dispatch-context.js";
+import { insertOrGetEvaluation, transitionEvaluation } from "../../src/store/evaluations.js";
+import type { ProbeResult } from "../../src/core/result.js";
+import { tmp } from "../helpers.js";
+import { at, freshStore, newEvaluation } from "../store/store-helpers.js";
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const code = await main(argv, { stdout: (s) => (out += s), stderr: (s) => (err += s) });
+  return { code, out, err };
+}
+
+const failure = (id: string, category: ProbeResult["category"]): ProbeResult => ({ id, category, status: "failed", message: `${id} failed`, durationS: 1 }) as ProbeResult;
+
+describe("probegate scorecard", () => {
+  let file = "";
+  beforeAll(() => {
+    const s = freshStore();
+    file = s.file;
+    const finish = (pr: number, agent: string | null, verdicts: Array<"resolved" | "probe-rejected" | "official-failed" | "error">, start: number, fails: ProbeResult[] = [], repo = "gpu-lib") => {
+      const e = insertOrGetEvaluation(s.db, newEvaluation({ pr, agent, repo, headSha: String(pr % 10).repeat(40) }), at(start)).evaluation;
+      verdicts.forEach((verdict, i) => {
+        if (i > 0) transitionEvaluation(s.db, e.key, "retry", { now: at(start + i * 3) });
+        transitionEvaluation(s.db, e.key, "dispatch", { now: at(start + i * 3 + 1) });
+        transitionEvaluation(s.db, e.key, "complete", { now: at(start + i * 3 + 2), patch: { verdict } });
+        if (verdict === "probe-rejected") recordProbeFailures(s.db, e.key, i + 1, fails);
+      });
+    };
+    finish(1, "codex", ["probe-rejected", "resolved"], 0, [failure("optimizer-state-bytes", "memory"), failure("grad-traffic", "traffic")]);
+    finish(2, "codex", ["probe-rejected"], 10, [failure("checkpoint-roundtrip", "state")]);
+    finish(3, "claude", ["resolved"], 20);
+    finish(4, "claude", ["official-failed"], 30, [], "other-repo");
+    s.db.close();
+  });
+
+  it("prints a table per agent with the share caught by probes", async () => {
+    const r = await cli("scorecard", "--db", file);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("all repositories: 4 submissions, 67% of official-test passes caught by probes");
+    expect(r.out).toMatch(/codex\s*│\s*2\s*│\s*0\s*│\s*2\s*│/);
+  });
+
+  it("counts first attempts or best-of-N, per repository, as asked", async () => {
+    const first = JSON.parse((await cli("scorecard", "--db", file, "--format", "json")).out);
+    const codexFirst = first.agents.find((x: { agent: string }) => x.agent === "codex");
+    expect(codexFirst.verdicts).toMatchObject({ resolved: 0, "probe-rejected": 2 });
+    expect(codexFirst.failedCategories).toMatchObject({ memory: 1, traffic: 1, state: 1 });
+    const best = JSON.parse((await cli("scorecard", "--db", file, "--format", "json", "--basis", "best-of-n")).out);
+    expect(best.agents.find((x: { agent: string }) => x.agent === "codex").verdicts).toMatchObject({ resolved: 1, "probe-rejected": 1 });
+    const one = JSON.parse((await cli("scorecard", "--db", file, "--format", "json", "--repo", "octo/other-repo")).out);
+    expect(one.scope).toBe("octo/other-repo");
+    expect(one.total.submissions).toBe(1);
+    const since = JSON.parse((await cli("scorecard", "--db", file, "--format", "json", "--since", at(15).toISOString())).out);
+    expect(since.total.submissions).toBe(2);
+  });
+
+  it("writes a self-contained HTML page with Chart.js inlined", async () => {
+    const out = join(tmp("pg-scorecard-"), "scorecard.html");
+    const r = await cli("scorecard", "--db", file, "--format", "html", "--out", out);
+    expect(r.code).toBe(0);
+    expect(r.err).toContain(`scorecard written to ${out}`);
+    const html = readFileSync(out, "utf8");
+    expect(html).toContain("Chart.js v4.5.1");
+    expect(html).not.toMatch(/<script[^>]+src=/); // nothing fetched from the network
+    expect(html).toContain("<strong>67%</strong> of the submissions that passed every official test");
+  });
+
+  it("rejects a missing store, a bad repository, a bad date and a missing output folder, writing nothing", async () => {
+    const missing = await cli("scorecard", "--db", "/nonexistent/probegate.sqlite");
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain("no store at /nonexistent/probegate.sqlite");
+    expect((await cli("scorecard", "--db", file, "--repo", "a/b/c")).err).toContain("--repo 'a/b/c': expected OWNER or OWNER/NAME");
+    expect((await cli("scorecard", "--db", file, "--since", "last week")).err).toContain("--since 'last week': expected a date");
+    const nowhere = await cli("scorecard", "--db", file, "--format", "html", "--out", "/nonexistent/dir/x.html");
+    expect(nowhere.code).toBe(2);
+    expect(nowhere.err).toContain("the folder /nonexistent/dir does not exist");
+    expect(existsSync("/nonexistent/dir/x.html")).toBe(false);
+    const notStore = join(tmp("pg-scorecard-"), "not.sqlite");
+    writeFileSync(notStore, "this is not a database");
+    const bad = await cli("scorecard", "--db", notStore);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("not a probegate store");
+  });
+});
