@@ -27439,6 +27439,7 @@ __nccwpck_require__.d(__webpack_exports__, {
   py: () => (/* reexport */ AppSettingsError),
   Kb: () => (/* reexport */ createProbegate),
   Ay: () => (/* binding */ app),
+  Ch: () => (/* reexport */ openStore),
   bR: () => (/* reexport */ readAppSettings),
   UD: () => (/* reexport */ startServer),
   BC: () => (/* reexport */ webhookServer)
@@ -27560,6 +27561,10 @@ function openStore(file, opts = {}) {
         db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
         if (file !== ":memory:")
             db.pragma("journal_mode = WAL");
+        // With WAL, NORMAL syncs at checkpoints rather than on every commit: a crash of the app loses
+        // nothing, a power loss at most the last commits (GitHub redelivers those webhooks), and a
+        // delivery costs no fsyncs.
+        db.pragma("synchronous = NORMAL");
         db.pragma("foreign_keys = ON");
         migrate(db, opts.migrations ?? MIGRATIONS);
         return db;
@@ -27713,7 +27718,7 @@ function isTerminal(state) {
  * Whether a pending evaluation has run past its deadline: `deadlineS` seconds after its current
  * attempt began. A finished attempt never times out.
  */
-function evaluation_state_timedOut(evaluation, now, deadlineS) {
+function timedOut(evaluation, now, deadlineS) {
     if (isTerminal(evaluation.state))
         return false;
     return now.getTime() - evaluation.attemptStartedAt.getTime() > deadlineS * 1000;
@@ -27841,20 +27846,22 @@ function findEvaluationByWorkflowRun(db, workflowRunId) {
     return row ? fromRow(row) : null;
 }
 /**
- * Marks every pending evaluation whose attempt began more than `deadlineS` ago as timed out, and
- * returns them (the app then finishes their check runs). One that changed meanwhile is skipped:
- * whoever changed it decided its fate.
+ * Marks every pending evaluation whose attempt began more than its deadline ago as timed out, and
+ * returns them (the app then finishes their check runs). The deadline is `deadlineS` seconds, or
+ * what `deadlineS(evaluation)` says for each. One that changed meanwhile is skipped: whoever
+ * changed it decided its fate.
  */
 function markTimedOut(db, now, deadlineS) {
     const out = [];
     for (const e of listPendingEvaluations(db)) {
-        if (!timedOut(e, now, deadlineS))
+        const limit = typeof deadlineS === "number" ? deadlineS : deadlineS(e);
+        if (!timedOut(e, now, limit))
             continue;
         try {
             out.push(transitionEvaluation(db, e.key, "time-out", {
                 now,
                 expectedVersion: e.version,
-                patch: { error: `no result ${deadlineS} s after the attempt began (state was '${e.state}')` },
+                patch: { error: `no result ${limit} s after the attempt began (state was '${e.state}')` },
             }));
         }
         catch (err) {
@@ -40926,28 +40933,10 @@ function getDispatchContext(db, key) {
 }
 /**
  * Times out every pending evaluation whose attempt began more than its own deadline ago (or
- * `defaultDeadlineS`, for rows without one) and returns them. One changed meanwhile is skipped:
- * whoever changed it decided its fate.
+ * `defaultDeadlineS`, for rows without one) and returns them.
  */
 function timeOutOverdue(db, now, defaultDeadlineS) {
-    const out = [];
-    for (const e of listPendingEvaluations(db)) {
-        const deadlineS = getDispatchContext(db, e.key)?.deadlineS ?? defaultDeadlineS;
-        if (now.getTime() - e.attemptStartedAt.getTime() <= deadlineS * 1000)
-            continue;
-        try {
-            out.push(transitionEvaluation(db, e.key, "time-out", {
-                now,
-                expectedVersion: e.version,
-                patch: { error: `no result ${deadlineS} s after the attempt began (it was '${e.state}')` },
-            }));
-        }
-        catch (err) {
-            if (!(err instanceof StaleEvaluationError))
-                throw err;
-        }
-    }
-    return out;
+    return markTimedOut(db, now, (e) => getDispatchContext(db, e.key)?.deadlineS ?? defaultDeadlineS);
 }
 /** Every evaluation of one PR, newest first. */
 function evaluationsOfPr(db, pr) {
@@ -53688,11 +53677,14 @@ const probegateApp = (app, options) => {
 
 
 
+/** For hosts that embed the app with their own Probot: the store the app function expects. */
+
 
 var __webpack_exports__AppSettingsError = __webpack_exports__.py;
 var __webpack_exports__createProbegate = __webpack_exports__.Kb;
 var __webpack_exports__default = __webpack_exports__.Ay;
+var __webpack_exports__openStore = __webpack_exports__.Ch;
 var __webpack_exports__readAppSettings = __webpack_exports__.bR;
 var __webpack_exports__startServer = __webpack_exports__.UD;
 var __webpack_exports__webhookServer = __webpack_exports__.BC;
-export { __webpack_exports__AppSettingsError as AppSettingsError, __webpack_exports__createProbegate as createProbegate, __webpack_exports__default as default, __webpack_exports__readAppSettings as readAppSettings, __webpack_exports__startServer as startServer, __webpack_exports__webhookServer as webhookServer };
+export { __webpack_exports__AppSettingsError as AppSettingsError, __webpack_exports__createProbegate as createProbegate, __webpack_exports__default as default, __webpack_exports__openStore as openStore, __webpack_exports__readAppSettings as readAppSettings, __webpack_exports__startServer as startServer, __webpack_exports__webhookServer as webhookServer };

@@ -17,3 +17,5 @@ export default probegateApp;
 export { createProbegate, type Probegate, type ProbegateOptions } from "./app.js";
 export { startServer, webhookServer } from "./server.js";
 export { AppSettingsError, readAppSettings } from "./settings.js";
+/** For hosts that embed the app with their own Probot: the store the app function expects. */
+export { openStore } from "../store/db.js";

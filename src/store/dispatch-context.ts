@@ -1,7 +1,7 @@
 import type { Category } from "../core/probe-check.js";
 import type { ProbeResult } from "../core/result.js";
 import type { StoreDb } from "./db.js";
-import { getEvaluation, listPendingEvaluations, StaleEvaluationError, transitionEvaluation, type EvaluationRecord } from "./evaluations.js";
+import { getEvaluation, markTimedOut, type EvaluationRecord } from "./evaluations.js";
 
 /**
  * Where and how an evaluation runs, as the app decided when it queued it: the installation whose
@@ -43,27 +43,10 @@ export function getDispatchContext(db: StoreDb, key: string): DispatchContext | 
 
 /**
  * Times out every pending evaluation whose attempt began more than its own deadline ago (or
- * `defaultDeadlineS`, for rows without one) and returns them. One changed meanwhile is skipped:
- * whoever changed it decided its fate.
+ * `defaultDeadlineS`, for rows without one) and returns them.
  */
 export function timeOutOverdue(db: StoreDb, now: Date, defaultDeadlineS: number): EvaluationRecord[] {
-  const out: EvaluationRecord[] = [];
-  for (const e of listPendingEvaluations(db)) {
-    const deadlineS = getDispatchContext(db, e.key)?.deadlineS ?? defaultDeadlineS;
-    if (now.getTime() - e.attemptStartedAt.getTime() <= deadlineS * 1000) continue;
-    try {
-      out.push(
-        transitionEvaluation(db, e.key, "time-out", {
-          now,
-          expectedVersion: e.version,
-          patch: { error: `no result ${deadlineS} s after the attempt began (it was '${e.state}')` },
-        }),
-      );
-    } catch (err) {
-      if (!(err instanceof StaleEvaluationError)) throw err;
-    }
-  }
-  return out;
+  return markTimedOut(db, now, (e) => getDispatchContext(db, e.key)?.deadlineS ?? defaultDeadlineS);
 }
 
 /** Every evaluation of one PR, newest first. */

@@ -210,20 +210,22 @@ export function findEvaluationByWorkflowRun(db: StoreDb, workflowRunId: number):
 }
 
 /**
- * Marks every pending evaluation whose attempt began more than `deadlineS` ago as timed out, and
- * returns them (the app then finishes their check runs). One that changed meanwhile is skipped:
- * whoever changed it decided its fate.
+ * Marks every pending evaluation whose attempt began more than its deadline ago as timed out, and
+ * returns them (the app then finishes their check runs). The deadline is `deadlineS` seconds, or
+ * what `deadlineS(evaluation)` says for each. One that changed meanwhile is skipped: whoever
+ * changed it decided its fate.
  */
-export function markTimedOut(db: StoreDb, now: Date, deadlineS: number): EvaluationRecord[] {
+export function markTimedOut(db: StoreDb, now: Date, deadlineS: number | ((e: EvaluationRecord) => number)): EvaluationRecord[] {
   const out: EvaluationRecord[] = [];
   for (const e of listPendingEvaluations(db)) {
-    if (!timedOut(e, now, deadlineS)) continue;
+    const limit = typeof deadlineS === "number" ? deadlineS : deadlineS(e);
+    if (!timedOut(e, now, limit)) continue;
     try {
       out.push(
         transitionEvaluation(db, e.key, "time-out", {
           now,
           expectedVersion: e.version,
-          patch: { error: `no result ${deadlineS} s after the attempt began (state was '${e.state}')` },
+          patch: { error: `no result ${limit} s after the attempt began (state was '${e.state}')` },
         }),
       );
     } catch (err) {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { zipSync } from "fflate";
 import nock from "nock";
 import { Probot } from "probot";
-import { expect } from "vitest";
+import { afterEach, beforeEach, expect } from "vitest";
 import { createProbegate, type Probegate } from "../../src/app/app.js";
 import { probegateOctokit } from "../../src/app/octokit.js";
 import type { EvaluationResult } from "../../src/core/result.js";
@@ -75,7 +75,7 @@ export async function loadApp(opts: { file?: string; clock?: Clock; retry?: bool
   const probegate = createProbegate({ db, signingKey: SIGNING_KEY, now: clock.now, sweepEveryMs: 0 });
   await probot.load(probegate.app);
   await probegate.resumed();
-  return {
+  const app = {
     probot,
     probegate,
     db,
@@ -83,9 +83,26 @@ export async function loadApp(opts: { file?: string; clock?: Clock; retry?: bool
     clock,
     close: () => {
       probegate.stop();
-      db.close();
+      if (db.open) db.close();
     },
   };
+  loaded.push(app);
+  return app;
+}
+
+const loaded: LoadedApp[] = [];
+
+/**
+ * The lifecycle of an app test file: no real network, and after each test every app it loaded is
+ * closed and every GitHub mock must have been used.
+ */
+export function useAppTests(): void {
+  beforeEach(() => nock.disableNetConnect());
+  afterEach(() => {
+    for (const a of loaded.splice(0)) a.close();
+    expectAllMocksUsed();
+    nock.enableNetConnect();
+  });
 }
 
 /** Delivers an event the way GitHub would, with a delivery id. */
@@ -166,12 +183,24 @@ export function mockCheckRunUpdate(id: number, times = 1): any[] {
   return bodies;
 }
 
-/** Everything GitHub sees when an agent PR is opened: config, probe set, check run, dispatch. */
-export function mockStart(opts: { checkRunId: number; runId: number; sha?: string; token?: boolean }): { created: any[]; dispatched: any[] } {
-  if (opts.token ?? true) mockToken();
+/** GitHub's side of a rerun asked by `user` up to the permission check: the PR, the config, `permission`. */
+export function mockRerunAsk(user: string, permission: string, sha = HEAD): void {
+  mockPullGet(sha);
+  mockConfig();
+  mockPermission(user, permission);
+}
+
+/** What an agent PR's event asks GitHub before the check run is made: token, config, probe set, then `createOpts`'s lookup (and create). */
+export function mockUntilCheckRun(createOpts: Parameters<typeof mockCheckRunCreate>[0] = {}, token = true): any[] {
+  if (token) mockToken();
   mockConfig();
   mockProbeSet();
-  const created = mockCheckRunCreate({ sha: opts.sha, createId: opts.checkRunId });
+  return mockCheckRunCreate(createOpts);
+}
+
+/** Everything GitHub sees when an agent PR is opened: config, probe set, check run, dispatch. */
+export function mockStart(opts: { checkRunId: number; runId: number; sha?: string; token?: boolean }): { created: any[]; dispatched: any[] } {
+  const created = mockUntilCheckRun({ sha: opts.sha, createId: opts.checkRunId }, opts.token ?? true);
   const dispatched = mockDispatch(opts.runId);
   return { created, dispatched };
 }
@@ -239,6 +268,14 @@ export function mockPullGet(sha = HEAD): void {
 /** GitHub's answer to the collaborator-permission question. */
 export function mockPermission(user: string, permission: string): void {
   nock(API).get(`${repoPath}/collaborators/${encodeURIComponent(user)}/permission`).reply(200, { permission, role_name: permission, user: { login: user } });
+}
+
+/** The PR's commits, with these messages (for Co-authored-by trailers). */
+export function mockCommits(...messages: string[]): void {
+  nock(API)
+    .get(`${repoPath}/pulls/${PR_NUMBER}/commits`)
+    .query({ per_page: "100" })
+    .reply(200, messages.map((message, i) => ({ sha: `${i}`.padStart(40, "0"), commit: { message } })));
 }
 
 /** A reply comment on the PR thread; its bodies are collected. */

@@ -1,5 +1,5 @@
 import nock from "nock";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getEvaluation } from "../../src/store/evaluations.js";
 import { rerunAttempts } from "../../src/store/reruns.js";
 import { assertValidBody } from "../github/openapi.js";
@@ -7,7 +7,7 @@ import {
   API,
   commentPayload,
   deliver,
-  expectAllMocksUsed,
+  useAppTests,
   HEAD,
   keyFor,
   loadApp,
@@ -15,37 +15,26 @@ import {
   mockCheckRunUpdate,
   mockConfig,
   mockDispatch,
-  mockPermission,
   mockProbeSet,
-  mockPullGet,
+  mockRerunAsk,
   mockStart,
+  mockUntilCheckRun,
   mockToken,
   OWNER,
   PR_NUMBER,
   pullRequestPayload,
   REPO,
   workflowRunPayload,
-  type LoadedApp,
 } from "./app-harness.js";
 
-let app: LoadedApp | undefined;
-beforeEach(() => nock.disableNetConnect());
-afterEach(() => {
-  app?.close();
-  app = undefined;
-  expectAllMocksUsed();
-  nock.enableNetConnect();
-});
+useAppTests();
 
 const checkRuns = `/repos/${OWNER}/${REPO}/check-runs`;
 
 describe("GitHub faults", () => {
   it("retries a 502 on check-run create after looking the run up again: one check run", async () => {
-    app = await loadApp({ retry: true });
-    mockToken();
-    mockConfig();
-    mockProbeSet();
-    mockCheckRunCreate();
+    const app = await loadApp({ retry: true });
+    mockUntilCheckRun();
     const creates: any[] = [];
     nock(API)
       .post(checkRuns, (b) => assertValidBody("post", "/repos/{owner}/{repo}/check-runs", b) && creates.push(b) > 0)
@@ -62,11 +51,8 @@ describe("GitHub faults", () => {
   });
 
   it("does not create again when the 502'd create did make the run: the lookup finds it", async () => {
-    app = await loadApp({ retry: true });
-    mockToken();
-    mockConfig();
-    mockProbeSet();
-    mockCheckRunCreate();
+    const app = await loadApp({ retry: true });
+    mockUntilCheckRun();
     nock(API).post(checkRuns).reply(502, "Bad Gateway");
     mockCheckRunCreate({ existing: [{ id: 80, external_id: keyFor(), status: "queued" }] });
     mockDispatch(9100);
@@ -75,11 +61,8 @@ describe("GitHub faults", () => {
   });
 
   it("ends the attempt as an error, with the reason on its check run, when GitHub refuses the dispatch", async () => {
-    app = await loadApp();
-    mockToken();
-    mockConfig();
-    mockProbeSet();
-    mockCheckRunCreate({ createId: 82 });
+    const app = await loadApp();
+    mockUntilCheckRun({ createId: 82 });
     nock(API).post("/repos/octo-org/probegate-evaluator/actions/workflows/evaluate.yml/dispatches").reply(500, { message: "Server Error" });
     // The dispatch failure ends the attempt as an error on its check run.
     const updates = mockCheckRunUpdate(82);
@@ -89,11 +72,8 @@ describe("GitHub faults", () => {
   });
 
   it("waits out a 403 secondary rate limit as retry-after says, then succeeds", async () => {
-    app = await loadApp({ retry: true, throttle: true, retryAfterBaseValue: 50 });
-    mockToken();
-    mockConfig();
-    mockProbeSet();
-    mockCheckRunCreate();
+    const app = await loadApp({ retry: true, throttle: true, retryAfterBaseValue: 50 });
+    mockUntilCheckRun();
     const at: number[] = [];
     nock(API)
       .post(checkRuns, () => at.push(Date.now()) > 0)
@@ -109,7 +89,7 @@ describe("GitHub faults", () => {
   });
 
   it("forgets a delivery whose handling failed, so GitHub's redelivery is acted on", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     mockToken();
     nock(API).get(`/repos/${OWNER}/${REPO}/contents/.github%2Fprobegate.yml`).query(true).reply(500, { message: "Server Error" });
     await expect(deliver(app, "pull_request", pullRequestPayload("opened"), "flaky")).rejects.toThrow();
@@ -121,7 +101,7 @@ describe("GitHub faults", () => {
 
 describe("deadlines", () => {
   it("times out an evaluation past its deadline (injected clock), says so on its check run, and lets a rerun retry it", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     mockStart({ checkRunId: 85, runId: 9105 });
     await deliver(app, "pull_request", pullRequestPayload("opened"));
     app.clock.advance(29);
@@ -137,9 +117,7 @@ describe("deadlines", () => {
     await deliver(app, "workflow_run", workflowRunPayload(9105));
     expect(getEvaluation(app.db, keyFor())?.state).toBe("timed-out");
 
-    mockPullGet();
-    mockConfig();
-    mockPermission("maintainer", "write");
+    mockRerunAsk("maintainer", "write");
     nock(API).post(`/repos/${OWNER}/${REPO}/issues/comments/5/reactions`).reply(201, { id: 1 });
     mockProbeSet();
     mockCheckRunCreate({ createId: 86, existing: [{ id: 85, external_id: keyFor(), status: "completed" }] });
@@ -150,7 +128,7 @@ describe("deadlines", () => {
   });
 
   it("sweeps on events too, not only on the timer", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     mockStart({ checkRunId: 87, runId: 9107 });
     await deliver(app, "pull_request", pullRequestPayload("opened"));
     app.clock.advance(45);
@@ -164,10 +142,7 @@ describe("deadlines", () => {
 describe("restarts", () => {
   it("resumes an evaluation a crash left queued (check run made, never dispatched) when the app loads again", async () => {
     const first = await loadApp();
-    mockToken();
-    mockConfig();
-    mockProbeSet();
-    mockCheckRunCreate({ createId: 88 });
+    mockUntilCheckRun({ createId: 88 });
     nock(API).post("/repos/octo-org/probegate-evaluator/actions/workflows/evaluate.yml/dispatches").replyWithError("socket hang up");
     await expect(deliver(first, "pull_request", pullRequestPayload("opened"))).rejects.toThrow();
     first.close();
@@ -176,7 +151,7 @@ describe("restarts", () => {
     mockToken();
     mockCheckRunCreate({ existing: [{ id: 88, external_id: keyFor(), status: "queued" }] });
     const dispatched = mockDispatch(9108);
-    app = await loadApp({ file: first.file });
+    const app = await loadApp({ file: first.file });
     expect(dispatched[0].inputs).toMatchObject({ sha: HEAD, "evaluation-key": keyFor() });
     expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", checkRunId: 88, workflowRunId: 9108 });
   });

@@ -1,16 +1,17 @@
 import nock from "nock";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { deliveriesFor } from "../../src/store/deliveries.js";
 import { getEvaluation, listPendingEvaluations } from "../../src/store/evaluations.js";
 import {
   API,
   deliver,
-  expectAllMocksUsed,
+  useAppTests,
   HEAD,
   keyFor,
   loadApp,
   mockCheckRunCreate,
   mockCheckRunUpdate,
+  mockCommits,
   mockConfig,
   mockDispatch,
   mockProbeSet,
@@ -20,21 +21,13 @@ import {
   PR_NUMBER,
   pullRequestPayload,
   REPO,
-  type LoadedApp,
 } from "./app-harness.js";
 
-let app: LoadedApp | undefined;
-beforeEach(() => nock.disableNetConnect());
-afterEach(() => {
-  app?.close();
-  app = undefined;
-  expectAllMocksUsed();
-  nock.enableNetConnect();
-});
+useAppTests();
 
 describe("pull_request events", () => {
   it("queues a check run keyed by the evaluation key and dispatches the evaluator with run details", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     const { created, dispatched } = mockStart({ checkRunId: 41, runId: 7001 });
     await deliver(app, "pull_request", pullRequestPayload("opened"), "d-open");
     expect(created[0]).toMatchObject({ name: "probegate / sharded-optimizer", head_sha: HEAD, external_id: keyFor(), status: "queued" });
@@ -50,32 +43,26 @@ describe("pull_request events", () => {
   });
 
   it.each(["synchronize", "reopened", "ready_for_review", "labeled"])("starts an evaluation on %s too", async (action) => {
-    app = await loadApp();
+    const app = await loadApp();
     mockStart({ checkRunId: 42, runId: 7002 });
     await deliver(app, "pull_request", pullRequestPayload(action));
     expect(getEvaluation(app.db, keyFor())?.state).toBe("dispatched");
   });
 
   it("does nothing for a PR no agent wrote (author, commits, branch and labels say so)", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     mockToken();
     mockConfig();
-    nock(API)
-      .get(`/repos/${OWNER}/${REPO}/pulls/${PR_NUMBER}/commits`)
-      .query({ per_page: "100" })
-      .reply(200, [{ sha: HEAD, commit: { message: "Fix the README\n\nSigned-off-by: Codertocat <21031067+Codertocat@users.noreply.github.com>" } }]);
+    mockCommits("Fix the README\n\nSigned-off-by: Codertocat <21031067+Codertocat@users.noreply.github.com>");
     await deliver(app, "pull_request", pullRequestPayload("opened", { author: "Codertocat" }));
     expect(listPendingEvaluations(app.db)).toEqual([]);
   });
 
   it("detects an agent from a Co-authored-by trailer in the PR's commits", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     mockToken();
     mockConfig();
-    nock(API)
-      .get(`/repos/${OWNER}/${REPO}/pulls/${PR_NUMBER}/commits`)
-      .query({ per_page: "100" })
-      .reply(200, [{ sha: HEAD, commit: { message: "Shard the optimizer state\n\nCo-authored-by: Claude <noreply@anthropic.com>" } }]);
+    mockCommits("Shard the optimizer state", "Shard the optimizer state\n\nCo-authored-by: Claude <noreply@anthropic.com>");
     mockProbeSet();
     mockCheckRunCreate({ createId: 43 });
     mockDispatch(7003);
@@ -84,7 +71,7 @@ describe("pull_request events", () => {
   });
 
   it("does nothing when the repository has no .github/probegate.yml, or for a draft", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     mockToken();
     mockConfig(null);
     await deliver(app, "pull_request", pullRequestPayload("opened"));
@@ -93,7 +80,7 @@ describe("pull_request events", () => {
   });
 
   it("acts once on a duplicate delivery, whether it comes later or concurrently", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     mockStart({ checkRunId: 44, runId: 7004 });
     const payload = pullRequestPayload("opened");
     await Promise.all([deliver(app, "pull_request", payload, "dup-1"), deliver(app, "pull_request", payload, "dup-1")]);
@@ -102,7 +89,7 @@ describe("pull_request events", () => {
   });
 
   it("starts a key once when two different deliveries of the same head arrive together", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     mockStart({ checkRunId: 45, runId: 7005 });
     // The second delivery reads the config and the probe set too, then finds the key taken.
     mockConfig();
@@ -113,7 +100,7 @@ describe("pull_request events", () => {
   });
 
   it("supersedes the older head's evaluation on a new push: cancels its run and says so on its check run", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     mockStart({ checkRunId: 46, runId: 7006 });
     await deliver(app, "pull_request", pullRequestPayload("opened"));
     const newHead = "1234567890abcdef1234567890abcdef12345678";

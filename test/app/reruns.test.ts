@@ -1,5 +1,5 @@
 import nock from "nock";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getEvaluation } from "../../src/store/evaluations.js";
 import { attemptSummary, rerunAttempts } from "../../src/store/reruns.js";
 import { webhookExample } from "../github/webhook-examples.js";
@@ -8,7 +8,8 @@ import {
   commentPayload,
   CONFIG_YAML,
   deliver,
-  expectAllMocksUsed,
+  useAppTests,
+  type LoadedApp,
   HEAD,
   keyFor,
   loadApp,
@@ -17,10 +18,10 @@ import {
   mockCheckRunUpdate,
   mockConfig,
   mockDispatch,
-  mockPermission,
   mockProbeSet,
   mockPullGet,
   mockReply,
+  mockRerunAsk,
   mockStart,
   OWNER,
   PR_NUMBER,
@@ -30,18 +31,10 @@ import {
   signedResult,
   TASK,
   workflowRunPayload,
-  type LoadedApp,
 } from "./app-harness.js";
 import { assertValidBody } from "../github/openapi.js";
 
-let app: LoadedApp | undefined;
-beforeEach(() => nock.disableNetConnect());
-afterEach(() => {
-  app?.close();
-  app = undefined;
-  expectAllMocksUsed();
-  nock.enableNetConnect();
-});
+useAppTests();
 
 const PR = { owner: OWNER, repo: REPO, pr: PR_NUMBER };
 
@@ -59,9 +52,7 @@ async function finished(): Promise<LoadedApp> {
 
 /** GitHub's side of an accepted rerun: PR, config, permission, 👀, probe set, a new check run, dispatch. */
 function mockAcceptedRerun(opts: { user: string; checkRunId: number; runId: number; commentId?: number }): { created: any[] } {
-  mockPullGet();
-  mockConfig();
-  mockPermission(opts.user, "write");
+  mockRerunAsk(opts.user, "write");
   if (opts.commentId !== undefined) {
     nock(API)
       .post(`/repos/${OWNER}/${REPO}/issues/comments/${opts.commentId}/reactions`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", b) && b.content === "eyes")
@@ -76,7 +67,7 @@ function mockAcceptedRerun(opts: { user: string; checkRunId: number; runId: numb
 
 describe("/probegate rerun", () => {
   it("re-evaluates the PR's head for a user with write permission: 👀, a new check run, a new attempt, both attempts kept", async () => {
-    app = await finished();
+    const app = await finished();
     const { created } = mockAcceptedRerun({ user: "maintainer", checkRunId: 62, runId: 9002, commentId: 777 });
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { commentId: 777 }));
     expect(created[0]).toMatchObject({ external_id: keyFor(), status: "queued", output: { title: "Queued again (attempt 2)" } });
@@ -93,10 +84,8 @@ describe("/probegate rerun", () => {
   });
 
   it("refuses a user with read permission (asked of GitHub), with a reply that says why", async () => {
-    app = await finished();
-    mockPullGet();
-    mockConfig();
-    mockPermission("reader", "read");
+    const app = await finished();
+    mockRerunAsk("reader", "read");
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { user: "reader" }));
     expect(replies[0].body).toContain("@reader: reruns need write or admin permission on this repository; you have `read`.");
@@ -105,10 +94,8 @@ describe("/probegate rerun", () => {
   });
 
   it("refuses the agent that wrote the PR", async () => {
-    app = await finished();
-    mockPullGet();
-    mockConfig();
-    mockPermission("copilot-swe-agent[bot]", "write");
+    const app = await finished();
+    mockRerunAsk("copilot-swe-agent[bot]", "write");
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { user: "copilot-swe-agent[bot]" }));
     expect(replies[0].body).toContain("the agent that wrote this PR cannot ask for its own rerun");
@@ -116,7 +103,7 @@ describe("/probegate rerun", () => {
   });
 
   it("refuses a command in an edited comment without asking GitHub anything else", async () => {
-    app = await finished();
+    const app = await finished();
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { action: "edited" }));
     expect(replies[0].body).toContain("commands in edited comments are ignored");
@@ -124,19 +111,15 @@ describe("/probegate rerun", () => {
   });
 
   it("rate-limits reruns per PR (2 an hour here) and records every attempt", async () => {
-    app = await finished();
+    const app = await finished();
     mockAcceptedRerun({ user: "maintainer", checkRunId: 62, runId: 9002, commentId: 1 });
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { commentId: 1 }));
     // The second rerun while the first still runs: accepted, nothing new to start.
-    mockPullGet();
-    mockConfig();
-    mockPermission("maintainer", "write");
+    mockRerunAsk("maintainer", "write");
     nock(API).post(`/repos/${OWNER}/${REPO}/issues/comments/2/reactions`).reply(201, { id: 2 });
     mockProbeSet();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { commentId: 2 }));
-    mockPullGet();
-    mockConfig();
-    mockPermission("maintainer", "write");
+    mockRerunAsk("maintainer", "write");
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { commentId: 3 }));
     expect(replies[0].body).toMatch(/this PR has had 2 reruns in the last hour \(the limit is 2\)/);
@@ -148,7 +131,7 @@ describe("/probegate rerun", () => {
   });
 
   it("answers a comment on an issue that is not a pull request", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     const replies: any[] = [];
     nock(API)
       .post("/app/installations/1/access_tokens")
@@ -161,7 +144,7 @@ describe("/probegate rerun", () => {
   });
 
   it("answers a malformed command with the usage, and ignores comments without one", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     nock(API).post("/app/installations/1/access_tokens").reply(201, { token: "t", expires_at: "2099-01-01T00:00:00Z" });
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate frobnicate"));
@@ -182,7 +165,7 @@ describe("check_run rerequested / requested_action", () => {
   }
 
   it.each(["rerequested", "requested_action"] as const)("re-evaluates the PR's head on %s", async (action) => {
-    app = await finished();
+    const app = await finished();
     mockAcceptedRerun({ user: "maintainer", checkRunId: 63, runId: 9003 });
     await deliver(app, "check_run", checkRunPayload(action));
     expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", attempt: 2, workflowRunId: 9003 });
@@ -192,7 +175,7 @@ describe("check_run rerequested / requested_action", () => {
 
 describe("/probegate explain", () => {
   it("replies with the failed probes' categories and what they check, without probe source", async () => {
-    app = await finished();
+    const app = await finished();
     mockPullGet();
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate explain"));
@@ -207,7 +190,7 @@ describe("/probegate explain", () => {
 
 describe("config errors", () => {
   it("puts a failing check run on the head that names the field and the YAML line", async () => {
-    app = await loadApp();
+    const app = await loadApp();
     nock(API).post("/app/installations/1/access_tokens").reply(201, { token: "t", expires_at: "2099-01-01T00:00:00Z" });
     mockConfig(CONFIG_YAML.replace("perPrPerHour: 2", "perPrPerHour: lots"));
     mockCheckRunCreate({ name: "probegate / config", createId: 70 });

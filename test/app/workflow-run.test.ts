@@ -1,11 +1,12 @@
 import nock from "nock";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { attemptSummary } from "../../src/store/reruns.js";
 import { getEvaluation } from "../../src/store/evaluations.js";
 import {
   API,
   deliver,
-  expectAllMocksUsed,
+  useAppTests,
+  type LoadedApp,
   HEAD,
   keyFor,
   loadApp,
@@ -21,17 +22,9 @@ import {
   SIGNING_KEY,
   TASK,
   workflowRunPayload,
-  type LoadedApp,
 } from "./app-harness.js";
 
-let app: LoadedApp | undefined;
-beforeEach(() => nock.disableNetConnect());
-afterEach(() => {
-  app?.close();
-  app = undefined;
-  expectAllMocksUsed();
-  nock.enableNetConnect();
-});
+useAppTests();
 
 const CHECK = 51;
 const RUN = 8001;
@@ -46,7 +39,7 @@ async function dispatched(): Promise<LoadedApp> {
 
 describe("workflow_run events", () => {
   it("marks the evaluation running and the check run in progress when the run starts", async () => {
-    app = await dispatched();
+    const app = await dispatched();
     const updates = mockCheckRunUpdate(CHECK);
     await deliver(app, "workflow_run", workflowRunPayload(RUN, "in_progress"));
     expect(updates[0]).toMatchObject({ status: "in_progress" });
@@ -54,7 +47,7 @@ describe("workflow_run events", () => {
   });
 
   it("reports a signed probe-rejected result: failure, title, summary table, annotations and the rerun button", async () => {
-    app = await dispatched();
+    const app = await dispatched();
     mockArtifact(RUN, resultZip(signedResult()));
     const updates = mockCheckRunUpdate(CHECK);
     await deliver(app, "workflow_run", workflowRunPayload(RUN));
@@ -72,7 +65,7 @@ describe("workflow_run events", () => {
   });
 
   it("reports resolved as success and sends more than 50 annotations in batches of 50", async () => {
-    app = await dispatched();
+    const app = await dispatched();
     const failing = Array.from({ length: 120 }, (_, i) => ({ name: `test_${i}`, classname: "t", file: "tests/test_x.py", line: i + 1, kind: "failure" as const, message: "boom" }));
     const base = signedResult({}, null);
     const official = { ...(base.official as NonNullable<typeof base.official>), passed: false, counts: { total: 120, passed: 0, failed: 120, errors: 0, skipped: 0 }, failing };
@@ -86,7 +79,7 @@ describe("workflow_run events", () => {
   });
 
   it("reports a resolved result as success", async () => {
-    app = await dispatched();
+    const app = await dispatched();
     const r = signedResult({}, null);
     const { signResult } = await import("../../src/engine/sign.js");
     mockArtifact(RUN, resultZip(signResult({ ...r, verdict: "resolved", reason: "passes all", probes: r.probes.map((p) => ({ ...p, status: "passed" as const })) }, SIGNING_KEY)));
@@ -105,7 +98,7 @@ describe("workflow_run events", () => {
     ["a zip without a .json file", () => resultZip("{}", "result.txt"), /no \.json result file/],
   ];
   it.each(forged)("never reports a result with %s as success: neutral, with the reason", async (_what, zip, why) => {
-    app = await dispatched();
+    const app = await dispatched();
     mockArtifact(RUN, zip());
     const updates = mockCheckRunUpdate(CHECK);
     await deliver(app, "workflow_run", workflowRunPayload(RUN));
@@ -115,7 +108,7 @@ describe("workflow_run events", () => {
   });
 
   it("ends as an error when the run left no result artifact", async () => {
-    app = await dispatched();
+    const app = await dispatched();
     nock(API).get(`/repos/octo-org/probegate-evaluator/actions/runs/${RUN}/artifacts`).query(true).reply(200, { total_count: 0, artifacts: [] });
     const updates = mockCheckRunUpdate(CHECK);
     await deliver(app, "workflow_run", workflowRunPayload(RUN, "completed", "failure"));
@@ -124,7 +117,7 @@ describe("workflow_run events", () => {
   });
 
   it("ignores runs it did not dispatch, asking GitHub nothing (any request would fail: no mocks, no network)", async () => {
-    app = await dispatched();
+    const app = await dispatched();
     await expect(deliver(app, "workflow_run", workflowRunPayload(424242))).resolves.toBeUndefined();
     expect(getEvaluation(app.db, keyFor())?.state).toBe("dispatched");
   });
@@ -133,7 +126,7 @@ describe("workflow_run events", () => {
     const first = await dispatched();
     const file = first.file;
     first.close();
-    app = await loadApp({ file });
+    const app = await loadApp({ file });
     // A new process has no cached installation token.
     nock(API).post("/app/installations/1/access_tokens").reply(201, { token: "ghs_2", expires_at: "2099-01-01T00:00:00Z" });
     mockArtifact(RUN, resultZip(signedResult()));

@@ -37,7 +37,7 @@ describe("dispatch context (migration 2)", () => {
     setDispatchContext(db, long.key, { ...CTX, deadlineS: 3600 });
     expect(timeOutOverdue(db, at(4), 1200)).toEqual([]);
     expect(timeOutOverdue(db, at(6), 1200).map((e) => e.task)).toEqual(["short"]);
-    expect(timeOutOverdue(db, at(21), 1200).map((e) => [e.task, e.state, e.error])).toEqual([["plain", "timed-out", "no result 1200 s after the attempt began (it was 'queued')"]]);
+    expect(timeOutOverdue(db, at(21), 1200).map((e) => [e.task, e.state, e.error])).toEqual([["plain", "timed-out", "no result 1200 s after the attempt began (state was 'queued')"]]);
     expect(timeOutOverdue(db, at(61), 1200).map((e) => e.task)).toEqual(["long"]);
   });
 
