@@ -172,6 +172,7 @@ const times = [];
 const byKind = new Map();
 const marks = {};
 const load = [loadavg()[0]];
+const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 for (const [kind, name, make, run] of deliveries()) {
   if (times.length === total) break;
@@ -188,6 +189,10 @@ for (const [kind, name, make, run] of deliveries()) {
   if (times.length === 1000) marks.at1k = memory();
 }
 const elapsedS = (performance.now() - t0) / 1000;
+const cpu = process.cpuUsage(cpu0);
+// CPU time does not grow with the machine's load the way wall time does; it covers this whole
+// process (the app, the stub GitHub and the sending client), so it bounds the app's share.
+const cpuMsPerDelivery = (cpu.user + cpu.system) / 1000 / total;
 marks.atEnd = memory();
 marks.at1k ??= marks.atEnd;
 load.push(loadavg()[0]);
@@ -200,6 +205,7 @@ const figures = {
   p50ms: pct(sorted, 50),
   p99ms: pct(sorted, 99),
   maxms: sorted[sorted.length - 1],
+  cpuMsPerDelivery,
   byKind: Object.fromEntries([...byKind].map(([k, v]) => {
     const s = [...v].sort((a, b) => a - b);
     return [k, { n: s.length, p50ms: pct(s, 50), p99ms: pct(s, 99) }];
@@ -213,7 +219,7 @@ process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
 process.stdout.write(
   [
     `machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}; 1-min load average ${load.map((l) => l.toFixed(1)).join(" → ")}`,
-    `${total} deliveries in ${elapsedS.toFixed(1)} s: ${figures.perSecond.toFixed(0)}/s; handling p50 ${figures.p50ms.toFixed(2)} ms, p99 ${figures.p99ms.toFixed(2)} ms, max ${figures.maxms.toFixed(1)} ms`,
+    `${total} deliveries in ${elapsedS.toFixed(1)} s: ${figures.perSecond.toFixed(0)}/s; handling p50 ${figures.p50ms.toFixed(2)} ms, p99 ${figures.p99ms.toFixed(2)} ms, max ${figures.maxms.toFixed(1)} ms; CPU ${cpuMsPerDelivery.toFixed(2)} ms per delivery (whole process)`,
     `memory after 1,000: heap ${marks.at1k.heapMiB.toFixed(1)} MiB, RSS ${marks.at1k.rssMiB.toFixed(1)} MiB; after ${total}: heap ${marks.atEnd.heapMiB.toFixed(1)} MiB, RSS ${marks.atEnd.rssMiB.toFixed(1)} MiB`,
     "",
   ].join("\n"),

@@ -126,6 +126,27 @@ describe("starting the app", () => {
     expect(r.stderr).toContain("WEBHOOK_SECRET is not set");
   });
 
+  it("the bundle's default export is the Probot app function, configured from the environment", async () => {
+    const dist = (await import(/* @vite-ignore */ pathToFileURL(DIST).href)) as typeof import("../../src/app/index.js");
+    const dir = tmp("pg-default-");
+    const saved = { ...process.env };
+    Object.assign(process.env, { WEBHOOK_SECRET: "s3cret-default", PROBEGATE_SIGNING_KEY: SIGNING_KEY, PROBEGATE_SWEEP_SECONDS: "0" });
+    delete process.env.PROBEGATE_DB;
+    let db: StoreDb | undefined;
+    try {
+      const probot = new Probot({ appId: 123, privateKey: PRIVATE_KEY, logLevel: "fatal" });
+      await probot.load(dist.default, { cwd: dir, addHandler: () => undefined });
+      await probot.receive({ id: "default-export", name: "pull_request", payload: pullRequestPayload("opened", { draft: true }) } as Parameters<Probot["receive"]>[0]);
+      db = dist.openStore(join(dir, "probegate.sqlite"));
+      expect(db.prepare("SELECT id, event FROM deliveries").all()).toEqual([{ id: "default-export", event: "pull_request.opened" }]);
+      delete process.env.WEBHOOK_SECRET;
+      await expect(probot.load(dist.default, { cwd: dir, addHandler: () => undefined })).rejects.toThrow(/WEBHOOK_SECRET is not set/);
+    } finally {
+      db?.close();
+      process.env = saved;
+    }
+  });
+
   it("the committed bundle starts a server with its bundled SQLite and refuses unsigned webhooks", async () => {
     const dist = (await import(/* @vite-ignore */ pathToFileURL(DIST).href)) as typeof import("../../src/app/index.js");
     expect(typeof dist.default).toBe("function");
