@@ -278,6 +278,13 @@ export function mockCommits(...messages: string[]): void {
     .reply(200, messages.map((message, i) => ({ sha: `${i}`.padStart(40, "0"), commit: { message } })));
 }
 
+/** The 👀 reaction on comment `commentId`, body checked against the spec. */
+export function mockReaction(commentId: number): void {
+  nock(API)
+    .post(`${repoPath}/issues/comments/${commentId}/reactions`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", b) && b.content === "eyes")
+    .reply(201, { id: commentId, content: "eyes" });
+}
+
 /** A reply comment on the PR thread; its bodies are collected. */
 export function mockReply(): any[] {
   const bodies: any[] = [];

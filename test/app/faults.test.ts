@@ -13,9 +13,9 @@ import {
   loadApp,
   mockCheckRunCreate,
   mockCheckRunUpdate,
-  mockConfig,
   mockDispatch,
   mockProbeSet,
+  mockReaction,
   mockRerunAsk,
   mockStart,
   mockUntilCheckRun,
@@ -30,6 +30,7 @@ import {
 useAppTests();
 
 const checkRuns = `/repos/${OWNER}/${REPO}/check-runs`;
+const validCreate = (b: unknown) => assertValidBody("post", "/repos/{owner}/{repo}/check-runs", b);
 
 describe("GitHub faults", () => {
   it("retries a 502 on check-run create after looking the run up again: one check run", async () => {
@@ -37,11 +38,11 @@ describe("GitHub faults", () => {
     mockUntilCheckRun();
     const creates: any[] = [];
     nock(API)
-      .post(checkRuns, (b) => assertValidBody("post", "/repos/{owner}/{repo}/check-runs", b) && creates.push(b) > 0)
+      .post(checkRuns, (b) => validCreate(b) && creates.push(b) > 0)
       .reply(502, "Bad Gateway");
     mockCheckRunCreate();
     nock(API)
-      .post(checkRuns, (b) => creates.push(b) > 0)
+      .post(checkRuns, (b) => validCreate(b) && creates.push(b) > 0)
       .reply(201, { id: 81 });
     mockDispatch(9101);
     await deliver(app, "pull_request", pullRequestPayload("opened"));
@@ -53,7 +54,7 @@ describe("GitHub faults", () => {
   it("does not create again when the 502'd create did make the run: the lookup finds it", async () => {
     const app = await loadApp({ retry: true });
     mockUntilCheckRun();
-    nock(API).post(checkRuns).reply(502, "Bad Gateway");
+    nock(API).post(checkRuns, validCreate).reply(502, "Bad Gateway");
     mockCheckRunCreate({ existing: [{ id: 80, external_id: keyFor(), status: "queued" }] });
     mockDispatch(9100);
     await deliver(app, "pull_request", pullRequestPayload("opened"));
@@ -63,7 +64,9 @@ describe("GitHub faults", () => {
   it("ends the attempt as an error, with the reason on its check run, when GitHub refuses the dispatch", async () => {
     const app = await loadApp();
     mockUntilCheckRun({ createId: 82 });
-    nock(API).post("/repos/octo-org/probegate-evaluator/actions/workflows/evaluate.yml/dispatches").reply(500, { message: "Server Error" });
+    nock(API)
+      .post("/repos/octo-org/probegate-evaluator/actions/workflows/evaluate.yml/dispatches", (b) => assertValidBody("post", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", b))
+      .reply(500, { message: "Server Error" });
     // The dispatch failure ends the attempt as an error on its check run.
     const updates = mockCheckRunUpdate(82);
     await deliver(app, "pull_request", pullRequestPayload("opened"), "first");
@@ -76,9 +79,9 @@ describe("GitHub faults", () => {
     mockUntilCheckRun();
     const at: number[] = [];
     nock(API)
-      .post(checkRuns, () => at.push(Date.now()) > 0)
+      .post(checkRuns, (b) => validCreate(b) && at.push(Date.now()) > 0)
       .reply(403, { message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again." }, { "retry-after": "3" })
-      .post(checkRuns, () => at.push(Date.now()) > 0)
+      .post(checkRuns, (b) => validCreate(b) && at.push(Date.now()) > 0)
       .reply(201, { id: 83 });
     mockDispatch(9103);
     await deliver(app, "pull_request", pullRequestPayload("opened"));
@@ -118,7 +121,7 @@ describe("deadlines", () => {
     expect(getEvaluation(app.db, keyFor())?.state).toBe("timed-out");
 
     mockRerunAsk("maintainer", "write");
-    nock(API).post(`/repos/${OWNER}/${REPO}/issues/comments/5/reactions`).reply(201, { id: 1 });
+    mockReaction(5);
     mockProbeSet();
     mockCheckRunCreate({ createId: 86, existing: [{ id: 85, external_id: keyFor(), status: "completed" }] });
     mockDispatch(9106);
@@ -143,7 +146,9 @@ describe("restarts", () => {
   it("resumes an evaluation a crash left queued (check run made, never dispatched) when the app loads again", async () => {
     const first = await loadApp();
     mockUntilCheckRun({ createId: 88 });
-    nock(API).post("/repos/octo-org/probegate-evaluator/actions/workflows/evaluate.yml/dispatches").replyWithError("socket hang up");
+    nock(API)
+      .post("/repos/octo-org/probegate-evaluator/actions/workflows/evaluate.yml/dispatches", (b) => assertValidBody("post", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", b))
+      .replyWithError("socket hang up");
     await expect(deliver(first, "pull_request", pullRequestPayload("opened"))).rejects.toThrow();
     first.close();
 

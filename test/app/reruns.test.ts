@@ -4,7 +4,6 @@ import { getEvaluation } from "../../src/store/evaluations.js";
 import { attemptSummary, rerunAttempts } from "../../src/store/reruns.js";
 import { webhookExample } from "../github/webhook-examples.js";
 import {
-  API,
   commentPayload,
   CONFIG_YAML,
   deliver,
@@ -20,7 +19,9 @@ import {
   mockDispatch,
   mockProbeSet,
   mockPullGet,
+  mockReaction,
   mockReply,
+  mockToken,
   mockRerunAsk,
   mockStart,
   OWNER,
@@ -32,7 +33,6 @@ import {
   TASK,
   workflowRunPayload,
 } from "./app-harness.js";
-import { assertValidBody } from "../github/openapi.js";
 
 useAppTests();
 
@@ -53,11 +53,7 @@ async function finished(): Promise<LoadedApp> {
 /** GitHub's side of an accepted rerun: PR, config, permission, 👀, probe set, a new check run, dispatch. */
 function mockAcceptedRerun(opts: { user: string; checkRunId: number; runId: number; commentId?: number }): { created: any[] } {
   mockRerunAsk(opts.user, "write");
-  if (opts.commentId !== undefined) {
-    nock(API)
-      .post(`/repos/${OWNER}/${REPO}/issues/comments/${opts.commentId}/reactions`, (b) => assertValidBody("post", "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", b) && b.content === "eyes")
-      .reply(201, { id: 1, content: "eyes" });
-  }
+  if (opts.commentId !== undefined) mockReaction(opts.commentId);
   mockProbeSet();
   // The finished check run is listed; a rerun gets a new one beside it.
   const created = mockCheckRunCreate({ createId: opts.checkRunId, existing: [{ id: 61, external_id: keyFor(), status: "completed" }] });
@@ -116,7 +112,7 @@ describe("/probegate rerun", () => {
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { commentId: 1 }));
     // The second rerun while the first still runs: accepted, nothing new to start.
     mockRerunAsk("maintainer", "write");
-    nock(API).post(`/repos/${OWNER}/${REPO}/issues/comments/2/reactions`).reply(201, { id: 2 });
+    mockReaction(2);
     mockProbeSet();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { commentId: 2 }));
     mockRerunAsk("maintainer", "write");
@@ -132,12 +128,8 @@ describe("/probegate rerun", () => {
 
   it("answers a comment on an issue that is not a pull request", async () => {
     const app = await loadApp();
-    const replies: any[] = [];
-    nock(API)
-      .post("/app/installations/1/access_tokens")
-      .reply(201, { token: "t", expires_at: "2099-01-01T00:00:00Z" })
-      .post(`/repos/${OWNER}/${REPO}/issues/${PR_NUMBER}/comments`, (b) => replies.push(b) > 0)
-      .reply(201, { id: 5 });
+    mockToken();
+    const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { onPr: false }));
     expect(replies[0].body).toContain("probegate commands work on pull requests only");
     expect(rerunAttempts(app.db, PR)).toEqual([]);
@@ -145,7 +137,7 @@ describe("/probegate rerun", () => {
 
   it("answers a malformed command with the usage, and ignores comments without one", async () => {
     const app = await loadApp();
-    nock(API).post("/app/installations/1/access_tokens").reply(201, { token: "t", expires_at: "2099-01-01T00:00:00Z" });
+    mockToken();
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate frobnicate"));
     await deliver(app, "issue_comment", commentPayload("Looks good to me. `/probegate rerun` later maybe"));
@@ -191,7 +183,7 @@ describe("/probegate explain", () => {
 describe("config errors", () => {
   it("puts a failing check run on the head that names the field and the YAML line", async () => {
     const app = await loadApp();
-    nock(API).post("/app/installations/1/access_tokens").reply(201, { token: "t", expires_at: "2099-01-01T00:00:00Z" });
+    mockToken();
     mockConfig(CONFIG_YAML.replace("perPrPerHour: 2", "perPrPerHour: lots"));
     mockCheckRunCreate({ name: "probegate / config", createId: 70 });
     const updates = mockCheckRunUpdate(70);

@@ -13,6 +13,7 @@ import {
   mockArtifact,
   mockCheckRunUpdate,
   mockStart,
+  mockToken,
   OWNER,
   PR_NUMBER,
   pullRequestPayload,
@@ -128,7 +129,7 @@ describe("workflow_run events", () => {
     first.close();
     const app = await loadApp({ file });
     // A new process has no cached installation token.
-    nock(API).post("/app/installations/1/access_tokens").reply(201, { token: "ghs_2", expires_at: "2099-01-01T00:00:00Z" });
+    mockToken();
     mockArtifact(RUN, resultZip(signedResult()));
     const updates = mockCheckRunUpdate(CHECK);
     await deliver(app, "workflow_run", workflowRunPayload(RUN));
