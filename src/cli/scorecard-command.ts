@@ -1,12 +1,11 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
+import { existsSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import Table from "cli-table3";
-import { buildScorecard, percent, renderScorecardMarkdown, VERDICT_ORDER, type Scorecard, type ScorecardBasis } from "../core/scorecard.js";
-import { renderScorecardHtml } from "../core/scorecard-html.js";
+import { percent, renderScorecardMarkdown, VERDICT_ORDER, type Scorecard, type ScorecardBasis } from "../core/scorecard.js";
 import { InputError } from "../engine/errors.js";
 import { openStore } from "../store/db.js";
-import { countedAttempts } from "../store/scorecard-rows.js";
+import { renderScorecardHtml } from "../core/scorecard-html.js";
+import { ChartLibraryMissingError, chartJsSource, scopeOf, scorecardOf } from "../store/scorecard-page.js";
 
 export interface ScorecardFlags {
   db?: string;
@@ -15,21 +14,6 @@ export interface ScorecardFlags {
   since?: string;
   format: "table" | "json" | "markdown" | "html";
   out?: string;
-}
-
-/** Chart.js's browser build, inlined into the page so it opens from a file with no network. */
-function chartJsSource(): string {
-  // Resolved at run time from the installed package (a dependency of probegate), not bundled: the
-  // name is built so the bundler leaves it alone. Its exports map hides dist/, so go through the
-  // CommonJS entry, which sits in dist/ beside the browser build.
-  const require = createRequire(import.meta.url);
-  let file: string;
-  try {
-    file = join(dirname(require.resolve(["chart", "js"].join("."))), "chart.umd.min.js");
-  } catch {
-    throw new InputError("the HTML scorecard needs the chart.js package next to probegate (npm ci installs it); use --format table, markdown or json without it.");
-  }
-  return readFileSync(file, "utf8");
 }
 
 function parseRepo(repo: string | undefined): { owner?: string; repo?: string } {
@@ -50,6 +34,7 @@ function terminalTable(card: Scorecard): string {
   const t = new Table({
     head: ["agent", "subm.", "resolved", "caught by probes", "official failed", "error", "resolved rate", "caught rate"],
     style: { head: [], border: [] },
+    chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" },
   });
   for (const a of [...card.agents, card.total]) {
     t.push([a.agent, a.submissions, ...VERDICT_ORDER.map((v) => a.verdicts[v]), percent(a.resolvedRate), percent(a.caughtRate)]);
@@ -73,13 +58,18 @@ export function scorecardCommand(flags: ScorecardFlags, io: { stdout: (s: string
   } catch (e) {
     throw new InputError(`${file}: not a probegate store (${(e as Error).message}).`, { file });
   }
-  let card;
+  let card: Scorecard;
+  let page = "";
   try {
-    card = buildScorecard(countedAttempts(db, filter), flags.basis);
+    card = scorecardOf(db, filter);
+    if (flags.format === "html") page = renderScorecardHtml(card, { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope: scopeOf(filter) });
+  } catch (e) {
+    if (e instanceof ChartLibraryMissingError) throw new InputError(`${e.message}; --format table, markdown or json work without it.`);
+    throw e;
   } finally {
     db.close();
   }
-  const scope = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+  const scope = scopeOf(filter);
   let text: string;
   switch (flags.format) {
     case "json":
@@ -89,7 +79,7 @@ export function scorecardCommand(flags: ScorecardFlags, io: { stdout: (s: string
       text = `${renderScorecardMarkdown(card)}\n`;
       break;
     case "html":
-      text = renderScorecardHtml(card, { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope });
+      text = page;
       break;
     default:
       text = `${scope}: ${card.total.submissions} submissions, ${percent(card.total.caughtRate)} of official-test passes caught by probes\n${terminalTable(card)}\n`;
