@@ -41912,7 +41912,6 @@ async function rerun(gh, deps, ask) {
         await replyOnThread(gh, thread, reply);
     };
     const now = deps.now();
-    const limitOf = (c) => ({ perPrPerHour: c.perPrPerHour, allowAgent: c.allowAgent });
     if (ask.isEdited) {
         // Decided before asking GitHub anything: an edit never replays a command.
         const d = decideRerun({ commenter: ask.requester.login, permission: "none", isAgent: false, isEdited: true, recentAttempts: [], now, limit: { perPrPerHour: 1 } });
@@ -41938,14 +41937,12 @@ async function rerun(gh, deps, ask) {
         isEdited: false,
         recentAttempts: recentRerunTimes(deps.db, { ...ask.repo, pr: ask.pr }, now, RERUN_WINDOW_MS),
         now,
-        limit: limitOf(loaded.config.reruns),
+        limit: loaded.config.reruns,
     });
     if (!decision.allowed) {
         await refuse(decision.reason, decision.reply);
         return;
     }
-    if (ask.commentId !== null)
-        await acknowledgeComment(gh, ask.repo, ask.commentId);
     const done = await evaluateHead(gh, deps, ask.repo, pr, { installationId: ask.installationId, rerun: true, deliveryId: ask.deliveryId, onlyTask: ask.task, config: loaded });
     if (done.kind !== "started") {
         const why = done.kind === "skipped" ? done.why : ".github/probegate.yml is invalid (see the probegate / config check)";
@@ -41953,6 +41950,8 @@ async function rerun(gh, deps, ask) {
         return;
     }
     record(true, null, done.outcomes.map((o) => o.key));
+    if (ask.commentId !== null)
+        await acknowledgeComment(gh, ask.repo, ask.commentId);
 }
 /** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */
 async function explain(gh, deps, repo, prNumber) {

@@ -40,7 +40,6 @@ async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<vo
     await replyOnThread(gh, thread, reply);
   };
   const now = deps.now();
-  const limitOf = (c: { perPrPerHour: number; allowAgent: boolean }) => ({ perPrPerHour: c.perPrPerHour, allowAgent: c.allowAgent });
   if (ask.isEdited) {
     // Decided before asking GitHub anything: an edit never replays a command.
     const d = decideRerun({ commenter: ask.requester.login, permission: "none", isAgent: false, isEdited: true, recentAttempts: [], now, limit: { perPrPerHour: 1 } });
@@ -65,13 +64,12 @@ async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<vo
     isEdited: false,
     recentAttempts: recentRerunTimes(deps.db, { ...ask.repo, pr: ask.pr }, now, RERUN_WINDOW_MS),
     now,
-    limit: limitOf(loaded.config.reruns),
+    limit: loaded.config.reruns,
   });
   if (!decision.allowed) {
     await refuse(decision.reason, decision.reply);
     return;
   }
-  if (ask.commentId !== null) await acknowledgeComment(gh, ask.repo, ask.commentId);
   const done = await evaluateHead(gh, deps, ask.repo, pr, { installationId: ask.installationId, rerun: true, deliveryId: ask.deliveryId, onlyTask: ask.task, config: loaded });
   if (done.kind !== "started") {
     const why = done.kind === "skipped" ? done.why : ".github/probegate.yml is invalid (see the probegate / config check)";
@@ -79,6 +77,7 @@ async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<vo
     return;
   }
   record(true, null, done.outcomes.map((o) => o.key));
+  if (ask.commentId !== null) await acknowledgeComment(gh, ask.repo, ask.commentId);
 }
 
 /** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */

@@ -126,6 +126,15 @@ describe("/probegate rerun", () => {
     ]);
   });
 
+  it("refuses a rerun of a task the PR does not map to, without a 👀", async () => {
+    const app = await finished();
+    mockRerunAsk("maintainer", "write");
+    const replies = mockReply();
+    await deliver(app, "issue_comment", commentPayload("/probegate rerun paged-kv-cache"));
+    expect(replies[0].body).toBe("@maintainer: nothing to rerun: task paged-kv-cache is not one this PR maps to (it maps to sharded-optimizer).");
+    expect(rerunAttempts(app.db, PR)[0]).toMatchObject({ task: "paged-kv-cache", accepted: false, reason: "not-routed" });
+  });
+
   it("answers a comment on an issue that is not a pull request", async () => {
     const app = await loadApp();
     mockToken();
