@@ -24642,7 +24642,7 @@ function main_program(io, done) {
         .option("--out <file>", "write to this file instead of stdout (for --format html: a page to open in a browser)")
         .action(async (flags) => {
         // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
-        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(567)]).then(__nccwpck_require__.bind(__nccwpck_require__, 567));
+        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(267)]).then(__nccwpck_require__.bind(__nccwpck_require__, 7267));
         done(scorecardCommand(flags, io));
     });
     p.command("verify")

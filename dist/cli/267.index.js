@@ -1,8 +1,8 @@
-export const id = 567;
-export const ids = [567];
+export const id = 267;
+export const ids = [267];
 export const modules = {
 
-/***/ 567:
+/***/ 7267:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -13,8 +13,6 @@ __webpack_require__.d(__webpack_exports__, {
 
 // EXTERNAL MODULE: external "node:fs"
 var external_node_fs_ = __webpack_require__(3024);
-// EXTERNAL MODULE: external "node:module"
-var external_node_module_ = __webpack_require__(8995);
 // EXTERNAL MODULE: external "node:path"
 var external_node_path_ = __webpack_require__(6760);
 // EXTERNAL MODULE: ./node_modules/cli-table3/index.js
@@ -100,156 +98,6 @@ function renderScorecardMarkdown(card) {
         ...card.agents.map((a) => row(a)),
         row(card.total, true),
     ].join("\n");
-}
-
-;// CONCATENATED MODULE: ./src/core/scorecard-html.ts
-
-
-/** Colours per verdict and per probe category, shared by the charts and the tables' swatches. */
-const VERDICT_COLOUR = {
-    resolved: "#2da44e",
-    "probe-rejected": "#d4a72c",
-    "official-failed": "#cf222e",
-    error: "#8c959f",
-};
-const VERDICT_LABEL = {
-    resolved: "resolved",
-    "probe-rejected": "passed official tests, caught by probes",
-    "official-failed": "failed official tests",
-    error: "error (nothing judged)",
-};
-const CATEGORY_COLOUR = {
-    structure: "#8250df",
-    state: "#bf3989",
-    functional: "#0969da",
-    memory: "#1a7f37",
-    time: "#bc4c00",
-    traffic: "#57606a",
-};
-function escapeHtml(s) {
-    return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-}
-/** JSON that is safe inside a <script> element: no "</script>", no HTML comment openers. */
-function scriptJson(value) {
-    return JSON.stringify(value).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
-}
-/** What the page's script draws: plain data, no code. */
-function chartData(card) {
-    const labels = card.agents.map((a) => a.agent);
-    const share = (a, n) => (a.submissions ? (100 * n) / a.submissions : 0);
-    return {
-        labels,
-        verdicts: VERDICT_ORDER.map((v) => ({
-            label: VERDICT_LABEL[v],
-            backgroundColor: VERDICT_COLOUR[v],
-            data: card.agents.map((a) => Number(share(a, a.verdicts[v]).toFixed(1))),
-            counts: card.agents.map((a) => a.verdicts[v]),
-        })),
-        caught: card.agents.map((a) => (a.caughtRate === null ? null : Number((100 * a.caughtRate).toFixed(1)))),
-        categories: probe_check/* CATEGORIES */.R6.map((c) => ({ label: c, backgroundColor: CATEGORY_COLOUR[c], data: card.agents.map((a) => a.failedCategories[c]) })),
-    };
-}
-function agentRow(a, cls = "") {
-    const cells = [
-        escapeHtml(a.agent),
-        String(a.submissions),
-        ...VERDICT_ORDER.map((v) => String(a.verdicts[v])),
-        percent(a.resolvedRate),
-        percent(a.caughtRate),
-        probe_check/* CATEGORIES */.R6.filter((c) => a.failedCategories[c] > 0)
-            .map((c) => `${c} ${a.failedCategories[c]}`)
-            .join(", ") || "–",
-    ];
-    return `<tr${cls ? ` class="${cls}"` : ""}>${cells.map((c, i) => (i === 0 ? `<th scope="row">${c}</th>` : `<td>${c}</td>`)).join("")}</tr>`;
-}
-function taskTable(card) {
-    const head = `<tr><th scope="col">agent</th>${card.tasks.map((t) => `<th scope="col">${escapeHtml(t)}</th>`).join("")}</tr>`;
-    const rows = card.agents.map((a) => {
-        const cells = card.tasks.map((t) => {
-            const c = a.tasks[t];
-            if (!c)
-                return "<td>–</td>";
-            const n = VERDICT_ORDER.reduce((s, v) => s + c[v], 0);
-            const title = VERDICT_ORDER.map((v) => `${VERDICT_LABEL[v]}: ${c[v]}`).join("; ");
-            return `<td title="${escapeHtml(title)}">${c.resolved}/${n} resolved${c["probe-rejected"] ? `, ${c["probe-rejected"]} caught` : ""}</td>`;
-        });
-        return `<tr><th scope="row">${escapeHtml(a.agent)}</th>${cells.join("")}</tr>`;
-    });
-    return `<table><thead>${head}</thead><tbody>${rows.join("")}</tbody></table>`;
-}
-/**
- * A self-contained HTML page of one scorecard: three charts (verdict shares per agent, the share
- * of official-test passes the probes caught, failed probe categories) drawn by Chart.js, whose
- * source is inlined so the page opens from a file with no network; and the same figures as tables,
- * which read without JavaScript. Pure: the caller passes Chart.js's source and the time.
- */
-function renderScorecardHtml(card, opts) {
-    const legend = VERDICT_ORDER.map((v) => `<span class="sw" style="background:${VERDICT_COLOUR[v]}"></span>${VERDICT_LABEL[v]}`).join(" ");
-    const head = ["agent", "submissions", ...VERDICT_ORDER.map((v) => VERDICT_LABEL[v]), "resolved rate", "caught rate", "failed probe categories"];
-    const height = Math.max(160, 44 * card.agents.length + 80);
-    const empty = card.agents.length === 0;
-    return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(opts.title)}</title>
-<style>
-body{font:14px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#1f2328}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem}
-.meta{color:#59636e}.sw{display:inline-block;width:.8em;height:.8em;margin:0 .3em 0 .8em;border-radius:2px;vertical-align:-1px}
-table{border-collapse:collapse;margin:.5rem 0;width:100%}th,td{border:1px solid #d1d9e0;padding:.35rem .6rem;text-align:right}
-th[scope=row],thead th:first-child{text-align:left}thead th{background:#f6f8fa}tr.total th,tr.total td{font-weight:600;background:#f6f8fa}
-.chart{position:relative;height:${height}px}.grid{display:grid;grid-template-columns:1fr 1fr;gap:2rem}@media(max-width:800px){.grid{grid-template-columns:1fr}}
-</style>
-</head>
-<body>
-<h1>${escapeHtml(opts.title)}</h1>
-<p class="meta">${escapeHtml(opts.scope)} · counted: ${escapeHtml(describeBasis(card.basis))} · ${card.total.submissions} submissions · generated ${escapeHtml(opts.generatedAt)}</p>
-${empty
-        ? "<p>No finished evaluation matches: nothing to score yet.</p>"
-        : `<p><strong>${percent(card.total.caughtRate)}</strong> of the submissions that passed every official test were rejected by hidden probes; ${percent(card.total.resolvedRate)} of the judged submissions were resolved.</p>
-<h2>Verdicts per agent</h2>
-<p class="meta">${legend}</p>
-<div class="chart"><canvas id="verdicts" role="img" aria-label="Share of each verdict per agent"></canvas></div>
-<div class="grid">
-<div><h2>Caught by hidden probes</h2><p class="meta">Of each agent's submissions that passed every official test, the share a probe rejected.</p><div class="chart"><canvas id="caught" role="img" aria-label="Share caught by probes per agent"></canvas></div></div>
-<div><h2>Failed probe categories</h2><p class="meta">Submissions with a failed check of each category.</p><div class="chart"><canvas id="categories" role="img" aria-label="Failed probe categories per agent"></canvas></div></div>
-</div>`}
-<h2>Per agent</h2>
-<table><thead><tr>${head.map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join("")}</tr></thead>
-<tbody>${card.agents.map((a) => agentRow(a)).join("")}${agentRow(card.total, "total")}</tbody></table>
-${empty ? "" : `<h2>Per agent and task</h2>${taskTable(card)}`}
-<script type="application/json" id="scorecard-data">${scriptJson(chartData(card))}</script>
-<script>${opts.chartJs.replace(/<\/script/gi, "<\\/script")}</script>
-<script>
-(function () {
-  if (typeof Chart === "undefined" || !document.getElementById("verdicts")) return;
-  var d = JSON.parse(document.getElementById("scorecard-data").textContent);
-  var pct = { x: { stacked: true, max: 100, ticks: { callback: function (v) { return v + "%"; } } }, y: { stacked: true } };
-  new Chart(document.getElementById("verdicts"), {
-    type: "bar",
-    data: { labels: d.labels, datasets: d.verdicts },
-    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: pct,
-      plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (c) {
-        return c.dataset.label + ": " + c.dataset.counts[c.dataIndex] + " (" + c.parsed.x + "%)"; } } } } }
-  });
-  new Chart(document.getElementById("caught"), {
-    type: "bar",
-    data: { labels: d.labels, datasets: [{ label: "caught by probes", data: d.caught, backgroundColor: "#d4a72c" }] },
-    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, plugins: { legend: { display: false } },
-      scales: { x: { min: 0, max: 100, ticks: { callback: function (v) { return v + "%"; } } } } }
-  });
-  new Chart(document.getElementById("categories"), {
-    type: "bar",
-    data: { labels: d.labels, datasets: d.categories },
-    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: { x: { stacked: true, ticks: { precision: 0 } }, y: { stacked: true } } }
-  });
-})();
-</script>
-</body>
-</html>
-`;
 }
 
 // EXTERNAL MODULE: ./src/engine/errors.ts
@@ -370,6 +218,10 @@ function openStore(file, opts = {}) {
         db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
         if (file !== ":memory:")
             db.pragma("journal_mode = WAL");
+        // With WAL, NORMAL syncs at checkpoints rather than on every commit: a crash of the app loses
+        // nothing, a power loss at most the last commits (GitHub redelivers those webhooks), and a
+        // delivery costs no fsyncs.
+        db.pragma("synchronous = NORMAL");
         db.pragma("foreign_keys = ON");
         migrate(db, opts.migrations ?? MIGRATIONS);
         return db;
@@ -419,6 +271,158 @@ function migrate(db, migrations = MIGRATIONS) {
     return run.immediate();
 }
 
+;// CONCATENATED MODULE: ./src/core/scorecard-html.ts
+
+
+/** Colours per verdict and per probe category, shared by the charts and the tables' swatches. */
+const VERDICT_COLOUR = {
+    resolved: "#2da44e",
+    "probe-rejected": "#d4a72c",
+    "official-failed": "#cf222e",
+    error: "#8c959f",
+};
+const VERDICT_LABEL = {
+    resolved: "resolved",
+    "probe-rejected": "passed official tests, caught by probes",
+    "official-failed": "failed official tests",
+    error: "error (nothing judged)",
+};
+const CATEGORY_COLOUR = {
+    structure: "#8250df",
+    state: "#bf3989",
+    functional: "#0969da",
+    memory: "#1a7f37",
+    time: "#bc4c00",
+    traffic: "#57606a",
+};
+function escapeHtml(s) {
+    return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+/** JSON that is safe inside a <script> element: no "</script>", no HTML comment openers. */
+function scriptJson(value) {
+    return JSON.stringify(value).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+}
+/** What the page's script draws: plain data, no code. */
+function chartData(card) {
+    const labels = card.agents.map((a) => a.agent);
+    const share = (a, n) => (a.submissions ? (100 * n) / a.submissions : 0);
+    return {
+        labels,
+        verdicts: VERDICT_ORDER.map((v) => ({
+            label: VERDICT_LABEL[v],
+            backgroundColor: VERDICT_COLOUR[v],
+            data: card.agents.map((a) => Number(share(a, a.verdicts[v]).toFixed(1))),
+            counts: card.agents.map((a) => a.verdicts[v]),
+        })),
+        caught: card.agents.map((a) => (a.caughtRate === null ? null : Number((100 * a.caughtRate).toFixed(1)))),
+        categories: probe_check/* CATEGORIES */.R6.map((c) => ({ label: c, backgroundColor: CATEGORY_COLOUR[c], data: card.agents.map((a) => a.failedCategories[c]) })),
+    };
+}
+function agentRow(a, cls = "") {
+    const cells = [
+        escapeHtml(a.agent),
+        String(a.submissions),
+        ...VERDICT_ORDER.map((v) => String(a.verdicts[v])),
+        percent(a.resolvedRate),
+        percent(a.caughtRate),
+        probe_check/* CATEGORIES */.R6.filter((c) => a.failedCategories[c] > 0)
+            .map((c) => `${c} ${a.failedCategories[c]}`)
+            .join(", ") || "–",
+    ];
+    return `<tr${cls ? ` class="${cls}"` : ""}>${cells.map((c, i) => (i === 0 ? `<th scope="row">${c}</th>` : `<td>${c}</td>`)).join("")}</tr>`;
+}
+function taskTable(card) {
+    const head = `<tr><th scope="col">agent</th>${card.tasks.map((t) => `<th scope="col">${escapeHtml(t)}</th>`).join("")}</tr>`;
+    const rows = card.agents.map((a) => {
+        const cells = card.tasks.map((t) => {
+            const c = a.tasks[t];
+            if (!c)
+                return "<td>–</td>";
+            const n = VERDICT_ORDER.reduce((s, v) => s + c[v], 0);
+            const title = VERDICT_ORDER.map((v) => `${VERDICT_LABEL[v]}: ${c[v]}`).join("; ");
+            return `<td title="${escapeHtml(title)}">${c.resolved}/${n} resolved${c["probe-rejected"] ? `, ${c["probe-rejected"]} caught` : ""}</td>`;
+        });
+        return `<tr><th scope="row">${escapeHtml(a.agent)}</th>${cells.join("")}</tr>`;
+    });
+    return `<table><thead>${head}</thead><tbody>${rows.join("")}</tbody></table>`;
+}
+/**
+ * A self-contained HTML page of one scorecard: three charts (verdict shares per agent, the share
+ * of official-test passes the probes caught, failed probe categories) drawn by Chart.js, whose
+ * source is inlined so the page opens from a file with no network; and the same figures as tables,
+ * which read without JavaScript. Pure: the caller passes Chart.js's source and the time.
+ */
+function scorecard_html_renderScorecardHtml(card, opts) {
+    const legend = VERDICT_ORDER.map((v) => `<span class="sw" style="background:${VERDICT_COLOUR[v]}"></span>${VERDICT_LABEL[v]}`).join(" ");
+    const head = ["agent", "submissions", ...VERDICT_ORDER.map((v) => VERDICT_LABEL[v]), "resolved rate", "caught rate", "failed probe categories"];
+    const height = Math.max(160, 44 * card.agents.length + 80);
+    const empty = card.agents.length === 0;
+    return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(opts.title)}</title>
+<style>
+body{font:14px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#1f2328}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem}
+.meta{color:#59636e}.sw{display:inline-block;width:.8em;height:.8em;margin:0 .3em 0 .8em;border-radius:2px;vertical-align:-1px}
+table{border-collapse:collapse;margin:.5rem 0;width:100%}th,td{border:1px solid #d1d9e0;padding:.35rem .6rem;text-align:right}
+th[scope=row],thead th:first-child{text-align:left}thead th{background:#f6f8fa}tr.total th,tr.total td{font-weight:600;background:#f6f8fa}
+.chart{position:relative;height:${height}px}.grid{display:grid;grid-template-columns:1fr 1fr;gap:2rem}@media(max-width:800px){.grid{grid-template-columns:1fr}}
+</style>
+</head>
+<body>
+<h1>${escapeHtml(opts.title)}</h1>
+<p class="meta">${escapeHtml(opts.scope)} · counted: ${escapeHtml(describeBasis(card.basis))} · ${card.total.submissions} submissions · generated ${escapeHtml(opts.generatedAt)}</p>
+${empty
+        ? "<p>No finished evaluation matches: nothing to score yet.</p>"
+        : `<p><strong>${percent(card.total.caughtRate)}</strong> of the submissions that passed every official test were rejected by hidden probes; ${percent(card.total.resolvedRate)} of the judged submissions were resolved.</p>
+<h2>Verdicts per agent</h2>
+<p class="meta">${legend}</p>
+<div class="chart"><canvas id="verdicts" role="img" aria-label="Share of each verdict per agent"></canvas></div>
+<div class="grid">
+<div><h2>Caught by hidden probes</h2><p class="meta">Of each agent's submissions that passed every official test, the share a probe rejected.</p><div class="chart"><canvas id="caught" role="img" aria-label="Share caught by probes per agent"></canvas></div></div>
+<div><h2>Failed probe categories</h2><p class="meta">Submissions with a failed check of each category.</p><div class="chart"><canvas id="categories" role="img" aria-label="Failed probe categories per agent"></canvas></div></div>
+</div>`}
+<h2>Per agent</h2>
+<table><thead><tr>${head.map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join("")}</tr></thead>
+<tbody>${card.agents.map((a) => agentRow(a)).join("")}${agentRow(card.total, "total")}</tbody></table>
+${empty ? "" : `<h2>Per agent and task</h2>${taskTable(card)}`}
+<script type="application/json" id="scorecard-data">${scriptJson(chartData(card))}</script>
+<script>${opts.chartJs.replace(/<\/script/gi, "<\\/script")}</script>
+<script>
+(function () {
+  if (typeof Chart === "undefined" || !document.getElementById("verdicts")) return;
+  var d = JSON.parse(document.getElementById("scorecard-data").textContent);
+  var pct = { x: { stacked: true, max: 100, ticks: { callback: function (v) { return v + "%"; } } }, y: { stacked: true } };
+  new Chart(document.getElementById("verdicts"), {
+    type: "bar",
+    data: { labels: d.labels, datasets: d.verdicts },
+    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: pct,
+      plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (c) {
+        return c.dataset.label + ": " + c.dataset.counts[c.dataIndex] + " (" + c.parsed.x + "%)"; } } } } }
+  });
+  new Chart(document.getElementById("caught"), {
+    type: "bar",
+    data: { labels: d.labels, datasets: [{ label: "caught by probes", data: d.caught, backgroundColor: "#d4a72c" }] },
+    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, plugins: { legend: { display: false } },
+      scales: { x: { min: 0, max: 100, ticks: { callback: function (v) { return v + "%"; } } } } }
+  });
+  new Chart(document.getElementById("categories"), {
+    type: "bar",
+    data: { labels: d.labels, datasets: d.categories },
+    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: { x: { stacked: true, ticks: { precision: 0 } }, y: { stacked: true } } }
+  });
+})();
+</script>
+</body>
+</html>
+`;
+}
+
+// EXTERNAL MODULE: external "node:module"
+var external_node_module_ = __webpack_require__(8995);
 ;// CONCATENATED MODULE: ./src/core/attempt-summary.ts
 /** How good a verdict is for the submission: resolved beats passing the official tests only, which beats failing them; an error judged nothing. */
 const VERDICT_RANK = {
@@ -496,6 +500,51 @@ function scorecardRows(db, opts) {
     return [...counts.values()].sort((a, b) => (a.agent ?? "").localeCompare(b.agent ?? "") || a.task.localeCompare(b.task) || a.verdict.localeCompare(b.verdict));
 }
 
+;// CONCATENATED MODULE: ./src/store/scorecard-page.ts
+
+
+
+
+
+
+/** The HTML scorecard cannot be drawn here; the message says what is missing. */
+class ChartLibraryMissingError extends Error {
+    name = "ChartLibraryMissingError";
+}
+let chartJs;
+/**
+ * Chart.js's browser build, inlined into scorecard pages so they open from a file or an intranet
+ * with no network. Resolved at run time from the installed package (a dependency of probegate), not
+ * bundled: the name is built so the bundler leaves it alone, and since its exports map hides dist/,
+ * the path goes through the CommonJS entry, which sits in dist/ beside the browser build.
+ */
+function chartJsSource() {
+    if (chartJs !== undefined)
+        return chartJs;
+    const require = (0,external_node_module_.createRequire)(import.meta.url);
+    let file;
+    try {
+        file = (0,external_node_path_.join)((0,external_node_path_.dirname)(require.resolve(["chart", "js"].join("."))), "chart.umd.min.js");
+        chartJs = (0,external_node_fs_.readFileSync)(file, "utf8");
+    }
+    catch (e) {
+        throw new ChartLibraryMissingError(`the HTML scorecard needs the chart.js package installed beside probegate (npm ci installs it): ${e.message}`);
+    }
+    return chartJs;
+}
+/** The scorecard of the counted attempts in the store. */
+function scorecardOf(db, filter) {
+    return buildScorecard(countedAttempts(db, filter), filter.basis);
+}
+/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
+function scopeOf(filter) {
+    return filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+}
+/** A self-contained HTML scorecard page of the store (see `renderScorecardHtml`). */
+function scorecardPage(db, filter, now) {
+    return renderScorecardHtml(scorecardOf(db, filter), { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope: scopeOf(filter) });
+}
+
 ;// CONCATENATED MODULE: ./src/cli/scorecard-command.ts
 
 
@@ -505,22 +554,6 @@ function scorecardRows(db, opts) {
 
 
 
-
-/** Chart.js's browser build, inlined into the page so it opens from a file with no network. */
-function chartJsSource() {
-    // Resolved at run time from the installed package (a dependency of probegate), not bundled: the
-    // name is built so the bundler leaves it alone. Its exports map hides dist/, so go through the
-    // CommonJS entry, which sits in dist/ beside the browser build.
-    const require = (0,external_node_module_.createRequire)(import.meta.url);
-    let file;
-    try {
-        file = (0,external_node_path_.join)((0,external_node_path_.dirname)(require.resolve(["chart", "js"].join("."))), "chart.umd.min.js");
-    }
-    catch {
-        throw new errors/* InputError */.d("the HTML scorecard needs the chart.js package next to probegate (npm ci installs it); use --format table, markdown or json without it.");
-    }
-    return (0,external_node_fs_.readFileSync)(file, "utf8");
-}
 function parseRepo(repo) {
     if (repo === undefined)
         return {};
@@ -541,6 +574,7 @@ function terminalTable(card) {
     const t = new (cli_table3_default())({
         head: ["agent", "subm.", "resolved", "caught by probes", "official failed", "error", "resolved rate", "caught rate"],
         style: { head: [], border: [] },
+        chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" },
     });
     for (const a of [...card.agents, card.total]) {
         t.push([a.agent, a.submissions, ...VERDICT_ORDER.map((v) => a.verdicts[v]), percent(a.resolvedRate), percent(a.caughtRate)]);
@@ -565,13 +599,21 @@ function scorecardCommand(flags, io, now = new Date()) {
         throw new errors/* InputError */.d(`${file}: not a probegate store (${e.message}).`, { file });
     }
     let card;
+    let page = "";
     try {
-        card = buildScorecard(countedAttempts(db, filter), flags.basis);
+        card = scorecardOf(db, filter);
+        if (flags.format === "html")
+            page = scorecard_html_renderScorecardHtml(card, { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope: scopeOf(filter) });
+    }
+    catch (e) {
+        if (e instanceof ChartLibraryMissingError)
+            throw new errors/* InputError */.d(`${e.message}; --format table, markdown or json work without it.`);
+        throw e;
     }
     finally {
         db.close();
     }
-    const scope = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+    const scope = scopeOf(filter);
     let text;
     switch (flags.format) {
         case "json":
@@ -581,7 +623,7 @@ function scorecardCommand(flags, io, now = new Date()) {
             text = `${renderScorecardMarkdown(card)}\n`;
             break;
         case "html":
-            text = renderScorecardHtml(card, { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope });
+            text = page;
             break;
         default:
             text = `${scope}: ${card.total.submissions} submissions, ${percent(card.total.caughtRate)} of official-test passes caught by probes\n${terminalTable(card)}\n`;
