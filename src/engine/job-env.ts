@@ -17,6 +17,17 @@ export interface JobContext {
 }
 
 /**
+ * NVLink SHARP / multicast off in every job, the probes' included: multicast objects outlive a
+ * killed process on some drivers and the fabric manager of a shared node may not grant them, which
+ * turns a hostile or crashed run into the next job's hang. An operator's own value wins.
+ */
+export const NCCL_SAFE_DEFAULTS: Readonly<Record<string, string>> = {
+  NCCL_NVLS_ENABLE: "0",
+  TORCH_SYMM_MEM_DISABLE_MULTICAST: "1",
+  NVSHMEM_DISABLE_NVLS: "1",
+};
+
+/**
  * The whole environment of an official-test or probe process, built from nothing: the runner's
  * variables (tokens, keys, GITHUB_*, ACTIONS_*, the signing key) never reach submission code.
  */
@@ -28,6 +39,7 @@ export function jobEnv(ctx: JobContext, extra: Record<string, string> = {}): Rec
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && PASS_THROUGH.test(k)) env[k] = v;
   return {
+    ...NCCL_SAFE_DEFAULTS,
     ...env,
     PATH: "/usr/local/bin:/usr/bin:/bin",
     HOME: home,
