@@ -15390,6 +15390,16 @@ async function isolationFor(plan, mounts) {
 /** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
 const PASS_THROUGH = /^(NCCL_|TORCH_NCCL_|TORCH_SYMM_MEM_|NVSHMEM_|CUDA_LAUNCH_BLOCKING$|CUBLAS_WORKSPACE_CONFIG$|LD_LIBRARY_PATH$|OMP_NUM_THREADS$)/;
 /**
+ * NVLink SHARP / multicast off in every job, the probes' included: multicast objects outlive a
+ * killed process on some drivers and the fabric manager of a shared node may not grant them, which
+ * turns a hostile or crashed run into the next job's hang. An operator's own value wins.
+ */
+const NCCL_SAFE_DEFAULTS = {
+    NCCL_NVLS_ENABLE: "0",
+    TORCH_SYMM_MEM_DISABLE_MULTICAST: "1",
+    NVSHMEM_DISABLE_NVLS: "1",
+};
+/**
  * The whole environment of an official-test or probe process, built from nothing: the runner's
  * variables (tokens, keys, GITHUB_*, ACTIONS_*, the signing key) never reach submission code.
  */
@@ -15403,6 +15413,7 @@ function jobEnv(ctx, extra = {}) {
         if (v !== undefined && PASS_THROUGH.test(k))
             env[k] = v;
     return {
+        ...NCCL_SAFE_DEFAULTS,
         ...env,
         PATH: "/usr/local/bin:/usr/bin:/bin",
         HOME: home,
