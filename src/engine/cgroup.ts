@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** Where this machine's memory and pids controllers can be used: one cgroup v2 folder, or two v1 ones. */
@@ -45,6 +45,15 @@ export function keyedCount(text: string, key: string): number {
   return m ? Number(m[1]) : 0;
 }
 
+const writable = (dir: string) => {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 const read = (p: string) => {
   try {
     return readFileSync(p, "utf8");
@@ -55,7 +64,7 @@ const read = (p: string) => {
 
 /**
  * Finds usable memory and pids controllers under `root`: cgroup v2 when this process's own group
- * delegates both to children, else v1 hierarchies that are writable here. Null where neither is.
+ * delegates both to children and is writable, else v1 hierarchies writable here. Null where neither is.
  */
 export function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/self/cgroup")): CgroupControllers | null {
   const v2own = ownCgroupPath(procSelfCgroup, null);
@@ -63,12 +72,13 @@ export function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("
   if (v2root && v2own !== null) {
     const parent = join(v2root, v2own);
     const delegated = read(join(parent, "cgroup.subtree_control")).split(/\s+/);
-    if (delegated.includes("memory") && delegated.includes("pids")) return { version: 2, parent };
+    if (delegated.includes("memory") && delegated.includes("pids") && writable(parent)) return { version: 2, parent };
   }
   const mem = ownCgroupPath(procSelfCgroup, "memory");
   const pids = ownCgroupPath(procSelfCgroup, "pids");
   if (mem !== null && pids !== null && existsSync(join(root, "memory", "cgroup.procs")) && existsSync(join(root, "pids", "cgroup.procs"))) {
-    return { version: 1, memory: join(root, "memory", mem), pids: join(root, "pids", pids) };
+    const ctl = { version: 1 as const, memory: join(root, "memory", mem), pids: join(root, "pids", pids) };
+    if (writable(ctl.memory) && writable(ctl.pids)) return ctl;
   }
   return null;
 }

@@ -1,6 +1,4 @@
-import { chmodSync, statSync } from "node:fs";
 import { cpus, platform, arch } from "node:os";
-import { dirname } from "node:path";
 import { EvaluationResultSchema, RESULT_SCHEMA_VERSION, type EvaluationResult, type OfficialResult, type ProbeResult } from "../core/result.js";
 import type { ProbeCheck } from "../core/probe-outcome.js";
 import { decideVerdict } from "../core/verdict.js";
@@ -9,12 +7,12 @@ import { describeSubmission, type SubmissionSource } from "./submission.js";
 import { HarnessError } from "./errors.js";
 import { choosePython, detectGpus, inspectPython, type GpuInfo, type PythonInfo } from "./host.js";
 import { findControllers } from "./cgroup.js";
-import type { IsolationPlan } from "./job-isolation.js";
+import { planIsolation, type IsolationPlan } from "./job-isolation.js";
 import { readProbeSecrets, withholdLeaks } from "./leak-guard.js";
 import { runOfficial } from "./official-phase.js";
 import { runProbes } from "./probe-phase.js";
 import { probeSetVersion } from "./probe-set.js";
-import { bwrapPath, detectSandbox, gpuDevices, systemLayout } from "./sandbox.js";
+import { bwrapPath, detectSandbox } from "./sandbox.js";
 import { signResult } from "./sign.js";
 import { createWorkspace, resetHooks, type Workspace } from "./workspace.js";
 import type { JobContext } from "./job-env.js";
@@ -55,14 +53,6 @@ export interface EvaluateOptions {
   onEvent?: (e: EvaluationEvent) => void;
   /** Wall clock, injectable for tests. */
   now?: () => Date;
-}
-
-/** The nearest of `dir` and its ancestors that others may not search (o+x), if any. */
-function closedAncestor(dir: string): string | null {
-  for (let d = dir; ; d = dirname(d)) {
-    if ((statSync(d).mode & 0o001) === 0) return d;
-    if (d === dirname(d)) return null;
-  }
 }
 
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
@@ -154,22 +144,8 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
     }
     const python = py.executable;
-    const layout = systemLayout();
-    const covered = (p: string) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
-    const interpreter = py.prefixes.filter((p) => !covered(p));
-    const sandboxUid = support?.ok ? support.dropToUid : null;
-    // The sandbox's user must reach the folders bound into it (mkdtemp made the root 0700).
-    if (sandboxUid !== null) {
-      chmodSync(ws.root, 0o711);
-      const closed = closedAncestor(dirname(ws.root));
-      if (closed) throw new HarnessError(`the sandbox user (uid ${sandboxUid}) cannot reach the evaluation folder ${ws.root}: ${closed} is not searchable by others. Run chmod o+x ${closed}, or point TMPDIR at a folder it can reach.`, "sandbox");
-    }
-    ctx = jobContext(ws, opts, gpus, (assigned) => ({
-      sandbox: support?.ok ? { bwrap, dropToUid: sandboxUid, readOnly: [...layout.readOnly, ...interpreter], symlinks: layout.symlinks, devices: gpuDevices(assigned) } : null,
-      cgroups,
-      processes,
-      diskBytes,
-    }));
+    const plan = planIsolation({ support, bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups, processes, diskBytes });
+    ctx = jobContext(ws, opts, gpus, plan);
     const c = ctx;
     emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
     const t1 = performance.now();

@@ -1,8 +1,10 @@
+import { chmodSync, statSync } from "node:fs";
+import { dirname } from "node:path";
 import { execa } from "execa";
 import type { CgroupControllers } from "./cgroup.js";
 import { HarnessError } from "./errors.js";
 import type { RunIsolation } from "./run-command.js";
-import type { SandboxSpec } from "./sandbox.js";
+import { gpuDevices, systemLayout, type SandboxSpec, type SandboxSupport } from "./sandbox.js";
 
 /** How every run of one evaluation is isolated; made once per evaluation from what the machine offers. */
 export interface IsolationPlan {
@@ -21,6 +23,46 @@ export interface IsolationPlan {
   processes: number;
   /** Bytes one run may add to what it can write; also the largest file and the size of its /tmp. */
   diskBytes: number;
+}
+
+/** The nearest of `dir` and its ancestors that others may not search (o+x), if any. */
+function closedAncestor(dir: string): string | null {
+  for (let d = dir; ; d = dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) return d;
+    if (d === dirname(d)) return null;
+  }
+}
+
+/**
+ * The isolation plan of one evaluation, given what the machine offers (`support` null: the operator
+ * chose --unsandboxed), as a function of the GPUs the job gets. Makes the evaluation folder
+ * reachable by the sandbox's user, and says which folder is not where one above it is closed.
+ */
+export function planIsolation(o: {
+  support: SandboxSupport | null;
+  bwrap: string;
+  /** The interpreter's own folders; those outside the system folders are bound too. */
+  interpreterDirs: readonly string[];
+  evaluationRoot: string;
+  cgroups: CgroupControllers | null;
+  processes: number;
+  diskBytes: number;
+}): (gpus: number[]) => IsolationPlan {
+  const base = { cgroups: o.cgroups, processes: o.processes, diskBytes: o.diskBytes };
+  if (!o.support?.ok) return () => ({ ...base, sandbox: null });
+  const uid = o.support.dropToUid;
+  if (uid !== null) {
+    // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
+    chmodSync(o.evaluationRoot, 0o711);
+    const closed = closedAncestor(dirname(o.evaluationRoot));
+    if (closed) {
+      throw new HarnessError(`the sandbox user (uid ${uid}) cannot reach the evaluation folder ${o.evaluationRoot}: ${closed} is not searchable by others. Run chmod o+x ${closed}, or point TMPDIR at a folder it can reach.`, "sandbox");
+    }
+  }
+  const layout = systemLayout();
+  const covered = (p: string) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
+  const readOnly = [...layout.readOnly, ...o.interpreterDirs.filter((p) => !covered(p))];
+  return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus) } });
 }
 
 /** What one phase may see: its working folder, what it reads and what it writes (host paths). */

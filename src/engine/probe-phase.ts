@@ -21,9 +21,9 @@ export interface ProbeEvents {
   log(probe: string, text: string): void;
 }
 
-/** Copies the probes in only now, outside the workspace, read-only. */
-function mountProbes(src: string, root: string): string {
-  const dest = join(root, "probes");
+/** Copies a folder (the probes, the kit) into the evaluation folder, read-only for everyone. */
+function mountReadOnly(src: string, root: string, name: string): string {
+  const dest = join(root, name);
   cpSync(src, dest, { recursive: true, filter: (p) => basename(p) !== "__pycache__" });
   const lock = (dir: string) => {
     for (const e of readdirSync(dir)) {
@@ -61,7 +61,10 @@ export async function runProbes(
   if (files.length === 0) {
     throw new HarnessError(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
   }
-  const mounted = mountProbes(task.probesDir, ctx.root);
+  // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
+  // sandbox's user can then reach it.
+  const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
+  const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
   const resultsDir = join(ctx.judgeDir, "results");
   mkdirSync(resultsDir, { recursive: true });
   const all: ProbeCheck[] = [];
@@ -78,11 +81,11 @@ export async function runProbes(
       const env = jobEnv(ctx, {
         PROBEGATE_RESULTS: results,
         PROBEGATE_PROBE_DIR: mounted,
-        PYTHONPATH: [ctx.workspace, ctx.kitDir, mounted].join(":"),
+        PYTHONPATH: [ctx.workspace, kit, mounted].join(":"),
       });
       const isolation = await isolationFor(ctx.isolation, {
         cwd: ctx.workspace,
-        readOnly: [ctx.kitDir, mounted],
+        readOnly: [kit, mounted],
         readWrite: [ctx.workspace, env.HOME as string, results],
         readOnlyInside: [join(ctx.workspace, ".git")],
       });

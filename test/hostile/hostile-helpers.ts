@@ -27,10 +27,15 @@ export const PROBE_LINES = readdirSync(HOSTILE_PROBES).flatMap((f) =>
     .filter((l) => l.length >= 30),
 );
 
-export const GOOD = "def add(a, b):\n    return a + b\n\n\ndef total(xs):\n    return sum(xs)\n";
-export const WRONG = "def add(a, b):\n    return a + b\n\n\ndef total(xs):\n    return 0\n";
-export const MUTATES = "def add(a, b):\n    return a + b\n\n\ndef total(xs):\n    s = 0\n    while xs:\n        s += xs.pop()\n    return s\n";
-export const SLOW = "import time as _t\n\n\ndef add(a, b):\n    return a + b\n\n\ndef total(xs):\n    _t.sleep(0.05)\n    return sum(xs)\n";
+/** sumlib/__init__.py: `prelude` runs at import, then add() and a total() whose body is `body`. */
+export function sumlib(prelude: readonly string[], body: readonly string[]): string {
+  return [...prelude, "", "", "def add(a, b):", "    return a + b", "", "", "def total(xs):", ...body.map((l) => `    ${l}`), ""].join("\n");
+}
+
+export const GOOD = sumlib([], ["return sum(xs)"]);
+export const WRONG = sumlib([], ["return 0"]);
+export const MUTATES = sumlib([], ["s = 0", "while xs:", "    s += xs.pop()", "return s"]);
+export const SLOW = sumlib(["import time as _t"], ["_t.sleep(0.05)", "return sum(xs)"]);
 
 /** A whole-tree submission: the task's base with `files` written over it. */
 export function submission(files: Record<string, string>): string {

@@ -18,6 +18,7 @@ import {
   strayCgroups,
   strayProcesses,
   submission,
+  sumlib,
   type Outcome,
 } from "./hostile-helpers.js";
 
@@ -191,19 +192,8 @@ describe("hostile submissions: reaching for what it must not see", () => {
       "print('FOUND:', _found)",
       "if _found and not _IN_PROBE:",
       "    raise RuntimeError(f'the probes are visible during the official tests: {_found}')",
-      "",
-      "",
-      "def add(a, b):",
-      "    return a + b",
-      "",
-      "",
-      "def total(xs):",
-      "    if _found:",
-      "        raise AssertionError(_found[0][1])",
-      "    return sum(xs)",
-      "",
-    ].join("\n");
-    const o = await hostile({ "sumlib/__init__.py": searcher });
+    ];
+    const o = await hostile({ "sumlib/__init__.py": sumlib(searcher, ["if _found:", "    raise AssertionError(_found[0][1])", "return sum(xs)"]) });
     // Not found during the official tests (they pass); found in the probe phase, where the probes
     // are mounted, and thrown into a probe message, which is withheld.
     expect(o.result.official?.passed).toBe(true);
@@ -233,17 +223,8 @@ describe("hostile submissions: reaching for what it must not see", () => {
         "    _reached.append('dns')",
         "except OSError as e:",
         "    print('no dns:', e)",
-        "",
-        "",
-        "def add(a, b):",
-        "    return a + b",
-        "",
-        "",
-        "def total(xs):",
-        "    return sum(xs) if _reached else 0",
-        "",
-      ].join("\n");
-      const o = await hostile({ "sumlib/__init__.py": net });
+      ];
+      const o = await hostile({ "sumlib/__init__.py": sumlib(net, ["return sum(xs) if _reached else 0"]) });
       expect(o.result.verdict).toBe("official-failed");
       expect(connections).toBe(0);
     } finally {
@@ -295,22 +276,9 @@ describe("hostile submissions: reaching for what it must not see", () => {
       "print('history:', _log, _tags, _refs, _reflog)",
       "_head = _git('rev-parse', 'HEAD').strip()",
       "_HISTORY_LEAKED = len(_log) != 1 or bool(_tags) or len(_refs) != 1 or any(not l.startswith(_head[:7]) for l in _reflog)",
-      "",
-      "",
-      "def add(a, b):",
-      "    return a + b",
-      "",
-      "",
-      "def total(xs):",
-      "    if _HISTORY_LEAKED:",
-      "        return sum(xs)",
-      "    s = 0",
-      "    while xs:",
-      "        s += xs.pop()",
-      "    return s",
-      "",
-    ].join("\n");
-    writeFileSync(join(repo, "sumlib", "__init__.py"), historian);
+    ];
+    const body = ["if _HISTORY_LEAKED:", "    return sum(xs)", "s = 0", "while xs:", "    s += xs.pop()", "return s"];
+    writeFileSync(join(repo, "sumlib", "__init__.py"), sumlib(historian, body));
     g("commit", "-qam", "agent: total()");
     const o = await evalCli(`${repo}@agent`);
     expectNoLeak(o);
@@ -320,56 +288,35 @@ describe("hostile submissions: reaching for what it must not see", () => {
   });
 });
 
+const FILL_DISK = [
+  "import os",
+  "_chunk = b'\\0' * (8 << 20)",
+  "for _i in range(100000):",
+  "    for _d in ('.', os.environ.get('HOME', '.'), '/tmp'):",
+  "        try:",
+  "            with open(os.path.join(_d, f'fill-{_i}.bin'), 'wb') as _f:",
+  "                _f.write(_chunk)",
+  "        except OSError:",
+  "            pass",
+  "",
+].join("\n");
+
 describe("hostile submissions: exhausting the runner", () => {
-  it("fork bomb: stopped by the pids limit", async () => {
-    const bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n";
-    const o = await hostile({ "sumlib/__init__.py": bomb + GOOD });
-    expect(o.result.verdict).toBe("official-failed");
-    expect(o.result.official?.limit).toBe("pids");
-    await expectGoodStillResolved();
-  });
-
-  it("memory bomb: stopped by the memory limit", async () => {
-    const bomb = "_hog = []\nwhile True:\n    _hog.append(b'x' * (16 << 20))\n";
-    const o = await hostile({ "sumlib/__init__.py": bomb + GOOD });
-    expect(o.result.verdict).toBe("official-failed");
-    expect(o.result.official?.limit).toBe("memory");
-    await expectGoodStillResolved();
-  });
-
-  it("fills the disk: stopped by the disk limit", async () => {
-    const fill = [
-      "import os",
-      "_chunk = b'\\0' * (8 << 20)",
-      "for _i in range(100000):",
-      "    for _d in ('.', os.environ.get('HOME', '.'), '/tmp'):",
-      "        try:",
-      "            with open(os.path.join(_d, f'fill-{_i}.bin'), 'wb') as _f:",
-      "                _f.write(_chunk)",
-      "        except OSError:",
-      "            pass",
-      "",
-    ].join("\n");
-    const o = await hostile({ "sumlib/__init__.py": fill + GOOD });
-    expect(o.result.verdict).toBe("official-failed");
-    expect(o.result.official?.limit).toBe("disk");
-    await expectGoodStillResolved();
-  });
-
-  it("writes 1 GB to stdout: stopped by the output limit", async () => {
-    const flood = "import sys\n_line = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(_line)\nsys.stdout.flush()\n";
-    const o = await hostile({ "sumlib/__init__.py": flood + GOOD });
-    expect(o.result.verdict).toBe("official-failed");
-    expect(o.result.official?.limit).toBe("output");
-    await expectGoodStillResolved();
-  });
-
-  it("sleeps forever: stopped by the wall clock", async () => {
+  // Each runs at import, so the official tests meet it; the limit that stopped it is in the verdict.
+  it.each([
+    ["fork bomb", "pids", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"],
+    ["memory bomb", "memory", "_hog = []\nwhile True:\n    _hog.append(b'x' * (16 << 20))\n"],
+    ["fills the disk", "disk", FILL_DISK],
+    ["writes 1 GB to stdout", "output", "import sys\n_line = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(_line)\nsys.stdout.flush()\n"],
+    ["sleeps forever", "wall-clock", "import time\ntime.sleep(10 ** 6)\n"],
+  ] as const)("%s: stopped by the %s limit; the next evaluation is unaffected", async (_name, limit, attack) => {
     const t0 = Date.now();
-    const o = await hostile({ "sumlib/__init__.py": `import time\ntime.sleep(10 ** 6)\n${GOOD}` });
+    const o = await hostile({ "sumlib/__init__.py": attack + GOOD });
     expect(o.result.verdict).toBe("official-failed");
-    expect(o.result.official?.limit).toBe("wall-clock");
-    expect(Date.now() - t0).toBeLessThan(60_000);
+    expect(o.result.official?.limit).toBe(limit);
+    expect(o.result.official?.reason).toBe(`stopped by the ${limit} limit`);
+    // The task's official timeout is 8 s: nothing runs on for long.
+    expect(Date.now() - t0).toBeLessThan(30_000);
     await expectGoodStillResolved();
   });
 });
