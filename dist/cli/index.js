@@ -15148,6 +15148,15 @@ function keyedCount(text, key) {
     const m = text.match(new RegExp(`^${key} (\\d+)$`, "m"));
     return m ? Number(m[1]) : 0;
 }
+const cgroup_writable = (dir) => {
+    try {
+        (0,external_node_fs_.accessSync)(dir, external_node_fs_.constants.W_OK);
+        return true;
+    }
+    catch {
+        return false;
+    }
+};
 const read = (p) => {
     try {
         return (0,external_node_fs_.readFileSync)(p, "utf8");
@@ -15158,7 +15167,7 @@ const read = (p) => {
 };
 /**
  * Finds usable memory and pids controllers under `root`: cgroup v2 when this process's own group
- * delegates both to children, else v1 hierarchies that are writable here. Null where neither is.
+ * delegates both to children and is writable, else v1 hierarchies writable here. Null where neither is.
  */
 function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/self/cgroup")) {
     const v2own = ownCgroupPath(procSelfCgroup, null);
@@ -15166,13 +15175,15 @@ function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/s
     if (v2root && v2own !== null) {
         const parent = (0,external_node_path_.join)(v2root, v2own);
         const delegated = read((0,external_node_path_.join)(parent, "cgroup.subtree_control")).split(/\s+/);
-        if (delegated.includes("memory") && delegated.includes("pids"))
+        if (delegated.includes("memory") && delegated.includes("pids") && cgroup_writable(parent))
             return { version: 2, parent };
     }
     const mem = ownCgroupPath(procSelfCgroup, "memory");
     const pids = ownCgroupPath(procSelfCgroup, "pids");
     if (mem !== null && pids !== null && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "memory", "cgroup.procs")) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "pids", "cgroup.procs"))) {
-        return { version: 1, memory: (0,external_node_path_.join)(root, "memory", mem), pids: (0,external_node_path_.join)(root, "pids", pids) };
+        const ctl = { version: 1, memory: (0,external_node_path_.join)(root, "memory", mem), pids: (0,external_node_path_.join)(root, "pids", pids) };
+        if (cgroup_writable(ctl.memory) && cgroup_writable(ctl.pids))
+            return ctl;
     }
     return null;
 }
@@ -15257,6 +15268,194 @@ function createJobCgroup(ctl, limits) {
                 }
             }
         },
+    };
+}
+
+;// CONCATENATED MODULE: ./src/engine/sandbox.ts
+
+
+/** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
+const SANDBOX_UID = 65534;
+/**
+ * Top-level host folders a program needs to run; what is absent on a host is skipped. Not /opt,
+ * /home or /root: runners keep their credentials there. An interpreter outside /usr is added on its own.
+ */
+const SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
+/**
+ * The command line that runs `command` in a sandbox: no network (own network namespace with only
+ * loopback), own pid / ipc / uts namespaces, a private /tmp, a fresh /proc and a minimal /dev, and
+ * nothing of the host's files but what `spec` names. As root it first becomes an unprivileged user
+ * (setpriv), so the kernel sees a distinct uid for RLIMIT_NPROC and for file permissions. Pure.
+ */
+function sandboxArgv(spec, command) {
+    if (command.length === 0)
+        throw new TypeError("empty command");
+    const out = [];
+    if (spec.dropToUid !== null) {
+        const id = String(spec.dropToUid);
+        out.push("setpriv", `--reuid=${id}`, `--regid=${id}`, "--clear-groups", "--inh-caps=-all", "--no-new-privs");
+    }
+    out.push("prlimit", `--fsize=${spec.maxFileBytes}`, "--core=0");
+    if (spec.maxProcesses !== null)
+        out.push(`--nproc=${spec.maxProcesses}`);
+    out.push("--", spec.bwrap, "--unshare-user", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try");
+    out.push("--hostname", "localhost", "--die-with-parent", "--disable-userns", "--cap-drop", "ALL");
+    if (spec.dropToUid !== null)
+        out.push("--uid", String(spec.dropToUid), "--gid", String(spec.dropToUid));
+    for (const l of spec.symlinks)
+        out.push("--symlink", l.target, l.path);
+    out.push("--proc", "/proc", "--dev", "/dev");
+    for (const d of spec.devices)
+        out.push("--dev-bind", d, d);
+    out.push("--size", String(spec.tmpBytes), "--tmpfs", "/tmp");
+    // Binds after the /tmp tmpfs: the evaluation folder usually lives under the host's /tmp.
+    for (const p of spec.readOnly)
+        out.push("--ro-bind", p, p);
+    for (const p of spec.readWrite)
+        out.push("--bind", p, p);
+    for (const p of spec.readOnlyInside)
+        out.push("--ro-bind", p, p);
+    out.push("--chdir", spec.cwd, "--", ...command);
+    return out;
+}
+/** The host's system folders and top-level symlinks, as `sandboxArgv` wants them. */
+function systemLayout() {
+    const readOnly = [];
+    const symlinks = [];
+    for (const p of SYSTEM_PATHS) {
+        let st;
+        try {
+            st = (0,external_node_fs_.lstatSync)(p);
+        }
+        catch {
+            continue;
+        }
+        if (st.isSymbolicLink())
+            symlinks.push({ path: p, target: (0,external_node_fs_.readlinkSync)(p) });
+        else if (st.isDirectory())
+            readOnly.push(p);
+    }
+    return { readOnly, symlinks };
+}
+/** /dev/nvidiaN for the given GPU indices plus the control devices CUDA opens; only those that exist. */
+function gpuDevices(indices) {
+    if (indices.length === 0 || !(0,external_node_fs_.existsSync)("/dev"))
+        return [];
+    const control = (0,external_node_fs_.readdirSync)("/dev")
+        .filter((n) => /^nvidia(ctl|-uvm|-uvm-tools|-modeset)$/.test(n))
+        .map((n) => `/dev/${n}`);
+    const own = indices.map((i) => `/dev/nvidia${i}`).filter((p) => (0,external_node_fs_.existsSync)(p));
+    const caps = (0,external_node_fs_.existsSync)("/dev/nvidia-caps") ? ["/dev/nvidia-caps"] : [];
+    return [...own, ...control, ...caps];
+}
+/** The bubblewrap executable: `$PROBEGATE_BWRAP`, else `bwrap` on PATH. */
+function bwrapPath() {
+    return process.env.PROBEGATE_BWRAP || "bwrap";
+}
+const support = new Map();
+/**
+ * Detects once per process (and bubblewrap path) whether the sandbox works here, by running `true`
+ * in it: bubblewrap, setpriv and prlimit must be installed and user namespaces allowed.
+ */
+function detectSandbox(bwrap = bwrapPath()) {
+    const known = support.get(bwrap);
+    if (known)
+        return known;
+    const trial = (async () => {
+        const root = typeof process.getuid === "function" && process.getuid() === 0;
+        const spec = {
+            bwrap,
+            ...systemLayout(),
+            readWrite: [],
+            readOnlyInside: [],
+            devices: [],
+            tmpBytes: 1024 * 1024,
+            cwd: "/",
+            dropToUid: root ? SANDBOX_UID : null,
+            maxProcesses: null,
+            maxFileBytes: 1024 * 1024,
+        };
+        const argv = sandboxArgv(spec, ["true"]);
+        const r = await execa(argv[0], argv.slice(1), { reject: false, timeout: 30_000, stdin: "ignore", env: { PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" } });
+        if (r.exitCode === 0)
+            return { ok: true, dropToUid: spec.dropToUid };
+        const said = String(r.stderr || r.shortMessage).trim().split("\n").slice(-2).join("; ");
+        return { ok: false, why: `a trial run of \`${argv.join(" ")}\` failed (${said}); the sandbox needs bubblewrap (${bwrap}), util-linux (setpriv, prlimit) and user namespaces` };
+    })();
+    support.set(bwrap, trial);
+    return trial;
+}
+
+;// CONCATENATED MODULE: ./src/engine/job-isolation.ts
+
+
+
+
+
+/** The nearest of `dir` and its ancestors that others may not search (o+x), if any. */
+function closedAncestor(dir) {
+    for (let d = dir;; d = (0,external_node_path_.dirname)(d)) {
+        if (((0,external_node_fs_.statSync)(d).mode & 0o001) === 0)
+            return d;
+        if (d === (0,external_node_path_.dirname)(d))
+            return null;
+    }
+}
+/**
+ * The isolation plan of one evaluation, given what the machine offers (`support` null: the operator
+ * chose --unsandboxed), as a function of the GPUs the job gets. Makes the evaluation folder
+ * reachable by the sandbox's user, and says which folder is not where one above it is closed.
+ */
+function planIsolation(o) {
+    const base = { cgroups: o.cgroups, processes: o.processes, diskBytes: o.diskBytes };
+    if (!o.support?.ok)
+        return () => ({ ...base, sandbox: null });
+    const uid = o.support.dropToUid;
+    if (uid !== null) {
+        // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
+        (0,external_node_fs_.chmodSync)(o.evaluationRoot, 0o711);
+        const closed = closedAncestor((0,external_node_path_.dirname)(o.evaluationRoot));
+        if (closed) {
+            throw new errors/* HarnessError */.t(`the sandbox user (uid ${uid}) cannot reach the evaluation folder ${o.evaluationRoot}: ${closed} is not searchable by others. Run chmod o+x ${closed}, or point TMPDIR at a folder it can reach.`, "sandbox");
+        }
+    }
+    const layout = systemLayout();
+    const covered = (p) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
+    const readOnly = [...layout.readOnly, ...o.interpreterDirs.filter((p) => !covered(p))];
+    return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus) } });
+}
+/**
+ * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
+ * the sandbox's user (it runs as `nobody`); the engine, as root, still reads it all afterwards.
+ */
+async function isolationFor(plan, mounts) {
+    const sb = plan.sandbox;
+    if (sb?.dropToUid != null && mounts.readWrite.length > 0) {
+        const id = `${sb.dropToUid}:${sb.dropToUid}`;
+        const r = await execa("chown", ["-R", "--no-dereference", id, ...mounts.readWrite], { reject: false });
+        if (r.exitCode !== 0)
+            throw new errors/* HarnessError */.t(`could not hand the workspace to the sandbox user ${id}: ${String(r.stderr).trim()}`, "sandbox");
+    }
+    return {
+        sandbox: sb
+            ? {
+                bwrap: sb.bwrap,
+                readOnly: [...sb.readOnly, ...mounts.readOnly],
+                readWrite: mounts.readWrite,
+                readOnlyInside: mounts.readOnlyInside,
+                symlinks: sb.symlinks,
+                devices: sb.devices,
+                tmpBytes: plan.diskBytes,
+                cwd: mounts.cwd,
+                dropToUid: sb.dropToUid,
+                // RLIMIT_NPROC counts every task of the uid, so it is only a backstop, above the limit the
+                // engine enforces (the cgroup's pids.max, else the sampled process count).
+                maxProcesses: sb.dropToUid !== null ? 2 * plan.processes : null,
+                maxFileBytes: plan.diskBytes,
+            }
+            : null,
+        cgroups: plan.cgroups,
+        writable: mounts.readWrite,
     };
 }
 
@@ -15346,44 +15545,6 @@ function withholdLeaks(value, secrets) {
 
 ;// CONCATENATED MODULE: external "node:crypto"
 const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
-;// CONCATENATED MODULE: ./src/engine/job-isolation.ts
-
-
-/**
- * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
- * the sandbox's user (it runs as `nobody`); the engine, as root, still reads it all afterwards.
- */
-async function isolationFor(plan, mounts) {
-    const sb = plan.sandbox;
-    if (sb?.dropToUid != null && mounts.readWrite.length > 0) {
-        const id = `${sb.dropToUid}:${sb.dropToUid}`;
-        const r = await execa("chown", ["-R", "--no-dereference", id, ...mounts.readWrite], { reject: false });
-        if (r.exitCode !== 0)
-            throw new errors/* HarnessError */.t(`could not hand the workspace to the sandbox user ${id}: ${String(r.stderr).trim()}`, "sandbox");
-    }
-    return {
-        sandbox: sb
-            ? {
-                bwrap: sb.bwrap,
-                readOnly: [...sb.readOnly, ...mounts.readOnly],
-                readWrite: mounts.readWrite,
-                readOnlyInside: mounts.readOnlyInside,
-                symlinks: sb.symlinks,
-                devices: sb.devices,
-                tmpBytes: plan.diskBytes,
-                cwd: mounts.cwd,
-                dropToUid: sb.dropToUid,
-                // RLIMIT_NPROC counts every task of the uid, so it is only a backstop, above the limit the
-                // engine enforces (the cgroup's pids.max, else the sampled process count).
-                maxProcesses: sb.dropToUid !== null ? 2 * plan.processes : null,
-                maxFileBytes: plan.diskBytes,
-            }
-            : null,
-        cgroups: plan.cgroups,
-        writable: mounts.readWrite,
-    };
-}
-
 ;// CONCATENATED MODULE: ./src/engine/job-env.ts
 
 
@@ -22964,121 +23125,6 @@ function killGroup(pgid) {
     }
 }
 
-;// CONCATENATED MODULE: ./src/engine/sandbox.ts
-
-
-/** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
-const SANDBOX_UID = 65534;
-/**
- * Top-level host folders a program needs to run; what is absent on a host is skipped. Not /opt,
- * /home or /root: runners keep their credentials there. An interpreter outside /usr is added on its own.
- */
-const SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
-/**
- * The command line that runs `command` in a sandbox: no network (own network namespace with only
- * loopback), own pid / ipc / uts namespaces, a private /tmp, a fresh /proc and a minimal /dev, and
- * nothing of the host's files but what `spec` names. As root it first becomes an unprivileged user
- * (setpriv), so the kernel sees a distinct uid for RLIMIT_NPROC and for file permissions. Pure.
- */
-function sandboxArgv(spec, command) {
-    if (command.length === 0)
-        throw new TypeError("empty command");
-    const out = [];
-    if (spec.dropToUid !== null) {
-        const id = String(spec.dropToUid);
-        out.push("setpriv", `--reuid=${id}`, `--regid=${id}`, "--clear-groups", "--inh-caps=-all", "--no-new-privs");
-    }
-    out.push("prlimit", `--fsize=${spec.maxFileBytes}`, "--core=0");
-    if (spec.maxProcesses !== null)
-        out.push(`--nproc=${spec.maxProcesses}`);
-    out.push("--", spec.bwrap, "--unshare-user", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try");
-    out.push("--hostname", "localhost", "--die-with-parent", "--disable-userns", "--cap-drop", "ALL");
-    if (spec.dropToUid !== null)
-        out.push("--uid", String(spec.dropToUid), "--gid", String(spec.dropToUid));
-    for (const l of spec.symlinks)
-        out.push("--symlink", l.target, l.path);
-    out.push("--proc", "/proc", "--dev", "/dev");
-    for (const d of spec.devices)
-        out.push("--dev-bind", d, d);
-    out.push("--size", String(spec.tmpBytes), "--tmpfs", "/tmp");
-    // Binds after the /tmp tmpfs: the evaluation folder usually lives under the host's /tmp.
-    for (const p of spec.readOnly)
-        out.push("--ro-bind", p, p);
-    for (const p of spec.readWrite)
-        out.push("--bind", p, p);
-    for (const p of spec.readOnlyInside)
-        out.push("--ro-bind", p, p);
-    out.push("--chdir", spec.cwd, "--", ...command);
-    return out;
-}
-/** The host's system folders and top-level symlinks, as `sandboxArgv` wants them. */
-function systemLayout() {
-    const readOnly = [];
-    const symlinks = [];
-    for (const p of SYSTEM_PATHS) {
-        let st;
-        try {
-            st = (0,external_node_fs_.lstatSync)(p);
-        }
-        catch {
-            continue;
-        }
-        if (st.isSymbolicLink())
-            symlinks.push({ path: p, target: (0,external_node_fs_.readlinkSync)(p) });
-        else if (st.isDirectory())
-            readOnly.push(p);
-    }
-    return { readOnly, symlinks };
-}
-/** /dev/nvidiaN for the given GPU indices plus the control devices CUDA opens; only those that exist. */
-function gpuDevices(indices) {
-    if (indices.length === 0 || !(0,external_node_fs_.existsSync)("/dev"))
-        return [];
-    const control = (0,external_node_fs_.readdirSync)("/dev")
-        .filter((n) => /^nvidia(ctl|-uvm|-uvm-tools|-modeset)$/.test(n))
-        .map((n) => `/dev/${n}`);
-    const own = indices.map((i) => `/dev/nvidia${i}`).filter((p) => (0,external_node_fs_.existsSync)(p));
-    const caps = (0,external_node_fs_.existsSync)("/dev/nvidia-caps") ? ["/dev/nvidia-caps"] : [];
-    return [...own, ...control, ...caps];
-}
-/** The bubblewrap executable: `$PROBEGATE_BWRAP`, else `bwrap` on PATH. */
-function bwrapPath() {
-    return process.env.PROBEGATE_BWRAP || "bwrap";
-}
-const support = new Map();
-/**
- * Detects once per process (and bubblewrap path) whether the sandbox works here, by running `true`
- * in it: bubblewrap, setpriv and prlimit must be installed and user namespaces allowed.
- */
-function detectSandbox(bwrap = bwrapPath()) {
-    const known = support.get(bwrap);
-    if (known)
-        return known;
-    const trial = (async () => {
-        const root = typeof process.getuid === "function" && process.getuid() === 0;
-        const spec = {
-            bwrap,
-            ...systemLayout(),
-            readWrite: [],
-            readOnlyInside: [],
-            devices: [],
-            tmpBytes: 1024 * 1024,
-            cwd: "/",
-            dropToUid: root ? SANDBOX_UID : null,
-            maxProcesses: null,
-            maxFileBytes: 1024 * 1024,
-        };
-        const argv = sandboxArgv(spec, ["true"]);
-        const r = await execa(argv[0], argv.slice(1), { reject: false, timeout: 30_000, stdin: "ignore", env: { PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" } });
-        if (r.exitCode === 0)
-            return { ok: true, dropToUid: spec.dropToUid };
-        const said = String(r.stderr || r.shortMessage).trim().split("\n").slice(-2).join("; ");
-        return { ok: false, why: `a trial run of \`${argv.join(" ")}\` failed (${said}); the sandbox needs bubblewrap (${bwrap}), util-linux (setpriv, prlimit) and user namespaces` };
-    })();
-    support.set(bwrap, trial);
-    return trial;
-}
-
 ;// CONCATENATED MODULE: ./src/engine/run-command.ts
 
 
@@ -23391,9 +23437,9 @@ function needsAnotherRun(runs, retried) {
 
 
 
-/** Copies the probes in only now, outside the workspace, read-only. */
-function mountProbes(src, root) {
-    const dest = (0,external_node_path_.join)(root, "probes");
+/** Copies a folder (the probes, the kit) into the evaluation folder, read-only for everyone. */
+function mountReadOnly(src, root, name) {
+    const dest = (0,external_node_path_.join)(root, name);
     (0,external_node_fs_.cpSync)(src, dest, { recursive: true, filter: (p) => (0,external_node_path_.basename)(p) !== "__pycache__" });
     const lock = (dir) => {
         for (const e of (0,external_node_fs_.readdirSync)(dir)) {
@@ -23426,7 +23472,10 @@ async function runProbes(task, ctx, limitsFor, events) {
     if (files.length === 0) {
         throw new errors/* HarnessError */.t(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
     }
-    const mounted = mountProbes(task.probesDir, ctx.root);
+    // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
+    // sandbox's user can then reach it.
+    const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
+    const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
     const resultsDir = (0,external_node_path_.join)(ctx.judgeDir, "results");
     (0,external_node_fs_.mkdirSync)(resultsDir, { recursive: true });
     const all = [];
@@ -23443,11 +23492,11 @@ async function runProbes(task, ctx, limitsFor, events) {
             const env = jobEnv(ctx, {
                 PROBEGATE_RESULTS: results,
                 PROBEGATE_PROBE_DIR: mounted,
-                PYTHONPATH: [ctx.workspace, ctx.kitDir, mounted].join(":"),
+                PYTHONPATH: [ctx.workspace, kit, mounted].join(":"),
             });
             const isolation = await isolationFor(ctx.isolation, {
                 cwd: ctx.workspace,
-                readOnly: [ctx.kitDir, mounted],
+                readOnly: [kit, mounted],
                 readWrite: [ctx.workspace, env.HOME, results],
                 readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
             });
@@ -23778,16 +23827,6 @@ async function createWorkspace(task, sub) {
 
 
 
-
-/** The nearest of `dir` and its ancestors that others may not search (o+x), if any. */
-function closedAncestor(dir) {
-    for (let d = dir;; d = (0,external_node_path_.dirname)(d)) {
-        if (((0,external_node_fs_.statSync)(d).mode & 0o001) === 0)
-            return d;
-        if (d === (0,external_node_path_.dirname)(d))
-            return null;
-    }
-}
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
 const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
@@ -23873,23 +23912,8 @@ async function evaluate(opts) {
             throw new errors/* HarnessError */.t(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
         }
         const python = py.executable;
-        const layout = systemLayout();
-        const covered = (p) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
-        const interpreter = py.prefixes.filter((p) => !covered(p));
-        const sandboxUid = support?.ok ? support.dropToUid : null;
-        // The sandbox's user must reach the folders bound into it (mkdtemp made the root 0700).
-        if (sandboxUid !== null) {
-            (0,external_node_fs_.chmodSync)(ws.root, 0o711);
-            const closed = closedAncestor((0,external_node_path_.dirname)(ws.root));
-            if (closed)
-                throw new errors/* HarnessError */.t(`the sandbox user (uid ${sandboxUid}) cannot reach the evaluation folder ${ws.root}: ${closed} is not searchable by others. Run chmod o+x ${closed}, or point TMPDIR at a folder it can reach.`, "sandbox");
-        }
-        ctx = jobContext(ws, opts, gpus, (assigned) => ({
-            sandbox: support?.ok ? { bwrap, dropToUid: sandboxUid, readOnly: [...layout.readOnly, ...interpreter], symlinks: layout.symlinks, devices: gpuDevices(assigned) } : null,
-            cgroups,
-            processes,
-            diskBytes,
-        }));
+        const plan = planIsolation({ support, bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups, processes, diskBytes });
+        ctx = jobContext(ws, opts, gpus, plan);
         const c = ctx;
         emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
         const t1 = performance.now();
