@@ -1,7 +1,7 @@
 import { createRequire as __WEBPACK_EXTERNAL_createRequire } from "module";
 /******/ var __webpack_modules__ = ({
 
-/***/ 3193:
+/***/ 7769:
 /***/ ((module) => {
 
 
@@ -537,7 +537,7 @@ module.exports = slowRedact
 
 /***/ }),
 
-/***/ 6031:
+/***/ 479:
 /***/ ((module) => {
 
 
@@ -582,14 +582,14 @@ if (typeof SharedArrayBuffer !== 'undefined' && typeof Atomics !== 'undefined') 
 
 /***/ }),
 
-/***/ 1861:
+/***/ 3909:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 const fs = __nccwpck_require__(9896);
 const path = __nccwpck_require__(6928);
-const util = __nccwpck_require__(2024);
-const SqliteError = __nccwpck_require__(2571);
+const util = __nccwpck_require__(2952);
+const SqliteError = __nccwpck_require__(7483);
 
 let DEFAULT_ADDON;
 
@@ -658,42 +658,42 @@ function Database(filenameGiven, options) {
 	});
 }
 
-const wrappers = __nccwpck_require__(1095);
+const wrappers = __nccwpck_require__(5463);
 Database.prototype.prepare = wrappers.prepare;
-Database.prototype.transaction = __nccwpck_require__(3431);
-Database.prototype.pragma = __nccwpck_require__(1583);
-Database.prototype.backup = __nccwpck_require__(4497);
-Database.prototype.serialize = __nccwpck_require__(2865);
-Database.prototype.function = __nccwpck_require__(7319);
-Database.prototype.aggregate = __nccwpck_require__(3008);
-Database.prototype.table = __nccwpck_require__(7659);
+Database.prototype.transaction = __nccwpck_require__(6695);
+Database.prototype.pragma = __nccwpck_require__(8127);
+Database.prototype.backup = __nccwpck_require__(6017);
+Database.prototype.serialize = __nccwpck_require__(2161);
+Database.prototype.function = __nccwpck_require__(3943);
+Database.prototype.aggregate = __nccwpck_require__(4096);
+Database.prototype.table = __nccwpck_require__(1355);
 Database.prototype.loadExtension = wrappers.loadExtension;
 Database.prototype.exec = wrappers.exec;
 Database.prototype.close = wrappers.close;
 Database.prototype.defaultSafeIntegers = wrappers.defaultSafeIntegers;
 Database.prototype.unsafeMode = wrappers.unsafeMode;
-Database.prototype[util.inspect] = __nccwpck_require__(4827);
+Database.prototype[util.inspect] = __nccwpck_require__(9595);
 
 module.exports = Database;
 
 
 /***/ }),
 
-/***/ 3942:
+/***/ 4918:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-module.exports = __nccwpck_require__(1861);
-module.exports.SqliteError = __nccwpck_require__(2571);
+module.exports = __nccwpck_require__(3909);
+module.exports.SqliteError = __nccwpck_require__(7483);
 
 
 /***/ }),
 
-/***/ 3008:
+/***/ 4096:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const { getBooleanOption, cppdb } = __nccwpck_require__(2024);
+const { getBooleanOption, cppdb } = __nccwpck_require__(2952);
 
 module.exports = function defineAggregate(name, options) {
 	// Validate arguments
@@ -739,14 +739,14 @@ const getLength = ({ length }) => {
 
 /***/ }),
 
-/***/ 4497:
+/***/ 6017:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 const fs = __nccwpck_require__(9896);
 const path = __nccwpck_require__(6928);
 const { promisify } = __nccwpck_require__(9023);
-const { cppdb } = __nccwpck_require__(2024);
+const { cppdb } = __nccwpck_require__(2952);
 const fsAccess = promisify(fs.access);
 
 module.exports = async function backup(filename, options) {
@@ -813,11 +813,11 @@ const runBackup = (backup, handler) => {
 
 /***/ }),
 
-/***/ 7319:
+/***/ 3943:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const { getBooleanOption, cppdb } = __nccwpck_require__(2024);
+const { getBooleanOption, cppdb } = __nccwpck_require__(2952);
 
 module.exports = function defineFunction(name, options, fn) {
 	// Apply defaults
@@ -851,7 +851,7 @@ module.exports = function defineFunction(name, options, fn) {
 
 /***/ }),
 
-/***/ 4827:
+/***/ 9595:
 /***/ ((module) => {
 
 
@@ -865,11 +865,11 @@ module.exports = function inspect(depth, opts) {
 
 /***/ }),
 
-/***/ 1583:
+/***/ 8127:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const { getBooleanOption, cppdb } = __nccwpck_require__(2024);
+const { getBooleanOption, cppdb } = __nccwpck_require__(2952);
 
 module.exports = function pragma(source, options) {
 	if (options == null) options = {};
@@ -884,11 +884,11 @@ module.exports = function pragma(source, options) {
 
 /***/ }),
 
-/***/ 2865:
+/***/ 2161:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const { cppdb } = __nccwpck_require__(2024);
+const { cppdb } = __nccwpck_require__(2952);
 
 module.exports = function serialize(options) {
 	if (options == null) options = {};
@@ -907,11 +907,11 @@ module.exports = function serialize(options) {
 
 /***/ }),
 
-/***/ 7659:
+/***/ 1355:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const { cppdb } = __nccwpck_require__(2024);
+const { cppdb } = __nccwpck_require__(2952);
 
 module.exports = function defineTable(name, factory) {
 	// Validate arguments
@@ -1103,11 +1103,11 @@ const defer = x => () => x;
 
 /***/ }),
 
-/***/ 3431:
+/***/ 6695:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
-const { cppdb } = __nccwpck_require__(2024);
+const { cppdb } = __nccwpck_require__(2952);
 const controllers = new WeakMap();
 
 module.exports = function transaction(fn) {
@@ -1188,11 +1188,11 @@ const wrapTransaction = (apply, fn, db, { begin, commit, rollback, savepoint, re
 
 /***/ }),
 
-/***/ 1095:
+/***/ 5463:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
-const { cppdb } = __nccwpck_require__(2024);
+const { cppdb } = __nccwpck_require__(2952);
 
 exports.prepare = function prepare(sql) {
 	return this[cppdb].prepare(sql, this, false);
@@ -1249,7 +1249,7 @@ exports.getters = {
 
 /***/ }),
 
-/***/ 2571:
+/***/ 7483:
 /***/ ((module) => {
 
 
@@ -1276,7 +1276,7 @@ module.exports = SqliteError;
 
 /***/ }),
 
-/***/ 2024:
+/***/ 2952:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -1295,14 +1295,14 @@ exports.inspect = Symbol.for('nodejs.util.inspect.custom');
 
 /***/ }),
 
-/***/ 7948:
+/***/ 8812:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 var Batcher, Events, parser;
-parser = __nccwpck_require__(2260);
-Events = __nccwpck_require__(5146);
+parser = __nccwpck_require__(9700);
+Events = __nccwpck_require__(1914);
 
 Batcher = function () {
   class Batcher {
@@ -1367,7 +1367,7 @@ module.exports = Batcher;
 
 /***/ }),
 
-/***/ 6344:
+/***/ 8760:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -1402,14 +1402,14 @@ var Bottleneck,
     splice = [].splice;
 NUM_PRIORITIES = 10;
 DEFAULT_PRIORITY = 5;
-parser = __nccwpck_require__(2260);
-Queues = __nccwpck_require__(7923);
-Job = __nccwpck_require__(1856);
-LocalDatastore = __nccwpck_require__(795);
-RedisDatastore = __nccwpck_require__(7091);
-Events = __nccwpck_require__(5146);
-States = __nccwpck_require__(6245);
-Sync = __nccwpck_require__(7824);
+parser = __nccwpck_require__(9700);
+Queues = __nccwpck_require__(1363);
+Job = __nccwpck_require__(2448);
+LocalDatastore = __nccwpck_require__(7099);
+RedisDatastore = __nccwpck_require__(1827);
+Events = __nccwpck_require__(1914);
+States = __nccwpck_require__(5685);
+Sync = __nccwpck_require__(9216);
 
 Bottleneck = function () {
   class Bottleneck {
@@ -1900,18 +1900,18 @@ Bottleneck = function () {
   ;
   Bottleneck.default = Bottleneck;
   Bottleneck.Events = Events;
-  Bottleneck.version = Bottleneck.prototype.version = (__nccwpck_require__(2818)/* .version */ .r);
+  Bottleneck.version = Bottleneck.prototype.version = (__nccwpck_require__(8349)/* .version */ .r);
   Bottleneck.strategy = Bottleneck.prototype.strategy = {
     LEAK: 1,
     OVERFLOW: 2,
     OVERFLOW_PRIORITY: 4,
     BLOCK: 3
   };
-  Bottleneck.BottleneckError = Bottleneck.prototype.BottleneckError = __nccwpck_require__(7672);
-  Bottleneck.Group = Bottleneck.prototype.Group = __nccwpck_require__(7024);
-  Bottleneck.RedisConnection = Bottleneck.prototype.RedisConnection = __nccwpck_require__(5640);
-  Bottleneck.IORedisConnection = Bottleneck.prototype.IORedisConnection = __nccwpck_require__(5588);
-  Bottleneck.Batcher = Bottleneck.prototype.Batcher = __nccwpck_require__(7948);
+  Bottleneck.BottleneckError = Bottleneck.prototype.BottleneckError = __nccwpck_require__(2360);
+  Bottleneck.Group = Bottleneck.prototype.Group = __nccwpck_require__(6835);
+  Bottleneck.RedisConnection = Bottleneck.prototype.RedisConnection = __nccwpck_require__(1400);
+  Bottleneck.IORedisConnection = Bottleneck.prototype.IORedisConnection = __nccwpck_require__(8468);
+  Bottleneck.Batcher = Bottleneck.prototype.Batcher = __nccwpck_require__(8812);
   Bottleneck.prototype.jobDefaults = {
     priority: DEFAULT_PRIORITY,
     weight: 1,
@@ -1967,7 +1967,7 @@ module.exports = Bottleneck;
 
 /***/ }),
 
-/***/ 7672:
+/***/ 2360:
 /***/ ((module) => {
 
 
@@ -1978,7 +1978,7 @@ module.exports = BottleneckError;
 
 /***/ }),
 
-/***/ 8351:
+/***/ 5327:
 /***/ ((module) => {
 
 
@@ -2091,7 +2091,7 @@ module.exports = DLList;
 
 /***/ }),
 
-/***/ 5146:
+/***/ 1914:
 /***/ ((module) => {
 
 
@@ -2225,7 +2225,7 @@ module.exports = Events;
 
 /***/ }),
 
-/***/ 7024:
+/***/ 6835:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -2243,11 +2243,11 @@ function asyncGeneratorStep(gen, resolve, reject, _next, _throw, key, arg) { try
 function _asyncToGenerator(fn) { return function () { var self = this, args = arguments; return new Promise(function (resolve, reject) { var gen = fn.apply(self, args); function _next(value) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "next", value); } function _throw(err) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "throw", err); } _next(undefined); }); }; }
 
 var Events, Group, IORedisConnection, RedisConnection, Scripts, parser;
-parser = __nccwpck_require__(2260);
-Events = __nccwpck_require__(5146);
-RedisConnection = __nccwpck_require__(5640);
-IORedisConnection = __nccwpck_require__(5588);
-Scripts = __nccwpck_require__(663);
+parser = __nccwpck_require__(9700);
+Events = __nccwpck_require__(1914);
+RedisConnection = __nccwpck_require__(1400);
+IORedisConnection = __nccwpck_require__(8468);
+Scripts = __nccwpck_require__(1479);
 
 Group = function () {
   class Group {
@@ -2257,7 +2257,7 @@ Group = function () {
       parser.load(this.limiterOptions, this.defaults, this);
       this.Events = new Events(this);
       this.instances = {};
-      this.Bottleneck = __nccwpck_require__(6344);
+      this.Bottleneck = __nccwpck_require__(8760);
 
       this._startAutoCleanup();
 
@@ -2429,7 +2429,7 @@ module.exports = Group;
 
 /***/ }),
 
-/***/ 5588:
+/***/ 8468:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -2447,9 +2447,9 @@ function asyncGeneratorStep(gen, resolve, reject, _next, _throw, key, arg) { try
 function _asyncToGenerator(fn) { return function () { var self = this, args = arguments; return new Promise(function (resolve, reject) { var gen = fn.apply(self, args); function _next(value) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "next", value); } function _throw(err) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "throw", err); } _next(undefined); }); }; }
 
 var Events, IORedisConnection, Scripts, parser;
-parser = __nccwpck_require__(2260);
-Events = __nccwpck_require__(5146);
-Scripts = __nccwpck_require__(663);
+parser = __nccwpck_require__(9700);
+Events = __nccwpck_require__(1914);
+Scripts = __nccwpck_require__(1479);
 
 IORedisConnection = function () {
   class IORedisConnection {
@@ -2621,7 +2621,7 @@ module.exports = IORedisConnection;
 
 /***/ }),
 
-/***/ 1856:
+/***/ 2448:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -2633,8 +2633,8 @@ function _asyncToGenerator(fn) { return function () { var self = this, args = ar
 var BottleneckError, DEFAULT_PRIORITY, Job, NUM_PRIORITIES, parser;
 NUM_PRIORITIES = 10;
 DEFAULT_PRIORITY = 5;
-parser = __nccwpck_require__(2260);
-BottleneckError = __nccwpck_require__(7672);
+parser = __nccwpck_require__(9700);
+BottleneckError = __nccwpck_require__(2360);
 Job = class Job {
   constructor(task, args, options, jobDefaults, rejectOnDrop, Events, _states, Promise) {
     this.task = task;
@@ -2842,7 +2842,7 @@ module.exports = Job;
 
 /***/ }),
 
-/***/ 795:
+/***/ 7099:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -2852,8 +2852,8 @@ function asyncGeneratorStep(gen, resolve, reject, _next, _throw, key, arg) { try
 function _asyncToGenerator(fn) { return function () { var self = this, args = arguments; return new Promise(function (resolve, reject) { var gen = fn.apply(self, args); function _next(value) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "next", value); } function _throw(err) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "throw", err); } _next(undefined); }); }; }
 
 var BottleneckError, LocalDatastore, parser;
-parser = __nccwpck_require__(2260);
-BottleneckError = __nccwpck_require__(7672);
+parser = __nccwpck_require__(9700);
+BottleneckError = __nccwpck_require__(2360);
 LocalDatastore = class LocalDatastore {
   constructor(instance, storeOptions, storeInstanceOptions) {
     this.instance = instance;
@@ -3135,14 +3135,14 @@ module.exports = LocalDatastore;
 
 /***/ }),
 
-/***/ 7923:
+/***/ 1363:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 var DLList, Events, Queues;
-DLList = __nccwpck_require__(8351);
-Events = __nccwpck_require__(5146);
+DLList = __nccwpck_require__(5327);
+Events = __nccwpck_require__(1914);
 Queues = class Queues {
   constructor(num_priorities) {
     var i;
@@ -3218,7 +3218,7 @@ module.exports = Queues;
 
 /***/ }),
 
-/***/ 5640:
+/***/ 1400:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -3228,9 +3228,9 @@ function asyncGeneratorStep(gen, resolve, reject, _next, _throw, key, arg) { try
 function _asyncToGenerator(fn) { return function () { var self = this, args = arguments; return new Promise(function (resolve, reject) { var gen = fn.apply(self, args); function _next(value) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "next", value); } function _throw(err) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "throw", err); } _next(undefined); }); }; }
 
 var Events, RedisConnection, Scripts, parser;
-parser = __nccwpck_require__(2260);
-Events = __nccwpck_require__(5146);
-Scripts = __nccwpck_require__(663);
+parser = __nccwpck_require__(9700);
+Events = __nccwpck_require__(1914);
+Scripts = __nccwpck_require__(1479);
 
 RedisConnection = function () {
   class RedisConnection {
@@ -3417,7 +3417,7 @@ module.exports = RedisConnection;
 
 /***/ }),
 
-/***/ 7091:
+/***/ 1827:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -3435,10 +3435,10 @@ function asyncGeneratorStep(gen, resolve, reject, _next, _throw, key, arg) { try
 function _asyncToGenerator(fn) { return function () { var self = this, args = arguments; return new Promise(function (resolve, reject) { var gen = fn.apply(self, args); function _next(value) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "next", value); } function _throw(err) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "throw", err); } _next(undefined); }); }; }
 
 var BottleneckError, IORedisConnection, RedisConnection, RedisDatastore, parser;
-parser = __nccwpck_require__(2260);
-BottleneckError = __nccwpck_require__(7672);
-RedisConnection = __nccwpck_require__(5640);
-IORedisConnection = __nccwpck_require__(5588);
+parser = __nccwpck_require__(9700);
+BottleneckError = __nccwpck_require__(2360);
+RedisConnection = __nccwpck_require__(1400);
+IORedisConnection = __nccwpck_require__(8468);
 RedisDatastore = class RedisDatastore {
   constructor(instance, storeOptions, storeInstanceOptions) {
     this.instance = instance;
@@ -3775,13 +3775,13 @@ module.exports = RedisDatastore;
 
 /***/ }),
 
-/***/ 663:
+/***/ 1479:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var headers, lua, templates;
-lua = __nccwpck_require__(8484);
+lua = __nccwpck_require__(6495);
 headers = {
   refs: lua["refs.lua"],
   validate_keys: lua["validate_keys.lua"],
@@ -3943,13 +3943,13 @@ exports.payload = function (name) {
 
 /***/ }),
 
-/***/ 6245:
+/***/ 5685:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 var BottleneckError, States;
-BottleneckError = __nccwpck_require__(7672);
+BottleneckError = __nccwpck_require__(2360);
 States = class States {
   constructor(status1) {
     this.status = status1;
@@ -4037,7 +4037,7 @@ module.exports = States;
 
 /***/ }),
 
-/***/ 7824:
+/***/ 9216:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -4047,7 +4047,7 @@ function asyncGeneratorStep(gen, resolve, reject, _next, _throw, key, arg) { try
 function _asyncToGenerator(fn) { return function () { var self = this, args = arguments; return new Promise(function (resolve, reject) { var gen = fn.apply(self, args); function _next(value) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "next", value); } function _throw(err) { asyncGeneratorStep(gen, resolve, reject, _next, _throw, "throw", err); } _next(undefined); }); }; }
 
 var DLList, Sync;
-DLList = __nccwpck_require__(8351);
+DLList = __nccwpck_require__(5327);
 Sync = class Sync {
   constructor(name, Promise) {
     this.schedule = this.schedule.bind(this);
@@ -4123,16 +4123,16 @@ module.exports = Sync;
 
 /***/ }),
 
-/***/ 683:
+/***/ 4584:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-module.exports = __nccwpck_require__(6344);
+module.exports = __nccwpck_require__(8760);
 
 /***/ }),
 
-/***/ 2260:
+/***/ 9700:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -4164,7 +4164,7 @@ exports.overwrite = function (received, defaults, onto = {}) {
 
 /***/ }),
 
-/***/ 4915:
+/***/ 3251:
 /***/ (function(module) {
 
 /**
@@ -5694,14 +5694,14 @@ exports.overwrite = function (received, defaults, onto = {}) {
 
 /***/ }),
 
-/***/ 5576:
+/***/ 6456:
 /***/ ((module, exports) => {
 
 function _typeof(obj){"@babel/helpers - typeof";if(typeof Symbol==="function"&&typeof Symbol.iterator==="symbol"){_typeof=function _typeof(obj){return typeof obj}}else{_typeof=function _typeof(obj){return obj&&typeof Symbol==="function"&&obj.constructor===Symbol&&obj!==Symbol.prototype?"symbol":typeof obj}}return _typeof(obj)}(function(global){var _arguments=arguments;var dateFormat=function(){var token=/d{1,4}|D{3,4}|m{1,4}|yy(?:yy)?|([HhMsTt])\1?|W{1,2}|[LlopSZN]|"[^"]*"|'[^']*'/g;var timezone=/\b(?:[PMCEA][SDP]T|(?:Pacific|Mountain|Central|Eastern|Atlantic) (?:Standard|Daylight|Prevailing) Time|(?:GMT|UTC)(?:[-+]\d{4})?)\b/g;var timezoneClip=/[^-+\dA-Z]/g;return function(date,mask,utc,gmt){if(_arguments.length===1&&kindOf(date)==="string"&&!/\d/.test(date)){mask=date;date=undefined}date=date||date===0?date:new Date;if(!(date instanceof Date)){date=new Date(date)}if(isNaN(date)){throw TypeError("Invalid date")}mask=String(dateFormat.masks[mask]||mask||dateFormat.masks["default"]);var maskSlice=mask.slice(0,4);if(maskSlice==="UTC:"||maskSlice==="GMT:"){mask=mask.slice(4);utc=true;if(maskSlice==="GMT:"){gmt=true}}var _=function _(){return utc?"getUTC":"get"};var _d=function d(){return date[_()+"Date"]()};var D=function D(){return date[_()+"Day"]()};var _m=function m(){return date[_()+"Month"]()};var y=function y(){return date[_()+"FullYear"]()};var _H=function H(){return date[_()+"Hours"]()};var _M=function M(){return date[_()+"Minutes"]()};var _s=function s(){return date[_()+"Seconds"]()};var _L=function L(){return date[_()+"Milliseconds"]()};var _o=function o(){return utc?0:date.getTimezoneOffset()};var _W=function W(){return getWeek(date)};var _N=function N(){return getDayOfWeek(date)};var flags={d:function d(){return _d()},dd:function dd(){return pad(_d())},ddd:function ddd(){return dateFormat.i18n.dayNames[D()]},DDD:function DDD(){return getDayName({y:y(),m:_m(),d:_d(),_:_(),dayName:dateFormat.i18n.dayNames[D()],short:true})},dddd:function dddd(){return dateFormat.i18n.dayNames[D()+7]},DDDD:function DDDD(){return getDayName({y:y(),m:_m(),d:_d(),_:_(),dayName:dateFormat.i18n.dayNames[D()+7]})},m:function m(){return _m()+1},mm:function mm(){return pad(_m()+1)},mmm:function mmm(){return dateFormat.i18n.monthNames[_m()]},mmmm:function mmmm(){return dateFormat.i18n.monthNames[_m()+12]},yy:function yy(){return String(y()).slice(2)},yyyy:function yyyy(){return pad(y(),4)},h:function h(){return _H()%12||12},hh:function hh(){return pad(_H()%12||12)},H:function H(){return _H()},HH:function HH(){return pad(_H())},M:function M(){return _M()},MM:function MM(){return pad(_M())},s:function s(){return _s()},ss:function ss(){return pad(_s())},l:function l(){return pad(_L(),3)},L:function L(){return pad(Math.floor(_L()/10))},t:function t(){return _H()<12?dateFormat.i18n.timeNames[0]:dateFormat.i18n.timeNames[1]},tt:function tt(){return _H()<12?dateFormat.i18n.timeNames[2]:dateFormat.i18n.timeNames[3]},T:function T(){return _H()<12?dateFormat.i18n.timeNames[4]:dateFormat.i18n.timeNames[5]},TT:function TT(){return _H()<12?dateFormat.i18n.timeNames[6]:dateFormat.i18n.timeNames[7]},Z:function Z(){return gmt?"GMT":utc?"UTC":(String(date).match(timezone)||[""]).pop().replace(timezoneClip,"").replace(/GMT\+0000/g,"UTC")},o:function o(){return(_o()>0?"-":"+")+pad(Math.floor(Math.abs(_o())/60)*100+Math.abs(_o())%60,4)},p:function p(){return(_o()>0?"-":"+")+pad(Math.floor(Math.abs(_o())/60),2)+":"+pad(Math.floor(Math.abs(_o())%60),2)},S:function S(){return["th","st","nd","rd"][_d()%10>3?0:(_d()%100-_d()%10!=10)*_d()%10]},W:function W(){return _W()},WW:function WW(){return pad(_W())},N:function N(){return _N()}};return mask.replace(token,function(match){if(match in flags){return flags[match]()}return match.slice(1,match.length-1)})}}();dateFormat.masks={default:"ddd mmm dd yyyy HH:MM:ss",shortDate:"m/d/yy",paddedShortDate:"mm/dd/yyyy",mediumDate:"mmm d, yyyy",longDate:"mmmm d, yyyy",fullDate:"dddd, mmmm d, yyyy",shortTime:"h:MM TT",mediumTime:"h:MM:ss TT",longTime:"h:MM:ss TT Z",isoDate:"yyyy-mm-dd",isoTime:"HH:MM:ss",isoDateTime:"yyyy-mm-dd'T'HH:MM:sso",isoUtcDateTime:"UTC:yyyy-mm-dd'T'HH:MM:ss'Z'",expiresHeaderFormat:"ddd, dd mmm yyyy HH:MM:ss Z"};dateFormat.i18n={dayNames:["Sun","Mon","Tue","Wed","Thu","Fri","Sat","Sunday","Monday","Tuesday","Wednesday","Thursday","Friday","Saturday"],monthNames:["Jan","Feb","Mar","Apr","May","Jun","Jul","Aug","Sep","Oct","Nov","Dec","January","February","March","April","May","June","July","August","September","October","November","December"],timeNames:["a","p","am","pm","A","P","AM","PM"]};var pad=function pad(val,len){val=String(val);len=len||2;while(val.length<len){val="0"+val}return val};var getDayName=function getDayName(_ref){var y=_ref.y,m=_ref.m,d=_ref.d,_=_ref._,dayName=_ref.dayName,_ref$short=_ref["short"],_short=_ref$short===void 0?false:_ref$short;var today=new Date;var yesterday=new Date;yesterday.setDate(yesterday[_+"Date"]()-1);var tomorrow=new Date;tomorrow.setDate(tomorrow[_+"Date"]()+1);var today_d=function today_d(){return today[_+"Date"]()};var today_m=function today_m(){return today[_+"Month"]()};var today_y=function today_y(){return today[_+"FullYear"]()};var yesterday_d=function yesterday_d(){return yesterday[_+"Date"]()};var yesterday_m=function yesterday_m(){return yesterday[_+"Month"]()};var yesterday_y=function yesterday_y(){return yesterday[_+"FullYear"]()};var tomorrow_d=function tomorrow_d(){return tomorrow[_+"Date"]()};var tomorrow_m=function tomorrow_m(){return tomorrow[_+"Month"]()};var tomorrow_y=function tomorrow_y(){return tomorrow[_+"FullYear"]()};if(today_y()===y&&today_m()===m&&today_d()===d){return _short?"Tdy":"Today"}else if(yesterday_y()===y&&yesterday_m()===m&&yesterday_d()===d){return _short?"Ysd":"Yesterday"}else if(tomorrow_y()===y&&tomorrow_m()===m&&tomorrow_d()===d){return _short?"Tmw":"Tomorrow"}return dayName};var getWeek=function getWeek(date){var targetThursday=new Date(date.getFullYear(),date.getMonth(),date.getDate());targetThursday.setDate(targetThursday.getDate()-(targetThursday.getDay()+6)%7+3);var firstThursday=new Date(targetThursday.getFullYear(),0,4);firstThursday.setDate(firstThursday.getDate()-(firstThursday.getDay()+6)%7+3);var ds=targetThursday.getTimezoneOffset()-firstThursday.getTimezoneOffset();targetThursday.setHours(targetThursday.getHours()-ds);var weekDiff=(targetThursday-firstThursday)/(864e5*7);return 1+Math.floor(weekDiff)};var getDayOfWeek=function getDayOfWeek(date){var dow=date.getDay();if(dow===0){dow=7}return dow};var kindOf=function kindOf(val){if(val===null){return"null"}if(val===undefined){return"undefined"}if(_typeof(val)!=="object"){return _typeof(val)}if(Array.isArray(val)){return"array"}return{}.toString.call(val).slice(8,-1).toLowerCase()};if(typeof define==="function"&&define.amd){define(function(){return dateFormat})}else if(( false?0:_typeof(exports))==="object"){module.exports=dateFormat}else{global.dateFormat=dateFormat}})(void 0);
 
 /***/ }),
 
-/***/ 8857:
+/***/ 2569:
 /***/ ((module) => {
 
 
@@ -5841,10 +5841,10 @@ module.exports = deepmerge_1;
 
 /***/ }),
 
-/***/ 6272:
+/***/ 1424:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-var once = __nccwpck_require__(8856);
+var once = __nccwpck_require__(5560);
 
 var noop = function() {};
 
@@ -5944,7 +5944,7 @@ module.exports = eos;
 
 /***/ }),
 
-/***/ 5916:
+/***/ 9324:
 /***/ ((module) => {
 
 module.exports = stringify
@@ -6180,7 +6180,7 @@ function replaceGetterValues (replacer) {
 
 /***/ }),
 
-/***/ 7629:
+/***/ 3869:
 /***/ ((module) => {
 
 
@@ -6208,7 +6208,7 @@ module.exports = function getCallerFile(position) {
 
 /***/ }),
 
-/***/ 9665:
+/***/ 9761:
 /***/ ((module) => {
 
 
@@ -6323,10 +6323,10 @@ module.exports = {
 
 /***/ }),
 
-/***/ 8856:
+/***/ 5560:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-var wrappy = __nccwpck_require__(2904)
+var wrappy = __nccwpck_require__(8264)
 module.exports = wrappy(once)
 module.exports.strict = wrappy(onceStrict)
 
@@ -6372,13 +6372,13 @@ function onceStrict (fn) {
 
 /***/ }),
 
-/***/ 8374:
+/***/ 4006:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const pico = __nccwpck_require__(8240);
-const utils = __nccwpck_require__(2907);
+const pico = __nccwpck_require__(8016);
+const utils = __nccwpck_require__(4059);
 
 function picomatch(glob, options, returnState = false) {
   // default to os.platform()
@@ -6396,7 +6396,7 @@ module.exports = picomatch;
 
 /***/ }),
 
-/***/ 9195:
+/***/ 5595:
 /***/ ((module) => {
 
 
@@ -6587,13 +6587,13 @@ module.exports = {
 
 /***/ }),
 
-/***/ 281:
+/***/ 8265:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const constants = __nccwpck_require__(9195);
-const utils = __nccwpck_require__(2907);
+const constants = __nccwpck_require__(5595);
+const utils = __nccwpck_require__(4059);
 
 /**
  * Constants
@@ -8019,15 +8019,15 @@ module.exports = parse;
 
 /***/ }),
 
-/***/ 8240:
+/***/ 8016:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const scan = __nccwpck_require__(325);
-const parse = __nccwpck_require__(281);
-const utils = __nccwpck_require__(2907);
-const constants = __nccwpck_require__(9195);
+const scan = __nccwpck_require__(1781);
+const parse = __nccwpck_require__(8265);
+const utils = __nccwpck_require__(4059);
+const constants = __nccwpck_require__(5595);
 const isObject = val => val && typeof val === 'object' && !Array.isArray(val);
 
 /**
@@ -8387,12 +8387,12 @@ module.exports = picomatch;
 
 /***/ }),
 
-/***/ 325:
+/***/ 1781:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const utils = __nccwpck_require__(2907);
+const utils = __nccwpck_require__(4059);
 const {
   CHAR_ASTERISK,             /* * */
   CHAR_AT,                   /* @ */
@@ -8409,7 +8409,7 @@ const {
   CHAR_RIGHT_CURLY_BRACE,    /* } */
   CHAR_RIGHT_PARENTHESES,    /* ) */
   CHAR_RIGHT_SQUARE_BRACKET  /* ] */
-} = __nccwpck_require__(9195);
+} = __nccwpck_require__(5595);
 
 const isPathSeparator = code => {
   return code === CHAR_FORWARD_SLASH || code === CHAR_BACKWARD_SLASH;
@@ -8797,7 +8797,7 @@ module.exports = scan;
 
 /***/ }),
 
-/***/ 2907:
+/***/ 4059:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 /*global navigator*/
@@ -8808,7 +8808,7 @@ const {
   REGEX_REMOVE_BACKSLASH,
   REGEX_SPECIAL_CHARS,
   REGEX_SPECIAL_CHARS_GLOBAL
-} = __nccwpck_require__(9195);
+} = __nccwpck_require__(5595);
 
 exports.isObject = val => val !== null && typeof val === 'object' && !Array.isArray(val);
 exports.hasRegexChars = str => REGEX_SPECIAL_CHARS.test(str);
@@ -8876,13 +8876,13 @@ exports.basename = (path, { windows } = {}) => {
 
 /***/ }),
 
-/***/ 1329:
+/***/ 8977:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const metadata = Symbol.for('pino.metadata')
-const split = __nccwpck_require__(1302)
+const split = __nccwpck_require__(5286)
 const { Duplex } = __nccwpck_require__(2203)
 const { parentPort, workerData } = __nccwpck_require__(8167)
 
@@ -9011,14 +9011,14 @@ function defaultClose (err, cb) {
 
 /***/ }),
 
-/***/ 6319:
+/***/ 6399:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const { pino, symbols: { stringifySym, chindingsSym } } = __nccwpck_require__(1253)
-const serializers = __nccwpck_require__(709)
-const getCallerFile = __nccwpck_require__(7629)
+const { pino, symbols: { stringifySym, chindingsSym } } = __nccwpck_require__(5005)
+const serializers = __nccwpck_require__(1245)
+const getCallerFile = __nccwpck_require__(3869)
 const startTime = Symbol('startTime')
 const reqObject = Symbol('reqObject')
 
@@ -9293,11 +9293,11 @@ module.exports.pinoHttp = pinoLogger
 
 /***/ }),
 
-/***/ 4186:
+/***/ 7898:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
-var once = __nccwpck_require__(8856)
-var eos = __nccwpck_require__(6272)
+var once = __nccwpck_require__(5560)
+var eos = __nccwpck_require__(1424)
 var fs
 
 try {
@@ -9386,7 +9386,7 @@ module.exports = pump
 
 /***/ }),
 
-/***/ 9988:
+/***/ 6868:
 /***/ ((module) => {
 
 
@@ -9502,7 +9502,7 @@ function format(f, args, opts) {
 
 /***/ }),
 
-/***/ 379:
+/***/ 7467:
 /***/ ((module, exports) => {
 
 
@@ -10134,7 +10134,7 @@ function configure (options) {
 
 /***/ }),
 
-/***/ 1302:
+/***/ 5286:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 /*
@@ -10156,7 +10156,7 @@ IN CONNECTION WITH THE USE OR PERFORMANCE OF THIS SOFTWARE.
 
 
 const { Transform } = __nccwpck_require__(2203)
-const { StringDecoder } = __nccwpck_require__(5574)
+const { StringDecoder } = __nccwpck_require__(3193)
 const kLast = Symbol('last')
 const kDecoder = Symbol('decoder')
 
@@ -10282,22 +10282,22 @@ module.exports = split
 
 /***/ }),
 
-/***/ 6439:
+/***/ 1367:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const { version } = __nccwpck_require__(3918)
+const { version } = __nccwpck_require__(5847)
 const { EventEmitter } = __nccwpck_require__(4434)
 const { Worker } = __nccwpck_require__(8167)
 const { join } = __nccwpck_require__(6928)
 const { pathToFileURL } = __nccwpck_require__(7016)
-const { wait } = __nccwpck_require__(7662)
+const { wait } = __nccwpck_require__(8862)
 const {
   WRITE_INDEX,
   READ_INDEX,
   SEQ_INDEX
-} = __nccwpck_require__(9595)
+} = __nccwpck_require__(5835)
 const buffer = __nccwpck_require__(181)
 const assert = __nccwpck_require__(2613)
 
@@ -10992,7 +10992,7 @@ module.exports = ThreadStream
 
 /***/ }),
 
-/***/ 9595:
+/***/ 5835:
 /***/ ((module) => {
 
 
@@ -11010,7 +11010,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 7662:
+/***/ 8862:
 /***/ ((module) => {
 
 
@@ -11112,7 +11112,7 @@ module.exports = { wait, waitDiff }
 
 /***/ }),
 
-/***/ 2904:
+/***/ 8264:
 /***/ ((module) => {
 
 // Returns a wrapper function that returns a wrapped callback
@@ -11152,7 +11152,7 @@ function wrappy (fn, cb) {
 
 /***/ }),
 
-/***/ 2995:
+/***/ 7098:
 /***/ ((module) => {
 
 function webpackEmptyAsyncContext(req) {
@@ -11166,12 +11166,12 @@ function webpackEmptyAsyncContext(req) {
 }
 webpackEmptyAsyncContext.keys = () => ([]);
 webpackEmptyAsyncContext.resolve = webpackEmptyAsyncContext;
-webpackEmptyAsyncContext.id = 2995;
+webpackEmptyAsyncContext.id = 7098;
 module.exports = webpackEmptyAsyncContext;
 
 /***/ }),
 
-/***/ 8189:
+/***/ 670:
 /***/ ((module) => {
 
 function webpackEmptyAsyncContext(req) {
@@ -11185,7 +11185,7 @@ function webpackEmptyAsyncContext(req) {
 }
 webpackEmptyAsyncContext.keys = () => ([]);
 webpackEmptyAsyncContext.resolve = webpackEmptyAsyncContext;
-webpackEmptyAsyncContext.id = 8189;
+webpackEmptyAsyncContext.id = 670;
 module.exports = webpackEmptyAsyncContext;
 
 /***/ }),
@@ -11232,7 +11232,7 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:assert"
 
 /***/ }),
 
-/***/ 5434:
+/***/ 3053:
 /***/ ((module) => {
 
 module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:diagnostics_channel");
@@ -11316,7 +11316,7 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("stream");
 
 /***/ }),
 
-/***/ 5574:
+/***/ 3193:
 /***/ ((module) => {
 
 module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("string_decoder");
@@ -11351,28 +11351,28 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("worker_threa
 
 /***/ }),
 
-/***/ 7740:
+/***/ 6372:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const { isColorSupported } = __nccwpck_require__(9724)
-const pump = __nccwpck_require__(4186)
+const { isColorSupported } = __nccwpck_require__(3512)
+const pump = __nccwpck_require__(7898)
 const { Transform } = __nccwpck_require__(7075)
-const abstractTransport = __nccwpck_require__(1329)
-const colors = __nccwpck_require__(2634)
+const abstractTransport = __nccwpck_require__(8977)
+const colors = __nccwpck_require__(8069)
 const {
   ERROR_LIKE_KEYS,
   LEVEL_KEY,
   LEVEL_LABEL,
   MESSAGE_KEY,
   TIMESTAMP_KEY
-} = __nccwpck_require__(7149)
+} = __nccwpck_require__(9397)
 const {
   buildSafeSonicBoom,
   parseFactoryOptions
-} = __nccwpck_require__(3210)
-const pretty = __nccwpck_require__(3662)
+} = __nccwpck_require__(8674)
+const pretty = __nccwpck_require__(1878)
 
 /**
  * @typedef {object} PinoPrettyOptions
@@ -11592,7 +11592,7 @@ module.exports["default"] = build
 
 /***/ }),
 
-/***/ 2634:
+/***/ 8069:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -11611,8 +11611,8 @@ const plain = {
   property: nocolor
 }
 
-const { createColors } = __nccwpck_require__(9724)
-const getLevelLabelData = __nccwpck_require__(3683)
+const { createColors } = __nccwpck_require__(3512)
+const getLevelLabelData = __nccwpck_require__(8091)
 const availableColors = createColors({ useColor: true })
 const { white, bgRed, red, yellow, green, blue, gray, cyan, magenta } = availableColors
 
@@ -11733,7 +11733,7 @@ module.exports = function getColorizer (useColors = false, customColors, useOnly
 
 /***/ }),
 
-/***/ 7149:
+/***/ 9397:
 /***/ ((module) => {
 
 
@@ -11795,29 +11795,29 @@ module.exports = {
 
 /***/ }),
 
-/***/ 3662:
+/***/ 1878:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = pretty
 
-const sjs = __nccwpck_require__(6891)
+const sjs = __nccwpck_require__(5955)
 
-const isObject = __nccwpck_require__(2942)
-const prettifyErrorLog = __nccwpck_require__(8565)
-const prettifyLevel = __nccwpck_require__(6226)
-const prettifyMessage = __nccwpck_require__(4239)
-const prettifyMetadata = __nccwpck_require__(9667)
-const prettifyObject = __nccwpck_require__(3457)
-const prettifyTime = __nccwpck_require__(6751)
-const filterLog = __nccwpck_require__(9530)
+const isObject = __nccwpck_require__(9542)
+const prettifyErrorLog = __nccwpck_require__(6429)
+const prettifyLevel = __nccwpck_require__(9722)
+const prettifyMessage = __nccwpck_require__(8103)
+const prettifyMetadata = __nccwpck_require__(6155)
+const prettifyObject = __nccwpck_require__(3785)
+const prettifyTime = __nccwpck_require__(5415)
+const filterLog = __nccwpck_require__(5941)
 
 const {
   LEVELS,
   LEVEL_KEY,
   LEVEL_NAMES
-} = __nccwpck_require__(7149)
+} = __nccwpck_require__(9397)
 
 const jsonParser = input => {
   try {
@@ -11973,7 +11973,7 @@ function pretty (inputData) {
 
 /***/ }),
 
-/***/ 7351:
+/***/ 863:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -11981,8 +11981,8 @@ function pretty (inputData) {
 module.exports = buildSafeSonicBoom
 
 const { isMainThread } = __nccwpck_require__(5919)
-const SonicBoom = __nccwpck_require__(2332)
-const noop = __nccwpck_require__(7372)
+const SonicBoom = __nccwpck_require__(6356)
+const noop = __nccwpck_require__(4212)
 
 /**
  * Creates a safe SonicBoom instance
@@ -12016,7 +12016,7 @@ function setupOnExit (stream) {
   /* istanbul ignore next */
   if (global.WeakRef && global.WeakMap && global.FinalizationRegistry) {
     // This is leak free, it does not leave event handlers
-    const onExit = __nccwpck_require__(9665)
+    const onExit = __nccwpck_require__(9761)
 
     onExit.register(stream, autoEnd)
 
@@ -12049,14 +12049,14 @@ function autoEnd (stream, eventName) {
 
 /***/ }),
 
-/***/ 3153:
+/***/ 5897:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = createDate
 
-const isValidDate = __nccwpck_require__(2120)
+const isValidDate = __nccwpck_require__(8880)
 
 /**
  * Constructs a JS Date from a number or string. Accepts any single number
@@ -12082,15 +12082,15 @@ function createDate (epoch) {
 
 /***/ }),
 
-/***/ 2144:
+/***/ 2936:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = deleteLogProperty
 
-const getPropertyValue = __nccwpck_require__(8302)
-const splitPropertyKey = __nccwpck_require__(3284)
+const getPropertyValue = __nccwpck_require__(9286)
+const splitPropertyKey = __nccwpck_require__(6876)
 
 /**
  * Deletes a specified property from a log object if it exists.
@@ -12117,19 +12117,19 @@ function deleteLogProperty (log, property) {
 
 /***/ }),
 
-/***/ 9530:
+/***/ 5941:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = filterLog
 
-const { createCopier } = __nccwpck_require__(9719)
+const { createCopier } = __nccwpck_require__(5763)
 const fastCopy = createCopier({})
 
-const deleteLogProperty = __nccwpck_require__(2144)
-const getPropertyValue = __nccwpck_require__(8302)
-const splitPropertyKey = __nccwpck_require__(3284)
+const deleteLogProperty = __nccwpck_require__(2936)
+const getPropertyValue = __nccwpck_require__(9286)
+const splitPropertyKey = __nccwpck_require__(6876)
 
 /**
  * @typedef {object} FilterLogParams
@@ -12223,7 +12223,7 @@ function filterLog ({ log, context }) {
 
 /***/ }),
 
-/***/ 7101:
+/***/ 405:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -12233,11 +12233,11 @@ module.exports = formatTime
 const {
   DATE_FORMAT,
   DATE_FORMAT_SIMPLE
-} = __nccwpck_require__(7149)
+} = __nccwpck_require__(9397)
 
-const dateformat = __nccwpck_require__(5576)
-const createDate = __nccwpck_require__(3153)
-const isValidDate = __nccwpck_require__(2120)
+const dateformat = __nccwpck_require__(6456)
+const createDate = __nccwpck_require__(5897)
+const isValidDate = __nccwpck_require__(8880)
 
 /**
  * Converts a given `epoch` to a desired display format.
@@ -12296,13 +12296,13 @@ function formatTime (epoch, translateTime = false) {
 
 /***/ }),
 
-/***/ 3683:
+/***/ 8091:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = getLevelLabelData
-const { LEVELS, LEVEL_NAMES } = __nccwpck_require__(7149)
+const { LEVELS, LEVEL_NAMES } = __nccwpck_require__(9397)
 
 /**
  * Given initial settings for custom levels/names and use of only custom props
@@ -12332,14 +12332,14 @@ function getLevelLabelData (useOnlyCustomProps, customLevels, customLevelNames) 
 
 /***/ }),
 
-/***/ 8302:
+/***/ 9286:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = getPropertyValue
 
-const splitPropertyKey = __nccwpck_require__(3284)
+const splitPropertyKey = __nccwpck_require__(6876)
 
 /**
  * Gets a specified property from an object if it exists.
@@ -12369,7 +12369,7 @@ function getPropertyValue (obj, property) {
 
 /***/ }),
 
-/***/ 1282:
+/***/ 9514:
 /***/ ((module) => {
 
 
@@ -12414,7 +12414,7 @@ function handleCustomLevelsNamesOpts (cLevels) {
 
 /***/ }),
 
-/***/ 7701:
+/***/ 1101:
 /***/ ((module) => {
 
 
@@ -12460,36 +12460,36 @@ function handleCustomLevelsOpts (cLevels) {
 
 /***/ }),
 
-/***/ 3210:
+/***/ 8674:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = {
-  buildSafeSonicBoom: __nccwpck_require__(7351),
-  createDate: __nccwpck_require__(3153),
-  deleteLogProperty: __nccwpck_require__(2144),
-  filterLog: __nccwpck_require__(9530),
-  formatTime: __nccwpck_require__(7101),
-  getPropertyValue: __nccwpck_require__(8302),
-  handleCustomLevelsNamesOpts: __nccwpck_require__(1282),
-  handleCustomLevelsOpts: __nccwpck_require__(7701),
-  interpretConditionals: __nccwpck_require__(829),
-  isObject: __nccwpck_require__(2942),
-  isValidDate: __nccwpck_require__(2120),
-  joinLinesWithIndentation: __nccwpck_require__(7581),
-  noop: __nccwpck_require__(7372),
-  parseFactoryOptions: __nccwpck_require__(3381),
-  prettifyErrorLog: __nccwpck_require__(8565),
-  prettifyError: __nccwpck_require__(1134),
-  prettifyLevel: __nccwpck_require__(6226),
-  prettifyMessage: __nccwpck_require__(4239),
-  prettifyMetadata: __nccwpck_require__(9667),
-  prettifyObject: __nccwpck_require__(3457),
-  prettifyTime: __nccwpck_require__(6751),
-  splitPropertyKey: __nccwpck_require__(3284),
-  stripUnsafeControlChars: __nccwpck_require__(5815),
-  getLevelLabelData: __nccwpck_require__(3683)
+  buildSafeSonicBoom: __nccwpck_require__(863),
+  createDate: __nccwpck_require__(5897),
+  deleteLogProperty: __nccwpck_require__(2936),
+  filterLog: __nccwpck_require__(5941),
+  formatTime: __nccwpck_require__(405),
+  getPropertyValue: __nccwpck_require__(9286),
+  handleCustomLevelsNamesOpts: __nccwpck_require__(9514),
+  handleCustomLevelsOpts: __nccwpck_require__(1101),
+  interpretConditionals: __nccwpck_require__(1365),
+  isObject: __nccwpck_require__(9542),
+  isValidDate: __nccwpck_require__(8880),
+  joinLinesWithIndentation: __nccwpck_require__(1205),
+  noop: __nccwpck_require__(4212),
+  parseFactoryOptions: __nccwpck_require__(9469),
+  prettifyErrorLog: __nccwpck_require__(6429),
+  prettifyError: __nccwpck_require__(1814),
+  prettifyLevel: __nccwpck_require__(9722),
+  prettifyMessage: __nccwpck_require__(8103),
+  prettifyMetadata: __nccwpck_require__(6155),
+  prettifyObject: __nccwpck_require__(3785),
+  prettifyTime: __nccwpck_require__(5415),
+  splitPropertyKey: __nccwpck_require__(6876),
+  stripUnsafeControlChars: __nccwpck_require__(3055),
+  getLevelLabelData: __nccwpck_require__(8091)
 }
 
 // The remainder of this file consists of jsdoc blocks that are difficult to
@@ -12575,14 +12575,14 @@ module.exports = {
 
 /***/ }),
 
-/***/ 829:
+/***/ 1365:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = interpretConditionals
 
-const getPropertyValue = __nccwpck_require__(8302)
+const getPropertyValue = __nccwpck_require__(9286)
 
 /**
  * Translates all conditional blocks from within the messageFormat. Translates
@@ -12623,7 +12623,7 @@ function interpretConditionals (messageFormat, log) {
 
 /***/ }),
 
-/***/ 2942:
+/***/ 9542:
 /***/ ((module) => {
 
 
@@ -12637,7 +12637,7 @@ function isObject (input) {
 
 /***/ }),
 
-/***/ 2120:
+/***/ 8880:
 /***/ ((module) => {
 
 
@@ -12658,7 +12658,7 @@ function isValidDate (date) {
 
 /***/ }),
 
-/***/ 7581:
+/***/ 1205:
 /***/ ((module) => {
 
 
@@ -12694,7 +12694,7 @@ function joinLinesWithIndentation ({ input, ident = '    ', eol = '\n' }) {
 
 /***/ }),
 
-/***/ 7372:
+/***/ 4212:
 /***/ ((module) => {
 
 
@@ -12704,7 +12704,7 @@ module.exports = function noop () {}
 
 /***/ }),
 
-/***/ 3381:
+/***/ 9469:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -12713,11 +12713,11 @@ module.exports = parseFactoryOptions
 
 const {
   LEVEL_NAMES
-} = __nccwpck_require__(7149)
-const colors = __nccwpck_require__(2634)
-const handleCustomLevelsOpts = __nccwpck_require__(7701)
-const handleCustomLevelsNamesOpts = __nccwpck_require__(1282)
-const handleLevelLabelData = __nccwpck_require__(3683)
+} = __nccwpck_require__(9397)
+const colors = __nccwpck_require__(8069)
+const handleCustomLevelsOpts = __nccwpck_require__(1101)
+const handleCustomLevelsNamesOpts = __nccwpck_require__(9514)
+const handleLevelLabelData = __nccwpck_require__(8091)
 
 /**
  * A `PrettyContext` is an object to be used by the various functions that
@@ -12882,7 +12882,7 @@ function parseFactoryOptions (options) {
 
 /***/ }),
 
-/***/ 8565:
+/***/ 6429:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -12891,12 +12891,12 @@ module.exports = prettifyErrorLog
 
 const {
   LOGGER_KEYS
-} = __nccwpck_require__(7149)
+} = __nccwpck_require__(9397)
 
-const isObject = __nccwpck_require__(2942)
-const joinLinesWithIndentation = __nccwpck_require__(7581)
-const prettifyObject = __nccwpck_require__(3457)
-const stripUnsafeControlChars = __nccwpck_require__(5815)
+const isObject = __nccwpck_require__(9542)
+const joinLinesWithIndentation = __nccwpck_require__(1205)
+const prettifyObject = __nccwpck_require__(3785)
+const stripUnsafeControlChars = __nccwpck_require__(3055)
 
 /**
  * @typedef {object} PrettifyErrorLogParams
@@ -12965,15 +12965,15 @@ function prettifyErrorLog ({ log, context }) {
 
 /***/ }),
 
-/***/ 1134:
+/***/ 1814:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = prettifyError
 
-const joinLinesWithIndentation = __nccwpck_require__(7581)
-const stripUnsafeControlChars = __nccwpck_require__(5815)
+const joinLinesWithIndentation = __nccwpck_require__(1205)
+const stripUnsafeControlChars = __nccwpck_require__(3055)
 
 /**
  * @typedef {object} PrettifyErrorParams
@@ -13026,14 +13026,14 @@ function prettifyError ({ keyName, lines, eol, ident, sanitizeStack = true }) {
 
 /***/ }),
 
-/***/ 6226:
+/***/ 9722:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = prettifyLevel
 
-const getPropertyValue = __nccwpck_require__(8302)
+const getPropertyValue = __nccwpck_require__(9286)
 
 /**
  * @typedef {object} PrettifyLevelParams
@@ -13074,7 +13074,7 @@ function prettifyLevel ({ log, context }) {
 
 /***/ }),
 
-/***/ 4239:
+/***/ 8103:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -13083,11 +13083,11 @@ module.exports = prettifyMessage
 
 const {
   LEVELS
-} = __nccwpck_require__(7149)
+} = __nccwpck_require__(9397)
 
-const getPropertyValue = __nccwpck_require__(8302)
-const interpretConditionals = __nccwpck_require__(829)
-const stripUnsafeControlChars = __nccwpck_require__(5815)
+const getPropertyValue = __nccwpck_require__(9286)
+const interpretConditionals = __nccwpck_require__(1365)
+const stripUnsafeControlChars = __nccwpck_require__(3055)
 
 /**
  * @typedef {object} PrettifyMessageParams
@@ -13146,14 +13146,14 @@ function prettifyMessage ({ log, context }) {
 
 /***/ }),
 
-/***/ 9667:
+/***/ 6155:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = prettifyMetadata
 
-const stripUnsafeControlChars = __nccwpck_require__(5815)
+const stripUnsafeControlChars = __nccwpck_require__(3055)
 
 /**
  * @typedef {object} PrettifyMetadataParams
@@ -13228,7 +13228,7 @@ function prettifyMetadata ({ log, context }) {
 
 /***/ }),
 
-/***/ 3457:
+/***/ 3785:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -13237,12 +13237,12 @@ module.exports = prettifyObject
 
 const {
   LOGGER_KEYS
-} = __nccwpck_require__(7149)
+} = __nccwpck_require__(9397)
 
-const stringifySafe = __nccwpck_require__(5916)
-const joinLinesWithIndentation = __nccwpck_require__(7581)
-const prettifyError = __nccwpck_require__(1134)
-const stripUnsafeControlChars = __nccwpck_require__(5815)
+const stringifySafe = __nccwpck_require__(9324)
+const joinLinesWithIndentation = __nccwpck_require__(1205)
+const prettifyError = __nccwpck_require__(1814)
+const stripUnsafeControlChars = __nccwpck_require__(3055)
 
 /**
  * @typedef {object} PrettifyObjectParams
@@ -13350,15 +13350,15 @@ function prettifyObject ({
 
 /***/ }),
 
-/***/ 6751:
+/***/ 5415:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = prettifyTime
 
-const formatTime = __nccwpck_require__(7101)
-const stripUnsafeControlChars = __nccwpck_require__(5815)
+const formatTime = __nccwpck_require__(405)
+const stripUnsafeControlChars = __nccwpck_require__(3055)
 
 /**
  * @typedef {object} PrettifyTimeParams
@@ -13400,7 +13400,7 @@ function prettifyTime ({ log, context }) {
 
 /***/ }),
 
-/***/ 3284:
+/***/ 6876:
 /***/ ((module) => {
 
 
@@ -13456,7 +13456,7 @@ function splitPropertyKey (key) {
 
 /***/ }),
 
-/***/ 5815:
+/***/ 3055:
 /***/ ((module) => {
 
 
@@ -13481,7 +13481,7 @@ function stripUnsafeControlChars (input) {
 
 /***/ }),
 
-/***/ 2332:
+/***/ 6356:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -13491,7 +13491,7 @@ const EventEmitter = __nccwpck_require__(8474)
 const inherits = (__nccwpck_require__(7975).inherits)
 const path = __nccwpck_require__(6760)
 const assert = __nccwpck_require__(4589)
-const sleep = __nccwpck_require__(6031)
+const sleep = __nccwpck_require__(479)
 
 const BUSY_WRITE_TIMEOUT = 100
 const kEmptyBuffer = Buffer.allocUnsafe(0)
@@ -14468,15 +14468,15 @@ module.exports = SonicBoom
 
 /***/ }),
 
-/***/ 709:
+/***/ 1245:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const errSerializer = __nccwpck_require__(3650)
-const errWithCauseSerializer = __nccwpck_require__(8981)
-const reqSerializers = __nccwpck_require__(2297)
-const resSerializers = __nccwpck_require__(6423)
+const errSerializer = __nccwpck_require__(4746)
+const errWithCauseSerializer = __nccwpck_require__(5037)
+const reqSerializers = __nccwpck_require__(7377)
+const resSerializers = __nccwpck_require__(6895)
 
 module.exports = {
   err: errSerializer,
@@ -14511,7 +14511,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 3350:
+/***/ 1422:
 /***/ ((module) => {
 
 
@@ -14636,7 +14636,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 3317:
+/***/ 1709:
 /***/ ((module) => {
 
 
@@ -14691,15 +14691,15 @@ module.exports = {
 
 /***/ }),
 
-/***/ 8981:
+/***/ 5037:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = errWithCauseSerializer
 
-const { isErrorLike } = __nccwpck_require__(3350)
-const { pinoErrProto, pinoErrorSymbols } = __nccwpck_require__(3317)
+const { isErrorLike } = __nccwpck_require__(1422)
+const { pinoErrProto, pinoErrorSymbols } = __nccwpck_require__(1709)
 const { seen } = pinoErrorSymbols
 
 const { toString } = Object.prototype
@@ -14746,15 +14746,15 @@ function errWithCauseSerializer (err) {
 
 /***/ }),
 
-/***/ 3650:
+/***/ 4746:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 module.exports = errSerializer
 
-const { messageWithCauses, stackWithCauses, isErrorLike } = __nccwpck_require__(3350)
-const { pinoErrProto, pinoErrorSymbols } = __nccwpck_require__(3317)
+const { messageWithCauses, stackWithCauses, isErrorLike } = __nccwpck_require__(1422)
+const { pinoErrProto, pinoErrorSymbols } = __nccwpck_require__(1709)
 const { seen } = pinoErrorSymbols
 
 const { toString } = Object.prototype
@@ -14798,7 +14798,7 @@ function errSerializer (err) {
 
 /***/ }),
 
-/***/ 2297:
+/***/ 7377:
 /***/ ((module) => {
 
 
@@ -14905,7 +14905,7 @@ function mapHttpRequest (req) {
 
 /***/ }),
 
-/***/ 6423:
+/***/ 6895:
 /***/ ((module) => {
 
 
@@ -14959,7 +14959,7 @@ function mapHttpResponse (res) {
 
 /***/ }),
 
-/***/ 6154:
+/***/ 450:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -15006,7 +15006,7 @@ module.exports = function getCallers () {
 
 /***/ }),
 
-/***/ 864:
+/***/ 3256:
 /***/ ((module) => {
 
 /**
@@ -15041,7 +15041,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 450:
+/***/ 3114:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -15054,9 +15054,9 @@ const {
   formattersSym,
   hooksSym,
   levelCompSym
-} = __nccwpck_require__(8752)
-const { noop, genLog } = __nccwpck_require__(94)
-const { DEFAULT_LEVELS, SORTING_ORDER } = __nccwpck_require__(864)
+} = __nccwpck_require__(2520)
+const { noop, genLog } = __nccwpck_require__(2694)
+const { DEFAULT_LEVELS, SORTING_ORDER } = __nccwpck_require__(3256)
 
 const levelMethods = {
   fatal: (hook) => {
@@ -15289,7 +15289,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 5276:
+/***/ 4052:
 /***/ ((module) => {
 
 
@@ -15299,13 +15299,13 @@ module.exports = { version: '10.4.0' }
 
 /***/ }),
 
-/***/ 6472:
+/***/ 112:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const metadata = Symbol.for('pino.metadata')
-const { DEFAULT_LEVELS } = __nccwpck_require__(864)
+const { DEFAULT_LEVELS } = __nccwpck_require__(3256)
 
 const DEFAULT_INFO_LEVEL = DEFAULT_LEVELS.info
 
@@ -15517,7 +15517,7 @@ module.exports = multistream
 
 /***/ }),
 
-/***/ 2287:
+/***/ 1239:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -15550,7 +15550,7 @@ const {
   stringifiersSym,
   msgPrefixSym,
   hooksSym
-} = __nccwpck_require__(8752)
+} = __nccwpck_require__(2520)
 const {
   getLevel,
   setLevel,
@@ -15559,18 +15559,18 @@ const {
   initialLsCache,
   genLsCache,
   assertNoLevelCollisions
-} = __nccwpck_require__(450)
+} = __nccwpck_require__(3114)
 const {
   asChindings,
   asJson,
   buildFormatters,
   stringify,
   noop
-} = __nccwpck_require__(94)
+} = __nccwpck_require__(2694)
 const {
   version
-} = __nccwpck_require__(5276)
-const redaction = __nccwpck_require__(8368)
+} = __nccwpck_require__(4052)
+const redaction = __nccwpck_require__(9096)
 
 // note: use of class is satirical
 // https://github.com/pinojs/pino/pull/433#pullrequestreview-127703127
@@ -15780,13 +15780,13 @@ function flush (cb) {
 
 /***/ }),
 
-/***/ 8368:
+/***/ 9096:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
-const Redact = __nccwpck_require__(3193)
-const { redactFmtSym, wildcardFirstSym } = __nccwpck_require__(8752)
+const Redact = __nccwpck_require__(7769)
+const { redactFmtSym, wildcardFirstSym } = __nccwpck_require__(2520)
 
 // Custom rx regex equivalent to fast-redact's rx
 const rx = /[^.[\]]+|\[([^[\]]*?)\]/g
@@ -15906,7 +15906,7 @@ module.exports = redaction
 
 /***/ }),
 
-/***/ 8752:
+/***/ 2520:
 /***/ ((module) => {
 
 
@@ -15989,7 +15989,7 @@ module.exports = {
 
 /***/ }),
 
-/***/ 4632:
+/***/ 4416:
 /***/ ((module) => {
 
 
@@ -16035,18 +16035,18 @@ module.exports = { nullTime, epochTime, unixTime, isoTime, isoTimeNano }
 
 /***/ }),
 
-/***/ 94:
+/***/ 2694:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 /* eslint no-prototype-builtins: 0 */
 
-const diagChan = __nccwpck_require__(5434)
-const format = __nccwpck_require__(9988)
-const { mapHttpRequest, mapHttpResponse } = __nccwpck_require__(709)
-const SonicBoom = __nccwpck_require__(2293)
-const onExit = __nccwpck_require__(9665)
+const diagChan = __nccwpck_require__(3053)
+const format = __nccwpck_require__(6868)
+const { mapHttpRequest, mapHttpResponse } = __nccwpck_require__(1245)
+const SonicBoom = __nccwpck_require__(1037)
+const onExit = __nccwpck_require__(9761)
 const {
   lsCacheSym,
   chindingsSym,
@@ -16064,9 +16064,9 @@ const {
   errorKeySym,
   nestedKeyStrSym,
   msgPrefixSym
-} = __nccwpck_require__(8752)
+} = __nccwpck_require__(2520)
 const { isMainThread } = __nccwpck_require__(8167)
-const transport = __nccwpck_require__(788)
+const transport = __nccwpck_require__(4124)
 const [nodeMajor] = process.versions.node.split('.').map(v => Number(v))
 
 const asJsonChan = diagChan.tracingChannel('pino_asJson')
@@ -16469,21 +16469,21 @@ module.exports = {
 
 /***/ }),
 
-/***/ 788:
+/***/ 4124:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const { createRequire } = __nccwpck_require__(3339)
 const { existsSync } = __nccwpck_require__(3024)
-const getCallers = __nccwpck_require__(6154)
+const getCallers = __nccwpck_require__(450)
 const { join, isAbsolute, sep } = __nccwpck_require__(6760)
 const { fileURLToPath } = __nccwpck_require__(3136)
-const sleep = __nccwpck_require__(6031)
-const onExit = __nccwpck_require__(9665)
-const ThreadStream = __nccwpck_require__(6439)
+const sleep = __nccwpck_require__(479)
+const onExit = __nccwpck_require__(9761)
+const ThreadStream = __nccwpck_require__(1367)
 
-const { transportUsesMultistreamSym } = __nccwpck_require__(8752)
+const { transportUsesMultistreamSym } = __nccwpck_require__(2520)
 
 function setupOnExit (stream) {
   // This is leak free, it does not leave event handlers
@@ -16778,21 +16778,21 @@ module.exports = transport
 
 /***/ }),
 
-/***/ 1253:
+/***/ 5005:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
 
 const os = __nccwpck_require__(8161)
-const stdSerializers = __nccwpck_require__(709)
-const caller = __nccwpck_require__(6154)
-const redaction = __nccwpck_require__(8368)
-const time = __nccwpck_require__(4632)
-const proto = __nccwpck_require__(2287)
-const symbols = __nccwpck_require__(8752)
-const { configure } = __nccwpck_require__(379)
-const { assertDefaultLevelFound, mappings, genLsCache, genLevelComparison, assertLevelComparison } = __nccwpck_require__(450)
-const { DEFAULT_LEVELS, SORTING_ORDER } = __nccwpck_require__(864)
+const stdSerializers = __nccwpck_require__(1245)
+const caller = __nccwpck_require__(450)
+const redaction = __nccwpck_require__(9096)
+const time = __nccwpck_require__(4416)
+const proto = __nccwpck_require__(1239)
+const symbols = __nccwpck_require__(2520)
+const { configure } = __nccwpck_require__(7467)
+const { assertDefaultLevelFound, mappings, genLsCache, genLevelComparison, assertLevelComparison } = __nccwpck_require__(3114)
+const { DEFAULT_LEVELS, SORTING_ORDER } = __nccwpck_require__(3256)
 const {
   createArgsNormalizer,
   asChindings,
@@ -16801,8 +16801,8 @@ const {
   stringify,
   normalizeDestFileDescriptor,
   noop
-} = __nccwpck_require__(94)
-const { version } = __nccwpck_require__(5276)
+} = __nccwpck_require__(2694)
+const { version } = __nccwpck_require__(4052)
 const {
   chindingsSym,
   redactFmtSym,
@@ -17028,8 +17028,8 @@ module.exports.destination = (dest = process.stdout.fd) => {
   }
 }
 
-module.exports.transport = __nccwpck_require__(788)
-module.exports.multistream = __nccwpck_require__(6472)
+module.exports.transport = __nccwpck_require__(4124)
+module.exports.multistream = __nccwpck_require__(112)
 
 module.exports.levels = mappings()
 module.exports.stdSerializers = serializers
@@ -17044,7 +17044,7 @@ module.exports.pino = pino
 
 /***/ }),
 
-/***/ 6891:
+/***/ 5955:
 /***/ ((module) => {
 
 
@@ -17214,7 +17214,7 @@ module.exports.scan = filter
 
 /***/ }),
 
-/***/ 2293:
+/***/ 1037:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
 
@@ -17223,7 +17223,7 @@ const fs = __nccwpck_require__(9896)
 const EventEmitter = __nccwpck_require__(4434)
 const inherits = (__nccwpck_require__(9023).inherits)
 const path = __nccwpck_require__(6928)
-const sleep = __nccwpck_require__(6031)
+const sleep = __nccwpck_require__(479)
 const assert = __nccwpck_require__(2613)
 
 const BUSY_WRITE_TIMEOUT = 100
@@ -17954,18 +17954,18 @@ module.exports = SonicBoom
 
 /***/ }),
 
-/***/ 3053:
+/***/ 7349:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var Scalar = __nccwpck_require__(2765);
-var YAMLMap = __nccwpck_require__(1950);
-var YAMLSeq = __nccwpck_require__(7495);
-var resolveBlockMap = __nccwpck_require__(6519);
-var resolveBlockSeq = __nccwpck_require__(2662);
-var resolveFlowCollection = __nccwpck_require__(4206);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
+var YAMLMap = __nccwpck_require__(4454);
+var YAMLSeq = __nccwpck_require__(2223);
+var resolveBlockMap = __nccwpck_require__(7103);
+var resolveBlockSeq = __nccwpck_require__(334);
+var resolveFlowCollection = __nccwpck_require__(3142);
 
 function resolveCollection(CN, ctx, token, onError, tagName, tag) {
     const coll = token.type === 'block-map'
@@ -18051,15 +18051,15 @@ exports.composeCollection = composeCollection;
 
 /***/ }),
 
-/***/ 5899:
+/***/ 3683:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Document = __nccwpck_require__(6885);
-var composeNode = __nccwpck_require__(4873);
-var resolveEnd = __nccwpck_require__(644);
-var resolveProps = __nccwpck_require__(2207);
+var Document = __nccwpck_require__(3021);
+var composeNode = __nccwpck_require__(5937);
+var resolveEnd = __nccwpck_require__(7788);
+var resolveProps = __nccwpck_require__(4631);
 
 function composeDoc(options, directives, { offset, start, value, end }, onError) {
     const opts = Object.assign({ _directives: directives }, options);
@@ -18103,17 +18103,17 @@ exports.composeDoc = composeDoc;
 
 /***/ }),
 
-/***/ 4873:
+/***/ 5937:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Alias = __nccwpck_require__(7641);
-var identity = __nccwpck_require__(415);
-var composeCollection = __nccwpck_require__(3053);
-var composeScalar = __nccwpck_require__(3293);
-var resolveEnd = __nccwpck_require__(644);
-var utilEmptyScalarPosition = __nccwpck_require__(4831);
+var Alias = __nccwpck_require__(4065);
+var identity = __nccwpck_require__(1127);
+var composeCollection = __nccwpck_require__(7349);
+var composeScalar = __nccwpck_require__(5413);
+var resolveEnd = __nccwpck_require__(7788);
+var utilEmptyScalarPosition = __nccwpck_require__(2599);
 
 const CN = { composeNode, composeEmptyNode };
 function composeNode(ctx, token, props, onError) {
@@ -18222,15 +18222,15 @@ exports.composeNode = composeNode;
 
 /***/ }),
 
-/***/ 3293:
+/***/ 5413:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var Scalar = __nccwpck_require__(2765);
-var resolveBlockScalar = __nccwpck_require__(809);
-var resolveFlowScalar = __nccwpck_require__(8066);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
+var resolveBlockScalar = __nccwpck_require__(8913);
+var resolveFlowScalar = __nccwpck_require__(6842);
 
 function composeScalar(ctx, token, tagToken, onError) {
     const { value, type, comment, range } = token.type === 'block-scalar'
@@ -18317,18 +18317,18 @@ exports.composeScalar = composeScalar;
 
 /***/ }),
 
-/***/ 3480:
+/***/ 9984:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var node_process = __nccwpck_require__(932);
-var directives = __nccwpck_require__(2342);
-var Document = __nccwpck_require__(6885);
-var errors = __nccwpck_require__(3376);
-var identity = __nccwpck_require__(415);
-var composeDoc = __nccwpck_require__(5899);
-var resolveEnd = __nccwpck_require__(644);
+var directives = __nccwpck_require__(1342);
+var Document = __nccwpck_require__(3021);
+var errors = __nccwpck_require__(1464);
+var identity = __nccwpck_require__(1127);
+var composeDoc = __nccwpck_require__(3683);
+var resolveEnd = __nccwpck_require__(7788);
 
 function getErrorPos(src) {
     if (typeof src === 'number')
@@ -18548,17 +18548,17 @@ exports.Composer = Composer;
 
 /***/ }),
 
-/***/ 6519:
+/***/ 7103:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Pair = __nccwpck_require__(4245);
-var YAMLMap = __nccwpck_require__(1950);
-var resolveProps = __nccwpck_require__(2207);
-var utilContainsNewline = __nccwpck_require__(9699);
-var utilFlowIndentCheck = __nccwpck_require__(7723);
-var utilMapIncludes = __nccwpck_require__(8539);
+var Pair = __nccwpck_require__(7165);
+var YAMLMap = __nccwpck_require__(4454);
+var resolveProps = __nccwpck_require__(4631);
+var utilContainsNewline = __nccwpck_require__(9499);
+var utilFlowIndentCheck = __nccwpck_require__(4051);
+var utilMapIncludes = __nccwpck_require__(1187);
 
 const startColMsg = 'All mapping items must start at the same column';
 function resolveBlockMap({ composeNode, composeEmptyNode }, ctx, bm, onError, tag) {
@@ -18672,12 +18672,12 @@ exports.resolveBlockMap = resolveBlockMap;
 
 /***/ }),
 
-/***/ 809:
+/***/ 8913:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(2765);
+var Scalar = __nccwpck_require__(3301);
 
 function resolveBlockScalar(ctx, scalar, onError) {
     const start = scalar.offset;
@@ -18879,14 +18879,14 @@ exports.resolveBlockScalar = resolveBlockScalar;
 
 /***/ }),
 
-/***/ 2662:
+/***/ 334:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var YAMLSeq = __nccwpck_require__(7495);
-var resolveProps = __nccwpck_require__(2207);
-var utilFlowIndentCheck = __nccwpck_require__(7723);
+var YAMLSeq = __nccwpck_require__(2223);
+var resolveProps = __nccwpck_require__(4631);
+var utilFlowIndentCheck = __nccwpck_require__(4051);
 
 function resolveBlockSeq({ composeNode, composeEmptyNode }, ctx, bs, onError, tag) {
     const NodeClass = tag?.nodeClass ?? YAMLSeq.YAMLSeq;
@@ -18937,7 +18937,7 @@ exports.resolveBlockSeq = resolveBlockSeq;
 
 /***/ }),
 
-/***/ 644:
+/***/ 7788:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -18983,19 +18983,19 @@ exports.resolveEnd = resolveEnd;
 
 /***/ }),
 
-/***/ 4206:
+/***/ 3142:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var Pair = __nccwpck_require__(4245);
-var YAMLMap = __nccwpck_require__(1950);
-var YAMLSeq = __nccwpck_require__(7495);
-var resolveEnd = __nccwpck_require__(644);
-var resolveProps = __nccwpck_require__(2207);
-var utilContainsNewline = __nccwpck_require__(9699);
-var utilMapIncludes = __nccwpck_require__(8539);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var YAMLMap = __nccwpck_require__(4454);
+var YAMLSeq = __nccwpck_require__(2223);
+var resolveEnd = __nccwpck_require__(7788);
+var resolveProps = __nccwpck_require__(4631);
+var utilContainsNewline = __nccwpck_require__(9499);
+var utilMapIncludes = __nccwpck_require__(1187);
 
 const blockMsg = 'Block collections are not allowed within flow collections';
 const isBlock = (token) => token && (token.type === 'block-map' || token.type === 'block-seq');
@@ -19199,13 +19199,13 @@ exports.resolveFlowCollection = resolveFlowCollection;
 
 /***/ }),
 
-/***/ 8066:
+/***/ 6842:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(2765);
-var resolveEnd = __nccwpck_require__(644);
+var Scalar = __nccwpck_require__(3301);
+var resolveEnd = __nccwpck_require__(7788);
 
 function resolveFlowScalar(scalar, strict, onError) {
     const { offset, type, source, end } = scalar;
@@ -19434,7 +19434,7 @@ exports.resolveFlowScalar = resolveFlowScalar;
 
 /***/ }),
 
-/***/ 2207:
+/***/ 4631:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -19589,7 +19589,7 @@ exports.resolveProps = resolveProps;
 
 /***/ }),
 
-/***/ 9699:
+/***/ 9499:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -19632,7 +19632,7 @@ exports.containsNewline = containsNewline;
 
 /***/ }),
 
-/***/ 4831:
+/***/ 2599:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -19667,12 +19667,12 @@ exports.emptyScalarPosition = emptyScalarPosition;
 
 /***/ }),
 
-/***/ 7723:
+/***/ 4051:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var utilContainsNewline = __nccwpck_require__(9699);
+var utilContainsNewline = __nccwpck_require__(9499);
 
 function flowIndentCheck(indent, fc, onError) {
     if (fc?.type === 'flow-collection') {
@@ -19691,12 +19691,12 @@ exports.flowIndentCheck = flowIndentCheck;
 
 /***/ }),
 
-/***/ 8539:
+/***/ 1187:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
+var identity = __nccwpck_require__(1127);
 
 function mapIncludes(ctx, items, search) {
     const { uniqueKeys } = ctx.options;
@@ -19713,22 +19713,22 @@ exports.mapIncludes = mapIncludes;
 
 /***/ }),
 
-/***/ 6885:
+/***/ 3021:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Alias = __nccwpck_require__(7641);
-var Collection = __nccwpck_require__(3469);
-var identity = __nccwpck_require__(415);
-var Pair = __nccwpck_require__(4245);
-var toJS = __nccwpck_require__(915);
-var Schema = __nccwpck_require__(8296);
-var stringifyDocument = __nccwpck_require__(7653);
-var anchors = __nccwpck_require__(5236);
-var applyReviver = __nccwpck_require__(5797);
-var createNode = __nccwpck_require__(2076);
-var directives = __nccwpck_require__(2342);
+var Alias = __nccwpck_require__(4065);
+var Collection = __nccwpck_require__(101);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var toJS = __nccwpck_require__(4043);
+var Schema = __nccwpck_require__(5840);
+var stringifyDocument = __nccwpck_require__(6829);
+var anchors = __nccwpck_require__(1596);
+var applyReviver = __nccwpck_require__(3661);
+var createNode = __nccwpck_require__(2404);
+var directives = __nccwpck_require__(1342);
 
 class Document {
     constructor(value, replacer, options) {
@@ -20057,13 +20057,13 @@ exports.Document = Document;
 
 /***/ }),
 
-/***/ 5236:
+/***/ 1596:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var visit = __nccwpck_require__(292);
+var identity = __nccwpck_require__(1127);
+var visit = __nccwpck_require__(204);
 
 /**
  * Verify that the input string is a valid anchor.
@@ -20140,7 +20140,7 @@ exports.findNewAnchor = findNewAnchor;
 
 /***/ }),
 
-/***/ 5797:
+/***/ 3661:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -20204,14 +20204,14 @@ exports.applyReviver = applyReviver;
 
 /***/ }),
 
-/***/ 2076:
+/***/ 2404:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Alias = __nccwpck_require__(7641);
-var identity = __nccwpck_require__(415);
-var Scalar = __nccwpck_require__(2765);
+var Alias = __nccwpck_require__(4065);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
 
 const defaultTagPrefix = 'tag:yaml.org,2002:';
 function findTagObject(value, tagName, tags) {
@@ -20301,13 +20301,13 @@ exports.createNode = createNode;
 
 /***/ }),
 
-/***/ 2342:
+/***/ 1342:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var visit = __nccwpck_require__(292);
+var identity = __nccwpck_require__(1127);
+var visit = __nccwpck_require__(204);
 
 const escapeChars = {
     '!': '%21',
@@ -20486,7 +20486,7 @@ exports.Directives = Directives;
 
 /***/ }),
 
-/***/ 3376:
+/***/ 1464:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -20555,27 +20555,27 @@ exports.prettifyError = prettifyError;
 
 /***/ }),
 
-/***/ 7207:
+/***/ 8815:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var composer = __nccwpck_require__(3480);
-var Document = __nccwpck_require__(6885);
-var Schema = __nccwpck_require__(8296);
-var errors = __nccwpck_require__(3376);
-var Alias = __nccwpck_require__(7641);
-var identity = __nccwpck_require__(415);
-var Pair = __nccwpck_require__(4245);
-var Scalar = __nccwpck_require__(2765);
-var YAMLMap = __nccwpck_require__(1950);
-var YAMLSeq = __nccwpck_require__(7495);
-var cst = __nccwpck_require__(5421);
-var lexer = __nccwpck_require__(2081);
-var lineCounter = __nccwpck_require__(4588);
-var parser = __nccwpck_require__(6651);
-var publicApi = __nccwpck_require__(8759);
-var visit = __nccwpck_require__(292);
+var composer = __nccwpck_require__(9984);
+var Document = __nccwpck_require__(3021);
+var Schema = __nccwpck_require__(5840);
+var errors = __nccwpck_require__(1464);
+var Alias = __nccwpck_require__(4065);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var Scalar = __nccwpck_require__(3301);
+var YAMLMap = __nccwpck_require__(4454);
+var YAMLSeq = __nccwpck_require__(2223);
+var cst = __nccwpck_require__(3461);
+var lexer = __nccwpck_require__(361);
+var lineCounter = __nccwpck_require__(6628);
+var parser = __nccwpck_require__(3456);
+var publicApi = __nccwpck_require__(4047);
+var visit = __nccwpck_require__(204);
 
 
 
@@ -20612,7 +20612,7 @@ exports.visitAsync = visit.visitAsync;
 
 /***/ }),
 
-/***/ 2745:
+/***/ 7249:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
@@ -20638,16 +20638,16 @@ exports.warn = warn;
 
 /***/ }),
 
-/***/ 7641:
+/***/ 4065:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var anchors = __nccwpck_require__(5236);
-var visit = __nccwpck_require__(292);
-var identity = __nccwpck_require__(415);
-var Node = __nccwpck_require__(6617);
-var toJS = __nccwpck_require__(915);
+var anchors = __nccwpck_require__(1596);
+var visit = __nccwpck_require__(204);
+var identity = __nccwpck_require__(1127);
+var Node = __nccwpck_require__(6673);
+var toJS = __nccwpck_require__(4043);
 
 class Alias extends Node.NodeBase {
     constructor(source) {
@@ -20765,14 +20765,14 @@ exports.Alias = Alias;
 
 /***/ }),
 
-/***/ 3469:
+/***/ 101:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var createNode = __nccwpck_require__(2076);
-var identity = __nccwpck_require__(415);
-var Node = __nccwpck_require__(6617);
+var createNode = __nccwpck_require__(2404);
+var identity = __nccwpck_require__(1127);
+var Node = __nccwpck_require__(6673);
 
 function collectionFromPath(schema, path, value) {
     let v = value;
@@ -20923,14 +20923,14 @@ exports.isEmptyPath = isEmptyPath;
 
 /***/ }),
 
-/***/ 6617:
+/***/ 6673:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var applyReviver = __nccwpck_require__(5797);
-var identity = __nccwpck_require__(415);
-var toJS = __nccwpck_require__(915);
+var applyReviver = __nccwpck_require__(3661);
+var identity = __nccwpck_require__(1127);
+var toJS = __nccwpck_require__(4043);
 
 class NodeBase {
     constructor(type) {
@@ -20970,15 +20970,15 @@ exports.NodeBase = NodeBase;
 
 /***/ }),
 
-/***/ 4245:
+/***/ 7165:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var createNode = __nccwpck_require__(2076);
-var stringifyPair = __nccwpck_require__(5004);
-var addPairToJSMap = __nccwpck_require__(9256);
-var identity = __nccwpck_require__(415);
+var createNode = __nccwpck_require__(2404);
+var stringifyPair = __nccwpck_require__(9748);
+var addPairToJSMap = __nccwpck_require__(7104);
+var identity = __nccwpck_require__(1127);
 
 function createPair(key, value, ctx) {
     const k = createNode.createNode(key, undefined, ctx);
@@ -21016,14 +21016,14 @@ exports.createPair = createPair;
 
 /***/ }),
 
-/***/ 2765:
+/***/ 3301:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var Node = __nccwpck_require__(6617);
-var toJS = __nccwpck_require__(915);
+var identity = __nccwpck_require__(1127);
+var Node = __nccwpck_require__(6673);
+var toJS = __nccwpck_require__(4043);
 
 const isScalarValue = (value) => !value || (typeof value !== 'function' && typeof value !== 'object');
 class Scalar extends Node.NodeBase {
@@ -21050,17 +21050,17 @@ exports.isScalarValue = isScalarValue;
 
 /***/ }),
 
-/***/ 1950:
+/***/ 4454:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyCollection = __nccwpck_require__(6340);
-var addPairToJSMap = __nccwpck_require__(9256);
-var Collection = __nccwpck_require__(3469);
-var identity = __nccwpck_require__(415);
-var Pair = __nccwpck_require__(4245);
-var Scalar = __nccwpck_require__(2765);
+var stringifyCollection = __nccwpck_require__(1212);
+var addPairToJSMap = __nccwpck_require__(7104);
+var Collection = __nccwpck_require__(101);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var Scalar = __nccwpck_require__(3301);
 
 function findPair(items, key) {
     const k = identity.isScalar(key) ? key.value : key;
@@ -21204,17 +21204,17 @@ exports.findPair = findPair;
 
 /***/ }),
 
-/***/ 7495:
+/***/ 2223:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var createNode = __nccwpck_require__(2076);
-var stringifyCollection = __nccwpck_require__(6340);
-var Collection = __nccwpck_require__(3469);
-var identity = __nccwpck_require__(415);
-var Scalar = __nccwpck_require__(2765);
-var toJS = __nccwpck_require__(915);
+var createNode = __nccwpck_require__(2404);
+var stringifyCollection = __nccwpck_require__(1212);
+var Collection = __nccwpck_require__(101);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
+var toJS = __nccwpck_require__(4043);
 
 class YAMLSeq extends Collection.Collection {
     static get tagName() {
@@ -21326,16 +21326,16 @@ exports.YAMLSeq = YAMLSeq;
 
 /***/ }),
 
-/***/ 9256:
+/***/ 7104:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var log = __nccwpck_require__(2745);
-var merge = __nccwpck_require__(6220);
-var stringify = __nccwpck_require__(732);
-var identity = __nccwpck_require__(415);
-var toJS = __nccwpck_require__(915);
+var log = __nccwpck_require__(7249);
+var merge = __nccwpck_require__(452);
+var stringify = __nccwpck_require__(2148);
+var identity = __nccwpck_require__(1127);
+var toJS = __nccwpck_require__(4043);
 
 function addPairToJSMap(ctx, map, { key, value }) {
     if (identity.isNode(key) && key.addToJSMap)
@@ -21398,7 +21398,7 @@ exports.addPairToJSMap = addPairToJSMap;
 
 /***/ }),
 
-/***/ 415:
+/***/ 1127:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -21458,12 +21458,12 @@ exports.isSeq = isSeq;
 
 /***/ }),
 
-/***/ 915:
+/***/ 4043:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
+var identity = __nccwpck_require__(1127);
 
 /**
  * Recursively convert any node or its contents to native JavaScript
@@ -21504,15 +21504,15 @@ exports.toJS = toJS;
 
 /***/ }),
 
-/***/ 1366:
+/***/ 110:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var resolveBlockScalar = __nccwpck_require__(809);
-var resolveFlowScalar = __nccwpck_require__(8066);
-var errors = __nccwpck_require__(3376);
-var stringifyString = __nccwpck_require__(501);
+var resolveBlockScalar = __nccwpck_require__(8913);
+var resolveFlowScalar = __nccwpck_require__(6842);
+var errors = __nccwpck_require__(1464);
+var stringifyString = __nccwpck_require__(3069);
 
 function resolveAsScalar(token, strict = true, onError) {
     if (token) {
@@ -21729,7 +21729,7 @@ exports.setScalarValue = setScalarValue;
 
 /***/ }),
 
-/***/ 8013:
+/***/ 1733:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -21799,7 +21799,7 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 4555:
+/***/ 7715:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -21905,14 +21905,14 @@ exports.visit = visit;
 
 /***/ }),
 
-/***/ 5421:
+/***/ 3461:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var cstScalar = __nccwpck_require__(1366);
-var cstStringify = __nccwpck_require__(8013);
-var cstVisit = __nccwpck_require__(4555);
+var cstScalar = __nccwpck_require__(110);
+var cstStringify = __nccwpck_require__(1733);
+var cstVisit = __nccwpck_require__(7715);
 
 /** The byte order mark */
 const BOM = '\u{FEFF}';
@@ -22024,12 +22024,12 @@ exports.tokenType = tokenType;
 
 /***/ }),
 
-/***/ 2081:
+/***/ 361:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var cst = __nccwpck_require__(5421);
+var cst = __nccwpck_require__(3461);
 
 /*
 START -> stream
@@ -22754,7 +22754,7 @@ exports.Lexer = Lexer;
 
 /***/ }),
 
-/***/ 4588:
+/***/ 6628:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -22802,14 +22802,14 @@ exports.LineCounter = LineCounter;
 
 /***/ }),
 
-/***/ 6651:
+/***/ 3456:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var node_process = __nccwpck_require__(932);
-var cst = __nccwpck_require__(5421);
-var lexer = __nccwpck_require__(2081);
+var cst = __nccwpck_require__(3461);
+var lexer = __nccwpck_require__(361);
 
 function includesToken(list, type) {
     for (let i = 0; i < list.length; ++i)
@@ -23789,18 +23789,18 @@ exports.Parser = Parser;
 
 /***/ }),
 
-/***/ 8759:
+/***/ 4047:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var composer = __nccwpck_require__(3480);
-var Document = __nccwpck_require__(6885);
-var errors = __nccwpck_require__(3376);
-var log = __nccwpck_require__(2745);
-var identity = __nccwpck_require__(415);
-var lineCounter = __nccwpck_require__(4588);
-var parser = __nccwpck_require__(6651);
+var composer = __nccwpck_require__(9984);
+var Document = __nccwpck_require__(3021);
+var errors = __nccwpck_require__(1464);
+var log = __nccwpck_require__(7249);
+var identity = __nccwpck_require__(1127);
+var lineCounter = __nccwpck_require__(6628);
+var parser = __nccwpck_require__(3456);
 
 function parseOptions(options) {
     const prettyErrors = options.prettyErrors !== false;
@@ -23903,16 +23903,16 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 8296:
+/***/ 5840:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var map = __nccwpck_require__(7683);
-var seq = __nccwpck_require__(4066);
-var string = __nccwpck_require__(4088);
-var tags = __nccwpck_require__(3578);
+var identity = __nccwpck_require__(1127);
+var map = __nccwpck_require__(7451);
+var seq = __nccwpck_require__(1706);
+var string = __nccwpck_require__(6464);
+var tags = __nccwpck_require__(18);
 
 const sortMapEntriesByKey = (a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 class Schema {
@@ -23949,13 +23949,13 @@ exports.Schema = Schema;
 
 /***/ }),
 
-/***/ 7683:
+/***/ 7451:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var YAMLMap = __nccwpck_require__(1950);
+var identity = __nccwpck_require__(1127);
+var YAMLMap = __nccwpck_require__(4454);
 
 const map = {
     collection: 'map',
@@ -23975,12 +23975,12 @@ exports.map = map;
 
 /***/ }),
 
-/***/ 1528:
+/***/ 3632:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(2765);
+var Scalar = __nccwpck_require__(3301);
 
 const nullTag = {
     identify: value => value == null,
@@ -23999,13 +23999,13 @@ exports.nullTag = nullTag;
 
 /***/ }),
 
-/***/ 4066:
+/***/ 1706:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var YAMLSeq = __nccwpck_require__(7495);
+var identity = __nccwpck_require__(1127);
+var YAMLSeq = __nccwpck_require__(2223);
 
 const seq = {
     collection: 'seq',
@@ -24025,12 +24025,12 @@ exports.seq = seq;
 
 /***/ }),
 
-/***/ 4088:
+/***/ 6464:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyString = __nccwpck_require__(501);
+var stringifyString = __nccwpck_require__(3069);
 
 const string = {
     identify: value => typeof value === 'string',
@@ -24048,12 +24048,12 @@ exports.string = string;
 
 /***/ }),
 
-/***/ 7247:
+/***/ 3959:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(2765);
+var Scalar = __nccwpck_require__(3301);
 
 const boolTag = {
     identify: value => typeof value === 'boolean',
@@ -24076,13 +24076,13 @@ exports.boolTag = boolTag;
 
 /***/ }),
 
-/***/ 7661:
+/***/ 8405:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(2765);
-var stringifyNumber = __nccwpck_require__(2729);
+var Scalar = __nccwpck_require__(3301);
+var stringifyNumber = __nccwpck_require__(8689);
 
 const floatNaN = {
     identify: value => typeof value === 'number',
@@ -24130,12 +24130,12 @@ exports.floatNaN = floatNaN;
 
 /***/ }),
 
-/***/ 9546:
+/***/ 9874:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyNumber = __nccwpck_require__(2729);
+var stringifyNumber = __nccwpck_require__(8689);
 
 const intIdentify = (value) => typeof value === 'bigint' || Number.isInteger(value);
 const intResolve = (str, offset, radix, { intAsBigInt }) => (intAsBigInt ? BigInt(str) : parseInt(str.substring(offset), radix));
@@ -24179,18 +24179,18 @@ exports.intOct = intOct;
 
 /***/ }),
 
-/***/ 9032:
+/***/ 896:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var map = __nccwpck_require__(7683);
-var _null = __nccwpck_require__(1528);
-var seq = __nccwpck_require__(4066);
-var string = __nccwpck_require__(4088);
-var bool = __nccwpck_require__(7247);
-var float = __nccwpck_require__(7661);
-var int = __nccwpck_require__(9546);
+var map = __nccwpck_require__(7451);
+var _null = __nccwpck_require__(3632);
+var seq = __nccwpck_require__(1706);
+var string = __nccwpck_require__(6464);
+var bool = __nccwpck_require__(3959);
+var float = __nccwpck_require__(8405);
+var int = __nccwpck_require__(9874);
 
 const schema = [
     map.map,
@@ -24211,14 +24211,14 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 7519:
+/***/ 3559:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(2765);
-var map = __nccwpck_require__(7683);
-var seq = __nccwpck_require__(4066);
+var Scalar = __nccwpck_require__(3301);
+var map = __nccwpck_require__(7451);
+var seq = __nccwpck_require__(1706);
 
 function intIdentify(value) {
     return typeof value === 'bigint' || Number.isInteger(value);
@@ -24282,27 +24282,27 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 3578:
+/***/ 18:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var map = __nccwpck_require__(7683);
-var _null = __nccwpck_require__(1528);
-var seq = __nccwpck_require__(4066);
-var string = __nccwpck_require__(4088);
-var bool = __nccwpck_require__(7247);
-var float = __nccwpck_require__(7661);
-var int = __nccwpck_require__(9546);
-var schema = __nccwpck_require__(9032);
-var schema$1 = __nccwpck_require__(7519);
-var binary = __nccwpck_require__(4011);
-var merge = __nccwpck_require__(6220);
-var omap = __nccwpck_require__(2775);
-var pairs = __nccwpck_require__(1705);
-var schema$2 = __nccwpck_require__(1921);
-var set = __nccwpck_require__(832);
-var timestamp = __nccwpck_require__(168);
+var map = __nccwpck_require__(7451);
+var _null = __nccwpck_require__(3632);
+var seq = __nccwpck_require__(1706);
+var string = __nccwpck_require__(6464);
+var bool = __nccwpck_require__(3959);
+var float = __nccwpck_require__(8405);
+var int = __nccwpck_require__(9874);
+var schema = __nccwpck_require__(896);
+var schema$1 = __nccwpck_require__(3559);
+var binary = __nccwpck_require__(6083);
+var merge = __nccwpck_require__(452);
+var omap = __nccwpck_require__(303);
+var pairs = __nccwpck_require__(8385);
+var schema$2 = __nccwpck_require__(5913);
+var set = __nccwpck_require__(1528);
+var timestamp = __nccwpck_require__(6752);
 
 const schemas = new Map([
     ['core', schema.schema],
@@ -24388,14 +24388,14 @@ exports.getTags = getTags;
 
 /***/ }),
 
-/***/ 4011:
+/***/ 6083:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
 var node_buffer = __nccwpck_require__(181);
-var Scalar = __nccwpck_require__(2765);
-var stringifyString = __nccwpck_require__(501);
+var Scalar = __nccwpck_require__(3301);
+var stringifyString = __nccwpck_require__(3069);
 
 const binary = {
     identify: value => value instanceof Uint8Array, // Buffer inherits from Uint8Array
@@ -24465,12 +24465,12 @@ exports.binary = binary;
 
 /***/ }),
 
-/***/ 2214:
+/***/ 8398:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(2765);
+var Scalar = __nccwpck_require__(3301);
 
 function boolStringify({ value, source }, ctx) {
     const boolObj = value ? trueTag : falseTag;
@@ -24501,13 +24501,13 @@ exports.trueTag = trueTag;
 
 /***/ }),
 
-/***/ 9614:
+/***/ 5782:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(2765);
-var stringifyNumber = __nccwpck_require__(2729);
+var Scalar = __nccwpck_require__(3301);
+var stringifyNumber = __nccwpck_require__(8689);
 
 const floatNaN = {
     identify: value => typeof value === 'number',
@@ -24558,12 +24558,12 @@ exports.floatNaN = floatNaN;
 
 /***/ }),
 
-/***/ 6257:
+/***/ 873:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyNumber = __nccwpck_require__(2729);
+var stringifyNumber = __nccwpck_require__(8689);
 
 const intIdentify = (value) => typeof value === 'bigint' || Number.isInteger(value);
 function intResolve(str, offset, radix, { intAsBigInt }) {
@@ -24641,13 +24641,13 @@ exports.intOct = intOct;
 
 /***/ }),
 
-/***/ 6220:
+/***/ 452:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var Scalar = __nccwpck_require__(2765);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
 
 // If the value associated with a merge key is a single mapping node, each of
 // its key/value pairs is inserted into the current mapping, unless the key
@@ -24719,16 +24719,16 @@ exports.merge = merge;
 
 /***/ }),
 
-/***/ 2775:
+/***/ 303:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var toJS = __nccwpck_require__(915);
-var YAMLMap = __nccwpck_require__(1950);
-var YAMLSeq = __nccwpck_require__(7495);
-var pairs = __nccwpck_require__(1705);
+var identity = __nccwpck_require__(1127);
+var toJS = __nccwpck_require__(4043);
+var YAMLMap = __nccwpck_require__(4454);
+var YAMLSeq = __nccwpck_require__(2223);
+var pairs = __nccwpck_require__(8385);
 
 class YAMLOMap extends YAMLSeq.YAMLSeq {
     constructor() {
@@ -24803,15 +24803,15 @@ exports.omap = omap;
 
 /***/ }),
 
-/***/ 1705:
+/***/ 8385:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var Pair = __nccwpck_require__(4245);
-var Scalar = __nccwpck_require__(2765);
-var YAMLSeq = __nccwpck_require__(7495);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var Scalar = __nccwpck_require__(3301);
+var YAMLSeq = __nccwpck_require__(2223);
 
 function resolvePairs(seq, onError) {
     if (identity.isSeq(seq)) {
@@ -24892,24 +24892,24 @@ exports.resolvePairs = resolvePairs;
 
 /***/ }),
 
-/***/ 1921:
+/***/ 5913:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var map = __nccwpck_require__(7683);
-var _null = __nccwpck_require__(1528);
-var seq = __nccwpck_require__(4066);
-var string = __nccwpck_require__(4088);
-var binary = __nccwpck_require__(4011);
-var bool = __nccwpck_require__(2214);
-var float = __nccwpck_require__(9614);
-var int = __nccwpck_require__(6257);
-var merge = __nccwpck_require__(6220);
-var omap = __nccwpck_require__(2775);
-var pairs = __nccwpck_require__(1705);
-var set = __nccwpck_require__(832);
-var timestamp = __nccwpck_require__(168);
+var map = __nccwpck_require__(7451);
+var _null = __nccwpck_require__(3632);
+var seq = __nccwpck_require__(1706);
+var string = __nccwpck_require__(6464);
+var binary = __nccwpck_require__(6083);
+var bool = __nccwpck_require__(8398);
+var float = __nccwpck_require__(5782);
+var int = __nccwpck_require__(873);
+var merge = __nccwpck_require__(452);
+var omap = __nccwpck_require__(303);
+var pairs = __nccwpck_require__(8385);
+var set = __nccwpck_require__(1528);
+var timestamp = __nccwpck_require__(6752);
 
 const schema = [
     map.map,
@@ -24940,14 +24940,14 @@ exports.schema = schema;
 
 /***/ }),
 
-/***/ 832:
+/***/ 1528:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var Pair = __nccwpck_require__(4245);
-var YAMLMap = __nccwpck_require__(1950);
+var identity = __nccwpck_require__(1127);
+var Pair = __nccwpck_require__(7165);
+var YAMLMap = __nccwpck_require__(4454);
 
 class YAMLSet extends YAMLMap.YAMLMap {
     constructor(schema) {
@@ -25043,12 +25043,12 @@ exports.set = set;
 
 /***/ }),
 
-/***/ 168:
+/***/ 6752:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var stringifyNumber = __nccwpck_require__(2729);
+var stringifyNumber = __nccwpck_require__(8689);
 
 /** Internal types handle bigint as number, because TS can't figure it out. */
 function parseSexagesimal(str, asBigInt) {
@@ -25155,7 +25155,7 @@ exports.timestamp = timestamp;
 
 /***/ }),
 
-/***/ 3699:
+/***/ 4475:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -25313,15 +25313,15 @@ exports.foldFlowLines = foldFlowLines;
 
 /***/ }),
 
-/***/ 732:
+/***/ 2148:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var anchors = __nccwpck_require__(5236);
-var identity = __nccwpck_require__(415);
-var stringifyComment = __nccwpck_require__(8927);
-var stringifyString = __nccwpck_require__(501);
+var anchors = __nccwpck_require__(1596);
+var identity = __nccwpck_require__(1127);
+var stringifyComment = __nccwpck_require__(9799);
+var stringifyString = __nccwpck_require__(3069);
 
 function createStringifyContext(doc, options) {
     const opt = Object.assign({
@@ -25452,14 +25452,14 @@ exports.stringify = stringify;
 
 /***/ }),
 
-/***/ 6340:
+/***/ 1212:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var stringify = __nccwpck_require__(732);
-var stringifyComment = __nccwpck_require__(8927);
+var identity = __nccwpck_require__(1127);
+var stringify = __nccwpck_require__(2148);
+var stringifyComment = __nccwpck_require__(9799);
 
 function stringifyCollection(collection, ctx, options) {
     const flow = ctx.inFlow ?? collection.flow;
@@ -25614,7 +25614,7 @@ exports.stringifyCollection = stringifyCollection;
 
 /***/ }),
 
-/***/ 8927:
+/***/ 9799:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -25645,14 +25645,14 @@ exports.stringifyComment = stringifyComment;
 
 /***/ }),
 
-/***/ 7653:
+/***/ 6829:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var stringify = __nccwpck_require__(732);
-var stringifyComment = __nccwpck_require__(8927);
+var identity = __nccwpck_require__(1127);
+var stringify = __nccwpck_require__(2148);
+var stringifyComment = __nccwpck_require__(9799);
 
 function stringifyDocument(doc, options) {
     const lines = [];
@@ -25739,7 +25739,7 @@ exports.stringifyDocument = stringifyDocument;
 
 /***/ }),
 
-/***/ 2729:
+/***/ 8689:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -25773,15 +25773,15 @@ exports.stringifyNumber = stringifyNumber;
 
 /***/ }),
 
-/***/ 5004:
+/***/ 9748:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
-var Scalar = __nccwpck_require__(2765);
-var stringify = __nccwpck_require__(732);
-var stringifyComment = __nccwpck_require__(8927);
+var identity = __nccwpck_require__(1127);
+var Scalar = __nccwpck_require__(3301);
+var stringify = __nccwpck_require__(2148);
+var stringifyComment = __nccwpck_require__(9799);
 
 function stringifyPair({ key, value }, ctx, onComment, onChompKeep) {
     const { allNullValues, doc, indent, indentStep, options: { commentString, indentSeq, simpleKeys } } = ctx;
@@ -25932,13 +25932,13 @@ exports.stringifyPair = stringifyPair;
 
 /***/ }),
 
-/***/ 501:
+/***/ 3069:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var Scalar = __nccwpck_require__(2765);
-var foldFlowLines = __nccwpck_require__(3699);
+var Scalar = __nccwpck_require__(3301);
+var foldFlowLines = __nccwpck_require__(4475);
 
 const getFoldOptions = (ctx, isBlock) => ({
     indentAtStart: isBlock ? ctx.indent.length : ctx.indentAtStart,
@@ -26277,12 +26277,12 @@ exports.stringifyString = stringifyString;
 
 /***/ }),
 
-/***/ 292:
+/***/ 204:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
 
-var identity = __nccwpck_require__(415);
+var identity = __nccwpck_require__(1127);
 
 const BREAK = Symbol('break visit');
 const SKIP = Symbol('skip children');
@@ -26520,7 +26520,7 @@ exports.visitAsync = visitAsync;
 
 /***/ }),
 
-/***/ 9724:
+/***/ 3512:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
@@ -26745,7 +26745,7 @@ exports.yellowBright = yellowBright;
 
 /***/ }),
 
-/***/ 9719:
+/***/ 5763:
 /***/ ((__unused_webpack_module, exports) => {
 
 
@@ -27345,21 +27345,21 @@ exports.createCopier = createCopier;
 
 /***/ }),
 
-/***/ 8484:
+/***/ 6495:
 /***/ ((module) => {
 
 module.exports = /*#__PURE__*/JSON.parse('{"blacklist_client.lua":"local blacklist = ARGV[num_static_argv + 1]\\n\\nif redis.call(\'zscore\', client_last_seen_key, blacklist) then\\n  redis.call(\'zadd\', client_last_seen_key, 0, blacklist)\\nend\\n\\n\\nreturn {}\\n","check.lua":"local weight = tonumber(ARGV[num_static_argv + 1])\\n\\nlocal capacity = process_tick(now, false)[\'capacity\']\\nlocal nextRequest = tonumber(redis.call(\'hget\', settings_key, \'nextRequest\'))\\n\\nreturn conditions_check(capacity, weight) and nextRequest - now <= 0\\n","conditions_check.lua":"local conditions_check = function (capacity, weight)\\n  return capacity == nil or weight <= capacity\\nend\\n","current_reservoir.lua":"return process_tick(now, false)[\'reservoir\']\\n","done.lua":"process_tick(now, false)\\n\\nreturn tonumber(redis.call(\'hget\', settings_key, \'done\'))\\n","free.lua":"local index = ARGV[num_static_argv + 1]\\n\\nredis.call(\'zadd\', job_expirations_key, 0, index)\\n\\nreturn process_tick(now, false)[\'running\']\\n","get_time.lua":"redis.replicate_commands()\\n\\nlocal get_time = function ()\\n  local time = redis.call(\'time\')\\n\\n  return tonumber(time[1]..string.sub(time[2], 1, 3))\\nend\\n","group_check.lua":"return not (redis.call(\'exists\', settings_key) == 1)\\n","heartbeat.lua":"process_tick(now, true)\\n","increment_reservoir.lua":"local incr = tonumber(ARGV[num_static_argv + 1])\\n\\nredis.call(\'hincrby\', settings_key, \'reservoir\', incr)\\n\\nlocal reservoir = process_tick(now, true)[\'reservoir\']\\n\\nlocal groupTimeout = tonumber(redis.call(\'hget\', settings_key, \'groupTimeout\'))\\nrefresh_expiration(0, 0, groupTimeout)\\n\\nreturn reservoir\\n","init.lua":"local clear = tonumber(ARGV[num_static_argv + 1])\\nlocal limiter_version = ARGV[num_static_argv + 2]\\nlocal num_local_argv = num_static_argv + 2\\n\\nif clear == 1 then\\n  redis.call(\'del\', unpack(KEYS))\\nend\\n\\nif redis.call(\'exists\', settings_key) == 0 then\\n  -- Create\\n  local args = {\'hmset\', settings_key}\\n\\n  for i = num_local_argv + 1, #ARGV do\\n    table.insert(args, ARGV[i])\\n  end\\n\\n  redis.call(unpack(args))\\n  redis.call(\'hmset\', settings_key,\\n    \'nextRequest\', now,\\n    \'lastReservoirRefresh\', now,\\n    \'lastReservoirIncrease\', now,\\n    \'running\', 0,\\n    \'done\', 0,\\n    \'unblockTime\', 0,\\n    \'capacityPriorityCounter\', 0\\n  )\\n\\nelse\\n  -- Apply migrations\\n  local settings = redis.call(\'hmget\', settings_key,\\n    \'id\',\\n    \'version\'\\n  )\\n  local id = settings[1]\\n  local current_version = settings[2]\\n\\n  if current_version ~= limiter_version then\\n    local version_digits = {}\\n    for k, v in string.gmatch(current_version, \\"([^.]+)\\") do\\n      table.insert(version_digits, tonumber(k))\\n    end\\n\\n    -- 2.10.0\\n    if version_digits[2] < 10 then\\n      redis.call(\'hsetnx\', settings_key, \'reservoirRefreshInterval\', \'\')\\n      redis.call(\'hsetnx\', settings_key, \'reservoirRefreshAmount\', \'\')\\n      redis.call(\'hsetnx\', settings_key, \'lastReservoirRefresh\', \'\')\\n      redis.call(\'hsetnx\', settings_key, \'done\', 0)\\n      redis.call(\'hset\', settings_key, \'version\', \'2.10.0\')\\n    end\\n\\n    -- 2.11.1\\n    if version_digits[2] < 11 or (version_digits[2] == 11 and version_digits[3] < 1) then\\n      if redis.call(\'hstrlen\', settings_key, \'lastReservoirRefresh\') == 0 then\\n        redis.call(\'hmset\', settings_key,\\n          \'lastReservoirRefresh\', now,\\n          \'version\', \'2.11.1\'\\n        )\\n      end\\n    end\\n\\n    -- 2.14.0\\n    if version_digits[2] < 14 then\\n      local old_running_key = \'b_\'..id..\'_running\'\\n      local old_executing_key = \'b_\'..id..\'_executing\'\\n\\n      if redis.call(\'exists\', old_running_key) == 1 then\\n        redis.call(\'rename\', old_running_key, job_weights_key)\\n      end\\n      if redis.call(\'exists\', old_executing_key) == 1 then\\n        redis.call(\'rename\', old_executing_key, job_expirations_key)\\n      end\\n      redis.call(\'hset\', settings_key, \'version\', \'2.14.0\')\\n    end\\n\\n    -- 2.15.2\\n    if version_digits[2] < 15 or (version_digits[2] == 15 and version_digits[3] < 2) then\\n      redis.call(\'hsetnx\', settings_key, \'capacityPriorityCounter\', 0)\\n      redis.call(\'hset\', settings_key, \'version\', \'2.15.2\')\\n    end\\n\\n    -- 2.17.0\\n    if version_digits[2] < 17 then\\n      redis.call(\'hsetnx\', settings_key, \'clientTimeout\', 10000)\\n      redis.call(\'hset\', settings_key, \'version\', \'2.17.0\')\\n    end\\n\\n    -- 2.18.0\\n    if version_digits[2] < 18 then\\n      redis.call(\'hsetnx\', settings_key, \'reservoirIncreaseInterval\', \'\')\\n      redis.call(\'hsetnx\', settings_key, \'reservoirIncreaseAmount\', \'\')\\n      redis.call(\'hsetnx\', settings_key, \'reservoirIncreaseMaximum\', \'\')\\n      redis.call(\'hsetnx\', settings_key, \'lastReservoirIncrease\', now)\\n      redis.call(\'hset\', settings_key, \'version\', \'2.18.0\')\\n    end\\n\\n  end\\n\\n  process_tick(now, false)\\nend\\n\\nlocal groupTimeout = tonumber(redis.call(\'hget\', settings_key, \'groupTimeout\'))\\nrefresh_expiration(0, 0, groupTimeout)\\n\\nreturn {}\\n","process_tick.lua":"local process_tick = function (now, always_publish)\\n\\n  local compute_capacity = function (maxConcurrent, running, reservoir)\\n    if maxConcurrent ~= nil and reservoir ~= nil then\\n      return math.min((maxConcurrent - running), reservoir)\\n    elseif maxConcurrent ~= nil then\\n      return maxConcurrent - running\\n    elseif reservoir ~= nil then\\n      return reservoir\\n    else\\n      return nil\\n    end\\n  end\\n\\n  local settings = redis.call(\'hmget\', settings_key,\\n    \'id\',\\n    \'maxConcurrent\',\\n    \'running\',\\n    \'reservoir\',\\n    \'reservoirRefreshInterval\',\\n    \'reservoirRefreshAmount\',\\n    \'lastReservoirRefresh\',\\n    \'reservoirIncreaseInterval\',\\n    \'reservoirIncreaseAmount\',\\n    \'reservoirIncreaseMaximum\',\\n    \'lastReservoirIncrease\',\\n    \'capacityPriorityCounter\',\\n    \'clientTimeout\'\\n  )\\n  local id = settings[1]\\n  local maxConcurrent = tonumber(settings[2])\\n  local running = tonumber(settings[3])\\n  local reservoir = tonumber(settings[4])\\n  local reservoirRefreshInterval = tonumber(settings[5])\\n  local reservoirRefreshAmount = tonumber(settings[6])\\n  local lastReservoirRefresh = tonumber(settings[7])\\n  local reservoirIncreaseInterval = tonumber(settings[8])\\n  local reservoirIncreaseAmount = tonumber(settings[9])\\n  local reservoirIncreaseMaximum = tonumber(settings[10])\\n  local lastReservoirIncrease = tonumber(settings[11])\\n  local capacityPriorityCounter = tonumber(settings[12])\\n  local clientTimeout = tonumber(settings[13])\\n\\n  local initial_capacity = compute_capacity(maxConcurrent, running, reservoir)\\n\\n  --\\n  -- Process \'running\' changes\\n  --\\n  local expired = redis.call(\'zrangebyscore\', job_expirations_key, \'-inf\', \'(\'..now)\\n\\n  if #expired > 0 then\\n    redis.call(\'zremrangebyscore\', job_expirations_key, \'-inf\', \'(\'..now)\\n\\n    local flush_batch = function (batch, acc)\\n      local weights = redis.call(\'hmget\', job_weights_key, unpack(batch))\\n                      redis.call(\'hdel\',  job_weights_key, unpack(batch))\\n      local clients = redis.call(\'hmget\', job_clients_key, unpack(batch))\\n                      redis.call(\'hdel\',  job_clients_key, unpack(batch))\\n\\n      -- Calculate sum of removed weights\\n      for i = 1, #weights do\\n        acc[\'total\'] = acc[\'total\'] + (tonumber(weights[i]) or 0)\\n      end\\n\\n      -- Calculate sum of removed weights by client\\n      local client_weights = {}\\n      for i = 1, #clients do\\n        local removed = tonumber(weights[i]) or 0\\n        if removed > 0 then\\n          acc[\'client_weights\'][clients[i]] = (acc[\'client_weights\'][clients[i]] or 0) + removed\\n        end\\n      end\\n    end\\n\\n    local acc = {\\n      [\'total\'] = 0,\\n      [\'client_weights\'] = {}\\n    }\\n    local batch_size = 1000\\n\\n    -- Compute changes to Zsets and apply changes to Hashes\\n    for i = 1, #expired, batch_size do\\n      local batch = {}\\n      for j = i, math.min(i + batch_size - 1, #expired) do\\n        table.insert(batch, expired[j])\\n      end\\n\\n      flush_batch(batch, acc)\\n    end\\n\\n    -- Apply changes to Zsets\\n    if acc[\'total\'] > 0 then\\n      redis.call(\'hincrby\', settings_key, \'done\', acc[\'total\'])\\n      running = tonumber(redis.call(\'hincrby\', settings_key, \'running\', -acc[\'total\']))\\n    end\\n\\n    for client, weight in pairs(acc[\'client_weights\']) do\\n      redis.call(\'zincrby\', client_running_key, -weight, client)\\n    end\\n  end\\n\\n  --\\n  -- Process \'reservoir\' changes\\n  --\\n  local reservoirRefreshActive = reservoirRefreshInterval ~= nil and reservoirRefreshAmount ~= nil\\n  if reservoirRefreshActive and now >= lastReservoirRefresh + reservoirRefreshInterval then\\n    reservoir = reservoirRefreshAmount\\n    redis.call(\'hmset\', settings_key,\\n      \'reservoir\', reservoir,\\n      \'lastReservoirRefresh\', now\\n    )\\n  end\\n\\n  local reservoirIncreaseActive = reservoirIncreaseInterval ~= nil and reservoirIncreaseAmount ~= nil\\n  if reservoirIncreaseActive and now >= lastReservoirIncrease + reservoirIncreaseInterval then\\n    local num_intervals = math.floor((now - lastReservoirIncrease) / reservoirIncreaseInterval)\\n    local incr = reservoirIncreaseAmount * num_intervals\\n    if reservoirIncreaseMaximum ~= nil then\\n      incr = math.min(incr, reservoirIncreaseMaximum - (reservoir or 0))\\n    end\\n    if incr > 0 then\\n      reservoir = (reservoir or 0) + incr\\n    end\\n    redis.call(\'hmset\', settings_key,\\n      \'reservoir\', reservoir,\\n      \'lastReservoirIncrease\', lastReservoirIncrease + (num_intervals * reservoirIncreaseInterval)\\n    )\\n  end\\n\\n  --\\n  -- Clear unresponsive clients\\n  --\\n  local unresponsive = redis.call(\'zrangebyscore\', client_last_seen_key, \'-inf\', (now - clientTimeout))\\n  local unresponsive_lookup = {}\\n  local terminated_clients = {}\\n  for i = 1, #unresponsive do\\n    unresponsive_lookup[unresponsive[i]] = true\\n    if tonumber(redis.call(\'zscore\', client_running_key, unresponsive[i])) == 0 then\\n      table.insert(terminated_clients, unresponsive[i])\\n    end\\n  end\\n  if #terminated_clients > 0 then\\n    redis.call(\'zrem\', client_running_key,         unpack(terminated_clients))\\n    redis.call(\'hdel\', client_num_queued_key,      unpack(terminated_clients))\\n    redis.call(\'zrem\', client_last_registered_key, unpack(terminated_clients))\\n    redis.call(\'zrem\', client_last_seen_key,       unpack(terminated_clients))\\n  end\\n\\n  --\\n  -- Broadcast capacity changes\\n  --\\n  local final_capacity = compute_capacity(maxConcurrent, running, reservoir)\\n\\n  if always_publish or (initial_capacity ~= nil and final_capacity == nil) then\\n    -- always_publish or was not unlimited, now unlimited\\n    redis.call(\'publish\', \'b_\'..id, \'capacity:\'..(final_capacity or \'\'))\\n\\n  elseif initial_capacity ~= nil and final_capacity ~= nil and final_capacity > initial_capacity then\\n    -- capacity was increased\\n    -- send the capacity message to the limiter having the lowest number of running jobs\\n    -- the tiebreaker is the limiter having not registered a job in the longest time\\n\\n    local lowest_concurrency_value = nil\\n    local lowest_concurrency_clients = {}\\n    local lowest_concurrency_last_registered = {}\\n    local client_concurrencies = redis.call(\'zrange\', client_running_key, 0, -1, \'withscores\')\\n\\n    for i = 1, #client_concurrencies, 2 do\\n      local client = client_concurrencies[i]\\n      local concurrency = tonumber(client_concurrencies[i+1])\\n\\n      if (\\n        lowest_concurrency_value == nil or lowest_concurrency_value == concurrency\\n      ) and (\\n        not unresponsive_lookup[client]\\n      ) and (\\n        tonumber(redis.call(\'hget\', client_num_queued_key, client)) > 0\\n      ) then\\n        lowest_concurrency_value = concurrency\\n        table.insert(lowest_concurrency_clients, client)\\n        local last_registered = tonumber(redis.call(\'zscore\', client_last_registered_key, client))\\n        table.insert(lowest_concurrency_last_registered, last_registered)\\n      end\\n    end\\n\\n    if #lowest_concurrency_clients > 0 then\\n      local position = 1\\n      local earliest = lowest_concurrency_last_registered[1]\\n\\n      for i,v in ipairs(lowest_concurrency_last_registered) do\\n        if v < earliest then\\n          position = i\\n          earliest = v\\n        end\\n      end\\n\\n      local next_client = lowest_concurrency_clients[position]\\n      redis.call(\'publish\', \'b_\'..id,\\n        \'capacity-priority:\'..(final_capacity or \'\')..\\n        \':\'..next_client..\\n        \':\'..capacityPriorityCounter\\n      )\\n      redis.call(\'hincrby\', settings_key, \'capacityPriorityCounter\', \'1\')\\n    else\\n      redis.call(\'publish\', \'b_\'..id, \'capacity:\'..(final_capacity or \'\'))\\n    end\\n  end\\n\\n  return {\\n    [\'capacity\'] = final_capacity,\\n    [\'running\'] = running,\\n    [\'reservoir\'] = reservoir\\n  }\\nend\\n","queued.lua":"local clientTimeout = tonumber(redis.call(\'hget\', settings_key, \'clientTimeout\'))\\nlocal valid_clients = redis.call(\'zrangebyscore\', client_last_seen_key, (now - clientTimeout), \'inf\')\\nlocal client_queued = redis.call(\'hmget\', client_num_queued_key, unpack(valid_clients))\\n\\nlocal sum = 0\\nfor i = 1, #client_queued do\\n  sum = sum + tonumber(client_queued[i])\\nend\\n\\nreturn sum\\n","refresh_expiration.lua":"local refresh_expiration = function (now, nextRequest, groupTimeout)\\n\\n  if groupTimeout ~= nil then\\n    local ttl = (nextRequest + groupTimeout) - now\\n\\n    for i = 1, #KEYS do\\n      redis.call(\'pexpire\', KEYS[i], ttl)\\n    end\\n  end\\n\\nend\\n","refs.lua":"local settings_key = KEYS[1]\\nlocal job_weights_key = KEYS[2]\\nlocal job_expirations_key = KEYS[3]\\nlocal job_clients_key = KEYS[4]\\nlocal client_running_key = KEYS[5]\\nlocal client_num_queued_key = KEYS[6]\\nlocal client_last_registered_key = KEYS[7]\\nlocal client_last_seen_key = KEYS[8]\\n\\nlocal now = tonumber(ARGV[1])\\nlocal client = ARGV[2]\\n\\nlocal num_static_argv = 2\\n","register.lua":"local index = ARGV[num_static_argv + 1]\\nlocal weight = tonumber(ARGV[num_static_argv + 2])\\nlocal expiration = tonumber(ARGV[num_static_argv + 3])\\n\\nlocal state = process_tick(now, false)\\nlocal capacity = state[\'capacity\']\\nlocal reservoir = state[\'reservoir\']\\n\\nlocal settings = redis.call(\'hmget\', settings_key,\\n  \'nextRequest\',\\n  \'minTime\',\\n  \'groupTimeout\'\\n)\\nlocal nextRequest = tonumber(settings[1])\\nlocal minTime = tonumber(settings[2])\\nlocal groupTimeout = tonumber(settings[3])\\n\\nif conditions_check(capacity, weight) then\\n\\n  redis.call(\'hincrby\', settings_key, \'running\', weight)\\n  redis.call(\'hset\', job_weights_key, index, weight)\\n  if expiration ~= nil then\\n    redis.call(\'zadd\', job_expirations_key, now + expiration, index)\\n  end\\n  redis.call(\'hset\', job_clients_key, index, client)\\n  redis.call(\'zincrby\', client_running_key, weight, client)\\n  redis.call(\'hincrby\', client_num_queued_key, client, -1)\\n  redis.call(\'zadd\', client_last_registered_key, now, client)\\n\\n  local wait = math.max(nextRequest - now, 0)\\n  local newNextRequest = now + wait + minTime\\n\\n  if reservoir == nil then\\n    redis.call(\'hset\', settings_key,\\n      \'nextRequest\', newNextRequest\\n    )\\n  else\\n    reservoir = reservoir - weight\\n    redis.call(\'hmset\', settings_key,\\n      \'reservoir\', reservoir,\\n      \'nextRequest\', newNextRequest\\n    )\\n  end\\n\\n  refresh_expiration(now, newNextRequest, groupTimeout)\\n\\n  return {true, wait, reservoir}\\n\\nelse\\n  return {false}\\nend\\n","register_client.lua":"local queued = tonumber(ARGV[num_static_argv + 1])\\n\\n-- Could have been re-registered concurrently\\nif not redis.call(\'zscore\', client_last_seen_key, client) then\\n  redis.call(\'zadd\', client_running_key, 0, client)\\n  redis.call(\'hset\', client_num_queued_key, client, queued)\\n  redis.call(\'zadd\', client_last_registered_key, 0, client)\\nend\\n\\nredis.call(\'zadd\', client_last_seen_key, now, client)\\n\\nreturn {}\\n","running.lua":"return process_tick(now, false)[\'running\']\\n","submit.lua":"local queueLength = tonumber(ARGV[num_static_argv + 1])\\nlocal weight = tonumber(ARGV[num_static_argv + 2])\\n\\nlocal capacity = process_tick(now, false)[\'capacity\']\\n\\nlocal settings = redis.call(\'hmget\', settings_key,\\n  \'id\',\\n  \'maxConcurrent\',\\n  \'highWater\',\\n  \'nextRequest\',\\n  \'strategy\',\\n  \'unblockTime\',\\n  \'penalty\',\\n  \'minTime\',\\n  \'groupTimeout\'\\n)\\nlocal id = settings[1]\\nlocal maxConcurrent = tonumber(settings[2])\\nlocal highWater = tonumber(settings[3])\\nlocal nextRequest = tonumber(settings[4])\\nlocal strategy = tonumber(settings[5])\\nlocal unblockTime = tonumber(settings[6])\\nlocal penalty = tonumber(settings[7])\\nlocal minTime = tonumber(settings[8])\\nlocal groupTimeout = tonumber(settings[9])\\n\\nif maxConcurrent ~= nil and weight > maxConcurrent then\\n  return redis.error_reply(\'OVERWEIGHT:\'..weight..\':\'..maxConcurrent)\\nend\\n\\nlocal reachedHWM = (highWater ~= nil and queueLength == highWater\\n  and not (\\n    conditions_check(capacity, weight)\\n    and nextRequest - now <= 0\\n  )\\n)\\n\\nlocal blocked = strategy == 3 and (reachedHWM or unblockTime >= now)\\n\\nif blocked then\\n  local computedPenalty = penalty\\n  if computedPenalty == nil then\\n    if minTime == 0 then\\n      computedPenalty = 5000\\n    else\\n      computedPenalty = 15 * minTime\\n    end\\n  end\\n\\n  local newNextRequest = now + computedPenalty + minTime\\n\\n  redis.call(\'hmset\', settings_key,\\n    \'unblockTime\', now + computedPenalty,\\n    \'nextRequest\', newNextRequest\\n  )\\n\\n  local clients_queued_reset = redis.call(\'hkeys\', client_num_queued_key)\\n  local queued_reset = {}\\n  for i = 1, #clients_queued_reset do\\n    table.insert(queued_reset, clients_queued_reset[i])\\n    table.insert(queued_reset, 0)\\n  end\\n  redis.call(\'hmset\', client_num_queued_key, unpack(queued_reset))\\n\\n  redis.call(\'publish\', \'b_\'..id, \'blocked:\')\\n\\n  refresh_expiration(now, newNextRequest, groupTimeout)\\nend\\n\\nif not blocked and not reachedHWM then\\n  redis.call(\'hincrby\', client_num_queued_key, client, 1)\\nend\\n\\nreturn {reachedHWM, blocked, strategy}\\n","update_settings.lua":"local args = {\'hmset\', settings_key}\\n\\nfor i = num_static_argv + 1, #ARGV do\\n  table.insert(args, ARGV[i])\\nend\\n\\nredis.call(unpack(args))\\n\\nprocess_tick(now, true)\\n\\nlocal groupTimeout = tonumber(redis.call(\'hget\', settings_key, \'groupTimeout\'))\\nrefresh_expiration(0, 0, groupTimeout)\\n\\nreturn {}\\n","validate_client.lua":"if not redis.call(\'zscore\', client_last_seen_key, client) then\\n  return redis.error_reply(\'UNKNOWN_CLIENT\')\\nend\\n\\nredis.call(\'zadd\', client_last_seen_key, now, client)\\n","validate_keys.lua":"if not (redis.call(\'exists\', settings_key) == 1) then\\n  return redis.error_reply(\'SETTINGS_KEY_NOT_FOUND\')\\nend\\n"}');
 
 /***/ }),
 
-/***/ 2818:
+/***/ 8349:
 /***/ ((module) => {
 
 module.exports = {"r":"2.19.5"};
 
 /***/ }),
 
-/***/ 3918:
+/***/ 5847:
 /***/ ((module) => {
 
 module.exports = /*#__PURE__*/JSON.parse('{"name":"thread-stream","version":"4.2.1","description":"A streaming way to send data to a Node.js Worker Thread","main":"index.js","types":"index.d.ts","engines":{"node":">=20"},"dependencies":{"real-require":"^1.0.0"},"devDependencies":{"@types/node":"^26.1.1","@yao-pkg/pkg":"^6.0.0","borp":"^1.0.0","desm":"^1.3.0","eslint":"^9.39.1","fastbench":"^1.0.1","neostandard":"^0.13.0","pino-elasticsearch":"^9.0.0","sonic-boom":"^5.0.0","ts-node":"^10.8.0","tsd":"^0.33.0","typescript":"~5.7.3"},"scripts":{"build":"tsc --noEmit","lint":"eslint","test":"npm run lint && npm run build && npm run test:types && npm run transpile && borp --expose-gc --pattern \\"test/*.test.{js,mjs}\\"","test:ci":"npm run lint && npm run test:types && npm run transpile && borp --expose-gc --pattern \\"test/*.test.{js,mjs}\\"","test:types":"tsd","test:yarn":"npm run transpile && borp --expose-gc --pattern \\"test/*.test.js\\"","transpile":"sh ./test/ts/transpile.sh"},"tsd":{"directory":"test/types"},"repository":{"type":"git","url":"git+https://github.com/mcollina/thread-stream.git"},"keywords":["worker","thread","threads","stream"],"author":"Matteo Collina <hello@matteocollina.com>","license":"MIT","bugs":{"url":"https://github.com/mcollina/thread-stream/issues"},"homepage":"https://github.com/mcollina/thread-stream#readme"}');
@@ -27445,8 +27445,8 @@ __nccwpck_require__.d(__webpack_exports__, {
   BC: () => (/* reexport */ webhookServer)
 });
 
-// EXTERNAL MODULE: ../../work/main/node_modules/better-sqlite3/lib/index.js
-var lib = __nccwpck_require__(3942);
+// EXTERNAL MODULE: ./node_modules/better-sqlite3/lib/index.js
+var lib = __nccwpck_require__(4918);
 var lib_default = /*#__PURE__*/__nccwpck_require__.n(lib);
 ;// CONCATENATED MODULE: ./src/store/migrations.ts
 const MIGRATIONS = [
@@ -27962,7 +27962,7 @@ function configErrorOutput(file, ref, issues) {
     };
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/util.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/util.js
 
 // functions
 function assertEqual(val) {
@@ -28837,7 +28837,7 @@ function constantCatch(value) {
     return fn;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/core.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/core.js
 var _a;
 
 /** A special constant with type `never` */
@@ -28980,7 +28980,7 @@ function config(newConfig) {
     return globalConfig;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/memoizer.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/memoizer.js
 
 class $ZodCyclicError extends Error {
     constructor() {
@@ -29293,7 +29293,7 @@ function isBackEdge(ctx, value) {
     return backEdges !== undefined && isRef(value) && backEdges.has(value);
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/regexes.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/regexes.js
 
 /**
  * @deprecated CUID v1 is deprecated by its authors due to information leakage
@@ -29451,7 +29451,7 @@ const sha512_hex = /^[0-9a-fA-F]{128}$/;
 const sha512_base64 = /*@__PURE__*/ (/* unused pure expression or super */ null && (fixedBase64(86, "==")));
 const sha512_base64url = /*@__PURE__*/ (/* unused pure expression or super */ null && (fixedBase64url(86)));
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/checks.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/checks.js
 // import { $ZodType } from "./schemas.js";
 
 
@@ -29969,7 +29969,7 @@ const $ZodCheckOverwrite = /*@__PURE__*/ $constructor("$ZodCheckOverwrite", (ins
     };
 });
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/doc.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/doc.js
 class Doc {
     constructor(args = [], closed = {}) {
         this.content = [];
@@ -30009,14 +30009,14 @@ class Doc {
     }
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/versions.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/versions.js
 const version = {
     major: 4,
     minor: 6,
     patch: 7,
 };
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/schemas.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/schemas.js
 
 
 
@@ -32654,7 +32654,7 @@ function handleRefineResult(result, payload, input, inst) {
     }
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/registries.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/registries.js
 var registries_a;
 const $output = /*@__PURE__*/ (/* unused pure expression or super */ null && (Symbol("ZodOutput")));
 const $input = /*@__PURE__*/ (/* unused pure expression or super */ null && (Symbol("ZodInput")));
@@ -32707,7 +32707,7 @@ function registry() {
 (registries_a = globalThis).__zod_globalRegistry ?? (registries_a.__zod_globalRegistry = registry());
 const globalRegistry = globalThis.__zod_globalRegistry;
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/api.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/api.js
 
 
 
@@ -33812,7 +33812,7 @@ function _stringFormat(Class, format, fnOrRegex, _params = {}) {
     return inst;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/to-json-schema.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/to-json-schema.js
 
 
 function assignProps(target, ...sources) {
@@ -34465,7 +34465,7 @@ const createStandardJSONSchemaMethod = (schema, io, processors = {}) => (params)
     return to_json_schema_finalize(ctx, schema);
 };
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/json-schema-processors.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/json-schema-processors.js
 
 
 
@@ -35310,7 +35310,7 @@ function toJSONSchema(input, params) {
     return finalize(ctx, input);
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/locales/en.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/locales/en.js
 
 const error = () => {
     const Sizable = {
@@ -35437,7 +35437,7 @@ const error = () => {
     };
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/errors.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/errors.js
 
 
 /* Computing the message eagerly is expensive (pretty-printed JSON of all
@@ -35706,7 +35706,7 @@ function prettifyError(error) {
     return lines.join("\n");
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/core/parse.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/core/parse.js
 
 
 
@@ -35883,7 +35883,7 @@ const _safeDecodeAsync = (_Err) => async (schema, value, _ctx) => {
 };
 const safeDecodeAsync = /* @__PURE__*/ _safeDecodeAsync($ZodRealError);
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/classic/errors.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/errors.js
 
 
 
@@ -35942,7 +35942,7 @@ const ZodRealError = /*@__PURE__*/ $constructor("ZodError", errors_initializer, 
 // /** @deprecated Use `z.core.$ZodErrorMapCtx` instead. */
 // export type ErrorMapCtx = core.$ZodErrorMapCtx;
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/classic/parse.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/parse.js
 
 
 const classic_parse_parse = /* @__PURE__ */ _parse(ZodRealError);
@@ -35960,7 +35960,7 @@ const parse_safeDecode = /* @__PURE__ */ _safeDecode(ZodRealError);
 const parse_safeEncodeAsync = /* @__PURE__ */ _safeEncodeAsync(ZodRealError);
 const parse_safeDecodeAsync = /* @__PURE__ */ _safeDecodeAsync(ZodRealError);
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/classic/schemas.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/schemas.js
 
 
 
@@ -37922,7 +37922,7 @@ async function completeCheckRun(gh, target, out, extra = {}) {
 const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
 // EXTERNAL MODULE: external "module"
 var external_module_ = __nccwpck_require__(3339);
-;// CONCATENATED MODULE: ../../work/main/node_modules/fflate/esm/index.mjs
+;// CONCATENATED MODULE: ./node_modules/fflate/esm/index.mjs
 
 var esm_require = (0,external_module_.createRequire)('/');
 // DEFLATE is a complex format; to read this code, you should probably check the RFC first:
@@ -41122,10 +41122,10 @@ async function resumeQueued(deps, pending) {
     return resumed;
 }
 
-// EXTERNAL MODULE: ../../work/main/node_modules/yaml/dist/index.js
-var dist = __nccwpck_require__(7207);
-// EXTERNAL MODULE: ../../work/main/node_modules/picomatch/index.js
-var picomatch = __nccwpck_require__(8374);
+// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
+var dist = __nccwpck_require__(8815);
+// EXTERNAL MODULE: ./node_modules/picomatch/index.js
+var picomatch = __nccwpck_require__(4006);
 var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
 ;// CONCATENATED MODULE: ./src/core/app-config.ts
 
@@ -42163,7 +42163,7 @@ function createProbegate(opts) {
 
 // EXTERNAL MODULE: external "node:path"
 var external_node_path_ = __nccwpck_require__(6760);
-;// CONCATENATED MODULE: ../../work/main/node_modules/zod/v4/classic/coerce.js
+;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/coerce.js
 
 
 function coerce_string(params) {
@@ -42229,9 +42229,9 @@ function readAppSettings(env, cwd) {
 var external_node_fs_ = __nccwpck_require__(3024);
 ;// CONCATENATED MODULE: external "node:http"
 const external_node_http_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:http");
-// EXTERNAL MODULE: ../../work/main/node_modules/deepmerge/dist/cjs.js
-var cjs = __nccwpck_require__(8857);
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/context.js
+// EXTERNAL MODULE: ./node_modules/deepmerge/dist/cjs.js
+var cjs = __nccwpck_require__(2569);
+;// CONCATENATED MODULE: ./node_modules/probot/lib/context.js
 
 
 const kOctokitRequestHookAdded = Symbol("octokit request hook added");
@@ -42418,7 +42418,7 @@ class Context {
 
 ;// CONCATENATED MODULE: external "node:buffer"
 const external_node_buffer_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:buffer");
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/webhooks-methods/dist-node/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/webhooks-methods/dist-node/index.js
 // pkg/dist-src/node/sign.js
 
 
@@ -42481,7 +42481,7 @@ async function verifyWithFallback(secret, payload, signature, additionalSecrets)
 }
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/webhooks/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/webhooks/dist-bundle/index.js
 // pkg/dist-src/create-logger.js
 var createLogger = (logger = {}) => {
   if (typeof logger.debug !== "function") {
@@ -43347,7 +43347,7 @@ var Webhooks = class {
 };
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/toad-cache/dist/toad-cache.mjs
+;// CONCATENATED MODULE: ./node_modules/toad-cache/dist/toad-cache.mjs
 /**
  * toad-cache
  *
@@ -44196,7 +44196,7 @@ function getTimestamp(date) {
     this.hitStatistics.addMiss();
   }
 }
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/create-deferred-promise.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/create-deferred-promise.js
 function create_deferred_promise_createDeferredPromise() {
     let resolve;
     let reject;
@@ -44207,7 +44207,7 @@ function create_deferred_promise_createDeferredPromise() {
     return { promise, resolve: resolve, reject: reject };
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/octokit/get-authenticated-octokit.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/octokit/get-authenticated-octokit.js
 /**
  * Authenticate and get a GitHub client that can be used to make API calls.
  *
@@ -44265,8 +44265,8 @@ async function getAuthenticatedOctokit(options) {
     });
 }
 
-// EXTERNAL MODULE: ../../work/main/node_modules/pino/pino.js
-var pino = __nccwpck_require__(1253);
+// EXTERNAL MODULE: ./node_modules/pino/pino.js
+var pino = __nccwpck_require__(5005);
 // EXTERNAL MODULE: external "node:stream"
 var external_node_stream_ = __nccwpck_require__(7075);
 ;// CONCATENATED MODULE: external "node:child_process"
@@ -44277,7 +44277,7 @@ const external_node_module_namespaceObject = __WEBPACK_EXTERNAL_createRequire(im
 var external_node_os_ = __nccwpck_require__(8161);
 // EXTERNAL MODULE: external "node:url"
 var external_node_url_ = __nccwpck_require__(3136);
-;// CONCATENATED MODULE: ../../work/main/node_modules/npx-import-light/index.js
+;// CONCATENATED MODULE: ./node_modules/npx-import-light/index.js
 
 
 
@@ -44368,7 +44368,7 @@ const getTempPath = (stdout) => {
  * @returns {Promise<any>}
  */
 async function _import(packageWithPath) {
-  return await __nccwpck_require__(2995)(packageWithPath)
+  return await __nccwpck_require__(7098)(packageWithPath)
 }
 
 /**
@@ -44377,7 +44377,7 @@ async function _import(packageWithPath) {
  * @returns {Promise<any>}
  */
 async function _importRelative(installDir, packageWithPath) {
-  return await __nccwpck_require__(2995)((0,external_node_url_.pathToFileURL)(_resolveRelative(installDir, packageWithPath)).href)
+  return await __nccwpck_require__(7098)((0,external_node_url_.pathToFileURL)(_resolveRelative(installDir, packageWithPath)).href)
 }
 
 /**
@@ -44693,9 +44693,9 @@ function isRunningInPackageRunner() {
   return process.env.npm_lifecycle_event === 'npx' || process.env.npm_lifecycle_event === 'bunx'
 }
 
-// EXTERNAL MODULE: ../../work/main/node_modules/pino-pretty/index.js
-var pino_pretty = __nccwpck_require__(7740);
-;// CONCATENATED MODULE: ../../work/main/node_modules/@probot/pino/index.js
+// EXTERNAL MODULE: ./node_modules/pino-pretty/index.js
+var pino_pretty = __nccwpck_require__(6372);
+;// CONCATENATED MODULE: ./node_modules/@probot/pino/index.js
 
 
 
@@ -44889,7 +44889,7 @@ function toSentryError(data) {
   return error;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/get-log.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/get-log.js
 /**
  * A logger backed by [pino](https://getpino.io/)
  *
@@ -44920,7 +44920,7 @@ async function get_log_getLog(options = {}) {
     return pino(pinoOptions, transform);
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/universal-user-agent/index.js
+;// CONCATENATED MODULE: ./node_modules/universal-user-agent/index.js
 function getUserAgent() {
   if (typeof navigator === "object" && "userAgent" in navigator) {
     return navigator.userAgent;
@@ -44935,7 +44935,7 @@ function getUserAgent() {
   return "<environment undetectable>";
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/endpoint/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/endpoint/dist-bundle/index.js
 // pkg/dist-src/defaults.js
 
 
@@ -45281,7 +45281,7 @@ function withDefaults(oldDefaults, newDefaults) {
 var endpoint = withDefaults(null, DEFAULTS);
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/content-type/dist/index.js
+;// CONCATENATED MODULE: ./node_modules/content-type/dist/index.js
 /*!
  * content-type
  * Copyright(c) 2015 Douglas Christopher Wilson
@@ -45573,7 +45573,7 @@ function unescapeQuotedPairs(str, start, end) {
     return result + str.slice(start, end);
 }
 //# sourceMappingURL=index.js.map
-;// CONCATENATED MODULE: ../../work/main/node_modules/json-with-bigint/json-with-bigint.js
+;// CONCATENATED MODULE: ./node_modules/json-with-bigint/json-with-bigint.js
 const intRegex = /^-?\d+$/;
 const noiseValue = /^-?\d+n+$/; // Noise - strings that match the custom format before being converted to it
 const originalStringify = JSON.stringify;
@@ -46174,7 +46174,7 @@ const JSONParse = (text, reviver) => {
 
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/request-error/dist-src/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/request-error/dist-src/index.js
 class RequestError extends Error {
   name;
   /**
@@ -46215,7 +46215,7 @@ class RequestError extends Error {
 }
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/request/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/request/dist-bundle/index.js
 // pkg/dist-src/index.js
 
 
@@ -46422,7 +46422,7 @@ var dist_bundle_request = dist_bundle_withDefaults(endpoint, defaults_default);
 /* v8 ignore next -- @preserve */
 /* v8 ignore else -- @preserve */
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/before-after-hook/lib/register.js
+;// CONCATENATED MODULE: ./node_modules/before-after-hook/lib/register.js
 // @ts-check
 
 function register(state, name, method, options) {
@@ -46451,7 +46451,7 @@ function register(state, name, method, options) {
   });
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/before-after-hook/lib/add.js
+;// CONCATENATED MODULE: ./node_modules/before-after-hook/lib/add.js
 // @ts-check
 
 function addHook(state, kind, name, hook) {
@@ -46499,7 +46499,7 @@ function addHook(state, kind, name, hook) {
   });
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/before-after-hook/lib/remove.js
+;// CONCATENATED MODULE: ./node_modules/before-after-hook/lib/remove.js
 // @ts-check
 
 function removeHook(state, name, method) {
@@ -46520,7 +46520,7 @@ function removeHook(state, name, method) {
   state.registry[name].splice(index, 1);
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/before-after-hook/index.js
+;// CONCATENATED MODULE: ./node_modules/before-after-hook/index.js
 // @ts-check
 
 
@@ -46567,7 +46567,7 @@ function Collection() {
 
 /* harmony default export */ const before_after_hook = ({ Singular, Collection });
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/graphql/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/graphql/dist-bundle/index.js
 // pkg/dist-src/index.js
 
 
@@ -46698,7 +46698,7 @@ function withCustomRequest(customRequest) {
 
 /* v8 ignore if -- @preserve */
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/auth-token/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/auth-token/dist-bundle/index.js
 // pkg/dist-src/is-jwt.js
 var b64url = "(?:[a-zA-Z0-9_-]+)";
 var sep = "\\.";
@@ -46753,11 +46753,11 @@ var createTokenAuth = function createTokenAuth2(token) {
 };
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/core/dist-src/version.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/core/dist-src/version.js
 const version_VERSION = "7.0.8";
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/core/dist-src/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/core/dist-src/index.js
 
 
 
@@ -46898,11 +46898,11 @@ class Octokit {
 }
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/plugin-enterprise-compatibility/dist-src/version.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/plugin-enterprise-compatibility/dist-src/version.js
 const dist_src_version_VERSION = "6.0.3";
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/plugin-enterprise-compatibility/dist-src/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/plugin-enterprise-compatibility/dist-src/index.js
 
 
 function enterpriseCompatibility(octokit) {
@@ -46936,7 +46936,7 @@ function enterpriseCompatibility(octokit) {
 enterpriseCompatibility.VERSION = dist_src_version_VERSION;
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/plugin-paginate-rest/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/plugin-paginate-rest/dist-bundle/index.js
 // pkg/dist-src/version.js
 var plugin_paginate_rest_dist_bundle_VERSION = "0.0.0-development";
 
@@ -47348,12 +47348,12 @@ function paginateRest(octokit) {
 paginateRest.VERSION = plugin_paginate_rest_dist_bundle_VERSION;
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/version.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/version.js
 const plugin_rest_endpoint_methods_dist_src_version_VERSION = "17.0.0";
 
 //# sourceMappingURL=version.js.map
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/generated/endpoints.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/generated/endpoints.js
 const Endpoints = {
   actions: {
     addCustomLabelsToSelfHostedRunnerForOrg: [
@@ -49647,7 +49647,7 @@ var endpoints_default = Endpoints;
 
 //# sourceMappingURL=endpoints.js.map
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/endpoints-to-methods.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/endpoints-to-methods.js
 
 const endpointMethodsMap = /* @__PURE__ */ new Map();
 for (const [scope, endpoints] of Object.entries(endpoints_default)) {
@@ -49773,7 +49773,7 @@ function decorate(octokit, scope, methodName, defaults, decorations) {
 
 //# sourceMappingURL=endpoints-to-methods.js.map
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/plugin-rest-endpoint-methods/dist-src/index.js
 
 
 function restEndpointMethods(octokit) {
@@ -49794,9 +49794,9 @@ legacyRestEndpointMethods.VERSION = plugin_rest_endpoint_methods_dist_src_versio
 
 //# sourceMappingURL=index.js.map
 
-// EXTERNAL MODULE: ../../work/main/node_modules/bottleneck/light.js
-var light = __nccwpck_require__(4915);
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/plugin-retry/dist-bundle/index.js
+// EXTERNAL MODULE: ./node_modules/bottleneck/light.js
+var light = __nccwpck_require__(3251);
+;// CONCATENATED MODULE: ./node_modules/@octokit/plugin-retry/dist-bundle/index.js
 // pkg/dist-src/version.js
 var plugin_retry_dist_bundle_VERSION = "0.0.0-development";
 
@@ -49879,7 +49879,7 @@ function retry(octokit, octokitOptions) {
 retry.VERSION = plugin_retry_dist_bundle_VERSION;
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/plugin-throttling/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/plugin-throttling/dist-bundle/index.js
 // pkg/dist-src/index.js
 
 
@@ -50121,11 +50121,11 @@ throttling.VERSION = plugin_throttling_dist_bundle_VERSION;
 throttling.triggersNotification = triggersNotification;
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@probot/octokit-plugin-config/dist-src/version.js
+;// CONCATENATED MODULE: ./node_modules/@probot/octokit-plugin-config/dist-src/version.js
 const octokit_plugin_config_dist_src_version_VERSION = "4.1.0";
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-file.js
+;// CONCATENATED MODULE: ./node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-file.js
 
 const SUPPORTED_FILE_EXTENSIONS = ["json", "yml", "yaml"];
 async function getConfigFile(octokit, { owner, repo, path, ref }) {
@@ -50203,7 +50203,7 @@ async function getConfigFile(octokit, { owner, repo, path, ref }) {
 }
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@probot/octokit-plugin-config/dist-src/util/extends-to-get-content-params.js
+;// CONCATENATED MODULE: ./node_modules/@probot/octokit-plugin-config/dist-src/util/extends-to-get-content-params.js
 const EXTENDS_REGEX = new RegExp(
   "^(?:([a-z\\d](?:[a-z\\d]|-(?=[a-z\\d])){0,38})/)?([-_.\\w\\d]+)(?::([-_./\\w\\d]+\\.ya?ml))?$",
   "i"
@@ -50235,7 +50235,7 @@ function extendsToGetContentParams({
 }
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-files.js
+;// CONCATENATED MODULE: ./node_modules/@probot/octokit-plugin-config/dist-src/util/get-config-files.js
 
 
 async function getConfigFiles(octokit, { owner, repo, path, branch }) {
@@ -50293,7 +50293,7 @@ async function getConfigFiles(octokit, { owner, repo, path, branch }) {
 }
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@probot/octokit-plugin-config/dist-src/compose-config-get.js
+;// CONCATENATED MODULE: ./node_modules/@probot/octokit-plugin-config/dist-src/compose-config-get.js
 
 async function composeConfigGet(octokit, { owner, repo, defaults, path, branch }) {
   const files = await getConfigFiles(octokit, {
@@ -50310,7 +50310,7 @@ async function composeConfigGet(octokit, { owner, repo, defaults, path, branch }
 }
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@probot/octokit-plugin-config/dist-src/index.js
+;// CONCATENATED MODULE: ./node_modules/@probot/octokit-plugin-config/dist-src/index.js
 
 
 function dist_src_config(octokit) {
@@ -50326,7 +50326,7 @@ dist_src_config.VERSION = octokit_plugin_config_dist_src_version_VERSION;
 
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/auth-unauthenticated/dist-node/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/auth-unauthenticated/dist-node/index.js
 // pkg/dist-src/auth.js
 async function dist_node_auth(reason) {
   return {
@@ -50401,7 +50401,7 @@ var createUnauthenticatedAuth = function createUnauthenticatedAuth2(options) {
 };
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/oauth-methods/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/oauth-methods/dist-bundle/index.js
 // pkg/dist-src/version.js
 var oauth_methods_dist_bundle_VERSION = "0.0.0-development";
 
@@ -50715,7 +50715,7 @@ async function deleteAuthorization(options) {
 
 /* v8 ignore next: we always pass a custom request in tests -- @preserve */
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/auth-oauth-device/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/auth-oauth-device/dist-bundle/index.js
 // pkg/dist-src/index.js
 
 
@@ -50854,7 +50854,7 @@ function createOAuthDeviceAuth(options) {
 
 /* v8 ignore next 2 -- @preserve */
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/auth-oauth-user/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/auth-oauth-user/dist-bundle/index.js
 // pkg/dist-src/index.js
 
 
@@ -51057,7 +51057,7 @@ createOAuthUserAuth.VERSION = auth_oauth_user_dist_bundle_VERSION;
 /* v8 ignore if -- @preserve */
 /* v8 ignore next -- @preserve */
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/auth-oauth-app/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/auth-oauth-app/dist-bundle/index.js
 // pkg/dist-src/index.js
 
 
@@ -51151,7 +51151,7 @@ function createOAuthAppAuth(options) {
 
 /* v8 ignore next -- @preserve */
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/universal-github-app-jwt/lib/utils.js
+;// CONCATENATED MODULE: ./node_modules/universal-github-app-jwt/lib/utils.js
 // we don't @ts-check here because it chokes on atob and btoa which are available in all modern JS runtime environments
 
 /**
@@ -51238,7 +51238,7 @@ function base64encodeJSON(obj) {
   return fromBase64(btoa(JSON.stringify(obj)));
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/universal-github-app-jwt/lib/crypto-node.js
+;// CONCATENATED MODULE: ./node_modules/universal-github-app-jwt/lib/crypto-node.js
 // this can be removed once we only support Node 20+
 
 
@@ -51255,7 +51255,7 @@ function convertPrivateKey(privateKey) {
   });
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/universal-github-app-jwt/lib/get-token.js
+;// CONCATENATED MODULE: ./node_modules/universal-github-app-jwt/lib/get-token.js
 // we don't @ts-check here because it chokes crypto which is a global API in modern JS runtime environments
 
 
@@ -51316,7 +51316,7 @@ async function getToken({ privateKey, payload }) {
   return `${encodedMessage}.${encodedSignature}`;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/universal-github-app-jwt/index.js
+;// CONCATENATED MODULE: ./node_modules/universal-github-app-jwt/index.js
 // @ts-check
 
 // @ts-ignore - #get-token is defined in "imports" in package.json
@@ -51360,7 +51360,7 @@ async function githubAppJwt({
   };
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@octokit/auth-app/dist-node/index.js
+;// CONCATENATED MODULE: ./node_modules/@octokit/auth-app/dist-node/index.js
 // pkg/dist-src/index.js
 
 
@@ -51853,7 +51853,7 @@ function createAppAuth(options) {
 /* v8 ignore start - due to skipped tests, see https://github.com/octokit/auth-app.js/pull/580 -- @preserve */
 /* v8 ignore end -- @preserve */
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/octokit-auth-probot/dist-node/index.js
+;// CONCATENATED MODULE: ./node_modules/octokit-auth-probot/dist-node/index.js
 // pkg/dist-src/auth.js
 
 async function octokit_auth_probot_dist_node_auth(state, options) {
@@ -51956,7 +51956,7 @@ createProbotAuthFn.VERSION = octokit_auth_probot_dist_node_VERSION;
 var createProbotAuth = createProbotAuthFn;
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/octokit/octokit-plugin-probot-request-logging.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/octokit/octokit-plugin-probot-request-logging.js
 function probotRequestLogging(octokit) {
     octokit.hook.error("request", (error, options) => {
         if ("status" in error) {
@@ -51975,11 +51975,11 @@ function probotRequestLogging(octokit) {
     });
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/version.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/version.js
 // The version is set automatically before publish to npm
 const lib_version_VERSION = "14.3.2";
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/octokit/probot-octokit.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/octokit/probot-octokit.js
 
 
 
@@ -52017,9 +52017,9 @@ const probot_octokit_ProbotOctokit = Octokit.plugin(throttling, retry, paginateR
     return options;
 });
 
-// EXTERNAL MODULE: ../../work/main/node_modules/bottleneck/lib/index.js
-var bottleneck_lib = __nccwpck_require__(683);
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/octokit/get-octokit-throttle-options.js
+// EXTERNAL MODULE: ./node_modules/bottleneck/lib/index.js
+var bottleneck_lib = __nccwpck_require__(4584);
+;// CONCATENATED MODULE: ./node_modules/probot/lib/octokit/get-octokit-throttle-options.js
 
 
 async function getOctokitThrottleOptions(options) {
@@ -52059,7 +52059,7 @@ async function getRedisClient({ redisConfig }) {
         return new Redis(redisConfig);
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/octokit/get-probot-octokit-with-defaults.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/octokit/get-probot-octokit-with-defaults.js
 
 
 
@@ -52124,7 +52124,7 @@ async function getProbotOctokitWithDefaults(options) {
     });
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/get-error-handler.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/get-error-handler.js
 function getErrorHandler(log) {
     return (error) => {
         const errors = (error instanceof AggregateError ? error.errors : [error]);
@@ -52149,7 +52149,7 @@ function getErrorHandler(log) {
     };
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/octokit/octokit-webhooks-transform.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/octokit/octokit-webhooks-transform.js
 
 /**
  * Probot's transform option, which extends the `event` object that is passed
@@ -52165,7 +52165,7 @@ async function webhookTransform(options, event) {
     return new Context(event, octokit, log);
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/octokit/get-webhooks.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/octokit/get-webhooks.js
 
 
 
@@ -52179,7 +52179,7 @@ function getWebhooks(options) {
     return webhooks;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/webhook-proxy.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/webhook-proxy.js
 
 let SmeeClient;
 const webhook_proxy_createWebhookProxy = async (opts) => {
@@ -52199,9 +52199,9 @@ const webhook_proxy_createWebhookProxy = async (opts) => {
     return await smeeClient.start();
 };
 
-// EXTERNAL MODULE: ../../work/main/node_modules/pino-http/logger.js
-var logger = __nccwpck_require__(6319);
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/server/handlers/http-logger.js
+// EXTERNAL MODULE: ./node_modules/pino-http/logger.js
+var logger = __nccwpck_require__(6399);
+;// CONCATENATED MODULE: ./node_modules/probot/lib/server/handlers/http-logger.js
 
 
 function http_logger_httpLogger(logger, options) {
@@ -52222,7 +52222,7 @@ function http_logger_httpLogger(logger, options) {
     });
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/server/server.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/server/server.js
 
 
 
@@ -52407,7 +52407,7 @@ class server_Server {
     }
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/probot.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/probot.js
 
 
 
@@ -52635,7 +52635,7 @@ class probot_Probot {
 
 ;// CONCATENATED MODULE: external "node:querystring"
 const external_node_querystring_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:querystring");
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/load-package-json.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/load-package-json.js
 
 
 function load_package_json_loadPackageJson(filepath = path.join(process.cwd(), "package.json")) {
@@ -52660,7 +52660,7 @@ function load_package_json_loadPackageJson(filepath = path.join(process.cwd(), "
 
 // EXTERNAL MODULE: external "node:util"
 var external_node_util_ = __nccwpck_require__(7975);
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/load-env.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/load-env.js
 
 
 
@@ -52677,7 +52677,7 @@ function load_env_loadEnv(options = {}) {
     return {};
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/update-env.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/update-env.js
 
 
 
@@ -52703,7 +52703,7 @@ function update_env_updateEnv(env) {
     return env;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/manifest-creation.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/manifest-creation.js
 
 
 
@@ -52801,7 +52801,7 @@ class manifest_creation_ManifestCreation {
     }
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/get-payload.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/get-payload.js
 const get_payload_textDecoder = new TextDecoder("utf-8", { fatal: false });
 const get_payload_decode = get_payload_textDecoder.decode.bind(get_payload_textDecoder);
 function get_payload_concatUint8Array(data) {
@@ -52853,7 +52853,7 @@ function get_payload_getPayloadFromRequestStream(request) {
     });
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/apps/setup.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/apps/setup.js
 
 
 
@@ -53018,7 +53018,7 @@ function getBaseUrl(req) {
     return baseUrl;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/bin/read-cli-options.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/bin/read-cli-options.js
 
 
 
@@ -53147,7 +53147,7 @@ function read_cli_options_readCliOptions(args) {
     };
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/apps/default.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/apps/default.js
 
 
 
@@ -53179,7 +53179,7 @@ function defaultApp(_app, { cwd = process.cwd() }) {
     return defaultHandler;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/resolve-app-function.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/resolve-app-function.js
 
 
 const resolve_app_function_resolveAppFunction = async (appFnId, opts = {}) => {
@@ -53187,19 +53187,19 @@ const resolve_app_function_resolveAppFunction = async (appFnId, opts = {}) => {
     const basedir = process.cwd();
     const resolver = opts.resolver || resolve;
     const appFnPath = resolver(appFnId, pathToFileURL(basedir).href + "/");
-    const { default: mod } = await __nccwpck_require__(8189)(appFnPath);
+    const { default: mod } = await __nccwpck_require__(670)(appFnPath);
     // mod.default gets exported by transpiled TypeScript code
     return mod.__esModule && mod.default ? mod.default : mod;
 };
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/helpers/apply-env.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/helpers/apply-env.js
 
 function apply_env_applyEnv(options = {}) {
     const env = loadEnv(options);
     Object.assign(process.env, env);
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/run.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/run.js
 
 
 
@@ -53331,7 +53331,7 @@ async function run(appFnOrArgv, additionalOptions) {
     return server;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/@probot/get-private-key/dist-bundle/index.js
+;// CONCATENATED MODULE: ./node_modules/@probot/get-private-key/dist-bundle/index.js
 // pkg/dist-src/index.js
 
 
@@ -53426,7 +53426,7 @@ ${end}`;
 dist_bundle_getPrivateKey.VERSION = get_private_key_dist_bundle_VERSION;
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/create-probot.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/create-probot.js
 
 
 
@@ -53486,7 +53486,7 @@ function createProbot({ overrides = {}, defaults = {}, env = process.env, } = {}
     });
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/create-node-middleware.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/create-node-middleware.js
 
 const create_node_middleware_noop = () => { };
 /**
@@ -53546,7 +53546,7 @@ async function create_node_middleware_createNodeMiddleware(appFn, { probot = cre
     return mainHandler;
 }
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/exports.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/exports.js
 
 
 
@@ -53555,7 +53555,7 @@ async function create_node_middleware_createNodeMiddleware(appFn, { probot = cre
 
 
 
-;// CONCATENATED MODULE: ../../work/main/node_modules/probot/lib/index.js
+;// CONCATENATED MODULE: ./node_modules/probot/lib/index.js
 
 
 ;// CONCATENATED MODULE: ./src/app/octokit.ts
