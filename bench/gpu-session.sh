@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: what it has, the probe kit's meters, the task pack on NCCL,
 # the engine's overhead, and the verdict-stability run. Figures go to $OUT (default out/gpu-session).
 #
-#   bash bench/gpu-session.sh [facts] [accuracy] [nccl] [overhead] [stability] [--budget SECONDS]
+#   bash bench/gpu-session.sh [facts] [accuracy] [nccl] [overhead] [sandbox] [stability] [--budget SECONDS]
 #
 # The machine has no Node: a gzip of this machine's node binary travels as .devnode/node.gz. The
 # stability run is resumable: it appends to $OUT/stability.jsonl and skips what STABILITY_LOG holds.
@@ -60,6 +60,23 @@ for phase in "${PHASES[@]}"; do
     overhead)
       timeout "$(left)" $NODE bench/engine-overhead.mjs --task test/fixtures/tasks/tiny-sum --submission test/fixtures/submissions/tiny-sum/reference.patch \
         --task tasks/paged-kv-cache --submission examples/submissions/paged-kv-cache/reference.patch --rounds 3 > "$OUT/overhead.md" 2>&1; cat "$OUT/overhead.md" ;;
+    sandbox)
+      # Where bubblewrap is missing the engine must refuse (verdict error, phase sandbox); with a
+      # bubblewrap binary carried along as .devnode/bwrap, the same evaluations run sandboxed, the
+      # NCCL one with only the job's /dev/nvidiaN inside.
+      CLI="$NODE dist/cli/index.js eval --format json"
+      PROBEGATE_BWRAP=/nonexistent/bwrap $CLI --task test/fixtures/tasks/tiny-sum --submission test/fixtures/submissions/tiny-sum/reference.patch > "$OUT/sandbox-refused.json"
+      echo "no bubblewrap: exit $?" | tee "$OUT/sandbox.txt"
+      if [ -f .devnode/bwrap ]; then
+        cp .devnode/bwrap /tmp/devnode/bin/bwrap && chmod 755 /tmp/devnode/bin/bwrap
+        export PROBEGATE_BWRAP=/tmp/devnode/bin/bwrap
+        for run in "paged-kv-cache reference" "paged-kv-cache heads-replicated" "paged-kv-cache reference --world-size 1" "weight-sync full-flatten"; do
+          set -- $run
+          name="sandbox-$1-$2${3:+-nccl}"
+          timeout "$(left)" $CLI --task "tasks/$1" --submission "examples/submissions/$1/$2.patch" ${3:+$3 $4} > "$OUT/$name.json" 2> "$OUT/$name.log"
+          echo "$run: exit $? $($PY -c 'import json,sys; r=json.load(open(sys.argv[1])); e=r["environment"]; print(r["verdict"], "sandboxed", e.get("sandboxed"), "cgroup", e.get("cgroup"), "backend", e.get("backend"), "x", e.get("worldSize"), "gpus", e.get("gpus"), "s", round(r["durations"]["totalS"],1), (r.get("error") or {}).get("message","")[:300])' "$OUT/$name.json" 2>&1)" | tee -a "$OUT/sandbox.txt"
+        done
+      fi ;;
     stability)
       [ -n "${STABILITY_LOG:-}" ] && cp "$STABILITY_LOG" "$OUT/stability.jsonl"
       # One thread per rank: $JOBS evaluations of two ranks each share the cores.
