@@ -68,7 +68,7 @@ for phase in "${PHASES[@]}"; do
       PROBEGATE_BWRAP=/nonexistent/bwrap $CLI --task test/fixtures/tasks/tiny-sum --submission test/fixtures/submissions/tiny-sum/reference.patch > "$OUT/sandbox-refused.json"
       echo "no bubblewrap: exit $?" | tee "$OUT/sandbox.txt"
       if [ -f .devnode/bwrap ]; then
-        cp .devnode/bwrap /tmp/devnode/bin/bwrap && chmod 755 /tmp/devnode/bin/bwrap
+        mkdir -p /tmp/devnode/bin && cp .devnode/bwrap /tmp/devnode/bin/bwrap && chmod 755 /tmp/devnode/bin/bwrap
         export PROBEGATE_BWRAP=/tmp/devnode/bin/bwrap
         for run in "paged-kv-cache reference" "paged-kv-cache heads-replicated" "paged-kv-cache reference --world-size 1" "weight-sync full-flatten"; do
           set -- $run
