@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http";
 import { createNodeMiddleware, Probot } from "probot";
 import { openStore } from "../store/db.js";
 import { createProbegate, type Probegate } from "./app.js";
+import { handleDashboard, type Dashboard } from "./dashboard.js";
 import { probegateOctokit } from "./octokit.js";
 import { AppSettingsError, readAppSettings } from "./settings.js";
 
@@ -13,9 +14,10 @@ export const WEBHOOK_PATH = "/api/github/webhooks";
  * An HTTP server that hands webhooks to Probot's middleware, which checks each one's
  * `X-Hub-Signature-256` against the secret before any handler sees it (4xx otherwise).
  */
-export async function webhookServer(probot: Probot, probegate: Probegate, path = WEBHOOK_PATH): Promise<Server> {
+export async function webhookServer(probot: Probot, probegate: Probegate, path = WEBHOOK_PATH, dashboard: Dashboard | null = null): Promise<Server> {
   const middleware = await createNodeMiddleware(probegate.app, { probot, webhooksPath: path });
   return createServer((req, res) => {
+    if (dashboard && handleDashboard(dashboard, req, res)) return;
     void middleware(req, res, () => {
       res.writeHead(404, { "content-type": "text/plain" }).end(`probegate: no route ${req.method} ${req.url}\n`);
     });
@@ -51,7 +53,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, cwd = pr
   });
   const db = openStore(settings.dbFile);
   const probegate = createProbegate({ db, ...settings });
-  const server = await webhookServer(probot, probegate, env.WEBHOOK_PATH ?? WEBHOOK_PATH);
+  const server = await webhookServer(probot, probegate, env.WEBHOOK_PATH ?? WEBHOOK_PATH, { db, token: settings.dashboardToken });
   const port = Number(env.PORT ?? 3000);
   const host = env.HOST ?? "0.0.0.0";
   await new Promise<void>((resolve, reject) => server.once("error", reject).listen(port, host, resolve));

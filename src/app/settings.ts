@@ -24,6 +24,7 @@ const EnvSchema = z.object({
     .optional(),
   PROBEGATE_TIMEOUT_MINUTES: z.coerce.number().positive().max(24 * 60).default(120),
   PROBEGATE_SWEEP_SECONDS: z.coerce.number().min(0).max(3600).default(60),
+  PROBEGATE_DASHBOARD_TOKEN: z.string().min(16, "must be at least 16 characters (the scorecard dashboard's password)").optional(),
 });
 
 /** What the app needs from its environment, checked once at start. */
@@ -35,6 +36,8 @@ export interface AppSettings {
   defaultEvaluator: Evaluator | null;
   defaultTimeoutS: number;
   sweepEveryMs: number;
+  /** The password of the scorecard dashboard (`/probegate/scorecard`); null: the dashboard is off. */
+  dashboardToken: string | null;
 }
 
 /**
@@ -56,5 +59,6 @@ export function readAppSettings(env: NodeJS.ProcessEnv, cwd: string): AppSetting
     defaultEvaluator: m ? { repository: m[1] as string, workflow: m[2] as string, ref: m[3] ?? "main" } : null,
     defaultTimeoutS: e.PROBEGATE_TIMEOUT_MINUTES * 60,
     sweepEveryMs: e.PROBEGATE_SWEEP_SECONDS * 1000,
+    dashboardToken: e.PROBEGATE_DASHBOARD_TOKEN ?? null,
   };
 }
