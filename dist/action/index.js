@@ -60120,7 +60120,15 @@ function planIsolation(o) {
     }
     const layout = systemLayout();
     const covered = (p) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
-    const readOnly = [...layout.readOnly, ...o.interpreterDirs.filter((p) => !covered(p))];
+    const interpreter = o.interpreterDirs.filter((p) => !covered(p));
+    for (const dir of uid !== null ? interpreter : []) {
+        // Found now, not as a bubblewrap failure that would read like the submission's.
+        const closed = closedAncestor(dir);
+        if (closed) {
+            throw new HarnessError(`the sandbox user (uid ${uid}) cannot reach the interpreter's folder ${dir}: ${closed} is not searchable by others. Install the interpreter where others can read it, or run chmod o+x ${closed}.`, "sandbox");
+        }
+    }
+    const readOnly = [...layout.readOnly, ...interpreter];
     return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus) } });
 }
 /**

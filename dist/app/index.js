@@ -37605,8 +37605,8 @@ const TaskSpecSchema = strictObject({
 ;// CONCATENATED MODULE: ./src/core/probe-check.ts
 
 
-const CATEGORIES = ["structure", "state", "functional", "memory", "time", "traffic"];
-const CategorySchema = schemas_enum(CATEGORIES);
+const probe_check_CATEGORIES = ["structure", "state", "functional", "memory", "time", "traffic"];
+const CategorySchema = schemas_enum(probe_check_CATEGORIES);
 const CheckStatusSchema = schemas_enum(["passed", "failed", "error", "skipped"]);
 /** Where in the submission a flaw is; paths are relative to the submission's root. */
 const LocationSchema = strictObject({
@@ -37690,7 +37690,7 @@ function where(p) {
 }
 /** Counts of checks per category and status, in the fixed category order. */
 function categoryTable(probes) {
-    return CATEGORIES.map((category) => {
+    return probe_check_CATEGORIES.map((category) => {
         const of = probes.filter((p) => p.category === category);
         const n = (s) => of.filter((p) => p.status === s).length;
         return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
@@ -41746,7 +41746,7 @@ function renderExplain(evaluations) {
             continue;
         }
         const lines = [`${head}: ${e.verdict}. Hidden probes that did not pass, by category:`];
-        for (const category of CATEGORIES) {
+        for (const category of probe_check_CATEGORIES) {
             const of = e.failures.filter((f) => f.category === category);
             if (of.length === 0)
                 continue;
@@ -42202,6 +42202,7 @@ const EnvSchema = object({
         .optional(),
     PROBEGATE_TIMEOUT_MINUTES: coerce_number().positive().max(24 * 60).default(120),
     PROBEGATE_SWEEP_SECONDS: coerce_number().min(0).max(3600).default(60),
+    PROBEGATE_DASHBOARD_TOKEN: schemas_string().min(16, "must be at least 16 characters (the scorecard dashboard's password)").optional(),
 });
 /**
  * Reads the app's settings from `env`. The app refuses to start without a webhook secret (an
@@ -42222,6 +42223,7 @@ function readAppSettings(env, cwd) {
         defaultEvaluator: m ? { repository: m[1], workflow: m[2], ref: m[3] ?? "main" } : null,
         defaultTimeoutS: e.PROBEGATE_TIMEOUT_MINUTES * 60,
         sweepEveryMs: e.PROBEGATE_SWEEP_SECONDS * 1000,
+        dashboardToken: e.PROBEGATE_DASHBOARD_TOKEN ?? null,
     };
 }
 
@@ -53558,6 +53560,428 @@ async function create_node_middleware_createNodeMiddleware(appFn, { probot = cre
 ;// CONCATENATED MODULE: ./node_modules/probot/lib/index.js
 
 
+;// CONCATENATED MODULE: ./src/core/scorecard.ts
+
+/** The verdicts in the order a scorecard shows them: best first. */
+const VERDICT_ORDER = ["resolved", "probe-rejected", "official-failed", "error"];
+/** How a scorecard names the attempts no agent was detected on. */
+const NO_AGENT = "(no agent detected)";
+const zeroVerdicts = () => ({ resolved: 0, "probe-rejected": 0, "official-failed": 0, error: 0 });
+const zeroCategories = () => Object.fromEntries(probe_check_CATEGORIES.map((c) => [c, 0]));
+function score(agent, attempts) {
+    const verdicts = zeroVerdicts();
+    const failedCategories = zeroCategories();
+    const tasks = {};
+    for (const a of attempts) {
+        verdicts[a.verdict] += 1;
+        (tasks[a.task] ??= zeroVerdicts())[a.verdict] += 1;
+        for (const c of new Set(a.failedCategories))
+            failedCategories[c] += 1;
+    }
+    const judged = attempts.length - verdicts.error;
+    const passedOfficial = verdicts.resolved + verdicts["probe-rejected"];
+    return {
+        agent,
+        submissions: attempts.length,
+        verdicts,
+        resolvedRate: judged > 0 ? verdicts.resolved / judged : null,
+        passedOfficial,
+        caughtRate: passedOfficial > 0 ? verdicts["probe-rejected"] / passedOfficial : null,
+        failedCategories,
+        tasks,
+    };
+}
+/** Aggregates counted attempts into one scorecard: per agent, and everyone together. Pure. */
+function buildScorecard(attempts, basis) {
+    const byAgent = new Map();
+    for (const a of attempts) {
+        const name = a.agent ?? NO_AGENT;
+        const list = byAgent.get(name) ?? [];
+        list.push(a);
+        byAgent.set(name, list);
+    }
+    const agents = [...byAgent].map(([name, list]) => score(name, list));
+    agents.sort((a, b) => Number(a.agent === NO_AGENT) - Number(b.agent === NO_AGENT) ||
+        (b.resolvedRate ?? -1) - (a.resolvedRate ?? -1) ||
+        b.submissions - a.submissions ||
+        a.agent.localeCompare(b.agent));
+    return { basis, agents, total: score("all agents", attempts), tasks: [...new Set(attempts.map((a) => a.task))].sort() };
+}
+/** A rate as a whole percentage ("–" when there is nothing to divide). */
+function percent(rate) {
+    return rate === null ? "–" : `${Math.round(rate * 100)}%`;
+}
+const BASIS_WORDS = {
+    "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
+    "best-of-n": "best attempt per PR and task (after reruns and pushes)",
+    all: "every finished attempt",
+};
+/** What a scorecard counted, in words. */
+function describeBasis(basis) {
+    return BASIS_WORDS[basis];
+}
+/** The scorecard as a markdown table, one row per agent and a total row. */
+function renderScorecardMarkdown(card) {
+    const head = ["agent", "submissions", "resolved", "caught by probes", "official failed", "error", "resolved rate", "caught rate", "failed categories"];
+    const row = (s, bold = false) => {
+        const cats = CATEGORIES.filter((c) => s.failedCategories[c] > 0)
+            .map((c) => `${c} ${s.failedCategories[c]}`)
+            .join(", ");
+        const cells = [s.agent, s.submissions, s.verdicts.resolved, s.verdicts["probe-rejected"], s.verdicts["official-failed"], s.verdicts.error, percent(s.resolvedRate), percent(s.caughtRate), cats || "–"].map(String);
+        return `| ${(bold ? cells.map((c) => `**${c.replace(/\|/g, "\\|")}**`) : cells.map((c) => c.replace(/\|/g, "\\|"))).join(" | ")} |`;
+    };
+    return [
+        `Counted: ${describeBasis(card.basis)}. "Caught rate": of the submissions that passed every official test, the share the hidden probes rejected.`,
+        "",
+        `| ${head.join(" | ")} |`,
+        `|---|${head.slice(1).map(() => "---:").join("|")}|`,
+        ...card.agents.map((a) => row(a)),
+        row(card.total, true),
+    ].join("\n");
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard-html.ts
+
+
+/** Colours per verdict and per probe category, shared by the charts and the tables' swatches. */
+const VERDICT_COLOUR = {
+    resolved: "#2da44e",
+    "probe-rejected": "#d4a72c",
+    "official-failed": "#cf222e",
+    error: "#8c959f",
+};
+const scorecard_html_VERDICT_LABEL = {
+    resolved: "resolved",
+    "probe-rejected": "passed official tests, caught by probes",
+    "official-failed": "failed official tests",
+    error: "error (nothing judged)",
+};
+const CATEGORY_COLOUR = {
+    structure: "#8250df",
+    state: "#bf3989",
+    functional: "#0969da",
+    memory: "#1a7f37",
+    time: "#bc4c00",
+    traffic: "#57606a",
+};
+function escapeHtml(s) {
+    return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+/** JSON that is safe inside a <script> element: no "</script>", no HTML comment openers. */
+function scriptJson(value) {
+    return JSON.stringify(value).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+}
+/** What the page's script draws: plain data, no code. */
+function chartData(card) {
+    const labels = card.agents.map((a) => a.agent);
+    const share = (a, n) => (a.submissions ? (100 * n) / a.submissions : 0);
+    return {
+        labels,
+        verdicts: VERDICT_ORDER.map((v) => ({
+            label: scorecard_html_VERDICT_LABEL[v],
+            backgroundColor: VERDICT_COLOUR[v],
+            data: card.agents.map((a) => Number(share(a, a.verdicts[v]).toFixed(1))),
+            counts: card.agents.map((a) => a.verdicts[v]),
+        })),
+        caught: card.agents.map((a) => (a.caughtRate === null ? null : Number((100 * a.caughtRate).toFixed(1)))),
+        categories: probe_check_CATEGORIES.map((c) => ({ label: c, backgroundColor: CATEGORY_COLOUR[c], data: card.agents.map((a) => a.failedCategories[c]) })),
+    };
+}
+function agentRow(a, cls = "") {
+    const cells = [
+        escapeHtml(a.agent),
+        String(a.submissions),
+        ...VERDICT_ORDER.map((v) => String(a.verdicts[v])),
+        percent(a.resolvedRate),
+        percent(a.caughtRate),
+        probe_check_CATEGORIES.filter((c) => a.failedCategories[c] > 0)
+            .map((c) => `${c} ${a.failedCategories[c]}`)
+            .join(", ") || "–",
+    ];
+    return `<tr${cls ? ` class="${cls}"` : ""}>${cells.map((c, i) => (i === 0 ? `<th scope="row">${c}</th>` : `<td>${c}</td>`)).join("")}</tr>`;
+}
+function taskTable(card) {
+    const head = `<tr><th scope="col">agent</th>${card.tasks.map((t) => `<th scope="col">${escapeHtml(t)}</th>`).join("")}</tr>`;
+    const rows = card.agents.map((a) => {
+        const cells = card.tasks.map((t) => {
+            const c = a.tasks[t];
+            if (!c)
+                return "<td>–</td>";
+            const n = VERDICT_ORDER.reduce((s, v) => s + c[v], 0);
+            const title = VERDICT_ORDER.map((v) => `${scorecard_html_VERDICT_LABEL[v]}: ${c[v]}`).join("; ");
+            return `<td title="${escapeHtml(title)}">${c.resolved}/${n} resolved${c["probe-rejected"] ? `, ${c["probe-rejected"]} caught` : ""}</td>`;
+        });
+        return `<tr><th scope="row">${escapeHtml(a.agent)}</th>${cells.join("")}</tr>`;
+    });
+    return `<table><thead>${head}</thead><tbody>${rows.join("")}</tbody></table>`;
+}
+/**
+ * A self-contained HTML page of one scorecard: three charts (verdict shares per agent, the share
+ * of official-test passes the probes caught, failed probe categories) drawn by Chart.js, whose
+ * source is inlined so the page opens from a file with no network; and the same figures as tables,
+ * which read without JavaScript. Pure: the caller passes Chart.js's source and the time.
+ */
+function renderScorecardHtml(card, opts) {
+    const legend = VERDICT_ORDER.map((v) => `<span class="sw" style="background:${VERDICT_COLOUR[v]}"></span>${scorecard_html_VERDICT_LABEL[v]}`).join(" ");
+    const head = ["agent", "submissions", ...VERDICT_ORDER.map((v) => scorecard_html_VERDICT_LABEL[v]), "resolved rate", "caught rate", "failed probe categories"];
+    const height = Math.max(160, 44 * card.agents.length + 80);
+    const empty = card.agents.length === 0;
+    return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(opts.title)}</title>
+<style>
+body{font:14px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#1f2328}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem}
+.meta{color:#59636e}.sw{display:inline-block;width:.8em;height:.8em;margin:0 .3em 0 .8em;border-radius:2px;vertical-align:-1px}
+table{border-collapse:collapse;margin:.5rem 0;width:100%}th,td{border:1px solid #d1d9e0;padding:.35rem .6rem;text-align:right}
+th[scope=row],thead th:first-child{text-align:left}thead th{background:#f6f8fa}tr.total th,tr.total td{font-weight:600;background:#f6f8fa}
+.chart{position:relative;height:${height}px}.grid{display:grid;grid-template-columns:1fr 1fr;gap:2rem}@media(max-width:800px){.grid{grid-template-columns:1fr}}
+</style>
+</head>
+<body>
+<h1>${escapeHtml(opts.title)}</h1>
+<p class="meta">${escapeHtml(opts.scope)} · counted: ${escapeHtml(describeBasis(card.basis))} · ${card.total.submissions} submissions · generated ${escapeHtml(opts.generatedAt)}</p>
+${empty
+        ? "<p>No finished evaluation matches: nothing to score yet.</p>"
+        : `<p><strong>${percent(card.total.caughtRate)}</strong> of the submissions that passed every official test were rejected by hidden probes; ${percent(card.total.resolvedRate)} of the judged submissions were resolved.</p>
+<h2>Verdicts per agent</h2>
+<p class="meta">${legend}</p>
+<div class="chart"><canvas id="verdicts" role="img" aria-label="Share of each verdict per agent"></canvas></div>
+<div class="grid">
+<div><h2>Caught by hidden probes</h2><p class="meta">Of each agent's submissions that passed every official test, the share a probe rejected.</p><div class="chart"><canvas id="caught" role="img" aria-label="Share caught by probes per agent"></canvas></div></div>
+<div><h2>Failed probe categories</h2><p class="meta">Submissions with a failed check of each category.</p><div class="chart"><canvas id="categories" role="img" aria-label="Failed probe categories per agent"></canvas></div></div>
+</div>`}
+<h2>Per agent</h2>
+<table><thead><tr>${head.map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join("")}</tr></thead>
+<tbody>${card.agents.map((a) => agentRow(a)).join("")}${agentRow(card.total, "total")}</tbody></table>
+${empty ? "" : `<h2>Per agent and task</h2>${taskTable(card)}`}
+<script type="application/json" id="scorecard-data">${scriptJson(chartData(card))}</script>
+<script>${opts.chartJs.replace(/<\/script/gi, "<\\/script")}</script>
+<script>
+(function () {
+  if (typeof Chart === "undefined" || !document.getElementById("verdicts")) return;
+  var d = JSON.parse(document.getElementById("scorecard-data").textContent);
+  var pct = { x: { stacked: true, max: 100, ticks: { callback: function (v) { return v + "%"; } } }, y: { stacked: true } };
+  new Chart(document.getElementById("verdicts"), {
+    type: "bar",
+    data: { labels: d.labels, datasets: d.verdicts },
+    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: pct,
+      plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (c) {
+        return c.dataset.label + ": " + c.dataset.counts[c.dataIndex] + " (" + c.parsed.x + "%)"; } } } } }
+  });
+  new Chart(document.getElementById("caught"), {
+    type: "bar",
+    data: { labels: d.labels, datasets: [{ label: "caught by probes", data: d.caught, backgroundColor: "#d4a72c" }] },
+    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, plugins: { legend: { display: false } },
+      scales: { x: { min: 0, max: 100, ticks: { callback: function (v) { return v + "%"; } } } } }
+  });
+  new Chart(document.getElementById("categories"), {
+    type: "bar",
+    data: { labels: d.labels, datasets: d.categories },
+    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: { x: { stacked: true, ticks: { precision: 0 } }, y: { stacked: true } } }
+  });
+})();
+</script>
+</body>
+</html>
+`;
+}
+
+;// CONCATENATED MODULE: ./src/store/scorecard-rows.ts
+
+/**
+ * The attempts a scorecard counts, with the probe categories each failed. `owner`/`repo` narrow it
+ * to one repository. `since` keeps (repo, PR, task) groups whose first attempt finished at or after
+ * it (with `all`: attempts finished at or after it), so a "first attempt" is never one that merely
+ * came first inside the window. A group's agent is that of its first finished attempt.
+ */
+function countedAttempts(db, opts) {
+    const rows = db
+        .prepare(`SELECT r.evaluation_key, r.attempt, r.verdict, r.finished_at, e.head_sha, e.owner, e.repo, e.pr, e.task, e.agent
+       FROM attempt_results r JOIN evaluations e ON e.key = r.evaluation_key
+       WHERE (? IS NULL OR e.owner = ?) AND (? IS NULL OR e.repo = ?)
+       ORDER BY r.finished_at, r.attempt`)
+        .all(opts.owner ?? null, opts.owner ?? null, opts.repo ?? null, opts.repo ?? null);
+    const failed = db.prepare("SELECT DISTINCT category FROM probe_failures WHERE evaluation_key = ? AND attempt = ? AND status = 'failed' ORDER BY category");
+    // Group attempts by (repo, PR, task); an evaluation without a PR is its own group.
+    const groups = new Map();
+    for (const r of rows) {
+        const id = r.pr === null ? `key:${r.evaluation_key}` : JSON.stringify([r.owner, r.repo, r.pr, r.task]);
+        const g = groups.get(id) ?? { agent: r.agent, task: r.task, results: [] };
+        g.results.push({ evaluationKey: r.evaluation_key, attempt: r.attempt, headSha: r.head_sha, verdict: r.verdict, finishedAt: new Date(r.finished_at) });
+        groups.set(id, g);
+    }
+    const out = [];
+    const add = (g, r) => {
+        const categories = failed.all(r.evaluationKey, r.attempt).map((c) => c.category);
+        out.push({ agent: g.agent, task: g.task, verdict: r.verdict, failedCategories: categories });
+    };
+    const since = opts.since?.getTime() ?? -Infinity;
+    for (const g of groups.values()) {
+        if (opts.basis === "all") {
+            for (const r of g.results)
+                if (r.finishedAt.getTime() >= since)
+                    add(g, r);
+            continue;
+        }
+        const summary = attempt_summary_summarizeAttempts(g.results);
+        if (summary && summary.first.finishedAt.getTime() >= since)
+            add(g, opts.basis === "first-attempt" ? summary.first : summary.best);
+    }
+    return out;
+}
+/** Per agent × task × verdict counts of the counted attempts, sorted by agent, task, verdict. */
+function scorecardRows(db, opts) {
+    const counts = new Map();
+    for (const a of countedAttempts(db, opts)) {
+        const id = JSON.stringify([a.agent, a.task, a.verdict]);
+        const row = counts.get(id) ?? { agent: a.agent, task: a.task, verdict: a.verdict, count: 0 };
+        row.count += 1;
+        counts.set(id, row);
+    }
+    return [...counts.values()].sort((a, b) => (a.agent ?? "").localeCompare(b.agent ?? "") || a.task.localeCompare(b.task) || a.verdict.localeCompare(b.verdict));
+}
+
+;// CONCATENATED MODULE: ./src/store/scorecard-page.ts
+
+
+
+
+
+
+/** The HTML scorecard cannot be drawn here; the message says what is missing. */
+class ChartLibraryMissingError extends Error {
+    name = "ChartLibraryMissingError";
+}
+let chartJs;
+/**
+ * Chart.js's browser build, inlined into scorecard pages so they open from a file or an intranet
+ * with no network. Resolved at run time from the installed package (a dependency of probegate), not
+ * bundled: the name is built so the bundler leaves it alone, and since its exports map hides dist/,
+ * the path goes through the CommonJS entry, which sits in dist/ beside the browser build.
+ */
+function chartJsSource() {
+    if (chartJs !== undefined)
+        return chartJs;
+    const require = (0,external_node_module_namespaceObject.createRequire)(import.meta.url);
+    let file;
+    try {
+        file = (0,external_node_path_.join)((0,external_node_path_.dirname)(require.resolve(["chart", "js"].join("."))), "chart.umd.min.js");
+        chartJs = (0,external_node_fs_.readFileSync)(file, "utf8");
+    }
+    catch (e) {
+        throw new ChartLibraryMissingError(`the HTML scorecard needs the chart.js package installed beside probegate (npm ci installs it): ${e.message}`);
+    }
+    return chartJs;
+}
+/** The scorecard of the counted attempts in the store. */
+function scorecardOf(db, filter) {
+    return buildScorecard(countedAttempts(db, filter), filter.basis);
+}
+/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
+function scopeOf(filter) {
+    return filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+}
+/** A self-contained HTML scorecard page of the store (see `renderScorecardHtml`). */
+function scorecardPage(db, filter, now) {
+    return renderScorecardHtml(scorecardOf(db, filter), { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope: scopeOf(filter) });
+}
+
+;// CONCATENATED MODULE: ./src/app/dashboard.ts
+
+
+/** Where the scorecard dashboard is served. */
+const DASHBOARD_PATH = "/probegate/scorecard";
+const digest = (s) => (0,external_node_crypto_namespaceObject.createHash)("sha256").update(s).digest();
+/** Whether `header` is HTTP Basic auth whose password is `token` (compared in constant time). */
+function authorized(header, token) {
+    const m = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header ?? "");
+    if (!m)
+        return false;
+    const decoded = Buffer.from(m[1], "base64").toString("utf8");
+    const colon = decoded.indexOf(":");
+    if (colon < 0)
+        return false;
+    return (0,external_node_crypto_namespaceObject.timingSafeEqual)(digest(decoded.slice(colon + 1)), digest(token));
+}
+/** The scorecard filter of a dashboard URL's query (`basis`, `repo`, `since`); a string says what is wrong. */
+function filterOf(query) {
+    const basis = query.get("basis") ?? "first-attempt";
+    if (!["first-attempt", "best-of-n", "all"].includes(basis))
+        return `basis '${basis}': expected first-attempt, best-of-n or all`;
+    const filter = { basis: basis };
+    const repo = query.get("repo");
+    if (repo) {
+        const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(repo);
+        if (!m)
+            return `repo '${repo}': expected OWNER or OWNER/NAME`;
+        filter.owner = m[1];
+        if (m[2])
+            filter.repo = m[2];
+    }
+    const since = query.get("since");
+    if (since) {
+        const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(since) ? new Date(since) : new Date(NaN);
+        if (Number.isNaN(d.getTime()))
+            return `since '${since}': expected a date like 2026-11-01`;
+        filter.since = d;
+    }
+    return filter;
+}
+function send(res, status, type, body, headers = {}) {
+    res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-content-type-options": "nosniff", ...headers }).end(body);
+}
+/**
+ * Serves the org's scorecard from the store: `GET /probegate/scorecard` (an HTML page with charts)
+ * and `/probegate/scorecard.json`, filtered by `?basis=&repo=&since=`. The scorecard names
+ * repositories and agents, so it is behind HTTP Basic auth with `PROBEGATE_DASHBOARD_TOKEN` as the
+ * password, and off without one. Returns false for any other path (the webhook middleware's).
+ */
+function handleDashboard(d, req, res) {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    if (url.pathname !== DASHBOARD_PATH && url.pathname !== `${DASHBOARD_PATH}.json`)
+        return false;
+    if (req.method !== "GET" && req.method !== "HEAD") {
+        send(res, 405, "text/plain; charset=utf-8", "probegate: the scorecard answers GET only\n", { allow: "GET, HEAD" });
+        return true;
+    }
+    if (d.token === null) {
+        send(res, 404, "text/plain; charset=utf-8", "probegate: the scorecard dashboard is off; set PROBEGATE_DASHBOARD_TOKEN to turn it on\n");
+        return true;
+    }
+    if (!authorized(req.headers.authorization, d.token)) {
+        send(res, 401, "text/plain; charset=utf-8", "probegate: the scorecard needs the dashboard token as the password (HTTP Basic auth)\n", {
+            "www-authenticate": 'Basic realm="probegate scorecard", charset="UTF-8"',
+        });
+        return true;
+    }
+    const filter = filterOf(url.searchParams);
+    if (typeof filter === "string") {
+        send(res, 400, "text/plain; charset=utf-8", `probegate: ${filter}\n`);
+        return true;
+    }
+    const now = d.now?.() ?? new Date();
+    try {
+        if (url.pathname.endsWith(".json")) {
+            send(res, 200, "application/json", `${JSON.stringify({ scope: scopeOf(filter), since: filter.since?.toISOString() ?? null, ...scorecardOf(d.db, filter) })}\n`);
+        }
+        else {
+            // The page's only script is its own inline one: nothing may load from elsewhere.
+            send(res, 200, "text/html; charset=utf-8", scorecardPage(d.db, filter, now), {
+                "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:",
+            });
+        }
+    }
+    catch (e) {
+        const why = e instanceof ChartLibraryMissingError ? e.message : "the store could not be read";
+        send(res, 500, "text/plain; charset=utf-8", `probegate: ${why}\n`);
+    }
+    return true;
+}
+
 ;// CONCATENATED MODULE: ./src/app/octokit.ts
 
 /** Retries after a rate limit before giving up on a request. */
@@ -53596,15 +54020,18 @@ function probegateOctokit(tuning = {}) {
 
 
 
+
 /** The default path GitHub posts webhooks to (Probot's). */
 const WEBHOOK_PATH = "/api/github/webhooks";
 /**
  * An HTTP server that hands webhooks to Probot's middleware, which checks each one's
  * `X-Hub-Signature-256` against the secret before any handler sees it (4xx otherwise).
  */
-async function webhookServer(probot, probegate, path = WEBHOOK_PATH) {
+async function webhookServer(probot, probegate, path = WEBHOOK_PATH, dashboard = null) {
     const middleware = await create_node_middleware_createNodeMiddleware(probegate.app, { probot, webhooksPath: path });
     return (0,external_node_http_namespaceObject.createServer)((req, res) => {
+        if (dashboard && handleDashboard(dashboard, req, res))
+            return;
         void middleware(req, res, () => {
             res.writeHead(404, { "content-type": "text/plain" }).end(`probegate: no route ${req.method} ${req.url}\n`);
         });
@@ -53641,7 +54068,7 @@ async function startServer(env = process.env, cwd = process.cwd()) {
     });
     const db = openStore(settings.dbFile);
     const probegate = createProbegate({ db, ...settings });
-    const server = await webhookServer(probot, probegate, env.WEBHOOK_PATH ?? WEBHOOK_PATH);
+    const server = await webhookServer(probot, probegate, env.WEBHOOK_PATH ?? WEBHOOK_PATH, { db, token: settings.dashboardToken });
     const port = Number(env.PORT ?? 3000);
     const host = env.HOST ?? "0.0.0.0";
     await new Promise((resolve, reject) => server.once("error", reject).listen(port, host, resolve));
