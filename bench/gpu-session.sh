@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: what it has, the probe kit's meters, the task pack on NCCL,
 # the engine's overhead, and the verdict-stability run. Figures go to $OUT (default out/gpu-session).
 #
-#   bash bench/gpu-session.sh [facts] [accuracy] [nccl] [overhead] [sandbox] [stability] [--budget SECONDS]
+#   bash bench/gpu-session.sh [facts] [accuracy] [nccl] [overhead] [app] [sandbox] [stability] [--budget SECONDS]
 #
 # The machine has no Node: a gzip of this machine's node binary travels as .devnode/node.gz. The
 # stability run is resumable: it appends to $OUT/stability.jsonl and skips what STABILITY_LOG holds.
@@ -60,6 +60,10 @@ for phase in "${PHASES[@]}"; do
     overhead)
       timeout "$(left)" $NODE bench/engine-overhead.mjs --task test/fixtures/tasks/tiny-sum --submission test/fixtures/submissions/tiny-sum/reference.patch \
         --task tasks/paged-kv-cache --submission examples/submissions/paged-kv-cache/reference.patch --rounds 3 > "$OUT/overhead.md" 2>&1; cat "$OUT/overhead.md" ;;
+    app)
+      # The app's throughput on an idle many-core machine. The machine has no node_modules: the
+      # caller puts ncc bundles of bench/app-throughput.mjs and bench/app-github-stub.mjs in place.
+      timeout "$(left)" $NODE --expose-gc bench/app-throughput.mjs --deliveries "${APP_DELIVERIES:-10000}" > "$OUT/app-throughput.md" 2>&1; tail -20 "$OUT/app-throughput.md" ;;
     sandbox)
       # Where bubblewrap is missing the engine must refuse (verdict error, phase sandbox); with a
       # bubblewrap binary carried along as .devnode/bwrap, the same evaluations run sandboxed, the
@@ -70,7 +74,8 @@ for phase in "${PHASES[@]}"; do
       if [ -f .devnode/bwrap ]; then
         mkdir -p /tmp/devnode/bin && cp .devnode/bwrap /tmp/devnode/bin/bwrap && chmod 755 /tmp/devnode/bin/bwrap
         export PROBEGATE_BWRAP=/tmp/devnode/bin/bwrap
-        for run in "paged-kv-cache reference" "paged-kv-cache heads-replicated" "paged-kv-cache reference --world-size 1" "weight-sync full-flatten"; do
+        for run in ${SANDBOX_RUNS:-"paged-kv-cache:reference" "paged-kv-cache:heads-replicated" "paged-kv-cache:reference:--world-size:1" "weight-sync:full-flatten"}; do
+          run=${run//:/ }
           set -- $run
           name="sandbox-$1-$2${3:+-nccl}"
           timeout "$(left)" $CLI --task "tasks/$1" --submission "examples/submissions/$1/$2.patch" ${3:+$3 $4} > "$OUT/$name.json" 2> "$OUT/$name.log"
