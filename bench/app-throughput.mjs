@@ -16,7 +16,7 @@ import { Probot, ProbotOctokit } from "probot";
 const root = resolve(import.meta.dirname, "..");
 const args = process.argv.slice(2);
 const total = Number(args[args.indexOf("--deliveries") + 1] || 10_000);
-const { createProbegate, openStore, webhookServer } = await import(pathToFileURL(join(root, "dist", "app", "index.js")).href);
+const { createProbegate, openStore, webhookServer } = await import(/* webpackIgnore: true */ pathToFileURL(join(root, "dist", "app", "index.js")).href);
 
 const SECRET = "bench-webhook-secret";
 const SIGNING_KEY = "bench-signing-key-0123456789abcdef";
