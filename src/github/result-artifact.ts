@@ -1,7 +1,6 @@
-import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { unzipSync } from "fflate";
-import { canonicalJson } from "../core/canonical-json.js";
 import { EvaluationResultSchema, type EvaluationResult } from "../core/result.js";
+import { verifyResult } from "../core/result-signature.js";
 
 /** The artifact the evaluator workflow uploads (examples/workflows/probegate-evaluator.yml). */
 export const RESULT_ARTIFACT = "probegate-result";
@@ -45,21 +44,6 @@ export function resultFileFromZip(zip: Uint8Array): { ok: true; name: string; te
   return { ok: true, name, text: Buffer.from(files[name] as Uint8Array).toString("utf8") };
 }
 
-function keyId(key: string): string {
-  return createHash("sha256").update(key).digest("hex").slice(0, 16);
-}
-
-/** HMAC-SHA256 over the canonical JSON of everything but the signature, as the engine signs it. */
-function signatureProblem(result: EvaluationResult, key: string): string | null {
-  const sig = result.signature;
-  if (!sig) return "the result is not signed";
-  if (sig.keyId !== keyId(key)) return `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})`;
-  const { signature: _ignored, ...body } = result;
-  const want = createHmac("sha256", key).update(canonicalJson(body)).digest();
-  const got = Buffer.from(sig.value, "hex");
-  return got.length === want.length && timingSafeEqual(got, want) ? null : "the signature does not match the result's content";
-}
-
 /**
  * Decides whether a result document may be reported: valid JSON, valid against the result schema,
  * signed with the app's key, and about this very attempt (evaluation key, head SHA, task), so a
@@ -79,7 +63,8 @@ export function checkResult(text: string, expected: ExpectedResult): CheckedResu
   }
   const result = parsed.data;
   const problems: string[] = [];
-  const bad = signatureProblem(result, expected.signingKey);
+  const verified = verifyResult(result, expected.signingKey);
+  const bad = verified.ok ? null : verified.why;
   if (bad) problems.push(bad);
   if (result.evaluationKey !== expected.evaluationKey) {
     problems.push(`the result is for evaluation ${JSON.stringify(result.evaluationKey ?? null)}, not ${JSON.stringify(expected.evaluationKey)}`);

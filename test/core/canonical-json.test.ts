@@ -19,7 +19,7 @@ describe("canonical JSON and signatures", () => {
 
   it("rejects a changed verdict, another key, and no signature", () => {
     const signed = signResult(sampleResult(), key);
-    expect(verifyResult({ ...signed, verdict: "resolved" }, key)).toEqual({ ok: false, why: "the signature does not match the content" });
+    expect(verifyResult({ ...signed, verdict: "resolved" }, key)).toEqual({ ok: false, why: "the signature does not match the result's content" });
     expect(verifyResult(signed, "x".repeat(32)).ok).toBe(false);
     expect(verifyResult(sampleResult(), key)).toEqual({ ok: false, why: "the result is not signed" });
     expect(() => signResult(sampleResult(), "short")).toThrow(RangeError);
