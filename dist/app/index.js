@@ -37918,8 +37918,6 @@ async function completeCheckRun(gh, target, out, extra = {}) {
     return Math.max(1, batches.length);
 }
 
-;// CONCATENATED MODULE: external "node:crypto"
-const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
 // EXTERNAL MODULE: external "module"
 var external_module_ = __nccwpck_require__(3339);
 ;// CONCATENATED MODULE: ./node_modules/fflate/esm/index.mjs
@@ -40634,25 +40632,6 @@ function unzipSync(data, opts) {
     return files;
 }
 
-;// CONCATENATED MODULE: ./src/core/canonical-json.ts
-/**
- * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Signing hashes
- * this form, so a result re-serialised by any JSON library verifies the same.
- */
-function canonicalJson(value) {
-    if (value === null || typeof value !== "object") {
-        if (typeof value === "number" && !Number.isFinite(value))
-            throw new TypeError("cannot sign a non-finite number");
-        return JSON.stringify(value) ?? "null";
-    }
-    if (Array.isArray(value))
-        return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
-    const entries = Object.entries(value)
-        .filter(([, v]) => v !== undefined)
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-}
-
 ;// CONCATENATED MODULE: ./src/core/result.ts
 
 
@@ -40761,8 +40740,61 @@ const EvaluationResultSchema = strictObject({
     signature: SignatureSchema.nullish(),
 });
 
-;// CONCATENATED MODULE: ./src/github/result-artifact.ts
+;// CONCATENATED MODULE: external "node:crypto"
+const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
+;// CONCATENATED MODULE: ./src/core/canonical-json.ts
+/**
+ * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Signing hashes
+ * this form, so a result re-serialised by any JSON library verifies the same.
+ */
+function canonicalJson(value) {
+    if (value === null || typeof value !== "object") {
+        if (typeof value === "number" && !Number.isFinite(value))
+            throw new TypeError("cannot sign a non-finite number");
+        return JSON.stringify(value) ?? "null";
+    }
+    if (Array.isArray(value))
+        return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
+    const entries = Object.entries(value)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+}
 
+;// CONCATENATED MODULE: ./src/core/result-signature.ts
+
+
+// The one definition of how results are signed: the engine and the Action sign with it, the app
+// and `probegate verify` check with it. Hashing only: no I/O, no clock.
+/** Names a key without revealing it: the first 16 hex digits of its SHA-256. */
+function keyId(key) {
+    return (0,external_node_crypto_namespaceObject.createHash)("sha256").update(key).digest("hex").slice(0, 16);
+}
+function result_signature_mac(result, key) {
+    const { signature: _unsigned, ...body } = result;
+    return (0,external_node_crypto_namespaceObject.createHmac)("sha256", key).update(canonicalJson(body)).digest();
+}
+/** Signs a result: HMAC-SHA256 over the canonical JSON of everything but the signature. */
+function signResult(result, key) {
+    if (!key || key.length < 16)
+        throw new RangeError("a signing key must be at least 16 bytes");
+    return { ...result, signature: { algorithm: "hmac-sha256", keyId: keyId(key), value: result_signature_mac(result, key).toString("hex") } };
+}
+/** Whether a result carries a valid signature by `key`; never throws on forged input. */
+function verifyResult(result, key) {
+    const sig = result.signature;
+    if (!sig)
+        return { ok: false, why: "the result is not signed" };
+    if (sig.keyId !== keyId(key))
+        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})` };
+    const want = result_signature_mac(result, key);
+    const got = Buffer.from(sig.value, "hex");
+    if (got.length !== want.length || !(0,external_node_crypto_namespaceObject.timingSafeEqual)(got, want))
+        return { ok: false, why: "the signature does not match the result's content" };
+    return { ok: true };
+}
+
+;// CONCATENATED MODULE: ./src/github/result-artifact.ts
 
 
 
@@ -40800,21 +40832,6 @@ function resultFileFromZip(zip) {
     const name = names[0];
     return { ok: true, name, text: Buffer.from(files[name]).toString("utf8") };
 }
-function keyId(key) {
-    return (0,external_node_crypto_namespaceObject.createHash)("sha256").update(key).digest("hex").slice(0, 16);
-}
-/** HMAC-SHA256 over the canonical JSON of everything but the signature, as the engine signs it. */
-function signatureProblem(result, key) {
-    const sig = result.signature;
-    if (!sig)
-        return "the result is not signed";
-    if (sig.keyId !== keyId(key))
-        return `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})`;
-    const { signature: _ignored, ...body } = result;
-    const want = (0,external_node_crypto_namespaceObject.createHmac)("sha256", key).update(canonicalJson(body)).digest();
-    const got = Buffer.from(sig.value, "hex");
-    return got.length === want.length && (0,external_node_crypto_namespaceObject.timingSafeEqual)(got, want) ? null : "the signature does not match the result's content";
-}
 /**
  * Decides whether a result document may be reported: valid JSON, valid against the result schema,
  * signed with the app's key, and about this very attempt (evaluation key, head SHA, task), so a
@@ -40835,7 +40852,8 @@ function checkResult(text, expected) {
     }
     const result = parsed.data;
     const problems = [];
-    const bad = signatureProblem(result, expected.signingKey);
+    const verified = verifyResult(result, expected.signingKey);
+    const bad = verified.ok ? null : verified.why;
     if (bad)
         problems.push(bad);
     if (result.evaluationKey !== expected.evaluationKey) {

@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(4548);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9911);
 
 const code = await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .main */ .i)(process.argv.slice(2), {
     stdout: (s) => process.stdout.write(s),
@@ -5435,7 +5435,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 4548:
+/***/ 9911:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -23575,22 +23575,24 @@ function canonicalJson(value) {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
 }
 
-;// CONCATENATED MODULE: ./src/engine/sign.ts
+;// CONCATENATED MODULE: ./src/core/result-signature.ts
 
 
+// The one definition of how results are signed: the engine and the Action sign with it, the app
+// and `probegate verify` check with it. Hashing only: no I/O, no clock.
 /** Names a key without revealing it: the first 16 hex digits of its SHA-256. */
 function keyId(key) {
     return (0,external_node_crypto_namespaceObject.createHash)("sha256").update(key).digest("hex").slice(0, 16);
 }
 function mac(result, key) {
     const { signature: _unsigned, ...body } = result;
-    return (0,external_node_crypto_namespaceObject.createHmac)("sha256", key).update(canonicalJson(body)).digest("hex");
+    return (0,external_node_crypto_namespaceObject.createHmac)("sha256", key).update(canonicalJson(body)).digest();
 }
 /** Signs a result: HMAC-SHA256 over the canonical JSON of everything but the signature. */
 function signResult(result, key) {
     if (!key || key.length < 16)
         throw new RangeError("a signing key must be at least 16 bytes");
-    return { ...result, signature: { algorithm: "hmac-sha256", keyId: keyId(key), value: mac(result, key) } };
+    return { ...result, signature: { algorithm: "hmac-sha256", keyId: keyId(key), value: mac(result, key).toString("hex") } };
 }
 /** Whether a result carries a valid signature by `key`; never throws on forged input. */
 function verifyResult(result, key) {
@@ -23598,13 +23600,17 @@ function verifyResult(result, key) {
     if (!sig)
         return { ok: false, why: "the result is not signed" };
     if (sig.keyId !== keyId(key))
-        return { ok: false, why: `signed with another key (${sig.keyId})` };
-    const want = Buffer.from(mac(result, key), "hex");
+        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})` };
+    const want = mac(result, key);
     const got = Buffer.from(sig.value, "hex");
     if (got.length !== want.length || !(0,external_node_crypto_namespaceObject.timingSafeEqual)(got, want))
-        return { ok: false, why: "the signature does not match the content" };
+        return { ok: false, why: "the signature does not match the result's content" };
     return { ok: true };
 }
+
+;// CONCATENATED MODULE: ./src/engine/sign.ts
+// Result signing lives in src/core (one definition for the engine, the Action, the app and the CLI).
+
 
 ;// CONCATENATED MODULE: ./src/engine/git.ts
 
