@@ -53582,6 +53582,32 @@ async function create_node_middleware_createNodeMiddleware(appFn, { probot = cre
 
 /** The verdicts in the order a scorecard shows them: best first. */
 const VERDICT_ORDER = ["resolved", "probe-rejected", "official-failed", "error"];
+const BASES = ["first-attempt", "best-of-n", "all"];
+/**
+ * A scorecard filter from text (CLI flags, a dashboard URL's query). On bad input, the field
+ * (`basis`, `repo`, `since`) and what was wrong with its value. Pure.
+ */
+function parseScorecardFilter(input) {
+    const basis = input.basis ?? "first-attempt";
+    if (!BASES.includes(basis))
+        return { ok: false, field: "basis", message: `'${basis}': expected ${BASES.slice(0, -1).join(", ")} or ${BASES.at(-1)}` };
+    const filter = { basis: basis };
+    if (input.repo) {
+        const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(input.repo);
+        if (!m)
+            return { ok: false, field: "repo", message: `'${input.repo}': expected OWNER or OWNER/NAME` };
+        filter.owner = m[1];
+        if (m[2])
+            filter.repo = m[2];
+    }
+    if (input.since) {
+        const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(input.since) ? new Date(input.since) : new Date(NaN);
+        if (Number.isNaN(d.getTime()))
+            return { ok: false, field: "since", message: `'${input.since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z` };
+        filter.since = d;
+    }
+    return { ok: true, filter };
+}
 /** How a scorecard names the attempts no agent was detected on. */
 const NO_AGENT = "(no agent detected)";
 const zeroVerdicts = () => ({ resolved: 0, "probe-rejected": 0, "official-failed": 0, error: 0 });
@@ -53911,6 +53937,7 @@ function scorecardPage(db, filter, now) {
 ;// CONCATENATED MODULE: ./src/app/dashboard.ts
 
 
+
 /** Where the scorecard dashboard is served. */
 const DASHBOARD_PATH = "/probegate/scorecard";
 const digest = (s) => (0,external_node_crypto_namespaceObject.createHash)("sha256").update(s).digest();
@@ -53927,27 +53954,8 @@ function authorized(header, token) {
 }
 /** The scorecard filter of a dashboard URL's query (`basis`, `repo`, `since`); a string says what is wrong. */
 function filterOf(query) {
-    const basis = query.get("basis") ?? "first-attempt";
-    if (!["first-attempt", "best-of-n", "all"].includes(basis))
-        return `basis '${basis}': expected first-attempt, best-of-n or all`;
-    const filter = { basis: basis };
-    const repo = query.get("repo");
-    if (repo) {
-        const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(repo);
-        if (!m)
-            return `repo '${repo}': expected OWNER or OWNER/NAME`;
-        filter.owner = m[1];
-        if (m[2])
-            filter.repo = m[2];
-    }
-    const since = query.get("since");
-    if (since) {
-        const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(since) ? new Date(since) : new Date(NaN);
-        if (Number.isNaN(d.getTime()))
-            return `since '${since}': expected a date like 2026-11-01`;
-        filter.since = d;
-    }
-    return filter;
+    const parsed = parseScorecardFilter({ basis: query.get("basis"), repo: query.get("repo"), since: query.get("since") });
+    return parsed.ok ? parsed.filter : `${parsed.field} ${parsed.message}`;
 }
 function send(res, status, type, body, headers = {}) {
     res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-content-type-options": "nosniff", ...headers }).end(body);

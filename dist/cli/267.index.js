@@ -24,6 +24,32 @@ var probe_check = __webpack_require__(6448);
 
 /** The verdicts in the order a scorecard shows them: best first. */
 const VERDICT_ORDER = ["resolved", "probe-rejected", "official-failed", "error"];
+const BASES = ["first-attempt", "best-of-n", "all"];
+/**
+ * A scorecard filter from text (CLI flags, a dashboard URL's query). On bad input, the field
+ * (`basis`, `repo`, `since`) and what was wrong with its value. Pure.
+ */
+function parseScorecardFilter(input) {
+    const basis = input.basis ?? "first-attempt";
+    if (!BASES.includes(basis))
+        return { ok: false, field: "basis", message: `'${basis}': expected ${BASES.slice(0, -1).join(", ")} or ${BASES.at(-1)}` };
+    const filter = { basis: basis };
+    if (input.repo) {
+        const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(input.repo);
+        if (!m)
+            return { ok: false, field: "repo", message: `'${input.repo}': expected OWNER or OWNER/NAME` };
+        filter.owner = m[1];
+        if (m[2])
+            filter.repo = m[2];
+    }
+    if (input.since) {
+        const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(input.since) ? new Date(input.since) : new Date(NaN);
+        if (Number.isNaN(d.getTime()))
+            return { ok: false, field: "since", message: `'${input.since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z` };
+        filter.since = d;
+    }
+    return { ok: true, filter };
+}
 /** How a scorecard names the attempts no agent was detected on. */
 const NO_AGENT = "(no agent detected)";
 const zeroVerdicts = () => ({ resolved: 0, "probe-rejected": 0, "official-failed": 0, error: 0 });
@@ -554,22 +580,6 @@ function scorecardPage(db, filter, now) {
 
 
 
-function parseRepo(repo) {
-    if (repo === undefined)
-        return {};
-    const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(repo);
-    if (!m)
-        throw new errors/* InputError */.d(`--repo '${repo}': expected OWNER or OWNER/NAME.`, { field: "--repo" });
-    return { owner: m[1], ...(m[2] ? { repo: m[2] } : {}) };
-}
-function parseSince(since) {
-    if (since === undefined)
-        return undefined;
-    const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(since) ? new Date(since) : new Date(NaN);
-    if (Number.isNaN(d.getTime()))
-        throw new errors/* InputError */.d(`--since '${since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z.`, { field: "--since" });
-    return d;
-}
 function terminalTable(card) {
     const t = new (cli_table3_default())({
         head: ["agent", "subm.", "resolved", "caught by probes", "official failed", "error", "resolved rate", "caught rate"],
@@ -590,7 +600,10 @@ function scorecardCommand(flags, io, now = new Date()) {
     if (!(0,external_node_fs_.existsSync)(file)) {
         throw new errors/* InputError */.d(`no store at ${file}: point --db (or $PROBEGATE_DB) at the probegate app's SQLite file.`, { file, field: "--db" });
     }
-    const filter = { basis: flags.basis, ...parseRepo(flags.repo), ...(flags.since ? { since: parseSince(flags.since) } : {}) };
+    const parsed = parseScorecardFilter(flags);
+    if (!parsed.ok)
+        throw new errors/* InputError */.d(`--${parsed.field} ${parsed.message}.`, { field: `--${parsed.field}` });
+    const filter = parsed.filter;
     let db;
     try {
         db = openStore(file);

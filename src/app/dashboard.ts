@@ -1,9 +1,8 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { ScorecardBasis } from "../core/scorecard.js";
+import { parseScorecardFilter, type ScorecardFilter } from "../core/scorecard.js";
 import type { StoreDb } from "../store/db.js";
 import { ChartLibraryMissingError, scopeOf, scorecardOf, scorecardPage } from "../store/scorecard-page.js";
-import type { ScorecardFilter } from "../store/scorecard-rows.js";
 
 /** Where the scorecard dashboard is served. */
 export const DASHBOARD_PATH = "/probegate/scorecard";
@@ -29,23 +28,8 @@ export function authorized(header: string | undefined, token: string): boolean {
 
 /** The scorecard filter of a dashboard URL's query (`basis`, `repo`, `since`); a string says what is wrong. */
 export function filterOf(query: URLSearchParams): ScorecardFilter | string {
-  const basis = query.get("basis") ?? "first-attempt";
-  if (!["first-attempt", "best-of-n", "all"].includes(basis)) return `basis '${basis}': expected first-attempt, best-of-n or all`;
-  const filter: ScorecardFilter = { basis: basis as ScorecardBasis };
-  const repo = query.get("repo");
-  if (repo) {
-    const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(repo);
-    if (!m) return `repo '${repo}': expected OWNER or OWNER/NAME`;
-    filter.owner = m[1];
-    if (m[2]) filter.repo = m[2];
-  }
-  const since = query.get("since");
-  if (since) {
-    const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(since) ? new Date(since) : new Date(NaN);
-    if (Number.isNaN(d.getTime())) return `since '${since}': expected a date like 2026-11-01`;
-    filter.since = d;
-  }
-  return filter;
+  const parsed = parseScorecardFilter({ basis: query.get("basis"), repo: query.get("repo"), since: query.get("since") });
+  return parsed.ok ? parsed.filter : `${parsed.field} ${parsed.message}`;
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string, headers: Record<string, string> = {}): void {

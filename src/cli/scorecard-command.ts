@@ -1,7 +1,7 @@
 import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Table from "cli-table3";
-import { percent, renderScorecardMarkdown, VERDICT_ORDER, type Scorecard, type ScorecardBasis } from "../core/scorecard.js";
+import { parseScorecardFilter, percent, renderScorecardMarkdown, VERDICT_ORDER, type Scorecard, type ScorecardBasis } from "../core/scorecard.js";
 import { InputError } from "../engine/errors.js";
 import { openStore } from "../store/db.js";
 import { renderScorecardHtml } from "../core/scorecard-html.js";
@@ -14,20 +14,6 @@ export interface ScorecardFlags {
   since?: string;
   format: "table" | "json" | "markdown" | "html";
   out?: string;
-}
-
-function parseRepo(repo: string | undefined): { owner?: string; repo?: string } {
-  if (repo === undefined) return {};
-  const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(repo);
-  if (!m) throw new InputError(`--repo '${repo}': expected OWNER or OWNER/NAME.`, { field: "--repo" });
-  return { owner: m[1], ...(m[2] ? { repo: m[2] } : {}) };
-}
-
-function parseSince(since: string | undefined): Date | undefined {
-  if (since === undefined) return undefined;
-  const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(since) ? new Date(since) : new Date(NaN);
-  if (Number.isNaN(d.getTime())) throw new InputError(`--since '${since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z.`, { field: "--since" });
-  return d;
 }
 
 function terminalTable(card: Scorecard): string {
@@ -51,7 +37,9 @@ export function scorecardCommand(flags: ScorecardFlags, io: { stdout: (s: string
   if (!existsSync(file)) {
     throw new InputError(`no store at ${file}: point --db (or $PROBEGATE_DB) at the probegate app's SQLite file.`, { file, field: "--db" });
   }
-  const filter = { basis: flags.basis, ...parseRepo(flags.repo), ...(flags.since ? { since: parseSince(flags.since) } : {}) };
+  const parsed = parseScorecardFilter(flags);
+  if (!parsed.ok) throw new InputError(`--${parsed.field} ${parsed.message}.`, { field: `--${parsed.field}` });
+  const filter = parsed.filter;
   let db;
   try {
     db = openStore(file);

@@ -7,6 +7,41 @@ export const VERDICT_ORDER: readonly Verdict[] = ["resolved", "probe-rejected", 
 /** Which attempts a scorecard counts (the store picks them; see `countedAttempts`). */
 export type ScorecardBasis = "first-attempt" | "best-of-n" | "all";
 
+/** Which attempts of which repositories a scorecard counts. */
+export interface ScorecardFilter {
+  basis: ScorecardBasis;
+  owner?: string;
+  repo?: string;
+  /** Only (repo, PR, task) groups whose first attempt finished at or after this. */
+  since?: Date;
+}
+
+const BASES: readonly ScorecardBasis[] = ["first-attempt", "best-of-n", "all"];
+
+/**
+ * A scorecard filter from text (CLI flags, a dashboard URL's query). On bad input, the field
+ * (`basis`, `repo`, `since`) and what was wrong with its value. Pure.
+ */
+export function parseScorecardFilter(input: { basis?: string | null; repo?: string | null; since?: string | null }):
+  | { ok: true; filter: ScorecardFilter }
+  | { ok: false; field: "basis" | "repo" | "since"; message: string } {
+  const basis = input.basis ?? "first-attempt";
+  if (!BASES.includes(basis as ScorecardBasis)) return { ok: false, field: "basis", message: `'${basis}': expected ${BASES.slice(0, -1).join(", ")} or ${BASES.at(-1)}` };
+  const filter: ScorecardFilter = { basis: basis as ScorecardBasis };
+  if (input.repo) {
+    const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(input.repo);
+    if (!m) return { ok: false, field: "repo", message: `'${input.repo}': expected OWNER or OWNER/NAME` };
+    filter.owner = m[1];
+    if (m[2]) filter.repo = m[2];
+  }
+  if (input.since) {
+    const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(input.since) ? new Date(input.since) : new Date(NaN);
+    if (Number.isNaN(d.getTime())) return { ok: false, field: "since", message: `'${input.since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z` };
+    filter.since = d;
+  }
+  return { ok: true, filter };
+}
+
 /** One attempt a scorecard counts: who wrote it, which task, what it got, which probe categories failed. */
 export interface CountedAttempt {
   /** The normalised agent name; null for PRs no agent was detected on. */

@@ -1,7 +1,7 @@
 import { summarizeAttempts, type AttemptResult } from "../core/attempt-summary.js";
 import type { Category } from "../core/probe-check.js";
 import type { Verdict } from "../core/result.js";
-import type { CountedAttempt, ScorecardBasis } from "../core/scorecard.js";
+import type { CountedAttempt, ScorecardBasis, ScorecardFilter } from "../core/scorecard.js";
 import type { StoreDb } from "./db.js";
 
 /**
@@ -9,7 +9,7 @@ import type { StoreDb } from "./db.js";
  * unaided), `best-of-n` (one per repo × PR × task: the best any rerun or push reached), or `all`
  * (every finished attempt).
  */
-export type { ScorecardBasis };
+export type { ScorecardBasis, ScorecardFilter };
 
 /** One cell of a scorecard: how many counted attempts of `agent` at `task` got `verdict`. */
 export interface ScorecardRow {
@@ -18,13 +18,6 @@ export interface ScorecardRow {
   task: string;
   verdict: Verdict;
   count: number;
-}
-
-export interface ScorecardFilter {
-  basis: ScorecardBasis;
-  owner?: string;
-  repo?: string;
-  since?: Date;
 }
 
 /**

@@ -90,3 +90,17 @@ describe("renderScorecardHtml", () => {
     expect(chartData(buildScorecard([], "all")).labels).toEqual([]);
   });
 });
+
+describe("parseScorecardFilter", () => {
+  it("reads basis, owner/repo and since, and names the field that is wrong", async () => {
+    const { parseScorecardFilter } = await import("../../src/core/scorecard.js");
+    expect(parseScorecardFilter({})).toEqual({ ok: true, filter: { basis: "first-attempt" } });
+    expect(parseScorecardFilter({ basis: "all", repo: "octo/gpu-lib", since: "2026-11-01" })).toEqual({
+      ok: true,
+      filter: { basis: "all", owner: "octo", repo: "gpu-lib", since: new Date("2026-11-01") },
+    });
+    expect(parseScorecardFilter({ basis: "best" })).toMatchObject({ ok: false, field: "basis" });
+    expect(parseScorecardFilter({ repo: "a/b/c" })).toMatchObject({ ok: false, field: "repo", message: "'a/b/c': expected OWNER or OWNER/NAME" });
+    expect(parseScorecardFilter({ since: "2026-13-45" })).toMatchObject({ ok: false, field: "since" });
+  });
+});
