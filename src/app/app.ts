@@ -1,13 +1,14 @@
+import { randomUUID } from "node:crypto";
 import type { ApplicationFunction, Context, Probot } from "probot";
 import type { GitHubClient } from "../github/client.js";
 import type { Evaluator } from "../github/evaluator.js";
 import type { StoreDb } from "../store/db.js";
-import { forgetDelivery, recordDelivery } from "../store/deliveries.js";
+import { forgetDelivery, pruneDeliveries, recordDelivery } from "../store/deliveries.js";
 import { listPendingEvaluations } from "../store/evaluations.js";
 import type { AppDeps } from "./deps.js";
 import { resumeQueued, sweepOverdue } from "./evaluation-runner.js";
 import { onPullRequest, PULL_REQUEST_ACTIONS } from "./handle-pull-request.js";
-import { onCheckRunRerun, onIssueComment } from "./handle-rerun.js";
+import { onCheckRunRerun, onCheckSuiteRerun, onIssueComment } from "./handle-rerun.js";
 import { onWorkflowRun } from "./handle-workflow-run.js";
 
 /** How the app is put together: its store, clock and keys (tests inject them; index.ts reads the environment). */
@@ -18,6 +19,11 @@ export interface ProbegateOptions {
   defaultTimeoutS?: number;
   /** How often the timer sweeps for overdue evaluations; 0 leaves only the sweep on each event. */
   sweepEveryMs?: number;
+  /**
+   * How long delivery ids are remembered for deduplication (default 7 days, at least 3: GitHub
+   * redelivers for 3 days). The sweep timer prunes older ones at most once an hour.
+   */
+  deliveryRetentionMs?: number;
   now?: () => Date;
 }
 
@@ -35,6 +41,12 @@ export interface Probegate {
 /** Events run the sweep too, at most this often, so a quiet timer is not the only way time-outs surface. */
 const EVENT_SWEEP_GAP_MS = 5000;
 
+const DAY_MS = 24 * 3600_000;
+/** GitHub redelivers a webhook for 3 days: a delivery id forgotten sooner could be acted on twice. */
+const MIN_DELIVERY_RETENTION_MS = 3 * DAY_MS;
+/** The timer prunes old deliveries at most this often. */
+const PRUNE_GAP_MS = 3600_000;
+
 /**
  * The probegate Probot app. Each delivery is acted on once: its id is recorded before handling and
  * forgotten again if handling fails, so GitHub's redelivery of a failed one is acted on.
@@ -45,11 +57,34 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
   let resuming: Promise<number> = Promise.resolve(0);
   let lastSweep = -Infinity;
   const now = opts.now ?? (() => new Date());
+  const retentionMs = opts.deliveryRetentionMs ?? 7 * DAY_MS;
+  if (!(retentionMs >= MIN_DELIVERY_RETENTION_MS)) {
+    throw new RangeError(`deliveryRetentionMs is ${retentionMs}; it must be at least ${MIN_DELIVERY_RETENTION_MS} (3 days: GitHub can redeliver a webhook for 3 days).`);
+  }
+  let lastPrune = -Infinity;
 
   const sweep = async (): Promise<number> => {
     if (!deps) throw new Error("the probegate app is not loaded yet");
     lastSweep = now().getTime();
-    return sweepOverdue(deps);
+    const timedOut = await sweepOverdue(deps);
+    // Attempts left queued by a process that died mid-dispatch, once its claim ran out.
+    const resumed = await resumeQueued(deps, listPendingEvaluations(deps.db));
+    if (resumed > 0) deps.log.info(`sweep: resumed ${resumed} evaluation(s) left queued`);
+    return timedOut;
+  };
+
+  /** Forgets the deliveries older than the retention window, at most once an hour; never throws (it runs on a timer). */
+  const pruneIfDue = (): void => {
+    const t = now().getTime();
+    if (!deps || t - lastPrune < PRUNE_GAP_MS) return;
+    lastPrune = t;
+    const before = new Date(t - retentionMs);
+    try {
+      const pruned = pruneDeliveries(deps.db, before);
+      if (pruned > 0) deps.log.info(`pruned ${pruned} webhook deliveries received before ${before.toISOString()}`);
+    } catch (e) {
+      deps.log.error({ err: e }, `pruning webhook deliveries failed: ${(e as Error).message}`);
+    }
   };
 
   const app: ApplicationFunction = (probot: Probot) => {
@@ -59,7 +94,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
       signingKey: opts.signingKey,
       defaultEvaluator: opts.defaultEvaluator ?? null,
       defaultTimeoutS: opts.defaultTimeoutS ?? 120 * 60,
-      starting: new Set(),
+      instance: randomUUID(),
       auth: async (id) => (await probot.auth(id)) as unknown as GitHubClient,
       log: probot.log,
     };
@@ -89,10 +124,14 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     probot.on(["workflow_run.in_progress", "workflow_run.completed"], once(onWorkflowRun));
     probot.on(["check_run.rerequested", "check_run.requested_action"], once(onCheckRunRerun));
     probot.on(["issue_comment.created", "issue_comment.edited"], once(onIssueComment));
+    probot.on("check_suite.rerequested", once(onCheckSuiteRerun));
 
     const every = opts.sweepEveryMs ?? 60_000;
     if (every > 0) {
-      timer = setInterval(() => void sweep().catch((e: Error) => d.log.error({ err: e }, `sweep failed: ${e.message}`)), every);
+      timer = setInterval(() => {
+        pruneIfDue();
+        void sweep().catch((e: Error) => d.log.error({ err: e }, `sweep failed: ${e.message}`));
+      }, every);
       timer.unref();
     }
     resuming = resumeQueued(d, listPendingEvaluations(d.db));

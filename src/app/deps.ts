@@ -10,8 +10,11 @@ export interface AppDeps {
   signingKey: string;
   defaultEvaluator: Evaluator | null;
   defaultTimeoutS: number;
-  /** Evaluation keys a handler in this process is starting right now, so a concurrent delivery does not start them twice. */
-  starting: Set<string>;
+  /**
+   * This app process's name on dispatch claims (random per load): among processes sharing the
+   * store, only the claim's holder dispatches a queued attempt, so none is dispatched twice.
+   */
+  instance: string;
   /** An Octokit for an installation (Probot's `app.auth`), for work not driven by that installation's event. */
   auth: (installationId: number) => Promise<GitHubClient>;
   log: Logger;

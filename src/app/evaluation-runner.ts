@@ -1,5 +1,5 @@
-import { checkRunName, noResultOutput, queuedOutput, RERUN_ACTION, supersededOutput, timedOutOutput } from "../core/app-check-outputs.js";
-import { renderCheckRun } from "../core/check-run-render.js";
+import { checkRunName, closedOutput, noResultOutput, queuedOutput, RERUN_ACTION, supersededOutput, timedOutOutput } from "../core/app-check-outputs.js";
+import { renderCheckRun, type CheckRunOutput } from "../core/check-run-render.js";
 import { evaluationKey } from "../core/evaluation-key.js";
 import { isTerminal } from "../core/evaluation-state.js";
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
@@ -7,7 +7,16 @@ import type { GitHubClient, RepoRef } from "../github/client.js";
 import { cancelEvaluation, dispatchEvaluation, type Evaluator } from "../github/evaluator.js";
 import { linkDelivery } from "../store/deliveries.js";
 import { getDispatchContext, recordProbeFailures, setDispatchContext, setRunUrl, timeOutOverdue } from "../store/dispatch-context.js";
-import { insertOrGetEvaluation, supersedeOlderHeads, transitionEvaluation, type EvaluationRecord } from "../store/evaluations.js";
+import {
+  cancelPendingOfPr,
+  claimDispatch,
+  insertOrGetEvaluation,
+  releaseClaim,
+  StaleEvaluationError,
+  supersedeOlderHeads,
+  transitionEvaluation,
+  type EvaluationRecord,
+} from "../store/evaluations.js";
 import type { EvaluationResult } from "../core/result.js";
 import type { AppDeps } from "./deps.js";
 
@@ -31,9 +40,17 @@ export interface StartRequest {
 export type StartOutcome = "dispatched" | "already-running" | "already-done" | "superseded" | "dispatch-failed";
 
 /**
+ * How long a dispatch claim holds: far longer than creating a check run and dispatching a workflow
+ * take (retries included), so a live holder never loses it; a holder that died mid-dispatch leaves
+ * the attempt to the sweep of any process after this long.
+ */
+export const DISPATCH_LEASE_MS = 10 * 60_000;
+
+/**
  * Queues one evaluation and dispatches its evaluator run: creates (or finds, by external_id) its
  * queued check run, dispatches the workflow, and records the run id. The evaluation key makes this
- * idempotent: a redelivered event, a concurrent one, or a retried request never starts a key twice.
+ * idempotent, and the dispatch claim makes it exclusive: a redelivered event, a concurrent one in
+ * this or another app process, or a retried request never starts an attempt twice.
  */
 export async function startEvaluation(gh: GitHubClient, deps: AppDeps, req: StartRequest): Promise<{ key: string; outcome: StartOutcome }> {
   const key = evaluationKey({ owner: req.repo.owner, repo: req.repo.repo, headSha: req.headSha, task: req.task, probeSet: req.probeSet });
@@ -43,23 +60,30 @@ export async function startEvaluation(gh: GitHubClient, deps: AppDeps, req: Star
     deps.now(),
   );
   if (req.deliveryId) linkDelivery(deps.db, req.deliveryId, key);
-  if (deps.starting.has(key)) return { key, outcome: "already-running" };
   let e = evaluation;
   if (!created) {
     if (e.state === "superseded") return { key, outcome: "superseded" };
-    // A queued row without a run is one a crash interrupted: start it again below.
+    // A queued row without a run is one a crash interrupted, or one another handler is starting:
+    // the claim below tells which. Any other pending state has its run.
     if (!isTerminal(e.state) && !(e.state === "queued" && e.workflowRunId === null)) return { key, outcome: "already-running" };
     if (isTerminal(e.state)) {
-      if (!req.rerun) return { key, outcome: "already-done" };
-      e = transitionEvaluation(deps.db, key, "retry", { now: deps.now(), expectedVersion: e.version });
+      // A cancelled attempt (the PR was closed) never finished: the PR's next event starts it again.
+      if (!req.rerun && e.state !== "cancelled") return { key, outcome: "already-done" };
+      try {
+        e = transitionEvaluation(deps.db, key, "retry", { now: deps.now(), expectedVersion: e.version });
+      } catch (err) {
+        // Another handler retried it first; that one starts it.
+        if (err instanceof StaleEvaluationError) return { key, outcome: "already-running" };
+        throw err;
+      }
     }
   }
-  deps.starting.add(key);
+  if (!claimDispatch(deps.db, key, deps.instance, deps.now(), DISPATCH_LEASE_MS)) return { key, outcome: "already-running" };
   try {
     setDispatchContext(deps.db, key, { installationId: req.installationId, evaluatorRepo: req.evaluator.repository, workflow: req.evaluator.workflow, ref: req.evaluator.ref, deadlineS: req.timeoutS });
     return { key, outcome: await dispatch(gh, deps, e, req) };
   } finally {
-    deps.starting.delete(key);
+    releaseClaim(deps.db, key, deps.instance);
   }
 }
 
@@ -92,12 +116,29 @@ async function dispatch(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, re
  */
 export async function supersedeOlder(gh: GitHubClient, deps: AppDeps, repo: RepoRef, pr: number, headSha: string): Promise<EvaluationRecord[]> {
   const old = supersedeOlderHeads(deps.db, { ...repo, pr, headSha }, deps.now());
-  for (const e of old) {
+  await stopRuns(gh, deps, repo, old, supersededOutput(headSha));
+  return old;
+}
+
+/**
+ * Cancels the pending evaluations of a closed PR (merged or not): cancels their evaluator runs,
+ * which would only spend GPU time, and completes their check runs as cancelled. Reopening the PR
+ * starts them again.
+ */
+export async function cancelForClosedPr(gh: GitHubClient, deps: AppDeps, repo: RepoRef, pr: number, merged: boolean): Promise<EvaluationRecord[]> {
+  const why = merged ? "the pull request was merged before the evaluation finished" : "the pull request was closed before the evaluation finished";
+  const cancelled = cancelPendingOfPr(deps.db, { ...repo, pr }, why, deps.now());
+  await stopRuns(gh, deps, repo, cancelled, closedOutput(merged));
+  return cancelled;
+}
+
+/** Cancels the evaluator runs of attempts that just ended early and completes their check runs with `output`. */
+async function stopRuns(gh: GitHubClient, deps: AppDeps, repo: RepoRef, ended: ReadonlyArray<EvaluationRecord>, output: CheckRunOutput): Promise<void> {
+  for (const e of ended) {
     const ctx = getDispatchContext(deps.db, e.key);
     if (ctx && e.workflowRunId !== null) await cancelEvaluation(gh, ctx.evaluatorRepo, e.workflowRunId);
-    if (e.checkRunId !== null) await completeCheckRun(gh, { ...repo, checkRunId: e.checkRunId }, supersededOutput(headSha));
+    if (e.checkRunId !== null) await completeCheckRun(gh, { ...repo, checkRunId: e.checkRunId }, output);
   }
-  return old;
 }
 
 /** Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button. */
@@ -137,15 +178,18 @@ export async function sweepOverdue(deps: AppDeps): Promise<number> {
 }
 
 /**
- * After a restart: starts again the evaluations a crash left queued without a run. Dispatched and
- * running ones need nothing: their `workflow_run` events find them in the store, and the sweep
- * times out those whose runner died.
+ * After a restart, and on each sweep: starts again the evaluations a crash left queued without a
+ * run and without a live dispatch claim. Dispatched and running ones need nothing: their
+ * `workflow_run` events find them in the store, and the sweep times out those whose runner died.
  */
 export async function resumeQueued(deps: AppDeps, pending: ReadonlyArray<EvaluationRecord>): Promise<number> {
   let resumed = 0;
+  const now = deps.now().getTime();
   for (const e of pending) {
+    if (e.state !== "queued" || e.workflowRunId !== null || e.pr === null) continue;
+    if (e.claimUntil !== null && e.claimUntil.getTime() > now) continue;
     const ctx = getDispatchContext(deps.db, e.key);
-    if (e.state !== "queued" || e.workflowRunId !== null || !ctx || e.pr === null) continue;
+    if (!ctx) continue;
     try {
       const gh = await deps.auth(ctx.installationId);
       const { outcome } = await startEvaluation(gh, deps, {

@@ -5,11 +5,11 @@ import type { GitHubClient, RepoRef } from "../github/client.js";
 import { probeSetVersion } from "../github/evaluator.js";
 import { CONFIG_PATH, type RepoConfig } from "../github/repo-config.js";
 import { installationIdOf, type AppDeps } from "./deps.js";
-import { startEvaluation, supersedeOlder, type StartOutcome } from "./evaluation-runner.js";
+import { cancelForClosedPr, startEvaluation, supersedeOlder, type StartOutcome } from "./evaluation-runner.js";
 import { planEvaluations, pullRequestFacts, type PullRequestFacts } from "./plan.js";
 
 /** The `pull_request` actions that can start an evaluation. */
-export const PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "ready_for_review", "labeled"] as const;
+export const PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "ready_for_review", "labeled", "closed"] as const;
 
 /**
  * Plans and starts the evaluations of one PR head. Shared by PR events and reruns: `rerun` starts
@@ -58,12 +58,21 @@ export async function evaluateHead(
   return { kind: "started", outcomes };
 }
 
-/** `pull_request` opened / synchronize / reopened / ready_for_review / labeled. */
+/**
+ * `pull_request` opened / synchronize / reopened / ready_for_review / labeled start or resume the
+ * head's evaluations; `closed` (merged or not) cancels the pending ones, and `reopened` starts them
+ * again.
+ */
 export async function onPullRequest(context: Context<"pull_request">, deps: AppDeps): Promise<void> {
   const payload = context.payload;
   const repo = { owner: payload.repository.owner.login, repo: payload.repository.name };
   const gh = context.octokit as unknown as GitHubClient;
   const pr = pullRequestFacts(payload.pull_request);
+  if (payload.action === "closed") {
+    const cancelled = await cancelForClosedPr(gh, deps, repo, pr.number, payload.pull_request.merged === true);
+    context.log.info({ pr: pr.number, cancelled: cancelled.map((e) => e.key) }, `PR #${pr.number} closed: ${cancelled.length} pending evaluation(s) cancelled`);
+    return;
+  }
   // A newer head replaces older ones whatever this head turns out to need.
   await supersedeOlder(gh, deps, repo, pr.number, pr.headSha);
   if (payload.pull_request.state !== "open" || payload.pull_request.draft) {

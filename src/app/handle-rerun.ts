@@ -6,7 +6,7 @@ import { decideRerun, RERUN_WINDOW_MS } from "../core/rerun-policy.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import { acknowledgeComment, repoPermission, replyOnThread } from "../github/pull-request-facts.js";
 import { loadRepoConfig } from "../github/repo-config.js";
-import { evaluationsOfPr, probeFailures } from "../store/dispatch-context.js";
+import { evaluationsOfPr, prsEvaluatedAtHead, probeFailures } from "../store/dispatch-context.js";
 import { getEvaluation } from "../store/evaluations.js";
 import { recentRerunTimes, recordRerunAttempt, type RerunSource } from "../store/reruns.js";
 import { installationIdOf, type AppDeps } from "./deps.js";
@@ -24,12 +24,19 @@ interface RerunAsk {
   installationId: number;
   commentId: number | null;
   deliveryId: string;
+  /**
+   * The head the request is about, when it names one (a check suite's head SHA). If the PR's head
+   * has moved on since, the request is refused: it asked about a commit that is no longer the PR.
+   */
+  headSha?: string;
 }
 
 /**
- * A rerun of the PR's current head, asked by a comment or the check run's button. GitHub is asked
- * for the requester's permission; the policy refuses edited comments, the agent itself, users
- * without write permission and a PR over its rate limit. Every request is recorded, accepted or not.
+ * A rerun of the PR's current head, asked by a comment, the check run's button or its check suite.
+ * GitHub is asked for the requester's permission; the policy refuses edited comments, the agent
+ * itself, users without write permission and a PR over its rate limit. A request about a named
+ * head (`headSha`, a check suite's) that is no longer the PR's is refused first, before the config
+ * or the permission is asked for. Every request is recorded, accepted or not.
  */
 async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<void> {
   const thread = { ...ask.repo, number: ask.pr };
@@ -48,6 +55,18 @@ async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<vo
   }
   const { data: pull } = await gh.rest.pulls.get({ ...ask.repo, pull_number: ask.pr });
   const pr = pullRequestFacts(pull);
+  if (pull.state !== "open") {
+    // A closed PR's pending evaluations were cancelled; reopening it evaluates its head again.
+    await refuse("closed", `@${ask.requester.login}: nothing to rerun: this pull request is ${pull.merged ? "merged" : "closed"}. Reopen it to have its head evaluated again.`);
+    return;
+  }
+  if (ask.headSha !== undefined && ask.headSha !== pr.headSha) {
+    await refuse(
+      "stale-head",
+      `@${ask.requester.login}: nothing to rerun: those checks are for \`${ask.headSha.slice(0, 7)}\`, which is no longer the head of this PR (it is \`${pr.headSha.slice(0, 7)}\` now). Re-run the checks of the current head.`,
+    );
+    return;
+  }
   const loaded = await loadRepoConfig(gh, { ...ask.repo, defaultBranch: pr.defaultBranch });
   if (loaded.kind !== "ok") {
     await refuse("config", `@${ask.requester.login}: cannot rerun: .github/probegate.yml on \`${loaded.ref}\` is ${loaded.kind === "missing" ? "missing" : "invalid (see the probegate / config check)"}.`);
@@ -78,6 +97,50 @@ async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<vo
   }
   record(true, null, done.outcomes.map((o) => o.key));
   if (ask.commentId !== null) await acknowledgeComment(gh, ask.repo, ask.commentId);
+}
+
+/**
+ * `check_suite` rerequested: "Re-run all checks" on the app's suite of a commit. Every PR of this
+ * repository at that commit whose evaluations the store has is rerun for all its tasks, through the
+ * same policy as the check run's button (permission, agent, rate limit; every request recorded).
+ * The PRs are the payload's `pull_requests` that belong to this repository; GitHub lists none for a
+ * PR from a fork, and then (or when every listed PR is another repository's) the store's
+ * evaluations of this repository at that head name them.
+ *
+ * A suite is for one commit and `rerun()` works on the PR's current head, so the suite's head SHA
+ * goes with the request: if the PR has moved on, the rerun is refused with a reply (reason
+ * `stale-head`) rather than evaluating a commit other than the one whose checks were re-run. A
+ * suite of which the store knows no evaluation (nothing probegate evaluated, e.g. only the config
+ * check) is ignored with a log line: there is nothing of ours to rerun.
+ */
+export async function onCheckSuiteRerun(context: Context<"check_suite">, deps: AppDeps): Promise<void> {
+  const { payload } = context;
+  const repo = { owner: payload.repository.owner.login, repo: payload.repository.name };
+  const headSha = payload.check_suite.head_sha;
+  const listed = payload.check_suite.pull_requests.filter((p) => p.base.repo.id === payload.repository.id).map((p) => p.number);
+  const candidates = listed.length > 0 ? listed : prsEvaluatedAtHead(deps.db, { ...repo, headSha });
+  const prs = [...new Set(candidates)]
+    .sort((a, b) => a - b)
+    .filter((pr) => evaluationsOfPr(deps.db, { ...repo, pr }).some((e) => e.headSha === headSha));
+  if (prs.length === 0) {
+    context.log.info(`check suite ${payload.check_suite.id} of ${repo.owner}/${repo.repo}@${headSha.slice(0, 7)} rerequested: no evaluation of that head in the store; ignored`);
+    return;
+  }
+  const installationId = installationIdOf(payload, context.id);
+  for (const pr of prs) {
+    await rerun(context.octokit as unknown as GitHubClient, deps, {
+      repo,
+      pr,
+      task: null,
+      requester: { login: payload.sender.login, type: payload.sender.type },
+      source: "check-run",
+      isEdited: false,
+      installationId,
+      commentId: null,
+      deliveryId: context.id,
+      headSha,
+    });
+  }
 }
 
 /** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */

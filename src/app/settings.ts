@@ -7,6 +7,9 @@ export class AppSettingsError extends Error {
   override readonly name = "AppSettingsError";
 }
 
+/** GitHub lets a webhook delivery be redelivered for 3 days; the app must remember it at least that long. */
+const MIN_RETENTION_DAYS = 3;
+
 const EVALUATOR = /^([A-Za-z0-9-]+\/[A-Za-z0-9._-]+):([^@\s]+)(?:@(\S+))?$/;
 
 const EnvSchema = z.object({
@@ -25,6 +28,11 @@ const EnvSchema = z.object({
   PROBEGATE_TIMEOUT_MINUTES: z.coerce.number().positive().max(24 * 60).default(120),
   PROBEGATE_SWEEP_SECONDS: z.coerce.number().min(0).max(3600).default(60),
   PROBEGATE_DASHBOARD_TOKEN: z.string().min(16, "must be at least 16 characters (the scorecard dashboard's password)").optional(),
+  PROBEGATE_DELIVERY_RETENTION_DAYS: z.coerce
+    .number({ error: "must be a number of days (how long webhook deliveries are remembered)" })
+    .min(MIN_RETENTION_DAYS, `must be at least ${MIN_RETENTION_DAYS} days: GitHub can redeliver a webhook for ${MIN_RETENTION_DAYS} days, and a delivery forgotten sooner would be acted on twice`)
+    .max(3650, "must be at most 3650 days (10 years)")
+    .default(7),
 });
 
 /** What the app needs from its environment, checked once at start. */
@@ -38,6 +46,8 @@ export interface AppSettings {
   sweepEveryMs: number;
   /** The password of the scorecard dashboard (`/probegate/scorecard`); null: the dashboard is off. */
   dashboardToken: string | null;
+  /** How long webhook deliveries are remembered for deduplication before they are pruned. */
+  deliveryRetentionMs: number;
 }
 
 /**
@@ -60,5 +70,6 @@ export function readAppSettings(env: NodeJS.ProcessEnv, cwd: string): AppSetting
     defaultTimeoutS: e.PROBEGATE_TIMEOUT_MINUTES * 60,
     sweepEveryMs: e.PROBEGATE_SWEEP_SECONDS * 1000,
     dashboardToken: e.PROBEGATE_DASHBOARD_TOKEN ?? null,
+    deliveryRetentionMs: e.PROBEGATE_DELIVERY_RETENTION_DAYS * 24 * 3600_000,
   };
 }

@@ -34,6 +34,17 @@ export function supersededOutput(newHeadSha: string): CheckRunOutput {
   );
 }
 
+/** The PR was closed (merged or not) while this evaluation was pending. */
+export function closedOutput(merged: boolean): CheckRunOutput {
+  return noAnnotations(
+    "cancelled",
+    merged ? "Cancelled: the pull request was merged" : "Cancelled: the pull request was closed",
+    merged
+      ? "The pull request was merged before the evaluation finished, so its evaluator run was cancelled. The merge was not gated by this result."
+      : "The pull request was closed before the evaluation finished, so its evaluator run was cancelled. Reopening the pull request evaluates its head again.",
+  );
+}
+
 /** The attempt produced no result before its deadline. */
 export function timedOutOutput(why: string): CheckRunOutput {
   return noAnnotations(

@@ -1,26 +1,28 @@
 /**
  * The life of one evaluation (one evaluation key). Each attempt goes
  * queued → dispatched → running → completed, or ends early in error, superseded (a newer push took
- * its place) or timed-out (the runner went quiet). `retry` starts a new attempt of the same key
- * (a `/probegate rerun`, or a retry after an error or time-out); a superseded evaluation is never
- * retried, because its head is no longer the PR's head.
+ * its place), cancelled (the PR was closed) or timed-out (the runner went quiet). `retry` starts a
+ * new attempt of the same key (a `/probegate rerun`, a retry after an error or time-out, or the PR
+ * reopened after a cancel); a superseded evaluation is never retried, because its head is no longer
+ * the PR's head.
  */
-export const EVALUATION_STATES = ["queued", "dispatched", "running", "completed", "error", "superseded", "timed-out"] as const;
+export const EVALUATION_STATES = ["queued", "dispatched", "running", "completed", "error", "superseded", "cancelled", "timed-out"] as const;
 export type EvaluationState = (typeof EVALUATION_STATES)[number];
 
-export const EVALUATION_EVENTS = ["dispatch", "start", "complete", "fail", "supersede", "time-out", "retry"] as const;
+export const EVALUATION_EVENTS = ["dispatch", "start", "complete", "fail", "supersede", "cancel", "time-out", "retry"] as const;
 export type EvaluationEvent = (typeof EVALUATION_EVENTS)[number];
 
 export const PENDING_STATES: ReadonlyArray<EvaluationState> = ["queued", "dispatched", "running"];
 
 const NEXT: Readonly<Record<EvaluationState, Partial<Record<EvaluationEvent, EvaluationState>>>> = {
-  queued: { dispatch: "dispatched", fail: "error", supersede: "superseded", "time-out": "timed-out" },
+  queued: { dispatch: "dispatched", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
   // `complete` from dispatched: the workflow_run may finish before its in_progress event arrives.
-  dispatched: { start: "running", complete: "completed", fail: "error", supersede: "superseded", "time-out": "timed-out" },
-  running: { complete: "completed", fail: "error", supersede: "superseded", "time-out": "timed-out" },
+  dispatched: { start: "running", complete: "completed", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
+  running: { complete: "completed", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
   completed: { retry: "queued" },
   error: { retry: "queued" },
   "timed-out": { retry: "queued" },
+  cancelled: { retry: "queued" },
   superseded: {},
 };
 

@@ -50,6 +50,12 @@ export function migrate(db: StoreDb, migrations: ReadonlyArray<Migration> = MIGR
   ordered.forEach((m, i) => {
     if (m.version !== i + 1) throw new StoreError(`Store migrations must be numbered 1, 2, 3, …; found ${m.version} at position ${i + 1}.`);
   });
+  // A table rebuild needs foreign keys off, and that pragma is a no-op inside a transaction: turn
+  // them off before it when a pending migration rebuilds (another process may apply it first; then
+  // nothing runs and they are simply turned back on).
+  const foreignKeys = db.pragma("foreign_keys", { simple: true }) === 1;
+  const rebuilds = ordered.slice(schemaVersion(db)).some((m) => m.rebuildsTables);
+  if (rebuilds && foreignKeys) db.pragma("foreign_keys = OFF");
   const run = db.transaction(() => {
     db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT");
     const current = schemaVersion(db);
@@ -65,9 +71,22 @@ export function migrate(db: StoreDb, migrations: ReadonlyArray<Migration> = MIGR
       } catch (e) {
         throw new StoreError(`Store migration ${m.version} (${m.name}) failed: ${(e as Error).message}`);
       }
+      if (m.rebuildsTables) {
+        const dangling = db.pragma("foreign_key_check") as Array<{ table: string; rowid: number; parent: string }>;
+        if (dangling.length > 0) {
+          const first = dangling[0] as { table: string; rowid: number; parent: string };
+          throw new StoreError(
+            `Store migration ${m.version} (${m.name}) would leave ${dangling.length} row(s) pointing at missing ${first.parent} rows (first: ${first.table} rowid ${first.rowid}); nothing was changed.`,
+          );
+        }
+      }
       record.run(m.version, m.name, Date.now());
     }
     return schemaVersion(db);
   });
-  return run.immediate();
+  try {
+    return run.immediate();
+  } finally {
+    if (rebuilds && foreignKeys) db.pragma("foreign_keys = ON");
+  }
 }

@@ -1,3 +1,4 @@
+import { PENDING_STATES } from "../core/evaluation-state.js";
 import type { StoreDb } from "./db.js";
 
 /** A webhook delivery as recorded: GitHub's `X-GitHub-Delivery` id, the event name, when it came. */
@@ -52,4 +53,31 @@ export function forgetDelivery(db: StoreDb, id: string): void {
     db.prepare("DELETE FROM delivery_evaluations WHERE delivery_id = ?").run(id);
     db.prepare("DELETE FROM deliveries WHERE id = ?").run(id);
   })();
+}
+
+/**
+ * Forgets the deliveries received before `olderThan`, with their links to evaluations, in one
+ * transaction, and returns how many deliveries went. GitHub redelivers a delivery for 3 days only,
+ * so an older id can no longer come back to be deduplicated. A delivery linked to an evaluation that
+ * is still pending (queued, dispatched or running) is kept whatever its age: it is the trace of work
+ * not yet finished. Once forgotten, an id that does arrive again is treated as new by recordDelivery.
+ *
+ * Two set-wise DELETEs (the links first: they reference the deliveries), each picking the same rows
+ * with one subquery; with an index on deliveries(received_at) the age test is a range scan, and the
+ * pending test reads delivery_evaluations by its primary key and evaluations by theirs.
+ */
+export function pruneDeliveries(db: StoreDb, olderThan: Date): number {
+  const pending = PENDING_STATES.map(() => "?").join(", ");
+  // Received before the cut-off and touching no pending evaluation; `d` is the delivery's row.
+  const prunable = `d.received_at < ? AND NOT EXISTS (
+      SELECT 1 FROM delivery_evaluations l JOIN evaluations e ON e.key = l.evaluation_key
+      WHERE l.delivery_id = d.id AND e.state IN (${pending}))`;
+  const args = [olderThan.getTime(), ...PENDING_STATES];
+  const prune = db.transaction(() => {
+    db.prepare(`DELETE FROM delivery_evaluations WHERE delivery_id IN (SELECT d.id FROM deliveries d WHERE ${prunable})`).run(...args);
+    return db.prepare(`DELETE FROM deliveries AS d WHERE ${prunable}`).run(...args).changes;
+  });
+  // IMMEDIATE: the write lock is taken first, so both DELETEs see one state of the store and
+  // another process of the app waits for them instead of failing to upgrade its lock.
+  return prune.immediate();
 }

@@ -57,6 +57,14 @@ export function evaluationsOfPr(db: StoreDb, pr: { owner: string; repo: string; 
   return keys.map((k) => getEvaluation(db, k.key)).filter((e): e is EvaluationRecord => e !== null);
 }
 
+/** The PRs of a repository with an evaluation of this head SHA, in ascending order. */
+export function prsEvaluatedAtHead(db: StoreDb, head: { owner: string; repo: string; headSha: string }): number[] {
+  const rows = db
+    .prepare("SELECT DISTINCT pr FROM evaluations WHERE owner = ? AND repo = ? AND head_sha = ? AND pr IS NOT NULL ORDER BY pr")
+    .all(head.owner, head.repo, head.headSha) as Array<{ pr: number }>;
+  return rows.map((r) => r.pr);
+}
+
 /** One probe check that did not pass, as kept for `/probegate explain` (never the probe's source). */
 export interface ProbeFailure {
   probeId: string;

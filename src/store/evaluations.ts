@@ -35,6 +35,8 @@ export interface EvaluationRecord extends NewEvaluation {
   updatedAt: Date;
   attemptStartedAt: Date;
   version: number;
+  /** Until when one app process holds the right to dispatch this queued attempt (null: nobody). */
+  claimUntil: Date | null;
 }
 
 /** Someone else changed the evaluation between our read and our write; re-read and decide again. */
@@ -75,6 +77,7 @@ interface Row {
   updated_at: number;
   attempt_started_at: number;
   version: number;
+  claim_until: number | null;
 }
 
 function fromRow(r: Row): EvaluationRecord {
@@ -97,6 +100,7 @@ function fromRow(r: Row): EvaluationRecord {
     updatedAt: new Date(r.updated_at),
     attemptStartedAt: new Date(r.attempt_started_at),
     version: r.version,
+    claimUntil: r.claim_until === null ? null : new Date(r.claim_until),
   };
 }
 
@@ -244,19 +248,51 @@ export function supersedeOlderHeads(db: StoreDb, pr: { owner: string; repo: stri
   const rows = db
     .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND head_sha <> ? AND state IN (${marks})`)
     .all(pr.owner, pr.repo, pr.pr, pr.headSha, ...PENDING_STATES) as Row[];
+  return endAll(db, rows.map(fromRow), "supersede", `superseded by ${pr.headSha.slice(0, 7)}`, now);
+}
+
+/**
+ * Cancels every pending evaluation of a PR (it was closed) and returns them, so the app can cancel
+ * their runs and say so on their check runs. Reopening the PR retries them.
+ */
+export function cancelPendingOfPr(db: StoreDb, pr: { owner: string; repo: string; pr: number }, why: string, now: Date): EvaluationRecord[] {
+  const marks = PENDING_STATES.map(() => "?").join(", ");
+  const rows = db
+    .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND state IN (${marks})`)
+    .all(pr.owner, pr.repo, pr.pr, ...PENDING_STATES) as Row[];
+  return endAll(db, rows.map(fromRow), "cancel", why, now);
+}
+
+/** Ends each attempt with `event`; one that changed meanwhile is skipped (whoever changed it decided). */
+function endAll(db: StoreDb, pending: EvaluationRecord[], event: "supersede" | "cancel", error: string, now: Date): EvaluationRecord[] {
   const out: EvaluationRecord[] = [];
-  for (const e of rows.map(fromRow)) {
+  for (const e of pending) {
     try {
-      out.push(
-        transitionEvaluation(db, e.key, "supersede", {
-          now,
-          expectedVersion: e.version,
-          patch: { error: `superseded by ${pr.headSha.slice(0, 7)}` },
-        }),
-      );
+      out.push(transitionEvaluation(db, e.key, event, { now, expectedVersion: e.version, patch: { error } }));
     } catch (err) {
       if (!(err instanceof StaleEvaluationError)) throw err;
     }
   }
   return out;
+}
+
+/**
+ * Takes the right to dispatch a queued attempt that has no run yet, for `leaseMs`: true for exactly
+ * one caller among racing app processes (one conditional UPDATE), so no two dispatch the same
+ * attempt. A claim whose lease ran out (its process died mid-dispatch) can be taken again.
+ */
+export function claimDispatch(db: StoreDb, key: string, token: string, now: Date, leaseMs: number): boolean {
+  const t = now.getTime();
+  const info = db
+    .prepare(
+      `UPDATE evaluations SET claim_token = ?, claim_until = ?
+       WHERE key = ? AND state = 'queued' AND workflow_run_id IS NULL AND (claim_until IS NULL OR claim_until <= ?)`,
+    )
+    .run(token, t + leaseMs, key, t);
+  return info.changes === 1;
+}
+
+/** Gives a dispatch claim back (dispatched, failed, or given up); only its holder's token releases it. */
+export function releaseClaim(db: StoreDb, key: string, token: string): void {
+  db.prepare("UPDATE evaluations SET claim_token = NULL, claim_until = NULL WHERE key = ? AND claim_token = ?").run(key, token);
 }

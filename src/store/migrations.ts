@@ -6,6 +6,12 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * The migration rebuilds a table that others reference (SQLite cannot change a CHECK in place):
+   * it runs with foreign keys off, as SQLite's documented procedure asks, and must leave no
+   * dangling reference (`PRAGMA foreign_key_check` is run before it commits).
+   */
+  rebuildsTables?: boolean;
 }
 
 export const MIGRATIONS: ReadonlyArray<Migration> = [
@@ -98,6 +104,56 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
         message TEXT NOT NULL,
         PRIMARY KEY (evaluation_key, attempt, probe_id)
       ) STRICT;
+    `,
+  },
+  {
+    version: 3,
+    name: "cancelled evaluations, dispatch claims, delivery age index",
+    rebuildsTables: true,
+    sql: `
+      CREATE TABLE evaluations_v3 (
+        key TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER,
+        head_sha TEXT NOT NULL,
+        task TEXT NOT NULL,
+        probe_set TEXT NOT NULL,
+        agent TEXT,
+        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','cancelled','timed-out')),
+        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
+        check_run_id INTEGER,
+        workflow_run_id INTEGER,
+        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        attempt_started_at INTEGER NOT NULL,
+        version INTEGER NOT NULL DEFAULT 0,
+        installation_id INTEGER,
+        evaluator_repo TEXT,
+        evaluator_workflow TEXT,
+        evaluator_ref TEXT,
+        deadline_s INTEGER,
+        run_url TEXT,
+        claim_token TEXT,
+        claim_until INTEGER
+      ) STRICT;
+      INSERT INTO evaluations_v3 (key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
+          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
+          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url)
+        SELECT key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
+          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
+          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url
+        FROM evaluations;
+      DROP TABLE evaluations;
+      ALTER TABLE evaluations_v3 RENAME TO evaluations;
+      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
+        WHERE state IN ('queued','dispatched','running');
+      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
+      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
+      CREATE INDEX evaluations_head ON evaluations (owner, repo, head_sha);
+      CREATE INDEX deliveries_received ON deliveries (received_at);
     `,
   },
 ];

@@ -16,19 +16,23 @@ const LEGAL: Array<[EvaluationState, EvaluationEvent, EvaluationState]> = [
   ["queued", "dispatch", "dispatched"],
   ["queued", "fail", "error"],
   ["queued", "supersede", "superseded"],
+  ["queued", "cancel", "cancelled"],
   ["queued", "time-out", "timed-out"],
   ["dispatched", "start", "running"],
   ["dispatched", "complete", "completed"],
   ["dispatched", "fail", "error"],
   ["dispatched", "supersede", "superseded"],
+  ["dispatched", "cancel", "cancelled"],
   ["dispatched", "time-out", "timed-out"],
   ["running", "complete", "completed"],
   ["running", "fail", "error"],
   ["running", "supersede", "superseded"],
+  ["running", "cancel", "cancelled"],
   ["running", "time-out", "timed-out"],
   ["completed", "retry", "queued"],
   ["error", "retry", "queued"],
   ["timed-out", "retry", "queued"],
+  ["cancelled", "retry", "queued"],
 ];
 
 describe("evaluation state machine", () => {
@@ -68,7 +72,7 @@ describe("evaluation state machine", () => {
   });
 
   it("knows which states end an attempt", () => {
-    expect(EVALUATION_STATES.filter(isTerminal)).toEqual(["completed", "error", "superseded", "timed-out"]);
+    expect(EVALUATION_STATES.filter(isTerminal)).toEqual(["completed", "error", "superseded", "cancelled", "timed-out"]);
   });
 
   it("times out pending attempts past the deadline only", () => {

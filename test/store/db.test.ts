@@ -1,8 +1,10 @@
 import { existsSync } from "node:fs";
+import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { migrate, openStore, schemaVersion, StoreError, type StoreDb } from "../../src/store/db.js";
 import { MIGRATIONS } from "../../src/store/migrations.js";
+import { tmp } from "../helpers.js";
 import { freshStore } from "./store-helpers.js";
 
 const open: StoreDb[] = [];
@@ -55,6 +57,61 @@ describe("openStore and migrations", () => {
     open.push(raw);
     expect(raw.prepare("SELECT name FROM sqlite_master WHERE name = 'extra'").get()).toBeUndefined();
     expect(schemaVersion(raw)).toBe(MIGRATIONS.length);
+  });
+
+  it("rebuilds evaluations (migration 3) in a store with data: every row and reference kept, foreign keys on after", () => {
+    const v2 = openStore(join(tmp("pg-v2-"), "v2.sqlite"), { migrations: MIGRATIONS.slice(0, 2) });
+    open.push(v2);
+    const v2file = v2.name;
+    v2.prepare(
+      `INSERT INTO evaluations (key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id, workflow_run_id, verdict,
+         created_at, updated_at, attempt_started_at, version, installation_id, evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url)
+       VALUES ('k1', 'o', 'r', 7, 'abc', 't', 'p', 'copilot', 'completed', 2, 11, 22, 'probe-rejected', 1, 2, 3, 5, 1, 'o/e', 'e.yml', 'main', 600, 'https://x/run/22'),
+              ('k2', 'o', 'r', 7, 'def', 't', 'p', NULL, 'dispatched', 1, 12, 23, NULL, 4, 5, 6, 1, 1, 'o/e', 'e.yml', 'main', 600, NULL)`,
+    ).run();
+    v2.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at) VALUES ('k1', 2, 'probe-rejected', 9)").run();
+    v2.prepare("INSERT INTO deliveries (id, event, received_at) VALUES ('d1', 'pull_request.opened', 1)").run();
+    v2.prepare("INSERT INTO delivery_evaluations (delivery_id, evaluation_key) VALUES ('d1', 'k1'), ('d1', 'k2')").run();
+    v2.prepare("INSERT INTO probe_failures (evaluation_key, attempt, probe_id, category, status, message) VALUES ('k1', 2, 'memory.peak', 'memory', 'failed', 'too much')").run();
+    const before = v2.prepare("SELECT * FROM evaluations ORDER BY key").all() as Array<Record<string, unknown>>;
+    v2.close();
+
+    const v3 = openStore(v2file);
+    open.push(v3);
+    expect(schemaVersion(v3)).toBe(MIGRATIONS.length);
+    expect(v3.pragma("foreign_keys", { simple: true })).toBe(1);
+    expect(v3.pragma("foreign_key_check")).toEqual([]);
+    const after = v3.prepare("SELECT * FROM evaluations ORDER BY key").all() as Array<Record<string, unknown>>;
+    expect(after).toEqual(before.map((r) => ({ ...r, claim_token: null, claim_until: null })));
+    expect(v3.prepare("SELECT COUNT(*) AS n FROM delivery_evaluations").get()).toEqual({ n: 2 });
+    expect(v3.prepare("SELECT COUNT(*) AS n FROM probe_failures").get()).toEqual({ n: 1 });
+    // The rebuilt table takes the new state, keeps its CHECK, and its references still bind.
+    v3.prepare("UPDATE evaluations SET state = 'cancelled' WHERE key = 'k2'").run();
+    expect(() => v3.prepare("UPDATE evaluations SET state = 'lost' WHERE key = 'k2'").run()).toThrow(/CHECK constraint failed/);
+    expect(() => v3.prepare("INSERT INTO delivery_evaluations (delivery_id, evaluation_key) VALUES ('d1', 'nope')").run()).toThrow(/FOREIGN KEY constraint failed/);
+    const indexes = (v3.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'evaluations' AND sql IS NOT NULL ORDER BY name").all() as Array<{ name: string }>).map((i) => i.name);
+    expect(indexes).toEqual(["evaluations_head", "evaluations_pending", "evaluations_pr", "evaluations_workflow_run"]);
+  });
+
+  it("refuses a rebuilding migration that would leave dangling references, and keeps foreign keys on", () => {
+    const { db, file } = freshStore();
+    db.prepare("INSERT INTO deliveries (id, event, received_at) VALUES ('d1', 'x', 1)").run();
+    db.close();
+    const dropping = [
+      ...MIGRATIONS,
+      { version: MIGRATIONS.length + 1, name: "drops deliveries", rebuildsTables: true, sql: "CREATE TABLE tmp (x INTEGER); DROP TABLE tmp;" },
+    ];
+    const raw = new Database(file);
+    raw.prepare("INSERT INTO evaluations (key, owner, repo, head_sha, task, probe_set, state, created_at, updated_at, attempt_started_at) VALUES ('k', 'o', 'r', 's', 't', 'p', 'queued', 1, 1, 1)").run();
+    raw.pragma("foreign_keys = OFF");
+    raw.prepare("INSERT INTO delivery_evaluations (delivery_id, evaluation_key) VALUES ('gone', 'k')").run();
+    raw.close();
+    const handle = new Database(file);
+    open.push(handle);
+    handle.pragma("foreign_keys = ON");
+    expect(() => migrate(handle, dropping)).toThrow(/would leave 1 row\(s\) pointing at missing deliveries rows \(first: delivery_evaluations rowid \d+\); nothing was changed/);
+    expect(schemaVersion(handle)).toBe(MIGRATIONS.length);
+    expect(handle.pragma("foreign_keys", { simple: true })).toBe(1);
   });
 
   it("refuses a store from a newer probegate", () => {

@@ -2,11 +2,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { IllegalTransitionError } from "../../src/core/evaluation-state.js";
 import { openStore, type StoreDb } from "../../src/store/db.js";
 import {
+  cancelPendingOfPr,
+  claimDispatch,
   findEvaluationByWorkflowRun,
   getEvaluation,
   insertOrGetEvaluation,
   listPendingEvaluations,
   markTimedOut,
+  releaseClaim,
   StaleEvaluationError,
   supersedeOlderHeads,
   transitionEvaluation,
@@ -136,5 +139,56 @@ describe("evaluations", () => {
     expect(getEvaluation(db, finished.key)?.state).toBe("completed");
     expect(getEvaluation(db, otherPr.key)?.state).toBe("queued");
     expect(getEvaluation(db, newHead.key)?.state).toBe("queued");
+  });
+
+  it("cancels every pending evaluation of a closed PR, whatever its head, and nothing else", () => {
+    const { db } = store();
+    const queued = insertOrGetEvaluation(db, newEvaluation({ headSha: "a".repeat(40) }), T0).evaluation;
+    const running = insertOrGetEvaluation(db, newEvaluation({ headSha: "b".repeat(40) }), T0).evaluation;
+    transitionEvaluation(db, running.key, "dispatch", { now: at(1), patch: { workflowRunId: 5 } });
+    transitionEvaluation(db, running.key, "start", { now: at(2) });
+    const finished = insertOrGetEvaluation(db, newEvaluation({ task: "x" }), T0).evaluation;
+    transitionEvaluation(db, finished.key, "dispatch", { now: at(1) });
+    transitionEvaluation(db, finished.key, "complete", { now: at(2), patch: { verdict: "resolved" } });
+    const otherPr = insertOrGetEvaluation(db, newEvaluation({ pr: 8 }), T0).evaluation;
+
+    const cancelled = cancelPendingOfPr(db, { owner: "octo", repo: "gpu-lib", pr: 7 }, "closed", at(3));
+    expect(cancelled.map((e) => [e.key, e.state, e.error]).sort()).toEqual(
+      [
+        [queued.key, "cancelled", "closed"],
+        [running.key, "cancelled", "closed"],
+      ].sort(),
+    );
+    expect(cancelled.find((e) => e.key === running.key)?.workflowRunId).toBe(5);
+    expect(getEvaluation(db, finished.key)?.state).toBe("completed");
+    expect(getEvaluation(db, otherPr.key)?.state).toBe("queued");
+    expect(cancelPendingOfPr(db, { owner: "octo", repo: "gpu-lib", pr: 7 }, "closed", at(4))).toEqual([]);
+    // Reopened: a cancelled attempt is retried as the next attempt.
+    expect(transitionEvaluation(db, queued.key, "retry", { now: at(5) })).toMatchObject({ state: "queued", attempt: 2, error: null });
+  });
+
+  it("lets one holder claim a queued attempt for dispatch until the lease runs out or the holder gives it back", () => {
+    const { db } = store();
+    const e = insertOrGetEvaluation(db, newEvaluation(), T0).evaluation;
+    const lease = 60_000;
+    expect(claimDispatch(db, e.key, "p1", T0, lease)).toBe(true);
+    expect(getEvaluation(db, e.key)?.claimUntil).toEqual(new Date(T0.getTime() + lease));
+    expect(claimDispatch(db, e.key, "p2", at(0.5), lease)).toBe(false);
+    expect(claimDispatch(db, e.key, "p1", at(0.5), lease)).toBe(false);
+    // Only the holder's token gives it back.
+    releaseClaim(db, e.key, "p2");
+    expect(claimDispatch(db, e.key, "p2", at(0.5), lease)).toBe(false);
+    releaseClaim(db, e.key, "p1");
+    expect(getEvaluation(db, e.key)?.claimUntil).toBeNull();
+    expect(claimDispatch(db, e.key, "p2", at(0.5), lease)).toBe(true);
+    // A holder that died: the claim can be taken once its lease has run out, not before.
+    expect(claimDispatch(db, e.key, "p3", at(1), lease)).toBe(false);
+    expect(claimDispatch(db, e.key, "p3", at(1.5), lease)).toBe(true);
+    // Dispatched (it has a run) or ended: nothing to claim.
+    releaseClaim(db, e.key, "p3");
+    transitionEvaluation(db, e.key, "dispatch", { now: at(2), patch: { workflowRunId: 9 } });
+    expect(claimDispatch(db, e.key, "p4", at(2), lease)).toBe(false);
+    transitionEvaluation(db, e.key, "cancel", { now: at(3), patch: { error: "closed" } });
+    expect(claimDispatch(db, e.key, "p4", at(3), lease)).toBe(false);
   });
 });
