@@ -2,7 +2,7 @@
 # One call on the lent GPU machine: what it has, the probe kit's meters, the task pack on NCCL,
 # the engine's overhead, and the verdict-stability run. Figures go to $OUT (default out/gpu-session).
 #
-#   bash bench/gpu-session.sh [facts] [accuracy] [nccl] [overhead] [app] [sandbox] [stability] [--budget SECONDS]
+#   bash bench/gpu-session.sh [facts] [accuracy] [nccl] [overhead] [app] [sandbox] [gpumem] [stability] [--budget SECONDS]
 #
 # The machine has no Node: a gzip of this machine's node binary travels as .devnode/node.gz. The
 # stability run is resumable: it appends to $OUT/stability.jsonl and skips what STABILITY_LOG holds.
@@ -82,6 +82,10 @@ for phase in "${PHASES[@]}"; do
           echo "$run: exit $? $($PY -c 'import json,sys; r=json.load(open(sys.argv[1])); e=r["environment"]; print(r["verdict"], "sandboxed", e.get("sandboxed"), "cgroup", e.get("cgroup"), "backend", e.get("backend"), "x", e.get("worldSize"), "gpus", e.get("gpus"), "s", round(r["durations"]["totalS"],1), (r.get("error") or {}).get("message","")[:300])' "$OUT/$name.json" 2>&1)" | tee -a "$OUT/sandbox.txt"
         done
       fi ;;
+    gpumem)
+      # GPU memory of record (nvidia-smi, outside the sandbox) beside the memory probes' own figures,
+      # one evaluation at a time so the GPU is the job's alone.
+      timeout "$(left)" $PY bench/gpu_memory_of_record.py --node "$NODE" --out "$OUT/gpumem" > "$OUT/gpumem.md" 2>&1; cat "$OUT/gpumem.md" ;;
     stability)
       [ -n "${STABILITY_LOG:-}" ] && cp "$STABILITY_LOG" "$OUT/stability.jsonl"
       # One thread per rank: $JOBS evaluations of two ranks each share the cores.

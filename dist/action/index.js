@@ -32523,7 +32523,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2869);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(5285);
 
 await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .run */ .e)();
 
@@ -32532,7 +32532,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 2869:
+/***/ 5285:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -50224,6 +50224,22 @@ function categoryTable(probes) {
         return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
     }).filter((r) => r.passed + r.failed + r.error + r.skipped > 0);
 }
+/**
+ * Peak memory measured outside the submission's processes: the official run's host memory (its
+ * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
+ */
+function memoryLine(result) {
+    const parts = [];
+    const o = result.official;
+    if (o?.peakMemoryBytes != null)
+        parts.push(`host ${formatBytes(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
+    const g = result.gpuMemory;
+    if (g) {
+        const phases = [g.official && `${formatBytes(g.official.peakBytes)} in official tests`, g.probes && `${formatBytes(g.probes.peakBytes)} in probes`].filter(Boolean);
+        parts.push(`GPU ${phases.join(", ")} (nvidia-smi, GPU ${g.gpus.join(",")})`);
+    }
+    return parts.length ? parts.join(" · ") : null;
+}
 function officialLine(result) {
     const o = result.official;
     if (!o)
@@ -50262,7 +50278,11 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     const env = result.environment;
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
-    head.push(`| Time | ${formatSeconds(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`, "");
+    head.push(`| Time | ${formatSeconds(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
+    const memory = memoryLine(result);
+    if (memory)
+        head.push(`| Memory of record | ${memory} |`);
+    head.push("");
     const cats = categoryTable(result.probes);
     if (cats.length) {
         head.push("#### Hidden probes by category", "", "| Category | Passed | Failed | Error | Skipped |", "|---|---:|---:|---:|---:|");
@@ -50448,6 +50468,12 @@ const ProbeResultSchema = strictObject({
     attempts: schemas_number().int().min(1),
     durationS: schemas_number().min(0),
 });
+/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
+const GpuPhasePeakSchema = strictObject({
+    baselineBytes: schemas_number().int().min(0),
+    peakBytes: schemas_number().int().min(0),
+    samples: schemas_number().int().min(0),
+});
 const EnvironmentSchema = strictObject({
     platform: schemas_string(),
     node: schemas_string(),
@@ -50500,6 +50526,18 @@ const EvaluationResultSchema = strictObject({
         totalS: schemas_number().min(0),
     }),
     gpuSeconds: schemas_number().min(0),
+    /**
+     * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
+     * to the job: per phase, the most they held at once above what they held when it began. Null on
+     * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
+     */
+    gpuMemory: strictObject({
+        source: literal("nvidia-smi"),
+        gpus: array(schemas_number().int().min(0)),
+        official: GpuPhasePeakSchema.nullable(),
+        probes: GpuPhasePeakSchema.nullable(),
+    })
+        .nullish(),
     environment: EnvironmentSchema,
     startedAt: schemas_string(),
     finishedAt: schemas_string(),
@@ -59752,7 +59790,106 @@ const {
 } = getIpcExport();
 
 
+;// CONCATENATED MODULE: external "node:readline"
+const external_node_readline_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:readline");
+;// CONCATENATED MODULE: ./src/engine/gpu-meter.ts
+
+
+const MIB = 1024 * 1024;
+/** The nvidia-smi to use: PROBEGATE_NVIDIA_SMI (tests, unusual installs), else the one on PATH. */
+function nvidiaSmiPath() {
+    return process.env.PROBEGATE_NVIDIA_SMI || "nvidia-smi";
+}
+/**
+ * Parses nvidia-smi's `--query-gpu=index,memory.used --format=csv,noheader,nounits` lines
+ * ("0, 1234": MiB). Returns null for a line that is not one (a warning, "[N/A]", a blank).
+ */
+function parseUsedLine(line) {
+    const m = /^\s*(\d+)\s*,\s*(\d+(?:\.\d+)?)\s*$/.exec(line);
+    if (!m)
+        return null;
+    return { index: Number(m[1]), usedBytes: Math.round(Number(m[2]) * MIB) };
+}
+/**
+ * Starts sampling `gpus` every `intervalMs` with one long-lived `nvidia-smi --loop-ms` (one process
+ * for the whole phase, not one per sample). The first reading of each GPU is its baseline, so start
+ * it before the phase's processes do: `ready` settles once every GPU has been read once (or after
+ * `readyTimeoutMs`, when the meter gives up and `stop()` gives null). No GPUs: null at once.
+ */
+async function startGpuMeter(gpus, opts = {}) {
+    if (gpus.length === 0)
+        return { stop: async () => null };
+    const intervalMs = Math.max(50, Math.floor(opts.intervalMs ?? 200));
+    const wanted = new Set(gpus);
+    const baseline = new Map();
+    const latest = new Map();
+    let peak = 0;
+    let samples = 0;
+    let failed = false;
+    let child;
+    try {
+        child = (0,external_node_child_process_namespaceObject.spawn)(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`, `--loop-ms=${intervalMs}`], {
+            stdio: ["ignore", "pipe", "ignore"],
+        });
+    }
+    catch {
+        return { stop: async () => null };
+    }
+    let markReady = () => { };
+    const ready = new Promise((resolve) => (markReady = resolve));
+    const exited = new Promise((resolve) => {
+        child.once("error", () => {
+            failed = true;
+            resolve();
+            markReady();
+        });
+        child.once("exit", () => {
+            resolve();
+            markReady();
+        });
+    });
+    const lines = (0,external_node_readline_namespaceObject.createInterface)({ input: child.stdout });
+    lines.on("line", (line) => {
+        const r = parseUsedLine(line);
+        if (!r || !wanted.has(r.index))
+            return;
+        if (!baseline.has(r.index)) {
+            baseline.set(r.index, r.usedBytes);
+            if (baseline.size === wanted.size)
+                markReady();
+        }
+        latest.set(r.index, r.usedBytes);
+        samples += 1;
+        let sum = 0;
+        for (const [i, used] of latest)
+            sum += used - (baseline.get(i) ?? used);
+        peak = Math.max(peak, sum);
+    });
+    const timer = setTimeout(markReady, opts.readyTimeoutMs ?? 5000);
+    await ready;
+    clearTimeout(timer);
+    return {
+        stop: async () => {
+            if (child.exitCode === null && child.signalCode === null) {
+                child.kill("SIGTERM");
+                const hard = setTimeout(() => child.kill("SIGKILL"), 2000);
+                await exited;
+                clearTimeout(hard);
+            }
+            await exited;
+            lines.close();
+            if (failed || baseline.size !== wanted.size)
+                return null;
+            let base = 0;
+            for (const b of baseline.values())
+                base += b;
+            return { gpus: [...gpus], baselineBytes: base, peakBytes: peak, samples, intervalMs };
+        },
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/engine/host.ts
+
 
 
 
@@ -59803,9 +59940,9 @@ function inspectPython(executable) {
     }
     return p;
 }
-/** GPUs nvidia-smi reports; none where there is no NVIDIA driver. */
+/** GPUs nvidia-smi reports (PROBEGATE_NVIDIA_SMI names another); none where there is no NVIDIA driver. */
 async function detectGpus() {
-    const r = await execa("nvidia-smi", ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
+    const r = await execa(nvidiaSmiPath(), ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
         reject: false,
         timeout: 30_000,
     });
@@ -68540,6 +68677,7 @@ async function createWorkspace(task, sub) {
 
 
 
+
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
 const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
@@ -68559,6 +68697,17 @@ function jobContext(ws, opts, gpus, isolation) {
         cudaVisibleDevices: assigned.map((g) => g.index).join(","),
         threadsPerRank: Math.max(1, Math.floor((0,external_node_os_namespaceObject.cpus)().length / worldSize)),
     };
+}
+/** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
+function jobGpus(ctx) {
+    return ctx.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").map(Number) : [];
+}
+/** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
+function gpuMemoryOfRecord(gpus, peaks) {
+    if (gpus.length === 0 || (!peaks.official && !peaks.probes))
+        return null;
+    const phase = (p) => (p ? { baselineBytes: p.baselineBytes, peakBytes: p.peakBytes, samples: p.samples } : null);
+    return { source: "nvidia-smi", gpus, official: phase(peaks.official), probes: phase(peaks.probes) };
 }
 function toProbeResults(checks) {
     const counts = new Map();
@@ -68618,6 +68767,7 @@ async function evaluate(opts) {
     let gpus = [];
     let ctx = null;
     const cgroups = findControllers();
+    const gpuPeaks = { official: null, probes: null };
     try {
         let support;
         [py, gpus, support] = await hostFacts;
@@ -68630,7 +68780,13 @@ async function evaluate(opts) {
         const c = ctx;
         emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
         const t1 = performance.now();
-        official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
+        const officialGpu = await startGpuMeter(jobGpus(c));
+        try {
+            official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
+        }
+        finally {
+            gpuPeaks.official = await officialGpu.stop();
+        }
         officialS = since(t1);
         emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
         if (official.passed || opts.alwaysProbe) {
@@ -68638,11 +68794,17 @@ async function evaluate(opts) {
             ws.resets.push(...(await resetHooks(ws)));
             emit({ type: "phase-start", phase: "probes" });
             const t2 = performance.now();
-            checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
-                probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
-                probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
-                log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
-            });
+            const probesGpu = await startGpuMeter(jobGpus(c));
+            try {
+                checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
+                    probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
+                    probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
+                    log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
+                });
+            }
+            finally {
+                gpuPeaks.probes = await probesGpu.stop();
+            }
             probesS = since(t2);
             const failed = checks.filter((x) => x.status === "failed").length;
             emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed` });
@@ -68681,6 +68843,7 @@ async function evaluate(opts) {
         workspaceResets: ws.resets,
         durations: { workspaceS, officialS, probesS, totalS: since(t0) },
         gpuSeconds: gpuCount * (officialS + probesS),
+        gpuMemory: gpuMemoryOfRecord(ctx ? jobGpus(ctx) : [], gpuPeaks),
         environment: {
             platform: `${(0,external_node_os_namespaceObject.platform)()}-${(0,external_node_os_namespaceObject.arch)()}`,
             node: process.version,

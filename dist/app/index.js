@@ -27541,6 +27541,56 @@ const MIGRATIONS = [
       ) STRICT;
     `,
     },
+    {
+        version: 3,
+        name: "cancelled evaluations, dispatch claims, delivery age index",
+        rebuildsTables: true,
+        sql: `
+      CREATE TABLE evaluations_v3 (
+        key TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER,
+        head_sha TEXT NOT NULL,
+        task TEXT NOT NULL,
+        probe_set TEXT NOT NULL,
+        agent TEXT,
+        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','cancelled','timed-out')),
+        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
+        check_run_id INTEGER,
+        workflow_run_id INTEGER,
+        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        attempt_started_at INTEGER NOT NULL,
+        version INTEGER NOT NULL DEFAULT 0,
+        installation_id INTEGER,
+        evaluator_repo TEXT,
+        evaluator_workflow TEXT,
+        evaluator_ref TEXT,
+        deadline_s INTEGER,
+        run_url TEXT,
+        claim_token TEXT,
+        claim_until INTEGER
+      ) STRICT;
+      INSERT INTO evaluations_v3 (key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
+          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
+          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url)
+        SELECT key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
+          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
+          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url
+        FROM evaluations;
+      DROP TABLE evaluations;
+      ALTER TABLE evaluations_v3 RENAME TO evaluations;
+      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
+        WHERE state IN ('queued','dispatched','running');
+      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
+      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
+      CREATE INDEX evaluations_head ON evaluations (owner, repo, head_sha);
+      CREATE INDEX deliveries_received ON deliveries (received_at);
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts
@@ -27593,6 +27643,13 @@ function migrate(db, migrations = MIGRATIONS) {
         if (m.version !== i + 1)
             throw new StoreError(`Store migrations must be numbered 1, 2, 3, …; found ${m.version} at position ${i + 1}.`);
     });
+    // A table rebuild needs foreign keys off, and that pragma is a no-op inside a transaction: turn
+    // them off before it when a pending migration rebuilds (another process may apply it first; then
+    // nothing runs and they are simply turned back on).
+    const foreignKeys = db.pragma("foreign_keys", { simple: true }) === 1;
+    const rebuilds = ordered.slice(schemaVersion(db)).some((m) => m.rebuildsTables);
+    if (rebuilds && foreignKeys)
+        db.pragma("foreign_keys = OFF");
     const run = db.transaction(() => {
         db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT");
         const current = schemaVersion(db);
@@ -27607,14 +27664,90 @@ function migrate(db, migrations = MIGRATIONS) {
             catch (e) {
                 throw new StoreError(`Store migration ${m.version} (${m.name}) failed: ${e.message}`);
             }
+            if (m.rebuildsTables) {
+                const dangling = db.pragma("foreign_key_check");
+                if (dangling.length > 0) {
+                    const first = dangling[0];
+                    throw new StoreError(`Store migration ${m.version} (${m.name}) would leave ${dangling.length} row(s) pointing at missing ${first.parent} rows (first: ${first.table} rowid ${first.rowid}); nothing was changed.`);
+                }
+            }
             record.run(m.version, m.name, Date.now());
         }
         return schemaVersion(db);
     });
-    return run.immediate();
+    try {
+        return run.immediate();
+    }
+    finally {
+        if (rebuilds && foreignKeys)
+            db.pragma("foreign_keys = ON");
+    }
+}
+
+;// CONCATENATED MODULE: external "node:crypto"
+const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
+;// CONCATENATED MODULE: ./src/core/evaluation-state.ts
+/**
+ * The life of one evaluation (one evaluation key). Each attempt goes
+ * queued → dispatched → running → completed, or ends early in error, superseded (a newer push took
+ * its place), cancelled (the PR was closed) or timed-out (the runner went quiet). `retry` starts a
+ * new attempt of the same key (a `/probegate rerun`, a retry after an error or time-out, or the PR
+ * reopened after a cancel); a superseded evaluation is never retried, because its head is no longer
+ * the PR's head.
+ */
+const EVALUATION_STATES = (/* unused pure expression or super */ null && (["queued", "dispatched", "running", "completed", "error", "superseded", "cancelled", "timed-out"]));
+const EVALUATION_EVENTS = (/* unused pure expression or super */ null && (["dispatch", "start", "complete", "fail", "supersede", "cancel", "time-out", "retry"]));
+const PENDING_STATES = ["queued", "dispatched", "running"];
+const NEXT = {
+    queued: { dispatch: "dispatched", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
+    // `complete` from dispatched: the workflow_run may finish before its in_progress event arrives.
+    dispatched: { start: "running", complete: "completed", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
+    running: { complete: "completed", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
+    completed: { retry: "queued" },
+    error: { retry: "queued" },
+    "timed-out": { retry: "queued" },
+    cancelled: { retry: "queued" },
+    superseded: {},
+};
+/** An event that the evaluation's current state does not allow. */
+class IllegalTransitionError extends Error {
+    from;
+    event;
+    name = "IllegalTransitionError";
+    constructor(from, event) {
+        const allowed = Object.keys(NEXT[from]);
+        super(`An evaluation in state '${from}' cannot take event '${event}' (allowed: ${allowed.length ? allowed.map((e) => `'${e}'`).join(", ") : "none"}).`);
+        this.from = from;
+        this.event = event;
+    }
+}
+/** The state after `event`; throws IllegalTransitionError when `state` does not allow it. */
+function transition(state, event) {
+    const next = NEXT[state][event];
+    if (next === undefined)
+        throw new IllegalTransitionError(state, event);
+    return next;
+}
+/** Whether `event` is allowed in `state`. */
+function canTransition(state, event) {
+    return NEXT[state][event] !== undefined;
+}
+/** Whether the current attempt has ended (only `retry` leaves these states). */
+function isTerminal(state) {
+    return !PENDING_STATES.includes(state);
+}
+/**
+ * Whether a pending evaluation has run past its deadline: `deadlineS` seconds after its current
+ * attempt began. A finished attempt never times out.
+ */
+function timedOut(evaluation, now, deadlineS) {
+    if (isTerminal(evaluation.state))
+        return false;
+    return now.getTime() - evaluation.attemptStartedAt.getTime() > deadlineS * 1000;
 }
 
 ;// CONCATENATED MODULE: ./src/store/deliveries.ts
+
 /**
  * Records a webhook delivery once. Returns true for the first sight of `id` and false for a
  * redelivery (concurrent or later), which the app must then not act on a second time.
@@ -27655,6 +27788,32 @@ function forgetDelivery(db, id) {
         db.prepare("DELETE FROM deliveries WHERE id = ?").run(id);
     })();
 }
+/**
+ * Forgets the deliveries received before `olderThan`, with their links to evaluations, in one
+ * transaction, and returns how many deliveries went. GitHub redelivers a delivery for 3 days only,
+ * so an older id can no longer come back to be deduplicated. A delivery linked to an evaluation that
+ * is still pending (queued, dispatched or running) is kept whatever its age: it is the trace of work
+ * not yet finished. Once forgotten, an id that does arrive again is treated as new by recordDelivery.
+ *
+ * Two set-wise DELETEs (the links first: they reference the deliveries), each picking the same rows
+ * with one subquery; with an index on deliveries(received_at) the age test is a range scan, and the
+ * pending test reads delivery_evaluations by its primary key and evaluations by theirs.
+ */
+function pruneDeliveries(db, olderThan) {
+    const pending = PENDING_STATES.map(() => "?").join(", ");
+    // Received before the cut-off and touching no pending evaluation; `d` is the delivery's row.
+    const prunable = `d.received_at < ? AND NOT EXISTS (
+      SELECT 1 FROM delivery_evaluations l JOIN evaluations e ON e.key = l.evaluation_key
+      WHERE l.delivery_id = d.id AND e.state IN (${pending}))`;
+    const args = [olderThan.getTime(), ...PENDING_STATES];
+    const prune = db.transaction(() => {
+        db.prepare(`DELETE FROM delivery_evaluations WHERE delivery_id IN (SELECT d.id FROM deliveries d WHERE ${prunable})`).run(...args);
+        return db.prepare(`DELETE FROM deliveries AS d WHERE ${prunable}`).run(...args).changes;
+    });
+    // IMMEDIATE: the write lock is taken first, so both DELETEs see one state of the store and
+    // another process of the app waits for them instead of failing to upgrade its lock.
+    return prune.immediate();
+}
 
 ;// CONCATENATED MODULE: ./src/core/evaluation-key.ts
 /**
@@ -27664,64 +27823,6 @@ function forgetDelivery(db, id) {
 function evaluationKey(k) {
     const probes = k.probeSet.replace(/^sha256:/, "").slice(0, 16);
     return `${k.owner}/${k.repo}@${k.headSha}:${k.task}:${probes}`;
-}
-
-;// CONCATENATED MODULE: ./src/core/evaluation-state.ts
-/**
- * The life of one evaluation (one evaluation key). Each attempt goes
- * queued → dispatched → running → completed, or ends early in error, superseded (a newer push took
- * its place) or timed-out (the runner went quiet). `retry` starts a new attempt of the same key
- * (a `/probegate rerun`, or a retry after an error or time-out); a superseded evaluation is never
- * retried, because its head is no longer the PR's head.
- */
-const EVALUATION_STATES = (/* unused pure expression or super */ null && (["queued", "dispatched", "running", "completed", "error", "superseded", "timed-out"]));
-const EVALUATION_EVENTS = (/* unused pure expression or super */ null && (["dispatch", "start", "complete", "fail", "supersede", "time-out", "retry"]));
-const PENDING_STATES = ["queued", "dispatched", "running"];
-const NEXT = {
-    queued: { dispatch: "dispatched", fail: "error", supersede: "superseded", "time-out": "timed-out" },
-    // `complete` from dispatched: the workflow_run may finish before its in_progress event arrives.
-    dispatched: { start: "running", complete: "completed", fail: "error", supersede: "superseded", "time-out": "timed-out" },
-    running: { complete: "completed", fail: "error", supersede: "superseded", "time-out": "timed-out" },
-    completed: { retry: "queued" },
-    error: { retry: "queued" },
-    "timed-out": { retry: "queued" },
-    superseded: {},
-};
-/** An event that the evaluation's current state does not allow. */
-class IllegalTransitionError extends Error {
-    from;
-    event;
-    name = "IllegalTransitionError";
-    constructor(from, event) {
-        const allowed = Object.keys(NEXT[from]);
-        super(`An evaluation in state '${from}' cannot take event '${event}' (allowed: ${allowed.length ? allowed.map((e) => `'${e}'`).join(", ") : "none"}).`);
-        this.from = from;
-        this.event = event;
-    }
-}
-/** The state after `event`; throws IllegalTransitionError when `state` does not allow it. */
-function transition(state, event) {
-    const next = NEXT[state][event];
-    if (next === undefined)
-        throw new IllegalTransitionError(state, event);
-    return next;
-}
-/** Whether `event` is allowed in `state`. */
-function canTransition(state, event) {
-    return NEXT[state][event] !== undefined;
-}
-/** Whether the current attempt has ended (only `retry` leaves these states). */
-function isTerminal(state) {
-    return !PENDING_STATES.includes(state);
-}
-/**
- * Whether a pending evaluation has run past its deadline: `deadlineS` seconds after its current
- * attempt began. A finished attempt never times out.
- */
-function timedOut(evaluation, now, deadlineS) {
-    if (isTerminal(evaluation.state))
-        return false;
-    return now.getTime() - evaluation.attemptStartedAt.getTime() > deadlineS * 1000;
 }
 
 ;// CONCATENATED MODULE: ./src/store/evaluations.ts
@@ -27767,6 +27868,7 @@ function fromRow(r) {
         updatedAt: new Date(r.updated_at),
         attemptStartedAt: new Date(r.attempt_started_at),
         version: r.version,
+        claimUntil: r.claim_until === null ? null : new Date(r.claim_until),
     };
 }
 /** The evaluation with this key, or null. */
@@ -27880,14 +27982,25 @@ function supersedeOlderHeads(db, pr, now) {
     const rows = db
         .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND head_sha <> ? AND state IN (${marks})`)
         .all(pr.owner, pr.repo, pr.pr, pr.headSha, ...PENDING_STATES);
+    return endAll(db, rows.map(fromRow), "supersede", `superseded by ${pr.headSha.slice(0, 7)}`, now);
+}
+/**
+ * Cancels every pending evaluation of a PR (it was closed) and returns them, so the app can cancel
+ * their runs and say so on their check runs. Reopening the PR retries them.
+ */
+function cancelPendingOfPr(db, pr, why, now) {
+    const marks = PENDING_STATES.map(() => "?").join(", ");
+    const rows = db
+        .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND state IN (${marks})`)
+        .all(pr.owner, pr.repo, pr.pr, ...PENDING_STATES);
+    return endAll(db, rows.map(fromRow), "cancel", why, now);
+}
+/** Ends each attempt with `event`; one that changed meanwhile is skipped (whoever changed it decided). */
+function endAll(db, pending, event, error, now) {
     const out = [];
-    for (const e of rows.map(fromRow)) {
+    for (const e of pending) {
         try {
-            out.push(transitionEvaluation(db, e.key, "supersede", {
-                now,
-                expectedVersion: e.version,
-                patch: { error: `superseded by ${pr.headSha.slice(0, 7)}` },
-            }));
+            out.push(transitionEvaluation(db, e.key, event, { now, expectedVersion: e.version, patch: { error } }));
         }
         catch (err) {
             if (!(err instanceof StaleEvaluationError))
@@ -27895,6 +28008,23 @@ function supersedeOlderHeads(db, pr, now) {
         }
     }
     return out;
+}
+/**
+ * Takes the right to dispatch a queued attempt that has no run yet, for `leaseMs`: true for exactly
+ * one caller among racing app processes (one conditional UPDATE), so no two dispatch the same
+ * attempt. A claim whose lease ran out (its process died mid-dispatch) can be taken again.
+ */
+function claimDispatch(db, key, token, now, leaseMs) {
+    const t = now.getTime();
+    const info = db
+        .prepare(`UPDATE evaluations SET claim_token = ?, claim_until = ?
+       WHERE key = ? AND state = 'queued' AND workflow_run_id IS NULL AND (claim_until IS NULL OR claim_until <= ?)`)
+        .run(token, t + leaseMs, key, t);
+    return info.changes === 1;
+}
+/** Gives a dispatch claim back (dispatched, failed, or given up); only its holder's token releases it. */
+function releaseClaim(db, key, token) {
+    db.prepare("UPDATE evaluations SET claim_token = NULL, claim_until = NULL WHERE key = ? AND claim_token = ?").run(key, token);
 }
 
 ;// CONCATENATED MODULE: ./src/core/app-check-outputs.ts
@@ -27921,6 +28051,12 @@ const noAnnotations = (conclusion, title, summary) => ({ conclusion, title, summ
 /** A newer push took this evaluation's place. */
 function supersededOutput(newHeadSha) {
     return noAnnotations("cancelled", `Superseded by ${newHeadSha.slice(0, 7)}`, `A newer push (\`${newHeadSha}\`) replaced this commit as the pull request's head; its evaluator run was cancelled and the new head is evaluated instead.`);
+}
+/** The PR was closed (merged or not) while this evaluation was pending. */
+function closedOutput(merged) {
+    return noAnnotations("cancelled", merged ? "Cancelled: the pull request was merged" : "Cancelled: the pull request was closed", merged
+        ? "The pull request was merged before the evaluation finished, so its evaluator run was cancelled. The merge was not gated by this result."
+        : "The pull request was closed before the evaluation finished, so its evaluator run was cancelled. Reopening the pull request evaluates its head again.");
 }
 /** The attempt produced no result before its deadline. */
 function timedOutOutput(why) {
@@ -37696,6 +37832,22 @@ function categoryTable(probes) {
         return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
     }).filter((r) => r.passed + r.failed + r.error + r.skipped > 0);
 }
+/**
+ * Peak memory measured outside the submission's processes: the official run's host memory (its
+ * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
+ */
+function memoryLine(result) {
+    const parts = [];
+    const o = result.official;
+    if (o?.peakMemoryBytes != null)
+        parts.push(`host ${formatBytes(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
+    const g = result.gpuMemory;
+    if (g) {
+        const phases = [g.official && `${formatBytes(g.official.peakBytes)} in official tests`, g.probes && `${formatBytes(g.probes.peakBytes)} in probes`].filter(Boolean);
+        parts.push(`GPU ${phases.join(", ")} (nvidia-smi, GPU ${g.gpus.join(",")})`);
+    }
+    return parts.length ? parts.join(" · ") : null;
+}
 function officialLine(result) {
     const o = result.official;
     if (!o)
@@ -37734,7 +37886,11 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     const env = result.environment;
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
-    head.push(`| Time | ${formatSeconds(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`, "");
+    head.push(`| Time | ${formatSeconds(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
+    const memory = memoryLine(result);
+    if (memory)
+        head.push(`| Memory of record | ${memory} |`);
+    head.push("");
     const cats = categoryTable(result.probes);
     if (cats.length) {
         head.push("#### Hidden probes by category", "", "| Category | Passed | Failed | Error | Skipped |", "|---|---:|---:|---:|---:|");
@@ -40681,6 +40837,12 @@ const ProbeResultSchema = strictObject({
     attempts: schemas_number().int().min(1),
     durationS: schemas_number().min(0),
 });
+/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
+const GpuPhasePeakSchema = strictObject({
+    baselineBytes: schemas_number().int().min(0),
+    peakBytes: schemas_number().int().min(0),
+    samples: schemas_number().int().min(0),
+});
 const EnvironmentSchema = strictObject({
     platform: schemas_string(),
     node: schemas_string(),
@@ -40733,6 +40895,18 @@ const EvaluationResultSchema = strictObject({
         totalS: schemas_number().min(0),
     }),
     gpuSeconds: schemas_number().min(0),
+    /**
+     * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
+     * to the job: per phase, the most they held at once above what they held when it began. Null on
+     * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
+     */
+    gpuMemory: strictObject({
+        source: literal("nvidia-smi"),
+        gpus: array(schemas_number().int().min(0)),
+        official: GpuPhasePeakSchema.nullable(),
+        probes: GpuPhasePeakSchema.nullable(),
+    })
+        .nullish(),
     environment: EnvironmentSchema,
     startedAt: schemas_string(),
     finishedAt: schemas_string(),
@@ -40740,8 +40914,6 @@ const EvaluationResultSchema = strictObject({
     signature: SignatureSchema.nullish(),
 });
 
-;// CONCATENATED MODULE: external "node:crypto"
-const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
 ;// CONCATENATED MODULE: ./src/core/canonical-json.ts
 /**
  * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Signing hashes
@@ -40963,6 +41135,13 @@ function evaluationsOfPr(db, pr) {
         .all(pr.owner, pr.repo, pr.pr);
     return keys.map((k) => getEvaluation(db, k.key)).filter((e) => e !== null);
 }
+/** The PRs of a repository with an evaluation of this head SHA, in ascending order. */
+function prsEvaluatedAtHead(db, head) {
+    const rows = db
+        .prepare("SELECT DISTINCT pr FROM evaluations WHERE owner = ? AND repo = ? AND head_sha = ? AND pr IS NOT NULL ORDER BY pr")
+        .all(head.owner, head.repo, head.headSha);
+    return rows.map((r) => r.pr);
+}
 /** Keeps the failed and errored checks of a finished attempt. */
 function recordProbeFailures(db, key, attempt, probes) {
     const insert = db.prepare("INSERT INTO probe_failures (evaluation_key, attempt, probe_id, category, status, message) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
@@ -40991,37 +41170,53 @@ function probeFailures(db, key, attempt) {
 
 
 /**
+ * How long a dispatch claim holds: far longer than creating a check run and dispatching a workflow
+ * take (retries included), so a live holder never loses it; a holder that died mid-dispatch leaves
+ * the attempt to the sweep of any process after this long.
+ */
+const DISPATCH_LEASE_MS = 10 * 60_000;
+/**
  * Queues one evaluation and dispatches its evaluator run: creates (or finds, by external_id) its
  * queued check run, dispatches the workflow, and records the run id. The evaluation key makes this
- * idempotent: a redelivered event, a concurrent one, or a retried request never starts a key twice.
+ * idempotent, and the dispatch claim makes it exclusive: a redelivered event, a concurrent one in
+ * this or another app process, or a retried request never starts an attempt twice.
  */
 async function startEvaluation(gh, deps, req) {
     const key = evaluationKey({ owner: req.repo.owner, repo: req.repo.repo, headSha: req.headSha, task: req.task, probeSet: req.probeSet });
     const { evaluation, created } = insertOrGetEvaluation(deps.db, { owner: req.repo.owner, repo: req.repo.repo, pr: req.pr, headSha: req.headSha, task: req.task, probeSet: req.probeSet, agent: req.agent }, deps.now());
     if (req.deliveryId)
         linkDelivery(deps.db, req.deliveryId, key);
-    if (deps.starting.has(key))
-        return { key, outcome: "already-running" };
     let e = evaluation;
     if (!created) {
         if (e.state === "superseded")
             return { key, outcome: "superseded" };
-        // A queued row without a run is one a crash interrupted: start it again below.
+        // A queued row without a run is one a crash interrupted, or one another handler is starting:
+        // the claim below tells which. Any other pending state has its run.
         if (!isTerminal(e.state) && !(e.state === "queued" && e.workflowRunId === null))
             return { key, outcome: "already-running" };
         if (isTerminal(e.state)) {
-            if (!req.rerun)
+            // A cancelled attempt (the PR was closed) never finished: the PR's next event starts it again.
+            if (!req.rerun && e.state !== "cancelled")
                 return { key, outcome: "already-done" };
-            e = transitionEvaluation(deps.db, key, "retry", { now: deps.now(), expectedVersion: e.version });
+            try {
+                e = transitionEvaluation(deps.db, key, "retry", { now: deps.now(), expectedVersion: e.version });
+            }
+            catch (err) {
+                // Another handler retried it first; that one starts it.
+                if (err instanceof StaleEvaluationError)
+                    return { key, outcome: "already-running" };
+                throw err;
+            }
         }
     }
-    deps.starting.add(key);
+    if (!claimDispatch(deps.db, key, deps.instance, deps.now(), DISPATCH_LEASE_MS))
+        return { key, outcome: "already-running" };
     try {
         setDispatchContext(deps.db, key, { installationId: req.installationId, evaluatorRepo: req.evaluator.repository, workflow: req.evaluator.workflow, ref: req.evaluator.ref, deadlineS: req.timeoutS });
         return { key, outcome: await dispatch(gh, deps, e, req) };
     }
     finally {
-        deps.starting.delete(key);
+        releaseClaim(deps.db, key, deps.instance);
     }
 }
 async function dispatch(gh, deps, e, req) {
@@ -41055,14 +41250,29 @@ async function dispatch(gh, deps, e, req) {
  */
 async function supersedeOlder(gh, deps, repo, pr, headSha) {
     const old = supersedeOlderHeads(deps.db, { ...repo, pr, headSha }, deps.now());
-    for (const e of old) {
+    await stopRuns(gh, deps, repo, old, supersededOutput(headSha));
+    return old;
+}
+/**
+ * Cancels the pending evaluations of a closed PR (merged or not): cancels their evaluator runs,
+ * which would only spend GPU time, and completes their check runs as cancelled. Reopening the PR
+ * starts them again.
+ */
+async function cancelForClosedPr(gh, deps, repo, pr, merged) {
+    const why = merged ? "the pull request was merged before the evaluation finished" : "the pull request was closed before the evaluation finished";
+    const cancelled = cancelPendingOfPr(deps.db, { ...repo, pr }, why, deps.now());
+    await stopRuns(gh, deps, repo, cancelled, closedOutput(merged));
+    return cancelled;
+}
+/** Cancels the evaluator runs of attempts that just ended early and completes their check runs with `output`. */
+async function stopRuns(gh, deps, repo, ended, output) {
+    for (const e of ended) {
         const ctx = getDispatchContext(deps.db, e.key);
         if (ctx && e.workflowRunId !== null)
             await cancelEvaluation(gh, ctx.evaluatorRepo, e.workflowRunId);
         if (e.checkRunId !== null)
-            await completeCheckRun(gh, { ...repo, checkRunId: e.checkRunId }, supersededOutput(headSha));
+            await completeCheckRun(gh, { ...repo, checkRunId: e.checkRunId }, output);
     }
-    return old;
 }
 /** Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button. */
 async function finishWithResult(gh, deps, e, result) {
@@ -41104,15 +41314,20 @@ async function sweepOverdue(deps) {
     return overdue.length;
 }
 /**
- * After a restart: starts again the evaluations a crash left queued without a run. Dispatched and
- * running ones need nothing: their `workflow_run` events find them in the store, and the sweep
- * times out those whose runner died.
+ * After a restart, and on each sweep: starts again the evaluations a crash left queued without a
+ * run and without a live dispatch claim. Dispatched and running ones need nothing: their
+ * `workflow_run` events find them in the store, and the sweep times out those whose runner died.
  */
 async function resumeQueued(deps, pending) {
     let resumed = 0;
+    const now = deps.now().getTime();
     for (const e of pending) {
+        if (e.state !== "queued" || e.workflowRunId !== null || e.pr === null)
+            continue;
+        if (e.claimUntil !== null && e.claimUntil.getTime() > now)
+            continue;
         const ctx = getDispatchContext(deps.db, e.key);
-        if (e.state !== "queued" || e.workflowRunId !== null || !ctx || e.pr === null)
+        if (!ctx)
             continue;
         try {
             const gh = await deps.auth(ctx.installationId);
@@ -41602,7 +41817,7 @@ async function planEvaluations(gh, deps, repo, pr, preloaded) {
 
 
 /** The `pull_request` actions that can start an evaluation. */
-const PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "ready_for_review", "labeled"];
+const PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "ready_for_review", "labeled", "closed"];
 /**
  * Plans and starts the evaluations of one PR head. Shared by PR events and reruns: `rerun` starts
  * finished evaluations of the head again. Returns what happened to each target.
@@ -41646,12 +41861,21 @@ async function evaluateHead(gh, deps, repo, pr, opts) {
     }
     return { kind: "started", outcomes };
 }
-/** `pull_request` opened / synchronize / reopened / ready_for_review / labeled. */
+/**
+ * `pull_request` opened / synchronize / reopened / ready_for_review / labeled start or resume the
+ * head's evaluations; `closed` (merged or not) cancels the pending ones, and `reopened` starts them
+ * again.
+ */
 async function onPullRequest(context, deps) {
     const payload = context.payload;
     const repo = { owner: payload.repository.owner.login, repo: payload.repository.name };
     const gh = context.octokit;
     const pr = pullRequestFacts(payload.pull_request);
+    if (payload.action === "closed") {
+        const cancelled = await cancelForClosedPr(gh, deps, repo, pr.number, payload.pull_request.merged === true);
+        context.log.info({ pr: pr.number, cancelled: cancelled.map((e) => e.key) }, `PR #${pr.number} closed: ${cancelled.length} pending evaluation(s) cancelled`);
+        return;
+    }
     // A newer head replaces older ones whatever this head turns out to need.
     await supersedeOlder(gh, deps, repo, pr.number, pr.headSha);
     if (payload.pull_request.state !== "open" || payload.pull_request.draft) {
@@ -41918,9 +42142,11 @@ function attemptSummary(db, at) {
 
 
 /**
- * A rerun of the PR's current head, asked by a comment or the check run's button. GitHub is asked
- * for the requester's permission; the policy refuses edited comments, the agent itself, users
- * without write permission and a PR over its rate limit. Every request is recorded, accepted or not.
+ * A rerun of the PR's current head, asked by a comment, the check run's button or its check suite.
+ * GitHub is asked for the requester's permission; the policy refuses edited comments, the agent
+ * itself, users without write permission and a PR over its rate limit. A request about a named
+ * head (`headSha`, a check suite's) that is no longer the PR's is refused first, before the config
+ * or the permission is asked for. Every request is recorded, accepted or not.
  */
 async function rerun(gh, deps, ask) {
     const thread = { ...ask.repo, number: ask.pr };
@@ -41939,6 +42165,15 @@ async function rerun(gh, deps, ask) {
     }
     const { data: pull } = await gh.rest.pulls.get({ ...ask.repo, pull_number: ask.pr });
     const pr = pullRequestFacts(pull);
+    if (pull.state !== "open") {
+        // A closed PR's pending evaluations were cancelled; reopening it evaluates its head again.
+        await refuse("closed", `@${ask.requester.login}: nothing to rerun: this pull request is ${pull.merged ? "merged" : "closed"}. Reopen it to have its head evaluated again.`);
+        return;
+    }
+    if (ask.headSha !== undefined && ask.headSha !== pr.headSha) {
+        await refuse("stale-head", `@${ask.requester.login}: nothing to rerun: those checks are for \`${ask.headSha.slice(0, 7)}\`, which is no longer the head of this PR (it is \`${pr.headSha.slice(0, 7)}\` now). Re-run the checks of the current head.`);
+        return;
+    }
     const loaded = await loadRepoConfig(gh, { ...ask.repo, defaultBranch: pr.defaultBranch });
     if (loaded.kind !== "ok") {
         await refuse("config", `@${ask.requester.login}: cannot rerun: .github/probegate.yml on \`${loaded.ref}\` is ${loaded.kind === "missing" ? "missing" : "invalid (see the probegate / config check)"}.`);
@@ -41970,6 +42205,49 @@ async function rerun(gh, deps, ask) {
     record(true, null, done.outcomes.map((o) => o.key));
     if (ask.commentId !== null)
         await acknowledgeComment(gh, ask.repo, ask.commentId);
+}
+/**
+ * `check_suite` rerequested: "Re-run all checks" on the app's suite of a commit. Every PR of this
+ * repository at that commit whose evaluations the store has is rerun for all its tasks, through the
+ * same policy as the check run's button (permission, agent, rate limit; every request recorded).
+ * The PRs are the payload's `pull_requests` that belong to this repository; GitHub lists none for a
+ * PR from a fork, and then (or when every listed PR is another repository's) the store's
+ * evaluations of this repository at that head name them.
+ *
+ * A suite is for one commit and `rerun()` works on the PR's current head, so the suite's head SHA
+ * goes with the request: if the PR has moved on, the rerun is refused with a reply (reason
+ * `stale-head`) rather than evaluating a commit other than the one whose checks were re-run. A
+ * suite of which the store knows no evaluation (nothing probegate evaluated, e.g. only the config
+ * check) is ignored with a log line: there is nothing of ours to rerun.
+ */
+async function onCheckSuiteRerun(context, deps) {
+    const { payload } = context;
+    const repo = { owner: payload.repository.owner.login, repo: payload.repository.name };
+    const headSha = payload.check_suite.head_sha;
+    const listed = payload.check_suite.pull_requests.filter((p) => p.base.repo.id === payload.repository.id).map((p) => p.number);
+    const candidates = listed.length > 0 ? listed : prsEvaluatedAtHead(deps.db, { ...repo, headSha });
+    const prs = [...new Set(candidates)]
+        .sort((a, b) => a - b)
+        .filter((pr) => evaluationsOfPr(deps.db, { ...repo, pr }).some((e) => e.headSha === headSha));
+    if (prs.length === 0) {
+        context.log.info(`check suite ${payload.check_suite.id} of ${repo.owner}/${repo.repo}@${headSha.slice(0, 7)} rerequested: no evaluation of that head in the store; ignored`);
+        return;
+    }
+    const installationId = installationIdOf(payload, context.id);
+    for (const pr of prs) {
+        await rerun(context.octokit, deps, {
+            repo,
+            pr,
+            task: null,
+            requester: { login: payload.sender.login, type: payload.sender.type },
+            source: "check-run",
+            isEdited: false,
+            installationId,
+            commentId: null,
+            deliveryId: context.id,
+            headSha,
+        });
+    }
 }
 /** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */
 async function explain(gh, deps, repo, prNumber) {
@@ -42111,8 +42389,14 @@ async function onWorkflowRun(context, deps) {
 
 
 
+
 /** Events run the sweep too, at most this often, so a quiet timer is not the only way time-outs surface. */
 const EVENT_SWEEP_GAP_MS = 5000;
+const DAY_MS = 24 * 3600_000;
+/** GitHub redelivers a webhook for 3 days: a delivery id forgotten sooner could be acted on twice. */
+const MIN_DELIVERY_RETENTION_MS = 3 * DAY_MS;
+/** The timer prunes old deliveries at most this often. */
+const PRUNE_GAP_MS = 3600_000;
 /**
  * The probegate Probot app. Each delivery is acted on once: its id is recorded before handling and
  * forgotten again if handling fails, so GitHub's redelivery of a failed one is acted on.
@@ -42123,11 +42407,37 @@ function createProbegate(opts) {
     let resuming = Promise.resolve(0);
     let lastSweep = -Infinity;
     const now = opts.now ?? (() => new Date());
+    const retentionMs = opts.deliveryRetentionMs ?? 7 * DAY_MS;
+    if (!(retentionMs >= MIN_DELIVERY_RETENTION_MS)) {
+        throw new RangeError(`deliveryRetentionMs is ${retentionMs}; it must be at least ${MIN_DELIVERY_RETENTION_MS} (3 days: GitHub can redeliver a webhook for 3 days).`);
+    }
+    let lastPrune = -Infinity;
     const sweep = async () => {
         if (!deps)
             throw new Error("the probegate app is not loaded yet");
         lastSweep = now().getTime();
-        return sweepOverdue(deps);
+        const timedOut = await sweepOverdue(deps);
+        // Attempts left queued by a process that died mid-dispatch, once its claim ran out.
+        const resumed = await resumeQueued(deps, listPendingEvaluations(deps.db));
+        if (resumed > 0)
+            deps.log.info(`sweep: resumed ${resumed} evaluation(s) left queued`);
+        return timedOut;
+    };
+    /** Forgets the deliveries older than the retention window, at most once an hour; never throws (it runs on a timer). */
+    const pruneIfDue = () => {
+        const t = now().getTime();
+        if (!deps || t - lastPrune < PRUNE_GAP_MS)
+            return;
+        lastPrune = t;
+        const before = new Date(t - retentionMs);
+        try {
+            const pruned = pruneDeliveries(deps.db, before);
+            if (pruned > 0)
+                deps.log.info(`pruned ${pruned} webhook deliveries received before ${before.toISOString()}`);
+        }
+        catch (e) {
+            deps.log.error({ err: e }, `pruning webhook deliveries failed: ${e.message}`);
+        }
     };
     const app = (probot) => {
         const d = {
@@ -42136,7 +42446,7 @@ function createProbegate(opts) {
             signingKey: opts.signingKey,
             defaultEvaluator: opts.defaultEvaluator ?? null,
             defaultTimeoutS: opts.defaultTimeoutS ?? 120 * 60,
-            starting: new Set(),
+            instance: (0,external_node_crypto_namespaceObject.randomUUID)(),
             auth: async (id) => (await probot.auth(id)),
             log: probot.log,
         };
@@ -42161,9 +42471,13 @@ function createProbegate(opts) {
         probot.on(["workflow_run.in_progress", "workflow_run.completed"], once(onWorkflowRun));
         probot.on(["check_run.rerequested", "check_run.requested_action"], once(onCheckRunRerun));
         probot.on(["issue_comment.created", "issue_comment.edited"], once(onIssueComment));
+        probot.on("check_suite.rerequested", once(onCheckSuiteRerun));
         const every = opts.sweepEveryMs ?? 60_000;
         if (every > 0) {
-            timer = setInterval(() => void sweep().catch((e) => d.log.error({ err: e }, `sweep failed: ${e.message}`)), every);
+            timer = setInterval(() => {
+                pruneIfDue();
+                void sweep().catch((e) => d.log.error({ err: e }, `sweep failed: ${e.message}`));
+            }, every);
             timer.unref();
         }
         resuming = resumeQueued(d, listPendingEvaluations(d.db));
@@ -42207,6 +42521,8 @@ function coerce_date(params) {
 class AppSettingsError extends Error {
     name = "AppSettingsError";
 }
+/** GitHub lets a webhook delivery be redelivered for 3 days; the app must remember it at least that long. */
+const MIN_RETENTION_DAYS = 3;
 const EVALUATOR = /^([A-Za-z0-9-]+\/[A-Za-z0-9._-]+):([^@\s]+)(?:@(\S+))?$/;
 const EnvSchema = object({
     WEBHOOK_SECRET: schemas_string({ error: "is not set: the app verifies every webhook's signature with it (the secret in the GitHub App's settings)" })
@@ -42221,6 +42537,10 @@ const EnvSchema = object({
     PROBEGATE_TIMEOUT_MINUTES: coerce_number().positive().max(24 * 60).default(120),
     PROBEGATE_SWEEP_SECONDS: coerce_number().min(0).max(3600).default(60),
     PROBEGATE_DASHBOARD_TOKEN: schemas_string().min(16, "must be at least 16 characters (the scorecard dashboard's password)").optional(),
+    PROBEGATE_DELIVERY_RETENTION_DAYS: coerce_number({ error: "must be a number of days (how long webhook deliveries are remembered)" })
+        .min(MIN_RETENTION_DAYS, `must be at least ${MIN_RETENTION_DAYS} days: GitHub can redeliver a webhook for ${MIN_RETENTION_DAYS} days, and a delivery forgotten sooner would be acted on twice`)
+        .max(3650, "must be at most 3650 days (10 years)")
+        .default(7),
 });
 /**
  * Reads the app's settings from `env`. The app refuses to start without a webhook secret (an
@@ -42242,6 +42562,7 @@ function readAppSettings(env, cwd) {
         defaultTimeoutS: e.PROBEGATE_TIMEOUT_MINUTES * 60,
         sweepEveryMs: e.PROBEGATE_SWEEP_SECONDS * 1000,
         dashboardToken: e.PROBEGATE_DASHBOARD_TOKEN ?? null,
+        deliveryRetentionMs: e.PROBEGATE_DELIVERY_RETENTION_DAYS * 24 * 3600_000,
     };
 }
 

@@ -224,6 +224,56 @@ const MIGRATIONS = [
       ) STRICT;
     `,
     },
+    {
+        version: 3,
+        name: "cancelled evaluations, dispatch claims, delivery age index",
+        rebuildsTables: true,
+        sql: `
+      CREATE TABLE evaluations_v3 (
+        key TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER,
+        head_sha TEXT NOT NULL,
+        task TEXT NOT NULL,
+        probe_set TEXT NOT NULL,
+        agent TEXT,
+        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','cancelled','timed-out')),
+        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
+        check_run_id INTEGER,
+        workflow_run_id INTEGER,
+        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        attempt_started_at INTEGER NOT NULL,
+        version INTEGER NOT NULL DEFAULT 0,
+        installation_id INTEGER,
+        evaluator_repo TEXT,
+        evaluator_workflow TEXT,
+        evaluator_ref TEXT,
+        deadline_s INTEGER,
+        run_url TEXT,
+        claim_token TEXT,
+        claim_until INTEGER
+      ) STRICT;
+      INSERT INTO evaluations_v3 (key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
+          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
+          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url)
+        SELECT key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
+          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
+          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url
+        FROM evaluations;
+      DROP TABLE evaluations;
+      ALTER TABLE evaluations_v3 RENAME TO evaluations;
+      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
+        WHERE state IN ('queued','dispatched','running');
+      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
+      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
+      CREATE INDEX evaluations_head ON evaluations (owner, repo, head_sha);
+      CREATE INDEX deliveries_received ON deliveries (received_at);
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts
@@ -276,6 +326,13 @@ function migrate(db, migrations = MIGRATIONS) {
         if (m.version !== i + 1)
             throw new StoreError(`Store migrations must be numbered 1, 2, 3, …; found ${m.version} at position ${i + 1}.`);
     });
+    // A table rebuild needs foreign keys off, and that pragma is a no-op inside a transaction: turn
+    // them off before it when a pending migration rebuilds (another process may apply it first; then
+    // nothing runs and they are simply turned back on).
+    const foreignKeys = db.pragma("foreign_keys", { simple: true }) === 1;
+    const rebuilds = ordered.slice(schemaVersion(db)).some((m) => m.rebuildsTables);
+    if (rebuilds && foreignKeys)
+        db.pragma("foreign_keys = OFF");
     const run = db.transaction(() => {
         db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT");
         const current = schemaVersion(db);
@@ -290,11 +347,24 @@ function migrate(db, migrations = MIGRATIONS) {
             catch (e) {
                 throw new StoreError(`Store migration ${m.version} (${m.name}) failed: ${e.message}`);
             }
+            if (m.rebuildsTables) {
+                const dangling = db.pragma("foreign_key_check");
+                if (dangling.length > 0) {
+                    const first = dangling[0];
+                    throw new StoreError(`Store migration ${m.version} (${m.name}) would leave ${dangling.length} row(s) pointing at missing ${first.parent} rows (first: ${first.table} rowid ${first.rowid}); nothing was changed.`);
+                }
+            }
             record.run(m.version, m.name, Date.now());
         }
         return schemaVersion(db);
     });
-    return run.immediate();
+    try {
+        return run.immediate();
+    }
+    finally {
+        if (rebuilds && foreignKeys)
+            db.pragma("foreign_keys = ON");
+    }
 }
 
 ;// CONCATENATED MODULE: ./src/core/scorecard-html.ts

@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9911);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3602);
 
 const code = await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .main */ .i)(process.argv.slice(2), {
     stdout: (s) => process.stdout.write(s),
@@ -5435,7 +5435,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 9911:
+/***/ 3602:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5545,6 +5545,22 @@ function categoryTable(probes) {
         return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
     }).filter((r) => r.passed + r.failed + r.error + r.skipped > 0);
 }
+/**
+ * Peak memory measured outside the submission's processes: the official run's host memory (its
+ * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
+ */
+function memoryLine(result) {
+    const parts = [];
+    const o = result.official;
+    if (o?.peakMemoryBytes != null)
+        parts.push(`host ${(0,sizes/* formatBytes */.z3)(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
+    const g = result.gpuMemory;
+    if (g) {
+        const phases = [g.official && `${(0,sizes/* formatBytes */.z3)(g.official.peakBytes)} in official tests`, g.probes && `${(0,sizes/* formatBytes */.z3)(g.probes.peakBytes)} in probes`].filter(Boolean);
+        parts.push(`GPU ${phases.join(", ")} (nvidia-smi, GPU ${g.gpus.join(",")})`);
+    }
+    return parts.length ? parts.join(" · ") : null;
+}
 function officialLine(result) {
     const o = result.official;
     if (!o)
@@ -5583,7 +5599,11 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     const env = result.environment;
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
-    head.push(`| Time | ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`, "");
+    head.push(`| Time | ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
+    const memory = memoryLine(result);
+    if (memory)
+        head.push(`| Memory of record | ${memory} |`);
+    head.push("");
     const cats = categoryTable(result.probes);
     if (cats.length) {
         head.push("#### Hidden probes by category", "", "| Category | Passed | Failed | Error | Skipped |", "|---|---:|---:|---:|---:|");
@@ -5741,6 +5761,12 @@ const ProbeResultSchema = schemas/* strictObject */.rej({
     attempts: schemas/* number */.aig().int().min(1),
     durationS: schemas/* number */.aig().min(0),
 });
+/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
+const GpuPhasePeakSchema = schemas/* strictObject */.rej({
+    baselineBytes: schemas/* number */.aig().int().min(0),
+    peakBytes: schemas/* number */.aig().int().min(0),
+    samples: schemas/* number */.aig().int().min(0),
+});
 const EnvironmentSchema = schemas/* strictObject */.rej({
     platform: schemas/* string */.YjP(),
     node: schemas/* string */.YjP(),
@@ -5793,6 +5819,18 @@ const EvaluationResultSchema = schemas/* strictObject */.rej({
         totalS: schemas/* number */.aig().min(0),
     }),
     gpuSeconds: schemas/* number */.aig().min(0),
+    /**
+     * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
+     * to the job: per phase, the most they held at once above what they held when it began. Null on
+     * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
+     */
+    gpuMemory: schemas/* strictObject */.rej({
+        source: schemas/* literal */.euz("nvidia-smi"),
+        gpus: schemas/* array */.YOg(schemas/* number */.aig().int().min(0)),
+        official: GpuPhasePeakSchema.nullable(),
+        probes: GpuPhasePeakSchema.nullable(),
+    })
+        .nullish(),
     environment: EnvironmentSchema,
     startedAt: schemas/* string */.YjP(),
     finishedAt: schemas/* string */.YjP(),
@@ -15053,7 +15091,106 @@ const {
 } = getIpcExport();
 
 
+;// CONCATENATED MODULE: external "node:readline"
+const external_node_readline_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:readline");
+;// CONCATENATED MODULE: ./src/engine/gpu-meter.ts
+
+
+const MIB = 1024 * 1024;
+/** The nvidia-smi to use: PROBEGATE_NVIDIA_SMI (tests, unusual installs), else the one on PATH. */
+function nvidiaSmiPath() {
+    return process.env.PROBEGATE_NVIDIA_SMI || "nvidia-smi";
+}
+/**
+ * Parses nvidia-smi's `--query-gpu=index,memory.used --format=csv,noheader,nounits` lines
+ * ("0, 1234": MiB). Returns null for a line that is not one (a warning, "[N/A]", a blank).
+ */
+function parseUsedLine(line) {
+    const m = /^\s*(\d+)\s*,\s*(\d+(?:\.\d+)?)\s*$/.exec(line);
+    if (!m)
+        return null;
+    return { index: Number(m[1]), usedBytes: Math.round(Number(m[2]) * MIB) };
+}
+/**
+ * Starts sampling `gpus` every `intervalMs` with one long-lived `nvidia-smi --loop-ms` (one process
+ * for the whole phase, not one per sample). The first reading of each GPU is its baseline, so start
+ * it before the phase's processes do: `ready` settles once every GPU has been read once (or after
+ * `readyTimeoutMs`, when the meter gives up and `stop()` gives null). No GPUs: null at once.
+ */
+async function startGpuMeter(gpus, opts = {}) {
+    if (gpus.length === 0)
+        return { stop: async () => null };
+    const intervalMs = Math.max(50, Math.floor(opts.intervalMs ?? 200));
+    const wanted = new Set(gpus);
+    const baseline = new Map();
+    const latest = new Map();
+    let peak = 0;
+    let samples = 0;
+    let failed = false;
+    let child;
+    try {
+        child = (0,external_node_child_process_.spawn)(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`, `--loop-ms=${intervalMs}`], {
+            stdio: ["ignore", "pipe", "ignore"],
+        });
+    }
+    catch {
+        return { stop: async () => null };
+    }
+    let markReady = () => { };
+    const ready = new Promise((resolve) => (markReady = resolve));
+    const exited = new Promise((resolve) => {
+        child.once("error", () => {
+            failed = true;
+            resolve();
+            markReady();
+        });
+        child.once("exit", () => {
+            resolve();
+            markReady();
+        });
+    });
+    const lines = (0,external_node_readline_namespaceObject.createInterface)({ input: child.stdout });
+    lines.on("line", (line) => {
+        const r = parseUsedLine(line);
+        if (!r || !wanted.has(r.index))
+            return;
+        if (!baseline.has(r.index)) {
+            baseline.set(r.index, r.usedBytes);
+            if (baseline.size === wanted.size)
+                markReady();
+        }
+        latest.set(r.index, r.usedBytes);
+        samples += 1;
+        let sum = 0;
+        for (const [i, used] of latest)
+            sum += used - (baseline.get(i) ?? used);
+        peak = Math.max(peak, sum);
+    });
+    const timer = setTimeout(markReady, opts.readyTimeoutMs ?? 5000);
+    await ready;
+    clearTimeout(timer);
+    return {
+        stop: async () => {
+            if (child.exitCode === null && child.signalCode === null) {
+                child.kill("SIGTERM");
+                const hard = setTimeout(() => child.kill("SIGKILL"), 2000);
+                await exited;
+                clearTimeout(hard);
+            }
+            await exited;
+            lines.close();
+            if (failed || baseline.size !== wanted.size)
+                return null;
+            let base = 0;
+            for (const b of baseline.values())
+                base += b;
+            return { gpus: [...gpus], baselineBytes: base, peakBytes: peak, samples, intervalMs };
+        },
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/engine/host.ts
+
 
 
 
@@ -15104,9 +15241,9 @@ function inspectPython(executable) {
     }
     return p;
 }
-/** GPUs nvidia-smi reports; none where there is no NVIDIA driver. */
+/** GPUs nvidia-smi reports (PROBEGATE_NVIDIA_SMI names another); none where there is no NVIDIA driver. */
 async function detectGpus() {
-    const r = await execa("nvidia-smi", ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
+    const r = await execa(nvidiaSmiPath(), ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
         reject: false,
         timeout: 30_000,
     });
@@ -23841,6 +23978,7 @@ async function createWorkspace(task, sub) {
 
 
 
+
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
 const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
@@ -23860,6 +23998,17 @@ function jobContext(ws, opts, gpus, isolation) {
         cudaVisibleDevices: assigned.map((g) => g.index).join(","),
         threadsPerRank: Math.max(1, Math.floor((0,external_node_os_namespaceObject.cpus)().length / worldSize)),
     };
+}
+/** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
+function jobGpus(ctx) {
+    return ctx.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").map(Number) : [];
+}
+/** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
+function gpuMemoryOfRecord(gpus, peaks) {
+    if (gpus.length === 0 || (!peaks.official && !peaks.probes))
+        return null;
+    const phase = (p) => (p ? { baselineBytes: p.baselineBytes, peakBytes: p.peakBytes, samples: p.samples } : null);
+    return { source: "nvidia-smi", gpus, official: phase(peaks.official), probes: phase(peaks.probes) };
 }
 function toProbeResults(checks) {
     const counts = new Map();
@@ -23919,6 +24068,7 @@ async function evaluate(opts) {
     let gpus = [];
     let ctx = null;
     const cgroups = findControllers();
+    const gpuPeaks = { official: null, probes: null };
     try {
         let support;
         [py, gpus, support] = await hostFacts;
@@ -23931,7 +24081,13 @@ async function evaluate(opts) {
         const c = ctx;
         emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
         const t1 = performance.now();
-        official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
+        const officialGpu = await startGpuMeter(jobGpus(c));
+        try {
+            official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
+        }
+        finally {
+            gpuPeaks.official = await officialGpu.stop();
+        }
         officialS = since(t1);
         emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
         if (official.passed || opts.alwaysProbe) {
@@ -23939,11 +24095,17 @@ async function evaluate(opts) {
             ws.resets.push(...(await resetHooks(ws)));
             emit({ type: "phase-start", phase: "probes" });
             const t2 = performance.now();
-            checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
-                probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
-                probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
-                log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
-            });
+            const probesGpu = await startGpuMeter(jobGpus(c));
+            try {
+                checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
+                    probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
+                    probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
+                    log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
+                });
+            }
+            finally {
+                gpuPeaks.probes = await probesGpu.stop();
+            }
             probesS = since(t2);
             const failed = checks.filter((x) => x.status === "failed").length;
             emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed` });
@@ -23982,6 +24144,7 @@ async function evaluate(opts) {
         workspaceResets: ws.resets,
         durations: { workspaceS, officialS, probesS, totalS: since(t0) },
         gpuSeconds: gpuCount * (officialS + probesS),
+        gpuMemory: gpuMemoryOfRecord(ctx ? jobGpus(ctx) : [], gpuPeaks),
         environment: {
             platform: `${(0,external_node_os_namespaceObject.platform)()}-${(0,external_node_os_namespaceObject.arch)()}`,
             node: process.version,
@@ -24772,9 +24935,9 @@ const ProbeLineSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej
 
 /* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
 /* harmony export */   Xo: () => (/* binding */ formatSeconds),
-/* harmony export */   nS: () => (/* binding */ parseByteSize)
+/* harmony export */   nS: () => (/* binding */ parseByteSize),
+/* harmony export */   z3: () => (/* binding */ formatBytes)
 /* harmony export */ });
-/* unused harmony export formatBytes */
 /** Byte sizes written the way people write them in YAML: `512`, `64KiB`, `8GiB`, `1.5GB`. */
 const UNITS = {
     b: 1,

@@ -1,6 +1,6 @@
 import { CATEGORIES, type Category } from "./probe-check.js";
 import type { EvaluationResult, ProbeResult, Verdict } from "./result.js";
-import { formatSeconds } from "./sizes.js";
+import { formatBytes, formatSeconds } from "./sizes.js";
 
 /** GitHub's limits on a check run's output (Checks API). */
 export const SUMMARY_LIMIT = 65535;
@@ -92,6 +92,22 @@ export function categoryTable(probes: readonly ProbeResult[]): Array<{ category:
   }).filter((r) => r.passed + r.failed + r.error + r.skipped > 0);
 }
 
+/**
+ * Peak memory measured outside the submission's processes: the official run's host memory (its
+ * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
+ */
+function memoryLine(result: EvaluationResult): string | null {
+  const parts: string[] = [];
+  const o = result.official;
+  if (o?.peakMemoryBytes != null) parts.push(`host ${formatBytes(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
+  const g = result.gpuMemory;
+  if (g) {
+    const phases = [g.official && `${formatBytes(g.official.peakBytes)} in official tests`, g.probes && `${formatBytes(g.probes.peakBytes)} in probes`].filter(Boolean);
+    parts.push(`GPU ${phases.join(", ")} (nvidia-smi, GPU ${g.gpus.join(",")})`);
+  }
+  return parts.length ? parts.join(" · ") : null;
+}
+
 function officialLine(result: EvaluationResult): string {
   const o = result.official;
   if (!o) return "not run";
@@ -130,7 +146,10 @@ export function renderSummary(result: EvaluationResult, limit = SUMMARY_LIMIT): 
   const env = result.environment;
   const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
   head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
-  head.push(`| Time | ${formatSeconds(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`, "");
+  head.push(`| Time | ${formatSeconds(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
+  const memory = memoryLine(result);
+  if (memory) head.push(`| Memory of record | ${memory} |`);
+  head.push("");
 
   const cats = categoryTable(result.probes);
   if (cats.length) {

@@ -57,6 +57,13 @@ export const ProbeResultSchema = z.strictObject({
 });
 export type ProbeResult = z.infer<typeof ProbeResultSchema>;
 
+/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
+export const GpuPhasePeakSchema = z.strictObject({
+  baselineBytes: z.number().int().min(0),
+  peakBytes: z.number().int().min(0),
+  samples: z.number().int().min(0),
+});
+
 export const EnvironmentSchema = z.strictObject({
   platform: z.string(),
   node: z.string(),
@@ -112,6 +119,19 @@ export const EvaluationResultSchema = z.strictObject({
     totalS: z.number().min(0),
   }),
   gpuSeconds: z.number().min(0),
+  /**
+   * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
+   * to the job: per phase, the most they held at once above what they held when it began. Null on
+   * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
+   */
+  gpuMemory: z
+    .strictObject({
+      source: z.literal("nvidia-smi"),
+      gpus: z.array(z.number().int().min(0)),
+      official: GpuPhasePeakSchema.nullable(),
+      probes: GpuPhasePeakSchema.nullable(),
+    })
+    .nullish(),
   environment: EnvironmentSchema,
   startedAt: z.string(),
   finishedAt: z.string(),

@@ -13,6 +13,7 @@ import { runOfficial } from "./official-phase.js";
 import { runProbes } from "./probe-phase.js";
 import { probeSetVersion } from "./probe-set.js";
 import { bwrapPath, detectSandbox } from "./sandbox.js";
+import { startGpuMeter, type GpuMemoryPeak } from "./gpu-meter.js";
 import { signResult } from "./sign.js";
 import { createWorkspace, resetHooks, type Workspace } from "./workspace.js";
 import type { JobContext } from "./job-env.js";
@@ -77,6 +78,18 @@ function jobContext(ws: Workspace, opts: EvaluateOptions, gpus: GpuInfo[], isola
   };
 }
 
+/** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
+function jobGpus(ctx: { cudaVisibleDevices: string }): number[] {
+  return ctx.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").map(Number) : [];
+}
+
+/** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
+function gpuMemoryOfRecord(gpus: number[], peaks: { official: GpuMemoryPeak | null; probes: GpuMemoryPeak | null }): EvaluationResult["gpuMemory"] {
+  if (gpus.length === 0 || (!peaks.official && !peaks.probes)) return null;
+  const phase = (p: GpuMemoryPeak | null) => (p ? { baselineBytes: p.baselineBytes, peakBytes: p.peakBytes, samples: p.samples } : null);
+  return { source: "nvidia-smi", gpus, official: phase(peaks.official), probes: phase(peaks.probes) };
+}
+
 function toProbeResults(checks: readonly ProbeCheck[]): ProbeResult[] {
   const counts = new Map<string, number>();
   for (const c of checks) counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
@@ -137,6 +150,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
   let gpus: GpuInfo[] = [];
   let ctx: ReturnType<typeof jobContext> | null = null;
   const cgroups = findControllers();
+  const gpuPeaks: { official: GpuMemoryPeak | null; probes: GpuMemoryPeak | null } = { official: null, probes: null };
   try {
     let support;
     [py, gpus, support] = await hostFacts;
@@ -149,7 +163,12 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     const c = ctx;
     emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
     const t1 = performance.now();
-    official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
+    const officialGpu = await startGpuMeter(jobGpus(c));
+    try {
+      official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
+    } finally {
+      gpuPeaks.official = await officialGpu.stop();
+    }
     officialS = since(t1);
     emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
     if (official.passed || opts.alwaysProbe) {
@@ -157,11 +176,16 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       ws.resets.push(...(await resetHooks(ws)));
       emit({ type: "phase-start", phase: "probes" });
       const t2 = performance.now();
-      checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
-        probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
-        probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
-        log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
-      });
+      const probesGpu = await startGpuMeter(jobGpus(c));
+      try {
+        checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
+          probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
+          probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
+          log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
+        });
+      } finally {
+        gpuPeaks.probes = await probesGpu.stop();
+      }
       probesS = since(t2);
       const failed = checks.filter((x) => x.status === "failed").length;
       emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed` });
@@ -198,6 +222,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     workspaceResets: ws.resets,
     durations: { workspaceS, officialS, probesS, totalS: since(t0) },
     gpuSeconds: gpuCount * (officialS + probesS),
+    gpuMemory: gpuMemoryOfRecord(ctx ? jobGpus(ctx) : [], gpuPeaks),
     environment: {
       platform: `${platform()}-${arch()}`,
       node: process.version,

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { cpus } from "node:os";
 import { execa } from "execa";
 import { HarnessError } from "./errors.js";
+import { nvidiaSmiPath } from "./gpu-meter.js";
 
 export interface GpuInfo {
   index: number;
@@ -67,9 +68,9 @@ export function inspectPython(executable: string): Promise<PythonInfo> {
   return p;
 }
 
-/** GPUs nvidia-smi reports; none where there is no NVIDIA driver. */
+/** GPUs nvidia-smi reports (PROBEGATE_NVIDIA_SMI names another); none where there is no NVIDIA driver. */
 export async function detectGpus(): Promise<GpuInfo[]> {
-  const r = await execa("nvidia-smi", ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
+  const r = await execa(nvidiaSmiPath(), ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
     reject: false,
     timeout: 30_000,
   });

@@ -1,0 +1,96 @@
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { EvaluationResultSchema } from "../../src/core/result.js";
+import { evaluate } from "../../src/engine/evaluate.js";
+import { parseUsedLine, startGpuMeter } from "../../src/engine/gpu-meter.js";
+import { detectGpus } from "../../src/engine/host.js";
+import { loadTask } from "../../src/engine/task-load.js";
+import { KIT, TINY_SUBS, TINY_TASK, tmp } from "../helpers.js";
+
+const MIB = 1024 * 1024;
+
+/**
+ * A stand-in for nvidia-smi (CI has no GPU): asked for the GPU list it names two; asked to loop it
+ * prints the lines of $FAKE_SMI_LINES 20 ms apart, records its arguments, then waits to be killed.
+ */
+function fakeSmi(lines: string[]): { path: string; env: Record<string, string>; args: () => string } {
+  const dir = tmp("pg-fake-smi-");
+  const path = join(dir, "nvidia-smi");
+  writeFileSync(
+    path,
+    `#!/bin/bash
+if [[ "$1" == --query-gpu=index,name* ]]; then echo "0, Fake GPU, 81559, 999.1"; echo "1, Fake GPU, 81559, 999.1"; exit 0; fi
+echo "$@" > "${dir}/args"
+while IFS= read -r line; do echo "$line"; sleep 0.02; done < "${dir}/lines"
+exec sleep 1000
+`,
+  );
+  chmodSync(path, 0o755);
+  writeFileSync(join(dir, "lines"), lines.map((l) => `${l}\n`).join(""));
+  return { path, env: { PROBEGATE_NVIDIA_SMI: path }, args: () => readFileSync(join(dir, "args"), "utf8").trim() };
+}
+
+const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("GPU memory of record (nvidia-smi, outside the sandbox)", () => {
+  it("reads nvidia-smi's csv lines and nothing else", () => {
+    expect(parseUsedLine("0, 1234")).toEqual({ index: 0, usedBytes: 1234 * MIB });
+    expect(parseUsedLine(" 3 ,  0 ")).toEqual({ index: 3, usedBytes: 0 });
+    expect(parseUsedLine("1, [N/A]")).toBeNull();
+    expect(parseUsedLine("Failed to initialize NVML: Driver/library version mismatch")).toBeNull();
+    expect(parseUsedLine("")).toBeNull();
+  });
+
+  it("takes each GPU's first reading as its baseline and the peak of the sum above it", async () => {
+    const smi = fakeSmi(["0, 1000", "1, 500", "junk line", "2, 99999", "0, 1800", "1, 900", "0, 1100", "1, 500"]);
+    const meter = await startGpuMeter([0, 1], { nvidiaSmi: smi.path, intervalMs: 100 });
+    await settle(400);
+    const peak = await meter.stop();
+    // GPU 2 is another job's: not counted. Peak: (1800 − 1000) + (900 − 500) MiB at once.
+    expect(peak).toEqual({ gpus: [0, 1], baselineBytes: 1500 * MIB, peakBytes: 1200 * MIB, samples: 6, intervalMs: 100 });
+    expect(smi.args()).toBe("--query-gpu=index,memory.used --format=csv,noheader,nounits --id=0,1 --loop-ms=100");
+  });
+
+  it("never reports less than nothing when a GPU frees memory it held before the phase", async () => {
+    const smi = fakeSmi(["0, 4000", "0, 3000", "0, 2500"]);
+    const meter = await startGpuMeter([0], { nvidiaSmi: smi.path });
+    await settle(200);
+    expect((await meter.stop())?.peakBytes).toBe(0);
+  });
+
+  it("gives null, without waiting long, where the GPUs cannot be read", async () => {
+    expect(await (await startGpuMeter([])).stop()).toBeNull();
+    const missing = await startGpuMeter([0], { nvidiaSmi: "/nonexistent/nvidia-smi", readyTimeoutMs: 2000 });
+    expect(await missing.stop()).toBeNull();
+    // A driver that answers nothing usable: the meter gives up after readyTimeoutMs.
+    const t0 = Date.now();
+    const silent = await startGpuMeter([0], { nvidiaSmi: fakeSmi(["1, 5", "not a reading"]).path, readyTimeoutMs: 300 });
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(await silent.stop()).toBeNull();
+  });
+
+  it("is recorded per phase in the result of an evaluation given a GPU", async () => {
+    const smi = fakeSmi(["0, 1000", "0, 1300", "0, 1200"]);
+    const saved = process.env.PROBEGATE_NVIDIA_SMI;
+    process.env.PROBEGATE_NVIDIA_SMI = smi.path;
+    try {
+      expect((await detectGpus()).map((g) => g.index)).toEqual([0, 1]);
+      const task = loadTask(TINY_TASK);
+      const r = await evaluate({ task, submission: { kind: "patch", path: join(TINY_SUBS, "reference.patch") }, kitDir: KIT, gpus: [0] });
+      expect(EvaluationResultSchema.parse(r)).toEqual(r);
+      expect(r.verdict).toBe("resolved");
+      // The CPU task is given one GPU (gloo); that GPU alone is measured, each phase from its own baseline.
+      expect(r.environment.gpus.map((g) => g.model)).toEqual(["Fake GPU", "Fake GPU"]);
+      expect(r.gpuMemory).toEqual({
+        source: "nvidia-smi",
+        gpus: [0],
+        official: { baselineBytes: 1000 * MIB, peakBytes: 300 * MIB, samples: 3 },
+        probes: { baselineBytes: 1000 * MIB, peakBytes: 300 * MIB, samples: 3 },
+      });
+    } finally {
+      if (saved === undefined) delete process.env.PROBEGATE_NVIDIA_SMI;
+      else process.env.PROBEGATE_NVIDIA_SMI = saved;
+    }
+  });
+});
