@@ -50108,6 +50108,12 @@ const TaskSpecSchema = strictObject({
     prompt: schemas_string().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
     base: BaseSchema,
     gpus: schemas_number().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
+    minRanks: schemas_number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(1)
+        .describe("the fewest ranks the task's code and probes mean anything on (e.g. 2 for a trainer and a rollout group); a smaller --world-size is refused"),
     official: strictObject({
         command,
         timeout: seconds.default(600),
@@ -50127,6 +50133,11 @@ const TaskSpecSchema = strictObject({
     })
         .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
     interfaces: array(schemas_string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+})
+    .superRefine((t, ctx) => {
+    if (t.gpus > 0 && t.minRanks > t.gpus) {
+        ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
+    }
 })
     .describe("probegate task spec (tasks/<id>/task.yml)");
 
@@ -68683,7 +68694,7 @@ const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
 const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
 function jobContext(ws, opts, gpus, isolation) {
-    const worldSize = opts.worldSize ?? Math.max(1, opts.task.spec.gpus);
+    const worldSize = opts.worldSize ?? defaultWorldSize(opts.task.spec);
     const usable = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)) : gpus;
     const nccl = opts.task.spec.gpus > 0 && usable.length >= worldSize;
     const assigned = nccl ? usable.slice(0, worldSize) : usable.slice(0, Math.min(1, usable.length));
@@ -68697,6 +68708,10 @@ function jobContext(ws, opts, gpus, isolation) {
         cudaVisibleDevices: assigned.map((g) => g.index).join(","),
         threadsPerRank: Math.max(1, Math.floor((0,external_node_os_namespaceObject.cpus)().length / worldSize)),
     };
+}
+/** Ranks when none are asked for: the task's GPUs, and never fewer than it can run on. */
+function defaultWorldSize(spec) {
+    return Math.max(1, spec.gpus, spec.minRanks);
 }
 /** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
 function jobGpus(ctx) {
@@ -68735,6 +68750,9 @@ async function evaluate(opts) {
     const t0 = performance.now();
     const since = (t) => (performance.now() - t) / 1000;
     const spec = opts.task.spec;
+    if (opts.worldSize !== undefined && opts.worldSize < spec.minRanks) {
+        throw new InputError(`--world-size ${opts.worldSize} is too few ranks for task ${spec.id}: it needs at least ${spec.minRanks} (minRanks in ${opts.task.dir}/task.yml). On fewer GPUs than that, leave --world-size out: the ranks then share a GPU or the CPU over gloo.`, { file: `${opts.task.dir}/task.yml`, field: "minRanks" });
+    }
     const deadline = t0 + spec.limits.wallClock * 1000;
     const processes = opts.runLimits?.processes ?? DEFAULT_PROCESSES;
     const diskBytes = opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES;
@@ -68851,7 +68869,7 @@ async function evaluate(opts) {
             torch: py?.torch ?? null,
             cuda: py?.cuda ?? null,
             backend: ctx?.backend ?? "gloo",
-            worldSize: ctx?.worldSize ?? Math.max(1, spec.gpus),
+            worldSize: ctx?.worldSize ?? defaultWorldSize(spec),
             gpus,
             sandboxed: ctx?.isolation.sandbox != null,
             cgroup: cgroups ? `v${cgroups.version}` : null,

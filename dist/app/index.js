@@ -37716,6 +37716,12 @@ const TaskSpecSchema = strictObject({
     prompt: schemas_string().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
     base: BaseSchema,
     gpus: schemas_number().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
+    minRanks: schemas_number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(1)
+        .describe("the fewest ranks the task's code and probes mean anything on (e.g. 2 for a trainer and a rollout group); a smaller --world-size is refused"),
     official: strictObject({
         command,
         timeout: seconds.default(600),
@@ -37735,6 +37741,11 @@ const TaskSpecSchema = strictObject({
     })
         .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
     interfaces: array(schemas_string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+})
+    .superRefine((t, ctx) => {
+    if (t.gpus > 0 && t.minRanks > t.gpus) {
+        ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
+    }
 })
     .describe("probegate task spec (tasks/<id>/task.yml)");
 

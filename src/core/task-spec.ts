@@ -39,6 +39,13 @@ export const TaskSpecSchema = z
     prompt: z.string().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
     base: BaseSchema,
     gpus: z.number().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
+    minRanks: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(1)
+      .describe("the fewest ranks the task's code and probes mean anything on (e.g. 2 for a trainer and a rollout group); a smaller --world-size is refused"),
     official: z.strictObject({
       command,
       timeout: seconds.default(600),
@@ -59,6 +66,11 @@ export const TaskSpecSchema = z
       })
       .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
     interfaces: z.array(z.string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+  })
+  .superRefine((t, ctx) => {
+    if (t.gpus > 0 && t.minRanks > t.gpus) {
+      ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
+    }
   })
   .describe("probegate task spec (tasks/<id>/task.yml)");
 

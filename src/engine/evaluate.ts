@@ -4,7 +4,7 @@ import type { ProbeCheck } from "../core/probe-outcome.js";
 import { decideVerdict } from "../core/verdict.js";
 import type { LoadedTask } from "./task-load.js";
 import { describeSubmission, type SubmissionSource } from "./submission.js";
-import { HarnessError } from "./errors.js";
+import { HarnessError, InputError } from "./errors.js";
 import { choosePython, detectGpus, inspectPython, type GpuInfo, type PythonInfo } from "./host.js";
 import { findControllers } from "./cgroup.js";
 import { planIsolation, type IsolationPlan } from "./job-isolation.js";
@@ -62,7 +62,7 @@ export const DEFAULT_PROCESSES = 4096;
 export const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
 
 function jobContext(ws: Workspace, opts: EvaluateOptions, gpus: GpuInfo[], isolation: (gpus: number[]) => IsolationPlan): JobContext & { judgeDir: string } {
-  const worldSize = opts.worldSize ?? Math.max(1, opts.task.spec.gpus);
+  const worldSize = opts.worldSize ?? defaultWorldSize(opts.task.spec);
   const usable = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)) : gpus;
   const nccl = opts.task.spec.gpus > 0 && usable.length >= worldSize;
   const assigned = nccl ? usable.slice(0, worldSize) : usable.slice(0, Math.min(1, usable.length));
@@ -76,6 +76,11 @@ function jobContext(ws: Workspace, opts: EvaluateOptions, gpus: GpuInfo[], isola
     cudaVisibleDevices: assigned.map((g) => g.index).join(","),
     threadsPerRank: Math.max(1, Math.floor(cpus().length / worldSize)),
   };
+}
+
+/** Ranks when none are asked for: the task's GPUs, and never fewer than it can run on. */
+function defaultWorldSize(spec: LoadedTask["spec"]): number {
+  return Math.max(1, spec.gpus, spec.minRanks);
 }
 
 /** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
@@ -116,6 +121,12 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
   const t0 = performance.now();
   const since = (t: number) => (performance.now() - t) / 1000;
   const spec = opts.task.spec;
+  if (opts.worldSize !== undefined && opts.worldSize < spec.minRanks) {
+    throw new InputError(
+      `--world-size ${opts.worldSize} is too few ranks for task ${spec.id}: it needs at least ${spec.minRanks} (minRanks in ${opts.task.dir}/task.yml). On fewer GPUs than that, leave --world-size out: the ranks then share a GPU or the CPU over gloo.`,
+      { file: `${opts.task.dir}/task.yml`, field: "minRanks" },
+    );
+  }
   const deadline = t0 + spec.limits.wallClock * 1000;
   const processes = opts.runLimits?.processes ?? DEFAULT_PROCESSES;
   const diskBytes = opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES;
@@ -230,7 +241,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       torch: py?.torch ?? null,
       cuda: py?.cuda ?? null,
       backend: ctx?.backend ?? "gloo",
-      worldSize: ctx?.worldSize ?? Math.max(1, spec.gpus),
+      worldSize: ctx?.worldSize ?? defaultWorldSize(spec),
       gpus,
       sandboxed: ctx?.isolation.sandbox != null,
       cgroup: cgroups ? `v${cgroups.version}` : null,

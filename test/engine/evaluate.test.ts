@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { EvaluationResultSchema, type EvaluationResult } from "../../src/core/result.js";
 import { evaluate, type EvaluateOptions } from "../../src/engine/evaluate.js";
+import { InputError } from "../../src/engine/errors.js";
 import { findControllers } from "../../src/engine/cgroup.js";
 import { loadTask } from "../../src/engine/task-load.js";
 import type { SubmissionSource } from "../../src/engine/submission.js";
@@ -78,6 +79,21 @@ describe("evaluate: the four verdicts", () => {
     expect(r.verdict).toBe("error");
     expect(r.error).toMatchObject({ phase: "environment" });
     expect(r.error?.message).toContain("not found");
+  });
+});
+
+describe("evaluate: bad input", () => {
+  it("refuses a world size below the task's minRanks before running anything", async () => {
+    const twoRanks = { ...task, spec: { ...task.spec, minRanks: 2 } };
+    const events: string[] = [];
+    const err = await evaluate({ task: twoRanks, submission: patch("reference"), kitDir: KIT, worldSize: 1, onEvent: (e) => events.push(e.type) }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(InputError);
+    expect((err as InputError).message).toContain("--world-size 1 is too few ranks for task tiny-sum: it needs at least 2 (minRanks in");
+    expect((err as InputError).where).toMatchObject({ field: "minRanks" });
+    expect(events).toEqual([]);
   });
 });
 

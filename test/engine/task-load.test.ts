@@ -58,6 +58,14 @@ describe("loadTask", () => {
     expect(e2.message).toMatch(/task\.yml:11: limits\.memory: not a size: "lots"/);
   });
 
+  it("checks minRanks against the task's GPUs, naming the line", () => {
+    expect(loadTask(taskWith(GOOD)).spec.minRanks).toBe(1);
+    expect(loadTask(taskWith(`${GOOD}gpus: 4\nminRanks: 2\n`)).spec.minRanks).toBe(2);
+    const e = errorOf(() => loadTask(taskWith(`${GOOD}gpus: 2\nminRanks: 3\n`)));
+    expect(e.message).toMatch(/task\.yml:11: minRanks: is 3, more than gpus \(2\), the ranks the task runs on by default/);
+    expect(errorOf(() => loadTask(taskWith(`${GOOD}minRanks: 0\n`))).message).toMatch(/task\.yml:10: minRanks: /);
+  });
+
   it("reports a missing required field at the document", () => {
     expect(errorOf(() => loadTask(taskWith(GOOD.replace("title: t\n", "")))).message).toMatch(/title: /);
   });
