@@ -50130,6 +50130,9 @@ const TaskSpecSchema = strictObject({
         wallClock: seconds.default(3600),
         memory: byteSize.default(8 * 2 ** 30),
         outputBytes: byteSize.default(16 * 2 ** 20),
+        gpuMemory: byteSize
+            .optional()
+            .describe("GPU memory the job may hold at once, summed over its GPUs, above what they held when the phase began (read by nvidia-smi outside the sandbox); none: measured, not limited"),
     })
         .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
     interfaces: array(schemas_string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
@@ -50436,7 +50439,7 @@ function stepFails(verdict, failOn) {
 const RESULT_SCHEMA_VERSION = 1;
 const VerdictSchema = schemas_enum(["resolved", "official-failed", "probe-rejected", "error"]);
 /** A limit the submission ran into; it fails the submission (it is not a harness error). */
-const LimitSchema = schemas_enum(["wall-clock", "memory", "output", "pids", "disk"]);
+const LimitSchema = schemas_enum(["wall-clock", "memory", "gpu-memory", "output", "pids", "disk"]);
 const FailingTestSchema = strictObject({
     name: schemas_string(),
     classname: schemas_string().default(""),
@@ -59828,13 +59831,15 @@ function parseUsedLine(line) {
  * `readyTimeoutMs`, when the meter gives up and `stop()` gives null). No GPUs: null at once.
  */
 async function startGpuMeter(gpus, opts = {}) {
+    const none = { overLimit: () => false, stop: async () => null };
     if (gpus.length === 0)
-        return { stop: async () => null };
+        return none;
     const intervalMs = Math.max(50, Math.floor(opts.intervalMs ?? 200));
     const wanted = new Set(gpus);
     const baseline = new Map();
     const latest = new Map();
     let peak = 0;
+    let current = 0;
     let samples = 0;
     let failed = false;
     let child;
@@ -59844,7 +59849,7 @@ async function startGpuMeter(gpus, opts = {}) {
         });
     }
     catch {
-        return { stop: async () => null };
+        return none;
     }
     let markReady = () => { };
     const ready = new Promise((resolve) => (markReady = resolve));
@@ -59874,12 +59879,15 @@ async function startGpuMeter(gpus, opts = {}) {
         let sum = 0;
         for (const [i, used] of latest)
             sum += used - (baseline.get(i) ?? used);
+        current = sum;
         peak = Math.max(peak, sum);
     });
     const timer = setTimeout(markReady, opts.readyTimeoutMs ?? 5000);
     await ready;
     clearTimeout(timer);
+    const limit = opts.limitBytes;
     return {
+        overLimit: () => limit !== undefined && current > limit,
         stop: async () => {
             if (child.exitCode === null && child.signalCode === null) {
                 child.kill("SIGTERM");
@@ -68054,6 +68062,8 @@ async function runCommand(command, opts) {
             const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
             if (hit)
                 stop(hit);
+            else if (opts.limits.gpuMemoryExceeded?.())
+                stop("gpu-memory");
         }, SAMPLE_MS)
         : undefined;
     const diskWatch = iso.writable.length
@@ -68240,7 +68250,9 @@ function checksFromRun(run) {
     });
     const id = run.probe.replace(/_/g, "-").toLowerCase();
     if (run.limit) {
-        checks.push({ ...base, id: `${id}.limit`, category, status: "failed", message: `the probe run was stopped by the ${run.limit} limit while running the submission` });
+        // Running out of memory is a memory finding whichever probe was running.
+        const limitCategory = run.limit === "memory" || run.limit === "gpu-memory" ? "memory" : category;
+        checks.push({ ...base, id: `${id}.limit`, category: limitCategory, status: "failed", message: `the probe run was stopped by the ${run.limit} limit while running the submission` });
     }
     else if (run.exitCode !== 0) {
         const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
@@ -68756,7 +68768,10 @@ async function evaluate(opts) {
     const deadline = t0 + spec.limits.wallClock * 1000;
     const processes = opts.runLimits?.processes ?? DEFAULT_PROCESSES;
     const diskBytes = opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES;
+    // The GPU meter of the phase running now; a run is killed when the job's GPUs go over the limit.
+    let phaseGpu = null;
     const limits = (timeoutS) => ({
+        gpuMemoryExceeded: () => phaseGpu?.overLimit() ?? false,
         timeoutS: Math.max(1, Math.min(timeoutS, (deadline - performance.now()) / 1000)),
         outputBytes: spec.limits.outputBytes,
         memoryBytes: spec.limits.memory,
@@ -68798,12 +68813,13 @@ async function evaluate(opts) {
         const c = ctx;
         emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
         const t1 = performance.now();
-        const officialGpu = await startGpuMeter(jobGpus(c));
+        phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
         try {
             official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
         }
         finally {
-            gpuPeaks.official = await officialGpu.stop();
+            gpuPeaks.official = await phaseGpu.stop();
+            phaseGpu = null;
         }
         officialS = since(t1);
         emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
@@ -68812,7 +68828,7 @@ async function evaluate(opts) {
             ws.resets.push(...(await resetHooks(ws)));
             emit({ type: "phase-start", phase: "probes" });
             const t2 = performance.now();
-            const probesGpu = await startGpuMeter(jobGpus(c));
+            phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
             try {
                 checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
                     probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
@@ -68821,7 +68837,8 @@ async function evaluate(opts) {
                 });
             }
             finally {
-                gpuPeaks.probes = await probesGpu.stop();
+                gpuPeaks.probes = await phaseGpu.stop();
+                phaseGpu = null;
             }
             probesS = since(t2);
             const failed = checks.filter((x) => x.status === "failed").length;

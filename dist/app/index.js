@@ -37738,6 +37738,9 @@ const TaskSpecSchema = strictObject({
         wallClock: seconds.default(3600),
         memory: byteSize.default(8 * 2 ** 30),
         outputBytes: byteSize.default(16 * 2 ** 20),
+        gpuMemory: byteSize
+            .optional()
+            .describe("GPU memory the job may hold at once, summed over its GPUs, above what they held when the phase began (read by nvidia-smi outside the sandbox); none: measured, not limited"),
     })
         .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
     interfaces: array(schemas_string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
@@ -40805,7 +40808,7 @@ function unzipSync(data, opts) {
 const RESULT_SCHEMA_VERSION = 1;
 const VerdictSchema = schemas_enum(["resolved", "official-failed", "probe-rejected", "error"]);
 /** A limit the submission ran into; it fails the submission (it is not a harness error). */
-const LimitSchema = schemas_enum(["wall-clock", "memory", "output", "pids", "disk"]);
+const LimitSchema = schemas_enum(["wall-clock", "memory", "gpu-memory", "output", "pids", "disk"]);
 const FailingTestSchema = strictObject({
     name: schemas_string(),
     classname: schemas_string().default(""),

@@ -63,7 +63,9 @@ export function checksFromRun(run: ProbeRun): ProbeCheck[] {
   });
   const id = run.probe.replace(/_/g, "-").toLowerCase();
   if (run.limit) {
-    checks.push({ ...base, id: `${id}.limit`, category, status: "failed", message: `the probe run was stopped by the ${run.limit} limit while running the submission` });
+    // Running out of memory is a memory finding whichever probe was running.
+    const limitCategory = run.limit === "memory" || run.limit === "gpu-memory" ? "memory" : category;
+    checks.push({ ...base, id: `${id}.limit`, category: limitCategory, status: "failed", message: `the probe run was stopped by the ${run.limit} limit while running the submission` });
   } else if (run.exitCode !== 0) {
     const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
     checks.push({ ...base, id: `${id}.exit`, category, status: "error", message: `the probe process ${how}${checks.length ? ` after ${checks.length} checks` : " before reporting any check"}` });

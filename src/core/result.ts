@@ -7,7 +7,7 @@ export const VerdictSchema = z.enum(["resolved", "official-failed", "probe-rejec
 export type Verdict = z.infer<typeof VerdictSchema>;
 
 /** A limit the submission ran into; it fails the submission (it is not a harness error). */
-export const LimitSchema = z.enum(["wall-clock", "memory", "output", "pids", "disk"]);
+export const LimitSchema = z.enum(["wall-clock", "memory", "gpu-memory", "output", "pids", "disk"]);
 
 export const FailingTestSchema = z.strictObject({
   name: z.string(),

@@ -63,6 +63,9 @@ export const TaskSpecSchema = z
         wallClock: seconds.default(3600),
         memory: byteSize.default(8 * 2 ** 30),
         outputBytes: byteSize.default(16 * 2 ** 20),
+        gpuMemory: byteSize
+          .optional()
+          .describe("GPU memory the job may hold at once, summed over its GPUs, above what they held when the phase began (read by nvidia-smi outside the sandbox); none: measured, not limited"),
       })
       .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
     interfaces: z.array(z.string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),

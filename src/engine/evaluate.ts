@@ -13,7 +13,7 @@ import { runOfficial } from "./official-phase.js";
 import { runProbes } from "./probe-phase.js";
 import { probeSetVersion } from "./probe-set.js";
 import { bwrapPath, detectSandbox } from "./sandbox.js";
-import { startGpuMeter, type GpuMemoryPeak } from "./gpu-meter.js";
+import { startGpuMeter, type GpuMemoryPeak, type GpuMeter } from "./gpu-meter.js";
 import { signResult } from "./sign.js";
 import { createWorkspace, resetHooks, type Workspace } from "./workspace.js";
 import type { JobContext } from "./job-env.js";
@@ -130,7 +130,10 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
   const deadline = t0 + spec.limits.wallClock * 1000;
   const processes = opts.runLimits?.processes ?? DEFAULT_PROCESSES;
   const diskBytes = opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES;
+  // The GPU meter of the phase running now; a run is killed when the job's GPUs go over the limit.
+  let phaseGpu: GpuMeter | null = null;
   const limits = (timeoutS: number) => ({
+    gpuMemoryExceeded: () => phaseGpu?.overLimit() ?? false,
     timeoutS: Math.max(1, Math.min(timeoutS, (deadline - performance.now()) / 1000)),
     outputBytes: spec.limits.outputBytes,
     memoryBytes: spec.limits.memory,
@@ -174,11 +177,12 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     const c = ctx;
     emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
     const t1 = performance.now();
-    const officialGpu = await startGpuMeter(jobGpus(c));
+    phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
     try {
       official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
     } finally {
-      gpuPeaks.official = await officialGpu.stop();
+      gpuPeaks.official = await phaseGpu.stop();
+      phaseGpu = null;
     }
     officialS = since(t1);
     emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
@@ -187,7 +191,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       ws.resets.push(...(await resetHooks(ws)));
       emit({ type: "phase-start", phase: "probes" });
       const t2 = performance.now();
-      const probesGpu = await startGpuMeter(jobGpus(c));
+      phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
       try {
         checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
           probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
@@ -195,7 +199,8 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
           log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
         });
       } finally {
-        gpuPeaks.probes = await probesGpu.stop();
+        gpuPeaks.probes = await phaseGpu.stop();
+        phaseGpu = null;
       }
       probesS = since(t2);
       const failed = checks.filter((x) => x.status === "failed").length;

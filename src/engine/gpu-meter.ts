@@ -20,6 +20,8 @@ export interface GpuMemoryPeak {
 
 /** A running meter; `stop()` ends it and gives the peak, or null when the GPUs could not be read. */
 export interface GpuMeter {
+  /** Whether the GPUs hold more than `limitBytes` above their baseline now (false with no limit). */
+  overLimit(): boolean;
   stop(): Promise<GpuMemoryPeak | null>;
 }
 
@@ -46,13 +48,18 @@ export function parseUsedLine(line: string): { index: number; usedBytes: number 
  * it before the phase's processes do: `ready` settles once every GPU has been read once (or after
  * `readyTimeoutMs`, when the meter gives up and `stop()` gives null). No GPUs: null at once.
  */
-export async function startGpuMeter(gpus: readonly number[], opts: { intervalMs?: number; readyTimeoutMs?: number; nvidiaSmi?: string } = {}): Promise<GpuMeter> {
-  if (gpus.length === 0) return { stop: async () => null };
+export async function startGpuMeter(
+  gpus: readonly number[],
+  opts: { intervalMs?: number; readyTimeoutMs?: number; nvidiaSmi?: string; limitBytes?: number } = {},
+): Promise<GpuMeter> {
+  const none: GpuMeter = { overLimit: () => false, stop: async () => null };
+  if (gpus.length === 0) return none;
   const intervalMs = Math.max(50, Math.floor(opts.intervalMs ?? 200));
   const wanted = new Set(gpus);
   const baseline = new Map<number, number>();
   const latest = new Map<number, number>();
   let peak = 0;
+  let current = 0;
   let samples = 0;
   let failed = false;
 
@@ -62,7 +69,7 @@ export async function startGpuMeter(gpus: readonly number[], opts: { intervalMs?
       stdio: ["ignore", "pipe", "ignore"],
     });
   } catch {
-    return { stop: async () => null };
+    return none;
   }
   let markReady: () => void = () => {};
   const ready = new Promise<void>((resolve) => (markReady = resolve));
@@ -89,13 +96,16 @@ export async function startGpuMeter(gpus: readonly number[], opts: { intervalMs?
     samples += 1;
     let sum = 0;
     for (const [i, used] of latest) sum += used - (baseline.get(i) ?? used);
+    current = sum;
     peak = Math.max(peak, sum);
   });
   const timer = setTimeout(markReady, opts.readyTimeoutMs ?? 5000);
   await ready;
   clearTimeout(timer);
 
+  const limit = opts.limitBytes;
   return {
+    overLimit: () => limit !== undefined && current > limit,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill("SIGTERM");

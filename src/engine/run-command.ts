@@ -15,6 +15,11 @@ export interface RunLimits {
   processes: number;
   /** Bytes the run may add to the folders it can write, and the largest file it may write. */
   diskBytes: number;
+  /**
+   * Whether the job's GPUs hold more than the task allows right now (the engine's GPU meter,
+   * outside the sandbox); polled with the memory sample, and the whole group is killed when true.
+   */
+  gpuMemoryExceeded?: () => boolean;
 }
 
 /** How a run is isolated: the sandbox (null: unsandboxed) and the cgroup controllers (null: none usable). */
@@ -25,7 +30,7 @@ export interface RunIsolation {
   writable: readonly string[];
 }
 
-export type RunLimit = "wall-clock" | "output" | "memory" | "pids" | "disk";
+export type RunLimit = "wall-clock" | "output" | "memory" | "gpu-memory" | "pids" | "disk";
 
 export interface RunOutcome {
   exitCode: number | null;
@@ -110,6 +115,7 @@ export async function runCommand(
         // processes share once per process, so it decides only where there is no cgroup.
         const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
         if (hit) stop(hit);
+        else if (opts.limits.gpuMemoryExceeded?.()) stop("gpu-memory");
       }, SAMPLE_MS)
     : undefined;
   const diskWatch = iso.writable.length

@@ -42,6 +42,15 @@ describe("checksFromRun", () => {
     expect(run("", { limit: "wall-clock", exitCode: null, signal: "SIGKILL" })).toMatchObject([{ id: "probe-memory.limit", status: "failed" }]);
   });
 
+  it("files a run stopped by a memory limit under memory, whichever probe it was", () => {
+    for (const limit of ["memory", "gpu-memory"]) {
+      expect(run("", { probe: "probe_time", limit, exitCode: null, signal: "SIGKILL" })).toMatchObject([
+        { id: "probe-time.limit", category: "memory", status: "failed", message: `the probe run was stopped by the ${limit} limit while running the submission` },
+      ]);
+    }
+    expect(run("", { probe: "probe_time", limit: "wall-clock", exitCode: null, signal: "SIGKILL" })).toMatchObject([{ category: "time" }]);
+  });
+
   it("names categories from probe file names", () => {
     expect(categoryFromName("probe_traffic")).toBe("traffic");
     expect(categoryFromName("probe_state_resume")).toBe("state");

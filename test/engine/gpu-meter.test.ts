@@ -1,4 +1,4 @@
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EvaluationResultSchema } from "../../src/core/result.js";
@@ -70,6 +70,22 @@ describe("GPU memory of record (nvidia-smi, outside the sandbox)", () => {
     expect(await silent.stop()).toBeNull();
   });
 
+  it("says when the GPUs hold more than the limit above their baseline, now rather than at the peak", async () => {
+    const smi = fakeSmi(["0, 1000", "0, 1600"]);
+    const meter = await startGpuMeter([0], { nvidiaSmi: smi.path, limitBytes: 512 * MIB });
+    await settle(200);
+    expect(meter.overLimit()).toBe(true);
+    await meter.stop();
+    const back = await startGpuMeter([0], { nvidiaSmi: fakeSmi(["0, 1000", "0, 1600", "0, 1100"]).path, limitBytes: 512 * MIB });
+    await settle(200);
+    expect(back.overLimit()).toBe(false);
+    expect((await back.stop())?.peakBytes).toBe(600 * MIB);
+    const unlimited = await startGpuMeter([0], { nvidiaSmi: fakeSmi(["0, 0", "0, 99999"]).path });
+    await settle(200);
+    expect(unlimited.overLimit()).toBe(false);
+    await unlimited.stop();
+  });
+
   it("is recorded per phase in the result of an evaluation given a GPU", async () => {
     const smi = fakeSmi(["0, 1000", "0, 1300", "0, 1200"]);
     const saved = process.env.PROBEGATE_NVIDIA_SMI;
@@ -91,6 +107,57 @@ describe("GPU memory of record (nvidia-smi, outside the sandbox)", () => {
     } finally {
       if (saved === undefined) delete process.env.PROBEGATE_NVIDIA_SMI;
       else process.env.PROBEGATE_NVIDIA_SMI = saved;
+    }
+  });
+
+  it("kills a run whose GPU memory goes over the task's limit, and the verdict names the limit", async () => {
+    // CI has no GPU: the fake driver reports as GPU memory the size of the file the submission grows
+    // in its workspace, so the whole path (meter outside the sandbox → limit → group killed) runs.
+    const own = tmp("pg-gpu-hog-");
+    chmodSync(own, 0o711);
+    const dir = tmp("pg-fake-smi-");
+    const smiPath = join(dir, "nvidia-smi");
+    writeFileSync(
+      smiPath,
+      `#!/bin/bash
+if [[ "$1" == --query-gpu=index,name* ]]; then echo "0, Fake GPU, 81559, 999.1"; exit 0; fi
+while :; do
+  size=$(find "${own}" -name gpu-hog.bin -printf '%s\\n' 2>/dev/null | head -1)
+  echo "0, $((1000 + \${size:-0} / 1048576))"
+  sleep 0.02
+done
+`,
+    );
+    chmodSync(smiPath, 0o755);
+    const hog = [
+      "import time",
+      "with open('gpu-hog.bin', 'wb') as _f:",
+      "    for _ in range(64):",
+      "        _f.write(b'\\0' * (16 << 20))",
+      "        _f.flush()",
+      "        time.sleep(0.05)",
+      "",
+    ].join("\n");
+    const sub = join(tmp(), "sub");
+    cpSync(join(TINY_TASK, "base"), sub, { recursive: true });
+    writeFileSync(join(sub, "sumlib", "__init__.py"), `${hog}\ndef add(a, b):\n    return a + b\n\n\ndef total(xs):\n    return sum(xs)\n`);
+    const base = loadTask(TINY_TASK);
+    const task = { ...base, spec: { ...base.spec, limits: { ...base.spec.limits, gpuMemory: 256 * MIB } } };
+    const saved = { smi: process.env.PROBEGATE_NVIDIA_SMI, tmp: process.env.TMPDIR };
+    process.env.PROBEGATE_NVIDIA_SMI = smiPath;
+    process.env.TMPDIR = own;
+    try {
+      const r = await evaluate({ task, submission: { kind: "folder", path: sub }, kitDir: KIT });
+      expect(r.verdict).toBe("official-failed");
+      expect(r.official).toMatchObject({ limit: "gpu-memory", reason: "stopped by the gpu-memory limit" });
+      // Killed soon after 256 MiB, long before the 1 GiB the submission would have reached.
+      expect(r.gpuMemory?.official?.peakBytes).toBeGreaterThan(256 * MIB);
+      expect(r.gpuMemory?.official?.peakBytes).toBeLessThan(768 * MIB);
+    } finally {
+      for (const [k, v] of [["PROBEGATE_NVIDIA_SMI", saved.smi], ["TMPDIR", saved.tmp]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     }
   });
 });
