@@ -42334,6 +42334,8 @@ async function onCheckRunRerun(context, deps) {
         installationId,
         commentId: null,
         deliveryId: context.id,
+        // The button sits on one commit's check run: if the PR has moved on, that is not what would run.
+        headSha: e.headSha,
     });
 }
 

@@ -212,5 +212,7 @@ export async function onCheckRunRerun(context: Context<"check_run">, deps: AppDe
     installationId,
     commentId: null,
     deliveryId: context.id,
+    // The button sits on one commit's check run: if the PR has moved on, that is not what would run.
+    headSha: e.headSha,
   });
 }

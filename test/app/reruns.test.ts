@@ -172,6 +172,19 @@ describe("check_run rerequested / requested_action", () => {
     expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", attempt: 2, workflowRunId: 9003 });
     expect(rerunAttempts(app.db, PR)[0]).toMatchObject({ source: "check-run", accepted: true });
   });
+
+  it("refuses the button on an older commit's check run once the PR has moved on, saying which commit is the head", async () => {
+    const app = await finished();
+    const newHead = "fedcba9876543210fedcba9876543210fedcba98";
+    mockPullGet(newHead);
+    const replies = mockReply();
+    await deliver(app, "check_run", checkRunPayload("requested_action"));
+    expect(replies[0].body).toBe(
+      `@maintainer: nothing to rerun: those checks are for \`${HEAD.slice(0, 7)}\`, which is no longer the head of this PR (it is \`fedcba9\` now). Re-run the checks of the current head.`,
+    );
+    expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "completed", attempt: 1 });
+    expect(rerunAttempts(app.db, PR)[0]).toMatchObject({ source: "check-run", accepted: false, reason: "stale-head" });
+  });
 });
 
 describe("/probegate explain", () => {
