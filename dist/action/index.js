@@ -50242,7 +50242,7 @@ function categoryTable(probes) {
  * Peak memory measured outside the submission's processes: the official run's host memory (its
  * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
  */
-function memoryLine(result) {
+function renderMemoryOfRecord(result) {
     const parts = [];
     const o = result.official;
     if (o?.peakMemoryBytes != null)
@@ -50293,7 +50293,7 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
     head.push(`| Time | ${formatSeconds(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
-    const memory = memoryLine(result);
+    const memory = renderMemoryOfRecord(result);
     if (memory)
         head.push(`| Memory of record | ${memory} |`);
     head.push("");
@@ -68701,6 +68701,7 @@ async function createWorkspace(task, sub) {
 
 
 
+
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
 const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
@@ -68728,6 +68729,10 @@ function defaultWorldSize(spec) {
 /** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
 function jobGpus(ctx) {
     return ctx.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").map(Number) : [];
+}
+/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
+function gpuNote(peak) {
+    return peak ? `, GPU peak ${formatBytes(peak.peakBytes)}` : "";
 }
 /** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
 function gpuMemoryOfRecord(gpus, peaks) {
@@ -68822,7 +68827,7 @@ async function evaluate(opts) {
             phaseGpu = null;
         }
         officialS = since(t1);
-        emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
+        emit({ type: "phase-end", phase: "official", durationS: officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(gpuPeaks.official) });
         if (official.passed || opts.alwaysProbe) {
             // Hooks the official run may have planted for the probe processes (a sitecustomize.py, say) go first.
             ws.resets.push(...(await resetHooks(ws)));
@@ -68842,7 +68847,7 @@ async function evaluate(opts) {
             }
             probesS = since(t2);
             const failed = checks.filter((x) => x.status === "failed").length;
-            emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed` });
+            emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed${gpuNote(gpuPeaks.probes)}` });
         }
     }
     catch (e) {

@@ -37850,7 +37850,7 @@ function categoryTable(probes) {
  * Peak memory measured outside the submission's processes: the official run's host memory (its
  * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
  */
-function memoryLine(result) {
+function renderMemoryOfRecord(result) {
     const parts = [];
     const o = result.official;
     if (o?.peakMemoryBytes != null)
@@ -37901,7 +37901,7 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
     head.push(`| Time | ${formatSeconds(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
-    const memory = memoryLine(result);
+    const memory = renderMemoryOfRecord(result);
     if (memory)
         head.push(`| Memory of record | ${memory} |`);
     head.push("");

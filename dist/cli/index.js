@@ -5549,7 +5549,7 @@ function categoryTable(probes) {
  * Peak memory measured outside the submission's processes: the official run's host memory (its
  * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
  */
-function memoryLine(result) {
+function renderMemoryOfRecord(result) {
     const parts = [];
     const o = result.official;
     if (o?.peakMemoryBytes != null)
@@ -5600,7 +5600,7 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
     head.push(`| Time | ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
-    const memory = memoryLine(result);
+    const memory = renderMemoryOfRecord(result);
     if (memory)
         head.push(`| Memory of record | ${memory} |`);
     head.push("");
@@ -23988,6 +23988,7 @@ async function createWorkspace(task, sub) {
 
 
 
+
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
 const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
@@ -24015,6 +24016,10 @@ function defaultWorldSize(spec) {
 /** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
 function jobGpus(ctx) {
     return ctx.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").map(Number) : [];
+}
+/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
+function gpuNote(peak) {
+    return peak ? `, GPU peak ${(0,sizes/* formatBytes */.z3)(peak.peakBytes)}` : "";
 }
 /** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
 function gpuMemoryOfRecord(gpus, peaks) {
@@ -24109,7 +24114,7 @@ async function evaluate(opts) {
             phaseGpu = null;
         }
         officialS = since(t1);
-        emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
+        emit({ type: "phase-end", phase: "official", durationS: officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(gpuPeaks.official) });
         if (official.passed || opts.alwaysProbe) {
             // Hooks the official run may have planted for the probe processes (a sitecustomize.py, say) go first.
             ws.resets.push(...(await resetHooks(ws)));
@@ -24129,7 +24134,7 @@ async function evaluate(opts) {
             }
             probesS = since(t2);
             const failed = checks.filter((x) => x.status === "failed").length;
-            emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed` });
+            emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed${gpuNote(gpuPeaks.probes)}` });
         }
     }
     catch (e) {
@@ -24452,6 +24457,9 @@ function renderResultTable(result) {
         const c = o.counts;
         lines.push(`official tests: ${c.passed} passed, ${c.failed} failed, ${c.errors} errors, ${c.skipped} skipped in ${(0,sizes/* formatSeconds */.Xo)(o.durationS)}${o.reason ? ` (${o.reason})` : ""}`);
     }
+    const memory = renderMemoryOfRecord(result);
+    if (memory)
+        lines.push(`memory of record: ${memory}`);
     for (const r of result.workspaceResets)
         lines.push(`judge file ${r.action}: ${r.path} — ${r.why}`);
     if (result.error)

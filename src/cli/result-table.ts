@@ -1,6 +1,6 @@
 import Table from "cli-table3";
 import type { EvaluationResult } from "../core/result.js";
-import { renderTitle } from "../core/check-run-render.js";
+import { renderMemoryOfRecord, renderTitle } from "../core/check-run-render.js";
 import { formatSeconds } from "../core/sizes.js";
 
 const ICON: Record<string, string> = { passed: "✓", failed: "✗", error: "!", skipped: "-" };
@@ -14,6 +14,8 @@ export function renderResultTable(result: EvaluationResult): string {
     const c = o.counts;
     lines.push(`official tests: ${c.passed} passed, ${c.failed} failed, ${c.errors} errors, ${c.skipped} skipped in ${formatSeconds(o.durationS)}${o.reason ? ` (${o.reason})` : ""}`);
   }
+  const memory = renderMemoryOfRecord(result);
+  if (memory) lines.push(`memory of record: ${memory}`);
   for (const r of result.workspaceResets) lines.push(`judge file ${r.action}: ${r.path} — ${r.why}`);
   if (result.error) lines.push(`error in ${result.error.phase}: ${result.error.message}`);
   if (result.probes.length) {

@@ -96,7 +96,7 @@ export function categoryTable(probes: readonly ProbeResult[]): Array<{ category:
  * Peak memory measured outside the submission's processes: the official run's host memory (its
  * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
  */
-function memoryLine(result: EvaluationResult): string | null {
+export function renderMemoryOfRecord(result: EvaluationResult): string | null {
   const parts: string[] = [];
   const o = result.official;
   if (o?.peakMemoryBytes != null) parts.push(`host ${formatBytes(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
@@ -147,7 +147,7 @@ export function renderSummary(result: EvaluationResult, limit = SUMMARY_LIMIT): 
   const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
   head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
   head.push(`| Time | ${formatSeconds(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
-  const memory = memoryLine(result);
+  const memory = renderMemoryOfRecord(result);
   if (memory) head.push(`| Memory of record | ${memory} |`);
   head.push("");
 

@@ -1,6 +1,7 @@
 import { cpus, platform, arch } from "node:os";
 import { EvaluationResultSchema, RESULT_SCHEMA_VERSION, type EvaluationResult, type OfficialResult, type ProbeResult } from "../core/result.js";
 import type { ProbeCheck } from "../core/probe-outcome.js";
+import { formatBytes } from "../core/sizes.js";
 import { decideVerdict } from "../core/verdict.js";
 import type { LoadedTask } from "./task-load.js";
 import { describeSubmission, type SubmissionSource } from "./submission.js";
@@ -86,6 +87,11 @@ function defaultWorldSize(spec: LoadedTask["spec"]): number {
 /** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
 function jobGpus(ctx: { cudaVisibleDevices: string }): number[] {
   return ctx.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").map(Number) : [];
+}
+
+/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
+function gpuNote(peak: GpuMemoryPeak | null): string {
+  return peak ? `, GPU peak ${formatBytes(peak.peakBytes)}` : "";
 }
 
 /** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
@@ -185,7 +191,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       phaseGpu = null;
     }
     officialS = since(t1);
-    emit({ type: "phase-end", phase: "official", durationS: officialS, detail: official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed") });
+    emit({ type: "phase-end", phase: "official", durationS: officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(gpuPeaks.official) });
     if (official.passed || opts.alwaysProbe) {
       // Hooks the official run may have planted for the probe processes (a sitecustomize.py, say) go first.
       ws.resets.push(...(await resetHooks(ws)));
@@ -204,7 +210,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       }
       probesS = since(t2);
       const failed = checks.filter((x) => x.status === "failed").length;
-      emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed` });
+      emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed${gpuNote(gpuPeaks.probes)}` });
     }
   } catch (e) {
     if (!(e instanceof HarnessError)) {

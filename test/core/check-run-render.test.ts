@@ -44,6 +44,17 @@ describe("check-run rendering", () => {
     expect(s).toContain("`dpopt/optim.py:42`");
   });
 
+  it("shows the memory of record, host and GPU, only where it was measured", () => {
+    const base = sampleResult();
+    const off = { ...base.official!, peakMemoryBytes: 300 * 2 ** 20, memorySource: "cgroup" as const };
+    const gpu = { source: "nvidia-smi" as const, gpus: [0, 1], official: { baselineBytes: 0, peakBytes: 1277 * 2 ** 20, samples: 9 }, probes: null };
+    expect(renderSummary(sampleResult({ official: off, gpuMemory: gpu }))).toContain(
+      "| Memory of record | host 300.0 MiB in official tests (cgroup peak) · GPU 1.2 GiB in official tests (nvidia-smi, GPU 0,1) |",
+    );
+    expect(renderSummary(sampleResult({ official: { ...off, memorySource: "sampled" }, gpuMemory: null }))).toContain("| Memory of record | host 300.0 MiB in official tests (sampled RSS) |");
+    expect(renderSummary(sampleResult({ official: { ...off, peakMemoryBytes: null }, gpuMemory: null }))).not.toContain("Memory of record");
+  });
+
   it("annotates failed probes at their location and skips passed ones", () => {
     const a = renderAnnotations(sampleResult());
     expect(a).toEqual([

@@ -93,7 +93,18 @@ describe("GPU memory of record (nvidia-smi, outside the sandbox)", () => {
     try {
       expect((await detectGpus()).map((g) => g.index)).toEqual([0, 1]);
       const task = loadTask(TINY_TASK);
-      const r = await evaluate({ task, submission: { kind: "patch", path: join(TINY_SUBS, "reference.patch") }, kitDir: KIT, gpus: [0] });
+      const ends: string[] = [];
+      const r = await evaluate({
+        task,
+        submission: { kind: "patch", path: join(TINY_SUBS, "reference.patch") },
+        kitDir: KIT,
+        gpus: [0],
+        onEvent: (e) => {
+          if (e.type === "phase-end") ends.push(`${e.phase}: ${e.detail ?? ""}`);
+        },
+      });
+      // The progress lines say it too.
+      expect(ends).toEqual(expect.arrayContaining(["official: 2 passed, GPU peak 300.0 MiB", "probes: 3 of 3 passed, GPU peak 300.0 MiB"]));
       expect(EvaluationResultSchema.parse(r)).toEqual(r);
       expect(r.verdict).toBe("resolved");
       // The CPU task is given one GPU (gloo); that GPU alone is measured, each phase from its own baseline.
