@@ -28058,6 +28058,10 @@ function closedOutput(merged) {
         ? "The pull request was merged before the evaluation finished, so its evaluator run was cancelled. The merge was not gated by this result."
         : "The pull request was closed before the evaluation finished, so its evaluator run was cancelled. Reopening the pull request evaluates its head again.");
 }
+/** The attempt ended (closed PR, newer push) while the app was still starting it. */
+function endedWhileStartingOutput(why, runCancelled) {
+    return noAnnotations("cancelled", "Cancelled while starting", `This evaluation was ended while it was being started: ${why}.${runCancelled ? " The evaluator run that had just been dispatched was cancelled." : " No evaluator run was started."}`);
+}
 /** The attempt produced no result before its deadline. */
 function timedOutOutput(why) {
     return noAnnotations("timed_out", "Evaluation timed out", `No result arrived in time: ${why}. The runner may have died or the queue may be full. Press **${RERUN_ACTION.label}** or comment \`/probegate rerun\` to try again.`);
@@ -41237,6 +41241,10 @@ async function dispatch(gh, deps, e, req) {
     const target = { ...req.repo, name: checkRunName(req.task), headSha: req.headSha, externalId: e.key };
     const queued = queuedOutput({ task: req.task, why: req.why, agent: req.agent, evaluator: `${req.evaluator.repository}:${req.evaluator.workflow}@${req.evaluator.ref}`, attempt: e.attempt });
     const check = await ensureCheckRun(gh, target, { status: "queued", ...queued }, { pendingOnly: true });
+    // The PR may have been closed, or pushed to, while the check run was being made.
+    const before = getEvaluation(deps.db, e.key);
+    if (before && before.state !== "queued")
+        return endedMeanwhile(gh, deps, req, before, check.id, null);
     let run;
     try {
         run = await dispatchEvaluation(gh, req.evaluator, { repository: `${req.repo.owner}/${req.repo.repo}`, sha: req.headSha, task: req.task, evaluationKey: e.key });
@@ -41248,15 +41256,49 @@ async function dispatch(gh, deps, e, req) {
         if (err.response === undefined)
             throw err;
         const message = `dispatching ${req.evaluator.repository}/${req.evaluator.workflow} failed: ${err.message}`;
-        transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), patch: { checkRunId: check.id, error: message } });
+        const ended = endIfStill(deps, e.key, "fail", { checkRunId: check.id, error: message });
+        if (ended)
+            return endedMeanwhile(gh, deps, req, ended, check.id, null);
         await completeCheckRun(gh, { ...req.repo, checkRunId: check.id }, noResultOutput("Could not start the evaluator", [message]), { actions: [RERUN_ACTION] });
         deps.log.warn({ key: e.key }, message);
         return "dispatch-failed";
     }
-    transitionEvaluation(deps.db, e.key, "dispatch", { now: deps.now(), patch: { checkRunId: check.id, workflowRunId: run.runId } });
+    const ended = endIfStill(deps, e.key, "dispatch", { checkRunId: check.id, workflowRunId: run.runId });
+    if (ended)
+        return endedMeanwhile(gh, deps, req, ended, check.id, run.runId);
     if (run.htmlUrl)
         setRunUrl(deps.db, e.key, run.htmlUrl);
     return "dispatched";
+}
+/**
+ * Applies `event` to an attempt this process is dispatching. Returns null when it did; returns the
+ * evaluation when another handler ended the attempt meanwhile (the PR was closed, or a newer push
+ * superseded it), which the dispatch must then clean up after.
+ */
+function endIfStill(deps, key, event, patch) {
+    try {
+        transitionEvaluation(deps.db, key, event, { now: deps.now(), patch });
+        return null;
+    }
+    catch (err) {
+        const current = getEvaluation(deps.db, key);
+        if (err instanceof IllegalTransitionError && current && isTerminal(current.state))
+            return current;
+        throw err;
+    }
+}
+/**
+ * The attempt ended while this process was starting it: whoever ended it could not see the check
+ * run or the run this process was making, so this process cancels the run and completes the check
+ * run, saying why. Every attempt ends with exactly one final check run.
+ */
+async function endedMeanwhile(gh, deps, req, e, checkRunId, runId) {
+    if (runId !== null)
+        await cancelEvaluation(gh, req.evaluator.repository, runId);
+    const why = e.error ?? `it ended as ${e.state}`;
+    await completeCheckRun(gh, { ...req.repo, checkRunId }, endedWhileStartingOutput(why, runId !== null));
+    deps.log.info({ key: e.key }, `evaluation ${e.key} ended (${why}) while it was being started`);
+    return e.state === "superseded" ? "superseded" : "cancelled";
 }
 /**
  * Supersedes the pending evaluations of a PR's older heads: cancels their evaluator runs and

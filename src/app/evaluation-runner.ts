@@ -1,7 +1,7 @@
-import { checkRunName, closedOutput, noResultOutput, queuedOutput, RERUN_ACTION, supersededOutput, timedOutOutput } from "../core/app-check-outputs.js";
+import { checkRunName, closedOutput, endedWhileStartingOutput, noResultOutput, queuedOutput, RERUN_ACTION, supersededOutput, timedOutOutput } from "../core/app-check-outputs.js";
 import { renderCheckRun, type CheckRunOutput } from "../core/check-run-render.js";
 import { evaluationKey } from "../core/evaluation-key.js";
-import { isTerminal } from "../core/evaluation-state.js";
+import { IllegalTransitionError, isTerminal } from "../core/evaluation-state.js";
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import { cancelEvaluation, dispatchEvaluation, type Evaluator } from "../github/evaluator.js";
@@ -10,12 +10,14 @@ import { getDispatchContext, recordProbeFailures, setDispatchContext, setRunUrl,
 import {
   cancelPendingOfPr,
   claimDispatch,
+  getEvaluation,
   insertOrGetEvaluation,
   releaseClaim,
   StaleEvaluationError,
   supersedeOlderHeads,
   transitionEvaluation,
   type EvaluationRecord,
+  type TransitionPatch,
 } from "../store/evaluations.js";
 import type { EvaluationResult } from "../core/result.js";
 import type { AppDeps } from "./deps.js";
@@ -37,7 +39,7 @@ export interface StartRequest {
   deliveryId: string | null;
 }
 
-export type StartOutcome = "dispatched" | "already-running" | "already-done" | "superseded" | "dispatch-failed";
+export type StartOutcome = "dispatched" | "already-running" | "already-done" | "superseded" | "cancelled" | "dispatch-failed";
 
 /**
  * How long a dispatch claim holds: far longer than creating a check run and dispatching a workflow
@@ -91,6 +93,9 @@ async function dispatch(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, re
   const target = { ...req.repo, name: checkRunName(req.task), headSha: req.headSha, externalId: e.key };
   const queued = queuedOutput({ task: req.task, why: req.why, agent: req.agent, evaluator: `${req.evaluator.repository}:${req.evaluator.workflow}@${req.evaluator.ref}`, attempt: e.attempt });
   const check = await ensureCheckRun(gh, target, { status: "queued", ...queued }, { pendingOnly: true });
+  // The PR may have been closed, or pushed to, while the check run was being made.
+  const before = getEvaluation(deps.db, e.key);
+  if (before && before.state !== "queued") return endedMeanwhile(gh, deps, req, before, check.id, null);
   let run: { runId: number; htmlUrl: string };
   try {
     run = await dispatchEvaluation(gh, req.evaluator, { repository: `${req.repo.owner}/${req.repo.repo}`, sha: req.headSha, task: req.task, evaluationKey: e.key });
@@ -100,14 +105,45 @@ async function dispatch(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, re
     // (Octokit reports a network failure as status 500 without a response.)
     if ((err as { response?: unknown }).response === undefined) throw err;
     const message = `dispatching ${req.evaluator.repository}/${req.evaluator.workflow} failed: ${(err as Error).message}`;
-    transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), patch: { checkRunId: check.id, error: message } });
+    const ended = endIfStill(deps, e.key, "fail", { checkRunId: check.id, error: message });
+    if (ended) return endedMeanwhile(gh, deps, req, ended, check.id, null);
     await completeCheckRun(gh, { ...req.repo, checkRunId: check.id }, noResultOutput("Could not start the evaluator", [message]), { actions: [RERUN_ACTION] });
     deps.log.warn({ key: e.key }, message);
     return "dispatch-failed";
   }
-  transitionEvaluation(deps.db, e.key, "dispatch", { now: deps.now(), patch: { checkRunId: check.id, workflowRunId: run.runId } });
+  const ended = endIfStill(deps, e.key, "dispatch", { checkRunId: check.id, workflowRunId: run.runId });
+  if (ended) return endedMeanwhile(gh, deps, req, ended, check.id, run.runId);
   if (run.htmlUrl) setRunUrl(deps.db, e.key, run.htmlUrl);
   return "dispatched";
+}
+
+/**
+ * Applies `event` to an attempt this process is dispatching. Returns null when it did; returns the
+ * evaluation when another handler ended the attempt meanwhile (the PR was closed, or a newer push
+ * superseded it), which the dispatch must then clean up after.
+ */
+function endIfStill(deps: AppDeps, key: string, event: "dispatch" | "fail", patch: TransitionPatch): EvaluationRecord | null {
+  try {
+    transitionEvaluation(deps.db, key, event, { now: deps.now(), patch });
+    return null;
+  } catch (err) {
+    const current = getEvaluation(deps.db, key);
+    if (err instanceof IllegalTransitionError && current && isTerminal(current.state)) return current;
+    throw err;
+  }
+}
+
+/**
+ * The attempt ended while this process was starting it: whoever ended it could not see the check
+ * run or the run this process was making, so this process cancels the run and completes the check
+ * run, saying why. Every attempt ends with exactly one final check run.
+ */
+async function endedMeanwhile(gh: GitHubClient, deps: AppDeps, req: StartRequest, e: EvaluationRecord, checkRunId: number, runId: number | null): Promise<StartOutcome> {
+  if (runId !== null) await cancelEvaluation(gh, req.evaluator.repository, runId);
+  const why = e.error ?? `it ended as ${e.state}`;
+  await completeCheckRun(gh, { ...req.repo, checkRunId }, endedWhileStartingOutput(why, runId !== null));
+  deps.log.info({ key: e.key }, `evaluation ${e.key} ended (${why}) while it was being started`);
+  return e.state === "superseded" ? "superseded" : "cancelled";
 }
 
 /**

@@ -45,6 +45,15 @@ export function closedOutput(merged: boolean): CheckRunOutput {
   );
 }
 
+/** The attempt ended (closed PR, newer push) while the app was still starting it. */
+export function endedWhileStartingOutput(why: string, runCancelled: boolean): CheckRunOutput {
+  return noAnnotations(
+    "cancelled",
+    "Cancelled while starting",
+    `This evaluation was ended while it was being started: ${why}.${runCancelled ? " The evaluator run that had just been dispatched was cancelled." : " No evaluator run was started."}`,
+  );
+}
+
 /** The attempt produced no result before its deadline. */
 export function timedOutOutput(why: string): CheckRunOutput {
   return noAnnotations(

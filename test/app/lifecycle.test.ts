@@ -113,6 +113,28 @@ describe("closing and reopening a PR", () => {
   });
 });
 
+describe("a PR closed while its evaluation is being started", () => {
+  it("the starting handler cancels the run it just dispatched and completes the check run: one final check run", async () => {
+    const app = await loadApp();
+    mockUntilCheckRun({ createId: 71 });
+    const cancelRun = nock(API).post(`/repos/${EVALUATOR_REPO}/actions/runs/8011/cancel`).reply(202, {});
+    const updated = mockCheckRunUpdate(71);
+    // GitHub answers the dispatch only after the PR has been closed (the close is handled meanwhile).
+    nock(API)
+      .post(`/repos/${EVALUATOR_REPO}/actions/workflows/evaluate.yml/dispatches`)
+      .reply(async () => {
+        await deliver(app, "pull_request", closedPayload(false));
+        return [200, { workflow_run_id: 8011, run_url: `${API}/repos/${EVALUATOR_REPO}/actions/runs/8011`, html_url: `https://github.com/${EVALUATOR_REPO}/actions/runs/8011` }];
+      });
+    await deliver(app, "pull_request", pullRequestPayload("opened"));
+    expect(cancelRun.isDone()).toBe(true);
+    expect(updated).toHaveLength(1);
+    expect(updated[0]).toMatchObject({ status: "completed", conclusion: "cancelled", output: { title: "Cancelled while starting" } });
+    expect(updated[0].output.summary).toContain("the pull request was closed before the evaluation finished");
+    expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "cancelled", workflowRunId: null, claimUntil: null });
+  });
+});
+
 describe("reruns of a closed PR", () => {
   it("are refused with a reply that says to reopen it, and recorded", async () => {
     const app = await loadApp();
