@@ -27591,6 +27591,21 @@ const MIGRATIONS = [
       CREATE INDEX deliveries_received ON deliveries (received_at);
     `,
     },
+    {
+        version: 4,
+        name: "gate check runs",
+        sql: `
+      CREATE TABLE gates (
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        head_sha TEXT NOT NULL,
+        pr INTEGER NOT NULL,
+        check_run_id INTEGER NOT NULL,
+        concluded INTEGER NOT NULL DEFAULT 0 CHECK (concluded IN (0, 1)),
+        PRIMARY KEY (owner, repo, head_sha)
+      ) STRICT;
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts
@@ -41177,7 +41192,138 @@ function probeFailures(db, key, attempt) {
     return rows.map((r) => ({ probeId: r.probe_id, category: r.category, status: r.status, message: r.message }));
 }
 
+;// CONCATENATED MODULE: ./src/core/gate-check.ts
+
+/**
+ * The one check run a repository can make required in branch protection (`gate: true` in
+ * .github/probegate.yml): on every PR head, it passes when the PR needs no evaluation (a person's
+ * PR, no route) or when every evaluation of the head resolved, and fails otherwise. The per-task
+ * check runs keep the details; the gate only sums them up.
+ */
+const GATE_CHECK_NAME = "probegate / gate";
+/** The gate's external_id on a head: one gate per commit. */
+function gateExternalId(headSha) {
+    return `gate:${headSha}`;
+}
+const ICON = { resolved: "✅", "probe-rejected": "🚩", "official-failed": "❌", error: "⚠️" };
+function row(e) {
+    const outcome = e.state === "completed" ? `${ICON[e.verdict ?? "error"] ?? ""} ${e.verdict}` : isTerminal(e.state) ? `${e.state}${e.error ? `: ${e.error.replace(/\|/g, "\\|").slice(0, 200)}` : ""}` : `${e.state}…`;
+    return `| \`probegate / ${e.task}\` | ${outcome} |`;
+}
+function table(evals) {
+    return ["| check | outcome |", "|---|---|", ...evals.map(row)].join("\n");
+}
+/**
+ * The gate of a head from its evaluations. Pending while any is; then `success` only when every
+ * evaluation completed `resolved`; `cancelled` when the head's evaluations were superseded or the
+ * PR closed; `failure` for anything else (a rejection, an official failure, an evaluation error, a
+ * time-out): a gate never passes without a result.
+ */
+function decideGate(evals) {
+    if (evals.length === 0)
+        return { kind: "pending", title: "Waiting for evaluations to start", summary: "" };
+    const waiting = evals.filter((e) => !isTerminal(e.state));
+    if (waiting.length > 0) {
+        return { kind: "pending", title: `Waiting for ${waiting.length} of ${evals.length} evaluation${evals.length > 1 ? "s" : ""}`, summary: table(evals) };
+    }
+    const ended = evals.filter((e) => e.state === "superseded" || e.state === "cancelled");
+    if (ended.length > 0) {
+        return { kind: "final", output: { conclusion: "cancelled", title: "Not gated: this head's evaluations were cancelled", summary: table(evals), annotations: [] } };
+    }
+    const bad = evals.filter((e) => e.state !== "completed" || e.verdict !== "resolved");
+    if (bad.length === 0) {
+        return { kind: "final", output: { conclusion: "success", title: `All ${evals.length} evaluation${evals.length > 1 ? "s" : ""} resolved`, summary: table(evals), annotations: [] } };
+    }
+    const names = bad.map((e) => e.task).join(", ");
+    return {
+        kind: "final",
+        output: {
+            conclusion: "failure",
+            title: `${bad.length} of ${evals.length} evaluation${evals.length > 1 ? "s" : ""} did not resolve: ${names}`.slice(0, 200),
+            summary: `${table(evals)}\n\nSee each task's check run for what failed. A rerun (\`/probegate rerun\`) evaluates the head again.`,
+            annotations: [],
+        },
+    };
+}
+/** The gate of a PR head that needs no evaluation: it passes, and says why. */
+function gateNotNeededOutput(why) {
+    return { conclusion: "success", title: "No evaluation needed", summary: `probegate does not evaluate this pull request: ${why}.`, annotations: [] };
+}
+
+;// CONCATENATED MODULE: ./src/store/gates.ts
+
+/** Records the head's open gate check run (a new one replaces the last: a rerun opens a new gate). */
+function openGateRecord(db, g) {
+    db.prepare(`INSERT INTO gates (owner, repo, head_sha, pr, check_run_id, concluded) VALUES (?, ?, ?, ?, ?, 0)
+     ON CONFLICT (owner, repo, head_sha) DO UPDATE SET pr = excluded.pr, check_run_id = excluded.check_run_id, concluded = 0`).run(g.owner, g.repo, g.headSha, g.pr, g.checkRunId);
+}
+/** The head's gate, or null when its repository has no gate (or the head was never evaluated). */
+function getGate(db, at) {
+    const r = db.prepare("SELECT * FROM gates WHERE owner = ? AND repo = ? AND head_sha = ?").get(at.owner, at.repo, at.headSha);
+    return r ? { owner: r.owner, repo: r.repo, headSha: r.head_sha, pr: r.pr, checkRunId: r.check_run_id, concluded: r.concluded === 1 } : null;
+}
+/**
+ * Marks the gate concluded, once: true only for the caller that flipped it (a redelivered finish
+ * or a racing process does not post the conclusion twice).
+ */
+function concludeGate(db, at) {
+    return (db.prepare("UPDATE gates SET concluded = 1 WHERE owner = ? AND repo = ? AND head_sha = ? AND check_run_id = ? AND concluded = 0").run(at.owner, at.repo, at.headSha, at.checkRunId).changes === 1);
+}
+/** The evaluations of one PR head, every task. */
+function evaluationsAtHead(db, at) {
+    const keys = db.prepare("SELECT key FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND head_sha = ? ORDER BY task").all(at.owner, at.repo, at.pr, at.headSha);
+    return keys.map((k) => getEvaluation(db, k.key)).filter((e) => e !== null);
+}
+
+;// CONCATENATED MODULE: ./src/app/gate.ts
+
+
+
+/** The newest evaluation of each task (an evaluator ref change makes a new key for the same task). */
+function latestPerTask(evals) {
+    const byTask = new Map();
+    for (const e of evals) {
+        const seen = byTask.get(e.task);
+        if (!seen || e.updatedAt > seen.updatedAt)
+            byTask.set(e.task, e);
+    }
+    return [...byTask.values()].sort((a, b) => a.task.localeCompare(b.task));
+}
+/**
+ * Opens the head's gate check run (or finds the open one by external_id) as evaluations start, then
+ * brings it up to date: a head whose evaluations all ended already (a redelivery) concludes at once.
+ */
+async function openGate(gh, deps, repo, pr, headSha) {
+    const check = await ensureCheckRun(gh, { ...repo, name: GATE_CHECK_NAME, headSha, externalId: gateExternalId(headSha) }, { status: "in_progress", title: "Waiting for evaluations", summary: "The per-task `probegate / …` check runs are in progress; this check sums them up." }, { pendingOnly: true });
+    const open = getGate(deps.db, { ...repo, headSha });
+    if (!open || open.checkRunId !== check.id || open.concluded)
+        openGateRecord(deps.db, { ...repo, headSha, pr, checkRunId: check.id });
+    await refreshGate(gh, deps, { ...repo, headSha });
+}
+/**
+ * Posts the head's gate conclusion once every evaluation of it has ended; does nothing while any is
+ * pending, or where the repository has no gate. Called after every evaluation of a head ends.
+ */
+async function refreshGate(gh, deps, at) {
+    const gate = getGate(deps.db, at);
+    if (!gate || gate.concluded)
+        return;
+    const decision = decideGate(latestPerTask(evaluationsAtHead(deps.db, { ...at, pr: gate.pr })));
+    if (decision.kind === "pending")
+        return;
+    if (!concludeGate(deps.db, { ...at, checkRunId: gate.checkRunId }))
+        return;
+    await completeCheckRun(gh, { owner: at.owner, repo: at.repo, checkRunId: gate.checkRunId }, decision.output);
+}
+/** The gate of a head that needs no evaluation (a person's PR, no route): it passes, saying why. */
+async function passGate(gh, repo, headSha, why) {
+    const check = await ensureCheckRun(gh, { ...repo, name: GATE_CHECK_NAME, headSha, externalId: gateExternalId(headSha) }, { status: "in_progress", title: "Deciding", summary: "" });
+    if (check.created)
+        await completeCheckRun(gh, { ...repo, checkRunId: check.id }, gateNotNeededOutput(why));
+}
+
 ;// CONCATENATED MODULE: ./src/app/evaluation-runner.ts
+
 
 
 
@@ -41261,6 +41407,7 @@ async function dispatch(gh, deps, e, req) {
             return endedMeanwhile(gh, deps, req, ended, check.id, null);
         await completeCheckRun(gh, { ...req.repo, checkRunId: check.id }, noResultOutput("Could not start the evaluator", [message]), { actions: [RERUN_ACTION] });
         deps.log.warn({ key: e.key }, message);
+        await refreshGate(gh, deps, { ...req.repo, headSha: req.headSha });
         return "dispatch-failed";
     }
     const ended = endIfStill(deps, e.key, "dispatch", { checkRunId: check.id, workflowRunId: run.runId });
@@ -41298,6 +41445,7 @@ async function endedMeanwhile(gh, deps, req, e, checkRunId, runId) {
     const why = e.error ?? `it ended as ${e.state}`;
     await completeCheckRun(gh, { ...req.repo, checkRunId }, endedWhileStartingOutput(why, runId !== null));
     deps.log.info({ key: e.key }, `evaluation ${e.key} ended (${why}) while it was being started`);
+    await refreshGate(gh, deps, { ...req.repo, headSha: e.headSha });
     return e.state === "superseded" ? "superseded" : "cancelled";
 }
 /**
@@ -41329,22 +41477,25 @@ async function stopRuns(gh, deps, repo, ended, output) {
         if (e.checkRunId !== null)
             await completeCheckRun(gh, { ...repo, checkRunId: e.checkRunId }, output);
     }
+    for (const head of new Set(ended.map((e) => e.headSha)))
+        await refreshGate(gh, deps, { ...repo, headSha: head });
 }
 /** Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button. */
 async function finishWithResult(gh, deps, e, result) {
     const done = transitionEvaluation(deps.db, e.key, "complete", { now: deps.now(), expectedVersion: e.version, patch: { verdict: result.verdict } });
     recordProbeFailures(deps.db, e.key, e.attempt, result.probes);
-    if (done.checkRunId === null)
-        return;
-    const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
-    await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, renderCheckRun(result), { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
+    if (done.checkRunId !== null) {
+        const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
+        await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, renderCheckRun(result), { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
+    }
+    await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
 }
 /** Ends an attempt without a usable result (`error`); its check run says why and is never a success. */
 async function finishWithoutResult(gh, deps, e, title, problems) {
     const done = transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), expectedVersion: e.version, patch: { error: `${title}: ${problems.join("; ")}` } });
-    if (done.checkRunId === null)
-        return;
-    await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, noResultOutput(title, problems), { actions: [RERUN_ACTION] });
+    if (done.checkRunId !== null)
+        await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, noResultOutput(title, problems), { actions: [RERUN_ACTION] });
+    await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
 }
 /**
  * Times out the evaluations past their deadline: cancels their runs (a late result is not taken)
@@ -41362,6 +41513,7 @@ async function sweepOverdue(deps) {
                 await cancelEvaluation(gh, ctx.evaluatorRepo, e.workflowRunId);
             if (e.checkRunId !== null)
                 await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: e.checkRunId }, timedOutOutput(e.error ?? "past its deadline"), { actions: [RERUN_ACTION] });
+            await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
         }
         catch (err) {
             deps.log.error({ key: e.key, err }, `evaluation ${e.key} timed out, but its check run could not be updated: ${err.message}`);
@@ -41465,6 +41617,9 @@ const AppConfigSchema = strictObject({
     routes: array(RouteSchema).default([]).describe("which task or probe suite a PR is evaluated against"),
     evaluator: EvaluatorSchema.optional().describe("where evaluations run; without it the app's default evaluator is used"),
     reruns: RerunsSchema.default(RERUN_DEFAULTS),
+    gate: schemas_boolean()
+        .default(false)
+        .describe("post one 'probegate / gate' check run on every PR head (passing when no evaluation is needed or all resolved), to make required in branch protection"),
 })
     .describe("probegate app config (.github/probegate.yml)");
 const MARKER = /^\s*(?:<!--\s*)?probegate-(task|suite)\s*:\s*([^\s>]+?)\s*(?:-->)?\s*$/i;
@@ -41847,11 +42002,11 @@ async function planEvaluations(gh, deps, repo, pr, preloaded) {
     const prRef = { ...repo, number: pr.number };
     const agent = detectAgent(signals, config.agents) ?? detectAgent({ ...signals, commitMessages: await commitMessages(gh, prRef) }, config.agents);
     if (!agent)
-        return { kind: "skip", why: "not written by a known agent" };
+        return { kind: "skip", why: "not written by a known agent", config };
     const needsPaths = config.routes.some((r) => r.paths.length > 0);
     const routed = routeTasks({ labels: pr.labels, body: pr.body, changedPaths: needsPaths ? await changedPaths(gh, prRef) : [] }, config);
     if (routed.targets.length === 0)
-        return { kind: "skip", why: "no route in .github/probegate.yml matches the PR" };
+        return { kind: "skip", why: "no route in .github/probegate.yml matches the PR", config };
     const evaluator = config.evaluator ?? deps.defaultEvaluator;
     if (!evaluator) {
         return {
@@ -41872,6 +42027,7 @@ async function planEvaluations(gh, deps, repo, pr, preloaded) {
 
 
 
+
 /** The `pull_request` actions that can start an evaluation. */
 const PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "ready_for_review", "labeled", "closed"];
 /**
@@ -41880,8 +42036,12 @@ const PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "ready_for_re
  */
 async function evaluateHead(gh, deps, repo, pr, opts) {
     const plan = await planEvaluations(gh, deps, repo, pr, opts.config);
-    if (plan.kind === "skip")
+    if (plan.kind === "skip") {
+        // A gated repository's required check must pass on PRs probegate has nothing to say about.
+        if (plan.config?.gate && !opts.rerun)
+            await passGate(gh, repo, pr.headSha, plan.why);
         return { kind: "skipped", why: plan.why };
+    }
     if (plan.kind === "config-error") {
         // One check run per head and broken config; the external id makes a redelivery find it.
         const check = await ensureCheckRun(gh, { ...repo, name: CONFIG_CHECK_NAME, headSha: pr.headSha, externalId: `config:${pr.headSha}` }, {
@@ -41915,6 +42075,8 @@ async function evaluateHead(gh, deps, repo, pr, opts) {
         });
         outcomes.push({ task: t.id, key, outcome });
     }
+    if (plan.config.gate)
+        await openGate(gh, deps, repo, pr.number, pr.headSha);
     return { kind: "started", outcomes };
 }
 /**

@@ -274,6 +274,21 @@ const MIGRATIONS = [
       CREATE INDEX deliveries_received ON deliveries (received_at);
     `,
     },
+    {
+        version: 4,
+        name: "gate check runs",
+        sql: `
+      CREATE TABLE gates (
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        head_sha TEXT NOT NULL,
+        pr INTEGER NOT NULL,
+        check_run_id INTEGER NOT NULL,
+        concluded INTEGER NOT NULL DEFAULT 0 CHECK (concluded IN (0, 1)),
+        PRIMARY KEY (owner, repo, head_sha)
+      ) STRICT;
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts

@@ -24603,6 +24603,9 @@ const AppConfigSchema = schemas/* strictObject */.rej({
     routes: schemas/* array */.YOg(RouteSchema).default([]).describe("which task or probe suite a PR is evaluated against"),
     evaluator: EvaluatorSchema.optional().describe("where evaluations run; without it the app's default evaluator is used"),
     reruns: RerunsSchema.default(RERUN_DEFAULTS),
+    gate: schemas/* boolean */.zMY()
+        .default(false)
+        .describe("post one 'probegate / gate' check run on every PR head (passing when no evaluation is needed or all resolved), to make required in branch protection"),
 })
     .describe("probegate app config (.github/probegate.yml)");
 const MARKER = /^\s*(?:<!--\s*)?probegate-(task|suite)\s*:\s*([^\s>]+?)\s*(?:-->)?\s*$/i;

@@ -21,6 +21,7 @@ import {
 } from "../store/evaluations.js";
 import type { EvaluationResult } from "../core/result.js";
 import type { AppDeps } from "./deps.js";
+import { refreshGate } from "./gate.js";
 
 /** One evaluation to start: a PR head against one routed task, with where and why. */
 export interface StartRequest {
@@ -109,6 +110,7 @@ async function dispatch(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, re
     if (ended) return endedMeanwhile(gh, deps, req, ended, check.id, null);
     await completeCheckRun(gh, { ...req.repo, checkRunId: check.id }, noResultOutput("Could not start the evaluator", [message]), { actions: [RERUN_ACTION] });
     deps.log.warn({ key: e.key }, message);
+    await refreshGate(gh, deps, { ...req.repo, headSha: req.headSha });
     return "dispatch-failed";
   }
   const ended = endIfStill(deps, e.key, "dispatch", { checkRunId: check.id, workflowRunId: run.runId });
@@ -143,6 +145,7 @@ async function endedMeanwhile(gh: GitHubClient, deps: AppDeps, req: StartRequest
   const why = e.error ?? `it ended as ${e.state}`;
   await completeCheckRun(gh, { ...req.repo, checkRunId }, endedWhileStartingOutput(why, runId !== null));
   deps.log.info({ key: e.key }, `evaluation ${e.key} ended (${why}) while it was being started`);
+  await refreshGate(gh, deps, { ...req.repo, headSha: e.headSha });
   return e.state === "superseded" ? "superseded" : "cancelled";
 }
 
@@ -175,22 +178,25 @@ async function stopRuns(gh: GitHubClient, deps: AppDeps, repo: RepoRef, ended: R
     if (ctx && e.workflowRunId !== null) await cancelEvaluation(gh, ctx.evaluatorRepo, e.workflowRunId);
     if (e.checkRunId !== null) await completeCheckRun(gh, { ...repo, checkRunId: e.checkRunId }, output);
   }
+  for (const head of new Set(ended.map((e) => e.headSha))) await refreshGate(gh, deps, { ...repo, headSha: head });
 }
 
 /** Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button. */
 export async function finishWithResult(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, result: EvaluationResult): Promise<void> {
   const done = transitionEvaluation(deps.db, e.key, "complete", { now: deps.now(), expectedVersion: e.version, patch: { verdict: result.verdict } });
   recordProbeFailures(deps.db, e.key, e.attempt, result.probes);
-  if (done.checkRunId === null) return;
-  const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
-  await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, renderCheckRun(result), { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
+  if (done.checkRunId !== null) {
+    const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
+    await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, renderCheckRun(result), { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
+  }
+  await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
 }
 
 /** Ends an attempt without a usable result (`error`); its check run says why and is never a success. */
 export async function finishWithoutResult(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, title: string, problems: string[]): Promise<void> {
   const done = transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), expectedVersion: e.version, patch: { error: `${title}: ${problems.join("; ")}` } });
-  if (done.checkRunId === null) return;
-  await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, noResultOutput(title, problems), { actions: [RERUN_ACTION] });
+  if (done.checkRunId !== null) await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, noResultOutput(title, problems), { actions: [RERUN_ACTION] });
+  await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
 }
 
 /**
@@ -206,6 +212,7 @@ export async function sweepOverdue(deps: AppDeps): Promise<number> {
       const gh = await deps.auth(ctx.installationId);
       if (e.workflowRunId !== null) await cancelEvaluation(gh, ctx.evaluatorRepo, e.workflowRunId);
       if (e.checkRunId !== null) await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: e.checkRunId }, timedOutOutput(e.error ?? "past its deadline"), { actions: [RERUN_ACTION] });
+      await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
     } catch (err) {
       deps.log.error({ key: e.key, err }, `evaluation ${e.key} timed out, but its check run could not be updated: ${(err as Error).message}`);
     }

@@ -5,6 +5,7 @@ import type { GitHubClient, RepoRef } from "../github/client.js";
 import { probeSetVersion } from "../github/evaluator.js";
 import { CONFIG_PATH, type RepoConfig } from "../github/repo-config.js";
 import { installationIdOf, type AppDeps } from "./deps.js";
+import { openGate, passGate } from "./gate.js";
 import { cancelForClosedPr, startEvaluation, supersedeOlder, type StartOutcome } from "./evaluation-runner.js";
 import { planEvaluations, pullRequestFacts, type PullRequestFacts } from "./plan.js";
 
@@ -23,7 +24,11 @@ export async function evaluateHead(
   opts: { installationId: number; rerun: boolean; deliveryId: string | null; onlyTask?: string | null; config?: RepoConfig },
 ): Promise<{ kind: "skipped"; why: string } | { kind: "config-error" } | { kind: "started"; outcomes: Array<{ task: string; key: string; outcome: StartOutcome }> }> {
   const plan = await planEvaluations(gh, deps, repo, pr, opts.config);
-  if (plan.kind === "skip") return { kind: "skipped", why: plan.why };
+  if (plan.kind === "skip") {
+    // A gated repository's required check must pass on PRs probegate has nothing to say about.
+    if (plan.config?.gate && !opts.rerun) await passGate(gh, repo, pr.headSha, plan.why);
+    return { kind: "skipped", why: plan.why };
+  }
   if (plan.kind === "config-error") {
     // One check run per head and broken config; the external id makes a redelivery find it.
     const check = await ensureCheckRun(gh, { ...repo, name: CONFIG_CHECK_NAME, headSha: pr.headSha, externalId: `config:${pr.headSha}` }, {
@@ -55,6 +60,7 @@ export async function evaluateHead(
     });
     outcomes.push({ task: t.id, key, outcome });
   }
+  if (plan.config.gate) await openGate(gh, deps, repo, pr.number, pr.headSha);
   return { kind: "started", outcomes };
 }
 

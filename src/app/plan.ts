@@ -40,7 +40,7 @@ export function pullRequestFacts(pr: {
 
 /** What to do with a PR: nothing (and why), report a broken config, or evaluate these targets. */
 export type Plan =
-  | { kind: "skip"; why: string }
+  | { kind: "skip"; why: string; config?: AppConfig }
   | { kind: "config-error"; ref: string; issues: ConfigIssue[] }
   | { kind: "evaluate"; config: AppConfig; agent: DetectedAgent; targets: RoutedTarget[]; evaluator: Evaluator; timeoutS: number };
 
@@ -59,11 +59,11 @@ export async function planEvaluations(gh: GitHubClient, deps: AppDeps, repo: Rep
   const signals = { author: pr.author, headRef: pr.headRef, labels: pr.labels };
   const prRef = { ...repo, number: pr.number };
   const agent = detectAgent(signals, config.agents) ?? detectAgent({ ...signals, commitMessages: await commitMessages(gh, prRef) }, config.agents);
-  if (!agent) return { kind: "skip", why: "not written by a known agent" };
+  if (!agent) return { kind: "skip", why: "not written by a known agent", config };
 
   const needsPaths = config.routes.some((r) => r.paths.length > 0);
   const routed = routeTasks({ labels: pr.labels, body: pr.body, changedPaths: needsPaths ? await changedPaths(gh, prRef) : [] }, config);
-  if (routed.targets.length === 0) return { kind: "skip", why: "no route in .github/probegate.yml matches the PR" };
+  if (routed.targets.length === 0) return { kind: "skip", why: "no route in .github/probegate.yml matches the PR", config };
 
   const evaluator = config.evaluator ?? deps.defaultEvaluator;
   if (!evaluator) {

@@ -57,6 +57,10 @@ export const AppConfigSchema = z
     routes: z.array(RouteSchema).default([]).describe("which task or probe suite a PR is evaluated against"),
     evaluator: EvaluatorSchema.optional().describe("where evaluations run; without it the app's default evaluator is used"),
     reruns: RerunsSchema.default(RERUN_DEFAULTS),
+    gate: z
+      .boolean()
+      .default(false)
+      .describe("post one 'probegate / gate' check run on every PR head (passing when no evaluation is needed or all resolved), to make required in branch protection"),
   })
   .describe("probegate app config (.github/probegate.yml)");
 

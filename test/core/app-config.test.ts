@@ -58,6 +58,7 @@ describe("AppConfigSchema through readYaml/parseWith", () => {
       agents: { defaults: true, authors: {}, coAuthors: {}, branchPrefixes: {}, labels: {} },
       routes: [],
       reruns: { perPrPerHour: 3, allowAgent: false },
+      gate: false,
     });
   });
 
@@ -95,7 +96,7 @@ describe("AppConfigSchema through readYaml/parseWith", () => {
   it("is published as app-config.schema.json", () => {
     const schema = jsonSchemas()["app-config.schema.json"] as { $id: string; properties: Record<string, unknown>; additionalProperties: boolean };
     expect(schema.$id).toBe("https://probegate.dev/schema/app-config.schema.json");
-    expect(Object.keys(schema.properties)).toEqual(["enabled", "agents", "routes", "evaluator", "reruns"]);
+    expect(Object.keys(schema.properties)).toEqual(["enabled", "agents", "routes", "evaluator", "reruns", "gate"]);
     expect(schema.additionalProperties).toBe(false);
   });
 });

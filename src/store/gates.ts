@@ -1,0 +1,45 @@
+import type { StoreDb } from "./db.js";
+import { getEvaluation, type EvaluationRecord } from "./evaluations.js";
+
+/** The gate check run of one PR head (`gate: true` repositories). */
+export interface GateRecord {
+  owner: string;
+  repo: string;
+  headSha: string;
+  pr: number;
+  checkRunId: number;
+  /** Whether its final conclusion was posted (a later rerun opens a new one). */
+  concluded: boolean;
+}
+
+/** Records the head's open gate check run (a new one replaces the last: a rerun opens a new gate). */
+export function openGateRecord(db: StoreDb, g: { owner: string; repo: string; headSha: string; pr: number; checkRunId: number }): void {
+  db.prepare(
+    `INSERT INTO gates (owner, repo, head_sha, pr, check_run_id, concluded) VALUES (?, ?, ?, ?, ?, 0)
+     ON CONFLICT (owner, repo, head_sha) DO UPDATE SET pr = excluded.pr, check_run_id = excluded.check_run_id, concluded = 0`,
+  ).run(g.owner, g.repo, g.headSha, g.pr, g.checkRunId);
+}
+
+/** The head's gate, or null when its repository has no gate (or the head was never evaluated). */
+export function getGate(db: StoreDb, at: { owner: string; repo: string; headSha: string }): GateRecord | null {
+  const r = db.prepare("SELECT * FROM gates WHERE owner = ? AND repo = ? AND head_sha = ?").get(at.owner, at.repo, at.headSha) as
+    | { owner: string; repo: string; head_sha: string; pr: number; check_run_id: number; concluded: number }
+    | undefined;
+  return r ? { owner: r.owner, repo: r.repo, headSha: r.head_sha, pr: r.pr, checkRunId: r.check_run_id, concluded: r.concluded === 1 } : null;
+}
+
+/**
+ * Marks the gate concluded, once: true only for the caller that flipped it (a redelivered finish
+ * or a racing process does not post the conclusion twice).
+ */
+export function concludeGate(db: StoreDb, at: { owner: string; repo: string; headSha: string; checkRunId: number }): boolean {
+  return (
+    db.prepare("UPDATE gates SET concluded = 1 WHERE owner = ? AND repo = ? AND head_sha = ? AND check_run_id = ? AND concluded = 0").run(at.owner, at.repo, at.headSha, at.checkRunId).changes === 1
+  );
+}
+
+/** The evaluations of one PR head, every task. */
+export function evaluationsAtHead(db: StoreDb, at: { owner: string; repo: string; pr: number; headSha: string }): EvaluationRecord[] {
+  const keys = db.prepare("SELECT key FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND head_sha = ? ORDER BY task").all(at.owner, at.repo, at.pr, at.headSha) as Array<{ key: string }>;
+  return keys.map((k) => getEvaluation(db, k.key)).filter((e): e is EvaluationRecord => e !== null);
+}
