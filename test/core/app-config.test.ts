@@ -5,7 +5,7 @@ import { AppConfigSchema, bodyMarkers, routeTasks, type AppConfigInput } from ".
 import { jsonSchemas } from "../../src/cli/schema-command.js";
 import { InputError } from "../../src/engine/errors.js";
 import { parseWith, readYaml } from "../../src/engine/yaml-file.js";
-import { tmp } from "../helpers.js";
+import { ROOT, tmp } from "../helpers.js";
 
 function load(yaml: string) {
   const file = join(tmp(), "probegate.yml");
@@ -50,6 +50,13 @@ describe("AppConfigSchema through readYaml/parseWith", () => {
     expect(c.routes[1]).toEqual({ suite: "traffic-basics", labels: [], paths: ["**/*.cu"], marker: false });
     expect(c.evaluator).toEqual({ repository: "acme/probegate-evaluator", workflow: "evaluate.yml", ref: "main", timeoutMinutes: 120 });
     expect(c.reruns).toEqual({ perPrPerHour: 2, allowAgent: false });
+  });
+
+  it("accepts the example config in examples/probegate.yml, routing as its comments say", () => {
+    const c = parseWith(readYaml(join(ROOT, "examples", "probegate.yml"), "probegate config"), AppConfigSchema, "probegate config");
+    expect(c).toMatchObject({ gate: true, evaluator: { repository: "acme/probegate-evaluator", timeoutMinutes: 90 } });
+    const routed = routeTasks({ labels: [], body: "Fixes the sync.\nprobegate-task: weight-sync", changedPaths: ["megatron/core/optimizer/distrib_optimizer.py", "docs/x.md"] }, c);
+    expect(routed.targets.map((t) => t.id)).toEqual(["sharded-optimizer", "weight-sync"]);
   });
 
   it("an empty file is a valid config with every default", () => {
