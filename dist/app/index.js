@@ -40946,6 +40946,39 @@ const EvaluationResultSchema = strictObject({
     error: strictObject({ phase: schemas_string(), message: schemas_string() }).nullish(),
     signature: SignatureSchema.nullish(),
 });
+/**
+ * A copy of `schema` that drops the object keys it does not know instead of refusing them, at
+ * every depth. Only for reading results: writers stay strict.
+ */
+function lenient(schema) {
+    if (schema instanceof ZodObject) {
+        return object(Object.fromEntries(Object.entries(schema.shape).map(([k, v]) => [k, lenient(v)])));
+    }
+    if (schema instanceof ZodArray)
+        return array(lenient(schema.element));
+    if (schema instanceof ZodNullable)
+        return lenient(schema.unwrap()).nullable();
+    if (schema instanceof ZodOptional)
+        return lenient(schema.unwrap()).optional();
+    return schema;
+}
+const ResultReadSchema = lenient(EvaluationResultSchema);
+/**
+ * Reads a result written by this probegate or a newer one of the same schema version. A newer
+ * writer may add fields; they are dropped here, after the caller has checked the signature over
+ * the document as it came. A newer schema version is refused with a message that says so.
+ */
+function readResult(json) {
+    const version = json?.schemaVersion;
+    if (typeof version === "number" && version > RESULT_SCHEMA_VERSION) {
+        return { ok: false, problem: `the result has schema version ${version}, newer than this probegate reads (${RESULT_SCHEMA_VERSION}); upgrade probegate here to the Action's version` };
+    }
+    const parsed = ResultReadSchema.safeParse(json);
+    if (parsed.success)
+        return { ok: true, result: parsed.data };
+    const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
+    return { ok: false, problem: `the result does not match the result schema: ${issues.join("; ")}` };
+}
 
 ;// CONCATENATED MODULE: ./src/core/canonical-json.ts
 /**
@@ -41050,14 +41083,13 @@ function checkResult(text, expected) {
     catch (e) {
         return { ok: false, problems: [`the result file is not JSON: ${e.message}`] };
     }
-    const parsed = EvaluationResultSchema.safeParse(json);
-    if (!parsed.success) {
-        const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
-        return { ok: false, problems: [`the result does not match the result schema: ${issues.join("; ")}`] };
-    }
-    const result = parsed.data;
+    const read = readResult(json);
+    if (!read.ok)
+        return { ok: false, problems: [read.problem] };
+    const result = read.result;
     const problems = [];
-    const verified = verifyResult(result, expected.signingKey);
+    // The signature covers the document as it came, fields this version does not know included.
+    const verified = verifyResult(json, expected.signingKey);
     const bad = verified.ok ? null : verified.why;
     if (bad)
         problems.push(bad);

@@ -5837,6 +5837,39 @@ const EvaluationResultSchema = schemas/* strictObject */.rej({
     error: schemas/* strictObject */.rej({ phase: schemas/* string */.YjP(), message: schemas/* string */.YjP() }).nullish(),
     signature: SignatureSchema.nullish(),
 });
+/**
+ * A copy of `schema` that drops the object keys it does not know instead of refusing them, at
+ * every depth. Only for reading results: writers stay strict.
+ */
+function lenient(schema) {
+    if (schema instanceof schemas/* ZodObject */.bvH) {
+        return schemas/* object */.Ikc(Object.fromEntries(Object.entries(schema.shape).map(([k, v]) => [k, lenient(v)])));
+    }
+    if (schema instanceof schemas/* ZodArray */.naA)
+        return schemas/* array */.YOg(lenient(schema.element));
+    if (schema instanceof schemas/* ZodNullable */.l1C)
+        return lenient(schema.unwrap()).nullable();
+    if (schema instanceof schemas/* ZodOptional */.IiU)
+        return lenient(schema.unwrap()).optional();
+    return schema;
+}
+const ResultReadSchema = lenient(EvaluationResultSchema);
+/**
+ * Reads a result written by this probegate or a newer one of the same schema version. A newer
+ * writer may add fields; they are dropped here, after the caller has checked the signature over
+ * the document as it came. A newer schema version is refused with a message that says so.
+ */
+function readResult(json) {
+    const version = json?.schemaVersion;
+    if (typeof version === "number" && version > RESULT_SCHEMA_VERSION) {
+        return { ok: false, problem: `the result has schema version ${version}, newer than this probegate reads (${RESULT_SCHEMA_VERSION}); upgrade probegate here to the Action's version` };
+    }
+    const parsed = ResultReadSchema.safeParse(json);
+    if (parsed.success)
+        return { ok: true, result: parsed.data };
+    const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
+    return { ok: false, problem: `the result does not match the result schema: ${issues.join("; ")}` };
+}
 
 ;// CONCATENATED MODULE: ./src/core/demo-expectation.ts
 
@@ -24817,18 +24850,18 @@ function verifyCommand(file, io) {
     catch (e) {
         throw new errors/* InputError */.d(`${file}: not a readable JSON file (${e.message}).`, { file });
     }
-    const parsed = EvaluationResultSchema.safeParse(data);
-    if (!parsed.success) {
-        const first = parsed.error.issues[0];
-        io.stderr(`✗ ${file}: not a valid result: ${first?.path.join(".") || "(document)"}: ${first?.message}\n`);
+    const read = readResult(data);
+    if (!read.ok) {
+        io.stderr(`✗ ${file}: not a valid result: ${read.problem}\n`);
         return 1;
     }
-    const v = verifyResult(parsed.data, key);
+    // Over the document as written: fields a newer probegate added are signed too.
+    const v = verifyResult(data, key);
     if (!v.ok) {
         io.stderr(`✗ ${file}: ${v.why}\n`);
         return 1;
     }
-    io.stdout(`✓ ${file}: valid result, signature verified (${parsed.data.task.id}: ${parsed.data.verdict})\n`);
+    io.stdout(`✓ ${file}: valid result, signature verified (${read.result.task.id}: ${read.result.verdict})\n`);
     return 0;
 }
 
@@ -38067,18 +38100,23 @@ exports.visitAsync = visitAsync;
 
 // EXPORTS
 __nccwpck_require__.d(__webpack_exports__, {
+  naA: () => (/* binding */ ZodArray),
+  l1C: () => (/* binding */ ZodNullable),
+  bvH: () => (/* binding */ ZodObject),
+  IiU: () => (/* binding */ ZodOptional),
   YOg: () => (/* binding */ array),
   zMY: () => (/* binding */ schemas_boolean),
   k5n: () => (/* binding */ schemas_enum),
   euz: () => (/* binding */ literal),
   aig: () => (/* binding */ number),
+  Ikc: () => (/* binding */ object),
   g1P: () => (/* binding */ record),
   rej: () => (/* binding */ strictObject),
   YjP: () => (/* binding */ string),
   KCZ: () => (/* binding */ union)
 });
 
-// UNUSED EXPORTS: ZodAny, ZodArray, ZodBase64, ZodBase64URL, ZodBigInt, ZodBigIntFormat, ZodBoolean, ZodCIDRv4, ZodCIDRv6, ZodCUID, ZodCUID2, ZodCatch, ZodCodec, ZodCreditCard, ZodCustom, ZodCustomStringFormat, ZodDate, ZodDefault, ZodDiscriminatedUnion, ZodE164, ZodEmail, ZodEmoji, ZodEnum, ZodExactOptional, ZodFile, ZodFunction, ZodGUID, ZodIBAN, ZodIPv4, ZodIPv6, ZodISODate, ZodISODateTime, ZodISODuration, ZodISOTime, ZodInstanceOf, ZodIntersection, ZodJWT, ZodKSUID, ZodLazy, ZodLiteral, ZodMAC, ZodMap, ZodNaN, ZodNanoID, ZodNever, ZodNonOptional, ZodNull, ZodNullable, ZodNumber, ZodNumberFormat, ZodObject, ZodOptional, ZodPipe, ZodPrefault, ZodPreprocess, ZodPromise, ZodReadonly, ZodRecord, ZodSet, ZodString, ZodStringFormat, ZodSuccess, ZodSymbol, ZodTemplateLiteral, ZodTransform, ZodTuple, ZodType, ZodULID, ZodURL, ZodUUID, ZodUndefined, ZodUnion, ZodUnknown, ZodVoid, ZodXID, ZodXor, _ZodString, _default, _function, any, base64, base64url, bigint, catch, check, cidrv4, cidrv6, codec, creditCard, cuid, cuid2, currencyCode, custom, date, describe, discriminatedUnion, e164, email, emoji, exactOptional, file, float32, float64, function, guid, hash, hex, hostname, httpUrl, iban, instanceof, int, int32, int64, intersection, invertCodec, ipv4, ipv6, json, jwt, keyof, ksuid, lazy, looseObject, looseRecord, mac, map, meta, nan, nanoid, nativeEnum, never, nonoptional, null, nullable, nullish, object, optional, partialRecord, pipe, prefault, preprocess, promise, readonly, refine, set, stringFormat, stringbool, success, superRefine, symbol, templateLiteral, transform, tuple, uint32, uint64, ulid, undefined, unknown, url, uuid, uuidv4, uuidv6, uuidv7, void, xid, xor
+// UNUSED EXPORTS: ZodAny, ZodBase64, ZodBase64URL, ZodBigInt, ZodBigIntFormat, ZodBoolean, ZodCIDRv4, ZodCIDRv6, ZodCUID, ZodCUID2, ZodCatch, ZodCodec, ZodCreditCard, ZodCustom, ZodCustomStringFormat, ZodDate, ZodDefault, ZodDiscriminatedUnion, ZodE164, ZodEmail, ZodEmoji, ZodEnum, ZodExactOptional, ZodFile, ZodFunction, ZodGUID, ZodIBAN, ZodIPv4, ZodIPv6, ZodISODate, ZodISODateTime, ZodISODuration, ZodISOTime, ZodInstanceOf, ZodIntersection, ZodJWT, ZodKSUID, ZodLazy, ZodLiteral, ZodMAC, ZodMap, ZodNaN, ZodNanoID, ZodNever, ZodNonOptional, ZodNull, ZodNumber, ZodNumberFormat, ZodPipe, ZodPrefault, ZodPreprocess, ZodPromise, ZodReadonly, ZodRecord, ZodSet, ZodString, ZodStringFormat, ZodSuccess, ZodSymbol, ZodTemplateLiteral, ZodTransform, ZodTuple, ZodType, ZodULID, ZodURL, ZodUUID, ZodUndefined, ZodUnion, ZodUnknown, ZodVoid, ZodXID, ZodXor, _ZodString, _default, _function, any, base64, base64url, bigint, catch, check, cidrv4, cidrv6, codec, creditCard, cuid, cuid2, currencyCode, custom, date, describe, discriminatedUnion, e164, email, emoji, exactOptional, file, float32, float64, function, guid, hash, hex, hostname, httpUrl, iban, instanceof, int, int32, int64, intersection, invertCodec, ipv4, ipv6, json, jwt, keyof, ksuid, lazy, looseObject, looseRecord, mac, map, meta, nan, nanoid, nativeEnum, never, nonoptional, null, nullable, nullish, optional, partialRecord, pipe, prefault, preprocess, promise, readonly, refine, set, stringFormat, stringbool, success, superRefine, symbol, templateLiteral, transform, tuple, uint32, uint64, ulid, undefined, unknown, url, uuid, uuidv4, uuidv6, uuidv7, void, xid, xor
 
 // EXTERNAL MODULE: ./node_modules/zod/v4/core/core.js
 var core_core = __nccwpck_require__(8532);
@@ -41066,7 +41104,7 @@ function object(shape, params) {
     const def = {
         type: "object",
         shape: shape ?? {},
-        ...util.normalizeParams(params),
+        ...core_util/* normalizeParams */.A2(params),
     };
     return new ZodObject(def);
 }

@@ -139,3 +139,36 @@ export const EvaluationResultSchema = z.strictObject({
   signature: SignatureSchema.nullish(),
 });
 export type EvaluationResult = z.infer<typeof EvaluationResultSchema>;
+
+/**
+ * A copy of `schema` that drops the object keys it does not know instead of refusing them, at
+ * every depth. Only for reading results: writers stay strict.
+ */
+function lenient(schema: z.ZodType): z.ZodType {
+  if (schema instanceof z.ZodObject) {
+    return z.object(Object.fromEntries(Object.entries(schema.shape as Record<string, z.ZodType>).map(([k, v]) => [k, lenient(v)])));
+  }
+  if (schema instanceof z.ZodArray) return z.array(lenient(schema.element as z.ZodType));
+  if (schema instanceof z.ZodNullable) return lenient(schema.unwrap() as z.ZodType).nullable();
+  if (schema instanceof z.ZodOptional) return lenient(schema.unwrap() as z.ZodType).optional();
+  return schema;
+}
+
+const ResultReadSchema = lenient(EvaluationResultSchema) as z.ZodType<EvaluationResult>;
+
+/**
+ * Reads a result written by this probegate or a newer one of the same schema version. A newer
+ * writer may add fields; they are dropped here, after the caller has checked the signature over
+ * the document as it came. A newer schema version is refused with a message that says so.
+ */
+export function readResult(json: unknown): { ok: true; result: EvaluationResult } | { ok: false; problem: string } {
+  const version = (json as { schemaVersion?: unknown } | null)?.schemaVersion;
+  if (typeof version === "number" && version > RESULT_SCHEMA_VERSION) {
+    return { ok: false, problem: `the result has schema version ${version}, newer than this probegate reads (${RESULT_SCHEMA_VERSION}); upgrade probegate here to the Action's version` };
+  }
+  const parsed = ResultReadSchema.safeParse(json);
+  if (parsed.success) return { ok: true, result: parsed.data };
+  const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
+  return { ok: false, problem: `the result does not match the result schema: ${issues.join("; ")}` };
+}
+

@@ -45,6 +45,27 @@ describe("checkResult", () => {
     ]);
   });
 
+  it("reads a newer Action's result with fields it does not know, signed over them, and drops them", () => {
+    // As a newer probegate of the same schema version would write it: extra fields, signed as sent.
+    const base = sampleResult({ evaluationKey: EVAL }) as Record<string, any>;
+    const newer = { ...base, gpuTopology: "NV18", probes: base.probes.map((p: object) => ({ ...p, sampledClockMHz: 1980 })) };
+    const sent = signResult(newer as never, KEY) as Record<string, any>;
+    const r = checkResult(JSON.stringify(sent), expected);
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.result).not.toHaveProperty("gpuTopology");
+    expect(r.result.probes[0]).not.toHaveProperty("sampledClockMHz");
+    expect(r.result.verdict).toBe("probe-rejected");
+    // The unknown fields are under the signature too: changing one is a forgery.
+    expect(checkResult(JSON.stringify({ ...sent, gpuTopology: "PCIe" }), expected)).toEqual({ ok: false, problems: ["the signature does not match the result's content"] });
+  });
+
+  it("refuses a result of a newer schema version, saying to upgrade", () => {
+    const r = checkResult(JSON.stringify({ ...signed(), schemaVersion: 2 }), expected);
+    expect(r).toEqual({ ok: false, problems: ["the result has schema version 2, newer than this probegate reads (1); upgrade probegate here to the Action's version"] });
+    expect(checkResult(JSON.stringify({ ...signed(), verdict: "great" }), expected)).toMatchObject({ ok: false, problems: [expect.stringContaining("`verdict`")] });
+  });
+
   it("agrees with the engine's signer on the key id, and names a foreign key", () => {
     const r = checkResult(JSON.stringify(signResult(sampleResult({ evaluationKey: EVAL }), "a-different-key-0123456789")), expected);
     expect(r).toMatchObject({ ok: false, problems: [expect.stringMatching(/^the result is signed with another key \(key id [0-9a-f]{16}, expected [0-9a-f]{16}\)$/)] });
