@@ -42483,21 +42483,8 @@ async function onCheckSuiteRerun(context, deps) {
         context.log.info(`check suite ${payload.check_suite.id} of ${repo.owner}/${repo.repo}@${headSha.slice(0, 7)} rerequested: no evaluation of that head in the store; ignored`);
         return;
     }
-    const installationId = installationIdOf(payload, context.id);
-    for (const pr of prs) {
-        await rerun(context.octokit, deps, {
-            repo,
-            pr,
-            task: null,
-            requester: { login: payload.sender.login, type: payload.sender.type },
-            source: "check-run",
-            isEdited: false,
-            installationId,
-            commentId: null,
-            deliveryId: context.id,
-            headSha,
-        });
-    }
+    for (const pr of prs)
+        await rerunFromChecks(context, deps, { repo, pr, task: null, headSha });
 }
 /** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */
 async function explain(gh, deps, repo, prNumber) {
@@ -42559,19 +42546,20 @@ async function onCheckRunRerun(context, deps) {
     const e = key ? getEvaluation(deps.db, key) : null;
     if (!e || e.pr === null)
         return;
-    const installationId = installationIdOf(payload, context.id);
-    await rerun(context.octokit, deps, {
-        repo: { owner: e.owner, repo: e.repo },
-        pr: e.pr,
-        task: e.task,
+    // The button sits on one commit's check run: if the PR has moved on, that is not what would run.
+    await rerunFromChecks(context, deps, { repo: { owner: e.owner, repo: e.repo }, pr: e.pr, task: e.task, headSha: e.headSha });
+}
+/** A rerun asked from GitHub's checks UI (a check run's or a suite's re-run), by the event's sender, for one commit. */
+function rerunFromChecks(context, deps, at) {
+    const { payload } = context;
+    return rerun(context.octokit, deps, {
+        ...at,
         requester: { login: payload.sender.login, type: payload.sender.type },
         source: "check-run",
         isEdited: false,
-        installationId,
+        installationId: installationIdOf(payload, context.id),
         commentId: null,
         deliveryId: context.id,
-        // The button sits on one commit's check run: if the PR has moved on, that is not what would run.
-        headSha: e.headSha,
     });
 }
 

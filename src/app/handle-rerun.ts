@@ -126,21 +126,7 @@ export async function onCheckSuiteRerun(context: Context<"check_suite">, deps: A
     context.log.info(`check suite ${payload.check_suite.id} of ${repo.owner}/${repo.repo}@${headSha.slice(0, 7)} rerequested: no evaluation of that head in the store; ignored`);
     return;
   }
-  const installationId = installationIdOf(payload, context.id);
-  for (const pr of prs) {
-    await rerun(context.octokit as unknown as GitHubClient, deps, {
-      repo,
-      pr,
-      task: null,
-      requester: { login: payload.sender.login, type: payload.sender.type },
-      source: "check-run",
-      isEdited: false,
-      installationId,
-      commentId: null,
-      deliveryId: context.id,
-      headSha,
-    });
-  }
+  for (const pr of prs) await rerunFromChecks(context, deps, { repo, pr, task: null, headSha });
 }
 
 /** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */
@@ -201,18 +187,24 @@ export async function onCheckRunRerun(context: Context<"check_run">, deps: AppDe
   const key = payload.check_run.external_id;
   const e = key ? getEvaluation(deps.db, key) : null;
   if (!e || e.pr === null) return;
-  const installationId = installationIdOf(payload, context.id);
-  await rerun(context.octokit as unknown as GitHubClient, deps, {
-    repo: { owner: e.owner, repo: e.repo },
-    pr: e.pr,
-    task: e.task,
+  // The button sits on one commit's check run: if the PR has moved on, that is not what would run.
+  await rerunFromChecks(context, deps, { repo: { owner: e.owner, repo: e.repo }, pr: e.pr, task: e.task, headSha: e.headSha });
+}
+
+/** A rerun asked from GitHub's checks UI (a check run's or a suite's re-run), by the event's sender, for one commit. */
+function rerunFromChecks(
+  context: Context<"check_run"> | Context<"check_suite">,
+  deps: AppDeps,
+  at: { repo: RepoRef; pr: number; task: string | null; headSha: string },
+): Promise<void> {
+  const { payload } = context;
+  return rerun(context.octokit as unknown as GitHubClient, deps, {
+    ...at,
     requester: { login: payload.sender.login, type: payload.sender.type },
     source: "check-run",
     isEdited: false,
-    installationId,
+    installationId: installationIdOf(payload, context.id),
     commentId: null,
     deliveryId: context.id,
-    // The button sits on one commit's check run: if the PR has moved on, that is not what would run.
-    headSha: e.headSha,
   });
 }

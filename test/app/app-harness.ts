@@ -9,6 +9,7 @@ import { probegateOctokit } from "../../src/app/octokit.js";
 import type { EvaluationResult } from "../../src/core/result.js";
 import { signResult } from "../../src/engine/sign.js";
 import { openStore, type StoreDb } from "../../src/store/db.js";
+import { getEvaluation } from "../../src/store/evaluations.js";
 import { assertValidBody } from "../github/openapi.js";
 import { webhookExample } from "../github/webhook-examples.js";
 import { sampleResult, tmp } from "../helpers.js";
@@ -300,3 +301,16 @@ export function expectAllMocksUsed(): void {
   nock.cleanAll();
   expect(pending, "every GitHub mock was used").toEqual([]);
 }
+
+/** An app whose evaluation of the example PR finished probe-rejected (check run 61, run 9001). */
+export async function finishedApp(): Promise<LoadedApp> {
+  const a = await loadApp();
+  mockStart({ checkRunId: 61, runId: 9001 });
+  await deliver(a, "pull_request", pullRequestPayload("opened"));
+  mockArtifact(9001, resultZip(signedResult()));
+  mockCheckRunUpdate(61);
+  await deliver(a, "workflow_run", workflowRunPayload(9001));
+  expect(getEvaluation(a.db, keyFor())?.state).toBe("completed");
+  return a;
+}
+

@@ -21,7 +21,6 @@ import {
   mockPullGet,
   mockReply,
   mockRerunAsk,
-  mockStart,
   mockToken,
   OWNER,
   PR_NUMBER,
@@ -34,7 +33,7 @@ import {
   TASK,
   useAppTests,
   workflowRunPayload,
-  type LoadedApp,
+  finishedApp,
 } from "./app-harness.js";
 
 useAppTests();
@@ -63,17 +62,6 @@ function checkSuitePayload(opts: { sender?: string; headSha?: string; listed?: b
   return p;
 }
 
-/** An app whose evaluation of the example PR finished probe-rejected (check run 61, run 9001). */
-async function finished(): Promise<LoadedApp> {
-  const a = await loadApp();
-  mockStart({ checkRunId: 61, runId: 9001 });
-  await deliver(a, "pull_request", pullRequestPayload("opened"));
-  mockArtifact(9001, resultZip(signedResult()));
-  mockCheckRunUpdate(61);
-  await deliver(a, "workflow_run", workflowRunPayload(9001));
-  expect(getEvaluation(a.db, keyFor())?.state).toBe("completed");
-  return a;
-}
 
 /** GitHub's side of an accepted rerun of the one-task config: PR, config, permission, probe set, a new check run, dispatch. */
 function mockAcceptedRerun(opts: { checkRunId: number; runId: number }): { dispatched: any[] } {
@@ -135,7 +123,7 @@ describe("check_suite rerequested", () => {
   });
 
   it("finds the PR in the store when GitHub lists none (a fork's head)", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     const { dispatched } = mockAcceptedRerun({ checkRunId: 63, runId: 9003 });
     await deliver(app, "check_suite", checkSuitePayload({ listed: false }));
     expect(dispatched).toHaveLength(1);
@@ -144,7 +132,7 @@ describe("check_suite rerequested", () => {
   });
 
   it("refuses a sender with read permission (asked of GitHub), with a reply that says why", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     mockRerunAsk("reader", "read");
     const replies = mockReply();
     await deliver(app, "check_suite", checkSuitePayload({ sender: "reader" }));
@@ -154,7 +142,7 @@ describe("check_suite rerequested", () => {
   });
 
   it("refuses the suite of a head the PR has moved on from, without evaluating the new head", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     // The PR is at NEWER now; the suite (and the store's evaluation) are of HEAD.
     mockPullGet(NEWER);
     const replies = mockReply();
@@ -167,7 +155,7 @@ describe("check_suite rerequested", () => {
   });
 
   it("ignores a suite whose head the store has no evaluation of, asking GitHub nothing", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     // A listed PR evaluated at another head, an unlisted head, and a PR of another repository.
     await deliver(app, "check_suite", checkSuitePayload({ headSha: NEWER }));
     await deliver(app, "check_suite", checkSuitePayload({ headSha: NEWER, listed: false }));
@@ -186,7 +174,7 @@ describe("check_suite rerequested", () => {
   });
 
   it("acts once on a redelivery of the same delivery id", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     const { dispatched } = mockAcceptedRerun({ checkRunId: 64, runId: 9004 });
     await deliver(app, "check_suite", checkSuitePayload(), "suite-delivery-1");
     // No mock is left for a second rerun: any request would fail the delivery.

@@ -1,4 +1,3 @@
-import nock from "nock";
 import { describe, expect, it } from "vitest";
 import { getEvaluation } from "../../src/store/evaluations.js";
 import { attemptSummary, rerunAttempts } from "../../src/store/reruns.js";
@@ -8,7 +7,6 @@ import {
   CONFIG_YAML,
   deliver,
   useAppTests,
-  type LoadedApp,
   HEAD,
   keyFor,
   loadApp,
@@ -23,7 +21,6 @@ import {
   mockReply,
   mockToken,
   mockRerunAsk,
-  mockStart,
   OWNER,
   PR_NUMBER,
   pullRequestPayload,
@@ -32,23 +29,13 @@ import {
   signedResult,
   TASK,
   workflowRunPayload,
+  finishedApp,
 } from "./app-harness.js";
 
 useAppTests();
 
 const PR = { owner: OWNER, repo: REPO, pr: PR_NUMBER };
 
-/** An app whose evaluation of the example PR finished probe-rejected (check run 61, run 9001). */
-async function finished(): Promise<LoadedApp> {
-  const a = await loadApp();
-  mockStart({ checkRunId: 61, runId: 9001 });
-  await deliver(a, "pull_request", pullRequestPayload("opened"));
-  mockArtifact(9001, resultZip(signedResult()));
-  mockCheckRunUpdate(61);
-  await deliver(a, "workflow_run", workflowRunPayload(9001));
-  expect(getEvaluation(a.db, keyFor())?.state).toBe("completed");
-  return a;
-}
 
 /** GitHub's side of an accepted rerun: PR, config, permission, 👀, probe set, a new check run, dispatch. */
 function mockAcceptedRerun(opts: { user: string; checkRunId: number; runId: number; commentId?: number }): { created: any[] } {
@@ -63,7 +50,7 @@ function mockAcceptedRerun(opts: { user: string; checkRunId: number; runId: numb
 
 describe("/probegate rerun", () => {
   it("re-evaluates the PR's head for a user with write permission: 👀, a new check run, a new attempt, both attempts kept", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     const { created } = mockAcceptedRerun({ user: "maintainer", checkRunId: 62, runId: 9002, commentId: 777 });
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { commentId: 777 }));
     expect(created[0]).toMatchObject({ external_id: keyFor(), status: "queued", output: { title: "Queued again (attempt 2)" } });
@@ -80,7 +67,7 @@ describe("/probegate rerun", () => {
   });
 
   it("refuses a user with read permission (asked of GitHub), with a reply that says why", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     mockRerunAsk("reader", "read");
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { user: "reader" }));
@@ -90,7 +77,7 @@ describe("/probegate rerun", () => {
   });
 
   it("refuses the agent that wrote the PR", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     mockRerunAsk("copilot-swe-agent[bot]", "write");
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { user: "copilot-swe-agent[bot]" }));
@@ -99,7 +86,7 @@ describe("/probegate rerun", () => {
   });
 
   it("refuses a command in an edited comment without asking GitHub anything else", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { action: "edited" }));
     expect(replies[0].body).toContain("commands in edited comments are ignored");
@@ -107,7 +94,7 @@ describe("/probegate rerun", () => {
   });
 
   it("rate-limits reruns per PR (2 an hour here) and records every attempt", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     mockAcceptedRerun({ user: "maintainer", checkRunId: 62, runId: 9002, commentId: 1 });
     await deliver(app, "issue_comment", commentPayload("/probegate rerun", { commentId: 1 }));
     // The second rerun while the first still runs: accepted, nothing new to start.
@@ -127,7 +114,7 @@ describe("/probegate rerun", () => {
   });
 
   it("refuses a rerun of a task the PR does not map to, without a 👀", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     mockRerunAsk("maintainer", "write");
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate rerun paged-kv-cache"));
@@ -166,7 +153,7 @@ describe("check_run rerequested / requested_action", () => {
   }
 
   it.each(["rerequested", "requested_action"] as const)("re-evaluates the PR's head on %s", async (action) => {
-    const app = await finished();
+    const app = await finishedApp();
     mockAcceptedRerun({ user: "maintainer", checkRunId: 63, runId: 9003 });
     await deliver(app, "check_run", checkRunPayload(action));
     expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", attempt: 2, workflowRunId: 9003 });
@@ -174,7 +161,7 @@ describe("check_run rerequested / requested_action", () => {
   });
 
   it("refuses the button on an older commit's check run once the PR has moved on, saying which commit is the head", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     const newHead = "fedcba9876543210fedcba9876543210fedcba98";
     mockPullGet(newHead);
     const replies = mockReply();
@@ -189,7 +176,7 @@ describe("check_run rerequested / requested_action", () => {
 
 describe("/probegate explain", () => {
   it("replies with the failed probes' categories and what they check, without probe source", async () => {
-    const app = await finished();
+    const app = await finishedApp();
     mockPullGet();
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate explain"));
