@@ -27624,8 +27624,10 @@ function openStore(file, opts = {}) {
     const db = new (lib_default())(file);
     try {
         db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
+        // Switching to WAL takes an exclusive lock without waiting on the busy handler, so a second
+        // process opening a fresh file while the first migrates it gets SQLITE_BUSY: wait and retry.
         if (file !== ":memory:")
-            db.pragma("journal_mode = WAL");
+            whileBusy(() => db.pragma("journal_mode = WAL"), opts.busyTimeoutMs ?? 5000);
         // With WAL, NORMAL syncs at checkpoints rather than on every commit: a crash of the app loses
         // nothing, a power loss at most the last commits (GitHub redelivers those webhooks), and a
         // delivery costs no fsyncs.
@@ -27637,6 +27639,21 @@ function openStore(file, opts = {}) {
     catch (e) {
         db.close();
         throw e;
+    }
+}
+/** Runs `fn`, retrying every 20 ms while SQLite answers SQLITE_BUSY, for up to `timeoutMs`. */
+function whileBusy(fn, timeoutMs) {
+    const deadline = Date.now() + timeoutMs;
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (;;) {
+        try {
+            return fn();
+        }
+        catch (e) {
+            if (e.code !== "SQLITE_BUSY" || Date.now() >= deadline)
+                throw e;
+            Atomics.wait(pause, 0, 0, 20);
+        }
     }
 }
 /** The schema version of an open store (0 for an empty file). */
