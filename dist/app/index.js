@@ -41318,10 +41318,11 @@ function getGate(db, at) {
 function concludeGate(db, at) {
     return (db.prepare("UPDATE gates SET concluded = 1 WHERE owner = ? AND repo = ? AND head_sha = ? AND check_run_id = ? AND concluded = 0").run(at.owner, at.repo, at.headSha, at.checkRunId).changes === 1);
 }
-/** The evaluations of one PR head, every task. */
+/** The evaluations of one PR head, every task, in task order. */
 function evaluationsAtHead(db, at) {
-    const keys = db.prepare("SELECT key FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND head_sha = ? ORDER BY task").all(at.owner, at.repo, at.pr, at.headSha);
-    return keys.map((k) => getEvaluation(db, k.key)).filter((e) => e !== null);
+    return evaluationsOfPr(db, at)
+        .filter((e) => e.headSha === at.headSha)
+        .sort((a, b) => a.task.localeCompare(b.task));
 }
 
 ;// CONCATENATED MODULE: ./src/app/gate.ts

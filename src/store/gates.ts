@@ -1,5 +1,6 @@
 import type { StoreDb } from "./db.js";
-import { getEvaluation, type EvaluationRecord } from "./evaluations.js";
+import { evaluationsOfPr } from "./dispatch-context.js";
+import type { EvaluationRecord } from "./evaluations.js";
 
 /** The gate check run of one PR head (`gate: true` repositories). */
 export interface GateRecord {
@@ -38,8 +39,9 @@ export function concludeGate(db: StoreDb, at: { owner: string; repo: string; hea
   );
 }
 
-/** The evaluations of one PR head, every task. */
+/** The evaluations of one PR head, every task, in task order. */
 export function evaluationsAtHead(db: StoreDb, at: { owner: string; repo: string; pr: number; headSha: string }): EvaluationRecord[] {
-  const keys = db.prepare("SELECT key FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND head_sha = ? ORDER BY task").all(at.owner, at.repo, at.pr, at.headSha) as Array<{ key: string }>;
-  return keys.map((k) => getEvaluation(db, k.key)).filter((e): e is EvaluationRecord => e !== null);
+  return evaluationsOfPr(db, at)
+    .filter((e) => e.headSha === at.headSha)
+    .sort((a, b) => a.task.localeCompare(b.task));
 }
