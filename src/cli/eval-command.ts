@@ -25,6 +25,7 @@ export interface EvalFlags {
   maxProcesses?: string;
   maxDisk?: string;
   verbose?: boolean;
+  seed?: string;
 }
 
 /** Exit codes of `probegate eval`: scripts gate on them. */
@@ -45,6 +46,14 @@ function parseSizeFlag(name: string, value: string | undefined): number | undefi
   if (value === undefined) return undefined;
   const n = parseByteSize(value);
   if (n === undefined || n < 1024 * 1024) throw new InputError(`${name}: expected a size of at least 1MiB like 512MiB or 4GiB, got '${value}'.`, { field: name });
+  return n;
+}
+
+/** `--seed`: the probe-parameter seed a result records (`params.seed`), to reproduce that evaluation. */
+function parseSeed(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 0xffffffff) throw new InputError(`--seed: expected a whole number from 0 to 4294967295 (a result's params.seed), got '${value}'.`, { field: "--seed" });
   return n;
 }
 
@@ -72,6 +81,7 @@ export async function evalCommand(flags: EvalFlags, io: { stdout: (s: string) =>
     gpus: parseGpus(flags.gpus),
     alwaysProbe: flags.alwaysProbe,
     keepWorkspace: flags.keepWorkspace,
+    seed: parseSeed(flags.seed),
     unsandboxed: flags.unsandboxed,
     runLimits: { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) },
     signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,

@@ -30,6 +30,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
     .option("--always-probe", "run the hidden probes even when the official tests fail")
     .option("--keep-workspace", "keep the evaluation folder for debugging")
+    .option("--seed <n>", "seed of the probe parameters (a result's params.seed), to reproduce an evaluation; default: drawn fresh")
     .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
     .option("--max-processes <n>", "processes (threads, where a cgroup counts them) one test or probe run may have (default 4096)")
     .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")

@@ -30,5 +30,7 @@ export const ProbeLineSchema = z.strictObject({
   message: z.string().max(4000).default(""),
   location: LocationSchema.nullish(),
   measured: MeasuredSchema.nullish(),
+  /** Ids of the task's requirements (task.yml `requirements`) this check covers. */
+  requirements: z.array(z.string().max(128).regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'")).max(64).optional(),
 });
 export type ProbeLine = z.infer<typeof ProbeLineSchema>;

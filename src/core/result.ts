@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CategorySchema, CheckStatusSchema, LocationSchema, MeasuredSchema } from "./probe-check.js";
+import { DrawnParamsSchema } from "./probe-params.js";
 
 export const RESULT_SCHEMA_VERSION = 1;
 
@@ -49,6 +50,8 @@ export const ProbeResultSchema = z.strictObject({
   message: z.string(),
   location: LocationSchema.nullish(),
   measured: MeasuredSchema.nullish(),
+  /** Requirement ids of the task this check covers, as the probe named them. */
+  requirements: z.array(z.string()).nullish(),
   /** The probe process (file stem) that emitted the check; never its source. */
   probe: z.string(),
   /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
@@ -119,6 +122,8 @@ export const EvaluationResultSchema = z.strictObject({
     totalS: z.number().min(0),
   }),
   gpuSeconds: z.number().min(0),
+  /** The probe parameters drawn for this evaluation and their seed (`probegate eval --seed` reproduces them). */
+  params: DrawnParamsSchema.nullish(),
   /**
    * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
    * to the job: per phase, the most they held at once above what they held when it began. Null on

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseByteSize } from "./sizes.js";
+import { ProbeParamsSchema } from "./probe-params.js";
 
 /** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
 export const ID_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
@@ -20,6 +21,17 @@ const command = z
   .min(1, "a command is a non-empty list of arguments, e.g. [\"{python}\", \"-m\", \"pytest\"]");
 
 const seconds = z.number().positive().max(24 * 3600);
+
+/**
+ * One requirement the prompt states (an argument and its allowed values, an error path and the
+ * state it must leave, a bound, a resource claim). Probe checks name the ids they cover, so
+ * `probegate validate` can say which stated requirement nothing checks.
+ */
+export const RequirementSchema = z.strictObject({
+  id: z.string().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
+  text: z.string().min(1).describe("the requirement as the prompt states it"),
+});
+export type Requirement = z.infer<typeof RequirementSchema>;
 
 export const BaseSchema = z.union([
   z.strictObject({ path: z.string().min(1).describe("folder with the base code, relative to the task folder") }),
@@ -69,8 +81,15 @@ export const TaskSpecSchema = z
       })
       .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
     interfaces: z.array(z.string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+    requirements: z.array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
+    params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
   })
   .superRefine((t, ctx) => {
+    const seen = new Set<string>();
+    t.requirements.forEach((r, i) => {
+      if (seen.has(r.id)) ctx.addIssue({ code: "custom", path: ["requirements", i, "id"], message: `'${r.id}' is listed twice` });
+      seen.add(r.id);
+    });
     if (t.gpus > 0 && t.minRanks > t.gpus) {
       ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
     }

@@ -1,4 +1,6 @@
+import { randomInt } from "node:crypto";
 import { cpus, platform, arch } from "node:os";
+import { drawParams } from "../core/probe-params.js";
 import { EvaluationResultSchema, RESULT_SCHEMA_VERSION, type EvaluationResult, type OfficialResult, type ProbeResult } from "../core/result.js";
 import type { ProbeCheck } from "../core/probe-outcome.js";
 import { formatBytes } from "../core/sizes.js";
@@ -52,6 +54,8 @@ export interface EvaluateOptions {
   /** The app's evaluation key, recorded in the (signed) result. */
   evaluationKey?: string;
   keepWorkspace?: boolean;
+  /** Seed of the probe parameters (task.yml `params`); default: drawn fresh. The result records it. */
+  seed?: number;
   onEvent?: (e: EvaluationEvent) => void;
   /** Wall clock, injectable for tests. */
   now?: () => Date;
@@ -111,6 +115,7 @@ function toProbeResults(checks: readonly ProbeCheck[]): ProbeResult[] {
     message: (counts.get(c.id) ?? 0) > 1 ? `check id '${c.id}' is reported by more than one probe process` : c.message,
     location: c.location ?? null,
     measured: c.measured ?? null,
+    requirements: c.requirements ?? null,
     probe: c.probe,
     attempts: c.attempts,
     durationS: c.durationS,
@@ -147,6 +152,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     diskBytes,
   });
   const probeSet = probeSetVersion(opts.task.probesDir);
+  const params = drawParams(spec.params, opts.seed ?? randomInt(0, 2 ** 32));
   // Every string that leaves the runner (events, the result) is checked against the probe sources.
   const secrets = readProbeSecrets(opts.task.probesDir);
   const rawEmit = opts.onEvent ?? (() => {});
@@ -199,7 +205,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       const t2 = performance.now();
       phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
       try {
-        checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
+        checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir, params }, () => limits(spec.probes.timeout), {
           probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
           probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
           log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
@@ -244,6 +250,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     workspaceResets: ws.resets,
     durations: { workspaceS, officialS, probesS, totalS: since(t0) },
     gpuSeconds: gpuCount * (officialS + probesS),
+    params,
     gpuMemory: gpuMemoryOfRecord(ctx ? jobGpus(ctx) : [], gpuPeaks),
     environment: {
       platform: `${platform()}-${arch()}`,

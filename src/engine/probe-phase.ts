@@ -2,6 +2,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, st
 import { basename, extname, join } from "node:path";
 import picomatch from "picomatch";
 import { checksFromRun, failedTimeChecks, mergeRuns, needsAnotherRun, type ProbeCheck } from "../core/probe-outcome.js";
+import type { DrawnParams } from "../core/probe-params.js";
 import type { LoadedTask } from "./task-load.js";
 import { HarnessError } from "./errors.js";
 import { isolationFor } from "./job-isolation.js";
@@ -13,6 +14,8 @@ export interface ProbePhaseContext extends JobContext {
   python: string;
   /** The probe kit (`probegate_probe`) folder, put on PYTHONPATH. */
   kitDir: string;
+  /** The probe parameters drawn for this evaluation, handed to every probe process. */
+  params: DrawnParams;
 }
 
 export interface ProbeEvents {
@@ -81,6 +84,8 @@ export async function runProbes(
       const env = jobEnv(ctx, {
         PROBEGATE_RESULTS: results,
         PROBEGATE_PROBE_DIR: mounted,
+        PROBEGATE_SEED: String(ctx.params.seed),
+        PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
         PYTHONPATH: [ctx.workspace, kit, mounted].join(":"),
       });
       const isolation = await isolationFor(ctx.isolation, {

@@ -7,6 +7,7 @@ from .timing import TimeRatio, time_ratio
 from .signature import require_signature
 from .state import assert_optimizer_state_equal, assert_state_equal
 from .collectives import CollectiveCounter
+from .params import param, params, rng, seed
 
 
 __all__ = [
@@ -14,4 +15,5 @@ __all__ = [
     "device_for_rank", "world_size", "CollectiveCounter", "peak_memory", "peak_memory_caveat",
     "time_ratio", "TimeRatio", "require_signature", "assert_state_equal",
     "assert_optimizer_state_equal", "locate", "workspace", "CATEGORIES", "STATUSES",
+    "param", "params", "seed", "rng",
 ]

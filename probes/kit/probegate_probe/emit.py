@@ -80,8 +80,27 @@ def _cap(message: str) -> str:
     return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
 
 
-def emit(id, category, status, message="", location=None, measured=None) -> dict:
-    """Append one check to $PROBEGATE_RESULTS (stdout when unset); returns the record written."""
+def _normalize_requirements(requirements) -> Optional[list]:
+    if requirements is None:
+        return None
+    if isinstance(requirements, str):
+        requirements = [requirements]
+    out = []
+    for r in requirements:
+        if not isinstance(r, str) or len(r) > MAX_ID or not ID_RE.match(r):
+            raise ValueError(f"requirement ids must match [a-z0-9][a-z0-9._-]* (≤{MAX_ID} chars), got {r!r}")
+        if r not in out:
+            out.append(r)
+    if len(out) > 64:
+        raise ValueError(f"a check names at most 64 requirements, got {len(out)}")
+    return out or None
+
+
+def emit(id, category, status, message="", location=None, measured=None, requirements=None) -> dict:
+    """Append one check to $PROBEGATE_RESULTS (stdout when unset); returns the record written.
+
+    `requirements`: ids from the task's `requirements:` (task.yml) that this check covers.
+    """
     from . import ranks  # late: ranks imports torch
 
     if ranks.importing_in_child():
@@ -97,6 +116,9 @@ def emit(id, category, status, message="", location=None, measured=None) -> dict
     meas = _normalize_measured(measured)
     if meas is not None:
         record["measured"] = meas
+    reqs = _normalize_requirements(requirements)
+    if reqs is not None:
+        record["requirements"] = reqs
     line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
     target = os.environ.get("PROBEGATE_RESULTS")
     if target:
@@ -156,9 +178,10 @@ class check:
     bug). The exception is swallowed so later checks still run; tracebacks go to stderr only.
     """
 
-    def __init__(self, id, category, location=None):
+    def __init__(self, id, category, location=None, requirements=None):
         _validate_id(id)
         _validate_category(category)
+        self.requirements = _normalize_requirements(requirements)
         self.id = id
         self.category = category
         self.location = location
@@ -221,7 +244,7 @@ class check:
         except ValueError:
             loc = None
         try:
-            self.record = emit(self.id, self.category, status, message, loc, measured or None)
+            self.record = emit(self.id, self.category, status, message, loc, measured or None, self.requirements)
         except ValueError as bad:  # an unusable measured value must not lose the verdict
-            self.record = emit(self.id, self.category, status, f"{message} [measured dropped: {bad}]", loc)
+            self.record = emit(self.id, self.category, status, f"{message} [measured dropped: {bad}]", loc, None, self.requirements)
         return True
