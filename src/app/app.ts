@@ -8,7 +8,9 @@ import { listPendingEvaluations } from "../store/evaluations.js";
 import type { AppDeps } from "./deps.js";
 import { resumeQueued, sweepOverdue } from "./evaluation-runner.js";
 import { onPullRequest, PULL_REQUEST_ACTIONS } from "./handle-pull-request.js";
-import { onCheckRunRerun, onCheckSuiteRerun, onIssueComment } from "./handle-rerun.js";
+import { onCheckRunRerun } from "./handle-check-run.js";
+import { onCheckSuiteRerun } from "./handle-check-suite.js";
+import { onIssueComment } from "./handle-issue-comment.js";
 import { onWorkflowRun } from "./handle-workflow-run.js";
 
 /** How the app is put together: its store, clock and keys (tests inject them; index.ts reads the environment). */

@@ -1,20 +1,16 @@
 import type { Context } from "probot";
 import { detectAgent } from "../core/agent-detect.js";
-import { CommandError, parseCommentCommand } from "../core/comment-command.js";
-import { renderExplain } from "../core/probe-explain.js";
 import { decideRerun, RERUN_WINDOW_MS } from "../core/rerun-policy.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import { acknowledgeComment, repoPermission, replyOnThread } from "../github/pull-request-facts.js";
 import { loadRepoConfig } from "../github/repo-config.js";
-import { evaluationsOfPr, prsEvaluatedAtHead, probeFailures } from "../store/dispatch-context.js";
-import { getEvaluation } from "../store/evaluations.js";
 import { recentRerunTimes, recordRerunAttempt, type RerunSource } from "../store/reruns.js";
 import { installationIdOf, type AppDeps } from "./deps.js";
 import { evaluateHead } from "./handle-pull-request.js";
 import { pullRequestFacts } from "./plan.js";
 
 /** Who asked for a rerun of which PR, and how. */
-interface RerunAsk {
+export interface RerunAsk {
   repo: RepoRef;
   pr: number;
   task: string | null;
@@ -38,7 +34,7 @@ interface RerunAsk {
  * head (`headSha`, a check suite's) that is no longer the PR's is refused first, before the config
  * or the permission is asked for. Every request is recorded, accepted or not.
  */
-async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<void> {
+export async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<void> {
   const thread = { ...ask.repo, number: ask.pr };
   const record = (accepted: boolean, reason: string | null, evaluationKeys: string[] = []) =>
     recordRerunAttempt(deps.db, { ...ask.repo, pr: ask.pr, task: ask.task, requestedBy: ask.requester.login, source: ask.source, accepted, reason, evaluationKeys }, deps.now());
@@ -99,100 +95,8 @@ async function rerun(gh: GitHubClient, deps: AppDeps, ask: RerunAsk): Promise<vo
   if (ask.commentId !== null) await acknowledgeComment(gh, ask.repo, ask.commentId);
 }
 
-/**
- * `check_suite` rerequested: "Re-run all checks" on the app's suite of a commit. Every PR of this
- * repository at that commit whose evaluations the store has is rerun for all its tasks, through the
- * same policy as the check run's button (permission, agent, rate limit; every request recorded).
- * The PRs are the payload's `pull_requests` that belong to this repository; GitHub lists none for a
- * PR from a fork, and then (or when every listed PR is another repository's) the store's
- * evaluations of this repository at that head name them.
- *
- * A suite is for one commit and `rerun()` works on the PR's current head, so the suite's head SHA
- * goes with the request: if the PR has moved on, the rerun is refused with a reply (reason
- * `stale-head`) rather than evaluating a commit other than the one whose checks were re-run. A
- * suite of which the store knows no evaluation (nothing probegate evaluated, e.g. only the config
- * check) is ignored with a log line: there is nothing of ours to rerun.
- */
-export async function onCheckSuiteRerun(context: Context<"check_suite">, deps: AppDeps): Promise<void> {
-  const { payload } = context;
-  const repo = { owner: payload.repository.owner.login, repo: payload.repository.name };
-  const headSha = payload.check_suite.head_sha;
-  const listed = payload.check_suite.pull_requests.filter((p) => p.base.repo.id === payload.repository.id).map((p) => p.number);
-  const candidates = listed.length > 0 ? listed : prsEvaluatedAtHead(deps.db, { ...repo, headSha });
-  const prs = [...new Set(candidates)]
-    .sort((a, b) => a - b)
-    .filter((pr) => evaluationsOfPr(deps.db, { ...repo, pr }).some((e) => e.headSha === headSha));
-  if (prs.length === 0) {
-    context.log.info(`check suite ${payload.check_suite.id} of ${repo.owner}/${repo.repo}@${headSha.slice(0, 7)} rerequested: no evaluation of that head in the store; ignored`);
-    return;
-  }
-  for (const pr of prs) await rerunFromChecks(context, deps, { repo, pr, task: null, headSha });
-}
-
-/** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */
-async function explain(gh: GitHubClient, deps: AppDeps, repo: RepoRef, prNumber: number): Promise<void> {
-  const { data: pull } = await gh.rest.pulls.get({ ...repo, pull_number: prNumber });
-  const ofHead = evaluationsOfPr(deps.db, { ...repo, pr: prNumber }).filter((e) => e.headSha === pull.head.sha);
-  const body = renderExplain(
-    ofHead.map((e) => ({ task: e.task, headSha: e.headSha, state: e.state, verdict: e.verdict, failures: e.verdict ? probeFailures(deps.db, e.key, e.attempt) : [] })),
-  );
-  await replyOnThread(gh, { ...repo, number: prNumber }, body);
-}
-
-/** `issue_comment` created / edited: `/probegate rerun [task]` and `/probegate explain`. */
-export async function onIssueComment(context: Context<"issue_comment">, deps: AppDeps): Promise<void> {
-  const { payload } = context;
-  const repo = { owner: payload.repository.owner.login, repo: payload.repository.name };
-  const gh = context.octokit as unknown as GitHubClient;
-  const thread = { ...repo, number: payload.issue.number };
-  let command;
-  try {
-    command = parseCommentCommand(payload.comment.body ?? "");
-  } catch (e) {
-    if (!(e instanceof CommandError)) throw e;
-    if (payload.action === "created") await replyOnThread(gh, thread, `@${payload.comment.user?.login}: ${e.reply}`);
-    return;
-  }
-  if (!command) return;
-  if (!payload.issue.pull_request) {
-    await replyOnThread(gh, thread, `@${payload.comment.user?.login}: probegate commands work on pull requests only; #${payload.issue.number} is an issue.`);
-    return;
-  }
-  const installationId = installationIdOf(payload, context.id);
-  if (command.kind === "explain") {
-    if (payload.action === "edited") {
-      await replyOnThread(gh, thread, `@${payload.comment.user?.login}: commands in edited comments are ignored. Post \`/probegate explain\` as a new comment.`);
-      return;
-    }
-    await explain(gh, deps, repo, payload.issue.number);
-    return;
-  }
-  await rerun(gh, deps, {
-    repo,
-    pr: payload.issue.number,
-    task: command.task,
-    requester: { login: payload.comment.user?.login ?? "ghost", type: payload.comment.user?.type ?? null },
-    source: "comment",
-    isEdited: payload.action === "edited",
-    installationId,
-    commentId: payload.comment.id,
-    deliveryId: context.id,
-  });
-}
-
-/** `check_run` rerequested, or its "Re-run probes" button (requested_action `rerun`). */
-export async function onCheckRunRerun(context: Context<"check_run">, deps: AppDeps): Promise<void> {
-  const { payload } = context;
-  if (payload.action === "requested_action" && payload.requested_action?.identifier !== "rerun") return;
-  const key = payload.check_run.external_id;
-  const e = key ? getEvaluation(deps.db, key) : null;
-  if (!e || e.pr === null) return;
-  // The button sits on one commit's check run: if the PR has moved on, that is not what would run.
-  await rerunFromChecks(context, deps, { repo: { owner: e.owner, repo: e.repo }, pr: e.pr, task: e.task, headSha: e.headSha });
-}
-
 /** A rerun asked from GitHub's checks UI (a check run's or a suite's re-run), by the event's sender, for one commit. */
-function rerunFromChecks(
+export function rerunFromChecks(
   context: Context<"check_run"> | Context<"check_suite">,
   deps: AppDeps,
   at: { repo: RepoRef; pr: number; task: string | null; headSha: string },
