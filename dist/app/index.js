@@ -37137,14 +37137,14 @@ const ZodTuple = /*@__PURE__*/ $constructor("ZodTuple", (inst, def) => {
     },
 });
 function tuple(items, _paramsOrRest, _params) {
-    const hasRest = _paramsOrRest instanceof core.$ZodType;
+    const hasRest = _paramsOrRest instanceof $ZodType;
     const params = hasRest ? _params : _paramsOrRest;
     const rest = hasRest ? _paramsOrRest : null;
     return new ZodTuple({
         type: "tuple",
         items: items,
         rest,
-        ...util.normalizeParams(params),
+        ...normalizeParams(params),
     });
 }
 const ZodRecord = /*@__PURE__*/ $constructor("ZodRecord", (inst, def) => {
@@ -37719,7 +37719,64 @@ function formatSeconds(seconds) {
     return `${m}m ${(seconds - m * 60).toFixed(1)}s`;
 }
 
+;// CONCATENATED MODULE: ./src/core/probe-params.ts
+
+/**
+ * One parameter a task's probes draw fresh per evaluation, so a submission tuned to the sizes the
+ * examples or the prompt happen to use is still exercised elsewhere in the stated range.
+ */
+const ProbeParamSchema = union([
+    strictObject({ int: tuple([schemas_number().int(), schemas_number().int()]).describe("[min, max], both included") }),
+    strictObject({ float: tuple([schemas_number(), schemas_number()]).describe("[min, max)") }),
+    strictObject({ choice: array(union([schemas_string(), schemas_number(), schemas_boolean()])).min(1).describe("one of these values") }),
+]);
+const ProbeParamsSchema = record(schemas_string().regex(/^[a-z][a-z0-9_]*$/, "parameter names are lower-case identifiers (a-z, 0-9, _)"), ProbeParamSchema)
+    .superRefine((params, ctx) => {
+    for (const [name, p] of Object.entries(params)) {
+        if ("int" in p && p.int[0] > p.int[1])
+            ctx.addIssue({ code: "custom", path: [name, "int"], message: `min ${p.int[0]} is above max ${p.int[1]}` });
+        if ("float" in p && !(p.float[0] < p.float[1]))
+            ctx.addIssue({ code: "custom", path: [name, "float"], message: `min ${p.float[0]} is not below max ${p.float[1]}` });
+    }
+});
+/** What an evaluation's probes were handed: the seed (recorded, so `--seed` reproduces it) and the values. */
+const DrawnParamsSchema = strictObject({
+    seed: schemas_number().int().min(0).max(0xffffffff),
+    values: record(schemas_string(), union([schemas_string(), schemas_number(), schemas_boolean()])),
+});
+/** mulberry32: a small, well-mixed 32-bit PRNG; the same seed gives the same stream on every machine. */
+function prng(seed) {
+    let a = seed >>> 0;
+    return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+/**
+ * Draws every parameter from `seed`, in name order so adding a parameter never reshuffles the
+ * others' stream position silently across names sorted before it. Pure.
+ */
+function drawParams(params, seed) {
+    const next = prng(seed);
+    const values = {};
+    for (const name of Object.keys(params).sort()) {
+        const p = params[name];
+        const u = next();
+        if ("int" in p)
+            values[name] = p.int[0] + Math.floor(u * (p.int[1] - p.int[0] + 1));
+        else if ("float" in p)
+            values[name] = p.float[0] + u * (p.float[1] - p.float[0]);
+        else
+            values[name] = p.choice[Math.floor(u * p.choice.length)];
+    }
+    return { seed: seed >>> 0, values };
+}
+
 ;// CONCATENATED MODULE: ./src/core/task-spec.ts
+
 
 
 /** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
@@ -37736,6 +37793,15 @@ const byteSize = union([schemas_string(), schemas_number()])
 const command = array(schemas_string().min(1))
     .min(1, "a command is a non-empty list of arguments, e.g. [\"{python}\", \"-m\", \"pytest\"]");
 const seconds = schemas_number().positive().max(24 * 3600);
+/**
+ * One requirement the prompt states (an argument and its allowed values, an error path and the
+ * state it must leave, a bound, a resource claim). Probe checks name the ids they cover, so
+ * `probegate validate` can say which stated requirement nothing checks.
+ */
+const RequirementSchema = strictObject({
+    id: schemas_string().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
+    text: schemas_string().min(1).describe("the requirement as the prompt states it"),
+});
 const BaseSchema = union([
     strictObject({ path: schemas_string().min(1).describe("folder with the base code, relative to the task folder") }),
     strictObject({
@@ -37780,8 +37846,16 @@ const TaskSpecSchema = strictObject({
     })
         .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
     interfaces: array(schemas_string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+    requirements: array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
+    params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
 })
     .superRefine((t, ctx) => {
+    const seen = new Set();
+    t.requirements.forEach((r, i) => {
+        if (seen.has(r.id))
+            ctx.addIssue({ code: "custom", path: ["requirements", i, "id"], message: `'${r.id}' is listed twice` });
+        seen.add(r.id);
+    });
     if (t.gpus > 0 && t.minRanks > t.gpus) {
         ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
     }
@@ -37812,6 +37886,8 @@ const ProbeLineSchema = strictObject({
     message: schemas_string().max(4000).default(""),
     location: LocationSchema.nullish(),
     measured: MeasuredSchema.nullish(),
+    /** Ids of the task's requirements (task.yml `requirements`) this check covers. */
+    requirements: array(schemas_string().max(128).regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'")).max(64).optional(),
 });
 
 ;// CONCATENATED MODULE: ./src/core/check-run-render.ts
@@ -40841,6 +40917,7 @@ function unzipSync(data, opts) {
 ;// CONCATENATED MODULE: ./src/core/result.ts
 
 
+
 const RESULT_SCHEMA_VERSION = 1;
 const VerdictSchema = schemas_enum(["resolved", "official-failed", "probe-rejected", "error"]);
 /** A limit the submission ran into; it fails the submission (it is not a harness error). */
@@ -40881,6 +40958,8 @@ const ProbeResultSchema = strictObject({
     message: schemas_string(),
     location: LocationSchema.nullish(),
     measured: MeasuredSchema.nullish(),
+    /** Requirement ids of the task this check covers, as the probe named them. */
+    requirements: array(schemas_string()).nullish(),
     /** The probe process (file stem) that emitted the check; never its source. */
     probe: schemas_string(),
     /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
@@ -40945,6 +41024,8 @@ const EvaluationResultSchema = strictObject({
         totalS: schemas_number().min(0),
     }),
     gpuSeconds: schemas_number().min(0),
+    /** The probe parameters drawn for this evaluation and their seed (`probegate eval --seed` reproduces them). */
+    params: DrawnParamsSchema.nullish(),
     /**
      * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
      * to the job: per phase, the most they held at once above what they held when it began. Null on
@@ -42155,123 +42236,6 @@ async function onPullRequest(context, deps) {
     context.log.info({ pr: pr.number, done }, `PR #${pr.number} ${pr.headSha.slice(0, 7)}: ${done.kind}`);
 }
 
-;// CONCATENATED MODULE: ./src/core/comment-command.ts
-
-/** The usage lines the app replies with when a command is not understood. */
-const COMMAND_HELP = [
-    "`/probegate rerun` re-evaluates the PR's current head against every task it maps to.",
-    "`/probegate rerun <task>` re-evaluates it against one task.",
-    "`/probegate explain` lists the categories of the failed probes and what they check.",
-].join("\n");
-/** A `/probegate` line that is not a valid command; `reply` is the comment the app answers with. */
-class CommandError extends Error {
-    code;
-    line;
-    name = "CommandError";
-    constructor(code, message, line) {
-        super(message);
-        this.code = code;
-        this.line = line;
-    }
-    /** The reply for the PR thread: what was wrong, then how to write it. */
-    get reply() {
-        return `${this.message}\n\n${COMMAND_HELP}`;
-    }
-}
-const COMMAND_LINE = /^\s*\/probegate(?=\s|$)(.*)$/i;
-/**
- * The command in a comment body: the first line that starts with `/probegate` (any case, leading
- * spaces allowed), outside fenced code blocks; quoted lines (`> /probegate ...`) do not start with
- * it and so never re-trigger. Returns null when there is no such line; throws CommandError when
- * the line is not a valid command.
- */
-function parseCommentCommand(body) {
-    let fenced = false;
-    for (const raw of body.split(/\r?\n/)) {
-        if (/^\s*(```|~~~)/.test(raw)) {
-            fenced = !fenced;
-            continue;
-        }
-        if (fenced)
-            continue;
-        const m = COMMAND_LINE.exec(raw);
-        if (!m)
-            continue;
-        const line = raw.trim();
-        const [sub, ...args] = (m[1] ?? "").trim().split(/\s+/).filter(Boolean);
-        if (sub === undefined)
-            throw new CommandError("missing-subcommand", "`/probegate` needs a command.", line);
-        switch (sub.toLowerCase()) {
-            case "rerun":
-            case "re-run": {
-                if (args.length > 1) {
-                    throw new CommandError("bad-argument", `\`/probegate rerun\` takes at most one task id; got ${args.length} words: \`${args.join(" ")}\`.`, line);
-                }
-                const task = args[0]?.toLowerCase() ?? null;
-                if (task !== null && !ID_PATTERN.test(task)) {
-                    throw new CommandError("bad-argument", `\`${args[0]}\` is not a task id (lower-case letters, digits, '.', '_' and '-').`, line);
-                }
-                return { kind: "rerun", task };
-            }
-            case "explain":
-                if (args.length > 0)
-                    throw new CommandError("bad-argument", `\`/probegate explain\` takes no arguments; got \`${args.join(" ")}\`.`, line);
-                return { kind: "explain" };
-            default:
-                throw new CommandError("unknown-subcommand", `\`/probegate ${sub}\` is not a probegate command.`, line);
-        }
-    }
-    return null;
-}
-
-;// CONCATENATED MODULE: ./src/core/probe-explain.ts
-
-/** What each probe category checks, in words for the PR author (the probes themselves stay hidden). */
-const CATEGORY_PURPOSE = {
-    structure: "the shape of the code the task asks for: modules, classes, functions and their signatures",
-    state: "what the code keeps between steps: sharded or per-rank state, and save → load → step matching step → step bit for bit",
-    functional: "behaviour on inputs and settings the official tests do not cover",
-    memory: "peak memory (GPU allocator or process RSS) against what the task's design should need",
-    time: "speed against a reference implementation, timed interleaved from outside the submission",
-    traffic: "bytes moved by collectives (all_reduce, all_gather, send/recv…) against the algorithm's expected amount",
-};
-const MESSAGE_LIMIT = 300;
-/**
- * The reply to `/probegate explain`: per evaluation of the PR's head, the categories of the checks
- * that failed, what each category checks, and each failed check's id and message — the same facts
- * the check run shows, never a probe's source.
- */
-function renderExplain(evaluations) {
-    if (evaluations.length === 0)
-        return "probegate has not evaluated this pull request's current head, so there is nothing to explain yet.";
-    const parts = [];
-    for (const e of evaluations) {
-        const head = `**${e.task}** at \`${e.headSha.slice(0, 7)}\``;
-        if (e.verdict === null) {
-            parts.push(`${head}: no result yet (the evaluation is ${e.state}).`);
-            continue;
-        }
-        if (e.failures.length === 0) {
-            parts.push(`${head}: ${e.verdict}; no hidden probe failed.`);
-            continue;
-        }
-        const lines = [`${head}: ${e.verdict}. Hidden probes that did not pass, by category:`];
-        for (const category of probe_check_CATEGORIES) {
-            const of = e.failures.filter((f) => f.category === category);
-            if (of.length === 0)
-                continue;
-            lines.push(`- **${category}** (${of.length}) — checks ${CATEGORY_PURPOSE[category]}.`);
-            for (const f of of) {
-                const message = f.message.replace(/\s+/g, " ").trim();
-                const short = message.length > MESSAGE_LIMIT ? `${message.slice(0, MESSAGE_LIMIT - 1)}…` : message;
-                lines.push(`  - \`${f.probeId}\` ${f.status}${short ? `: ${short}` : ""}`);
-            }
-        }
-        parts.push(lines.join("\n"));
-    }
-    return parts.join("\n\n");
-}
-
 ;// CONCATENATED MODULE: ./src/core/rerun-policy.ts
 const MAY_RERUN = new Set(["admin", "maintain", "write"]);
 /** The rerun window: `perPrPerHour` accepted reruns per PR in any rolling hour. */
@@ -42396,11 +42360,7 @@ function attemptSummary(db, at) {
     return summarizeAttempts(attemptResults(db, at));
 }
 
-;// CONCATENATED MODULE: ./src/app/handle-rerun.ts
-
-
-
-
+;// CONCATENATED MODULE: ./src/app/rerun-request.ts
 
 
 
@@ -42474,6 +42434,39 @@ async function rerun(gh, deps, ask) {
     if (ask.commentId !== null)
         await acknowledgeComment(gh, ask.repo, ask.commentId);
 }
+/** A rerun asked from GitHub's checks UI (a check run's or a suite's re-run), by the event's sender, for one commit. */
+function rerunFromChecks(context, deps, at) {
+    const { payload } = context;
+    return rerun(context.octokit, deps, {
+        ...at,
+        requester: { login: payload.sender.login, type: payload.sender.type },
+        source: "check-run",
+        isEdited: false,
+        installationId: installationIdOf(payload, context.id),
+        commentId: null,
+        deliveryId: context.id,
+    });
+}
+
+;// CONCATENATED MODULE: ./src/app/handle-check-run.ts
+
+
+/** `check_run` rerequested, or its "Re-run probes" button (requested_action `rerun`). */
+async function onCheckRunRerun(context, deps) {
+    const { payload } = context;
+    if (payload.action === "requested_action" && payload.requested_action?.identifier !== "rerun")
+        return;
+    const key = payload.check_run.external_id;
+    const e = key ? getEvaluation(deps.db, key) : null;
+    if (!e || e.pr === null)
+        return;
+    // The button sits on one commit's check run: if the PR has moved on, that is not what would run.
+    await rerunFromChecks(context, deps, { repo: { owner: e.owner, repo: e.repo }, pr: e.pr, task: e.task, headSha: e.headSha });
+}
+
+;// CONCATENATED MODULE: ./src/app/handle-check-suite.ts
+
+
 /**
  * `check_suite` rerequested: "Re-run all checks" on the app's suite of a commit. Every PR of this
  * repository at that commit whose evaluations the store has is rerun for all its tasks, through the
@@ -42504,6 +42497,131 @@ async function onCheckSuiteRerun(context, deps) {
     for (const pr of prs)
         await rerunFromChecks(context, deps, { repo, pr, task: null, headSha });
 }
+
+;// CONCATENATED MODULE: ./src/core/comment-command.ts
+
+/** The usage lines the app replies with when a command is not understood. */
+const COMMAND_HELP = [
+    "`/probegate rerun` re-evaluates the PR's current head against every task it maps to.",
+    "`/probegate rerun <task>` re-evaluates it against one task.",
+    "`/probegate explain` lists the categories of the failed probes and what they check.",
+].join("\n");
+/** A `/probegate` line that is not a valid command; `reply` is the comment the app answers with. */
+class CommandError extends Error {
+    code;
+    line;
+    name = "CommandError";
+    constructor(code, message, line) {
+        super(message);
+        this.code = code;
+        this.line = line;
+    }
+    /** The reply for the PR thread: what was wrong, then how to write it. */
+    get reply() {
+        return `${this.message}\n\n${COMMAND_HELP}`;
+    }
+}
+const COMMAND_LINE = /^\s*\/probegate(?=\s|$)(.*)$/i;
+/**
+ * The command in a comment body: the first line that starts with `/probegate` (any case, leading
+ * spaces allowed), outside fenced code blocks; quoted lines (`> /probegate ...`) do not start with
+ * it and so never re-trigger. Returns null when there is no such line; throws CommandError when
+ * the line is not a valid command.
+ */
+function parseCommentCommand(body) {
+    let fenced = false;
+    for (const raw of body.split(/\r?\n/)) {
+        if (/^\s*(```|~~~)/.test(raw)) {
+            fenced = !fenced;
+            continue;
+        }
+        if (fenced)
+            continue;
+        const m = COMMAND_LINE.exec(raw);
+        if (!m)
+            continue;
+        const line = raw.trim();
+        const [sub, ...args] = (m[1] ?? "").trim().split(/\s+/).filter(Boolean);
+        if (sub === undefined)
+            throw new CommandError("missing-subcommand", "`/probegate` needs a command.", line);
+        switch (sub.toLowerCase()) {
+            case "rerun":
+            case "re-run": {
+                if (args.length > 1) {
+                    throw new CommandError("bad-argument", `\`/probegate rerun\` takes at most one task id; got ${args.length} words: \`${args.join(" ")}\`.`, line);
+                }
+                const task = args[0]?.toLowerCase() ?? null;
+                if (task !== null && !ID_PATTERN.test(task)) {
+                    throw new CommandError("bad-argument", `\`${args[0]}\` is not a task id (lower-case letters, digits, '.', '_' and '-').`, line);
+                }
+                return { kind: "rerun", task };
+            }
+            case "explain":
+                if (args.length > 0)
+                    throw new CommandError("bad-argument", `\`/probegate explain\` takes no arguments; got \`${args.join(" ")}\`.`, line);
+                return { kind: "explain" };
+            default:
+                throw new CommandError("unknown-subcommand", `\`/probegate ${sub}\` is not a probegate command.`, line);
+        }
+    }
+    return null;
+}
+
+;// CONCATENATED MODULE: ./src/core/probe-explain.ts
+
+/** What each probe category checks, in words for the PR author (the probes themselves stay hidden). */
+const CATEGORY_PURPOSE = {
+    structure: "the shape of the code the task asks for: modules, classes, functions and their signatures",
+    state: "what the code keeps between steps: sharded or per-rank state, and save → load → step matching step → step bit for bit",
+    functional: "behaviour on inputs and settings the official tests do not cover",
+    memory: "peak memory (GPU allocator or process RSS) against what the task's design should need",
+    time: "speed against a reference implementation, timed interleaved from outside the submission",
+    traffic: "bytes moved by collectives (all_reduce, all_gather, send/recv…) against the algorithm's expected amount",
+};
+const MESSAGE_LIMIT = 300;
+/**
+ * The reply to `/probegate explain`: per evaluation of the PR's head, the categories of the checks
+ * that failed, what each category checks, and each failed check's id and message — the same facts
+ * the check run shows, never a probe's source.
+ */
+function renderExplain(evaluations) {
+    if (evaluations.length === 0)
+        return "probegate has not evaluated this pull request's current head, so there is nothing to explain yet.";
+    const parts = [];
+    for (const e of evaluations) {
+        const head = `**${e.task}** at \`${e.headSha.slice(0, 7)}\``;
+        if (e.verdict === null) {
+            parts.push(`${head}: no result yet (the evaluation is ${e.state}).`);
+            continue;
+        }
+        if (e.failures.length === 0) {
+            parts.push(`${head}: ${e.verdict}; no hidden probe failed.`);
+            continue;
+        }
+        const lines = [`${head}: ${e.verdict}. Hidden probes that did not pass, by category:`];
+        for (const category of probe_check_CATEGORIES) {
+            const of = e.failures.filter((f) => f.category === category);
+            if (of.length === 0)
+                continue;
+            lines.push(`- **${category}** (${of.length}) — checks ${CATEGORY_PURPOSE[category]}.`);
+            for (const f of of) {
+                const message = f.message.replace(/\s+/g, " ").trim();
+                const short = message.length > MESSAGE_LIMIT ? `${message.slice(0, MESSAGE_LIMIT - 1)}…` : message;
+                lines.push(`  - \`${f.probeId}\` ${f.status}${short ? `: ${short}` : ""}`);
+            }
+        }
+        parts.push(lines.join("\n"));
+    }
+    return parts.join("\n\n");
+}
+
+;// CONCATENATED MODULE: ./src/app/handle-issue-comment.ts
+
+
+
+
+
+
 /** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */
 async function explain(gh, deps, repo, prNumber) {
     const { data: pull } = await gh.rest.pulls.get({ ...repo, pull_number: prNumber });
@@ -42552,31 +42670,6 @@ async function onIssueComment(context, deps) {
         isEdited: payload.action === "edited",
         installationId,
         commentId: payload.comment.id,
-        deliveryId: context.id,
-    });
-}
-/** `check_run` rerequested, or its "Re-run probes" button (requested_action `rerun`). */
-async function onCheckRunRerun(context, deps) {
-    const { payload } = context;
-    if (payload.action === "requested_action" && payload.requested_action?.identifier !== "rerun")
-        return;
-    const key = payload.check_run.external_id;
-    const e = key ? getEvaluation(deps.db, key) : null;
-    if (!e || e.pr === null)
-        return;
-    // The button sits on one commit's check run: if the PR has moved on, that is not what would run.
-    await rerunFromChecks(context, deps, { repo: { owner: e.owner, repo: e.repo }, pr: e.pr, task: e.task, headSha: e.headSha });
-}
-/** A rerun asked from GitHub's checks UI (a check run's or a suite's re-run), by the event's sender, for one commit. */
-function rerunFromChecks(context, deps, at) {
-    const { payload } = context;
-    return rerun(context.octokit, deps, {
-        ...at,
-        requester: { login: payload.sender.login, type: payload.sender.type },
-        source: "check-run",
-        isEdited: false,
-        installationId: installationIdOf(payload, context.id),
-        commentId: null,
         deliveryId: context.id,
     });
 }
@@ -42641,6 +42734,8 @@ async function onWorkflowRun(context, deps) {
 }
 
 ;// CONCATENATED MODULE: ./src/app/app.ts
+
+
 
 
 

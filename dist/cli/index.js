@@ -5712,7 +5712,10 @@ function renderCheckRun(result) {
 
 // EXTERNAL MODULE: ./node_modules/zod/v4/classic/schemas.js + 7 modules
 var schemas = __nccwpck_require__(2311);
+// EXTERNAL MODULE: ./src/core/probe-params.ts
+var probe_params = __nccwpck_require__(6204);
 ;// CONCATENATED MODULE: ./src/core/result.ts
+
 
 
 const RESULT_SCHEMA_VERSION = 1;
@@ -5755,6 +5758,8 @@ const ProbeResultSchema = schemas/* strictObject */.rej({
     message: schemas/* string */.YjP(),
     location: probe_check/* LocationSchema */.TH.nullish(),
     measured: probe_check/* MeasuredSchema */.wG.nullish(),
+    /** Requirement ids of the task this check covers, as the probe named them. */
+    requirements: schemas/* array */.YOg(schemas/* string */.YjP()).nullish(),
     /** The probe process (file stem) that emitted the check; never its source. */
     probe: schemas/* string */.YjP(),
     /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
@@ -5819,6 +5824,8 @@ const EvaluationResultSchema = schemas/* strictObject */.rej({
         totalS: schemas/* number */.aig().min(0),
     }),
     gpuSeconds: schemas/* number */.aig().min(0),
+    /** The probe parameters drawn for this evaluation and their seed (`probegate eval --seed` reproduces them). */
+    params: probe_params/* DrawnParamsSchema */.Yq.nullish(),
     /**
      * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
      * to the job: per phase, the most they held at once above what they held when it began. Null on
@@ -5900,6 +5907,8 @@ function compareToExpectation(result, want) {
     return diffs;
 }
 
+;// CONCATENATED MODULE: external "node:crypto"
+const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
 ;// CONCATENATED MODULE: external "node:os"
 const external_node_os_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:os");
 ;// CONCATENATED MODULE: ./src/core/verdict.ts
@@ -15726,8 +15735,6 @@ function withholdLeaks(value, secrets) {
     return { value: clean(value), withheld };
 }
 
-;// CONCATENATED MODULE: external "node:crypto"
-const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
 ;// CONCATENATED MODULE: ./src/engine/job-env.ts
 
 
@@ -23679,6 +23686,8 @@ async function runProbes(task, ctx, limitsFor, events) {
             const env = jobEnv(ctx, {
                 PROBEGATE_RESULTS: results,
                 PROBEGATE_PROBE_DIR: mounted,
+                PROBEGATE_SEED: String(ctx.params.seed),
+                PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
                 PYTHONPATH: [ctx.workspace, kit, mounted].join(":"),
             });
             const isolation = await isolationFor(ctx.isolation, {
@@ -24022,6 +24031,8 @@ async function createWorkspace(task, sub) {
 
 
 
+
+
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
 const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
@@ -24072,6 +24083,7 @@ function toProbeResults(checks) {
         message: (counts.get(c.id) ?? 0) > 1 ? `check id '${c.id}' is reported by more than one probe process` : c.message,
         location: c.location ?? null,
         measured: c.measured ?? null,
+        requirements: c.requirements ?? null,
         probe: c.probe,
         attempts: c.attempts,
         durationS: c.durationS,
@@ -24104,6 +24116,7 @@ async function evaluate(opts) {
         diskBytes,
     });
     const probeSet = probeSetVersion(opts.task.probesDir);
+    const params = (0,probe_params/* drawParams */.rx)(spec.params, opts.seed ?? (0,external_node_crypto_namespaceObject.randomInt)(0, 2 ** 32));
     // Every string that leaves the runner (events, the result) is checked against the probe sources.
     const secrets = readProbeSecrets(opts.task.probesDir);
     const rawEmit = opts.onEvent ?? (() => { });
@@ -24155,7 +24168,7 @@ async function evaluate(opts) {
             const t2 = performance.now();
             phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
             try {
-                checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir }, () => limits(spec.probes.timeout), {
+                checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir, params }, () => limits(spec.probes.timeout), {
                     probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
                     probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
                     log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
@@ -24203,6 +24216,7 @@ async function evaluate(opts) {
         workspaceResets: ws.resets,
         durations: { workspaceS, officialS, probesS, totalS: since(t0) },
         gpuSeconds: gpuCount * (officialS + probesS),
+        params,
         gpuMemory: gpuMemoryOfRecord(ctx ? jobGpus(ctx) : [], gpuPeaks),
         environment: {
             platform: `${(0,external_node_os_namespaceObject.platform)()}-${(0,external_node_os_namespaceObject.arch)()}`,
@@ -24543,6 +24557,15 @@ function parseSizeFlag(name, value) {
         throw new errors/* InputError */.d(`${name}: expected a size of at least 1MiB like 512MiB or 4GiB, got '${value}'.`, { field: name });
     return n;
 }
+/** `--seed`: the probe-parameter seed a result records (`params.seed`), to reproduce that evaluation. */
+function parseSeed(value) {
+    if (value === undefined)
+        return undefined;
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n > 0xffffffff)
+        throw new errors/* InputError */.d(`--seed: expected a whole number from 0 to 4294967295 (a result's params.seed), got '${value}'.`, { field: "--seed" });
+    return n;
+}
 function parseGpus(value) {
     if (value === undefined || value === "all")
         return undefined;
@@ -24569,6 +24592,7 @@ async function evalCommand(flags, io) {
         gpus: parseGpus(flags.gpus),
         alwaysProbe: flags.alwaysProbe,
         keepWorkspace: flags.keepWorkspace,
+        seed: parseSeed(flags.seed),
         unsandboxed: flags.unsandboxed,
         runLimits: { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) },
         signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
@@ -24892,6 +24916,7 @@ function main_program(io, done) {
         .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
         .option("--always-probe", "run the hidden probes even when the official tests fail")
         .option("--keep-workspace", "keep the evaluation folder for debugging")
+        .option("--seed <n>", "seed of the probe parameters (a result's params.seed), to reproduce an evaluation; default: drawn fresh")
         .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
         .option("--max-processes <n>", "processes (threads, where a cgroup counts them) one test or probe run may have (default 4096)")
         .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")
@@ -24990,7 +25015,77 @@ const ProbeLineSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej
     message: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(4000).default(""),
     location: LocationSchema.nullish(),
     measured: MeasuredSchema.nullish(),
+    /** Ids of the task's requirements (task.yml `requirements`) this check covers. */
+    requirements: zod__WEBPACK_IMPORTED_MODULE_1__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(128).regex(_task_spec_js__WEBPACK_IMPORTED_MODULE_0__/* .ID_PATTERN */ .pw, "lower-case letters, digits, '.', '_' and '-'")).max(64).optional(),
 });
+
+
+/***/ }),
+
+/***/ 6204:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Yq: () => (/* binding */ DrawnParamsSchema),
+/* harmony export */   rx: () => (/* binding */ drawParams),
+/* harmony export */   wR: () => (/* binding */ ProbeParamsSchema)
+/* harmony export */ });
+/* unused harmony export ProbeParamSchema */
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2311);
+
+/**
+ * One parameter a task's probes draw fresh per evaluation, so a submission tuned to the sizes the
+ * examples or the prompt happen to use is still exercised elsewhere in the stated range.
+ */
+const ProbeParamSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .union */ .KCZ([
+    zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ int: zod__WEBPACK_IMPORTED_MODULE_0__/* .tuple */ .PVZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int()]).describe("[min, max], both included") }),
+    zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ float: zod__WEBPACK_IMPORTED_MODULE_0__/* .tuple */ .PVZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig()]).describe("[min, max)") }),
+    zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ choice: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY()])).min(1).describe("one of these values") }),
+]);
+const ProbeParamsSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[a-z][a-z0-9_]*$/, "parameter names are lower-case identifiers (a-z, 0-9, _)"), ProbeParamSchema)
+    .superRefine((params, ctx) => {
+    for (const [name, p] of Object.entries(params)) {
+        if ("int" in p && p.int[0] > p.int[1])
+            ctx.addIssue({ code: "custom", path: [name, "int"], message: `min ${p.int[0]} is above max ${p.int[1]}` });
+        if ("float" in p && !(p.float[0] < p.float[1]))
+            ctx.addIssue({ code: "custom", path: [name, "float"], message: `min ${p.float[0]} is not below max ${p.float[1]}` });
+    }
+});
+/** What an evaluation's probes were handed: the seed (recorded, so `--seed` reproduces it) and the values. */
+const DrawnParamsSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    seed: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0).max(0xffffffff),
+    values: zod__WEBPACK_IMPORTED_MODULE_0__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_0__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY()])),
+});
+/** mulberry32: a small, well-mixed 32-bit PRNG; the same seed gives the same stream on every machine. */
+function prng(seed) {
+    let a = seed >>> 0;
+    return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+/**
+ * Draws every parameter from `seed`, in name order so adding a parameter never reshuffles the
+ * others' stream position silently across names sorted before it. Pure.
+ */
+function drawParams(params, seed) {
+    const next = prng(seed);
+    const values = {};
+    for (const name of Object.keys(params).sort()) {
+        const p = params[name];
+        const u = next();
+        if ("int" in p)
+            values[name] = p.int[0] + Math.floor(u * (p.int[1] - p.int[0] + 1));
+        else if ("float" in p)
+            values[name] = p.float[0] + u * (p.float[1] - p.float[0]);
+        else
+            values[name] = p.choice[Math.floor(u * p.choice.length)];
+    }
+    return { seed: seed >>> 0, values };
+}
 
 
 /***/ }),
@@ -25062,61 +25157,72 @@ function formatSeconds(seconds) {
 /* harmony export */   S2: () => (/* binding */ TaskSpecSchema),
 /* harmony export */   pw: () => (/* binding */ ID_PATTERN)
 /* harmony export */ });
-/* unused harmony export BaseSchema */
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(2311);
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(8532);
+/* unused harmony exports RequirementSchema, BaseSchema */
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(2311);
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(8532);
 /* harmony import */ var _sizes_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9013);
+/* harmony import */ var _probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
+
 
 
 /** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
 const ID_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
-const byteSize = zod__WEBPACK_IMPORTED_MODULE_1__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig()])
+const byteSize = zod__WEBPACK_IMPORTED_MODULE_2__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig()])
     .transform((v, ctx) => {
     const n = (0,_sizes_js__WEBPACK_IMPORTED_MODULE_0__/* .parseByteSize */ .nS)(v);
     if (n === undefined) {
         ctx.addIssue({ code: "custom", message: `not a size: ${JSON.stringify(v)} (write e.g. 8GiB, 512MiB, 1048576)` });
-        return zod__WEBPACK_IMPORTED_MODULE_2__/* .NEVER */ .tm;
+        return zod__WEBPACK_IMPORTED_MODULE_3__/* .NEVER */ .tm;
     }
     return n;
 });
-const command = zod__WEBPACK_IMPORTED_MODULE_1__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1))
+const command = zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1))
     .min(1, "a command is a non-empty list of arguments, e.g. [\"{python}\", \"-m\", \"pytest\"]");
-const seconds = zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig().positive().max(24 * 3600);
-const BaseSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .union */ .KCZ([
-    zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1).describe("folder with the base code, relative to the task folder") }),
-    zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
-        git: zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
-            repo: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1).describe("git URL or path of the repository"),
-            ref: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1).describe("branch, tag or commit"),
+const seconds = zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().positive().max(24 * 3600);
+/**
+ * One requirement the prompt states (an argument and its allowed values, an error path and the
+ * state it must leave, a bound, a resource claim). Probe checks name the ids they cover, so
+ * `probegate validate` can say which stated requirement nothing checks.
+ */
+const RequirementSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
+    text: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("the requirement as the prompt states it"),
+});
+const BaseSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .union */ .KCZ([
+    zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("folder with the base code, relative to the task folder") }),
+    zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        git: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+            repo: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("git URL or path of the repository"),
+            ref: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("branch, tag or commit"),
         }),
     }),
 ]);
-const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
-    id: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
-    title: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1),
-    area: zod__WEBPACK_IMPORTED_MODULE_1__/* ["enum"] */ .k5n(["training", "inference", "rl", "other"]),
-    prompt: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
+const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
+    title: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1),
+    area: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["training", "inference", "rl", "other"]),
+    prompt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
     base: BaseSchema,
-    gpus: zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
-    minRanks: zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig()
+    gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
+    minRanks: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig()
         .int()
         .min(1)
         .max(64)
         .default(1)
         .describe("the fewest ranks the task's code and probes mean anything on (e.g. 2 for a trainer and a rollout group); a smaller --world-size is refused"),
-    official: zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    official: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
         command,
         timeout: seconds.default(600),
-        files: zod__WEBPACK_IMPORTED_MODULE_1__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1)).min(1).default(["tests/**"]).describe("globs of official test files, restored from the base"),
+        files: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1)).min(1).default(["tests/**"]).describe("globs of official test files, restored from the base"),
     }),
-    probes: zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
-        path: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1).describe("folder of the hidden probes, relative to the task folder"),
-        pattern: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1).default("probe_*.py"),
+    probes: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        path: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("folder of the hidden probes, relative to the task folder"),
+        pattern: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).default("probe_*.py"),
         command: command.default(["{python}", "{probe}"]),
         timeout: seconds.default(300),
-        gpus: zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig().int().min(0).max(64).optional(),
+        gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0).max(64).optional(),
     }),
-    limits: zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    limits: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
         wallClock: seconds.default(3600),
         memory: byteSize.default(8 * 2 ** 30),
         outputBytes: byteSize.default(16 * 2 ** 20),
@@ -25125,9 +25231,17 @@ const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej(
             .describe("GPU memory the job may hold at once, summed over its GPUs, above what they held when the phase began (read by nvidia-smi outside the sandbox); none: measured, not limited"),
     })
         .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
-    interfaces: zod__WEBPACK_IMPORTED_MODULE_1__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+    interfaces: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+    requirements: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
+    params: _probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .ProbeParamsSchema */ .wR.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
 })
     .superRefine((t, ctx) => {
+    const seen = new Set();
+    t.requirements.forEach((r, i) => {
+        if (seen.has(r.id))
+            ctx.addIssue({ code: "custom", path: ["requirements", i, "id"], message: `'${r.id}' is listed twice` });
+        seen.add(r.id);
+    });
     if (t.gpus > 0 && t.minRanks > t.gpus) {
         ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
     }
@@ -38113,10 +38227,11 @@ __nccwpck_require__.d(__webpack_exports__, {
   g1P: () => (/* binding */ record),
   rej: () => (/* binding */ strictObject),
   YjP: () => (/* binding */ string),
+  PVZ: () => (/* binding */ tuple),
   KCZ: () => (/* binding */ union)
 });
 
-// UNUSED EXPORTS: ZodAny, ZodBase64, ZodBase64URL, ZodBigInt, ZodBigIntFormat, ZodBoolean, ZodCIDRv4, ZodCIDRv6, ZodCUID, ZodCUID2, ZodCatch, ZodCodec, ZodCreditCard, ZodCustom, ZodCustomStringFormat, ZodDate, ZodDefault, ZodDiscriminatedUnion, ZodE164, ZodEmail, ZodEmoji, ZodEnum, ZodExactOptional, ZodFile, ZodFunction, ZodGUID, ZodIBAN, ZodIPv4, ZodIPv6, ZodISODate, ZodISODateTime, ZodISODuration, ZodISOTime, ZodInstanceOf, ZodIntersection, ZodJWT, ZodKSUID, ZodLazy, ZodLiteral, ZodMAC, ZodMap, ZodNaN, ZodNanoID, ZodNever, ZodNonOptional, ZodNull, ZodNumber, ZodNumberFormat, ZodPipe, ZodPrefault, ZodPreprocess, ZodPromise, ZodReadonly, ZodRecord, ZodSet, ZodString, ZodStringFormat, ZodSuccess, ZodSymbol, ZodTemplateLiteral, ZodTransform, ZodTuple, ZodType, ZodULID, ZodURL, ZodUUID, ZodUndefined, ZodUnion, ZodUnknown, ZodVoid, ZodXID, ZodXor, _ZodString, _default, _function, any, base64, base64url, bigint, catch, check, cidrv4, cidrv6, codec, creditCard, cuid, cuid2, currencyCode, custom, date, describe, discriminatedUnion, e164, email, emoji, exactOptional, file, float32, float64, function, guid, hash, hex, hostname, httpUrl, iban, instanceof, int, int32, int64, intersection, invertCodec, ipv4, ipv6, json, jwt, keyof, ksuid, lazy, looseObject, looseRecord, mac, map, meta, nan, nanoid, nativeEnum, never, nonoptional, null, nullable, nullish, optional, partialRecord, pipe, prefault, preprocess, promise, readonly, refine, set, stringFormat, stringbool, success, superRefine, symbol, templateLiteral, transform, tuple, uint32, uint64, ulid, undefined, unknown, url, uuid, uuidv4, uuidv6, uuidv7, void, xid, xor
+// UNUSED EXPORTS: ZodAny, ZodBase64, ZodBase64URL, ZodBigInt, ZodBigIntFormat, ZodBoolean, ZodCIDRv4, ZodCIDRv6, ZodCUID, ZodCUID2, ZodCatch, ZodCodec, ZodCreditCard, ZodCustom, ZodCustomStringFormat, ZodDate, ZodDefault, ZodDiscriminatedUnion, ZodE164, ZodEmail, ZodEmoji, ZodEnum, ZodExactOptional, ZodFile, ZodFunction, ZodGUID, ZodIBAN, ZodIPv4, ZodIPv6, ZodISODate, ZodISODateTime, ZodISODuration, ZodISOTime, ZodInstanceOf, ZodIntersection, ZodJWT, ZodKSUID, ZodLazy, ZodLiteral, ZodMAC, ZodMap, ZodNaN, ZodNanoID, ZodNever, ZodNonOptional, ZodNull, ZodNumber, ZodNumberFormat, ZodPipe, ZodPrefault, ZodPreprocess, ZodPromise, ZodReadonly, ZodRecord, ZodSet, ZodString, ZodStringFormat, ZodSuccess, ZodSymbol, ZodTemplateLiteral, ZodTransform, ZodTuple, ZodType, ZodULID, ZodURL, ZodUUID, ZodUndefined, ZodUnion, ZodUnknown, ZodVoid, ZodXID, ZodXor, _ZodString, _default, _function, any, base64, base64url, bigint, catch, check, cidrv4, cidrv6, codec, creditCard, cuid, cuid2, currencyCode, custom, date, describe, discriminatedUnion, e164, email, emoji, exactOptional, file, float32, float64, function, guid, hash, hex, hostname, httpUrl, iban, instanceof, int, int32, int64, intersection, invertCodec, ipv4, ipv6, json, jwt, keyof, ksuid, lazy, looseObject, looseRecord, mac, map, meta, nan, nanoid, nativeEnum, never, nonoptional, null, nullable, nullish, optional, partialRecord, pipe, prefault, preprocess, promise, readonly, refine, set, stringFormat, stringbool, success, superRefine, symbol, templateLiteral, transform, uint32, uint64, ulid, undefined, unknown, url, uuid, uuidv4, uuidv6, uuidv7, void, xid, xor
 
 // EXTERNAL MODULE: ./node_modules/zod/v4/core/core.js
 var core_core = __nccwpck_require__(8532);
@@ -41205,14 +41320,14 @@ const ZodTuple = /*@__PURE__*/ core_core/* $constructor */.xI("ZodTuple", (inst,
     },
 });
 function tuple(items, _paramsOrRest, _params) {
-    const hasRest = _paramsOrRest instanceof core.$ZodType;
+    const hasRest = _paramsOrRest instanceof core_schemas/* $ZodType */.W4;
     const params = hasRest ? _params : _paramsOrRest;
     const rest = hasRest ? _paramsOrRest : null;
     return new ZodTuple({
         type: "tuple",
         items: items,
         rest,
-        ...util.normalizeParams(params),
+        ...core_util/* normalizeParams */.A2(params),
     });
 }
 const ZodRecord = /*@__PURE__*/ core_core/* $constructor */.xI("ZodRecord", (inst, def) => {

@@ -1,0 +1,117 @@
+import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { getOctokit } from "@actions/github";
+import { renderCheckRun } from "../core/check-run-render.js";
+import { evaluationKey } from "../core/evaluation-key.js";
+import type { EvaluationResult } from "../core/result.js";
+import { evaluate } from "../engine/evaluate.js";
+import { InputError } from "../engine/errors.js";
+import { probeSetVersion } from "../engine/probe-set.js";
+import { signResult } from "../engine/sign.js";
+import { parseSubmission } from "../engine/submission.js";
+import { loadTask, type LoadedTask } from "../engine/task-load.js";
+import { KIT_DIR } from "../engine/package-paths.js";
+import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
+import type { GitHubClient } from "../github/client.js";
+import { progressPrinter } from "../engine/progress-lines.js";
+import { readPullRequestEvent, type PullRequestTarget } from "./pull-request-event.js";
+import type { ActionSettings } from "./settings.js";
+
+/** What the runner gives the Action besides its inputs: the workflow's environment and its log. */
+export interface ActionHost {
+  env: NodeJS.ProcessEnv;
+  info(text: string): void;
+  warning(text: string): void;
+  group<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** Called as soon as the check run exists, so the output is set even if the evaluation fails. */
+  checkRunCreated(id: number): void;
+}
+
+/** The use case's result: the (signed) result document, where it was written, and the check run. */
+export interface ActionOutcome {
+  result: EvaluationResult;
+  resultPath: string;
+  checkRunId: number | null;
+}
+
+function loadTaskFromInputs(s: ActionSettings): LoadedTask {
+  if (s.probes && !(existsSync(s.probes) && statSync(s.probes).isDirectory())) {
+    throw new InputError(`Input 'probes': folder ${resolve(s.probes)} does not exist on this runner`);
+  }
+  try {
+    return loadTask(s.task, s.probes);
+  } catch (e) {
+    if (e instanceof InputError) throw new InputError(`Input 'task': ${e.message}`);
+    throw e;
+  }
+}
+
+/** `owner/repo@sha` means a repository on this GitHub; anything else is a path, patch or git URL. */
+function submissionFrom(s: ActionSettings, env: NodeJS.ProcessEnv): string {
+  const text = s.submission ?? env.GITHUB_WORKSPACE ?? ".";
+  const short = /^([\w.-]+\/[\w.-]+)@([\w./-]+)$/.exec(text);
+  if (short && !existsSync(short[1] ?? "")) return `${env.GITHUB_SERVER_URL ?? "https://github.com"}/${short[1]}.git@${short[2]}`;
+  return text;
+}
+
+/**
+ * One evaluation as the Action runs it: the task and submission from the inputs, in standalone
+ * mode a check run (in progress, then completed with the result — or `neutral` with the error, so
+ * it is never left in progress), the engine, the signature, and the result file.
+ */
+export async function evaluateForAction(s: ActionSettings, host: ActionHost): Promise<ActionOutcome> {
+  const task = loadTaskFromInputs(s);
+  const submission = parseSubmission(submissionFrom(s, host.env));
+  let gh: GitHubClient | undefined;
+  let pr: PullRequestTarget | undefined;
+  let checkRunId: number | null = null;
+  if (s.mode === "standalone") {
+    pr = readPullRequestEvent(host.env.GITHUB_EVENT_NAME, host.env.GITHUB_EVENT_PATH);
+    gh = getOctokit(s["github-token"] ?? "", { request: { fetch: globalThis.fetch } });
+    const externalId = evaluationKey({ ...pr, task: task.spec.id, probeSet: probeSetVersion(task.probesDir) });
+    const created = await ensureCheckRun(gh, { ...pr, name: s["check-name"], externalId }, {
+      status: "in_progress",
+      title: "Running official tests and hidden probes",
+      summary: `Evaluating \`${task.spec.id}\` on ${host.env.RUNNER_NAME ?? "this runner"}.`,
+    });
+    checkRunId = created.id;
+    host.checkRunCreated(created.id);
+  }
+  try {
+    const result = await host.group(`probegate: ${task.spec.id}`, () =>
+      evaluate({
+        task,
+        submission,
+        kitDir: KIT_DIR,
+        python: s.python,
+        evaluationKey: s["evaluation-key"],
+        worldSize: s["world-size"],
+        gpus: s.gpus === "all" ? undefined : s.gpus === "none" ? [] : s.gpus.split(",").map(Number),
+        unsandboxed: s.unsandboxed,
+        // What probes print never reaches the log; the official tests are public and their output helps the author.
+        onEvent: progressPrinter((t) => process.stdout.write(t), { verbose: false }),
+      }),
+    );
+    const signed = s["signing-key"] ? signResult(result, s["signing-key"]) : result;
+    const resultPath = resolve(s["result-path"] ?? join(host.env.RUNNER_TEMP ?? tmpdir(), "probegate-result.json"));
+    mkdirSync(dirname(resultPath), { recursive: true });
+    writeFileSync(resultPath, `${JSON.stringify(signed, null, 2)}\n`);
+    if (gh && pr && checkRunId !== null) {
+      const requests = await completeCheckRun(gh, { owner: pr.owner, repo: pr.repo, checkRunId }, renderCheckRun(signed));
+      host.info(`check run ${checkRunId} completed in ${requests} request(s)`);
+    }
+    return { result: signed, resultPath, checkRunId };
+  } catch (e) {
+    if (gh && pr && checkRunId !== null) {
+      const id = checkRunId;
+      await completeCheckRun(gh, { owner: pr.owner, repo: pr.repo, checkRunId: id }, {
+        conclusion: "neutral",
+        title: "Evaluation error",
+        summary: `probegate could not evaluate this pull request: ${(e as Error).message}`,
+        annotations: [],
+      }).catch((err: Error) => host.warning(`could not complete check run ${id}: ${err.message}`));
+    }
+    throw e;
+  }
+}
