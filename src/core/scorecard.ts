@@ -7,7 +7,7 @@ import { rankByInterval } from "./scorecard-ranking.js";
 /** The verdicts in the order a scorecard shows them: best first. */
 export const VERDICT_ORDER: readonly Verdict[] = ["resolved", "probe-rejected", "official-failed", "error"];
 
-/** Which attempts a scorecard counts (the store picks them; see `countedAttempts`). */
+/** Which attempts a scorecard counts: each (repo, PR, task) group's first, its best, or every attempt. */
 export type ScorecardBasis = "first-attempt" | "best-of-n" | "all";
 
 /** Which attempts of which repositories a scorecard counts. */
@@ -226,6 +226,15 @@ class AgentTally {
 }
 
 /**
+ * Whether a basis counts this attempt: its group's first or best (group begun at or after `since`,
+ * ms), or with `all` any attempt finished at or after `since`. Pure.
+ */
+export function isCounted(f: ScorecardFact, basis: ScorecardBasis, since = -Infinity): boolean {
+  if (basis === "all") return f.finishedAt >= since;
+  return f.groupFirstAt >= since && (basis === "first-attempt" ? f.first : f.best);
+}
+
+/**
  * Folds facts into a scorecard one at a time, in memory bounded by the number of slices (not of
  * facts), so the store can stream a million rows through it. `basis` picks which attempts the
  * figures count; first-attempt and best-of-N are tallied whatever the basis. `since` keeps groups
@@ -249,9 +258,8 @@ export class ScorecardBuilder {
   }
 
   add(f: ScorecardFact): void {
-    const groupIn = f.groupFirstAt >= this.since;
-    const counted = this.basis === "all" ? f.finishedAt >= this.since : groupIn && (this.basis === "first-attempt" ? f.first : f.best);
-    const attempts = groupIn && (f.first || f.best);
+    const counted = isCounted(f, this.basis, this.since);
+    const attempts = f.groupFirstAt >= this.since && (f.first || f.best);
     if (!counted && !attempts) return;
     const name = f.agent ?? NO_AGENT;
     let agent = this.agents.get(name);
@@ -307,9 +315,9 @@ export function categoryMask(categories: Iterable<Category>): number {
   return m;
 }
 
-/** A rate as a whole percentage ("–" when there is nothing to divide). */
-export function percent(rate: number | null): string {
-  return rate === null ? "–" : `${Math.round(rate * 100)}%`;
+/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
+export function scopeOf(filter: ScorecardFilter): string {
+  return filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
 }
 
 const BASIS_WORDS: Record<ScorecardBasis, string> = {
