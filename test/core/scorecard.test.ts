@@ -23,7 +23,7 @@ const f = (agent: string | null, verdict: ScorecardFact["verdict"], over: Partia
   gpuSeconds: 120,
   ...over,
 });
-const many = (n: number, agent: string, verdict: ScorecardFact["verdict"], over: Partial<ScorecardFact> = {}) => Array.from({ length: n }, () => f(agent, verdict, over));
+const many = (n: number, agent: string | null, verdict: ScorecardFact["verdict"], over: Partial<ScorecardFact> = {}) => Array.from({ length: n }, () => f(agent, verdict, over));
 
 describe("wilsonInterval", () => {
   it("matches hand-computed 95% intervals, exact at 0 and at 100%", () => {
