@@ -16,6 +16,8 @@ export interface ScorecardRow {
 /** `counted` bits of scorecard_rows (migration 5): bit 0 the group's first attempt, bit 1 its best. */
 const FIRST = 1;
 const BEST = 2;
+/** verdict_rank (migration 5) back to the verdict. */
+const BY_RANK: readonly Verdict[] = ["error", "official-failed", "probe-rejected", "resolved"];
 
 /**
  * The WHERE clause and its parameters for a filter over scorecard_rows (columns prefixed by `p`).
@@ -49,9 +51,10 @@ function where(filter: ScorecardFilter, which: "counted" | "first-or-best", p = 
 export function scorecardOf(db: StoreDb, filter: ScorecardFilter): Scorecard {
   const builder = new ScorecardBuilder(filter.basis, filter.since);
   const w = where(filter, "first-or-best");
+  // Fewer, packed columns: crossing into JS costs per row and per value, the packing in SQL does not.
   const rows = db
     .prepare(
-      `SELECT agent, owner, repo, task, area, verdict, finished_at, group_first_at, counted, failed_mask, duration_s, gpu_seconds
+      `SELECT agent, owner, repo, task, area, verdict_rank | (counted << 2) | (failed_mask << 4), finished_at, group_first_at, duration_s, gpu_seconds
        FROM scorecard_rows ${w.sql}`,
     )
     .raw(true);
@@ -60,19 +63,20 @@ export function scorecardOf(db: StoreDb, filter: ScorecardFilter): Scorecard {
     first: false, best: false, failedMask: 0, durationS: null, gpuSeconds: null,
   };
   for (const r of rows.iterate(...w.params) as IterableIterator<unknown[]>) {
+    const packed = r[5] as number;
     fact.agent = r[0] as string | null;
     fact.owner = r[1] as string;
     fact.repo = r[2] as string;
     fact.task = r[3] as string;
     fact.area = r[4] as string | null;
-    fact.verdict = r[5] as Verdict;
+    fact.verdict = BY_RANK[packed & 3] as Verdict;
+    fact.first = (packed & (FIRST << 2)) !== 0;
+    fact.best = (packed & (BEST << 2)) !== 0;
+    fact.failedMask = packed >> 4;
     fact.finishedAt = r[6] as number;
     fact.groupFirstAt = r[7] as number;
-    fact.first = ((r[8] as number) & FIRST) !== 0;
-    fact.best = ((r[8] as number) & BEST) !== 0;
-    fact.failedMask = r[9] as number;
-    fact.durationS = r[10] as number | null;
-    fact.gpuSeconds = r[11] as number | null;
+    fact.durationS = r[8] as number | null;
+    fact.gpuSeconds = r[9] as number | null;
     builder.add(fact);
   }
   return builder.build();

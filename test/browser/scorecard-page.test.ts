@@ -90,7 +90,7 @@ describe("the HTML scorecard in a real Chromium", () => {
         return n;
       };
       const ids = ["ranking", "probe-rejection", "categories", "trend-resolved", "trend-evaluations"];
-      return { data: Object.fromEntries(ids.map((id) => [id, of(id)])), inked: Object.fromEntries(ids.map((id) => [id, inked(id)])) };
+      return { data: Object.fromEntries(ids.map((id) => [id, of(id)])) as Record<string, ReturnType<typeof of>>, inked: Object.fromEntries(ids.map((id) => [id, inked(id)])) };
     });
 
     // Ranking: resolved 7/10, 4/10, 0/20 with hand-computed 95% Wilson intervals; delta (3) is not drawn.
@@ -109,8 +109,8 @@ describe("the HTML scorecard in a real Chromium", () => {
         { label: "rate", data: [22.2, 50] },
       ],
     });
-    const cats = Object.fromEntries(charts.data.categories.datasets.map((d) => [d.label, d.data]));
-    expect(charts.data.categories.labels).toEqual(["alpha", "beta", "gamma", "delta"]);
+    const cats = Object.fromEntries(charts.data.categories!.datasets.map((d) => [d.label, d.data]));
+    expect(charts.data.categories!.labels).toEqual(["alpha", "beta", "gamma", "delta"]);
     expect(cats).toEqual({ structure: [0, 0, 0, 0], state: [0, 3, 0, 0], functional: [0, 0, 0, 0], memory: [2, 0, 0, 0], time: [0, 1, 0, 0], traffic: [1, 0, 0, 0] });
     // Weekly: alpha 4/5 then 3/5, beta 2/5 twice, gamma 0/10 twice, delta has fewer than 5 in any week.
     expect(charts.data["trend-resolved"]).toEqual({
@@ -122,7 +122,7 @@ describe("the HTML scorecard in a real Chromium", () => {
         { label: "delta", data: [null, null] },
       ],
     });
-    expect(charts.data["trend-evaluations"].datasets.map((d) => d.data)).toEqual([[5, 5], [5, 5], [10, 10], [0, 3]]);
+    expect(charts.data["trend-evaluations"]!.datasets.map((d) => d.data)).toEqual([[5, 5], [5, 5], [10, 10], [0, 3]]);
     for (const [id, n] of Object.entries(charts.inked)) expect(n, `chart ${id} drew nothing`).toBeGreaterThan(500);
 
     // Overlapping intervals share a rank; the ranking table says so and shows counts, never bare percentages under 5.
