@@ -17,7 +17,7 @@ import { KIT_DIR } from "../engine/package-paths.js";
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
 import type { GitHubClient } from "../github/client.js";
 import { progressPrinter } from "../engine/progress-lines.js";
-import { readPullRequestEvent, type PullRequestTarget } from "./pull-request-event.js";
+import { contextPath, pullRequestContext, readPullRequestEvent, type PullRequestTarget } from "./pull-request-event.js";
 import { readSettings, type ActionSettings } from "./settings.js";
 
 
@@ -93,6 +93,10 @@ export async function run(): Promise<void> {
     const resultPath = resolve(s["result-path"] ?? join(process.env.RUNNER_TEMP ?? tmpdir(), "probegate-result.json"));
     mkdirSync(dirname(resultPath), { recursive: true });
     writeFileSync(resultPath, `${JSON.stringify(signed, null, 2)}\n`);
+    if (pr && process.env.GITHUB_EVENT_PATH) {
+      const runUrl = process.env.GITHUB_RUN_ID ? `${process.env.GITHUB_SERVER_URL ?? "https://github.com"}/${process.env.GITHUB_REPOSITORY}/actions/runs/${process.env.GITHUB_RUN_ID}` : null;
+      writeFileSync(contextPath(resultPath), `${JSON.stringify(pullRequestContext(pr, process.env.GITHUB_EVENT_PATH, runUrl), null, 2)}\n`);
+    }
     writeOutputs(signed, resultPath);
     await core.summary.addRaw(renderSummary(signed), true).write();
     if (gh && pr && checkRunId !== undefined) {
