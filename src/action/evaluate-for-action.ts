@@ -15,7 +15,7 @@ import { KIT_DIR } from "../engine/package-paths.js";
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
 import type { GitHubClient } from "../github/client.js";
 import { progressPrinter } from "../engine/progress-lines.js";
-import { readPullRequestEvent, type PullRequestTarget } from "./pull-request-event.js";
+import { contextPath, pullRequestContext, readPullRequestEvent, type PullRequestTarget } from "./pull-request-event.js";
 import type { ActionSettings } from "./settings.js";
 
 /** What the runner gives the Action besides its inputs: the workflow's environment and its log. */
@@ -97,6 +97,11 @@ export async function evaluateForAction(s: ActionSettings, host: ActionHost): Pr
     const resultPath = resolve(s["result-path"] ?? join(host.env.RUNNER_TEMP ?? tmpdir(), "probegate-result.json"));
     mkdirSync(dirname(resultPath), { recursive: true });
     writeFileSync(resultPath, `${JSON.stringify(signed, null, 2)}\n`);
+    if (pr && host.env.GITHUB_EVENT_PATH) {
+      // The PR and its author beside the result, for scorecards built from result files alone.
+      const runUrl = host.env.GITHUB_RUN_ID ? `${host.env.GITHUB_SERVER_URL ?? "https://github.com"}/${host.env.GITHUB_REPOSITORY}/actions/runs/${host.env.GITHUB_RUN_ID}` : null;
+      writeFileSync(contextPath(resultPath), `${JSON.stringify(pullRequestContext(pr, host.env.GITHUB_EVENT_PATH, runUrl), null, 2)}\n`);
+    }
     if (gh && pr && checkRunId !== null) {
       const requests = await completeCheckRun(gh, { owner: pr.owner, repo: pr.repo, checkRunId }, renderCheckRun(signed));
       host.info(`check run ${checkRunId} completed in ${requests} request(s)`);

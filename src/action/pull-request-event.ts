@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { CONTEXT_SUFFIX, type ResultContext } from "../core/scorecard-results.js";
 
 export interface PullRequestTarget {
   owner: string;
@@ -24,4 +25,31 @@ export function readPullRequestEvent(eventName: string | undefined, eventPath: s
   const repo = payload.repository;
   if (!pr?.head?.sha || !repo?.owner?.login) throw new Error(`${eventPath}: not a pull_request payload (no pull_request.head.sha or repository.owner.login)`);
   return { owner: repo.owner.login, repo: repo.name, headSha: pr.head.sha, number: pr.number };
+}
+
+/**
+ * The sidecar a standalone run writes beside its result (`NAME.context.json`), so a scorecard
+ * built from result files knows the PR and its author: `probegate scorecard --results` detects the
+ * agent from `author` / `headRef` / `labels` as the app would (src/core/scorecard-results.ts).
+ */
+export function pullRequestContext(pr: PullRequestTarget, eventPath: string, runUrl: string | null): ResultContext {
+  const payload = JSON.parse(readFileSync(eventPath, "utf8")) as {
+    pull_request?: { user?: { login?: string; type?: string }; head?: { ref?: string }; labels?: Array<{ name?: string }> };
+  };
+  const p = payload.pull_request ?? {};
+  return {
+    repo: `${pr.owner}/${pr.repo}`,
+    pr: pr.number,
+    headSha: pr.headSha,
+    ...(p.user?.login ? { author: p.user.login } : {}),
+    ...(p.user?.type ? { authorType: p.user.type } : {}),
+    ...(p.head?.ref ? { headRef: p.head.ref } : {}),
+    labels: (p.labels ?? []).flatMap((l) => (l.name ? [l.name] : [])),
+    ...(runUrl ? { runUrl } : {}),
+  };
+}
+
+/** Where the sidecar of a result file goes: `probegate-result.json` → `probegate-result.context.json`. */
+export function contextPath(resultPath: string): string {
+  return `${resultPath.replace(/\.json$/, "")}${CONTEXT_SUFFIX}`;
 }

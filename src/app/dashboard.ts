@@ -1,8 +1,10 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { parseScorecardFilter, type ScorecardFilter } from "../core/scorecard.js";
+import { ChartLibraryMissingError, chartJsSource } from "../assets/chart-js.js";
+import { parseScorecardFilter, scopeOf, type ScorecardFilter } from "../core/scorecard.js";
+import { renderScorecardHtml } from "../core/scorecard-html.js";
 import type { StoreDb } from "../store/db.js";
-import { ChartLibraryMissingError, scopeOf, scorecardOf, scorecardPage } from "../store/scorecard-page.js";
+import { scorecardOf, scorecardView } from "../store/scorecard-rows.js";
 
 /** Where the scorecard dashboard is served. */
 export const DASHBOARD_PATH = "/probegate/scorecard";
@@ -12,6 +14,8 @@ export interface Dashboard {
   /** The password of HTTP Basic auth (any user name); null: the dashboard is off. */
   token: string | null;
   now?: () => Date;
+  /** Where the page's PR links point (GitHub Enterprise: its URL); default https://github.com. */
+  serverUrl?: string;
 }
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
@@ -67,10 +71,12 @@ export function handleDashboard(d: Dashboard, req: IncomingMessage, res: ServerR
   const now = d.now?.() ?? new Date();
   try {
     if (url.pathname.endsWith(".json")) {
-      send(res, 200, "application/json", `${JSON.stringify({ scope: scopeOf(filter), since: filter.since?.toISOString() ?? null, ...scorecardOf(d.db, filter) })}\n`);
+      send(res, 200, "application/json", `${JSON.stringify({ scope: scopeOf(filter), ...scorecardOf(d.db, filter) })}\n`);
     } else {
       // The page's only script is its own inline one: nothing may load from elsewhere.
-      send(res, 200, "text/html; charset=utf-8", scorecardPage(d.db, filter, now), {
+      const { card, drill } = scorecardView(d.db, filter);
+      const page = renderScorecardHtml(card, { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope: scopeOf(filter), drill, serverUrl: d.serverUrl });
+      send(res, 200, "text/html; charset=utf-8", page, {
         "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:",
       });
     }

@@ -183,7 +183,11 @@ async function stopRuns(gh: GitHubClient, deps: AppDeps, repo: RepoRef, ended: R
 
 /** Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button. */
 export async function finishWithResult(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, result: EvaluationResult): Promise<void> {
-  const done = transitionEvaluation(deps.db, e.key, "complete", { now: deps.now(), expectedVersion: e.version, patch: { verdict: result.verdict } });
+  const done = transitionEvaluation(deps.db, e.key, "complete", {
+    now: deps.now(),
+    expectedVersion: e.version,
+    patch: { verdict: result.verdict, area: result.task.area, durationS: result.durations.totalS, gpuSeconds: result.gpuSeconds },
+  });
   recordProbeFailures(deps.db, e.key, e.attempt, result.probes);
   if (done.checkRunId !== null) {
     const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;

@@ -53,7 +53,7 @@ export async function startServer(env: NodeJS.ProcessEnv = process.env, cwd = pr
   });
   const db = openStore(settings.dbFile);
   const probegate = createProbegate({ db, ...settings });
-  const server = await webhookServer(probot, probegate, env.WEBHOOK_PATH ?? WEBHOOK_PATH, { db, token: settings.dashboardToken });
+  const server = await webhookServer(probot, probegate, env.WEBHOOK_PATH ?? WEBHOOK_PATH, { db, token: settings.dashboardToken, ...(env.GHE_HOST ? { serverUrl: `${env.GHE_PROTOCOL ?? "https"}://${env.GHE_HOST}` } : {}) });
   const port = Number(env.PORT ?? 3000);
   const host = env.HOST ?? "0.0.0.0";
   await new Promise<void>((resolve, reject) => server.once("error", reject).listen(port, host, resolve));

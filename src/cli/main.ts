@@ -49,13 +49,17 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("-v, --verbose", "show what tests and probes print")
     .action(async (flags) => done(await demoCommand(flags, io)));
   p.command("scorecard")
-    .description("how each agent does, from the app's store: a table, JSON, markdown, or an HTML page with charts")
+    .description("how each agent does, from the app's store or a folder of result files: a table, JSON, markdown, or an HTML page with charts")
     .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
+    .option("--results <dir>", "score the result JSON files under this folder instead of a store (sidecars: NAME.context.json)")
+    .option("--key-env <name>", "with --results: count only results signed with the key in this variable (default: $PROBEGATE_SIGNING_KEY when set)")
     .addOption(new Option("--basis <basis>", "which attempts count per PR and task").choices(["first-attempt", "best-of-n", "all"]).default("first-attempt"))
     .option("--repo <owner[/name]>", "only this owner or repository")
     .option("--since <date>", "only PRs whose first attempt finished on or after this date (2026-11-01)")
     .addOption(new Option("--format <format>", "what to write").choices(["table", "json", "markdown", "html"]).default("table"))
     .option("--out <file>", "write to this file instead of stdout (for --format html: a page to open in a browser)")
+    .option("--server-url <url>", "where PR links in the HTML page point (default: $GITHUB_SERVER_URL, else https://github.com)")
+    .option("--strict", "with --results: exit 1 when any file was left out (unreadable, invalid, unsigned, duplicate)")
     .action(async (flags) => {
       // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
       const { scorecardCommand } = await import("./scorecard-command.js");

@@ -137,6 +137,10 @@ export interface TransitionPatch {
   verdict?: Verdict;
   /** Why the attempt ended, with `fail`, `time-out` or `supersede`. */
   error?: string;
+  /** With `complete`, for the scorecards: the task's area, the evaluation's wall-clock and GPU seconds. */
+  area?: string;
+  durationS?: number;
+  gpuSeconds?: number;
 }
 
 /**
@@ -190,7 +194,15 @@ export function transitionEvaluation(
       );
     if (info.changes !== 1) throw new StaleEvaluationError(key, expected);
     if (event === "complete" && patch.verdict) {
-      db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at) VALUES (?, ?, ?, ?)").run(key, current.attempt, patch.verdict, t);
+      db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
+        key,
+        current.attempt,
+        patch.verdict,
+        t,
+        patch.area ?? null,
+        patch.durationS ?? null,
+        patch.gpuSeconds ?? null,
+      );
     }
     const updated = getEvaluation(db, key);
     if (!updated) throw new UnknownEvaluationError(key);

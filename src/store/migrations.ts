@@ -171,4 +171,83 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
       ) STRICT;
     `,
   },
+  {
+    version: 5,
+    name: "scorecard rows: one narrow row per finished attempt, kept by triggers",
+    // A scorecard reads every finished attempt. Joining attempt_results to evaluations on the
+    // 64-character key and probe_failures per attempt costs more than the figures themselves, so
+    // each attempt gets one narrow row here with what the figures need: the group's first/best
+    // flags ('counted': bit 0 first attempt, bit 1 best of N, as summarizeAttempts decides; ties
+    // go to the row recorded first; the backfill records old rows in finishing order), when the group began, and failed probe categories as bits in
+    // CATEGORIES order (1 structure, 2 state, 4 functional, 8 memory, 16 time, 32 traffic).
+    // Triggers keep it in step with attempt_results and probe_failures, whoever writes them.
+    sql: `
+      ALTER TABLE attempt_results ADD COLUMN area TEXT;
+      ALTER TABLE attempt_results ADD COLUMN duration_s REAL;
+      ALTER TABLE attempt_results ADD COLUMN gpu_seconds REAL;
+
+      CREATE TABLE scorecard_rows (
+        id INTEGER PRIMARY KEY,
+        grp TEXT NOT NULL,
+        agent TEXT,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER,
+        task TEXT NOT NULL,
+        area TEXT,
+        verdict TEXT NOT NULL,
+        verdict_rank INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        finished_at INTEGER NOT NULL,
+        group_first_at INTEGER NOT NULL,
+        counted INTEGER NOT NULL DEFAULT 0,
+        failed_mask INTEGER NOT NULL DEFAULT 0,
+        duration_s REAL,
+        gpu_seconds REAL,
+        evaluation_key TEXT NOT NULL,
+        UNIQUE (evaluation_key, attempt)
+      ) STRICT;
+      CREATE INDEX scorecard_rows_grp ON scorecard_rows (grp);
+      CREATE INDEX scorecard_rows_agent ON scorecard_rows (agent, finished_at);
+
+      INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
+        SELECT r.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
+          e.agent, e.owner, e.repo, e.pr, e.task, r.area, r.verdict,
+          CASE r.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
+          r.attempt, r.finished_at, r.finished_at,
+          COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
+                    WHERE p.evaluation_key = r.evaluation_key AND p.attempt = r.attempt AND p.status = 'failed'), 0),
+          r.duration_s, r.gpu_seconds
+        FROM attempt_results r JOIN evaluations e ON e.key = r.evaluation_key
+        ORDER BY r.finished_at, r.attempt, r.evaluation_key;
+      UPDATE scorecard_rows SET group_first_at = w.first_at, counted = w.flags
+        FROM (SELECT id, MIN(finished_at) OVER (PARTITION BY grp) AS first_at,
+                (ROW_NUMBER() OVER (PARTITION BY grp ORDER BY finished_at, attempt, id) = 1)
+                | ((ROW_NUMBER() OVER (PARTITION BY grp ORDER BY verdict_rank DESC, finished_at, attempt, id) = 1) << 1) AS flags
+              FROM scorecard_rows) AS w
+        WHERE w.id = scorecard_rows.id;
+
+      CREATE TRIGGER scorecard_rows_of_attempt AFTER INSERT ON attempt_results BEGIN
+        INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
+          SELECT NEW.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
+            e.agent, e.owner, e.repo, e.pr, e.task, NEW.area, NEW.verdict,
+            CASE NEW.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
+            NEW.attempt, NEW.finished_at, NEW.finished_at,
+            COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
+                      WHERE p.evaluation_key = NEW.evaluation_key AND p.attempt = NEW.attempt AND p.status = 'failed'), 0),
+            NEW.duration_s, NEW.gpu_seconds
+          FROM evaluations e WHERE e.key = NEW.evaluation_key;
+        UPDATE scorecard_rows SET
+            group_first_at = (SELECT MIN(g.finished_at) FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp),
+            counted = (id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.finished_at, g.attempt, g.id LIMIT 1))
+              | ((id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.verdict_rank DESC, g.finished_at, g.attempt, g.id LIMIT 1)) << 1)
+          WHERE grp = (SELECT n.grp FROM scorecard_rows n WHERE n.evaluation_key = NEW.evaluation_key AND n.attempt = NEW.attempt);
+      END;
+
+      CREATE TRIGGER scorecard_rows_of_probe_failure AFTER INSERT ON probe_failures WHEN NEW.status = 'failed' BEGIN
+        UPDATE scorecard_rows SET failed_mask = failed_mask | CASE NEW.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END
+          WHERE evaluation_key = NEW.evaluation_key AND attempt = NEW.attempt;
+      END;
+    `,
+  },
 ];

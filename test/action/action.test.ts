@@ -119,6 +119,10 @@ describe("standalone mode", () => {
     expect(r.summary).toContain("✅ Resolved");
     expect(r.summary).toContain("| functional | 1 | 0 | 0 | 0 |");
     expect(EvaluationResultSchema.parse(JSON.parse(readFileSync(r.outputs["result-path"] as string, "utf8"))).verdict).toBe("resolved");
+    // The sidecar a results-folder scorecard reads: which PR, who wrote it.
+    const context = JSON.parse(readFileSync((r.outputs["result-path"] as string).replace(/\.json$/, ".context.json"), "utf8"));
+    const payload = JSON.parse(readFileSync(ev.path, "utf8"));
+    expect(context).toMatchObject({ repo: `${ev.owner}/${ev.repo}`, pr: payload.pull_request.number, headSha: ev.sha, author: payload.pull_request.user.login });
   });
 
   it("posts more than 50 annotations over several updates, and fails the step on probe-rejected", async () => {

@@ -52,9 +52,12 @@ describe("the scorecard dashboard route", () => {
     const html = await page.text();
     expect(html).toContain("Chart.js v4.5.1");
     expect(html).toContain("generated 2026-12-02T11:00:00.000Z");
+    // The drill-down links each evaluation to its PR.
+    expect(html).toContain('<a href="https://github.com/octo/gpu-lib/pull/1">octo/gpu-lib#1</a>');
     const json = await (await fetch(`${base}${DASHBOARD_PATH}.json?basis=all&repo=octo/gpu-lib`, { headers: { authorization: basic(TOKEN) } })).json();
     expect(json.scope).toBe("octo/gpu-lib");
-    expect(json.total.submissions).toBe(2);
+    expect(json.total.figures.evaluations).toBe(2);
+    expect(json.total.figures.probeRejection).toMatchObject({ k: 1, n: 2, fewerThanMin: true });
     expect(json.agents.map((a: { agent: string }) => a.agent)).toEqual(["claude", "codex"]);
   });
 

@@ -41,22 +41,26 @@ describe("probegate scorecard", () => {
   it("prints a table per agent with the share caught by probes", async () => {
     const r = await cli("scorecard", "--db", file);
     expect(r.code).toBe(0);
-    expect(r.out).toContain("all repositories: 4 submissions, 67% of official-test passes caught by probes");
-    expect(r.out).toMatch(/codex\s*│\s*2\s*│\s*0\s*│\s*2\s*│/);
+    expect(r.out).toContain("all repositories: 4 evaluations; probes rejected 2/3 (too few to rate) of official-test passes");
+    // rank, agent, evaluations, resolved, passed official, probe rejection: counts, never bare percentages under 5.
+    expect(r.out).toMatch(/–\s*│\s*codex\s*│\s*2\s*│\s*0\/2 n<5\s*│\s*2\/2 n<5\s*│\s*2\/2 n<5\s*│/);
   });
 
   it("counts first attempts or best-of-N, per repository, as asked", async () => {
     const first = JSON.parse((await cli("scorecard", "--db", file, "--format", "json")).out);
     const codexFirst = first.agents.find((x: { agent: string }) => x.agent === "codex");
-    expect(codexFirst.verdicts).toMatchObject({ resolved: 0, "probe-rejected": 2 });
-    expect(codexFirst.failedCategories).toMatchObject({ memory: 1, traffic: 1, state: 1 });
+    expect(codexFirst.figures.verdicts).toMatchObject({ resolved: 0, "probe-rejected": 2 });
+    expect(codexFirst.figures.failedCategories).toMatchObject({ memory: 1, traffic: 1, state: 1 });
+    // PR 1 failed probes first and was resolved on the rerun: first attempt 0/2, best of N 1/2, on any basis.
+    expect(codexFirst.figures.firstAttempt).toMatchObject({ k: 0, n: 2 });
+    expect(codexFirst.figures.bestOfN).toMatchObject({ k: 1, n: 2 });
     const best = JSON.parse((await cli("scorecard", "--db", file, "--format", "json", "--basis", "best-of-n")).out);
-    expect(best.agents.find((x: { agent: string }) => x.agent === "codex").verdicts).toMatchObject({ resolved: 1, "probe-rejected": 1 });
+    expect(best.agents.find((x: { agent: string }) => x.agent === "codex").figures.verdicts).toMatchObject({ resolved: 1, "probe-rejected": 1 });
     const one = JSON.parse((await cli("scorecard", "--db", file, "--format", "json", "--repo", "octo/other-repo")).out);
     expect(one.scope).toBe("octo/other-repo");
-    expect(one.total.submissions).toBe(1);
+    expect(one.total.figures.evaluations).toBe(1);
     const since = JSON.parse((await cli("scorecard", "--db", file, "--format", "json", "--since", at(15).toISOString())).out);
-    expect(since.total.submissions).toBe(2);
+    expect(since.total.figures.evaluations).toBe(2);
   });
 
   it("writes a self-contained HTML page with Chart.js inlined", async () => {
@@ -67,7 +71,8 @@ describe("probegate scorecard", () => {
     const html = readFileSync(out, "utf8");
     expect(html).toContain("Chart.js v4.5.1");
     expect(html).not.toMatch(/<script[^>]+src=/); // nothing fetched from the network
-    expect(html).toContain("<strong>67%</strong> of the submissions that passed every official test");
+    expect(html).toContain("Hidden probes rejected <strong>2/3 (too few to rate)</strong> of the submissions that passed every official test");
+    expect(html).toContain('<a href="https://github.com/octo/gpu-lib/pull/1">octo/gpu-lib#1</a>');
   });
 
   it("rejects a missing store, a bad repository, a bad date and a missing output folder, writing nothing", async () => {

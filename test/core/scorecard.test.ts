@@ -1,99 +1,171 @@
 import { describe, expect, it } from "vitest";
-import { buildScorecard, NO_AGENT, percent, renderScorecardMarkdown, type CountedAttempt } from "../../src/core/scorecard.js";
-import { chartData, escapeHtml, renderScorecardHtml, scriptJson } from "../../src/core/scorecard-html.js";
+import { MedianSketch, EXACT_LIMIT } from "../../src/core/median-sketch.js";
+import { buildScorecard, categoryMask, NO_AGENT, parseScorecardFilter, UNKNOWN_AREA, weekOf, type ScorecardFact } from "../../src/core/scorecard.js";
+import { formatRate, rateOf, wilsonInterval } from "../../src/core/wilson.js";
 
-const a = (agent: string | null, verdict: CountedAttempt["verdict"], failedCategories: CountedAttempt["failedCategories"] = [], task = "sharded-optimizer"): CountedAttempt => ({
+const DAY = 86_400_000;
+const MON = Date.UTC(2026, 10, 30); // Monday 2026-11-30
+
+/** One finished attempt that is its group's only one (first and best), unless told otherwise. */
+const f = (agent: string | null, verdict: ScorecardFact["verdict"], over: Partial<ScorecardFact> = {}): ScorecardFact => ({
   agent,
-  task,
+  owner: "octo",
+  repo: "gpu-lib",
+  task: "sharded-optimizer",
+  area: "training",
   verdict,
-  failedCategories,
+  finishedAt: MON + DAY,
+  groupFirstAt: over.finishedAt ?? MON + DAY,
+  first: true,
+  best: true,
+  failedMask: 0,
+  durationS: 60,
+  gpuSeconds: 120,
+  ...over,
+});
+const many = (n: number, agent: string | null, verdict: ScorecardFact["verdict"], over: Partial<ScorecardFact> = {}) => Array.from({ length: n }, () => f(agent, verdict, over));
+
+describe("wilsonInterval", () => {
+  it("matches hand-computed 95% intervals, exact at 0 and at 100%", () => {
+    // 0/10: upper end (z²/2n + z·√(z²/4n²)) / (1 + z²/n) = 0.2775; 10/10 mirrors it.
+    expect(wilsonInterval(0, 10)).toEqual({ low: 0, high: expect.closeTo(0.2775, 4) });
+    expect(wilsonInterval(10, 10)).toEqual({ low: expect.closeTo(0.7225, 4), high: 1 });
+    const half = wilsonInterval(5, 10);
+    expect(half.low).toBeCloseTo(0.2366, 4);
+    expect(half.high).toBeCloseTo(0.7634, 4);
+    expect(wilsonInterval(1, 1)).toEqual({ low: expect.closeTo(0.2065, 4), high: 1 });
+    expect(() => wilsonInterval(3, 2)).toThrow(/0 <= k <= n/);
+  });
+
+  it("shows a rate over fewer than 5 as a count, never a bare percentage", () => {
+    expect(formatRate(rateOf(2, 3))).toBe("2/3 (too few to rate)");
+    expect(formatRate(rateOf(2, 3), { compact: true })).toBe("2/3 n<5");
+    expect(formatRate(rateOf(0, 0))).toBe("–");
+    expect(formatRate(rateOf(5, 10))).toBe("50% (5/10, 95% CI 24–76%)");
+    expect(formatRate(rateOf(0, 10), { compact: true })).toBe("0% [0–28] 0/10");
+  });
+});
+
+describe("MedianSketch", () => {
+  it("is exact while small and within 0.5% once it buckets", () => {
+    const s = new MedianSketch();
+    expect(s.median()).toBeNull();
+    for (const x of [5, 1, 3, 2]) s.add(x);
+    expect(s.median()).toBe(2.5);
+    expect(s.exact).toBe(true);
+    const big = new MedianSketch();
+    for (let i = 1; i <= EXACT_LIMIT * 5 + 1; i++) big.add(i / 10);
+    expect(big.exact).toBe(false);
+    const truth = (EXACT_LIMIT * 5 + 2) / 20;
+    expect(Math.abs((big.median() as number) - truth) / truth).toBeLessThan(0.005);
+  });
 });
 
 describe("buildScorecard", () => {
-  const attempts = [
-    a("codex", "resolved"),
-    a("codex", "probe-rejected", ["memory", "memory", "traffic"]),
-    a("codex", "probe-rejected", ["state"], "paged-kv-cache"),
-    a("codex", "official-failed"),
-    a("claude", "resolved"),
-    a("claude", "resolved", [], "paged-kv-cache"),
-    a("claude", "error"),
-    a(null, "probe-rejected", ["time"]),
-  ];
-  const card = buildScorecard(attempts, "first-attempt");
-
-  it("computes per-agent counts and rates, leaving errors out of the resolved rate", () => {
-    const codex = card.agents.find((x) => x.agent === "codex")!;
-    expect(codex.submissions).toBe(4);
-    expect(codex.verdicts).toEqual({ resolved: 1, "probe-rejected": 2, "official-failed": 1, error: 0 });
-    expect(codex.resolvedRate).toBeCloseTo(1 / 4);
-    expect(codex.passedOfficial).toBe(3);
-    expect(codex.caughtRate).toBeCloseTo(2 / 3);
-    // A category counts once per submission, however many of its checks failed.
-    expect(codex.failedCategories).toMatchObject({ memory: 1, traffic: 1, state: 1, time: 0 });
-    expect(codex.tasks["paged-kv-cache"]).toEqual({ resolved: 0, "probe-rejected": 1, "official-failed": 0, error: 0 });
-    const claude = card.agents.find((x) => x.agent === "claude")!;
-    expect(claude.resolvedRate).toBe(1); // 2 resolved of 2 judged; the error judged nothing
-    expect(claude.caughtRate).toBe(0);
+  it("has nothing to rate on empty data", () => {
+    const card = buildScorecard([], "first-attempt");
+    expect(card.agents).toEqual([]);
+    expect(card.total.figures.evaluations).toBe(0);
+    expect(card.total.figures.resolved).toEqual({ k: 0, n: 0, rate: null, low: null, high: null, fewerThanMin: true });
+    expect(card.total.figures.medianDurationS).toBeNull();
+    expect(card.keys).toEqual({ repository: [], task: [], area: [], week: [] });
   });
 
-  it("orders agents by resolved rate and puts PRs without an agent last", () => {
-    expect(card.agents.map((x) => x.agent)).toEqual(["claude", "codex", NO_AGENT]);
-    expect(card.total.submissions).toBe(8);
-    expect(card.total.caughtRate).toBeCloseTo(3 / 6);
-    expect(card.tasks).toEqual(["paged-kv-cache", "sharded-optimizer"]);
+  it("computes every figure of one agent from a hand-counted fixture", () => {
+    const memory = categoryMask(["memory"]);
+    const facts = [
+      ...many(3, "codex", "resolved", { durationS: 10, gpuSeconds: 60 }),
+      f("codex", "probe-rejected", { failedMask: memory | categoryMask(["traffic"]), durationS: 20, gpuSeconds: 120 }),
+      f("codex", "probe-rejected", { failedMask: memory, durationS: 40, gpuSeconds: 0, task: "paged-kv-cache", area: "inference" }),
+      f("codex", "official-failed", { durationS: 30, gpuSeconds: 60, finishedAt: MON + 8 * DAY }),
+      f("codex", "error", { durationS: null, gpuSeconds: null }),
+    ];
+    const card = buildScorecard(facts, "first-attempt");
+    expect(card.agents.map((a) => a.agent)).toEqual(["codex"]);
+    const c = card.agents[0]!.figures;
+    expect(c.evaluations).toBe(7);
+    expect(c.verdicts).toEqual({ resolved: 3, "probe-rejected": 2, "official-failed": 1, error: 1 });
+    // Judged: 6 (the error judged nothing). Passed official: 5. Caught by probes: 2 of those 5.
+    expect(c.resolved).toMatchObject({ k: 3, n: 6, rate: 0.5 });
+    expect(c.officialPass).toMatchObject({ k: 5, n: 6 });
+    expect(c.probeRejection).toMatchObject({ k: 2, n: 5, rate: 0.4, fewerThanMin: false });
+    expect(c.probeRejection.low).toBeCloseTo(0.1176, 4);
+    expect(c.probeRejection.high).toBeCloseTo(0.7693, 4);
+    expect(c.failedCategories).toEqual({ structure: 0, state: 0, functional: 0, memory: 2, time: 0, traffic: 1 });
+    // Durations 10, 10, 10, 20, 40, 30: median of six = (10 + 20) / 2; GPU 60·3 + 120 + 0 + 60 s.
+    expect(c.medianDurationS).toBe(15);
+    expect(c.timed).toBe(6);
+    expect(c.gpuMinutes).toBe(6);
+    const byTask = Object.fromEntries(card.agents[0]!.by.task.map((s) => [s.key, s.figures.evaluations]));
+    expect(byTask).toEqual({ "paged-kv-cache": 1, "sharded-optimizer": 6 });
+    expect(card.agents[0]!.by.area.map((s) => s.key)).toEqual(["inference", "training"]);
+    expect(card.agents[0]!.by.week.map((s) => [s.key, s.figures.evaluations])).toEqual([
+      ["2026-11-30", 6],
+      ["2026-12-07", 1],
+    ]);
+    expect(card.agents[0]!.by.repository.map((s) => s.key)).toEqual(["octo/gpu-lib"]);
+    expect(card.agents[0]!.rank).toBe(1);
+    expect(card.total.figures).toEqual(c);
   });
 
-  it("has no rates to give when nothing was judged or passed", () => {
-    const only = buildScorecard([a("x", "error")], "all");
-    expect(only.agents[0]?.resolvedRate).toBeNull();
-    expect(only.agents[0]?.caughtRate).toBeNull();
-    expect(percent(null)).toBe("–");
-    expect(buildScorecard([], "all").total.submissions).toBe(0);
+  it("does not rank apart agents whose intervals overlap, even through a third", () => {
+    const facts = [
+      ...many(9, "a", "resolved"), ...many(1, "a", "official-failed"), // 90% [60–98]
+      ...many(6, "b", "resolved"), ...many(4, "b", "official-failed"), // 60% [31–83]
+      ...many(20, "c", "official-failed"), // 0% [0–16]: overlaps neither
+      ...many(1, "d", "resolved"), // 1 judged: listed, not ranked
+      ...many(5, null, "resolved"),
+    ];
+    const card = buildScorecard(facts, "all");
+    expect(card.agents.map((x) => [x.agent, x.rank, x.tiedWith])).toEqual([
+      ["a", 1, ["b"]],
+      ["b", 1, ["a"]],
+      ["c", 2, []],
+      ["d", null, []],
+      [NO_AGENT, null, []],
+    ]);
+    // A chain: e overlaps f, f overlaps g, e is clear of g: one tier.
+    const chain = buildScorecard([...many(10, "e", "resolved"), ...many(7, "f", "resolved"), ...many(3, "f", "official-failed"), ...many(4, "g", "resolved"), ...many(6, "g", "official-failed")], "all");
+    const e = chain.agents.find((x) => x.agent === "e")!.figures.resolved;
+    const g = chain.agents.find((x) => x.agent === "g")!.figures.resolved;
+    expect(e.low!).toBeGreaterThan(g.high!);
+    expect(chain.agents.map((x) => x.rank)).toEqual([1, 1, 1]);
   });
 
-  it("renders a markdown table with a total row, escaping pipes in names", () => {
-    const md = renderScorecardMarkdown(buildScorecard([...attempts, a("evil|agent", "resolved")], "best-of-n"));
-    expect(md).toContain("best attempt per PR and task");
-    expect(md).toContain("| codex | 4 | 1 | 2 | 1 | 0 | 25% | 67% | state 1, memory 1, traffic 1 |");
-    expect(md).toContain("evil\\|agent");
-    expect(md.trim().split("\n").at(-1)).toMatch(/^\| \*\*all agents\*\* \| \*\*9\*\*/);
-  });
-});
-
-describe("renderScorecardHtml", () => {
-  const hostile = buildScorecard([a('<img src=x onerror="alert(1)">', "probe-rejected", ["memory"]), a("codex</script><script>alert(2)</script>", "resolved")], "first-attempt");
-  const html = renderScorecardHtml(hostile, { chartJs: "window.Chart = function () {};", title: "t", generatedAt: "2026-12-02T00:00:00.000Z", scope: "octo/<repo>" });
-
-  it("escapes every name from the store, in markup and in the chart data", () => {
-    expect(html).not.toContain("<img src=x");
-    expect(html).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;");
-    expect(html).not.toContain("</script><script>alert(2)");
-    expect(html).toContain("octo/&lt;repo&gt;");
-    expect(scriptJson({ s: "</script>" })).toBe('{"s":"\\u003c/script\\u003e"}');
-    expect(escapeHtml(`a&b"'`)).toBe("a&amp;b&quot;&#39;");
-  });
-
-  it("embeds the chart library, the data and one canvas per chart", () => {
-    expect(html).toContain("window.Chart = function () {};");
-    expect(html.match(/<canvas id="(verdicts|caught|categories)"/g)).toHaveLength(3);
-    const data = JSON.parse(/<script type="application\/json" id="scorecard-data">(.*?)<\/script>/s.exec(html)![1]!);
-    expect(data.labels).toHaveLength(2);
-    // Verdict shares of each agent add up to 100%.
-    for (let i = 0; i < data.labels.length; i++) expect(data.verdicts.reduce((s: number, d: { data: number[] }) => s + d.data[i]!, 0)).toBeCloseTo(100);
+  it("counts reruns by basis, and first attempt against best-of-N whatever the basis", () => {
+    // One PR: official-failed first, then resolved on a rerun. Another: resolved at once.
+    const rerun = [
+      f("codex", "official-failed", { first: true, best: false, finishedAt: MON, groupFirstAt: MON }),
+      f("codex", "resolved", { first: false, best: true, finishedAt: MON + DAY, groupFirstAt: MON }),
+    ];
+    const once = f("codex", "resolved", { finishedAt: MON + 2 * DAY });
+    for (const basis of ["first-attempt", "best-of-n", "all"] as const) {
+      const card = buildScorecard([...rerun, once], basis);
+      const c = card.agents[0]!.figures;
+      expect(c.firstAttempt).toMatchObject({ k: 1, n: 2 });
+      expect(c.bestOfN).toMatchObject({ k: 2, n: 2 });
+      expect(c.evaluations).toBe(basis === "all" ? 3 : 2);
+      expect(c.verdicts.resolved).toBe(basis === "first-attempt" ? 1 : 2);
+    }
+    // `since` keeps groups whose first attempt is inside the window: the rerun's group began before it.
+    const late = buildScorecard([...rerun, once], "best-of-n", new Date(MON + DAY / 2));
+    expect(late.agents[0]!.figures.evaluations).toBe(1);
+    expect(late.since).toBe(new Date(MON + DAY / 2).toISOString());
+    expect(buildScorecard([...rerun, once], "all", new Date(MON + DAY / 2)).agents[0]!.figures.evaluations).toBe(2);
   });
 
-  it("says there is nothing to score on an empty store, with no charts", () => {
-    const empty = renderScorecardHtml(buildScorecard([], "first-attempt"), { chartJs: "", title: "t", generatedAt: "now", scope: "all" });
-    expect(empty).toContain("nothing to score yet");
-    expect(empty).not.toContain("<canvas");
-    expect(chartData(buildScorecard([], "all")).labels).toEqual([]);
+  it("names what was not recorded, and puts weeks on Mondays (UTC)", () => {
+    const card = buildScorecard([f("x", "resolved", { owner: null, repo: null, area: null })], "all");
+    expect(card.keys.repository).toEqual(["(unknown repository)"]);
+    expect(card.keys.area).toEqual([UNKNOWN_AREA]);
+    expect(weekOf(Date.UTC(2026, 11, 6, 23, 59))).toBe("2026-11-30"); // a Sunday
+    expect(weekOf(Date.UTC(2026, 11, 7))).toBe("2026-12-07");
+    expect(weekOf(Date.UTC(1969, 11, 31))).toBe("1969-12-29");
   });
 });
 
 describe("parseScorecardFilter", () => {
-  it("reads basis, owner/repo and since, and names the field that is wrong", async () => {
-    const { parseScorecardFilter } = await import("../../src/core/scorecard.js");
+  it("reads basis, owner/repo and since, and names the field that is wrong", () => {
     expect(parseScorecardFilter({})).toEqual({ ok: true, filter: { basis: "first-attempt" } });
     expect(parseScorecardFilter({ basis: "all", repo: "octo/gpu-lib", since: "2026-11-01" })).toEqual({
       ok: true,
