@@ -5,7 +5,7 @@ import { checksFromRun, failedTimeChecks, mergeRuns, needsAnotherRun, type Probe
 import type { LoadedTask } from "./task-load.js";
 import { HarnessError } from "./errors.js";
 import { isolationFor } from "./job-isolation.js";
-import { expandCommand, jobEnv, type JobContext } from "./job-env.js";
+import { expandCommand, jobEnv, jobPythonPath, type JobContext } from "./job-env.js";
 import { runCommand, type RunLimits } from "./run-command.js";
 
 export interface ProbePhaseContext extends JobContext {
@@ -81,11 +81,11 @@ export async function runProbes(
       const env = jobEnv(ctx, {
         PROBEGATE_RESULTS: results,
         PROBEGATE_PROBE_DIR: mounted,
-        PYTHONPATH: [ctx.workspace, kit, mounted].join(":"),
+        PYTHONPATH: jobPythonPath(ctx, kit, mounted),
       });
       const isolation = await isolationFor(ctx.isolation, {
         cwd: ctx.workspace,
-        readOnly: [kit, mounted],
+        readOnly: [kit, mounted, ...(ctx.setupDir ? [ctx.setupDir] : [])],
         readWrite: [ctx.workspace, env.HOME as string, results],
         readOnlyInside: [join(ctx.workspace, ".git")],
       });
