@@ -101,6 +101,8 @@ export async function taskImportCommand(flags: TaskImportFlags, io: { stdout: (s
     },
     (line) => io.stderr(`  ${line}\n`),
   );
+  // Staged beside the target (the same file system), so the three folders are moved into place whole.
+  mkdirSync(dirname(t.task), { recursive: true });
   const staging = mkdtempSync(join(dirname(t.task), `.import-${t.id}-`));
   try {
     const st = { task: join(staging, "task"), probes: join(staging, "probes"), examples: join(staging, "examples") };
