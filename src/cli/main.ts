@@ -57,6 +57,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .requiredOption("--pr-head <sha>", "the commit with the change (the PR's head or merge)")
     .requiredOption("--tests <globs...>", "the change's test files (paths or globs); the rest of the change is the submission's")
     .requiredOption("--out <dir>", "the new task folder, tasks/<id> of a task pack")
+    .option("--exclude <strings...>", "leave out test ids holding any of these (tests this kind of runner cannot run); listed in import.yml")
     .option("--keep <globs...>", "more files of the base to keep in the snapshot (a LICENSE, data the tests read)")
     .option("--trace-imports", "keep the Python files the change and its tests import from the base (a static trace)")
     .addOption(new Option("--base-as <how>", "the base: a pruned snapshot in the task, or the git ref (with the PR's tests as overlay)").choices(["snapshot", "git"]).default("snapshot"))

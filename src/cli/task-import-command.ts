@@ -27,6 +27,7 @@ export interface TaskImportFlags {
   python?: string;
   timeout: string;
   worldSize: string;
+  exclude?: string[];
 }
 
 function positiveInt(v: string, flag: string, min = 0): number {
@@ -98,6 +99,7 @@ export async function taskImportCommand(flags: TaskImportFlags, io: { stdout: (s
       pytestPlugins: flags.pytestPlugin ?? [],
       timeoutS: positiveInt(flags.timeout, "--timeout", 1),
       worldSize: positiveInt(flags.worldSize, "--world-size", 1),
+      exclude: flags.exclude ?? [],
     },
     (line) => io.stderr(`  ${line}\n`),
   );

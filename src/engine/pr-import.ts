@@ -30,6 +30,8 @@ export interface PrImportRequest {
   pytestPlugins: string[];
   timeoutS: number;
   worldSize: number;
+  /** Test ids holding any of these strings are left out (tests this kind of runner cannot run, say). */
+  exclude: string[];
 }
 
 /** Everything a task folder is made from; nothing is written to the user's folders here. */
@@ -156,7 +158,12 @@ export async function importPullRequest(req: PrImportRequest, progress: (line: s
     if (after.outcomes.size === 0) {
       throw new InputError(`no test of ${pyTests.join(", ")} ran at head ${headSha} (pytest exit ${after.exitCode}); its output ends:\n${lastLines(after.log)}`);
     }
-    const classification = classifyTests(before.outcomes, after.outcomes);
+    const excluded = (id: string) => req.exclude.some((x) => id.includes(x));
+    const keepOnly = (m: Map<string, TestOutcome>) => new Map([...m].filter(([id]) => !excluded(id)));
+    const classification = classifyTests(keepOnly(before.outcomes), keepOnly(after.outcomes));
+    const dropped = [...after.outcomes.keys()].filter(excluded);
+    if (req.exclude.length && dropped.length === 0) throw new InputError(`--exclude: no test id holds ${req.exclude.map((x) => `'${x}'`).join(" or ")}.`, { field: "--exclude" });
+    classification.leftOut.push(...dropped.map((id) => ({ id, why: `excluded (--exclude): ${after.outcomes.get(id)} after the change` })));
     if (classification.failAfter.length) {
       const list = classification.failAfter.slice(0, 10).map((t) => `${t.id} (${t.outcome})`).join(", ");
       throw new InputError(`${classification.failAfter.length} test(s) do not pass after the change, at head ${headSha}: ${list}${classification.failAfter.length > 10 ? ", …" : ""}. A task needs tests that pass on the merged change; narrow --tests, or fix the runner (its output ends:\n${lastLines(after.log)})`);

@@ -146,6 +146,18 @@ describe("probegate task import", () => {
     expect(res.workspaceResets).toEqual([expect.objectContaining({ path: "pg_fixtures.py", action: "removed", why: expect.stringContaining("setup") })]);
   });
 
+  it("leaves out the test ids --exclude names, and says so in import.yml", async () => {
+    const pack = tmp("pg-import-pack-");
+    const r = await imp(pack, repo.fix, "--exclude", "test_neg");
+    expect(r.code).toBe(0);
+    const record = parse(readFileSync(join(pack, "tasks", "tiny-add", "import.yml"), "utf8"));
+    expect(record).toMatchObject({ fail_to_pass: ["tests/test_ops.py::test_add"], pass_to_pass: [] });
+    expect(record.left_out).toEqual([{ id: "tests/test_ops.py::test_neg", why: "excluded (--exclude): passed after the change" }]);
+    const none = await imp(tmp("pg-import-pack-"), repo.fix, "--exclude", "no_such_test");
+    expect(none.code).toBe(2);
+    expect(none.err).toContain("--exclude: no test id holds 'no_such_test'");
+  });
+
   it("refuses a SHA the repository lacks, naming it, and writes nothing", async () => {
     const pack = tmp("pg-import-pack-");
     const r = await cli("task", "import", "--repo", repo.dir, "--pr-base", "0123456789abcdef0123456789abcdef01234567", "--pr-head", repo.fix, "--tests", "tests/**", "--out", join(pack, "tasks", "tiny-add"));
