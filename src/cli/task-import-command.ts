@@ -100,6 +100,7 @@ export async function taskImportCommand(flags: TaskImportFlags, io: { stdout: (s
       timeoutS: positiveInt(flags.timeout, "--timeout", 1),
       worldSize: positiveInt(flags.worldSize, "--world-size", 1),
       exclude: flags.exclude ?? [],
+      prune: flags.baseAs === "snapshot",
     },
     (line) => io.stderr(`  ${line}\n`),
   );

@@ -32,6 +32,8 @@ export interface PrImportRequest {
   worldSize: number;
   /** Test ids holding any of these strings are left out (tests this kind of runner cannot run, say). */
   exclude: string[];
+  /** Run the tests in the pruned snapshot (what a snapshot task will run in), not the whole tree. */
+  prune: boolean;
 }
 
 /** Everything a task folder is made from; nothing is written to the user's folders here. */
@@ -147,13 +149,28 @@ export async function importPullRequest(req: PrImportRequest, progress: (line: s
         await execa("cp", ["-p", join(headTree, t), join(baseTree, t)]);
       }
     }
+    const snapshot = await snapshotPaths(req, baseTree, [...sources, ...tests], progress);
+    // A snapshot task runs its tests in the snapshot: so do these runs, which also proves the snapshot holds what they import.
+    let runBefore = baseTree;
+    let runAfter = headTree;
+    if (req.prune) {
+      runBefore = join(scratch, "pruned-before");
+      runAfter = join(scratch, "pruned-after");
+      for (const [from, to] of [[baseTree, runBefore], [headTree, runAfter]] as const) {
+        for (const p of new Set([...snapshot, ...(from === headTree ? sources : [])])) {
+          if (!existsSync(join(from, p))) continue;
+          mkdirSync(join(to, p, ".."), { recursive: true });
+          await execa("cp", ["-p", join(from, p), join(to, p)]);
+        }
+      }
+    }
     const runRoot = join(scratch, "runs");
     mkdirSync(runRoot);
     progress(`running ${pyTests.join(", ")} before the change (base ${shortB} + the PR's tests)`);
-    const before = await runTests(req, baseTree, runRoot, pyTests, `base ${shortB}`);
+    const before = await runTests(req, runBefore, runRoot, pyTests, `base ${shortB}`);
     progress(`  ${summarise(before.outcomes)}`);
     progress(`running ${pyTests.join(", ")} after the change (head ${shortH})`);
-    const after = await runTests(req, headTree, runRoot, pyTests, `head ${shortH}`);
+    const after = await runTests(req, runAfter, runRoot, pyTests, `head ${shortH}`);
     progress(`  ${summarise(after.outcomes)}`);
     if (after.outcomes.size === 0) {
       throw new InputError(`no test of ${pyTests.join(", ")} ran at head ${headSha} (pytest exit ${after.exitCode}); its output ends:\n${lastLines(after.log)}`);
@@ -171,7 +188,6 @@ export async function importPullRequest(req: PrImportRequest, progress: (line: s
     if (classification.failToPass.length === 0) {
       throw new InputError(`no test fails before the change: at base ${baseSha} with the PR's tests, ${classification.passToPass.join(", ") || "every test"} already pass${classification.passToPass.length === 1 ? "es" : ""}. A task needs at least one fail-to-pass test; name the tests the change makes pass (--tests).`);
     }
-    const snapshot = await snapshotPaths(req, baseTree, [...sources, ...tests], progress);
     return { baseSha, headSha, subject, message, tests, sources, referencePatch: referencePatch.endsWith("\n") ? referencePatch : `${referencePatch}\n`, snapshot, classification, baseTree, headTree, dispose };
   } catch (e) {
     dispose();
