@@ -7,6 +7,9 @@ export type TestOutcome = "passed" | "failed" | "error" | "skipped";
  */
 export function nodeId(tc: { classname: string; name: string }, testFiles: readonly string[]): string {
   const byLength = [...testFiles].sort((a, b) => b.length - a.length);
+  // A file that could not be collected: pytest reports it with no classname and the module as name.
+  const uncollected = tc.classname === "" ? byLength.find((f) => f.replace(/\.py$/, "").split("/").join(".") === tc.name) : undefined;
+  if (uncollected) return uncollected;
   for (const file of byLength) {
     const dotted = file.replace(/\.py$/, "").split("/").join(".");
     if (tc.classname === dotted || tc.classname.startsWith(`${dotted}.`)) {
@@ -32,8 +35,9 @@ export interface TestClassification {
 /** Sorts every test into fail-to-pass, pass-to-pass, failing after, or left out (skipped). */
 export function classifyTests(before: ReadonlyMap<string, TestOutcome>, after: ReadonlyMap<string, TestOutcome>): TestClassification {
   const out: TestClassification = { failToPass: [], passToPass: [], failAfter: [], leftOut: [] };
-  const ids = [...new Set([...after.keys(), ...before.keys()])];
-  for (const id of ids) {
+  // A report entry only before the change (a test it removes, or a file that could not be collected) is in neither set.
+  for (const [id, b] of before) if (!after.has(id)) out.leftOut.push({ id, why: `only in the report before the change (${b} there)` });
+  for (const id of after.keys()) {
     const a = after.get(id);
     const b = before.get(id);
     if (a === "skipped") out.leftOut.push({ id, why: "skipped after the change" });

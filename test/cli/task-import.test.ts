@@ -19,7 +19,7 @@ const TEST_NEG = "from calc.ops import neg\n\n\ndef test_neg():\n    assert neg(
 const TEST_BOTH = `from calc.ops import add, neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n\n\ndef test_add():\n    assert add(2, 3) == 5\n`;
 
 /** A small repository: base, a good fix, and three bad changes branching from it. */
-function makeRepo(): { dir: string; base: string; fix: string; noFail: string; failsAfter: string; withSetup: string } {
+function makeRepo(): { dir: string; base: string; fix: string; noFail: string; failsAfter: string; withSetup: string; newModule: string } {
   const dir = tmp("pg-import-repo-");
   const g = (...args: string[]) => execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: dir, encoding: "utf8" }).trim();
   const put = (path: string, text: string) => {
@@ -56,8 +56,14 @@ function makeRepo(): { dir: string; base: string; fix: string; noFail: string; f
   put("calc/ops.py", OPS_FIXED);
   put("tests/test_ops.py", `from calc.ops import add\n\n\ndef test_add_two(two):\n    assert add(two, two) == 4\n`);
   const withSetup = commit("Fix add (tested with a fixture from the runner's plugin)");
+  // A new module with its new test file (which cannot even be collected before the change), and an edit to the old test.
+  g("checkout", "-q", base);
+  put("calc/mul.py", "def mul(a, b):\n    return a * b\n");
+  put("tests/test_mul.py", "from calc.mul import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n");
+  put("tests/test_ops.py", `${TEST_NEG}\n\ndef test_neg_neg():\n    assert neg(neg(3)) == 3\n`);
+  const newModule = commit("Add mul");
   g("checkout", "-q", "main");
-  return { dir, base, fix, noFail, failsAfter, withSetup };
+  return { dir, base, fix, noFail, failsAfter, withSetup, newModule };
 }
 
 /** Files under a pack, so a test can say nothing was written. */
@@ -156,6 +162,20 @@ describe("probegate task import", () => {
     const none = await imp(tmp("pg-import-pack-"), repo.fix, "--exclude", "no_such_test");
     expect(none.code).toBe(2);
     expect(none.err).toContain("--exclude: no test id holds 'no_such_test'");
+  });
+
+  it("keeps running the other test files when one cannot be collected before the change", async () => {
+    const pack = tmp("pg-import-pack-");
+    // Without --trace-imports the snapshot lacks calc/ops.py, which tests/test_ops.py imports: the import says so.
+    const pruned = await imp(tmp("pg-import-pack-"), repo.newModule);
+    expect(pruned.code).toBe(2);
+    expect(pruned.err).toContain("do not pass after the change, at head");
+    expect(pruned.err).toContain("tests/test_ops.py (error)");
+    const r = await imp(pack, repo.newModule, "--trace-imports");
+    expect(r.code).toBe(0);
+    const record = parse(readFileSync(join(pack, "tasks", "tiny-add", "import.yml"), "utf8"));
+    expect(record.fail_to_pass).toEqual(["tests/test_mul.py::test_mul"]);
+    expect(record.pass_to_pass).toEqual(["tests/test_ops.py::test_neg", "tests/test_ops.py::test_neg_neg"]);
   });
 
   it("refuses a SHA the repository lacks, naming it, and writes nothing", async () => {
