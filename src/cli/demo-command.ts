@@ -59,7 +59,7 @@ export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) =>
   const cases = demoCases(root, flags.task);
   const outDir = resolve(flags.outDir);
   io.stderr(`probegate demo: ${cases.length} example submissions of ${new Set(cases.map((c) => c.task.spec.id)).size} tasks; reports go to ${outDir}\n`);
-  const rows: Array<{ c: DemoCase; result: EvaluationResult; diffs: string[] }> = [];
+  const rows: Array<{ c: DemoCase; result: EvaluationResult; diffs: string[]; skipped: string | null }> = [];
   for (const [i, c] of cases.entries()) {
     const name = basename(c.patch).replace(/\.(patch|diff)$/, "");
     io.stderr(`\n[${i + 1}/${cases.length}] ${c.task.spec.id} / ${name}\n`);
@@ -74,12 +74,14 @@ export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) =>
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(result, null, 2)}\n`);
     writeFileSync(join(dir, `${name}.md`), `${renderSummary(result)}\n`);
-    const diffs = compareToExpectation(result, c.expectation);
-    io.stderr(`  → ${result.verdict}${diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
-    rows.push({ c, result, diffs });
+    // A task this runner cannot run (requires: unmet) is reported as skipped, by name, never as a pass or a failure.
+    const skipped = result.error?.phase === "requires" ? result.error.message : null;
+    const diffs = skipped ? [] : compareToExpectation(result, c.expectation);
+    io.stderr(`  → ${result.verdict}${skipped ? "  – skipped: the runner lacks what the task requires" : diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
+    rows.push({ c, result, diffs, skipped });
   }
   const table = new Table({ head: ["task", "submission", "verdict", "failed probe categories", "expected", "time", ""], style: { head: [], border: [] } });
-  for (const { c, result, diffs } of rows) {
+  for (const { c, result, diffs, skipped } of rows) {
     table.push([
       c.task.spec.id,
       basename(c.patch),
@@ -87,13 +89,18 @@ export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) =>
       failedCategories(result).join(", "),
       c.expectation.verdict + (c.expectation.failedCategories.length ? ` [${c.expectation.failedCategories.join(", ")}]` : ""),
       formatSeconds(result.durations.totalS),
-      diffs.length ? "✗" : "✓",
+      skipped ? "skipped" : diffs.length ? "✗" : "✓",
     ]);
   }
   io.stdout(`\n${table.toString()}\n`);
   const caught = rows.filter((r) => r.result.verdict === "probe-rejected" && r.result.official?.passed).length;
   const wrong = rows.filter((r) => r.diffs.length).length;
-  io.stdout(`${rows.length - wrong} of ${rows.length} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes.\n`);
+  const skipped = rows.filter((r) => r.skipped);
+  const judged = rows.length - skipped.length;
+  io.stdout(`${judged - wrong} of ${judged} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes.\n`);
+  for (const [task, why] of new Map(skipped.map((r) => [r.c.task.spec.id, r.skipped as string]))) {
+    io.stdout(`skipped ${skipped.filter((r) => r.c.task.spec.id === task).length} examples of ${task} (not counted): ${why}\n`);
+  }
   const index = rows.map(({ c, result }) => `| ${c.task.spec.id} | [${basename(c.patch)}](${c.task.spec.id}/${basename(c.patch).replace(/\.(patch|diff)$/, "")}.md) | ${result.verdict} | ${failedCategories(result).join(", ")} |`);
   writeFileSync(join(outDir, "index.md"), `# probegate demo\n\n| task | submission | verdict | failed categories |\n|---|---|---|---|\n${index.join("\n")}\n`);
   return wrong ? 1 : 0;

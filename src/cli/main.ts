@@ -3,6 +3,7 @@ import { InputError } from "../engine/errors.js";
 import { demoCommand } from "./demo-command.js";
 import { evalCommand } from "./eval-command.js";
 import { schemaCommand } from "./schema-command.js";
+import { taskImportCommand } from "./task-import-command.js";
 import { validateCommand } from "./validate-command.js";
 import { verifyCommand } from "./verify-command.js";
 
@@ -48,6 +49,31 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
     .option("-v, --verbose", "show what tests and probes print")
     .action(async (flags) => done(await demoCommand(flags, io)));
+  p.command("task")
+    .description("make and manage tasks")
+    .command("import")
+    .description("make a task folder from a real change: base, official fail-to-pass and pass-to-pass tests (found by running them), the change as reference submission, prompt and probe skeletons")
+    .requiredOption("--repo <dir|url>", "the repository (a git folder or a URL git can clone)")
+    .requiredOption("--pr-base <sha>", "the commit the change starts from (the PR's parent)")
+    .requiredOption("--pr-head <sha>", "the commit with the change (the PR's head or merge)")
+    .requiredOption("--tests <globs...>", "the change's test files (paths or globs); the rest of the change is the submission's")
+    .requiredOption("--out <dir>", "the new task folder, tasks/<id> of a task pack")
+    .option("--exclude <strings...>", "leave out test ids holding any of these (tests this kind of runner cannot run); listed in import.yml")
+    .option("--keep <globs...>", "more files of the base to keep in the snapshot (a LICENSE, data the tests read)")
+    .option("--trace-imports", "keep the Python files the change and its tests import from the base (a static trace)")
+    .addOption(new Option("--base-as <how>", "the base: a pruned snapshot in the task, or the git ref (with the PR's tests as overlay)").choices(["snapshot", "git"]).default("snapshot"))
+    .option("--title <text>", "the task's title (default: the head commit's subject)")
+    .addOption(new Option("--area <area>", "the task's area").choices(["training", "inference", "rl", "other"]).default("other"))
+    .option("--gpus <n>", "GPUs (ranks) the task wants on a GPU runner", "0")
+    .option("--setup <dir>", "judge-owned files beside the workspace, used for these runs and kept as the task's setup:")
+    .option("--pytest-plugin <modules...>", "modules of --setup loaded with pytest -p")
+    .option("--requires-torch <range>", "the task's requires.torch, like '>=2.1'")
+    .option("--requires-gpus <n>", "the task's requires.gpus")
+    .option("--requires-cuda", "the task's requires.cuda")
+    .option("--python <path>", "interpreter for the test runs (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .option("--world-size <n>", "PROBEGATE_WORLD_SIZE for the test runs", "1")
+    .option("--timeout <s>", "seconds per test run, and the task's official.timeout", "600")
+    .action(async (flags) => done(await taskImportCommand(flags, io)));
   p.command("scorecard")
     .description("how each agent does, from the app's store or a folder of result files: a table, JSON, markdown, or an HTML page with charts")
     .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")

@@ -5,6 +5,7 @@ import { InputError } from "../engine/errors.js";
 import { listProbes } from "../engine/probe-phase.js";
 import { probeFiles } from "../engine/probe-set.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
+import { SKELETON_MARK } from "./task-skeleton.js";
 
 /** A line of probe source long and specific enough that finding it in the prompt means a leak. */
 function distinctive(line: string): string | null {
@@ -30,10 +31,12 @@ export function validateTask(task: LoadedTask): string[] {
   for (const name of task.spec.interfaces) {
     if (!prompt.includes(name)) problems.push(`${task.file}: interfaces: '${name}' is called by the probes but never named in ${relative(task.dir, task.promptFile)}`);
   }
+  if (prompt.includes(SKELETON_MARK)) problems.push(`${task.promptFile}: still the skeleton probegate task import wrote (${SKELETON_MARK}); write the prompt, then delete that line`);
   const probes = listProbes(task.probesDir, task.spec.probes.pattern);
   if (probes.length === 0) problems.push(`${task.file}: probes: no file in ${task.probesDir} matches '${task.spec.probes.pattern}'`);
   for (const file of probeFiles(task.probesDir)) {
     if (!/\.(py|sh|txt|ya?ml|json)$/.test(file)) continue;
+    if (readFileSync(file, "utf8").includes(SKELETON_MARK)) problems.push(`${file}: still the probe skeleton probegate task import wrote (${SKELETON_MARK}); write the probe`);
     readFileSync(file, "utf8")
       .split("\n")
       .forEach((line, i) => {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { parseByteSize } from "./sizes.js";
 import { ProbeParamsSchema } from "./probe-params.js";
+import { RequiresSchema, SetupSchema } from "./task-environment.js";
 
 /** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
 export const ID_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
@@ -40,6 +41,7 @@ export const BaseSchema = z.union([
       repo: z.string().min(1).describe("git URL or path of the repository"),
       ref: z.string().min(1).describe("branch, tag or commit"),
     }),
+    overlay: z.string().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
   }),
 ]);
 
@@ -83,6 +85,8 @@ export const TaskSpecSchema = z
     interfaces: z.array(z.string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
     requirements: z.array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
+    setup: SetupSchema.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    requires: RequiresSchema.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
   })
   .superRefine((t, ctx) => {
     const seen = new Set<string>();

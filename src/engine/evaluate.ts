@@ -5,6 +5,7 @@ import { EvaluationResultSchema, RESULT_SCHEMA_VERSION, type EvaluationResult, t
 import type { ProbeCheck } from "../core/probe-outcome.js";
 import { formatBytes } from "../core/sizes.js";
 import { decideVerdict } from "../core/verdict.js";
+import { unmetRequirements } from "../core/task-environment.js";
 import type { LoadedTask } from "./task-load.js";
 import { describeSubmission, type SubmissionSource } from "./submission.js";
 import { HarnessError, InputError } from "./errors.js";
@@ -80,6 +81,7 @@ function jobContext(ws: Workspace, opts: EvaluateOptions, gpus: GpuInfo[], isola
     worldSize,
     cudaVisibleDevices: assigned.map((g) => g.index).join(","),
     threadsPerRank: Math.max(1, Math.floor(cpus().length / worldSize)),
+    setupDir: ws.setupDir,
   };
 }
 
@@ -182,6 +184,11 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     [py, gpus, support] = await hostFacts;
     if (support && !support.ok) {
       throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+    }
+    const usableGpus = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)).length : gpus.length;
+    const unmet = unmetRequirements(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: usableGpus });
+    if (unmet.length) {
+      throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
     }
     const python = py.executable;
     const plan = planIsolation({ support, bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups, processes, diskBytes });

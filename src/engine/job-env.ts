@@ -14,6 +14,13 @@ export interface JobContext {
   cudaVisibleDevices: string;
   threadsPerRank: number;
   isolation: IsolationPlan;
+  /** The task's setup files beside the workspace, first on PYTHONPATH (null or absent: none). */
+  setupDir?: string | null;
+}
+
+/** PYTHONPATH of a job: the task's setup files first (the submission cannot shadow them), then the workspace, then `more`. */
+export function jobPythonPath(ctx: JobContext, ...more: string[]): string {
+  return [ctx.setupDir, ctx.workspace, ...more].filter((p): p is string => Boolean(p)).join(":");
 }
 
 /**
@@ -54,7 +61,7 @@ export function jobEnv(ctx: JobContext, extra: Record<string, string> = {}): Rec
     PROBEGATE_WORKSPACE: ctx.workspace,
     PROBEGATE_BACKEND: ctx.backend,
     PROBEGATE_WORLD_SIZE: String(ctx.worldSize),
-    PYTHONPATH: ctx.workspace,
+    PYTHONPATH: jobPythonPath(ctx),
     ...extra,
   };
 }

@@ -37,15 +37,20 @@ export function pytestSection(text: string): string {
  *
  * @param changed paths (posix, relative) that differ from the base, with their content now and in
  *   the base (null where the file does not exist)
+ * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
  */
-export function planJudgeReset(changed: readonly ChangedFile[], officialGlobs: readonly string[]): ResetAction[] {
+export function planJudgeReset(changed: readonly ChangedFile[], officialGlobs: readonly string[], setupModules: readonly string[] = []): ResetAction[] {
+  const reserved = new Set(setupModules);
   const isOfficial = picomatch(officialGlobs as string[], { dot: true });
   const actions: ResetAction[] = [];
   for (const { path, content, baseContent } of changed) {
     const name = posix.basename(path);
     const base = baseContent !== null;
     const put = (why: string) => actions.push({ path, action: base ? "restored" : "removed", why });
-    if (isOfficial(path)) {
+    const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
+    if (reserved.has(top) && (base || content !== null)) {
+      put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
+    } else if (isOfficial(path)) {
       if (base || content !== null) put("official test files are restored from the base before the official tests run");
     } else if (name === "conftest.py") {
       if (base || content !== null) put("conftest.py is a test-time hook; only the task's own are kept");

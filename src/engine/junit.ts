@@ -6,6 +6,8 @@ export interface JunitReport {
   failing: FailingTest[];
   /** The `name` of every <testsuite>, outermost first. */
   suites: string[];
+  /** Every testcase and how it ended, in report order (task import tells fail-to-pass from pass-to-pass with it). */
+  cases: Array<{ classname: string; name: string; outcome: "passed" | "failed" | "error" | "skipped" }>;
 }
 
 type Node = Record<string, unknown>;
@@ -64,6 +66,7 @@ export function parseJunit(xml: string): JunitReport {
   const { cases, suites } = testcases(root);
   const counts = { total: cases.length, passed: 0, failed: 0, errors: 0, skipped: 0 };
   const failing: FailingTest[] = [];
+  const outcomes: JunitReport["cases"] = [];
   for (const tc of cases) {
     const name = String(tc.name ?? "");
     const classname = String(tc.classname ?? "");
@@ -77,8 +80,14 @@ export function parseJunit(xml: string): JunitReport {
       failing.push({ name, classname, file, line, kind, message: text(first).slice(0, 2000) });
       if (kind === "failure") counts.failed++;
       else counts.errors++;
-    } else if (((tc.skipped as unknown[] | undefined) ?? []).length) counts.skipped++;
-    else counts.passed++;
+      outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error" });
+    } else if (((tc.skipped as unknown[] | undefined) ?? []).length) {
+      counts.skipped++;
+      outcomes.push({ classname, name, outcome: "skipped" });
+    } else {
+      counts.passed++;
+      outcomes.push({ classname, name, outcome: "passed" });
+    }
   }
-  return { counts, failing, suites };
+  return { counts, failing, suites, cases: outcomes };
 }

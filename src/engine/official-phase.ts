@@ -15,7 +15,7 @@ import { runCommand, type RunLimits } from "./run-command.js";
  */
 export function officialReason(
   run: { exitCode: number | null; limit: string | null },
-  report: JunitReport | null,
+  report: Omit<JunitReport, "cases"> | null,
   reportError: string | null,
   expectedSuite: string | null = null,
 ): string | null {
@@ -55,10 +55,11 @@ export async function runOfficial(
   const junit = join(reportDir, "junit.xml");
   const argv = expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace });
   const suite = runsPytest(argv) ? `probegate-${randomBytes(12).toString("hex")}` : null;
-  const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}` } : {});
+  const plugins = suite ? (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("") : "";
+  const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {});
   const isolation = await isolationFor(ctx.isolation, {
     cwd: ctx.workspace,
-    readOnly: [],
+    readOnly: ctx.setupDir ? [ctx.setupDir] : [],
     readWrite: [ctx.workspace, env.HOME as string, reportDir],
     readOnlyInside: [join(ctx.workspace, ".git")],
   });

@@ -6,7 +6,7 @@ import type { DrawnParams } from "../core/probe-params.js";
 import type { LoadedTask } from "./task-load.js";
 import { HarnessError } from "./errors.js";
 import { isolationFor } from "./job-isolation.js";
-import { expandCommand, jobEnv, type JobContext } from "./job-env.js";
+import { expandCommand, jobEnv, jobPythonPath, type JobContext } from "./job-env.js";
 import { runCommand, type RunLimits } from "./run-command.js";
 
 export interface ProbePhaseContext extends JobContext {
@@ -86,11 +86,11 @@ export async function runProbes(
         PROBEGATE_PROBE_DIR: mounted,
         PROBEGATE_SEED: String(ctx.params.seed),
         PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
-        PYTHONPATH: [ctx.workspace, kit, mounted].join(":"),
+        PYTHONPATH: jobPythonPath(ctx, kit, mounted),
       });
       const isolation = await isolationFor(ctx.isolation, {
         cwd: ctx.workspace,
-        readOnly: [kit, mounted],
+        readOnly: [kit, mounted, ...(ctx.setupDir ? [ctx.setupDir] : [])],
         readWrite: [ctx.workspace, env.HOME as string, results],
         readOnlyInside: [join(ctx.workspace, ".git")],
       });

@@ -11,8 +11,10 @@ export interface LoadedTask {
   file: string;
   promptFile: string;
   /** The base as a folder, or a git repository and ref to export it from. */
-  base: { kind: "folder"; path: string } | { kind: "git"; repo: string; ref: string };
+  base: { kind: "folder"; path: string } | { kind: "git"; repo: string; ref: string; overlay: string | null };
   probesDir: string;
+  /** The task's `setup:` folder, if it has one. */
+  setupDir: string | null;
 }
 
 function mustExist(path: string, kind: "file" | "dir", file: string, field: string, line: number | undefined): void {
@@ -44,7 +46,12 @@ export function loadTask(dirOrFile: string, probesOverride?: string): LoadedTask
     base = { kind: "folder", path };
   } else {
     const repo = /^[a-z]+:\/\//.test(spec.base.git.repo) ? spec.base.git.repo : resolve(dir, spec.base.git.repo);
-    base = { kind: "git", repo, ref: spec.base.git.ref };
+    let overlay: string | null = null;
+    if (spec.base.overlay) {
+      overlay = resolve(dir, spec.base.overlay);
+      mustExist(overlay, "dir", file, "base.overlay", lineOf(src, ["base", "overlay"]));
+    }
+    base = { kind: "git", repo, ref: spec.base.git.ref, overlay };
   }
   const probesDir = probesOverride ? resolve(probesOverride) : resolve(dir, spec.probes.path);
   if (probesOverride) {
@@ -54,5 +61,17 @@ export function loadTask(dirOrFile: string, probesOverride?: string): LoadedTask
   } else {
     mustExist(probesDir, "dir", file, "probes.path", lineOf(src, ["probes", "path"]));
   }
-  return { spec, dir, file, promptFile, base, probesDir };
+  let setupDir: string | null = null;
+  if (spec.setup) {
+    setupDir = resolve(dir, spec.setup.path);
+    mustExist(setupDir, "dir", file, "setup.path", lineOf(src, ["setup", "path"]));
+    for (const [i, plugin] of spec.setup.pytestPlugins.entries()) {
+      const rel = plugin.split(".").join("/");
+      if (!existsSync(join(setupDir, `${rel}.py`)) && !existsSync(join(setupDir, rel, "__init__.py"))) {
+        const line = lineOf(src, ["setup", "pytestPlugins", i]);
+        throw new InputError(`${file}${line ? `:${line}` : ""}: setup.pytestPlugins: module '${plugin}' is not in ${setupDir} (no ${rel}.py or ${rel}/__init__.py).`, { file, field: "setup.pytestPlugins", line });
+      }
+    }
+  }
+  return { spec, dir, file, promptFile, base, probesDir, setupDir };
 }

@@ -15,6 +15,8 @@ export interface Workspace {
   dir: string;
   /** Engine-owned folder outside the workspace (JUnit report, probe results). */
   judgeDir: string;
+  /** The task's setup files, copied beside the workspace (null: the task has none). */
+  setupDir: string | null;
   baseSha: string;
   submissionSha: string | null;
   resets: ResetAction[];
@@ -31,7 +33,8 @@ function emptyExceptGit(dir: string): void {
 async function applySubmission(ws: string, scratch: string, sub: SubmissionSource): Promise<string | null> {
   switch (sub.kind) {
     case "patch":
-      await git(ws, ["apply", "--whitespace=nowarn", sub.path], {
+      // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
+      await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
         onError: (stderr) => new InputError(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
       });
       return null;
@@ -56,7 +59,15 @@ async function changedPaths(ws: string): Promise<string[]> {
     .map((e) => e.slice(3));
 }
 
-async function resetJudge(ws: string, officialGlobs: readonly string[]): Promise<ResetAction[]> {
+/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
+function setupModules(setupDir: string | null): string[] {
+  if (!setupDir) return [];
+  return readdirSync(setupDir, { withFileTypes: true })
+    .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+    .map((e) => e.name.replace(/\.py$/, ""));
+}
+
+async function resetJudge(ws: string, officialGlobs: readonly string[], reserved: readonly string[] = []): Promise<ResetAction[]> {
   const changed: ChangedFile[] = [];
   for (const path of await changedPaths(ws)) {
     let content: string | null = null;
@@ -73,7 +84,7 @@ async function resetJudge(ws: string, officialGlobs: readonly string[]): Promise
     }
     changed.push({ path, content, baseContent });
   }
-  const actions = planJudgeReset(changed, officialGlobs);
+  const actions = planJudgeReset(changed, officialGlobs, reserved);
   for (const a of actions) {
     if (a.action === "removed") rmSync(join(ws, a.path), { force: true });
     else await git(ws, ["checkout", "HEAD", "--", a.path]);
@@ -87,7 +98,7 @@ async function resetJudge(ws: string, officialGlobs: readonly string[]): Promise
  * runs first in a probe process. Official test files are left as the tests left them.
  */
 export async function resetHooks(ws: Workspace): Promise<ResetAction[]> {
-  const actions = await resetJudge(ws.dir, []);
+  const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
   return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
 }
 
@@ -104,8 +115,15 @@ export async function createWorkspace(task: LoadedTask, sub: SubmissionSource): 
     const judgeDir = join(root, "judge");
     const scratch = join(root, "scratch");
     for (const d of [dir, judgeDir, scratch]) mkdirSync(d);
+    // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
+    const setupDir = task.setupDir ? join(root, "setup") : null;
+    if (task.setupDir && setupDir) cpSync(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
     if (task.base.kind === "folder") cpSync(task.base.path, dir, { recursive: true, filter: copyFilter });
-    else await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
+    else {
+      await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
+      // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
+      if (task.base.overlay) cpSync(task.base.overlay, dir, { recursive: true, filter: copyFilter });
+    }
     await git(dir, ["init", "--quiet", "--initial-branch=base"]);
     // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
     writeFileSync(join(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
@@ -113,9 +131,9 @@ export async function createWorkspace(task: LoadedTask, sub: SubmissionSource): 
     await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
     const baseSha = await git(dir, ["rev-parse", "HEAD"]);
     const submissionSha = await applySubmission(dir, scratch, sub);
-    const resets = await resetJudge(dir, task.spec.official.files);
+    const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
     rmSync(scratch, { recursive: true, force: true });
-    return { root, dir, judgeDir, baseSha, submissionSha, resets, dispose };
+    return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
   } catch (e) {
     dispose();
     throw e;

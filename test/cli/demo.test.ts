@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync, cpSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync, cpSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { demoCases, demoCommand } from "../../src/cli/demo-command.js";
@@ -55,5 +55,20 @@ describe("probegate demo", () => {
     expect(() => demoCases(root)).toThrow(/expected\.yml:2: 0\.verdict/);
     const missing = fixtureRoot("- submission: nothere.patch\n  verdict: resolved\n");
     expect(() => demoCases(missing)).toThrow(/submission 'nothere\.patch' does not exist/);
+  });
+});
+
+describe("probegate demo on a runner that lacks what a task requires", () => {
+  it("reports the task's examples as skipped, naming the requirement, and does not count them", async () => {
+    const root = fixtureRoot("- submission: reference.patch\n  verdict: resolved\n");
+    const spec = join(root, "tasks", "tiny-sum", "task.yml");
+    writeFileSync(spec, `${readFileSync(spec, "utf8")}requires:\n  torch: ">=99"\n  gpus: 64\n`);
+    let out = "";
+    let err = "";
+    const code = await demoCommand({ root, outDir: join(root, "out"), unsandboxed: false }, { stdout: (s) => (out += s), stderr: (s) => (err += s) });
+    expect(code).toBe(0);
+    expect(err).toContain("skipped: the runner lacks what the task requires");
+    expect(out).toContain("0 of 0 verdicts as expected");
+    expect(out).toMatch(/skipped 1 examples of tiny-sum \(not counted\): the runner lacks what task tiny-sum requires .*torch >=99 \(the runner has torch [^)]+\); gpus: 64 \(the runner gives the job 0 GPUs\)/);
   });
 });

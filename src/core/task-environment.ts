@@ -1,0 +1,87 @@
+import { z } from "zod";
+
+/** A comparator list such as ">=2.1", ">=2.1,<3" or "==2.11.0"; versions are dotted numbers. */
+export const VERSION_RANGE = /^\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*(,\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*)*$/;
+
+/**
+ * Files the engine puts beside the workspace for a task whose real repository needs them (a pytest
+ * plugin that maps the engine's rank settings onto the repository's, a compatibility shim). They
+ * are the judge's, not the submission's: outside the workspace, read-only in the sandbox, first on
+ * PYTHONPATH, and a workspace file of the same module name is removed before anything runs.
+ */
+export const SetupSchema = z.strictObject({
+  path: z.string().min(1).describe("folder of setup files, relative to the task folder; put on PYTHONPATH before the workspace"),
+  pytestPlugins: z
+    .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, "a Python module name, e.g. probegate_megatron"))
+    .default([])
+    .describe("modules of the setup folder loaded into the official pytest run with -p (no conftest.py needed)"),
+});
+export type TaskSetup = z.infer<typeof SetupSchema>;
+
+/**
+ * What the runner must have for the task to mean anything. A runner without it ends the
+ * evaluation in `error` naming the requirement and what the runner has, before any code runs:
+ * never a wrong verdict from a task that cannot run there.
+ */
+export const RequiresSchema = z
+  .strictObject({
+    torch: z.string().regex(VERSION_RANGE, "a version range such as \">=2.1\" or \">=2.1,<3\"").optional().describe("torch version range"),
+    gpus: z.number().int().min(1).max(64).optional().describe("NVIDIA GPUs the runner must give the job"),
+    cuda: z.boolean().optional().describe("torch must be a CUDA build and see a GPU"),
+  })
+  .default({});
+export type TaskRequires = z.infer<typeof RequiresSchema>;
+
+/** What the engine found on the runner. */
+export interface HostFacts {
+  torch: string | null;
+  cuda: string | null;
+  gpus: number;
+}
+
+function numbers(v: string): number[] {
+  return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
+}
+
+function compare(a: number[], b: number[]): number {
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    const d = (a[i] ?? 0) - (b[i] ?? 0);
+    if (d !== 0) return Math.sign(d);
+  }
+  return 0;
+}
+
+/** Whether `version` (e.g. "2.11.0+cu130") is in `range` (e.g. ">=2.1,<3"). */
+export function inVersionRange(version: string, range: string): boolean {
+  const v = numbers(version);
+  return range.split(",").every((part) => {
+    const m = /^\s*(>=|<=|==|!=|>|<)\s*([\d.]+)\s*$/.exec(part);
+    if (!m) return false;
+    const c = compare(v, numbers(m[2] as string));
+    switch (m[1]) {
+      case ">=": return c >= 0;
+      case "<=": return c <= 0;
+      case "==": return c === 0;
+      case "!=": return c !== 0;
+      case ">": return c > 0;
+      default: return c < 0;
+    }
+  });
+}
+
+/** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
+export function unmetRequirements(req: TaskRequires, host: HostFacts): string[] {
+  const unmet: string[] = [];
+  if (req.torch !== undefined) {
+    if (host.torch === null) unmet.push(`torch ${req.torch} (the runner's Python has no torch)`);
+    else if (!inVersionRange(host.torch, req.torch)) unmet.push(`torch ${req.torch} (the runner has torch ${host.torch})`);
+  }
+  if (req.cuda) {
+    if (host.cuda === null) unmet.push(`cuda: true (the runner's torch${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
+    else if (host.gpus === 0) unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
+  }
+  if (req.gpus !== undefined && host.gpus < req.gpus) {
+    unmet.push(`gpus: ${req.gpus} (the runner gives the job ${host.gpus} GPU${host.gpus === 1 ? "" : "s"})`);
+  }
+  return unmet;
+}

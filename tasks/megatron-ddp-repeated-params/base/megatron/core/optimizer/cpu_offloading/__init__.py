@@ -1,0 +1,2 @@
+# Copyright (c) 2025, NVIDIA CORPORATION. All rights reserved.
+from .hybrid_optimizer import HybridDeviceOptimizer

@@ -1,0 +1,1 @@
+# Copyright (c) 2025, NVIDIA CORPORATION.  All rights reserved.

@@ -1,0 +1,37 @@
+"""pytest plugin (the task's `setup:`): Megatron-LM's unit-test harness on probegate's ranks.
+
+Megatron runs its unit tests under torchrun, which sets WORLD_SIZE, LOCAL_RANK and MASTER_PORT; its
+tests/unit_tests/conftest.py (left out of this task: it downloads data sets and needs Transformer
+Engine) does the rest. probegate runs the official tests as one process on the GPU it gives the
+job, so this plugin sets what torchrun would for a world of one rank, on a port of this run's own,
+before the tests import tests/unit_tests/test_utilities.py (which reads them at import), and tears
+the process group down at the end so NCCL does not warn or hang at exit. It changes no Megatron
+code and no test.
+"""
+import os
+import socket
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pytest_configure(config):
+    # One process: the official tests are run as one rank (NCCL refuses two ranks on one GPU).
+    os.environ["WORLD_SIZE"] = "1"
+    os.environ["LOCAL_RANK"] = "0"
+    os.environ["RANK"] = "0"
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ["MASTER_PORT"] = str(_free_port())
+
+
+def pytest_unconfigure(config):
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:  # teardown must not turn a passing run into a failing one
+        pass
