@@ -81,7 +81,7 @@ export function validateCommand(dirs: string[], io: { stdout: (s: string) => voi
         bad++;
         io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n`);
       } else {
-        io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${task.spec.requirements.length} requirements checked, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
+        io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${task.spec.requirements.length} requirements named by probes, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
       }
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
