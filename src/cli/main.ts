@@ -32,6 +32,8 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--always-probe", "run the hidden probes even when the official tests fail")
     .option("--keep-workspace", "keep the evaluation folder for debugging")
     .option("--seed <n>", "seed of the probe parameters (a result's params.seed), to reproduce an evaluation; default: drawn fresh")
+    .option("--db <file>", "a store of known-good outcomes (the app's): read the result with its quarantined checks' failures as warnings, as the app does")
+    .option("--known-good", "with --db: record this run's checks as outcomes on a known-good submission (a canary run of the reference)")
     .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
     .option("--max-processes <n>", "processes (threads, where a cgroup counts them) one test or probe run may have (default 4096)")
     .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")

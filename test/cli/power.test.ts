@@ -111,3 +111,29 @@ describe("probegate validate: requirement coverage", () => {
     expect(r.err).toMatch(/probe_value\.py:1\d: names requirement 'inputs-unchanged', which .*task\.yml does not declare/);
   });
 });
+
+describe("probegate eval --db: the store's quarantine, as the app reads it", () => {
+  const sub = (name: string) => join(EXAMPLES, "tiny-power", `${name}.patch`);
+
+  it("records canary runs with --known-good; once a check failed known-good code twice its failures are warnings", async () => {
+    const db = join(tmp(), "store.sqlite");
+    const first = await cli("eval", "--task", POWER_TASK, "--submission", sub("reference"), "--db", db, "--known-good");
+    expect(first.code).toBe(1);
+    expect(first.err).toContain("recorded 4 checks of this run as known-good outcomes");
+    expect(first.err).not.toContain("quarantined");
+    const second = await cli("eval", "--task", POWER_TASK, "--submission", sub("reference"), "--db", db, "--known-good", "--format", "markdown");
+    expect(second.code).toBe(0);
+    expect(second.err).toContain("quarantined checks of this probe set: empty-none (failed 2 of last 2 known-good)");
+    expect(second.err).toContain("read with quarantined failures set aside as warnings: resolved (the result says probe-rejected)");
+    expect(second.out).toContain("| `empty-none` | functional | failed | 2 of last 2 |");
+    const flawed = await cli("eval", "--task", POWER_TASK, "--submission", sub("mutates-input"), "--db", db, "--format", "json");
+    expect(flawed.code).toBe(1);
+    expect(JSON.parse(flawed.out).verdict).toBe("probe-rejected");
+  }, 60_000);
+
+  it("refuses --known-good without a store", async () => {
+    const r = await cli("eval", "--task", POWER_TASK, "--submission", sub("reference"), "--known-good");
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("--known-good records the run in a store: pass --db <file> too.");
+  });
+});
