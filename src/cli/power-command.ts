@@ -136,7 +136,7 @@ export async function powerCommand(dirs: string[], flags: PowerFlags, io: Io): P
   } finally {
     db?.close();
   }
-  if (flags.format === "json") io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined })), null, 2)}\n`);
+  if (flags.format === "json") io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined, matrix: powerMatrix(r.report) })), null, 2)}\n`);
   io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation\n`);
   return failed ? 1 : 0;
 }
