@@ -237,16 +237,18 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args):
         if left < 30:
             return task, "no time left"
         t0 = time.time()
+        progress = log / f"power-{task}-{stamp}.stderr"  # written as it goes: `tail -f` shows which run is evaluating
         try:
-            r = subprocess.run([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(n), "--jobs", str(per_task),
-                                "--format", "json", *power_args], capture_output=True, text=True, timeout=None if left == float("inf") else left)
+            with progress.open("w") as err:
+                r = subprocess.run([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(n), "--jobs", str(per_task),
+                                    "--format", "json", *power_args], stdout=subprocess.PIPE, stderr=err, text=True,
+                                   timeout=None if left == float("inf") else left)
         except subprocess.TimeoutExpired:
             return task, f"cut off after {time.time() - t0:.0f}s (time limit); nothing recorded for this call"
-        (log / f"power-{task}-{stamp}.stderr").write_text(r.stderr)
         try:
             reports = json.loads(r.stdout)
         except json.JSONDecodeError:
-            return task, f"no report (exit {r.returncode}): {r.stderr.strip().splitlines()[-1:]}"
+            return task, f"no report (exit {r.returncode}): {progress.read_text().strip().splitlines()[-1:]}"
         for rep in reports:
             (log / f"power-{rep['task']}-{stamp}.json").write_text(json.dumps(rep, indent=1))
         return task, f"exit {r.returncode} in {time.time() - t0:.0f}s"
