@@ -10,8 +10,9 @@ C. verdict stability (with --repeats N): every example submission evaluated N ti
    `probegate eval`; the reference must pass every time, each flawed one must be caught every time.
 D. probe power (with --power N): per task, `probegate validate --power --runs N --format json`:
    the probes x submissions matrix, and false rejections over N runs of each correct submission
-   (reference and alternatives). Reports go to --power-log DIR as JSON; reports already there (an
-   earlier call) are merged in, so N runs can be spread over several calls with a time limit.
+   (reference and alternatives), every example once and then the correct ones round by round until
+   N or --seconds. Reports go to --power-log DIR as JSON; reports already there (an earlier call) are
+   merged in, so the runs can be spread over several calls with a time limit.
 Prints markdown tables for bench/RESULTS.md.
 """
 import argparse
@@ -207,6 +208,7 @@ def merge_reports(reports):
             acc["rejected"] += f["rejected"]
             acc["byCheck"].update(f["byCheck"])
     findings = {(f["level"], f["message"]) for rep in reports for f in rep["findings"]}
+    findings |= {("error", p) for rep in reports for p in rep.get("staticProblems", [])}
     return {"task": first["task"], "columns": [columns[c] for c in cols], "rows": sorted(rows.values(), key=lambda r: (r["probe"], r["check"])),
             "falseRejections": list(falses.values()), "findings": sorted(findings), "calls": len(reports),
             "probeSets": sorted({rep.get("probeSet") or "mixed" for rep in reports})}
@@ -221,7 +223,7 @@ def cell_text(cell, runs):
     return ", ".join([f'{cell["failed"]}/{runs} failed'] + ([f'{cell["error"]} err'] if cell["error"] else []) + ([f'{cell["skipped"]} skip'] if cell["skipped"] else []))
 
 
-def power(n, node, tasks, jobs, log_dir, deadline, power_args):
+def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False, grace=150):
     """Runs `probegate validate --power` on every task at once (the jobs shared between them), keeps
     each JSON report in log_dir, and prints every task's merged matrix and false rejections."""
     from concurrent.futures import ThreadPoolExecutor
@@ -234,15 +236,17 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args):
 
     def one(task):
         left = deadline - time.time()
-        if left < 30:
+        if left < 1:
             return task, "no time left"
         t0 = time.time()
         progress = log / f"power-{task}-{stamp}.stderr"  # written as it goes: `tail -f` shows which run is evaluating
         try:
+            # validate starts no evaluation after --budget; those in flight get `grace` seconds to end.
+            budget = [] if left == float("inf") else ["--budget", str(max(1, int(left)))]
             with progress.open("w") as err:
                 r = subprocess.run([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(n), "--jobs", str(per_task),
-                                    "--format", "json", *power_args], stdout=subprocess.PIPE, stderr=err, text=True,
-                                   timeout=None if left == float("inf") else left)
+                                    "--format", "json", *budget, *power_args], stdout=subprocess.PIPE, stderr=err, text=True,
+                                   timeout=None if left == float("inf") else left + grace)
         except subprocess.TimeoutExpired:
             return task, f"cut off after {time.time() - t0:.0f}s (time limit); nothing recorded for this call"
         try:
@@ -254,9 +258,12 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args):
         return task, f"exit {r.returncode} in {time.time() - t0:.0f}s"
 
     print(f"\n### D. Probe power: `probegate validate --power --runs {n}` per task ({per_task} evaluations at a time per task, {len(tasks)} tasks at once)\n")
-    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
-        for task, status in pool.map(one, tasks):
-            print(f"- {task}: {status}")
+    if merge_only:
+        print(f"(no evaluations: the reports already in {log} merged)")
+    else:
+        with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+            for task, status in pool.map(one, tasks):
+                print(f"- {task}: {status}")
     covered = []
     for task in tasks:
         reps = [json.loads(f.read_text()) for f in sorted(log.glob(f"power-{task}-*.json"))]
@@ -289,8 +296,9 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args):
         print(f"\nvalidation: {'passes' if not errors else f'{len(errors)} problem(s)'}" + "".join(f"\n- ✗ {e}" for e in errors) + "".join(f"\n- ! {w}" for w in warnings), flush=True)
     if covered:
         least = min(covered, key=lambda x: x[2])
+        goal = f"goal {n} per call; " if n else ""
         print(f"\ncovered: {len(covered)} correct submissions of {len(tasks)} tasks, {least[2]}–{max(x[2] for x in covered)} runs each "
-              f"(goal {n} per call; fewest: {least[0]}/{least[1]}); {sum(x[2] for x in covered)} correct-submission runs in all")
+              f"({goal}fewest: {least[0]}/{least[1]}); {sum(x[2] for x in covered)} correct-submission runs in all")
 
 
 if __name__ == "__main__":
@@ -301,11 +309,13 @@ if __name__ == "__main__":
     ap.add_argument("--tasks", nargs="+", default=["sharded-optimizer", "paged-kv-cache", "weight-sync"])
     ap.add_argument("--jobs", type=int, default=1, help="evaluations at a time (C; D shares them between the tasks)")
     ap.add_argument("--log", help="JSON-lines log of evaluations (C); evaluations already in it are not re-run")
-    ap.add_argument("--seconds", type=float, default=float("inf"), help="start no evaluation after this many seconds (C); D stops a task's validate at this time")
+    ap.add_argument("--seconds", type=float, default=float("inf"), help="start no evaluation after this many seconds (C, D)")
     ap.add_argument("--skip-meters", action="store_true", help="only C and D")
     ap.add_argument("--eval-arg", action="append", default=[], help="extra argument for `probegate eval` (C)")
     ap.add_argument("--power", type=int, default=0, metavar="N", help="D: validate --power with N runs of each correct submission")
     ap.add_argument("--power-log", default="out/probe-power", help="D: folder of JSON reports (earlier ones are merged in)")
+    ap.add_argument("--power-grace", type=float, default=150, help="D: seconds the evaluations in flight at --seconds get to finish")
+    ap.add_argument("--power-merge-only", action="store_true", help="D: evaluate nothing, print the reports already in --power-log merged")
     ap.add_argument("--power-arg", action="append", default=[], help="extra argument for `probegate validate --power` (D), e.g. --power-arg=--unsandboxed")
     a = ap.parse_args()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
@@ -317,6 +327,6 @@ if __name__ == "__main__":
         print(f"\ntraffic exact: {exact}; worst GPU memory error: {worst / MIB:.3f} MiB")
     if a.repeats:
         repeats(a.repeats, a.node, a.tasks, a.jobs, a.log, a.eval_arg, t0 + a.seconds)
-    if a.power:
-        power(a.power, a.node, a.tasks, a.jobs, a.power_log, t0 + a.seconds, a.power_arg)
+    if a.power or a.power_merge_only:
+        power(a.power, a.node, a.tasks, a.jobs, a.power_log, t0 + a.seconds, a.power_arg, a.power_merge_only, a.power_grace)
     print(f"\n{time.time() - t0:.0f}s")

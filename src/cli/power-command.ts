@@ -20,6 +20,7 @@ export interface PowerFlags {
   format: string;
   seed?: string;
   jobs?: string;
+  budget?: string;
   unsandboxed?: boolean;
 }
 
@@ -66,14 +67,25 @@ async function powerOfTask(task: LoadedTask, flags: PowerFlags, io: Io, record: 
   const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
   const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
   const examples = taskExamples(task, examplesDir(task, flags.examples));
-  const plan: Planned[] = examples.flatMap((example, column) => {
-    const n = example.expectation.verdict === "resolved" ? runs : 1;
-    return Array.from({ length: n }, (_, run) => ({ example, column, run, runs: n }));
-  });
+  // Round by round: every example once, then the correct ones again, so a run cut short by
+  // --budget still covers every example and spreads the repeats evenly.
+  const plan: Planned[] = examples
+    .flatMap((example, column) => {
+      const n = example.expectation.verdict === "resolved" ? runs : 1;
+      return Array.from({ length: n }, (_, run) => ({ example, column, run, runs: n }));
+    })
+    .sort((a, b) => a.run - b.run || a.column - b.column);
+  const budget = flags.budget === undefined ? undefined : wholeNumber("--budget", flags.budget, 1, 1);
+  const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
+  let notStarted = 0;
   const results: EvaluationResult[][] = examples.map(() => []);
   io.stderr(`probegate validate --power ${task.spec.id}: ${examples.length} examples, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
   let finished = 0;
   await pool(plan, jobs, async (p, i) => {
+    if (Date.now() > deadline) {
+      notStarted++;
+      return;
+    }
     const name = basename(p.example.patch);
     const label = `${task.spec.id} / ${name}${p.runs > 1 ? ` run ${p.run + 1}/${p.runs}` : ""}`;
     io.stderr(`  [${i + 1}/${plan.length}] ${label} …\n`);
@@ -90,6 +102,7 @@ async function powerOfTask(task: LoadedTask, flags: PowerFlags, io: Io, record: 
     io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${formatSeconds(result.durations.totalS)}\n`);
     if (p.example.expectation.verdict === "resolved") record?.({ task, example: p.example, run: p.run, runs: p.runs, result });
   });
+  if (notStarted) io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);
   const inputs: PowerColumnInput[] = examples.map((example, c) => ({ submission: basename(example.patch), expectation: example.expectation, results: results[c] ?? [] }));
   return analysePower(task.spec.id, inputs, task.spec.requirements.map((r) => r.id));
 }

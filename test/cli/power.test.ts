@@ -34,13 +34,13 @@ function goodCopy(): { task: string; examples: string } {
 
 describe("probegate validate --power", () => {
   it("reports a probe that catches nothing, a probe that fails the reference, and a flaw no probe of its category catches; exit 1; --db records known-good runs", async () => {
-    // Evaluation i draws its parameters from seed 7 + i: first-three (the 6th) must see more than 3 items.
-    expect(drawParams({ n: { int: [1, 500] } }, 7 + 5).values.n).toBeGreaterThan(3);
+    // Evaluation i draws its parameters from seed 7 + i: first-three (the 4th: every example once, then the repeats) must see more than 3 items.
+    expect(drawParams({ n: { int: [1, 500] } }, 7 + 3).values.n).toBeGreaterThan(3);
     const db = join(tmp(), "store.sqlite");
     const r = await cli("validate", "--power", POWER_TASK, "--examples", EXAMPLES, "--runs", "2", "--seed", "7", "--db", db);
     expect(r.code).toBe(1);
     expect(r.err).toContain("tiny-power: 5 examples, 7 evaluations (2 per correct submission), 1 at a time");
-    expect(r.err).toMatch(/\[1\/7\] tiny-power \/ reference\.patch run 1\/2 …[\s\S]*\[7\/7 done\] tiny-power \/ slow\.patch → probe-rejected/);
+    expect(r.err).toMatch(/\[1\/7\] tiny-power \/ reference\.patch run 1\/2 …[\s\S]*\[5\/7\] tiny-power \/ slow\.patch …[\s\S]*\[7\/7 done\] tiny-power \/ alt-loop\.patch run 2\/2 → probe-rejected/);
     const line = (check: string) => r.out.split("\n").find((l) => l.includes(` ${check} `))?.split("│").map((c) => c.trim()).filter(Boolean);
     expect(line("total-callable")).toEqual(["probe_idle", "total-callable", "structure", "0/2 failed", "0/2 failed", "pass", "pass", "pass"]);
     expect(line("empty-none")).toEqual(["probe_strict", "empty-none", "functional", "2/2 failed", "2/2 failed", "FAIL", "FAIL", "FAIL"]);
@@ -81,6 +81,18 @@ describe("probegate validate --power", () => {
       { submission: "alt-loop.patch", runs: 1, rejected: 0, byCheck: {} },
     ]);
   }, 120_000);
+
+  it("starts no evaluation after --budget seconds and reports what ran", async () => {
+    const good = goodCopy();
+    const r = await cli("validate", "--power", good.task, "--examples", good.examples, "--runs", "20", "--budget", "1", "--format", "json");
+    expect(r.err).toMatch(/--budget of 1 s reached: \d+ of 42 evaluations not started; the report covers the \d+ that ran/);
+    const [report] = JSON.parse(r.out);
+    const ran = report.columns.reduce((n: number, c: { runs: number }) => n + c.runs, 0);
+    expect(ran).toBeGreaterThanOrEqual(1);
+    expect(ran).toBeLessThan(42);
+    // Round by round: the reference ran first.
+    expect(report.columns[0].runs).toBeGreaterThanOrEqual(1);
+  }, 60_000);
 
   it("refuses --power's flags without --power, and names a missing expected.yml", async () => {
     const misuse = await cli("validate", POWER_TASK, "--runs", "3");
