@@ -8,6 +8,11 @@ B. memory: peak_memory() of a known allocation vs its size (goal: within 1 MiB o
    figure is peak RSS growth, reported for reference);
 C. verdict stability (with --repeats N): every example submission evaluated N times through
    `probegate eval`; the reference must pass every time, each flawed one must be caught every time.
+D. probe power (with --power N): per task, `probegate validate --power --runs N --format json`:
+   the probes x submissions matrix, and false rejections over N runs of each correct submission
+   (reference and alternatives), every example once and then the correct ones round by round until
+   N or --seconds. Reports go to --power-log DIR as JSON; reports already there (an earlier call) are
+   merged in, so the runs can be spread over several calls with a time limit.
 Prints markdown tables for bench/RESULTS.md.
 """
 import argparse
@@ -175,17 +180,143 @@ def repeats(n, node, tasks, jobs, log_path, eval_args, deadline):
         print(f"| {task} | {sub} | {want} | {dict(got)} | {got[want]}/{len(mine)} | {med} |", flush=True)
 
 
+def merge_reports(reports):
+    """One report from several of the same task: cells, runs, verdicts and false rejections summed."""
+    first = reports[0]
+    cols = [c["submission"] for c in first["columns"]]
+    columns = {c["submission"]: {**c, "runs": 0, "verdicts": Counter()} for c in first["columns"]}
+    rows, falses = {}, {}
+    every_row = {(r["probe"], r["check"]): r["category"] for rep in reports for r in rep["rows"]}
+    for rep in reports:
+        for c in rep["columns"]:
+            col = columns.setdefault(c["submission"], {**c, "runs": 0, "verdicts": Counter()})
+            if c["submission"] not in cols:
+                cols.append(c["submission"])
+            col["runs"] += c["runs"]
+            col["verdicts"].update(c["verdicts"])
+        present = {(r["probe"], r["check"]): r for r in rep["rows"]}
+        for key in every_row:
+            r = present.get(key)
+            row = rows.setdefault(key, {"probe": key[0], "check": key[1], "category": every_row[key], "cells": {}})
+            for i, c in enumerate(rep["columns"]):
+                cell = row["cells"].setdefault(c["submission"], Counter())
+                # A check that did not report in this call is absent from every run of it.
+                cell.update(r["cells"][i] if r else {"absent": c["runs"]})
+        for f in rep["falseRejections"]:
+            acc = falses.setdefault(f["submission"], {"submission": f["submission"], "runs": 0, "rejected": 0, "byCheck": Counter()})
+            acc["runs"] += f["runs"]
+            acc["rejected"] += f["rejected"]
+            acc["byCheck"].update(f["byCheck"])
+    findings = {(f["level"], f["message"]) for rep in reports for f in rep["findings"]}
+    findings |= {("error", p) for rep in reports for p in rep.get("staticProblems", [])}
+    return {"task": first["task"], "columns": [columns[c] for c in cols], "rows": sorted(rows.values(), key=lambda r: (r["probe"], r["check"])),
+            "falseRejections": list(falses.values()), "findings": sorted(findings), "calls": len(reports),
+            "probeSets": sorted({rep.get("probeSet") or "mixed" for rep in reports})}
+
+
+def cell_text(cell, runs):
+    """The CLI's cell format (src/core/probe-power.ts cellText), over merged counts."""
+    if runs == 0 or cell.get("absent", 0) == runs:
+        return "—"
+    if runs == 1:
+        return "FAIL" if cell["failed"] else "err" if cell["error"] else "skip" if cell["skipped"] else "pass"
+    return ", ".join([f'{cell["failed"]}/{runs} failed'] + ([f'{cell["error"]} err'] if cell["error"] else []) + ([f'{cell["skipped"]} skip'] if cell["skipped"] else []))
+
+
+def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False, grace=150):
+    """Runs `probegate validate --power` on every task at once (the jobs shared between them), keeps
+    each JSON report in log_dir, and prints every task's merged matrix and false rejections."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cli = str(ROOT / "dist" / "cli" / "index.js")
+    log = Path(log_dir)
+    log.mkdir(parents=True, exist_ok=True)
+    per_task = max(1, jobs // max(1, len(tasks)))
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+
+    def one(task):
+        left = deadline - time.time()
+        if left < 1:
+            return task, "no time left"
+        t0 = time.time()
+        progress = log / f"power-{task}-{stamp}.stderr"  # written as it goes: `tail -f` shows which run is evaluating
+        try:
+            # validate starts no evaluation after --budget; those in flight get `grace` seconds to end.
+            budget = [] if left == float("inf") else ["--budget", str(max(1, int(left)))]
+            with progress.open("w") as err:
+                r = subprocess.run([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(n), "--jobs", str(per_task),
+                                    "--format", "json", *budget, *power_args], stdout=subprocess.PIPE, stderr=err, text=True,
+                                   timeout=None if left == float("inf") else left + grace)
+        except subprocess.TimeoutExpired:
+            return task, f"cut off after {time.time() - t0:.0f}s (time limit); nothing recorded for this call"
+        try:
+            reports = json.loads(r.stdout)
+        except json.JSONDecodeError:
+            return task, f"no report (exit {r.returncode}): {progress.read_text().strip().splitlines()[-1:]}"
+        for rep in reports:
+            (log / f"power-{rep['task']}-{stamp}.json").write_text(json.dumps(rep, indent=1))
+        return task, f"exit {r.returncode} in {time.time() - t0:.0f}s"
+
+    print(f"\n### D. Probe power: `probegate validate --power --runs {n}` per task ({per_task} evaluations at a time per task, {len(tasks)} tasks at once)\n")
+    if merge_only:
+        print(f"(no evaluations: the reports already in {log} merged)")
+    else:
+        with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+            for task, status in pool.map(one, tasks):
+                print(f"- {task}: {status}")
+    covered = []
+    for task in tasks:
+        reps = [json.loads(f.read_text()) for f in sorted(log.glob(f"power-{task}-*.json"))]
+        if not reps:
+            print(f"\n#### {task}: no report yet")
+            continue
+        m = merge_reports(reps)
+        runs = {c["submission"]: c["runs"] for c in m["columns"]}
+        covered += [(task, c["submission"], c["runs"]) for c in m["columns"] if c["correct"]]
+        print(f"\n#### {task} ({m['calls']} call(s); probe set {', '.join(p[:19] for p in m['probeSets'])})\n")
+        head = ["probe", "check", "category"] + [f'{c["submission"].rsplit(".", 1)[0]}{" ✓" if c["correct"] else ""} ×{c["runs"]}' for c in m["columns"]]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        last = None
+        for r in m["rows"]:
+            cells = [cell_text(r["cells"].get(c["submission"], Counter({"absent": runs[c["submission"]]})), runs[c["submission"]]) for c in m["columns"]]
+            print("| " + " | ".join(["" if r["probe"] == last else r["probe"], r["check"], r["category"], *cells]) + " |")
+            last = r["probe"]
+        exp = [("resolved" if c["correct"] else c["expected"]["verdict"] + (f' [{", ".join(c["expected"]["failedCategories"])}]' if c["expected"]["failedCategories"] else "")) for c in m["columns"]]
+        got = [", ".join(f"{v} {k}/{c['runs']}" for v, k in sorted(c["verdicts"].items())) for c in m["columns"]]
+        print("| | expected | | " + " | ".join(exp) + " |")
+        print("| | verdicts | | " + " | ".join(got) + " |")
+        print("\n| correct submission | runs | not resolved | false-rejection rate | checks that failed or errored |")
+        print("|---|---:|---:|---:|---|")
+        for f in m["falseRejections"]:
+            checks = ", ".join(f"{k} {v}" for k, v in sorted(f["byCheck"].items())) or "none"
+            print(f'| {f["submission"]} | {f["runs"]} | {f["rejected"]} | {f["rejected"] / f["runs"]:.1%} | {checks} |' if f["runs"] else f'| {f["submission"]} | 0 | – | – | – |')
+        errors = [msg for level, msg in m["findings"] if level == "error"]
+        warnings = [msg for level, msg in m["findings"] if level == "warning"]
+        print(f"\nvalidation: {'passes' if not errors else f'{len(errors)} problem(s)'}" + "".join(f"\n- ✗ {e}" for e in errors) + "".join(f"\n- ! {w}" for w in warnings), flush=True)
+    if covered:
+        least = min(covered, key=lambda x: x[2])
+        goal = f"goal {n} per call; " if n else ""
+        print(f"\ncovered: {len(covered)} correct submissions of {len(tasks)} tasks, {least[2]}–{max(x[2] for x in covered)} runs each "
+              f"({goal}fewest: {least[0]}/{least[1]}); {sum(x[2] for x in covered)} correct-submission runs in all")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--repeats", type=int, default=0)
     ap.add_argument("--node", default="node")
     ap.add_argument("--tasks", nargs="+", default=["sharded-optimizer", "paged-kv-cache", "weight-sync"])
-    ap.add_argument("--jobs", type=int, default=1, help="evaluations at a time (C)")
+    ap.add_argument("--jobs", type=int, default=1, help="evaluations at a time (C; D shares them between the tasks)")
     ap.add_argument("--log", help="JSON-lines log of evaluations (C); evaluations already in it are not re-run")
-    ap.add_argument("--seconds", type=float, default=float("inf"), help="start no evaluation after this many seconds (C)")
-    ap.add_argument("--skip-meters", action="store_true", help="only C")
+    ap.add_argument("--seconds", type=float, default=float("inf"), help="start no evaluation after this many seconds (C, D)")
+    ap.add_argument("--skip-meters", action="store_true", help="only C and D")
     ap.add_argument("--eval-arg", action="append", default=[], help="extra argument for `probegate eval` (C)")
+    ap.add_argument("--power", type=int, default=0, metavar="N", help="D: validate --power with N runs of each correct submission")
+    ap.add_argument("--power-log", default="out/probe-power", help="D: folder of JSON reports (earlier ones are merged in)")
+    ap.add_argument("--power-grace", type=float, default=150, help="D: seconds the evaluations in flight at --seconds get to finish")
+    ap.add_argument("--power-merge-only", action="store_true", help="D: evaluate nothing, print the reports already in --power-log merged")
+    ap.add_argument("--power-arg", action="append", default=[], help="extra argument for `probegate validate --power` (D), e.g. --power-arg=--unsandboxed")
     a = ap.parse_args()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
     print(f"probe accuracy — {platform.node()}: {os.cpu_count()} cores, {gpu}, torch {torch.__version__}, python {platform.python_version()}")
@@ -196,4 +327,6 @@ if __name__ == "__main__":
         print(f"\ntraffic exact: {exact}; worst GPU memory error: {worst / MIB:.3f} MiB")
     if a.repeats:
         repeats(a.repeats, a.node, a.tasks, a.jobs, a.log, a.eval_arg, t0 + a.seconds)
+    if a.power or a.power_merge_only:
+        power(a.power, a.node, a.tasks, a.jobs, a.power_log, t0 + a.seconds, a.power_arg, a.power_merge_only, a.power_grace)
     print(f"\n{time.time() - t0:.0f}s")

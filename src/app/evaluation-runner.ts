@@ -1,11 +1,13 @@
 import { checkRunName, closedOutput, endedWhileStartingOutput, noResultOutput, queuedOutput, RERUN_ACTION, supersededOutput, timedOutOutput } from "../core/app-check-outputs.js";
-import { renderCheckRun, type CheckRunOutput } from "../core/check-run-render.js";
+import type { CheckRunOutput } from "../core/check-run-render.js";
+import { renderCheckRunWithQuarantine } from "../core/quarantine-check-run.js";
 import { evaluationKey } from "../core/evaluation-key.js";
 import { IllegalTransitionError, isTerminal } from "../core/evaluation-state.js";
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import { cancelEvaluation, dispatchEvaluation, type Evaluator } from "../github/evaluator.js";
 import { linkDelivery } from "../store/deliveries.js";
+import { quarantinedChecksOf } from "../store/probe-health.js";
 import { getDispatchContext, recordProbeFailures, setDispatchContext, setRunUrl, timeOutOverdue } from "../store/dispatch-context.js";
 import {
   cancelPendingOfPr,
@@ -181,17 +183,22 @@ async function stopRuns(gh: GitHubClient, deps: AppDeps, repo: RepoRef, ended: R
   for (const head of new Set(ended.map((e) => e.headSha))) await refreshGate(gh, deps, { ...repo, headSha: head });
 }
 
-/** Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button. */
+/**
+ * Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button.
+ * Checks the store has quarantined for the result's probe set are read as warnings; the verdict
+ * kept (and so the gate and the scorecard) is that reading, the signed result stays as it came.
+ */
 export async function finishWithResult(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, result: EvaluationResult): Promise<void> {
+  const { output, verdict } = renderCheckRunWithQuarantine(result, quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet }));
   const done = transitionEvaluation(deps.db, e.key, "complete", {
     now: deps.now(),
     expectedVersion: e.version,
-    patch: { verdict: result.verdict, area: result.task.area, durationS: result.durations.totalS, gpuSeconds: result.gpuSeconds },
+    patch: { verdict, area: result.task.area, durationS: result.durations.totalS, gpuSeconds: result.gpuSeconds },
   });
   recordProbeFailures(deps.db, e.key, e.attempt, result.probes);
   if (done.checkRunId !== null) {
     const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
-    await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, renderCheckRun(result), { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
+    await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, output, { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
   }
   await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
 }

@@ -20,10 +20,20 @@ export interface DemoFlags {
   unsandboxed?: boolean;
 }
 
-interface DemoCase {
+export interface DemoCase {
   task: LoadedTask;
   expectation: Expectation;
   patch: string;
+}
+
+/** The example submissions of one task with their expectations, from `<dir>/expected.yml`. */
+export function taskExamples(task: LoadedTask, dir: string): DemoCase[] {
+  const file = join(dir, "expected.yml");
+  return parseWith(readYaml(file, "example expectations"), ExpectationsSchema, "example expectations").map((expectation) => {
+    const patch = join(dir, expectation.submission);
+    if (!existsSync(patch)) throw new InputError(`${file}: submission '${expectation.submission}' does not exist`, { file });
+    return { task, expectation, patch };
+  });
 }
 
 /** Every example submission with its expectation, from `<root>/examples/submissions/<task>/expected.yml`. */
@@ -33,14 +43,8 @@ export function demoCases(root: string, only?: string[]): DemoCase[] {
   const cases: DemoCase[] = [];
   for (const id of readdirSync(examples).sort()) {
     if (only?.length && !only.includes(id)) continue;
-    const file = join(examples, id, "expected.yml");
-    if (!existsSync(file)) continue;
-    const task = loadTask(join(root, "tasks", id));
-    for (const expectation of parseWith(readYaml(file, "example expectations"), ExpectationsSchema, "example expectations")) {
-      const patch = join(examples, id, expectation.submission);
-      if (!existsSync(patch)) throw new InputError(`${file}: submission '${expectation.submission}' does not exist`, { file });
-      cases.push({ task, expectation, patch });
-    }
+    if (!existsSync(join(examples, id, "expected.yml"))) continue;
+    cases.push(...taskExamples(loadTask(join(root, "tasks", id)), join(examples, id)));
   }
   if (only?.length) {
     const missing = only.filter((id) => !cases.some((c) => c.task.spec.id === id));

@@ -26,10 +26,12 @@ export interface EvalFlags {
   maxDisk?: string;
   verbose?: boolean;
   seed?: string;
+  db?: string;
+  knownGood?: boolean;
 }
 
 /** Exit codes of `probegate eval`: scripts gate on them. */
-export function exitCodeFor(result: EvaluationResult): number {
+export function exitCodeFor(result: Pick<EvaluationResult, "verdict">): number {
   if (result.verdict === "resolved") return 0;
   if (result.verdict === "error") return 3;
   return 1;
@@ -70,6 +72,7 @@ export async function evalCommand(flags: EvalFlags, io: { stdout: (s: string) =>
   if (!["text", "json", "markdown"].includes(flags.format)) {
     throw new InputError(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
   }
+  if (flags.knownGood && !flags.db) throw new InputError("--known-good records the run in a store: pass --db <file> too.", { field: "--known-good" });
   const task = loadTask(flags.task, flags.probes);
   const submission = parseSubmission(flags.submission);
   const result = await evaluate({
@@ -88,8 +91,10 @@ export async function evalCommand(flags: EvalFlags, io: { stdout: (s: string) =>
     onEvent: progressPrinter(io.stderr, { verbose: flags.verbose }),
   });
   if (flags.out) writeFileSync(flags.out, `${JSON.stringify(result, null, 2)}\n`);
+  // Loaded on use: the store's native module is needed only with --db.
+  const read = flags.db ? (await import("./eval-quarantine.js")).readThroughStore(flags.db, result, { knownGood: !!flags.knownGood, submission: flags.submission }, io.stderr) : null;
   if (flags.format === "json") io.stdout(`${JSON.stringify(result, null, 2)}\n`);
-  else if (flags.format === "markdown") io.stdout(`${renderSummary(result)}\n`);
+  else if (flags.format === "markdown") io.stdout(`${read?.markdown ?? renderSummary(result)}\n`);
   else io.stdout(`${renderResultTable(result)}\n`);
-  return exitCodeFor(result);
+  return exitCodeFor(read ?? result);
 }

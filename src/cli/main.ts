@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from "commander";
 import { InputError } from "../engine/errors.js";
 import { demoCommand } from "./demo-command.js";
 import { evalCommand } from "./eval-command.js";
+import { powerCommand, type PowerFlags } from "./power-command.js";
 import { schemaCommand } from "./schema-command.js";
 import { taskImportCommand } from "./task-import-command.js";
 import { validateCommand } from "./validate-command.js";
@@ -32,15 +33,33 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--always-probe", "run the hidden probes even when the official tests fail")
     .option("--keep-workspace", "keep the evaluation folder for debugging")
     .option("--seed <n>", "seed of the probe parameters (a result's params.seed), to reproduce an evaluation; default: drawn fresh")
+    .option("--db <file>", "a store of known-good outcomes (the app's): read the result with its quarantined checks' failures as warnings, as the app does")
+    .option("--known-good", "with --db: record this run's checks as outcomes on a known-good submission (a canary run of the reference)")
     .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
     .option("--max-processes <n>", "processes (threads, where a cgroup counts them) one test or probe run may have (default 4096)")
     .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")
     .option("-v, --verbose", "show what tests and probes print (runner-side only)")
     .action(async (flags) => done(await evalCommand(flags, io)));
   p.command("validate")
-    .description("check task specs: schema, files, interfaces stated in the prompt, no probe source in the prompt")
+    .description("check task specs: schema, files, interfaces stated in the prompt, requirements named by probes, no probe source in the prompt; with --power, measure the probes on the task's examples (exit 1 when validation fails)")
     .argument("<taskDirs...>")
-    .action((dirs: string[]) => done(validateCommand(dirs, io)));
+    .option("--power", "evaluate the reference and every example submission and print the probes × submissions matrix")
+    .option("--runs <n>", "evaluations of each correct submission (false rejections), with --power", "1")
+    .option("--examples <dir>", "folder holding <task>/expected.yml and the example patches (default: the checkout's examples/submissions)")
+    .option("--db <file>", "record every run of a correct example as known-good outcomes (quarantine) in this store, with --power")
+    .option("--seed <n>", "seed of the first evaluation's probe parameters (the next get seed+1, …), with --power; default: fresh")
+    .option("--jobs <n>", "evaluations at a time, with --power", "1")
+    .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
+    .option("--unsandboxed", "run submission code without the sandbox, with --power")
+    .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
+    .action(async (dirs: string[], flags: PowerFlags & { power?: boolean }) => {
+      if (flags.power) return done(await powerCommand(dirs, flags, io));
+      const powerOnly = (["db", "seed", "examples", "budget", "unsandboxed"] as const).filter((k) => flags[k] !== undefined);
+      if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
+        throw new InputError(`validate: ${[...powerOnly.map((k) => `--${k}`), flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
+      }
+      done(validateCommand(dirs, io));
+    });
   p.command("demo")
     .description("evaluate every example submission of the task pack and compare with the expected verdicts")
     .option("--out-dir <dir>", "where reports go", "out/demo")

@@ -6,6 +6,8 @@ import { listProbes } from "../engine/probe-phase.js";
 import { probeFiles } from "../engine/probe-set.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
 import { SKELETON_MARK } from "./task-skeleton.js";
+import { lineOf, readYaml } from "../engine/yaml-file.js";
+import { requirementCoverage } from "../core/requirement-coverage.js";
 
 /** A line of probe source long and specific enough that finding it in the prompt means a leak. */
 function distinctive(line: string): string | null {
@@ -21,6 +23,19 @@ function walk(dir: string, out: string[] = []): string[] {
     else out.push(p);
   }
   return out;
+}
+
+/**
+ * Static requirement coverage: each requirement of task.yml named in some probe file's
+ * `requirements=` and each named id declared, with the file and line to fix.
+ */
+export function requirementProblems(task: LoadedTask): string[] {
+  const src = readYaml(task.file, "task spec");
+  const declared = task.spec.requirements.map((r, i) => ({ id: r.id, line: lineOf(src, ["requirements", i, "id"]) ?? null }));
+  const sources = probeFiles(task.probesDir)
+    .filter((f) => /\.(py|sh)$/.test(f))
+    .map((f) => ({ path: f, text: readFileSync(f, "utf8") }));
+  return requirementCoverage(declared, task.file, sources).problems.map((p) => `${p.path}${p.line ? `:${p.line}` : ""}: ${p.message}`);
 }
 
 /** Every problem with one task, as `file: message` lines; empty when it is valid. */
@@ -44,6 +59,7 @@ export function validateTask(task: LoadedTask): string[] {
         if (d && normalisedPrompt.includes(d)) problems.push(`${task.promptFile}: quotes probe source ${relative(task.probesDir, file)}:${i + 1}: '${d.slice(0, 80)}'`);
       });
   }
+  problems.push(...requirementProblems(task));
   if (task.base.kind === "folder") {
     const isOfficial = picomatch(task.spec.official.files, { dot: true });
     const official = walk(task.base.path).filter((f) => isOfficial(relative(task.base.kind === "folder" ? task.base.path : "", f)));
@@ -68,7 +84,7 @@ export function validateCommand(dirs: string[], io: { stdout: (s: string) => voi
         bad++;
         io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n`);
       } else {
-        io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
+        io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${task.spec.requirements.length} requirements named by probes, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
       }
     } catch (e) {
       if (!(e instanceof InputError)) throw e;

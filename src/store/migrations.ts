@@ -250,4 +250,22 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
       END;
     `,
   },
+  {
+    version: 6,
+    name: "probe outcomes on known-good submissions (quarantine)",
+    sql: `
+      CREATE TABLE known_good_outcomes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task TEXT NOT NULL,
+        probe_set TEXT NOT NULL,
+        check_id TEXT NOT NULL,
+        probe TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('passed','failed','error','skipped')),
+        submission TEXT NOT NULL,
+        source TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX known_good_outcomes_check ON known_good_outcomes (task, probe_set, check_id, id);
+    `,
+  },
 ];

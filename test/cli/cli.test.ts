@@ -100,7 +100,7 @@ describe("probegate validate", () => {
   it("accepts the fixture task", async () => {
     const r = await cli("validate", TINY_TASK);
     expect(r.code).toBe(0);
-    expect(r.out).toContain("✓ tiny-sum: 1 interfaces stated, 2 probe files");
+    expect(r.out).toContain("✓ tiny-sum: 1 interfaces stated, 3 requirements named by probes, 2 probe files");
   });
 
   it("finds an interface missing from the prompt and probe source quoted in it", async () => {

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Probe power on the lent H200 (issue #15): per task, `probegate validate --power` (the probes x
+# submissions matrix) and false rejections over up to RUNS runs of each correct submission
+# (reference and alternatives), all three tasks at once, JOBS evaluations at a time in all. Every
+# example runs once, then the correct ones round by round; no evaluation starts after BUDGET
+# seconds and those in flight get GRACE more, so one call ends within BUDGET + GRACE (+ start-up).
+# Reports are kept as JSON and merged with earlier calls' (carry the previous $OUT/power folder as
+# POWER_LOG), so 20 runs can be reached over several calls; the `covered:` line says how far it got.
+#
+#   bash bench/gpu-probe-accuracy.sh [OUT]        # OUT default: $OUT, else out/gpu-probe-accuracy
+#   env: RUNS (20), JOBS (12), BUDGET (200), GRACE (130), POWER_LOG (earlier reports), POWER_ARGS
+#
+# Writes $OUT/facts.txt, $OUT/power.md (the tables for bench/RESULTS.md), $OUT/power/*.json (one
+# report per task and call) and $OUT/power/*.stderr (progress of each validate run).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-${OUT:-out/gpu-probe-accuracy}}
+RUNS=${RUNS:-20}
+JOBS=${JOBS:-12}
+BUDGET=${BUDGET:-200}
+GRACE=${GRACE:-130}
+mkdir -p "$OUT/power"
+if ! command -v node >/dev/null; then
+  # The GPU machine has no Node: a gzip of the dev box's node binary travels as .devnode/node.gz.
+  mkdir -p /tmp/devnode/bin
+  gunzip -c .devnode/node.gz > /tmp/devnode/bin/node && chmod +x /tmp/devnode/bin/node
+  export PATH=/tmp/devnode/bin:$PATH
+fi
+NODE=$(command -v node)
+PY=${PROBEGATE_PYTHON:-/usr/bin/python3}
+$PY -c "import torch" 2>/dev/null || PY=$(command -v python3)
+export PROBEGATE_PYTHON=$PY
+ARGS=(${POWER_ARGS:-})
+if [ -f .devnode/bwrap ]; then
+  mkdir -p /tmp/devnode/bin && cp .devnode/bwrap /tmp/devnode/bin/bwrap && chmod 755 /tmp/devnode/bin/bwrap
+  export PROBEGATE_BWRAP=/tmp/devnode/bin/bwrap
+elif ! command -v bwrap >/dev/null; then
+  echo "no bubblewrap here: evaluations run --unsandboxed" >&2
+  ARGS+=(--unsandboxed)
+fi
+[ -n "${POWER_LOG:-}" ] && cp "$POWER_LOG"/power-*.json "$OUT/power/" 2>/dev/null
+{
+  echo "date: $(date -u +%FT%TZ)"; echo "cores: $(nproc)"; free -g | sed -n 2p
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
+  echo "node: $($NODE --version)"; $PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)'
+  echo "runs: up to $RUNS per correct submission, jobs: $JOBS, budget: ${BUDGET}s + ${GRACE}s grace, validate args: ${ARGS[*]:-none}"
+} > "$OUT/facts.txt" 2>&1
+cat "$OUT/facts.txt"
+PARGS=()
+for a in "${ARGS[@]}"; do PARGS+=("--power-arg=$a"); done
+# One thread per rank: JOBS evaluations of two ranks each share the cores.
+OMP_NUM_THREADS=1 timeout $((BUDGET + GRACE + 15)) "$PY" bench/probe_accuracy.py --skip-meters --power "$RUNS" --jobs "$JOBS" --node "$NODE" \
+  --power-log "$OUT/power" --seconds "$BUDGET" --power-grace "$GRACE" "${PARGS[@]}" > "$OUT/power.md" 2>&1
+echo "probe_accuracy exit $?" >> "$OUT/power.md"
+cat "$OUT/power.md"

@@ -1,0 +1,155 @@
+import { existsSync, statSync } from "node:fs";
+import { basename, join, resolve } from "node:path";
+import Table from "cli-table3";
+import { analysePower, type PowerColumnInput, type PowerReport } from "../core/probe-power.js";
+import { falseRejectionLines, powerMatrix, renderPowerMarkdown } from "../core/probe-power-render.js";
+import type { QuarantinedCheck } from "../core/quarantine.js";
+import type { EvaluationResult } from "../core/result.js";
+import { formatSeconds } from "../core/sizes.js";
+import { evaluate } from "../engine/evaluate.js";
+import { InputError } from "../engine/errors.js";
+import { KIT_DIR } from "../engine/package-paths.js";
+import { loadTask, type LoadedTask } from "../engine/task-load.js";
+import { taskExamples, type DemoCase } from "./demo-command.js";
+import { validateTask } from "./validate-command.js";
+
+export interface PowerFlags {
+  runs?: string;
+  examples?: string;
+  db?: string;
+  format: string;
+  seed?: string;
+  jobs?: string;
+  budget?: string;
+  unsandboxed?: boolean;
+}
+
+type Io = { stdout: (s: string) => void; stderr: (s: string) => void };
+
+function wholeNumber(name: string, value: string | undefined, min: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < min) throw new InputError(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
+  return n;
+}
+
+/** One evaluation to make: an example, and which of its runs this is. */
+interface Planned {
+  example: DemoCase;
+  column: number;
+  run: number;
+  runs: number;
+}
+
+/** Runs `work` on every item, `jobs` at a time, in order of the list. */
+async function pool<T>(items: T[], jobs: number, work: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await work(items[i] as T, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs, items.length) }, worker));
+}
+
+function examplesDir(task: LoadedTask, flag: string | undefined): string {
+  const dir = flag ? join(resolve(flag), task.spec.id) : resolve(task.dir, "..", "..", "examples", "submissions", task.spec.id);
+  if (!existsSync(join(dir, "expected.yml"))) {
+    throw new InputError(`${task.spec.id}: no ${join(dir, "expected.yml")}; --power evaluates the task's examples (pass --examples <dir> holding <task>/expected.yml).`, { file: join(dir, "expected.yml") });
+  }
+  return dir;
+}
+
+/** Evaluates every example of one task (correct ones `runs` times) and analyses the results. */
+async function powerOfTask(task: LoadedTask, flags: PowerFlags, io: Io, record: ((run: { task: LoadedTask; example: DemoCase; run: number; runs: number; result: EvaluationResult }) => void) | null): Promise<PowerReport> {
+  const runs = wholeNumber("--runs", flags.runs, 1, 1);
+  const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
+  const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
+  const examples = taskExamples(task, examplesDir(task, flags.examples));
+  // Round by round: every example once, then the correct ones again, so a run cut short by
+  // --budget still covers every example and spreads the repeats evenly.
+  const plan: Planned[] = examples
+    .flatMap((example, column) => {
+      const n = example.expectation.verdict === "resolved" ? runs : 1;
+      return Array.from({ length: n }, (_, run) => ({ example, column, run, runs: n }));
+    })
+    .sort((a, b) => a.run - b.run || a.column - b.column);
+  const budget = flags.budget === undefined ? undefined : wholeNumber("--budget", flags.budget, 1, 1);
+  const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
+  let notStarted = 0;
+  const results: EvaluationResult[][] = examples.map(() => []);
+  io.stderr(`probegate validate --power ${task.spec.id}: ${examples.length} examples, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
+  let finished = 0;
+  await pool(plan, jobs, async (p, i) => {
+    if (Date.now() > deadline) {
+      notStarted++;
+      return;
+    }
+    const name = basename(p.example.patch);
+    const label = `${task.spec.id} / ${name}${p.runs > 1 ? ` run ${p.run + 1}/${p.runs}` : ""}`;
+    io.stderr(`  [${i + 1}/${plan.length}] ${label} …\n`);
+    const result = await evaluate({
+      task,
+      submission: { kind: "patch", path: p.example.patch },
+      kitDir: KIT_DIR,
+      unsandboxed: flags.unsandboxed,
+      seed: seed === undefined ? undefined : (seed + i) % 2 ** 32,
+    });
+    results[p.column]?.push(result);
+    finished++;
+    const failed = result.probes.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.id} ${c.status}`);
+    io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${formatSeconds(result.durations.totalS)}\n`);
+    if (p.example.expectation.verdict === "resolved") record?.({ task, example: p.example, run: p.run, runs: p.runs, result });
+  });
+  if (notStarted) io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);
+  const inputs: PowerColumnInput[] = examples.map((example, c) => ({ submission: basename(example.patch), expectation: example.expectation, results: results[c] ?? [] }));
+  return analysePower(task.spec.id, inputs, task.spec.requirements.map((r) => r.id));
+}
+
+function renderText(report: PowerReport, quarantined: QuarantinedCheck[] | null): string {
+  const { head, body } = powerMatrix(report);
+  const table = new Table({ head, style: { head: [], border: [] }, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } });
+  for (const row of body) table.push(row);
+  const lines = [`\n${report.ok ? "✓" : "✗"} ${report.task}: probe power`, table.toString()];
+  if (report.falseRejections.length) lines.push("false rejections of correct submissions:", ...falseRejectionLines(report).map((l) => `  ${l}`));
+  for (const f of report.findings) lines.push(`  ${f.level === "error" ? "✗" : "!"} ${f.message}`);
+  if (quarantined) lines.push(quarantined.length ? `quarantined now (store): ${quarantined.map((q) => `${q.check} (failed ${q.failures} of last ${q.window} known-good)`).join(", ")}` : "quarantined now (store): none");
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * `probegate validate --power <task>…`: the static checks of `validate`, then every example of each
+ * task evaluated (each correct one `--runs` times) and the probes × submissions matrix printed with
+ * what validation found. With `--db`, every run of a correct example is recorded as known-good
+ * outcomes for quarantine. Exit 0 when every task passes, 1 when validation fails.
+ */
+export async function powerCommand(dirs: string[], flags: PowerFlags, io: Io): Promise<number> {
+  if (!["text", "json", "markdown"].includes(flags.format)) throw new InputError(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
+  const tasks = dirs.map((dir) => {
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError(`${dir}: no such task folder`);
+    return loadTask(dir);
+  });
+  // Loaded on use: the store's native module is needed only with --db.
+  const store = flags.db ? await import("./power-store.js") : null;
+  const db = store && flags.db ? store.openPowerStore(flags.db) : null;
+  let failed = 0;
+  const reports: Array<{ report: PowerReport; problems: string[]; quarantined: QuarantinedCheck[] | null }> = [];
+  try {
+    for (const task of tasks) {
+      const problems = validateTask(task);
+      for (const p of problems) io.stderr(`✗ ${task.spec.id}: ${p}\n`);
+      const report = await powerOfTask(task, flags, io, db && store ? (r) => store.recordRun(db, r) : null);
+      const quarantined = db && store && report.probeSet ? store.quarantinedNow(db, task.spec.id, report.probeSet) : null;
+      if (problems.length || !report.ok) failed++;
+      reports.push({ report, problems, quarantined });
+      if (flags.format === "text") io.stdout(renderText(report, quarantined));
+      else if (flags.format === "markdown") io.stdout(`${renderPowerMarkdown(report)}\n`);
+    }
+  } finally {
+    db?.close();
+  }
+  if (flags.format === "json") io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined, matrix: powerMatrix(r.report) })), null, 2)}\n`);
+  io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation\n`);
+  return failed ? 1 : 0;
+}

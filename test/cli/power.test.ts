@@ -1,0 +1,151 @@
+import { cpSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main.js";
+import { drawParams } from "../../src/core/probe-params.js";
+import { openStore } from "../../src/store/db.js";
+import { knownGoodHistories } from "../../src/store/probe-health.js";
+import { FIXTURES, tmp } from "../helpers.js";
+
+const POWER_TASK = join(FIXTURES, "tasks", "tiny-power");
+const EXAMPLES = join(FIXTURES, "submissions");
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const code = await main(argv, { stdout: (s) => (out += s), stderr: (s) => (err += s) });
+  return { code, out, err };
+}
+
+/** tiny-power copied with only the probe that catches flaws, and only the examples it should catch. */
+function goodCopy(): { task: string; examples: string } {
+  const root = tmp();
+  cpSync(join(FIXTURES, "tasks", "tiny-power"), join(root, "tasks", "tiny-power"), { recursive: true });
+  cpSync(join(FIXTURES, "probes", "tiny-power"), join(root, "probes", "tiny-power"), { recursive: true });
+  cpSync(join(EXAMPLES, "tiny-power"), join(root, "examples", "submissions", "tiny-power"), { recursive: true });
+  rmSync(join(root, "probes", "tiny-power", "probe_idle.py"));
+  rmSync(join(root, "probes", "tiny-power", "probe_strict.py"));
+  const spec = join(root, "tasks", "tiny-power", "task.yml");
+  writeFileSync(spec, readFileSync(spec, "utf8").replace("  - id: empty-list\n    text: total([]) is 0\n", ""));
+  const expected = join(root, "examples", "submissions", "tiny-power", "expected.yml");
+  writeFileSync(expected, readFileSync(expected, "utf8").split("- submission: slow.patch")[0] as string);
+  return { task: join(root, "tasks", "tiny-power"), examples: join(root, "examples", "submissions") };
+}
+
+describe("probegate validate --power", () => {
+  it("reports a probe that catches nothing, a probe that fails the reference, and a flaw no probe of its category catches; exit 1; --db records known-good runs", async () => {
+    // Evaluation i draws its parameters from seed 7 + i: first-three (the 4th: every example once, then the repeats) must see more than 3 items.
+    expect(drawParams({ n: { int: [1, 500] } }, 7 + 3).values.n).toBeGreaterThan(3);
+    const db = join(tmp(), "store.sqlite");
+    const r = await cli("validate", "--power", POWER_TASK, "--examples", EXAMPLES, "--runs", "2", "--seed", "7", "--db", db);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("tiny-power: 5 examples, 7 evaluations (2 per correct submission), 1 at a time");
+    expect(r.err).toMatch(/\[1\/7\] tiny-power \/ reference\.patch run 1\/2 …[\s\S]*\[5\/7\] tiny-power \/ slow\.patch …[\s\S]*\[7\/7 done\] tiny-power \/ alt-loop\.patch run 2\/2 → probe-rejected/);
+    const line = (check: string) => r.out.split("\n").find((l) => l.includes(` ${check} `))?.split("│").map((c) => c.trim()).filter(Boolean);
+    expect(line("total-callable")).toEqual(["probe_idle", "total-callable", "structure", "0/2 failed", "0/2 failed", "pass", "pass", "pass"]);
+    expect(line("empty-none")).toEqual(["probe_strict", "empty-none", "functional", "2/2 failed", "2/2 failed", "FAIL", "FAIL", "FAIL"]);
+    expect(line("input-unchanged")).toEqual(["probe_value", "input-unchanged", "state", "0/2 failed", "0/2 failed", "FAIL", "pass", "pass"]);
+    expect(line("total-value")).toEqual(["total-value", "functional", "0/2 failed", "0/2 failed", "pass", "FAIL", "pass"]);
+    expect(r.out).toContain("✗ probe probe_idle catches nothing: none of its 1 checks fails any of the 3 flawed examples");
+    expect(r.out).toContain("✗ check empty-none (probe_strict, functional) failed 2 of 2 runs of the correct submission reference.patch");
+    expect(r.out).toContain("✗ flawed example slow.patch is not caught by any time check");
+    expect(r.out).toContain("reference.patch: 2 of 2 runs not resolved (empty-none 2)");
+    expect(r.out).toContain("quarantined now (store): empty-none (failed 4 of last 4 known-good)");
+    const store = openStore(db);
+    const sets = store.prepare("SELECT DISTINCT probe_set FROM known_good_outcomes").all() as Array<{ probe_set: string }>;
+    expect(sets).toHaveLength(1);
+    const histories = knownGoodHistories(store, { task: "tiny-power", probeSet: (sets[0] as { probe_set: string }).probe_set });
+    store.close();
+    expect(histories.map((h) => [h.check, h.statuses.join(",")])).toEqual([
+      ["empty-none", "failed,failed,failed,failed"],
+      ["input-unchanged", "passed,passed,passed,passed"],
+      ["total-callable", "passed,passed,passed,passed"],
+      ["total-value", "passed,passed,passed,passed"],
+    ]);
+  }, 120_000);
+
+  it("passes (exit 0) when every probe catches a flaw, passes the correct submissions, and every requirement ran; JSON on request", async () => {
+    const good = goodCopy();
+    const r = await cli("validate", "--power", good.task, "--examples", good.examples, "--format", "json", "--jobs", "2");
+    expect(r.code).toBe(0);
+    const [report] = JSON.parse(r.out);
+    expect(report).toMatchObject({ task: "tiny-power", ok: true, findings: [], staticProblems: [], quarantined: null });
+    expect(report.columns.map((c: { submission: string; correct: boolean }) => [c.submission, c.correct])).toEqual([
+      ["reference.patch", true],
+      ["alt-loop.patch", true],
+      ["mutates-input.patch", false],
+      ["first-three.patch", false],
+    ]);
+    expect(report.falseRejections).toEqual([
+      { submission: "reference.patch", runs: 1, rejected: 0, byCheck: {} },
+      { submission: "alt-loop.patch", runs: 1, rejected: 0, byCheck: {} },
+    ]);
+  }, 120_000);
+
+  it("starts no evaluation after --budget seconds and reports what ran", async () => {
+    const good = goodCopy();
+    const r = await cli("validate", "--power", good.task, "--examples", good.examples, "--runs", "20", "--budget", "1", "--format", "json");
+    expect(r.err).toMatch(/--budget of 1 s reached: \d+ of 42 evaluations not started; the report covers the \d+ that ran/);
+    const [report] = JSON.parse(r.out);
+    const ran = report.columns.reduce((n: number, c: { runs: number }) => n + c.runs, 0);
+    expect(ran).toBeGreaterThanOrEqual(1);
+    expect(ran).toBeLessThan(42);
+    // Round by round: the reference ran first.
+    expect(report.columns[0].runs).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  it("refuses --power's flags without --power, and names a missing expected.yml", async () => {
+    const misuse = await cli("validate", POWER_TASK, "--runs", "3");
+    expect(misuse.code).toBe(2);
+    expect(misuse.err).toContain("--runs only mean something with --power");
+    const missing = await cli("validate", "--power", POWER_TASK, "--examples", tmp());
+    expect(missing.code).toBe(2);
+    expect(missing.err).toMatch(/tiny-power: no .*tiny-power\/expected\.yml; --power evaluates the task's examples/);
+  });
+});
+
+describe("probegate validate: requirement coverage", () => {
+  it("accepts a task whose every requirement a probe names", async () => {
+    const r = await cli("validate", POWER_TASK);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("✓ tiny-power: 1 interfaces stated, 3 requirements named by probes, 3 probe files");
+  });
+
+  it("names the task.yml line of a requirement no probe names, and the probe line of an undeclared one", async () => {
+    const good = goodCopy();
+    const spec = join(good.task, "task.yml");
+    writeFileSync(spec, readFileSync(spec, "utf8").replace("params:", "  - id: never-named\n    text: stated, never checked\nparams:"));
+    const probe = join(good.task, "..", "..", "probes", "tiny-power", "probe_value.py");
+    writeFileSync(probe, readFileSync(probe, "utf8").replace('requirements=["input-unchanged"]', 'requirements=["input-unchanged", "inputs-unchanged"]'));
+    const r = await cli("validate", good.task);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/task\.yml:3\d: requirements: 'never-named' is named by no probe check/);
+    expect(r.err).toMatch(/probe_value\.py:1\d: names requirement 'inputs-unchanged', which .*task\.yml does not declare/);
+  });
+});
+
+describe("probegate eval --db: the store's quarantine, as the app reads it", () => {
+  const sub = (name: string) => join(EXAMPLES, "tiny-power", `${name}.patch`);
+
+  it("records canary runs with --known-good; once a check failed known-good code twice its failures are warnings", async () => {
+    const db = join(tmp(), "store.sqlite");
+    const first = await cli("eval", "--task", POWER_TASK, "--submission", sub("reference"), "--db", db, "--known-good");
+    expect(first.code).toBe(1);
+    expect(first.err).toContain("recorded 4 checks of this run as known-good outcomes");
+    expect(first.err).not.toContain("quarantined");
+    const second = await cli("eval", "--task", POWER_TASK, "--submission", sub("reference"), "--db", db, "--known-good", "--format", "markdown");
+    expect(second.code).toBe(0);
+    expect(second.err).toContain("quarantined checks of this probe set: empty-none (failed 2 of last 2 known-good)");
+    expect(second.err).toContain("read with quarantined failures set aside as warnings: resolved (the result says probe-rejected)");
+    expect(second.out).toContain("| `empty-none` | functional | failed | 2 of last 2 |");
+    const flawed = await cli("eval", "--task", POWER_TASK, "--submission", sub("mutates-input"), "--db", db, "--format", "json");
+    expect(flawed.code).toBe(1);
+    expect(JSON.parse(flawed.out).verdict).toBe("probe-rejected");
+  }, 60_000);
+
+  it("refuses --known-good without a store", async () => {
+    const r = await cli("eval", "--task", POWER_TASK, "--submission", sub("reference"), "--known-good");
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("--known-good records the run in a store: pass --db <file> too.");
+  });
+});

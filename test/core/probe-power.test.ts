@@ -1,0 +1,101 @@
+import { describe, expect, it } from "vitest";
+import type { Expectation } from "../../src/core/demo-expectation.js";
+import { analysePower, cellText, type PowerColumnInput } from "../../src/core/probe-power.js";
+import { renderPowerMarkdown } from "../../src/core/probe-power-render.js";
+import type { CheckStatus } from "../../src/core/probe-check.js";
+import type { EvaluationResult, ProbeResult } from "../../src/core/result.js";
+import { sampleResult } from "../helpers.js";
+
+type Check = [probe: string, id: string, category: ProbeResult["category"], status: CheckStatus, requirements?: string[]];
+
+/** A result whose checks are exactly `checks`, with the verdict they make. */
+function run(checks: Check[], verdict?: EvaluationResult["verdict"]): EvaluationResult {
+  const probes = checks.map(([probe, id, category, status, requirements]) => ({ id, category, status, message: "", probe, attempts: 1, durationS: 0.1, requirements: requirements ?? null }));
+  const v = verdict ?? (probes.some((p) => p.status === "failed") ? "probe-rejected" : probes.some((p) => p.status === "error") ? "error" : "resolved");
+  return sampleResult({ verdict: v, probes });
+}
+
+const want = (submission: string, verdict: Expectation["verdict"], failedCategories: Expectation["failedCategories"] = []): Expectation => ({ submission, verdict, failedCategories });
+
+/** A good probe set: probe_value catches both flaws and passes the reference. */
+const good = (value: CheckStatus, state: CheckStatus, extra: Check[] = []): Check[] => [
+  ["probe_value", "total-value", "functional", value, ["total-value"]],
+  ["probe_value", "input-unchanged", "state", state, ["input-unchanged"]],
+  ...extra,
+];
+
+function columns(extra: (col: string) => Check[] = () => []): PowerColumnInput[] {
+  return [
+    { submission: "reference.patch", expectation: want("reference.patch", "resolved"), results: [run(good("passed", "passed", extra("ref"))), run(good("passed", "passed", extra("ref")))] },
+    { submission: "mutates.patch", expectation: want("mutates.patch", "probe-rejected", ["state"]), results: [run(good("passed", "failed", extra("mut")))] },
+    { submission: "wrong.patch", expectation: want("wrong.patch", "probe-rejected", ["functional"]), results: [run(good("failed", "passed", extra("wrong")))] },
+    { submission: "fails-official.patch", expectation: want("fails-official.patch", "official-failed"), results: [sampleResult({ verdict: "official-failed", probes: [] })] },
+  ];
+}
+
+describe("analysePower", () => {
+  it("passes probes that catch every flaw and leave the reference alone, with the matrix of what each did", () => {
+    const report = analysePower("tiny", columns(), ["total-value", "input-unchanged"]);
+    expect(report.findings).toEqual([]);
+    expect(report.ok).toBe(true);
+    expect(report.rows.map((r) => [r.probe, r.check, r.cells.map((c, i) => cellText(c, report.columns[i]?.runs ?? 0))])).toEqual([
+      ["probe_value", "input-unchanged", ["0/2 failed", "FAIL", "pass", "—"]],
+      ["probe_value", "total-value", ["0/2 failed", "pass", "FAIL", "—"]],
+    ]);
+    expect(report.falseRejections).toEqual([{ submission: "reference.patch", runs: 2, rejected: 0, byCheck: {} }]);
+    expect(report.columns[0]).toMatchObject({ correct: true, runs: 2, verdicts: { resolved: 2 } });
+  });
+
+  it("fails a probe file none of whose checks catches a flaw; a single idle check of a useful probe is a warning", () => {
+    const idle = (): Check[] => [["probe_idle", "callable", "structure", "passed", ["total-value"]], ["probe_value", "types", "structure", "passed"]];
+    const report = analysePower("tiny", columns(idle), ["total-value", "input-unchanged"]);
+    expect(report.ok).toBe(false);
+    expect(report.findings).toEqual([
+      expect.objectContaining({ level: "error", kind: "probe-catches-nothing", subject: "probe_idle", message: "probe probe_idle catches nothing: none of its 1 checks fails any of the 2 flawed examples" }),
+      expect.objectContaining({ level: "warning", kind: "check-catches-nothing", subject: "probe_value/types" }),
+    ]);
+  });
+
+  it("fails a check that fails or errors on a correct submission, and counts the false rejections per run", () => {
+    const cols = columns();
+    const ref = cols[0] as PowerColumnInput;
+    ref.results = [run(good("passed", "passed")), run(good("passed", "failed")), run(good("error", "passed"))];
+    const report = analysePower("tiny", cols, ["total-value", "input-unchanged"]);
+    expect(report.falseRejections).toEqual([{ submission: "reference.patch", runs: 3, rejected: 2, byCheck: { "input-unchanged": 1, "total-value": 1 } }]);
+    expect(report.findings.map((f) => [f.kind, f.subject])).toEqual([
+      ["fails-correct", "probe_value/input-unchanged"],
+      ["fails-correct", "probe_value/total-value"],
+      ["unexpected-verdict", "reference.patch"],
+    ]);
+    expect(report.findings[1]?.message).toBe("check total-value (probe_value, functional) errored 1 of 3 runs of the correct submission reference.patch");
+    expect(report.findings[2]?.message).toMatch(/^reference\.patch: 2 of 3 runs not resolved \(probe-rejected 1×, error 1×\)/);
+    const cell = report.rows.find((r) => r.check === "input-unchanged")?.cells[0];
+    expect(cellText(cell as NonNullable<typeof cell>, 3)).toBe("1/3 failed");
+  });
+
+  it("fails a flawed example that no check of its expected category catches, even when another category does", () => {
+    const cols = columns();
+    (cols[1] as PowerColumnInput).expectation = want("mutates.patch", "probe-rejected", ["state", "time"]);
+    const report = analysePower("tiny", cols, ["total-value", "input-unchanged"]);
+    expect(report.findings).toEqual([expect.objectContaining({ level: "error", kind: "flaw-not-caught", subject: "mutates.patch", message: "flawed example mutates.patch is not caught by any time check (expected: state, time)" })]);
+  });
+
+  it("fails a requirement no check ran on the reference, and a requirement a check names but the task does not declare", () => {
+    const cols = columns((c) => [["probe_extra", "skipped-check", "functional", c === "ref" ? "skipped" : "failed", ["empty-list"]], ["probe_value", "bonus", "state", "passed", ["not-declared"]]]);
+    const report = analysePower("tiny", cols, ["total-value", "input-unchanged", "empty-list", "never-named"]);
+    expect(report.findings.filter((f) => f.kind.startsWith("requirement")).map((f) => f.message)).toEqual([
+      "requirement empty-list is named by no check that ran on the reference",
+      "requirement never-named is named by no check that ran on the reference",
+      "check bonus (probe_value) names requirement not-declared, which task.yml does not declare",
+    ]);
+  });
+
+  it("renders the matrix and the findings as markdown", () => {
+    const md = renderPowerMarkdown(analysePower("tiny", columns(), ["total-value", "input-unchanged", "empty-list"]));
+    expect(md).toContain("### ❌ Probe power — `tiny`");
+    expect(md).toContain("| probe | check | category | reference ✓ ×2 | mutates | wrong | fails-official |");
+    expect(md).toContain("| probe_value | input-unchanged | state | 0/2 failed | FAIL | pass | — |");
+    expect(md).toContain("|  | expected |  | resolved | probe-rejected [state] | probe-rejected [functional] | official-failed |");
+    expect(md).toContain("- requirement empty-list is named by no check that ran on the reference");
+  });
+});
