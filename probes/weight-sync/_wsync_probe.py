@@ -1,39 +1,64 @@
-"""Shared helpers of the weight-sync probes: deterministic probe models, bitwise comparison, plans.
+"""Shared helpers of the weight-sync probes: probe models drawn from the evaluation's parameters,
+bitwise comparison, and the bucket counts the prompt's "in-order greedy packing" allows.
 
 Probe models are built here, not from the submission's PolicyNet, so expectations never depend on
-code the submission could change."""
+code the submission could change. Everything a probe asks of the submission goes through the
+interface the prompt states: `WeightSyncer(model, bucket_bytes=, src=)`, `sync(version)`,
+`.version`, `.buckets` (names as in `model.named_parameters()`)."""
+import math
+import random
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
-Spec = Tuple[Tuple[int, ...], torch.dtype]
+# (shape, dtype) or (shape, dtype, flags); flags: "t" stores the parameter transposed
+# (non-contiguous), "frozen" sets requires_grad=False.
+Spec = Tuple
 
 _INT_VIEW = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 _equal = torch.equal  # bound before any submission code runs in this process
+DTYPES = {"float16": torch.float16, "float64": torch.float64, "float32": torch.float32}
+
+
+def _flags(spec) -> str:
+    return spec[2] if len(spec) > 2 else ""
 
 
 class ProbeModel(nn.Module):
-    """Parameters of the given shapes/dtypes, named `blocks.<i>.weight` in spec order."""
+    """Parameters of the given shapes/dtypes, named `blocks.<i>.weight` in spec order.
 
-    def __init__(self, specs: Sequence[Spec], device=None):
+    `extras` adds what real modules carry besides plain parameters: a buffer (`blocks.0.stat`) and
+    a tied alias of the first parameter (`tied`, as with shared embeddings). Neither is a distinct
+    parameter, so neither may appear in a bucket plan."""
+
+    def __init__(self, specs: Sequence[Spec], device=None, extras: bool = False):
         super().__init__()
         self.blocks = nn.ModuleList()
-        for shape, dtype in specs:
+        for spec in specs:
+            shape, dtype, flags = spec[0], spec[1], _flags(spec)
             holder = nn.Module()
-            holder.weight = nn.Parameter(torch.empty(shape, dtype=dtype, device=device))
+            if "t" in flags:
+                data = torch.empty(tuple(reversed(shape)), dtype=dtype, device=device).t()
+            else:
+                data = torch.empty(shape, dtype=dtype, device=device)
+            holder.weight = nn.Parameter(data, requires_grad="frozen" not in flags)
             self.blocks.append(holder)
+        if extras and len(self.blocks):
+            self.blocks[0].register_buffer("stat", torch.zeros(3, device=device))
+            self.tied = self.blocks[0]
 
 
 def values(specs: Sequence[Spec], seed: int) -> List[torch.Tensor]:
+    """Expected weights, drawn on the CPU before any submission code runs."""
     g = torch.Generator().manual_seed(seed)
-    return [torch.randn(shape, generator=g).to(dtype) for shape, dtype in specs]
+    return [torch.randn(spec[0], generator=g).to(spec[1]) for spec in specs]
 
 
 @torch.no_grad()
-def build(specs: Sequence[Spec], seed: int, device) -> ProbeModel:
+def build(specs: Sequence[Spec], seed: int, device, extras: bool = False) -> ProbeModel:
     """A model with seeded random weights, drawn in place so no temporaries linger on the heap."""
-    model = ProbeModel(specs, device=device)
+    model = ProbeModel(specs, device=device, extras=extras)
     g = torch.Generator(device=device).manual_seed(seed)
     for p in model.parameters():
         p.normal_(generator=g)
@@ -72,25 +97,41 @@ def first_difference(model: nn.Module, expected: Sequence[torch.Tensor]) -> Opti
 
 def nbytes(specs: Sequence[Spec]) -> int:
     total = 0
-    for shape, dtype in specs:
-        n = 1
-        for d in shape:
-            n *= d
-        total += n * torch.empty((), dtype=dtype).element_size()
+    for spec in specs:
+        total += math.prod(spec[0]) * torch.empty((), dtype=spec[1]).element_size()
     return total
 
 
-def greedy_bucket_count(specs: Sequence[Spec], bucket_bytes: int) -> int:
-    """Buckets an in-order greedy packing needs, one open bucket per dtype."""
-    open_bytes: Dict[torch.dtype, int] = {}
-    count = 0
-    for shape, dtype in specs:
-        size = nbytes([(shape, dtype)])
-        if dtype not in open_bytes or open_bytes[dtype] + size > bucket_bytes:
-            count += 1
-            open_bytes[dtype] = 0
-        open_bytes[dtype] += size
-    return count
+def greedy_bucket_counts(specs: Sequence[Spec], bucket_bytes: int) -> Dict[str, int]:
+    """Bucket counts of the simple in-order greedy packings the prompt's wording admits.
+
+    "mixed": one open bucket, any dtypes together (byte buffers); "per_dtype": one open bucket per
+    dtype (homogeneous buckets, the dtypes' streams interleaved); "contiguous": homogeneous, a
+    dtype change closes the bucket. A plan is judged against the largest of these."""
+    counts = {}
+    for mode in ("mixed", "per_dtype", "contiguous"):
+        open_bytes: Dict = {}
+        last_dtype, count = None, 0
+        for spec in specs:
+            size, dtype = nbytes([spec]), spec[1]
+            key = None if mode == "mixed" else dtype
+            if mode == "contiguous" and dtype != last_dtype:
+                open_bytes = {}
+            if key not in open_bytes or open_bytes[key] + size > bucket_bytes:
+                count += 1
+                open_bytes[key] = 0
+            open_bytes[key] += size
+            last_dtype = dtype
+        counts[mode] = count
+    return counts
+
+
+def shape_of(numel: int, r: random.Random) -> Tuple[int, ...]:
+    """A 1-D or 2-D shape of about `numel` elements (odd sizes included)."""
+    if numel < 8 or r.random() < 0.4:
+        return (numel,)
+    rows = r.randint(2, min(40, numel // 2))
+    return (rows, max(1, numel // rows))
 
 
 def mib(n: float) -> str:
@@ -108,12 +149,12 @@ def import_syncer():
     return WeightSyncer
 
 
-def run_all_ranks(fn, timeout):
+def run_all_ranks(fn, timeout, world_size=None, backend=None, args=()):
     """(per-rank results, None), or (None, the RankError) for every check of the probe to report."""
     from probegate_probe import RankError, run_ranks
 
     try:
-        return run_ranks(fn, timeout=timeout), None
+        return run_ranks(fn, world_size=world_size, backend=backend, args=args, timeout=timeout), None
     except RankError as exc:
         return None, exc
 

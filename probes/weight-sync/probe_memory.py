@@ -4,21 +4,28 @@ import os
 import torch
 
 import _wsync_probe as W
-from probegate_probe import check, device_for_rank, peak_memory
+from probegate_probe import check, device_for_rank, param, peak_memory, rng
 
-BUCKET = 4 * 2**20
-SPECS = [((512, 1024), torch.float32)] * 32  # 64 MiB in 2 MiB tensors: two per bucket
-MODEL_BYTES = W.nbytes(SPECS)
+MODEL_TARGET = 48 * 2**20
 SLACK = 6 * 2**20  # CPU RSS noise: interpreter, gloo and allocator pages (measured 0.5-3.5 MiB)
-LIMIT = 2 * BUCKET + SLACK
 
 
-def memory_rank(rank, world_size):
+def memory_specs(r, bucket):
+    """About 48 MiB of fp32 tensors of 30-50% of a bucket each: two or three per bucket."""
+    specs, total = [], 0
+    while total < MODEL_TARGET:
+        numel = int(r.uniform(0.3, 0.5) * bucket) // 4
+        specs.append((W.shape_of(numel, r), torch.float32))
+        total += numel * 4
+    return specs
+
+
+def memory_rank(rank, world_size, specs, bucket):
     device = device_for_rank(rank)
-    model = W.build(SPECS, seed=100 + rank, device=device)
+    model = W.build(specs, seed=100 + rank, device=device)
     WeightSyncer = W.import_syncer()
 
-    syncer = WeightSyncer(model, bucket_bytes=BUCKET, src=0)
+    syncer = WeightSyncer(model, bucket_bytes=bucket, src=0)
     sync = (lambda v: syncer.sync(v)) if rank == 0 else (lambda v: syncer.sync())
     sync(1)  # first use sets up communication buffers; those are not what this check is about
     if rank == 0:
@@ -35,19 +42,22 @@ def main():
     # A fixed mmap threshold stops glibc from serving large blocks out of memory freed earlier, so
     # the CPU figure (peak RSS growth) sees every large staging buffer the sync allocates.
     os.environ["MALLOC_MMAP_THRESHOLD_"] = str(256 * 1024)
-    results, failure = W.run_all_ranks(memory_rank, timeout=120)
+    bucket = int(param("memory_bucket_bytes", 4 * 2**20))
+    specs = memory_specs(rng("memory-shapes"), bucket)
+    model_bytes, limit = W.nbytes(specs), 2 * bucket + SLACK
+    results, failure = W.run_all_ranks(memory_rank, timeout=120, args=(specs, bucket))
     loc = W.syncer_location()
 
-    with check("trainer-sync-peak-memory", "memory", location=loc) as c:
+    with check("trainer-sync-peak-memory", "memory", location=loc, requirements=["memory-two-buckets"]) as c:
         if failure:
             raise failure
         peak = results[0]["peak"]
-        c.measured.update(trainer_peak_bytes=peak, limit_bytes=LIMIT, model_bytes=MODEL_BYTES,
-                          bucket_bytes=BUCKET, rollout_peak_bytes=max(r["peak"] for r in results[1:]))
-        if peak > LIMIT:
-            c.fail("during a sync of a %s model with bucket_bytes=%s the trainer's memory grew by %s, more "
+        c.measured.update(trainer_peak_bytes=peak, limit_bytes=limit, model_bytes=model_bytes,
+                          bucket_bytes=bucket, rollout_peak_bytes=max(r["peak"] for r in results[1:]))
+        if peak > limit:
+            c.fail("during a sync of a %s model with bucket_bytes=%d the trainer's memory grew by %s, more "
                    "than %s (two buckets + %s); stage one bucket at a time instead of flattening the model"
-                   % (W.mib(MODEL_BYTES), W.mib(BUCKET), W.mib(peak), W.mib(LIMIT), W.mib(SLACK)))
+                   % (W.mib(model_bytes), bucket, W.mib(peak), W.mib(limit), W.mib(SLACK)))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""Structure checks: the WeightSyncer interface the prompt states."""
+"""Structure checks: the WeightSyncer interface the prompt states (names, parameters, defaults,
+properties). What `buckets` holds and in which order is judged in probe_state / probe_traffic."""
+import functools
 import inspect
 
 from probegate_probe import ProbeFailure, check, locate, require_signature
@@ -27,7 +29,7 @@ def _default(fn, name):
 
 def main():
     cls = None
-    with check("api-constructor", "structure") as c:
+    with check("api-constructor", "structure", requirements=["import-path", "ctor-signature"]) as c:
         wsync, cls = _syncer()
         c.location = locate(cls)
         require_signature(wsync, "WeightSyncer", ["model", "bucket_bytes", "src"])
@@ -35,11 +37,11 @@ def main():
             c.fail("WeightSyncer(model, bucket_bytes, src): src must default to 0 (the trainer rank), got %r"
                    % _default(cls, "src"))
         bucket_default = _default(cls, "bucket_bytes")
-        if not isinstance(bucket_default, int) or bucket_default <= 0:
-            c.fail("WeightSyncer(model, bucket_bytes, src): bucket_bytes needs a positive int default, got %r"
-                   % bucket_default)
+        if bucket_default != 64 * 2**20:
+            c.fail("WeightSyncer(model, bucket_bytes, src): bucket_bytes defaults to 64 * 2**20 (64 MiB), got %r"
+                   % (bucket_default,))
 
-    with check("api-sync", "structure") as c:
+    with check("api-sync", "structure", requirements=["sync-signature"]) as c:
         if cls is None:
             _, cls = _syncer()
         c.location = locate(cls)
@@ -49,18 +51,16 @@ def main():
             c.fail("WeightSyncer.sync(version): rollout ranks call sync() without a version, so version "
                    "must default to None")
 
-    with check("api-properties", "structure") as c:
+    with check("api-properties", "structure", requirements=["version-property", "buckets-names"]) as c:
         if cls is None:
             _, cls = _syncer()
         c.location = locate(cls)
         for name in ("version", "buckets"):
             attr = inspect.getattr_static(cls, name, None)
-            if not isinstance(attr, property):
-                c.fail("WeightSyncer.%s must be a read-only property, found %s"
-                       % (name, "nothing" if attr is None else type(attr).__name__))
-            if attr.fset is not None:
-                c.location = locate(attr) or c.location
-                c.fail("WeightSyncer.%s must be read-only: only sync() changes what a rank holds" % name)
+            # The prompt states properties; a cached_property reads the same way (buckets is fixed).
+            if not isinstance(attr, (property, functools.cached_property)):
+                c.fail("WeightSyncer.%s must be a property (read as syncer.%s, not called), found %s"
+                       % (name, name, "nothing" if attr is None else type(attr).__name__))
 
 
 if __name__ == "__main__":

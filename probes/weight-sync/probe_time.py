@@ -5,14 +5,13 @@ import torch
 import torch.distributed as dist
 
 import _wsync_probe as W
-from probegate_probe import check, device_for_rank, time_ratio
+from probegate_probe import check, device_for_rank, param, time_ratio
 
 # Bound at import, which in a rank happens before the submission is imported: the reference below
 # keeps using the real collectives even if the submission wraps them.
 _broadcast, _barrier, _cat, _empty, _tensor = dist.broadcast, dist.barrier, torch.cat, torch.empty, torch.tensor
 
 BUCKET = 256 * 1024
-SPECS = [((1024,), torch.float32)] * 240 + [((512,), torch.float16)] * 16
 MARGIN = 3.0  # correct solutions measured 0.75-1.7x on 2 loaded CPU cores; one collective per tensor 11-17x
 
 
@@ -51,11 +50,15 @@ def _plan(specs, bucket_bytes):
     return plan
 
 
-def time_rank(rank, world_size):
+def time_specs(n_small):
+    return [((1024,), torch.float32)] * n_small + [((512,), torch.float16)] * 16
+
+
+def time_rank(rank, world_size, specs):
     device = device_for_rank(rank)
-    ref_model = W.build(SPECS, seed=100 + rank, device=device)
-    ref_params, plan = list(ref_model.parameters()), _plan(SPECS, BUCKET)
-    model = W.build(SPECS, seed=100 + rank, device=device)
+    ref_model = W.build(specs, seed=100 + rank, device=device)
+    ref_params, plan = list(ref_model.parameters()), _plan(specs, BUCKET)
+    model = W.build(specs, seed=100 + rank, device=device)
     WeightSyncer = W.import_syncer()
 
     syncer = WeightSyncer(model, bucket_bytes=BUCKET, src=0)
@@ -72,20 +75,21 @@ def time_rank(rank, world_size):
 
 
 def main():
-    results, failure = W.run_all_ranks(time_rank, timeout=150)
+    specs = time_specs(int(param("time_tensors", 240)))
+    results, failure = W.run_all_ranks(time_rank, timeout=150, args=(specs,))
     loc = W.syncer_location()
 
-    with check("sync-many-small-tensors", "time", location=loc) as c:
+    with check("sync-many-small-tensors", "time", location=loc, requirements=["speed-many-small"]) as c:
         if failure:
             raise failure
         trainer = results[0]
         c.measured.update(ratio=round(trainer["median"], 3), candidate_s=trainer["candidate_s"],
-                          reference_s=trainer["reference_s"], margin=MARGIN, tensors=len(SPECS),
+                          reference_s=trainer["reference_s"], margin=MARGIN, tensors=len(specs),
                           rollout_ratio=round(max(r["median"] for r in results[1:]), 3))
         if not trainer["passed"]:
             c.fail("syncing %d small tensors (%s, bucket_bytes=%s) took %.1f ms on the trainer, %.1fx a plain "
                    "bucketed sync (%.1f ms; allowed %.1fx); issue one collective per bucket, not per tensor"
-                   % (len(SPECS), W.mib(W.nbytes(SPECS)), W.mib(BUCKET), trainer["candidate_s"] * 1e3,
+                   % (len(specs), W.mib(W.nbytes(specs)), W.mib(BUCKET), trainer["candidate_s"] * 1e3,
                       trainer["median"], trainer["reference_s"] * 1e3, MARGIN))
 
 
