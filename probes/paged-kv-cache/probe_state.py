@@ -13,6 +13,7 @@ from probegate_probe import ProbeFailure, check, locate, param, rng
 BS = param("block_size", 6)
 POOL = param("pool_blocks", 40)
 FORKS = param("forks", 2)
+BS_COW = BS if BS > 1 else 2   # copy-on-write needs a partly filled block: block size 1 never has one
 
 
 def api(name):
@@ -32,11 +33,11 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
-def partial_length():
+def partial_length(bs=BS):
     """A token count whose last block is partly filled (when block_size > 1), at least one full block."""
-    n = max(BS, min(param("num_tokens", 13), (POOL // 4) * BS))
-    if BS > 1 and n % BS == 0:
-        n += 1 + n % (BS - 1)
+    n = max(bs, min(param("num_tokens", 13), (POOL // 4) * bs))
+    if bs > 1 and n % bs == 0:
+        n += 1 + n % (bs - 1)
     return n
 
 
@@ -71,39 +72,38 @@ def check_cow():
         manager_cls = api("BlockManager")
         c.location = locate(manager_cls.append_slot)
         sharers = FORKS + 1
-        c.measured.update(block_size=BS, sequences=sharers)
-        if BS > 1:
-            m = manager_cls(POOL, BS)
-            n = partial_length()
-            parent = m.allocate(0, n)
-            for child in range(1, sharers):
-                m.fork(0, child)
-            slot, copy = m.append_slot(1)
-            child = m.get_block_table(1)
-            expect(copy is not None and tuple(copy) == (parent[-1], child[-1]) and child[-1] not in parent,
-                   f"appending to a sequence whose partly filled last block {parent[-1]} is shared returned "
-                   f"copy={copy} and table {child}; expected a private block and copy=({parent[-1]}, <new>)",
-                   manager_cls.append_slot)
-            expect(child[:-1] == parent[:-1], "copy-on-write must replace only the last block; the full blocks "
-                   f"stay shared, got {child} for parent {parent}", manager_cls.append_slot)
-            expect(slot == child[-1] * BS + n % BS, f"slot {slot} returned, expected {child[-1] * BS + n % BS} "
-                   f"(offset {n % BS} of the new private block)", manager_cls.append_slot)
-            others = [s for s in range(sharers) if s != 1]
-            expect(all(m.get_block_table(s) == parent for s in others),
-                   "copy-on-write in one sequence changed another sequence's block table", manager_cls.append_slot)
-            counts = (m.get_ref_count(parent[-1]), m.get_ref_count(child[-1]), m.get_ref_count(parent[0]))
-            c.measured.update(old_block_refs=counts[0], new_block_refs=counts[1])
-            want = (sharers - 1, 1, sharers)
-            expect(counts == want, f"ref counts after copy-on-write (old last block, new block, shared first "
-                   f"block) are {counts}, expected {want}", manager_cls.append_slot)
-            for s in range(2, sharers):
-                _, copy = m.append_slot(s)
-                expect(copy is not None, f"sequence {s} wrote into block {parent[-1]} still shared with the "
-                       "parent without copy-on-write", manager_cls.append_slot)
-            _, copy = m.append_slot(0)
-            expect(copy is None and m.get_block_table(0) == parent,
-                   "the last sequence holding a block wrote through copy-on-write although nobody else "
-                   f"references it any more (copy={copy})", manager_cls.append_slot)
+        c.measured.update(block_size=BS_COW, sequences=sharers)
+        m = manager_cls(POOL, BS_COW)
+        n = partial_length(BS_COW)
+        parent = m.allocate(0, n)
+        for child in range(1, sharers):
+            m.fork(0, child)
+        slot, copy = m.append_slot(1)
+        child = m.get_block_table(1)
+        expect(copy is not None and tuple(copy) == (parent[-1], child[-1]) and child[-1] not in parent,
+               f"appending to a sequence whose partly filled last block {parent[-1]} is shared returned "
+               f"copy={copy} and table {child}; expected a private block and copy=({parent[-1]}, <new>)",
+               manager_cls.append_slot)
+        expect(child[:-1] == parent[:-1], "copy-on-write must replace only the last block; the full blocks "
+               f"stay shared, got {child} for parent {parent}", manager_cls.append_slot)
+        expect(slot == child[-1] * BS_COW + n % BS_COW, f"slot {slot} returned, expected {child[-1] * BS_COW + n % BS_COW} "
+               f"(offset {n % BS_COW} of the new private block)", manager_cls.append_slot)
+        others = [s for s in range(sharers) if s != 1]
+        expect(all(m.get_block_table(s) == parent for s in others),
+               "copy-on-write in one sequence changed another sequence's block table", manager_cls.append_slot)
+        counts = (m.get_ref_count(parent[-1]), m.get_ref_count(child[-1]), m.get_ref_count(parent[0]))
+        c.measured.update(old_block_refs=counts[0], new_block_refs=counts[1])
+        want = (sharers - 1, 1, sharers)
+        expect(counts == want, f"ref counts after copy-on-write (old last block, new block, shared first "
+               f"block) are {counts}, expected {want}", manager_cls.append_slot)
+        for s in range(2, sharers):
+            _, copy = m.append_slot(s)
+            expect(copy is not None, f"sequence {s} wrote into block {parent[-1]} still shared with the "
+                   "parent without copy-on-write", manager_cls.append_slot)
+        _, copy = m.append_slot(0)
+        expect(copy is None and m.get_block_table(0) == parent,
+               "the last sequence holding a block wrote through copy-on-write although nobody else "
+               f"references it any more (copy={copy})", manager_cls.append_slot)
         m2 = manager_cls(POOL, BS)
         full = m2.allocate(0, 2 * BS)
         m2.fork(0, 1)
@@ -184,17 +184,16 @@ def check_exhaustion():
         m = manager_cls(POOL, BS)
         m.allocate(0, (POOL - 3) * BS)
         must_raise(m, [0], lambda: m.allocate(1, 3 * BS + 1), f"allocate(1, {3 * BS + 1}) with 3 free blocks")
-        if BS > 1:
-            m = manager_cls(POOL, BS)
-            m.allocate(0, (POOL - 1) * BS + 1)
-            m.fork(0, 1)
-            must_raise(m, [0, 1], lambda: m.append_slot(1),
-                       "append_slot(1) needing copy-on-write of a shared block with 0 free blocks")
-            m.free(1)
-            _, copy = m.append_slot(0)
-            expect(copy is None and m.get_num_free_blocks() == 0, "after the failed copy-on-write and freeing "
-                   f"the child, the parent's append gave copy={copy} with {m.get_num_free_blocks()} free blocks; "
-                   "the failed call must have left the shared block as it was", manager_cls.append_slot)
+        m = manager_cls(POOL, BS_COW)
+        m.allocate(0, (POOL - 1) * BS_COW + 1)
+        m.fork(0, 1)
+        must_raise(m, [0, 1], lambda: m.append_slot(1),
+                   "append_slot(1) needing copy-on-write of a shared block with 0 free blocks")
+        m.free(1)
+        _, copy = m.append_slot(0)
+        expect(copy is None and m.get_num_free_blocks() == 0, "after the failed copy-on-write and freeing "
+               f"the child, the parent's append gave copy={copy} with {m.get_num_free_blocks()} free blocks; "
+               "the failed call must have left the shared block as it was", manager_cls.append_slot)
         c.measured.update(num_blocks=POOL, block_size=BS)
 
 
