@@ -1,12 +1,14 @@
-"""Structure of the new API and the block bookkeeping: sharing, copy-on-write, freeing, exhaustion.
+"""Structure of the new API and the contract of each stated method, at drawn sizes.
 
-One process, no process group: the submission runs as a single tensor-parallel rank.
+One process, no process group: the submission runs as a single tensor-parallel rank. Only the
+interfaces the prompt states are used (names, signatures, return values, the cache protocol).
+# PROBEGATE-CANARY-PAGEDKV-STRUCTURE-5d81e2
 """
 import importlib
 
 import torch
 
-from probegate_probe import ProbeFailure, check, locate, require_signature
+from probegate_probe import ProbeFailure, check, locate, param, require_signature, rng
 
 BLOCK_MANAGER_METHODS = {
     "__init__": ["num_blocks", "block_size"],
@@ -29,6 +31,9 @@ CACHE_METHODS = {
     "free": ["seq_id"],
     "seq_len": ["seq_id"],
 }
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16}
+BS = param("block_size", 6)
+POOL = param("pool_blocks", 40)
 
 
 def api(name):
@@ -45,8 +50,32 @@ def expect(condition, message, where, **measured):
         raise ProbeFailure(message, location=locate(where), measured=measured or None)
 
 
+def tensors_in(root, depth_limit=6):
+    """Tensors reachable from root's attributes and containers."""
+    seen, found, todo = set(), [], [(root, 0)]
+    while todo:
+        obj, depth = todo.pop()
+        if id(obj) in seen or depth > depth_limit:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            found.append(obj)
+        elif isinstance(obj, dict):
+            todo.extend((v, depth + 1) for v in obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            todo.extend((v, depth + 1) for v in obj)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            todo.extend((v, depth + 1) for v in vars(obj).values())
+    return found
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
 def check_structure():
-    with check("block-manager-interface", "structure") as c:
+    with check("block-manager-interface", "structure",
+               requirements=["exports", "bm-signature", "bm-bookkeeping-only"]) as c:
         manager_cls = api("BlockManager")
         c.location = locate(manager_cls)
         for method, params in BLOCK_MANAGER_METHODS.items():
@@ -54,192 +83,173 @@ def check_structure():
         error_cls = api("NoFreeBlocksError")
         expect(isinstance(error_cls, type) and issubclass(error_cls, RuntimeError),
                "NoFreeBlocksError must be a RuntimeError subclass", error_cls)
+        module = importlib.import_module("pagedkv.block_manager")
+        expect(getattr(module, "BlockManager", None) is manager_cls,
+               "pagedkv.BlockManager must be the class of the new module pagedkv/block_manager.py", module)
+        m = manager_cls(POOL, BS)
+        m.allocate(0, 3 * BS)
+        m.fork(0, 1)
+        m.append_slot(1)
+        held = tensors_in(m)
+        expect(not held, f"a BlockManager holds {len(held)} tensor(s); the manager is bookkeeping only "
+               "(no tensors): the cache owns the keys and values", manager_cls)
 
-    with check("paged-cache-interface", "structure") as c:
+    with check("paged-cache-interface", "structure",
+               requirements=["exports", "cache-signature", "cache-block-manager"]) as c:
         cache_cls = api("PagedKVCache")
         c.location = locate(cache_cls)
         for method, params in CACHE_METHODS.items():
             require_signature(cache_cls, method, params)
-        config = api("ModelConfig")(num_heads=4, head_dim=8, num_layers=1)
-        cache = cache_cls(config, 4, 2)
+        module = importlib.import_module("pagedkv.paged_cache")
+        expect(getattr(module, "PagedKVCache", None) is cache_cls,
+               "pagedkv.PagedKVCache must be the class of the new module pagedkv/paged_cache.py", module)
+        config = api("ModelConfig")(num_heads=2, head_dim=4, num_layers=1)
+        cache = cache_cls(config, POOL, BS)
         manager = getattr(cache, "block_manager", None)
         expect(isinstance(manager, api("BlockManager")),
                f"PagedKVCache.block_manager must be the cache's BlockManager, got {type(manager).__name__}",
                cache_cls)
-        expect(manager.get_num_free_blocks() == 4,
-               f"PagedKVCache(config, num_blocks=4, block_size=2).block_manager has "
-               f"{manager.get_num_free_blocks()} free blocks, expected 4", cache_cls)
+        expect(manager.get_num_free_blocks() == POOL,
+               f"PagedKVCache(config, num_blocks={POOL}, block_size={BS}).block_manager has "
+               f"{manager.get_num_free_blocks()} free blocks, expected {POOL}", cache_cls)
 
 
-def check_fork_and_cow():
-    with check("fork-shares-blocks", "state") as c:
-        manager_cls = api("BlockManager")
-        c.location = locate(manager_cls.fork)
-        m = manager_cls(64, 16)
-        parent = m.allocate(0, 60)
-        expect(len(parent) == 4, f"allocate(0, 60) with block_size 16 gave {len(parent)} blocks, expected 4",
-               manager_cls.allocate)
-        m.fork(0, 1)
-        m.fork(0, 2)
-        m.fork(1, 3)
-        c.measured.update(free_blocks=m.get_num_free_blocks(), expected_free_blocks=60)
-        for child in (1, 2, 3):
-            table = m.get_block_table(child)
-            expect(table == parent, f"after fork the child's block table is {table}, expected the parent's "
-                   f"{parent}: a fork must share the parent's blocks", manager_cls.fork)
-            expect(m.get_seq_len(child) == 60, f"forked sequence has length {m.get_seq_len(child)}, expected 60",
-                   manager_cls.fork)
-        counts = [m.get_ref_count(b) for b in parent]
-        c.measured.update(ref_count=max(counts))
-        expect(counts == [4] * 4, f"4 sequences share blocks {parent} but their ref counts are {counts}",
-               manager_cls.fork)
-        expect(m.get_num_free_blocks() == 60, f"{64 - m.get_num_free_blocks()} blocks in use after 3 forks "
-               f"of a 4-block sequence, expected 4 (forks take no blocks)", manager_cls.fork)
-
-    with check("copy-on-write-append", "state") as c:
-        manager_cls = api("BlockManager")
-        c.location = locate(manager_cls.append_slot)
-        m = manager_cls(64, 16)
-        parent = m.allocate(0, 60)
-        m.fork(0, 1)
-        m.fork(0, 2)
-        slot, copy = m.append_slot(1)
-        child = m.get_block_table(1)
-        expect(copy is not None and tuple(copy) == (parent[3], child[3]) and child[3] not in parent,
-               f"appending to a sequence whose partly filled last block {parent[3]} is shared returned "
-               f"copy={copy} and table {child}; expected a private block and copy=({parent[3]}, <new block>)",
-               manager_cls.append_slot)
-        expect(child[:3] == parent[:3], "copy-on-write must replace only the last block; the full blocks "
-               f"stay shared, got {child} for parent {parent}", manager_cls.append_slot)
-        expect(slot == child[3] * 16 + 12, f"slot {slot} returned, expected {child[3] * 16 + 12} "
-               "(offset 12 of the new private block)", manager_cls.append_slot)
-        expect(m.get_block_table(0) == parent and m.get_block_table(2) == parent,
-               "copy-on-write in one sequence changed another sequence's block table", manager_cls.append_slot)
-        counts = (m.get_ref_count(parent[3]), m.get_ref_count(child[3]), m.get_ref_count(parent[0]))
-        c.measured.update(old_block_refs=counts[0], new_block_refs=counts[1])
-        expect(counts == (2, 1, 3), f"ref counts after copy-on-write (old last block, new block, shared "
-               f"first block) are {counts}, expected (2, 1, 3)", manager_cls.append_slot)
-        m.append_slot(2)
-        _, copy = m.append_slot(0)
-        expect(copy is None and m.get_block_table(0) == parent,
-               "the last sequence holding a block wrote through copy-on-write although nobody else "
-               f"references it any more (copy={copy})", manager_cls.append_slot)
-        m2 = manager_cls(8, 4)
-        full = m2.allocate(0, 8)
-        m2.fork(0, 1)
-        slot, copy = m2.append_slot(1)
-        table = m2.get_block_table(1)
-        expect(copy is None and table[:2] == full and len(table) == 3 and m2.get_ref_count(full[1]) == 2,
-               f"appending after a shared full block must take a new block and keep sharing the full ones; "
-               f"got copy={copy}, table {table} (parent {full})", manager_cls.append_slot)
-
-
-def check_free():
-    with check("free-returns-shared-blocks", "state") as c:
-        manager_cls = api("BlockManager")
-        c.location = locate(manager_cls.free)
-        m = manager_cls(32, 4)
-        prompt = m.allocate(0, 10)
-        for child in (1, 2, 3):
-            m.fork(0, child)
-        for seq in (1, 2):
-            for _ in range(3):
-                m.append_slot(seq)
-        m.free(0)
-        counts = [m.get_ref_count(b) for b in prompt[:2]]
-        c.measured.update(shared_block_refs_after_one_free=max(counts), expected_refs=3)
-        expect(counts == [3, 3], f"after freeing one of 4 sequences sharing blocks {prompt[:2]} their ref "
-               f"counts are {counts}, expected [3, 3]: free must drop the sequence's reference to every "
-               "block it holds, shared or not, or shared blocks leak", manager_cls.free)
-        for seq in (3, 1, 2):
-            m.free(seq)
-        leaked = [b for b in range(32) if m.get_ref_count(b) != 0]
-        c.measured.update(free_blocks=m.get_num_free_blocks(), num_blocks=32, leaked_blocks=len(leaked))
-        expect(m.get_num_free_blocks() == 32 and not leaked,
-               f"after every sequence is freed {32 - m.get_num_free_blocks()} of 32 blocks are still in "
-               f"use (blocks with a non-zero ref count: {leaked[:8]}); blocks shared by forked sequences "
-               "are never returned to the pool", manager_cls.free)
-        m.allocate(9, 32 * 4)
-        expect(m.get_num_free_blocks() == 0, "the whole pool could not be reused after freeing", manager_cls.free)
-
-    with check("exhaustion-leaves-state-unchanged", "state") as c:
+def check_manager_contract():
+    with check("block-manager-contract", "structure",
+               requirements=["bm-pool", "bm-allocate", "bm-append-slot", "bm-slot-layout", "bm-getters"]) as c:
         manager_cls = api("BlockManager")
         c.location = locate(manager_cls)
-        error_cls = api("NoFreeBlocksError")
-        m = manager_cls(4, 4)
-        m.allocate(0, 14)
+        m = manager_cls(POOL, BS)
+        n = min(param("num_tokens", 13), (POOL // 2) * BS)
+        c.measured.update(num_blocks=POOL, block_size=BS, num_tokens=n)
+        expect(m.get_num_free_blocks() == POOL, f"BlockManager({POOL}, {BS}) starts with "
+               f"{m.get_num_free_blocks()} free blocks, expected {POOL}", manager_cls.__init__)
+        counts = [m.get_ref_count(b) for b in range(POOL)]
+        expect(counts == [0] * POOL, f"free blocks must have ref count 0, got {sorted(set(counts))}",
+               manager_cls.get_ref_count)
+        table = m.allocate(7, n)
+        want = ceil_div(n, BS)
+        expect(isinstance(table, list) and len(table) == want and len(set(table)) == want
+               and all(isinstance(b, int) and 0 <= b < POOL for b in table),
+               f"allocate(7, {n}) with block_size {BS} returned {table!r}; expected a list of {want} distinct "
+               f"block ids in [0, {POOL})", manager_cls.allocate)
+        expect(m.get_block_table(7) == table and m.get_seq_len(7) == n,
+               f"after allocate(7, {n}) get_block_table/get_seq_len give {m.get_block_table(7)}/"
+               f"{m.get_seq_len(7)}, expected {table}/{n}", manager_cls.allocate)
+        expect(m.get_num_free_blocks() == POOL - want, f"allocate(7, {n}) left {m.get_num_free_blocks()} "
+               f"free blocks, expected {POOL - want}", manager_cls.allocate)
+        refs = [m.get_ref_count(b) for b in table]
+        expect(refs == [1] * want, f"blocks held by exactly one sequence report ref counts {refs}; "
+               "get_ref_count is the number of sequences referencing the block", manager_cls.get_ref_count)
+        empty = m.allocate(8, 0)
+        expect(empty == [] and m.get_seq_len(8) == 0 and m.get_num_free_blocks() == POOL - want,
+               f"allocate(8, 0) returned {empty!r} and left {m.get_num_free_blocks()} free blocks; a sequence "
+               f"of 0 tokens gets ceil(0 / {BS}) = 0 blocks", manager_cls.allocate)
+        gen = rng("contract")
+        for seq_id, start in ((8, 0), (7, n)):
+            for p in range(start, start + gen.randint(1, 2 * BS + 1)):
+                result = m.append_slot(seq_id)
+                expect(isinstance(result, tuple) and len(result) == 2,
+                       f"append_slot({seq_id}) returned {result!r}, expected a (slot, copy) pair",
+                       manager_cls.append_slot)
+                slot, copy = result
+                table = m.get_block_table(seq_id)
+                expect(copy is None, f"append_slot({seq_id}) on an unshared sequence returned copy={copy!r}, "
+                       "expected None", manager_cls.append_slot)
+                expect(len(table) == ceil_div(p + 1, BS), f"after {p + 1} tokens sequence {seq_id} holds "
+                       f"{len(table)} blocks of {BS} slots, expected {ceil_div(p + 1, BS)}: a new block is "
+                       "taken only when the last one is full", manager_cls.append_slot)
+                want_slot = table[p // BS] * BS + p % BS
+                expect(slot == want_slot, f"append_slot({seq_id}) for token {p} returned slot {slot}, expected "
+                       f"table[{p} // {BS}] * {BS} + {p} % {BS} = {want_slot} (block size {BS}, table {table})",
+                       manager_cls.append_slot, block_size=BS, position=p)
+                expect(m.get_seq_len(seq_id) == p + 1, f"get_seq_len({seq_id}) is {m.get_seq_len(seq_id)} "
+                       f"after {p + 1} tokens", manager_cls.get_seq_len)
+        used = len(m.get_block_table(7)) + len(m.get_block_table(8))
+        expect(m.get_num_free_blocks() == POOL - used, f"{m.get_num_free_blocks()} free blocks with {used} "
+               f"of {POOL} in use", manager_cls.get_num_free_blocks)
 
-        def must_raise(call, what):
-            free_before, len_before = m.get_num_free_blocks(), m.get_seq_len(0)
-            try:
-                call()
-            except error_cls:
-                pass
-            else:
-                raise ProbeFailure(f"{what} succeeded without enough free blocks; expected NoFreeBlocksError",
-                                   location=locate(manager_cls))
-            expect(m.get_num_free_blocks() == free_before and m.get_seq_len(0) == len_before,
-                   f"{what} raised but changed the manager (free blocks {free_before} -> "
-                   f"{m.get_num_free_blocks()}, length of sequence 0 {len_before} -> {m.get_seq_len(0)})",
-                   manager_cls)
 
-        must_raise(lambda: m.allocate(1, 9), "allocate(1, 9) with 0 free blocks")
-        m.append_slot(0)
-        m.append_slot(0)
-        must_raise(lambda: m.append_slot(0), "append_slot(0) past the last free block")
-        c.measured.update(num_blocks=4, seq_len=m.get_seq_len(0))
-
-
-def check_cow_data():
-    with check("fork-write-isolation", "state") as c:
+def check_cache_contract():
+    with check("paged-cache-contract", "structure",
+               requirements=["cache-protocol", "cache-dtype-device", "cache-block-manager", "cache-signature"]) as c:
         cache_cls = api("PagedKVCache")
         c.location = locate(cache_cls)
-        config = api("ModelConfig")(num_heads=2, head_dim=4, num_layers=2)
-        cache = cache_cls(config, 16, 8)
-        gen = torch.Generator().manual_seed(7)
-        history = {0: [[], []]}
+        dtype_name = param("dtype", "float64")
+        dtype = DTYPES[dtype_name]
+        heads, dim, layers = param("heads_per_rank", 2), param("head_dim", 8), param("num_layers", 2)
+        config = api("ModelConfig")(num_heads=heads, head_dim=dim, num_layers=layers)
+        c.measured.update(dtype=dtype_name, block_size=BS, num_blocks=POOL, heads=heads, head_dim=dim)
+        default = cache_cls(config, POOL, BS)
+        default.add_sequence(0)
+        default.append_token([0])
+        default.write(0, [0], torch.ones(1, heads, dim), torch.ones(1, heads, dim))
+        k0, _ = default.read(0, 0)
+        expect(k0.dtype == torch.float32 and k0.device.type == "cpu",
+               f"PagedKVCache(config, num_blocks, block_size) reads back {k0.dtype} on {k0.device}; the "
+               "default is float32 on KVCache's default device (cpu without an NCCL process group)",
+               cache_cls.read)
 
-        def feed(seq_ids):
-            cache.append_token(seq_ids)
-            for layer in range(config.num_layers):
-                k = torch.randn(len(seq_ids), 2, 4, generator=gen)
-                v = torch.randn(len(seq_ids), 2, 4, generator=gen)
+        cache = cache_cls(config, POOL, BS, dtype=dtype)
+        gen = torch.Generator().manual_seed(rng("cache-contract").randrange(1 << 30))
+        written = {}
+
+        def step(seq_ids):
+            before = [cache.seq_len(s) for s in seq_ids]
+            positions = cache.append_token(seq_ids)
+            expect(isinstance(positions, torch.Tensor) and positions.tolist() == before,
+                   f"append_token({seq_ids}) returned {positions!r}, expected a tensor of the new "
+                   f"positions {before}", cache_cls.append_token)
+            for layer in range(layers):
+                k = torch.randn(len(seq_ids), heads, dim, generator=gen, dtype=torch.float64).to(dtype)
+                v = torch.randn(len(seq_ids), heads, dim, generator=gen, dtype=torch.float64).to(dtype)
                 cache.write(layer, seq_ids, k, v)
                 for i, s in enumerate(seq_ids):
-                    history[s][layer].append((k[i], v[i]))
+                    written.setdefault((s, layer), []).append((k[i], v[i]))
 
-        def verify(when):
-            for s, layers in history.items():
-                for layer, items in enumerate(layers):
-                    keys, values = cache.read(layer, s)
-                    want_k = torch.stack([k for k, _ in items])
-                    want_v = torch.stack([v for _, v in items])
-                    if not (torch.equal(keys, want_k) and torch.equal(values, want_v)):
-                        raise ProbeFailure(
-                            f"{when}: sequence {s}, layer {layer} reads back keys/values that differ from "
-                            f"what was written to it ({len(items)} tokens); writes to one sequence leak "
-                            "into another that shares its blocks", location=locate(cache_cls.write))
+        def verify(seq_id):
+            n = len(written.get((seq_id, 0), []))
+            expect(cache.seq_len(seq_id) == n, f"seq_len({seq_id}) is {cache.seq_len(seq_id)} after {n} "
+                   "tokens", cache_cls.seq_len)
+            manager = cache.block_manager
+            expect(manager.get_seq_len(seq_id) == n and len(manager.get_block_table(seq_id)) == ceil_div(n, BS),
+                   f"the cache's block_manager reports length {manager.get_seq_len(seq_id)} and "
+                   f"{len(manager.get_block_table(seq_id))} blocks for a sequence of {n} tokens "
+                   f"(block size {BS})", cache_cls)
+            for layer in range(layers if n else 0):  # the model never reads an empty history
+                keys, values = cache.read(layer, seq_id)
+                expect(tuple(keys.shape) == (n, heads, dim) and tuple(values.shape) == (n, heads, dim),
+                       f"read({layer}, {seq_id}) returned shapes {tuple(keys.shape)}/{tuple(values.shape)}, "
+                       f"expected ({n}, {heads}, {dim})", cache_cls.read)
+                expect(keys.dtype == dtype and values.dtype == dtype,
+                       f"PagedKVCache(..., dtype={dtype_name}) reads back {keys.dtype}: the cache must store "
+                       "keys and values in the dtype it was given", cache_cls.__init__)
+                want_k = torch.stack([k for k, _ in written[(seq_id, layer)]])
+                want_v = torch.stack([v for _, v in written[(seq_id, layer)]])
+                expect(torch.equal(keys, want_k) and torch.equal(values, want_v),
+                       f"read({layer}, {seq_id}) does not return the {dtype_name} keys/values written to "
+                       f"sequence {seq_id} ({n} tokens)", cache_cls.read)
 
-        cache.add_sequence(0)
-        for _ in range(13):
-            feed([0])
-        for child in (1, 2):
-            cache.fork(0, child)
-            history[child] = [list(h) for h in history[0]]
-        feed([1])
-        feed([2, 0])
-        feed([0, 1, 2])
-        verify("after forking a 13-token sequence twice and appending different tokens")
-        cache.free(0)
-        del history[0]
-        for _ in range(5):
-            feed([1, 2])
-        verify("after freeing the parent and appending to both children")
-        c.measured.update(sequences=3, tokens_checked=sum(len(h[0]) for h in history.values()))
+        cache.add_sequence(3)
+        verify(3)
+        for _ in range(BS + 2):
+            step([3])
+        cache.add_sequence(5)
+        for _ in range(BS + 1):
+            step([5, 3])
+        verify(3)
+        verify(5)
+        cache.free(3)
+        for layer in range(layers):
+            written.pop((3, layer), None)
+        cache.add_sequence(3)  # an id can be used again once freed
+        for _ in range(2):
+            step([3, 5])
+        verify(3)
+        verify(5)
 
 
 if __name__ == "__main__":
     check_structure()
-    check_fork_and_cow()
-    check_free()
-    check_cow_data()
+    check_manager_contract()
+    check_cache_contract()

@@ -1,15 +1,29 @@
-"""KV memory per tensor-parallel rank, and the blocks that forked samples of one prompt occupy."""
+"""KV memory per tensor-parallel rank, and the blocks that forked samples of one prompt occupy,
+at drawn sizes.
+# PROBEGATE-CANARY-PAGEDKV-MEMORY-c3e95a
+"""
 import torch
 
-from probegate_probe import (ProbeFailure, RankError, backend, check, device_for_rank, locate, peak_memory,
+from probegate_probe import (ProbeFailure, RankError, backend, check, device_for_rank, locate, param, peak_memory,
                              peak_memory_caveat, run_ranks, world_size)
 
 MiB = 1 << 20
-HEADS, HEAD_DIM, LAYERS = 8, 64, 2
-NUM_BLOCKS, BLOCK_SIZE = 512, 16
-FILL_SEQS = 32                                 # FILL_SEQS sequences of this length use every block
-FILL_LEN = NUM_BLOCKS * BLOCK_SIZE // FILL_SEQS
-PROMPT, SAMPLES, NEW_TOKENS = 200, 8, 10       # parallel sampling: one prompt, forked SAMPLES - 1 times
+HEADS_PER_RANK = param("heads_per_rank", 2) + 1            # 2..4 heads per rank
+HEAD_DIM = 32 + 2 * param("head_dim", 16)                  # 40..80: big enough to measure
+LAYERS = param("num_layers", 2)
+BLOCK_SIZE = param("block_size", 16)
+NUM_BLOCKS = param("kv_slots", 8192) // BLOCK_SIZE
+FILL_SEQS = 32                                             # FILL_SEQS sequences of this length use every block
+FILL_LEN = (NUM_BLOCKS // FILL_SEQS) * BLOCK_SIZE
+PROMPT, SAMPLES, NEW_TOKENS = param("prompt_len", 200), param("samples", 6), param("new_tokens", 10)
+HEADS = HEADS_PER_RANK * world_size()
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+SHARED_POOL = ceil_div(PROMPT, BLOCK_SIZE) + SAMPLES * ceil_div(PROMPT % BLOCK_SIZE + NEW_TOKENS, BLOCK_SIZE) + 4
 
 
 def kv_bytes(num_blocks, size):
@@ -66,14 +80,14 @@ def memory_rank(rank, size):
     held = storage_bytes(cache)
     del cache
 
-    shared = pagedkv.PagedKVCache(config, 256, BLOCK_SIZE, device=device)
+    shared = pagedkv.PagedKVCache(config, SHARED_POOL, BLOCK_SIZE, device=device)
     shared.add_sequence(0)
     fill(shared, [0], PROMPT, local_heads, device)
     for child in range(1, SAMPLES):
         shared.fork(0, child)
-    after_fork = 256 - shared.block_manager.get_num_free_blocks()
+    after_fork = SHARED_POOL - shared.block_manager.get_num_free_blocks()
     fill(shared, list(range(SAMPLES)), NEW_TOKENS, local_heads, device)
-    after_decode = 256 - shared.block_manager.get_num_free_blocks()
+    after_decode = SHARED_POOL - shared.block_manager.get_num_free_blocks()
     return {"peak": peak, "held": held, "caveat": peak_memory_caveat(), "after_fork": after_fork,
             "after_decode": after_decode}
 
@@ -90,7 +104,8 @@ def main():
         pagedkv = None
     cache_cls = getattr(pagedkv, "PagedKVCache", None)
 
-    with check("kv-bytes-per-rank", "memory", location=locate(getattr(cache_cls, "__init__", None))) as c:
+    with check("kv-bytes-per-rank", "memory", location=locate(getattr(cache_cls, "__init__", None)),
+               requirements=["cache-local-heads", "cache-kv-in-blocks"]) as c:
         if failure is not None:
             raise failure
         expected = kv_bytes(NUM_BLOCKS, size)
@@ -115,14 +130,15 @@ def main():
         if results[0]["caveat"]:
             c.message = f"peak is a lower bound here: {results[0]['caveat']}"
 
-    with check("forked-samples-share-prompt-blocks", "memory", location=locate(getattr(cache_cls, "fork", None))) as c:
+    with check("forked-samples-share-prompt-blocks", "memory", location=locate(getattr(cache_cls, "fork", None)),
+               requirements=["cache-fork-shares", "bm-copy-on-write", "bm-append-slot"]) as c:
         if failure is not None:
             raise failure
-        prompt_blocks = -(-PROMPT // BLOCK_SIZE)
+        prompt_blocks = ceil_div(PROMPT, BLOCK_SIZE)
         full_prompt_blocks = PROMPT // BLOCK_SIZE
         # Every sample keeps sharing the full prompt blocks and privately owns the blocks from
         # the partly filled one on.
-        tail_blocks = -(-(PROMPT % BLOCK_SIZE + NEW_TOKENS) // BLOCK_SIZE)
+        tail_blocks = ceil_div(PROMPT % BLOCK_SIZE + NEW_TOKENS, BLOCK_SIZE)
         want_decode = full_prompt_blocks + SAMPLES * tail_blocks
         block_bytes = kv_bytes(1, size)
         for rank, r in enumerate(results):

@@ -1,17 +1,18 @@
 """Decode-step time with the submission's PagedKVCache against a reference paged cache in this file.
 
 One process and one rank: collectives stay out of the measurement, the model is the submission's
-own TinyDecoder in both arms, so the ratio isolates the cost of the cache.
+own TinyDecoder in both arms, so the ratio isolates the cost of the cache. The block size is drawn.
+# PROBEGATE-CANARY-PAGEDKV-TIME-19f6d0
 """
 import math
 
 import torch
 
-from probegate_probe import ProbeFailure, backend, check, device_for_rank, locate, time_ratio
+from probegate_probe import ProbeFailure, backend, check, device_for_rank, locate, param, time_ratio
 
 CONFIG = dict(vocab_size=64, hidden_size=128, num_heads=4, head_dim=16, num_layers=2, max_position=1100)
-BATCH, HISTORY, BLOCK_SIZE = 4, 1024, 32
-NUM_BLOCKS = 160
+BATCH, HISTORY, BLOCK_SIZE = 4, 1024, param("time_block_size", 32)
+NUM_BLOCKS = BATCH * -(-(HISTORY + 40) // BLOCK_SIZE) + 4     # the history plus every timed step
 MARGIN = 2.5
 
 
@@ -86,7 +87,7 @@ def main():
     device = device_for_rank(0)
     reference_cache = ReferencePagedCache(NUM_BLOCKS, device)
     prefill(reference_cache, device)
-    with check("decode-step-time", "time") as c:
+    with check("decode-step-time", "time", requirements=["decode-time"]) as c:
         import pagedkv
 
         cache_cls = getattr(pagedkv, "PagedKVCache", None)
