@@ -2,7 +2,12 @@
 
 Gradients are small multiples of 2**-8, so their sum over ranks is exact in any order: the reference
 below does not depend on how a submission orders its reduction.
+
+Sizes and hyperparameters are drawn per evaluation (task.yml `params:`, read with `param()`), so a
+submission tuned to the sizes of the official tests or of any one probe run is still exercised
+elsewhere in the range the prompt allows. The defaults are what a probe run by hand uses.
 """
+# PROBEGATE-CANARY-SHARDED-SHARED-5c81e0d2
 import ctypes
 import gc
 import math
@@ -10,9 +15,36 @@ import types
 
 import torch
 
-# Odd sizes on purpose: the flat total is not a multiple of the world size.
-SHAPES = [(37, 19), (19,), (23, 37), (23,), (5, 23), (4,)]  # 1715 elements
-HYPER = {"lr": 1e-2, "betas": (0.8, 0.99), "eps": 1e-6, "weight_decay": 0.01}
+from probegate_probe import param, rng
+
+# The flat total of the drawn shapes is ≡ 1 mod 12 = lcm(2, 3, 4): never a multiple of any world
+# size the probes run at, so every run pads the last shard (the prompt: "their total size need not
+# be divisible by the world size").
+UNEVEN_MODULUS = 12
+
+
+def drawn_hyper():
+    """Adam hyperparameters drawn per evaluation, none of them the prompt's defaults."""
+    return {"lr": float(param("lr", 1e-2)), "betas": (float(param("beta1", 0.8)), float(param("beta2", 0.99))),
+            "eps": float(param("eps", 1e-6)), "weight_decay": float(param("weight_decay", 0.01))}
+
+
+def drawn_shapes(salt):
+    """Weights and biases of an MLP of drawn depth and widths, plus one short tensor that makes the
+    flat total ≡ 1 (mod UNEVEN_MODULUS). ``salt`` gives each probe its own widths."""
+    layers, width = int(param("layers", 3)), int(param("width", 37))
+    r = rng(f"shapes:{salt}")
+    dims = [r.randint(3, width) for _ in range(layers + 1)]
+    shapes = []
+    for fan_in, fan_out in zip(dims[:-1], dims[1:]):
+        shapes += [(fan_out, fan_in), (fan_out,)]
+    total = sum(torch.Size(s).numel() for s in shapes)
+    shapes.append(((1 - total) % UNEVEN_MODULUS or UNEVEN_MODULUS,))
+    return shapes
+
+
+def numel(shapes):
+    return sum(torch.Size(s).numel() for s in shapes)
 
 
 def make_params(shapes, seed, device):
@@ -26,22 +58,24 @@ def local_grads(shapes, rank, step, device):
     return [(torch.randint(-64, 65, s, generator=g).float() / 256.0).to(device) for s in shapes]
 
 
-def averaged_grads(shapes, world_size, step, device):
+def averaged_grads(shapes, ranks, step, device):
+    """The mean over ``ranks`` (global ranks) of their local gradients at ``step``."""
     total = [torch.zeros(s, device=device) for s in shapes]
-    for r in range(world_size):
+    for r in ranks:
         for t, g in zip(total, local_grads(shapes, r, step, device)):
             t.add_(g)
-    return [t / world_size for t in total]
+    return [t / len(ranks) for t in total]
 
 
-def reference_adam(params, shapes, world_size, steps, lr, betas, eps, weight_decay):
-    """Plain Adam on the averaged gradients (torch.optim.Adam's formula), written out here."""
+def reference_adam(params, shapes, ranks, steps, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    """Plain Adam on the gradients averaged over ``ranks`` (torch.optim.Adam's formula, L2 weight
+    decay), written out here; the defaults are the prompt's."""
     params = [p.detach().clone() for p in params]
     exp_avg = [torch.zeros_like(p) for p in params]
     exp_avg_sq = [torch.zeros_like(p) for p in params]
     beta1, beta2 = betas
     for step in range(steps):
-        grads = averaged_grads(shapes, world_size, step, params[0].device)
+        grads = averaged_grads(shapes, ranks, step, params[0].device)
         t = step + 1
         for p, g, m, v in zip(params, grads, exp_avg, exp_avg_sq):
             g = g + weight_decay * p
@@ -50,6 +84,18 @@ def reference_adam(params, shapes, world_size, steps, lr, betas, eps, weight_dec
             denom = (v.sqrt() / math.sqrt(1 - beta2 ** t)).add_(eps)
             p.addcdiv_(m, denom, value=-lr / (1 - beta1 ** t))
     return params
+
+
+def mismatch(params, expected, atol, rtol):
+    """The worst element of ``params`` against ``expected``: {abs_diff, param, index, bad_elements}."""
+    worst = {"abs_diff": 0.0, "param": None, "index": None, "bad_elements": 0}
+    for i, (p, want) in enumerate(zip(params, expected)):
+        diff = (p.detach().cpu() - want.cpu()).abs().reshape(-1)
+        bad = diff > atol + rtol * want.cpu().abs().reshape(-1)
+        worst["bad_elements"] += int(bad.sum())
+        if diff.numel() and float(diff.max()) > worst["abs_diff"]:
+            worst.update(abs_diff=float(diff.max()), param=i, index=int(diff.argmax()))
+    return worst
 
 
 def set_grads(params, grads):

@@ -1,17 +1,30 @@
-"""ShardedAdam must keep O(parameters / world_size) memory alive between steps on each rank."""
+"""ShardedAdam must keep O(parameters / world_size) memory alive between steps on each rank, and its
+state_dict() must be this rank's shard, not the whole state."""
+# PROBEGATE-CANARY-SHARDED-MEMORY-2a6f0b95
+import io
 import time
 
 import torch
 import torch.distributed as dist
 
-from probegate_probe import check, device_for_rank, locate, peak_memory, run_ranks
-from _shared import HYPER, held_tensor_bytes, mib, one_thread_on_cpu, resident_bytes, unmap_freed_blocks
+from probegate_probe import check, device_for_rank, locate, param, peak_memory, rng, run_ranks
+from _shared import drawn_hyper, held_tensor_bytes, mib, one_thread_on_cpu, resident_bytes, unmap_freed_blocks
 
-# 8 MiB of fp32 parameters: replicated Adam state (16 MiB) against at most 3/n of it (12 MiB at
-# n = 2) is far above the noise of anonymous RSS once the collectives are warm (< 0.3 MiB). More
+# About 8 MiB of fp32 parameters: replicated Adam state (16 MiB) against at most 3/n of it (12 MiB
+# at n = 2) is far above the noise of anonymous RSS once the collectives are warm (< 0.3 MiB). More
 # would only slow the probe: loopback TCP in the CI sandbox moves ~30 MB/s.
-SHAPES = [(1024, 512)] * 4 + [(512,)]
+TOTAL = 2**21 + 1
 SLACK = 2**20
+CHECKPOINT_SLACK = 64 * 1024
+
+
+def _shapes():
+    """TOTAL elements cut into `memory_tensors` 1-D and 2-D tensors at drawn places."""
+    k = int(param("memory_tensors", 5))
+    r = rng("memory-shapes")
+    cuts = sorted(r.sample(range(1, TOTAL), k - 1))
+    sizes = [b - a for a, b in zip([0] + cuts, cuts + [TOTAL])]
+    return [(s // 64, 64) if s % 64 == 0 and s >= 64 else (s,) for s in sizes]
 
 
 def _warm_up_collectives(dev):
@@ -24,18 +37,18 @@ def _warm_up_collectives(dev):
     dist.broadcast(x, 0)
 
 
-def _ranks(rank, world_size):
+def _ranks(rank, world_size, shapes, hyper):
     dev = one_thread_on_cpu(device_for_rank(rank))
     unmap_freed_blocks(dev)
     g = torch.Generator().manual_seed(5)
-    params = [torch.randn(s, generator=g).to(dev).requires_grad_() for s in SHAPES]
+    params = [torch.randn(s, generator=g).to(dev).requires_grad_() for s in shapes]
     for p in params:
         p.grad = p.detach() * (0.5 + rank)
 
     from dpopt import ShardedAdam
 
     def build_and_step():
-        optimizer = ShardedAdam(params, **HYPER)
+        optimizer = ShardedAdam(params, **hyper)
         optimizer.step()
         optimizer.step()
         return optimizer
@@ -54,14 +67,20 @@ def _ranks(rank, world_size):
     # What the optimizer object itself holds: exact on any platform, where resident-set figures
     # depend on the allocator and the kernel.
     held = held_tensor_bytes(optimizer, exclude=params + [p.grad for p in params])
+    # What save_checkpoint writes for this rank: the bytes torch.save produces.
+    buf = io.BytesIO()
+    torch.save(optimizer.state_dict(), buf)
     del optimizer
-    return {"retained": retained, "held": held, "peak": peak,
+    return {"retained": retained, "held": held, "peak": peak, "checkpoint": len(buf.getvalue()),
             "param_bytes": sum(p.numel() * p.element_size() for p in params)}
 
 
 def main():
-    with check("optimizer-memory-sharded", "memory") as c:
-        results = run_ranks(_ranks)
+    shapes = _shapes()
+    results = None
+    with check("optimizer-memory-sharded", "memory", requirements=["memory-state-shard", "memory-between-steps"]) as c:
+        c.measured["tensors"] = len(shapes)
+        results = run_ranks(_ranks, args=(shapes, drawn_hyper()))
         try:
             import dpopt
 
@@ -86,6 +105,27 @@ def main():
                 f"construction and two steps: memory growth {mib(out['retained'])}, tensors held by the "
                 f"optimizer {mib(out['held'])}."
             )
+
+    if results is None:
+        return
+    with check("checkpoint-is-rank-shard", "memory", requirements=["checkpoint-rank-shard"]) as c:
+        try:
+            import dpopt
+
+            c.location = locate(dpopt.ShardedAdam.state_dict)
+        except Exception:
+            pass
+        n, param_bytes = len(results), results[0]["param_bytes"]
+        # Its two 1/n state shards, room for one more shard (a copy of the parameter shard), and
+        # the pickle's own bytes.
+        allowed = 3 * param_bytes // n + CHECKPOINT_SLACK
+        worst_rank = max(range(n), key=lambda r: results[r]["checkpoint"])
+        written = results[worst_rank]["checkpoint"]
+        c.measured.update(checkpoint_bytes=written, allowed_bytes=allowed, param_bytes=param_bytes, world_size=n)
+        if written > allowed:
+            c.fail(f"state_dict() is not this rank's shard: torch.save writes {mib(written)} for rank {worst_rank} "
+                   f"with {mib(param_bytes)} of parameters on {n} ranks, allowed {mib(allowed)} (1/{n} shards of "
+                   f"exp_avg and exp_avg_sq and one more shard-sized tensor); every rank saves its own file")
 
 
 if __name__ == "__main__":

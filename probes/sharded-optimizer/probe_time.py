@@ -1,11 +1,12 @@
 """ShardedAdam.step must cost about what a flat ZeRO-1 step costs, for a model of many small tensors."""
+# PROBEGATE-CANARY-SHARDED-TIME-c07d5e13
 import math
 
 import torch
 import torch.distributed as dist
 
 from probegate_probe import check, device_for_rank, locate, run_ranks, time_ratio
-from _shared import HYPER, local_grads, make_params, set_grads, one_thread_on_cpu
+from _shared import drawn_hyper, local_grads, make_params, set_grads, one_thread_on_cpu
 
 # Many small tensors, as the norms and biases of a deep model: per-tensor overheads show.
 SHAPES = [(48, 32), (32,)] * 96
@@ -60,26 +61,26 @@ class FlatZero1Adam:
             offset += q.numel()
 
 
-def _ranks(rank, world_size):
+def _ranks(rank, world_size, hyper):
     dev = one_thread_on_cpu(device_for_rank(rank))
     grads = local_grads(SHAPES, rank, 0, dev)
     ref_params = make_params(SHAPES, seed=21, device=dev)
     set_grads(ref_params, grads)
-    reference = FlatZero1Adam(ref_params, **HYPER)
+    reference = FlatZero1Adam(ref_params, **hyper)
 
     from dpopt import ShardedAdam
 
     params = make_params(SHAPES, seed=21, device=dev)
     set_grads(params, grads)
-    candidate = ShardedAdam(params, **HYPER)
+    candidate = ShardedAdam(params, **hyper)
     # time_ratio synchronises CUDA itself; the barrier keeps the ranks' timed calls aligned.
     r = time_ratio(candidate.step, reference.step, repeats=9, warmup=1, margin=MARGIN, sync=dist.barrier)
     return {"median": r.median, "candidate_s": r.candidate_s, "reference_s": r.reference_s}
 
 
 def main():
-    with check("step-time", "time") as c:
-        results = run_ranks(_ranks)
+    with check("step-time", "time", requirements=["time-step", "traffic-bucketed"]) as c:
+        results = run_ranks(_ranks, args=(drawn_hyper(),))
         try:
             import dpopt
 

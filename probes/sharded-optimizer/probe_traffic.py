@@ -1,37 +1,42 @@
 """Bytes a ShardedAdam training step puts on the wire: one reduce-scatter plus one all-gather."""
+# PROBEGATE-CANARY-SHARDED-TRAFFIC-3e8b71f6
 import torch
 from torch import nn
 
-from probegate_probe import CollectiveCounter, check, device_for_rank, locate, run_ranks
-from _shared import HYPER, mib, one_thread_on_cpu
+from probegate_probe import CollectiveCounter, check, device_for_rank, locate, param, run_ranks
+from _shared import drawn_hyper, mib, one_thread_on_cpu
 
-# About 3 MiB of parameters (790527 elements: not a multiple of the world size). Bytes are counted,
-# not timed, so the size only needs to dwarf the loss and padding.
-SIZES = [256, 1024, 511, 7]
+# About 3 MiB of parameters (the middle width is drawn, odd, so the total is never a multiple of
+# the world size). Bytes are counted, not timed, so the size only needs to dwarf loss and padding.
 BATCH = 4
 SLACK_RATIO, SLACK_BYTES = 1.10, 64 * 1024
 
 
-def _model(dev):
+def _sizes():
+    hidden = int(param("traffic_hidden", 511))
+    return [256, 1024, hidden | 1, 7]
+
+
+def _model(dev, sizes):
     torch.manual_seed(0)
     layers = []
-    for i, (a, b) in enumerate(zip(SIZES[:-1], SIZES[1:])):
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
         layers.append(nn.Linear(a, b))
-        if i < len(SIZES) - 2:
+        if i < len(sizes) - 2:
             layers.append(nn.Tanh())
     return nn.Sequential(*layers).to(dev)
 
 
-def _ranks(rank, world_size):
+def _ranks(rank, world_size, sizes, hyper):
     dev = one_thread_on_cpu(device_for_rank(rank))
-    model = _model(dev)
+    model = _model(dev, sizes)
     g = torch.Generator().manual_seed(100 + rank)
-    inputs = torch.randn(BATCH, SIZES[0], generator=g).to(dev)
-    targets = torch.randn(BATCH, SIZES[-1], generator=g).to(dev)
+    inputs = torch.randn(BATCH, sizes[0], generator=g).to(dev)
+    targets = torch.randn(BATCH, sizes[-1], generator=g).to(dev)
 
     from dpopt import DataParallelTrainer, ShardedAdam
 
-    trainer = DataParallelTrainer(model, ShardedAdam(model.parameters(), **HYPER))
+    trainer = DataParallelTrainer(model, ShardedAdam(model.parameters(), **hyper))
     trainer.train_step(inputs, targets)  # first step outside the count: lazy set-up may talk once
     with CollectiveCounter() as counter:
         trainer.train_step(inputs, targets)
@@ -43,8 +48,8 @@ def _ranks(rank, world_size):
 
 
 def main():
-    with check("step-traffic", "traffic") as c:
-        results = run_ranks(_ranks)
+    with check("step-traffic", "traffic", requirements=["traffic-volume", "trainer-sharded"]) as c:
+        results = run_ranks(_ranks, args=(_sizes(), drawn_hyper()))
         try:
             import dpopt
 
