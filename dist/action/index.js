@@ -32523,7 +32523,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7424);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(1895);
 
 await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .run */ .e)();
 
@@ -32532,7 +32532,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 7424:
+/***/ 1895:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -45129,7 +45129,85 @@ function drawParams(params, seed) {
     return { seed: seed >>> 0, values };
 }
 
+;// CONCATENATED MODULE: ./src/core/task-environment.ts
+
+/** A comparator list such as ">=2.1", ">=2.1,<3" or "==2.11.0"; versions are dotted numbers. */
+const VERSION_RANGE = /^\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*(,\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*)*$/;
+/**
+ * Files the engine puts beside the workspace for a task whose real repository needs them (a pytest
+ * plugin that maps the engine's rank settings onto the repository's, a compatibility shim). They
+ * are the judge's, not the submission's: outside the workspace, read-only in the sandbox, first on
+ * PYTHONPATH, and a workspace file of the same module name is removed before anything runs.
+ */
+const SetupSchema = strictObject({
+    path: schemas_string().min(1).describe("folder of setup files, relative to the task folder; put on PYTHONPATH before the workspace"),
+    pytestPlugins: array(schemas_string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, "a Python module name, e.g. probegate_megatron"))
+        .default([])
+        .describe("modules of the setup folder loaded into the official pytest run with -p (no conftest.py needed)"),
+});
+/**
+ * What the runner must have for the task to mean anything. A runner without it ends the
+ * evaluation in `error` naming the requirement and what the runner has, before any code runs:
+ * never a wrong verdict from a task that cannot run there.
+ */
+const RequiresSchema = strictObject({
+    torch: schemas_string().regex(VERSION_RANGE, "a version range such as \">=2.1\" or \">=2.1,<3\"").optional().describe("torch version range"),
+    gpus: schemas_number().int().min(1).max(64).optional().describe("NVIDIA GPUs the runner must give the job"),
+    cuda: schemas_boolean().optional().describe("torch must be a CUDA build and see a GPU"),
+})
+    .default({});
+function numbers(v) {
+    return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
+}
+function compare(a, b) {
+    for (let i = 0; i < Math.max(a.length, b.length); i++) {
+        const d = (a[i] ?? 0) - (b[i] ?? 0);
+        if (d !== 0)
+            return Math.sign(d);
+    }
+    return 0;
+}
+/** Whether `version` (e.g. "2.11.0+cu130") is in `range` (e.g. ">=2.1,<3"). */
+function inVersionRange(version, range) {
+    const v = numbers(version);
+    return range.split(",").every((part) => {
+        const m = /^\s*(>=|<=|==|!=|>|<)\s*([\d.]+)\s*$/.exec(part);
+        if (!m)
+            return false;
+        const c = compare(v, numbers(m[2]));
+        switch (m[1]) {
+            case ">=": return c >= 0;
+            case "<=": return c <= 0;
+            case "==": return c === 0;
+            case "!=": return c !== 0;
+            case ">": return c > 0;
+            default: return c < 0;
+        }
+    });
+}
+/** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
+function unmetRequirements(req, host) {
+    const unmet = [];
+    if (req.torch !== undefined) {
+        if (host.torch === null)
+            unmet.push(`torch ${req.torch} (the runner's Python has no torch)`);
+        else if (!inVersionRange(host.torch, req.torch))
+            unmet.push(`torch ${req.torch} (the runner has torch ${host.torch})`);
+    }
+    if (req.cuda) {
+        if (host.cuda === null)
+            unmet.push(`cuda: true (the runner's torch${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
+        else if (host.gpus === 0)
+            unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
+    }
+    if (req.gpus !== undefined && host.gpus < req.gpus) {
+        unmet.push(`gpus: ${req.gpus} (the runner gives the job ${host.gpus} GPU${host.gpus === 1 ? "" : "s"})`);
+    }
+    return unmet;
+}
+
 ;// CONCATENATED MODULE: ./src/core/task-spec.ts
+
 
 
 
@@ -45163,6 +45241,7 @@ const BaseSchema = union([
             repo: schemas_string().min(1).describe("git URL or path of the repository"),
             ref: schemas_string().min(1).describe("branch, tag or commit"),
         }),
+        overlay: schemas_string().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
     }),
 ]);
 const TaskSpecSchema = strictObject({
@@ -45202,6 +45281,8 @@ const TaskSpecSchema = strictObject({
     interfaces: array(schemas_string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
     requirements: array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
+    setup: SetupSchema.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    requires: RequiresSchema.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
 })
     .superRefine((t, ctx) => {
     const seen = new Set();
@@ -45219,8 +45300,8 @@ const TaskSpecSchema = strictObject({
 ;// CONCATENATED MODULE: ./src/core/probe-check.ts
 
 
-const CATEGORIES = ["structure", "state", "functional", "memory", "time", "traffic"];
-const CategorySchema = schemas_enum(CATEGORIES);
+const probe_check_CATEGORIES = ["structure", "state", "functional", "memory", "time", "traffic"];
+const CategorySchema = schemas_enum(probe_check_CATEGORIES);
 const CheckStatusSchema = schemas_enum(["passed", "failed", "error", "skipped"]);
 /** Where in the submission a flaw is; paths are relative to the submission's root. */
 const LocationSchema = strictObject({
@@ -45306,7 +45387,7 @@ function where(p) {
 }
 /** Counts of checks per category and status, in the fixed category order. */
 function categoryTable(probes) {
-    return CATEGORIES.map((category) => {
+    return probe_check_CATEGORIES.map((category) => {
         const of = probes.filter((p) => p.category === category);
         const n = (s) => of.filter((p) => p.status === s).length;
         return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
@@ -60527,6 +60608,10 @@ function withholdLeaks(value, secrets) {
 
 /** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
 const PASS_THROUGH = /^(NCCL_|TORCH_NCCL_|TORCH_SYMM_MEM_|NVSHMEM_|CUDA_LAUNCH_BLOCKING$|CUBLAS_WORKSPACE_CONFIG$|LD_LIBRARY_PATH$|OMP_NUM_THREADS$)/;
+/** PYTHONPATH of a job: the task's setup files first (the submission cannot shadow them), then the workspace, then `more`. */
+function jobPythonPath(ctx, ...more) {
+    return [ctx.setupDir, ctx.workspace, ...more].filter((p) => Boolean(p)).join(":");
+}
 /**
  * NVLink SHARP / multicast off in every job, the probes' included: multicast objects outlive a
  * killed process on some drivers and the fabric manager of a shared node may not grant them, which
@@ -60566,7 +60651,7 @@ function jobEnv(ctx, extra = {}) {
         PROBEGATE_WORKSPACE: ctx.workspace,
         PROBEGATE_BACKEND: ctx.backend,
         PROBEGATE_WORLD_SIZE: String(ctx.worldSize),
-        PYTHONPATH: ctx.workspace,
+        PYTHONPATH: jobPythonPath(ctx),
         ...extra,
     };
 }
@@ -67929,6 +68014,7 @@ function parseJunit(xml) {
     const { cases, suites } = testcases(root);
     const counts = { total: cases.length, passed: 0, failed: 0, errors: 0, skipped: 0 };
     const failing = [];
+    const outcomes = [];
     for (const tc of cases) {
         const name = String(tc.name ?? "");
         const classname = String(tc.classname ?? "");
@@ -67944,13 +68030,18 @@ function parseJunit(xml) {
                 counts.failed++;
             else
                 counts.errors++;
+            outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error" });
         }
-        else if ((tc.skipped ?? []).length)
+        else if ((tc.skipped ?? []).length) {
             counts.skipped++;
-        else
+            outcomes.push({ classname, name, outcome: "skipped" });
+        }
+        else {
             counts.passed++;
+            outcomes.push({ classname, name, outcome: "passed" });
+        }
     }
-    return { counts, failing, suites };
+    return { counts, failing, suites, cases: outcomes };
 }
 
 ;// CONCATENATED MODULE: ./src/engine/disk-usage.ts
@@ -68274,10 +68365,11 @@ async function runOfficial(task, ctx, limits, log) {
     const junit = (0,external_node_path_namespaceObject.join)(reportDir, "junit.xml");
     const argv = expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace });
     const suite = runsPytest(argv) ? `probegate-${(0,external_node_crypto_.randomBytes)(12).toString("hex")}` : null;
-    const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}` } : {});
+    const plugins = suite ? (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("") : "";
+    const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {});
     const isolation = await isolationFor(ctx.isolation, {
         cwd: ctx.workspace,
-        readOnly: [],
+        readOnly: ctx.setupDir ? [ctx.setupDir] : [],
         readWrite: [ctx.workspace, env.HOME, reportDir],
         readOnlyInside: [(0,external_node_path_namespaceObject.join)(ctx.workspace, ".git")],
     });
@@ -68319,7 +68411,7 @@ var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
 /** `probe_memory_state.py` → `memory`: the category a probe process is named for, else functional. */
 function categoryFromName(probe) {
     const words = probe.toLowerCase().split(/[^a-z]+/);
-    return CATEGORIES.find((c) => words.includes(c)) ?? "functional";
+    return probe_check_CATEGORIES.find((c) => words.includes(c)) ?? "functional";
 }
 /**
  * Turns one probe run into checks. Lines that break the protocol, checks emitted twice, a crash,
@@ -68475,11 +68567,11 @@ async function runProbes(task, ctx, limitsFor, events) {
                 PROBEGATE_PROBE_DIR: mounted,
                 PROBEGATE_SEED: String(ctx.params.seed),
                 PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
-                PYTHONPATH: [ctx.workspace, kit, mounted].join(":"),
+                PYTHONPATH: jobPythonPath(ctx, kit, mounted),
             });
             const isolation = await isolationFor(ctx.isolation, {
                 cwd: ctx.workspace,
-                readOnly: [kit, mounted],
+                readOnly: [kit, mounted, ...(ctx.setupDir ? [ctx.setupDir] : [])],
                 readWrite: [ctx.workspace, env.HOME, results],
                 readOnlyInside: [(0,external_node_path_namespaceObject.join)(ctx.workspace, ".git")],
             });
@@ -68657,15 +68749,21 @@ function pytestSection(text) {
  *
  * @param changed paths (posix, relative) that differ from the base, with their content now and in
  *   the base (null where the file does not exist)
+ * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
  */
-function planJudgeReset(changed, officialGlobs) {
+function planJudgeReset(changed, officialGlobs, setupModules = []) {
+    const reserved = new Set(setupModules);
     const isOfficial = picomatch_default()(officialGlobs, { dot: true });
     const actions = [];
     for (const { path, content, baseContent } of changed) {
         const name = external_node_path_namespaceObject.posix.basename(path);
         const base = baseContent !== null;
         const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
-        if (isOfficial(path)) {
+        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
+        if (reserved.has(top) && (base || content !== null)) {
+            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
+        }
+        else if (isOfficial(path)) {
             if (base || content !== null)
                 put("official test files are restored from the base before the official tests run");
         }
@@ -68705,7 +68803,8 @@ function emptyExceptGit(dir) {
 async function applySubmission(ws, scratch, sub) {
     switch (sub.kind) {
         case "patch":
-            await git(ws, ["apply", "--whitespace=nowarn", sub.path], {
+            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
+            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
                 onError: (stderr) => new InputError(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
             });
             return null;
@@ -68728,7 +68827,15 @@ async function changedPaths(ws) {
         .filter((e) => e.length > 3)
         .map((e) => e.slice(3));
 }
-async function resetJudge(ws, officialGlobs) {
+/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
+function setupModules(setupDir) {
+    if (!setupDir)
+        return [];
+    return (0,external_node_fs_namespaceObject.readdirSync)(setupDir, { withFileTypes: true })
+        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+        .map((e) => e.name.replace(/\.py$/, ""));
+}
+async function resetJudge(ws, officialGlobs, reserved = []) {
     const changed = [];
     for (const path of await changedPaths(ws)) {
         let content = null;
@@ -68747,7 +68854,7 @@ async function resetJudge(ws, officialGlobs) {
         }
         changed.push({ path, content, baseContent });
     }
-    const actions = planJudgeReset(changed, officialGlobs);
+    const actions = planJudgeReset(changed, officialGlobs, reserved);
     for (const a of actions) {
         if (a.action === "removed")
             (0,external_node_fs_namespaceObject.rmSync)((0,external_node_path_namespaceObject.join)(ws, a.path), { force: true });
@@ -68762,7 +68869,7 @@ async function resetJudge(ws, officialGlobs) {
  * runs first in a probe process. Official test files are left as the tests left them.
  */
 async function resetHooks(ws) {
-    const actions = await resetJudge(ws.dir, []);
+    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
     return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
 }
 /**
@@ -68779,10 +68886,18 @@ async function createWorkspace(task, sub) {
         const scratch = (0,external_node_path_namespaceObject.join)(root, "scratch");
         for (const d of [dir, judgeDir, scratch])
             (0,external_node_fs_namespaceObject.mkdirSync)(d);
+        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
+        const setupDir = task.setupDir ? (0,external_node_path_namespaceObject.join)(root, "setup") : null;
+        if (task.setupDir && setupDir)
+            (0,external_node_fs_namespaceObject.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
         if (task.base.kind === "folder")
             (0,external_node_fs_namespaceObject.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
-        else
+        else {
             await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
+            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
+            if (task.base.overlay)
+                (0,external_node_fs_namespaceObject.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
+        }
         await git(dir, ["init", "--quiet", "--initial-branch=base"]);
         // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
         (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
@@ -68790,9 +68905,9 @@ async function createWorkspace(task, sub) {
         await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
         const baseSha = await git(dir, ["rev-parse", "HEAD"]);
         const submissionSha = await applySubmission(dir, scratch, sub);
-        const resets = await resetJudge(dir, task.spec.official.files);
+        const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
         (0,external_node_fs_namespaceObject.rmSync)(scratch, { recursive: true, force: true });
-        return { root, dir, judgeDir, baseSha, submissionSha, resets, dispose };
+        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
     }
     catch (e) {
         dispose();
@@ -68801,6 +68916,7 @@ async function createWorkspace(task, sub) {
 }
 
 ;// CONCATENATED MODULE: ./src/engine/evaluate.ts
+
 
 
 
@@ -68838,6 +68954,7 @@ function jobContext(ws, opts, gpus, isolation) {
         worldSize,
         cudaVisibleDevices: assigned.map((g) => g.index).join(","),
         threadsPerRank: Math.max(1, Math.floor((0,external_node_os_namespaceObject.cpus)().length / worldSize)),
+        setupDir: ws.setupDir,
     };
 }
 /** Ranks when none are asked for: the task's GPUs, and never fewer than it can run on. */
@@ -68931,6 +69048,11 @@ async function evaluate(opts) {
         [py, gpus, support] = await hostFacts;
         if (support && !support.ok) {
             throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+        }
+        const usableGpus = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)).length : gpus.length;
+        const unmet = unmetRequirements(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: usableGpus });
+        if (unmet.length) {
+            throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
         }
         const python = py.executable;
         const plan = planIsolation({ support, bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups, processes, diskBytes });
@@ -69120,7 +69242,12 @@ function loadTask(dirOrFile, probesOverride) {
     }
     else {
         const repo = /^[a-z]+:\/\//.test(spec.base.git.repo) ? spec.base.git.repo : (0,external_node_path_namespaceObject.resolve)(dir, spec.base.git.repo);
-        base = { kind: "git", repo, ref: spec.base.git.ref };
+        let overlay = null;
+        if (spec.base.overlay) {
+            overlay = (0,external_node_path_namespaceObject.resolve)(dir, spec.base.overlay);
+            mustExist(overlay, "dir", file, "base.overlay", lineOf(src, ["base", "overlay"]));
+        }
+        base = { kind: "git", repo, ref: spec.base.git.ref, overlay };
     }
     const probesDir = probesOverride ? (0,external_node_path_namespaceObject.resolve)(probesOverride) : (0,external_node_path_namespaceObject.resolve)(dir, spec.probes.path);
     if (probesOverride) {
@@ -69131,7 +69258,19 @@ function loadTask(dirOrFile, probesOverride) {
     else {
         mustExist(probesDir, "dir", file, "probes.path", lineOf(src, ["probes", "path"]));
     }
-    return { spec, dir, file, promptFile, base, probesDir };
+    let setupDir = null;
+    if (spec.setup) {
+        setupDir = (0,external_node_path_namespaceObject.resolve)(dir, spec.setup.path);
+        mustExist(setupDir, "dir", file, "setup.path", lineOf(src, ["setup", "path"]));
+        for (const [i, plugin] of spec.setup.pytestPlugins.entries()) {
+            const rel = plugin.split(".").join("/");
+            if (!(0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(setupDir, `${rel}.py`)) && !(0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(setupDir, rel, "__init__.py"))) {
+                const line = lineOf(src, ["setup", "pytestPlugins", i]);
+                throw new InputError(`${file}${line ? `:${line}` : ""}: setup.pytestPlugins: module '${plugin}' is not in ${setupDir} (no ${rel}.py or ${rel}/__init__.py).`, { file, field: "setup.pytestPlugins", line });
+            }
+        }
+    }
+    return { spec, dir, file, promptFile, base, probesDir, setupDir };
 }
 
 ;// CONCATENATED MODULE: ./src/engine/package-paths.ts
@@ -69262,7 +69401,567 @@ function progressPrinter(write, opts = {}) {
     };
 }
 
+;// CONCATENATED MODULE: ./src/core/agent-identity.ts
+/**
+ * Who the known coding agents are, as GitHub shows them. Scorecards group by the normalised agent
+ * name, so every spelling of one agent (App login, bot user, GraphQL login, co-author line) must
+ * land on the same name.
+ */
+/** PR author logins of known agents (matched case-insensitively) → agent name. */
+const agent_identity_DEFAULT_AGENT_AUTHORS = {
+    "copilot": "copilot",
+    "copilot-swe-agent[bot]": "copilot",
+    "devin-ai-integration[bot]": "devin",
+    "chatgpt-codex-connector[bot]": "codex",
+    "claude[bot]": "claude",
+    "cursor[bot]": "cursor",
+    "google-labs-jules[bot]": "jules",
+    "openhands-agent": "openhands",
+    "sweep-ai[bot]": "sweep",
+    "amazon-q-developer[bot]": "amazon-q",
+    "codegen-sh[bot]": "codegen",
+    "factory-droid[bot]": "factory",
+};
+/**
+ * Co-author e-mail addresses of known agents (matched case-insensitively) → agent name; a name key
+ * applies only to a trailer without an address. GitHub noreply addresses
+ * (`123+login@users.noreply.github.com`) are looked up by login in the author table instead.
+ */
+const agent_identity_DEFAULT_AGENT_CO_AUTHORS = {
+    "noreply@anthropic.com": "claude",
+    "claude": "claude",
+    "cursoragent@cursor.com": "cursor",
+    "cursor agent": "cursor",
+    "openhands@all-hands.dev": "openhands",
+    "openhands": "openhands",
+    "devin ai": "devin",
+    "noreply@aider.chat": "aider",
+};
+/** Head-branch prefixes the agents push to → agent name. */
+const agent_identity_DEFAULT_AGENT_BRANCH_PREFIXES = {
+    "codex/": "codex",
+    "claude/": "claude",
+    "copilot/": "copilot",
+    "cursor/": "cursor",
+    "devin/": "devin",
+};
+/**
+ * The scorecard name of an agent: lower case, without GitHub's `[bot]` suffix or GraphQL's `app/`
+ * prefix, and with known logins mapped to their product (`copilot-swe-agent[bot]` → `copilot`).
+ */
+function agent_identity_normalizeAgent(name) {
+    const plain = name.trim().toLowerCase().replace(/^app\//, "");
+    const known = agent_identity_DEFAULT_AGENT_AUTHORS[plain] ?? agent_identity_DEFAULT_AGENT_AUTHORS[`${plain}[bot]`];
+    if (known)
+        return known;
+    return plain.replace(/\[bot\]$/, "");
+}
+
+;// CONCATENATED MODULE: ./src/core/agent-detect.ts
+
+
+function lowerKeys(...maps) {
+    const out = new Map();
+    for (const m of maps)
+        for (const [k, v] of Object.entries(m ?? {}))
+            out.set(k.trim().toLowerCase(), normalizeAgent(v));
+    return out;
+}
+function authorAgent(login, type, authors) {
+    const l = login.trim().toLowerCase().replace(/^app\//, "");
+    // GraphQL and some REST payloads show an App's bot without the `[bot]` suffix, typed `Bot`.
+    return authors.get(l) ?? (type === "Bot" && !l.endsWith("[bot]") ? authors.get(`${l}[bot]`) : undefined);
+}
+/**
+ * A co-author with an address is known by the address only: a person named Claude who signs with
+ * their own address is not Claude the agent. Names count only in trailers without an address.
+ */
+function coAuthorAgent(p, coAuthorMap, authors) {
+    if (!p.email)
+        return coAuthorMap.get(p.name.toLowerCase()) ?? authorAgent(p.name, "Bot", authors);
+    const email = p.email.toLowerCase();
+    const noreply = /^(?:\d+\+)?([^@]+)@users\.noreply\.github\.com$/.exec(email);
+    return coAuthorMap.get(email) ?? (noreply?.[1] ? authorAgent(noreply[1], "Bot", authors) : undefined);
+}
+/**
+ * Which agent wrote this PR, or null for a PR by a person (or a non-agent bot such as Dependabot).
+ * Signals are tried in order of how hard they are to fake by accident: the author login, then the
+ * commits' `Co-authored-by` trailers, then the head-branch prefix, then a label; the first that
+ * matches names the agent. The agent name is normalised (`copilot-swe-agent[bot]` → `copilot`) so
+ * scorecards count one agent once.
+ */
+function agent_detect_detectAgent(input, rules = {}) {
+    const useDefaults = rules.defaults ?? true;
+    const authors = lowerKeys(useDefaults ? DEFAULT_AGENT_AUTHORS : undefined, rules.authors);
+    const coAuthorMap = lowerKeys(useDefaults ? DEFAULT_AGENT_CO_AUTHORS : undefined, rules.coAuthors);
+    const prefixes = lowerKeys(useDefaults ? DEFAULT_AGENT_BRANCH_PREFIXES : undefined, rules.branchPrefixes);
+    const labels = lowerKeys(rules.labels);
+    const byAuthor = authorAgent(input.author.login, input.author.type, authors);
+    if (byAuthor)
+        return { agent: byAuthor, via: "author", matched: input.author.login };
+    for (const message of input.commitMessages ?? []) {
+        for (const person of coAuthors(message)) {
+            const agent = coAuthorAgent(person, coAuthorMap, authors);
+            if (agent)
+                return { agent, via: "co-author", matched: person.email ? `${person.name} <${person.email}>` : person.name };
+        }
+    }
+    const branch = (input.headRef ?? "").replace(/^refs\/heads\//, "").toLowerCase();
+    // The longest prefix wins, so a configured `codex/review/` can override the built-in `codex/`.
+    const prefix = [...prefixes.keys()].filter((p) => p && branch.startsWith(p)).sort((a, b) => b.length - a.length)[0];
+    if (prefix !== undefined)
+        return { agent: prefixes.get(prefix) ?? prefix, via: "branch", matched: input.headRef ?? "" };
+    for (const label of input.labels ?? []) {
+        const agent = labels.get(label.trim().toLowerCase());
+        if (agent)
+            return { agent, via: "label", matched: label };
+    }
+    return null;
+}
+
+;// CONCATENATED MODULE: ./src/core/attempt-summary.ts
+/** How good a verdict is for the submission: resolved beats passing the official tests only, which beats failing them; an error judged nothing. */
+const attempt_summary_VERDICT_RANK = {
+    resolved: 3,
+    "probe-rejected": 2,
+    "official-failed": 1,
+    error: 0,
+};
+/**
+ * Both numbers the scorecards need, since they say different things: the first attempt is what the
+ * agent delivered unaided; best-of-N is what reruns (and pushes) reached. Ties for best go to the
+ * earliest. Null when nothing has finished.
+ */
+function summarizeAttempts(results) {
+    const ordered = [...results].sort((a, b) => a.finishedAt.getTime() - b.finishedAt.getTime() || a.attempt - b.attempt || a.evaluationKey.localeCompare(b.evaluationKey));
+    const first = ordered[0];
+    if (!first)
+        return null;
+    const best = ordered.reduce((acc, r) => (attempt_summary_VERDICT_RANK[r.verdict] > attempt_summary_VERDICT_RANK[acc.verdict] ? r : acc), first);
+    return { attempts: ordered.length, first, best };
+}
+
+;// CONCATENATED MODULE: ./src/core/median-sketch.ts
+/** Values kept exactly before a sketch switches to buckets. */
+const EXACT_LIMIT = 2048;
+/** Bucket width, relative: a bucketed median is within ±0.5% of the true one. */
+const STEP = Math.log(1.01);
+const FLOOR = 1e-3;
+const BUCKETS = Math.ceil(Math.log(1e7 / FLOOR) / STEP) + 2;
+/**
+ * The median of a stream of non-negative figures (seconds, minutes) in bounded memory, because a
+ * scorecard keeps one per agent × repository / task / area / week and sees a million evaluations.
+ * Exact while it holds at most EXACT_LIMIT values; past that, log-spaced buckets 1% wide (values
+ * under 1 ms share the first bucket), so the median is within ±0.5% and `exact` says so.
+ */
+class median_sketch_MedianSketch {
+    exactValues = new Float64Array(16);
+    buckets = null;
+    size = 0;
+    get count() {
+        return this.size;
+    }
+    /** Whether `median()` is the exact median (no more than EXACT_LIMIT values seen). */
+    get exact() {
+        return this.buckets === null;
+    }
+    add(x) {
+        if (!(x >= 0) || !Number.isFinite(x))
+            return;
+        if (this.exactValues) {
+            if (this.size === EXACT_LIMIT)
+                this.toBuckets();
+            else {
+                if (this.size === this.exactValues.length) {
+                    const grown = new Float64Array(Math.min(EXACT_LIMIT, this.size * 2));
+                    grown.set(this.exactValues);
+                    this.exactValues = grown;
+                }
+                this.exactValues[this.size++] = x;
+                return;
+            }
+        }
+        this.buckets[bucketOf(x)] += 1;
+        this.size += 1;
+    }
+    toBuckets() {
+        const b = new Uint32Array(BUCKETS);
+        for (const v of this.exactValues.subarray(0, this.size))
+            b[bucketOf(v)] += 1;
+        this.buckets = b;
+        this.exactValues = null;
+    }
+    /** The median (mean of the two middle values for an even count); null when nothing was added. */
+    median() {
+        if (this.size === 0)
+            return null;
+        if (this.exactValues) {
+            const sorted = this.exactValues.slice(0, this.size).sort();
+            const mid = this.size >> 1;
+            return this.size % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+        }
+        const b = this.buckets;
+        const half = this.size / 2;
+        let seen = 0;
+        for (let i = 0; i < b.length; i++) {
+            seen += b[i];
+            if (seen >= half)
+                return i === 0 ? FLOOR / 2 : FLOOR * Math.exp((i - 0.5) * STEP);
+        }
+        return null;
+    }
+}
+function bucketOf(x) {
+    if (x < FLOOR)
+        return 0;
+    return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(x / FLOOR) / STEP));
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard.ts
+
+
+
+
+/** The verdicts in the order a scorecard shows them: best first. */
+const VERDICT_ORDER = (/* unused pure expression or super */ null && (["resolved", "probe-rejected", "official-failed", "error"]));
+const BASES = (/* unused pure expression or super */ null && (["first-attempt", "best-of-n", "all"]));
+/**
+ * A scorecard filter from text (CLI flags, a dashboard URL's query). On bad input, the field
+ * (`basis`, `repo`, `since`) and what was wrong with its value. Pure.
+ */
+function parseScorecardFilter(input) {
+    const basis = input.basis ?? "first-attempt";
+    if (!BASES.includes(basis))
+        return { ok: false, field: "basis", message: `'${basis}': expected ${BASES.slice(0, -1).join(", ")} or ${BASES.at(-1)}` };
+    const filter = { basis: basis };
+    if (input.repo) {
+        const m = /^([A-Za-z0-9_.-]+)(?:\/([A-Za-z0-9_.-]+))?$/.exec(input.repo);
+        if (!m)
+            return { ok: false, field: "repo", message: `'${input.repo}': expected OWNER or OWNER/NAME` };
+        filter.owner = m[1];
+        if (m[2])
+            filter.repo = m[2];
+    }
+    if (input.since) {
+        const d = /^\d{4}-\d{2}-\d{2}(T[\d:.]+Z?)?$/.test(input.since) ? new Date(input.since) : new Date(NaN);
+        if (Number.isNaN(d.getTime()))
+            return { ok: false, field: "since", message: `'${input.since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z` };
+        filter.since = d;
+    }
+    return { ok: true, filter };
+}
+/** The dimensions an agent's figures are broken down by. */
+const DIMENSIONS = (/* unused pure expression or super */ null && (["repository", "task", "area", "week"]));
+/** How a scorecard names the attempts no agent was detected on. */
+const NO_AGENT = "(no agent detected)";
+const UNKNOWN_REPOSITORY = "(unknown repository)";
+const UNKNOWN_AREA = "(area not recorded)";
+const WEEK_MS = (/* unused pure expression or super */ null && (7 * 86_400_000));
+/** 1970-01-05, the first Monday of the epoch. */
+const MONDAY0 = (/* unused pure expression or super */ null && (4 * 86_400_000));
+/** The Monday (UTC, YYYY-MM-DD) of the week a time falls in. */
+function weekOf(ms) {
+    const start = ms - ((((ms - MONDAY0) % WEEK_MS) + WEEK_MS) % WEEK_MS);
+    return new Date(start).toISOString().slice(0, 10);
+}
+const VERDICT_INDEX = { resolved: 0, "probe-rejected": 1, "official-failed": 2, error: 3 };
+/** Running tallies of one slice. */
+class Tally {
+    n = 0;
+    v = [0, 0, 0, 0];
+    cats = new Array(CATEGORIES.length).fill(0);
+    firstJudged = 0;
+    firstResolved = 0;
+    bestJudged = 0;
+    bestResolved = 0;
+    durations = new MedianSketch();
+    gpuSeconds = 0;
+    count(f) {
+        this.n += 1;
+        this.v[VERDICT_INDEX[f.verdict]] += 1;
+        if (f.failedMask)
+            for (let i = 0; i < CATEGORIES.length; i++)
+                if (f.failedMask & (1 << i))
+                    this.cats[i] += 1;
+        if (f.durationS !== null)
+            this.durations.add(f.durationS);
+        if (f.gpuSeconds !== null)
+            this.gpuSeconds += f.gpuSeconds;
+    }
+    attempts(f) {
+        if (f.verdict === "error")
+            return;
+        const resolved = f.verdict === "resolved" ? 1 : 0;
+        if (f.first) {
+            this.firstJudged += 1;
+            this.firstResolved += resolved;
+        }
+        if (f.best) {
+            this.bestJudged += 1;
+            this.bestResolved += resolved;
+        }
+    }
+    figures() {
+        const [resolved, rejected, officialFailed, error] = this.v;
+        const judged = this.n - error;
+        return {
+            evaluations: this.n,
+            verdicts: { resolved, "probe-rejected": rejected, "official-failed": officialFailed, error },
+            resolved: rateOf(resolved, judged),
+            officialPass: rateOf(resolved + rejected, judged),
+            probeRejection: rateOf(rejected, resolved + rejected),
+            failedCategories: Object.fromEntries(CATEGORIES.map((c, i) => [c, this.cats[i]])),
+            firstAttempt: rateOf(this.firstResolved, this.firstJudged),
+            bestOfN: rateOf(this.bestResolved, this.bestJudged),
+            medianDurationS: this.durations.median(),
+            medianExact: this.durations.exact,
+            timed: this.durations.count,
+            gpuMinutes: this.gpuSeconds / 60,
+        };
+    }
+}
+/** The tallies of one agent: overall and per dimension. */
+class AgentTally {
+    all = new Tally();
+    by = { repository: new Map(), task: new Map(), area: new Map(), week: new Map() };
+    /** Puts this agent's tallies for a fact with these dimension keys into `out` from `at` (no allocation per fact). */
+    collect(keys, out, at) {
+        out[at] = this.all;
+        for (let i = 0; i < DIMENSIONS.length; i++) {
+            const m = this.by[DIMENSIONS[i]];
+            const k = keys[i];
+            let t = m.get(k);
+            if (!t)
+                m.set(k, (t = new Tally()));
+            out[at + 1 + i] = t;
+        }
+    }
+    score(agent) {
+        const by = Object.fromEntries(DIMENSIONS.map((d) => [d, [...this.by[d]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, t]) => ({ key, figures: t.figures() }))]));
+        return { agent, rank: null, tiedWith: [], figures: this.all.figures(), by };
+    }
+}
+/**
+ * Whether a basis counts this attempt: its group's first or best (group begun at or after `since`,
+ * ms), or with `all` any attempt finished at or after `since`. Pure.
+ */
+function isCounted(f, basis, since = -Infinity) {
+    if (basis === "all")
+        return f.finishedAt >= since;
+    return f.groupFirstAt >= since && (basis === "first-attempt" ? f.first : f.best);
+}
+/**
+ * Folds facts into a scorecard one at a time, in memory bounded by the number of slices (not of
+ * facts), so the store can stream a million rows through it. `basis` picks which attempts the
+ * figures count; first-attempt and best-of-N are tallied whatever the basis. `since` keeps groups
+ * whose first attempt finished at or after it (with `all`: attempts finished at or after it), so a
+ * "first attempt" is never one that merely came first inside the window. Pure.
+ */
+class ScorecardBuilder {
+    basis;
+    agents = new Map();
+    total = new AgentTally();
+    weeks = new Map();
+    since;
+    repositories = new Map();
+    keys = ["", "", "", ""];
+    tallies = [];
+    constructor(basis, since) {
+        this.basis = basis;
+        this.since = since?.getTime() ?? -Infinity;
+    }
+    add(f) {
+        const counted = isCounted(f, this.basis, this.since);
+        const attempts = f.groupFirstAt >= this.since && (f.first || f.best);
+        if (!counted && !attempts)
+            return;
+        const name = f.agent ?? NO_AGENT;
+        let agent = this.agents.get(name);
+        if (!agent)
+            this.agents.set(name, (agent = new AgentTally()));
+        const wk = Math.floor((f.finishedAt - MONDAY0) / WEEK_MS);
+        let week = this.weeks.get(wk);
+        if (week === undefined)
+            this.weeks.set(wk, (week = weekOf(f.finishedAt)));
+        const keys = this.keys;
+        keys[0] = this.repository(f.owner, f.repo);
+        keys[1] = f.task;
+        keys[2] = f.area ?? UNKNOWN_AREA;
+        keys[3] = week;
+        const tallies = this.tallies;
+        agent.collect(keys, tallies, 0);
+        this.total.collect(keys, tallies, 1 + DIMENSIONS.length);
+        for (const t of tallies) {
+            if (counted)
+                t.count(f);
+            if (attempts)
+                t.attempts(f);
+        }
+    }
+    repository(owner, repo) {
+        if (!owner || !repo)
+            return UNKNOWN_REPOSITORY;
+        let names = this.repositories.get(owner);
+        if (!names)
+            this.repositories.set(owner, (names = new Map()));
+        let label = names.get(repo);
+        if (label === undefined)
+            names.set(repo, (label = `${owner}/${repo}`));
+        return label;
+    }
+    build() {
+        const scores = [...this.agents].map(([name, t]) => t.score(name));
+        const total = this.total.score("all agents");
+        const keys = Object.fromEntries(DIMENSIONS.map((d) => [d, total.by[d].map((s) => s.key)]));
+        return { basis: this.basis, since: Number.isFinite(this.since) ? new Date(this.since).toISOString() : null, agents: rankByInterval(scores, NO_AGENT), total, keys };
+    }
+}
+/** The scorecard of a list of facts (see ScorecardBuilder). Pure. */
+function buildScorecard(facts, basis, since) {
+    const b = new ScorecardBuilder(basis, since);
+    for (const f of facts)
+        b.add(f);
+    return b.build();
+}
+/** The bit mask of a list of failed categories (ScorecardFact.failedMask). */
+function scorecard_categoryMask(categories) {
+    let m = 0;
+    for (const c of categories) {
+        const i = CATEGORIES.indexOf(c);
+        if (i >= 0)
+            m |= 1 << i;
+    }
+    return m;
+}
+/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
+function scopeOf(filter) {
+    return filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+}
+const BASIS_WORDS = {
+    "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
+    "best-of-n": "best attempt per PR and task (after reruns and pushes)",
+    all: "every finished attempt",
+};
+/** What a scorecard counted, in words. */
+function describeBasis(basis) {
+    return BASIS_WORDS[basis];
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard-results.ts
+
+
+
+
+
+/** A result file's sidecar: `NAME.context.json` beside `NAME.json`. */
+const CONTEXT_SUFFIX = ".context.json";
+/**
+ * What a result file does not say by itself: which PR it judged and who wrote it. The standalone
+ * Action writes it beside the result; a workflow can write it from `github.event` (README,
+ * "Scorecards"). `agent` wins; without it the agent is detected from `author` / `headRef` /
+ * `labels` by the built-in rules. Every field is optional.
+ */
+const ResultContextSchema = strictObject({
+    repo: schemas_string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, "expected OWNER/NAME").optional(),
+    pr: schemas_number().int().min(1).optional(),
+    headSha: schemas_string().optional(),
+    agent: schemas_string().min(1).nullable().optional(),
+    author: schemas_string().optional(),
+    authorType: schemas_string().optional(),
+    headRef: schemas_string().optional(),
+    labels: array(schemas_string()).optional(),
+    runUrl: schemas_string().optional(),
+});
+/** `owner/name` from a submission's repo field: `owner/name`, or a GitHub-style URL or scp path. */
+function repoOf(text) {
+    if (!text)
+        return null;
+    const m = /^(?:[a-z+]+:\/\/[^/]+\/|git@[^:]+:)?([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/?$/.exec(text.trim());
+    return m ? { owner: m[1], repo: m[2] } : null;
+}
+/** The PR number in a ref such as `refs/pull/12/head`, `refs/pull/12/merge` or `pull/12/head`. */
+function prOfRef(ref) {
+    const m = /(?:^|\/)pull\/(\d+)\/(?:head|merge)$/.exec(ref ?? "");
+    return m ? Number(m[1]) : null;
+}
+/** Who and what one result file is about: the sidecar first, then the result's own fields. */
+function identify(f) {
+    const c = f.context ?? {};
+    const where = repoOf(c.repo) ?? repoOf(f.result.submission.repo);
+    const signals = c.author ? detectAgent({ author: { login: c.author, type: c.authorType ?? null }, headRef: c.headRef ?? null, labels: c.labels ?? [] }) : null;
+    const agent = c.agent !== undefined ? (c.agent === null ? null : normalizeAgent(c.agent)) : (signals?.agent ?? null);
+    return {
+        owner: where?.owner ?? null,
+        repo: where?.repo ?? null,
+        pr: c.pr ?? prOfRef(f.result.submission.ref),
+        agent,
+        headSha: c.headSha ?? f.result.submission.sha ?? null,
+    };
+}
+/**
+ * Scorecard facts and drill-down lines from result files, grouped as the store groups them: by
+ * (repo, PR, task) where the PR is known, else by evaluation key, else by (commit, task), else the
+ * file alone. Within a group attempts are ordered by finish time (then file name); the first is
+ * the first attempt, the best the first with the best verdict. The same result twice (same
+ * signature, or same task, commit, key and finish time unsigned) counts once; the copy is skipped
+ * and said. Pure.
+ */
+function factsOfResults(files) {
+    const skipped = [];
+    const seen = new Map();
+    const groups = new Map();
+    for (const f of [...files].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0))) {
+        const r = f.result;
+        const at = Date.parse(r.finishedAt);
+        if (Number.isNaN(at)) {
+            skipped.push({ file: f.file, why: `finishedAt ${JSON.stringify(r.finishedAt)} is not a date` });
+            continue;
+        }
+        const fingerprint = r.signature?.value ?? JSON.stringify([r.task.id, r.submission.sha ?? null, r.evaluationKey ?? null, r.finishedAt, r.verdict]);
+        const twin = seen.get(fingerprint);
+        if (twin) {
+            skipped.push({ file: f.file, why: `the same result as ${twin} (counted once)` });
+            continue;
+        }
+        seen.set(fingerprint, f.file);
+        const id = identify(f);
+        const group = id.pr !== null && id.owner && id.repo
+            ? JSON.stringify([id.owner, id.repo, id.pr, r.task.id])
+            : r.evaluationKey
+                ? `key:${r.evaluationKey}`
+                : id.headSha
+                    ? JSON.stringify([id.headSha, r.task.id])
+                    : `file:${f.file}`;
+        const list = groups.get(group) ?? [];
+        list.push({ f, id, at });
+        groups.set(group, list);
+    }
+    const facts = [];
+    const lines = [];
+    for (const list of groups.values()) {
+        const ordered = [...list].sort((a, b) => a.at - b.at || (a.f.file < b.f.file ? -1 : 1));
+        const best = ordered.reduce((acc, x) => (VERDICT_RANK[x.f.result.verdict] > VERDICT_RANK[acc.f.result.verdict] ? x : acc), ordered[0]);
+        const groupFirstAt = ordered[0].at;
+        ordered.forEach((x, i) => {
+            const r = x.f.result;
+            const failed = r.probes.filter((p) => p.status === "failed").map((p) => p.category);
+            facts.push({
+                agent: x.id.agent, owner: x.id.owner, repo: x.id.repo, task: r.task.id, area: r.task.area, verdict: r.verdict,
+                finishedAt: x.at, groupFirstAt, first: i === 0, best: x === best, failedMask: categoryMask(failed),
+                durationS: r.durations.totalS, gpuSeconds: r.gpuSeconds,
+            });
+            lines.push({
+                agent: x.id.agent, owner: x.id.owner, repo: x.id.repo, pr: x.id.pr, task: r.task.id, verdict: r.verdict, attempt: i + 1,
+                finishedAt: new Date(x.at).toISOString(), first: i === 0, best: x === best, failedCategories: [...new Set(failed)],
+                durationS: r.durations.totalS, headSha: x.id.headSha, evaluationKey: r.evaluationKey ?? null, runUrl: x.f.context?.runUrl ?? null, file: x.f.file,
+            });
+        });
+    }
+    return { facts, lines, skipped };
+}
+
 ;// CONCATENATED MODULE: ./src/action/pull-request-event.ts
+
 
 /**
  * The PR a standalone run evaluates, from the event payload. Only `pull_request` is accepted:
@@ -69280,6 +69979,29 @@ function readPullRequestEvent(eventName, eventPath) {
     if (!pr?.head?.sha || !repo?.owner?.login)
         throw new Error(`${eventPath}: not a pull_request payload (no pull_request.head.sha or repository.owner.login)`);
     return { owner: repo.owner.login, repo: repo.name, headSha: pr.head.sha, number: pr.number };
+}
+/**
+ * The sidecar a standalone run writes beside its result (`NAME.context.json`), so a scorecard
+ * built from result files knows the PR and its author: `probegate scorecard --results` detects the
+ * agent from `author` / `headRef` / `labels` as the app would (src/core/scorecard-results.ts).
+ */
+function pullRequestContext(pr, eventPath, runUrl) {
+    const payload = JSON.parse((0,external_node_fs_namespaceObject.readFileSync)(eventPath, "utf8"));
+    const p = payload.pull_request ?? {};
+    return {
+        repo: `${pr.owner}/${pr.repo}`,
+        pr: pr.number,
+        headSha: pr.headSha,
+        ...(p.user?.login ? { author: p.user.login } : {}),
+        ...(p.user?.type ? { authorType: p.user.type } : {}),
+        ...(p.head?.ref ? { headRef: p.head.ref } : {}),
+        labels: (p.labels ?? []).flatMap((l) => (l.name ? [l.name] : [])),
+        ...(runUrl ? { runUrl } : {}),
+    };
+}
+/** Where the sidecar of a result file goes: `probegate-result.json` → `probegate-result.context.json`. */
+function contextPath(resultPath) {
+    return `${resultPath.replace(/\.json$/, "")}${CONTEXT_SUFFIX}`;
 }
 
 ;// CONCATENATED MODULE: ./src/action/evaluate-for-action.ts
@@ -69360,6 +70082,11 @@ async function evaluateForAction(s, host) {
         const resultPath = (0,external_node_path_namespaceObject.resolve)(s["result-path"] ?? (0,external_node_path_namespaceObject.join)(host.env.RUNNER_TEMP ?? (0,external_node_os_namespaceObject.tmpdir)(), "probegate-result.json"));
         (0,external_node_fs_namespaceObject.mkdirSync)((0,external_node_path_namespaceObject.dirname)(resultPath), { recursive: true });
         (0,external_node_fs_namespaceObject.writeFileSync)(resultPath, `${JSON.stringify(signed, null, 2)}\n`);
+        if (pr && host.env.GITHUB_EVENT_PATH) {
+            // The PR and its author beside the result, for scorecards built from result files alone.
+            const runUrl = host.env.GITHUB_RUN_ID ? `${host.env.GITHUB_SERVER_URL ?? "https://github.com"}/${host.env.GITHUB_REPOSITORY}/actions/runs/${host.env.GITHUB_RUN_ID}` : null;
+            (0,external_node_fs_namespaceObject.writeFileSync)(contextPath(resultPath), `${JSON.stringify(pullRequestContext(pr, host.env.GITHUB_EVENT_PATH, runUrl), null, 2)}\n`);
+        }
         if (gh && pr && checkRunId !== null) {
             const requests = await completeCheckRun(gh, { owner: pr.owner, repo: pr.repo, checkRunId }, renderCheckRun(signed));
             host.info(`check run ${checkRunId} completed in ${requests} request(s)`);

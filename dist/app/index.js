@@ -27606,6 +27606,103 @@ const MIGRATIONS = [
       ) STRICT;
     `,
     },
+    {
+        version: 5,
+        name: "scorecard rows: one narrow row per finished attempt, kept by triggers",
+        // A scorecard reads every finished attempt. Joining attempt_results to evaluations on the
+        // 64-character key and probe_failures per attempt costs more than the figures themselves, so
+        // each attempt gets one narrow row here with what the figures need: the group's first/best
+        // flags ('counted': bit 0 first attempt, bit 1 best of N, as summarizeAttempts decides; ties
+        // go to the row recorded first; the backfill records old rows in finishing order), when the group began, and failed probe categories as bits in
+        // CATEGORIES order (1 structure, 2 state, 4 functional, 8 memory, 16 time, 32 traffic).
+        // Triggers keep it in step with attempt_results and probe_failures, whoever writes them.
+        sql: `
+      ALTER TABLE attempt_results ADD COLUMN area TEXT;
+      ALTER TABLE attempt_results ADD COLUMN duration_s REAL;
+      ALTER TABLE attempt_results ADD COLUMN gpu_seconds REAL;
+
+      CREATE TABLE scorecard_rows (
+        id INTEGER PRIMARY KEY,
+        grp TEXT NOT NULL,
+        agent TEXT,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER,
+        task TEXT NOT NULL,
+        area TEXT,
+        verdict TEXT NOT NULL,
+        verdict_rank INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        finished_at INTEGER NOT NULL,
+        group_first_at INTEGER NOT NULL,
+        counted INTEGER NOT NULL DEFAULT 0,
+        failed_mask INTEGER NOT NULL DEFAULT 0,
+        duration_s REAL,
+        gpu_seconds REAL,
+        evaluation_key TEXT NOT NULL,
+        UNIQUE (evaluation_key, attempt)
+      ) STRICT;
+      CREATE INDEX scorecard_rows_grp ON scorecard_rows (grp);
+      CREATE INDEX scorecard_rows_agent ON scorecard_rows (agent, finished_at);
+
+      INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
+        SELECT r.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
+          e.agent, e.owner, e.repo, e.pr, e.task, r.area, r.verdict,
+          CASE r.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
+          r.attempt, r.finished_at, r.finished_at,
+          COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
+                    WHERE p.evaluation_key = r.evaluation_key AND p.attempt = r.attempt AND p.status = 'failed'), 0),
+          r.duration_s, r.gpu_seconds
+        FROM attempt_results r JOIN evaluations e ON e.key = r.evaluation_key
+        ORDER BY r.finished_at, r.attempt, r.evaluation_key;
+      UPDATE scorecard_rows SET group_first_at = w.first_at, counted = w.flags
+        FROM (SELECT id, MIN(finished_at) OVER (PARTITION BY grp) AS first_at,
+                (ROW_NUMBER() OVER (PARTITION BY grp ORDER BY finished_at, attempt, id) = 1)
+                | ((ROW_NUMBER() OVER (PARTITION BY grp ORDER BY verdict_rank DESC, finished_at, attempt, id) = 1) << 1) AS flags
+              FROM scorecard_rows) AS w
+        WHERE w.id = scorecard_rows.id;
+
+      CREATE TRIGGER scorecard_rows_of_attempt AFTER INSERT ON attempt_results BEGIN
+        INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
+          SELECT NEW.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
+            e.agent, e.owner, e.repo, e.pr, e.task, NEW.area, NEW.verdict,
+            CASE NEW.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
+            NEW.attempt, NEW.finished_at, NEW.finished_at,
+            COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
+                      WHERE p.evaluation_key = NEW.evaluation_key AND p.attempt = NEW.attempt AND p.status = 'failed'), 0),
+            NEW.duration_s, NEW.gpu_seconds
+          FROM evaluations e WHERE e.key = NEW.evaluation_key;
+        UPDATE scorecard_rows SET
+            group_first_at = (SELECT MIN(g.finished_at) FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp),
+            counted = (id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.finished_at, g.attempt, g.id LIMIT 1))
+              | ((id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.verdict_rank DESC, g.finished_at, g.attempt, g.id LIMIT 1)) << 1)
+          WHERE grp = (SELECT n.grp FROM scorecard_rows n WHERE n.evaluation_key = NEW.evaluation_key AND n.attempt = NEW.attempt);
+      END;
+
+      CREATE TRIGGER scorecard_rows_of_probe_failure AFTER INSERT ON probe_failures WHEN NEW.status = 'failed' BEGIN
+        UPDATE scorecard_rows SET failed_mask = failed_mask | CASE NEW.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END
+          WHERE evaluation_key = NEW.evaluation_key AND attempt = NEW.attempt;
+      END;
+    `,
+    },
+    {
+        version: 6,
+        name: "probe outcomes on known-good submissions (quarantine)",
+        sql: `
+      CREATE TABLE known_good_outcomes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task TEXT NOT NULL,
+        probe_set TEXT NOT NULL,
+        check_id TEXT NOT NULL,
+        probe TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('passed','failed','error','skipped')),
+        submission TEXT NOT NULL,
+        source TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX known_good_outcomes_check ON known_good_outcomes (task, probe_set, check_id, id);
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts
@@ -27958,7 +28055,7 @@ function transitionEvaluation(db, key, event, opts) {
         if (info.changes !== 1)
             throw new StaleEvaluationError(key, expected);
         if (event === "complete" && patch.verdict) {
-            db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at) VALUES (?, ?, ?, ?)").run(key, current.attempt, patch.verdict, t);
+            db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)").run(key, current.attempt, patch.verdict, t, patch.area ?? null, patch.durationS ?? null, patch.gpuSeconds ?? null);
         }
         const updated = getEvaluation(db, key);
         if (!updated)
@@ -37775,7 +37872,85 @@ function drawParams(params, seed) {
     return { seed: seed >>> 0, values };
 }
 
+;// CONCATENATED MODULE: ./src/core/task-environment.ts
+
+/** A comparator list such as ">=2.1", ">=2.1,<3" or "==2.11.0"; versions are dotted numbers. */
+const VERSION_RANGE = /^\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*(,\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*)*$/;
+/**
+ * Files the engine puts beside the workspace for a task whose real repository needs them (a pytest
+ * plugin that maps the engine's rank settings onto the repository's, a compatibility shim). They
+ * are the judge's, not the submission's: outside the workspace, read-only in the sandbox, first on
+ * PYTHONPATH, and a workspace file of the same module name is removed before anything runs.
+ */
+const SetupSchema = strictObject({
+    path: schemas_string().min(1).describe("folder of setup files, relative to the task folder; put on PYTHONPATH before the workspace"),
+    pytestPlugins: array(schemas_string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, "a Python module name, e.g. probegate_megatron"))
+        .default([])
+        .describe("modules of the setup folder loaded into the official pytest run with -p (no conftest.py needed)"),
+});
+/**
+ * What the runner must have for the task to mean anything. A runner without it ends the
+ * evaluation in `error` naming the requirement and what the runner has, before any code runs:
+ * never a wrong verdict from a task that cannot run there.
+ */
+const RequiresSchema = strictObject({
+    torch: schemas_string().regex(VERSION_RANGE, "a version range such as \">=2.1\" or \">=2.1,<3\"").optional().describe("torch version range"),
+    gpus: schemas_number().int().min(1).max(64).optional().describe("NVIDIA GPUs the runner must give the job"),
+    cuda: schemas_boolean().optional().describe("torch must be a CUDA build and see a GPU"),
+})
+    .default({});
+function numbers(v) {
+    return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
+}
+function compare(a, b) {
+    for (let i = 0; i < Math.max(a.length, b.length); i++) {
+        const d = (a[i] ?? 0) - (b[i] ?? 0);
+        if (d !== 0)
+            return Math.sign(d);
+    }
+    return 0;
+}
+/** Whether `version` (e.g. "2.11.0+cu130") is in `range` (e.g. ">=2.1,<3"). */
+function inVersionRange(version, range) {
+    const v = numbers(version);
+    return range.split(",").every((part) => {
+        const m = /^\s*(>=|<=|==|!=|>|<)\s*([\d.]+)\s*$/.exec(part);
+        if (!m)
+            return false;
+        const c = compare(v, numbers(m[2]));
+        switch (m[1]) {
+            case ">=": return c >= 0;
+            case "<=": return c <= 0;
+            case "==": return c === 0;
+            case "!=": return c !== 0;
+            case ">": return c > 0;
+            default: return c < 0;
+        }
+    });
+}
+/** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
+function unmetRequirements(req, host) {
+    const unmet = [];
+    if (req.torch !== undefined) {
+        if (host.torch === null)
+            unmet.push(`torch ${req.torch} (the runner's Python has no torch)`);
+        else if (!inVersionRange(host.torch, req.torch))
+            unmet.push(`torch ${req.torch} (the runner has torch ${host.torch})`);
+    }
+    if (req.cuda) {
+        if (host.cuda === null)
+            unmet.push(`cuda: true (the runner's torch${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
+        else if (host.gpus === 0)
+            unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
+    }
+    if (req.gpus !== undefined && host.gpus < req.gpus) {
+        unmet.push(`gpus: ${req.gpus} (the runner gives the job ${host.gpus} GPU${host.gpus === 1 ? "" : "s"})`);
+    }
+    return unmet;
+}
+
 ;// CONCATENATED MODULE: ./src/core/task-spec.ts
+
 
 
 
@@ -37809,6 +37984,7 @@ const BaseSchema = union([
             repo: schemas_string().min(1).describe("git URL or path of the repository"),
             ref: schemas_string().min(1).describe("branch, tag or commit"),
         }),
+        overlay: schemas_string().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
     }),
 ]);
 const TaskSpecSchema = strictObject({
@@ -37848,6 +38024,8 @@ const TaskSpecSchema = strictObject({
     interfaces: array(schemas_string().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
     requirements: array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
+    setup: SetupSchema.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    requires: RequiresSchema.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
 })
     .superRefine((t, ctx) => {
     const seen = new Set();
@@ -38121,6 +38299,129 @@ function renderCheckRun(result) {
         summary: renderSummary(result),
         annotations: renderAnnotations(result),
     };
+}
+
+;// CONCATENATED MODULE: ./src/core/verdict.ts
+/**
+ * The verdict table. Order matters: a harness fault outranks everything (the submission was not
+ * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
+ * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
+ * at least one passed check and nothing else wrong resolves.
+ */
+function decideVerdict(input) {
+    if (input.harnessError)
+        return { verdict: "error", reason: input.harnessError };
+    if (!input.official)
+        return { verdict: "error", reason: "the official tests did not run" };
+    if (!input.official.passed)
+        return { verdict: "official-failed", reason: "the official tests failed" };
+    const count = (s) => input.probes.filter((p) => p.status === s).length;
+    const failed = count("failed");
+    const errors = count("error");
+    const passed = count("passed");
+    const total = input.probes.length;
+    if (failed > 0) {
+        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
+    }
+    if (errors > 0) {
+        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
+    }
+    if (passed === 0)
+        return { verdict: "error", reason: "no hidden probe produced a result" };
+    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
+}
+
+;// CONCATENATED MODULE: ./src/core/quarantine.ts
+
+/** How many of a check's latest outcomes on known-good submissions the rule looks at. */
+const QUARANTINE_WINDOW = 20;
+/** More failures than this in the window quarantine the check (PROBES.md: "more than 1 time in 20"). */
+const QUARANTINE_MAX_FAILURES = 1;
+/**
+ * The quarantine rule: a check that failed (or errored on) a known-good submission more than
+ * once in its latest 20 outcomes for the probe set is quarantined. The history is per probe set,
+ * so a changed probe folder starts every check afresh.
+ */
+function quarantinedChecks(histories) {
+    const out = [];
+    for (const h of histories) {
+        const recent = h.statuses.slice(0, QUARANTINE_WINDOW);
+        const failures = recent.filter((s) => s === "failed" || s === "error").length;
+        if (failures > QUARANTINE_MAX_FAILURES)
+            out.push({ check: h.check, failures, window: recent.length });
+    }
+    return out.sort((a, b) => a.check.localeCompare(b.check));
+}
+/**
+ * Reads a result with the quarantined checks' failures and errors set aside: they become warnings,
+ * and the verdict is decided again from the other checks. Only a judgement the probes made is read
+ * again (official tests passed, no harness error); the result itself is not changed, so its
+ * signature still holds over what the evaluator said.
+ */
+function readWithQuarantine(result, quarantined) {
+    const byId = new Map(quarantined.map((q) => [q.check, q]));
+    const warnings = result.probes.flatMap((p) => {
+        const q = byId.get(p.id);
+        return q && (p.status === "failed" || p.status === "error") ? [{ probe: p, quarantine: q }] : [];
+    });
+    if (warnings.length === 0 || !result.official?.passed || result.error) {
+        return { verdict: result.verdict, reason: result.reason, changed: false, warnings: result.official?.passed && !result.error ? warnings : [] };
+    }
+    const setAside = new Set(warnings.map((w) => w.probe));
+    const again = decideVerdict({ official: result.official, probes: result.probes.filter((p) => !setAside.has(p)) });
+    const reason = `${again.reason}; ${warnings.length} failure${warnings.length === 1 ? "" : "s"} of quarantined checks set aside as warnings`;
+    return { verdict: again.verdict, reason, changed: again.verdict !== result.verdict, warnings };
+}
+
+;// CONCATENATED MODULE: ./src/core/quarantine-check-run.ts
+
+
+const VERDICT_TITLE = {
+    resolved: "Passes official tests and hidden probes",
+    "probe-rejected": "Rejected by hidden probes",
+    error: "Evaluation error",
+    "official-failed": "Official tests failed",
+};
+/**
+ * The check run of a result read with quarantined checks set aside: their failures are warning
+ * annotations and a section of the summary says which checks were quarantined and why; the
+ * conclusion follows the reading. With no quarantined failure it is exactly `renderCheckRun`.
+ */
+function renderCheckRunWithQuarantine(result, quarantined) {
+    const plain = renderCheckRun(result);
+    const reading = readWithQuarantine(result, quarantined);
+    if (reading.warnings.length === 0)
+        return { output: plain, verdict: result.verdict };
+    const section = [
+        `> ⚠️ **${reading.warnings.length} failure${reading.warnings.length === 1 ? "" : "s"} of quarantined checks set aside.** A check that failed known-good submissions more than once in its last ${QUARANTINE_WINDOW} outcomes on this probe set is quarantined: its failures are warnings, not rejections, until the probe set changes.` +
+            (reading.changed ? ` probegate reads this result as **${reading.verdict}**; the signed result says ${result.verdict}.` : ""),
+        "",
+        "| Quarantined check | Category | Status here | Failed on known-good | What was found |",
+        "|---|---|---|---:|---|",
+        ...reading.warnings.map((w) => `| \`${w.probe.id}\` | ${w.probe.category} | ${w.probe.status} | ${w.quarantine.failures} of last ${w.quarantine.window} | ${cell(w.probe.message)} |`),
+        "",
+    ].join("\n");
+    const setAside = new Set(reading.warnings.map((w) => w.probe));
+    const annotations = [
+        ...renderAnnotations({ ...result, probes: result.probes.filter((p) => !setAside.has(p)) }),
+        ...reading.warnings.flatMap(({ probe: p, quarantine: q }) => {
+            if (!p.location)
+                return [];
+            const line = p.location.line ?? 1;
+            const why = `quarantined: it failed ${q.failures} of its last ${q.window} outcomes on known-good submissions, so this is a warning, not a rejection`;
+            return [{
+                    path: p.location.path,
+                    start_line: line,
+                    end_line: line,
+                    annotation_level: "warning",
+                    title: `quarantined ${p.category} probe ${p.status}: ${p.id}`.slice(0, 255),
+                    message: `${p.message || `hidden ${p.category} probe ${p.status}`}`.slice(0, 3800) + `\n\n(${why})`,
+                }];
+        }),
+    ];
+    const title = reading.changed ? `${VERDICT_TITLE[reading.verdict]} (${reading.warnings.length} quarantined check${reading.warnings.length === 1 ? "" : "s"} failed)` : plain.title;
+    const summary = `${section}\n${renderSummary(result, SUMMARY_LIMIT - section.length - 1)}`;
+    return { output: { conclusion: conclusionFor(reading.verdict), title, summary, annotations }, verdict: reading.verdict };
 }
 
 ;// CONCATENATED MODULE: ./src/github/check-runs.ts
@@ -41265,6 +41566,38 @@ async function downloadResultArtifact(gh, evaluatorRepo, runId) {
     return { ok: true, zip: new Uint8Array(data) };
 }
 
+;// CONCATENATED MODULE: ./src/store/probe-health.ts
+
+/**
+ * Records every check of one evaluation of a known-good submission, passed or not: the quarantine
+ * rule needs the passes too, to count failures among the latest outcomes.
+ */
+function recordKnownGoodOutcomes(db, run, checks) {
+    const insert = db.prepare("INSERT INTO known_good_outcomes (task, probe_set, check_id, probe, status, submission, source, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    db.transaction(() => {
+        for (const c of checks)
+            insert.run(run.task, run.probeSet, c.id, c.probe, c.status, run.submission, run.source, run.at.getTime());
+    })();
+    return checks.length;
+}
+/** Each check's latest `window` outcomes on known-good submissions for one probe set, newest first. */
+function knownGoodHistories(db, at, window = QUARANTINE_WINDOW) {
+    const rows = db
+        .prepare(`SELECT check_id, status FROM (
+         SELECT check_id, status, id, ROW_NUMBER() OVER (PARTITION BY check_id ORDER BY id DESC) AS n
+         FROM known_good_outcomes WHERE task = ? AND probe_set = ?
+       ) WHERE n <= ? ORDER BY check_id, id DESC`)
+        .all(at.task, at.probeSet, window);
+    const byCheck = new Map();
+    for (const r of rows)
+        byCheck.set(r.check_id, [...(byCheck.get(r.check_id) ?? []), r.status]);
+    return [...byCheck].map(([check, statuses]) => ({ check, statuses }));
+}
+/** The checks of a task's probe set that are quarantined now (see `quarantinedChecks` for the rule). */
+function quarantinedChecksOf(db, at) {
+    return quarantinedChecks(knownGoodHistories(db, at));
+}
+
 ;// CONCATENATED MODULE: ./src/store/dispatch-context.ts
 
 /** Records the dispatch context of an evaluation (again, for a retry that may use a newer config). */
@@ -41464,6 +41797,7 @@ async function passGate(gh, repo, headSha, why) {
 
 
 
+
 /**
  * How long a dispatch claim holds: far longer than creating a check run and dispatching a workflow
  * take (retries included), so a live holder never loses it; a holder that died mid-dispatch leaves
@@ -41611,13 +41945,22 @@ async function stopRuns(gh, deps, repo, ended, output) {
     for (const head of new Set(ended.map((e) => e.headSha)))
         await refreshGate(gh, deps, { ...repo, headSha: head });
 }
-/** Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button. */
+/**
+ * Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button.
+ * Checks the store has quarantined for the result's probe set are read as warnings; the verdict
+ * kept (and so the gate and the scorecard) is that reading, the signed result stays as it came.
+ */
 async function finishWithResult(gh, deps, e, result) {
-    const done = transitionEvaluation(deps.db, e.key, "complete", { now: deps.now(), expectedVersion: e.version, patch: { verdict: result.verdict } });
+    const { output, verdict } = renderCheckRunWithQuarantine(result, quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet }));
+    const done = transitionEvaluation(deps.db, e.key, "complete", {
+        now: deps.now(),
+        expectedVersion: e.version,
+        patch: { verdict, area: result.task.area, durationS: result.durations.totalS, gpuSeconds: result.gpuSeconds },
+    });
     recordProbeFailures(deps.db, e.key, e.attempt, result.probes);
     if (done.checkRunId !== null) {
         const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
-        await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, renderCheckRun(result), { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
+        await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, output, { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
     }
     await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
 }
@@ -54252,7 +54595,209 @@ async function create_node_middleware_createNodeMiddleware(appFn, { probot = cre
 ;// CONCATENATED MODULE: ./node_modules/probot/lib/index.js
 
 
+;// CONCATENATED MODULE: ./src/assets/chart-js.ts
+
+
+
+/** The HTML scorecard cannot be drawn here; the message says what is missing. */
+class ChartLibraryMissingError extends Error {
+    name = "ChartLibraryMissingError";
+}
+let chartJs;
+/**
+ * Chart.js's browser build, inlined into scorecard pages so they open from a file or an intranet
+ * with no network. Read by the shells that serve or write a page (the CLI, the app's dashboard),
+ * never by the store or the core. Resolved at run time from the installed package (a dependency of
+ * probegate), not bundled: the name is built so the bundler leaves it alone, and since its exports
+ * map hides dist/, the path goes through the CommonJS entry, which sits in dist/ beside the
+ * browser build.
+ */
+function chartJsSource() {
+    if (chartJs !== undefined)
+        return chartJs;
+    const require = (0,external_node_module_namespaceObject.createRequire)(import.meta.url);
+    try {
+        const file = (0,external_node_path_.join)((0,external_node_path_.dirname)(require.resolve(["chart", "js"].join("."))), "chart.umd.min.js");
+        chartJs = (0,external_node_fs_.readFileSync)(file, "utf8");
+    }
+    catch (e) {
+        throw new ChartLibraryMissingError(`the HTML scorecard needs the chart.js package installed beside probegate (npm ci installs it): ${e.message}`);
+    }
+    return chartJs;
+}
+
+;// CONCATENATED MODULE: ./src/core/median-sketch.ts
+/** Values kept exactly before a sketch switches to buckets. */
+const EXACT_LIMIT = 2048;
+/** Bucket width, relative: a bucketed median is within ±0.5% of the true one. */
+const STEP = Math.log(1.01);
+const FLOOR = 1e-3;
+const BUCKETS = Math.ceil(Math.log(1e7 / FLOOR) / STEP) + 2;
+/**
+ * The median of a stream of non-negative figures (seconds, minutes) in bounded memory, because a
+ * scorecard keeps one per agent × repository / task / area / week and sees a million evaluations.
+ * Exact while it holds at most EXACT_LIMIT values; past that, log-spaced buckets 1% wide (values
+ * under 1 ms share the first bucket), so the median is within ±0.5% and `exact` says so.
+ */
+class MedianSketch {
+    exactValues = new Float64Array(16);
+    buckets = null;
+    size = 0;
+    get count() {
+        return this.size;
+    }
+    /** Whether `median()` is the exact median (no more than EXACT_LIMIT values seen). */
+    get exact() {
+        return this.buckets === null;
+    }
+    add(x) {
+        if (!(x >= 0) || !Number.isFinite(x))
+            return;
+        if (this.exactValues) {
+            if (this.size === EXACT_LIMIT)
+                this.toBuckets();
+            else {
+                if (this.size === this.exactValues.length) {
+                    const grown = new Float64Array(Math.min(EXACT_LIMIT, this.size * 2));
+                    grown.set(this.exactValues);
+                    this.exactValues = grown;
+                }
+                this.exactValues[this.size++] = x;
+                return;
+            }
+        }
+        this.buckets[bucketOf(x)] += 1;
+        this.size += 1;
+    }
+    toBuckets() {
+        const b = new Uint32Array(BUCKETS);
+        for (const v of this.exactValues.subarray(0, this.size))
+            b[bucketOf(v)] += 1;
+        this.buckets = b;
+        this.exactValues = null;
+    }
+    /** The median (mean of the two middle values for an even count); null when nothing was added. */
+    median() {
+        if (this.size === 0)
+            return null;
+        if (this.exactValues) {
+            const sorted = this.exactValues.slice(0, this.size).sort();
+            const mid = this.size >> 1;
+            return this.size % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+        }
+        const b = this.buckets;
+        const half = this.size / 2;
+        let seen = 0;
+        for (let i = 0; i < b.length; i++) {
+            seen += b[i];
+            if (seen >= half)
+                return i === 0 ? FLOOR / 2 : FLOOR * Math.exp((i - 0.5) * STEP);
+        }
+        return null;
+    }
+}
+function bucketOf(x) {
+    if (x < FLOOR)
+        return 0;
+    return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(x / FLOOR) / STEP));
+}
+
+;// CONCATENATED MODULE: ./src/core/wilson.ts
+/** Below this many trials a rate is shown as its count ("2/3, too few to rate"), never as a percentage. */
+const wilson_MIN_RATED = 5;
+/** z for a two-sided 95% interval. */
+const Z95 = 1.959963984540054;
+/**
+ * The 95% Wilson score interval of `k` successes in `n` trials. Wilson rather than the normal
+ * approximation because scorecards are full of small counts and rates at 0% or 100%, where the
+ * normal interval collapses to a point or leaves [0, 1]; Wilson stays inside and stays honest
+ * (0 of 10 is [0, 28%], not [0, 0]). The ends at k = 0 and k = n are exact 0 and 1.
+ */
+function wilsonInterval(k, n, z = Z95) {
+    if (!(n > 0) || k < 0 || k > n)
+        throw new RangeError(`wilsonInterval needs 0 <= k <= n and n > 0 (got k=${k}, n=${n})`);
+    const p = k / n;
+    const z2 = z * z;
+    const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
+    const half = (z * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / (1 + z2 / n);
+    return { low: k === 0 ? 0 : Math.max(0, centre - half), high: k === n ? 1 : Math.min(1, centre + half) };
+}
+/** `k` of `n` as a Rate (see `Rate`). */
+function rateOf(k, n) {
+    if (n === 0)
+        return { k, n, rate: null, low: null, high: null, fewerThanMin: true };
+    const { low, high } = wilsonInterval(k, n);
+    return { k, n, rate: k / n, low, high, fewerThanMin: n < wilson_MIN_RATED };
+}
+/** Whether two rates' intervals share a point (then they must not be ranked apart). */
+function overlaps(a, b) {
+    if (a.low === null || a.high === null || b.low === null || b.high === null)
+        return false;
+    return a.low <= b.high && b.low <= a.high;
+}
+const pct = (x) => `${Math.round(x * 100)}%`;
+/**
+ * A rate for people: "62% (31/50, 95% CI 48–74%)"; under MIN_RATED trials "2/3 (too few to rate)";
+ * "–" when there were none. `compact` drops the words ("62% [48–74] 31/50", "2/3 n<5").
+ */
+function wilson_formatRate(r, opts = {}) {
+    if (r.n === 0 || r.rate === null || r.low === null || r.high === null)
+        return "–";
+    if (r.fewerThanMin)
+        return opts.compact ? `${r.k}/${r.n} n<${wilson_MIN_RATED}` : `${r.k}/${r.n} (too few to rate)`;
+    const lo = Math.round(r.low * 100);
+    const hi = Math.round(r.high * 100);
+    return opts.compact ? `${pct(r.rate)} [${lo}–${hi}] ${r.k}/${r.n}` : `${pct(r.rate)} (${r.k}/${r.n}, 95% CI ${lo}–${hi}%)`;
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard-ranking.ts
+
+/**
+ * Orders agents for a scorecard and ranks them so that no two agents whose resolved-rate intervals
+ * overlap are ranked apart. Overlap is not transitive (A overlaps B, B overlaps C, A clear of C),
+ * so a tier is a connected run of overlapping intervals: A, B and C share one. Only agents with at
+ * least MIN_RATED judged submissions are ranked; the rest follow unranked (most evaluations first),
+ * and `noAgent` (PRs without an agent) comes last. Within a tier: higher rate, then more
+ * evaluations, then name. Pure; returns new objects.
+ */
+function rankByInterval(agents, noAgent) {
+    const ranked = agents.filter((a) => a.agent !== noAgent && !a.figures.resolved.fewerThanMin);
+    const unranked = agents.filter((a) => a.agent !== noAgent && a.figures.resolved.fewerThanMin);
+    const none = agents.filter((a) => a.agent === noAgent);
+    // Sweep by upper end, highest first: an interval joins the current tier while it reaches the
+    // lowest lower end seen in that tier (the tier's union is one interval).
+    const byHigh = [...ranked].sort((a, b) => b.figures.resolved.high - a.figures.resolved.high);
+    const tierOf = new Map();
+    let tier = 0;
+    let tierLow = Infinity;
+    for (const a of byHigh) {
+        const r = a.figures.resolved;
+        if (tier === 0 || r.high < tierLow) {
+            tier += 1;
+            tierLow = r.low;
+        }
+        else
+            tierLow = Math.min(tierLow, r.low);
+        tierOf.set(a.agent, tier);
+    }
+    const members = new Map();
+    for (const [name, t] of tierOf)
+        members.set(t, [...(members.get(t) ?? []), name]);
+    const within = (a, b) => (b.figures.resolved.rate ?? -1) - (a.figures.resolved.rate ?? -1) || b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent);
+    const rankedOut = ranked
+        .map((a) => {
+        const t = tierOf.get(a.agent);
+        return { ...a, rank: t, tiedWith: (members.get(t) ?? []).filter((n) => n !== a.agent).sort() };
+    })
+        .sort((a, b) => a.rank - b.rank || within(a, b));
+    const rest = [...unranked].sort((a, b) => b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent)).map((a) => ({ ...a, rank: null, tiedWith: [] }));
+    return [...rankedOut, ...rest, ...none.map((a) => ({ ...a, rank: null, tiedWith: [] }))];
+}
+
 ;// CONCATENATED MODULE: ./src/core/scorecard.ts
+
+
+
 
 /** The verdicts in the order a scorecard shows them: best first. */
 const VERDICT_ORDER = ["resolved", "probe-rejected", "official-failed", "error"];
@@ -54282,52 +54827,192 @@ function parseScorecardFilter(input) {
     }
     return { ok: true, filter };
 }
+/** The dimensions an agent's figures are broken down by. */
+const DIMENSIONS = ["repository", "task", "area", "week"];
 /** How a scorecard names the attempts no agent was detected on. */
 const NO_AGENT = "(no agent detected)";
-const zeroVerdicts = () => ({ resolved: 0, "probe-rejected": 0, "official-failed": 0, error: 0 });
-const zeroCategories = () => Object.fromEntries(probe_check_CATEGORIES.map((c) => [c, 0]));
-function score(agent, attempts) {
-    const verdicts = zeroVerdicts();
-    const failedCategories = zeroCategories();
-    const tasks = {};
-    for (const a of attempts) {
-        verdicts[a.verdict] += 1;
-        (tasks[a.task] ??= zeroVerdicts())[a.verdict] += 1;
-        for (const c of new Set(a.failedCategories))
-            failedCategories[c] += 1;
-    }
-    const judged = attempts.length - verdicts.error;
-    const passedOfficial = verdicts.resolved + verdicts["probe-rejected"];
-    return {
-        agent,
-        submissions: attempts.length,
-        verdicts,
-        resolvedRate: judged > 0 ? verdicts.resolved / judged : null,
-        passedOfficial,
-        caughtRate: passedOfficial > 0 ? verdicts["probe-rejected"] / passedOfficial : null,
-        failedCategories,
-        tasks,
-    };
+const UNKNOWN_REPOSITORY = "(unknown repository)";
+const UNKNOWN_AREA = "(area not recorded)";
+const WEEK_MS = 7 * 86_400_000;
+/** 1970-01-05, the first Monday of the epoch. */
+const MONDAY0 = 4 * 86_400_000;
+/** The Monday (UTC, YYYY-MM-DD) of the week a time falls in. */
+function weekOf(ms) {
+    const start = ms - ((((ms - MONDAY0) % WEEK_MS) + WEEK_MS) % WEEK_MS);
+    return new Date(start).toISOString().slice(0, 10);
 }
-/** Aggregates counted attempts into one scorecard: per agent, and everyone together. Pure. */
-function buildScorecard(attempts, basis) {
-    const byAgent = new Map();
-    for (const a of attempts) {
-        const name = a.agent ?? NO_AGENT;
-        const list = byAgent.get(name) ?? [];
-        list.push(a);
-        byAgent.set(name, list);
+const VERDICT_INDEX = { resolved: 0, "probe-rejected": 1, "official-failed": 2, error: 3 };
+/** Running tallies of one slice. */
+class Tally {
+    n = 0;
+    v = [0, 0, 0, 0];
+    cats = new Array(probe_check_CATEGORIES.length).fill(0);
+    firstJudged = 0;
+    firstResolved = 0;
+    bestJudged = 0;
+    bestResolved = 0;
+    durations = new MedianSketch();
+    gpuSeconds = 0;
+    count(f) {
+        this.n += 1;
+        this.v[VERDICT_INDEX[f.verdict]] += 1;
+        if (f.failedMask)
+            for (let i = 0; i < probe_check_CATEGORIES.length; i++)
+                if (f.failedMask & (1 << i))
+                    this.cats[i] += 1;
+        if (f.durationS !== null)
+            this.durations.add(f.durationS);
+        if (f.gpuSeconds !== null)
+            this.gpuSeconds += f.gpuSeconds;
     }
-    const agents = [...byAgent].map(([name, list]) => score(name, list));
-    agents.sort((a, b) => Number(a.agent === NO_AGENT) - Number(b.agent === NO_AGENT) ||
-        (b.resolvedRate ?? -1) - (a.resolvedRate ?? -1) ||
-        b.submissions - a.submissions ||
-        a.agent.localeCompare(b.agent));
-    return { basis, agents, total: score("all agents", attempts), tasks: [...new Set(attempts.map((a) => a.task))].sort() };
+    attempts(f) {
+        if (f.verdict === "error")
+            return;
+        const resolved = f.verdict === "resolved" ? 1 : 0;
+        if (f.first) {
+            this.firstJudged += 1;
+            this.firstResolved += resolved;
+        }
+        if (f.best) {
+            this.bestJudged += 1;
+            this.bestResolved += resolved;
+        }
+    }
+    figures() {
+        const [resolved, rejected, officialFailed, error] = this.v;
+        const judged = this.n - error;
+        return {
+            evaluations: this.n,
+            verdicts: { resolved, "probe-rejected": rejected, "official-failed": officialFailed, error },
+            resolved: rateOf(resolved, judged),
+            officialPass: rateOf(resolved + rejected, judged),
+            probeRejection: rateOf(rejected, resolved + rejected),
+            failedCategories: Object.fromEntries(probe_check_CATEGORIES.map((c, i) => [c, this.cats[i]])),
+            firstAttempt: rateOf(this.firstResolved, this.firstJudged),
+            bestOfN: rateOf(this.bestResolved, this.bestJudged),
+            medianDurationS: this.durations.median(),
+            medianExact: this.durations.exact,
+            timed: this.durations.count,
+            gpuMinutes: this.gpuSeconds / 60,
+        };
+    }
 }
-/** A rate as a whole percentage ("–" when there is nothing to divide). */
-function percent(rate) {
-    return rate === null ? "–" : `${Math.round(rate * 100)}%`;
+/** The tallies of one agent: overall and per dimension. */
+class AgentTally {
+    all = new Tally();
+    by = { repository: new Map(), task: new Map(), area: new Map(), week: new Map() };
+    /** Puts this agent's tallies for a fact with these dimension keys into `out` from `at` (no allocation per fact). */
+    collect(keys, out, at) {
+        out[at] = this.all;
+        for (let i = 0; i < DIMENSIONS.length; i++) {
+            const m = this.by[DIMENSIONS[i]];
+            const k = keys[i];
+            let t = m.get(k);
+            if (!t)
+                m.set(k, (t = new Tally()));
+            out[at + 1 + i] = t;
+        }
+    }
+    score(agent) {
+        const by = Object.fromEntries(DIMENSIONS.map((d) => [d, [...this.by[d]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, t]) => ({ key, figures: t.figures() }))]));
+        return { agent, rank: null, tiedWith: [], figures: this.all.figures(), by };
+    }
+}
+/**
+ * Whether a basis counts this attempt: its group's first or best (group begun at or after `since`,
+ * ms), or with `all` any attempt finished at or after `since`. Pure.
+ */
+function isCounted(f, basis, since = -Infinity) {
+    if (basis === "all")
+        return f.finishedAt >= since;
+    return f.groupFirstAt >= since && (basis === "first-attempt" ? f.first : f.best);
+}
+/**
+ * Folds facts into a scorecard one at a time, in memory bounded by the number of slices (not of
+ * facts), so the store can stream a million rows through it. `basis` picks which attempts the
+ * figures count; first-attempt and best-of-N are tallied whatever the basis. `since` keeps groups
+ * whose first attempt finished at or after it (with `all`: attempts finished at or after it), so a
+ * "first attempt" is never one that merely came first inside the window. Pure.
+ */
+class ScorecardBuilder {
+    basis;
+    agents = new Map();
+    total = new AgentTally();
+    weeks = new Map();
+    since;
+    repositories = new Map();
+    keys = ["", "", "", ""];
+    tallies = [];
+    constructor(basis, since) {
+        this.basis = basis;
+        this.since = since?.getTime() ?? -Infinity;
+    }
+    add(f) {
+        const counted = isCounted(f, this.basis, this.since);
+        const attempts = f.groupFirstAt >= this.since && (f.first || f.best);
+        if (!counted && !attempts)
+            return;
+        const name = f.agent ?? NO_AGENT;
+        let agent = this.agents.get(name);
+        if (!agent)
+            this.agents.set(name, (agent = new AgentTally()));
+        const wk = Math.floor((f.finishedAt - MONDAY0) / WEEK_MS);
+        let week = this.weeks.get(wk);
+        if (week === undefined)
+            this.weeks.set(wk, (week = weekOf(f.finishedAt)));
+        const keys = this.keys;
+        keys[0] = this.repository(f.owner, f.repo);
+        keys[1] = f.task;
+        keys[2] = f.area ?? UNKNOWN_AREA;
+        keys[3] = week;
+        const tallies = this.tallies;
+        agent.collect(keys, tallies, 0);
+        this.total.collect(keys, tallies, 1 + DIMENSIONS.length);
+        for (const t of tallies) {
+            if (counted)
+                t.count(f);
+            if (attempts)
+                t.attempts(f);
+        }
+    }
+    repository(owner, repo) {
+        if (!owner || !repo)
+            return UNKNOWN_REPOSITORY;
+        let names = this.repositories.get(owner);
+        if (!names)
+            this.repositories.set(owner, (names = new Map()));
+        let label = names.get(repo);
+        if (label === undefined)
+            names.set(repo, (label = `${owner}/${repo}`));
+        return label;
+    }
+    build() {
+        const scores = [...this.agents].map(([name, t]) => t.score(name));
+        const total = this.total.score("all agents");
+        const keys = Object.fromEntries(DIMENSIONS.map((d) => [d, total.by[d].map((s) => s.key)]));
+        return { basis: this.basis, since: Number.isFinite(this.since) ? new Date(this.since).toISOString() : null, agents: rankByInterval(scores, NO_AGENT), total, keys };
+    }
+}
+/** The scorecard of a list of facts (see ScorecardBuilder). Pure. */
+function buildScorecard(facts, basis, since) {
+    const b = new ScorecardBuilder(basis, since);
+    for (const f of facts)
+        b.add(f);
+    return b.build();
+}
+/** The bit mask of a list of failed categories (ScorecardFact.failedMask). */
+function categoryMask(categories) {
+    let m = 0;
+    for (const c of categories) {
+        const i = CATEGORIES.indexOf(c);
+        if (i >= 0)
+            m |= 1 << i;
+    }
+    return m;
+}
+/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
+function scopeOf(filter) {
+    return filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
 }
 const BASIS_WORDS = {
     "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
@@ -54335,45 +55020,15 @@ const BASIS_WORDS = {
     all: "every finished attempt",
 };
 /** What a scorecard counted, in words. */
-function describeBasis(basis) {
+function scorecard_describeBasis(basis) {
     return BASIS_WORDS[basis];
 }
-/** The scorecard as a markdown table, one row per agent and a total row. */
-function renderScorecardMarkdown(card) {
-    const head = ["agent", "submissions", "resolved", "caught by probes", "official failed", "error", "resolved rate", "caught rate", "failed categories"];
-    const row = (s, bold = false) => {
-        const cats = CATEGORIES.filter((c) => s.failedCategories[c] > 0)
-            .map((c) => `${c} ${s.failedCategories[c]}`)
-            .join(", ");
-        const cells = [s.agent, s.submissions, s.verdicts.resolved, s.verdicts["probe-rejected"], s.verdicts["official-failed"], s.verdicts.error, percent(s.resolvedRate), percent(s.caughtRate), cats || "–"].map(String);
-        return `| ${(bold ? cells.map((c) => `**${c.replace(/\|/g, "\\|")}**`) : cells.map((c) => c.replace(/\|/g, "\\|"))).join(" | ")} |`;
-    };
-    return [
-        `Counted: ${describeBasis(card.basis)}. "Caught rate": of the submissions that passed every official test, the share the hidden probes rejected.`,
-        "",
-        `| ${head.join(" | ")} |`,
-        `|---|${head.slice(1).map(() => "---:").join("|")}|`,
-        ...card.agents.map((a) => row(a)),
-        row(card.total, true),
-    ].join("\n");
-}
 
-;// CONCATENATED MODULE: ./src/core/scorecard-html.ts
+;// CONCATENATED MODULE: ./src/core/scorecard-chart-data.ts
 
 
 /** Colours per verdict and per probe category, shared by the charts and the tables' swatches. */
-const VERDICT_COLOUR = {
-    resolved: "#2da44e",
-    "probe-rejected": "#d4a72c",
-    "official-failed": "#cf222e",
-    error: "#8c959f",
-};
-const scorecard_html_VERDICT_LABEL = {
-    resolved: "resolved",
-    "probe-rejected": "passed official tests, caught by probes",
-    "official-failed": "failed official tests",
-    error: "error (nothing judged)",
-};
+const VERDICT_COLOUR = { resolved: "#2da44e", "probe-rejected": "#d4a72c", "official-failed": "#cf222e", error: "#8c959f" };
 const CATEGORY_COLOUR = {
     structure: "#8250df",
     state: "#bf3989",
@@ -54382,6 +55037,233 @@ const CATEGORY_COLOUR = {
     time: "#bc4c00",
     traffic: "#57606a",
 };
+const AGENT_COLOURS = ["#0969da", "#cf222e", "#2da44e", "#8250df", "#bc4c00", "#bf3989", "#1b7c83", "#57606a", "#d4a72c", "#6639ba"];
+/** Weekly charts show the most recent weeks only; the tables keep them all. */
+const TREND_WEEKS = 26;
+const scorecard_chart_data_pct = (x) => (x === null ? null : Number((100 * x).toFixed(1)));
+/** An interval chart's series: agents with at least MIN_RATED trials (fewer are not drawn as rates). */
+function intervals(agents, pick) {
+    const shown = agents.filter((a) => !pick(a).fewerThanMin);
+    return {
+        labels: shown.map((a) => a.agent),
+        ranges: shown.map((a) => [scorecard_chart_data_pct(pick(a).low), scorecard_chart_data_pct(pick(a).high)]),
+        points: shown.map((a) => scorecard_chart_data_pct(pick(a).rate)),
+        counts: shown.map((a) => [pick(a).k, pick(a).n]),
+        omitted: agents.filter((a) => pick(a).fewerThanMin && pick(a).n > 0).map((a) => `${a.agent} (${pick(a).k}/${pick(a).n})`),
+    };
+}
+/**
+ * What the page's script draws, as plain data (no code): the resolved-rate ranking and the
+ * probe-rejection rate with their 95% intervals, failed probe categories stacked per agent, and
+ * weekly trends (resolved rate where a week has at least 5 judged, evaluations per week).
+ */
+function chartData(card) {
+    const weeks = card.keys.week.slice(-TREND_WEEKS);
+    const agents = card.agents;
+    return {
+        ranking: intervals(agents, (a) => a.figures.resolved),
+        probeRejection: intervals(agents, (a) => a.figures.probeRejection),
+        categories: {
+            labels: agents.map((a) => a.agent),
+            datasets: probe_check_CATEGORIES.map((c) => ({ label: c, backgroundColor: CATEGORY_COLOUR[c], data: agents.map((a) => a.figures.failedCategories[c]) })),
+        },
+        verdicts: {
+            labels: agents.map((a) => a.agent),
+            datasets: VERDICT_ORDER.map((v) => ({ label: v, backgroundColor: VERDICT_COLOUR[v], data: agents.map((a) => a.figures.verdicts[v]) })),
+        },
+        weekly: {
+            labels: weeks,
+            resolved: agents.map((a, i) => {
+                const byWeek = new Map(a.by.week.map((s) => [s.key, s.figures.resolved]));
+                return {
+                    label: a.agent,
+                    borderColor: AGENT_COLOURS[i % AGENT_COLOURS.length],
+                    backgroundColor: AGENT_COLOURS[i % AGENT_COLOURS.length],
+                    data: weeks.map((w) => {
+                        const r = byWeek.get(w);
+                        return r && !r.fewerThanMin ? scorecard_chart_data_pct(r.rate) : null;
+                    }),
+                };
+            }),
+            evaluations: agents.map((a, i) => {
+                const byWeek = new Map(a.by.week.map((s) => [s.key, s.figures.evaluations]));
+                return { label: a.agent, backgroundColor: AGENT_COLOURS[i % AGENT_COLOURS.length], data: weeks.map((w) => byWeek.get(w) ?? 0) };
+            }),
+        },
+    };
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard-drilldown.ts
+/** How many evaluations each agent's drill-down lists (the newest). */
+const DRILLDOWN_LIMIT = 50;
+/**
+ * The PR's page on GitHub (or GitHub Enterprise at `serverUrl`), or null when the attempt has no
+ * PR. Only http(s) server URLs are used, so a crafted one cannot become a `javascript:` link.
+ */
+function prUrl(line, serverUrl = "https://github.com") {
+    if (line.pr === null || !line.owner || !line.repo || !/^https?:\/\/[^/\s]+/i.test(serverUrl))
+        return null;
+    return `${serverUrl.replace(/\/+$/, "")}/${encodeURIComponent(line.owner)}/${encodeURIComponent(line.repo)}/pull/${line.pr}`;
+}
+/** Whether a run URL from a result or the store may be linked (http or https only). */
+function linkable(url) {
+    return url && /^https?:\/\//i.test(url) ? url : null;
+}
+/** The newest `limit` lines per agent, newest first (ties: the later in input order first). Pure. */
+function latestPerAgent(lines, limit = DRILLDOWN_LIMIT) {
+    const out = new Map();
+    lines
+        .map((l, i) => [l, i])
+        .sort(([a, i], [b, j]) => (a.finishedAt < b.finishedAt ? 1 : a.finishedAt > b.finishedAt ? -1 : j - i))
+        .forEach(([l]) => {
+        const list = out.get(l.agent) ?? [];
+        if (list.length < limit)
+            list.push(l);
+        out.set(l.agent, list);
+    });
+    return out;
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard-page-script.ts
+/**
+ * The scorecard page's own script (plain ES5, inlined after Chart.js): draws the charts from the
+ * page's JSON data block and opens an agent's drill-down from the ranking. It reads only that data
+ * block and makes no request; the charts are labelled with counts so a reader never sees a bare
+ * percentage for fewer than 5 evaluations (those agents are listed under the chart instead).
+ */
+const PAGE_SCRIPT = `
+(function () {
+  function openDrill(id) {
+    var d = document.getElementById(id);
+    if (!d) return;
+    d.open = true;
+    d.scrollIntoView({ block: "start" });
+  }
+  document.addEventListener("click", function (e) {
+    var a = e.target && e.target.closest ? e.target.closest("a.drill-link") : null;
+    if (!a) return;
+    e.preventDefault();
+    openDrill(a.getAttribute("href").slice(1));
+  });
+  if (location.hash && location.hash.indexOf("#drill-") === 0) openDrill(location.hash.slice(1));
+  if (typeof Chart === "undefined") return;
+  var d = JSON.parse(document.getElementById("scorecard-data").textContent);
+  var pctAxis = { min: 0, max: 100, ticks: { callback: function (v) { return v + "%"; } } };
+  function intervalChart(id, s, colour) {
+    var el = document.getElementById(id);
+    if (!el || !s.labels.length) return;
+    new Chart(el, {
+      type: "bar",
+      data: { labels: s.labels, datasets: [
+        { type: "bar", label: "95% interval", data: s.ranges, backgroundColor: colour + "55", borderColor: colour, borderWidth: 1, barPercentage: 0.6 },
+        { type: "line", label: "rate", data: s.points, showLine: false, pointRadius: 5, pointStyle: "rectRot", backgroundColor: colour, borderColor: colour }
+      ] },
+      options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: { x: pctAxis },
+        plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (c) {
+          var n = s.counts[c.dataIndex];
+          return s.points[c.dataIndex] + "% (" + n[0] + "/" + n[1] + "), 95% CI " + s.ranges[c.dataIndex][0] + "–" + s.ranges[c.dataIndex][1] + "%"; } } } } }
+    });
+  }
+  intervalChart("ranking", d.ranking, "#0969da");
+  intervalChart("probe-rejection", d.probeRejection, "#d4a72c");
+  var stacked = { x: { stacked: true, ticks: { precision: 0 } }, y: { stacked: true } };
+  if (document.getElementById("categories")) new Chart(document.getElementById("categories"), {
+    type: "bar", data: d.categories,
+    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: stacked }
+  });
+  if (document.getElementById("trend-resolved")) new Chart(document.getElementById("trend-resolved"), {
+    type: "line", data: { labels: d.weekly.labels, datasets: d.weekly.resolved },
+    options: { maintainAspectRatio: false, animation: false, spanGaps: false, scales: { y: pctAxis } }
+  });
+  if (document.getElementById("trend-evaluations")) new Chart(document.getElementById("trend-evaluations"), {
+    type: "bar", data: { labels: d.weekly.labels, datasets: d.weekly.evaluations },
+    options: { maintainAspectRatio: false, animation: false, scales: { x: { stacked: true }, y: { stacked: true, ticks: { precision: 0 } } } }
+  });
+})();
+`;
+
+;// CONCATENATED MODULE: ./src/core/scorecard-markdown.ts
+
+
+
+/** "1", "=1" (shares the tier with others), or "–" (not ranked). */
+function rankLabel(a) {
+    if (a.rank === null)
+        return "–";
+    return a.tiedWith.length ? `=${a.rank}` : String(a.rank);
+}
+/** Seconds for people: "42 s", "3.5 min", "1.2 h"; "≈" when the median is bucketed; "–" when unknown. */
+function formatDuration(s, exact) {
+    if (s === null)
+        return "–";
+    const approx = exact ? "" : "≈";
+    if (s < 90)
+        return `${approx}${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
+    if (s < 5400)
+        return `${approx}${(s / 60).toFixed(1)} min`;
+    return `${approx}${(s / 3600).toFixed(1)} h`;
+}
+const scorecard_markdown_cell = (s) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
+/** The failed categories of a slice: "memory 2, traffic 1", or "–". */
+function categoryList(a) {
+    return CATEGORIES.filter((c) => a.figures.failedCategories[c] > 0).map((c) => `${c} ${a.figures.failedCategories[c]}`).join(", ") || "–";
+}
+/** The columns of the ranking, as text cells (shared by markdown and the terminal table). */
+function rankingCells(a) {
+    const f = a.figures;
+    return [
+        rankLabel(a),
+        a.agent,
+        String(f.evaluations),
+        formatRate(f.resolved, { compact: true }),
+        formatRate(f.officialPass, { compact: true }),
+        formatRate(f.probeRejection, { compact: true }),
+        formatRate(f.firstAttempt, { compact: true }),
+        formatRate(f.bestOfN, { compact: true }),
+        formatDuration(f.medianDurationS, f.medianExact),
+        f.gpuMinutes.toFixed(1),
+        categoryList(a),
+    ];
+}
+const RANKING_HEAD = (/* unused pure expression or super */ null && (["rank", "agent", "evaluations", "resolved", "passed official", "probe rejection", "first attempt", "best of N", "median time", "GPU-min", "failed probe categories"]));
+/**
+ * The scorecard as markdown (a job summary, a PR comment): the ranking with intervals, then the
+ * resolved rate per area and per week, and any results-folder files left out.
+ */
+function renderScorecardMarkdown(card, opts = {}) {
+    const table = (head, rows) => [`| ${head.map(scorecard_markdown_cell).join(" | ")} |`, `|${head.map((_, i) => (i < 2 ? "---" : "---:")).join("|")}|`, ...rows.map((r) => `| ${r.map(scorecard_markdown_cell).join(" | ")} |`)];
+    const out = [
+        `**probegate scorecard**${opts.scope ? ` · ${opts.scope}` : ""} · counted: ${describeBasis(card.basis)}${card.since ? ` · groups from ${card.since.slice(0, 10)}` : ""} · ${card.total.figures.evaluations} evaluations`,
+        "",
+        ...table(RANKING_HEAD, [...card.agents.map(rankingCells), rankingCells(card.total).map((c, i) => (i === 1 ? `**${c}**` : c))]),
+        "",
+        `Rates: percentage [95% Wilson interval] k/n; under ${MIN_RATED}, the count alone. Agents whose intervals overlap share a rank (=). Probe rejection: of the submissions that passed every official test, the share a hidden probe caught.`,
+    ];
+    const by = (d, keys) => {
+        if (!keys.length)
+            return;
+        const rows = [...card.agents, card.total].map((a) => {
+            const m = new Map(a.by[d].map((s) => [s.key, s.figures.resolved]));
+            return [a.agent, ...keys.map((k) => (m.has(k) ? formatRate(m.get(k), { compact: true }) : "–"))];
+        });
+        out.push("", `Resolved by ${d}:`, "", ...table(["agent", ...keys], rows));
+    };
+    by("area", card.keys.area);
+    by("week", card.keys.week.slice(-8));
+    if (opts.skipped?.length) {
+        out.push("", `**${opts.skipped.length} file(s) left out:**`, "", ...opts.skipped.map((s) => `- \`${s.file}\`: ${scorecard_markdown_cell(s.why)}`));
+    }
+    return out.join("\n");
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard-html.ts
+
+
+
+
+
+
+
 function escapeHtml(s) {
     return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
@@ -54389,120 +55271,102 @@ function escapeHtml(s) {
 function scriptJson(value) {
     return JSON.stringify(value).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
 }
-/** What the page's script draws: plain data, no code. */
-function chartData(card) {
-    const labels = card.agents.map((a) => a.agent);
-    const share = (a, n) => (a.submissions ? (100 * n) / a.submissions : 0);
-    return {
-        labels,
-        verdicts: VERDICT_ORDER.map((v) => ({
-            label: scorecard_html_VERDICT_LABEL[v],
-            backgroundColor: VERDICT_COLOUR[v],
-            data: card.agents.map((a) => Number(share(a, a.verdicts[v]).toFixed(1))),
-            counts: card.agents.map((a) => a.verdicts[v]),
-        })),
-        caught: card.agents.map((a) => (a.caughtRate === null ? null : Number((100 * a.caughtRate).toFixed(1)))),
-        categories: probe_check_CATEGORIES.map((c) => ({ label: c, backgroundColor: CATEGORY_COLOUR[c], data: card.agents.map((a) => a.failedCategories[c]) })),
-    };
+const e = escapeHtml;
+const rate = (r) => e(wilson_formatRate(r, { compact: true }));
+const drillId = (i) => `drill-${i}`;
+const cats = (a) => probe_check_CATEGORIES.filter((c) => a.figures.failedCategories[c] > 0)
+    .map((c) => `<span class="sw" style="background:${CATEGORY_COLOUR[c]}"></span>${c} ${a.figures.failedCategories[c]}`)
+    .join(" ") || "–";
+const RANK_HEAD = ["rank", "agent", "evaluations", "resolved", "passed official", "probe rejection", "first attempt", "best of N", "median time", "GPU-min", "failed probe categories"];
+function rankingRow(a, i) {
+    const f = a.figures;
+    const name = i === null ? `<th scope="row">${e(a.agent)}</th>` : `<th scope="row"><a class="drill-link" href="#${drillId(i)}">${e(a.agent)}</a></th>`;
+    const cells = [e(rankLabel(a)), f.evaluations, rate(f.resolved), rate(f.officialPass), rate(f.probeRejection), rate(f.firstAttempt), rate(f.bestOfN), e(formatDuration(f.medianDurationS, f.medianExact)), f.gpuMinutes.toFixed(1), cats(a)];
+    return `<tr${i === null ? ' class="total"' : ""}><td>${cells[0]}</td>${name}${cells.slice(1).map((c) => `<td>${c}</td>`).join("")}</tr>`;
 }
-function agentRow(a, cls = "") {
-    const cells = [
-        escapeHtml(a.agent),
-        String(a.submissions),
-        ...VERDICT_ORDER.map((v) => String(a.verdicts[v])),
-        percent(a.resolvedRate),
-        percent(a.caughtRate),
-        probe_check_CATEGORIES.filter((c) => a.failedCategories[c] > 0)
-            .map((c) => `${c} ${a.failedCategories[c]}`)
-            .join(", ") || "–",
-    ];
-    return `<tr${cls ? ` class="${cls}"` : ""}>${cells.map((c, i) => (i === 0 ? `<th scope="row">${c}</th>` : `<td>${c}</td>`)).join("")}</tr>`;
-}
-function taskTable(card) {
-    const head = `<tr><th scope="col">agent</th>${card.tasks.map((t) => `<th scope="col">${escapeHtml(t)}</th>`).join("")}</tr>`;
-    const rows = card.agents.map((a) => {
-        const cells = card.tasks.map((t) => {
-            const c = a.tasks[t];
-            if (!c)
-                return "<td>–</td>";
-            const n = VERDICT_ORDER.reduce((s, v) => s + c[v], 0);
-            const title = VERDICT_ORDER.map((v) => `${scorecard_html_VERDICT_LABEL[v]}: ${c[v]}`).join("; ");
-            return `<td title="${escapeHtml(title)}">${c.resolved}/${n} resolved${c["probe-rejected"] ? `, ${c["probe-rejected"]} caught` : ""}</td>`;
+function breakdown(card, d) {
+    const keys = d === "week" ? card.keys.week.slice(-TREND_WEEKS) : card.keys[d];
+    if (!keys.length)
+        return "";
+    const rows = [...card.agents, card.total].map((a) => {
+        const by = new Map(a.by[d].map((s) => [s.key, s.figures]));
+        const cells = keys.map((k) => {
+            const f = by.get(k);
+            return f ? `<td title="${e(`${f.evaluations} evaluations; probe rejection ${wilson_formatRate(f.probeRejection)}`)}">${rate(f.resolved)}</td>` : "<td>–</td>";
         });
-        return `<tr><th scope="row">${escapeHtml(a.agent)}</th>${cells.join("")}</tr>`;
+        return `<tr${a === card.total ? ' class="total"' : ""}><th scope="row">${e(a.agent)}</th>${cells.join("")}</tr>`;
     });
-    return `<table><thead>${head}</thead><tbody>${rows.join("")}</tbody></table>`;
+    return `<h3>Resolved by ${d}</h3><div class="scroll"><table class="by-${d}"><thead><tr><th scope="col">agent</th>${keys.map((k) => `<th scope="col">${e(k)}</th>`).join("")}</tr></thead><tbody>${rows.join("")}</tbody></table></div>`;
 }
+function drillDown(a, i, lines, serverUrl) {
+    const rows = lines.map((l) => {
+        const pr = prUrl(l, serverUrl);
+        const where = l.owner && l.repo ? `${l.owner}/${l.repo}${l.pr !== null ? `#${l.pr}` : ""}` : l.file ?? "–";
+        const run = linkable(l.runUrl);
+        const which = [l.first ? "first" : "", l.best ? "best" : ""].filter(Boolean).join(", ");
+        return `<tr><td>${e(l.finishedAt.slice(0, 16).replace("T", " "))}</td><td>${pr ? `<a href="${e(pr)}">${e(where)}</a>` : e(where)}</td><td>${e(l.task)}</td><td>${l.attempt}${which ? ` (${which})` : ""}</td><td><span class="sw" style="background:${VERDICT_COLOUR[l.verdict]}"></span>${e(l.verdict)}</td><td>${e(l.failedCategories.join(", ") || "–")}</td><td>${e(formatDuration(l.durationS, true))}</td><td>${l.headSha ? `<code>${e(l.headSha.slice(0, 7))}</code>` : "–"}</td><td>${run ? `<a href="${e(run)}">run</a>` : "–"}</td></tr>`;
+    });
+    const shown = lines.length < a.figures.evaluations ? `the newest ${lines.length} of ${a.figures.evaluations}` : `all ${lines.length}`;
+    return `<details class="drill" id="${drillId(i)}"><summary>${e(a.agent)}: ${shown} counted evaluations</summary>
+<table><thead><tr><th>finished (UTC)</th><th>pull request</th><th>task</th><th>attempt</th><th>verdict</th><th>failed probes</th><th>time</th><th>commit</th><th>run</th></tr></thead><tbody>${rows.join("")}</tbody></table></details>`;
+}
+const CSS = `body{font:14px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1200px;padding:0 1rem;color:#1f2328}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2.2rem}h3{font-size:1rem;margin-top:1.4rem}
+.meta{color:#59636e}.sw{display:inline-block;width:.8em;height:.8em;margin:0 .3em 0 .5em;border-radius:2px;vertical-align:-1px}
+table{border-collapse:collapse;margin:.5rem 0;width:100%}th,td{border:1px solid #d1d9e0;padding:.3rem .5rem;text-align:right;white-space:nowrap}
+th[scope=row],thead th:first-child,td:first-child{text-align:left}thead th{background:#f6f8fa}tr.total th,tr.total td{font-weight:600;background:#f6f8fa}
+.scroll{overflow-x:auto}.chart{position:relative}.grid{display:grid;grid-template-columns:1fr 1fr;gap:2rem}@media(max-width:900px){.grid{grid-template-columns:1fr}}
+details.drill{margin:.4rem 0;border:1px solid #d1d9e0;border-radius:6px;padding:.3rem .6rem}details.drill summary{cursor:pointer;font-weight:600}.warn{color:#9a6700}`;
 /**
- * A self-contained HTML page of one scorecard: three charts (verdict shares per agent, the share
- * of official-test passes the probes caught, failed probe categories) drawn by Chart.js, whose
- * source is inlined so the page opens from a file with no network; and the same figures as tables,
- * which read without JavaScript. Pure: the caller passes Chart.js's source and the time.
+ * A self-contained HTML scorecard: the ranking with 95% intervals (agents whose intervals overlap
+ * share a rank), failed probe categories stacked per agent, the probe-rejection rate per agent,
+ * weekly trends, tables per repository / task / area / week, and a drill-down from each agent to
+ * its newest evaluations with links to their PRs. Chart.js is inlined and the page makes no
+ * request; every figure is also in a table, which reads without JavaScript. Pure.
  */
 function renderScorecardHtml(card, opts) {
-    const legend = VERDICT_ORDER.map((v) => `<span class="sw" style="background:${VERDICT_COLOUR[v]}"></span>${scorecard_html_VERDICT_LABEL[v]}`).join(" ");
-    const head = ["agent", "submissions", ...VERDICT_ORDER.map((v) => scorecard_html_VERDICT_LABEL[v]), "resolved rate", "caught rate", "failed probe categories"];
-    const height = Math.max(160, 44 * card.agents.length + 80);
     const empty = card.agents.length === 0;
+    const data = chartData(card);
+    const h = (n) => Math.max(140, 36 * n + 70);
+    const omitted = (list) => (list.length ? `<p class="meta">Not drawn (fewer than 5): ${e(list.join(", "))}.</p>` : "");
+    const t = card.total.figures;
+    const skipped = opts.skipped?.length
+        ? `<h2 class="warn">Files left out (${opts.skipped.length})</h2><ul class="skipped">${opts.skipped.map((s) => `<li><code>${e(s.file)}</code>: ${e(s.why)}</li>`).join("")}</ul>`
+        : "";
+    const charts = empty
+        ? "<p>No finished evaluation matches: nothing to score yet.</p>"
+        : `<p>Hidden probes rejected <strong>${e(wilson_formatRate(t.probeRejection))}</strong> of the submissions that passed every official test. Resolved: ${e(wilson_formatRate(t.resolved))} of the judged; first attempt ${e(wilson_formatRate(t.firstAttempt))}, best of N ${e(wilson_formatRate(t.bestOfN))}.</p>
+<h2>Ranking: resolved rate with its 95% interval</h2>
+<p class="meta">Agents whose intervals overlap are not ranked apart (they share a rank, marked =). Agents with fewer than 5 judged evaluations are listed, not ranked.</p>
+<div class="chart" style="height:${h(data.ranking.labels.length)}px"><canvas id="ranking" role="img" aria-label="Resolved rate per agent with 95% interval"></canvas></div>${omitted(data.ranking.omitted)}
+<div class="scroll"><table id="ranking-table"><thead><tr>${RANK_HEAD.map((x) => `<th scope="col">${e(x)}</th>`).join("")}</tr></thead>
+<tbody>${card.agents.map((a, i) => rankingRow(a, i)).join("")}${rankingRow(card.total, null)}</tbody></table></div>
+<p class="meta">Rates: percentage [95% interval] k/n; under 5, the count alone (n&lt;5). Probe rejection: of the submissions that passed every official test, the share a hidden probe caught.</p>
+<div class="grid">
+<div><h2>Failed probe categories per agent</h2><p class="meta">Counted evaluations with a failed check of each category.</p><div class="chart" style="height:${h(card.agents.length)}px"><canvas id="categories" role="img" aria-label="Failed probe categories per agent"></canvas></div></div>
+<div><h2>Probe-rejection rate per agent</h2><p class="meta">Of each agent's submissions that passed every official test, the share a probe rejected, with its 95% interval.</p><div class="chart" style="height:${h(data.probeRejection.labels.length)}px"><canvas id="probe-rejection" role="img" aria-label="Probe-rejection rate per agent"></canvas></div>${omitted(data.probeRejection.omitted)}</div>
+</div>
+<h2>Weekly trends</h2><p class="meta">Weeks start on Monday (UTC); a week's resolved rate is drawn where it has at least 5 judged evaluations.</p>
+<div class="grid"><div class="chart" style="height:260px"><canvas id="trend-resolved" role="img" aria-label="Resolved rate per week"></canvas></div><div class="chart" style="height:260px"><canvas id="trend-evaluations" role="img" aria-label="Evaluations per week"></canvas></div></div>
+<h2>Breakdowns</h2>${DIMENSIONS.map((d) => breakdown(card, d)).join("\n")}
+<h2>Evaluations per agent</h2><p class="meta">Open an agent (or click its name in the ranking) to see its evaluations, with links to the pull requests.</p>
+${card.agents.map((a, i) => drillDown(a, i, opts.drill.get(a.agent === NO_AGENT ? null : a.agent) ?? [], opts.serverUrl)).join("\n")}`;
     return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(opts.title)}</title>
-<style>
-body{font:14px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#1f2328}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem}
-.meta{color:#59636e}.sw{display:inline-block;width:.8em;height:.8em;margin:0 .3em 0 .8em;border-radius:2px;vertical-align:-1px}
-table{border-collapse:collapse;margin:.5rem 0;width:100%}th,td{border:1px solid #d1d9e0;padding:.35rem .6rem;text-align:right}
-th[scope=row],thead th:first-child{text-align:left}thead th{background:#f6f8fa}tr.total th,tr.total td{font-weight:600;background:#f6f8fa}
-.chart{position:relative;height:${height}px}.grid{display:grid;grid-template-columns:1fr 1fr;gap:2rem}@media(max-width:800px){.grid{grid-template-columns:1fr}}
-</style>
+<title>${e(opts.title)}</title>
+<style>${CSS}</style>
 </head>
 <body>
-<h1>${escapeHtml(opts.title)}</h1>
-<p class="meta">${escapeHtml(opts.scope)} · counted: ${escapeHtml(describeBasis(card.basis))} · ${card.total.submissions} submissions · generated ${escapeHtml(opts.generatedAt)}</p>
-${empty
-        ? "<p>No finished evaluation matches: nothing to score yet.</p>"
-        : `<p><strong>${percent(card.total.caughtRate)}</strong> of the submissions that passed every official test were rejected by hidden probes; ${percent(card.total.resolvedRate)} of the judged submissions were resolved.</p>
-<h2>Verdicts per agent</h2>
-<p class="meta">${legend}</p>
-<div class="chart"><canvas id="verdicts" role="img" aria-label="Share of each verdict per agent"></canvas></div>
-<div class="grid">
-<div><h2>Caught by hidden probes</h2><p class="meta">Of each agent's submissions that passed every official test, the share a probe rejected.</p><div class="chart"><canvas id="caught" role="img" aria-label="Share caught by probes per agent"></canvas></div></div>
-<div><h2>Failed probe categories</h2><p class="meta">Submissions with a failed check of each category.</p><div class="chart"><canvas id="categories" role="img" aria-label="Failed probe categories per agent"></canvas></div></div>
-</div>`}
-<h2>Per agent</h2>
-<table><thead><tr>${head.map((h) => `<th scope="col">${escapeHtml(h)}</th>`).join("")}</tr></thead>
-<tbody>${card.agents.map((a) => agentRow(a)).join("")}${agentRow(card.total, "total")}</tbody></table>
-${empty ? "" : `<h2>Per agent and task</h2>${taskTable(card)}`}
-<script type="application/json" id="scorecard-data">${scriptJson(chartData(card))}</script>
+<h1>${e(opts.title)}</h1>
+<p class="meta">${e(opts.scope)} · counted: ${e(scorecard_describeBasis(card.basis))}${card.since ? ` · groups from ${e(card.since.slice(0, 10))}` : ""} · ${t.evaluations} evaluations · generated ${e(opts.generatedAt)}</p>
+${skipped}
+${charts}
+<script type="application/json" id="scorecard-data">${scriptJson(data)}</script>
 <script>${opts.chartJs.replace(/<\/script/gi, "<\\/script")}</script>
-<script>
-(function () {
-  if (typeof Chart === "undefined" || !document.getElementById("verdicts")) return;
-  var d = JSON.parse(document.getElementById("scorecard-data").textContent);
-  var pct = { x: { stacked: true, max: 100, ticks: { callback: function (v) { return v + "%"; } } }, y: { stacked: true } };
-  new Chart(document.getElementById("verdicts"), {
-    type: "bar",
-    data: { labels: d.labels, datasets: d.verdicts },
-    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: pct,
-      plugins: { legend: { display: false }, tooltip: { callbacks: { label: function (c) {
-        return c.dataset.label + ": " + c.dataset.counts[c.dataIndex] + " (" + c.parsed.x + "%)"; } } } } }
-  });
-  new Chart(document.getElementById("caught"), {
-    type: "bar",
-    data: { labels: d.labels, datasets: [{ label: "caught by probes", data: d.caught, backgroundColor: "#d4a72c" }] },
-    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, plugins: { legend: { display: false } },
-      scales: { x: { min: 0, max: 100, ticks: { callback: function (v) { return v + "%"; } } } } }
-  });
-  new Chart(document.getElementById("categories"), {
-    type: "bar",
-    data: { labels: d.labels, datasets: d.categories },
-    options: { indexAxis: "y", maintainAspectRatio: false, animation: false, scales: { x: { stacked: true, ticks: { precision: 0 } }, y: { stacked: true } } }
-  });
-})();
-</script>
+<script>${PAGE_SCRIPT}</script>
 </body>
 </html>
 `;
@@ -54510,105 +55374,121 @@ ${empty ? "" : `<h2>Per agent and task</h2>${taskTable(card)}`}
 
 ;// CONCATENATED MODULE: ./src/store/scorecard-rows.ts
 
+
+
+/** `counted` bits of scorecard_rows (migration 5): bit 0 the group's first attempt, bit 1 its best. */
+const FIRST = 1;
+const BEST = 2;
+/** verdict_rank (migration 5) back to the verdict. */
+const BY_RANK = ["error", "official-failed", "probe-rejected", "resolved"];
 /**
- * The attempts a scorecard counts, with the probe categories each failed. `owner`/`repo` narrow it
- * to one repository. `since` keeps (repo, PR, task) groups whose first attempt finished at or after
- * it (with `all`: attempts finished at or after it), so a "first attempt" is never one that merely
- * came first inside the window. A group's agent is that of its first finished attempt.
+ * The WHERE clause and its parameters for a filter over scorecard_rows (columns prefixed by `p`).
+ * `counted`: the attempts the basis counts; `first-or-best`: every group's first and best attempt
+ * too (the builder sorts them out). With `first-attempt` / `best-of-n`, `since` keeps groups whose
+ * first attempt finished at or after it; with `all`, attempts finished at or after it.
  */
-function countedAttempts(db, opts) {
-    const rows = db
-        .prepare(`SELECT r.evaluation_key, r.attempt, r.verdict, r.finished_at, e.head_sha, e.owner, e.repo, e.pr, e.task, e.agent
-       FROM attempt_results r JOIN evaluations e ON e.key = r.evaluation_key
-       WHERE (? IS NULL OR e.owner = ?) AND (? IS NULL OR e.repo = ?)
-       ORDER BY r.finished_at, r.attempt`)
-        .all(opts.owner ?? null, opts.owner ?? null, opts.repo ?? null, opts.repo ?? null);
-    const failed = db.prepare("SELECT DISTINCT category FROM probe_failures WHERE evaluation_key = ? AND attempt = ? AND status = 'failed' ORDER BY category");
-    // Group attempts by (repo, PR, task); an evaluation without a PR is its own group.
-    const groups = new Map();
-    for (const r of rows) {
-        const id = r.pr === null ? `key:${r.evaluation_key}` : JSON.stringify([r.owner, r.repo, r.pr, r.task]);
-        const g = groups.get(id) ?? { agent: r.agent, task: r.task, results: [] };
-        g.results.push({ evaluationKey: r.evaluation_key, attempt: r.attempt, headSha: r.head_sha, verdict: r.verdict, finishedAt: new Date(r.finished_at) });
-        groups.set(id, g);
+function scorecard_rows_where(filter, which, p = "") {
+    const clauses = [];
+    const params = [];
+    if (filter.owner)
+        clauses.push(`${p}owner = ?`), params.push(filter.owner);
+    if (filter.repo)
+        clauses.push(`${p}repo = ?`), params.push(filter.repo);
+    const all = filter.basis === "all";
+    if (which === "counted" && !all)
+        clauses.push(`(${p}counted & ${filter.basis === "first-attempt" ? FIRST : BEST}) <> 0`);
+    if (which === "first-or-best" && !all)
+        clauses.push(`(${p}counted & ${FIRST | BEST}) <> 0`);
+    if (filter.since) {
+        const since = filter.since.getTime();
+        if (!all)
+            clauses.push(`${p}group_first_at >= ?`), params.push(since);
+        else if (which === "counted")
+            clauses.push(`${p}finished_at >= ?`), params.push(since);
+        else
+            clauses.push(`(${p}finished_at >= ? OR ${p}group_first_at >= ?)`), params.push(since, since);
     }
-    const out = [];
-    const add = (g, r) => {
-        const categories = failed.all(r.evaluationKey, r.attempt).map((c) => c.category);
-        out.push({ agent: g.agent, task: g.task, verdict: r.verdict, failedCategories: categories });
+    return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
+}
+/**
+ * The scorecard of the store's finished attempts: one pass over scorecard_rows, streamed into the
+ * core's ScorecardBuilder (raw rows, one reused fact object), so memory stays bounded by the number
+ * of slices whatever the number of evaluations. The rows read are those the basis counts plus every
+ * group's first and best attempt (for first-attempt against best-of-N).
+ */
+function scorecardOf(db, filter) {
+    const builder = new ScorecardBuilder(filter.basis, filter.since);
+    const w = scorecard_rows_where(filter, "first-or-best");
+    // Fewer, packed columns: crossing into JS costs per row and per value, the packing in SQL does not.
+    const rows = db
+        .prepare(`SELECT agent, owner, repo, task, area, verdict_rank | (counted << 2) | (failed_mask << 4), finished_at, group_first_at, duration_s, gpu_seconds
+       FROM scorecard_rows ${w.sql}`)
+        .raw(true);
+    const fact = {
+        agent: null, owner: null, repo: null, task: "", area: null, verdict: "error", finishedAt: 0, groupFirstAt: 0,
+        first: false, best: false, failedMask: 0, durationS: null, gpuSeconds: null,
     };
-    const since = opts.since?.getTime() ?? -Infinity;
-    for (const g of groups.values()) {
-        if (opts.basis === "all") {
-            for (const r of g.results)
-                if (r.finishedAt.getTime() >= since)
-                    add(g, r);
-            continue;
-        }
-        const summary = attempt_summary_summarizeAttempts(g.results);
-        if (summary && summary.first.finishedAt.getTime() >= since)
-            add(g, opts.basis === "first-attempt" ? summary.first : summary.best);
+    for (const r of rows.iterate(...w.params)) {
+        const packed = r[5];
+        fact.agent = r[0];
+        fact.owner = r[1];
+        fact.repo = r[2];
+        fact.task = r[3];
+        fact.area = r[4];
+        fact.verdict = BY_RANK[packed & 3];
+        fact.first = (packed & (FIRST << 2)) !== 0;
+        fact.best = (packed & (BEST << 2)) !== 0;
+        fact.failedMask = packed >> 4;
+        fact.finishedAt = r[6];
+        fact.groupFirstAt = r[7];
+        fact.durationS = r[8];
+        fact.gpuSeconds = r[9];
+        builder.add(fact);
+    }
+    return builder.build();
+}
+/** Per agent × task × verdict counts of the counted attempts, by one SQL GROUP BY; sorted by agent, task, verdict. */
+function scorecardRows(db, filter) {
+    const w = scorecard_rows_where(filter, "counted");
+    return db
+        .prepare(`SELECT agent, task, verdict, COUNT(*) AS count FROM scorecard_rows ${w.sql}
+       GROUP BY agent, task, verdict ORDER BY COALESCE(agent, ''), task, verdict`)
+        .all(...w.params);
+}
+const categoriesOf = (mask) => probe_check_CATEGORIES.filter((_, i) => mask & (1 << i));
+/**
+ * The latest `limit` counted attempts of each of `agents` (null: PRs without an agent), newest
+ * first, with what a drill-down links to: the PR, the commit, the evaluator's run.
+ */
+function recentEvaluations(db, filter, agents, limit) {
+    const w = scorecard_rows_where(filter, "counted", "s.");
+    const sql = `SELECT s.agent, s.owner, s.repo, s.pr, s.task, s.verdict, s.attempt, s.finished_at, s.counted, s.failed_mask, s.duration_s,
+      s.evaluation_key, e.head_sha, e.run_url
+    FROM scorecard_rows s JOIN evaluations e ON e.key = s.evaluation_key
+    ${w.sql ? `${w.sql} AND` : "WHERE"} s.agent IS ?
+    ORDER BY s.finished_at DESC, s.id DESC LIMIT ?`;
+    const stmt = db.prepare(sql);
+    const out = new Map();
+    for (const agent of agents) {
+        const rows = stmt.all(...w.params, agent, limit);
+        out.set(agent, rows.map((r) => ({
+            agent: r.agent, owner: r.owner, repo: r.repo, pr: r.pr, task: r.task, verdict: r.verdict, attempt: r.attempt,
+            finishedAt: new Date(r.finished_at).toISOString(), first: (r.counted & FIRST) !== 0, best: (r.counted & BEST) !== 0,
+            failedCategories: categoriesOf(r.failed_mask), durationS: r.duration_s, headSha: r.head_sha, evaluationKey: r.evaluation_key, runUrl: r.run_url,
+        })));
     }
     return out;
 }
-/** Per agent × task × verdict counts of the counted attempts, sorted by agent, task, verdict. */
-function scorecardRows(db, opts) {
-    const counts = new Map();
-    for (const a of countedAttempts(db, opts)) {
-        const id = JSON.stringify([a.agent, a.task, a.verdict]);
-        const row = counts.get(id) ?? { agent: a.agent, task: a.task, verdict: a.verdict, count: 0 };
-        row.count += 1;
-        counts.set(id, row);
-    }
-    return [...counts.values()].sort((a, b) => (a.agent ?? "").localeCompare(b.agent ?? "") || a.task.localeCompare(b.task) || a.verdict.localeCompare(b.verdict));
-}
-
-;// CONCATENATED MODULE: ./src/store/scorecard-page.ts
-
-
-
-
-
-
-/** The HTML scorecard cannot be drawn here; the message says what is missing. */
-class ChartLibraryMissingError extends Error {
-    name = "ChartLibraryMissingError";
-}
-let chartJs;
-/**
- * Chart.js's browser build, inlined into scorecard pages so they open from a file or an intranet
- * with no network. Resolved at run time from the installed package (a dependency of probegate), not
- * bundled: the name is built so the bundler leaves it alone, and since its exports map hides dist/,
- * the path goes through the CommonJS entry, which sits in dist/ beside the browser build.
- */
-function chartJsSource() {
-    if (chartJs !== undefined)
-        return chartJs;
-    const require = (0,external_node_module_namespaceObject.createRequire)(import.meta.url);
-    let file;
-    try {
-        file = (0,external_node_path_.join)((0,external_node_path_.dirname)(require.resolve(["chart", "js"].join("."))), "chart.umd.min.js");
-        chartJs = (0,external_node_fs_.readFileSync)(file, "utf8");
-    }
-    catch (e) {
-        throw new ChartLibraryMissingError(`the HTML scorecard needs the chart.js package installed beside probegate (npm ci installs it): ${e.message}`);
-    }
-    return chartJs;
-}
-/** The scorecard of the counted attempts in the store. */
-function scorecardOf(db, filter) {
-    return buildScorecard(countedAttempts(db, filter), filter.basis);
-}
-/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
-function scopeOf(filter) {
-    return filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
-}
-/** A self-contained HTML scorecard page of the store (see `renderScorecardHtml`). */
-function scorecardPage(db, filter, now) {
-    return renderScorecardHtml(scorecardOf(db, filter), { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope: scopeOf(filter) });
+/** A store's scorecard and each agent's newest counted evaluations: what a page shows. */
+function scorecardView(db, filter, limit = DRILLDOWN_LIMIT) {
+    const card = scorecardOf(db, filter);
+    const agents = card.agents.map((a) => (a.agent === NO_AGENT ? null : a.agent));
+    return { card, drill: recentEvaluations(db, filter, agents, limit) };
 }
 
 ;// CONCATENATED MODULE: ./src/app/dashboard.ts
+
+
 
 
 
@@ -54666,11 +55546,13 @@ function handleDashboard(d, req, res) {
     const now = d.now?.() ?? new Date();
     try {
         if (url.pathname.endsWith(".json")) {
-            send(res, 200, "application/json", `${JSON.stringify({ scope: scopeOf(filter), since: filter.since?.toISOString() ?? null, ...scorecardOf(d.db, filter) })}\n`);
+            send(res, 200, "application/json", `${JSON.stringify({ scope: scopeOf(filter), ...scorecardOf(d.db, filter) })}\n`);
         }
         else {
             // The page's only script is its own inline one: nothing may load from elsewhere.
-            send(res, 200, "text/html; charset=utf-8", scorecardPage(d.db, filter, now), {
+            const { card, drill } = scorecardView(d.db, filter);
+            const page = renderScorecardHtml(card, { chartJs: chartJsSource(), title: "probegate scorecard", generatedAt: now.toISOString(), scope: scopeOf(filter), drill, serverUrl: d.serverUrl });
+            send(res, 200, "text/html; charset=utf-8", page, {
                 "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:",
             });
         }
@@ -54768,7 +55650,7 @@ async function startServer(env = process.env, cwd = process.cwd()) {
     });
     const db = openStore(settings.dbFile);
     const probegate = createProbegate({ db, ...settings });
-    const server = await webhookServer(probot, probegate, env.WEBHOOK_PATH ?? WEBHOOK_PATH, { db, token: settings.dashboardToken });
+    const server = await webhookServer(probot, probegate, env.WEBHOOK_PATH ?? WEBHOOK_PATH, { db, token: settings.dashboardToken, ...(env.GHE_HOST ? { serverUrl: `${env.GHE_PROTOCOL ?? "https"}://${env.GHE_HOST}` } : {}) });
     const port = Number(env.PORT ?? 3000);
     const host = env.HOST ?? "0.0.0.0";
     await new Promise((resolve, reject) => server.once("error", reject).listen(port, host, resolve));

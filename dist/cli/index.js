@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3602);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(1109);
 
 const code = await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .main */ .i)(process.argv.slice(2), {
     stdout: (s) => process.stdout.write(s),
@@ -5435,7 +5435,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 3602:
+/***/ 1109:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5473,411 +5473,14 @@ var external_node_path_ = __nccwpck_require__(6760);
 // EXTERNAL MODULE: ./node_modules/cli-table3/index.js
 var cli_table3 = __nccwpck_require__(5832);
 var cli_table3_default = /*#__PURE__*/__nccwpck_require__.n(cli_table3);
-// EXTERNAL MODULE: ./src/core/probe-check.ts
-var probe_check = __nccwpck_require__(6448);
-// EXTERNAL MODULE: ./src/core/sizes.ts
-var sizes = __nccwpck_require__(9013);
-;// CONCATENATED MODULE: ./src/core/check-run-render.ts
-
-
-/** GitHub's limits on a check run's output (Checks API). */
-const SUMMARY_LIMIT = 65535;
-const ANNOTATIONS_PER_REQUEST = 50;
-const ANNOTATION_MESSAGE_LIMIT = 4000;
-const TABLE_CELL_LIMIT = 300;
-const VERDICT_ICON = {
-    resolved: "✅",
-    "official-failed": "❌",
-    "probe-rejected": "🚩",
-    error: "⚠️",
-};
-const VERDICT_LABEL = {
-    resolved: "Resolved",
-    "official-failed": "Official tests failed",
-    "probe-rejected": "Rejected by hidden probes",
-    error: "Evaluation error",
-};
-/** resolved → success; a rejection → failure; a harness error → neutral (the submission was not judged). */
-function conclusionFor(verdict) {
-    if (verdict === "resolved")
-        return "success";
-    if (verdict === "error")
-        return "neutral";
-    return "failure";
-}
-/** The check run's title, e.g. "Passes official tests, fails 3 of 17 hidden probes". */
-function renderTitle(result) {
-    const probes = result.probes.length;
-    const failed = result.probes.filter((p) => p.status === "failed").length;
-    const o = result.official;
-    switch (result.verdict) {
-        case "resolved":
-            return `Passes official tests and all ${probes} hidden probes`;
-        case "probe-rejected":
-            return `Passes official tests, fails ${failed} of ${probes} hidden probes`;
-        case "official-failed": {
-            if (o?.limit)
-                return `Official tests stopped: ${o.limit} limit exceeded`;
-            const bad = (o?.counts.failed ?? 0) + (o?.counts.errors ?? 0);
-            return bad > 0 ? `Fails ${bad} of ${o?.counts.total ?? 0} official tests` : `Official tests did not pass: ${o?.reason ?? "unknown"}`;
-        }
-        case "error":
-            return truncate(`Evaluation error: ${result.error?.message ?? result.reason}`, 200);
-    }
-}
-function truncate(text, max) {
-    return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-/** Makes free text safe inside one markdown table cell. */
-function cell(text, max = TABLE_CELL_LIMIT) {
-    return truncate(text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|"), max);
-}
-function where(p) {
-    if (!p.location)
-        return "";
-    return `\`${p.location.path}${p.location.line ? `:${p.location.line}` : ""}\``;
-}
-/** Counts of checks per category and status, in the fixed category order. */
-function categoryTable(probes) {
-    return probe_check/* CATEGORIES */.R6.map((category) => {
-        const of = probes.filter((p) => p.category === category);
-        const n = (s) => of.filter((p) => p.status === s).length;
-        return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
-    }).filter((r) => r.passed + r.failed + r.error + r.skipped > 0);
-}
-/**
- * Peak memory measured outside the submission's processes: the official run's host memory (its
- * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
- */
-function renderMemoryOfRecord(result) {
-    const parts = [];
-    const o = result.official;
-    if (o?.peakMemoryBytes != null)
-        parts.push(`host ${(0,sizes/* formatBytes */.z3)(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
-    const g = result.gpuMemory;
-    if (g) {
-        const phases = [g.official && `${(0,sizes/* formatBytes */.z3)(g.official.peakBytes)} in official tests`, g.probes && `${(0,sizes/* formatBytes */.z3)(g.probes.peakBytes)} in probes`].filter(Boolean);
-        parts.push(`GPU ${phases.join(", ")} (nvidia-smi, GPU ${g.gpus.join(",")})`);
-    }
-    return parts.length ? parts.join(" · ") : null;
-}
-function officialLine(result) {
-    const o = result.official;
-    if (!o)
-        return "not run";
-    const c = o.counts;
-    const icon = o.passed ? "✅" : "❌";
-    const parts = [`${c.passed} passed`];
-    if (c.failed)
-        parts.push(`${c.failed} failed`);
-    if (c.errors)
-        parts.push(`${c.errors} errors`);
-    if (c.skipped)
-        parts.push(`${c.skipped} skipped`);
-    const why = !o.passed && o.reason ? ` — ${o.reason}` : "";
-    return `${icon} ${parts.join(", ")} (${(0,sizes/* formatSeconds */.Xo)(o.durationS)})${why}`;
-}
-/**
- * The markdown summary: verdict, facts table, probes by category, then the failing rows.
- * Rows are dropped from the end, with a note, so the summary never exceeds GitHub's limit.
- */
-function renderSummary(result, limit = SUMMARY_LIMIT) {
-    const head = [];
-    head.push(`### ${VERDICT_ICON[result.verdict]} ${VERDICT_LABEL[result.verdict]} — ${result.reason}`, "");
-    const sub = result.submission;
-    const subject = sub.repo ? `${sub.repo}@${(sub.sha ?? sub.ref ?? "").slice(0, 12)}` : sub.source;
-    head.push("| | |", "|---|---|");
-    head.push(`| Task | \`${result.task.id}\` — ${cell(result.task.title)} |`);
-    head.push(`| Submission | \`${cell(subject)}\` |`);
-    head.push(`| Official tests | ${cell(officialLine(result))} |`);
-    const tally = categoryTable(result.probes).reduce((a, r) => ({ p: a.p + r.passed, f: a.f + r.failed, e: a.e + r.error, s: a.s + r.skipped }), { p: 0, f: 0, e: 0, s: 0 });
-    const probeLine = result.probes.length
-        ? [`${tally.p} passed`, tally.f && `${tally.f} failed`, tally.e && `${tally.e} error`, tally.s && `${tally.s} skipped`].filter(Boolean).join(" · ")
-        : "not run";
-    head.push(`| Hidden probes | ${probeLine} |`);
-    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\` |`);
-    const env = result.environment;
-    const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
-    head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
-    head.push(`| Time | ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
-    const memory = renderMemoryOfRecord(result);
-    if (memory)
-        head.push(`| Memory of record | ${memory} |`);
-    head.push("");
-    const cats = categoryTable(result.probes);
-    if (cats.length) {
-        head.push("#### Hidden probes by category", "", "| Category | Passed | Failed | Error | Skipped |", "|---|---:|---:|---:|---:|");
-        for (const r of cats)
-            head.push(`| ${r.category} | ${r.passed} | ${r.failed} | ${r.error} | ${r.skipped} |`);
-        head.push("");
-    }
-    const rows = [];
-    const bad = result.probes.filter((p) => p.status === "failed" || p.status === "error");
-    if (bad.length) {
-        rows.push("#### Probes that did not pass", "", "| Probe | Category | Status | Where | What was found |", "|---|---|---|---|---|");
-        for (const p of bad)
-            rows.push(`| \`${p.id}\` | ${p.category} | ${p.status} | ${where(p)} | ${cell(p.message)} |`);
-        rows.push("");
-    }
-    const failing = result.official?.failing ?? [];
-    if (failing.length) {
-        rows.push("#### Official tests that failed", "", "| Test | Where | Message |", "|---|---|---|");
-        for (const t of failing) {
-            const at = t.file ? `\`${t.file}${t.line ? `:${t.line}` : ""}\`` : "";
-            rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${at} | ${cell(t.message)} |`);
-        }
-        rows.push("");
-    }
-    if (result.workspaceResets.length) {
-        rows.push("#### Changes to the judge that were undone", "", "| Path | Action | Why |", "|---|---|---|");
-        for (const r of result.workspaceResets)
-            rows.push(`| \`${cell(r.path)}\` | ${r.action} | ${cell(r.why)} |`);
-        rows.push("");
-    }
-    return fitToLimit(head.join("\n"), rows, limit);
-}
-function fitToLimit(head, rows, limit) {
-    const full = [head, ...rows].join("\n");
-    if (full.length <= limit)
-        return full;
-    const kept = [];
-    let size = head.length;
-    const noteRoom = 200;
-    for (const row of rows) {
-        if (size + row.length + 1 + noteRoom > limit)
-            break;
-        kept.push(row);
-        size += row.length + 1;
-    }
-    const dropped = rows.length - kept.length;
-    const note = `\n> ✂️ ${dropped} more rows left out: a check-run summary holds at most ${limit.toLocaleString("en-US")} characters. The full result is in the evaluation's result JSON.`;
-    return [head, ...kept].join("\n").slice(0, limit - note.length) + note;
-}
-/**
- * Annotations on the submission's code: failed probes (failure), probe errors (warning), failing
- * official tests (failure), and undone edits to the judge (notice). Checks without a location
- * appear only in the summary, since GitHub requires a path.
- */
-function renderAnnotations(result) {
-    const out = [];
-    for (const p of result.probes) {
-        if (!p.location || (p.status !== "failed" && p.status !== "error"))
-            continue;
-        const line = p.location.line ?? 1;
-        out.push({
-            path: p.location.path,
-            start_line: line,
-            end_line: line,
-            annotation_level: p.status === "failed" ? "failure" : "warning",
-            title: truncate(`${p.category} probe ${p.status}: ${p.id}`, 255),
-            message: truncate(p.message || `hidden ${p.category} probe ${p.status}`, ANNOTATION_MESSAGE_LIMIT),
-        });
-    }
-    for (const t of result.official?.failing ?? []) {
-        if (!t.file)
-            continue;
-        const line = t.line ?? 1;
-        out.push({
-            path: t.file,
-            start_line: line,
-            end_line: line,
-            annotation_level: "failure",
-            title: truncate(`official test ${t.kind}: ${t.name}`, 255),
-            message: truncate(t.message || "the test failed", ANNOTATION_MESSAGE_LIMIT),
-        });
-    }
-    for (const r of result.workspaceResets) {
-        out.push({ path: r.path, start_line: 1, end_line: 1, annotation_level: "notice", title: `judge file ${r.action}`, message: r.why });
-    }
-    return out;
-}
-/** Splits annotations into the batches the Checks API accepts per request. */
-function batchAnnotations(annotations, size = ANNOTATIONS_PER_REQUEST) {
-    if (size < 1)
-        throw new RangeError("batch size must be at least 1");
-    const batches = [];
-    for (let i = 0; i < annotations.length; i += size)
-        batches.push(annotations.slice(i, i + size));
-    return batches;
-}
-/** Everything a check run shows, from one result: the CLI, the Action and the app all call this. */
-function renderCheckRun(result) {
-    return {
-        conclusion: conclusionFor(result.verdict),
-        title: renderTitle(result),
-        summary: renderSummary(result),
-        annotations: renderAnnotations(result),
-    };
-}
-
+// EXTERNAL MODULE: ./src/core/check-run-render.ts
+var check_run_render = __nccwpck_require__(1088);
 // EXTERNAL MODULE: ./node_modules/zod/v4/classic/schemas.js + 7 modules
 var schemas = __nccwpck_require__(2311);
-// EXTERNAL MODULE: ./src/core/probe-params.ts
-var probe_params = __nccwpck_require__(6204);
-;// CONCATENATED MODULE: ./src/core/result.ts
-
-
-
-const RESULT_SCHEMA_VERSION = 1;
-const VerdictSchema = schemas/* enum */.k5n(["resolved", "official-failed", "probe-rejected", "error"]);
-/** A limit the submission ran into; it fails the submission (it is not a harness error). */
-const LimitSchema = schemas/* enum */.k5n(["wall-clock", "memory", "gpu-memory", "output", "pids", "disk"]);
-const FailingTestSchema = schemas/* strictObject */.rej({
-    name: schemas/* string */.YjP(),
-    classname: schemas/* string */.YjP().default(""),
-    file: schemas/* string */.YjP().nullish(),
-    line: schemas/* number */.aig().int().nullish(),
-    kind: schemas/* enum */.k5n(["failure", "error"]),
-    message: schemas/* string */.YjP().default(""),
-});
-const OfficialSchema = schemas/* strictObject */.rej({
-    passed: schemas/* boolean */.zMY(),
-    /** Why the run did not pass, when it did not: the cross-check of exit code and report. */
-    reason: schemas/* string */.YjP().nullish(),
-    exitCode: schemas/* number */.aig().int().nullable(),
-    signal: schemas/* string */.YjP().nullish(),
-    limit: LimitSchema.nullish(),
-    reportFound: schemas/* boolean */.zMY(),
-    counts: schemas/* strictObject */.rej({
-        total: schemas/* number */.aig().int().min(0),
-        passed: schemas/* number */.aig().int().min(0),
-        failed: schemas/* number */.aig().int().min(0),
-        errors: schemas/* number */.aig().int().min(0),
-        skipped: schemas/* number */.aig().int().min(0),
-    }),
-    failing: schemas/* array */.YOg(FailingTestSchema),
-    durationS: schemas/* number */.aig().min(0),
-    /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
-    peakMemoryBytes: schemas/* number */.aig().int().min(0).nullish(),
-    memorySource: schemas/* enum */.k5n(["cgroup", "sampled"]).nullish(),
-});
-const ProbeResultSchema = schemas/* strictObject */.rej({
-    id: schemas/* string */.YjP(),
-    category: probe_check/* CategorySchema */.Ue,
-    status: probe_check/* CheckStatusSchema */.oK,
-    message: schemas/* string */.YjP(),
-    location: probe_check/* LocationSchema */.TH.nullish(),
-    measured: probe_check/* MeasuredSchema */.wG.nullish(),
-    /** Requirement ids of the task this check covers, as the probe named them. */
-    requirements: schemas/* array */.YOg(schemas/* string */.YjP()).nullish(),
-    /** The probe process (file stem) that emitted the check; never its source. */
-    probe: schemas/* string */.YjP(),
-    /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
-    attempts: schemas/* number */.aig().int().min(1),
-    durationS: schemas/* number */.aig().min(0),
-});
-/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
-const GpuPhasePeakSchema = schemas/* strictObject */.rej({
-    baselineBytes: schemas/* number */.aig().int().min(0),
-    peakBytes: schemas/* number */.aig().int().min(0),
-    samples: schemas/* number */.aig().int().min(0),
-});
-const EnvironmentSchema = schemas/* strictObject */.rej({
-    platform: schemas/* string */.YjP(),
-    node: schemas/* string */.YjP(),
-    python: schemas/* string */.YjP().nullish(),
-    torch: schemas/* string */.YjP().nullish(),
-    cuda: schemas/* string */.YjP().nullish(),
-    backend: schemas/* enum */.k5n(["gloo", "nccl"]),
-    worldSize: schemas/* number */.aig().int().min(1),
-    gpus: schemas/* array */.YOg(schemas/* strictObject */.rej({ index: schemas/* number */.aig().int(), model: schemas/* string */.YjP(), memoryMiB: schemas/* number */.aig(), driver: schemas/* string */.YjP() })),
-    /** Whether submission code ran in the sandbox (false only with --unsandboxed). */
-    sandboxed: schemas/* boolean */.zMY(),
-    /** The cgroup version that limited and metered each run; null where none was usable. */
-    cgroup: schemas/* enum */.k5n(["v1", "v2"]).nullish(),
-});
-const SignatureSchema = schemas/* strictObject */.rej({
-    algorithm: schemas/* literal */.euz("hmac-sha256"),
-    keyId: schemas/* string */.YjP(),
-    value: schemas/* string */.YjP().regex(/^[0-9a-f]{64}$/),
-});
-/** The result document of one evaluation (schema/result.schema.json is generated from this). */
-const EvaluationResultSchema = schemas/* strictObject */.rej({
-    schemaVersion: schemas/* literal */.euz(RESULT_SCHEMA_VERSION),
-    task: schemas/* strictObject */.rej({
-        id: schemas/* string */.YjP(),
-        title: schemas/* string */.YjP(),
-        area: schemas/* string */.YjP(),
-        /** Content hash of the probe folder, so a result names the probe set it was judged by. */
-        probeSet: schemas/* string */.YjP(),
-    }),
-    submission: schemas/* strictObject */.rej({
-        kind: schemas/* enum */.k5n(["folder", "git", "patch"]),
-        source: schemas/* string */.YjP(),
-        repo: schemas/* string */.YjP().nullish(),
-        ref: schemas/* string */.YjP().nullish(),
-        sha: schemas/* string */.YjP().nullish(),
-    }),
-    /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
-    evaluationKey: schemas/* string */.YjP().nullish(),
-    verdict: VerdictSchema,
-    /** One sentence for people: why this verdict. */
-    reason: schemas/* string */.YjP(),
-    official: OfficialSchema.nullable(),
-    probes: schemas/* array */.YOg(ProbeResultSchema),
-    /** Paths the engine restored or removed before running the official tests. */
-    workspaceResets: schemas/* array */.YOg(schemas/* strictObject */.rej({ path: schemas/* string */.YjP(), action: schemas/* enum */.k5n(["restored", "removed"]), why: schemas/* string */.YjP() })),
-    durations: schemas/* strictObject */.rej({
-        workspaceS: schemas/* number */.aig().min(0),
-        officialS: schemas/* number */.aig().min(0),
-        probesS: schemas/* number */.aig().min(0),
-        totalS: schemas/* number */.aig().min(0),
-    }),
-    gpuSeconds: schemas/* number */.aig().min(0),
-    /** The probe parameters drawn for this evaluation and their seed (`probegate eval --seed` reproduces them). */
-    params: probe_params/* DrawnParamsSchema */.Yq.nullish(),
-    /**
-     * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
-     * to the job: per phase, the most they held at once above what they held when it began. Null on
-     * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
-     */
-    gpuMemory: schemas/* strictObject */.rej({
-        source: schemas/* literal */.euz("nvidia-smi"),
-        gpus: schemas/* array */.YOg(schemas/* number */.aig().int().min(0)),
-        official: GpuPhasePeakSchema.nullable(),
-        probes: GpuPhasePeakSchema.nullable(),
-    })
-        .nullish(),
-    environment: EnvironmentSchema,
-    startedAt: schemas/* string */.YjP(),
-    finishedAt: schemas/* string */.YjP(),
-    error: schemas/* strictObject */.rej({ phase: schemas/* string */.YjP(), message: schemas/* string */.YjP() }).nullish(),
-    signature: SignatureSchema.nullish(),
-});
-/**
- * A copy of `schema` that drops the object keys it does not know instead of refusing them, at
- * every depth. Only for reading results: writers stay strict.
- */
-function lenient(schema) {
-    if (schema instanceof schemas/* ZodObject */.bvH) {
-        return schemas/* object */.Ikc(Object.fromEntries(Object.entries(schema.shape).map(([k, v]) => [k, lenient(v)])));
-    }
-    if (schema instanceof schemas/* ZodArray */.naA)
-        return schemas/* array */.YOg(lenient(schema.element));
-    if (schema instanceof schemas/* ZodNullable */.l1C)
-        return lenient(schema.unwrap()).nullable();
-    if (schema instanceof schemas/* ZodOptional */.IiU)
-        return lenient(schema.unwrap()).optional();
-    return schema;
-}
-const ResultReadSchema = lenient(EvaluationResultSchema);
-/**
- * Reads a result written by this probegate or a newer one of the same schema version. A newer
- * writer may add fields; they are dropped here, after the caller has checked the signature over
- * the document as it came. A newer schema version is refused with a message that says so.
- */
-function readResult(json) {
-    const version = json?.schemaVersion;
-    if (typeof version === "number" && version > RESULT_SCHEMA_VERSION) {
-        return { ok: false, problem: `the result has schema version ${version}, newer than this probegate reads (${RESULT_SCHEMA_VERSION}); upgrade probegate here to the Action's version` };
-    }
-    const parsed = ResultReadSchema.safeParse(json);
-    if (parsed.success)
-        return { ok: true, result: parsed.data };
-    const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
-    return { ok: false, problem: `the result does not match the result schema: ${issues.join("; ")}` };
-}
-
+// EXTERNAL MODULE: ./src/core/probe-check.ts
+var probe_check = __nccwpck_require__(6448);
+// EXTERNAL MODULE: ./src/core/result.ts
+var core_result = __nccwpck_require__(9294);
 ;// CONCATENATED MODULE: ./src/core/demo-expectation.ts
 
 
@@ -5885,7 +5488,7 @@ function readResult(json) {
 /** One entry of `examples/submissions/<task>/expected.yml`: what an example must be judged. */
 const ExpectationSchema = schemas/* strictObject */.rej({
     submission: schemas/* string */.YjP().min(1),
-    verdict: VerdictSchema,
+    verdict: core_result/* VerdictSchema */.jp,
     failedCategories: schemas/* array */.YOg(probe_check/* CategorySchema */.Ue).default([]),
     why: schemas/* string */.YjP().optional(),
 });
@@ -5907,40 +5510,18 @@ function compareToExpectation(result, want) {
     return diffs;
 }
 
-;// CONCATENATED MODULE: external "node:crypto"
-const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
+// EXTERNAL MODULE: ./src/core/sizes.ts
+var sizes = __nccwpck_require__(9013);
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
 ;// CONCATENATED MODULE: external "node:os"
 const external_node_os_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:os");
-;// CONCATENATED MODULE: ./src/core/verdict.ts
-/**
- * The verdict table. Order matters: a harness fault outranks everything (the submission was not
- * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
- * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
- * at least one passed check and nothing else wrong resolves.
- */
-function decideVerdict(input) {
-    if (input.harnessError)
-        return { verdict: "error", reason: input.harnessError };
-    if (!input.official)
-        return { verdict: "error", reason: "the official tests did not run" };
-    if (!input.official.passed)
-        return { verdict: "official-failed", reason: "the official tests failed" };
-    const count = (s) => input.probes.filter((p) => p.status === s).length;
-    const failed = count("failed");
-    const errors = count("error");
-    const passed = count("passed");
-    const total = input.probes.length;
-    if (failed > 0) {
-        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
-    }
-    if (errors > 0) {
-        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
-    }
-    if (passed === 0)
-        return { verdict: "error", reason: "no hidden probe produced a result" };
-    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
-}
-
+// EXTERNAL MODULE: ./src/core/probe-params.ts
+var probe_params = __nccwpck_require__(6204);
+// EXTERNAL MODULE: ./src/core/verdict.ts
+var core_verdict = __nccwpck_require__(9478);
+// EXTERNAL MODULE: ./src/core/task-environment.ts
+var task_environment = __nccwpck_require__(4494);
 ;// CONCATENATED MODULE: ./src/engine/submission.ts
 
 
@@ -15740,6 +15321,10 @@ function withholdLeaks(value, secrets) {
 
 /** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
 const PASS_THROUGH = /^(NCCL_|TORCH_NCCL_|TORCH_SYMM_MEM_|NVSHMEM_|CUDA_LAUNCH_BLOCKING$|CUBLAS_WORKSPACE_CONFIG$|LD_LIBRARY_PATH$|OMP_NUM_THREADS$)/;
+/** PYTHONPATH of a job: the task's setup files first (the submission cannot shadow them), then the workspace, then `more`. */
+function jobPythonPath(ctx, ...more) {
+    return [ctx.setupDir, ctx.workspace, ...more].filter((p) => Boolean(p)).join(":");
+}
 /**
  * NVLink SHARP / multicast off in every job, the probes' included: multicast objects outlive a
  * killed process on some drivers and the fabric manager of a shared node may not grant them, which
@@ -15779,7 +15364,7 @@ function jobEnv(ctx, extra = {}) {
         PROBEGATE_WORKSPACE: ctx.workspace,
         PROBEGATE_BACKEND: ctx.backend,
         PROBEGATE_WORLD_SIZE: String(ctx.worldSize),
-        PYTHONPATH: ctx.workspace,
+        PYTHONPATH: jobPythonPath(ctx),
         ...extra,
     };
 }
@@ -23142,6 +22727,7 @@ function parseJunit(xml) {
     const { cases, suites } = testcases(root);
     const counts = { total: cases.length, passed: 0, failed: 0, errors: 0, skipped: 0 };
     const failing = [];
+    const outcomes = [];
     for (const tc of cases) {
         const name = String(tc.name ?? "");
         const classname = String(tc.classname ?? "");
@@ -23157,13 +22743,18 @@ function parseJunit(xml) {
                 counts.failed++;
             else
                 counts.errors++;
+            outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error" });
         }
-        else if ((tc.skipped ?? []).length)
+        else if ((tc.skipped ?? []).length) {
             counts.skipped++;
-        else
+            outcomes.push({ classname, name, outcome: "skipped" });
+        }
+        else {
             counts.passed++;
+            outcomes.push({ classname, name, outcome: "passed" });
+        }
     }
-    return { counts, failing, suites };
+    return { counts, failing, suites, cases: outcomes };
 }
 
 ;// CONCATENATED MODULE: ./src/engine/disk-usage.ts
@@ -23486,11 +23077,12 @@ async function runOfficial(task, ctx, limits, log) {
     (0,external_node_fs_.mkdirSync)(reportDir, { recursive: true });
     const junit = (0,external_node_path_.join)(reportDir, "junit.xml");
     const argv = expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace });
-    const suite = runsPytest(argv) ? `probegate-${(0,external_node_crypto_namespaceObject.randomBytes)(12).toString("hex")}` : null;
-    const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}` } : {});
+    const suite = runsPytest(argv) ? `probegate-${(0,external_node_crypto_.randomBytes)(12).toString("hex")}` : null;
+    const plugins = suite ? (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("") : "";
+    const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {});
     const isolation = await isolationFor(ctx.isolation, {
         cwd: ctx.workspace,
-        readOnly: [],
+        readOnly: ctx.setupDir ? [ctx.setupDir] : [],
         readWrite: [ctx.workspace, env.HOME, reportDir],
         readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
     });
@@ -23688,11 +23280,11 @@ async function runProbes(task, ctx, limitsFor, events) {
                 PROBEGATE_PROBE_DIR: mounted,
                 PROBEGATE_SEED: String(ctx.params.seed),
                 PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
-                PYTHONPATH: [ctx.workspace, kit, mounted].join(":"),
+                PYTHONPATH: jobPythonPath(ctx, kit, mounted),
             });
             const isolation = await isolationFor(ctx.isolation, {
                 cwd: ctx.workspace,
-                readOnly: [kit, mounted],
+                readOnly: [kit, mounted, ...(ctx.setupDir ? [ctx.setupDir] : [])],
                 readWrite: [ctx.workspace, env.HOME, results],
                 readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
             });
@@ -23730,7 +23322,7 @@ function files(dir, out = []) {
 }
 /** `sha256:…` over the probe folder's paths and contents: the probe-set version a result was judged by. */
 function probeSetVersion(dir) {
-    const h = (0,external_node_crypto_namespaceObject.createHash)("sha256");
+    const h = (0,external_node_crypto_.createHash)("sha256");
     for (const f of files(dir).sort()) {
         h.update((0,external_node_path_.relative)(dir, f));
         h.update("\0");
@@ -23744,58 +23336,8 @@ function probeFiles(dir) {
     return files(dir).sort();
 }
 
-;// CONCATENATED MODULE: ./src/core/canonical-json.ts
-/**
- * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Signing hashes
- * this form, so a result re-serialised by any JSON library verifies the same.
- */
-function canonicalJson(value) {
-    if (value === null || typeof value !== "object") {
-        if (typeof value === "number" && !Number.isFinite(value))
-            throw new TypeError("cannot sign a non-finite number");
-        return JSON.stringify(value) ?? "null";
-    }
-    if (Array.isArray(value))
-        return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
-    const entries = Object.entries(value)
-        .filter(([, v]) => v !== undefined)
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-}
-
-;// CONCATENATED MODULE: ./src/core/result-signature.ts
-
-
-// The one definition of how results are signed: the engine and the Action sign with it, the app
-// and `probegate verify` check with it. Hashing only: no I/O, no clock.
-/** Names a key without revealing it: the first 16 hex digits of its SHA-256. */
-function keyId(key) {
-    return (0,external_node_crypto_namespaceObject.createHash)("sha256").update(key).digest("hex").slice(0, 16);
-}
-function mac(result, key) {
-    const { signature: _unsigned, ...body } = result;
-    return (0,external_node_crypto_namespaceObject.createHmac)("sha256", key).update(canonicalJson(body)).digest();
-}
-/** Signs a result: HMAC-SHA256 over the canonical JSON of everything but the signature. */
-function signResult(result, key) {
-    if (!key || key.length < 16)
-        throw new RangeError("a signing key must be at least 16 bytes");
-    return { ...result, signature: { algorithm: "hmac-sha256", keyId: keyId(key), value: mac(result, key).toString("hex") } };
-}
-/** Whether a result carries a valid signature by `key`; never throws on forged input. */
-function verifyResult(result, key) {
-    const sig = result.signature;
-    if (!sig)
-        return { ok: false, why: "the result is not signed" };
-    if (sig.keyId !== keyId(key))
-        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})` };
-    const want = mac(result, key);
-    const got = Buffer.from(sig.value, "hex");
-    if (got.length !== want.length || !(0,external_node_crypto_namespaceObject.timingSafeEqual)(got, want))
-        return { ok: false, why: "the signature does not match the result's content" };
-    return { ok: true };
-}
-
+// EXTERNAL MODULE: ./src/core/result-signature.ts + 1 modules
+var result_signature = __nccwpck_require__(4670);
 ;// CONCATENATED MODULE: ./src/engine/sign.ts
 // Result signing lives in src/core (one definition for the engine, the Action, the app and the CLI).
 
@@ -23870,15 +23412,21 @@ function pytestSection(text) {
  *
  * @param changed paths (posix, relative) that differ from the base, with their content now and in
  *   the base (null where the file does not exist)
+ * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
  */
-function planJudgeReset(changed, officialGlobs) {
+function planJudgeReset(changed, officialGlobs, setupModules = []) {
+    const reserved = new Set(setupModules);
     const isOfficial = picomatch_default()(officialGlobs, { dot: true });
     const actions = [];
     for (const { path, content, baseContent } of changed) {
         const name = external_node_path_.posix.basename(path);
         const base = baseContent !== null;
         const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
-        if (isOfficial(path)) {
+        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
+        if (reserved.has(top) && (base || content !== null)) {
+            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
+        }
+        else if (isOfficial(path)) {
             if (base || content !== null)
                 put("official test files are restored from the base before the official tests run");
         }
@@ -23918,7 +23466,8 @@ function emptyExceptGit(dir) {
 async function applySubmission(ws, scratch, sub) {
     switch (sub.kind) {
         case "patch":
-            await git(ws, ["apply", "--whitespace=nowarn", sub.path], {
+            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
+            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
                 onError: (stderr) => new errors/* InputError */.d(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
             });
             return null;
@@ -23941,7 +23490,15 @@ async function changedPaths(ws) {
         .filter((e) => e.length > 3)
         .map((e) => e.slice(3));
 }
-async function resetJudge(ws, officialGlobs) {
+/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
+function setupModules(setupDir) {
+    if (!setupDir)
+        return [];
+    return (0,external_node_fs_.readdirSync)(setupDir, { withFileTypes: true })
+        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+        .map((e) => e.name.replace(/\.py$/, ""));
+}
+async function resetJudge(ws, officialGlobs, reserved = []) {
     const changed = [];
     for (const path of await changedPaths(ws)) {
         let content = null;
@@ -23960,7 +23517,7 @@ async function resetJudge(ws, officialGlobs) {
         }
         changed.push({ path, content, baseContent });
     }
-    const actions = planJudgeReset(changed, officialGlobs);
+    const actions = planJudgeReset(changed, officialGlobs, reserved);
     for (const a of actions) {
         if (a.action === "removed")
             (0,external_node_fs_.rmSync)((0,external_node_path_.join)(ws, a.path), { force: true });
@@ -23975,7 +23532,7 @@ async function resetJudge(ws, officialGlobs) {
  * runs first in a probe process. Official test files are left as the tests left them.
  */
 async function resetHooks(ws) {
-    const actions = await resetJudge(ws.dir, []);
+    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
     return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
 }
 /**
@@ -23992,10 +23549,18 @@ async function createWorkspace(task, sub) {
         const scratch = (0,external_node_path_.join)(root, "scratch");
         for (const d of [dir, judgeDir, scratch])
             (0,external_node_fs_.mkdirSync)(d);
+        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
+        const setupDir = task.setupDir ? (0,external_node_path_.join)(root, "setup") : null;
+        if (task.setupDir && setupDir)
+            (0,external_node_fs_.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
         if (task.base.kind === "folder")
             (0,external_node_fs_.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
-        else
+        else {
             await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
+            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
+            if (task.base.overlay)
+                (0,external_node_fs_.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
+        }
         await git(dir, ["init", "--quiet", "--initial-branch=base"]);
         // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
@@ -24003,9 +23568,9 @@ async function createWorkspace(task, sub) {
         await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
         const baseSha = await git(dir, ["rev-parse", "HEAD"]);
         const submissionSha = await applySubmission(dir, scratch, sub);
-        const resets = await resetJudge(dir, task.spec.official.files);
+        const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
         (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
-        return { root, dir, judgeDir, baseSha, submissionSha, resets, dispose };
+        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
     }
     catch (e) {
         dispose();
@@ -24014,6 +23579,7 @@ async function createWorkspace(task, sub) {
 }
 
 ;// CONCATENATED MODULE: ./src/engine/evaluate.ts
+
 
 
 
@@ -24051,6 +23617,7 @@ function jobContext(ws, opts, gpus, isolation) {
         worldSize,
         cudaVisibleDevices: assigned.map((g) => g.index).join(","),
         threadsPerRank: Math.max(1, Math.floor((0,external_node_os_namespaceObject.cpus)().length / worldSize)),
+        setupDir: ws.setupDir,
     };
 }
 /** Ranks when none are asked for: the task's GPUs, and never fewer than it can run on. */
@@ -24116,7 +23683,7 @@ async function evaluate(opts) {
         diskBytes,
     });
     const probeSet = probeSetVersion(opts.task.probesDir);
-    const params = (0,probe_params/* drawParams */.rx)(spec.params, opts.seed ?? (0,external_node_crypto_namespaceObject.randomInt)(0, 2 ** 32));
+    const params = (0,probe_params/* drawParams */.rx)(spec.params, opts.seed ?? (0,external_node_crypto_.randomInt)(0, 2 ** 32));
     // Every string that leaves the runner (events, the result) is checked against the probe sources.
     const secrets = readProbeSecrets(opts.task.probesDir);
     const rawEmit = opts.onEvent ?? (() => { });
@@ -24144,6 +23711,11 @@ async function evaluate(opts) {
         [py, gpus, support] = await hostFacts;
         if (support && !support.ok) {
             throw new errors/* HarnessError */.t(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+        }
+        const usableGpus = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)).length : gpus.length;
+        const unmet = (0,task_environment/* unmetRequirements */.yY)(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: usableGpus });
+        if (unmet.length) {
+            throw new errors/* HarnessError */.t(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
         }
         const python = py.executable;
         const plan = planIsolation({ support, bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups, processes, diskBytes });
@@ -24196,10 +23768,10 @@ async function evaluate(opts) {
     }
     emit({ type: "phase-start", phase: "verdict" });
     const probes = toProbeResults(checks);
-    const { verdict, reason } = decideVerdict({ harnessError: harnessError?.message, official, probes });
+    const { verdict, reason } = (0,core_verdict/* decideVerdict */.A)({ harnessError: harnessError?.message, official, probes });
     const gpuCount = ctx?.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").length : 0;
-    const result = EvaluationResultSchema.parse({
-        schemaVersion: RESULT_SCHEMA_VERSION,
+    const result = core_result/* EvaluationResultSchema */.Re.parse({
+        schemaVersion: core_result/* RESULT_SCHEMA_VERSION */.tS,
         task: { id: spec.id, title: spec.title, area: spec.area, probeSet },
         submission: {
             kind: opts.submission.kind,
@@ -24237,7 +23809,7 @@ async function evaluate(opts) {
     });
     emit({ type: "phase-end", phase: "verdict", durationS: 0, detail: verdict });
     const { value: clean } = withholdLeaks(result, secrets);
-    return opts.signingKey ? signResult(clean, opts.signingKey) : clean;
+    return opts.signingKey ? (0,result_signature/* signResult */.xW)(clean, opts.signingKey) : clean;
 }
 
 // EXTERNAL MODULE: ./src/core/task-spec.ts
@@ -24335,7 +23907,12 @@ function loadTask(dirOrFile, probesOverride) {
     }
     else {
         const repo = /^[a-z]+:\/\//.test(spec.base.git.repo) ? spec.base.git.repo : (0,external_node_path_.resolve)(dir, spec.base.git.repo);
-        base = { kind: "git", repo, ref: spec.base.git.ref };
+        let overlay = null;
+        if (spec.base.overlay) {
+            overlay = (0,external_node_path_.resolve)(dir, spec.base.overlay);
+            mustExist(overlay, "dir", file, "base.overlay", lineOf(src, ["base", "overlay"]));
+        }
+        base = { kind: "git", repo, ref: spec.base.git.ref, overlay };
     }
     const probesDir = probesOverride ? (0,external_node_path_.resolve)(probesOverride) : (0,external_node_path_.resolve)(dir, spec.probes.path);
     if (probesOverride) {
@@ -24346,7 +23923,19 @@ function loadTask(dirOrFile, probesOverride) {
     else {
         mustExist(probesDir, "dir", file, "probes.path", lineOf(src, ["probes", "path"]));
     }
-    return { spec, dir, file, promptFile, base, probesDir };
+    let setupDir = null;
+    if (spec.setup) {
+        setupDir = (0,external_node_path_.resolve)(dir, spec.setup.path);
+        mustExist(setupDir, "dir", file, "setup.path", lineOf(src, ["setup", "path"]));
+        for (const [i, plugin] of spec.setup.pytestPlugins.entries()) {
+            const rel = plugin.split(".").join("/");
+            if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(setupDir, `${rel}.py`)) && !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(setupDir, rel, "__init__.py"))) {
+                const line = lineOf(src, ["setup", "pytestPlugins", i]);
+                throw new errors/* InputError */.d(`${file}${line ? `:${line}` : ""}: setup.pytestPlugins: module '${plugin}' is not in ${setupDir} (no ${rel}.py or ${rel}/__init__.py).`, { file, field: "setup.pytestPlugins", line });
+            }
+        }
+    }
+    return { spec, dir, file, promptFile, base, probesDir, setupDir };
 }
 
 ;// CONCATENATED MODULE: ./src/engine/package-paths.ts
@@ -24413,6 +24002,16 @@ function progressPrinter(write, opts = {}) {
 
 
 
+/** The example submissions of one task with their expectations, from `<dir>/expected.yml`. */
+function taskExamples(task, dir) {
+    const file = (0,external_node_path_.join)(dir, "expected.yml");
+    return parseWith(readYaml(file, "example expectations"), ExpectationsSchema, "example expectations").map((expectation) => {
+        const patch = (0,external_node_path_.join)(dir, expectation.submission);
+        if (!(0,external_node_fs_.existsSync)(patch))
+            throw new errors/* InputError */.d(`${file}: submission '${expectation.submission}' does not exist`, { file });
+        return { task, expectation, patch };
+    });
+}
 /** Every example submission with its expectation, from `<root>/examples/submissions/<task>/expected.yml`. */
 function demoCases(root, only) {
     const examples = (0,external_node_path_.join)(root, "examples", "submissions");
@@ -24422,16 +24021,9 @@ function demoCases(root, only) {
     for (const id of (0,external_node_fs_.readdirSync)(examples).sort()) {
         if (only?.length && !only.includes(id))
             continue;
-        const file = (0,external_node_path_.join)(examples, id, "expected.yml");
-        if (!(0,external_node_fs_.existsSync)(file))
+        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(examples, id, "expected.yml")))
             continue;
-        const task = loadTask((0,external_node_path_.join)(root, "tasks", id));
-        for (const expectation of parseWith(readYaml(file, "example expectations"), ExpectationsSchema, "example expectations")) {
-            const patch = (0,external_node_path_.join)(examples, id, expectation.submission);
-            if (!(0,external_node_fs_.existsSync)(patch))
-                throw new errors/* InputError */.d(`${file}: submission '${expectation.submission}' does not exist`, { file });
-            cases.push({ task, expectation, patch });
-        }
+        cases.push(...taskExamples(loadTask((0,external_node_path_.join)(root, "tasks", id)), (0,external_node_path_.join)(examples, id)));
     }
     if (only?.length) {
         const missing = only.filter((id) => !cases.some((c) => c.task.spec.id === id));
@@ -24464,13 +24056,15 @@ async function demoCommand(flags, io) {
         const dir = (0,external_node_path_.join)(outDir, c.task.spec.id);
         (0,external_node_fs_.mkdirSync)(dir, { recursive: true });
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, `${name}.json`), `${JSON.stringify(result, null, 2)}\n`);
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, `${name}.md`), `${renderSummary(result)}\n`);
-        const diffs = compareToExpectation(result, c.expectation);
-        io.stderr(`  → ${result.verdict}${diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
-        rows.push({ c, result, diffs });
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, `${name}.md`), `${(0,check_run_render/* renderSummary */.Br)(result)}\n`);
+        // A task this runner cannot run (requires: unmet) is reported as skipped, by name, never as a pass or a failure.
+        const skipped = result.error?.phase === "requires" ? result.error.message : null;
+        const diffs = skipped ? [] : compareToExpectation(result, c.expectation);
+        io.stderr(`  → ${result.verdict}${skipped ? "  – skipped: the runner lacks what the task requires" : diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
+        rows.push({ c, result, diffs, skipped });
     }
     const table = new (cli_table3_default())({ head: ["task", "submission", "verdict", "failed probe categories", "expected", "time", ""], style: { head: [], border: [] } });
-    for (const { c, result, diffs } of rows) {
+    for (const { c, result, diffs, skipped } of rows) {
         table.push([
             c.task.spec.id,
             (0,external_node_path_.basename)(c.patch),
@@ -24478,13 +24072,18 @@ async function demoCommand(flags, io) {
             failedCategories(result).join(", "),
             c.expectation.verdict + (c.expectation.failedCategories.length ? ` [${c.expectation.failedCategories.join(", ")}]` : ""),
             (0,sizes/* formatSeconds */.Xo)(result.durations.totalS),
-            diffs.length ? "✗" : "✓",
+            skipped ? "skipped" : diffs.length ? "✗" : "✓",
         ]);
     }
     io.stdout(`\n${table.toString()}\n`);
     const caught = rows.filter((r) => r.result.verdict === "probe-rejected" && r.result.official?.passed).length;
     const wrong = rows.filter((r) => r.diffs.length).length;
-    io.stdout(`${rows.length - wrong} of ${rows.length} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes.\n`);
+    const skipped = rows.filter((r) => r.skipped);
+    const judged = rows.length - skipped.length;
+    io.stdout(`${judged - wrong} of ${judged} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes.\n`);
+    for (const [task, why] of new Map(skipped.map((r) => [r.c.task.spec.id, r.skipped]))) {
+        io.stdout(`skipped ${skipped.filter((r) => r.c.task.spec.id === task).length} examples of ${task} (not counted): ${why}\n`);
+    }
     const index = rows.map(({ c, result }) => `| ${c.task.spec.id} | [${(0,external_node_path_.basename)(c.patch)}](${c.task.spec.id}/${(0,external_node_path_.basename)(c.patch).replace(/\.(patch|diff)$/, "")}.md) | ${result.verdict} | ${failedCategories(result).join(", ")} |`);
     (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(outDir, "index.md"), `# probegate demo\n\n| task | submission | verdict | failed categories |\n|---|---|---|---|\n${index.join("\n")}\n`);
     return wrong ? 1 : 0;
@@ -24498,13 +24097,13 @@ const ICON = { passed: "✓", failed: "✗", error: "!", skipped: "-" };
 /** The terminal view of one result: a header, then a table of every probe check. */
 function renderResultTable(result) {
     const lines = [];
-    lines.push(`${result.task.id}: ${result.verdict.toUpperCase()} — ${renderTitle(result)}`);
+    lines.push(`${result.task.id}: ${result.verdict.toUpperCase()} — ${(0,check_run_render/* renderTitle */.zF)(result)}`);
     const o = result.official;
     if (o) {
         const c = o.counts;
         lines.push(`official tests: ${c.passed} passed, ${c.failed} failed, ${c.errors} errors, ${c.skipped} skipped in ${(0,sizes/* formatSeconds */.Xo)(o.durationS)}${o.reason ? ` (${o.reason})` : ""}`);
     }
-    const memory = renderMemoryOfRecord(result);
+    const memory = (0,check_run_render/* renderMemoryOfRecord */.SL)(result);
     if (memory)
         lines.push(`memory of record: ${memory}`);
     for (const r of result.workspaceResets)
@@ -24581,6 +24180,8 @@ async function evalCommand(flags, io) {
     if (!["text", "json", "markdown"].includes(flags.format)) {
         throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
     }
+    if (flags.knownGood && !flags.db)
+        throw new errors/* InputError */.d("--known-good records the run in a store: pass --db <file> too.", { field: "--known-good" });
     const task = loadTask(flags.task, flags.probes);
     const submission = parseSubmission(flags.submission);
     const result = await evaluate({
@@ -24600,13 +24201,651 @@ async function evalCommand(flags, io) {
     });
     if (flags.out)
         (0,external_node_fs_.writeFileSync)(flags.out, `${JSON.stringify(result, null, 2)}\n`);
+    // Loaded on use: the store's native module is needed only with --db.
+    const read = flags.db ? (await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(319), __nccwpck_require__.e(659)]).then(__nccwpck_require__.bind(__nccwpck_require__, 1659))).readThroughStore(flags.db, result, { knownGood: !!flags.knownGood, submission: flags.submission }, io.stderr) : null;
     if (flags.format === "json")
         io.stdout(`${JSON.stringify(result, null, 2)}\n`);
     else if (flags.format === "markdown")
-        io.stdout(`${renderSummary(result)}\n`);
+        io.stdout(`${read?.markdown ?? (0,check_run_render/* renderSummary */.Br)(result)}\n`);
     else
         io.stdout(`${renderResultTable(result)}\n`);
-    return exitCodeFor(result);
+    return exitCodeFor(read ?? result);
+}
+
+;// CONCATENATED MODULE: ./src/core/probe-power.ts
+const isCorrect = (e) => e.verdict === "resolved";
+const emptyCell = () => ({ passed: 0, failed: 0, error: 0, skipped: 0, absent: 0 });
+const rowKey = (probe, check) => `${probe}\u0000${check}`;
+function buildRows(inputs) {
+    const rows = new Map();
+    inputs.forEach((col, c) => {
+        for (const result of col.results) {
+            for (const p of result.probes) {
+                const key = rowKey(p.probe, p.id);
+                let row = rows.get(key);
+                if (!row) {
+                    row = { probe: p.probe, check: p.id, category: p.category, requirements: [], cells: inputs.map(emptyCell) };
+                    rows.set(key, row);
+                }
+                for (const r of p.requirements ?? [])
+                    if (!row.requirements.includes(r))
+                        row.requirements.push(r);
+                const cell = row.cells[c];
+                cell[p.status] += 1;
+            }
+        }
+    });
+    const sorted = [...rows.values()].sort((a, b) => a.probe.localeCompare(b.probe) || a.check.localeCompare(b.check));
+    for (const row of sorted) {
+        row.requirements.sort();
+        row.cells.forEach((cell, c) => {
+            const runs = inputs[c]?.results.length ?? 0;
+            cell.absent = runs - (cell.passed + cell.failed + cell.error + cell.skipped);
+        });
+    }
+    return sorted;
+}
+/** Flawed examples the probes ran on: they are what a probe can catch. */
+function probedFlaws(inputs) {
+    return inputs.flatMap((col, c) => (col.expectation.verdict === "probe-rejected" ? [c] : []));
+}
+function catchFindings(rows, inputs) {
+    const flaws = probedFlaws(inputs);
+    const catches = (row) => flaws.some((c) => (row.cells[c]?.failed ?? 0) > 0);
+    const findings = [];
+    const byProbe = new Map();
+    for (const row of rows)
+        byProbe.set(row.probe, [...(byProbe.get(row.probe) ?? []), row]);
+    for (const [probe, checks] of byProbe) {
+        if (!checks.some(catches)) {
+            findings.push({
+                level: "error",
+                kind: "probe-catches-nothing",
+                subject: probe,
+                message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples`,
+            });
+            continue;
+        }
+        for (const row of checks.filter((r) => !catches(r))) {
+            findings.push({ level: "warning", kind: "check-catches-nothing", subject: `${probe}/${row.check}`, message: `check ${row.check} (${probe}, ${row.category}) fails none of the flawed examples` });
+        }
+    }
+    return findings;
+}
+function correctnessFindings(rows, inputs) {
+    const findings = [];
+    inputs.forEach((col, c) => {
+        if (!isCorrect(col.expectation))
+            return;
+        for (const row of rows) {
+            const cell = row.cells[c];
+            const bad = cell.failed + cell.error;
+            if (bad === 0)
+                continue;
+            const what = [cell.failed && `failed ${cell.failed}`, cell.error && `errored ${cell.error}`].filter(Boolean).join(" and ");
+            findings.push({
+                level: "error",
+                kind: "fails-correct",
+                subject: `${row.probe}/${row.check}`,
+                message: `check ${row.check} (${row.probe}, ${row.category}) ${what} of ${col.results.length} runs of the correct submission ${col.submission}`,
+            });
+        }
+    });
+    return findings;
+}
+function flawFindings(rows, inputs) {
+    const findings = [];
+    inputs.forEach((col, c) => {
+        const want = col.expectation;
+        const wrong = col.results.filter((r) => r.verdict !== want.verdict);
+        if (wrong.length) {
+            const tally = [...new Set(wrong.map((r) => r.verdict))].map((v) => `${v} ${wrong.filter((r) => r.verdict === v).length}×`).join(", ");
+            const runs = col.results.length > 1 ? `${wrong.length} of ${col.results.length} runs` : "its run";
+            findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally}) — ${wrong[0].reason}` });
+        }
+        if (want.verdict !== "probe-rejected")
+            return;
+        for (const category of new Set(want.failedCategories)) {
+            const caught = rows.some((row) => row.category === category && (row.cells[c]?.failed ?? 0) > 0);
+            if (!caught) {
+                findings.push({
+                    level: "error",
+                    kind: "flaw-not-caught",
+                    subject: col.submission,
+                    message: `flawed example ${col.submission} is not caught by any ${category} check (expected: ${want.failedCategories.join(", ")}${want.why ? ` — ${want.why}` : ""})`,
+                });
+            }
+        }
+    });
+    return findings;
+}
+/**
+ * Every requirement must be named by a check that ran (passed or failed, not skipped) on the
+ * reference — the example called `reference.*`, else every correct example — and every id a
+ * check names must be declared.
+ */
+function requirementFindings(rows, inputs, declared) {
+    const correct = inputs.flatMap((col, c) => (isCorrect(col.expectation) ? [c] : []));
+    const reference = correct.filter((c) => /^reference\b/.test(inputs[c]?.submission ?? ""));
+    const on = reference.length ? reference : correct;
+    const ran = new Set();
+    for (const row of rows) {
+        if (on.some((c) => ((row.cells[c]?.passed ?? 0) + (row.cells[c]?.failed ?? 0)) > 0))
+            for (const r of row.requirements)
+                ran.add(r);
+    }
+    const where = reference.length ? "the reference" : "any correct submission";
+    const findings = declared
+        .filter((id) => !ran.has(id))
+        .map((id) => ({ level: "error", kind: "requirement-unchecked", subject: id, message: `requirement ${id} is named by no check that ran on ${where}` }));
+    const known = new Set(declared);
+    for (const row of rows) {
+        for (const r of row.requirements.filter((id) => !known.has(id))) {
+            findings.push({ level: "error", kind: "requirement-undeclared", subject: r, message: `check ${row.check} (${row.probe}) names requirement ${r}, which task.yml does not declare` });
+        }
+    }
+    return findings;
+}
+function falseRejections(rows, inputs) {
+    return inputs.flatMap((col, c) => {
+        if (!isCorrect(col.expectation))
+            return [];
+        const byCheck = {};
+        for (const row of rows) {
+            const cell = row.cells[c];
+            if (cell.failed + cell.error > 0)
+                byCheck[row.check] = (byCheck[row.check] ?? 0) + cell.failed + cell.error;
+        }
+        return [{ submission: col.submission, runs: col.results.length, rejected: col.results.filter((r) => r.verdict !== "resolved").length, byCheck }];
+    });
+}
+/**
+ * The power of a task's probes, from evaluations of its examples: which check passes the correct
+ * submissions and which flaw each catches, in which category. A probe file none of whose checks
+ * fails a flawed example, a check that fails or errors on a correct submission, a flawed example no
+ * check of its expected category catches, a verdict other than the expected one, and a declared
+ * requirement no check ran on fail validation; a single check that catches nothing is a warning.
+ */
+function analysePower(task, inputs, requirements) {
+    const rows = buildRows(inputs);
+    const columns = inputs.map((col) => {
+        const verdicts = {};
+        for (const r of col.results)
+            verdicts[r.verdict] = (verdicts[r.verdict] ?? 0) + 1;
+        return {
+            submission: col.submission,
+            correct: isCorrect(col.expectation),
+            expected: { verdict: col.expectation.verdict, failedCategories: [...col.expectation.failedCategories] },
+            runs: col.results.length,
+            verdicts,
+        };
+    });
+    const findings = [
+        ...catchFindings(rows, inputs),
+        ...correctnessFindings(rows, inputs),
+        ...flawFindings(rows, inputs),
+        ...requirementFindings(rows, inputs, requirements),
+    ];
+    const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
+    return {
+        task,
+        probeSet: sets.size === 1 ? [...sets][0] : null,
+        columns,
+        rows,
+        falseRejections: falseRejections(rows, inputs),
+        findings,
+        ok: !findings.some((f) => f.level === "error"),
+    };
+}
+/** One cell as the matrix prints it: pass / FAIL / err / skip / — for one run, `k/N failed` for repeats. */
+function cellText(cell, runs) {
+    if (runs === 0)
+        return "—";
+    if (runs === 1) {
+        if (cell.failed)
+            return "FAIL";
+        if (cell.error)
+            return "err";
+        if (cell.skipped)
+            return "skip";
+        if (cell.passed)
+            return "pass";
+        return "—";
+    }
+    if (cell.absent === runs)
+        return "—";
+    const parts = [`${cell.failed}/${runs} failed`];
+    if (cell.error)
+        parts.push(`${cell.error} err`);
+    if (cell.skipped)
+        parts.push(`${cell.skipped} skip`);
+    return parts.join(", ");
+}
+
+;// CONCATENATED MODULE: ./src/core/probe-power-render.ts
+
+/** The matrix as rows of cells: probe, check, category, then one column per example submission. */
+function powerMatrix(report) {
+    const head = ["probe", "check", "category", ...report.columns.map((c) => `${c.submission.replace(/\.(patch|diff)$/, "")}${c.correct ? " ✓" : ""}${c.runs > 1 ? ` ×${c.runs}` : ""}`)];
+    const body = report.rows.map((row, i) => [
+        i > 0 && report.rows[i - 1]?.probe === row.probe ? "" : row.probe,
+        row.check,
+        row.category,
+        ...row.cells.map((cell, c) => cellText(cell, report.columns[c]?.runs ?? 0)),
+    ]);
+    const expected = ["", "expected", "", ...report.columns.map((c) => (c.correct ? "resolved" : `${c.expected.verdict}${c.expected.failedCategories.length ? ` [${c.expected.failedCategories.join(", ")}]` : ""}`))];
+    const got = ["", "verdicts", "", ...report.columns.map((c) => Object.entries(c.verdicts).map(([v, n]) => (c.runs > 1 ? `${v} ${n}/${c.runs}` : v)).join(", ") || "—")];
+    return { head, body: [...body, expected, got] };
+}
+/** One line per false-rejection tally, e.g. `reference.patch: 1 of 20 runs rejected (total-speed 1)`. */
+function falseRejectionLines(report) {
+    return report.falseRejections.map((f) => {
+        const checks = Object.entries(f.byCheck).map(([id, n]) => `${id} ${n}`);
+        return `${f.submission}: ${f.rejected} of ${f.runs} runs not resolved${checks.length ? ` (${checks.join(", ")})` : ""}`;
+    });
+}
+const md = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+/** The report as markdown: the matrix, false rejections, then findings (for bench/RESULTS.md and CI summaries). */
+function renderPowerMarkdown(report) {
+    const { head, body } = powerMatrix(report);
+    const out = [`### ${report.ok ? "✅" : "❌"} Probe power — \`${report.task}\``, ""];
+    out.push(`| ${head.map(md).join(" | ")} |`, `|${head.map(() => "---").join("|")}|`);
+    for (const r of body)
+        out.push(`| ${r.map(md).join(" | ")} |`);
+    out.push("");
+    if (report.falseRejections.length) {
+        out.push("False rejections of correct submissions:", "", ...falseRejectionLines(report).map((l) => `- ${md(l)}`), "");
+    }
+    const errors = report.findings.filter((f) => f.level === "error");
+    const warnings = report.findings.filter((f) => f.level === "warning");
+    if (errors.length)
+        out.push("Validation fails:", "", ...errors.map((f) => `- ${md(f.message)}`), "");
+    if (warnings.length)
+        out.push("Warnings:", "", ...warnings.map((f) => `- ${md(f.message)}`), "");
+    if (!errors.length && !warnings.length)
+        out.push("Every probe catches a flaw, passes every correct submission, and every requirement is checked.", "");
+    return out.join("\n");
+}
+
+;// CONCATENATED MODULE: ./src/cli/task-skeleton.ts
+
+
+/** Marks text `task import` wrote for the author to finish; `probegate validate` refuses a task that still holds it. */
+const SKELETON_MARK = "PROBEGATE-SKELETON";
+/** task.yml of an imported task, with the change's provenance as a comment on top. */
+function taskYaml(spec, imp, repo) {
+    const head = [
+        `# Imported by probegate task import from ${repo}`,
+        `#   base ${imp.baseSha}  head ${imp.headSha}  "${imp.subject}"`,
+        `#   ${imp.classification.failToPass.length} fail-to-pass and ${imp.classification.passToPass.length} pass-to-pass tests (import.yml lists them)`,
+    ];
+    return `${head.join("\n")}\n${(0,dist/* stringify */.As)(spec, { lineWidth: 0 })}`;
+}
+/** import.yml: where the task came from and which test is which, for the author and for re-imports. */
+function importRecord(imp, repo, snapshot) {
+    return (0,dist/* stringify */.As)({
+        repo,
+        base: imp.baseSha,
+        head: imp.headSha,
+        subject: imp.subject,
+        sources: imp.sources,
+        tests: imp.tests,
+        base_as: snapshot ? `pruned snapshot of ${imp.snapshot.length} files` : "git ref, with the PR's test files as overlay",
+        fail_to_pass: imp.classification.failToPass,
+        pass_to_pass: imp.classification.passToPass,
+        left_out: imp.classification.leftOut,
+    }, { lineWidth: 0 });
+}
+/** A prompt to finish: the PR's own words, the files it changes, and what the author must add. */
+function promptSkeleton(imp) {
+    return `<!-- ${SKELETON_MARK}: written by probegate task import. Rewrite it as the request an agent gets, then delete this line. -->
+# ${imp.subject}
+
+${imp.message.trim() || "(the commit message has no body)"}
+
+## What to change
+
+The change touches ${imp.sources.map((s) => `\`${s}\``).join(", ")}.
+
+State here, in the words of the requirement and without the solution, what the change must do,
+including what the official tests do not check, and every name the hidden probes call (list those
+names in task.yml \`interfaces:\`; \`probegate validate\` checks each appears here).
+
+## Tests
+
+The official tests are ${imp.tests.map((t) => `\`${t}\``).join(", ")}: ${imp.classification.failToPass.length} fail before the change and must pass,
+${imp.classification.passToPass.length} pass before and must keep passing.
+`;
+}
+/** A probe that reports `error` until written: an unfinished task never resolves a submission. */
+function probeSkeleton(id) {
+    const canary = `PROBEGATE-CANARY-${(0,external_node_crypto_.randomBytes)(4).toString("hex")}`;
+    return `"""Hidden probe of ${id}. ${SKELETON_MARK}: written by probegate task import; replace it.
+
+A probe checks what the requirement states and the official tests leave unchecked (docs/task-format.md):
+import the submission from $PROBEGATE_WORKSPACE, measure, and emit one check per finding.
+"""
+# ${canary}
+from probegate_probe import emit
+
+emit("not-written", "functional", "error", "this task's hidden probe is still the skeleton probegate task import wrote")
+`;
+}
+/** expected.yml of the two examples every import has: the merged change and no change at all. */
+function expectedYaml() {
+    return (0,dist/* stringify */.As)([
+        { submission: "reference.patch", verdict: "resolved", why: "the change as merged" },
+        { submission: "base.patch", verdict: "official-failed", why: "no change: the fail-to-pass tests fail" },
+    ]);
+}
+
+;// CONCATENATED MODULE: ./src/core/requirement-coverage.ts
+/**
+ * `requirements=[...]` / `requirements="..."` (Python keyword arguments) and `"requirements": [...]`
+ * (a JSON line written by hand, in any language). A list that is not written out literally (a
+ * variable) names nothing the scan can see: its checks count only in `validate --power`.
+ */
+const MENTION = /["']?\brequirements["']?\s*[=:]\s*(\[[^\]]*\]|\([^)]*\)|"[^"]*"|'[^']*')/g;
+const LITERAL = /"([^"\\]*)"|'([^'\\]*)'/g;
+function lineAt(text, offset) {
+    let line = 1;
+    for (let i = 0; i < offset; i++)
+        if (text.charCodeAt(i) === 10)
+            line++;
+    return line;
+}
+/** Every requirement id named in a `requirements=` argument (or JSON key) of the probe sources, with its line. */
+function requirementMentions(sources) {
+    const out = [];
+    for (const src of sources) {
+        for (const m of src.text.matchAll(MENTION)) {
+            const body = m[1];
+            const bodyStart = (m.index ?? 0) + m[0].length - body.length;
+            for (const lit of body.matchAll(LITERAL)) {
+                const id = lit[1] ?? lit[2] ?? "";
+                if (id)
+                    out.push({ id, path: src.path, line: lineAt(src.text, bodyStart + (lit.index ?? 0)) });
+            }
+        }
+    }
+    return out;
+}
+/**
+ * Static requirement coverage: every requirement task.yml declares must be named by some probe
+ * source, and every id a probe names must be declared. A task that declares none is a problem
+ * too: a prompt always states something its probes should check.
+ */
+function requirementCoverage(declared, taskFile, sources) {
+    const mentions = requirementMentions(sources);
+    const problems = [];
+    if (declared.length === 0) {
+        problems.push({
+            path: taskFile,
+            line: null,
+            message: "requirements: none declared; list what the prompt states (arguments and their allowed values, error paths, bounds, resource claims) with ids the probes' checks name",
+        });
+    }
+    const named = new Set(mentions.map((m) => m.id));
+    for (const r of declared) {
+        if (!named.has(r.id))
+            problems.push({ path: taskFile, line: r.line, message: `requirements: '${r.id}' is named by no probe check (requirements=[...] in a probe)` });
+    }
+    const known = new Set(declared.map((r) => r.id));
+    for (const m of mentions) {
+        if (!known.has(m.id))
+            problems.push({ path: m.path, line: m.line, message: `names requirement '${m.id}', which ${taskFile} does not declare` });
+    }
+    return { mentions, problems };
+}
+
+;// CONCATENATED MODULE: ./src/cli/validate-command.ts
+
+
+
+
+
+
+
+
+
+
+/** A line of probe source long and specific enough that finding it in the prompt means a leak. */
+function distinctive(line) {
+    const t = line.trim().replace(/\s+/g, " ");
+    if (t.length < 24 || t.startsWith("#") || /^(import|from) /.test(t) || /^["']{3}/.test(t))
+        return null;
+    return t;
+}
+function walk(dir, out = []) {
+    for (const e of (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })) {
+        const p = (0,external_node_path_.join)(dir, e.name);
+        if (e.isDirectory())
+            walk(p, out);
+        else
+            out.push(p);
+    }
+    return out;
+}
+/**
+ * Static requirement coverage: each requirement of task.yml named in some probe file's
+ * `requirements=` and each named id declared, with the file and line to fix.
+ */
+function requirementProblems(task) {
+    const src = readYaml(task.file, "task spec");
+    const declared = task.spec.requirements.map((r, i) => ({ id: r.id, line: lineOf(src, ["requirements", i, "id"]) ?? null }));
+    const sources = probeFiles(task.probesDir)
+        .filter((f) => /\.(py|sh)$/.test(f))
+        .map((f) => ({ path: f, text: (0,external_node_fs_.readFileSync)(f, "utf8") }));
+    return requirementCoverage(declared, task.file, sources).problems.map((p) => `${p.path}${p.line ? `:${p.line}` : ""}: ${p.message}`);
+}
+/** Every problem with one task, as `file: message` lines; empty when it is valid. */
+function validateTask(task) {
+    const problems = [];
+    const prompt = (0,external_node_fs_.readFileSync)(task.promptFile, "utf8");
+    const normalisedPrompt = prompt.replace(/\s+/g, " ");
+    for (const name of task.spec.interfaces) {
+        if (!prompt.includes(name))
+            problems.push(`${task.file}: interfaces: '${name}' is called by the probes but never named in ${(0,external_node_path_.relative)(task.dir, task.promptFile)}`);
+    }
+    if (prompt.includes(SKELETON_MARK))
+        problems.push(`${task.promptFile}: still the skeleton probegate task import wrote (${SKELETON_MARK}); write the prompt, then delete that line`);
+    const probes = listProbes(task.probesDir, task.spec.probes.pattern);
+    if (probes.length === 0)
+        problems.push(`${task.file}: probes: no file in ${task.probesDir} matches '${task.spec.probes.pattern}'`);
+    for (const file of probeFiles(task.probesDir)) {
+        if (!/\.(py|sh|txt|ya?ml|json)$/.test(file))
+            continue;
+        if ((0,external_node_fs_.readFileSync)(file, "utf8").includes(SKELETON_MARK))
+            problems.push(`${file}: still the probe skeleton probegate task import wrote (${SKELETON_MARK}); write the probe`);
+        (0,external_node_fs_.readFileSync)(file, "utf8")
+            .split("\n")
+            .forEach((line, i) => {
+            const d = distinctive(line);
+            if (d && normalisedPrompt.includes(d))
+                problems.push(`${task.promptFile}: quotes probe source ${(0,external_node_path_.relative)(task.probesDir, file)}:${i + 1}: '${d.slice(0, 80)}'`);
+        });
+    }
+    problems.push(...requirementProblems(task));
+    if (task.base.kind === "folder") {
+        const isOfficial = picomatch_default()(task.spec.official.files, { dot: true });
+        const official = walk(task.base.path).filter((f) => isOfficial((0,external_node_path_.relative)(task.base.kind === "folder" ? task.base.path : "", f)));
+        if (official.length === 0)
+            problems.push(`${task.file}: official.files: no file of the base matches ${task.spec.official.files.join(", ")}`);
+    }
+    return problems;
+}
+/** `probegate validate <task dir>…`: 0 when every task is valid, 2 otherwise. */
+function validateCommand(dirs, io) {
+    let bad = 0;
+    for (const dir of dirs) {
+        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory()) {
+            io.stderr(`✗ ${dir}: no such task folder\n`);
+            bad++;
+            continue;
+        }
+        try {
+            const task = loadTask(dir);
+            const problems = validateTask(task);
+            if (problems.length) {
+                bad++;
+                io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n`);
+            }
+            else {
+                io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${task.spec.requirements.length} requirements named by probes, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
+            }
+        }
+        catch (e) {
+            if (!(e instanceof errors/* InputError */.d))
+                throw e;
+            bad++;
+            io.stderr(`✗ ${dir}\n  ${e.message.replace(/\n/g, "\n  ")}\n`);
+        }
+    }
+    return bad ? 2 : 0;
+}
+
+;// CONCATENATED MODULE: ./src/cli/power-command.ts
+
+
+
+
+
+
+
+
+
+
+
+
+function wholeNumber(name, value, min, fallback) {
+    if (value === undefined)
+        return fallback;
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n < min)
+        throw new errors/* InputError */.d(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
+    return n;
+}
+/** Runs `work` on every item, `jobs` at a time, in order of the list. */
+async function pool(items, jobs, work) {
+    let next = 0;
+    const worker = async () => {
+        while (next < items.length) {
+            const i = next++;
+            await work(items[i], i);
+        }
+    };
+    await Promise.all(Array.from({ length: Math.min(jobs, items.length) }, worker));
+}
+function examplesDir(task, flag) {
+    const dir = flag ? (0,external_node_path_.join)((0,external_node_path_.resolve)(flag), task.spec.id) : (0,external_node_path_.resolve)(task.dir, "..", "..", "examples", "submissions", task.spec.id);
+    if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, "expected.yml"))) {
+        throw new errors/* InputError */.d(`${task.spec.id}: no ${(0,external_node_path_.join)(dir, "expected.yml")}; --power evaluates the task's examples (pass --examples <dir> holding <task>/expected.yml).`, { file: (0,external_node_path_.join)(dir, "expected.yml") });
+    }
+    return dir;
+}
+/** Evaluates every example of one task (correct ones `runs` times) and analyses the results. */
+async function powerOfTask(task, flags, io, record) {
+    const runs = wholeNumber("--runs", flags.runs, 1, 1);
+    const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
+    const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
+    const examples = taskExamples(task, examplesDir(task, flags.examples));
+    // Round by round: every example once, then the correct ones again, so a run cut short by
+    // --budget still covers every example and spreads the repeats evenly.
+    const plan = examples
+        .flatMap((example, column) => {
+        const n = example.expectation.verdict === "resolved" ? runs : 1;
+        return Array.from({ length: n }, (_, run) => ({ example, column, run, runs: n }));
+    })
+        .sort((a, b) => a.run - b.run || a.column - b.column);
+    const budget = flags.budget === undefined ? undefined : wholeNumber("--budget", flags.budget, 1, 1);
+    const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
+    let notStarted = 0;
+    const results = examples.map(() => []);
+    io.stderr(`probegate validate --power ${task.spec.id}: ${examples.length} examples, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
+    let finished = 0;
+    await pool(plan, jobs, async (p, i) => {
+        if (Date.now() > deadline) {
+            notStarted++;
+            return;
+        }
+        const name = (0,external_node_path_.basename)(p.example.patch);
+        const label = `${task.spec.id} / ${name}${p.runs > 1 ? ` run ${p.run + 1}/${p.runs}` : ""}`;
+        io.stderr(`  [${i + 1}/${plan.length}] ${label} …\n`);
+        const result = await evaluate({
+            task,
+            submission: { kind: "patch", path: p.example.patch },
+            kitDir: KIT_DIR,
+            unsandboxed: flags.unsandboxed,
+            seed: seed === undefined ? undefined : (seed + i) % 2 ** 32,
+        });
+        results[p.column]?.push(result);
+        finished++;
+        const failed = result.probes.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.id} ${c.status}`);
+        io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)}\n`);
+        if (p.example.expectation.verdict === "resolved")
+            record?.({ task, example: p.example, run: p.run, runs: p.runs, result });
+    });
+    if (notStarted)
+        io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);
+    const inputs = examples.map((example, c) => ({ submission: (0,external_node_path_.basename)(example.patch), expectation: example.expectation, results: results[c] ?? [] }));
+    return analysePower(task.spec.id, inputs, task.spec.requirements.map((r) => r.id));
+}
+function renderText(report, quarantined) {
+    const { head, body } = powerMatrix(report);
+    const table = new (cli_table3_default())({ head, style: { head: [], border: [] }, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } });
+    for (const row of body)
+        table.push(row);
+    const lines = [`\n${report.ok ? "✓" : "✗"} ${report.task}: probe power`, table.toString()];
+    if (report.falseRejections.length)
+        lines.push("false rejections of correct submissions:", ...falseRejectionLines(report).map((l) => `  ${l}`));
+    for (const f of report.findings)
+        lines.push(`  ${f.level === "error" ? "✗" : "!"} ${f.message}`);
+    if (quarantined)
+        lines.push(quarantined.length ? `quarantined now (store): ${quarantined.map((q) => `${q.check} (failed ${q.failures} of last ${q.window} known-good)`).join(", ")}` : "quarantined now (store): none");
+    return `${lines.join("\n")}\n`;
+}
+/**
+ * `probegate validate --power <task>…`: the static checks of `validate`, then every example of each
+ * task evaluated (each correct one `--runs` times) and the probes × submissions matrix printed with
+ * what validation found. With `--db`, every run of a correct example is recorded as known-good
+ * outcomes for quarantine. Exit 0 when every task passes, 1 when validation fails.
+ */
+async function powerCommand(dirs, flags, io) {
+    if (!["text", "json", "markdown"].includes(flags.format))
+        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
+    const tasks = dirs.map((dir) => {
+        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory())
+            throw new errors/* InputError */.d(`${dir}: no such task folder`);
+        return loadTask(dir);
+    });
+    // Loaded on use: the store's native module is needed only with --db.
+    const store = flags.db ? await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(319), __nccwpck_require__.e(103)]).then(__nccwpck_require__.bind(__nccwpck_require__, 103)) : null;
+    const db = store && flags.db ? store.openPowerStore(flags.db) : null;
+    let failed = 0;
+    const reports = [];
+    try {
+        for (const task of tasks) {
+            const problems = validateTask(task);
+            for (const p of problems)
+                io.stderr(`✗ ${task.spec.id}: ${p}\n`);
+            const report = await powerOfTask(task, flags, io, db && store ? (r) => store.recordRun(db, r) : null);
+            const quarantined = db && store && report.probeSet ? store.quarantinedNow(db, task.spec.id, report.probeSet) : null;
+            if (problems.length || !report.ok)
+                failed++;
+            reports.push({ report, problems, quarantined });
+            if (flags.format === "text")
+                io.stdout(renderText(report, quarantined));
+            else if (flags.format === "markdown")
+                io.stdout(`${renderPowerMarkdown(report)}\n`);
+        }
+    }
+    finally {
+        db?.close();
+    }
+    if (flags.format === "json")
+        io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined, matrix: powerMatrix(r.report) })), null, 2)}\n`);
+    io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation\n`);
+    return failed ? 1 : 0;
 }
 
 // EXTERNAL MODULE: ./node_modules/zod/v4/core/json-schema-processors.js
@@ -24758,7 +24997,7 @@ function jsonSchemas() {
     });
     return {
         "task.schema.json": gen(task_spec/* TaskSpecSchema */.S2, "task.schema.json", "input"),
-        "result.schema.json": gen(EvaluationResultSchema, "result.schema.json", "output"),
+        "result.schema.json": gen(core_result/* EvaluationResultSchema */.Re, "result.schema.json", "output"),
         "probe-line.schema.json": gen(probe_check/* ProbeLineSchema */.mK, "probe-line.schema.json", "input"),
         "app-config.schema.json": gen(AppConfigSchema, "app-config.schema.json", "input"),
     };
@@ -24771,90 +25010,381 @@ function schemaCommand(dir) {
     return 0;
 }
 
-;// CONCATENATED MODULE: ./src/cli/validate-command.ts
-
-
-
-
-
-
-
-/** A line of probe source long and specific enough that finding it in the prompt means a leak. */
-function distinctive(line) {
-    const t = line.trim().replace(/\s+/g, " ");
-    if (t.length < 24 || t.startsWith("#") || /^(import|from) /.test(t) || /^["']{3}/.test(t))
-        return null;
-    return t;
+;// CONCATENATED MODULE: ./src/core/test-split.ts
+/**
+ * The pytest node id of a JUnit testcase: pytest writes classname "pkg.test_mod.TestClass" and
+ * name "test_x[param]"; the test file is the one whose dotted path starts the classname.
+ */
+function nodeId(tc, testFiles) {
+    const byLength = [...testFiles].sort((a, b) => b.length - a.length);
+    // A file that could not be collected: pytest reports it with no classname and the module as name.
+    const uncollected = tc.classname === "" ? byLength.find((f) => f.replace(/\.py$/, "").split("/").join(".") === tc.name) : undefined;
+    if (uncollected)
+        return uncollected;
+    for (const file of byLength) {
+        const dotted = file.replace(/\.py$/, "").split("/").join(".");
+        if (tc.classname === dotted || tc.classname.startsWith(`${dotted}.`)) {
+            const classes = tc.classname.slice(dotted.length).split(".").filter(Boolean);
+            return [file, ...classes, tc.name].join("::");
+        }
+    }
+    return [tc.classname.split(".").join("/") + ".py", tc.name].join("::");
 }
-function walk(dir, out = []) {
-    for (const e of (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })) {
-        const p = (0,external_node_path_.join)(dir, e.name);
+/** Sorts every test into fail-to-pass, pass-to-pass, failing after, or left out (skipped). */
+function classifyTests(before, after) {
+    const out = { failToPass: [], passToPass: [], failAfter: [], leftOut: [] };
+    // A report entry only before the change (a test it removes, or a file that could not be collected) is in neither set.
+    for (const [id, b] of before)
+        if (!after.has(id))
+            out.leftOut.push({ id, why: `only in the report before the change (${b} there)` });
+    for (const id of after.keys()) {
+        const a = after.get(id);
+        const b = before.get(id);
+        if (a === "skipped")
+            out.leftOut.push({ id, why: "skipped after the change" });
+        else if (a !== "passed")
+            out.failAfter.push({ id, outcome: a ?? "absent" });
+        else if (b === "passed")
+            out.passToPass.push(id);
+        else if (b === "skipped")
+            out.leftOut.push({ id, why: "skipped before the change" });
+        else
+            out.failToPass.push(id);
+    }
+    return out;
+}
+
+;// CONCATENATED MODULE: ./src/engine/pr-import.ts
+
+
+
+
+
+
+
+
+
+
+
+
+
+/** The pytest command the task will run: the fail-to-pass and pass-to-pass ids, nothing else. */
+function officialCommand(ids) {
+    return ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml={junit}", ...ids];
+}
+async function resolveCommit(gitDir, sha, flag, repo) {
+    return git(gitDir, ["rev-parse", "--verify", "--quiet", `${sha}^{commit}`], {
+        onError: () => new errors/* InputError */.d(`${flag}: commit '${sha}' is not in the repository ${repo}. Fetch it there first (git fetch origin ${sha}), or check the SHA.`, { field: flag }),
+    });
+}
+async function exportCommit(gitDir, sha, dest) {
+    (0,external_node_fs_.mkdirSync)(dest, { recursive: true });
+    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
+    if (tar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot export ${sha}: ${Buffer.from(tar.stderr).toString().trim()}`);
+    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot unpack ${sha}: ${String(untar.stderr).trim()}`);
+}
+/** Runs the candidate tests in one tree, as the official phase will (same env, limits, JUnit). */
+async function runTests(req, tree, root, tests, label) {
+    const junit = (0,external_node_path_.join)(root, `${label}.xml`);
+    const ctx = {
+        workspace: tree,
+        root,
+        backend: req.worldSize > 0 && process.env.PROBEGATE_BACKEND === "nccl" ? "nccl" : "gloo",
+        worldSize: req.worldSize,
+        cudaVisibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? "",
+        threadsPerRank: 1,
+        isolation: { sandbox: null, cgroups: null, processes: 4096, diskBytes: 4 * 1024 ** 3 },
+        setupDir: req.setupDir ?? null,
+    };
+    const plugins = req.pytestPlugins.map((p) => ` -p ${p}`).join("");
+    const env = jobEnv(ctx, plugins ? { PYTEST_ADDOPTS: plugins.trim() } : {});
+    // One file that fails to collect must not stop the others from running: a test that passes both
+    // before and after would otherwise be taken for fail-to-pass.
+    const argv = expandCommand([...officialCommand(tests), "--continue-on-collection-errors"], { python: choosePython(req.python), junit, workspace: tree });
+    const run = await runCommand(argv, {
+        cwd: tree,
+        env,
+        limits: { timeoutS: req.timeoutS, outputBytes: 16 * 2 ** 20, memoryBytes: 16 * 2 ** 30, processes: 4096, diskBytes: 4 * 1024 ** 3 },
+    });
+    if (run.spawnError)
+        throw new errors/* InputError */.d(`the tests could not start at ${label}: ${run.spawnError}`);
+    if (run.limit)
+        throw new errors/* InputError */.d(`the tests at ${label} were stopped by the ${run.limit} limit (--timeout ${req.timeoutS}).`);
+    const outcomes = new Map();
+    if ((0,external_node_fs_.existsSync)(junit)) {
+        for (const tc of parseJunit((0,external_node_fs_.readFileSync)(junit, "utf8")).cases)
+            outcomes.set(nodeId(tc, tests), tc.outcome);
+    }
+    return { outcomes, log: run.log, exitCode: run.exitCode };
+}
+const lastLines = (log) => log.trim().split("\n").slice(-15).join("\n");
+/**
+ * Reads a change from a repository and runs its tests before and after it: the test files of the
+ * head over the base tree (before), then the head (after). Throws InputError, naming the test and
+ * the commit, for a SHA the repository lacks, a change with no test file or no source file, no
+ * test that fails before, or a test that does not pass after. Writes only to a temporary folder.
+ */
+async function importPullRequest(req, progress) {
+    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_namespaceObject.tmpdir)(), "probegate-import-"));
+    const dispose = () => (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+    try {
+        const gitDir = (0,external_node_path_.join)(scratch, "src.git");
+        progress(`reading ${req.repo}`);
+        await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", req.repo, gitDir], {
+            onError: (e) => new errors/* InputError */.d(`--repo: cannot read the repository ${req.repo}: ${e.split("\n")[0]}`, { field: "--repo" }),
+        });
+        const baseSha = await resolveCommit(gitDir, req.base, "--pr-base", req.repo);
+        const headSha = await resolveCommit(gitDir, req.head, "--pr-head", req.repo);
+        const changed = (await git(gitDir, ["diff", "--name-only", "--no-renames", baseSha, headSha])).split("\n").filter(Boolean);
+        const isTest = picomatch_default()(req.tests, { dot: true });
+        const tests = changed.filter((p) => isTest(p));
+        const sources = changed.filter((p) => !isTest(p));
+        const shortB = baseSha.slice(0, 12);
+        const shortH = headSha.slice(0, 12);
+        if (tests.length === 0)
+            throw new errors/* InputError */.d(`--tests: no file the change ${shortB}..${shortH} touches matches ${req.tests.join(", ")} (it touches ${changed.join(", ") || "nothing"}).`, { field: "--tests" });
+        if (sources.length === 0)
+            throw new errors/* InputError */.d(`the change ${shortB}..${shortH} touches only test files (${tests.join(", ")}): there is no change for a submission to make.`, { field: "--tests" });
+        const pyTests = tests.filter((t) => t.endsWith(".py") && /(^|\/)test_[^/]*\.py$|_test\.py$/.test(t));
+        if (pyTests.length === 0)
+            throw new errors/* InputError */.d(`--tests: none of ${tests.join(", ")} is a pytest file (test_*.py or *_test.py).`, { field: "--tests" });
+        const subject = await git(gitDir, ["log", "-1", "--format=%s", headSha]);
+        const message = await git(gitDir, ["log", "-1", "--format=%b", headSha]);
+        const referencePatch = await git(gitDir, ["diff", "--no-renames", "--full-index", "--binary", baseSha, headSha, "--", ...sources]);
+        const baseTree = (0,external_node_path_.join)(scratch, "before");
+        const headTree = (0,external_node_path_.join)(scratch, "after");
+        await exportCommit(gitDir, baseSha, baseTree);
+        await exportCommit(gitDir, headSha, headTree);
+        // "Before" is the base with the PR's test files, as the task's workspace will be.
+        for (const t of tests) {
+            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(baseTree, t), { force: true });
+            if ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(headTree, t))) {
+                (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(baseTree, t, ".."), { recursive: true });
+                await execa("cp", ["-p", (0,external_node_path_.join)(headTree, t), (0,external_node_path_.join)(baseTree, t)]);
+            }
+        }
+        const snapshot = await snapshotPaths(req, baseTree, [...sources, ...tests], progress);
+        // A snapshot task runs its tests in the snapshot: so do these runs, which also proves the snapshot holds what they import.
+        let runBefore = baseTree;
+        let runAfter = headTree;
+        if (req.prune) {
+            runBefore = (0,external_node_path_.join)(scratch, "pruned-before");
+            runAfter = (0,external_node_path_.join)(scratch, "pruned-after");
+            for (const [from, to] of [[baseTree, runBefore], [headTree, runAfter]]) {
+                for (const p of new Set([...snapshot, ...(from === headTree ? sources : [])])) {
+                    if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(from, p)))
+                        continue;
+                    (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(to, p, ".."), { recursive: true });
+                    await execa("cp", ["-p", (0,external_node_path_.join)(from, p), (0,external_node_path_.join)(to, p)]);
+                }
+            }
+        }
+        const runRoot = (0,external_node_path_.join)(scratch, "runs");
+        (0,external_node_fs_.mkdirSync)(runRoot);
+        progress(`running ${pyTests.join(", ")} before the change (base ${shortB} + the PR's tests)`);
+        const before = await runTests(req, runBefore, runRoot, pyTests, `base ${shortB}`);
+        progress(`  ${summarise(before.outcomes)}`);
+        progress(`running ${pyTests.join(", ")} after the change (head ${shortH})`);
+        const after = await runTests(req, runAfter, runRoot, pyTests, `head ${shortH}`);
+        progress(`  ${summarise(after.outcomes)}`);
+        if (after.outcomes.size === 0) {
+            throw new errors/* InputError */.d(`no test of ${pyTests.join(", ")} ran at head ${headSha} (pytest exit ${after.exitCode}); its output ends:\n${lastLines(after.log)}`);
+        }
+        const excluded = (id) => req.exclude.some((x) => id.includes(x));
+        const keepOnly = (m) => new Map([...m].filter(([id]) => !excluded(id)));
+        const classification = classifyTests(keepOnly(before.outcomes), keepOnly(after.outcomes));
+        const dropped = [...after.outcomes.keys()].filter(excluded);
+        if (req.exclude.length && dropped.length === 0)
+            throw new errors/* InputError */.d(`--exclude: no test id holds ${req.exclude.map((x) => `'${x}'`).join(" or ")}.`, { field: "--exclude" });
+        classification.leftOut.push(...dropped.map((id) => ({ id, why: `excluded (--exclude): ${after.outcomes.get(id)} after the change` })));
+        if (classification.failAfter.length) {
+            const list = classification.failAfter.slice(0, 10).map((t) => `${t.id} (${t.outcome})`).join(", ");
+            throw new errors/* InputError */.d(`${classification.failAfter.length} test(s) do not pass after the change, at head ${headSha}: ${list}${classification.failAfter.length > 10 ? ", …" : ""}. A task needs tests that pass on the merged change; narrow --tests, or fix the runner (its output ends:\n${lastLines(after.log)})`);
+        }
+        if (classification.failToPass.length === 0) {
+            throw new errors/* InputError */.d(`no test fails before the change: at base ${baseSha} with the PR's tests, ${classification.passToPass.join(", ") || "every test"} already pass${classification.passToPass.length === 1 ? "es" : ""}. A task needs at least one fail-to-pass test; name the tests the change makes pass (--tests).`);
+        }
+        return { baseSha, headSha, subject, message, tests, sources, referencePatch: referencePatch.endsWith("\n") ? referencePatch : `${referencePatch}\n`, snapshot, classification, baseTree, headTree, dispose };
+    }
+    catch (e) {
+        dispose();
+        throw e;
+    }
+}
+function summarise(outcomes) {
+    const n = (o) => [...outcomes.values()].filter((x) => x === o).length;
+    return `${outcomes.size} tests: ${n("passed")} passed, ${n("failed") + n("error")} failed, ${n("skipped")} skipped`;
+}
+function pr_import_walk(dir, rel = "", out = []) {
+    for (const e of (0,external_node_fs_.readdirSync)((0,external_node_path_.join)(dir, rel), { withFileTypes: true })) {
+        const p = rel ? `${rel}/${e.name}` : e.name;
         if (e.isDirectory())
-            walk(p, out);
+            pr_import_walk(dir, p, out);
         else
             out.push(p);
     }
     return out;
 }
-/** Every problem with one task, as `file: message` lines; empty when it is valid. */
-function validateTask(task) {
-    const problems = [];
-    const prompt = (0,external_node_fs_.readFileSync)(task.promptFile, "utf8");
-    const normalisedPrompt = prompt.replace(/\s+/g, " ");
-    for (const name of task.spec.interfaces) {
-        if (!prompt.includes(name))
-            problems.push(`${task.file}: interfaces: '${name}' is called by the probes but never named in ${(0,external_node_path_.relative)(task.dir, task.promptFile)}`);
+/**
+ * Paths of the base a pruned snapshot keeps: the change's files and its tests (those the base
+ * has), what --keep names, and with --trace-imports the Python files they import from the tree.
+ */
+async function snapshotPaths(req, baseTree, changed, progress) {
+    const all = pr_import_walk(baseTree);
+    const keep = new Set(changed.filter((p) => all.includes(p)));
+    if (req.keep.length) {
+        const isKept = picomatch_default()(req.keep, { dot: true });
+        const matched = all.filter((p) => isKept(p));
+        if (matched.length === 0)
+            throw new errors/* InputError */.d(`--keep: no file of the base matches ${req.keep.join(", ")}.`, { field: "--keep" });
+        for (const p of matched)
+            keep.add(p);
     }
-    const probes = listProbes(task.probesDir, task.spec.probes.pattern);
-    if (probes.length === 0)
-        problems.push(`${task.file}: probes: no file in ${task.probesDir} matches '${task.spec.probes.pattern}'`);
-    for (const file of probeFiles(task.probesDir)) {
-        if (!/\.(py|sh|txt|ya?ml|json)$/.test(file))
-            continue;
-        (0,external_node_fs_.readFileSync)(file, "utf8")
-            .split("\n")
-            .forEach((line, i) => {
-            const d = distinctive(line);
-            if (d && normalisedPrompt.includes(d))
-                problems.push(`${task.promptFile}: quotes probe source ${(0,external_node_path_.relative)(task.probesDir, file)}:${i + 1}: '${d.slice(0, 80)}'`);
-        });
+    if (req.traceImports) {
+        const entries = [...keep].filter((p) => p.endsWith(".py"));
+        const r = await execa(choosePython(req.python), [(0,external_node_path_.join)(PACKAGE_ROOT, "scripts", "import_closure.py"), baseTree, ...entries], { reject: false });
+        if (r.exitCode !== 0)
+            throw new errors/* InputError */.d(`--trace-imports: the import trace failed: ${String(r.stderr).trim().split("\n").pop()}`);
+        const traced = String(r.stdout).split("\n").filter(Boolean);
+        progress(`import trace: ${traced.length} Python files of the base are imported by the change and its tests`);
+        for (const p of traced)
+            keep.add(p);
     }
-    if (task.base.kind === "folder") {
-        const isOfficial = picomatch_default()(task.spec.official.files, { dot: true });
-        const official = walk(task.base.path).filter((f) => isOfficial((0,external_node_path_.relative)(task.base.kind === "folder" ? task.base.path : "", f)));
-        if (official.length === 0)
-            problems.push(`${task.file}: official.files: no file of the base matches ${task.spec.official.files.join(", ")}`);
-    }
-    return problems;
+    return [...keep].sort();
 }
-/** `probegate validate <task dir>…`: 0 when every task is valid, 2 otherwise. */
-function validateCommand(dirs, io) {
-    let bad = 0;
-    for (const dir of dirs) {
-        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory()) {
-            io.stderr(`✗ ${dir}: no such task folder\n`);
-            bad++;
-            continue;
+
+;// CONCATENATED MODULE: ./src/cli/task-import-command.ts
+
+
+
+
+
+
+
+function positiveInt(v, flag, min = 0) {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min)
+        throw new errors/* InputError */.d(`${flag}: '${v}' is not a whole number ≥ ${min}.`, { field: flag });
+    return n;
+}
+/** Where the three folders of one task go, from `--out <root>/tasks/<id>`. */
+function targets(out) {
+    const task = (0,external_node_path_.resolve)(out);
+    const id = (0,external_node_path_.basename)(task);
+    if (!task_spec/* ID_PATTERN */.pw.test(id))
+        throw new errors/* InputError */.d(`--out: the task id '${id}' (the folder's name) must be lower-case letters, digits, '.', '_' and '-'.`, { field: "--out" });
+    if ((0,external_node_path_.basename)((0,external_node_path_.dirname)(task)) !== "tasks")
+        throw new errors/* InputError */.d(`--out: give a folder tasks/<id> of a task pack (got ${out}); the probes go to probes/<id> and the examples to examples/submissions/<id> beside it.`, { field: "--out" });
+    const root = (0,external_node_path_.dirname)((0,external_node_path_.dirname)(task));
+    return { id, task, probes: (0,external_node_path_.join)(root, "probes", id), examples: (0,external_node_path_.join)(root, "examples", "submissions", id) };
+}
+function specFor(flags, id, imp, repoForSpec) {
+    const ids = [...imp.classification.failToPass, ...imp.classification.passToPass];
+    const requires = {};
+    if (flags.requiresTorch)
+        requires.torch = flags.requiresTorch;
+    if (flags.requiresGpus)
+        requires.gpus = positiveInt(flags.requiresGpus, "--requires-gpus", 1);
+    if (flags.requiresCuda)
+        requires.cuda = true;
+    return {
+        id,
+        title: flags.title ?? imp.subject,
+        area: flags.area,
+        prompt: "prompt.md",
+        base: flags.baseAs === "git" ? { git: { repo: repoForSpec, ref: imp.baseSha }, overlay: "overlay" } : { path: "base" },
+        gpus: positiveInt(flags.gpus, "--gpus"),
+        official: { command: officialCommand(ids), timeout: positiveInt(flags.timeout, "--timeout", 1), files: imp.tests },
+        probes: { path: `../../probes/${id}` },
+        ...(flags.setup ? { setup: { path: "setup", pytestPlugins: flags.pytestPlugin ?? [] } } : {}),
+        ...(Object.keys(requires).length ? { requires } : {}),
+        interfaces: [],
+    };
+}
+/**
+ * `probegate task import`: a task from a real change, as SWE-bench builds an instance. Runs the
+ * change's tests before and after it, keeps the fail-to-pass and pass-to-pass ones as the official
+ * command, the change as the reference submission, and writes skeletons of the prompt and a probe.
+ * Everything is built in a temporary folder and moved into place at the end: bad input writes nothing.
+ */
+async function taskImportCommand(flags, io) {
+    const t = targets(flags.out);
+    for (const dir of [t.task, t.probes, t.examples]) {
+        if ((0,external_node_fs_.existsSync)(dir))
+            throw new errors/* InputError */.d(`${(0,external_node_path_.relative)(process.cwd(), dir) || dir} already exists; task import writes a new task only (remove it, or choose another --out).`, { field: "--out" });
+    }
+    if (flags.requiresTorch && !task_environment/* VERSION_RANGE */.jn.test(flags.requiresTorch))
+        throw new errors/* InputError */.d(`--requires-torch: '${flags.requiresTorch}' is not a version range such as ">=2.1" or ">=2.1,<3".`, { field: "--requires-torch" });
+    if (!["training", "inference", "rl", "other"].includes(flags.area))
+        throw new errors/* InputError */.d(`--area: '${flags.area}' is not one of training, inference, rl, other.`, { field: "--area" });
+    const setupDir = flags.setup ? (0,external_node_path_.resolve)(flags.setup) : undefined;
+    if (setupDir && !(0,external_node_fs_.existsSync)(setupDir))
+        throw new errors/* InputError */.d(`--setup: folder ${setupDir} does not exist.`, { field: "--setup" });
+    if (flags.pytestPlugin?.length && !setupDir)
+        throw new errors/* InputError */.d("--pytest-plugin names a module of the --setup folder; give --setup too.", { field: "--pytest-plugin" });
+    // A local repository is recorded by absolute path; a URL as given.
+    const localRepo = !/^[a-z][a-z0-9+.-]*:\/\//.test(flags.repo) && !/^[^/]+@[^:]+:/.test(flags.repo);
+    const repo = localRepo ? (0,external_node_path_.resolve)(flags.repo) : flags.repo;
+    const imp = await importPullRequest({
+        repo,
+        base: flags.prBase,
+        head: flags.prHead,
+        tests: flags.tests,
+        keep: flags.keep ?? [],
+        traceImports: flags.traceImports ?? false,
+        python: flags.python,
+        setupDir,
+        pytestPlugins: flags.pytestPlugin ?? [],
+        timeoutS: positiveInt(flags.timeout, "--timeout", 1),
+        worldSize: positiveInt(flags.worldSize, "--world-size", 1),
+        exclude: flags.exclude ?? [],
+        prune: flags.baseAs === "snapshot",
+    }, (line) => io.stderr(`  ${line}\n`));
+    // Staged beside the target (the same file system), so the three folders are moved into place whole.
+    (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(t.task), { recursive: true });
+    const staging = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_path_.dirname)(t.task), `.import-${t.id}-`));
+    try {
+        const st = { task: (0,external_node_path_.join)(staging, "task"), probes: (0,external_node_path_.join)(staging, "probes"), examples: (0,external_node_path_.join)(staging, "examples") };
+        for (const d of Object.values(st))
+            (0,external_node_fs_.mkdirSync)(d, { recursive: true });
+        const treeDir = (0,external_node_path_.join)(st.task, flags.baseAs === "git" ? "overlay" : "base");
+        const copied = flags.baseAs === "git" ? imp.tests.filter((p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(imp.headTree, p))) : imp.snapshot;
+        for (const p of copied) {
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)((0,external_node_path_.join)(treeDir, p)), { recursive: true });
+            (0,external_node_fs_.cpSync)((0,external_node_path_.join)(imp.baseTree, p), (0,external_node_path_.join)(treeDir, p));
         }
-        try {
-            const task = loadTask(dir);
-            const problems = validateTask(task);
-            if (problems.length) {
-                bad++;
-                io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n`);
-            }
-            else {
-                io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
-            }
-        }
-        catch (e) {
-            if (!(e instanceof errors/* InputError */.d))
-                throw e;
-            bad++;
-            io.stderr(`✗ ${dir}\n  ${e.message.replace(/\n/g, "\n  ")}\n`);
+        if (setupDir)
+            (0,external_node_fs_.cpSync)(setupDir, (0,external_node_path_.join)(st.task, "setup"), { recursive: true });
+        const repoForSpec = localRepo ? (0,external_node_path_.relative)(t.task, repo) : repo;
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "task.yml"), taskYaml(specFor(flags, t.id, imp, repoForSpec), imp, repo));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "import.yml"), importRecord(imp, repo, flags.baseAs === "snapshot"));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "prompt.md"), promptSkeleton(imp));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.probes, "probe_functional.py"), probeSkeleton(t.id));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "reference.patch"), imp.referencePatch);
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "base.patch"), "");
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "expected.yml"), expectedYaml());
+        for (const [from, to] of [[st.task, t.task], [st.probes, t.probes], [st.examples, t.examples]]) {
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(to), { recursive: true });
+            (0,external_node_fs_.renameSync)(from, to);
         }
     }
-    return bad ? 2 : 0;
+    finally {
+        (0,external_node_fs_.rmSync)(staging, { recursive: true, force: true });
+        imp.dispose();
+    }
+    const c = imp.classification;
+    io.stdout([
+        `✓ ${t.id}: ${imp.sources.length} source files changed, ${imp.tests.length} test files`,
+        `  fail-to-pass ${c.failToPass.length}, pass-to-pass ${c.passToPass.length}${c.leftOut.length ? `, left out ${c.leftOut.length} (skipped)` : ""}`,
+        `  base: ${flags.baseAs === "git" ? `git ${imp.baseSha}` : `snapshot of ${imp.snapshot.length} files`}`,
+        `  wrote ${(0,external_node_path_.relative)(process.cwd(), t.task)}, ${(0,external_node_path_.relative)(process.cwd(), t.probes)}, ${(0,external_node_path_.relative)(process.cwd(), t.examples)}`,
+        `  next: finish prompt.md and the probe, then: probegate validate ${(0,external_node_path_.relative)(process.cwd(), t.task)}`,
+        "",
+    ].join("\n"));
+    return 0;
 }
 
 ;// CONCATENATED MODULE: ./src/cli/verify-command.ts
@@ -24874,13 +25404,13 @@ function verifyCommand(file, io) {
     catch (e) {
         throw new errors/* InputError */.d(`${file}: not a readable JSON file (${e.message}).`, { file });
     }
-    const read = readResult(data);
+    const read = (0,core_result/* readResult */.Uv)(data);
     if (!read.ok) {
         io.stderr(`✗ ${file}: not a valid result: ${read.problem}\n`);
         return 1;
     }
     // Over the document as written: fields a newer probegate added are signed too.
-    const v = verifyResult(data, key);
+    const v = (0,result_signature/* verifyResult */.rP)(data, key);
     if (!v.ok) {
         io.stderr(`✗ ${file}: ${v.why}\n`);
         return 1;
@@ -24890,6 +25420,8 @@ function verifyCommand(file, io) {
 }
 
 ;// CONCATENATED MODULE: ./src/cli/main.ts
+
+
 
 
 
@@ -24917,15 +25449,34 @@ function main_program(io, done) {
         .option("--always-probe", "run the hidden probes even when the official tests fail")
         .option("--keep-workspace", "keep the evaluation folder for debugging")
         .option("--seed <n>", "seed of the probe parameters (a result's params.seed), to reproduce an evaluation; default: drawn fresh")
+        .option("--db <file>", "a store of known-good outcomes (the app's): read the result with its quarantined checks' failures as warnings, as the app does")
+        .option("--known-good", "with --db: record this run's checks as outcomes on a known-good submission (a canary run of the reference)")
         .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
         .option("--max-processes <n>", "processes (threads, where a cgroup counts them) one test or probe run may have (default 4096)")
         .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")
         .option("-v, --verbose", "show what tests and probes print (runner-side only)")
         .action(async (flags) => done(await evalCommand(flags, io)));
     p.command("validate")
-        .description("check task specs: schema, files, interfaces stated in the prompt, no probe source in the prompt")
+        .description("check task specs: schema, files, interfaces stated in the prompt, requirements named by probes, no probe source in the prompt; with --power, measure the probes on the task's examples (exit 1 when validation fails)")
         .argument("<taskDirs...>")
-        .action((dirs) => done(validateCommand(dirs, io)));
+        .option("--power", "evaluate the reference and every example submission and print the probes × submissions matrix")
+        .option("--runs <n>", "evaluations of each correct submission (false rejections), with --power", "1")
+        .option("--examples <dir>", "folder holding <task>/expected.yml and the example patches (default: the checkout's examples/submissions)")
+        .option("--db <file>", "record every run of a correct example as known-good outcomes (quarantine) in this store, with --power")
+        .option("--seed <n>", "seed of the first evaluation's probe parameters (the next get seed+1, …), with --power; default: fresh")
+        .option("--jobs <n>", "evaluations at a time, with --power", "1")
+        .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
+        .option("--unsandboxed", "run submission code without the sandbox, with --power")
+        .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
+        .action(async (dirs, flags) => {
+        if (flags.power)
+            return done(await powerCommand(dirs, flags, io));
+        const powerOnly = ["db", "seed", "examples", "budget", "unsandboxed"].filter((k) => flags[k] !== undefined);
+        if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
+            throw new errors/* InputError */.d(`validate: ${[...powerOnly.map((k) => `--${k}`), flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
+        }
+        done(validateCommand(dirs, io));
+    });
     p.command("demo")
         .description("evaluate every example submission of the task pack and compare with the expected verdicts")
         .option("--out-dir <dir>", "where reports go", "out/demo")
@@ -24934,17 +25485,46 @@ function main_program(io, done) {
         .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
         .option("-v, --verbose", "show what tests and probes print")
         .action(async (flags) => done(await demoCommand(flags, io)));
+    p.command("task")
+        .description("make and manage tasks")
+        .command("import")
+        .description("make a task folder from a real change: base, official fail-to-pass and pass-to-pass tests (found by running them), the change as reference submission, prompt and probe skeletons")
+        .requiredOption("--repo <dir|url>", "the repository (a git folder or a URL git can clone)")
+        .requiredOption("--pr-base <sha>", "the commit the change starts from (the PR's parent)")
+        .requiredOption("--pr-head <sha>", "the commit with the change (the PR's head or merge)")
+        .requiredOption("--tests <globs...>", "the change's test files (paths or globs); the rest of the change is the submission's")
+        .requiredOption("--out <dir>", "the new task folder, tasks/<id> of a task pack")
+        .option("--exclude <strings...>", "leave out test ids holding any of these (tests this kind of runner cannot run); listed in import.yml")
+        .option("--keep <globs...>", "more files of the base to keep in the snapshot (a LICENSE, data the tests read)")
+        .option("--trace-imports", "keep the Python files the change and its tests import from the base (a static trace)")
+        .addOption(new Option("--base-as <how>", "the base: a pruned snapshot in the task, or the git ref (with the PR's tests as overlay)").choices(["snapshot", "git"]).default("snapshot"))
+        .option("--title <text>", "the task's title (default: the head commit's subject)")
+        .addOption(new Option("--area <area>", "the task's area").choices(["training", "inference", "rl", "other"]).default("other"))
+        .option("--gpus <n>", "GPUs (ranks) the task wants on a GPU runner", "0")
+        .option("--setup <dir>", "judge-owned files beside the workspace, used for these runs and kept as the task's setup:")
+        .option("--pytest-plugin <modules...>", "modules of --setup loaded with pytest -p")
+        .option("--requires-torch <range>", "the task's requires.torch, like '>=2.1'")
+        .option("--requires-gpus <n>", "the task's requires.gpus")
+        .option("--requires-cuda", "the task's requires.cuda")
+        .option("--python <path>", "interpreter for the test runs (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+        .option("--world-size <n>", "PROBEGATE_WORLD_SIZE for the test runs", "1")
+        .option("--timeout <s>", "seconds per test run, and the task's official.timeout", "600")
+        .action(async (flags) => done(await taskImportCommand(flags, io)));
     p.command("scorecard")
-        .description("how each agent does, from the app's store: a table, JSON, markdown, or an HTML page with charts")
+        .description("how each agent does, from the app's store or a folder of result files: a table, JSON, markdown, or an HTML page with charts")
         .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
+        .option("--results <dir>", "score the result JSON files under this folder instead of a store (sidecars: NAME.context.json)")
+        .option("--key-env <name>", "with --results: count only results signed with the key in this variable (default: $PROBEGATE_SIGNING_KEY when set)")
         .addOption(new Option("--basis <basis>", "which attempts count per PR and task").choices(["first-attempt", "best-of-n", "all"]).default("first-attempt"))
         .option("--repo <owner[/name]>", "only this owner or repository")
         .option("--since <date>", "only PRs whose first attempt finished on or after this date (2026-11-01)")
         .addOption(new Option("--format <format>", "what to write").choices(["table", "json", "markdown", "html"]).default("table"))
         .option("--out <file>", "write to this file instead of stdout (for --format html: a page to open in a browser)")
+        .option("--server-url <url>", "where PR links in the HTML page point (default: $GITHUB_SERVER_URL, else https://github.com)")
+        .option("--strict", "with --results: exit 1 when any file was left out (unreadable, invalid, unsigned, duplicate)")
         .action(async (flags) => {
         // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
-        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(267)]).then(__nccwpck_require__.bind(__nccwpck_require__, 7267));
+        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(851)]).then(__nccwpck_require__.bind(__nccwpck_require__, 9851));
         done(scorecardCommand(flags, io));
     });
     p.command("verify")
@@ -24974,6 +25554,257 @@ async function main(argv, io) {
         io.stderr(`probegate: internal error: ${e.stack ?? e}\n`);
         return 3;
     }
+}
+
+
+/***/ }),
+
+/***/ 1088:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Br: () => (/* binding */ renderSummary),
+/* harmony export */   H1: () => (/* binding */ conclusionFor),
+/* harmony export */   Hn: () => (/* binding */ cell),
+/* harmony export */   Hp: () => (/* binding */ renderAnnotations),
+/* harmony export */   Jt: () => (/* binding */ SUMMARY_LIMIT),
+/* harmony export */   SL: () => (/* binding */ renderMemoryOfRecord),
+/* harmony export */   kL: () => (/* binding */ renderCheckRun),
+/* harmony export */   zF: () => (/* binding */ renderTitle)
+/* harmony export */ });
+/* unused harmony exports ANNOTATIONS_PER_REQUEST, categoryTable, batchAnnotations */
+/* harmony import */ var _probe_check_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6448);
+/* harmony import */ var _sizes_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(9013);
+
+
+/** GitHub's limits on a check run's output (Checks API). */
+const SUMMARY_LIMIT = 65535;
+const ANNOTATIONS_PER_REQUEST = 50;
+const ANNOTATION_MESSAGE_LIMIT = 4000;
+const TABLE_CELL_LIMIT = 300;
+const VERDICT_ICON = {
+    resolved: "✅",
+    "official-failed": "❌",
+    "probe-rejected": "🚩",
+    error: "⚠️",
+};
+const VERDICT_LABEL = {
+    resolved: "Resolved",
+    "official-failed": "Official tests failed",
+    "probe-rejected": "Rejected by hidden probes",
+    error: "Evaluation error",
+};
+/** resolved → success; a rejection → failure; a harness error → neutral (the submission was not judged). */
+function conclusionFor(verdict) {
+    if (verdict === "resolved")
+        return "success";
+    if (verdict === "error")
+        return "neutral";
+    return "failure";
+}
+/** The check run's title, e.g. "Passes official tests, fails 3 of 17 hidden probes". */
+function renderTitle(result) {
+    const probes = result.probes.length;
+    const failed = result.probes.filter((p) => p.status === "failed").length;
+    const o = result.official;
+    switch (result.verdict) {
+        case "resolved":
+            return `Passes official tests and all ${probes} hidden probes`;
+        case "probe-rejected":
+            return `Passes official tests, fails ${failed} of ${probes} hidden probes`;
+        case "official-failed": {
+            if (o?.limit)
+                return `Official tests stopped: ${o.limit} limit exceeded`;
+            const bad = (o?.counts.failed ?? 0) + (o?.counts.errors ?? 0);
+            return bad > 0 ? `Fails ${bad} of ${o?.counts.total ?? 0} official tests` : `Official tests did not pass: ${o?.reason ?? "unknown"}`;
+        }
+        case "error":
+            return truncate(`Evaluation error: ${result.error?.message ?? result.reason}`, 200);
+    }
+}
+function truncate(text, max) {
+    return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+/** Makes free text safe inside one markdown table cell. */
+function cell(text, max = TABLE_CELL_LIMIT) {
+    return truncate(text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|"), max);
+}
+function where(p) {
+    if (!p.location)
+        return "";
+    return `\`${p.location.path}${p.location.line ? `:${p.location.line}` : ""}\``;
+}
+/** Counts of checks per category and status, in the fixed category order. */
+function categoryTable(probes) {
+    return _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .CATEGORIES */ .R6.map((category) => {
+        const of = probes.filter((p) => p.category === category);
+        const n = (s) => of.filter((p) => p.status === s).length;
+        return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
+    }).filter((r) => r.passed + r.failed + r.error + r.skipped > 0);
+}
+/**
+ * Peak memory measured outside the submission's processes: the official run's host memory (its
+ * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
+ */
+function renderMemoryOfRecord(result) {
+    const parts = [];
+    const o = result.official;
+    if (o?.peakMemoryBytes != null)
+        parts.push(`host ${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatBytes */ .z3)(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
+    const g = result.gpuMemory;
+    if (g) {
+        const phases = [g.official && `${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatBytes */ .z3)(g.official.peakBytes)} in official tests`, g.probes && `${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatBytes */ .z3)(g.probes.peakBytes)} in probes`].filter(Boolean);
+        parts.push(`GPU ${phases.join(", ")} (nvidia-smi, GPU ${g.gpus.join(",")})`);
+    }
+    return parts.length ? parts.join(" · ") : null;
+}
+function officialLine(result) {
+    const o = result.official;
+    if (!o)
+        return "not run";
+    const c = o.counts;
+    const icon = o.passed ? "✅" : "❌";
+    const parts = [`${c.passed} passed`];
+    if (c.failed)
+        parts.push(`${c.failed} failed`);
+    if (c.errors)
+        parts.push(`${c.errors} errors`);
+    if (c.skipped)
+        parts.push(`${c.skipped} skipped`);
+    const why = !o.passed && o.reason ? ` — ${o.reason}` : "";
+    return `${icon} ${parts.join(", ")} (${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatSeconds */ .Xo)(o.durationS)})${why}`;
+}
+/**
+ * The markdown summary: verdict, facts table, probes by category, then the failing rows.
+ * Rows are dropped from the end, with a note, so the summary never exceeds GitHub's limit.
+ */
+function renderSummary(result, limit = SUMMARY_LIMIT) {
+    const head = [];
+    head.push(`### ${VERDICT_ICON[result.verdict]} ${VERDICT_LABEL[result.verdict]} — ${result.reason}`, "");
+    const sub = result.submission;
+    const subject = sub.repo ? `${sub.repo}@${(sub.sha ?? sub.ref ?? "").slice(0, 12)}` : sub.source;
+    head.push("| | |", "|---|---|");
+    head.push(`| Task | \`${result.task.id}\` — ${cell(result.task.title)} |`);
+    head.push(`| Submission | \`${cell(subject)}\` |`);
+    head.push(`| Official tests | ${cell(officialLine(result))} |`);
+    const tally = categoryTable(result.probes).reduce((a, r) => ({ p: a.p + r.passed, f: a.f + r.failed, e: a.e + r.error, s: a.s + r.skipped }), { p: 0, f: 0, e: 0, s: 0 });
+    const probeLine = result.probes.length
+        ? [`${tally.p} passed`, tally.f && `${tally.f} failed`, tally.e && `${tally.e} error`, tally.s && `${tally.s} skipped`].filter(Boolean).join(" · ")
+        : "not run";
+    head.push(`| Hidden probes | ${probeLine} |`);
+    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\` |`);
+    const env = result.environment;
+    const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
+    head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
+    head.push(`| Time | ${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatSeconds */ .Xo)(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
+    const memory = renderMemoryOfRecord(result);
+    if (memory)
+        head.push(`| Memory of record | ${memory} |`);
+    head.push("");
+    const cats = categoryTable(result.probes);
+    if (cats.length) {
+        head.push("#### Hidden probes by category", "", "| Category | Passed | Failed | Error | Skipped |", "|---|---:|---:|---:|---:|");
+        for (const r of cats)
+            head.push(`| ${r.category} | ${r.passed} | ${r.failed} | ${r.error} | ${r.skipped} |`);
+        head.push("");
+    }
+    const rows = [];
+    const bad = result.probes.filter((p) => p.status === "failed" || p.status === "error");
+    if (bad.length) {
+        rows.push("#### Probes that did not pass", "", "| Probe | Category | Status | Where | What was found |", "|---|---|---|---|---|");
+        for (const p of bad)
+            rows.push(`| \`${p.id}\` | ${p.category} | ${p.status} | ${where(p)} | ${cell(p.message)} |`);
+        rows.push("");
+    }
+    const failing = result.official?.failing ?? [];
+    if (failing.length) {
+        rows.push("#### Official tests that failed", "", "| Test | Where | Message |", "|---|---|---|");
+        for (const t of failing) {
+            const at = t.file ? `\`${t.file}${t.line ? `:${t.line}` : ""}\`` : "";
+            rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${at} | ${cell(t.message)} |`);
+        }
+        rows.push("");
+    }
+    if (result.workspaceResets.length) {
+        rows.push("#### Changes to the judge that were undone", "", "| Path | Action | Why |", "|---|---|---|");
+        for (const r of result.workspaceResets)
+            rows.push(`| \`${cell(r.path)}\` | ${r.action} | ${cell(r.why)} |`);
+        rows.push("");
+    }
+    return fitToLimit(head.join("\n"), rows, limit);
+}
+function fitToLimit(head, rows, limit) {
+    const full = [head, ...rows].join("\n");
+    if (full.length <= limit)
+        return full;
+    const kept = [];
+    let size = head.length;
+    const noteRoom = 200;
+    for (const row of rows) {
+        if (size + row.length + 1 + noteRoom > limit)
+            break;
+        kept.push(row);
+        size += row.length + 1;
+    }
+    const dropped = rows.length - kept.length;
+    const note = `\n> ✂️ ${dropped} more rows left out: a check-run summary holds at most ${limit.toLocaleString("en-US")} characters. The full result is in the evaluation's result JSON.`;
+    return [head, ...kept].join("\n").slice(0, limit - note.length) + note;
+}
+/**
+ * Annotations on the submission's code: failed probes (failure), probe errors (warning), failing
+ * official tests (failure), and undone edits to the judge (notice). Checks without a location
+ * appear only in the summary, since GitHub requires a path.
+ */
+function renderAnnotations(result) {
+    const out = [];
+    for (const p of result.probes) {
+        if (!p.location || (p.status !== "failed" && p.status !== "error"))
+            continue;
+        const line = p.location.line ?? 1;
+        out.push({
+            path: p.location.path,
+            start_line: line,
+            end_line: line,
+            annotation_level: p.status === "failed" ? "failure" : "warning",
+            title: truncate(`${p.category} probe ${p.status}: ${p.id}`, 255),
+            message: truncate(p.message || `hidden ${p.category} probe ${p.status}`, ANNOTATION_MESSAGE_LIMIT),
+        });
+    }
+    for (const t of result.official?.failing ?? []) {
+        if (!t.file)
+            continue;
+        const line = t.line ?? 1;
+        out.push({
+            path: t.file,
+            start_line: line,
+            end_line: line,
+            annotation_level: "failure",
+            title: truncate(`official test ${t.kind}: ${t.name}`, 255),
+            message: truncate(t.message || "the test failed", ANNOTATION_MESSAGE_LIMIT),
+        });
+    }
+    for (const r of result.workspaceResets) {
+        out.push({ path: r.path, start_line: 1, end_line: 1, annotation_level: "notice", title: `judge file ${r.action}`, message: r.why });
+    }
+    return out;
+}
+/** Splits annotations into the batches the Checks API accepts per request. */
+function batchAnnotations(annotations, size = ANNOTATIONS_PER_REQUEST) {
+    if (size < 1)
+        throw new RangeError("batch size must be at least 1");
+    const batches = [];
+    for (let i = 0; i < annotations.length; i += size)
+        batches.push(annotations.slice(i, i + size));
+    return batches;
+}
+/** Everything a check run shows, from one result: the CLI, the Action and the app all call this. */
+function renderCheckRun(result) {
+    return {
+        conclusion: conclusionFor(result.verdict),
+        title: renderTitle(result),
+        summary: renderSummary(result),
+        annotations: renderAnnotations(result),
+    };
 }
 
 
@@ -25090,6 +25921,254 @@ function drawParams(params, seed) {
 
 /***/ }),
 
+/***/ 4670:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  xW: () => (/* binding */ signResult),
+  rP: () => (/* binding */ verifyResult)
+});
+
+// UNUSED EXPORTS: keyId
+
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+;// CONCATENATED MODULE: ./src/core/canonical-json.ts
+/**
+ * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Signing hashes
+ * this form, so a result re-serialised by any JSON library verifies the same.
+ */
+function canonicalJson(value) {
+    if (value === null || typeof value !== "object") {
+        if (typeof value === "number" && !Number.isFinite(value))
+            throw new TypeError("cannot sign a non-finite number");
+        return JSON.stringify(value) ?? "null";
+    }
+    if (Array.isArray(value))
+        return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
+    const entries = Object.entries(value)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+}
+
+;// CONCATENATED MODULE: ./src/core/result-signature.ts
+
+
+// The one definition of how results are signed: the engine and the Action sign with it, the app
+// and `probegate verify` check with it. Hashing only: no I/O, no clock.
+/** Names a key without revealing it: the first 16 hex digits of its SHA-256. */
+function keyId(key) {
+    return (0,external_node_crypto_.createHash)("sha256").update(key).digest("hex").slice(0, 16);
+}
+function mac(result, key) {
+    const { signature: _unsigned, ...body } = result;
+    return (0,external_node_crypto_.createHmac)("sha256", key).update(canonicalJson(body)).digest();
+}
+/** Signs a result: HMAC-SHA256 over the canonical JSON of everything but the signature. */
+function signResult(result, key) {
+    if (!key || key.length < 16)
+        throw new RangeError("a signing key must be at least 16 bytes");
+    return { ...result, signature: { algorithm: "hmac-sha256", keyId: keyId(key), value: mac(result, key).toString("hex") } };
+}
+/** Whether a result carries a valid signature by `key`; never throws on forged input. */
+function verifyResult(result, key) {
+    const sig = result.signature;
+    if (!sig)
+        return { ok: false, why: "the result is not signed" };
+    if (sig.keyId !== keyId(key))
+        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})` };
+    const want = mac(result, key);
+    const got = Buffer.from(sig.value, "hex");
+    if (got.length !== want.length || !(0,external_node_crypto_.timingSafeEqual)(got, want))
+        return { ok: false, why: "the signature does not match the result's content" };
+    return { ok: true };
+}
+
+
+/***/ }),
+
+/***/ 9294:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Re: () => (/* binding */ EvaluationResultSchema),
+/* harmony export */   Uv: () => (/* binding */ readResult),
+/* harmony export */   jp: () => (/* binding */ VerdictSchema),
+/* harmony export */   tS: () => (/* binding */ RESULT_SCHEMA_VERSION)
+/* harmony export */ });
+/* unused harmony exports LimitSchema, FailingTestSchema, OfficialSchema, ProbeResultSchema, GpuPhasePeakSchema, EnvironmentSchema, SignatureSchema */
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(2311);
+/* harmony import */ var _probe_check_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6448);
+/* harmony import */ var _probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
+
+
+
+const RESULT_SCHEMA_VERSION = 1;
+const VerdictSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["resolved", "official-failed", "probe-rejected", "error"]);
+/** A limit the submission ran into; it fails the submission (it is not a harness error). */
+const LimitSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["wall-clock", "memory", "gpu-memory", "output", "pids", "disk"]);
+const FailingTestSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    name: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    classname: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().default(""),
+    file: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    line: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().nullish(),
+    kind: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["failure", "error"]),
+    message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().default(""),
+});
+const OfficialSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    passed: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    /** Why the run did not pass, when it did not: the cross-check of exit code and report. */
+    reason: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    exitCode: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().nullable(),
+    signal: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    limit: LimitSchema.nullish(),
+    reportFound: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    counts: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        total: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+        passed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+        failed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+        errors: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+        skipped: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+    }),
+    failing: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(FailingTestSchema),
+    durationS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
+    peakMemoryBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0).nullish(),
+    memorySource: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["cgroup", "sampled"]).nullish(),
+});
+const ProbeResultSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    category: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .CategorySchema */ .Ue,
+    status: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .CheckStatusSchema */ .oK,
+    message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    location: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .LocationSchema */ .TH.nullish(),
+    measured: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .MeasuredSchema */ .wG.nullish(),
+    /** Requirement ids of the task this check covers, as the probe named them. */
+    requirements: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP()).nullish(),
+    /** The probe process (file stem) that emitted the check; never its source. */
+    probe: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
+    attempts: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(1),
+    durationS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+});
+/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
+const GpuPhasePeakSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    baselineBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+    peakBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+    samples: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+});
+const EnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    platform: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    node: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    python: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    torch: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    cuda: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    backend: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["gloo", "nccl"]),
+    worldSize: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(1),
+    gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ index: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int(), model: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), memoryMiB: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig(), driver: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() })),
+    /** Whether submission code ran in the sandbox (false only with --unsandboxed). */
+    sandboxed: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    /** The cgroup version that limited and metered each run; null where none was usable. */
+    cgroup: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["v1", "v2"]).nullish(),
+});
+const SignatureSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    algorithm: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz("hmac-sha256"),
+    keyId: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    value: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
+});
+/** The result document of one evaluation (schema/result.schema.json is generated from this). */
+const EvaluationResultSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    schemaVersion: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz(RESULT_SCHEMA_VERSION),
+    task: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        title: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        area: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        /** Content hash of the probe folder, so a result names the probe set it was judged by. */
+        probeSet: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    }),
+    submission: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        kind: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["folder", "git", "patch"]),
+        source: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        repo: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+        ref: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+        sha: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    }),
+    /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
+    evaluationKey: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    verdict: VerdictSchema,
+    /** One sentence for people: why this verdict. */
+    reason: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    official: OfficialSchema.nullable(),
+    probes: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(ProbeResultSchema),
+    /** Paths the engine restored or removed before running the official tests. */
+    workspaceResets: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), action: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["restored", "removed"]), why: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() })),
+    durations: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        workspaceS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+        officialS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+        probesS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+        totalS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    }),
+    gpuSeconds: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    /** The probe parameters drawn for this evaluation and their seed (`probegate eval --seed` reproduces them). */
+    params: _probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .DrawnParamsSchema */ .Yq.nullish(),
+    /**
+     * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
+     * to the job: per phase, the most they held at once above what they held when it began. Null on
+     * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
+     */
+    gpuMemory: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        source: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz("nvidia-smi"),
+        gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0)),
+        official: GpuPhasePeakSchema.nullable(),
+        probes: GpuPhasePeakSchema.nullable(),
+    })
+        .nullish(),
+    environment: EnvironmentSchema,
+    startedAt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    finishedAt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    error: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ phase: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() }).nullish(),
+    signature: SignatureSchema.nullish(),
+});
+/**
+ * A copy of `schema` that drops the object keys it does not know instead of refusing them, at
+ * every depth. Only for reading results: writers stay strict.
+ */
+function lenient(schema) {
+    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodObject */ .bvH) {
+        return zod__WEBPACK_IMPORTED_MODULE_2__/* .object */ .Ikc(Object.fromEntries(Object.entries(schema.shape).map(([k, v]) => [k, lenient(v)])));
+    }
+    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodArray */ .naA)
+        return zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(lenient(schema.element));
+    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodNullable */ .l1C)
+        return lenient(schema.unwrap()).nullable();
+    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodOptional */ .IiU)
+        return lenient(schema.unwrap()).optional();
+    return schema;
+}
+const ResultReadSchema = lenient(EvaluationResultSchema);
+/**
+ * Reads a result written by this probegate or a newer one of the same schema version. A newer
+ * writer may add fields; they are dropped here, after the caller has checked the signature over
+ * the document as it came. A newer schema version is refused with a message that says so.
+ */
+function readResult(json) {
+    const version = json?.schemaVersion;
+    if (typeof version === "number" && version > RESULT_SCHEMA_VERSION) {
+        return { ok: false, problem: `the result has schema version ${version}, newer than this probegate reads (${RESULT_SCHEMA_VERSION}); upgrade probegate here to the Action's version` };
+    }
+    const parsed = ResultReadSchema.safeParse(json);
+    if (parsed.success)
+        return { ok: true, result: parsed.data };
+    const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
+    return { ok: false, problem: `the result does not match the result schema: ${issues.join("; ")}` };
+}
+
+
+/***/ }),
+
 /***/ 9013:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
@@ -25150,6 +26229,96 @@ function formatSeconds(seconds) {
 
 /***/ }),
 
+/***/ 4494:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   j$: () => (/* binding */ SetupSchema),
+/* harmony export */   jn: () => (/* binding */ VERSION_RANGE),
+/* harmony export */   qR: () => (/* binding */ RequiresSchema),
+/* harmony export */   yY: () => (/* binding */ unmetRequirements)
+/* harmony export */ });
+/* unused harmony export inVersionRange */
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2311);
+
+/** A comparator list such as ">=2.1", ">=2.1,<3" or "==2.11.0"; versions are dotted numbers. */
+const VERSION_RANGE = /^\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*(,\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*)*$/;
+/**
+ * Files the engine puts beside the workspace for a task whose real repository needs them (a pytest
+ * plugin that maps the engine's rank settings onto the repository's, a compatibility shim). They
+ * are the judge's, not the submission's: outside the workspace, read-only in the sandbox, first on
+ * PYTHONPATH, and a workspace file of the same module name is removed before anything runs.
+ */
+const SetupSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    path: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().min(1).describe("folder of setup files, relative to the task folder; put on PYTHONPATH before the workspace"),
+    pytestPlugins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, "a Python module name, e.g. probegate_megatron"))
+        .default([])
+        .describe("modules of the setup folder loaded into the official pytest run with -p (no conftest.py needed)"),
+});
+/**
+ * What the runner must have for the task to mean anything. A runner without it ends the
+ * evaluation in `error` naming the requirement and what the runner has, before any code runs:
+ * never a wrong verdict from a task that cannot run there.
+ */
+const RequiresSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    torch: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(VERSION_RANGE, "a version range such as \">=2.1\" or \">=2.1,<3\"").optional().describe("torch version range"),
+    gpus: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(1).max(64).optional().describe("NVIDIA GPUs the runner must give the job"),
+    cuda: zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY().optional().describe("torch must be a CUDA build and see a GPU"),
+})
+    .default({});
+function numbers(v) {
+    return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
+}
+function compare(a, b) {
+    for (let i = 0; i < Math.max(a.length, b.length); i++) {
+        const d = (a[i] ?? 0) - (b[i] ?? 0);
+        if (d !== 0)
+            return Math.sign(d);
+    }
+    return 0;
+}
+/** Whether `version` (e.g. "2.11.0+cu130") is in `range` (e.g. ">=2.1,<3"). */
+function inVersionRange(version, range) {
+    const v = numbers(version);
+    return range.split(",").every((part) => {
+        const m = /^\s*(>=|<=|==|!=|>|<)\s*([\d.]+)\s*$/.exec(part);
+        if (!m)
+            return false;
+        const c = compare(v, numbers(m[2]));
+        switch (m[1]) {
+            case ">=": return c >= 0;
+            case "<=": return c <= 0;
+            case "==": return c === 0;
+            case "!=": return c !== 0;
+            case ">": return c > 0;
+            default: return c < 0;
+        }
+    });
+}
+/** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
+function unmetRequirements(req, host) {
+    const unmet = [];
+    if (req.torch !== undefined) {
+        if (host.torch === null)
+            unmet.push(`torch ${req.torch} (the runner's Python has no torch)`);
+        else if (!inVersionRange(host.torch, req.torch))
+            unmet.push(`torch ${req.torch} (the runner has torch ${host.torch})`);
+    }
+    if (req.cuda) {
+        if (host.cuda === null)
+            unmet.push(`cuda: true (the runner's torch${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
+        else if (host.gpus === 0)
+            unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
+    }
+    if (req.gpus !== undefined && host.gpus < req.gpus) {
+        unmet.push(`gpus: ${req.gpus} (the runner gives the job ${host.gpus} GPU${host.gpus === 1 ? "" : "s"})`);
+    }
+    return unmet;
+}
+
+
+/***/ }),
+
 /***/ 6356:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
@@ -25158,71 +26327,74 @@ function formatSeconds(seconds) {
 /* harmony export */   pw: () => (/* binding */ ID_PATTERN)
 /* harmony export */ });
 /* unused harmony exports RequirementSchema, BaseSchema */
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(2311);
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(8532);
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(2311);
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(8532);
 /* harmony import */ var _sizes_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9013);
 /* harmony import */ var _probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
+/* harmony import */ var _task_environment_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(4494);
+
 
 
 
 /** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
 const ID_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
-const byteSize = zod__WEBPACK_IMPORTED_MODULE_2__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig()])
+const byteSize = zod__WEBPACK_IMPORTED_MODULE_3__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig()])
     .transform((v, ctx) => {
     const n = (0,_sizes_js__WEBPACK_IMPORTED_MODULE_0__/* .parseByteSize */ .nS)(v);
     if (n === undefined) {
         ctx.addIssue({ code: "custom", message: `not a size: ${JSON.stringify(v)} (write e.g. 8GiB, 512MiB, 1048576)` });
-        return zod__WEBPACK_IMPORTED_MODULE_3__/* .NEVER */ .tm;
+        return zod__WEBPACK_IMPORTED_MODULE_4__/* .NEVER */ .tm;
     }
     return n;
 });
-const command = zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1))
+const command = zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1))
     .min(1, "a command is a non-empty list of arguments, e.g. [\"{python}\", \"-m\", \"pytest\"]");
-const seconds = zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().positive().max(24 * 3600);
+const seconds = zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().positive().max(24 * 3600);
 /**
  * One requirement the prompt states (an argument and its allowed values, an error path and the
  * state it must leave, a bound, a resource claim). Probe checks name the ids they cover, so
  * `probegate validate` can say which stated requirement nothing checks.
  */
-const RequirementSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
-    text: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("the requirement as the prompt states it"),
+const RequirementSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+    id: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
+    text: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("the requirement as the prompt states it"),
 });
-const BaseSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .union */ .KCZ([
-    zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("folder with the base code, relative to the task folder") }),
-    zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-        git: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-            repo: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("git URL or path of the repository"),
-            ref: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("branch, tag or commit"),
+const BaseSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .union */ .KCZ([
+    zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("folder with the base code, relative to the task folder") }),
+    zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        git: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+            repo: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("git URL or path of the repository"),
+            ref: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("branch, tag or commit"),
         }),
+        overlay: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
     }),
 ]);
-const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
-    title: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1),
-    area: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["training", "inference", "rl", "other"]),
-    prompt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
+const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+    id: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
+    title: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1),
+    area: zod__WEBPACK_IMPORTED_MODULE_3__/* ["enum"] */ .k5n(["training", "inference", "rl", "other"]),
+    prompt: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
     base: BaseSchema,
-    gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
-    minRanks: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig()
+    gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
+    minRanks: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig()
         .int()
         .min(1)
         .max(64)
         .default(1)
         .describe("the fewest ranks the task's code and probes mean anything on (e.g. 2 for a trainer and a rollout group); a smaller --world-size is refused"),
-    official: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    official: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
         command,
         timeout: seconds.default(600),
-        files: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1)).min(1).default(["tests/**"]).describe("globs of official test files, restored from the base"),
+        files: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).default(["tests/**"]).describe("globs of official test files, restored from the base"),
     }),
-    probes: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-        path: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).describe("folder of the hidden probes, relative to the task folder"),
-        pattern: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1).default("probe_*.py"),
+    probes: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        path: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("folder of the hidden probes, relative to the task folder"),
+        pattern: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).default("probe_*.py"),
         command: command.default(["{python}", "{probe}"]),
         timeout: seconds.default(300),
-        gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0).max(64).optional(),
+        gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).optional(),
     }),
-    limits: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    limits: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
         wallClock: seconds.default(3600),
         memory: byteSize.default(8 * 2 ** 30),
         outputBytes: byteSize.default(16 * 2 ** 20),
@@ -25231,9 +26403,11 @@ const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej(
             .describe("GPU memory the job may hold at once, summed over its GPUs, above what they held when the phase began (read by nvidia-smi outside the sandbox); none: measured, not limited"),
     })
         .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
-    interfaces: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
-    requirements: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
+    interfaces: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+    requirements: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: _probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .ProbeParamsSchema */ .wR.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
+    setup: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .SetupSchema */ .j$.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    requires: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .RequiresSchema */ .qR.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
 })
     .superRefine((t, ctx) => {
     const seen = new Set();
@@ -25247,6 +26421,44 @@ const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej(
     }
 })
     .describe("probegate task spec (tasks/<id>/task.yml)");
+
+
+/***/ }),
+
+/***/ 9478:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   A: () => (/* binding */ decideVerdict)
+/* harmony export */ });
+/**
+ * The verdict table. Order matters: a harness fault outranks everything (the submission was not
+ * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
+ * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
+ * at least one passed check and nothing else wrong resolves.
+ */
+function decideVerdict(input) {
+    if (input.harnessError)
+        return { verdict: "error", reason: input.harnessError };
+    if (!input.official)
+        return { verdict: "error", reason: "the official tests did not run" };
+    if (!input.official.passed)
+        return { verdict: "official-failed", reason: "the official tests failed" };
+    const count = (s) => input.probes.filter((p) => p.status === s).length;
+    const failed = count("failed");
+    const errors = count("error");
+    const passed = count("passed");
+    const total = input.probes.length;
+    if (failed > 0) {
+        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
+    }
+    if (errors > 0) {
+        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
+    }
+    if (passed === 0)
+        return { verdict: "error", reason: "no hidden probe produced a result" };
+    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
+}
 
 
 /***/ }),
@@ -25308,6 +26520,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("fs");
 /***/ ((module) => {
 
 module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:child_process");
+
+/***/ }),
+
+/***/ 7598:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
 
 /***/ }),
 
@@ -32293,7 +33512,7 @@ __webpack_unused_export__ = parser.Parser;
 __webpack_unused_export__ = publicApi.parse;
 __webpack_unused_export__ = publicApi.parseAllDocuments;
 exports.Tp = publicApi.parseDocument;
-__webpack_unused_export__ = publicApi.stringify;
+exports.As = publicApi.stringify;
 __webpack_unused_export__ = visit.visit;
 __webpack_unused_export__ = visit.visitAsync;
 
@@ -48222,6 +49441,17 @@ function constantCatch(value) {
 /******/ /* webpack/runtime/hasOwnProperty shorthand */
 /******/ (() => {
 /******/ 	__nccwpck_require__.o = (obj, prop) => (Object.prototype.hasOwnProperty.call(obj, prop))
+/******/ })();
+/******/ 
+/******/ /* webpack/runtime/make namespace object */
+/******/ (() => {
+/******/ 	// define __esModule on exports
+/******/ 	__nccwpck_require__.r = (exports) => {
+/******/ 		if(typeof Symbol !== 'undefined' && Symbol.toStringTag) {
+/******/ 			Object.defineProperty(exports, Symbol.toStringTag, { value: 'Module' });
+/******/ 		}
+/******/ 		Object.defineProperty(exports, '__esModule', { value: true });
+/******/ 	};
 /******/ })();
 /******/ 
 /******/ /* webpack/runtime/import chunk loading */
