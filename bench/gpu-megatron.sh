@@ -30,7 +30,8 @@ if ! command -v node >/dev/null; then
   gunzip -c .devnode/node.gz > /tmp/devnode/bin/node && chmod +x /tmp/devnode/bin/node
   export PATH=/tmp/devnode/bin:$PATH
 fi
-PY=${PROBEGATE_PYTHON:-python3}
+# Absolute: inside a job PATH is /usr/local/bin:/usr/bin:/bin, where a bare python3 may be another interpreter.
+PY=$(command -v "${PROBEGATE_PYTHON:-python3}")
 export PROBEGATE_PYTHON=$PY
 if ! $PY -c 'import torch, numpy, packaging, pytest; assert torch.cuda.is_available(), "no CUDA GPU"' 2> "$OUT/deps.txt"; then
   echo "gpu-megatron: this machine lacks what Megatron's tests need: $(tail -1 "$OUT/deps.txt")" >&2
