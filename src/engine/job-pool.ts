@@ -105,7 +105,7 @@ export class JobPool {
 
   private neverFits(d: JobDemand): string | null {
     const s = this.shape();
-    if (d.gpus > s.gpus) return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.withdrawn.size ? ` (${[...this.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
+    if (d.gpus > s.gpus) return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.withdrawn.size ? ` (GPU ${[...this.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
     if (d.cores > s.cores) return `${d.id} needs ${d.cores} cores; this runner has ${s.cores}`;
     return null;
   }
