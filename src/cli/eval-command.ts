@@ -1,4 +1,5 @@
 import { writeFileSync } from "node:fs";
+import { basename } from "node:path";
 import { renderSummary } from "../core/check-run-render.js";
 import { parseByteSize } from "../core/sizes.js";
 import type { EvaluationResult } from "../core/result.js";
@@ -8,17 +9,18 @@ import { parseSubmission } from "../engine/submission.js";
 import { loadTask } from "../engine/task-load.js";
 import { KIT_DIR } from "../engine/package-paths.js";
 import { progressPrinter } from "../engine/progress-lines.js";
-import { renderResultTable } from "./result-table.js";
+import { renderBatchTable, renderResultTable } from "./result-table.js";
+import { mapConcurrent, poolFromFlags, type BudgetFlags } from "./runner-pool.js";
 
-export interface EvalFlags {
+export interface EvalFlags extends BudgetFlags {
   task: string;
-  submission: string;
+  /** One or more; several are evaluated side by side on the runner's pool. */
+  submission: string | string[];
   probes?: string;
   out?: string;
   format: string;
   python?: string;
   worldSize?: string;
-  gpus?: string;
   alwaysProbe?: boolean;
   keepWorkspace?: boolean;
   unsandboxed?: boolean;
@@ -48,38 +50,61 @@ function parseSizeFlag(name: string, value: string | undefined): number | undefi
   return n;
 }
 
-function parseGpus(value: string | undefined): number[] | undefined {
-  if (value === undefined || value === "all") return undefined;
-  if (value === "none") return [];
-  const list = value.split(",").map((s) => Number(s.trim()));
-  if (list.some((n) => !Number.isInteger(n) || n < 0)) throw new InputError(`--gpus: expected 'all', 'none' or indices like 0,1 — got '${value}'.`, { field: "--gpus" });
-  return list;
+/** The worst exit code of several results: error over rejected over resolved. */
+export function worstExitCode(results: readonly EvaluationResult[]): number {
+  return Math.max(0, ...results.map(exitCodeFor));
 }
 
-/** `probegate eval`: one evaluation with progress on stderr and the result on stdout / --out. */
+/** "reference" for examples/…/reference.patch, "octo/repo@main" for a git source: a progress prefix. */
+function shortName(submission: string): string {
+  return basename(submission.replace(/\/+$/, "")).replace(/\.(patch|diff)$/, "");
+}
+
+/**
+ * `probegate eval`: one evaluation, or several side by side on the runner's pool (`--jobs`,
+ * `--gpus`, `--cores`), with progress on stderr (each line prefixed by its submission when there
+ * are several) and the result on stdout / --out (a JSON array for several).
+ */
 export async function evalCommand(flags: EvalFlags, io: { stdout: (s: string) => void; stderr: (s: string) => void }): Promise<number> {
   if (!["text", "json", "markdown"].includes(flags.format)) {
     throw new InputError(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
   }
   const task = loadTask(flags.task, flags.probes);
-  const submission = parseSubmission(flags.submission);
-  const result = await evaluate({
-    task,
-    submission,
-    kitDir: KIT_DIR,
-    python: flags.python,
-    worldSize: parseIntFlag("--world-size", flags.worldSize, 1),
-    gpus: parseGpus(flags.gpus),
-    alwaysProbe: flags.alwaysProbe,
-    keepWorkspace: flags.keepWorkspace,
-    unsandboxed: flags.unsandboxed,
-    runLimits: { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) },
-    signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
-    onEvent: progressPrinter(io.stderr, { verbose: flags.verbose }),
-  });
-  if (flags.out) writeFileSync(flags.out, `${JSON.stringify(result, null, 2)}\n`);
-  if (flags.format === "json") io.stdout(`${JSON.stringify(result, null, 2)}\n`);
-  else if (flags.format === "markdown") io.stdout(`${renderSummary(result)}\n`);
-  else io.stdout(`${renderResultTable(result)}\n`);
-  return exitCodeFor(result);
+  const sources = Array.isArray(flags.submission) ? flags.submission : [flags.submission];
+  if (sources.length === 0) throw new InputError("--submission: give at least one submission (a folder, a .patch onto the base, or repo@ref).", { field: "--submission" });
+  const submissions = sources.map((s) => parseSubmission(s));
+  const { pool, evaluations } = await poolFromFlags(flags);
+  const many = submissions.length > 1;
+  const worldSize = parseIntFlag("--world-size", flags.worldSize, 1);
+  const runLimits = { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) };
+  if (many) io.stderr(`probegate eval: ${submissions.length} submissions of ${task.spec.id}, ${evaluations} at a time on ${pool.gpus.length} GPUs and ${pool.cores.length} cores\n`);
+  const results = await mapConcurrent(submissions, evaluations, (submission, i) =>
+    evaluate({
+      task,
+      submission,
+      kitDir: KIT_DIR,
+      python: flags.python,
+      worldSize,
+      pool,
+      alwaysProbe: flags.alwaysProbe,
+      keepWorkspace: flags.keepWorkspace,
+      unsandboxed: flags.unsandboxed,
+      runLimits,
+      signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
+      onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: many ? `[${shortName(sources[i] as string)}] ` : "" }),
+    }),
+  );
+  const [first] = results;
+  if (!many && first) {
+    if (flags.out) writeFileSync(flags.out, `${JSON.stringify(first, null, 2)}\n`);
+    if (flags.format === "json") io.stdout(`${JSON.stringify(first, null, 2)}\n`);
+    else if (flags.format === "markdown") io.stdout(`${renderSummary(first)}\n`);
+    else io.stdout(`${renderResultTable(first)}\n`);
+    return exitCodeFor(first);
+  }
+  if (flags.out) writeFileSync(flags.out, `${JSON.stringify(results, null, 2)}\n`);
+  if (flags.format === "json") io.stdout(`${JSON.stringify(results, null, 2)}\n`);
+  else if (flags.format === "markdown") io.stdout(`${results.map((r) => renderSummary(r)).join("\n\n---\n\n")}\n`);
+  else io.stdout(`${renderBatchTable(sources.map(shortName), results)}\n`);
+  return worstExitCode(results);
 }
