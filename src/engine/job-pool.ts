@@ -70,6 +70,7 @@ export class JobPool {
   private readonly ports = new Set<number>();
   private lastPort: number;
   private seq = 0;
+  private scheduled = false;
   private baselines: Map<number, number> | null = null;
   private withdrawn = new Set<number>();
 
@@ -99,7 +100,7 @@ export class JobPool {
     if (problem) return Promise.reject(new HarnessError(problem, "packing"));
     return new Promise((resolve, reject) => {
       this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), resolve, reject });
-      this.schedule();
+      this.requestSchedule();
     });
   }
 
@@ -108,6 +109,19 @@ export class JobPool {
     if (d.gpus > s.gpus) return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.withdrawn.size ? ` (GPU ${[...this.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
     if (d.cores > s.cores) return `${d.id} needs ${d.cores} cores; this runner has ${s.cores}`;
     return null;
+  }
+
+  /**
+   * Decides once the current turn of the event loop is done, so jobs queued together (an
+   * evaluation's probes) are ordered together: first-fit-decreasing needs the whole set.
+   */
+  private requestSchedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      this.schedule();
+    });
   }
 
   private schedule(): void {
@@ -144,9 +158,9 @@ export class JobPool {
         this.freeCores.push(...cores);
         this.running.delete(w.id);
         // Its cores (and the --jobs slot) are free now; its GPUs once they are back at baseline.
-        if (gpus.length) this.schedule();
+        if (gpus.length) this.requestSchedule();
         await this.drain(gpus);
-        this.schedule();
+        this.requestSchedule();
       },
     };
   }

@@ -23,6 +23,7 @@ export class SliceRunner {
   readonly records: JobRecord[] = [];
   readonly peaks = new Map<string, GpuMemoryPeak>();
   private active = 0;
+  private idleSince = 0;
 
   constructor(
     private readonly o: {
@@ -32,19 +33,17 @@ export class SliceRunner {
       base: { workspace: string; root: string; totalCores: number; isolation: (gpus: number[]) => IsolationPlan };
       gpuLimitBytes?: number;
       onIdleWait?: (ms: number) => void;
-      onStart?: (job: PlannedJob, lease: JobLease) => void;
     },
   ) {}
 
   async run<T>(job: PlannedJob, body: (s: SliceRun) => Promise<T>): Promise<T> {
-    const idle = this.active === 0;
     const asked = performance.now();
     const lease = await this.o.pool.acquire(job.demand);
+    // Queued with none of this evaluation's jobs running: that wait is the runner's, not the evaluation's.
+    if (this.active === 0) this.o.onIdleWait?.(performance.now() - Math.max(asked, this.idleSince));
     this.active += 1;
-    if (idle && this.active === 1) this.o.onIdleWait?.(performance.now() - asked);
     const started = performance.now();
     try {
-      this.o.onStart?.(job, lease);
       const meter = await startGpuMeter(lease.gpus, { limitBytes: this.o.gpuLimitBytes });
       let value: T;
       try {
@@ -57,6 +56,7 @@ export class SliceRunner {
     } finally {
       const ended = performance.now();
       this.active -= 1;
+      if (this.active === 0) this.idleSince = ended;
       this.records.push({
         id: job.name,
         kind: job.kind,

@@ -133,3 +133,19 @@ describe("the job pool: GPUs, cores and ports shared by packed jobs", () => {
     }
   });
 });
+
+describe("the job pool's order", () => {
+  it("starts the jobs queued together largest first (first-fit-decreasing), not in arrival order", async () => {
+    const pool = await JobPool.create({ gpus: [0, 1, 2, 3], cores: [0], nvidiaSmi: fakeSmi(4).path });
+    const order: string[] = [];
+    const run = async (d: JobDemand) => {
+      const lease = await pool.acquire(d);
+      order.push(d.id);
+      await sleep(30);
+      await lease.release();
+    };
+    await Promise.all([run(demand("one-a", 1)), run(demand("one-b", 1)), run(demand("four", 4)), run(demand("two", 2))]);
+    expect(order[0]).toBe("four");
+    expect(order.slice(1, 3).sort()).toEqual(["one-a", "two"]);
+  });
+});
