@@ -3,7 +3,6 @@ import { basename, join, resolve } from "node:path";
 import Table from "cli-table3";
 import { renderSummary } from "../core/check-run-render.js";
 import { compareToExpectation, ExpectationsSchema, failedCategories, type Expectation } from "../core/demo-expectation.js";
-import type { EvaluationResult } from "../core/result.js";
 import { formatSeconds } from "../core/sizes.js";
 import { evaluate } from "../engine/evaluate.js";
 import { InputError } from "../engine/errors.js";
@@ -11,8 +10,9 @@ import { loadTask, type LoadedTask } from "../engine/task-load.js";
 import { parseWith, readYaml } from "../engine/yaml-file.js";
 import { KIT_DIR, PACKAGE_ROOT } from "../engine/package-paths.js";
 import { progressPrinter } from "../engine/progress-lines.js";
+import { mapConcurrent, poolFromFlags, type BudgetFlags } from "./runner-pool.js";
 
-export interface DemoFlags {
+export interface DemoFlags extends BudgetFlags {
   root?: string;
   outDir: string;
   task?: string[];
@@ -63,16 +63,21 @@ export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) =>
   const cases = demoCases(root, flags.task);
   const outDir = resolve(flags.outDir);
   io.stderr(`probegate demo: ${cases.length} example submissions of ${new Set(cases.map((c) => c.task.spec.id)).size} tasks; reports go to ${outDir}\n`);
-  const rows: Array<{ c: DemoCase; result: EvaluationResult; diffs: string[]; skipped: string | null }> = [];
-  for (const [i, c] of cases.entries()) {
+  const { pool, evaluations } = await poolFromFlags(flags);
+  io.stderr(`${evaluations} at a time on ${pool.gpus.length ? `${pool.gpus.length} GPUs and ` : ""}${pool.cores.length} cores (--jobs, --gpus, --cores)\n`);
+  const started = performance.now();
+  const rows = await mapConcurrent(cases, evaluations, async (c, i) => {
     const name = basename(c.patch).replace(/\.(patch|diff)$/, "");
+    // Several run at once: every line says which evaluation it belongs to.
+    const tag = evaluations > 1 ? `[${c.task.spec.id}/${name}] ` : "  ";
     io.stderr(`\n[${i + 1}/${cases.length}] ${c.task.spec.id} / ${name}\n`);
     const result = await evaluate({
       task: c.task,
       submission: { kind: "patch", path: c.patch },
       kitDir: flags.root ? join(root, "probes", "kit") : KIT_DIR,
       unsandboxed: flags.unsandboxed,
-      onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: "  " }),
+      pool,
+      onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: tag }),
     });
     const dir = join(outDir, c.task.spec.id);
     mkdirSync(dir, { recursive: true });
@@ -81,9 +86,10 @@ export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) =>
     // A task this runner cannot run (requires: unmet) is reported as skipped, by name, never as a pass or a failure.
     const skipped = result.error?.phase === "requires" ? result.error.message : null;
     const diffs = skipped ? [] : compareToExpectation(result, c.expectation);
-    io.stderr(`  → ${result.verdict}${skipped ? "  – skipped: the runner lacks what the task requires" : diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
-    rows.push({ c, result, diffs, skipped });
-  }
+    io.stderr(`${tag}→ ${result.verdict}${skipped ? "  – skipped: the runner lacks what the task requires" : diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
+    return { c, result, diffs, skipped };
+  });
+  const wallS = (performance.now() - started) / 1000;
   const table = new Table({ head: ["task", "submission", "verdict", "failed probe categories", "expected", "time", ""], style: { head: [], border: [] } });
   for (const { c, result, diffs, skipped } of rows) {
     table.push([
@@ -101,7 +107,7 @@ export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) =>
   const wrong = rows.filter((r) => r.diffs.length).length;
   const skipped = rows.filter((r) => r.skipped);
   const judged = rows.length - skipped.length;
-  io.stdout(`${judged - wrong} of ${judged} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes.\n`);
+  io.stdout(`${judged - wrong} of ${judged} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes. Wall time ${formatSeconds(wallS)}, ${evaluations} at a time.\n`);
   for (const [task, why] of new Map(skipped.map((r) => [r.c.task.spec.id, r.skipped as string]))) {
     io.stdout(`skipped ${skipped.filter((r) => r.c.task.spec.id === task).length} examples of ${task} (not counted): ${why}\n`);
   }

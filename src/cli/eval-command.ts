@@ -1,4 +1,5 @@
 import { writeFileSync } from "node:fs";
+import { basename } from "node:path";
 import { renderSummary } from "../core/check-run-render.js";
 import { parseByteSize } from "../core/sizes.js";
 import type { EvaluationResult } from "../core/result.js";
@@ -8,17 +9,18 @@ import { parseSubmission } from "../engine/submission.js";
 import { loadTask } from "../engine/task-load.js";
 import { KIT_DIR } from "../engine/package-paths.js";
 import { progressPrinter } from "../engine/progress-lines.js";
-import { renderResultTable } from "./result-table.js";
+import { renderBatchTable, renderResultTable } from "./result-table.js";
+import { mapConcurrent, poolFromFlags, type BudgetFlags } from "./runner-pool.js";
 
-export interface EvalFlags {
+export interface EvalFlags extends BudgetFlags {
   task: string;
-  submission: string;
+  /** One or more; several are evaluated side by side on the runner's pool. */
+  submission: string | string[];
   probes?: string;
   out?: string;
   format: string;
   python?: string;
   worldSize?: string;
-  gpus?: string;
   alwaysProbe?: boolean;
   keepWorkspace?: boolean;
   unsandboxed?: boolean;
@@ -59,42 +61,61 @@ function parseSeed(value: string | undefined): number | undefined {
   return n;
 }
 
-function parseGpus(value: string | undefined): number[] | undefined {
-  if (value === undefined || value === "all") return undefined;
-  if (value === "none") return [];
-  const list = value.split(",").map((s) => Number(s.trim()));
-  if (list.some((n) => !Number.isInteger(n) || n < 0)) throw new InputError(`--gpus: expected 'all', 'none' or indices like 0,1 — got '${value}'.`, { field: "--gpus" });
-  return list;
+/** The worst exit code of several results: error over rejected over resolved. */
+export function worstExitCode(results: readonly Pick<EvaluationResult, "verdict">[]): number {
+  return Math.max(0, ...results.map(exitCodeFor));
 }
 
-/** `probegate eval`: one evaluation with progress on stderr and the result on stdout / --out. */
+/** "reference" for examples/…/reference.patch, "octo/repo@main" for a git source: a progress prefix. */
+function shortName(submission: string): string {
+  return basename(submission.replace(/\/+$/, "")).replace(/\.(patch|diff)$/, "");
+}
+
+/**
+ * `probegate eval`: one evaluation, or several side by side on the runner's pool (`--jobs`,
+ * `--gpus`, `--cores`), with progress on stderr (each line prefixed by its submission when there
+ * are several) and the result on stdout / --out (a JSON array for several).
+ */
 export async function evalCommand(flags: EvalFlags, io: { stdout: (s: string) => void; stderr: (s: string) => void }): Promise<number> {
   if (!["text", "json", "markdown"].includes(flags.format)) {
     throw new InputError(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
   }
   if (flags.knownGood && !flags.db) throw new InputError("--known-good records the run in a store: pass --db <file> too.", { field: "--known-good" });
   const task = loadTask(flags.task, flags.probes);
-  const submission = parseSubmission(flags.submission);
-  const result = await evaluate({
-    task,
-    submission,
-    kitDir: KIT_DIR,
-    python: flags.python,
-    worldSize: parseIntFlag("--world-size", flags.worldSize, 1),
-    gpus: parseGpus(flags.gpus),
-    alwaysProbe: flags.alwaysProbe,
-    keepWorkspace: flags.keepWorkspace,
-    seed: parseSeed(flags.seed),
-    unsandboxed: flags.unsandboxed,
-    runLimits: { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) },
-    signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
-    onEvent: progressPrinter(io.stderr, { verbose: flags.verbose }),
-  });
-  if (flags.out) writeFileSync(flags.out, `${JSON.stringify(result, null, 2)}\n`);
+  const sources = Array.isArray(flags.submission) ? flags.submission : [flags.submission];
+  if (sources.length === 0) throw new InputError("--submission: give at least one submission (a folder, a .patch onto the base, or repo@ref).", { field: "--submission" });
+  const submissions = sources.map((s) => parseSubmission(s));
+  const seed = parseSeed(flags.seed);
+  const { pool, evaluations } = await poolFromFlags(flags);
+  const many = submissions.length > 1;
+  const worldSize = parseIntFlag("--world-size", flags.worldSize, 1);
+  const runLimits = { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) };
+  if (many) io.stderr(`probegate eval: ${submissions.length} submissions of ${task.spec.id}, ${evaluations} at a time on ${pool.gpus.length} GPUs and ${pool.cores.length} cores\n`);
+  const results = await mapConcurrent(submissions, evaluations, (submission, i) =>
+    evaluate({
+      task,
+      submission,
+      kitDir: KIT_DIR,
+      python: flags.python,
+      worldSize,
+      pool,
+      alwaysProbe: flags.alwaysProbe,
+      keepWorkspace: flags.keepWorkspace,
+      seed,
+      unsandboxed: flags.unsandboxed,
+      runLimits,
+      signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
+      onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: many ? `[${shortName(sources[i] as string)}] ` : "" }),
+    }),
+  );
+  const out = many ? results : results[0];
+  if (flags.out) writeFileSync(flags.out, `${JSON.stringify(out, null, 2)}\n`);
   // Loaded on use: the store's native module is needed only with --db.
-  const read = flags.db ? (await import("./eval-quarantine.js")).readThroughStore(flags.db, result, { knownGood: !!flags.knownGood, submission: flags.submission }, io.stderr) : null;
-  if (flags.format === "json") io.stdout(`${JSON.stringify(result, null, 2)}\n`);
-  else if (flags.format === "markdown") io.stdout(`${read?.markdown ?? renderSummary(result)}\n`);
-  else io.stdout(`${renderResultTable(result)}\n`);
-  return exitCodeFor(read ?? result);
+  const quarantine = flags.db ? (await import("./eval-quarantine.js")).readThroughStore : null;
+  const reads = results.map((result, i) => (quarantine && flags.db ? quarantine(flags.db, result, { knownGood: !!flags.knownGood, submission: sources[i] as string }, io.stderr) : null));
+  const markdown = results.map((r, i) => reads[i]?.markdown ?? renderSummary(r));
+  if (flags.format === "json") io.stdout(`${JSON.stringify(out, null, 2)}\n`);
+  else if (flags.format === "markdown") io.stdout(`${markdown.join("\n\n---\n\n")}\n`);
+  else io.stdout(`${many ? renderBatchTable(sources.map(shortName), results) : renderResultTable(results[0] as EvaluationResult)}\n`);
+  return worstExitCode(results.map((r, i) => reads[i] ?? r));
 }

@@ -13,6 +13,11 @@ export interface Io {
   stderr: (s: string) => void;
 }
 
+/** Commander's way to take a repeated option as a list. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
+}
+
 /** Builds the `probegate` command line; every action resolves to an exit code. */
 function program(io: Io, done: (code: number) => void): Command {
   const p = new Command("probegate")
@@ -21,15 +26,17 @@ function program(io: Io, done: (code: number) => void): Command {
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   p.command("eval")
-    .description("evaluate one submission against one task; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error")
+    .description("evaluate one or more submissions against one task, packed onto the runner; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error (the worst of several)")
     .requiredOption("--task <dir>", "task folder (holding task.yml)")
-    .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref")
+    .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref; repeat it to evaluate several side by side", collect)
     .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
     .option("--out <file>", "write the result JSON here")
     .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
     .option("--python <path>", "interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
     .option("--world-size <n>", "ranks to use (default: the task's gpus)")
-    .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
+    .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1 (default: all nvidia-smi lists)", "all")
+    .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
+    .option("--jobs <n>", "at most this many jobs (test or probe runs) and evaluations at once (default: what the GPUs and cores allow; half the cores' worth of evaluations in progress)")
     .option("--always-probe", "run the hidden probes even when the official tests fail")
     .option("--keep-workspace", "keep the evaluation folder for debugging")
     .option("--seed <n>", "seed of the probe parameters (a result's params.seed), to reproduce an evaluation; default: drawn fresh")
@@ -65,6 +72,9 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--out-dir <dir>", "where reports go", "out/demo")
     .option("--task <ids...>", "only these tasks")
     .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
+    .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
+    .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
+    .option("--jobs <n>", "at most this many jobs and evaluations at once; 1 evaluates one at a time (default: what the GPUs and cores allow)")
     .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
     .option("-v, --verbose", "show what tests and probes print")
     .action(async (flags) => done(await demoCommand(flags, io)));

@@ -28,3 +28,14 @@ export function renderResultTable(result: EvaluationResult): string {
   }
   return lines.join("\n");
 }
+
+/** Several results side by side (`probegate eval` with several submissions): one row each. */
+export function renderBatchTable(names: readonly string[], results: readonly EvaluationResult[]): string {
+  const t = new Table({ head: ["submission", "verdict", "official", "failed probe checks", "time", "GPU·s"], style: { head: [], border: [] } });
+  results.forEach((r, i) => {
+    const bad = r.probes.filter((p) => p.status === "failed" || p.status === "error").map((p) => p.id);
+    const o = r.official;
+    t.push([names[i] ?? "", r.verdict, o ? (o.passed ? `${o.counts.passed} passed` : (o.reason ?? "failed")) : "-", bad.join(", "), formatSeconds(r.durations.totalS), r.gpuSeconds.toFixed(1)]);
+  });
+  return t.toString();
+}

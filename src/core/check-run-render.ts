@@ -1,5 +1,6 @@
 import { CATEGORIES, type Category } from "./probe-check.js";
 import type { EvaluationResult, ProbeResult, Verdict } from "./result.js";
+import { renderTimeline } from "./job-timeline.js";
 import { formatBytes, formatSeconds } from "./sizes.js";
 
 /** GitHub's limits on a check run's output (Checks API). */
@@ -174,6 +175,7 @@ export function renderSummary(result: EvaluationResult, limit = SUMMARY_LIMIT): 
     }
     rows.push("");
   }
+  rows.push(...renderTimeline(result.jobs ?? []));
   if (result.workspaceResets.length) {
     rows.push("#### Changes to the judge that were undone", "", "| Path | Action | Why |", "|---|---|---|");
     for (const r of result.workspaceResets) rows.push(`| \`${cell(r.path)}\` | ${r.action} | ${cell(r.why)} |`);

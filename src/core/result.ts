@@ -67,6 +67,25 @@ export const GpuPhasePeakSchema = z.strictObject({
   samples: z.number().int().min(0),
 });
 
+/** One job of the evaluation on its slice of the runner (seconds from the evaluation's start). */
+export const JobRecordSchema = z.strictObject({
+  /** "official", or the probe process (file stem). */
+  id: z.string(),
+  kind: z.enum(["official", "probe"]),
+  gpus: z.array(z.number().int().min(0)),
+  /** Cores it was pinned to; empty where cores were not partitioned. */
+  cores: z.array(z.number().int().min(0)),
+  /** Its rendezvous port (MASTER_PORT). */
+  port: z.number().int().min(1).max(65535),
+  timing: z.boolean(),
+  exclusive: z.boolean(),
+  startS: z.number().min(0),
+  endS: z.number().min(0),
+  /** Seconds it queued for its slice. */
+  waitedS: z.number().min(0),
+});
+export type JobRecord = z.infer<typeof JobRecordSchema>;
+
 export const EnvironmentSchema = z.strictObject({
   platform: z.string(),
   node: z.string(),
@@ -138,6 +157,8 @@ export const EvaluationResultSchema = z.strictObject({
     })
     .nullish(),
   environment: EnvironmentSchema,
+  /** Each job (official tests, each probe process) with its GPUs, cores, port, start and end. */
+  jobs: z.array(JobRecordSchema).nullish(),
   startedAt: z.string(),
   finishedAt: z.string(),
   error: z.strictObject({ phase: z.string(), message: z.string() }).nullish(),

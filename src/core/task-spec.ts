@@ -45,6 +45,13 @@ export const BaseSchema = z.union([
   }),
 ]);
 
+/** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
+export const ProbeJobSchema = z.strictObject({
+  gpus: z.number().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
+  timing: z.boolean().optional().describe("it measures time: it gets GPUs and cores of its own (default: true for a file named for the time category, e.g. probe_time.py)"),
+  exclusive: z.boolean().default(false).describe("nothing else runs on the runner while it does"),
+});
+
 export const TaskSpecSchema = z
   .strictObject({
     id: z.string().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
@@ -71,6 +78,7 @@ export const TaskSpecSchema = z
       command: command.default(["{python}", "{probe}"]),
       timeout: seconds.default(300),
       gpus: z.number().int().min(0).max(64).optional(),
+      jobs: z.record(z.string().regex(/^[A-Za-z0-9_.-]+$/, "a probe file's name without its extension, e.g. probe_time"), ProbeJobSchema).default({}).describe("per probe process (file stem): the GPUs it needs and whether it times anything; the engine packs probe processes onto the runner by it"),
     }),
     limits: z
       .strictObject({

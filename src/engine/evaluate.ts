@@ -1,26 +1,28 @@
-import { randomInt } from "node:crypto";
-import { cpus, platform, arch } from "node:os";
-import { drawParams } from "../core/probe-params.js";
+import { randomBytes, randomInt } from "node:crypto";
+import { platform, arch } from "node:os";
 import { EvaluationResultSchema, RESULT_SCHEMA_VERSION, type EvaluationResult, type OfficialResult, type ProbeResult } from "../core/result.js";
 import type { ProbeCheck } from "../core/probe-outcome.js";
-import { formatBytes } from "../core/sizes.js";
-import { decideVerdict } from "../core/verdict.js";
+import { formatBytes, formatSeconds } from "../core/sizes.js";
+import { drawParams } from "../core/probe-params.js";
 import { unmetRequirements } from "../core/task-environment.js";
+import { decideVerdict } from "../core/verdict.js";
 import type { LoadedTask } from "./task-load.js";
 import { describeSubmission, type SubmissionSource } from "./submission.js";
 import { HarnessError, InputError } from "./errors.js";
-import { choosePython, detectGpus, inspectPython, type GpuInfo, type PythonInfo } from "./host.js";
+import { availableCpus, choosePython, detectGpus, inspectPython, type GpuInfo, type PythonInfo } from "./host.js";
 import { findControllers } from "./cgroup.js";
-import { planIsolation, type IsolationPlan } from "./job-isolation.js";
+import { planIsolation } from "./job-isolation.js";
+import { JobPool } from "./job-pool.js";
+import { defaultWorldSize, planJobs, type PlannedJob } from "./job-plan.js";
+import { SliceRunner } from "./job-slice.js";
 import { readProbeSecrets, withholdLeaks } from "./leak-guard.js";
 import { runOfficial } from "./official-phase.js";
-import { runProbes } from "./probe-phase.js";
+import { listProbes, runProbes } from "./probe-phase.js";
 import { probeSetVersion } from "./probe-set.js";
 import { bwrapPath, detectSandbox } from "./sandbox.js";
-import { startGpuMeter, type GpuMemoryPeak, type GpuMeter } from "./gpu-meter.js";
+import type { GpuMemoryPeak } from "./gpu-meter.js";
 import { signResult } from "./sign.js";
-import { createWorkspace, resetHooks, type Workspace } from "./workspace.js";
-import type { JobContext } from "./job-env.js";
+import { createWorkspace, resetHooks } from "./workspace.js";
 
 export type Phase = "workspace" | "official" | "probes" | "verdict";
 
@@ -28,7 +30,7 @@ export type Phase = "workspace" | "official" | "probes" | "verdict";
 export type EvaluationEvent =
   | { type: "phase-start"; phase: Phase; detail?: string }
   | { type: "phase-end"; phase: Phase; durationS: number; detail?: string }
-  | { type: "probe-start"; probe: string; attempt: number }
+  | { type: "probe-start"; probe: string; attempt: number; slice?: string }
   | { type: "probe-end"; probe: string; checks: readonly ProbeCheck[] }
   | { type: "log"; source: string; text: string };
 
@@ -40,8 +42,15 @@ export interface EvaluateOptions {
   python?: string;
   /** Ranks to use; default: the task's GPU count (at least 1). */
   worldSize?: number;
-  /** GPUs this job may use (indices); default: every GPU nvidia-smi reports. */
+  /** GPUs this evaluation may use (indices); default: every GPU nvidia-smi reports. Ignored with `pool`. */
   gpus?: number[];
+  /**
+   * The runner's job pool, shared by evaluations run side by side (`probegate eval` with several
+   * submissions, the demo); default: a pool of its own over `gpus` and every core of this process.
+   */
+  pool?: JobPool;
+  /** Seed of the probe parameters (task.yml `params`); default: drawn fresh. The result records it. */
+  seed?: number;
   /** Run the probes even when the official tests fail. */
   alwaysProbe?: boolean;
   /**
@@ -55,8 +64,6 @@ export interface EvaluateOptions {
   /** The app's evaluation key, recorded in the (signed) result. */
   evaluationKey?: string;
   keepWorkspace?: boolean;
-  /** Seed of the probe parameters (task.yml `params`); default: drawn fresh. The result records it. */
-  seed?: number;
   onEvent?: (e: EvaluationEvent) => void;
   /** Wall clock, injectable for tests. */
   now?: () => Date;
@@ -66,34 +73,6 @@ export interface EvaluateOptions {
 export const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
 export const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
-
-function jobContext(ws: Workspace, opts: EvaluateOptions, gpus: GpuInfo[], isolation: (gpus: number[]) => IsolationPlan): JobContext & { judgeDir: string } {
-  const worldSize = opts.worldSize ?? defaultWorldSize(opts.task.spec);
-  const usable = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)) : gpus;
-  const nccl = opts.task.spec.gpus > 0 && usable.length >= worldSize;
-  const assigned = nccl ? usable.slice(0, worldSize) : usable.slice(0, Math.min(1, usable.length));
-  return {
-    isolation: isolation(assigned.map((g) => g.index)),
-    workspace: ws.dir,
-    root: ws.root,
-    judgeDir: ws.judgeDir,
-    backend: nccl ? "nccl" : "gloo",
-    worldSize,
-    cudaVisibleDevices: assigned.map((g) => g.index).join(","),
-    threadsPerRank: Math.max(1, Math.floor(cpus().length / worldSize)),
-    setupDir: ws.setupDir,
-  };
-}
-
-/** Ranks when none are asked for: the task's GPUs, and never fewer than it can run on. */
-function defaultWorldSize(spec: LoadedTask["spec"]): number {
-  return Math.max(1, spec.gpus, spec.minRanks);
-}
-
-/** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
-function jobGpus(ctx: { cudaVisibleDevices: string }): number[] {
-  return ctx.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").map(Number) : [];
-}
 
 /** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
 function gpuNote(peak: GpuMemoryPeak | null): string {
@@ -105,6 +84,19 @@ function gpuMemoryOfRecord(gpus: number[], peaks: { official: GpuMemoryPeak | nu
   if (gpus.length === 0 || (!peaks.official && !peaks.probes)) return null;
   const phase = (p: GpuMemoryPeak | null) => (p ? { baselineBytes: p.baselineBytes, peakBytes: p.peakBytes, samples: p.samples } : null);
   return { source: "nvidia-smi", gpus, official: phase(peaks.official), probes: phase(peaks.probes) };
+}
+
+/** The probe phase's GPU memory of record: the probe job that held the most above its baseline. */
+function probesPeak(runner: SliceRunner): GpuMemoryPeak | null {
+  let best: GpuMemoryPeak | null = null;
+  for (const [name, p] of runner.peaks) if (name !== "official" && (!best || p.peakBytes > best.peakBytes)) best = p;
+  return best;
+}
+
+/** "2 GPUs and 16 cores" for the probe phase's progress line. */
+function describePool(pool: JobPool): string {
+  const s = pool.shape();
+  return s.gpus ? `${s.gpus} GPU${s.gpus === 1 ? "" : "s"} and ${s.cores} cores` : `${s.cores} core${s.cores === 1 ? "" : "s"}`;
 }
 
 function toProbeResults(checks: readonly ProbeCheck[]): ProbeResult[] {
@@ -140,14 +132,15 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
       { file: `${opts.task.dir}/task.yml`, field: "minRanks" },
     );
   }
-  const deadline = t0 + spec.limits.wallClock * 1000;
+  // Time spent queued for the runner while none of this evaluation's jobs ran does not count.
+  let queuedMs = 0;
+  const deadline = () => t0 + queuedMs + spec.limits.wallClock * 1000;
   const processes = opts.runLimits?.processes ?? DEFAULT_PROCESSES;
   const diskBytes = opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES;
-  // The GPU meter of the phase running now; a run is killed when the job's GPUs go over the limit.
-  let phaseGpu: GpuMeter | null = null;
-  const limits = (timeoutS: number) => ({
-    gpuMemoryExceeded: () => phaseGpu?.overLimit() ?? false,
-    timeoutS: Math.max(1, Math.min(timeoutS, (deadline - performance.now()) / 1000)),
+  // A run is killed when its job's GPUs go over the limit (each job has a meter of its own).
+  const limits = (timeoutS: number) => (gpuMemoryExceeded: () => boolean) => ({
+    gpuMemoryExceeded,
+    timeoutS: Math.max(1, Math.min(timeoutS, (deadline() - performance.now()) / 1000)),
     outputBytes: spec.limits.outputBytes,
     memoryBytes: spec.limits.memory,
     processes,
@@ -176,54 +169,57 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
   let probesS = 0;
   let py: PythonInfo | null = null;
   let gpus: GpuInfo[] = [];
-  let ctx: ReturnType<typeof jobContext> | null = null;
+  let officialJob: PlannedJob | null = null;
+  let slices: SliceRunner | null = null;
+  let sandboxed = false;
   const cgroups = findControllers();
-  const gpuPeaks: { official: GpuMemoryPeak | null; probes: GpuMemoryPeak | null } = { official: null, probes: null };
   try {
     let support;
     [py, gpus, support] = await hostFacts;
     if (support && !support.ok) {
       throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
     }
-    const usableGpus = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)).length : gpus.length;
-    const unmet = unmetRequirements(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: usableGpus });
+    const python = py.executable;
+    const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: availableCpus() }));
+    const unmet = unmetRequirements(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
     if (unmet.length) {
       throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
     }
-    const python = py.executable;
-    const plan = planIsolation({ support, bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups, processes, diskBytes });
-    ctx = jobContext(ws, opts, gpus, plan);
-    const c = ctx;
-    emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
-    const t1 = performance.now();
-    phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
-    try {
-      official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
-    } finally {
-      gpuPeaks.official = await phaseGpu.stop();
-      phaseGpu = null;
-    }
-    officialS = since(t1);
-    emit({ type: "phase-end", phase: "official", durationS: officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(gpuPeaks.official) });
+    // Every job is planned, and checked against the runner, before any submission code runs.
+    const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: randomBytes(4).toString("hex"), worldSize: opts.worldSize });
+    officialJob = jobs.official;
+    const isolation = planIsolation({ support, bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups, processes, diskBytes });
+    sandboxed = isolation([]).sandbox !== null;
+    const runner = new SliceRunner({
+      pool,
+      t0,
+      base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation },
+      gpuLimitBytes: spec.limits.gpuMemory,
+      onIdleWait: (ms) => (queuedMs += ms),
+    });
+    slices = runner;
+    const o = jobs.official;
+    official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
+      const queued = lease.waitedS >= 1 ? `, queued ${formatSeconds(lease.waitedS)}` : "";
+      emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}` });
+      return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, limits(spec.official.timeout)(gpuMemoryExceeded), (text) => emit({ type: "log", source: "official", text }));
+    });
+    officialS = official.durationS;
+    const officialPeak = runner.peaks.get("official") ?? null;
+    emit({ type: "phase-end", phase: "official", durationS: officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(officialPeak) });
     if (official.passed || opts.alwaysProbe) {
       // Hooks the official run may have planted for the probe processes (a sitecustomize.py, say) go first.
       ws.resets.push(...(await resetHooks(ws)));
-      emit({ type: "phase-start", phase: "probes" });
+      emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
       const t2 = performance.now();
-      phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
-      try {
-        checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir, params }, () => limits(spec.probes.timeout), {
-          probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
-          probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
-          log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
-        });
-      } finally {
-        gpuPeaks.probes = await phaseGpu.stop();
-        phaseGpu = null;
-      }
+      checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params }, jobs.probes, runner, limits(spec.probes.timeout), {
+        probeStart: (probe, attempt, slice) => emit({ type: "probe-start", probe, attempt, slice }),
+        probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
+        log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
+      });
       probesS = since(t2);
       const failed = checks.filter((x) => x.status === "failed").length;
-      emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed${gpuNote(gpuPeaks.probes)}` });
+      emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed${gpuNote(probesPeak(runner))}` });
     }
   } catch (e) {
     if (!(e instanceof HarnessError)) {
@@ -238,7 +234,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
   emit({ type: "phase-start", phase: "verdict" });
   const probes = toProbeResults(checks);
   const { verdict, reason } = decideVerdict({ harnessError: harnessError?.message, official, probes });
-  const gpuCount = ctx?.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").length : 0;
+  const records = [...(slices?.records ?? [])].sort((x, y) => x.startS - y.startS);
   const result: EvaluationResult = EvaluationResultSchema.parse({
     schemaVersion: RESULT_SCHEMA_VERSION,
     task: { id: spec.id, title: spec.title, area: spec.area, probeSet },
@@ -256,21 +252,25 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     probes,
     workspaceResets: ws.resets,
     durations: { workspaceS, officialS, probesS, totalS: since(t0) },
-    gpuSeconds: gpuCount * (officialS + probesS),
+    gpuSeconds: slices?.gpuSeconds() ?? 0,
     params,
-    gpuMemory: gpuMemoryOfRecord(ctx ? jobGpus(ctx) : [], gpuPeaks),
+    gpuMemory: gpuMemoryOfRecord([...new Set(records.flatMap((r) => r.gpus))].sort((x, y) => x - y), {
+      official: slices?.peaks.get("official") ?? null,
+      probes: slices ? probesPeak(slices) : null,
+    }),
     environment: {
       platform: `${platform()}-${arch()}`,
       node: process.version,
       python: py?.python ?? null,
       torch: py?.torch ?? null,
       cuda: py?.cuda ?? null,
-      backend: ctx?.backend ?? "gloo",
-      worldSize: ctx?.worldSize ?? defaultWorldSize(spec),
+      backend: officialJob?.backend ?? "gloo",
+      worldSize: officialJob?.ranks ?? opts.worldSize ?? defaultWorldSize(spec),
       gpus,
-      sandboxed: ctx?.isolation.sandbox != null,
+      sandboxed,
       cgroup: cgroups ? `v${cgroups.version}` : null,
     },
+    jobs: slices ? records : null,
     startedAt: startedAt.toISOString(),
     finishedAt: now().toISOString(),
     error: harnessError,

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { execa } from "execa";
 import { createInterface } from "node:readline";
 
 /**
@@ -121,4 +122,24 @@ export async function startGpuMeter(
       return { gpus: [...gpus], baselineBytes: base, peakBytes: peak, samples, intervalMs };
     },
   };
+}
+
+/**
+ * Memory used on each of `gpus` now (bytes), from one nvidia-smi query; null where the driver
+ * cannot be read. The job pool takes each GPU's idle baseline with it, and gives a GPU to the next
+ * job only once it reads back at that baseline.
+ */
+export async function readGpuUsed(gpus: readonly number[], opts: { nvidiaSmi?: string; timeoutMs?: number } = {}): Promise<Map<number, number> | null> {
+  if (gpus.length === 0) return new Map();
+  const r = await execa(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`], {
+    reject: false,
+    timeout: opts.timeoutMs ?? 10_000,
+  });
+  if (r.exitCode !== 0 || typeof r.stdout !== "string") return null;
+  const used = new Map<number, number>();
+  for (const line of r.stdout.split("\n")) {
+    const u = parseUsedLine(line);
+    if (u && gpus.includes(u.index)) used.set(u.index, u.usedBytes);
+  }
+  return used.size === gpus.length ? used : null;
 }

@@ -1,6 +1,7 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { execa } from "execa";
+import { parseIdList } from "../core/packing.js";
 import { HarnessError } from "./errors.js";
 import { nvidiaSmiPath } from "./gpu-meter.js";
 
@@ -87,4 +88,19 @@ export async function detectGpus(): Promise<GpuInfo[]> {
 
 export function cpuCount(): number {
   return Math.max(1, cpus().length);
+}
+
+/**
+ * The CPU ids this process may run on (its affinity, as /proc/self/status lists it), so packed
+ * jobs are pinned only to cores that exist here; 0..n-1 where that file cannot be read.
+ */
+export function availableCpus(): number[] {
+  try {
+    const m = /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync("/proc/self/status", "utf8"));
+    const ids = m?.[1] ? parseIdList(m[1]) : null;
+    if (ids?.length) return ids;
+  } catch {
+    // not Linux, or no /proc
+  }
+  return Array.from({ length: cpuCount() }, (_, i) => i);
 }

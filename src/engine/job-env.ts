@@ -14,6 +14,10 @@ export interface JobContext {
   cudaVisibleDevices: string;
   threadsPerRank: number;
   isolation: IsolationPlan;
+  /** The job's own rendezvous port (MASTER_PORT): jobs packed side by side never meet on 29500. */
+  port?: number;
+  /** CPU ids the job is pinned to (empty or absent: not pinned). */
+  cpus?: readonly number[];
   /** The task's setup files beside the workspace, first on PYTHONPATH (null or absent: none). */
   setupDir?: string | null;
 }
@@ -62,6 +66,7 @@ export function jobEnv(ctx: JobContext, extra: Record<string, string> = {}): Rec
     PROBEGATE_BACKEND: ctx.backend,
     PROBEGATE_WORLD_SIZE: String(ctx.worldSize),
     PYTHONPATH: jobPythonPath(ctx),
+    ...(ctx.port ? { MASTER_ADDR: "127.0.0.1", MASTER_PORT: String(ctx.port), PROBEGATE_RENDEZVOUS_PORT: String(ctx.port) } : {}),
     ...extra,
   };
 }

@@ -63,7 +63,7 @@ export async function runOfficial(
     readWrite: [ctx.workspace, env.HOME as string, reportDir],
     readOnlyInside: [join(ctx.workspace, ".git")],
   });
-  const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation });
+  const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation, cpus: ctx.cpus });
   log(run.log);
   if (run.spawnError) throw new HarnessError(`the official test command could not start: ${run.spawnError}`, "official");
   let report: JunitReport | null = null;

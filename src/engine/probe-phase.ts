@@ -1,5 +1,5 @@
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
-import { basename, extname, join } from "node:path";
+import { basename, join } from "node:path";
 import picomatch from "picomatch";
 import { checksFromRun, failedTimeChecks, mergeRuns, needsAnotherRun, type ProbeCheck } from "../core/probe-outcome.js";
 import type { DrawnParams } from "../core/probe-params.js";
@@ -7,9 +7,12 @@ import type { LoadedTask } from "./task-load.js";
 import { HarnessError } from "./errors.js";
 import { isolationFor } from "./job-isolation.js";
 import { expandCommand, jobEnv, jobPythonPath, type JobContext } from "./job-env.js";
+import type { PlannedJob } from "./job-plan.js";
+import type { SliceRunner } from "./job-slice.js";
+import { JobPool } from "./job-pool.js";
 import { runCommand, type RunLimits } from "./run-command.js";
 
-export interface ProbePhaseContext extends JobContext {
+export interface ProbePhaseContext extends Pick<JobContext, "workspace" | "root"> {
   judgeDir: string;
   python: string;
   /** The probe kit (`probegate_probe`) folder, put on PYTHONPATH. */
@@ -19,7 +22,8 @@ export interface ProbePhaseContext extends JobContext {
 }
 
 export interface ProbeEvents {
-  probeStart(probe: string, attempt: number): void;
+  /** `slice`: the GPUs, cores and port the probe runs on, for the progress line. */
+  probeStart(probe: string, attempt: number, slice?: string): void;
   probeEnd(probe: string, checks: readonly ProbeCheck[]): void;
   log(probe: string, text: string): void;
 }
@@ -49,19 +53,22 @@ export function listProbes(probesDir: string, pattern: string): string[] {
 }
 
 /**
- * Runs every probe process once (time probes up to three times), from a read-only copy of the
- * probe folder outside the workspace, mounted into the sandbox only now. Results come only from
- * each run's own results file (the one file of the judge folder that run can see) and exit status;
- * what a probe prints goes to the runner log alone.
+ * Runs every probe process once (time probes up to three times), side by side as the job pool
+ * allows, each on its own slice (GPUs, cores, rendezvous port), from a read-only copy of the probe
+ * folder outside the workspace, mounted into the sandbox only now. Results come only from each
+ * run's own results file (the one file of the judge folder that run can see) and exit status; what
+ * a probe prints goes to the runner log alone. Checks come back in probe-file order, whatever
+ * order the probes finished in.
  */
 export async function runProbes(
   task: LoadedTask,
   ctx: ProbePhaseContext,
-  limitsFor: () => RunLimits,
+  jobs: readonly PlannedJob[],
+  slices: SliceRunner,
+  limitsFor: (gpuMemoryExceeded: () => boolean) => RunLimits,
   events: ProbeEvents,
 ): Promise<ProbeCheck[]> {
-  const files = listProbes(task.probesDir, task.spec.probes.pattern);
-  if (files.length === 0) {
+  if (jobs.length === 0) {
     throw new HarnessError(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
   }
   // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
@@ -70,40 +77,43 @@ export async function runProbes(
   const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
   const resultsDir = join(ctx.judgeDir, "results");
   mkdirSync(resultsDir, { recursive: true });
-  const all: ProbeCheck[] = [];
-  for (const file of files) {
-    const probe = basename(file, extname(file));
-    const runs: ProbeCheck[][] = [];
-    let retried: string[] = [];
-    do {
-      const attempt = runs.length + 1;
-      events.probeStart(probe, attempt);
-      const results = join(resultsDir, `${probe}.${attempt}.jsonl`);
-      writeFileSync(results, "");
-      const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: join(mounted, file), workspace: ctx.workspace });
-      const env = jobEnv(ctx, {
-        PROBEGATE_RESULTS: results,
-        PROBEGATE_PROBE_DIR: mounted,
-        PROBEGATE_SEED: String(ctx.params.seed),
-        PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
-        PYTHONPATH: jobPythonPath(ctx, kit, mounted),
-      });
-      const isolation = await isolationFor(ctx.isolation, {
-        cwd: ctx.workspace,
-        readOnly: [kit, mounted, ...(ctx.setupDir ? [ctx.setupDir] : [])],
-        readWrite: [ctx.workspace, env.HOME as string, results],
-        readOnlyInside: [join(ctx.workspace, ".git")],
-      });
-      const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(), isolation });
-      events.log(probe, run.log);
-      if (run.spawnError) throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
-      const resultsText = existsSync(results) ? readFileSync(results, "utf8") : "";
-      runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
-      if (attempt === 1) retried = failedTimeChecks(runs[0] ?? []);
-    } while (retried.length > 0 && needsAnotherRun(runs, retried));
-    const merged = mergeRuns(runs);
-    events.probeEnd(probe, merged);
-    all.push(...merged);
-  }
-  return all;
+  const runOne = (job: PlannedJob) =>
+    slices.run(job, async ({ ctx: jc, lease, gpuMemoryExceeded }) => {
+      const probe = job.name;
+      const runs: ProbeCheck[][] = [];
+      let retried: string[] = [];
+      do {
+        const attempt = runs.length + 1;
+        events.probeStart(probe, attempt, JobPool.describe(lease));
+        const results = join(resultsDir, `${probe}.${attempt}.jsonl`);
+        writeFileSync(results, "");
+        const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: join(mounted, job.file ?? ""), workspace: ctx.workspace });
+        const env = jobEnv(jc, {
+          PROBEGATE_RESULTS: results,
+          PROBEGATE_PROBE_DIR: mounted,
+          PROBEGATE_SEED: String(ctx.params.seed),
+          PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
+          PYTHONPATH: jobPythonPath(jc, kit, mounted),
+        });
+        const isolation = await isolationFor(jc.isolation, {
+          cwd: ctx.workspace,
+          readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : [])],
+          readWrite: [ctx.workspace, env.HOME as string, results],
+          readOnlyInside: [join(ctx.workspace, ".git")],
+        });
+        const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus });
+        events.log(probe, run.log);
+        if (run.spawnError) throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
+        const resultsText = existsSync(results) ? readFileSync(results, "utf8") : "";
+        runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
+        if (attempt === 1) retried = failedTimeChecks(runs[0] ?? []);
+      } while (retried.length > 0 && needsAnotherRun(runs, retried));
+      const merged = mergeRuns(runs);
+      events.probeEnd(probe, merged);
+      return merged;
+    });
+  const settled = await Promise.allSettled(jobs.map(runOne));
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) throw failed.reason;
+  return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
 }

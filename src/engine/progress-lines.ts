@@ -23,12 +23,13 @@ export function progressPrinter(write: (s: string) => void, opts: { verbose?: bo
         if (e.phase !== "verdict") write(`${p}  ✓ ${LABEL[e.phase]} done in ${formatSeconds(e.durationS)}${e.detail ? `: ${e.detail}` : ""}\n`);
         break;
       case "probe-start":
-        write(`${p}    · ${e.probe}${e.attempt > 1 ? ` (time re-measure ${e.attempt}/3)` : ""}\n`);
+        write(`${p}    · ${e.probe}${e.attempt > 1 ? ` (time re-measure ${e.attempt}/3)` : ""}${e.slice ? ` on ${e.slice}` : ""}\n`);
         break;
       case "probe-end": {
         const bad = e.checks.filter((c) => c.status !== "passed" && c.status !== "skipped");
         const tally = bad.length ? bad.map((c) => `${c.id} ${c.status}`).join(", ") : "all passed";
-        write(`${p}      ${e.checks.length} checks: ${tally}\n`);
+        // Probes run side by side: each end line names its probe.
+        write(`${p}      ${e.probe}: ${e.checks.length} checks: ${tally}\n`);
         break;
       }
       case "log":

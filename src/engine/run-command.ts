@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import { execa } from "execa";
+import { formatIdList } from "../core/packing.js";
 import { createJobCgroup, type CgroupControllers } from "./cgroup.js";
 import { treeBytes } from "./disk-usage.js";
 import { GroupMeter, killGroup } from "./process-group.js";
@@ -65,12 +67,15 @@ const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null ||
  */
 export async function runCommand(
   command: readonly string[],
-  opts: { cwd: string; env: Record<string, string>; limits: RunLimits; isolation?: RunIsolation },
+  opts: { cwd: string; env: Record<string, string>; limits: RunLimits; isolation?: RunIsolation; cpus?: readonly number[] },
 ): Promise<RunOutcome> {
   if (command.length === 0) throw new TypeError("empty command");
   const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
   const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
-  const inner = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
+  const sandboxed = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
+  // Pinned from outside the sandbox; every process of the run inherits the mask.
+  const taskset = opts.cpus?.length ? tasksetPath() : null;
+  const inner = taskset ? [taskset, "-c", formatIdList(opts.cpus ?? []), ...sandboxed] : sandboxed;
   const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
   const [file, ...args] = argv as [string, ...string[]];
   const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
@@ -153,4 +158,9 @@ export async function runCommand(
     log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
     spawnError,
   };
+}
+
+/** util-linux's taskset, where the machine has it (pins a run to the cores of its slice). */
+export function tasksetPath(): string | null {
+  return ["/usr/bin/taskset", "/bin/taskset", "/usr/local/bin/taskset"].find((p) => existsSync(p)) ?? null;
 }

@@ -21,6 +21,8 @@ function fakeSmi(lines: string[]): { path: string; env: Record<string, string>; 
     path,
     `#!/bin/bash
 if [[ "$1" == --query-gpu=index,name* ]]; then echo "0, Fake GPU, 81559, 999.1"; echo "1, Fake GPU, 81559, 999.1"; exit 0; fi
+# One reading (the job pool's idle baseline and its back-at-baseline check): the first line.
+if [[ "$*" != *--loop-ms* ]]; then head -n 1 "${dir}/lines"; exit 0; fi
 echo "$@" > "${dir}/args"
 while IFS= read -r line; do echo "$line"; sleep 0.02; done < "${dir}/lines"
 exec sleep 1000
@@ -132,6 +134,7 @@ describe("GPU memory of record (nvidia-smi, outside the sandbox)", () => {
       smiPath,
       `#!/bin/bash
 if [[ "$1" == --query-gpu=index,name* ]]; then echo "0, Fake GPU, 81559, 999.1"; exit 0; fi
+if [[ "$*" != *--loop-ms* ]]; then echo "0, 1000"; exit 0; fi
 while :; do
   size=$(find "${own}" -name gpu-hog.bin -printf '%s\\n' 2>/dev/null | head -1)
   echo "0, $((1000 + \${size:-0} / 1048576))"

@@ -1,4 +1,4 @@
-"""Run a function on N ranks of a fresh process group (spawned processes, file:// rendezvous)."""
+"""Run a function on N ranks of a fresh process group (spawned processes; the engine's port, else file://)."""
 from __future__ import annotations
 
 import datetime
@@ -16,6 +16,7 @@ import traceback
 from typing import Optional
 
 _START_ENV = "PROBEGATE_START_METHOD"
+_PORT_ENV = "PROBEGATE_RENDEZVOUS_PORT"
 
 
 class RankError(RuntimeError):
@@ -224,7 +225,7 @@ def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[s
                         "cannot be sent to spawned ranks)")
     ctx = _context()
     tmp = tempfile.mkdtemp(prefix="probegate-ranks-")
-    init_method = "file://" + os.path.join(tmp, "rendezvous")
+    init_method = rendezvous(tmp)
     results = ctx.Queue()
     procs = []
     env = dict(os.environ)  # forkserver children would otherwise see the server's environment
@@ -244,6 +245,20 @@ def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[s
             p.join(5)
         results.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def rendezvous(tmp: str) -> str:
+    """Where the ranks meet: the port the engine gave this job, else a file of this call's own.
+
+    The engine packs jobs side by side and hands each its own port ($PROBEGATE_RENDEZVOUS_PORT,
+    also MASTER_PORT), so two probes never meet on torch's default 29500.
+    """
+    port = os.environ.get(_PORT_ENV, "").strip()
+    if port:
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{_PORT_ENV} must be a port number, got {port!r}")
+        return f"tcp://127.0.0.1:{int(port)}"
+    return "file://" + os.path.join(tmp, "rendezvous")
 
 
 STARTUP_S = 120  # spawning N ranks that each import torch is slow on a loaded CPU runner

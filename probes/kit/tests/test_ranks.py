@@ -145,3 +145,33 @@ def test_probe_file_run_as_script(tmp_path):
     lines = [json.loads(line) for line in results.read_text().splitlines()]
     assert [(l["id"], l["status"]) for l in lines] == [("import-time", "passed"), ("traffic-ok", "passed")]
     assert lines[1]["measured"] == {"bytes": 1024}
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_ranks_meet_on_the_port_the_engine_gave_the_job(monkeypatch):
+    from probegate_probe import ranks
+
+    port = _free_port()
+    monkeypatch.setenv("PROBEGATE_RENDEZVOUS_PORT", str(port))
+    assert ranks.rendezvous("/unused") == f"tcp://127.0.0.1:{port}"
+    # Twice in a row on the same port: a time probe measures in several calls.
+    for _ in range(2):
+        values = run_ranks(_values, world_size=2, args=(1.0,), backend="gloo", timeout=60)
+        assert [v["sum"].tolist() for v in values] == [[1.0, 1.0, 1.0]] * 2
+
+
+def test_rendezvous_is_a_private_file_without_a_port_and_refuses_a_bad_one(monkeypatch):
+    from probegate_probe import ranks
+
+    monkeypatch.delenv("PROBEGATE_RENDEZVOUS_PORT", raising=False)
+    assert ranks.rendezvous("/tmp/x") == "file:///tmp/x/rendezvous"
+    monkeypatch.setenv("PROBEGATE_RENDEZVOUS_PORT", "29500; rm")
+    with pytest.raises(ValueError, match="PROBEGATE_RENDEZVOUS_PORT must be a port number"):
+        ranks.rendezvous("/tmp/x")
