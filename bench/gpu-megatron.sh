@@ -25,28 +25,14 @@ TASK=tasks/megatron-ddp-repeated-params
 EXAMPLES=examples/submissions/megatron-ddp-repeated-params
 mkdir -p "$OUT"
 START=$(date +%s)
-if ! command -v node >/dev/null; then
-  mkdir -p /tmp/devnode/bin
-  gunzip -c .devnode/node.gz > /tmp/devnode/bin/node && chmod +x /tmp/devnode/bin/node
-  export PATH=/tmp/devnode/bin:$PATH
-fi
-# Absolute: inside a job PATH is /usr/local/bin:/usr/bin:/bin, where a bare python3 may be another interpreter.
-PY=$(command -v "${PROBEGATE_PYTHON:-python3}")
-export PROBEGATE_PYTHON=$PY
+. bench/gpu-bootstrap.sh
 if ! $PY -c 'import torch, numpy, packaging, pytest; assert torch.cuda.is_available(), "no CUDA GPU"' 2> "$OUT/deps.txt"; then
   echo "gpu-megatron: this machine lacks what Megatron's tests need: $(tail -1 "$OUT/deps.txt")" >&2
   echo "  (needs torch>=2.4 with CUDA, pytest, numpy, packaging)" >&2
   exit 2
 fi
 $PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.get_device_name(0))' | tee "$OUT/facts.txt"
-SANDBOX=sandboxed
-UNSB=""
-if [ -f .devnode/bwrap ]; then
-  mkdir -p /tmp/devnode/bin && cp .devnode/bwrap /tmp/devnode/bin/bwrap && chmod 755 /tmp/devnode/bin/bwrap
-  export PROBEGATE_BWRAP=/tmp/devnode/bin/bwrap
-elif ! command -v bwrap >/dev/null; then
-  SANDBOX=unsandboxed; UNSB=--unsandboxed
-fi
+UNSB="${SANDBOX_ARGS[*]}"
 echo "sandbox: $SANDBOX" | tee -a "$OUT/facts.txt"
 
 if [ "$MODE" = import ]; then
@@ -82,18 +68,42 @@ PY
   exit 0
 fi
 
+# What bounds threads and processes here (EAGAIN from pthread_create or fork is one of these), and a
+# sampler of threads per uid and of the machine's pids cgroup while the evaluations run.
+{
+  echo "id: $(id)"; echo "ulimit -u (RLIMIT_NPROC): $(ulimit -u)"; echo "kernel.threads-max: $(cat /proc/sys/kernel/threads-max)"
+  echo "kernel.pid_max: $(cat /proc/sys/kernel/pid_max)"; echo "cgroup: $(cat /proc/self/cgroup | tr '\n' ' ')"
+  cg=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+  echo "pids.max here: $(cat "$cg/pids.max" 2>/dev/null || echo n/a), root pids.max: $(cat /sys/fs/cgroup/pids.max 2>/dev/null || echo n/a)"
+} > "$OUT/limits.txt" 2>&1
+cat "$OUT/limits.txt"
+( while :; do
+    echo "$(date +%s.%N) $(cat /sys/fs/cgroup/pids.current 2>/dev/null || echo -) $(ps -eLo uid= | sort | uniq -c | awk '{printf "%s:%s,", $2, $1}')"
+    sleep 0.5
+  done ) > "$OUT/threads.log" 2>&1 &
+SAMPLER=$!
+trap 'kill $SAMPLER 2>/dev/null' EXIT
 names=$(sed -n 's/^- submission: \(.*\)\.patch$/\1/p' "$EXAMPLES/expected.yml")
 for round in $(seq 1 "$ROUNDS"); do
   if [ $(( $(date +%s) - START )) -gt "$BUDGET" ]; then echo "budget of ${BUDGET}s spent: stopping before round $round" | tee -a "$OUT/facts.txt"; break; fi
   echo "== round $round ($(( $(date +%s) - START ))s)" >&2
   running=0
   for n in $names; do
-    node dist/cli/index.js eval --task "$TASK" --submission "$EXAMPLES/$n.patch" --format json --out "$OUT/$round-$n.json" $UNSB > "$OUT/$round-$n.log" 2>&1 &
+    node dist/cli/index.js eval --task "$TASK" --submission "$EXAMPLES/$n.patch" --verbose --format json --out "$OUT/$round-$n.json" $UNSB > "$OUT/$round-$n.log" 2>&1 &
     running=$((running + 1))
     if [ "$running" -ge "$PARALLEL" ]; then wait -n; running=$((running - 1)); fi
   done
   wait
 done
+kill $SAMPLER 2>/dev/null
+# The most threads any uid had at once, and the most tasks in the pids cgroup, over the run.
+awk '{ if ($2 != "-" && $2 > pmax) pmax = $2; n = split($3, a, ","); for (i = 1; i <= n; i++) { split(a[i], b, ":"); if (b[2] > m[b[1]]) m[b[1]] = b[2] } }
+     END { printf "peak pids.current: %s; peak threads per uid:", pmax; for (u in m) printf " uid %s: %s", u, m[u]; print "" }' "$OUT/threads.log" | tee -a "$OUT/limits.txt"
+# Where each EAGAIN came from: the lines around it in the evaluation logs and results.
+grep -l "Resource temporarily unavailable" "$OUT"/*.log "$OUT"/*.json 2>/dev/null | head -3 | while read -r f; do
+  echo "--- $f"; grep -n -B12 -A3 "Resource temporarily unavailable" "$f" | head -60
+done > "$OUT/eagain.txt"
+head -c 6000 "$OUT/eagain.txt"
 $PY - "$OUT" "$EXAMPLES/expected.yml" "$SANDBOX" "$PARALLEL" <<'PY' | tee "$OUT/table.md"
 import glob, json, os, re, statistics, sys
 out, expected_file, sandbox, parallel = sys.argv[1:5]

@@ -25,27 +25,14 @@ done
 mkdir -p "$OUT"
 START=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - START))); }
-if ! command -v node >/dev/null; then
-  mkdir -p /tmp/devnode/bin
-  gunzip -c .devnode/node.gz > /tmp/devnode/bin/node && chmod +x /tmp/devnode/bin/node
-  export PATH=/tmp/devnode/bin:$PATH
-fi
-PY=${PROBEGATE_PYTHON:-/usr/bin/python3}
-$PY -c "import torch" 2>/dev/null || PY=$(command -v python3)
-export PROBEGATE_PYTHON=$PY
-SANDBOX=()
-if [ -f .devnode/bwrap ] && ! command -v bwrap >/dev/null; then
-  mkdir -p /tmp/devnode/bin && cp .devnode/bwrap /tmp/devnode/bin/bwrap && chmod 755 /tmp/devnode/bin/bwrap
-  export PROBEGATE_BWRAP=/tmp/devnode/bin/bwrap
-fi
-command -v "${PROBEGATE_BWRAP:-bwrap}" >/dev/null || SANDBOX=(--unsandboxed)
+. bench/gpu-bootstrap.sh
 {
-  echo "date: $(date -u +%FT%TZ)  cores: $(nproc)  node: $(node --version)  sandbox: ${SANDBOX[*]:-bubblewrap}"
+  echo "date: $(date -u +%FT%TZ)  cores: $(nproc)  node: $(node --version)  sandbox: $SANDBOX"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   $PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)'
 } > "$OUT/facts.txt" 2>&1
 cat "$OUT/facts.txt"
-DEMO="node dist/cli/index.js demo --gpus none ${SANDBOX[*]}"
+DEMO="node dist/cli/index.js demo --gpus none ${SANDBOX_ARGS[*]}"
 
 for phase in "${PHASES[@]}"; do
   echo "== $phase ($(left) s left)" >&2

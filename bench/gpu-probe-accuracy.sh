@@ -20,24 +20,8 @@ JOBS=${JOBS:-12}
 BUDGET=${BUDGET:-200}
 GRACE=${GRACE:-130}
 mkdir -p "$OUT/power"
-if ! command -v node >/dev/null; then
-  # The GPU machine has no Node: a gzip of the dev box's node binary travels as .devnode/node.gz.
-  mkdir -p /tmp/devnode/bin
-  gunzip -c .devnode/node.gz > /tmp/devnode/bin/node && chmod +x /tmp/devnode/bin/node
-  export PATH=/tmp/devnode/bin:$PATH
-fi
-NODE=$(command -v node)
-PY=${PROBEGATE_PYTHON:-/usr/bin/python3}
-$PY -c "import torch" 2>/dev/null || PY=$(command -v python3)
-export PROBEGATE_PYTHON=$PY
-ARGS=(${POWER_ARGS:-})
-if [ -f .devnode/bwrap ]; then
-  mkdir -p /tmp/devnode/bin && cp .devnode/bwrap /tmp/devnode/bin/bwrap && chmod 755 /tmp/devnode/bin/bwrap
-  export PROBEGATE_BWRAP=/tmp/devnode/bin/bwrap
-elif ! command -v bwrap >/dev/null; then
-  echo "no bubblewrap here: evaluations run --unsandboxed" >&2
-  ARGS+=(--unsandboxed)
-fi
+. bench/gpu-bootstrap.sh
+ARGS=(${POWER_ARGS:-} "${SANDBOX_ARGS[@]}")
 [ -n "${POWER_LOG:-}" ] && cp "$POWER_LOG"/power-*.json "$OUT/power/" 2>/dev/null
 {
   echo "date: $(date -u +%FT%TZ)"; echo "cores: $(nproc)"; free -g | sed -n 2p

@@ -21,16 +21,7 @@ done
 [ ${#PHASES[@]} -gt 0 ] || PHASES=(facts accuracy nccl overhead)
 START=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - START))); }
-if ! command -v node >/dev/null; then
-  mkdir -p /tmp/devnode/bin
-  gunzip -c .devnode/node.gz > /tmp/devnode/bin/node && chmod +x /tmp/devnode/bin/node
-  export PATH=/tmp/devnode/bin:$PATH
-fi
-NODE=$(command -v node)
-# The Python that has torch (on the GPU machine it is not /usr/bin/python3); the engine uses it too.
-PY=${PROBEGATE_PYTHON:-/usr/bin/python3}
-$PY -c "import torch" 2>/dev/null || PY=$(command -v python3)
-export PROBEGATE_PYTHON=$PY
+. bench/gpu-bootstrap.sh
 # Extra `probegate eval` flags for every evaluation, e.g. EVAL_ARGS="--unsandboxed".
 EVAL_ARGS_PY=""
 for a in ${EVAL_ARGS:-}; do EVAL_ARGS_PY+=" --eval-arg=$a"; done

@@ -1,0 +1,29 @@
+# Sourced by the bench/gpu-*.sh scripts: what every call on the lent GPU machine sets up first.
+#  - node: that machine has none; a gzip of the dev box's node binary travels as .devnode/node.gz.
+#  - PROBEGATE_PYTHON: the interpreter that has torch, as an absolute path (inside a job PATH is
+#    /usr/local/bin:/usr/bin:/bin, where a bare python3 may be another interpreter without pytest).
+#  - PROBEGATE_BWRAP: bubblewrap carried as .devnode/bwrap where the machine has none.
+#  - SANDBOX_ARGS: (--unsandboxed) where there is no bubblewrap at all, else empty; SANDBOX says which.
+# Sets NODE and PY too.
+if ! command -v node >/dev/null; then
+  mkdir -p /tmp/devnode/bin
+  gunzip -c .devnode/node.gz > /tmp/devnode/bin/node && chmod +x /tmp/devnode/bin/node
+  export PATH=/tmp/devnode/bin:$PATH
+fi
+NODE=$(command -v node)
+PY=${PROBEGATE_PYTHON:-/usr/bin/python3}
+"$PY" -c "import torch" 2>/dev/null || PY=python3
+PY=$(command -v "$PY")
+export PROBEGATE_PYTHON=$PY
+SANDBOX=sandboxed
+SANDBOX_ARGS=()
+if [ -z "${PROBEGATE_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
+  if [ -f .devnode/bwrap ]; then
+    mkdir -p /tmp/devnode/bin && cp .devnode/bwrap /tmp/devnode/bin/bwrap && chmod 755 /tmp/devnode/bin/bwrap
+    export PROBEGATE_BWRAP=/tmp/devnode/bin/bwrap
+  else
+    SANDBOX=unsandboxed
+    SANDBOX_ARGS=(--unsandboxed)
+    echo "no bubblewrap here: evaluations run --unsandboxed" >&2
+  fi
+fi
