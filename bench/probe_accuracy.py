@@ -233,6 +233,10 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
     log.mkdir(parents=True, exist_ok=True)
     per_task = max(1, jobs // max(1, len(tasks)))
     stamp = time.strftime("%Y%m%dT%H%M%S")
+    # Each task's validate process packs its jobs onto cores of its own (pinned), never another's.
+    cpus = sorted(os.sched_getaffinity(0))
+    share = max(1, len(cpus) // max(1, len(tasks)))
+    slices = {t: cpus[i * share:(i + 1) * share] or cpus for i, t in enumerate(tasks)} if len(cpus) >= len(tasks) else {t: cpus for t in tasks}
 
     def one(task):
         left = deadline - time.time()
@@ -245,6 +249,7 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
             budget = [] if left == float("inf") else ["--budget", str(max(1, int(left)))]
             with progress.open("w") as err:
                 r = subprocess.run([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(n), "--jobs", str(per_task),
+                                    "--cores", ",".join(map(str, slices[task])),
                                     "--format", "json", *budget, *power_args], stdout=subprocess.PIPE, stderr=err, text=True,
                                    timeout=None if left == float("inf") else left + grace)
         except subprocess.TimeoutExpired:

@@ -56,12 +56,14 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--db <file>", "record every run of a correct example as known-good outcomes (quarantine) in this store, with --power")
     .option("--seed <n>", "seed of the first evaluation's probe parameters (the next get seed+1, …), with --power; default: fresh")
     .option("--jobs <n>", "evaluations at a time, with --power", "1")
+    .option("--gpus <list>", "GPUs the --power evaluations may use: all, none, or indices like 0,1 (default: all nvidia-smi lists)")
+    .option("--cores <n|ids>", "cores the --power evaluations may use: a count or ids like 0-7 (default: every core of this process)")
     .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
     .option("--unsandboxed", "run submission code without the sandbox, with --power")
     .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
     .action(async (dirs: string[], flags: PowerFlags & { power?: boolean }) => {
       if (flags.power) return done(await powerCommand(dirs, flags, io));
-      const powerOnly = (["db", "seed", "examples", "budget", "unsandboxed"] as const).filter((k) => flags[k] !== undefined);
+      const powerOnly = (["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores"] as const).filter((k) => flags[k] !== undefined);
       if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
         throw new InputError(`validate: ${[...powerOnly.map((k) => `--${k}`), flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
       }

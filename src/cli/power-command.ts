@@ -8,12 +8,14 @@ import type { EvaluationResult } from "../core/result.js";
 import { formatSeconds } from "../core/sizes.js";
 import { evaluate } from "../engine/evaluate.js";
 import { InputError } from "../engine/errors.js";
+import type { JobPool } from "../engine/job-pool.js";
 import { KIT_DIR } from "../engine/package-paths.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
 import { taskExamples, type DemoCase } from "./demo-command.js";
 import { validateTask } from "./validate-command.js";
+import { mapConcurrent, poolFromFlags, type BudgetFlags } from "./runner-pool.js";
 
-export interface PowerFlags {
+export interface PowerFlags extends Pick<BudgetFlags, "gpus" | "cores"> {
   runs?: string;
   examples?: string;
   db?: string;
@@ -41,18 +43,6 @@ interface Planned {
   runs: number;
 }
 
-/** Runs `work` on every item, `jobs` at a time, in order of the list. */
-async function pool<T>(items: T[], jobs: number, work: (item: T, i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      await work(items[i] as T, i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(jobs, items.length) }, worker));
-}
-
 function examplesDir(task: LoadedTask, flag: string | undefined): string {
   const dir = flag ? join(resolve(flag), task.spec.id) : resolve(task.dir, "..", "..", "examples", "submissions", task.spec.id);
   if (!existsSync(join(dir, "expected.yml"))) {
@@ -62,7 +52,7 @@ function examplesDir(task: LoadedTask, flag: string | undefined): string {
 }
 
 /** Evaluates every example of one task (correct ones `runs` times) and analyses the results. */
-async function powerOfTask(task: LoadedTask, flags: PowerFlags, io: Io, record: ((run: { task: LoadedTask; example: DemoCase; run: number; runs: number; result: EvaluationResult }) => void) | null): Promise<PowerReport> {
+async function powerOfTask(task: LoadedTask, flags: PowerFlags, pool: JobPool, io: Io, record: ((run: { task: LoadedTask; example: DemoCase; run: number; runs: number; result: EvaluationResult }) => void) | null): Promise<PowerReport> {
   const runs = wholeNumber("--runs", flags.runs, 1, 1);
   const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
   const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
@@ -81,7 +71,7 @@ async function powerOfTask(task: LoadedTask, flags: PowerFlags, io: Io, record: 
   const results: EvaluationResult[][] = examples.map(() => []);
   io.stderr(`probegate validate --power ${task.spec.id}: ${examples.length} examples, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
   let finished = 0;
-  await pool(plan, jobs, async (p, i) => {
+  await mapConcurrent(plan, jobs, async (p, i) => {
     if (Date.now() > deadline) {
       notStarted++;
       return;
@@ -94,6 +84,8 @@ async function powerOfTask(task: LoadedTask, flags: PowerFlags, io: Io, record: 
       submission: { kind: "patch", path: p.example.patch },
       kitDir: KIT_DIR,
       unsandboxed: flags.unsandboxed,
+      // One pool for every evaluation of this command: jobs side by side never share a GPU, core or port.
+      pool,
       seed: seed === undefined ? undefined : (seed + i) % 2 ** 32,
     });
     results[p.column]?.push(result);
@@ -133,13 +125,14 @@ export async function powerCommand(dirs: string[], flags: PowerFlags, io: Io): P
   // Loaded on use: the store's native module is needed only with --db.
   const store = flags.db ? await import("./power-store.js") : null;
   const db = store && flags.db ? store.openPowerStore(flags.db) : null;
+  const { pool } = await poolFromFlags({ gpus: flags.gpus, cores: flags.cores });
   let failed = 0;
   const reports: Array<{ report: PowerReport; problems: string[]; quarantined: QuarantinedCheck[] | null }> = [];
   try {
     for (const task of tasks) {
       const problems = validateTask(task);
       for (const p of problems) io.stderr(`✗ ${task.spec.id}: ${p}\n`);
-      const report = await powerOfTask(task, flags, io, db && store ? (r) => store.recordRun(db, r) : null);
+      const report = await powerOfTask(task, flags, pool, io, db && store ? (r) => store.recordRun(db, r) : null);
       const quarantined = db && store && report.probeSet ? store.quarantinedNow(db, task.spec.id, report.probeSet) : null;
       if (problems.length || !report.ok) failed++;
       reports.push({ report, problems, quarantined });

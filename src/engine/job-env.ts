@@ -56,6 +56,9 @@ export function jobEnv(ctx: JobContext, extra: Record<string, string> = {}): Rec
     HOME: home,
     // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
     TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,
+    // A job's uid has no passwd entry (jobUid): getpass.getuser() and the caches keyed on it read these.
+    USER: "probegate",
+    LOGNAME: "probegate",
     LANG: "C.UTF-8",
     PYTHONDONTWRITEBYTECODE: "1",
     PYTHONUNBUFFERED: "1",

@@ -1,5 +1,5 @@
 import { mkdirSync, openSync, readFileSync, rmSync, closeSync, writeSync } from "node:fs";
-import { tmpdir, userInfo } from "node:os";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 
 /**
@@ -11,7 +11,7 @@ import { join } from "node:path";
  * process is gone is taken over.
  */
 export class PortClaims {
-  constructor(private readonly dir: string = join(tmpdir(), `probegate-ports-${userInfo().uid}`)) {
+  constructor(private readonly dir: string = defaultClaimDir()) {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
   }
 
@@ -61,4 +61,12 @@ function holderAlive(file: string): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/**
+ * One folder per user for the whole runner, not under $TMPDIR: two probegate processes with
+ * different temp dirs must still see each other's claims. PROBEGATE_PORT_CLAIMS overrides it.
+ */
+function defaultClaimDir(): string {
+  return process.env.PROBEGATE_PORT_CLAIMS || join("/tmp", `probegate-ports-${userInfo().uid}`);
 }

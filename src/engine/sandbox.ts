@@ -33,6 +33,22 @@ export interface SandboxSpec {
 export const SANDBOX_UID = 65534;
 
 /**
+ * First of the uids packed jobs run as, one per job: RLIMIT_NPROC and a job's files are per uid,
+ * so jobs side by side under one uid (`nobody`) would share one process budget — one submission's
+ * threads would starve another evaluation's (EAGAIN from pthread_create) and a fork bomb would
+ * reach every job on the runner. Far above any account a distribution creates.
+ */
+export const JOB_UID_BASE = 1_000_000_000;
+
+/**
+ * The uid of the job that holds rendezvous port `port`. Ports are claimed across the runner's
+ * probegate processes (port-claim.ts), so no two jobs running at once share a uid.
+ */
+export function jobUid(port: number): number {
+  return JOB_UID_BASE + port;
+}
+
+/**
  * Top-level host folders a program needs to run; what is absent on a host is skipped. Not /opt,
  * /home or /root: runners keep their credentials there. An interpreter outside /usr is added on its own.
  */
