@@ -1,5 +1,6 @@
 import { checkRunName, closedOutput, endedWhileStartingOutput, noResultOutput, queuedOutput, RERUN_ACTION, supersededOutput, timedOutOutput } from "../core/app-check-outputs.js";
 import type { CheckRunOutput } from "../core/check-run-render.js";
+import { readWithQuarantine } from "../core/quarantine.js";
 import { renderCheckRunWithQuarantine } from "../core/quarantine-check-run.js";
 import { evaluationKey } from "../core/evaluation-key.js";
 import { IllegalTransitionError, isTerminal } from "../core/evaluation-state.js";
@@ -189,13 +190,18 @@ async function stopRuns(gh: GitHubClient, deps: AppDeps, repo: RepoRef, ended: R
  * kept (and so the gate and the scorecard) is that reading, the signed result stays as it came.
  */
 export async function finishWithResult(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, result: EvaluationResult): Promise<void> {
-  const { output, verdict } = renderCheckRunWithQuarantine(result, quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet }));
+  const quarantined = quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet });
+  const { output, verdict } = renderCheckRunWithQuarantine(result, quarantined);
   const done = transitionEvaluation(deps.db, e.key, "complete", {
     now: deps.now(),
     expectedVersion: e.version,
     patch: { verdict, area: result.task.area, durationS: result.durations.totalS, gpuSeconds: result.gpuSeconds },
   });
-  recordProbeFailures(deps.db, e.key, e.attempt, result.probes);
+  // A quarantined check's failure is a warning on the check run, so it is no rejection category in
+  // the scorecard either. It is left out (probe_failures holds failures and errors only), which
+  // also keeps it out of `/probegate explain`, as it is out of the check run's failures.
+  const setAside = new Set(readWithQuarantine(result, quarantined).warnings.map((w) => w.probe));
+  recordProbeFailures(deps.db, e.key, e.attempt, result.probes.filter((p) => !setAside.has(p)));
   if (done.checkRunId !== null) {
     const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
     await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, output, { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { execa } from "execa";
 import { createInterface } from "node:readline";
+import { formatBytes } from "../core/sizes.js";
 
 /**
  * GPU memory of record for one phase, measured outside the sandbox by the driver (nvidia-smi, i.e.
@@ -17,6 +18,11 @@ export interface GpuMemoryPeak {
   peakBytes: number;
   samples: number;
   intervalMs: number;
+}
+
+/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
+export function gpuNote(peak: GpuMemoryPeak | null): string {
+  return peak ? `, GPU peak ${formatBytes(peak.peakBytes)}` : "";
 }
 
 /** A running meter; `stop()` ends it and gives the peak, or null when the GPUs could not be read. */

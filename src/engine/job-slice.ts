@@ -73,6 +73,13 @@ export class SliceRunner {
     }
   }
 
+  /** The probe phase's GPU memory of record: the probe job that held the most above its baseline. */
+  probesPeak(): GpuMemoryPeak | null {
+    let best: GpuMemoryPeak | null = null;
+    for (const [name, p] of this.peaks) if (name !== "official" && (!best || p.peakBytes > best.peakBytes)) best = p;
+    return best;
+  }
+
   /** GPU-seconds of record: Σ over jobs of GPUs held × time held (jobs side by side each count). */
   gpuSeconds(): number {
     return this.records.reduce((s, r) => s + r.gpus.length * (r.endS - r.startS), 0);

@@ -2,8 +2,13 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { OfficialResult } from "../core/result.js";
+import { formatSeconds } from "../core/sizes.js";
 import type { LoadedTask } from "./task-load.js";
 import { HarnessError } from "./errors.js";
+import { runLimits, type EvaluationContext } from "./evaluation-context.js";
+import type { JobSetup } from "./evaluation-setup.js";
+import { gpuNote } from "./gpu-meter.js";
+import { JobPool } from "./job-pool.js";
 import { isolationFor } from "./job-isolation.js";
 import { expandCommand, jobEnv, type JobContext } from "./job-env.js";
 import { parseJunit, type JunitReport } from "./junit.js";
@@ -89,4 +94,24 @@ export async function runOfficial(
     peakMemoryBytes: run.peakMemoryBytes,
     memorySource: run.memorySource,
   };
+}
+
+/**
+ * The official phase of an evaluation: the official job on its slice of the runner. Its start line
+ * is sent once the slice is held, so it names the GPUs and cores it got and how long it queued;
+ * its duration is the run's own, queue left out.
+ */
+export async function officialPhase(ev: EvaluationContext, { runner, jobs, python }: JobSetup): Promise<OfficialResult> {
+  const { opts, spec, ws, record } = ev;
+  const o = jobs.official;
+  const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
+    const queued = lease.waitedS >= 1 ? `, queued ${formatSeconds(lease.waitedS)}` : "";
+    ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}` });
+    return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }));
+  });
+  record.official = official;
+  record.officialS = official.durationS;
+  const peak = runner.peaks.get("official") ?? null;
+  ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(peak) });
+  return official;
 }

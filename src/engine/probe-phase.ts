@@ -5,12 +5,16 @@ import { checksFromRun, failedTimeChecks, mergeRuns, needsAnotherRun, type Probe
 import type { DrawnParams } from "../core/probe-params.js";
 import type { LoadedTask } from "./task-load.js";
 import { HarnessError } from "./errors.js";
+import { runLimits, type EvaluationContext } from "./evaluation-context.js";
+import type { JobSetup } from "./evaluation-setup.js";
+import { gpuNote } from "./gpu-meter.js";
 import { isolationFor } from "./job-isolation.js";
 import { expandCommand, jobEnv, jobPythonPath, type JobContext } from "./job-env.js";
 import type { PlannedJob } from "./job-plan.js";
 import type { SliceRunner } from "./job-slice.js";
 import { JobPool } from "./job-pool.js";
 import { runCommand, type RunLimits } from "./run-command.js";
+import { resetHooks } from "./workspace.js";
 
 export interface ProbePhaseContext extends Pick<JobContext, "workspace" | "root"> {
   judgeDir: string;
@@ -116,4 +120,30 @@ export async function runProbes(
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
   if (failed) throw failed.reason;
   return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
+}
+
+/** "2 GPUs and 16 cores" for the probe phase's progress line. */
+function describePool(pool: JobPool): string {
+  const s = pool.shape();
+  return s.gpus ? `${s.gpus} GPU${s.gpus === 1 ? "" : "s"} and ${s.cores} cores` : `${s.cores} core${s.cores === 1 ? "" : "s"}`;
+}
+
+/**
+ * The probe phase of an evaluation: first the hooks the official run may have planted for the
+ * probe processes (a sitecustomize.py, say) are reset, then every probe job runs, packed on the
+ * runner's pool. Its duration is the phase's wall time, from its start line to its end line.
+ */
+export async function probePhase(ev: EvaluationContext, { runner, jobs, python, pool }: JobSetup): Promise<void> {
+  const { opts, spec, ws, record } = ev;
+  ws.resets.push(...(await resetHooks(ws)));
+  ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
+  const t = performance.now();
+  record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
+    probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
+    probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
+    log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
+  });
+  record.probesS = ev.clock.since(t);
+  const failed = record.checks.filter((x) => x.status === "failed").length;
+  ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${record.checks.length - failed} of ${record.checks.length} passed${gpuNote(runner.probesPeak())}` });
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { probeFailures } from "../../src/store/dispatch-context.js";
 import { getEvaluation } from "../../src/store/evaluations.js";
 import { recordKnownGoodOutcomes } from "../../src/store/probe-health.js";
 import type { StoreDb } from "../../src/store/db.js";
@@ -41,6 +42,8 @@ describe("quarantined checks in the app's check run", () => {
     expect(update.output.summary).toContain("| `state-sharded` | memory | failed | 2 of last 20 |");
     expect(update.output.summary).toContain("the signed result says probe-rejected");
     expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "completed", verdict: "resolved" });
+    // The scorecard agrees with the check run: a warning is no probe-failure category of the attempt.
+    expect(probeFailures(app.db, keyFor(), getEvaluation(app.db, keyFor())?.attempt ?? 0)).toEqual([]);
   });
 
   it("still rejects when the check failed known-good code only once in 20, or was quarantined under another probe set", async () => {
@@ -52,5 +55,8 @@ describe("quarantined checks in the app's check run", () => {
     expect(update.output.annotations).toEqual([expect.objectContaining({ annotation_level: "failure" })]);
     expect(update.output.summary).not.toContain("quarantined");
     expect(getEvaluation(app.db, keyFor())?.verdict).toBe("probe-rejected");
+    expect(probeFailures(app.db, keyFor(), getEvaluation(app.db, keyFor())?.attempt ?? 0)).toEqual([
+      { probeId: "state-sharded", category: "memory", status: "failed", message: expect.any(String) },
+    ]);
   });
 });

@@ -52,8 +52,9 @@ describe("evaluate: the four verdicts", () => {
     ]);
     expect(r.task.probeSet).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(r.environment.python).toMatch(/^3\./);
-    // The evaluation folder is gone, and the inputs were not written to.
-    expect(readdirSync(own)).toEqual([]);
+    // The evaluation folder is gone, and the inputs were not written to. The port-claim folder
+    // stays: it is the runner's, shared by every probegate process on it (port-claim.ts).
+    expect(readdirSync(own).filter((n) => !n.startsWith("probegate-ports-"))).toEqual([]);
     expect(existsSync(join(TINY_TASK, "base", "sumlib", "__pycache__"))).toBe(false);
   });
 
@@ -79,6 +80,20 @@ describe("evaluate: the four verdicts", () => {
     expect(r.verdict).toBe("error");
     expect(r.error).toMatchObject({ phase: "environment" });
     expect(r.error?.message).toContain("not found");
+  });
+
+  it("error: the runner lacks what the task requires; nothing runs, and what setup found is kept", async () => {
+    const needs = { ...task, spec: { ...task.spec, requires: { gpus: 64 } } };
+    const phases: string[] = [];
+    const r = await run(patch("reference"), { task: needs, onEvent: (e) => e.type === "phase-start" && phases.push(e.phase) });
+    expect(r.verdict).toBe("error");
+    expect(r.error).toMatchObject({ phase: "requires" });
+    expect(r.error?.message).toContain("gpus: 64 (the runner gives the job");
+    expect(phases).toEqual(["workspace", "verdict"]);
+    expect([r.official, r.probes, r.jobs, r.gpuSeconds]).toEqual([null, [], null, 0]);
+    // The host facts were read before the refusal, so the result says what the runner has.
+    expect(r.environment.python).toMatch(/^3\./);
+    expect(r.environment).toMatchObject({ backend: "gloo", worldSize: 1, sandboxed: false });
   });
 });
 

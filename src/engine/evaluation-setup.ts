@@ -1,0 +1,52 @@
+import { randomBytes } from "node:crypto";
+import { unmetRequirements } from "../core/task-environment.js";
+import type { EvaluationContext } from "./evaluation-context.js";
+import { HarnessError } from "./errors.js";
+import { availableCpus } from "./host.js";
+import { planIsolation } from "./job-isolation.js";
+import { JobPool } from "./job-pool.js";
+import { planJobs, type PlannedJob } from "./job-plan.js";
+import { SliceRunner } from "./job-slice.js";
+import { listProbes } from "./probe-phase.js";
+
+/** What the job phases run with: the interpreter, the runner's pool, every job planned, and the runner of their slices. */
+export interface JobSetup {
+  python: string;
+  pool: JobPool;
+  jobs: { official: PlannedJob; probes: PlannedJob[] };
+  runner: SliceRunner;
+}
+
+/**
+ * Everything between the workspace and the first job: the host facts, the refusal to run
+ * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
+ * ("requires"), the job pool, every job planned and checked against the runner (InputError where
+ * one can never fit), and the isolation plan. No submission code runs before all of it passed.
+ * Each fact is recorded as soon as it is known, so a later refusal still reports it.
+ */
+export async function setUpJobs(ev: EvaluationContext): Promise<JobSetup> {
+  const { opts, spec, ws, record } = ev;
+  const [py, gpus, support] = await ev.hostFacts.facts;
+  record.host = { py, gpus };
+  if (support && !support.ok) {
+    throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+  }
+  const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: availableCpus() }));
+  const unmet = unmetRequirements(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
+  if (unmet.length) {
+    throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
+  }
+  const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: randomBytes(4).toString("hex"), worldSize: opts.worldSize });
+  record.officialJob = jobs.official;
+  const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes });
+  record.sandboxed = isolation([]).sandbox !== null;
+  const runner = new SliceRunner({
+    pool,
+    t0: ev.clock.t0,
+    base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation },
+    gpuLimitBytes: spec.limits.gpuMemory,
+    onIdleWait: (ms) => ev.clock.addQueued(ms),
+  });
+  record.runner = runner;
+  return { python: py.executable, pool, jobs, runner };
+}
