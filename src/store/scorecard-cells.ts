@@ -7,6 +7,12 @@ import type { StoreDb } from "./db.js";
 /** Histogram dimension numbers of scorecard_durations (migration 7). */
 const DIM_OF: Record<number, Dimension> = { 1: "repository", 2: "task", 3: "area", 4: "week" };
 const WEEK_MS = 7 * 86_400_000;
+/**
+ * Reading a slice's exact durations costs a fraction of what folding a row in the full scan does
+ * (one value, one sketch add, against ten tallies): past this many exact durations per attempt in
+ * the store, the scan is cheaper.
+ */
+const SCAN_SHARE = 3;
 
 /** The flags (scorecard_rows.counted) whose attempts a basis counts, as SQL; null for every attempt. */
 function countedFlags(basis: ScorecardBasis): string | null {
@@ -20,9 +26,10 @@ function countedFlags(basis: ScorecardBasis): string | null {
  * scan (scorecardScan): counts and rates exactly; GPU minutes up to float rounding (summed in
  * another order); medians the same as the scan's MedianSketch: exact for slices of at most
  * EXACT_LIMIT timed attempts (their durations read through an index), from the same 1%-wide
- * buckets above that.
+ * buckets above that. With `unlessScanIsCheaper`, null when the small slices' exact durations
+ * would read more rows than the full scan (a small store: most slices under EXACT_LIMIT).
  */
-export function scorecardFromCells(db: StoreDb, basis: ScorecardBasis): Scorecard {
+export function scorecardFromCells(db: StoreDb, basis: ScorecardBasis, opts: { unlessScanIsCheaper?: boolean } = {}): Scorecard | null {
   const builder = new ScorecardBuilder(basis);
   const flags = countedFlags(basis);
   const cats = CATEGORIES.map((_, i) => `cat${i}`).join(", ");
@@ -37,6 +44,7 @@ export function scorecardFromCells(db: StoreDb, basis: ScorecardBasis): Scorecar
   const categories = cell.categories as number[];
   /** Each agent name's stored agent values (NO_AGENT stands for NULL and for anyone named so). */
   const rawAgents = new Map<string, Set<string | null>>();
+  let attempts = 0;
   for (const r of rows.iterate() as IterableIterator<unknown[]>) {
     cell.agent = r[0] as string | null;
     cell.owner = r[1] as string;
@@ -52,11 +60,17 @@ export function scorecardFromCells(db: StoreDb, basis: ScorecardBasis): Scorecar
     cell.timed = r[12 + categories.length] as number;
     cell.gpuSeconds = r[13 + categories.length] as number;
     builder.addCell(cell);
+    attempts += cell.n;
     const name = cell.agent ?? NO_AGENT;
     let raw = rawAgents.get(name);
     if (!raw) rawAgents.set(name, (raw = new Set()));
     raw.add(cell.agent);
   }
+  let exactRows = 0;
+  builder.forEachSlice((_agent, _dim, _key, t) => {
+    if (t.timedPending > 0 && t.timedPending <= EXACT_LIMIT) exactRows += t.timedPending;
+  });
+  if (opts.unlessScanIsCheaper && exactRows > SCAN_SHARE * attempts) return null;
   bucketedDurations(db, builder, flags);
   const everyone = [...new Set([...rawAgents.values()].flatMap((s) => [...s]))];
   const exact = exactDurations(db, basis);

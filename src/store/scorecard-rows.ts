@@ -45,12 +45,14 @@ function where(filter: ScorecardFilter, which: "counted" | "first-or-best", p = 
 
 /**
  * The scorecard of the store's finished attempts. Unfiltered (every repository, no `since`): from
- * the pre-counted cells (scorecardFromCells), a few thousand rows at a million evaluations. With a
+ * the pre-counted cells (scorecardFromCells), a few thousand rows at a million evaluations (or
+ * the full scan where the cells would read more: a small store). With a
  * repository or `since` filter: the full scan (scorecardScan), since the cells are not kept per
  * group start and their duration histograms not per repository.
  */
 export function scorecardOf(db: StoreDb, filter: ScorecardFilter): Scorecard {
-  return filter.owner || filter.since ? scorecardScan(db, filter) : scorecardFromCells(db, filter.basis);
+  if (filter.owner || filter.since) return scorecardScan(db, filter);
+  return scorecardFromCells(db, filter.basis, { unlessScanIsCheaper: true }) ?? scorecardScan(db, filter);
 }
 
 /**

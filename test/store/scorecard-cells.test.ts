@@ -65,7 +65,7 @@ const rounded = (card: Scorecard): unknown => JSON.parse(JSON.stringify(card, (k
 function expectCellsMatchScan(db: StoreDb): void {
   expect(cellsNow(db)).toEqual(recomputed(db));
   expect(histogramNow(db, false)).toEqual(histogramNow(db, true));
-  for (const basis of BASES) expect(rounded(scorecardFromCells(db, basis))).toEqual(rounded(scorecardScan(db, { basis })));
+  for (const basis of BASES) expect(rounded(scorecardFromCells(db, basis)!)).toEqual(rounded(scorecardScan(db, { basis })));
 }
 
 describe("scorecard_cells (migration 7)", () => {
@@ -90,7 +90,7 @@ describe("scorecard_cells (migration 7)", () => {
     w.failure("k4", 1, "b", "traffic");
     w.failure("k4", 1, "c", "time", "error");
     expectCellsMatchScan(db);
-    const first = scorecardFromCells(db, "first-attempt");
+    const first = scorecardFromCells(db, "first-attempt")!;
     expect(first.total.figures.evaluations).toBe(3);
     expect(first.total.figures.firstAttempt).toMatchObject({ k: 0, n: 2 });
     expect(first.total.figures.bestOfN).toMatchObject({ k: 1, n: 2 });
@@ -100,7 +100,9 @@ describe("scorecard_cells (migration 7)", () => {
     expectCellsMatchScan(db);
     db.prepare("DELETE FROM scorecard_rows WHERE evaluation_key = 'k3'").run();
     expectCellsMatchScan(db);
-    expect(scorecardFromCells(db, "all").agents.map((a) => a.agent).sort()).toEqual(["codex", "devin"]);
+    expect(scorecardFromCells(db, "all")!.agents.map((a) => a.agent).sort()).toEqual(["codex", "devin"]);
+    // A store this small: every slice reads its exact durations, more rows than the scan reads.
+    expect(scorecardFromCells(db, "all", { unlessScanIsCheaper: true })).toBeNull();
   });
 
   it("upgrades a store that has rows: the figures are the same before and after", () => {
@@ -118,6 +120,7 @@ describe("scorecard_cells (migration 7)", () => {
     opened.splice(opened.indexOf(old), 1);
     const db = open(file);
     expect(db.prepare("SELECT COUNT(*) FROM scorecard_cells").pluck().get()).toBeGreaterThan(0);
+    expect(BASES.map((basis) => rounded(scorecardFromCells(db, basis)!))).toEqual(before);
     expect(BASES.map((basis) => rounded(scorecardOf(db, { basis })))).toEqual(before);
     expectCellsMatchScan(db);
   });
@@ -136,7 +139,7 @@ describe("scorecard_cells (migration 7)", () => {
         if (i >= 20) durations.push(d);
       }
     })();
-    const card = scorecardFromCells(db, "first-attempt");
+    const card = scorecardFromCells(db, "first-attempt")!;
     const big = card.total.by.task.find((s) => s.key === "big")!.figures;
     const small = card.total.by.task.find((s) => s.key === "small")!.figures;
     const sorted = durations.sort((a, b) => a - b);
@@ -146,6 +149,8 @@ describe("scorecard_cells (migration 7)", () => {
     expect(Math.abs(big.medianDurationS! - exact) / exact).toBeLessThan(0.01);
     expect(small.medianExact).toBe(true);
     expect(rounded(card)).toEqual(rounded(scorecardScan(db, { basis: "first-attempt" })));
+    // Most durations are in slices past EXACT_LIMIT: scorecardOf takes the cells.
+    expect(scorecardFromCells(db, "first-attempt", { unlessScanIsCheaper: true })).not.toBeNull();
   });
 
   it("puts durations in the same bucket in SQL as MedianSketch does in JS", () => {
