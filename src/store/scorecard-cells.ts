@@ -136,7 +136,7 @@ function exactDurations(db: StoreDb, basis: ScorecardBasis): (agent: string | nu
     unknownRepository: by("(owner = '' OR repo = '')"),
     task: by("task = ?"),
     area: by("area = ?"),
-    unknownArea: by("(area IS NULL OR area = ?)"),
+    noArea: by("area IS NULL"),
     week: by("finished_at >= ? AND finished_at < ?"),
   };
   return (agent, dim, key) => {
@@ -147,7 +147,8 @@ function exactDurations(db: StoreDb, basis: ScorecardBasis): (agent: string | nu
       return stmts.repository.all(agent, key.slice(0, cut), key.slice(cut + 1)) as number[];
     }
     if (dim === "task") return stmts.task.all(agent, key) as number[];
-    if (dim === "area") return (key === UNKNOWN_AREA ? stmts.unknownArea : stmts.area).all(agent, key) as number[];
+    // Two lookups rather than an OR, which SQLite would not answer from the (agent, area) index.
+    if (dim === "area") return [...(key === UNKNOWN_AREA ? (stmts.noArea.all(agent) as number[]) : []), ...(stmts.area.all(agent, key) as number[])];
     const start = Date.parse(`${key}T00:00:00Z`);
     return stmts.week.all(agent, start, start + WEEK_MS) as number[];
   };
