@@ -1,9 +1,11 @@
 /** Values kept exactly before a sketch switches to buckets. */
 export const EXACT_LIMIT = 2048;
 /** Bucket width, relative: a bucketed median is within ±0.5% of the true one. */
-const STEP = Math.log(1.01);
-const FLOOR = 1e-3;
-const BUCKETS = Math.ceil(Math.log(1e7 / FLOOR) / STEP) + 2;
+export const STEP = Math.log(1.01);
+/** Values under this share bucket 0. */
+export const FLOOR = 1e-3;
+/** How many buckets a sketch has (values over 1e7 share the last). */
+export const BUCKETS = Math.ceil(Math.log(1e7 / FLOOR) / STEP) + 2;
 
 /**
  * The median of a stream of non-negative figures (seconds, minutes) in bounded memory, because a
@@ -43,6 +45,18 @@ export class MedianSketch {
     this.size += 1;
   }
 
+  /**
+   * Adds `n` values known only by their bucket (bucketOf): how the store hands over a slice's
+   * durations from its pre-counted histogram. The sketch is bucketed from then on, so callers use
+   * it only for more than EXACT_LIMIT values, where `add` would have bucketed them too.
+   */
+  addToBucket(bucket: number, n: number): void {
+    if (!Number.isInteger(bucket) || bucket < 0 || bucket >= BUCKETS) throw new RangeError(`MedianSketch bucket ${bucket}: expected 0..${BUCKETS - 1}`);
+    if (this.exactValues) this.toBuckets();
+    (this.buckets as Uint32Array)[bucket]! += n;
+    this.size += n;
+  }
+
   private toBuckets(): void {
     const b = new Uint32Array(BUCKETS);
     for (const v of (this.exactValues as Float64Array).subarray(0, this.size)) b[bucketOf(v)]! += 1;
@@ -69,7 +83,8 @@ export class MedianSketch {
   }
 }
 
-function bucketOf(x: number): number {
+/** The bucket of a (finite, non-negative) value; the store's histogram computes the same in SQL. */
+export function bucketOf(x: number): number {
   if (x < FLOOR) return 0;
   return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(x / FLOOR) / STEP));
 }

@@ -1,8 +1,8 @@
 import { CATEGORIES, type Category } from "./probe-check.js";
 import type { Verdict } from "./result.js";
-import { MedianSketch } from "./median-sketch.js";
-import { rateOf, type Rate } from "./wilson.js";
+import type { Rate } from "./wilson.js";
 import { rankByInterval } from "./scorecard-ranking.js";
+import { AgentTally, type ScorecardCell, type Tally } from "./scorecard-tally.js";
 
 /** The verdicts in the order a scorecard shows them: best first. */
 export const VERDICT_ORDER: readonly Verdict[] = ["resolved", "probe-rejected", "official-failed", "error"];
@@ -145,86 +145,6 @@ export function weekOf(ms: number): string {
   return new Date(start).toISOString().slice(0, 10);
 }
 
-const VERDICT_INDEX: Record<Verdict, number> = { resolved: 0, "probe-rejected": 1, "official-failed": 2, error: 3 };
-
-/** Running tallies of one slice. */
-class Tally {
-  n = 0;
-  v = [0, 0, 0, 0];
-  cats = new Array<number>(CATEGORIES.length).fill(0);
-  firstJudged = 0;
-  firstResolved = 0;
-  bestJudged = 0;
-  bestResolved = 0;
-  durations = new MedianSketch();
-  gpuSeconds = 0;
-
-  count(f: ScorecardFact): void {
-    this.n += 1;
-    this.v[VERDICT_INDEX[f.verdict]]! += 1;
-    if (f.failedMask) for (let i = 0; i < CATEGORIES.length; i++) if (f.failedMask & (1 << i)) this.cats[i]! += 1;
-    if (f.durationS !== null) this.durations.add(f.durationS);
-    if (f.gpuSeconds !== null) this.gpuSeconds += f.gpuSeconds;
-  }
-
-  attempts(f: ScorecardFact): void {
-    if (f.verdict === "error") return;
-    const resolved = f.verdict === "resolved" ? 1 : 0;
-    if (f.first) {
-      this.firstJudged += 1;
-      this.firstResolved += resolved;
-    }
-    if (f.best) {
-      this.bestJudged += 1;
-      this.bestResolved += resolved;
-    }
-  }
-
-  figures(): Figures {
-    const [resolved, rejected, officialFailed, error] = this.v as [number, number, number, number];
-    const judged = this.n - error;
-    return {
-      evaluations: this.n,
-      verdicts: { resolved, "probe-rejected": rejected, "official-failed": officialFailed, error },
-      resolved: rateOf(resolved, judged),
-      officialPass: rateOf(resolved + rejected, judged),
-      probeRejection: rateOf(rejected, resolved + rejected),
-      failedCategories: Object.fromEntries(CATEGORIES.map((c, i) => [c, this.cats[i]])) as Record<Category, number>,
-      firstAttempt: rateOf(this.firstResolved, this.firstJudged),
-      bestOfN: rateOf(this.bestResolved, this.bestJudged),
-      medianDurationS: this.durations.median(),
-      medianExact: this.durations.exact,
-      timed: this.durations.count,
-      gpuMinutes: this.gpuSeconds / 60,
-    };
-  }
-}
-
-/** The tallies of one agent: overall and per dimension. */
-class AgentTally {
-  all = new Tally();
-  by: Record<Dimension, Map<string, Tally>> = { repository: new Map(), task: new Map(), area: new Map(), week: new Map() };
-
-  /** Puts this agent's tallies for a fact with these dimension keys into `out` from `at` (no allocation per fact). */
-  collect(keys: readonly string[], out: Tally[], at: number): void {
-    out[at] = this.all;
-    for (let i = 0; i < DIMENSIONS.length; i++) {
-      const m = this.by[DIMENSIONS[i] as Dimension];
-      const k = keys[i] as string;
-      let t = m.get(k);
-      if (!t) m.set(k, (t = new Tally()));
-      out[at + 1 + i] = t;
-    }
-  }
-
-  score(agent: string): AgentScore {
-    const by = Object.fromEntries(
-      DIMENSIONS.map((d) => [d, [...this.by[d]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, t]) => ({ key, figures: t.figures() }))]),
-    ) as Record<Dimension, Slice[]>;
-    return { agent, rank: null, tiedWith: [], figures: this.all.figures(), by };
-  }
-}
-
 /**
  * Whether a basis counts this attempt: its group's first or best (group begun at or after `since`,
  * ms), or with `all` any attempt finished at or after `since`. Pure.
@@ -264,9 +184,7 @@ export class ScorecardBuilder {
     const name = f.agent ?? NO_AGENT;
     let agent = this.agents.get(name);
     if (!agent) this.agents.set(name, (agent = new AgentTally()));
-    const wk = Math.floor((f.finishedAt - MONDAY0) / WEEK_MS);
-    let week = this.weeks.get(wk);
-    if (week === undefined) this.weeks.set(wk, (week = weekOf(f.finishedAt)));
+    const week = this.week(Math.floor((f.finishedAt - MONDAY0) / WEEK_MS));
     const keys = this.keys;
     keys[0] = this.repository(f.owner, f.repo);
     keys[1] = f.task;
@@ -279,6 +197,57 @@ export class ScorecardBuilder {
       if (counted) t.count(f);
       if (attempts) t.attempts(f);
     }
+  }
+
+  /**
+   * Adds a cell's attempts as `add` would add each of them, except their durations: each slice's
+   * `timedPending` says how many the caller must still give its `durations` (see `forEachSlice`)
+   * before `build`. Cells carry no group start, so a builder with `since` refuses them.
+   */
+  addCell(c: ScorecardCell): void {
+    if (Number.isFinite(this.since)) throw new Error("ScorecardBuilder.addCell: cells cannot honour `since`; add facts instead");
+    const counted = this.basis === "all" || (this.basis === "first-attempt" ? c.first : c.best);
+    const attempts = c.first || c.best;
+    if ((!counted && !attempts) || c.n === 0) return;
+    const name = c.agent ?? NO_AGENT;
+    let agent = this.agents.get(name);
+    if (!agent) this.agents.set(name, (agent = new AgentTally()));
+    const keys = this.keys;
+    keys[0] = this.repository(c.owner, c.repo);
+    keys[1] = c.task;
+    keys[2] = c.area ?? UNKNOWN_AREA;
+    keys[3] = this.week(c.week);
+    const tallies = this.tallies;
+    agent.collect(keys, tallies, 0);
+    this.total.collect(keys, tallies, 1 + DIMENSIONS.length);
+    for (const t of tallies) {
+      if (counted) t.countCell(c);
+      if (attempts) t.attemptsCell(c);
+    }
+  }
+
+  /** The label of a week index (whole weeks since 1970-01-05). */
+  week(wk: number): string {
+    let week = this.weeks.get(wk);
+    if (week === undefined) this.weeks.set(wk, (week = weekOf(MONDAY0 + wk * WEEK_MS)));
+    return week;
+  }
+
+  /** Every slice so far: agent name (null: everyone), dimension (null: overall), key ("" overall), its tally. */
+  forEachSlice(fn: (agent: string | null, dimension: Dimension | null, key: string, tally: Tally) => void): void {
+    const visit = (name: string | null, a: AgentTally) => {
+      fn(name, null, "", a.all);
+      for (const d of DIMENSIONS) for (const [k, t] of a.by[d]) fn(name, d, k, t);
+    };
+    for (const [name, a] of this.agents) visit(name, a);
+    visit(null, this.total);
+  }
+
+  /** The tally of one slice (see forEachSlice), if any attempt reached it. */
+  slice(agent: string | null, dimension: Dimension | null, key: string): Tally | undefined {
+    const a = agent === null ? this.total : this.agents.get(agent);
+    if (!a) return undefined;
+    return dimension === null ? a.all : a.by[dimension].get(key);
   }
 
   private repository(owner: string | null, repo: string | null): string {

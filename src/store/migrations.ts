@@ -1,3 +1,5 @@
+import { SCORECARD_CELLS_SQL } from "./migration-scorecard-cells.js";
+
 /**
  * The store's schema, as numbered migrations. A migration is never edited once shipped: change the
  * schema by appending the next number. Times are milliseconds since the epoch (UTC).
@@ -267,5 +269,10 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
       ) STRICT;
       CREATE INDEX known_good_outcomes_check ON known_good_outcomes (task, probe_set, check_id, id);
     `,
+  },
+  {
+    version: 7,
+    name: "scorecard cells: pre-counted figures and duration histograms, kept by triggers on scorecard_rows",
+    sql: SCORECARD_CELLS_SQL,
   },
 ];

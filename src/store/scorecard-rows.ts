@@ -3,6 +3,7 @@ import type { Verdict } from "../core/result.js";
 import { NO_AGENT, ScorecardBuilder, type Scorecard, type ScorecardFact, type ScorecardFilter } from "../core/scorecard.js";
 import { DRILLDOWN_LIMIT, type EvaluationLine } from "../core/scorecard-drilldown.js";
 import type { StoreDb } from "./db.js";
+import { scorecardFromCells } from "./scorecard-cells.js";
 
 /** One cell of a scorecard: how many counted attempts of `agent` at `task` got `verdict`. */
 export interface ScorecardRow {
@@ -43,12 +44,25 @@ function where(filter: ScorecardFilter, which: "counted" | "first-or-best", p = 
 }
 
 /**
- * The scorecard of the store's finished attempts: one pass over scorecard_rows, streamed into the
- * core's ScorecardBuilder (raw rows, one reused fact object), so memory stays bounded by the number
- * of slices whatever the number of evaluations. The rows read are those the basis counts plus every
- * group's first and best attempt (for first-attempt against best-of-N).
+ * The scorecard of the store's finished attempts. Unfiltered (every repository, no `since`): from
+ * the pre-counted cells (scorecardFromCells), a few thousand rows at a million evaluations (or
+ * the full scan where the cells would read more: a small store). With a
+ * repository or `since` filter: the full scan (scorecardScan), since the cells are not kept per
+ * group start and their duration histograms not per repository.
  */
 export function scorecardOf(db: StoreDb, filter: ScorecardFilter): Scorecard {
+  if (filter.owner || filter.since) return scorecardScan(db, filter);
+  return scorecardFromCells(db, filter.basis, { unlessScanIsCheaper: true }) ?? scorecardScan(db, filter);
+}
+
+/**
+ * The scorecard of the store's finished attempts by one pass over scorecard_rows, streamed into the
+ * core's ScorecardBuilder (raw rows, one reused fact object), so memory stays bounded by the number
+ * of slices whatever the number of evaluations. The rows read are those the basis counts plus every
+ * group's first and best attempt (for first-attempt against best-of-N). What scorecardOf does with
+ * a filter, and the reference its cells are checked against.
+ */
+export function scorecardScan(db: StoreDb, filter: ScorecardFilter): Scorecard {
   const builder = new ScorecardBuilder(filter.basis, filter.since);
   const w = where(filter, "first-or-best");
   // Fewer, packed columns: crossing into JS costs per row and per value, the packing in SQL does not.
