@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Megatron-LM task (megatron-ddp-repeated-params) on the lent GPU machine.
 #
-#   bash bench/gpu-megatron.sh [OUT]           every example through `probegate eval`, ROUNDS (5) times each,
-#                                              PARALLEL (4) evaluations at once on the one GPU; a table of
-#                                              verdicts against expected.yml (about 4-5 minutes)
+#   bash bench/gpu-megatron.sh [OUT]           every example through one `probegate eval` per round (one pool:
+#                                              GPU jobs take the GPU in turn), ROUNDS (5) rounds; a table of
+#                                              verdicts against expected.yml (about 2 minutes a round)
 #   MEGATRON_GIT=<git dir> bash bench/gpu-megatron.sh [OUT] import
 #                                              re-derives the task with `probegate task import` from a git
 #                                              repository holding both SHAs of PR #2837 and compares its
@@ -19,7 +19,6 @@ cd "$(dirname "$0")/.."
 OUT=${1:-${OUT:-out/gpu-megatron}}
 MODE=${2:-eval}
 ROUNDS=${ROUNDS:-5}
-PARALLEL=${PARALLEL:-4}
 BUDGET=${BUDGET:-420}
 TASK=tasks/megatron-ddp-repeated-params
 EXAMPLES=examples/submissions/megatron-ddp-repeated-params
@@ -87,13 +86,21 @@ names=$(sed -n 's/^- submission: \(.*\)\.patch$/\1/p' "$EXAMPLES/expected.yml")
 for round in $(seq 1 "$ROUNDS"); do
   if [ $(( $(date +%s) - START )) -gt "$BUDGET" ]; then echo "budget of ${BUDGET}s spent: stopping before round $round" | tee -a "$OUT/facts.txt"; break; fi
   echo "== round $round ($(( $(date +%s) - START ))s)" >&2
-  running=0
-  for n in $names; do
-    node dist/cli/index.js eval --task "$TASK" --submission "$EXAMPLES/$n.patch" --verbose --format json --out "$OUT/$round-$n.json" $UNSB > "$OUT/$round-$n.log" 2>&1 &
-    running=$((running + 1))
-    if [ "$running" -ge "$PARALLEL" ]; then wait -n; running=$((running - 1)); fi
-  done
-  wait
+  # One `probegate eval` per round with every example: one pool, so the GPU jobs take the GPU in turn
+  # (separate processes would each believe they own it). Results: one JSON array per round, split below.
+  subs=(); for n in $names; do subs+=(--submission "$EXAMPLES/$n.patch"); done
+  timeout $(( BUDGET + 300 )) node dist/cli/index.js eval --task "$TASK" "${subs[@]}" --verbose --format json --out "$OUT/$round.json" $UNSB > /dev/null 2> "$OUT/$round.log"
+  $PY - "$OUT" "$round" $names <<'SPLIT'
+import json, sys
+out, rnd, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+try:
+    results = json.load(open(f"{out}/{rnd}.json"))
+except Exception as e:
+    sys.exit(f"round {rnd}: no results ({e})")
+for name, r in zip(names, results):
+    json.dump(r, open(f"{out}/{rnd}-{name}.json", "w"))
+SPLIT
+  rm -f "$OUT/$round.json"
 done
 kill $SAMPLER 2>/dev/null
 # The most threads any uid had at once, and the most tasks in the pids cgroup, over the run.
@@ -104,7 +111,7 @@ grep -l "Resource temporarily unavailable" "$OUT"/*.log "$OUT"/*.json 2>/dev/nul
   echo "--- $f"; grep -n -B12 -A3 "Resource temporarily unavailable" "$f" | head -60
 done > "$OUT/eagain.txt"
 head -c 6000 "$OUT/eagain.txt"
-$PY - "$OUT" "$EXAMPLES/expected.yml" "$SANDBOX" "$PARALLEL" <<'PY' | tee "$OUT/table.md"
+$PY - "$OUT" "$EXAMPLES/expected.yml" "$SANDBOX" "one pool" <<'PY' | tee "$OUT/table.md"
 import glob, json, os, re, statistics, sys
 out, expected_file, sandbox, parallel = sys.argv[1:5]
 want, cur = {}, None
@@ -133,7 +140,7 @@ for name, w in want.items():
     med = lambda k: f"{statistics.median(r['durations'][k] for r in runs):.1f}" if runs else "-"
     exp = w["verdict"] + (f" [{', '.join(w['cats'])}]" if w["cats"] else "")
     print(f"| {name} | {exp} | {len(runs)} | {ok}/{len(runs)} | {', '.join(f'{k} ×{v}' for k, v in verdicts.items())} | {', '.join(f'{k} ×{v}' for k, v in cats.items())} | {med('officialS')} | {med('probesS')} | {med('totalS')} |")
-print(f"\n{sandbox}, {parallel} evaluations at once on one GPU; {bad} unexpected verdicts.")
+print(f"\n{sandbox}, {parallel} per round (one probegate eval); {bad} unexpected verdicts.")
 for f in sorted(glob.glob(os.path.join(out, "*.json"))):
     r = json.load(open(f))
     if r.get("error") or any(p["status"] == "error" for p in r["probes"]):

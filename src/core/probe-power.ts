@@ -41,7 +41,7 @@ export interface PowerRow {
 /** Something validation found; `error` fails it, `warning` is reported only. */
 export interface PowerFinding {
   level: "error" | "warning";
-  kind: "probe-catches-nothing" | "check-catches-nothing" | "fails-correct" | "flaw-not-caught" | "unexpected-verdict" | "requirement-unchecked" | "requirement-undeclared";
+  kind: "probe-catches-nothing" | "check-catches-nothing" | "fails-correct" | "flaw-not-caught" | "unexpected-verdict" | "not-evaluated" | "requirement-unchecked" | "requirement-undeclared";
   /** The probe file, check id, submission or requirement it is about. */
   subject: string;
   message: string;
@@ -99,9 +99,9 @@ function buildRows(inputs: ReadonlyArray<PowerColumnInput>): PowerRow[] {
   return sorted;
 }
 
-/** Flawed examples the probes ran on: they are what a probe can catch. */
+/** Flawed examples the probes ran on (at least once): they are what a probe can catch. */
 function probedFlaws(inputs: ReadonlyArray<PowerColumnInput>): number[] {
-  return inputs.flatMap((col, c) => (col.expectation.verdict === "probe-rejected" ? [c] : []));
+  return inputs.flatMap((col, c) => (col.expectation.verdict === "probe-rejected" && col.results.length > 0 ? [c] : []));
 }
 
 function catchFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>): PowerFinding[] {
@@ -116,7 +116,7 @@ function catchFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>
         level: "error",
         kind: "probe-catches-nothing",
         subject: probe,
-        message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples`,
+        message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples${flaws.length < inputs.filter((i) => i.expectation.verdict === "probe-rejected").length ? " that were evaluated" : ""}`,
       });
       continue;
     }
@@ -151,6 +151,11 @@ function flawFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>)
   const findings: PowerFinding[] = [];
   inputs.forEach((col, c) => {
     const want = col.expectation;
+    if (col.results.length === 0) {
+      // Cut off by --budget: what the probes do on it is unknown, which is not the same as "not caught".
+      findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (the --budget ran out first): nothing is known of it; run again with more time` });
+      return;
+    }
     const wrong = col.results.filter((r) => r.verdict !== want.verdict);
     if (wrong.length) {
       const tally = [...new Set(wrong.map((r) => r.verdict))].map((v) => `${v} ${wrong.filter((r) => r.verdict === v).length}×`).join(", ");

@@ -90,6 +90,21 @@ describe("analysePower", () => {
     ]);
   });
 
+  it("says a flawed example cut off by --budget was not evaluated, instead of calling it not caught", () => {
+    const cols = columns();
+    cols[1] = { ...(cols[1] as PowerColumnInput), results: [] };
+    const report = analysePower("tiny", cols, ["total-value", "input-unchanged"]);
+    expect(report.ok).toBe(false);
+    // input-unchanged catches only the flaw that did not run: on what ran it caught nothing (a warning).
+    expect(report.findings.map((f) => [f.kind, f.subject])).toEqual([["check-catches-nothing", "probe_value/input-unchanged"], ["not-evaluated", "mutates.patch"]]);
+    expect(report.findings[1]?.message).toMatch(/not evaluated \(the --budget ran out first\)/);
+    // The probe that catches the flaw that ran is still judged on that one.
+    cols[2] = { ...(cols[2] as PowerColumnInput), results: [] };
+    const none = analysePower("tiny", cols, ["total-value", "input-unchanged"]);
+    expect(none.findings.map((f) => f.kind)).toEqual(["probe-catches-nothing", "not-evaluated", "not-evaluated"]);
+    expect(none.findings[0]?.message).toMatch(/any of the 0 flawed examples that were evaluated/);
+  });
+
   it("renders the matrix and the findings as markdown", () => {
     const md = renderPowerMarkdown(analysePower("tiny", columns(), ["total-value", "input-unchanged", "empty-list"]));
     expect(md).toContain("### ❌ Probe power — `tiny`");
