@@ -90,6 +90,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluationResult>
     }
     ev.record.harnessError = { phase: e.phase, message: e.message };
   } finally {
+    ev.record.releaseUid?.();
     if (!opts.keepWorkspace) ev.ws.dispose();
   }
   return assembleResult(ev);

@@ -93,6 +93,8 @@ export interface EvaluationRecord {
   checks: ProbeCheck[];
   probesS: number;
   harnessError: { phase: string; message: string } | null;
+  /** Gives the evaluation's sandbox uid slot back to the runner (null: none was claimed). */
+  releaseUid: (() => void) | null;
 }
 
 /**
@@ -152,7 +154,7 @@ export function openEvaluation(opts: EvaluateOptions): Omit<EvaluationContext, "
     cgroups: findControllers(),
     processes: opts.runLimits?.processes ?? DEFAULT_PROCESSES,
     diskBytes: opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES,
-    record: { workspaceS: 0, host: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], probesS: 0, harnessError: null },
+    record: { workspaceS: 0, host: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], probesS: 0, harnessError: null, releaseUid: null },
   };
 }
 

@@ -8,6 +8,8 @@ import { JobPool } from "./job-pool.js";
 import { planJobs, type PlannedJob } from "./job-plan.js";
 import { SliceRunner } from "./job-slice.js";
 import { listProbes } from "./probe-phase.js";
+import { claimEvaluationUid } from "./runner-claims.js";
+import { evaluationUid } from "./sandbox.js";
 
 /** What the job phases run with: the interpreter, the runner's pool, every job planned, and the runner of their slices. */
 export interface JobSetup {
@@ -38,7 +40,15 @@ export async function setUpJobs(ev: EvaluationContext): Promise<JobSetup> {
   }
   const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: randomBytes(4).toString("hex"), worldSize: opts.worldSize });
   record.officialJob = jobs.official;
-  const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes });
+  // Its own uid where the engine drops privileges: RLIMIT_NPROC and file ownership are per uid, and
+  // every job of this evaluation shares its workspace (sandbox.ts JOB_UID_BASE says why).
+  let uid: number | undefined;
+  if (support?.ok && support.dropToUid !== null) {
+    const claim = claimEvaluationUid();
+    record.releaseUid = claim.release;
+    uid = evaluationUid(claim.slot);
+  }
+  const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid });
   record.sandboxed = isolation([]).sandbox !== null;
   const runner = new SliceRunner({
     pool,

@@ -4,7 +4,7 @@ import { execa } from "execa";
 import type { CgroupControllers } from "./cgroup.js";
 import { HarnessError } from "./errors.js";
 import type { RunIsolation } from "./run-command.js";
-import { gpuDevices, jobUid, systemLayout, type SandboxSpec, type SandboxSupport } from "./sandbox.js";
+import { gpuDevices, systemLayout, type SandboxSpec, type SandboxSupport } from "./sandbox.js";
 
 /** How every run of one evaluation is isolated; made once per evaluation from what the machine offers. */
 export interface IsolationPlan {
@@ -35,8 +35,9 @@ function closedAncestor(dir: string): string | null {
 
 /**
  * The isolation plan of one evaluation, given what the machine offers (`support` null: the operator
- * chose --unsandboxed), as a function of the GPUs and rendezvous port the job gets (the port picks
- * the job's own uid where the engine drops privileges: see `jobUid`). Makes the evaluation folder
+ * chose --unsandboxed), as a function of the GPUs the job gets. Where the engine drops privileges,
+ * `uid` (the evaluation's own: sandbox.ts `evaluationUid`) replaces the one the host check used.
+ * Makes the evaluation folder
  * reachable by the sandbox's user, and says which folder is not where one above it is closed.
  */
 export function planIsolation(o: {
@@ -48,10 +49,11 @@ export function planIsolation(o: {
   cgroups: CgroupControllers | null;
   processes: number;
   diskBytes: number;
-}): (gpus: number[], port?: number) => IsolationPlan {
+  uid?: number;
+}): (gpus: number[]) => IsolationPlan {
   const base = { cgroups: o.cgroups, processes: o.processes, diskBytes: o.diskBytes };
   if (!o.support?.ok) return () => ({ ...base, sandbox: null });
-  const uid = o.support.dropToUid;
+  const uid = o.support.dropToUid === null ? null : (o.uid ?? o.support.dropToUid);
   if (uid !== null) {
     // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
     chmodSync(o.evaluationRoot, 0o711);
@@ -71,10 +73,7 @@ export function planIsolation(o: {
     }
   }
   const readOnly = [...layout.readOnly, ...interpreter];
-  return (gpus, port) => ({
-    ...base,
-    sandbox: { bwrap: o.bwrap, dropToUid: uid !== null && port !== undefined ? jobUid(port) : uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus) },
-  });
+  return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus) } });
 }
 
 /** What one phase may see: its working folder, what it reads and what it writes (host paths). */
@@ -109,7 +108,7 @@ export async function isolationFor(plan: IsolationPlan, mounts: PhaseMounts): Pr
           tmpBytes: plan.diskBytes,
           cwd: mounts.cwd,
           dropToUid: sb.dropToUid,
-          // RLIMIT_NPROC counts every task of the uid (the job's own: see jobUid); a backstop above
+          // RLIMIT_NPROC counts every task of the uid (the evaluation's own); a backstop above
           // the limit the engine enforces (the cgroup's pids.max, else the sampled process count).
           maxProcesses: sb.dropToUid !== null ? 2 * plan.processes : null,
           maxFileBytes: plan.diskBytes,

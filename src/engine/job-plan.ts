@@ -84,7 +84,7 @@ export interface JobBase {
   /** The task's setup folder beside the workspace (null: none). */
   setupDir: string | null;
   totalCores: number;
-  isolation: (gpus: number[], port?: number) => IsolationPlan;
+  isolation: (gpus: number[]) => IsolationPlan;
 }
 
 /** The environment facts of one job on the slice it was given. */
@@ -101,7 +101,7 @@ export function jobContextFor(
     worldSize: job.ranks,
     cudaVisibleDevices: lease.gpus.join(","),
     threadsPerRank: Math.max(1, Math.floor(cores / job.ranks)),
-    isolation: base.isolation(lease.gpus, lease.port),
+    isolation: base.isolation(lease.gpus),
     port: lease.port,
     cpus: lease.cores,
     setupDir: base.setupDir,

@@ -3,7 +3,7 @@ import { formatIdList, nextPort, pickStarts, type JobDemand, type RunningJob, ty
 import { formatBytes } from "../core/sizes.js";
 import { HarnessError } from "./errors.js";
 import { readGpuUsed } from "./gpu-meter.js";
-import { PortClaims } from "./port-claim.js";
+import { RunnerClaims } from "./runner-claims.js";
 
 /** A job's slice of the runner, held from `acquire` until `release`. */
 export interface JobLease {
@@ -71,7 +71,7 @@ export class JobPool {
   private readonly running = new Map<string, RunningJob>();
   private readonly waiting: Waiter[] = [];
   private readonly ports = new Set<number>();
-  private readonly claims: PortClaims;
+  private readonly claims: RunnerClaims;
   private lastPort: number;
   private seq = 0;
   private scheduled = false;
@@ -84,7 +84,7 @@ export class JobPool {
     this.freeGpus = [...this.gpus];
     this.freeCores = [...this.cores];
     this.lastPort = (opts.portRange ?? PORTS).from - 1;
-    this.claims = new PortClaims(opts.portClaimDir);
+    this.claims = new RunnerClaims(opts.portClaimDir);
   }
 
   /** A pool over these GPUs and cores; each GPU's idle memory is read now, as its baseline. */
@@ -160,7 +160,7 @@ export class JobPool {
         if (released) return;
         released = true;
         this.ports.delete(port);
-        this.claims.release(port);
+        this.claims.release(`port-${port}`);
         this.freeCores.push(...cores);
         this.running.delete(w.id);
         // Its cores (and the --jobs slot) are free now; its GPUs once they are back at baseline.
@@ -179,9 +179,9 @@ export class JobPool {
       this.lastPort = p;
       this.ports.add(p);
       // Claimed first (no other probegate process on this runner hands it out), then checked free.
-      if (this.claims.claim(p)) {
+      if (this.claims.claim(`port-${p}`)) {
         if (await portFree(p)) return p;
-        this.claims.release(p);
+        this.claims.release(`port-${p}`);
       }
       this.ports.delete(p);
     }

@@ -33,19 +33,20 @@ export interface SandboxSpec {
 export const SANDBOX_UID = 65534;
 
 /**
- * First of the uids packed jobs run as, one per job: RLIMIT_NPROC and a job's files are per uid,
- * so jobs side by side under one uid (`nobody`) would share one process budget — one submission's
- * threads would starve another evaluation's (EAGAIN from pthread_create) and a fork bomb would
- * reach every job on the runner. Far above any account a distribution creates.
+ * First of the uids evaluations run as, one per evaluation (its jobs share its workspace, so its
+ * uid): RLIMIT_NPROC is per uid, so evaluations side by side under one uid (`nobody`) would share
+ * one process budget — one submission's threads would starve another's (EAGAIN from
+ * pthread_create) and a fork bomb would reach every evaluation on the runner. Far above any
+ * account a distribution creates.
  */
 export const JOB_UID_BASE = 1_000_000_000;
 
 /**
- * The uid of the job that holds rendezvous port `port`. Ports are claimed across the runner's
- * probegate processes (port-claim.ts), so no two jobs running at once share a uid.
+ * The uid of the evaluation holding uid slot `slot`. Slots are claimed across the runner's probegate
+ * processes (runner-claims.ts `claimEvaluationUid`), so no two running evaluations share a uid.
  */
-export function jobUid(port: number): number {
-  return JOB_UID_BASE + port;
+export function evaluationUid(slot: number): number {
+  return JOB_UID_BASE + slot;
 }
 
 /**

@@ -53,7 +53,7 @@ describe("evaluate: the four verdicts", () => {
     expect(r.task.probeSet).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(r.environment.python).toMatch(/^3\./);
     // The evaluation folder is gone, and the inputs were not written to (port claims live outside
-    // $TMPDIR, in the runner's one folder: port-claim.ts).
+    // $TMPDIR, in the runner's one folder: runner-claims.ts).
     expect(readdirSync(own)).toEqual([]);
     expect(existsSync(join(TINY_TASK, "base", "sumlib", "__pycache__"))).toBe(false);
   });

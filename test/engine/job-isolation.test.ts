@@ -35,6 +35,14 @@ describe("planIsolation", () => {
     expect(plan.sandbox).toMatchObject({ dropToUid: SANDBOX_UID, devices: [] });
   });
 
+  it("drops to the evaluation's own uid where the engine drops privileges, and to none where it does not", () => {
+    const own = planIsolation({ ...base, support: ok, interpreterDirs: [], evaluationRoot: evaluationRoot(), uid: 1_000_000_007 });
+    // Every job of the evaluation, whatever its GPUs, runs as that one uid (they share its workspace).
+    expect([own([]).sandbox?.dropToUid, own([0]).sandbox?.dropToUid]).toEqual([1_000_000_007, 1_000_000_007]);
+    const caller = planIsolation({ ...base, support: { ok: true, dropToUid: null }, interpreterDirs: [], evaluationRoot: evaluationRoot(), uid: 1_000_000_007 });
+    expect(caller([]).sandbox?.dropToUid).toBeNull();
+  });
+
   it("names the folder that keeps the sandbox user out of the evaluation folder", () => {
     const root = evaluationRoot(0o700);
     expect(() => planIsolation({ ...base, support: ok, interpreterDirs: [], evaluationRoot: root })).toThrow(HarnessError);

@@ -117,7 +117,7 @@ describe("the sandbox on this machine", () => {
   });
 });
 
-describe("packed jobs each run as their own uid", () => {
+describe("evaluations side by side each run as their own uid", () => {
   /** Starts a sandboxed python as `uid` under RLIMIT_NPROC `nproc` that starts `threads` threads, reports, and holds them `holdS`. */
   function job(uid: number, nproc: number, threads: number, holdS: number) {
 
@@ -140,19 +140,19 @@ describe("packed jobs each run as their own uid", () => {
     return execa(argv[0] as string, argv.slice(1), { env: { PATH: "/usr/bin:/bin" }, extendEnv: false, reject: false });
   }
 
-  it("so one job's threads do not use up another job's process budget (RLIMIT_NPROC is per uid)", async () => {
+  it("so one evaluation's threads do not use up another's process budget (RLIMIT_NPROC is per uid)", async () => {
     const support = await detectSandbox();
     if (!(support.ok && support.dropToUid !== null)) return; // only root drops to a uid of its own
-    const { jobUid } = await import("../../src/engine/sandbox.js");
+    const { evaluationUid } = await import("../../src/engine/sandbox.js");
     // Job A holds 12 threads under a budget of 16; job B starts its own 12 beside it.
-    const a = job(jobUid(29601), 16, 12, 3);
+    const a = job(evaluationUid(1), 16, 12, 3);
     await new Promise((r) => setTimeout(r, 1200));
-    const b = await job(jobUid(29602), 16, 12, 0);
+    const b = await job(evaluationUid(2), 16, 12, 0);
     // Under one shared uid the second job gets only what the first left over.
-    const shared = await job(jobUid(29601), 16, 12, 0);
+    const shared = await job(evaluationUid(1), 16, 12, 0);
     const ra = await a;
-    expect(ra.stdout.trim()).toBe(`${jobUid(29601)} 12`);
-    expect(b.stdout.trim()).toBe(`${jobUid(29602)} 12`);
+    expect(ra.stdout.trim()).toBe(`${evaluationUid(1)} 12`);
+    expect(b.stdout.trim()).toBe(`${evaluationUid(2)} 12`);
     const [, sharedStarted] = shared.stdout.trim().split(" ").map(Number);
     expect(shared.exitCode !== 0 || (sharedStarted ?? 12) < 12).toBe(true);
   });
