@@ -1,15 +1,8 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { main } from "../../src/cli/main.js";
 import { EvaluationResultSchema } from "../../src/core/result.js";
 import { TINY_SUBS, TINY_TASK } from "../helpers.js";
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main(argv, { stdout: (s) => (out += s), stderr: (s) => (err += s) });
-  return { code, out, err };
-}
+import { cli } from "./run-cli.js";
 
 const sub = (name: string) => join(TINY_SUBS, `${name}.patch`);
 

@@ -1,21 +1,14 @@
 import { cpSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { main } from "../../src/cli/main.js";
 import { drawParams } from "../../src/core/probe-params.js";
 import { openStore } from "../../src/store/db.js";
 import { knownGoodHistories } from "../../src/store/probe-health.js";
 import { FIXTURES, tmp } from "../helpers.js";
+import { cli } from "./run-cli.js";
 
 const POWER_TASK = join(FIXTURES, "tasks", "tiny-power");
 const EXAMPLES = join(FIXTURES, "submissions");
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main(argv, { stdout: (s) => (out += s), stderr: (s) => (err += s) });
-  return { code, out, err };
-}
 
 /** tiny-power copied with only the probe that catches flaws, and only the examples it should catch. */
 function goodCopy(): { task: string; examples: string } {

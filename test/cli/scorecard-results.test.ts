@@ -1,20 +1,13 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { main } from "../../src/cli/main.js";
 import { signResult } from "../../src/core/result-signature.js";
 import { factsOfResults, identify, prOfRef, repoOf, type ResultFile } from "../../src/core/scorecard-results.js";
 import type { EvaluationResult } from "../../src/core/result.js";
 import { sampleResult, tmp } from "../helpers.js";
+import { cli } from "./run-cli.js";
 
 const KEY = "results-folder-test-key-0123456789";
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main(argv, { stdout: (s) => (out += s), stderr: (s) => (err += s) });
-  return { code, out, err };
-}
 
 const result = (verdict: EvaluationResult["verdict"], finishedAt: string, over: Partial<EvaluationResult> = {}) =>
   sampleResult({ verdict, finishedAt, probes: verdict === "probe-rejected" ? sampleResult().probes : [], ...over });

@@ -1,19 +1,12 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { main } from "../../src/cli/main.js";
 import { recordProbeFailures } from "../../src/store/dispatch-context.js";
 import { insertOrGetEvaluation, transitionEvaluation } from "../../src/store/evaluations.js";
 import type { ProbeResult } from "../../src/core/result.js";
 import { tmp } from "../helpers.js";
+import { cli } from "./run-cli.js";
 import { at, freshStore, newEvaluation } from "../store/store-helpers.js";
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main(argv, { stdout: (s) => (out += s), stderr: (s) => (err += s) });
-  return { code, out, err };
-}
 
 const failure = (id: string, category: ProbeResult["category"]): ProbeResult => ({ id, category, status: "failed", message: `${id} failed`, durationS: 1 }) as ProbeResult;
 

@@ -3,15 +3,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { parse } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
-import { main } from "../../src/cli/main.js";
 import { tmp } from "../helpers.js";
-
-async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const code = await main(argv, { stdout: (s) => (out += s), stderr: (s) => (err += s) });
-  return { code, out, err };
-}
+import { cli } from "./run-cli.js";
 
 const OPS_BROKEN = "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n";
 const OPS_FIXED = "def add(a, b):\n    return a + b\n\n\ndef neg(a):\n    return -a\n";
