@@ -33,11 +33,14 @@ def main():
         wsync, cls = _syncer()
         c.location = locate(cls)
         require_signature(wsync, "WeightSyncer", ["model", "bucket_bytes", "src"])
-        if _default(cls, "src") != 0:
+        # The prompt states int defaults; `type(...) is int` also keeps False or 67108864.0 from passing
+        # as equal.
+        src_default = _default(cls, "src")
+        if type(src_default) is not int or src_default != 0:
             c.fail("WeightSyncer(model, bucket_bytes, src): src must default to 0 (the trainer rank), got %r"
-                   % _default(cls, "src"))
+                   % (src_default,))
         bucket_default = _default(cls, "bucket_bytes")
-        if bucket_default != 64 * 2**20:
+        if type(bucket_default) is not int or bucket_default != 64 * 2**20:
             c.fail("WeightSyncer(model, bucket_bytes, src): bucket_bytes defaults to 64 * 2**20 (64 MiB), got %r"
                    % (bucket_default,))
 
