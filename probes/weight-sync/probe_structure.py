@@ -61,9 +61,15 @@ def main():
         for name in ("version", "buckets"):
             attr = inspect.getattr_static(cls, name, None)
             # The prompt states properties; a cached_property reads the same way (buckets is fixed).
-            if not isinstance(attr, (property, functools.cached_property)):
+            if attr is None:
+                # Reads the same, but callers can rebind or mutate it: buckets is fixed at construction,
+                # version is what the syncer last transferred.
+                c.fail("WeightSyncer.%s must be a read-only property, found no class attribute (a plain "
+                       "instance attribute set in __init__ or sync can be reassigned or mutated by callers)"
+                       % name)
+            elif not isinstance(attr, (property, functools.cached_property)):
                 c.fail("WeightSyncer.%s must be a property (read as syncer.%s, not called), found %s"
-                       % (name, name, "nothing" if attr is None else type(attr).__name__))
+                       % (name, name, type(attr).__name__))
 
 
 if __name__ == "__main__":
