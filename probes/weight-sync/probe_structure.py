@@ -33,11 +33,14 @@ def main():
         wsync, cls = _syncer()
         c.location = locate(cls)
         require_signature(wsync, "WeightSyncer", ["model", "bucket_bytes", "src"])
-        if _default(cls, "src") != 0:
+        # The prompt states int defaults; `type(...) is int` also keeps False or 67108864.0 from passing
+        # as equal.
+        src_default = _default(cls, "src")
+        if type(src_default) is not int or src_default != 0:
             c.fail("WeightSyncer(model, bucket_bytes, src): src must default to 0 (the trainer rank), got %r"
-                   % _default(cls, "src"))
+                   % (src_default,))
         bucket_default = _default(cls, "bucket_bytes")
-        if bucket_default != 64 * 2**20:
+        if type(bucket_default) is not int or bucket_default != 64 * 2**20:
             c.fail("WeightSyncer(model, bucket_bytes, src): bucket_bytes defaults to 64 * 2**20 (64 MiB), got %r"
                    % (bucket_default,))
 
@@ -58,9 +61,15 @@ def main():
         for name in ("version", "buckets"):
             attr = inspect.getattr_static(cls, name, None)
             # The prompt states properties; a cached_property reads the same way (buckets is fixed).
-            if not isinstance(attr, (property, functools.cached_property)):
+            if attr is None:
+                # Reads the same, but callers can rebind or mutate it: buckets is fixed at construction,
+                # version is what the syncer last transferred.
+                c.fail("WeightSyncer.%s must be a read-only property, found no class attribute (a plain "
+                       "instance attribute set in __init__ or sync can be reassigned or mutated by callers)"
+                       % name)
+            elif not isinstance(attr, (property, functools.cached_property)):
                 c.fail("WeightSyncer.%s must be a property (read as syncer.%s, not called), found %s"
-                       % (name, name, "nothing" if attr is None else type(attr).__name__))
+                       % (name, name, type(attr).__name__))
 
 
 if __name__ == "__main__":
