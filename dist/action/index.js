@@ -32523,7 +32523,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(1895);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6270);
 
 await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .run */ .e)();
 
@@ -32532,7 +32532,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 1895:
+/***/ 6270:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -45244,6 +45244,12 @@ const BaseSchema = union([
         overlay: schemas_string().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
     }),
 ]);
+/** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
+const ProbeJobSchema = strictObject({
+    gpus: schemas_number().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
+    timing: schemas_boolean().optional().describe("it measures time: it gets GPUs and cores of its own (default: true for a file named for the time category, e.g. probe_time.py)"),
+    exclusive: schemas_boolean().default(false).describe("nothing else runs on the runner while it does"),
+});
 const TaskSpecSchema = strictObject({
     id: schemas_string().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
     title: schemas_string().min(1),
@@ -45268,6 +45274,7 @@ const TaskSpecSchema = strictObject({
         command: command.default(["{python}", "{probe}"]),
         timeout: seconds.default(300),
         gpus: schemas_number().int().min(0).max(64).optional(),
+        jobs: record(schemas_string().regex(/^[A-Za-z0-9_.-]+$/, "a probe file's name without its extension, e.g. probe_time"), ProbeJobSchema).default({}).describe("per probe process (file stem): the GPUs it needs and whether it times anything; the engine packs probe processes onto the runner by it"),
     }),
     limits: strictObject({
         wallClock: seconds.default(3600),
@@ -45325,7 +45332,150 @@ const ProbeLineSchema = strictObject({
     requirements: array(schemas_string().max(128).regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'")).max(64).optional(),
 });
 
+;// CONCATENATED MODULE: ./src/core/packing.ts
+/**
+ * Which jobs start now, on which GPUs and cores: the packing decision of one runner, pure so every
+ * rule is tested directly. The engine's job pool (src/engine/job-pool.ts) calls it whenever a job
+ * is queued or resources come back, and does the waiting, pinning and port checks itself.
+ */
+/** First-fit-decreasing order: most GPUs first, then most cores, then first come. */
+function ffdOrder(waiting) {
+    return [...waiting].sort((a, b) => b.gpus - a.gpus || b.cores - a.cores || a.seq - b.seq);
+}
+/**
+ * The jobs to start now, each on the lowest-numbered free GPUs and cores it needs. Jobs are tried
+ * in first-fit-decreasing order and a job that does not fit lets smaller ones past; one that has
+ * been passed over `patience` times holds the runner instead (nothing behind it starts) so a large
+ * or exclusive job is not starved by a stream of small ones. An exclusive job starts only on an
+ * idle runner, and nothing starts beside it. `passed` names the jobs that were passed over.
+ */
+function pickStarts(waiting, free, running, patience) {
+    const starts = [];
+    if (running.some((r) => r.exclusive))
+        return { starts, passed: [] };
+    let gpus = [...free.gpus].sort((a, b) => a - b);
+    let cores = [...free.cores].sort((a, b) => a - b);
+    let slots = free.slots;
+    // Skipped jobs so far; each becomes "passed over" once a job after it in the order starts.
+    let skipped = [];
+    const passed = [];
+    for (const job of ffdOrder(waiting)) {
+        const busy = running.length + starts.length > 0;
+        const fits = slots > 0 && job.gpus <= gpus.length && job.cores <= cores.length && !(job.exclusive && busy);
+        if (fits) {
+            starts.push({ id: job.id, gpus: gpus.slice(0, job.gpus), cores: cores.slice(0, job.cores) });
+            gpus = gpus.slice(job.gpus);
+            cores = cores.slice(job.cores);
+            slots -= 1;
+            passed.push(...skipped);
+            skipped = [];
+            if (job.exclusive)
+                break;
+            continue;
+        }
+        skipped.push(job.id);
+        if (job.passedOver >= patience)
+            break;
+    }
+    return { starts, passed };
+}
+/**
+ * Jobs that can never run on this runner (more GPUs or cores than it has), as one sentence each:
+ * checked before anything runs, so an evaluation fails at once instead of waiting forever.
+ */
+function unfitJobs(demands, shape) {
+    const out = [];
+    for (const d of demands) {
+        if (d.gpus > shape.gpus)
+            out.push(`${d.id} needs ${d.gpus} GPU${d.gpus === 1 ? "" : "s"}, the runner has ${shape.gpus}`);
+        else if (d.cores > shape.cores)
+            out.push(`${d.id} needs ${d.cores} cores, the runner has ${shape.cores}`);
+    }
+    return out;
+}
+/**
+ * The shortest any packing can take: max(longest job, Σ units·time / capacity), units being GPUs
+ * on a GPU runner and cores on a CPU one (PROBES.md). Zero-unit jobs count only through the first term.
+ */
+function makespanLowerBound(jobs, capacity) {
+    if (jobs.length === 0)
+        return 0;
+    const longest = Math.max(...jobs.map((j) => j.seconds));
+    const area = jobs.reduce((s, j) => s + j.units * j.seconds, 0);
+    return Math.max(longest, capacity > 0 ? area / capacity : 0);
+}
+/** torch's default rendezvous port: never handed out, whatever else on the machine may assume it. */
+const TORCH_DEFAULT_PORT = 29500;
+/**
+ * The next rendezvous port after `last` in [from, to], skipping those in use and torch's default.
+ * Ports rotate rather than restart at `from`, so a port is reused as late as possible (a socket
+ * of the job before may still be in TIME_WAIT). Null when every port of the range is taken.
+ */
+function nextPort(inUse, last, range) {
+    const size = range.to - range.from + 1;
+    for (let i = 1; i <= size; i += 1) {
+        const p = range.from + ((((last - range.from + i) % size) + size) % size);
+        if (p !== TORCH_DEFAULT_PORT && !inUse.has(p))
+            return p;
+    }
+    return null;
+}
+/** "0-3,6": a compact list of ids, as taskset and Cpus_allowed_list write them. */
+function formatIdList(ids) {
+    const sorted = [...ids].sort((a, b) => a - b);
+    const parts = [];
+    for (let i = 0; i < sorted.length;) {
+        let j = i;
+        while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1)
+            j += 1;
+        parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
+        i = j + 1;
+    }
+    return parts.join(",");
+}
+/** Parses "0-3,6" (Cpus_allowed_list, `--cores 0-7`); null for anything else. */
+function parseIdList(text) {
+    const ids = [];
+    for (const part of text.trim().split(",")) {
+        const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
+        if (!m)
+            return null;
+        const a = Number(m[1]);
+        const b = m[2] === undefined ? a : Number(m[2]);
+        if (b < a)
+            return null;
+        for (let i = a; i <= b; i += 1)
+            ids.push(i);
+    }
+    return [...new Set(ids)].sort((x, y) => x - y);
+}
+
+;// CONCATENATED MODULE: ./src/core/job-timeline.ts
+
+/**
+ * A small timeline of an evaluation's jobs for the summary: one row per job with its slice and a
+ * bar over the evaluation's time, so a reader sees what ran side by side and what waited.
+ */
+function renderTimeline(jobs, width = 32) {
+    if (jobs.length === 0)
+        return [];
+    const start = Math.min(...jobs.map((j) => j.startS));
+    const end = Math.max(...jobs.map((j) => j.endS));
+    const span = Math.max(end - start, 1e-9);
+    const rows = ["#### Jobs on the runner", "", "| Job | GPUs | Cores | Port | Timeline | Start–end (s) |", "|---|---|---|---:|---|---:|"];
+    for (const j of [...jobs].sort((a, b) => a.startS - b.startS || a.id.localeCompare(b.id))) {
+        const from = Math.min(width - 1, Math.floor(((j.startS - start) / span) * width));
+        const to = Math.max(from + 1, Math.round(((j.endS - start) / span) * width));
+        const bar = `${"·".repeat(from)}${"█".repeat(to - from)}${"·".repeat(Math.max(0, width - to))}`;
+        const flags = [j.timing ? "timing" : null, j.exclusive ? "alone" : null].filter(Boolean).join(", ");
+        rows.push(`| \`${j.id}\`${flags ? ` (${flags})` : ""} | ${j.gpus.length ? formatIdList(j.gpus) : "–"} | ${j.cores.length ? formatIdList(j.cores) : "shared"} | ${j.port} | \`${bar}\` | ${j.startS.toFixed(1)}–${j.endS.toFixed(1)} |`);
+    }
+    rows.push("");
+    return rows;
+}
+
 ;// CONCATENATED MODULE: ./src/core/check-run-render.ts
+
 
 
 /** GitHub's limits on a check run's output (Checks API). */
@@ -45476,6 +45626,7 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
         }
         rows.push("");
     }
+    rows.push(...renderTimeline(result.jobs ?? []));
     if (result.workspaceResets.length) {
         rows.push("#### Changes to the judge that were undone", "", "| Path | Action | Why |", "|---|---|---|");
         for (const r of result.workspaceResets)
@@ -50590,202 +50741,6 @@ function evaluationKey(k) {
     return `${k.owner}/${k.repo}@${k.headSha}:${k.task}:${probes}`;
 }
 
-// EXTERNAL MODULE: external "node:crypto"
-var external_node_crypto_ = __nccwpck_require__(7598);
-;// CONCATENATED MODULE: ./src/core/result.ts
-
-
-
-const RESULT_SCHEMA_VERSION = 1;
-const VerdictSchema = schemas_enum(["resolved", "official-failed", "probe-rejected", "error"]);
-/** A limit the submission ran into; it fails the submission (it is not a harness error). */
-const LimitSchema = schemas_enum(["wall-clock", "memory", "gpu-memory", "output", "pids", "disk"]);
-const FailingTestSchema = strictObject({
-    name: schemas_string(),
-    classname: schemas_string().default(""),
-    file: schemas_string().nullish(),
-    line: schemas_number().int().nullish(),
-    kind: schemas_enum(["failure", "error"]),
-    message: schemas_string().default(""),
-});
-const OfficialSchema = strictObject({
-    passed: schemas_boolean(),
-    /** Why the run did not pass, when it did not: the cross-check of exit code and report. */
-    reason: schemas_string().nullish(),
-    exitCode: schemas_number().int().nullable(),
-    signal: schemas_string().nullish(),
-    limit: LimitSchema.nullish(),
-    reportFound: schemas_boolean(),
-    counts: strictObject({
-        total: schemas_number().int().min(0),
-        passed: schemas_number().int().min(0),
-        failed: schemas_number().int().min(0),
-        errors: schemas_number().int().min(0),
-        skipped: schemas_number().int().min(0),
-    }),
-    failing: array(FailingTestSchema),
-    durationS: schemas_number().min(0),
-    /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
-    peakMemoryBytes: schemas_number().int().min(0).nullish(),
-    memorySource: schemas_enum(["cgroup", "sampled"]).nullish(),
-});
-const ProbeResultSchema = strictObject({
-    id: schemas_string(),
-    category: CategorySchema,
-    status: CheckStatusSchema,
-    message: schemas_string(),
-    location: LocationSchema.nullish(),
-    measured: MeasuredSchema.nullish(),
-    /** Requirement ids of the task this check covers, as the probe named them. */
-    requirements: array(schemas_string()).nullish(),
-    /** The probe process (file stem) that emitted the check; never its source. */
-    probe: schemas_string(),
-    /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
-    attempts: schemas_number().int().min(1),
-    durationS: schemas_number().min(0),
-});
-/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
-const GpuPhasePeakSchema = strictObject({
-    baselineBytes: schemas_number().int().min(0),
-    peakBytes: schemas_number().int().min(0),
-    samples: schemas_number().int().min(0),
-});
-const EnvironmentSchema = strictObject({
-    platform: schemas_string(),
-    node: schemas_string(),
-    python: schemas_string().nullish(),
-    torch: schemas_string().nullish(),
-    cuda: schemas_string().nullish(),
-    backend: schemas_enum(["gloo", "nccl"]),
-    worldSize: schemas_number().int().min(1),
-    gpus: array(strictObject({ index: schemas_number().int(), model: schemas_string(), memoryMiB: schemas_number(), driver: schemas_string() })),
-    /** Whether submission code ran in the sandbox (false only with --unsandboxed). */
-    sandboxed: schemas_boolean(),
-    /** The cgroup version that limited and metered each run; null where none was usable. */
-    cgroup: schemas_enum(["v1", "v2"]).nullish(),
-});
-const SignatureSchema = strictObject({
-    algorithm: literal("hmac-sha256"),
-    keyId: schemas_string(),
-    value: schemas_string().regex(/^[0-9a-f]{64}$/),
-});
-/** The result document of one evaluation (schema/result.schema.json is generated from this). */
-const EvaluationResultSchema = strictObject({
-    schemaVersion: literal(RESULT_SCHEMA_VERSION),
-    task: strictObject({
-        id: schemas_string(),
-        title: schemas_string(),
-        area: schemas_string(),
-        /** Content hash of the probe folder, so a result names the probe set it was judged by. */
-        probeSet: schemas_string(),
-    }),
-    submission: strictObject({
-        kind: schemas_enum(["folder", "git", "patch"]),
-        source: schemas_string(),
-        repo: schemas_string().nullish(),
-        ref: schemas_string().nullish(),
-        sha: schemas_string().nullish(),
-    }),
-    /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
-    evaluationKey: schemas_string().nullish(),
-    verdict: VerdictSchema,
-    /** One sentence for people: why this verdict. */
-    reason: schemas_string(),
-    official: OfficialSchema.nullable(),
-    probes: array(ProbeResultSchema),
-    /** Paths the engine restored or removed before running the official tests. */
-    workspaceResets: array(strictObject({ path: schemas_string(), action: schemas_enum(["restored", "removed"]), why: schemas_string() })),
-    durations: strictObject({
-        workspaceS: schemas_number().min(0),
-        officialS: schemas_number().min(0),
-        probesS: schemas_number().min(0),
-        totalS: schemas_number().min(0),
-    }),
-    gpuSeconds: schemas_number().min(0),
-    /** The probe parameters drawn for this evaluation and their seed (`probegate eval --seed` reproduces them). */
-    params: DrawnParamsSchema.nullish(),
-    /**
-     * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
-     * to the job: per phase, the most they held at once above what they held when it began. Null on
-     * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
-     */
-    gpuMemory: strictObject({
-        source: literal("nvidia-smi"),
-        gpus: array(schemas_number().int().min(0)),
-        official: GpuPhasePeakSchema.nullable(),
-        probes: GpuPhasePeakSchema.nullable(),
-    })
-        .nullish(),
-    environment: EnvironmentSchema,
-    startedAt: schemas_string(),
-    finishedAt: schemas_string(),
-    error: strictObject({ phase: schemas_string(), message: schemas_string() }).nullish(),
-    signature: SignatureSchema.nullish(),
-});
-/**
- * A copy of `schema` that drops the object keys it does not know instead of refusing them, at
- * every depth. Only for reading results: writers stay strict.
- */
-function lenient(schema) {
-    if (schema instanceof ZodObject) {
-        return object(Object.fromEntries(Object.entries(schema.shape).map(([k, v]) => [k, lenient(v)])));
-    }
-    if (schema instanceof ZodArray)
-        return array(lenient(schema.element));
-    if (schema instanceof ZodNullable)
-        return lenient(schema.unwrap()).nullable();
-    if (schema instanceof ZodOptional)
-        return lenient(schema.unwrap()).optional();
-    return schema;
-}
-const ResultReadSchema = lenient(EvaluationResultSchema);
-/**
- * Reads a result written by this probegate or a newer one of the same schema version. A newer
- * writer may add fields; they are dropped here, after the caller has checked the signature over
- * the document as it came. A newer schema version is refused with a message that says so.
- */
-function readResult(json) {
-    const version = json?.schemaVersion;
-    if (typeof version === "number" && version > RESULT_SCHEMA_VERSION) {
-        return { ok: false, problem: `the result has schema version ${version}, newer than this probegate reads (${RESULT_SCHEMA_VERSION}); upgrade probegate here to the Action's version` };
-    }
-    const parsed = ResultReadSchema.safeParse(json);
-    if (parsed.success)
-        return { ok: true, result: parsed.data };
-    const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
-    return { ok: false, problem: `the result does not match the result schema: ${issues.join("; ")}` };
-}
-
-;// CONCATENATED MODULE: ./src/core/verdict.ts
-/**
- * The verdict table. Order matters: a harness fault outranks everything (the submission was not
- * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
- * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
- * at least one passed check and nothing else wrong resolves.
- */
-function decideVerdict(input) {
-    if (input.harnessError)
-        return { verdict: "error", reason: input.harnessError };
-    if (!input.official)
-        return { verdict: "error", reason: "the official tests did not run" };
-    if (!input.official.passed)
-        return { verdict: "official-failed", reason: "the official tests failed" };
-    const count = (s) => input.probes.filter((p) => p.status === s).length;
-    const failed = count("failed");
-    const errors = count("error");
-    const passed = count("passed");
-    const total = input.probes.length;
-    if (failed > 0) {
-        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
-    }
-    if (errors > 0) {
-        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
-    }
-    if (passed === 0)
-        return { verdict: "error", reason: "no hidden probe produced a result" };
-    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
-}
-
 ;// CONCATENATED MODULE: ./src/engine/errors.ts
 /**
  * Bad input from the user: a task file, a submission, a flag. The CLI prints `message` as one
@@ -50844,6 +50799,154 @@ function parseSubmission(text, cwd = process.cwd()) {
 /** A short label for tables and results. */
 function describeSubmission(s) {
     return s.kind === "git" ? `${s.repo}@${s.ref}` : s.path;
+}
+
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+;// CONCATENATED MODULE: ./src/engine/cgroup.ts
+
+
+const FILES = {
+    1: { memMax: "memory.limit_in_bytes", memPeak: "memory.max_usage_in_bytes", memEvents: "memory.oom_control" },
+    2: { memMax: "memory.max", memPeak: "memory.peak", memEvents: "memory.events" },
+};
+/** The cgroup path of this process for one v1 controller ("" for v2), from /proc/self/cgroup. */
+function ownCgroupPath(procSelfCgroup, controller) {
+    for (const line of procSelfCgroup.split("\n")) {
+        const [, names, path] = line.split(":");
+        if (names === undefined || path === undefined)
+            continue;
+        if (controller === null ? names === "" && line.startsWith("0::") : names.split(",").includes(controller))
+            return path;
+    }
+    return null;
+}
+/** Reads `key N` from a flat keyed cgroup file ("oom_kill 3", "max 12"); 0 when absent. */
+function keyedCount(text, key) {
+    const m = text.match(new RegExp(`^${key} (\\d+)$`, "m"));
+    return m ? Number(m[1]) : 0;
+}
+const writable = (dir) => {
+    try {
+        (0,external_node_fs_namespaceObject.accessSync)(dir, external_node_fs_namespaceObject.constants.W_OK);
+        return true;
+    }
+    catch {
+        return false;
+    }
+};
+const read = (p) => {
+    try {
+        return (0,external_node_fs_namespaceObject.readFileSync)(p, "utf8");
+    }
+    catch {
+        return "";
+    }
+};
+/**
+ * Finds usable memory and pids controllers under `root`: cgroup v2 when this process's own group
+ * delegates both to children and is writable, else v1 hierarchies writable here. Null where neither is.
+ */
+function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/self/cgroup")) {
+    const v2own = ownCgroupPath(procSelfCgroup, null);
+    const v2root = (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(root, "cgroup.controllers")) ? root : (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(root, "unified", "cgroup.controllers")) ? (0,external_node_path_namespaceObject.join)(root, "unified") : null;
+    if (v2root && v2own !== null) {
+        const parent = (0,external_node_path_namespaceObject.join)(v2root, v2own);
+        const delegated = read((0,external_node_path_namespaceObject.join)(parent, "cgroup.subtree_control")).split(/\s+/);
+        if (delegated.includes("memory") && delegated.includes("pids") && writable(parent))
+            return { version: 2, parent };
+    }
+    const mem = ownCgroupPath(procSelfCgroup, "memory");
+    const pids = ownCgroupPath(procSelfCgroup, "pids");
+    if (mem !== null && pids !== null && (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(root, "memory", "cgroup.procs")) && (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(root, "pids", "cgroup.procs"))) {
+        const ctl = { version: 1, memory: (0,external_node_path_namespaceObject.join)(root, "memory", mem), pids: (0,external_node_path_namespaceObject.join)(root, "pids", pids) };
+        if (writable(ctl.memory) && writable(ctl.pids))
+            return ctl;
+    }
+    return null;
+}
+let counter = 0;
+/**
+ * Makes a cgroup for one run with memory and pids limits. Null when the controllers cannot be used
+ * here (not writable, not delegated): the caller then falls back to sampling from /proc.
+ */
+function createJobCgroup(ctl, limits) {
+    if (!ctl)
+        return null;
+    const name = `probegate-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+    const memDir = (0,external_node_path_namespaceObject.join)(ctl.version === 2 ? ctl.parent : ctl.memory, name);
+    const pidsDir = ctl.version === 2 ? memDir : (0,external_node_path_namespaceObject.join)(ctl.pids, name);
+    const dirs = [...new Set([memDir, pidsDir])];
+    const f = FILES[ctl.version];
+    try {
+        for (const d of dirs)
+            (0,external_node_fs_namespaceObject.mkdirSync)(d);
+        (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(memDir, f.memMax), String(limits.memoryBytes));
+        (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(pidsDir, "pids.max"), String(limits.pids));
+    }
+    catch {
+        for (const d of dirs) {
+            try {
+                (0,external_node_fs_namespaceObject.rmdirSync)(d);
+            }
+            catch {
+                // It was never made.
+            }
+        }
+        return null;
+    }
+    // No swap: a memory bomb must meet the limit, not page the runner to a crawl. Not every kernel has it.
+    const swap = (0,external_node_path_namespaceObject.join)(memDir, ctl.version === 2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
+    try {
+        if ((0,external_node_fs_namespaceObject.existsSync)(swap))
+            (0,external_node_fs_namespaceObject.writeFileSync)(swap, ctl.version === 2 ? "0" : String(limits.memoryBytes));
+    }
+    catch {
+        // Swap accounting off: the memory limit still holds for resident memory.
+    }
+    const pidsOf = () => dirs.flatMap((d) => read((0,external_node_path_namespaceObject.join)(d, "cgroup.procs"))
+        .split("\n")
+        .filter(Boolean)
+        .map(Number));
+    const killAll = () => {
+        for (const pid of pidsOf()) {
+            try {
+                process.kill(pid, "SIGKILL");
+            }
+            catch {
+                // Already gone.
+            }
+        }
+    };
+    return {
+        procsFiles: dirs.map((d) => (0,external_node_path_namespaceObject.join)(d, "cgroup.procs")),
+        memoryPeak: () => {
+            const v = Number(read((0,external_node_path_namespaceObject.join)(memDir, f.memPeak)).trim());
+            return Number.isFinite(v) && v > 0 ? v : null;
+        },
+        limitHit: () => {
+            if (keyedCount(read((0,external_node_path_namespaceObject.join)(memDir, f.memEvents)), "oom_kill") > 0)
+                return "memory";
+            if (keyedCount(read((0,external_node_path_namespaceObject.join)(pidsDir, "pids.events")), "max") > 0)
+                return "pids";
+            return null;
+        },
+        killAll,
+        remove: async () => {
+            for (let i = 0; i < 50 && pidsOf().length > 0; i++) {
+                killAll();
+                await new Promise((r) => setTimeout(r, 20));
+            }
+            for (const d of dirs) {
+                try {
+                    (0,external_node_fs_namespaceObject.rmdirSync)(d);
+                }
+                catch {
+                    // A process that would not die keeps its group; the kernel frees it when it does.
+                }
+            }
+        },
+    };
 }
 
 ;// CONCATENATED MODULE: ./node_modules/is-plain-obj/index.js
@@ -57239,7 +57342,7 @@ const handleEarlyError = ({error, command, escapedCommand, fileDescriptors, opti
 
 	const subprocess = new external_node_child_process_namespaceObject.ChildProcess();
 	createDummyStreams(subprocess, fileDescriptors);
-	Object.assign(subprocess, {readable, writable, duplex});
+	Object.assign(subprocess, {readable, writable: early_error_writable, duplex});
 
 	const earlyError = makeEarlyError({
 		error,
@@ -57277,7 +57380,7 @@ const createDummyStream = () => {
 };
 
 const readable = () => new external_node_stream_.Readable({read() {}});
-const writable = () => new external_node_stream_.Writable({write() {}});
+const early_error_writable = () => new external_node_stream_.Writable({write() {}});
 const duplex = () => new external_node_stream_.Duplex({read() {}, write() {}});
 
 const handleDummyPromise = async (error, verboseInfo, options) => handleResult(error, verboseInfo, options);
@@ -60006,6 +60109,12 @@ const external_node_readline_namespaceObject = __WEBPACK_EXTERNAL_createRequire(
 ;// CONCATENATED MODULE: ./src/engine/gpu-meter.ts
 
 
+
+
+/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
+function gpuNote(peak) {
+    return peak ? `, GPU peak ${formatBytes(peak.peakBytes)}` : "";
+}
 const MIB = 1024 * 1024;
 /** The nvidia-smi to use: PROBEGATE_NVIDIA_SMI (tests, unusual installs), else the one on PATH. */
 function nvidiaSmiPath() {
@@ -60103,8 +60212,31 @@ async function startGpuMeter(gpus, opts = {}) {
         },
     };
 }
+/**
+ * Memory used on each of `gpus` now (bytes), from one nvidia-smi query; null where the driver
+ * cannot be read. The job pool takes each GPU's idle baseline with it, and gives a GPU to the next
+ * job only once it reads back at that baseline.
+ */
+async function readGpuUsed(gpus, opts = {}) {
+    if (gpus.length === 0)
+        return new Map();
+    const r = await execa(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`], {
+        reject: false,
+        timeout: opts.timeoutMs ?? 10_000,
+    });
+    if (r.exitCode !== 0 || typeof r.stdout !== "string")
+        return null;
+    const used = new Map();
+    for (const line of r.stdout.split("\n")) {
+        const u = parseUsedLine(line);
+        if (u && gpus.includes(u.index))
+            used.set(u.index, u.usedBytes);
+    }
+    return used.size === gpus.length ? used : null;
+}
 
 ;// CONCATENATED MODULE: ./src/engine/host.ts
+
 
 
 
@@ -60174,153 +60306,139 @@ async function detectGpus() {
     });
 }
 function cpuCount() {
-    return Math.max(1, cpus().length);
+    return Math.max(1, (0,external_node_os_namespaceObject.cpus)().length);
 }
-
-;// CONCATENATED MODULE: ./src/engine/cgroup.ts
-
-
-const FILES = {
-    1: { memMax: "memory.limit_in_bytes", memPeak: "memory.max_usage_in_bytes", memEvents: "memory.oom_control" },
-    2: { memMax: "memory.max", memPeak: "memory.peak", memEvents: "memory.events" },
-};
-/** The cgroup path of this process for one v1 controller ("" for v2), from /proc/self/cgroup. */
-function ownCgroupPath(procSelfCgroup, controller) {
-    for (const line of procSelfCgroup.split("\n")) {
-        const [, names, path] = line.split(":");
-        if (names === undefined || path === undefined)
-            continue;
-        if (controller === null ? names === "" && line.startsWith("0::") : names.split(",").includes(controller))
-            return path;
-    }
-    return null;
-}
-/** Reads `key N` from a flat keyed cgroup file ("oom_kill 3", "max 12"); 0 when absent. */
-function keyedCount(text, key) {
-    const m = text.match(new RegExp(`^${key} (\\d+)$`, "m"));
-    return m ? Number(m[1]) : 0;
-}
-const cgroup_writable = (dir) => {
+/**
+ * The CPU ids this process may run on (its affinity, as /proc/self/status lists it), so packed
+ * jobs are pinned only to cores that exist here; 0..n-1 where that file cannot be read.
+ */
+function availableCpus() {
     try {
-        (0,external_node_fs_namespaceObject.accessSync)(dir, external_node_fs_namespaceObject.constants.W_OK);
-        return true;
+        const m = /^Cpus_allowed_list:\s*(\S+)/m.exec((0,external_node_fs_namespaceObject.readFileSync)("/proc/self/status", "utf8"));
+        const ids = m?.[1] ? parseIdList(m[1]) : null;
+        if (ids?.length)
+            return ids;
     }
     catch {
+        // not Linux, or no /proc
+    }
+    return Array.from({ length: cpuCount() }, (_, i) => i);
+}
+
+;// CONCATENATED MODULE: ./src/engine/leak-guard.ts
+
+
+/** Shorter lines are too common to be evidence of a leak (`import os`, `return total`). */
+const MIN_LINE = 20;
+const CANARY = /[A-Za-z0-9_-]*canary[A-Za-z0-9_-]*/gi;
+const MIN_CANARY = 8;
+/** The marker that replaces an outgoing string that held probe source. */
+const WITHHELD = "[withheld by probegate: this text contained hidden probe source]";
+/** Lines and canaries of probe sources (file texts). Pure. */
+function probeSecrets(texts) {
+    const lines = new Set();
+    const canaries = new Set();
+    for (const text of texts) {
+        for (const raw of text.split(/\r?\n/)) {
+            const line = raw.trim();
+            if (line.length >= MIN_LINE)
+                lines.add(line);
+        }
+        for (const m of text.matchAll(CANARY))
+            if (m[0].length >= MIN_CANARY)
+                canaries.add(m[0].toLowerCase());
+    }
+    return { lines: [...lines], canaries: [...canaries] };
+}
+/** Reads every text file under the probe folder (caches and binary files skipped). */
+function readProbeSecrets(probesDir) {
+    const texts = [];
+    const walk = (dir) => {
+        for (const name of (0,external_node_fs_namespaceObject.readdirSync)(dir)) {
+            if (name === "__pycache__")
+                continue;
+            const p = (0,external_node_path_namespaceObject.join)(dir, name);
+            const st = (0,external_node_fs_namespaceObject.statSync)(p);
+            if (st.isDirectory())
+                walk(p);
+            else if (st.isFile()) {
+                const buf = (0,external_node_fs_namespaceObject.readFileSync)(p);
+                if (!buf.includes(0))
+                    texts.push(buf.toString("utf8"));
+            }
+        }
+    };
+    walk(probesDir);
+    return probeSecrets(texts);
+}
+/** Whether `text` holds a canary or a line of probe source. */
+function leaks(text, secrets) {
+    if (text.length < MIN_CANARY)
         return false;
-    }
-};
-const read = (p) => {
-    try {
-        return (0,external_node_fs_namespaceObject.readFileSync)(p, "utf8");
-    }
-    catch {
-        return "";
-    }
-};
-/**
- * Finds usable memory and pids controllers under `root`: cgroup v2 when this process's own group
- * delegates both to children and is writable, else v1 hierarchies writable here. Null where neither is.
- */
-function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/self/cgroup")) {
-    const v2own = ownCgroupPath(procSelfCgroup, null);
-    const v2root = (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(root, "cgroup.controllers")) ? root : (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(root, "unified", "cgroup.controllers")) ? (0,external_node_path_namespaceObject.join)(root, "unified") : null;
-    if (v2root && v2own !== null) {
-        const parent = (0,external_node_path_namespaceObject.join)(v2root, v2own);
-        const delegated = read((0,external_node_path_namespaceObject.join)(parent, "cgroup.subtree_control")).split(/\s+/);
-        if (delegated.includes("memory") && delegated.includes("pids") && cgroup_writable(parent))
-            return { version: 2, parent };
-    }
-    const mem = ownCgroupPath(procSelfCgroup, "memory");
-    const pids = ownCgroupPath(procSelfCgroup, "pids");
-    if (mem !== null && pids !== null && (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(root, "memory", "cgroup.procs")) && (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(root, "pids", "cgroup.procs"))) {
-        const ctl = { version: 1, memory: (0,external_node_path_namespaceObject.join)(root, "memory", mem), pids: (0,external_node_path_namespaceObject.join)(root, "pids", pids) };
-        if (cgroup_writable(ctl.memory) && cgroup_writable(ctl.pids))
-            return ctl;
-    }
-    return null;
+    const lower = text.toLowerCase();
+    if (secrets.canaries.some((c) => lower.includes(c)))
+        return true;
+    return text.length >= MIN_LINE && secrets.lines.some((l) => text.includes(l));
 }
-let counter = 0;
 /**
- * Makes a cgroup for one run with memory and pids limits. Null when the controllers cannot be used
- * here (not writable, not delegated): the caller then falls back to sampling from /proc.
+ * Every string of `value` (object keys too) that leaks probe source, replaced by WITHHELD (keys by
+ * `withheld-N`); `withheld` counts them. Applied to everything that leaves the runner, before it
+ * is signed or printed.
  */
-function createJobCgroup(ctl, limits) {
-    if (!ctl)
-        return null;
-    const name = `probegate-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
-    const memDir = (0,external_node_path_namespaceObject.join)(ctl.version === 2 ? ctl.parent : ctl.memory, name);
-    const pidsDir = ctl.version === 2 ? memDir : (0,external_node_path_namespaceObject.join)(ctl.pids, name);
-    const dirs = [...new Set([memDir, pidsDir])];
-    const f = FILES[ctl.version];
-    try {
-        for (const d of dirs)
-            (0,external_node_fs_namespaceObject.mkdirSync)(d);
-        (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(memDir, f.memMax), String(limits.memoryBytes));
-        (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(pidsDir, "pids.max"), String(limits.pids));
-    }
-    catch {
-        for (const d of dirs) {
-            try {
-                (0,external_node_fs_namespaceObject.rmdirSync)(d);
-            }
-            catch {
-                // It was never made.
-            }
+function withholdLeaks(value, secrets) {
+    let withheld = 0;
+    const clean = (v) => {
+        if (typeof v === "string") {
+            if (!leaks(v, secrets))
+                return v;
+            withheld++;
+            return WITHHELD;
         }
-        return null;
-    }
-    // No swap: a memory bomb must meet the limit, not page the runner to a crawl. Not every kernel has it.
-    const swap = (0,external_node_path_namespaceObject.join)(memDir, ctl.version === 2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
-    try {
-        if ((0,external_node_fs_namespaceObject.existsSync)(swap))
-            (0,external_node_fs_namespaceObject.writeFileSync)(swap, ctl.version === 2 ? "0" : String(limits.memoryBytes));
-    }
-    catch {
-        // Swap accounting off: the memory limit still holds for resident memory.
-    }
-    const pidsOf = () => dirs.flatMap((d) => read((0,external_node_path_namespaceObject.join)(d, "cgroup.procs"))
-        .split("\n")
-        .filter(Boolean)
-        .map(Number));
-    const killAll = () => {
-        for (const pid of pidsOf()) {
-            try {
-                process.kill(pid, "SIGKILL");
+        if (Array.isArray(v))
+            return v.map(clean);
+        if (v && typeof v === "object") {
+            const out = {};
+            for (const [k, x] of Object.entries(v)) {
+                const key = leaks(k, secrets) ? `withheld-${++withheld}` : k;
+                out[key] = clean(x);
             }
-            catch {
-                // Already gone.
-            }
+            return out;
         }
+        return v;
     };
-    return {
-        procsFiles: dirs.map((d) => (0,external_node_path_namespaceObject.join)(d, "cgroup.procs")),
-        memoryPeak: () => {
-            const v = Number(read((0,external_node_path_namespaceObject.join)(memDir, f.memPeak)).trim());
-            return Number.isFinite(v) && v > 0 ? v : null;
-        },
-        limitHit: () => {
-            if (keyedCount(read((0,external_node_path_namespaceObject.join)(memDir, f.memEvents)), "oom_kill") > 0)
-                return "memory";
-            if (keyedCount(read((0,external_node_path_namespaceObject.join)(pidsDir, "pids.events")), "max") > 0)
-                return "pids";
-            return null;
-        },
-        killAll,
-        remove: async () => {
-            for (let i = 0; i < 50 && pidsOf().length > 0; i++) {
-                killAll();
-                await new Promise((r) => setTimeout(r, 20));
-            }
-            for (const d of dirs) {
-                try {
-                    (0,external_node_fs_namespaceObject.rmdirSync)(d);
-                }
-                catch {
-                    // A process that would not die keeps its group; the kernel frees it when it does.
-                }
-            }
-        },
-    };
+    return { value: clean(value), withheld };
+}
+
+;// CONCATENATED MODULE: ./src/engine/probe-set.ts
+
+
+
+function files(dir, out = []) {
+    for (const e of (0,external_node_fs_namespaceObject.readdirSync)(dir, { withFileTypes: true })) {
+        if (e.name === "__pycache__" || e.name.startsWith("."))
+            continue;
+        const p = (0,external_node_path_namespaceObject.join)(dir, e.name);
+        if (e.isDirectory())
+            files(p, out);
+        else if (e.isFile())
+            out.push(p);
+    }
+    return out;
+}
+/** `sha256:…` over the probe folder's paths and contents: the probe-set version a result was judged by. */
+function probeSetVersion(dir) {
+    const h = (0,external_node_crypto_.createHash)("sha256");
+    for (const f of files(dir).sort()) {
+        h.update((0,external_node_path_namespaceObject.relative)(dir, f));
+        h.update("\0");
+        h.update((0,external_node_fs_namespaceObject.readFileSync)(f));
+        h.update("\0");
+    }
+    return `sha256:${h.digest("hex")}`;
+}
+/** Every file of the probe folder, for the leak check of what leaves the runner. */
+function probeFiles(dir) {
+    return files(dir).sort();
 }
 
 ;// CONCATENATED MODULE: ./src/engine/sandbox.ts
@@ -60328,6 +60446,21 @@ function createJobCgroup(ctl, limits) {
 
 /** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
 const SANDBOX_UID = 65534;
+/**
+ * First of the uids evaluations run as, one per evaluation (its jobs share its workspace, so its
+ * uid): RLIMIT_NPROC is per uid, so evaluations side by side under one uid (`nobody`) would share
+ * one process budget — one submission's threads would starve another's (EAGAIN from
+ * pthread_create) and a fork bomb would reach every evaluation on the runner. Far above any
+ * account a distribution creates.
+ */
+const JOB_UID_BASE = 1_000_000_000;
+/**
+ * The uid of the evaluation holding uid slot `slot`. Slots are claimed across the runner's probegate
+ * processes (runner-claims.ts `claimEvaluationUid`), so no two running evaluations share a uid.
+ */
+function evaluationUid(slot) {
+    return JOB_UID_BASE + slot;
+}
 /**
  * Top-level host folders a program needs to run; what is absent on a host is skipped. Not /opt,
  * /home or /root: runners keep their credentials there. An interpreter outside /usr is added on its own.
@@ -60438,6 +60571,637 @@ function detectSandbox(bwrap = bwrapPath()) {
     return trial;
 }
 
+;// CONCATENATED MODULE: ./src/engine/evaluation-context.ts
+
+
+
+
+
+
+
+
+/** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
+const DEFAULT_PROCESSES = 4096;
+/** Default bytes a run may write (workspace, HOME, its private /tmp). */
+const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
+/**
+ * Starts reading the host's facts, so they are gathered while the workspace is built. A failure
+ * surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness error of the evaluation.
+ */
+function gatherHostFacts(opts) {
+    const bwrap = bwrapPath();
+    const facts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)]);
+    facts.catch(() => { });
+    return { bwrap, facts };
+}
+/**
+ * The clock of one evaluation. The task's wall clock counts from the start, less the time spent
+ * queued for the runner while none of this evaluation's jobs ran: on a shared runner, waiting for
+ * another evaluation's jobs is not this submission's time.
+ */
+class EvaluationClock {
+    now;
+    wallClockS;
+    /** When the evaluation began, for the result's `startedAt`. */
+    startedAt;
+    /** performance.now() when it began; every duration and job record counts from here. */
+    t0;
+    queuedMs = 0;
+    constructor(
+    /** The wall clock (injectable for tests); read once at the start and once at the end. */
+    now, wallClockS) {
+        this.now = now;
+        this.wallClockS = wallClockS;
+        this.startedAt = now();
+        this.t0 = performance.now();
+    }
+    /** Seconds since `t` (performance.now() time), the evaluation's start by default. */
+    since(t = this.t0) {
+        return (performance.now() - t) / 1000;
+    }
+    /** Time queued with none of this evaluation's jobs running: it moves the deadline on by as much. */
+    addQueued(ms) {
+        this.queuedMs += ms;
+    }
+    /** Seconds left of the task's wall clock now (negative once it is spent). */
+    leftS() {
+        return (this.t0 + this.queuedMs + this.wallClockS * 1000 - performance.now()) / 1000;
+    }
+}
+/**
+ * Checks the options that can be checked before anything runs (InputError), starts the clock,
+ * draws the probe parameters and starts gathering host facts, which run while the workspace is
+ * built. Everything an evaluation needs but its workspace.
+ */
+function openEvaluation(opts) {
+    const spec = opts.task.spec;
+    const clock = new EvaluationClock(opts.now ?? (() => new Date()), spec.limits.wallClock);
+    if (opts.worldSize !== undefined && opts.worldSize < spec.minRanks) {
+        throw new InputError(`--world-size ${opts.worldSize} is too few ranks for task ${spec.id}: it needs at least ${spec.minRanks} (minRanks in ${opts.task.dir}/task.yml). On fewer GPUs than that, leave --world-size out: the ranks then share a GPU or the CPU over gloo.`, { file: `${opts.task.dir}/task.yml`, field: "minRanks" });
+    }
+    const probeSet = probeSetVersion(opts.task.probesDir);
+    const params = drawParams(spec.params, opts.seed ?? (0,external_node_crypto_.randomInt)(0, 2 ** 32));
+    // Every string that leaves the runner (events, the result) is checked against the probe sources.
+    const secrets = readProbeSecrets(opts.task.probesDir);
+    const rawEmit = opts.onEvent ?? (() => { });
+    return {
+        opts,
+        spec,
+        clock,
+        probeSet,
+        params,
+        secrets,
+        emit: (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value),
+        hostFacts: gatherHostFacts(opts),
+        cgroups: findControllers(),
+        processes: opts.runLimits?.processes ?? DEFAULT_PROCESSES,
+        diskBytes: opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES,
+        record: { workspaceS: 0, host: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], probesS: 0, harnessError: null, releaseUid: null },
+    };
+}
+/**
+ * The limits of one run started now: its phase's timeout, cut to what is left of the task's wall
+ * clock (at least a second), and killed when its job's GPUs go over the limit (each job has a meter
+ * of its own).
+ */
+function runLimits(ev, timeoutS, gpuMemoryExceeded) {
+    return {
+        gpuMemoryExceeded,
+        timeoutS: Math.max(1, Math.min(timeoutS, ev.clock.leftS())),
+        outputBytes: ev.spec.limits.outputBytes,
+        memoryBytes: ev.spec.limits.memory,
+        processes: ev.processes,
+        diskBytes: ev.diskBytes,
+    };
+}
+
+;// CONCATENATED MODULE: ./src/core/result.ts
+
+
+
+const RESULT_SCHEMA_VERSION = 1;
+const VerdictSchema = schemas_enum(["resolved", "official-failed", "probe-rejected", "error"]);
+/** A limit the submission ran into; it fails the submission (it is not a harness error). */
+const LimitSchema = schemas_enum(["wall-clock", "memory", "gpu-memory", "output", "pids", "disk"]);
+const FailingTestSchema = strictObject({
+    name: schemas_string(),
+    classname: schemas_string().default(""),
+    file: schemas_string().nullish(),
+    line: schemas_number().int().nullish(),
+    kind: schemas_enum(["failure", "error"]),
+    message: schemas_string().default(""),
+});
+const OfficialSchema = strictObject({
+    passed: schemas_boolean(),
+    /** Why the run did not pass, when it did not: the cross-check of exit code and report. */
+    reason: schemas_string().nullish(),
+    exitCode: schemas_number().int().nullable(),
+    signal: schemas_string().nullish(),
+    limit: LimitSchema.nullish(),
+    reportFound: schemas_boolean(),
+    counts: strictObject({
+        total: schemas_number().int().min(0),
+        passed: schemas_number().int().min(0),
+        failed: schemas_number().int().min(0),
+        errors: schemas_number().int().min(0),
+        skipped: schemas_number().int().min(0),
+    }),
+    failing: array(FailingTestSchema),
+    durationS: schemas_number().min(0),
+    /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
+    peakMemoryBytes: schemas_number().int().min(0).nullish(),
+    memorySource: schemas_enum(["cgroup", "sampled"]).nullish(),
+});
+const ProbeResultSchema = strictObject({
+    id: schemas_string(),
+    category: CategorySchema,
+    status: CheckStatusSchema,
+    message: schemas_string(),
+    location: LocationSchema.nullish(),
+    measured: MeasuredSchema.nullish(),
+    /** Requirement ids of the task this check covers, as the probe named them. */
+    requirements: array(schemas_string()).nullish(),
+    /** The probe process (file stem) that emitted the check; never its source. */
+    probe: schemas_string(),
+    /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
+    attempts: schemas_number().int().min(1),
+    durationS: schemas_number().min(0),
+});
+/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
+const GpuPhasePeakSchema = strictObject({
+    baselineBytes: schemas_number().int().min(0),
+    peakBytes: schemas_number().int().min(0),
+    samples: schemas_number().int().min(0),
+});
+/** One job of the evaluation on its slice of the runner (seconds from the evaluation's start). */
+const JobRecordSchema = strictObject({
+    /** "official", or the probe process (file stem). */
+    id: schemas_string(),
+    kind: schemas_enum(["official", "probe"]),
+    gpus: array(schemas_number().int().min(0)),
+    /** Cores it was pinned to; empty where cores were not partitioned. */
+    cores: array(schemas_number().int().min(0)),
+    /** Its rendezvous port (MASTER_PORT). */
+    port: schemas_number().int().min(1).max(65535),
+    timing: schemas_boolean(),
+    exclusive: schemas_boolean(),
+    startS: schemas_number().min(0),
+    endS: schemas_number().min(0),
+    /** Seconds it queued for its slice. */
+    waitedS: schemas_number().min(0),
+});
+const EnvironmentSchema = strictObject({
+    platform: schemas_string(),
+    node: schemas_string(),
+    python: schemas_string().nullish(),
+    torch: schemas_string().nullish(),
+    cuda: schemas_string().nullish(),
+    backend: schemas_enum(["gloo", "nccl"]),
+    worldSize: schemas_number().int().min(1),
+    gpus: array(strictObject({ index: schemas_number().int(), model: schemas_string(), memoryMiB: schemas_number(), driver: schemas_string() })),
+    /** Whether submission code ran in the sandbox (false only with --unsandboxed). */
+    sandboxed: schemas_boolean(),
+    /** The cgroup version that limited and metered each run; null where none was usable. */
+    cgroup: schemas_enum(["v1", "v2"]).nullish(),
+});
+const SignatureSchema = strictObject({
+    algorithm: literal("hmac-sha256"),
+    keyId: schemas_string(),
+    value: schemas_string().regex(/^[0-9a-f]{64}$/),
+});
+/** The result document of one evaluation (schema/result.schema.json is generated from this). */
+const EvaluationResultSchema = strictObject({
+    schemaVersion: literal(RESULT_SCHEMA_VERSION),
+    task: strictObject({
+        id: schemas_string(),
+        title: schemas_string(),
+        area: schemas_string(),
+        /** Content hash of the probe folder, so a result names the probe set it was judged by. */
+        probeSet: schemas_string(),
+    }),
+    submission: strictObject({
+        kind: schemas_enum(["folder", "git", "patch"]),
+        source: schemas_string(),
+        repo: schemas_string().nullish(),
+        ref: schemas_string().nullish(),
+        sha: schemas_string().nullish(),
+    }),
+    /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
+    evaluationKey: schemas_string().nullish(),
+    verdict: VerdictSchema,
+    /** One sentence for people: why this verdict. */
+    reason: schemas_string(),
+    official: OfficialSchema.nullable(),
+    probes: array(ProbeResultSchema),
+    /** Paths the engine restored or removed before running the official tests. */
+    workspaceResets: array(strictObject({ path: schemas_string(), action: schemas_enum(["restored", "removed"]), why: schemas_string() })),
+    durations: strictObject({
+        workspaceS: schemas_number().min(0),
+        officialS: schemas_number().min(0),
+        probesS: schemas_number().min(0),
+        totalS: schemas_number().min(0),
+    }),
+    gpuSeconds: schemas_number().min(0),
+    /** The probe parameters drawn for this evaluation and their seed (`probegate eval --seed` reproduces them). */
+    params: DrawnParamsSchema.nullish(),
+    /**
+     * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
+     * to the job: per phase, the most they held at once above what they held when it began. Null on
+     * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
+     */
+    gpuMemory: strictObject({
+        source: literal("nvidia-smi"),
+        gpus: array(schemas_number().int().min(0)),
+        official: GpuPhasePeakSchema.nullable(),
+        probes: GpuPhasePeakSchema.nullable(),
+    })
+        .nullish(),
+    environment: EnvironmentSchema,
+    /** Each job (official tests, each probe process) with its GPUs, cores, port, start and end. */
+    jobs: array(JobRecordSchema).nullish(),
+    startedAt: schemas_string(),
+    finishedAt: schemas_string(),
+    error: strictObject({ phase: schemas_string(), message: schemas_string() }).nullish(),
+    signature: SignatureSchema.nullish(),
+});
+/**
+ * A copy of `schema` that drops the object keys it does not know instead of refusing them, at
+ * every depth. Only for reading results: writers stay strict.
+ */
+function lenient(schema) {
+    if (schema instanceof ZodObject) {
+        return object(Object.fromEntries(Object.entries(schema.shape).map(([k, v]) => [k, lenient(v)])));
+    }
+    if (schema instanceof ZodArray)
+        return array(lenient(schema.element));
+    if (schema instanceof ZodNullable)
+        return lenient(schema.unwrap()).nullable();
+    if (schema instanceof ZodOptional)
+        return lenient(schema.unwrap()).optional();
+    return schema;
+}
+const ResultReadSchema = lenient(EvaluationResultSchema);
+/**
+ * Reads a result written by this probegate or a newer one of the same schema version. A newer
+ * writer may add fields; they are dropped here, after the caller has checked the signature over
+ * the document as it came. A newer schema version is refused with a message that says so.
+ */
+function readResult(json) {
+    const version = json?.schemaVersion;
+    if (typeof version === "number" && version > RESULT_SCHEMA_VERSION) {
+        return { ok: false, problem: `the result has schema version ${version}, newer than this probegate reads (${RESULT_SCHEMA_VERSION}); upgrade probegate here to the Action's version` };
+    }
+    const parsed = ResultReadSchema.safeParse(json);
+    if (parsed.success)
+        return { ok: true, result: parsed.data };
+    const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
+    return { ok: false, problem: `the result does not match the result schema: ${issues.join("; ")}` };
+}
+
+;// CONCATENATED MODULE: ./src/core/verdict.ts
+/**
+ * The verdict table. Order matters: a harness fault outranks everything (the submission was not
+ * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
+ * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
+ * at least one passed check and nothing else wrong resolves.
+ */
+function decideVerdict(input) {
+    if (input.harnessError)
+        return { verdict: "error", reason: input.harnessError };
+    if (!input.official)
+        return { verdict: "error", reason: "the official tests did not run" };
+    if (!input.official.passed)
+        return { verdict: "official-failed", reason: "the official tests failed" };
+    const count = (s) => input.probes.filter((p) => p.status === s).length;
+    const failed = count("failed");
+    const errors = count("error");
+    const passed = count("passed");
+    const total = input.probes.length;
+    if (failed > 0) {
+        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
+    }
+    if (errors > 0) {
+        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
+    }
+    if (passed === 0)
+        return { verdict: "error", reason: "no hidden probe produced a result" };
+    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
+}
+
+;// CONCATENATED MODULE: ./src/core/probe-outcome.ts
+
+/** `probe_memory_state.py` → `memory`: the category a probe process is named for, else functional. */
+function categoryFromName(probe) {
+    const words = probe.toLowerCase().split(/[^a-z]+/);
+    return probe_check_CATEGORIES.find((c) => words.includes(c)) ?? "functional";
+}
+/**
+ * Turns one probe run into checks. Lines that break the protocol, checks emitted twice, a crash,
+ * or silence become checks too, so nothing a probe did is lost and no silence is a pass:
+ * killed by a limit → failed (the submission's fault); non-zero exit or no line → error.
+ */
+function checksFromRun(run) {
+    const category = categoryFromName(run.probe);
+    const base = { probe: run.probe, attempts: 1, durationS: run.durationS };
+    const checks = [];
+    const seen = new Map();
+    const lines = run.resultsText.split("\n");
+    lines.forEach((raw, i) => {
+        const line = raw.trim();
+        if (!line)
+            return;
+        let parsed = null;
+        let problem = "";
+        try {
+            const r = ProbeLineSchema.safeParse(JSON.parse(line));
+            if (r.success)
+                parsed = r.data;
+            else
+                problem = r.error.issues.map((x) => `${x.path.join(".") || "(line)"}: ${x.message}`).join("; ");
+        }
+        catch (e) {
+            problem = `not JSON (${e.message})`;
+        }
+        if (!parsed) {
+            checks.push({ ...base, id: `${run.probe}.line-${i + 1}`, category, status: "error", message: `results line ${i + 1} breaks the probe protocol: ${problem}` });
+            return;
+        }
+        const at = seen.get(parsed.id);
+        if (at !== undefined) {
+            const first = checks[at];
+            if (first)
+                checks[at] = { ...first, status: "error", message: `check '${parsed.id}' was reported more than once; its results cannot be trusted` };
+            return;
+        }
+        seen.set(parsed.id, checks.length);
+        checks.push({ ...base, ...parsed });
+    });
+    const id = run.probe.replace(/_/g, "-").toLowerCase();
+    if (run.limit) {
+        // Running out of memory is a memory finding whichever probe was running.
+        const limitCategory = run.limit === "memory" || run.limit === "gpu-memory" ? "memory" : category;
+        checks.push({ ...base, id: `${id}.limit`, category: limitCategory, status: "failed", message: `the probe run was stopped by the ${run.limit} limit while running the submission` });
+    }
+    else if (run.exitCode !== 0) {
+        const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
+        checks.push({ ...base, id: `${id}.exit`, category, status: "error", message: `the probe process ${how}${checks.length ? ` after ${checks.length} checks` : " before reporting any check"}` });
+    }
+    else if (checks.length === 0) {
+        checks.push({ ...base, id: `${id}.silent`, category, status: "error", message: "the probe process exited without reporting any check" });
+    }
+    return checks;
+}
+/** Time checks that failed in a run: these are measured again. */
+function failedTimeChecks(checks) {
+    return checks.filter((c) => c.category === "time" && c.status === "failed").map((c) => c.id);
+}
+/**
+ * Merges up to three runs of a probe whose time checks failed: a time check fails only when two
+ * of three runs fail it; every other check keeps its first run's result.
+ */
+function mergeRuns(runs) {
+    const first = runs[0] ?? [];
+    return first.map((check) => {
+        if (check.category !== "time" || check.status !== "failed")
+            return check;
+        const seen = runs.map((r) => r.find((c) => c.id === check.id));
+        const fails = seen.filter((c) => !c || c.status !== "passed");
+        const passing = seen.find((c) => c?.status === "passed");
+        const durationS = runs.reduce((s, r) => s + (r[0]?.durationS ?? 0), 0);
+        if (fails.length >= 2 || !passing)
+            return { ...check, attempts: runs.length, durationS };
+        return { ...passing, attempts: runs.length, durationS };
+    });
+}
+/** Whether another run is needed: some retried time check has neither failed twice nor passed twice. */
+function needsAnotherRun(runs, retried) {
+    if (runs.length >= 3)
+        return false;
+    return retried.some((id) => {
+        const passes = runs.filter((r) => r.find((c) => c.id === id)?.status === "passed").length;
+        return runs.length - passes < 2 && passes < 2;
+    });
+}
+
+;// CONCATENATED MODULE: ./src/engine/job-plan.ts
+
+
+
+
+/** Ranks when none are asked for: the task's GPUs, and never fewer than it can run on. */
+function defaultWorldSize(spec) {
+    return Math.max(1, spec.gpus, spec.minRanks);
+}
+function planOne(spec, shape, o) {
+    const d = o.declared;
+    const ranks = o.worldSize ?? (d?.gpus !== undefined ? Math.max(1, d.gpus) : defaultWorldSize(spec));
+    let gpus = 0;
+    if (shape.gpus > 0) {
+        // Declared GPUs are a requirement; the task-wide default falls back to gloo on one GPU.
+        if (d?.gpus !== undefined)
+            gpus = d.gpus === 0 ? 0 : ranks;
+        else
+            gpus = spec.gpus > 0 && shape.gpus >= ranks ? ranks : 1;
+    }
+    const backend = gpus > 0 && gpus >= ranks && (spec.gpus > 0 || (d?.gpus ?? 0) > 0) ? "nccl" : "gloo";
+    // A GPU job is pinned to its share of the cores; with fewer cores than GPUs they are not partitioned.
+    const perGpu = shape.gpus > 0 ? Math.floor(shape.cores / shape.gpus) : 0;
+    const cores = gpus > 0 ? gpus * perGpu : Math.min(ranks, shape.cores);
+    const timing = o.kind === "probe" && (d?.timing ?? categoryFromName(o.name) === "time");
+    const exclusive = (d?.exclusive ?? false) || (timing && cores === 0);
+    return { name: o.name, kind: o.kind, ranks, backend, demand: { id: `${o.tag}/${o.name}`, gpus, cores, timing, exclusive } };
+}
+/**
+ * Every job of one evaluation (its official tests, each probe process) with what it needs of this
+ * runner. Throws InputError before anything runs where a job can never fit, or where task.yml
+ * declares a job for a probe file that does not exist.
+ */
+function planJobs(task, probeFiles, shape, o) {
+    const spec = task.spec;
+    const stems = probeFiles.map((f) => (0,external_node_path_namespaceObject.basename)(f, (0,external_node_path_namespaceObject.extname)(f)));
+    const unknown = Object.keys(spec.probes.jobs).filter((k) => !stems.includes(k));
+    if (unknown.length) {
+        throw new InputError(`${task.file}: probes.jobs: ${unknown.map((k) => `'${k}'`).join(", ")} ${unknown.length === 1 ? "is" : "are"} not a probe file of ${task.probesDir} (matching '${spec.probes.pattern}'); name each job by its file without the extension, e.g. ${stems[0] ?? "probe_time"}.`, {
+            file: task.file,
+            field: "probes.jobs",
+        });
+    }
+    const official = { ...planOne(spec, shape, { tag: o.tag, name: "official", kind: "official", worldSize: o.worldSize }) };
+    const probes = probeFiles.map((file, i) => ({
+        ...planOne(spec, shape, { tag: o.tag, name: stems[i], kind: "probe", declared: spec.probes.jobs[stems[i]], worldSize: o.worldSize }),
+        file,
+    }));
+    const unfit = unfitJobs([official, ...probes].map((j) => j.demand), shape);
+    if (unfit.length) {
+        throw new InputError(`task ${spec.id} cannot run on this runner: ${unfit.map((u) => u.replace(`${o.tag}/`, "")).join("; ")}. Give it more GPUs (--gpus), or lower probes.jobs.<probe>.gpus in ${task.file}.`, { file: task.file, field: "probes.jobs" });
+    }
+    return { official, probes };
+}
+/** The environment facts of one job on the slice it was given. */
+function jobContextFor(base, job, lease) {
+    const cores = lease.cores.length || (job.demand.gpus > 0 ? 1 : base.totalCores);
+    return {
+        workspace: base.workspace,
+        root: base.root,
+        backend: job.backend,
+        worldSize: job.ranks,
+        cudaVisibleDevices: lease.gpus.join(","),
+        threadsPerRank: Math.max(1, Math.floor(cores / job.ranks)),
+        isolation: base.isolation(lease.gpus),
+        port: lease.port,
+        cpus: lease.cores,
+        setupDir: base.setupDir,
+    };
+}
+
+;// CONCATENATED MODULE: ./src/core/canonical-json.ts
+/**
+ * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Signing hashes
+ * this form, so a result re-serialised by any JSON library verifies the same.
+ */
+function canonicalJson(value) {
+    if (value === null || typeof value !== "object") {
+        if (typeof value === "number" && !Number.isFinite(value))
+            throw new TypeError("cannot sign a non-finite number");
+        return JSON.stringify(value) ?? "null";
+    }
+    if (Array.isArray(value))
+        return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
+    const entries = Object.entries(value)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+}
+
+;// CONCATENATED MODULE: ./src/core/result-signature.ts
+
+
+// The one definition of how results are signed: the engine and the Action sign with it, the app
+// and `probegate verify` check with it. Hashing only: no I/O, no clock.
+/** Names a key without revealing it: the first 16 hex digits of its SHA-256. */
+function keyId(key) {
+    return (0,external_node_crypto_.createHash)("sha256").update(key).digest("hex").slice(0, 16);
+}
+function result_signature_mac(result, key) {
+    const { signature: _unsigned, ...body } = result;
+    return (0,external_node_crypto_.createHmac)("sha256", key).update(canonicalJson(body)).digest();
+}
+/** Signs a result: HMAC-SHA256 over the canonical JSON of everything but the signature. */
+function signResult(result, key) {
+    if (!key || key.length < 16)
+        throw new RangeError("a signing key must be at least 16 bytes");
+    return { ...result, signature: { algorithm: "hmac-sha256", keyId: keyId(key), value: result_signature_mac(result, key).toString("hex") } };
+}
+/** Whether a result carries a valid signature by `key`; never throws on forged input. */
+function verifyResult(result, key) {
+    const sig = result.signature;
+    if (!sig)
+        return { ok: false, why: "the result is not signed" };
+    if (sig.keyId !== keyId(key))
+        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})` };
+    const want = result_signature_mac(result, key);
+    const got = Buffer.from(sig.value, "hex");
+    if (got.length !== want.length || !timingSafeEqual(got, want))
+        return { ok: false, why: "the signature does not match the result's content" };
+    return { ok: true };
+}
+
+;// CONCATENATED MODULE: ./src/engine/sign.ts
+// Result signing lives in src/core (one definition for the engine, the Action, the app and the CLI).
+
+
+;// CONCATENATED MODULE: ./src/engine/evaluation-result.ts
+
+
+
+
+
+
+
+/** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
+function gpuMemoryOfRecord(gpus, peaks) {
+    if (gpus.length === 0 || (!peaks.official && !peaks.probes))
+        return null;
+    const phase = (p) => (p ? { baselineBytes: p.baselineBytes, peakBytes: p.peakBytes, samples: p.samples } : null);
+    return { source: "nvidia-smi", gpus, official: phase(peaks.official), probes: phase(peaks.probes) };
+}
+/** The probes' checks as results; a check id that two probe processes report is an error of both, not a pick of one. */
+function toProbeResults(checks) {
+    const counts = new Map();
+    for (const c of checks)
+        counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
+    return checks.map((c) => ({
+        id: c.id,
+        category: c.category,
+        status: (counts.get(c.id) ?? 0) > 1 ? "error" : c.status,
+        message: (counts.get(c.id) ?? 0) > 1 ? `check id '${c.id}' is reported by more than one probe process` : c.message,
+        location: c.location ?? null,
+        measured: c.measured ?? null,
+        requirements: c.requirements ?? null,
+        probe: c.probe,
+        attempts: c.attempts,
+        durationS: c.durationS,
+    }));
+}
+/**
+ * The verdict phase: the verdict from what the phases recorded, and the result of record (durations,
+ * GPU-seconds summed per job, GPU memory of record, the jobs' timeline, the environment), checked
+ * against its schema, with probe source withheld, signed where there is a key. Runs whatever the
+ * earlier phases did, a harness error included.
+ */
+function assembleResult(ev) {
+    const { opts, spec, record, ws } = ev;
+    ev.emit({ type: "phase-start", phase: "verdict" });
+    const probes = toProbeResults(record.checks);
+    const { verdict, reason } = decideVerdict({ harnessError: record.harnessError?.message, official: record.official, probes });
+    const runner = record.runner;
+    const records = [...(runner?.records ?? [])].sort((x, y) => x.startS - y.startS);
+    const result = EvaluationResultSchema.parse({
+        schemaVersion: RESULT_SCHEMA_VERSION,
+        task: { id: spec.id, title: spec.title, area: spec.area, probeSet: ev.probeSet },
+        submission: {
+            kind: opts.submission.kind,
+            source: describeSubmission(opts.submission),
+            repo: opts.submission.kind === "git" ? opts.submission.repo : null,
+            ref: opts.submission.kind === "git" ? opts.submission.ref : null,
+            sha: ws.submissionSha,
+        },
+        evaluationKey: opts.evaluationKey ?? null,
+        verdict,
+        reason,
+        official: record.official,
+        probes,
+        workspaceResets: ws.resets,
+        durations: { workspaceS: record.workspaceS, officialS: record.officialS, probesS: record.probesS, totalS: ev.clock.since() },
+        gpuSeconds: runner?.gpuSeconds() ?? 0,
+        params: ev.params,
+        gpuMemory: gpuMemoryOfRecord([...new Set(records.flatMap((r) => r.gpus))].sort((x, y) => x - y), {
+            official: runner?.peaks.get("official") ?? null,
+            probes: runner ? runner.probesPeak() : null,
+        }),
+        environment: {
+            platform: `${(0,external_node_os_namespaceObject.platform)()}-${(0,external_node_os_namespaceObject.arch)()}`,
+            node: process.version,
+            python: record.host?.py.python ?? null,
+            torch: record.host?.py.torch ?? null,
+            cuda: record.host?.py.cuda ?? null,
+            backend: record.officialJob?.backend ?? "gloo",
+            worldSize: record.officialJob?.ranks ?? opts.worldSize ?? defaultWorldSize(spec),
+            gpus: record.host?.gpus ?? [],
+            sandboxed: record.sandboxed,
+            cgroup: ev.cgroups ? `v${ev.cgroups.version}` : null,
+        },
+        jobs: runner ? records : null,
+        startedAt: ev.clock.startedAt.toISOString(),
+        finishedAt: ev.clock.now().toISOString(),
+        error: record.harnessError,
+        signature: null,
+    });
+    ev.emit({ type: "phase-end", phase: "verdict", durationS: 0, detail: verdict });
+    const { value: clean } = withholdLeaks(result, ev.secrets);
+    return opts.signingKey ? signResult(clean, opts.signingKey) : clean;
+}
+
 ;// CONCATENATED MODULE: ./src/engine/job-isolation.ts
 
 
@@ -60455,14 +61219,16 @@ function closedAncestor(dir) {
 }
 /**
  * The isolation plan of one evaluation, given what the machine offers (`support` null: the operator
- * chose --unsandboxed), as a function of the GPUs the job gets. Makes the evaluation folder
+ * chose --unsandboxed), as a function of the GPUs the job gets. Where the engine drops privileges,
+ * `uid` (the evaluation's own: sandbox.ts `evaluationUid`) replaces the one the host check used.
+ * Makes the evaluation folder
  * reachable by the sandbox's user, and says which folder is not where one above it is closed.
  */
 function planIsolation(o) {
     const base = { cgroups: o.cgroups, processes: o.processes, diskBytes: o.diskBytes };
     if (!o.support?.ok)
         return () => ({ ...base, sandbox: null });
-    const uid = o.support.dropToUid;
+    const uid = o.support.dropToUid === null ? null : (o.uid ?? o.support.dropToUid);
     if (uid !== null) {
         // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
         (0,external_node_fs_namespaceObject.chmodSync)(o.evaluationRoot, 0o711);
@@ -60508,8 +61274,8 @@ async function isolationFor(plan, mounts) {
                 tmpBytes: plan.diskBytes,
                 cwd: mounts.cwd,
                 dropToUid: sb.dropToUid,
-                // RLIMIT_NPROC counts every task of the uid, so it is only a backstop, above the limit the
-                // engine enforces (the cgroup's pids.max, else the sampled process count).
+                // RLIMIT_NPROC counts every task of the uid (the evaluation's own); a backstop above
+                // the limit the engine enforces (the cgroup's pids.max, else the sampled process count).
                 maxProcesses: sb.dropToUid !== null ? 2 * plan.processes : null,
                 maxFileBytes: plan.diskBytes,
             }
@@ -60519,90 +61285,377 @@ async function isolationFor(plan, mounts) {
     };
 }
 
-;// CONCATENATED MODULE: ./src/engine/leak-guard.ts
+// EXTERNAL MODULE: external "node:net"
+var external_node_net_ = __nccwpck_require__(7030);
+;// CONCATENATED MODULE: ./src/engine/runner-claims.ts
 
 
-/** Shorter lines are too common to be evidence of a leak (`import os`, `return total`). */
-const MIN_LINE = 20;
-const CANARY = /[A-Za-z0-9_-]*canary[A-Za-z0-9_-]*/gi;
-const MIN_CANARY = 8;
-/** The marker that replaces an outgoing string that held probe source. */
-const WITHHELD = "[withheld by probegate: this text contained hidden probe source]";
-/** Lines and canaries of probe sources (file texts). Pure. */
-function probeSecrets(texts) {
-    const lines = new Set();
-    const canaries = new Set();
-    for (const text of texts) {
-        for (const raw of text.split(/\r?\n/)) {
-            const line = raw.trim();
-            if (line.length >= MIN_LINE)
-                lines.add(line);
-        }
-        for (const m of text.matchAll(CANARY))
-            if (m[0].length >= MIN_CANARY)
-                canaries.add(m[0].toLowerCase());
+
+
+/**
+ * Claims between the probegate processes of one runner, on what must be unique among everything
+ * running on it at once:
+ *  - rendezvous ports (`port-<n>`): a port nothing listens on can still be taken — it is handed out
+ *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
+ *    --power`, another runner service) checking it in that window would give it to its own job, whose
+ *    ranks would then meet the first job's store;
+ *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`).
+ * A claim is a file created exclusively (O_EXCL) holding the claimant's pid; a claim whose process is
+ * gone is taken over.
+ */
+class RunnerClaims {
+    where;
+    constructor(where = defaultClaimDir()) {
+        this.where = where;
+        (0,external_node_fs_namespaceObject.mkdirSync)(this.where, { recursive: true, mode: 0o700 });
     }
-    return { lines: [...lines], canaries: [...canaries] };
-}
-/** Reads every text file under the probe folder (caches and binary files skipped). */
-function readProbeSecrets(probesDir) {
-    const texts = [];
-    const walk = (dir) => {
-        for (const name of (0,external_node_fs_namespaceObject.readdirSync)(dir)) {
-            if (name === "__pycache__")
-                continue;
-            const p = (0,external_node_path_namespaceObject.join)(dir, name);
-            const st = (0,external_node_fs_namespaceObject.statSync)(p);
-            if (st.isDirectory())
-                walk(p);
-            else if (st.isFile()) {
-                const buf = (0,external_node_fs_namespaceObject.readFileSync)(p);
-                if (!buf.includes(0))
-                    texts.push(buf.toString("utf8"));
+    /** True when this process now holds `key` (and must `release` it); false when a live process does. */
+    claim(key) {
+        const file = this.file(key);
+        for (let attempt = 0; attempt < 2; attempt += 1) {
+            try {
+                const fd = (0,external_node_fs_namespaceObject.openSync)(file, "wx", 0o600);
+                (0,external_node_fs_namespaceObject.writeSync)(fd, String(process.pid));
+                (0,external_node_fs_namespaceObject.closeSync)(fd);
+                return true;
+            }
+            catch (e) {
+                if (e.code !== "EEXIST")
+                    throw e;
+                if (holderAlive(file))
+                    return false;
+                (0,external_node_fs_namespaceObject.rmSync)(file, { force: true }); // its process is gone: the claim is stale
             }
         }
-    };
-    walk(probesDir);
-    return probeSecrets(texts);
-}
-/** Whether `text` holds a canary or a line of probe source. */
-function leaks(text, secrets) {
-    if (text.length < MIN_CANARY)
         return false;
-    const lower = text.toLowerCase();
-    if (secrets.canaries.some((c) => lower.includes(c)))
+    }
+    release(key) {
+        const file = this.file(key);
+        try {
+            if ((0,external_node_fs_namespaceObject.readFileSync)(file, "utf8").trim() === String(process.pid))
+                (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
+        }
+        catch {
+            // already gone
+        }
+    }
+    file(key) {
+        return (0,external_node_path_namespaceObject.join)(this.where, `${key}.claim`);
+    }
+}
+function holderAlive(file) {
+    let pid;
+    try {
+        pid = Number((0,external_node_fs_namespaceObject.readFileSync)(file, "utf8").trim());
+    }
+    catch {
+        return true; // being written right now: treat as held
+    }
+    if (!Number.isInteger(pid) || pid <= 0)
+        return false;
+    try {
+        process.kill(pid, 0);
         return true;
-    return text.length >= MIN_LINE && secrets.lines.some((l) => text.includes(l));
+    }
+    catch (e) {
+        return e.code === "EPERM";
+    }
 }
 /**
- * Every string of `value` (object keys too) that leaks probe source, replaced by WITHHELD (keys by
- * `withheld-N`); `withheld` counts them. Applied to everything that leaves the runner, before it
- * is signed or printed.
+ * One folder per user for the whole runner, not under $TMPDIR: two probegate processes with
+ * different temp dirs must still see each other's claims. PROBEGATE_CLAIMS overrides it.
  */
-function withholdLeaks(value, secrets) {
-    let withheld = 0;
-    const clean = (v) => {
-        if (typeof v === "string") {
-            if (!leaks(v, secrets))
-                return v;
-            withheld++;
-            return WITHHELD;
-        }
-        if (Array.isArray(v))
-            return v.map(clean);
-        if (v && typeof v === "object") {
-            const out = {};
-            for (const [k, x] of Object.entries(v)) {
-                const key = leaks(k, secrets) ? `withheld-${++withheld}` : k;
-                out[key] = clean(x);
-            }
-            return out;
-        }
-        return v;
-    };
-    return { value: clean(value), withheld };
+function defaultClaimDir() {
+    return process.env.PROBEGATE_CLAIMS || (0,external_node_path_namespaceObject.join)("/tmp", `probegate-claims-${(0,external_node_os_namespaceObject.userInfo)().uid}`);
+}
+/** Sandbox uid slots an evaluation may claim (uid = JOB_UID_BASE + slot). */
+const UID_SLOTS = 4096;
+/**
+ * Claims a sandbox uid slot for one evaluation, from a random start so processes rarely collide
+ * first. All jobs of an evaluation share its workspace and so its uid; two evaluations never share
+ * one while both run. Throws when every slot is held by a live process.
+ */
+function claimEvaluationUid(claims = new RunnerClaims()) {
+    const start = Math.floor(Math.random() * UID_SLOTS);
+    for (let i = 0; i < UID_SLOTS; i += 1) {
+        const slot = (start + i) % UID_SLOTS;
+        if (claims.claim(`uid-${slot}`))
+            return { slot, release: () => claims.release(`uid-${slot}`) };
+    }
+    throw new HarnessError(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
 }
 
+;// CONCATENATED MODULE: ./src/engine/job-pool.ts
+
+
+
+
+
+
+const job_pool_MIB = 1024 * 1024;
+/** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
+function portFree(port) {
+    return new Promise((resolve) => {
+        const s = (0,external_node_net_.createServer)();
+        s.once("error", () => resolve(false));
+        s.listen({ port, host: "127.0.0.1", exclusive: true }, () => s.close(() => resolve(true)));
+    });
+}
+/**
+ * The runner's GPUs, cores and rendezvous ports, shared by every job of every evaluation this
+ * process runs. Jobs queue with what they need; the packing decision (core/packing.ts) says which
+ * start. A GPU goes to the next job only once nvidia-smi reads it back at its idle baseline; one
+ * that does not get back in time is withdrawn, and jobs that can then never fit fail at once.
+ */
+class JobPool {
+    opts;
+    gpus;
+    cores;
+    /** What happened to the runner that a result should say (a GPU withdrawn, say). */
+    notes = [];
+    freeGpus;
+    freeCores;
+    running = new Map();
+    waiting = [];
+    ports = new Set();
+    claims;
+    lastPort;
+    seq = 0;
+    scheduled = false;
+    baselines = null;
+    withdrawn = new Set();
+    constructor(opts) {
+        this.opts = opts;
+        this.gpus = [...opts.gpus].sort((a, b) => a - b);
+        this.cores = [...opts.cores].sort((a, b) => a - b);
+        this.freeGpus = [...this.gpus];
+        this.freeCores = [...this.cores];
+        this.lastPort = (opts.portRange ?? PORTS).from - 1;
+        this.claims = new RunnerClaims(opts.portClaimDir);
+    }
+    /** A pool over these GPUs and cores; each GPU's idle memory is read now, as its baseline. */
+    static async create(opts) {
+        const pool = new JobPool(opts);
+        pool.baselines = await readGpuUsed(pool.gpus, { nvidiaSmi: opts.nvidiaSmi });
+        return pool;
+    }
+    /** GPUs and cores jobs can still be given (withdrawn GPUs left out). */
+    shape() {
+        return { gpus: this.gpus.length - this.withdrawn.size, cores: this.cores.length };
+    }
+    /** Waits for a slice that fits `demand` (its id must be unique among the jobs queued or running). */
+    acquire(demand) {
+        const problem = this.neverFits(demand);
+        if (problem)
+            return Promise.reject(new HarnessError(problem, "packing"));
+        return new Promise((resolve, reject) => {
+            this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), resolve, reject });
+            this.requestSchedule();
+        });
+    }
+    neverFits(d) {
+        const s = this.shape();
+        if (d.gpus > s.gpus)
+            return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.withdrawn.size ? ` (GPU ${[...this.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
+        if (d.cores > s.cores)
+            return `${d.id} needs ${d.cores} cores; this runner has ${s.cores}`;
+        return null;
+    }
+    /**
+     * Decides once the current turn of the event loop is done, so jobs queued together (an
+     * evaluation's probes) are ordered together: first-fit-decreasing needs the whole set.
+     */
+    requestSchedule() {
+        if (this.scheduled)
+            return;
+        this.scheduled = true;
+        queueMicrotask(() => {
+            this.scheduled = false;
+            this.schedule();
+        });
+    }
+    schedule() {
+        const slots = (this.opts.maxJobs ?? Number.POSITIVE_INFINITY) - this.running.size;
+        const { starts, passed } = pickStarts(this.waiting, { gpus: this.freeGpus, cores: this.freeCores, slots }, [...this.running.values()], this.opts.patience ?? 8);
+        for (const id of passed) {
+            const w = this.waiting.find((x) => x.id === id);
+            if (w)
+                w.passedOver += 1;
+        }
+        for (const s of starts) {
+            const i = this.waiting.findIndex((w) => w.id === s.id);
+            const [w] = this.waiting.splice(i, 1);
+            if (!w)
+                continue;
+            this.freeGpus = this.freeGpus.filter((g) => !s.gpus.includes(g));
+            this.freeCores = this.freeCores.filter((c) => !s.cores.includes(c));
+            this.running.set(w.id, { id: w.id, gpus: s.gpus, cores: s.cores, exclusive: w.exclusive });
+            this.handOut(w, s.gpus, s.cores).then(w.resolve, w.reject);
+        }
+    }
+    async handOut(w, gpus, cores) {
+        const port = await this.takePort();
+        let released = false;
+        return {
+            id: w.id,
+            gpus,
+            cores,
+            port,
+            waitedS: (performance.now() - w.enqueuedAt) / 1000,
+            release: async () => {
+                if (released)
+                    return;
+                released = true;
+                this.ports.delete(port);
+                this.claims.release(`port-${port}`);
+                this.freeCores.push(...cores);
+                this.running.delete(w.id);
+                // Its cores (and the --jobs slot) are free now; its GPUs once they are back at baseline.
+                if (gpus.length)
+                    this.requestSchedule();
+                await this.drain(gpus);
+                this.requestSchedule();
+            },
+        };
+    }
+    async takePort() {
+        const range = this.opts.portRange ?? PORTS;
+        for (let tries = 0; tries <= range.to - range.from; tries += 1) {
+            const p = nextPort(this.ports, this.lastPort, range);
+            if (p === null)
+                break;
+            this.lastPort = p;
+            this.ports.add(p);
+            // Claimed first (no other probegate process on this runner hands it out), then checked free.
+            if (this.claims.claim(`port-${p}`)) {
+                if (await portFree(p))
+                    return p;
+                this.claims.release(`port-${p}`);
+            }
+            this.ports.delete(p);
+        }
+        throw new HarnessError(`no free rendezvous port in ${range.from}-${range.to} on 127.0.0.1`, "packing");
+    }
+    /** Waits until each GPU reads back at its baseline, then frees it; one that does not is withdrawn. */
+    async drain(gpus) {
+        if (gpus.length === 0)
+            return;
+        const base = this.baselines;
+        const tolerance = this.opts.toleranceBytes ?? 64 * job_pool_MIB;
+        const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
+        let pending = [...gpus];
+        let last = null;
+        while (base && pending.length > 0) {
+            last = await readGpuUsed(pending, { nvidiaSmi: this.opts.nvidiaSmi });
+            if (last)
+                pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (base.get(g) ?? 0) + tolerance);
+            if (pending.length === 0 || performance.now() > until)
+                break;
+            await new Promise((r) => setTimeout(r, 250));
+        }
+        for (const g of pending) {
+            this.withdrawn.add(g);
+            const used = last?.get(g);
+            this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${formatBytes(Math.max(0, used - (base?.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
+        }
+        this.freeGpus.push(...gpus.filter((g) => !this.withdrawn.has(g)));
+        // Jobs that can no longer ever fit fail now rather than wait forever.
+        for (const w of [...this.waiting]) {
+            const problem = this.neverFits(w);
+            if (problem) {
+                this.waiting.splice(this.waiting.indexOf(w), 1);
+                w.reject(new HarnessError(problem, "packing"));
+            }
+        }
+    }
+    /** "gpus 0,1 · cores 0-7 · port 29601" for progress lines. */
+    static describe(l) {
+        const parts = [l.gpus.length ? `GPU ${formatIdList(l.gpus)}` : null, l.cores.length ? `cores ${formatIdList(l.cores)}` : null, `port ${l.port}`];
+        return parts.filter(Boolean).join(" · ");
+    }
+}
+/** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
+const PORTS = { from: 29600, to: 29999 };
+
+;// CONCATENATED MODULE: ./src/engine/job-slice.ts
+
+
+
+/**
+ * Runs the jobs of one evaluation on slices of the shared pool: each job waits for its slice, runs
+ * with its own GPU meter (the memory of record and the limit are per job, on GPUs it holds alone),
+ * and is recorded with its GPUs, cores, port, start and end. Time spent waiting while none of the
+ * evaluation's jobs runs is reported through `onIdleWait`, so it does not count against the
+ * evaluation's wall clock.
+ */
+class SliceRunner {
+    o;
+    records = [];
+    peaks = new Map();
+    active = 0;
+    idleSince = 0;
+    constructor(o) {
+        this.o = o;
+    }
+    async run(job, body) {
+        const asked = performance.now();
+        const lease = await this.o.pool.acquire(job.demand);
+        // Queued with none of this evaluation's jobs running: that wait is the runner's, not the evaluation's.
+        if (this.active === 0)
+            this.o.onIdleWait?.(performance.now() - Math.max(asked, this.idleSince));
+        this.active += 1;
+        const started = performance.now();
+        try {
+            const meter = await startGpuMeter(lease.gpus, { limitBytes: this.o.gpuLimitBytes });
+            let value;
+            try {
+                value = await body({ ctx: jobContextFor(this.o.base, job, lease), lease, gpuMemoryExceeded: () => meter.overLimit() });
+            }
+            finally {
+                const peak = await meter.stop();
+                if (peak)
+                    this.peaks.set(job.name, peak);
+            }
+            return value;
+        }
+        finally {
+            const ended = performance.now();
+            this.active -= 1;
+            if (this.active === 0)
+                this.idleSince = ended;
+            this.records.push({
+                id: job.name,
+                kind: job.kind,
+                gpus: lease.gpus,
+                cores: lease.cores,
+                port: lease.port,
+                timing: job.demand.timing,
+                exclusive: job.demand.exclusive,
+                startS: (started - this.o.t0) / 1000,
+                endS: (ended - this.o.t0) / 1000,
+                waitedS: lease.waitedS,
+            });
+            // Cores and port are free at once; the GPUs once nvidia-smi reads them back at baseline.
+            void lease.release();
+        }
+    }
+    /** The probe phase's GPU memory of record: the probe job that held the most above its baseline. */
+    probesPeak() {
+        let best = null;
+        for (const [name, p] of this.peaks)
+            if (name !== "official" && (!best || p.peakBytes > best.peakBytes))
+                best = p;
+        return best;
+    }
+    /** GPU-seconds of record: Σ over jobs of GPUs held × time held (jobs side by side each count). */
+    gpuSeconds() {
+        return this.records.reduce((s, r) => s + r.gpus.length * (r.endS - r.startS), 0);
+    }
+}
+
+// EXTERNAL MODULE: ./node_modules/picomatch/index.js
+var picomatch = __nccwpck_require__(4006);
+var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
 ;// CONCATENATED MODULE: ./src/engine/job-env.ts
 
 
@@ -60642,6 +61695,9 @@ function jobEnv(ctx, extra = {}) {
         HOME: home,
         // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
         TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,
+        // A job's uid has no passwd entry (jobUid): getpass.getuser() and the caches keyed on it read these.
+        USER: "probegate",
+        LOGNAME: "probegate",
         LANG: "C.UTF-8",
         PYTHONDONTWRITEBYTECODE: "1",
         PYTHONUNBUFFERED: "1",
@@ -60652,12 +61708,705 @@ function jobEnv(ctx, extra = {}) {
         PROBEGATE_BACKEND: ctx.backend,
         PROBEGATE_WORLD_SIZE: String(ctx.worldSize),
         PYTHONPATH: jobPythonPath(ctx),
+        ...(ctx.port ? { MASTER_ADDR: "127.0.0.1", MASTER_PORT: String(ctx.port), PROBEGATE_RENDEZVOUS_PORT: String(ctx.port) } : {}),
         ...extra,
     };
 }
 /** Replaces `{python}`, `{junit}`, `{probe}`, `{workspace}` in a command; unknown placeholders stay as written. */
 function expandCommand(argv, values) {
     return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
+}
+
+;// CONCATENATED MODULE: ./src/engine/disk-usage.ts
+
+
+/**
+ * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
+ * Sampled once a second against the disk limit; evaluation folders are small source trees.
+ */
+function treeBytes(paths) {
+    let total = 0;
+    const stack = [...paths];
+    while (stack.length) {
+        const p = stack.pop();
+        let st;
+        try {
+            st = (0,external_node_fs_namespaceObject.lstatSync)(p);
+        }
+        catch {
+            continue; // Removed while walking.
+        }
+        if (st.isFile())
+            total += st.size;
+        else if (st.isDirectory()) {
+            try {
+                for (const name of (0,external_node_fs_namespaceObject.readdirSync)(p))
+                    stack.push((0,external_node_path_namespaceObject.join)(p, name));
+            }
+            catch {
+                // Unreadable: the sandbox made it so; nothing large can hide there for long.
+            }
+        }
+    }
+    return total;
+}
+
+;// CONCATENATED MODULE: ./src/engine/process-group.ts
+
+const PAGE_SIZE = 4096;
+function readStat(pid) {
+    try {
+        const stat = (0,external_node_fs_namespaceObject.readFileSync)(`/proc/${pid}/stat`, "utf8");
+        // comm may hold spaces and parens: fields resume after the last ')'.
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
+        if (fields[0] === "Z")
+            return null;
+        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
+    }
+    catch {
+        return null; // The process ended, or this is not Linux.
+    }
+}
+function childrenOf(pid) {
+    const out = [];
+    let tasks;
+    try {
+        tasks = (0,external_node_fs_namespaceObject.readdirSync)(`/proc/${pid}/task`);
+    }
+    catch {
+        return out;
+    }
+    for (const tid of tasks) {
+        try {
+            for (const c of (0,external_node_fs_namespaceObject.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
+                if (c)
+                    out.push(Number(c));
+        }
+        catch {
+            // The thread ended between readdir and read.
+        }
+    }
+    return out;
+}
+/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
+function scanGroup(pgid) {
+    let entries;
+    try {
+        entries = (0,external_node_fs_namespaceObject.readdirSync)("/proc");
+    }
+    catch {
+        return [];
+    }
+    const pids = [];
+    for (const name of entries) {
+        if (!/^\d+$/.test(name))
+            continue;
+        if (readStat(Number(name))?.pgid === pgid)
+            pids.push(Number(name));
+    }
+    return pids;
+}
+/**
+ * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
+ *
+ * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
+ * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
+ * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
+ * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
+ * process found outside the tree is tracked as a root from then on.
+ */
+class GroupMeter {
+    pgid;
+    fullScanEvery;
+    roots = new Set();
+    samples = 0;
+    constructor(pgid, fullScanEvery = 10) {
+        this.pgid = pgid;
+        this.fullScanEvery = fullScanEvery;
+        this.roots.add(pgid);
+    }
+    sample() {
+        if (this.samples++ % this.fullScanEvery === 0)
+            for (const pid of scanGroup(this.pgid))
+                this.roots.add(pid);
+        const seen = new Set();
+        let rssBytes = 0;
+        const stack = [...this.roots];
+        while (stack.length) {
+            const pid = stack.pop();
+            if (seen.has(pid))
+                continue;
+            const stat = readStat(pid);
+            if (!stat) {
+                this.roots.delete(pid);
+                continue;
+            }
+            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
+            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
+            seen.add(pid);
+            rssBytes += stat.rssBytes;
+            stack.push(...childrenOf(pid));
+        }
+        return { processes: seen.size, rssBytes };
+    }
+}
+/** Processes and resident bytes of one process group, from one full scan of /proc. */
+function groupUsage(pgid) {
+    return new GroupMeter(pgid, 1).sample();
+}
+/** SIGKILL to a whole process group; a group already gone is fine. */
+function killGroup(pgid) {
+    try {
+        process.kill(-pgid, "SIGKILL");
+    }
+    catch (e) {
+        if (e.code !== "ESRCH")
+            throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/run-command.ts
+
+
+
+
+
+
+
+const KEEP = 64 * 1024;
+const SAMPLE_MS = 100;
+const DISK_SAMPLE_MS = 250;
+/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
+const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
+/**
+ * Runs a command in its own process group with a clean environment, in the sandbox when one is
+ * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
+ * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
+ * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
+ * outside the sandbox.
+ */
+async function runCommand(command, opts) {
+    if (command.length === 0)
+        throw new TypeError("empty command");
+    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
+    const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
+    const sandboxed = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
+    // Pinned from outside the sandbox; every process of the run inherits the mask.
+    const taskset = opts.cpus?.length ? tasksetPath() : null;
+    const inner = taskset ? [taskset, "-c", formatIdList(opts.cpus ?? []), ...sandboxed] : sandboxed;
+    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
+    const [file, ...args] = argv;
+    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
+    const started = performance.now();
+    const child = execa(file, args, {
+        cwd: opts.cwd,
+        env: opts.env,
+        extendEnv: false,
+        detached: true,
+        reject: false,
+        stdin: "ignore",
+        buffer: false,
+        stripFinalNewline: false,
+    });
+    let head = "";
+    let tail = "";
+    let total = 0;
+    let limit = null;
+    let peak = 0;
+    const pgid = child.pid;
+    const stop = (why) => {
+        if (limit)
+            return;
+        limit = why;
+        if (pgid)
+            killGroup(pgid);
+        cg?.killAll();
+    };
+    const onData = (chunk) => {
+        total += chunk.length;
+        if (head.length < KEEP)
+            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
+        else
+            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
+        if (total > opts.limits.outputBytes)
+            stop("output");
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
+    const meter = pgid ? new GroupMeter(pgid) : undefined;
+    const sampler = meter
+        ? setInterval(() => {
+            const { rssBytes, processes } = meter.sample();
+            peak = Math.max(peak, rssBytes);
+            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
+            // processes share once per process, so it decides only where there is no cgroup.
+            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
+            if (hit)
+                stop(hit);
+            else if (opts.limits.gpuMemoryExceeded?.())
+                stop("gpu-memory");
+        }, SAMPLE_MS)
+        : undefined;
+    const diskWatch = iso.writable.length
+        ? setInterval(() => {
+            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+                stop("disk");
+        }, DISK_SAMPLE_MS)
+        : undefined;
+    const result = await child;
+    const durationS = (performance.now() - started) / 1000;
+    clearTimeout(timer);
+    if (sampler)
+        clearInterval(sampler);
+    if (diskWatch)
+        clearInterval(diskWatch);
+    if (pgid)
+        killGroup(pgid);
+    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
+    const kernelLimit = cg?.limitHit() ?? null;
+    if (!limit && kernelLimit)
+        limit = kernelLimit;
+    if (!limit && result.signal === "SIGXFSZ")
+        limit = "disk";
+    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+        limit = "disk";
+    const cgroupPeak = cg?.memoryPeak() ?? null;
+    await cg?.remove();
+    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
+    const spawnError = joinFailed
+        ? "could not join the run's cgroup"
+        : result.failed && result.exitCode === undefined && !result.signal
+            ? (result.shortMessage ?? "could not start")
+            : null;
+    return {
+        exitCode: result.exitCode ?? null,
+        signal: result.signal ?? null,
+        limit,
+        durationS,
+        peakRssBytes: peak,
+        peakMemoryBytes: cgroupPeak ?? peak,
+        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
+        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
+        spawnError,
+    };
+}
+/** util-linux's taskset, where the machine has it (pins a run to the cores of its slice). */
+function tasksetPath() {
+    return ["/usr/bin/taskset", "/bin/taskset", "/usr/local/bin/taskset"].find((p) => (0,external_node_fs_namespaceObject.existsSync)(p)) ?? null;
+}
+
+;// CONCATENATED MODULE: ./src/engine/git.ts
+
+
+/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
+const GIT_ENV = {
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_AUTHOR_NAME: "probegate",
+    GIT_AUTHOR_EMAIL: "probegate@localhost",
+    GIT_COMMITTER_NAME: "probegate",
+    GIT_COMMITTER_EMAIL: "probegate@localhost",
+    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
+    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
+};
+/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
+async function git(cwd, args, opts = {}) {
+    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
+    const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
+        cwd,
+        env: GIT_ENV,
+        reject: false,
+        input: opts.input,
+        stripFinalNewline: true,
+    });
+    if (r.exitCode !== 0) {
+        const stderr = String(r.stderr || r.shortMessage || "").trim();
+        throw opts.onError ? opts.onError(stderr) : new InputError(`git ${args[0]} failed in ${cwd}: ${stderr}`);
+    }
+    return String(r.stdout);
+}
+/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
+async function exportTree(repo, ref, dest, scratch, what) {
+    const fail = (stderr) => new InputError(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
+    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
+    const gitDir = `${scratch}/src.git`;
+    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
+    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
+    if (tar.exitCode !== 0)
+        throw fail(Buffer.from(tar.stderr).toString());
+    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw fail(String(untar.stderr));
+    return sha;
+}
+
+;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
+
+
+const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
+const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
+const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
+const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
+/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
+function pytestSection(text) {
+    const lines = text.split(/\r?\n/);
+    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
+    if (start < 0)
+        return "";
+    const rest = lines.slice(start + 1);
+    const end = rest.findIndex((l) => /^\s*\[/.test(l));
+    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
+}
+/**
+ * Decides, for each path the submission added or changed relative to the base, whether it must be
+ * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
+ * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
+ *
+ * @param changed paths (posix, relative) that differ from the base, with their content now and in
+ *   the base (null where the file does not exist)
+ * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
+ */
+function planJudgeReset(changed, officialGlobs, setupModules = []) {
+    const reserved = new Set(setupModules);
+    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
+    const actions = [];
+    for (const { path, content, baseContent } of changed) {
+        const name = external_node_path_namespaceObject.posix.basename(path);
+        const base = baseContent !== null;
+        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
+        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
+        if (reserved.has(top) && (base || content !== null)) {
+            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
+        }
+        else if (isOfficial(path)) {
+            if (base || content !== null)
+                put("official test files are restored from the base before the official tests run");
+        }
+        else if (name === "conftest.py") {
+            if (base || content !== null)
+                put("conftest.py is a test-time hook; only the task's own are kept");
+        }
+        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
+            if (content !== null)
+                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
+        }
+        else if (PYTEST_CONFIGS.has(name)) {
+            if (content !== null)
+                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
+        }
+        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
+            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
+        }
+    }
+    return actions;
+}
+
+;// CONCATENATED MODULE: ./src/engine/workspace.ts
+
+
+
+
+
+
+const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
+const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
+function emptyExceptGit(dir) {
+    for (const name of (0,external_node_fs_namespaceObject.readdirSync)(dir))
+        if (name !== ".git")
+            (0,external_node_fs_namespaceObject.rmSync)((0,external_node_path_namespaceObject.join)(dir, name), { recursive: true, force: true });
+}
+async function applySubmission(ws, scratch, sub) {
+    switch (sub.kind) {
+        case "patch":
+            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
+            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
+                onError: (stderr) => new InputError(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
+            });
+            return null;
+        case "folder":
+            emptyExceptGit(ws);
+            (0,external_node_fs_namespaceObject.cpSync)(sub.path, ws, { recursive: true, filter: copyFilter });
+            return null;
+        case "git": {
+            emptyExceptGit(ws);
+            (0,external_node_fs_namespaceObject.mkdirSync)((0,external_node_path_namespaceObject.join)(scratch, "submission"));
+            return exportTree(sub.repo, sub.ref, ws, (0,external_node_path_namespaceObject.join)(scratch, "submission"), "--submission");
+        }
+    }
+}
+/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
+async function changedPaths(ws) {
+    const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
+    return out
+        .split("\0")
+        .filter((e) => e.length > 3)
+        .map((e) => e.slice(3));
+}
+/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
+function setupModules(setupDir) {
+    if (!setupDir)
+        return [];
+    return (0,external_node_fs_namespaceObject.readdirSync)(setupDir, { withFileTypes: true })
+        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+        .map((e) => e.name.replace(/\.py$/, ""));
+}
+async function resetJudge(ws, officialGlobs, reserved = []) {
+    const changed = [];
+    for (const path of await changedPaths(ws)) {
+        let content = null;
+        try {
+            content = (0,external_node_fs_namespaceObject.readFileSync)((0,external_node_path_namespaceObject.join)(ws, path), "utf8");
+        }
+        catch {
+            content = null;
+        }
+        let baseContent = null;
+        try {
+            baseContent = await git(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
+        }
+        catch {
+            baseContent = null;
+        }
+        changed.push({ path, content, baseContent });
+    }
+    const actions = planJudgeReset(changed, officialGlobs, reserved);
+    for (const a of actions) {
+        if (a.action === "removed")
+            (0,external_node_fs_namespaceObject.rmSync)((0,external_node_path_namespaceObject.join)(ws, a.path), { force: true });
+        else
+            await git(ws, ["checkout", "HEAD", "--", a.path]);
+    }
+    return actions;
+}
+/**
+ * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
+ * added or changed since the reset before the official tests, so nothing the official run wrote
+ * runs first in a probe process. Official test files are left as the tests left them.
+ */
+async function resetHooks(ws) {
+    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
+    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
+}
+/**
+ * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
+ * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
+ * written to.
+ */
+async function createWorkspace(task, sub) {
+    const root = (0,external_node_fs_namespaceObject.mkdtempSync)((0,external_node_path_namespaceObject.join)((0,external_node_os_namespaceObject.tmpdir)(), `probegate-${task.spec.id}-`));
+    const dispose = () => (0,external_node_fs_namespaceObject.rmSync)(root, { recursive: true, force: true });
+    try {
+        const dir = (0,external_node_path_namespaceObject.join)(root, "workspace");
+        const judgeDir = (0,external_node_path_namespaceObject.join)(root, "judge");
+        const scratch = (0,external_node_path_namespaceObject.join)(root, "scratch");
+        for (const d of [dir, judgeDir, scratch])
+            (0,external_node_fs_namespaceObject.mkdirSync)(d);
+        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
+        const setupDir = task.setupDir ? (0,external_node_path_namespaceObject.join)(root, "setup") : null;
+        if (task.setupDir && setupDir)
+            (0,external_node_fs_namespaceObject.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
+        if (task.base.kind === "folder")
+            (0,external_node_fs_namespaceObject.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
+        else {
+            await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
+            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
+            if (task.base.overlay)
+                (0,external_node_fs_namespaceObject.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
+        }
+        await git(dir, ["init", "--quiet", "--initial-branch=base"]);
+        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
+        (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
+        await git(dir, ["add", "--all", "--force"]);
+        await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
+        const baseSha = await git(dir, ["rev-parse", "HEAD"]);
+        const submissionSha = await applySubmission(dir, scratch, sub);
+        const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
+        (0,external_node_fs_namespaceObject.rmSync)(scratch, { recursive: true, force: true });
+        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
+    }
+    catch (e) {
+        dispose();
+        throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/probe-phase.ts
+
+
+
+
+
+
+
+
+
+
+
+
+/** Copies a folder (the probes, the kit) into the evaluation folder, read-only for everyone. */
+function mountReadOnly(src, root, name) {
+    const dest = (0,external_node_path_namespaceObject.join)(root, name);
+    (0,external_node_fs_namespaceObject.cpSync)(src, dest, { recursive: true, filter: (p) => (0,external_node_path_namespaceObject.basename)(p) !== "__pycache__" });
+    const lock = (dir) => {
+        for (const e of (0,external_node_fs_namespaceObject.readdirSync)(dir)) {
+            const p = (0,external_node_path_namespaceObject.join)(dir, e);
+            if ((0,external_node_fs_namespaceObject.statSync)(p).isDirectory())
+                lock(p);
+            else
+                (0,external_node_fs_namespaceObject.chmodSync)(p, 0o444);
+        }
+        (0,external_node_fs_namespaceObject.chmodSync)(dir, 0o555);
+    };
+    lock(dest);
+    return dest;
+}
+/** The probe files of a task, in a stable order. */
+function listProbes(probesDir, pattern) {
+    const match = picomatch_default()(pattern, { dot: false });
+    return (0,external_node_fs_namespaceObject.readdirSync)(probesDir)
+        .filter((f) => match(f) && (0,external_node_fs_namespaceObject.statSync)((0,external_node_path_namespaceObject.join)(probesDir, f)).isFile())
+        .sort();
+}
+/**
+ * Runs every probe process once (time probes up to three times), side by side as the job pool
+ * allows, each on its own slice (GPUs, cores, rendezvous port), from a read-only copy of the probe
+ * folder outside the workspace, mounted into the sandbox only now. Results come only from each
+ * run's own results file (the one file of the judge folder that run can see) and exit status; what
+ * a probe prints goes to the runner log alone. Checks come back in probe-file order, whatever
+ * order the probes finished in.
+ */
+async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
+    if (jobs.length === 0) {
+        throw new HarnessError(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
+    }
+    // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
+    // sandbox's user can then reach it.
+    const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
+    const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
+    const resultsDir = (0,external_node_path_namespaceObject.join)(ctx.judgeDir, "results");
+    (0,external_node_fs_namespaceObject.mkdirSync)(resultsDir, { recursive: true });
+    const runOne = (job) => slices.run(job, async ({ ctx: jc, lease, gpuMemoryExceeded }) => {
+        const probe = job.name;
+        const runs = [];
+        let retried = [];
+        do {
+            const attempt = runs.length + 1;
+            events.probeStart(probe, attempt, JobPool.describe(lease));
+            const results = (0,external_node_path_namespaceObject.join)(resultsDir, `${probe}.${attempt}.jsonl`);
+            (0,external_node_fs_namespaceObject.writeFileSync)(results, "");
+            const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: (0,external_node_path_namespaceObject.join)(mounted, job.file ?? ""), workspace: ctx.workspace });
+            const env = jobEnv(jc, {
+                PROBEGATE_RESULTS: results,
+                PROBEGATE_PROBE_DIR: mounted,
+                PROBEGATE_SEED: String(ctx.params.seed),
+                PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
+                PYTHONPATH: jobPythonPath(jc, kit, mounted),
+            });
+            const isolation = await isolationFor(jc.isolation, {
+                cwd: ctx.workspace,
+                readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : [])],
+                readWrite: [ctx.workspace, env.HOME, results],
+                readOnlyInside: [(0,external_node_path_namespaceObject.join)(ctx.workspace, ".git")],
+            });
+            const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus });
+            events.log(probe, run.log);
+            if (run.spawnError)
+                throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
+            const resultsText = (0,external_node_fs_namespaceObject.existsSync)(results) ? (0,external_node_fs_namespaceObject.readFileSync)(results, "utf8") : "";
+            runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
+            if (attempt === 1)
+                retried = failedTimeChecks(runs[0] ?? []);
+        } while (retried.length > 0 && needsAnotherRun(runs, retried));
+        const merged = mergeRuns(runs);
+        events.probeEnd(probe, merged);
+        return merged;
+    });
+    const settled = await Promise.allSettled(jobs.map(runOne));
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed)
+        throw failed.reason;
+    return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
+}
+/** "2 GPUs and 16 cores" for the probe phase's progress line. */
+function describePool(pool) {
+    const s = pool.shape();
+    return s.gpus ? `${s.gpus} GPU${s.gpus === 1 ? "" : "s"} and ${s.cores} cores` : `${s.cores} core${s.cores === 1 ? "" : "s"}`;
+}
+/**
+ * The probe phase of an evaluation: first the hooks the official run may have planted for the
+ * probe processes (a sitecustomize.py, say) are reset, then every probe job runs, packed on the
+ * runner's pool. Its duration is the phase's wall time, from its start line to its end line.
+ */
+async function probePhase(ev, { runner, jobs, python, pool }) {
+    const { opts, spec, ws, record } = ev;
+    ws.resets.push(...(await resetHooks(ws)));
+    ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
+    const t = performance.now();
+    record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
+        probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
+        probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
+        log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
+    });
+    record.probesS = ev.clock.since(t);
+    const failed = record.checks.filter((x) => x.status === "failed").length;
+    ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${record.checks.length - failed} of ${record.checks.length} passed${gpuNote(runner.probesPeak())}` });
+}
+
+;// CONCATENATED MODULE: ./src/engine/evaluation-setup.ts
+
+
+
+
+
+
+
+
+
+
+
+/**
+ * Everything between the workspace and the first job: the host facts, the refusal to run
+ * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
+ * ("requires"), the job pool, every job planned and checked against the runner (InputError where
+ * one can never fit), and the isolation plan. No submission code runs before all of it passed.
+ * Each fact is recorded as soon as it is known, so a later refusal still reports it.
+ */
+async function setUpJobs(ev) {
+    const { opts, spec, ws, record } = ev;
+    const [py, gpus, support] = await ev.hostFacts.facts;
+    record.host = { py, gpus };
+    if (support && !support.ok) {
+        throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+    }
+    const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: availableCpus() }));
+    const unmet = unmetRequirements(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
+    if (unmet.length) {
+        throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
+    }
+    const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: (0,external_node_crypto_.randomBytes)(4).toString("hex"), worldSize: opts.worldSize });
+    record.officialJob = jobs.official;
+    // Its own uid where the engine drops privileges: RLIMIT_NPROC and file ownership are per uid, and
+    // every job of this evaluation shares its workspace (sandbox.ts JOB_UID_BASE says why).
+    let uid;
+    if (support?.ok && support.dropToUid !== null) {
+        const claim = claimEvaluationUid();
+        record.releaseUid = claim.release;
+        uid = evaluationUid(claim.slot);
+    }
+    const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid });
+    record.sandboxed = isolation([]).sandbox !== null;
+    const runner = new SliceRunner({
+        pool,
+        t0: ev.clock.t0,
+        base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation },
+        gpuLimitBytes: spec.limits.gpuMemory,
+        onIdleWait: (ms) => ev.clock.addQueued(ms),
+    });
+    record.runner = runner;
+    return { python: py.executable, pool, jobs, runner };
 }
 
 ;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/util.js
@@ -68044,278 +69793,11 @@ function parseJunit(xml) {
     return { counts, failing, suites, cases: outcomes };
 }
 
-;// CONCATENATED MODULE: ./src/engine/disk-usage.ts
-
-
-/**
- * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
- * Sampled once a second against the disk limit; evaluation folders are small source trees.
- */
-function treeBytes(paths) {
-    let total = 0;
-    const stack = [...paths];
-    while (stack.length) {
-        const p = stack.pop();
-        let st;
-        try {
-            st = (0,external_node_fs_namespaceObject.lstatSync)(p);
-        }
-        catch {
-            continue; // Removed while walking.
-        }
-        if (st.isFile())
-            total += st.size;
-        else if (st.isDirectory()) {
-            try {
-                for (const name of (0,external_node_fs_namespaceObject.readdirSync)(p))
-                    stack.push((0,external_node_path_namespaceObject.join)(p, name));
-            }
-            catch {
-                // Unreadable: the sandbox made it so; nothing large can hide there for long.
-            }
-        }
-    }
-    return total;
-}
-
-;// CONCATENATED MODULE: ./src/engine/process-group.ts
-
-const PAGE_SIZE = 4096;
-function readStat(pid) {
-    try {
-        const stat = (0,external_node_fs_namespaceObject.readFileSync)(`/proc/${pid}/stat`, "utf8");
-        // comm may hold spaces and parens: fields resume after the last ')'.
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
-        if (fields[0] === "Z")
-            return null;
-        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
-    }
-    catch {
-        return null; // The process ended, or this is not Linux.
-    }
-}
-function childrenOf(pid) {
-    const out = [];
-    let tasks;
-    try {
-        tasks = (0,external_node_fs_namespaceObject.readdirSync)(`/proc/${pid}/task`);
-    }
-    catch {
-        return out;
-    }
-    for (const tid of tasks) {
-        try {
-            for (const c of (0,external_node_fs_namespaceObject.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
-                if (c)
-                    out.push(Number(c));
-        }
-        catch {
-            // The thread ended between readdir and read.
-        }
-    }
-    return out;
-}
-/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
-function scanGroup(pgid) {
-    let entries;
-    try {
-        entries = (0,external_node_fs_namespaceObject.readdirSync)("/proc");
-    }
-    catch {
-        return [];
-    }
-    const pids = [];
-    for (const name of entries) {
-        if (!/^\d+$/.test(name))
-            continue;
-        if (readStat(Number(name))?.pgid === pgid)
-            pids.push(Number(name));
-    }
-    return pids;
-}
-/**
- * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
- *
- * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
- * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
- * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
- * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
- * process found outside the tree is tracked as a root from then on.
- */
-class GroupMeter {
-    pgid;
-    fullScanEvery;
-    roots = new Set();
-    samples = 0;
-    constructor(pgid, fullScanEvery = 10) {
-        this.pgid = pgid;
-        this.fullScanEvery = fullScanEvery;
-        this.roots.add(pgid);
-    }
-    sample() {
-        if (this.samples++ % this.fullScanEvery === 0)
-            for (const pid of scanGroup(this.pgid))
-                this.roots.add(pid);
-        const seen = new Set();
-        let rssBytes = 0;
-        const stack = [...this.roots];
-        while (stack.length) {
-            const pid = stack.pop();
-            if (seen.has(pid))
-                continue;
-            const stat = readStat(pid);
-            if (!stat) {
-                this.roots.delete(pid);
-                continue;
-            }
-            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
-            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
-            seen.add(pid);
-            rssBytes += stat.rssBytes;
-            stack.push(...childrenOf(pid));
-        }
-        return { processes: seen.size, rssBytes };
-    }
-}
-/** Processes and resident bytes of one process group, from one full scan of /proc. */
-function groupUsage(pgid) {
-    return new GroupMeter(pgid, 1).sample();
-}
-/** SIGKILL to a whole process group; a group already gone is fine. */
-function killGroup(pgid) {
-    try {
-        process.kill(-pgid, "SIGKILL");
-    }
-    catch (e) {
-        if (e.code !== "ESRCH")
-            throw e;
-    }
-}
-
-;// CONCATENATED MODULE: ./src/engine/run-command.ts
-
-
-
-
-
-const KEEP = 64 * 1024;
-const SAMPLE_MS = 100;
-const DISK_SAMPLE_MS = 250;
-/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
-const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
-/**
- * Runs a command in its own process group with a clean environment, in the sandbox when one is
- * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
- * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
- * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
- * outside the sandbox.
- */
-async function runCommand(command, opts) {
-    if (command.length === 0)
-        throw new TypeError("empty command");
-    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
-    const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
-    const inner = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
-    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
-    const [file, ...args] = argv;
-    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
-    const started = performance.now();
-    const child = execa(file, args, {
-        cwd: opts.cwd,
-        env: opts.env,
-        extendEnv: false,
-        detached: true,
-        reject: false,
-        stdin: "ignore",
-        buffer: false,
-        stripFinalNewline: false,
-    });
-    let head = "";
-    let tail = "";
-    let total = 0;
-    let limit = null;
-    let peak = 0;
-    const pgid = child.pid;
-    const stop = (why) => {
-        if (limit)
-            return;
-        limit = why;
-        if (pgid)
-            killGroup(pgid);
-        cg?.killAll();
-    };
-    const onData = (chunk) => {
-        total += chunk.length;
-        if (head.length < KEEP)
-            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
-        else
-            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
-        if (total > opts.limits.outputBytes)
-            stop("output");
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
-    const meter = pgid ? new GroupMeter(pgid) : undefined;
-    const sampler = meter
-        ? setInterval(() => {
-            const { rssBytes, processes } = meter.sample();
-            peak = Math.max(peak, rssBytes);
-            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
-            // processes share once per process, so it decides only where there is no cgroup.
-            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
-            if (hit)
-                stop(hit);
-            else if (opts.limits.gpuMemoryExceeded?.())
-                stop("gpu-memory");
-        }, SAMPLE_MS)
-        : undefined;
-    const diskWatch = iso.writable.length
-        ? setInterval(() => {
-            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-                stop("disk");
-        }, DISK_SAMPLE_MS)
-        : undefined;
-    const result = await child;
-    const durationS = (performance.now() - started) / 1000;
-    clearTimeout(timer);
-    if (sampler)
-        clearInterval(sampler);
-    if (diskWatch)
-        clearInterval(diskWatch);
-    if (pgid)
-        killGroup(pgid);
-    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
-    const kernelLimit = cg?.limitHit() ?? null;
-    if (!limit && kernelLimit)
-        limit = kernelLimit;
-    if (!limit && result.signal === "SIGXFSZ")
-        limit = "disk";
-    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-        limit = "disk";
-    const cgroupPeak = cg?.memoryPeak() ?? null;
-    await cg?.remove();
-    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
-    const spawnError = joinFailed
-        ? "could not join the run's cgroup"
-        : result.failed && result.exitCode === undefined && !result.signal
-            ? (result.shortMessage ?? "could not start")
-            : null;
-    return {
-        exitCode: result.exitCode ?? null,
-        signal: result.signal ?? null,
-        limit,
-        durationS,
-        peakRssBytes: peak,
-        peakMemoryBytes: cgroupPeak ?? peak,
-        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
-        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
-        spawnError,
-    };
-}
-
 ;// CONCATENATED MODULE: ./src/engine/official-phase.ts
+
+
+
+
 
 
 
@@ -68373,7 +69855,7 @@ async function runOfficial(task, ctx, limits, log) {
         readWrite: [ctx.workspace, env.HOME, reportDir],
         readOnlyInside: [(0,external_node_path_namespaceObject.join)(ctx.workspace, ".git")],
     });
-    const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation });
+    const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation, cpus: ctx.cpus });
     log(run.log);
     if (run.spawnError)
         throw new HarnessError(`the official test command could not start: ${run.spawnError}`, "official");
@@ -68402,517 +69884,24 @@ async function runOfficial(task, ctx, limits, log) {
         memorySource: run.memorySource,
     };
 }
-
-// EXTERNAL MODULE: ./node_modules/picomatch/index.js
-var picomatch = __nccwpck_require__(4006);
-var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
-;// CONCATENATED MODULE: ./src/core/probe-outcome.ts
-
-/** `probe_memory_state.py` → `memory`: the category a probe process is named for, else functional. */
-function categoryFromName(probe) {
-    const words = probe.toLowerCase().split(/[^a-z]+/);
-    return probe_check_CATEGORIES.find((c) => words.includes(c)) ?? "functional";
-}
 /**
- * Turns one probe run into checks. Lines that break the protocol, checks emitted twice, a crash,
- * or silence become checks too, so nothing a probe did is lost and no silence is a pass:
- * killed by a limit → failed (the submission's fault); non-zero exit or no line → error.
+ * The official phase of an evaluation: the official job on its slice of the runner. Its start line
+ * is sent once the slice is held, so it names the GPUs and cores it got and how long it queued;
+ * its duration is the run's own, queue left out.
  */
-function checksFromRun(run) {
-    const category = categoryFromName(run.probe);
-    const base = { probe: run.probe, attempts: 1, durationS: run.durationS };
-    const checks = [];
-    const seen = new Map();
-    const lines = run.resultsText.split("\n");
-    lines.forEach((raw, i) => {
-        const line = raw.trim();
-        if (!line)
-            return;
-        let parsed = null;
-        let problem = "";
-        try {
-            const r = ProbeLineSchema.safeParse(JSON.parse(line));
-            if (r.success)
-                parsed = r.data;
-            else
-                problem = r.error.issues.map((x) => `${x.path.join(".") || "(line)"}: ${x.message}`).join("; ");
-        }
-        catch (e) {
-            problem = `not JSON (${e.message})`;
-        }
-        if (!parsed) {
-            checks.push({ ...base, id: `${run.probe}.line-${i + 1}`, category, status: "error", message: `results line ${i + 1} breaks the probe protocol: ${problem}` });
-            return;
-        }
-        const at = seen.get(parsed.id);
-        if (at !== undefined) {
-            const first = checks[at];
-            if (first)
-                checks[at] = { ...first, status: "error", message: `check '${parsed.id}' was reported more than once; its results cannot be trusted` };
-            return;
-        }
-        seen.set(parsed.id, checks.length);
-        checks.push({ ...base, ...parsed });
+async function officialPhase(ev, { runner, jobs, python }) {
+    const { opts, spec, ws, record } = ev;
+    const o = jobs.official;
+    const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
+        const queued = lease.waitedS >= 1 ? `, queued ${formatSeconds(lease.waitedS)}` : "";
+        ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}` });
+        return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }));
     });
-    const id = run.probe.replace(/_/g, "-").toLowerCase();
-    if (run.limit) {
-        // Running out of memory is a memory finding whichever probe was running.
-        const limitCategory = run.limit === "memory" || run.limit === "gpu-memory" ? "memory" : category;
-        checks.push({ ...base, id: `${id}.limit`, category: limitCategory, status: "failed", message: `the probe run was stopped by the ${run.limit} limit while running the submission` });
-    }
-    else if (run.exitCode !== 0) {
-        const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
-        checks.push({ ...base, id: `${id}.exit`, category, status: "error", message: `the probe process ${how}${checks.length ? ` after ${checks.length} checks` : " before reporting any check"}` });
-    }
-    else if (checks.length === 0) {
-        checks.push({ ...base, id: `${id}.silent`, category, status: "error", message: "the probe process exited without reporting any check" });
-    }
-    return checks;
-}
-/** Time checks that failed in a run: these are measured again. */
-function failedTimeChecks(checks) {
-    return checks.filter((c) => c.category === "time" && c.status === "failed").map((c) => c.id);
-}
-/**
- * Merges up to three runs of a probe whose time checks failed: a time check fails only when two
- * of three runs fail it; every other check keeps its first run's result.
- */
-function mergeRuns(runs) {
-    const first = runs[0] ?? [];
-    return first.map((check) => {
-        if (check.category !== "time" || check.status !== "failed")
-            return check;
-        const seen = runs.map((r) => r.find((c) => c.id === check.id));
-        const fails = seen.filter((c) => !c || c.status !== "passed");
-        const passing = seen.find((c) => c?.status === "passed");
-        const durationS = runs.reduce((s, r) => s + (r[0]?.durationS ?? 0), 0);
-        if (fails.length >= 2 || !passing)
-            return { ...check, attempts: runs.length, durationS };
-        return { ...passing, attempts: runs.length, durationS };
-    });
-}
-/** Whether another run is needed: some retried time check has neither failed twice nor passed twice. */
-function needsAnotherRun(runs, retried) {
-    if (runs.length >= 3)
-        return false;
-    return retried.some((id) => {
-        const passes = runs.filter((r) => r.find((c) => c.id === id)?.status === "passed").length;
-        return runs.length - passes < 2 && passes < 2;
-    });
-}
-
-;// CONCATENATED MODULE: ./src/engine/probe-phase.ts
-
-
-
-
-
-
-
-
-/** Copies a folder (the probes, the kit) into the evaluation folder, read-only for everyone. */
-function mountReadOnly(src, root, name) {
-    const dest = (0,external_node_path_namespaceObject.join)(root, name);
-    (0,external_node_fs_namespaceObject.cpSync)(src, dest, { recursive: true, filter: (p) => (0,external_node_path_namespaceObject.basename)(p) !== "__pycache__" });
-    const lock = (dir) => {
-        for (const e of (0,external_node_fs_namespaceObject.readdirSync)(dir)) {
-            const p = (0,external_node_path_namespaceObject.join)(dir, e);
-            if ((0,external_node_fs_namespaceObject.statSync)(p).isDirectory())
-                lock(p);
-            else
-                (0,external_node_fs_namespaceObject.chmodSync)(p, 0o444);
-        }
-        (0,external_node_fs_namespaceObject.chmodSync)(dir, 0o555);
-    };
-    lock(dest);
-    return dest;
-}
-/** The probe files of a task, in a stable order. */
-function listProbes(probesDir, pattern) {
-    const match = picomatch_default()(pattern, { dot: false });
-    return (0,external_node_fs_namespaceObject.readdirSync)(probesDir)
-        .filter((f) => match(f) && (0,external_node_fs_namespaceObject.statSync)((0,external_node_path_namespaceObject.join)(probesDir, f)).isFile())
-        .sort();
-}
-/**
- * Runs every probe process once (time probes up to three times), from a read-only copy of the
- * probe folder outside the workspace, mounted into the sandbox only now. Results come only from
- * each run's own results file (the one file of the judge folder that run can see) and exit status;
- * what a probe prints goes to the runner log alone.
- */
-async function runProbes(task, ctx, limitsFor, events) {
-    const files = listProbes(task.probesDir, task.spec.probes.pattern);
-    if (files.length === 0) {
-        throw new HarnessError(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
-    }
-    // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
-    // sandbox's user can then reach it.
-    const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
-    const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
-    const resultsDir = (0,external_node_path_namespaceObject.join)(ctx.judgeDir, "results");
-    (0,external_node_fs_namespaceObject.mkdirSync)(resultsDir, { recursive: true });
-    const all = [];
-    for (const file of files) {
-        const probe = (0,external_node_path_namespaceObject.basename)(file, (0,external_node_path_namespaceObject.extname)(file));
-        const runs = [];
-        let retried = [];
-        do {
-            const attempt = runs.length + 1;
-            events.probeStart(probe, attempt);
-            const results = (0,external_node_path_namespaceObject.join)(resultsDir, `${probe}.${attempt}.jsonl`);
-            (0,external_node_fs_namespaceObject.writeFileSync)(results, "");
-            const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: (0,external_node_path_namespaceObject.join)(mounted, file), workspace: ctx.workspace });
-            const env = jobEnv(ctx, {
-                PROBEGATE_RESULTS: results,
-                PROBEGATE_PROBE_DIR: mounted,
-                PROBEGATE_SEED: String(ctx.params.seed),
-                PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
-                PYTHONPATH: jobPythonPath(ctx, kit, mounted),
-            });
-            const isolation = await isolationFor(ctx.isolation, {
-                cwd: ctx.workspace,
-                readOnly: [kit, mounted, ...(ctx.setupDir ? [ctx.setupDir] : [])],
-                readWrite: [ctx.workspace, env.HOME, results],
-                readOnlyInside: [(0,external_node_path_namespaceObject.join)(ctx.workspace, ".git")],
-            });
-            const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(), isolation });
-            events.log(probe, run.log);
-            if (run.spawnError)
-                throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
-            const resultsText = (0,external_node_fs_namespaceObject.existsSync)(results) ? (0,external_node_fs_namespaceObject.readFileSync)(results, "utf8") : "";
-            runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
-            if (attempt === 1)
-                retried = failedTimeChecks(runs[0] ?? []);
-        } while (retried.length > 0 && needsAnotherRun(runs, retried));
-        const merged = mergeRuns(runs);
-        events.probeEnd(probe, merged);
-        all.push(...merged);
-    }
-    return all;
-}
-
-;// CONCATENATED MODULE: ./src/engine/probe-set.ts
-
-
-
-function files(dir, out = []) {
-    for (const e of (0,external_node_fs_namespaceObject.readdirSync)(dir, { withFileTypes: true })) {
-        if (e.name === "__pycache__" || e.name.startsWith("."))
-            continue;
-        const p = (0,external_node_path_namespaceObject.join)(dir, e.name);
-        if (e.isDirectory())
-            files(p, out);
-        else if (e.isFile())
-            out.push(p);
-    }
-    return out;
-}
-/** `sha256:…` over the probe folder's paths and contents: the probe-set version a result was judged by. */
-function probeSetVersion(dir) {
-    const h = (0,external_node_crypto_.createHash)("sha256");
-    for (const f of files(dir).sort()) {
-        h.update((0,external_node_path_namespaceObject.relative)(dir, f));
-        h.update("\0");
-        h.update((0,external_node_fs_namespaceObject.readFileSync)(f));
-        h.update("\0");
-    }
-    return `sha256:${h.digest("hex")}`;
-}
-/** Every file of the probe folder, for the leak check of what leaves the runner. */
-function probeFiles(dir) {
-    return files(dir).sort();
-}
-
-;// CONCATENATED MODULE: ./src/core/canonical-json.ts
-/**
- * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Signing hashes
- * this form, so a result re-serialised by any JSON library verifies the same.
- */
-function canonicalJson(value) {
-    if (value === null || typeof value !== "object") {
-        if (typeof value === "number" && !Number.isFinite(value))
-            throw new TypeError("cannot sign a non-finite number");
-        return JSON.stringify(value) ?? "null";
-    }
-    if (Array.isArray(value))
-        return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
-    const entries = Object.entries(value)
-        .filter(([, v]) => v !== undefined)
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-}
-
-;// CONCATENATED MODULE: ./src/core/result-signature.ts
-
-
-// The one definition of how results are signed: the engine and the Action sign with it, the app
-// and `probegate verify` check with it. Hashing only: no I/O, no clock.
-/** Names a key without revealing it: the first 16 hex digits of its SHA-256. */
-function keyId(key) {
-    return (0,external_node_crypto_.createHash)("sha256").update(key).digest("hex").slice(0, 16);
-}
-function result_signature_mac(result, key) {
-    const { signature: _unsigned, ...body } = result;
-    return (0,external_node_crypto_.createHmac)("sha256", key).update(canonicalJson(body)).digest();
-}
-/** Signs a result: HMAC-SHA256 over the canonical JSON of everything but the signature. */
-function signResult(result, key) {
-    if (!key || key.length < 16)
-        throw new RangeError("a signing key must be at least 16 bytes");
-    return { ...result, signature: { algorithm: "hmac-sha256", keyId: keyId(key), value: result_signature_mac(result, key).toString("hex") } };
-}
-/** Whether a result carries a valid signature by `key`; never throws on forged input. */
-function verifyResult(result, key) {
-    const sig = result.signature;
-    if (!sig)
-        return { ok: false, why: "the result is not signed" };
-    if (sig.keyId !== keyId(key))
-        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})` };
-    const want = result_signature_mac(result, key);
-    const got = Buffer.from(sig.value, "hex");
-    if (got.length !== want.length || !timingSafeEqual(got, want))
-        return { ok: false, why: "the signature does not match the result's content" };
-    return { ok: true };
-}
-
-;// CONCATENATED MODULE: ./src/engine/sign.ts
-// Result signing lives in src/core (one definition for the engine, the Action, the app and the CLI).
-
-
-;// CONCATENATED MODULE: ./src/engine/git.ts
-
-
-/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
-const GIT_ENV = {
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_AUTHOR_NAME: "probegate",
-    GIT_AUTHOR_EMAIL: "probegate@localhost",
-    GIT_COMMITTER_NAME: "probegate",
-    GIT_COMMITTER_EMAIL: "probegate@localhost",
-    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
-    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
-};
-/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
-async function git(cwd, args, opts = {}) {
-    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
-    const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
-        cwd,
-        env: GIT_ENV,
-        reject: false,
-        input: opts.input,
-        stripFinalNewline: true,
-    });
-    if (r.exitCode !== 0) {
-        const stderr = String(r.stderr || r.shortMessage || "").trim();
-        throw opts.onError ? opts.onError(stderr) : new InputError(`git ${args[0]} failed in ${cwd}: ${stderr}`);
-    }
-    return String(r.stdout);
-}
-/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
-async function exportTree(repo, ref, dest, scratch, what) {
-    const fail = (stderr) => new InputError(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
-    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
-    const gitDir = `${scratch}/src.git`;
-    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
-    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
-    if (tar.exitCode !== 0)
-        throw fail(Buffer.from(tar.stderr).toString());
-    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
-    if (untar.exitCode !== 0)
-        throw fail(String(untar.stderr));
-    return sha;
-}
-
-;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
-
-
-const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
-const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
-const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
-const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
-/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
-function pytestSection(text) {
-    const lines = text.split(/\r?\n/);
-    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
-    if (start < 0)
-        return "";
-    const rest = lines.slice(start + 1);
-    const end = rest.findIndex((l) => /^\s*\[/.test(l));
-    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
-}
-/**
- * Decides, for each path the submission added or changed relative to the base, whether it must be
- * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
- * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
- *
- * @param changed paths (posix, relative) that differ from the base, with their content now and in
- *   the base (null where the file does not exist)
- * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
- */
-function planJudgeReset(changed, officialGlobs, setupModules = []) {
-    const reserved = new Set(setupModules);
-    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
-    const actions = [];
-    for (const { path, content, baseContent } of changed) {
-        const name = external_node_path_namespaceObject.posix.basename(path);
-        const base = baseContent !== null;
-        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
-        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
-        if (reserved.has(top) && (base || content !== null)) {
-            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
-        }
-        else if (isOfficial(path)) {
-            if (base || content !== null)
-                put("official test files are restored from the base before the official tests run");
-        }
-        else if (name === "conftest.py") {
-            if (base || content !== null)
-                put("conftest.py is a test-time hook; only the task's own are kept");
-        }
-        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
-            if (content !== null)
-                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
-        }
-        else if (PYTEST_CONFIGS.has(name)) {
-            if (content !== null)
-                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
-        }
-        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
-            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
-        }
-    }
-    return actions;
-}
-
-;// CONCATENATED MODULE: ./src/engine/workspace.ts
-
-
-
-
-
-
-const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
-const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
-function emptyExceptGit(dir) {
-    for (const name of (0,external_node_fs_namespaceObject.readdirSync)(dir))
-        if (name !== ".git")
-            (0,external_node_fs_namespaceObject.rmSync)((0,external_node_path_namespaceObject.join)(dir, name), { recursive: true, force: true });
-}
-async function applySubmission(ws, scratch, sub) {
-    switch (sub.kind) {
-        case "patch":
-            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
-            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
-                onError: (stderr) => new InputError(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
-            });
-            return null;
-        case "folder":
-            emptyExceptGit(ws);
-            (0,external_node_fs_namespaceObject.cpSync)(sub.path, ws, { recursive: true, filter: copyFilter });
-            return null;
-        case "git": {
-            emptyExceptGit(ws);
-            (0,external_node_fs_namespaceObject.mkdirSync)((0,external_node_path_namespaceObject.join)(scratch, "submission"));
-            return exportTree(sub.repo, sub.ref, ws, (0,external_node_path_namespaceObject.join)(scratch, "submission"), "--submission");
-        }
-    }
-}
-/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
-async function changedPaths(ws) {
-    const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
-    return out
-        .split("\0")
-        .filter((e) => e.length > 3)
-        .map((e) => e.slice(3));
-}
-/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
-function setupModules(setupDir) {
-    if (!setupDir)
-        return [];
-    return (0,external_node_fs_namespaceObject.readdirSync)(setupDir, { withFileTypes: true })
-        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
-        .map((e) => e.name.replace(/\.py$/, ""));
-}
-async function resetJudge(ws, officialGlobs, reserved = []) {
-    const changed = [];
-    for (const path of await changedPaths(ws)) {
-        let content = null;
-        try {
-            content = (0,external_node_fs_namespaceObject.readFileSync)((0,external_node_path_namespaceObject.join)(ws, path), "utf8");
-        }
-        catch {
-            content = null;
-        }
-        let baseContent = null;
-        try {
-            baseContent = await git(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
-        }
-        catch {
-            baseContent = null;
-        }
-        changed.push({ path, content, baseContent });
-    }
-    const actions = planJudgeReset(changed, officialGlobs, reserved);
-    for (const a of actions) {
-        if (a.action === "removed")
-            (0,external_node_fs_namespaceObject.rmSync)((0,external_node_path_namespaceObject.join)(ws, a.path), { force: true });
-        else
-            await git(ws, ["checkout", "HEAD", "--", a.path]);
-    }
-    return actions;
-}
-/**
- * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
- * added or changed since the reset before the official tests, so nothing the official run wrote
- * runs first in a probe process. Official test files are left as the tests left them.
- */
-async function resetHooks(ws) {
-    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
-    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
-}
-/**
- * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
- * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
- * written to.
- */
-async function createWorkspace(task, sub) {
-    const root = (0,external_node_fs_namespaceObject.mkdtempSync)((0,external_node_path_namespaceObject.join)((0,external_node_os_namespaceObject.tmpdir)(), `probegate-${task.spec.id}-`));
-    const dispose = () => (0,external_node_fs_namespaceObject.rmSync)(root, { recursive: true, force: true });
-    try {
-        const dir = (0,external_node_path_namespaceObject.join)(root, "workspace");
-        const judgeDir = (0,external_node_path_namespaceObject.join)(root, "judge");
-        const scratch = (0,external_node_path_namespaceObject.join)(root, "scratch");
-        for (const d of [dir, judgeDir, scratch])
-            (0,external_node_fs_namespaceObject.mkdirSync)(d);
-        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
-        const setupDir = task.setupDir ? (0,external_node_path_namespaceObject.join)(root, "setup") : null;
-        if (task.setupDir && setupDir)
-            (0,external_node_fs_namespaceObject.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
-        if (task.base.kind === "folder")
-            (0,external_node_fs_namespaceObject.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
-        else {
-            await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
-            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
-            if (task.base.overlay)
-                (0,external_node_fs_namespaceObject.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
-        }
-        await git(dir, ["init", "--quiet", "--initial-branch=base"]);
-        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
-        (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
-        await git(dir, ["add", "--all", "--force"]);
-        await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
-        const baseSha = await git(dir, ["rev-parse", "HEAD"]);
-        const submissionSha = await applySubmission(dir, scratch, sub);
-        const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
-        (0,external_node_fs_namespaceObject.rmSync)(scratch, { recursive: true, force: true });
-        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
-    }
-    catch (e) {
-        dispose();
-        throw e;
-    }
+    record.official = official;
+    record.officialS = official.durationS;
+    const peak = runner.peaks.get("official") ?? null;
+    ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(peak) });
+    return official;
 }
 
 ;// CONCATENATED MODULE: ./src/engine/evaluate.ts
@@ -68924,229 +69913,47 @@ async function createWorkspace(task, sub) {
 
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-/** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
-const DEFAULT_PROCESSES = 4096;
-/** Default bytes a run may write (workspace, HOME, its private /tmp). */
-const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
-function jobContext(ws, opts, gpus, isolation) {
-    const worldSize = opts.worldSize ?? defaultWorldSize(opts.task.spec);
-    const usable = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)) : gpus;
-    const nccl = opts.task.spec.gpus > 0 && usable.length >= worldSize;
-    const assigned = nccl ? usable.slice(0, worldSize) : usable.slice(0, Math.min(1, usable.length));
-    return {
-        isolation: isolation(assigned.map((g) => g.index)),
-        workspace: ws.dir,
-        root: ws.root,
-        judgeDir: ws.judgeDir,
-        backend: nccl ? "nccl" : "gloo",
-        worldSize,
-        cudaVisibleDevices: assigned.map((g) => g.index).join(","),
-        threadsPerRank: Math.max(1, Math.floor((0,external_node_os_namespaceObject.cpus)().length / worldSize)),
-        setupDir: ws.setupDir,
-    };
-}
-/** Ranks when none are asked for: the task's GPUs, and never fewer than it can run on. */
-function defaultWorldSize(spec) {
-    return Math.max(1, spec.gpus, spec.minRanks);
-}
-/** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
-function jobGpus(ctx) {
-    return ctx.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").map(Number) : [];
-}
-/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
-function gpuNote(peak) {
-    return peak ? `, GPU peak ${formatBytes(peak.peakBytes)}` : "";
-}
-/** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
-function gpuMemoryOfRecord(gpus, peaks) {
-    if (gpus.length === 0 || (!peaks.official && !peaks.probes))
-        return null;
-    const phase = (p) => (p ? { baselineBytes: p.baselineBytes, peakBytes: p.peakBytes, samples: p.samples } : null);
-    return { source: "nvidia-smi", gpus, official: phase(peaks.official), probes: phase(peaks.probes) };
-}
-function toProbeResults(checks) {
-    const counts = new Map();
-    for (const c of checks)
-        counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
-    return checks.map((c) => ({
-        id: c.id,
-        category: c.category,
-        status: (counts.get(c.id) ?? 0) > 1 ? "error" : c.status,
-        message: (counts.get(c.id) ?? 0) > 1 ? `check id '${c.id}' is reported by more than one probe process` : c.message,
-        location: c.location ?? null,
-        measured: c.measured ?? null,
-        requirements: c.requirements ?? null,
-        probe: c.probe,
-        attempts: c.attempts,
-        durationS: c.durationS,
-    }));
-}
 /**
- * One evaluation on this machine: workspace, official tests, hidden probes, verdict. Bad input
- * throws InputError before anything runs; a harness fault ends in a result with verdict `error`.
+ * The workspace phase: the base with the submission applied and the judge's files reset, while the
+ * host facts are gathered. It runs outside the harness-error net: without a workspace there is no
+ * result to report in, so what it throws (a patch that does not apply, a base that cannot be
+ * exported) goes to the caller as it is, and createWorkspace has removed its own folder.
  */
-async function evaluate(opts) {
-    const now = opts.now ?? (() => new Date());
-    const startedAt = now();
-    const t0 = performance.now();
-    const since = (t) => (performance.now() - t) / 1000;
-    const spec = opts.task.spec;
-    if (opts.worldSize !== undefined && opts.worldSize < spec.minRanks) {
-        throw new InputError(`--world-size ${opts.worldSize} is too few ranks for task ${spec.id}: it needs at least ${spec.minRanks} (minRanks in ${opts.task.dir}/task.yml). On fewer GPUs than that, leave --world-size out: the ranks then share a GPU or the CPU over gloo.`, { file: `${opts.task.dir}/task.yml`, field: "minRanks" });
-    }
-    const deadline = t0 + spec.limits.wallClock * 1000;
-    const processes = opts.runLimits?.processes ?? DEFAULT_PROCESSES;
-    const diskBytes = opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES;
-    // The GPU meter of the phase running now; a run is killed when the job's GPUs go over the limit.
-    let phaseGpu = null;
-    const limits = (timeoutS) => ({
-        gpuMemoryExceeded: () => phaseGpu?.overLimit() ?? false,
-        timeoutS: Math.max(1, Math.min(timeoutS, (deadline - performance.now()) / 1000)),
-        outputBytes: spec.limits.outputBytes,
-        memoryBytes: spec.limits.memory,
-        processes,
-        diskBytes,
-    });
-    const probeSet = probeSetVersion(opts.task.probesDir);
-    const params = drawParams(spec.params, opts.seed ?? (0,external_node_crypto_.randomInt)(0, 2 ** 32));
-    // Every string that leaves the runner (events, the result) is checked against the probe sources.
-    const secrets = readProbeSecrets(opts.task.probesDir);
-    const rawEmit = opts.onEvent ?? (() => { });
-    const emit = (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value);
-    // Facts about the host are gathered while the workspace is built; a failure surfaces later, as a harness error.
-    const bwrap = bwrapPath();
-    const hostFacts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)]);
-    hostFacts.catch(() => { });
+async function workspacePhase(opened) {
+    const { opts, emit, record, clock } = opened;
     emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
     const ws = await createWorkspace(opts.task, opts.submission);
-    const workspaceS = since(t0);
-    emit({ type: "phase-end", phase: "workspace", durationS: workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
-    let official = null;
-    let checks = [];
-    let harnessError = null;
-    let officialS = 0;
-    let probesS = 0;
-    let py = null;
-    let gpus = [];
-    let ctx = null;
-    const cgroups = findControllers();
-    const gpuPeaks = { official: null, probes: null };
+    record.workspaceS = clock.since();
+    emit({ type: "phase-end", phase: "workspace", durationS: record.workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
+    return { ...opened, ws };
+}
+/**
+ * One evaluation on this machine: workspace, job setup, official tests, hidden probes, verdict.
+ * Bad input throws InputError before any submission code runs; a harness fault in any phase
+ * (its name in `error.phase`) ends in a result with verdict `error`, with what the earlier phases
+ * recorded. The workspace is removed whatever happens, unless `keepWorkspace`.
+ */
+async function evaluate(opts) {
+    const ev = await workspacePhase(openEvaluation(opts));
     try {
-        let support;
-        [py, gpus, support] = await hostFacts;
-        if (support && !support.ok) {
-            throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
-        }
-        const usableGpus = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)).length : gpus.length;
-        const unmet = unmetRequirements(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: usableGpus });
-        if (unmet.length) {
-            throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
-        }
-        const python = py.executable;
-        const plan = planIsolation({ support, bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups, processes, diskBytes });
-        ctx = jobContext(ws, opts, gpus, plan);
-        const c = ctx;
-        emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
-        const t1 = performance.now();
-        phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
-        try {
-            official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
-        }
-        finally {
-            gpuPeaks.official = await phaseGpu.stop();
-            phaseGpu = null;
-        }
-        officialS = since(t1);
-        emit({ type: "phase-end", phase: "official", durationS: officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(gpuPeaks.official) });
-        if (official.passed || opts.alwaysProbe) {
-            // Hooks the official run may have planted for the probe processes (a sitecustomize.py, say) go first.
-            ws.resets.push(...(await resetHooks(ws)));
-            emit({ type: "phase-start", phase: "probes" });
-            const t2 = performance.now();
-            phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
-            try {
-                checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir, params }, () => limits(spec.probes.timeout), {
-                    probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
-                    probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
-                    log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
-                });
-            }
-            finally {
-                gpuPeaks.probes = await phaseGpu.stop();
-                phaseGpu = null;
-            }
-            probesS = since(t2);
-            const failed = checks.filter((x) => x.status === "failed").length;
-            emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed${gpuNote(gpuPeaks.probes)}` });
-        }
+        const setup = await setUpJobs(ev);
+        const official = await officialPhase(ev, setup);
+        if (official.passed || opts.alwaysProbe)
+            await probePhase(ev, setup);
     }
     catch (e) {
         if (!(e instanceof HarnessError)) {
-            ws.dispose();
+            ev.ws.dispose();
             throw e;
         }
-        harnessError = { phase: e.phase, message: e.message };
+        ev.record.harnessError = { phase: e.phase, message: e.message };
     }
     finally {
+        ev.record.releaseUid?.();
         if (!opts.keepWorkspace)
-            ws.dispose();
+            ev.ws.dispose();
     }
-    emit({ type: "phase-start", phase: "verdict" });
-    const probes = toProbeResults(checks);
-    const { verdict, reason } = decideVerdict({ harnessError: harnessError?.message, official, probes });
-    const gpuCount = ctx?.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").length : 0;
-    const result = EvaluationResultSchema.parse({
-        schemaVersion: RESULT_SCHEMA_VERSION,
-        task: { id: spec.id, title: spec.title, area: spec.area, probeSet },
-        submission: {
-            kind: opts.submission.kind,
-            source: describeSubmission(opts.submission),
-            repo: opts.submission.kind === "git" ? opts.submission.repo : null,
-            ref: opts.submission.kind === "git" ? opts.submission.ref : null,
-            sha: ws.submissionSha,
-        },
-        evaluationKey: opts.evaluationKey ?? null,
-        verdict,
-        reason,
-        official,
-        probes,
-        workspaceResets: ws.resets,
-        durations: { workspaceS, officialS, probesS, totalS: since(t0) },
-        gpuSeconds: gpuCount * (officialS + probesS),
-        params,
-        gpuMemory: gpuMemoryOfRecord(ctx ? jobGpus(ctx) : [], gpuPeaks),
-        environment: {
-            platform: `${(0,external_node_os_namespaceObject.platform)()}-${(0,external_node_os_namespaceObject.arch)()}`,
-            node: process.version,
-            python: py?.python ?? null,
-            torch: py?.torch ?? null,
-            cuda: py?.cuda ?? null,
-            backend: ctx?.backend ?? "gloo",
-            worldSize: ctx?.worldSize ?? defaultWorldSize(spec),
-            gpus,
-            sandboxed: ctx?.isolation.sandbox != null,
-            cgroup: cgroups ? `v${cgroups.version}` : null,
-        },
-        startedAt: startedAt.toISOString(),
-        finishedAt: now().toISOString(),
-        error: harnessError,
-        signature: null,
-    });
-    emit({ type: "phase-end", phase: "verdict", durationS: 0, detail: verdict });
-    const { value: clean } = withholdLeaks(result, secrets);
-    return opts.signingKey ? signResult(clean, opts.signingKey) : clean;
+    return assembleResult(ev);
 }
 
 // EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
@@ -69385,12 +70192,13 @@ function progressPrinter(write, opts = {}) {
                     write(`${p}  ✓ ${LABEL[e.phase]} done in ${formatSeconds(e.durationS)}${e.detail ? `: ${e.detail}` : ""}\n`);
                 break;
             case "probe-start":
-                write(`${p}    · ${e.probe}${e.attempt > 1 ? ` (time re-measure ${e.attempt}/3)` : ""}\n`);
+                write(`${p}    · ${e.probe}${e.attempt > 1 ? ` (time re-measure ${e.attempt}/3)` : ""}${e.slice ? ` on ${e.slice}` : ""}\n`);
                 break;
             case "probe-end": {
                 const bad = e.checks.filter((c) => c.status !== "passed" && c.status !== "skipped");
                 const tally = bad.length ? bad.map((c) => `${c.id} ${c.status}`).join(", ") : "all passed";
-                write(`${p}      ${e.checks.length} checks: ${tally}\n`);
+                // Probes run side by side: each end line names its probe.
+                write(`${p}      ${e.probe}: ${e.checks.length} checks: ${tally}\n`);
                 break;
             }
             case "log":
@@ -69546,7 +70354,9 @@ function summarizeAttempts(results) {
 const EXACT_LIMIT = 2048;
 /** Bucket width, relative: a bucketed median is within ±0.5% of the true one. */
 const STEP = Math.log(1.01);
+/** Values under this share bucket 0. */
 const FLOOR = 1e-3;
+/** How many buckets a sketch has (values over 1e7 share the last). */
 const BUCKETS = Math.ceil(Math.log(1e7 / FLOOR) / STEP) + 2;
 /**
  * The median of a stream of non-negative figures (seconds, minutes) in bounded memory, because a
@@ -69584,6 +70394,19 @@ class median_sketch_MedianSketch {
         this.buckets[bucketOf(x)] += 1;
         this.size += 1;
     }
+    /**
+     * Adds `n` values known only by their bucket (bucketOf): how the store hands over a slice's
+     * durations from its pre-counted histogram. The sketch is bucketed from then on, so callers use
+     * it only for more than EXACT_LIMIT values, where `add` would have bucketed them too.
+     */
+    addToBucket(bucket, n) {
+        if (!Number.isInteger(bucket) || bucket < 0 || bucket >= BUCKETS)
+            throw new RangeError(`MedianSketch bucket ${bucket}: expected 0..${BUCKETS - 1}`);
+        if (this.exactValues)
+            this.toBuckets();
+        this.buckets[bucket] += n;
+        this.size += n;
+    }
     toBuckets() {
         const b = new Uint32Array(BUCKETS);
         for (const v of this.exactValues.subarray(0, this.size))
@@ -69611,14 +70434,126 @@ class median_sketch_MedianSketch {
         return null;
     }
 }
+/** The bucket of a (finite, non-negative) value; the store's histogram computes the same in SQL. */
 function bucketOf(x) {
     if (x < FLOOR)
         return 0;
     return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(x / FLOOR) / STEP));
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard.ts
+;// CONCATENATED MODULE: ./src/core/scorecard-tally.ts
 
+
+
+
+/** Index of a verdict in Tally.v and ScorecardCell.verdicts. */
+const VERDICT_INDEX = { resolved: 0, "probe-rejected": 1, "official-failed": 2, error: 3 };
+/** Running tallies of one slice. */
+class Tally {
+    n = 0;
+    v = [0, 0, 0, 0];
+    cats = new Array(CATEGORIES.length).fill(0);
+    firstJudged = 0;
+    firstResolved = 0;
+    bestJudged = 0;
+    bestResolved = 0;
+    durations = new MedianSketch();
+    gpuSeconds = 0;
+    /** Durations counted from cells, not yet given to `durations` (the store supplies them). */
+    timedPending = 0;
+    count(f) {
+        this.n += 1;
+        this.v[VERDICT_INDEX[f.verdict]] += 1;
+        if (f.failedMask)
+            for (let i = 0; i < CATEGORIES.length; i++)
+                if (f.failedMask & (1 << i))
+                    this.cats[i] += 1;
+        if (f.durationS !== null)
+            this.durations.add(f.durationS);
+        if (f.gpuSeconds !== null)
+            this.gpuSeconds += f.gpuSeconds;
+    }
+    attempts(f) {
+        if (f.verdict === "error")
+            return;
+        const resolved = f.verdict === "resolved" ? 1 : 0;
+        if (f.first) {
+            this.firstJudged += 1;
+            this.firstResolved += resolved;
+        }
+        if (f.best) {
+            this.bestJudged += 1;
+            this.bestResolved += resolved;
+        }
+    }
+    /** `count` for every attempt of a cell at once. */
+    countCell(c) {
+        this.n += c.n;
+        for (let i = 0; i < 4; i++)
+            this.v[i] += c.verdicts[i];
+        for (let i = 0; i < CATEGORIES.length; i++)
+            this.cats[i] += c.categories[i];
+        this.timedPending += c.timed;
+        this.gpuSeconds += c.gpuSeconds;
+    }
+    /** `attempts` for every attempt of a cell at once. */
+    attemptsCell(c) {
+        const judged = c.n - c.verdicts[VERDICT_INDEX.error];
+        const resolved = c.verdicts[VERDICT_INDEX.resolved];
+        if (c.first) {
+            this.firstJudged += judged;
+            this.firstResolved += resolved;
+        }
+        if (c.best) {
+            this.bestJudged += judged;
+            this.bestResolved += resolved;
+        }
+    }
+    figures() {
+        if (this.timedPending > 0 && this.timedPending !== this.durations.count) {
+            throw new Error(`scorecard slice: ${this.timedPending} timed attempts counted but ${this.durations.count} durations supplied`);
+        }
+        const [resolved, rejected, officialFailed, error] = this.v;
+        const judged = this.n - error;
+        return {
+            evaluations: this.n,
+            verdicts: { resolved, "probe-rejected": rejected, "official-failed": officialFailed, error },
+            resolved: rateOf(resolved, judged),
+            officialPass: rateOf(resolved + rejected, judged),
+            probeRejection: rateOf(rejected, resolved + rejected),
+            failedCategories: Object.fromEntries(CATEGORIES.map((c, i) => [c, this.cats[i]])),
+            firstAttempt: rateOf(this.firstResolved, this.firstJudged),
+            bestOfN: rateOf(this.bestResolved, this.bestJudged),
+            medianDurationS: this.durations.median(),
+            medianExact: this.durations.exact,
+            timed: this.durations.count,
+            gpuMinutes: this.gpuSeconds / 60,
+        };
+    }
+}
+/** The tallies of one agent: overall and per dimension. */
+class scorecard_tally_AgentTally {
+    all = new Tally();
+    by = { repository: new Map(), task: new Map(), area: new Map(), week: new Map() };
+    /** Puts this agent's tallies for a fact with these dimension keys into `out` from `at` (no allocation per fact). */
+    collect(keys, out, at) {
+        out[at] = this.all;
+        for (let i = 0; i < DIMENSIONS.length; i++) {
+            const m = this.by[DIMENSIONS[i]];
+            const k = keys[i];
+            let t = m.get(k);
+            if (!t)
+                m.set(k, (t = new Tally()));
+            out[at + 1 + i] = t;
+        }
+    }
+    score(agent) {
+        const by = Object.fromEntries(DIMENSIONS.map((d) => [d, [...this.by[d]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, t]) => ({ key, figures: t.figures() }))]));
+        return { agent, rank: null, tiedWith: [], figures: this.all.figures(), by };
+    }
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard.ts
 
 
 
@@ -69651,7 +70586,7 @@ function parseScorecardFilter(input) {
     return { ok: true, filter };
 }
 /** The dimensions an agent's figures are broken down by. */
-const DIMENSIONS = (/* unused pure expression or super */ null && (["repository", "task", "area", "week"]));
+const scorecard_DIMENSIONS = (/* unused pure expression or super */ null && (["repository", "task", "area", "week"]));
 /** How a scorecard names the attempts no agent was detected on. */
 const NO_AGENT = "(no agent detected)";
 const UNKNOWN_REPOSITORY = "(unknown repository)";
@@ -69663,83 +70598,6 @@ const MONDAY0 = (/* unused pure expression or super */ null && (4 * 86_400_000))
 function weekOf(ms) {
     const start = ms - ((((ms - MONDAY0) % WEEK_MS) + WEEK_MS) % WEEK_MS);
     return new Date(start).toISOString().slice(0, 10);
-}
-const VERDICT_INDEX = { resolved: 0, "probe-rejected": 1, "official-failed": 2, error: 3 };
-/** Running tallies of one slice. */
-class Tally {
-    n = 0;
-    v = [0, 0, 0, 0];
-    cats = new Array(CATEGORIES.length).fill(0);
-    firstJudged = 0;
-    firstResolved = 0;
-    bestJudged = 0;
-    bestResolved = 0;
-    durations = new MedianSketch();
-    gpuSeconds = 0;
-    count(f) {
-        this.n += 1;
-        this.v[VERDICT_INDEX[f.verdict]] += 1;
-        if (f.failedMask)
-            for (let i = 0; i < CATEGORIES.length; i++)
-                if (f.failedMask & (1 << i))
-                    this.cats[i] += 1;
-        if (f.durationS !== null)
-            this.durations.add(f.durationS);
-        if (f.gpuSeconds !== null)
-            this.gpuSeconds += f.gpuSeconds;
-    }
-    attempts(f) {
-        if (f.verdict === "error")
-            return;
-        const resolved = f.verdict === "resolved" ? 1 : 0;
-        if (f.first) {
-            this.firstJudged += 1;
-            this.firstResolved += resolved;
-        }
-        if (f.best) {
-            this.bestJudged += 1;
-            this.bestResolved += resolved;
-        }
-    }
-    figures() {
-        const [resolved, rejected, officialFailed, error] = this.v;
-        const judged = this.n - error;
-        return {
-            evaluations: this.n,
-            verdicts: { resolved, "probe-rejected": rejected, "official-failed": officialFailed, error },
-            resolved: rateOf(resolved, judged),
-            officialPass: rateOf(resolved + rejected, judged),
-            probeRejection: rateOf(rejected, resolved + rejected),
-            failedCategories: Object.fromEntries(CATEGORIES.map((c, i) => [c, this.cats[i]])),
-            firstAttempt: rateOf(this.firstResolved, this.firstJudged),
-            bestOfN: rateOf(this.bestResolved, this.bestJudged),
-            medianDurationS: this.durations.median(),
-            medianExact: this.durations.exact,
-            timed: this.durations.count,
-            gpuMinutes: this.gpuSeconds / 60,
-        };
-    }
-}
-/** The tallies of one agent: overall and per dimension. */
-class AgentTally {
-    all = new Tally();
-    by = { repository: new Map(), task: new Map(), area: new Map(), week: new Map() };
-    /** Puts this agent's tallies for a fact with these dimension keys into `out` from `at` (no allocation per fact). */
-    collect(keys, out, at) {
-        out[at] = this.all;
-        for (let i = 0; i < DIMENSIONS.length; i++) {
-            const m = this.by[DIMENSIONS[i]];
-            const k = keys[i];
-            let t = m.get(k);
-            if (!t)
-                m.set(k, (t = new Tally()));
-            out[at + 1 + i] = t;
-        }
-    }
-    score(agent) {
-        const by = Object.fromEntries(DIMENSIONS.map((d) => [d, [...this.by[d]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, t]) => ({ key, figures: t.figures() }))]));
-        return { agent, rank: null, tiedWith: [], figures: this.all.figures(), by };
-    }
 }
 /**
  * Whether a basis counts this attempt: its group's first or best (group begun at or after `since`,
@@ -69779,10 +70637,7 @@ class ScorecardBuilder {
         let agent = this.agents.get(name);
         if (!agent)
             this.agents.set(name, (agent = new AgentTally()));
-        const wk = Math.floor((f.finishedAt - MONDAY0) / WEEK_MS);
-        let week = this.weeks.get(wk);
-        if (week === undefined)
-            this.weeks.set(wk, (week = weekOf(f.finishedAt)));
+        const week = this.week(Math.floor((f.finishedAt - MONDAY0) / WEEK_MS));
         const keys = this.keys;
         keys[0] = this.repository(f.owner, f.repo);
         keys[1] = f.task;
@@ -69790,13 +70645,70 @@ class ScorecardBuilder {
         keys[3] = week;
         const tallies = this.tallies;
         agent.collect(keys, tallies, 0);
-        this.total.collect(keys, tallies, 1 + DIMENSIONS.length);
+        this.total.collect(keys, tallies, 1 + scorecard_DIMENSIONS.length);
         for (const t of tallies) {
             if (counted)
                 t.count(f);
             if (attempts)
                 t.attempts(f);
         }
+    }
+    /**
+     * Adds a cell's attempts as `add` would add each of them, except their durations: each slice's
+     * `timedPending` says how many the caller must still give its `durations` (see `forEachSlice`)
+     * before `build`. Cells carry no group start, so a builder with `since` refuses them.
+     */
+    addCell(c) {
+        if (Number.isFinite(this.since))
+            throw new Error("ScorecardBuilder.addCell: cells cannot honour `since`; add facts instead");
+        const counted = this.basis === "all" || (this.basis === "first-attempt" ? c.first : c.best);
+        const attempts = c.first || c.best;
+        if ((!counted && !attempts) || c.n === 0)
+            return;
+        const name = c.agent ?? NO_AGENT;
+        let agent = this.agents.get(name);
+        if (!agent)
+            this.agents.set(name, (agent = new AgentTally()));
+        const keys = this.keys;
+        keys[0] = this.repository(c.owner, c.repo);
+        keys[1] = c.task;
+        keys[2] = c.area ?? UNKNOWN_AREA;
+        keys[3] = this.week(c.week);
+        const tallies = this.tallies;
+        agent.collect(keys, tallies, 0);
+        this.total.collect(keys, tallies, 1 + scorecard_DIMENSIONS.length);
+        for (const t of tallies) {
+            if (counted)
+                t.countCell(c);
+            if (attempts)
+                t.attemptsCell(c);
+        }
+    }
+    /** The label of a week index (whole weeks since 1970-01-05). */
+    week(wk) {
+        let week = this.weeks.get(wk);
+        if (week === undefined)
+            this.weeks.set(wk, (week = weekOf(MONDAY0 + wk * WEEK_MS)));
+        return week;
+    }
+    /** Every slice so far: agent name (null: everyone), dimension (null: overall), key ("" overall), its tally. */
+    forEachSlice(fn) {
+        const visit = (name, a) => {
+            fn(name, null, "", a.all);
+            for (const d of scorecard_DIMENSIONS)
+                for (const [k, t] of a.by[d])
+                    fn(name, d, k, t);
+        };
+        for (const [name, a] of this.agents)
+            visit(name, a);
+        visit(null, this.total);
+    }
+    /** The tally of one slice (see forEachSlice), if any attempt reached it. */
+    slice(agent, dimension, key) {
+        const a = agent === null ? this.total : this.agents.get(agent);
+        if (!a)
+            return undefined;
+        return dimension === null ? a.all : a.by[dimension].get(key);
     }
     repository(owner, repo) {
         if (!owner || !repo)
@@ -69812,7 +70724,7 @@ class ScorecardBuilder {
     build() {
         const scores = [...this.agents].map(([name, t]) => t.score(name));
         const total = this.total.score("all agents");
-        const keys = Object.fromEntries(DIMENSIONS.map((d) => [d, total.by[d].map((s) => s.key)]));
+        const keys = Object.fromEntries(scorecard_DIMENSIONS.map((d) => [d, total.by[d].map((s) => s.key)]));
         return { basis: this.basis, since: Number.isFinite(this.since) ? new Date(this.since).toISOString() : null, agents: rankByInterval(scores, NO_AGENT), total, keys };
     }
 }

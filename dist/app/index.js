@@ -27448,787 +27448,96 @@ __nccwpck_require__.d(__webpack_exports__, {
 // EXTERNAL MODULE: ./node_modules/better-sqlite3/lib/index.js
 var lib = __nccwpck_require__(4918);
 var lib_default = /*#__PURE__*/__nccwpck_require__.n(lib);
-;// CONCATENATED MODULE: ./src/store/migrations.ts
-const MIGRATIONS = [
-    {
-        version: 1,
-        name: "evaluations, deliveries, reruns, attempt results",
-        sql: `
-      CREATE TABLE evaluations (
-        key TEXT PRIMARY KEY,
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        pr INTEGER,
-        head_sha TEXT NOT NULL,
-        task TEXT NOT NULL,
-        probe_set TEXT NOT NULL,
-        agent TEXT,
-        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','timed-out')),
-        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
-        check_run_id INTEGER,
-        workflow_run_id INTEGER,
-        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
-        error TEXT,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        attempt_started_at INTEGER NOT NULL,
-        version INTEGER NOT NULL DEFAULT 0
-      ) STRICT;
-      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
-        WHERE state IN ('queued','dispatched','running');
-      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
-      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
-
-      CREATE TABLE attempt_results (
-        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
-        attempt INTEGER NOT NULL,
-        verdict TEXT NOT NULL CHECK (verdict IN ('resolved','official-failed','probe-rejected','error')),
-        finished_at INTEGER NOT NULL,
-        PRIMARY KEY (evaluation_key, attempt)
-      ) STRICT;
-
-      CREATE TABLE deliveries (
-        id TEXT PRIMARY KEY,
-        event TEXT NOT NULL,
-        received_at INTEGER NOT NULL
-      ) STRICT;
-      CREATE TABLE delivery_evaluations (
-        delivery_id TEXT NOT NULL REFERENCES deliveries (id),
-        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
-        PRIMARY KEY (delivery_id, evaluation_key)
-      ) STRICT;
-      CREATE INDEX delivery_evaluations_key ON delivery_evaluations (evaluation_key);
-
-      CREATE TABLE rerun_attempts (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        pr INTEGER NOT NULL,
-        task TEXT,
-        requested_by TEXT NOT NULL,
-        source TEXT NOT NULL CHECK (source IN ('comment','check-run','retry')),
-        accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
-        reason TEXT,
-        at INTEGER NOT NULL
-      ) STRICT;
-      CREATE INDEX rerun_attempts_pr ON rerun_attempts (owner, repo, pr, at);
-      CREATE TABLE rerun_evaluations (
-        rerun_id INTEGER NOT NULL REFERENCES rerun_attempts (id),
-        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
-        PRIMARY KEY (rerun_id, evaluation_key)
-      ) STRICT;
-    `,
-    },
-    {
-        version: 2,
-        name: "app dispatch context and probe failures",
-        sql: `
-      ALTER TABLE evaluations ADD COLUMN installation_id INTEGER;
-      ALTER TABLE evaluations ADD COLUMN evaluator_repo TEXT;
-      ALTER TABLE evaluations ADD COLUMN evaluator_workflow TEXT;
-      ALTER TABLE evaluations ADD COLUMN evaluator_ref TEXT;
-      ALTER TABLE evaluations ADD COLUMN deadline_s INTEGER;
-      ALTER TABLE evaluations ADD COLUMN run_url TEXT;
-
-      CREATE TABLE probe_failures (
-        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
-        attempt INTEGER NOT NULL,
-        probe_id TEXT NOT NULL,
-        category TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('failed','error')),
-        message TEXT NOT NULL,
-        PRIMARY KEY (evaluation_key, attempt, probe_id)
-      ) STRICT;
-    `,
-    },
-    {
-        version: 3,
-        name: "cancelled evaluations, dispatch claims, delivery age index",
-        rebuildsTables: true,
-        sql: `
-      CREATE TABLE evaluations_v3 (
-        key TEXT PRIMARY KEY,
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        pr INTEGER,
-        head_sha TEXT NOT NULL,
-        task TEXT NOT NULL,
-        probe_set TEXT NOT NULL,
-        agent TEXT,
-        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','cancelled','timed-out')),
-        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
-        check_run_id INTEGER,
-        workflow_run_id INTEGER,
-        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
-        error TEXT,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        attempt_started_at INTEGER NOT NULL,
-        version INTEGER NOT NULL DEFAULT 0,
-        installation_id INTEGER,
-        evaluator_repo TEXT,
-        evaluator_workflow TEXT,
-        evaluator_ref TEXT,
-        deadline_s INTEGER,
-        run_url TEXT,
-        claim_token TEXT,
-        claim_until INTEGER
-      ) STRICT;
-      INSERT INTO evaluations_v3 (key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
-          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
-          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url)
-        SELECT key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
-          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
-          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url
-        FROM evaluations;
-      DROP TABLE evaluations;
-      ALTER TABLE evaluations_v3 RENAME TO evaluations;
-      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
-        WHERE state IN ('queued','dispatched','running');
-      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
-      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
-      CREATE INDEX evaluations_head ON evaluations (owner, repo, head_sha);
-      CREATE INDEX deliveries_received ON deliveries (received_at);
-    `,
-    },
-    {
-        version: 4,
-        name: "gate check runs",
-        sql: `
-      CREATE TABLE gates (
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        head_sha TEXT NOT NULL,
-        pr INTEGER NOT NULL,
-        check_run_id INTEGER NOT NULL,
-        concluded INTEGER NOT NULL DEFAULT 0 CHECK (concluded IN (0, 1)),
-        PRIMARY KEY (owner, repo, head_sha)
-      ) STRICT;
-    `,
-    },
-    {
-        version: 5,
-        name: "scorecard rows: one narrow row per finished attempt, kept by triggers",
-        // A scorecard reads every finished attempt. Joining attempt_results to evaluations on the
-        // 64-character key and probe_failures per attempt costs more than the figures themselves, so
-        // each attempt gets one narrow row here with what the figures need: the group's first/best
-        // flags ('counted': bit 0 first attempt, bit 1 best of N, as summarizeAttempts decides; ties
-        // go to the row recorded first; the backfill records old rows in finishing order), when the group began, and failed probe categories as bits in
-        // CATEGORIES order (1 structure, 2 state, 4 functional, 8 memory, 16 time, 32 traffic).
-        // Triggers keep it in step with attempt_results and probe_failures, whoever writes them.
-        sql: `
-      ALTER TABLE attempt_results ADD COLUMN area TEXT;
-      ALTER TABLE attempt_results ADD COLUMN duration_s REAL;
-      ALTER TABLE attempt_results ADD COLUMN gpu_seconds REAL;
-
-      CREATE TABLE scorecard_rows (
-        id INTEGER PRIMARY KEY,
-        grp TEXT NOT NULL,
-        agent TEXT,
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        pr INTEGER,
-        task TEXT NOT NULL,
-        area TEXT,
-        verdict TEXT NOT NULL,
-        verdict_rank INTEGER NOT NULL,
-        attempt INTEGER NOT NULL,
-        finished_at INTEGER NOT NULL,
-        group_first_at INTEGER NOT NULL,
-        counted INTEGER NOT NULL DEFAULT 0,
-        failed_mask INTEGER NOT NULL DEFAULT 0,
-        duration_s REAL,
-        gpu_seconds REAL,
-        evaluation_key TEXT NOT NULL,
-        UNIQUE (evaluation_key, attempt)
-      ) STRICT;
-      CREATE INDEX scorecard_rows_grp ON scorecard_rows (grp);
-      CREATE INDEX scorecard_rows_agent ON scorecard_rows (agent, finished_at);
-
-      INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
-        SELECT r.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
-          e.agent, e.owner, e.repo, e.pr, e.task, r.area, r.verdict,
-          CASE r.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
-          r.attempt, r.finished_at, r.finished_at,
-          COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
-                    WHERE p.evaluation_key = r.evaluation_key AND p.attempt = r.attempt AND p.status = 'failed'), 0),
-          r.duration_s, r.gpu_seconds
-        FROM attempt_results r JOIN evaluations e ON e.key = r.evaluation_key
-        ORDER BY r.finished_at, r.attempt, r.evaluation_key;
-      UPDATE scorecard_rows SET group_first_at = w.first_at, counted = w.flags
-        FROM (SELECT id, MIN(finished_at) OVER (PARTITION BY grp) AS first_at,
-                (ROW_NUMBER() OVER (PARTITION BY grp ORDER BY finished_at, attempt, id) = 1)
-                | ((ROW_NUMBER() OVER (PARTITION BY grp ORDER BY verdict_rank DESC, finished_at, attempt, id) = 1) << 1) AS flags
-              FROM scorecard_rows) AS w
-        WHERE w.id = scorecard_rows.id;
-
-      CREATE TRIGGER scorecard_rows_of_attempt AFTER INSERT ON attempt_results BEGIN
-        INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
-          SELECT NEW.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
-            e.agent, e.owner, e.repo, e.pr, e.task, NEW.area, NEW.verdict,
-            CASE NEW.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
-            NEW.attempt, NEW.finished_at, NEW.finished_at,
-            COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
-                      WHERE p.evaluation_key = NEW.evaluation_key AND p.attempt = NEW.attempt AND p.status = 'failed'), 0),
-            NEW.duration_s, NEW.gpu_seconds
-          FROM evaluations e WHERE e.key = NEW.evaluation_key;
-        UPDATE scorecard_rows SET
-            group_first_at = (SELECT MIN(g.finished_at) FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp),
-            counted = (id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.finished_at, g.attempt, g.id LIMIT 1))
-              | ((id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.verdict_rank DESC, g.finished_at, g.attempt, g.id LIMIT 1)) << 1)
-          WHERE grp = (SELECT n.grp FROM scorecard_rows n WHERE n.evaluation_key = NEW.evaluation_key AND n.attempt = NEW.attempt);
-      END;
-
-      CREATE TRIGGER scorecard_rows_of_probe_failure AFTER INSERT ON probe_failures WHEN NEW.status = 'failed' BEGIN
-        UPDATE scorecard_rows SET failed_mask = failed_mask | CASE NEW.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END
-          WHERE evaluation_key = NEW.evaluation_key AND attempt = NEW.attempt;
-      END;
-    `,
-    },
-    {
-        version: 6,
-        name: "probe outcomes on known-good submissions (quarantine)",
-        sql: `
-      CREATE TABLE known_good_outcomes (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        task TEXT NOT NULL,
-        probe_set TEXT NOT NULL,
-        check_id TEXT NOT NULL,
-        probe TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('passed','failed','error','skipped')),
-        submission TEXT NOT NULL,
-        source TEXT NOT NULL,
-        recorded_at INTEGER NOT NULL
-      ) STRICT;
-      CREATE INDEX known_good_outcomes_check ON known_good_outcomes (task, probe_set, check_id, id);
-    `,
-    },
-];
-
-;// CONCATENATED MODULE: ./src/store/db.ts
-
-
-/** The store cannot be used as it is (a newer schema, a broken migration); the message says why. */
-class StoreError extends Error {
-    name = "StoreError";
-}
+;// CONCATENATED MODULE: ./src/core/median-sketch.ts
+/** Values kept exactly before a sketch switches to buckets. */
+const EXACT_LIMIT = 2048;
+/** Bucket width, relative: a bucketed median is within ±0.5% of the true one. */
+const STEP = Math.log(1.01);
+/** Values under this share bucket 0. */
+const FLOOR = 1e-3;
+/** How many buckets a sketch has (values over 1e7 share the last). */
+const BUCKETS = Math.ceil(Math.log(1e7 / FLOOR) / STEP) + 2;
 /**
- * Opens (creating if needed) the store at `file`, or an in-memory one for ":memory:", and brings its
- * schema up to date. WAL lets readers run beside the one writer; the busy timeout makes a second
- * connection (another process of the app) wait for a write lock instead of failing at once.
+ * The median of a stream of non-negative figures (seconds, minutes) in bounded memory, because a
+ * scorecard keeps one per agent × repository / task / area / week and sees a million evaluations.
+ * Exact while it holds at most EXACT_LIMIT values; past that, log-spaced buckets 1% wide (values
+ * under 1 ms share the first bucket), so the median is within ±0.5% and `exact` says so.
  */
-function openStore(file, opts = {}) {
-    const db = new (lib_default())(file);
-    try {
-        db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
-        // Switching to WAL takes an exclusive lock without waiting on the busy handler, so a second
-        // process opening a fresh file while the first migrates it gets SQLITE_BUSY: wait and retry.
-        if (file !== ":memory:")
-            whileBusy(() => db.pragma("journal_mode = WAL"), opts.busyTimeoutMs ?? 5000);
-        // With WAL, NORMAL syncs at checkpoints rather than on every commit: a crash of the app loses
-        // nothing, a power loss at most the last commits (GitHub redelivers those webhooks), and a
-        // delivery costs no fsyncs.
-        db.pragma("synchronous = NORMAL");
-        db.pragma("foreign_keys = ON");
-        migrate(db, opts.migrations ?? MIGRATIONS);
-        return db;
+class MedianSketch {
+    exactValues = new Float64Array(16);
+    buckets = null;
+    size = 0;
+    get count() {
+        return this.size;
     }
-    catch (e) {
-        db.close();
-        throw e;
+    /** Whether `median()` is the exact median (no more than EXACT_LIMIT values seen). */
+    get exact() {
+        return this.buckets === null;
     }
-}
-/** Runs `fn`, retrying every 20 ms while SQLite answers SQLITE_BUSY, for up to `timeoutMs`. */
-function whileBusy(fn, timeoutMs) {
-    const deadline = Date.now() + timeoutMs;
-    const pause = new Int32Array(new SharedArrayBuffer(4));
-    for (;;) {
-        try {
-            return fn();
-        }
-        catch (e) {
-            if (e.code !== "SQLITE_BUSY" || Date.now() >= deadline)
-                throw e;
-            Atomics.wait(pause, 0, 0, 20);
-        }
-    }
-}
-/** The schema version of an open store (0 for an empty file). */
-function schemaVersion(db) {
-    const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").get();
-    if (!table)
-        return 0;
-    const row = db.prepare("SELECT MAX(version) AS v FROM schema_version").get();
-    return row.v ?? 0;
-}
-/**
- * Applies the migrations the store has not seen, each recorded in `schema_version`, all in one
- * write transaction: two processes opening a fresh file at once apply them once, and a failing
- * migration leaves the schema as it was. Running it again is a no-op.
- */
-function migrate(db, migrations = MIGRATIONS) {
-    const ordered = [...migrations].sort((a, b) => a.version - b.version);
-    ordered.forEach((m, i) => {
-        if (m.version !== i + 1)
-            throw new StoreError(`Store migrations must be numbered 1, 2, 3, …; found ${m.version} at position ${i + 1}.`);
-    });
-    // A table rebuild needs foreign keys off, and that pragma is a no-op inside a transaction: turn
-    // them off before it when a pending migration rebuilds (another process may apply it first; then
-    // nothing runs and they are simply turned back on).
-    const foreignKeys = db.pragma("foreign_keys", { simple: true }) === 1;
-    const rebuilds = ordered.slice(schemaVersion(db)).some((m) => m.rebuildsTables);
-    if (rebuilds && foreignKeys)
-        db.pragma("foreign_keys = OFF");
-    const run = db.transaction(() => {
-        db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT");
-        const current = schemaVersion(db);
-        if (current > ordered.length) {
-            throw new StoreError(`The store ${db.name} has schema version ${current}, newer than this probegate knows (${ordered.length}); run a newer probegate or use another store file.`);
-        }
-        const record = db.prepare("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)");
-        for (const m of ordered.slice(current)) {
-            try {
-                db.exec(m.sql);
-            }
-            catch (e) {
-                throw new StoreError(`Store migration ${m.version} (${m.name}) failed: ${e.message}`);
-            }
-            if (m.rebuildsTables) {
-                const dangling = db.pragma("foreign_key_check");
-                if (dangling.length > 0) {
-                    const first = dangling[0];
-                    throw new StoreError(`Store migration ${m.version} (${m.name}) would leave ${dangling.length} row(s) pointing at missing ${first.parent} rows (first: ${first.table} rowid ${first.rowid}); nothing was changed.`);
+    add(x) {
+        if (!(x >= 0) || !Number.isFinite(x))
+            return;
+        if (this.exactValues) {
+            if (this.size === EXACT_LIMIT)
+                this.toBuckets();
+            else {
+                if (this.size === this.exactValues.length) {
+                    const grown = new Float64Array(Math.min(EXACT_LIMIT, this.size * 2));
+                    grown.set(this.exactValues);
+                    this.exactValues = grown;
                 }
+                this.exactValues[this.size++] = x;
+                return;
             }
-            record.run(m.version, m.name, Date.now());
         }
-        return schemaVersion(db);
-    });
-    try {
-        return run.immediate();
+        this.buckets[bucketOf(x)] += 1;
+        this.size += 1;
     }
-    finally {
-        if (rebuilds && foreignKeys)
-            db.pragma("foreign_keys = ON");
+    /**
+     * Adds `n` values known only by their bucket (bucketOf): how the store hands over a slice's
+     * durations from its pre-counted histogram. The sketch is bucketed from then on, so callers use
+     * it only for more than EXACT_LIMIT values, where `add` would have bucketed them too.
+     */
+    addToBucket(bucket, n) {
+        if (!Number.isInteger(bucket) || bucket < 0 || bucket >= BUCKETS)
+            throw new RangeError(`MedianSketch bucket ${bucket}: expected 0..${BUCKETS - 1}`);
+        if (this.exactValues)
+            this.toBuckets();
+        this.buckets[bucket] += n;
+        this.size += n;
     }
-}
-
-;// CONCATENATED MODULE: external "node:crypto"
-const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
-;// CONCATENATED MODULE: ./src/core/evaluation-state.ts
-/**
- * The life of one evaluation (one evaluation key). Each attempt goes
- * queued → dispatched → running → completed, or ends early in error, superseded (a newer push took
- * its place), cancelled (the PR was closed) or timed-out (the runner went quiet). `retry` starts a
- * new attempt of the same key (a `/probegate rerun`, a retry after an error or time-out, or the PR
- * reopened after a cancel); a superseded evaluation is never retried, because its head is no longer
- * the PR's head.
- */
-const EVALUATION_STATES = (/* unused pure expression or super */ null && (["queued", "dispatched", "running", "completed", "error", "superseded", "cancelled", "timed-out"]));
-const EVALUATION_EVENTS = (/* unused pure expression or super */ null && (["dispatch", "start", "complete", "fail", "supersede", "cancel", "time-out", "retry"]));
-const PENDING_STATES = ["queued", "dispatched", "running"];
-const NEXT = {
-    queued: { dispatch: "dispatched", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
-    // `complete` from dispatched: the workflow_run may finish before its in_progress event arrives.
-    dispatched: { start: "running", complete: "completed", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
-    running: { complete: "completed", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
-    completed: { retry: "queued" },
-    error: { retry: "queued" },
-    "timed-out": { retry: "queued" },
-    cancelled: { retry: "queued" },
-    superseded: {},
-};
-/** An event that the evaluation's current state does not allow. */
-class IllegalTransitionError extends Error {
-    from;
-    event;
-    name = "IllegalTransitionError";
-    constructor(from, event) {
-        const allowed = Object.keys(NEXT[from]);
-        super(`An evaluation in state '${from}' cannot take event '${event}' (allowed: ${allowed.length ? allowed.map((e) => `'${e}'`).join(", ") : "none"}).`);
-        this.from = from;
-        this.event = event;
+    toBuckets() {
+        const b = new Uint32Array(BUCKETS);
+        for (const v of this.exactValues.subarray(0, this.size))
+            b[bucketOf(v)] += 1;
+        this.buckets = b;
+        this.exactValues = null;
     }
-}
-/** The state after `event`; throws IllegalTransitionError when `state` does not allow it. */
-function transition(state, event) {
-    const next = NEXT[state][event];
-    if (next === undefined)
-        throw new IllegalTransitionError(state, event);
-    return next;
-}
-/** Whether `event` is allowed in `state`. */
-function canTransition(state, event) {
-    return NEXT[state][event] !== undefined;
-}
-/** Whether the current attempt has ended (only `retry` leaves these states). */
-function isTerminal(state) {
-    return !PENDING_STATES.includes(state);
-}
-/**
- * Whether a pending evaluation has run past its deadline: `deadlineS` seconds after its current
- * attempt began. A finished attempt never times out.
- */
-function timedOut(evaluation, now, deadlineS) {
-    if (isTerminal(evaluation.state))
-        return false;
-    return now.getTime() - evaluation.attemptStartedAt.getTime() > deadlineS * 1000;
-}
-
-;// CONCATENATED MODULE: ./src/store/deliveries.ts
-
-/**
- * Records a webhook delivery once. Returns true for the first sight of `id` and false for a
- * redelivery (concurrent or later), which the app must then not act on a second time.
- */
-function recordDelivery(db, delivery, now) {
-    const info = db
-        .prepare("INSERT INTO deliveries (id, event, received_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING")
-        .run(delivery.id, delivery.event, now.getTime());
-    return info.changes === 1;
-}
-/** Whether a delivery with this id was recorded. */
-function seen(db, id) {
-    return db.prepare("SELECT 1 FROM deliveries WHERE id = ?").get(id) !== undefined;
-}
-/**
- * Notes that a delivery touched an evaluation (queued it, found it a duplicate, finished it), so
- * every evaluation is traceable to each delivery behind it. Linking twice is a no-op; both the
- * delivery and the evaluation must already be in the store.
- */
-function linkDelivery(db, deliveryId, evaluationKey) {
-    db.prepare("INSERT INTO delivery_evaluations (delivery_id, evaluation_key) VALUES (?, ?) ON CONFLICT DO NOTHING").run(deliveryId, evaluationKey);
-}
-/** The deliveries that touched an evaluation, in the order they arrived. */
-function deliveriesFor(db, evaluationKey) {
-    const rows = db
-        .prepare(`SELECT d.id, d.event, d.received_at FROM delivery_evaluations l JOIN deliveries d ON d.id = l.delivery_id
-       WHERE l.evaluation_key = ? ORDER BY d.received_at, d.id`)
-        .all(evaluationKey);
-    return rows.map((r) => ({ id: r.id, event: r.event, receivedAt: new Date(r.received_at) }));
-}
-/**
- * Forgets a delivery whose handling failed, so GitHub's redelivery of it is acted on. Its links to
- * evaluations go with it; the evaluations stay (deduplicated by key on the next attempt).
- */
-function forgetDelivery(db, id) {
-    db.transaction(() => {
-        db.prepare("DELETE FROM delivery_evaluations WHERE delivery_id = ?").run(id);
-        db.prepare("DELETE FROM deliveries WHERE id = ?").run(id);
-    })();
-}
-/**
- * Forgets the deliveries received before `olderThan`, with their links to evaluations, in one
- * transaction, and returns how many deliveries went. GitHub redelivers a delivery for 3 days only,
- * so an older id can no longer come back to be deduplicated. A delivery linked to an evaluation that
- * is still pending (queued, dispatched or running) is kept whatever its age: it is the trace of work
- * not yet finished. Once forgotten, an id that does arrive again is treated as new by recordDelivery.
- *
- * Two set-wise DELETEs (the links first: they reference the deliveries), each picking the same rows
- * with one subquery; with an index on deliveries(received_at) the age test is a range scan, and the
- * pending test reads delivery_evaluations by its primary key and evaluations by theirs.
- */
-function pruneDeliveries(db, olderThan) {
-    const pending = PENDING_STATES.map(() => "?").join(", ");
-    // Received before the cut-off and touching no pending evaluation; `d` is the delivery's row.
-    const prunable = `d.received_at < ? AND NOT EXISTS (
-      SELECT 1 FROM delivery_evaluations l JOIN evaluations e ON e.key = l.evaluation_key
-      WHERE l.delivery_id = d.id AND e.state IN (${pending}))`;
-    const args = [olderThan.getTime(), ...PENDING_STATES];
-    const prune = db.transaction(() => {
-        db.prepare(`DELETE FROM delivery_evaluations WHERE delivery_id IN (SELECT d.id FROM deliveries d WHERE ${prunable})`).run(...args);
-        return db.prepare(`DELETE FROM deliveries AS d WHERE ${prunable}`).run(...args).changes;
-    });
-    // IMMEDIATE: the write lock is taken first, so both DELETEs see one state of the store and
-    // another process of the app waits for them instead of failing to upgrade its lock.
-    return prune.immediate();
-}
-
-;// CONCATENATED MODULE: ./src/core/evaluation-key.ts
-/**
- * The evaluation key: one final check run and one store row per (repository, head SHA, task,
- * probe-set version). It is the check run's external_id, so it stays short and printable.
- */
-function evaluationKey(k) {
-    const probes = k.probeSet.replace(/^sha256:/, "").slice(0, 16);
-    return `${k.owner}/${k.repo}@${k.headSha}:${k.task}:${probes}`;
-}
-
-;// CONCATENATED MODULE: ./src/store/evaluations.ts
-
-
-/** Someone else changed the evaluation between our read and our write; re-read and decide again. */
-class StaleEvaluationError extends Error {
-    key;
-    expectedVersion;
-    name = "StaleEvaluationError";
-    constructor(key, expectedVersion) {
-        super(`Evaluation ${key} changed since version ${expectedVersion}; re-read it before changing it.`);
-        this.key = key;
-        this.expectedVersion = expectedVersion;
-    }
-}
-/** No evaluation has this key. */
-class UnknownEvaluationError extends Error {
-    key;
-    name = "UnknownEvaluationError";
-    constructor(key) {
-        super(`No evaluation with key ${key} in the store.`);
-        this.key = key;
-    }
-}
-function fromRow(r) {
-    return {
-        key: r.key,
-        owner: r.owner,
-        repo: r.repo,
-        pr: r.pr,
-        headSha: r.head_sha,
-        task: r.task,
-        probeSet: r.probe_set,
-        agent: r.agent,
-        state: r.state,
-        attempt: r.attempt,
-        checkRunId: r.check_run_id,
-        workflowRunId: r.workflow_run_id,
-        verdict: r.verdict,
-        error: r.error,
-        createdAt: new Date(r.created_at),
-        updatedAt: new Date(r.updated_at),
-        attemptStartedAt: new Date(r.attempt_started_at),
-        version: r.version,
-        claimUntil: r.claim_until === null ? null : new Date(r.claim_until),
-    };
-}
-/** The evaluation with this key, or null. */
-function getEvaluation(db, key) {
-    const row = db.prepare("SELECT * FROM evaluations WHERE key = ?").get(key);
-    return row ? fromRow(row) : null;
-}
-/**
- * The evaluation of this (repo, head SHA, task, probe set), created `queued` if there is none.
- * Exactly one row per key even when several processes race: the insert is a no-op on conflict,
- * and `created` is true only for the caller whose insert made the row.
- */
-function insertOrGetEvaluation(db, e, now) {
-    const key = evaluationKey(e);
-    const t = now.getTime();
-    const info = db
-        .prepare(`INSERT INTO evaluations (key, owner, repo, pr, head_sha, task, probe_set, agent, state, created_at, updated_at, attempt_started_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) ON CONFLICT (key) DO NOTHING`)
-        .run(key, e.owner, e.repo, e.pr, e.headSha, e.task, e.probeSet, e.agent, t, t, t);
-    const evaluation = getEvaluation(db, key);
-    if (!evaluation)
-        throw new UnknownEvaluationError(key);
-    return { evaluation, created: info.changes === 1 };
-}
-/**
- * Moves an evaluation through the core state machine (an illegal event throws
- * IllegalTransitionError) and records `patch`. The write succeeds only if the row is still the
- * version that was read (or `expectedVersion`, when the caller decided on an older read); else
- * StaleEvaluationError. `complete` also records the attempt's result for first-attempt and
- * best-of-N; `retry` starts the next attempt and clears the last one's run, verdict and error.
- */
-function transitionEvaluation(db, key, event, opts) {
-    const apply = db.transaction(() => {
-        const current = getEvaluation(db, key);
-        if (!current)
-            throw new UnknownEvaluationError(key);
-        const expected = opts.expectedVersion ?? current.version;
-        if (current.version !== expected)
-            throw new StaleEvaluationError(key, expected);
-        const next = transition(current.state, event);
-        const patch = opts.patch ?? {};
-        if (event === "complete" && !patch.verdict)
-            throw new TypeError(`Completing evaluation ${key} needs the verdict of the attempt.`);
-        const t = opts.now.getTime();
-        const retry = event === "retry";
-        const info = db
-            .prepare(`UPDATE evaluations SET state = ?, updated_at = ?, version = version + 1,
-           attempt = attempt + ?, attempt_started_at = ?,
-           check_run_id = COALESCE(?, check_run_id),
-           workflow_run_id = CASE WHEN ? THEN NULL ELSE COALESCE(?, workflow_run_id) END,
-           verdict = CASE WHEN ? THEN NULL ELSE COALESCE(?, verdict) END,
-           error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END
-         WHERE key = ? AND version = ? AND state = ?`)
-            .run(next, t, retry ? 1 : 0, retry ? t : current.attemptStartedAt.getTime(), patch.checkRunId ?? null, retry ? 1 : 0, patch.workflowRunId ?? null, retry ? 1 : 0, patch.verdict ?? null, retry ? 1 : 0, patch.error ?? null, key, expected, current.state);
-        if (info.changes !== 1)
-            throw new StaleEvaluationError(key, expected);
-        if (event === "complete" && patch.verdict) {
-            db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)").run(key, current.attempt, patch.verdict, t, patch.area ?? null, patch.durationS ?? null, patch.gpuSeconds ?? null);
+    /** The median (mean of the two middle values for an even count); null when nothing was added. */
+    median() {
+        if (this.size === 0)
+            return null;
+        if (this.exactValues) {
+            const sorted = this.exactValues.slice(0, this.size).sort();
+            const mid = this.size >> 1;
+            return this.size % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
         }
-        const updated = getEvaluation(db, key);
-        if (!updated)
-            throw new UnknownEvaluationError(key);
-        return updated;
-    });
-    // IMMEDIATE: take the write lock before reading, so a racing process waits rather than deadlocks.
-    return apply.immediate();
-}
-/** Evaluations whose current attempt has not ended, oldest first: the work to resume after a restart. */
-function listPendingEvaluations(db) {
-    const marks = PENDING_STATES.map(() => "?").join(", ");
-    const rows = db.prepare(`SELECT * FROM evaluations WHERE state IN (${marks}) ORDER BY attempt_started_at, key`).all(...PENDING_STATES);
-    return rows.map(fromRow);
-}
-/** The evaluation dispatched as this workflow run, for `workflow_run` events. */
-function findEvaluationByWorkflowRun(db, workflowRunId) {
-    const row = db.prepare("SELECT * FROM evaluations WHERE workflow_run_id = ? ORDER BY updated_at DESC LIMIT 1").get(workflowRunId);
-    return row ? fromRow(row) : null;
-}
-/**
- * Marks every pending evaluation whose attempt began more than its deadline ago as timed out, and
- * returns them (the app then finishes their check runs). The deadline is `deadlineS` seconds, or
- * what `deadlineS(evaluation)` says for each. One that changed meanwhile is skipped: whoever
- * changed it decided its fate.
- */
-function markTimedOut(db, now, deadlineS) {
-    const out = [];
-    for (const e of listPendingEvaluations(db)) {
-        const limit = typeof deadlineS === "number" ? deadlineS : deadlineS(e);
-        if (!timedOut(e, now, limit))
-            continue;
-        try {
-            out.push(transitionEvaluation(db, e.key, "time-out", {
-                now,
-                expectedVersion: e.version,
-                patch: { error: `no result ${limit} s after the attempt began (state was '${e.state}')` },
-            }));
+        const b = this.buckets;
+        const half = this.size / 2;
+        let seen = 0;
+        for (let i = 0; i < b.length; i++) {
+            seen += b[i];
+            if (seen >= half)
+                return i === 0 ? FLOOR / 2 : FLOOR * Math.exp((i - 0.5) * STEP);
         }
-        catch (err) {
-            if (!(err instanceof StaleEvaluationError))
-                throw err;
-        }
+        return null;
     }
-    return out;
 }
-/**
- * Supersedes the pending evaluations of a PR that are for another head SHA (a newer push took
- * their place) and returns them, so the app can cancel their runs and say so on their check runs.
- */
-function supersedeOlderHeads(db, pr, now) {
-    const marks = PENDING_STATES.map(() => "?").join(", ");
-    const rows = db
-        .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND head_sha <> ? AND state IN (${marks})`)
-        .all(pr.owner, pr.repo, pr.pr, pr.headSha, ...PENDING_STATES);
-    return endAll(db, rows.map(fromRow), "supersede", `superseded by ${pr.headSha.slice(0, 7)}`, now);
-}
-/**
- * Cancels every pending evaluation of a PR (it was closed) and returns them, so the app can cancel
- * their runs and say so on their check runs. Reopening the PR retries them.
- */
-function cancelPendingOfPr(db, pr, why, now) {
-    const marks = PENDING_STATES.map(() => "?").join(", ");
-    const rows = db
-        .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND state IN (${marks})`)
-        .all(pr.owner, pr.repo, pr.pr, ...PENDING_STATES);
-    return endAll(db, rows.map(fromRow), "cancel", why, now);
-}
-/** Ends each attempt with `event`; one that changed meanwhile is skipped (whoever changed it decided). */
-function endAll(db, pending, event, error, now) {
-    const out = [];
-    for (const e of pending) {
-        try {
-            out.push(transitionEvaluation(db, e.key, event, { now, expectedVersion: e.version, patch: { error } }));
-        }
-        catch (err) {
-            if (!(err instanceof StaleEvaluationError))
-                throw err;
-        }
-    }
-    return out;
-}
-/**
- * Takes the right to dispatch a queued attempt that has no run yet, for `leaseMs`: true for exactly
- * one caller among racing app processes (one conditional UPDATE), so no two dispatch the same
- * attempt. A claim whose lease ran out (its process died mid-dispatch) can be taken again.
- */
-function claimDispatch(db, key, token, now, leaseMs) {
-    const t = now.getTime();
-    const info = db
-        .prepare(`UPDATE evaluations SET claim_token = ?, claim_until = ?
-       WHERE key = ? AND state = 'queued' AND workflow_run_id IS NULL AND (claim_until IS NULL OR claim_until <= ?)`)
-        .run(token, t + leaseMs, key, t);
-    return info.changes === 1;
-}
-/** Gives a dispatch claim back (dispatched, failed, or given up); only its holder's token releases it. */
-function releaseClaim(db, key, token) {
-    db.prepare("UPDATE evaluations SET claim_token = NULL, claim_until = NULL WHERE key = ? AND claim_token = ?").run(key, token);
-}
-
-;// CONCATENATED MODULE: ./src/core/app-check-outputs.ts
-/** The check-run button that asks for a rerun (GitHub caps label 20, description 40, identifier 20 characters). */
-const RERUN_ACTION = { label: "Re-run probes", description: "Evaluate the PR's current head again", identifier: "rerun" };
-/** The check run's name for one task or probe suite, so each target of a PR shows on its own. */
-function checkRunName(task) {
-    return `probegate / ${task}`;
-}
-/** The name of the check run that reports a broken `.github/probegate.yml`. */
-const CONFIG_CHECK_NAME = "probegate / config";
-/** Title and summary of a check run that waits for its evaluator run. */
-function queuedOutput(t) {
-    return {
-        title: t.attempt > 1 ? `Queued again (attempt ${t.attempt})` : "Queued for official tests and hidden probes",
-        summary: [
-            `Evaluating \`${t.task}\` for the pull request by **${t.agent}**, on the evaluator \`${t.evaluator}\`.`,
-            "",
-            `Chosen because: ${t.why.join("; ")}.`,
-        ].join("\n"),
-    };
-}
-const noAnnotations = (conclusion, title, summary) => ({ conclusion, title, summary, annotations: [] });
-/** A newer push took this evaluation's place. */
-function supersededOutput(newHeadSha) {
-    return noAnnotations("cancelled", `Superseded by ${newHeadSha.slice(0, 7)}`, `A newer push (\`${newHeadSha}\`) replaced this commit as the pull request's head; its evaluator run was cancelled and the new head is evaluated instead.`);
-}
-/** The PR was closed (merged or not) while this evaluation was pending. */
-function closedOutput(merged) {
-    return noAnnotations("cancelled", merged ? "Cancelled: the pull request was merged" : "Cancelled: the pull request was closed", merged
-        ? "The pull request was merged before the evaluation finished, so its evaluator run was cancelled. The merge was not gated by this result."
-        : "The pull request was closed before the evaluation finished, so its evaluator run was cancelled. Reopening the pull request evaluates its head again.");
-}
-/** The attempt ended (closed PR, newer push) while the app was still starting it. */
-function endedWhileStartingOutput(why, runCancelled) {
-    return noAnnotations("cancelled", "Cancelled while starting", `This evaluation was ended while it was being started: ${why}.${runCancelled ? " The evaluator run that had just been dispatched was cancelled." : " No evaluator run was started."}`);
-}
-/** The attempt produced no result before its deadline. */
-function timedOutOutput(why) {
-    return noAnnotations("timed_out", "Evaluation timed out", `No result arrived in time: ${why}. The runner may have died or the queue may be full. Press **${RERUN_ACTION.label}** or comment \`/probegate rerun\` to try again.`);
-}
-/**
- * The evaluator's result could not be trusted or was never made. Neutral, never success: a forged
- * or broken result says nothing about the submission.
- */
-function noResultOutput(title, problems) {
-    return noAnnotations("neutral", title, [
-        "probegate could not judge this commit, so this check neither passes nor fails it.",
-        "",
-        ...problems.map((p) => `- ${p}`),
-        "",
-        `Press **${RERUN_ACTION.label}** or comment \`/probegate rerun\` to try again.`,
-    ].join("\n"));
-}
-/** A broken `.github/probegate.yml`: failure, with each problem in the summary and on its line. */
-function configErrorOutput(file, ref, issues) {
-    const rows = issues.map((i) => `- \`${file}${i.line ? `:${i.line}` : ""}\` — \`${i.field}\`: ${i.message}`);
-    const annotations = issues.map((i) => ({
-        path: file,
-        start_line: i.line ?? 1,
-        end_line: i.line ?? 1,
-        annotation_level: "failure",
-        title: `probegate config: ${i.field}`.slice(0, 255),
-        message: i.message,
-    }));
-    return {
-        conclusion: "failure",
-        title: `${file} is invalid (${issues.length} problem${issues.length === 1 ? "" : "s"})`,
-        summary: [
-            `probegate read \`${file}\` from \`${ref}\` and cannot use it, so nothing was evaluated. Fix it on the default branch; the schema is \`schema/app-config.schema.json\`.`,
-            "",
-            ...rows,
-        ].join("\n"),
-        annotations,
-    };
+/** The bucket of a (finite, non-negative) value; the store's histogram computes the same in SQL. */
+function bucketOf(x) {
+    if (x < FLOOR)
+        return 0;
+    return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(x / FLOOR) / STEP));
 }
 
 ;// CONCATENATED MODULE: ./node_modules/zod/v4/core/util.js
@@ -37987,6 +37296,12 @@ const BaseSchema = union([
         overlay: schemas_string().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
     }),
 ]);
+/** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
+const ProbeJobSchema = strictObject({
+    gpus: schemas_number().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
+    timing: schemas_boolean().optional().describe("it measures time: it gets GPUs and cores of its own (default: true for a file named for the time category, e.g. probe_time.py)"),
+    exclusive: schemas_boolean().default(false).describe("nothing else runs on the runner while it does"),
+});
 const TaskSpecSchema = strictObject({
     id: schemas_string().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
     title: schemas_string().min(1),
@@ -38011,6 +37326,7 @@ const TaskSpecSchema = strictObject({
         command: command.default(["{python}", "{probe}"]),
         timeout: seconds.default(300),
         gpus: schemas_number().int().min(0).max(64).optional(),
+        jobs: record(schemas_string().regex(/^[A-Za-z0-9_.-]+$/, "a probe file's name without its extension, e.g. probe_time"), ProbeJobSchema).default({}).describe("per probe process (file stem): the GPUs it needs and whether it times anything; the engine packs probe processes onto the runner by it"),
     }),
     limits: strictObject({
         wallClock: seconds.default(3600),
@@ -38068,7 +37384,1103 @@ const ProbeLineSchema = strictObject({
     requirements: array(schemas_string().max(128).regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'")).max(64).optional(),
 });
 
+;// CONCATENATED MODULE: ./src/store/migration-scorecard-cells.ts
+
+
+/**
+ * Migration 7's SQL: pre-counted scorecard cells, kept by triggers on scorecard_rows, so a scorecard
+ * of a million attempts folds a few thousand rows instead of crossing every attempt into JS.
+ *
+ * `scorecard_cells`: per (agent, owner, repo, task, area, week, first/best flags) the attempts, their
+ * verdicts, failed categories, timed attempts and GPU seconds: every figure but medians.
+ * `scorecard_durations`: per (dimension, agent, key, duration bucket, flags) how many attempts took
+ * that long, on MedianSketch's buckets (1% wide), for the slices past MedianSketch.EXACT_LIMIT
+ * durations, whose median today's sketch already takes from those buckets. (Smaller slices read
+ * their exact durations through the indexes below.) Dimensions: 1 repository, 2 task, 3 area, 4 week;
+ * an agent's overall histogram is the sum of its repository ones. Keys that may be NULL (agent,
+ * area, repository label) are stored json_quote'd so the primary keys hold no NULL.
+ *
+ * Triggers follow scorecard_rows (which migration 5's triggers keep), for INSERT, DELETE and any
+ * UPDATE of a column the cells read; an update subtracts the old row and adds the new one.
+ * The week index is floor((finished_at - 1970-01-05) / 1 week), as the core's weekOf. The bucket is
+ * computed with SQLite's ln(), which agrees with V8's Math.log except within an ulp or so of a bucket
+ * edge (test/store/scorecard-cells.test.ts measures it).
+ */
+const WEEK = (r) => `((${r}.finished_at - 345600000) / 604800000 - ((${r}.finished_at - 345600000) % 604800000 < 0))`;
+const VALID = (r) => `(${r}.duration_s >= 0 AND ${r}.duration_s < 9e999)`;
+const BUCKET = (r) => `(CASE WHEN ${r}.duration_s < ${FLOOR} THEN 0 ELSE min(${BUCKETS - 1}, 1 + CAST(floor(ln(${r}.duration_s / ${FLOOR}) / ln(1.01)) AS INTEGER)) END)`;
+const REPO_LABEL = (r) => `(CASE WHEN ${r}.owner = '' OR ${r}.repo = '' THEN NULL ELSE ${r}.owner || '/' || ${r}.repo END)`;
+const CAT_COLS = probe_check_CATEGORIES.map((_, i) => `cat${i}`);
+const SUM_COLS = ["n", "resolved", "rejected", "official_failed", "errors", ...CAT_COLS, "timed", "gpu"];
+const KEY_COLS = ["agent_j", "owner", "repo", "task", "area_j", "wk", "flags"];
+/** One row's contribution to its cell, times `sign`. */
+function cellValues(r, sign) {
+    const s = (e) => (sign === 1 ? `(${e})` : `-(${e})`);
+    return [
+        `json_quote(${r}.agent)`, `${r}.owner`, `${r}.repo`, `${r}.task`, `json_quote(${r}.area)`, WEEK(r), `${r}.counted`,
+        s("1"), s(`${r}.verdict_rank = 3`), s(`${r}.verdict_rank = 2`), s(`${r}.verdict_rank = 1`), s(`${r}.verdict_rank = 0`),
+        ...probe_check_CATEGORIES.map((_, i) => s(`(${r}.failed_mask >> ${i}) & 1`)),
+        s(`COALESCE(${VALID(r)}, 0)`), s(`COALESCE(${r}.gpu_seconds, 0.0)`),
+    ];
+}
+const cellUpsert = (r, sign) => `
+    INSERT INTO scorecard_cells (${[...KEY_COLS, ...SUM_COLS].join(", ")}) VALUES (${cellValues(r, sign).join(", ")})
+      ON CONFLICT DO UPDATE SET ${SUM_COLS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")};`;
+const durationUpsert = (r, sign) => `
+    INSERT INTO scorecard_durations (dim, agent_j, key_j, bucket, flags, n) VALUES
+        ${[REPO_LABEL(r), `${r}.task`, `${r}.area`, WEEK(r)].map((k, i) => `(${i + 1}, json_quote(${r}.agent), json_quote(${k}), ${BUCKET(r)}, ${r}.counted, ${sign})`).join(",\n        ")}
+      ON CONFLICT DO UPDATE SET n = n + excluded.n;`;
+/** Columns whose change moves a row to another cell or changes what it adds. */
+const CELL_COLS = ["agent", "owner", "repo", "task", "area", "finished_at", "counted", "verdict_rank", "failed_mask", "duration_s", "gpu_seconds"];
+const DURATION_COLS = ["agent", "owner", "repo", "task", "area", "finished_at", "counted", "duration_s"];
+const changed = (cols) => cols.map((c) => `OLD.${c} IS NOT NEW.${c}`).join(" OR ");
+const SCORECARD_CELLS_SQL = `
+  CREATE TABLE scorecard_cells (
+    agent_j TEXT NOT NULL, owner TEXT NOT NULL, repo TEXT NOT NULL, task TEXT NOT NULL, area_j TEXT NOT NULL, wk INTEGER NOT NULL, flags INTEGER NOT NULL,
+    n INTEGER NOT NULL, resolved INTEGER NOT NULL, rejected INTEGER NOT NULL, official_failed INTEGER NOT NULL, errors INTEGER NOT NULL,
+    ${CAT_COLS.map((c) => `${c} INTEGER NOT NULL`).join(", ")}, timed INTEGER NOT NULL, gpu REAL NOT NULL,
+    PRIMARY KEY (${KEY_COLS.join(", ")})
+  ) STRICT, WITHOUT ROWID;
+  CREATE TABLE scorecard_durations (
+    dim INTEGER NOT NULL, agent_j TEXT NOT NULL, key_j TEXT NOT NULL, bucket INTEGER NOT NULL, flags INTEGER NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (dim, agent_j, key_j, bucket, flags)
+  ) STRICT, WITHOUT ROWID;
+  CREATE INDEX scorecard_rows_agent_task ON scorecard_rows (agent, task);
+  CREATE INDEX scorecard_rows_agent_repo ON scorecard_rows (agent, owner, repo);
+  CREATE INDEX scorecard_rows_agent_area ON scorecard_rows (agent, area);
+
+  INSERT INTO scorecard_cells (${[...KEY_COLS, ...SUM_COLS].join(", ")})
+    SELECT ${KEY_COLS.join(", ")}, ${SUM_COLS.map((c) => `SUM(${c})`).join(", ")}
+    FROM (SELECT ${cellValues("r", 1).map((e, i) => `${e} AS ${[...KEY_COLS, ...SUM_COLS][i]}`).join(", ")} FROM scorecard_rows r)
+    GROUP BY ${KEY_COLS.join(", ")};
+  INSERT INTO scorecard_durations (dim, agent_j, key_j, bucket, flags, n)
+    SELECT d.dim, json_quote(r.agent), json_quote(CASE d.dim WHEN 1 THEN ${REPO_LABEL("r")} WHEN 2 THEN r.task WHEN 3 THEN r.area ELSE ${WEEK("r")} END),
+        ${BUCKET("r")}, r.counted, COUNT(*)
+      FROM scorecard_rows r, (SELECT 1 AS dim UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4) d
+      WHERE ${VALID("r")}
+      GROUP BY 1, 2, 3, 4, 5;
+
+  CREATE TRIGGER scorecard_cells_insert AFTER INSERT ON scorecard_rows BEGIN${cellUpsert("NEW", 1)}
+  END;
+  CREATE TRIGGER scorecard_cells_delete AFTER DELETE ON scorecard_rows BEGIN${cellUpsert("OLD", -1)}
+  END;
+  CREATE TRIGGER scorecard_cells_update AFTER UPDATE ON scorecard_rows WHEN ${changed(CELL_COLS)} BEGIN${cellUpsert("OLD", -1)}${cellUpsert("NEW", 1)}
+  END;
+  CREATE TRIGGER scorecard_durations_insert AFTER INSERT ON scorecard_rows WHEN ${VALID("NEW")} BEGIN${durationUpsert("NEW", 1)}
+  END;
+  CREATE TRIGGER scorecard_durations_delete AFTER DELETE ON scorecard_rows WHEN ${VALID("OLD")} BEGIN${durationUpsert("OLD", -1)}
+  END;
+  CREATE TRIGGER scorecard_durations_update_old AFTER UPDATE ON scorecard_rows WHEN ${VALID("OLD")} AND (${changed(DURATION_COLS)}) BEGIN${durationUpsert("OLD", -1)}
+  END;
+  CREATE TRIGGER scorecard_durations_update_new AFTER UPDATE ON scorecard_rows WHEN ${VALID("NEW")} AND (${changed(DURATION_COLS)}) BEGIN${durationUpsert("NEW", 1)}
+  END;
+`;
+
+;// CONCATENATED MODULE: ./src/store/migrations.ts
+
+const MIGRATIONS = [
+    {
+        version: 1,
+        name: "evaluations, deliveries, reruns, attempt results",
+        sql: `
+      CREATE TABLE evaluations (
+        key TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER,
+        head_sha TEXT NOT NULL,
+        task TEXT NOT NULL,
+        probe_set TEXT NOT NULL,
+        agent TEXT,
+        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','timed-out')),
+        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
+        check_run_id INTEGER,
+        workflow_run_id INTEGER,
+        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        attempt_started_at INTEGER NOT NULL,
+        version INTEGER NOT NULL DEFAULT 0
+      ) STRICT;
+      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
+        WHERE state IN ('queued','dispatched','running');
+      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
+      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
+
+      CREATE TABLE attempt_results (
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        attempt INTEGER NOT NULL,
+        verdict TEXT NOT NULL CHECK (verdict IN ('resolved','official-failed','probe-rejected','error')),
+        finished_at INTEGER NOT NULL,
+        PRIMARY KEY (evaluation_key, attempt)
+      ) STRICT;
+
+      CREATE TABLE deliveries (
+        id TEXT PRIMARY KEY,
+        event TEXT NOT NULL,
+        received_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE delivery_evaluations (
+        delivery_id TEXT NOT NULL REFERENCES deliveries (id),
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        PRIMARY KEY (delivery_id, evaluation_key)
+      ) STRICT;
+      CREATE INDEX delivery_evaluations_key ON delivery_evaluations (evaluation_key);
+
+      CREATE TABLE rerun_attempts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER NOT NULL,
+        task TEXT,
+        requested_by TEXT NOT NULL,
+        source TEXT NOT NULL CHECK (source IN ('comment','check-run','retry')),
+        accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
+        reason TEXT,
+        at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX rerun_attempts_pr ON rerun_attempts (owner, repo, pr, at);
+      CREATE TABLE rerun_evaluations (
+        rerun_id INTEGER NOT NULL REFERENCES rerun_attempts (id),
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        PRIMARY KEY (rerun_id, evaluation_key)
+      ) STRICT;
+    `,
+    },
+    {
+        version: 2,
+        name: "app dispatch context and probe failures",
+        sql: `
+      ALTER TABLE evaluations ADD COLUMN installation_id INTEGER;
+      ALTER TABLE evaluations ADD COLUMN evaluator_repo TEXT;
+      ALTER TABLE evaluations ADD COLUMN evaluator_workflow TEXT;
+      ALTER TABLE evaluations ADD COLUMN evaluator_ref TEXT;
+      ALTER TABLE evaluations ADD COLUMN deadline_s INTEGER;
+      ALTER TABLE evaluations ADD COLUMN run_url TEXT;
+
+      CREATE TABLE probe_failures (
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        attempt INTEGER NOT NULL,
+        probe_id TEXT NOT NULL,
+        category TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('failed','error')),
+        message TEXT NOT NULL,
+        PRIMARY KEY (evaluation_key, attempt, probe_id)
+      ) STRICT;
+    `,
+    },
+    {
+        version: 3,
+        name: "cancelled evaluations, dispatch claims, delivery age index",
+        rebuildsTables: true,
+        sql: `
+      CREATE TABLE evaluations_v3 (
+        key TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER,
+        head_sha TEXT NOT NULL,
+        task TEXT NOT NULL,
+        probe_set TEXT NOT NULL,
+        agent TEXT,
+        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','cancelled','timed-out')),
+        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
+        check_run_id INTEGER,
+        workflow_run_id INTEGER,
+        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        attempt_started_at INTEGER NOT NULL,
+        version INTEGER NOT NULL DEFAULT 0,
+        installation_id INTEGER,
+        evaluator_repo TEXT,
+        evaluator_workflow TEXT,
+        evaluator_ref TEXT,
+        deadline_s INTEGER,
+        run_url TEXT,
+        claim_token TEXT,
+        claim_until INTEGER
+      ) STRICT;
+      INSERT INTO evaluations_v3 (key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
+          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
+          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url)
+        SELECT key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
+          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
+          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url
+        FROM evaluations;
+      DROP TABLE evaluations;
+      ALTER TABLE evaluations_v3 RENAME TO evaluations;
+      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
+        WHERE state IN ('queued','dispatched','running');
+      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
+      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
+      CREATE INDEX evaluations_head ON evaluations (owner, repo, head_sha);
+      CREATE INDEX deliveries_received ON deliveries (received_at);
+    `,
+    },
+    {
+        version: 4,
+        name: "gate check runs",
+        sql: `
+      CREATE TABLE gates (
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        head_sha TEXT NOT NULL,
+        pr INTEGER NOT NULL,
+        check_run_id INTEGER NOT NULL,
+        concluded INTEGER NOT NULL DEFAULT 0 CHECK (concluded IN (0, 1)),
+        PRIMARY KEY (owner, repo, head_sha)
+      ) STRICT;
+    `,
+    },
+    {
+        version: 5,
+        name: "scorecard rows: one narrow row per finished attempt, kept by triggers",
+        // A scorecard reads every finished attempt. Joining attempt_results to evaluations on the
+        // 64-character key and probe_failures per attempt costs more than the figures themselves, so
+        // each attempt gets one narrow row here with what the figures need: the group's first/best
+        // flags ('counted': bit 0 first attempt, bit 1 best of N, as summarizeAttempts decides; ties
+        // go to the row recorded first; the backfill records old rows in finishing order), when the group began, and failed probe categories as bits in
+        // CATEGORIES order (1 structure, 2 state, 4 functional, 8 memory, 16 time, 32 traffic).
+        // Triggers keep it in step with attempt_results and probe_failures, whoever writes them.
+        sql: `
+      ALTER TABLE attempt_results ADD COLUMN area TEXT;
+      ALTER TABLE attempt_results ADD COLUMN duration_s REAL;
+      ALTER TABLE attempt_results ADD COLUMN gpu_seconds REAL;
+
+      CREATE TABLE scorecard_rows (
+        id INTEGER PRIMARY KEY,
+        grp TEXT NOT NULL,
+        agent TEXT,
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER,
+        task TEXT NOT NULL,
+        area TEXT,
+        verdict TEXT NOT NULL,
+        verdict_rank INTEGER NOT NULL,
+        attempt INTEGER NOT NULL,
+        finished_at INTEGER NOT NULL,
+        group_first_at INTEGER NOT NULL,
+        counted INTEGER NOT NULL DEFAULT 0,
+        failed_mask INTEGER NOT NULL DEFAULT 0,
+        duration_s REAL,
+        gpu_seconds REAL,
+        evaluation_key TEXT NOT NULL,
+        UNIQUE (evaluation_key, attempt)
+      ) STRICT;
+      CREATE INDEX scorecard_rows_grp ON scorecard_rows (grp);
+      CREATE INDEX scorecard_rows_agent ON scorecard_rows (agent, finished_at);
+
+      INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
+        SELECT r.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
+          e.agent, e.owner, e.repo, e.pr, e.task, r.area, r.verdict,
+          CASE r.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
+          r.attempt, r.finished_at, r.finished_at,
+          COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
+                    WHERE p.evaluation_key = r.evaluation_key AND p.attempt = r.attempt AND p.status = 'failed'), 0),
+          r.duration_s, r.gpu_seconds
+        FROM attempt_results r JOIN evaluations e ON e.key = r.evaluation_key
+        ORDER BY r.finished_at, r.attempt, r.evaluation_key;
+      UPDATE scorecard_rows SET group_first_at = w.first_at, counted = w.flags
+        FROM (SELECT id, MIN(finished_at) OVER (PARTITION BY grp) AS first_at,
+                (ROW_NUMBER() OVER (PARTITION BY grp ORDER BY finished_at, attempt, id) = 1)
+                | ((ROW_NUMBER() OVER (PARTITION BY grp ORDER BY verdict_rank DESC, finished_at, attempt, id) = 1) << 1) AS flags
+              FROM scorecard_rows) AS w
+        WHERE w.id = scorecard_rows.id;
+
+      CREATE TRIGGER scorecard_rows_of_attempt AFTER INSERT ON attempt_results BEGIN
+        INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
+          SELECT NEW.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
+            e.agent, e.owner, e.repo, e.pr, e.task, NEW.area, NEW.verdict,
+            CASE NEW.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
+            NEW.attempt, NEW.finished_at, NEW.finished_at,
+            COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
+                      WHERE p.evaluation_key = NEW.evaluation_key AND p.attempt = NEW.attempt AND p.status = 'failed'), 0),
+            NEW.duration_s, NEW.gpu_seconds
+          FROM evaluations e WHERE e.key = NEW.evaluation_key;
+        UPDATE scorecard_rows SET
+            group_first_at = (SELECT MIN(g.finished_at) FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp),
+            counted = (id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.finished_at, g.attempt, g.id LIMIT 1))
+              | ((id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.verdict_rank DESC, g.finished_at, g.attempt, g.id LIMIT 1)) << 1)
+          WHERE grp = (SELECT n.grp FROM scorecard_rows n WHERE n.evaluation_key = NEW.evaluation_key AND n.attempt = NEW.attempt);
+      END;
+
+      CREATE TRIGGER scorecard_rows_of_probe_failure AFTER INSERT ON probe_failures WHEN NEW.status = 'failed' BEGIN
+        UPDATE scorecard_rows SET failed_mask = failed_mask | CASE NEW.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END
+          WHERE evaluation_key = NEW.evaluation_key AND attempt = NEW.attempt;
+      END;
+    `,
+    },
+    {
+        version: 6,
+        name: "probe outcomes on known-good submissions (quarantine)",
+        sql: `
+      CREATE TABLE known_good_outcomes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        task TEXT NOT NULL,
+        probe_set TEXT NOT NULL,
+        check_id TEXT NOT NULL,
+        probe TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('passed','failed','error','skipped')),
+        submission TEXT NOT NULL,
+        source TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX known_good_outcomes_check ON known_good_outcomes (task, probe_set, check_id, id);
+    `,
+    },
+    {
+        version: 7,
+        name: "scorecard cells: pre-counted figures and duration histograms, kept by triggers on scorecard_rows",
+        sql: SCORECARD_CELLS_SQL,
+    },
+];
+
+;// CONCATENATED MODULE: ./src/store/db.ts
+
+
+/** The store cannot be used as it is (a newer schema, a broken migration); the message says why. */
+class StoreError extends Error {
+    name = "StoreError";
+}
+/**
+ * Opens (creating if needed) the store at `file`, or an in-memory one for ":memory:", and brings its
+ * schema up to date. WAL lets readers run beside the one writer; the busy timeout makes a second
+ * connection (another process of the app) wait for a write lock instead of failing at once.
+ */
+function openStore(file, opts = {}) {
+    const db = new (lib_default())(file);
+    try {
+        db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
+        // Switching to WAL takes an exclusive lock without waiting on the busy handler, so a second
+        // process opening a fresh file while the first migrates it gets SQLITE_BUSY: wait and retry.
+        if (file !== ":memory:")
+            whileBusy(() => db.pragma("journal_mode = WAL"), opts.busyTimeoutMs ?? 5000);
+        // With WAL, NORMAL syncs at checkpoints rather than on every commit: a crash of the app loses
+        // nothing, a power loss at most the last commits (GitHub redelivers those webhooks), and a
+        // delivery costs no fsyncs.
+        db.pragma("synchronous = NORMAL");
+        db.pragma("foreign_keys = ON");
+        migrate(db, opts.migrations ?? MIGRATIONS);
+        return db;
+    }
+    catch (e) {
+        db.close();
+        throw e;
+    }
+}
+/** Runs `fn`, retrying every 20 ms while SQLite answers SQLITE_BUSY, for up to `timeoutMs`. */
+function whileBusy(fn, timeoutMs) {
+    const deadline = Date.now() + timeoutMs;
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (;;) {
+        try {
+            return fn();
+        }
+        catch (e) {
+            if (e.code !== "SQLITE_BUSY" || Date.now() >= deadline)
+                throw e;
+            Atomics.wait(pause, 0, 0, 20);
+        }
+    }
+}
+/** The schema version of an open store (0 for an empty file). */
+function schemaVersion(db) {
+    const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").get();
+    if (!table)
+        return 0;
+    const row = db.prepare("SELECT MAX(version) AS v FROM schema_version").get();
+    return row.v ?? 0;
+}
+/**
+ * Applies the migrations the store has not seen, each recorded in `schema_version`, all in one
+ * write transaction: two processes opening a fresh file at once apply them once, and a failing
+ * migration leaves the schema as it was. Running it again is a no-op.
+ */
+function migrate(db, migrations = MIGRATIONS) {
+    const ordered = [...migrations].sort((a, b) => a.version - b.version);
+    ordered.forEach((m, i) => {
+        if (m.version !== i + 1)
+            throw new StoreError(`Store migrations must be numbered 1, 2, 3, …; found ${m.version} at position ${i + 1}.`);
+    });
+    // A table rebuild needs foreign keys off, and that pragma is a no-op inside a transaction: turn
+    // them off before it when a pending migration rebuilds (another process may apply it first; then
+    // nothing runs and they are simply turned back on).
+    const foreignKeys = db.pragma("foreign_keys", { simple: true }) === 1;
+    const rebuilds = ordered.slice(schemaVersion(db)).some((m) => m.rebuildsTables);
+    if (rebuilds && foreignKeys)
+        db.pragma("foreign_keys = OFF");
+    const run = db.transaction(() => {
+        db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT");
+        const current = schemaVersion(db);
+        if (current > ordered.length) {
+            throw new StoreError(`The store ${db.name} has schema version ${current}, newer than this probegate knows (${ordered.length}); run a newer probegate or use another store file.`);
+        }
+        const record = db.prepare("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)");
+        for (const m of ordered.slice(current)) {
+            try {
+                db.exec(m.sql);
+            }
+            catch (e) {
+                throw new StoreError(`Store migration ${m.version} (${m.name}) failed: ${e.message}`);
+            }
+            if (m.rebuildsTables) {
+                const dangling = db.pragma("foreign_key_check");
+                if (dangling.length > 0) {
+                    const first = dangling[0];
+                    throw new StoreError(`Store migration ${m.version} (${m.name}) would leave ${dangling.length} row(s) pointing at missing ${first.parent} rows (first: ${first.table} rowid ${first.rowid}); nothing was changed.`);
+                }
+            }
+            record.run(m.version, m.name, Date.now());
+        }
+        return schemaVersion(db);
+    });
+    try {
+        return run.immediate();
+    }
+    finally {
+        if (rebuilds && foreignKeys)
+            db.pragma("foreign_keys = ON");
+    }
+}
+
+;// CONCATENATED MODULE: external "node:crypto"
+const external_node_crypto_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:crypto");
+;// CONCATENATED MODULE: ./src/core/evaluation-state.ts
+/**
+ * The life of one evaluation (one evaluation key). Each attempt goes
+ * queued → dispatched → running → completed, or ends early in error, superseded (a newer push took
+ * its place), cancelled (the PR was closed) or timed-out (the runner went quiet). `retry` starts a
+ * new attempt of the same key (a `/probegate rerun`, a retry after an error or time-out, or the PR
+ * reopened after a cancel); a superseded evaluation is never retried, because its head is no longer
+ * the PR's head.
+ */
+const EVALUATION_STATES = (/* unused pure expression or super */ null && (["queued", "dispatched", "running", "completed", "error", "superseded", "cancelled", "timed-out"]));
+const EVALUATION_EVENTS = (/* unused pure expression or super */ null && (["dispatch", "start", "complete", "fail", "supersede", "cancel", "time-out", "retry"]));
+const PENDING_STATES = ["queued", "dispatched", "running"];
+const NEXT = {
+    queued: { dispatch: "dispatched", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
+    // `complete` from dispatched: the workflow_run may finish before its in_progress event arrives.
+    dispatched: { start: "running", complete: "completed", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
+    running: { complete: "completed", fail: "error", supersede: "superseded", cancel: "cancelled", "time-out": "timed-out" },
+    completed: { retry: "queued" },
+    error: { retry: "queued" },
+    "timed-out": { retry: "queued" },
+    cancelled: { retry: "queued" },
+    superseded: {},
+};
+/** An event that the evaluation's current state does not allow. */
+class IllegalTransitionError extends Error {
+    from;
+    event;
+    name = "IllegalTransitionError";
+    constructor(from, event) {
+        const allowed = Object.keys(NEXT[from]);
+        super(`An evaluation in state '${from}' cannot take event '${event}' (allowed: ${allowed.length ? allowed.map((e) => `'${e}'`).join(", ") : "none"}).`);
+        this.from = from;
+        this.event = event;
+    }
+}
+/** The state after `event`; throws IllegalTransitionError when `state` does not allow it. */
+function transition(state, event) {
+    const next = NEXT[state][event];
+    if (next === undefined)
+        throw new IllegalTransitionError(state, event);
+    return next;
+}
+/** Whether `event` is allowed in `state`. */
+function canTransition(state, event) {
+    return NEXT[state][event] !== undefined;
+}
+/** Whether the current attempt has ended (only `retry` leaves these states). */
+function isTerminal(state) {
+    return !PENDING_STATES.includes(state);
+}
+/**
+ * Whether a pending evaluation has run past its deadline: `deadlineS` seconds after its current
+ * attempt began. A finished attempt never times out.
+ */
+function timedOut(evaluation, now, deadlineS) {
+    if (isTerminal(evaluation.state))
+        return false;
+    return now.getTime() - evaluation.attemptStartedAt.getTime() > deadlineS * 1000;
+}
+
+;// CONCATENATED MODULE: ./src/store/deliveries.ts
+
+/**
+ * Records a webhook delivery once. Returns true for the first sight of `id` and false for a
+ * redelivery (concurrent or later), which the app must then not act on a second time.
+ */
+function recordDelivery(db, delivery, now) {
+    const info = db
+        .prepare("INSERT INTO deliveries (id, event, received_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING")
+        .run(delivery.id, delivery.event, now.getTime());
+    return info.changes === 1;
+}
+/** Whether a delivery with this id was recorded. */
+function seen(db, id) {
+    return db.prepare("SELECT 1 FROM deliveries WHERE id = ?").get(id) !== undefined;
+}
+/**
+ * Notes that a delivery touched an evaluation (queued it, found it a duplicate, finished it), so
+ * every evaluation is traceable to each delivery behind it. Linking twice is a no-op; both the
+ * delivery and the evaluation must already be in the store.
+ */
+function linkDelivery(db, deliveryId, evaluationKey) {
+    db.prepare("INSERT INTO delivery_evaluations (delivery_id, evaluation_key) VALUES (?, ?) ON CONFLICT DO NOTHING").run(deliveryId, evaluationKey);
+}
+/** The deliveries that touched an evaluation, in the order they arrived. */
+function deliveriesFor(db, evaluationKey) {
+    const rows = db
+        .prepare(`SELECT d.id, d.event, d.received_at FROM delivery_evaluations l JOIN deliveries d ON d.id = l.delivery_id
+       WHERE l.evaluation_key = ? ORDER BY d.received_at, d.id`)
+        .all(evaluationKey);
+    return rows.map((r) => ({ id: r.id, event: r.event, receivedAt: new Date(r.received_at) }));
+}
+/**
+ * Forgets a delivery whose handling failed, so GitHub's redelivery of it is acted on. Its links to
+ * evaluations go with it; the evaluations stay (deduplicated by key on the next attempt).
+ */
+function forgetDelivery(db, id) {
+    db.transaction(() => {
+        db.prepare("DELETE FROM delivery_evaluations WHERE delivery_id = ?").run(id);
+        db.prepare("DELETE FROM deliveries WHERE id = ?").run(id);
+    })();
+}
+/**
+ * Forgets the deliveries received before `olderThan`, with their links to evaluations, in one
+ * transaction, and returns how many deliveries went. GitHub redelivers a delivery for 3 days only,
+ * so an older id can no longer come back to be deduplicated. A delivery linked to an evaluation that
+ * is still pending (queued, dispatched or running) is kept whatever its age: it is the trace of work
+ * not yet finished. Once forgotten, an id that does arrive again is treated as new by recordDelivery.
+ *
+ * Two set-wise DELETEs (the links first: they reference the deliveries), each picking the same rows
+ * with one subquery; with an index on deliveries(received_at) the age test is a range scan, and the
+ * pending test reads delivery_evaluations by its primary key and evaluations by theirs.
+ */
+function pruneDeliveries(db, olderThan) {
+    const pending = PENDING_STATES.map(() => "?").join(", ");
+    // Received before the cut-off and touching no pending evaluation; `d` is the delivery's row.
+    const prunable = `d.received_at < ? AND NOT EXISTS (
+      SELECT 1 FROM delivery_evaluations l JOIN evaluations e ON e.key = l.evaluation_key
+      WHERE l.delivery_id = d.id AND e.state IN (${pending}))`;
+    const args = [olderThan.getTime(), ...PENDING_STATES];
+    const prune = db.transaction(() => {
+        db.prepare(`DELETE FROM delivery_evaluations WHERE delivery_id IN (SELECT d.id FROM deliveries d WHERE ${prunable})`).run(...args);
+        return db.prepare(`DELETE FROM deliveries AS d WHERE ${prunable}`).run(...args).changes;
+    });
+    // IMMEDIATE: the write lock is taken first, so both DELETEs see one state of the store and
+    // another process of the app waits for them instead of failing to upgrade its lock.
+    return prune.immediate();
+}
+
+;// CONCATENATED MODULE: ./src/core/evaluation-key.ts
+/**
+ * The evaluation key: one final check run and one store row per (repository, head SHA, task,
+ * probe-set version). It is the check run's external_id, so it stays short and printable.
+ */
+function evaluationKey(k) {
+    const probes = k.probeSet.replace(/^sha256:/, "").slice(0, 16);
+    return `${k.owner}/${k.repo}@${k.headSha}:${k.task}:${probes}`;
+}
+
+;// CONCATENATED MODULE: ./src/store/evaluations.ts
+
+
+/** Someone else changed the evaluation between our read and our write; re-read and decide again. */
+class StaleEvaluationError extends Error {
+    key;
+    expectedVersion;
+    name = "StaleEvaluationError";
+    constructor(key, expectedVersion) {
+        super(`Evaluation ${key} changed since version ${expectedVersion}; re-read it before changing it.`);
+        this.key = key;
+        this.expectedVersion = expectedVersion;
+    }
+}
+/** No evaluation has this key. */
+class UnknownEvaluationError extends Error {
+    key;
+    name = "UnknownEvaluationError";
+    constructor(key) {
+        super(`No evaluation with key ${key} in the store.`);
+        this.key = key;
+    }
+}
+function fromRow(r) {
+    return {
+        key: r.key,
+        owner: r.owner,
+        repo: r.repo,
+        pr: r.pr,
+        headSha: r.head_sha,
+        task: r.task,
+        probeSet: r.probe_set,
+        agent: r.agent,
+        state: r.state,
+        attempt: r.attempt,
+        checkRunId: r.check_run_id,
+        workflowRunId: r.workflow_run_id,
+        verdict: r.verdict,
+        error: r.error,
+        createdAt: new Date(r.created_at),
+        updatedAt: new Date(r.updated_at),
+        attemptStartedAt: new Date(r.attempt_started_at),
+        version: r.version,
+        claimUntil: r.claim_until === null ? null : new Date(r.claim_until),
+    };
+}
+/** The evaluation with this key, or null. */
+function getEvaluation(db, key) {
+    const row = db.prepare("SELECT * FROM evaluations WHERE key = ?").get(key);
+    return row ? fromRow(row) : null;
+}
+/**
+ * The evaluation of this (repo, head SHA, task, probe set), created `queued` if there is none.
+ * Exactly one row per key even when several processes race: the insert is a no-op on conflict,
+ * and `created` is true only for the caller whose insert made the row.
+ */
+function insertOrGetEvaluation(db, e, now) {
+    const key = evaluationKey(e);
+    const t = now.getTime();
+    const info = db
+        .prepare(`INSERT INTO evaluations (key, owner, repo, pr, head_sha, task, probe_set, agent, state, created_at, updated_at, attempt_started_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) ON CONFLICT (key) DO NOTHING`)
+        .run(key, e.owner, e.repo, e.pr, e.headSha, e.task, e.probeSet, e.agent, t, t, t);
+    const evaluation = getEvaluation(db, key);
+    if (!evaluation)
+        throw new UnknownEvaluationError(key);
+    return { evaluation, created: info.changes === 1 };
+}
+/**
+ * Moves an evaluation through the core state machine (an illegal event throws
+ * IllegalTransitionError) and records `patch`. The write succeeds only if the row is still the
+ * version that was read (or `expectedVersion`, when the caller decided on an older read); else
+ * StaleEvaluationError. `complete` also records the attempt's result for first-attempt and
+ * best-of-N; `retry` starts the next attempt and clears the last one's run, verdict and error.
+ */
+function transitionEvaluation(db, key, event, opts) {
+    const apply = db.transaction(() => {
+        const current = getEvaluation(db, key);
+        if (!current)
+            throw new UnknownEvaluationError(key);
+        const expected = opts.expectedVersion ?? current.version;
+        if (current.version !== expected)
+            throw new StaleEvaluationError(key, expected);
+        const next = transition(current.state, event);
+        const patch = opts.patch ?? {};
+        if (event === "complete" && !patch.verdict)
+            throw new TypeError(`Completing evaluation ${key} needs the verdict of the attempt.`);
+        const t = opts.now.getTime();
+        const retry = event === "retry";
+        const info = db
+            .prepare(`UPDATE evaluations SET state = ?, updated_at = ?, version = version + 1,
+           attempt = attempt + ?, attempt_started_at = ?,
+           check_run_id = COALESCE(?, check_run_id),
+           workflow_run_id = CASE WHEN ? THEN NULL ELSE COALESCE(?, workflow_run_id) END,
+           verdict = CASE WHEN ? THEN NULL ELSE COALESCE(?, verdict) END,
+           error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END
+         WHERE key = ? AND version = ? AND state = ?`)
+            .run(next, t, retry ? 1 : 0, retry ? t : current.attemptStartedAt.getTime(), patch.checkRunId ?? null, retry ? 1 : 0, patch.workflowRunId ?? null, retry ? 1 : 0, patch.verdict ?? null, retry ? 1 : 0, patch.error ?? null, key, expected, current.state);
+        if (info.changes !== 1)
+            throw new StaleEvaluationError(key, expected);
+        if (event === "complete" && patch.verdict) {
+            db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)").run(key, current.attempt, patch.verdict, t, patch.area ?? null, patch.durationS ?? null, patch.gpuSeconds ?? null);
+        }
+        const updated = getEvaluation(db, key);
+        if (!updated)
+            throw new UnknownEvaluationError(key);
+        return updated;
+    });
+    // IMMEDIATE: take the write lock before reading, so a racing process waits rather than deadlocks.
+    return apply.immediate();
+}
+/** Evaluations whose current attempt has not ended, oldest first: the work to resume after a restart. */
+function listPendingEvaluations(db) {
+    const marks = PENDING_STATES.map(() => "?").join(", ");
+    const rows = db.prepare(`SELECT * FROM evaluations WHERE state IN (${marks}) ORDER BY attempt_started_at, key`).all(...PENDING_STATES);
+    return rows.map(fromRow);
+}
+/** The evaluation dispatched as this workflow run, for `workflow_run` events. */
+function findEvaluationByWorkflowRun(db, workflowRunId) {
+    const row = db.prepare("SELECT * FROM evaluations WHERE workflow_run_id = ? ORDER BY updated_at DESC LIMIT 1").get(workflowRunId);
+    return row ? fromRow(row) : null;
+}
+/**
+ * Marks every pending evaluation whose attempt began more than its deadline ago as timed out, and
+ * returns them (the app then finishes their check runs). The deadline is `deadlineS` seconds, or
+ * what `deadlineS(evaluation)` says for each. One that changed meanwhile is skipped: whoever
+ * changed it decided its fate.
+ */
+function markTimedOut(db, now, deadlineS) {
+    const out = [];
+    for (const e of listPendingEvaluations(db)) {
+        const limit = typeof deadlineS === "number" ? deadlineS : deadlineS(e);
+        if (!timedOut(e, now, limit))
+            continue;
+        try {
+            out.push(transitionEvaluation(db, e.key, "time-out", {
+                now,
+                expectedVersion: e.version,
+                patch: { error: `no result ${limit} s after the attempt began (state was '${e.state}')` },
+            }));
+        }
+        catch (err) {
+            if (!(err instanceof StaleEvaluationError))
+                throw err;
+        }
+    }
+    return out;
+}
+/**
+ * Supersedes the pending evaluations of a PR that are for another head SHA (a newer push took
+ * their place) and returns them, so the app can cancel their runs and say so on their check runs.
+ */
+function supersedeOlderHeads(db, pr, now) {
+    const marks = PENDING_STATES.map(() => "?").join(", ");
+    const rows = db
+        .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND head_sha <> ? AND state IN (${marks})`)
+        .all(pr.owner, pr.repo, pr.pr, pr.headSha, ...PENDING_STATES);
+    return endAll(db, rows.map(fromRow), "supersede", `superseded by ${pr.headSha.slice(0, 7)}`, now);
+}
+/**
+ * Cancels every pending evaluation of a PR (it was closed) and returns them, so the app can cancel
+ * their runs and say so on their check runs. Reopening the PR retries them.
+ */
+function cancelPendingOfPr(db, pr, why, now) {
+    const marks = PENDING_STATES.map(() => "?").join(", ");
+    const rows = db
+        .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND state IN (${marks})`)
+        .all(pr.owner, pr.repo, pr.pr, ...PENDING_STATES);
+    return endAll(db, rows.map(fromRow), "cancel", why, now);
+}
+/** Ends each attempt with `event`; one that changed meanwhile is skipped (whoever changed it decided). */
+function endAll(db, pending, event, error, now) {
+    const out = [];
+    for (const e of pending) {
+        try {
+            out.push(transitionEvaluation(db, e.key, event, { now, expectedVersion: e.version, patch: { error } }));
+        }
+        catch (err) {
+            if (!(err instanceof StaleEvaluationError))
+                throw err;
+        }
+    }
+    return out;
+}
+/**
+ * Takes the right to dispatch a queued attempt that has no run yet, for `leaseMs`: true for exactly
+ * one caller among racing app processes (one conditional UPDATE), so no two dispatch the same
+ * attempt. A claim whose lease ran out (its process died mid-dispatch) can be taken again.
+ */
+function claimDispatch(db, key, token, now, leaseMs) {
+    const t = now.getTime();
+    const info = db
+        .prepare(`UPDATE evaluations SET claim_token = ?, claim_until = ?
+       WHERE key = ? AND state = 'queued' AND workflow_run_id IS NULL AND (claim_until IS NULL OR claim_until <= ?)`)
+        .run(token, t + leaseMs, key, t);
+    return info.changes === 1;
+}
+/** Gives a dispatch claim back (dispatched, failed, or given up); only its holder's token releases it. */
+function releaseClaim(db, key, token) {
+    db.prepare("UPDATE evaluations SET claim_token = NULL, claim_until = NULL WHERE key = ? AND claim_token = ?").run(key, token);
+}
+
+;// CONCATENATED MODULE: ./src/core/app-check-outputs.ts
+/** The check-run button that asks for a rerun (GitHub caps label 20, description 40, identifier 20 characters). */
+const RERUN_ACTION = { label: "Re-run probes", description: "Evaluate the PR's current head again", identifier: "rerun" };
+/** The check run's name for one task or probe suite, so each target of a PR shows on its own. */
+function checkRunName(task) {
+    return `probegate / ${task}`;
+}
+/** The name of the check run that reports a broken `.github/probegate.yml`. */
+const CONFIG_CHECK_NAME = "probegate / config";
+/** Title and summary of a check run that waits for its evaluator run. */
+function queuedOutput(t) {
+    return {
+        title: t.attempt > 1 ? `Queued again (attempt ${t.attempt})` : "Queued for official tests and hidden probes",
+        summary: [
+            `Evaluating \`${t.task}\` for the pull request by **${t.agent}**, on the evaluator \`${t.evaluator}\`.`,
+            "",
+            `Chosen because: ${t.why.join("; ")}.`,
+        ].join("\n"),
+    };
+}
+const noAnnotations = (conclusion, title, summary) => ({ conclusion, title, summary, annotations: [] });
+/** A newer push took this evaluation's place. */
+function supersededOutput(newHeadSha) {
+    return noAnnotations("cancelled", `Superseded by ${newHeadSha.slice(0, 7)}`, `A newer push (\`${newHeadSha}\`) replaced this commit as the pull request's head; its evaluator run was cancelled and the new head is evaluated instead.`);
+}
+/** The PR was closed (merged or not) while this evaluation was pending. */
+function closedOutput(merged) {
+    return noAnnotations("cancelled", merged ? "Cancelled: the pull request was merged" : "Cancelled: the pull request was closed", merged
+        ? "The pull request was merged before the evaluation finished, so its evaluator run was cancelled. The merge was not gated by this result."
+        : "The pull request was closed before the evaluation finished, so its evaluator run was cancelled. Reopening the pull request evaluates its head again.");
+}
+/** The attempt ended (closed PR, newer push) while the app was still starting it. */
+function endedWhileStartingOutput(why, runCancelled) {
+    return noAnnotations("cancelled", "Cancelled while starting", `This evaluation was ended while it was being started: ${why}.${runCancelled ? " The evaluator run that had just been dispatched was cancelled." : " No evaluator run was started."}`);
+}
+/** The attempt produced no result before its deadline. */
+function timedOutOutput(why) {
+    return noAnnotations("timed_out", "Evaluation timed out", `No result arrived in time: ${why}. The runner may have died or the queue may be full. Press **${RERUN_ACTION.label}** or comment \`/probegate rerun\` to try again.`);
+}
+/**
+ * The evaluator's result could not be trusted or was never made. Neutral, never success: a forged
+ * or broken result says nothing about the submission.
+ */
+function noResultOutput(title, problems) {
+    return noAnnotations("neutral", title, [
+        "probegate could not judge this commit, so this check neither passes nor fails it.",
+        "",
+        ...problems.map((p) => `- ${p}`),
+        "",
+        `Press **${RERUN_ACTION.label}** or comment \`/probegate rerun\` to try again.`,
+    ].join("\n"));
+}
+/** A broken `.github/probegate.yml`: failure, with each problem in the summary and on its line. */
+function configErrorOutput(file, ref, issues) {
+    const rows = issues.map((i) => `- \`${file}${i.line ? `:${i.line}` : ""}\` — \`${i.field}\`: ${i.message}`);
+    const annotations = issues.map((i) => ({
+        path: file,
+        start_line: i.line ?? 1,
+        end_line: i.line ?? 1,
+        annotation_level: "failure",
+        title: `probegate config: ${i.field}`.slice(0, 255),
+        message: i.message,
+    }));
+    return {
+        conclusion: "failure",
+        title: `${file} is invalid (${issues.length} problem${issues.length === 1 ? "" : "s"})`,
+        summary: [
+            `probegate read \`${file}\` from \`${ref}\` and cannot use it, so nothing was evaluated. Fix it on the default branch; the schema is \`schema/app-config.schema.json\`.`,
+            "",
+            ...rows,
+        ].join("\n"),
+        annotations,
+    };
+}
+
+;// CONCATENATED MODULE: ./src/core/verdict.ts
+/**
+ * The verdict table. Order matters: a harness fault outranks everything (the submission was not
+ * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
+ * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
+ * at least one passed check and nothing else wrong resolves.
+ */
+function decideVerdict(input) {
+    if (input.harnessError)
+        return { verdict: "error", reason: input.harnessError };
+    if (!input.official)
+        return { verdict: "error", reason: "the official tests did not run" };
+    if (!input.official.passed)
+        return { verdict: "official-failed", reason: "the official tests failed" };
+    const count = (s) => input.probes.filter((p) => p.status === s).length;
+    const failed = count("failed");
+    const errors = count("error");
+    const passed = count("passed");
+    const total = input.probes.length;
+    if (failed > 0) {
+        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
+    }
+    if (errors > 0) {
+        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
+    }
+    if (passed === 0)
+        return { verdict: "error", reason: "no hidden probe produced a result" };
+    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
+}
+
+;// CONCATENATED MODULE: ./src/core/quarantine.ts
+
+/** How many of a check's latest outcomes on known-good submissions the rule looks at. */
+const QUARANTINE_WINDOW = 20;
+/** More failures than this in the window quarantine the check (PROBES.md: "more than 1 time in 20"). */
+const QUARANTINE_MAX_FAILURES = 1;
+/**
+ * The quarantine rule: a check that failed (or errored on) a known-good submission more than
+ * once in its latest 20 outcomes for the probe set is quarantined. The history is per probe set,
+ * so a changed probe folder starts every check afresh.
+ */
+function quarantinedChecks(histories) {
+    const out = [];
+    for (const h of histories) {
+        const recent = h.statuses.slice(0, QUARANTINE_WINDOW);
+        const failures = recent.filter((s) => s === "failed" || s === "error").length;
+        if (failures > QUARANTINE_MAX_FAILURES)
+            out.push({ check: h.check, failures, window: recent.length });
+    }
+    return out.sort((a, b) => a.check.localeCompare(b.check));
+}
+/**
+ * Reads a result with the quarantined checks' failures and errors set aside: they become warnings,
+ * and the verdict is decided again from the other checks. Only a judgement the probes made is read
+ * again (official tests passed, no harness error); the result itself is not changed, so its
+ * signature still holds over what the evaluator said.
+ */
+function readWithQuarantine(result, quarantined) {
+    const byId = new Map(quarantined.map((q) => [q.check, q]));
+    const warnings = result.probes.flatMap((p) => {
+        const q = byId.get(p.id);
+        return q && (p.status === "failed" || p.status === "error") ? [{ probe: p, quarantine: q }] : [];
+    });
+    if (warnings.length === 0 || !result.official?.passed || result.error) {
+        return { verdict: result.verdict, reason: result.reason, changed: false, warnings: result.official?.passed && !result.error ? warnings : [] };
+    }
+    const setAside = new Set(warnings.map((w) => w.probe));
+    const again = decideVerdict({ official: result.official, probes: result.probes.filter((p) => !setAside.has(p)) });
+    const reason = `${again.reason}; ${warnings.length} failure${warnings.length === 1 ? "" : "s"} of quarantined checks set aside as warnings`;
+    return { verdict: again.verdict, reason, changed: again.verdict !== result.verdict, warnings };
+}
+
+;// CONCATENATED MODULE: ./src/core/packing.ts
+/**
+ * Which jobs start now, on which GPUs and cores: the packing decision of one runner, pure so every
+ * rule is tested directly. The engine's job pool (src/engine/job-pool.ts) calls it whenever a job
+ * is queued or resources come back, and does the waiting, pinning and port checks itself.
+ */
+/** First-fit-decreasing order: most GPUs first, then most cores, then first come. */
+function ffdOrder(waiting) {
+    return [...waiting].sort((a, b) => b.gpus - a.gpus || b.cores - a.cores || a.seq - b.seq);
+}
+/**
+ * The jobs to start now, each on the lowest-numbered free GPUs and cores it needs. Jobs are tried
+ * in first-fit-decreasing order and a job that does not fit lets smaller ones past; one that has
+ * been passed over `patience` times holds the runner instead (nothing behind it starts) so a large
+ * or exclusive job is not starved by a stream of small ones. An exclusive job starts only on an
+ * idle runner, and nothing starts beside it. `passed` names the jobs that were passed over.
+ */
+function pickStarts(waiting, free, running, patience) {
+    const starts = [];
+    if (running.some((r) => r.exclusive))
+        return { starts, passed: [] };
+    let gpus = [...free.gpus].sort((a, b) => a - b);
+    let cores = [...free.cores].sort((a, b) => a - b);
+    let slots = free.slots;
+    // Skipped jobs so far; each becomes "passed over" once a job after it in the order starts.
+    let skipped = [];
+    const passed = [];
+    for (const job of ffdOrder(waiting)) {
+        const busy = running.length + starts.length > 0;
+        const fits = slots > 0 && job.gpus <= gpus.length && job.cores <= cores.length && !(job.exclusive && busy);
+        if (fits) {
+            starts.push({ id: job.id, gpus: gpus.slice(0, job.gpus), cores: cores.slice(0, job.cores) });
+            gpus = gpus.slice(job.gpus);
+            cores = cores.slice(job.cores);
+            slots -= 1;
+            passed.push(...skipped);
+            skipped = [];
+            if (job.exclusive)
+                break;
+            continue;
+        }
+        skipped.push(job.id);
+        if (job.passedOver >= patience)
+            break;
+    }
+    return { starts, passed };
+}
+/**
+ * Jobs that can never run on this runner (more GPUs or cores than it has), as one sentence each:
+ * checked before anything runs, so an evaluation fails at once instead of waiting forever.
+ */
+function unfitJobs(demands, shape) {
+    const out = [];
+    for (const d of demands) {
+        if (d.gpus > shape.gpus)
+            out.push(`${d.id} needs ${d.gpus} GPU${d.gpus === 1 ? "" : "s"}, the runner has ${shape.gpus}`);
+        else if (d.cores > shape.cores)
+            out.push(`${d.id} needs ${d.cores} cores, the runner has ${shape.cores}`);
+    }
+    return out;
+}
+/**
+ * The shortest any packing can take: max(longest job, Σ units·time / capacity), units being GPUs
+ * on a GPU runner and cores on a CPU one (PROBES.md). Zero-unit jobs count only through the first term.
+ */
+function makespanLowerBound(jobs, capacity) {
+    if (jobs.length === 0)
+        return 0;
+    const longest = Math.max(...jobs.map((j) => j.seconds));
+    const area = jobs.reduce((s, j) => s + j.units * j.seconds, 0);
+    return Math.max(longest, capacity > 0 ? area / capacity : 0);
+}
+/** torch's default rendezvous port: never handed out, whatever else on the machine may assume it. */
+const TORCH_DEFAULT_PORT = 29500;
+/**
+ * The next rendezvous port after `last` in [from, to], skipping those in use and torch's default.
+ * Ports rotate rather than restart at `from`, so a port is reused as late as possible (a socket
+ * of the job before may still be in TIME_WAIT). Null when every port of the range is taken.
+ */
+function nextPort(inUse, last, range) {
+    const size = range.to - range.from + 1;
+    for (let i = 1; i <= size; i += 1) {
+        const p = range.from + ((((last - range.from + i) % size) + size) % size);
+        if (p !== TORCH_DEFAULT_PORT && !inUse.has(p))
+            return p;
+    }
+    return null;
+}
+/** "0-3,6": a compact list of ids, as taskset and Cpus_allowed_list write them. */
+function formatIdList(ids) {
+    const sorted = [...ids].sort((a, b) => a - b);
+    const parts = [];
+    for (let i = 0; i < sorted.length;) {
+        let j = i;
+        while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1)
+            j += 1;
+        parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
+        i = j + 1;
+    }
+    return parts.join(",");
+}
+/** Parses "0-3,6" (Cpus_allowed_list, `--cores 0-7`); null for anything else. */
+function parseIdList(text) {
+    const ids = [];
+    for (const part of text.trim().split(",")) {
+        const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
+        if (!m)
+            return null;
+        const a = Number(m[1]);
+        const b = m[2] === undefined ? a : Number(m[2]);
+        if (b < a)
+            return null;
+        for (let i = a; i <= b; i += 1)
+            ids.push(i);
+    }
+    return [...new Set(ids)].sort((x, y) => x - y);
+}
+
+;// CONCATENATED MODULE: ./src/core/job-timeline.ts
+
+/**
+ * A small timeline of an evaluation's jobs for the summary: one row per job with its slice and a
+ * bar over the evaluation's time, so a reader sees what ran side by side and what waited.
+ */
+function renderTimeline(jobs, width = 32) {
+    if (jobs.length === 0)
+        return [];
+    const start = Math.min(...jobs.map((j) => j.startS));
+    const end = Math.max(...jobs.map((j) => j.endS));
+    const span = Math.max(end - start, 1e-9);
+    const rows = ["#### Jobs on the runner", "", "| Job | GPUs | Cores | Port | Timeline | Start–end (s) |", "|---|---|---|---:|---|---:|"];
+    for (const j of [...jobs].sort((a, b) => a.startS - b.startS || a.id.localeCompare(b.id))) {
+        const from = Math.min(width - 1, Math.floor(((j.startS - start) / span) * width));
+        const to = Math.max(from + 1, Math.round(((j.endS - start) / span) * width));
+        const bar = `${"·".repeat(from)}${"█".repeat(to - from)}${"·".repeat(Math.max(0, width - to))}`;
+        const flags = [j.timing ? "timing" : null, j.exclusive ? "alone" : null].filter(Boolean).join(", ");
+        rows.push(`| \`${j.id}\`${flags ? ` (${flags})` : ""} | ${j.gpus.length ? formatIdList(j.gpus) : "–"} | ${j.cores.length ? formatIdList(j.cores) : "shared"} | ${j.port} | \`${bar}\` | ${j.startS.toFixed(1)}–${j.endS.toFixed(1)} |`);
+    }
+    rows.push("");
+    return rows;
+}
+
 ;// CONCATENATED MODULE: ./src/core/check-run-render.ts
+
 
 
 /** GitHub's limits on a check run's output (Checks API). */
@@ -38219,6 +38631,7 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
         }
         rows.push("");
     }
+    rows.push(...renderTimeline(result.jobs ?? []));
     if (result.workspaceResets.length) {
         rows.push("#### Changes to the judge that were undone", "", "| Path | Action | Why |", "|---|---|---|");
         for (const r of result.workspaceResets)
@@ -38299,78 +38712,6 @@ function renderCheckRun(result) {
         summary: renderSummary(result),
         annotations: renderAnnotations(result),
     };
-}
-
-;// CONCATENATED MODULE: ./src/core/verdict.ts
-/**
- * The verdict table. Order matters: a harness fault outranks everything (the submission was not
- * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
- * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
- * at least one passed check and nothing else wrong resolves.
- */
-function decideVerdict(input) {
-    if (input.harnessError)
-        return { verdict: "error", reason: input.harnessError };
-    if (!input.official)
-        return { verdict: "error", reason: "the official tests did not run" };
-    if (!input.official.passed)
-        return { verdict: "official-failed", reason: "the official tests failed" };
-    const count = (s) => input.probes.filter((p) => p.status === s).length;
-    const failed = count("failed");
-    const errors = count("error");
-    const passed = count("passed");
-    const total = input.probes.length;
-    if (failed > 0) {
-        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
-    }
-    if (errors > 0) {
-        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
-    }
-    if (passed === 0)
-        return { verdict: "error", reason: "no hidden probe produced a result" };
-    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
-}
-
-;// CONCATENATED MODULE: ./src/core/quarantine.ts
-
-/** How many of a check's latest outcomes on known-good submissions the rule looks at. */
-const QUARANTINE_WINDOW = 20;
-/** More failures than this in the window quarantine the check (PROBES.md: "more than 1 time in 20"). */
-const QUARANTINE_MAX_FAILURES = 1;
-/**
- * The quarantine rule: a check that failed (or errored on) a known-good submission more than
- * once in its latest 20 outcomes for the probe set is quarantined. The history is per probe set,
- * so a changed probe folder starts every check afresh.
- */
-function quarantinedChecks(histories) {
-    const out = [];
-    for (const h of histories) {
-        const recent = h.statuses.slice(0, QUARANTINE_WINDOW);
-        const failures = recent.filter((s) => s === "failed" || s === "error").length;
-        if (failures > QUARANTINE_MAX_FAILURES)
-            out.push({ check: h.check, failures, window: recent.length });
-    }
-    return out.sort((a, b) => a.check.localeCompare(b.check));
-}
-/**
- * Reads a result with the quarantined checks' failures and errors set aside: they become warnings,
- * and the verdict is decided again from the other checks. Only a judgement the probes made is read
- * again (official tests passed, no harness error); the result itself is not changed, so its
- * signature still holds over what the evaluator said.
- */
-function readWithQuarantine(result, quarantined) {
-    const byId = new Map(quarantined.map((q) => [q.check, q]));
-    const warnings = result.probes.flatMap((p) => {
-        const q = byId.get(p.id);
-        return q && (p.status === "failed" || p.status === "error") ? [{ probe: p, quarantine: q }] : [];
-    });
-    if (warnings.length === 0 || !result.official?.passed || result.error) {
-        return { verdict: result.verdict, reason: result.reason, changed: false, warnings: result.official?.passed && !result.error ? warnings : [] };
-    }
-    const setAside = new Set(warnings.map((w) => w.probe));
-    const again = decideVerdict({ official: result.official, probes: result.probes.filter((p) => !setAside.has(p)) });
-    const reason = `${again.reason}; ${warnings.length} failure${warnings.length === 1 ? "" : "s"} of quarantined checks set aside as warnings`;
-    return { verdict: again.verdict, reason, changed: again.verdict !== result.verdict, warnings };
 }
 
 ;// CONCATENATED MODULE: ./src/core/quarantine-check-run.ts
@@ -41273,6 +41614,23 @@ const GpuPhasePeakSchema = strictObject({
     peakBytes: schemas_number().int().min(0),
     samples: schemas_number().int().min(0),
 });
+/** One job of the evaluation on its slice of the runner (seconds from the evaluation's start). */
+const JobRecordSchema = strictObject({
+    /** "official", or the probe process (file stem). */
+    id: schemas_string(),
+    kind: schemas_enum(["official", "probe"]),
+    gpus: array(schemas_number().int().min(0)),
+    /** Cores it was pinned to; empty where cores were not partitioned. */
+    cores: array(schemas_number().int().min(0)),
+    /** Its rendezvous port (MASTER_PORT). */
+    port: schemas_number().int().min(1).max(65535),
+    timing: schemas_boolean(),
+    exclusive: schemas_boolean(),
+    startS: schemas_number().min(0),
+    endS: schemas_number().min(0),
+    /** Seconds it queued for its slice. */
+    waitedS: schemas_number().min(0),
+});
 const EnvironmentSchema = strictObject({
     platform: schemas_string(),
     node: schemas_string(),
@@ -41340,6 +41698,8 @@ const EvaluationResultSchema = strictObject({
     })
         .nullish(),
     environment: EnvironmentSchema,
+    /** Each job (official tests, each probe process) with its GPUs, cores, port, start and end. */
+    jobs: array(JobRecordSchema).nullish(),
     startedAt: schemas_string(),
     finishedAt: schemas_string(),
     error: strictObject({ phase: schemas_string(), message: schemas_string() }).nullish(),
@@ -41798,6 +42158,7 @@ async function passGate(gh, repo, headSha, why) {
 
 
 
+
 /**
  * How long a dispatch claim holds: far longer than creating a check run and dispatching a workflow
  * take (retries included), so a live holder never loses it; a holder that died mid-dispatch leaves
@@ -41951,13 +42312,18 @@ async function stopRuns(gh, deps, repo, ended, output) {
  * kept (and so the gate and the scorecard) is that reading, the signed result stays as it came.
  */
 async function finishWithResult(gh, deps, e, result) {
-    const { output, verdict } = renderCheckRunWithQuarantine(result, quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet }));
+    const quarantined = quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet });
+    const { output, verdict } = renderCheckRunWithQuarantine(result, quarantined);
     const done = transitionEvaluation(deps.db, e.key, "complete", {
         now: deps.now(),
         expectedVersion: e.version,
         patch: { verdict, area: result.task.area, durationS: result.durations.totalS, gpuSeconds: result.gpuSeconds },
     });
-    recordProbeFailures(deps.db, e.key, e.attempt, result.probes);
+    // A quarantined check's failure is a warning on the check run, so it is no rejection category in
+    // the scorecard either. It is left out (probe_failures holds failures and errors only), which
+    // also keeps it out of `/probegate explain`, as it is out of the check run's failures.
+    const setAside = new Set(readWithQuarantine(result, quarantined).warnings.map((w) => w.probe));
+    recordProbeFailures(deps.db, e.key, e.attempt, result.probes.filter((p) => !setAside.has(p)));
     if (done.checkRunId !== null) {
         const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
         await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, output, { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
@@ -54626,80 +54992,48 @@ function chartJsSource() {
     return chartJs;
 }
 
-;// CONCATENATED MODULE: ./src/core/median-sketch.ts
-/** Values kept exactly before a sketch switches to buckets. */
-const EXACT_LIMIT = 2048;
-/** Bucket width, relative: a bucketed median is within ±0.5% of the true one. */
-const STEP = Math.log(1.01);
-const FLOOR = 1e-3;
-const BUCKETS = Math.ceil(Math.log(1e7 / FLOOR) / STEP) + 2;
+;// CONCATENATED MODULE: ./src/core/scorecard-ranking.ts
+
 /**
- * The median of a stream of non-negative figures (seconds, minutes) in bounded memory, because a
- * scorecard keeps one per agent × repository / task / area / week and sees a million evaluations.
- * Exact while it holds at most EXACT_LIMIT values; past that, log-spaced buckets 1% wide (values
- * under 1 ms share the first bucket), so the median is within ±0.5% and `exact` says so.
+ * Orders agents for a scorecard and ranks them so that no two agents whose resolved-rate intervals
+ * overlap are ranked apart. Overlap is not transitive (A overlaps B, B overlaps C, A clear of C),
+ * so a tier is a connected run of overlapping intervals: A, B and C share one. Only agents with at
+ * least MIN_RATED judged submissions are ranked; the rest follow unranked (most evaluations first),
+ * and `noAgent` (PRs without an agent) comes last. Within a tier: higher rate, then more
+ * evaluations, then name. Pure; returns new objects.
  */
-class MedianSketch {
-    exactValues = new Float64Array(16);
-    buckets = null;
-    size = 0;
-    get count() {
-        return this.size;
-    }
-    /** Whether `median()` is the exact median (no more than EXACT_LIMIT values seen). */
-    get exact() {
-        return this.buckets === null;
-    }
-    add(x) {
-        if (!(x >= 0) || !Number.isFinite(x))
-            return;
-        if (this.exactValues) {
-            if (this.size === EXACT_LIMIT)
-                this.toBuckets();
-            else {
-                if (this.size === this.exactValues.length) {
-                    const grown = new Float64Array(Math.min(EXACT_LIMIT, this.size * 2));
-                    grown.set(this.exactValues);
-                    this.exactValues = grown;
-                }
-                this.exactValues[this.size++] = x;
-                return;
-            }
+function rankByInterval(agents, noAgent) {
+    const ranked = agents.filter((a) => a.agent !== noAgent && !a.figures.resolved.fewerThanMin);
+    const unranked = agents.filter((a) => a.agent !== noAgent && a.figures.resolved.fewerThanMin);
+    const none = agents.filter((a) => a.agent === noAgent);
+    // Sweep by upper end, highest first: an interval joins the current tier while it reaches the
+    // lowest lower end seen in that tier (the tier's union is one interval).
+    const byHigh = [...ranked].sort((a, b) => b.figures.resolved.high - a.figures.resolved.high);
+    const tierOf = new Map();
+    let tier = 0;
+    let tierLow = Infinity;
+    for (const a of byHigh) {
+        const r = a.figures.resolved;
+        if (tier === 0 || r.high < tierLow) {
+            tier += 1;
+            tierLow = r.low;
         }
-        this.buckets[bucketOf(x)] += 1;
-        this.size += 1;
+        else
+            tierLow = Math.min(tierLow, r.low);
+        tierOf.set(a.agent, tier);
     }
-    toBuckets() {
-        const b = new Uint32Array(BUCKETS);
-        for (const v of this.exactValues.subarray(0, this.size))
-            b[bucketOf(v)] += 1;
-        this.buckets = b;
-        this.exactValues = null;
-    }
-    /** The median (mean of the two middle values for an even count); null when nothing was added. */
-    median() {
-        if (this.size === 0)
-            return null;
-        if (this.exactValues) {
-            const sorted = this.exactValues.slice(0, this.size).sort();
-            const mid = this.size >> 1;
-            return this.size % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-        }
-        const b = this.buckets;
-        const half = this.size / 2;
-        let seen = 0;
-        for (let i = 0; i < b.length; i++) {
-            seen += b[i];
-            if (seen >= half)
-                return i === 0 ? FLOOR / 2 : FLOOR * Math.exp((i - 0.5) * STEP);
-        }
-        return null;
-    }
-}
-function bucketOf(x) {
-    if (x < FLOOR)
-        return 0;
-    return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(x / FLOOR) / STEP));
+    const members = new Map();
+    for (const [name, t] of tierOf)
+        members.set(t, [...(members.get(t) ?? []), name]);
+    const within = (a, b) => (b.figures.resolved.rate ?? -1) - (a.figures.resolved.rate ?? -1) || b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent);
+    const rankedOut = ranked
+        .map((a) => {
+        const t = tierOf.get(a.agent);
+        return { ...a, rank: t, tiedWith: (members.get(t) ?? []).filter((n) => n !== a.agent).sort() };
+    })
+        .sort((a, b) => a.rank - b.rank || within(a, b));
+    const rest = [...unranked].sort((a, b) => b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent)).map((a) => ({ ...a, rank: null, tiedWith: [] }));
+    return [...rankedOut, ...rest, ...none.map((a) => ({ ...a, rank: null, tiedWith: [] }))];
 }
 
 ;// CONCATENATED MODULE: ./src/core/wilson.ts
@@ -54750,52 +55084,119 @@ function wilson_formatRate(r, opts = {}) {
     return opts.compact ? `${pct(r.rate)} [${lo}–${hi}] ${r.k}/${r.n}` : `${pct(r.rate)} (${r.k}/${r.n}, 95% CI ${lo}–${hi}%)`;
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-ranking.ts
+;// CONCATENATED MODULE: ./src/core/scorecard-tally.ts
 
-/**
- * Orders agents for a scorecard and ranks them so that no two agents whose resolved-rate intervals
- * overlap are ranked apart. Overlap is not transitive (A overlaps B, B overlaps C, A clear of C),
- * so a tier is a connected run of overlapping intervals: A, B and C share one. Only agents with at
- * least MIN_RATED judged submissions are ranked; the rest follow unranked (most evaluations first),
- * and `noAgent` (PRs without an agent) comes last. Within a tier: higher rate, then more
- * evaluations, then name. Pure; returns new objects.
- */
-function rankByInterval(agents, noAgent) {
-    const ranked = agents.filter((a) => a.agent !== noAgent && !a.figures.resolved.fewerThanMin);
-    const unranked = agents.filter((a) => a.agent !== noAgent && a.figures.resolved.fewerThanMin);
-    const none = agents.filter((a) => a.agent === noAgent);
-    // Sweep by upper end, highest first: an interval joins the current tier while it reaches the
-    // lowest lower end seen in that tier (the tier's union is one interval).
-    const byHigh = [...ranked].sort((a, b) => b.figures.resolved.high - a.figures.resolved.high);
-    const tierOf = new Map();
-    let tier = 0;
-    let tierLow = Infinity;
-    for (const a of byHigh) {
-        const r = a.figures.resolved;
-        if (tier === 0 || r.high < tierLow) {
-            tier += 1;
-            tierLow = r.low;
-        }
-        else
-            tierLow = Math.min(tierLow, r.low);
-        tierOf.set(a.agent, tier);
+
+
+
+/** Index of a verdict in Tally.v and ScorecardCell.verdicts. */
+const VERDICT_INDEX = { resolved: 0, "probe-rejected": 1, "official-failed": 2, error: 3 };
+/** Running tallies of one slice. */
+class Tally {
+    n = 0;
+    v = [0, 0, 0, 0];
+    cats = new Array(probe_check_CATEGORIES.length).fill(0);
+    firstJudged = 0;
+    firstResolved = 0;
+    bestJudged = 0;
+    bestResolved = 0;
+    durations = new MedianSketch();
+    gpuSeconds = 0;
+    /** Durations counted from cells, not yet given to `durations` (the store supplies them). */
+    timedPending = 0;
+    count(f) {
+        this.n += 1;
+        this.v[VERDICT_INDEX[f.verdict]] += 1;
+        if (f.failedMask)
+            for (let i = 0; i < probe_check_CATEGORIES.length; i++)
+                if (f.failedMask & (1 << i))
+                    this.cats[i] += 1;
+        if (f.durationS !== null)
+            this.durations.add(f.durationS);
+        if (f.gpuSeconds !== null)
+            this.gpuSeconds += f.gpuSeconds;
     }
-    const members = new Map();
-    for (const [name, t] of tierOf)
-        members.set(t, [...(members.get(t) ?? []), name]);
-    const within = (a, b) => (b.figures.resolved.rate ?? -1) - (a.figures.resolved.rate ?? -1) || b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent);
-    const rankedOut = ranked
-        .map((a) => {
-        const t = tierOf.get(a.agent);
-        return { ...a, rank: t, tiedWith: (members.get(t) ?? []).filter((n) => n !== a.agent).sort() };
-    })
-        .sort((a, b) => a.rank - b.rank || within(a, b));
-    const rest = [...unranked].sort((a, b) => b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent)).map((a) => ({ ...a, rank: null, tiedWith: [] }));
-    return [...rankedOut, ...rest, ...none.map((a) => ({ ...a, rank: null, tiedWith: [] }))];
+    attempts(f) {
+        if (f.verdict === "error")
+            return;
+        const resolved = f.verdict === "resolved" ? 1 : 0;
+        if (f.first) {
+            this.firstJudged += 1;
+            this.firstResolved += resolved;
+        }
+        if (f.best) {
+            this.bestJudged += 1;
+            this.bestResolved += resolved;
+        }
+    }
+    /** `count` for every attempt of a cell at once. */
+    countCell(c) {
+        this.n += c.n;
+        for (let i = 0; i < 4; i++)
+            this.v[i] += c.verdicts[i];
+        for (let i = 0; i < probe_check_CATEGORIES.length; i++)
+            this.cats[i] += c.categories[i];
+        this.timedPending += c.timed;
+        this.gpuSeconds += c.gpuSeconds;
+    }
+    /** `attempts` for every attempt of a cell at once. */
+    attemptsCell(c) {
+        const judged = c.n - c.verdicts[VERDICT_INDEX.error];
+        const resolved = c.verdicts[VERDICT_INDEX.resolved];
+        if (c.first) {
+            this.firstJudged += judged;
+            this.firstResolved += resolved;
+        }
+        if (c.best) {
+            this.bestJudged += judged;
+            this.bestResolved += resolved;
+        }
+    }
+    figures() {
+        if (this.timedPending > 0 && this.timedPending !== this.durations.count) {
+            throw new Error(`scorecard slice: ${this.timedPending} timed attempts counted but ${this.durations.count} durations supplied`);
+        }
+        const [resolved, rejected, officialFailed, error] = this.v;
+        const judged = this.n - error;
+        return {
+            evaluations: this.n,
+            verdicts: { resolved, "probe-rejected": rejected, "official-failed": officialFailed, error },
+            resolved: rateOf(resolved, judged),
+            officialPass: rateOf(resolved + rejected, judged),
+            probeRejection: rateOf(rejected, resolved + rejected),
+            failedCategories: Object.fromEntries(probe_check_CATEGORIES.map((c, i) => [c, this.cats[i]])),
+            firstAttempt: rateOf(this.firstResolved, this.firstJudged),
+            bestOfN: rateOf(this.bestResolved, this.bestJudged),
+            medianDurationS: this.durations.median(),
+            medianExact: this.durations.exact,
+            timed: this.durations.count,
+            gpuMinutes: this.gpuSeconds / 60,
+        };
+    }
+}
+/** The tallies of one agent: overall and per dimension. */
+class AgentTally {
+    all = new Tally();
+    by = { repository: new Map(), task: new Map(), area: new Map(), week: new Map() };
+    /** Puts this agent's tallies for a fact with these dimension keys into `out` from `at` (no allocation per fact). */
+    collect(keys, out, at) {
+        out[at] = this.all;
+        for (let i = 0; i < DIMENSIONS.length; i++) {
+            const m = this.by[DIMENSIONS[i]];
+            const k = keys[i];
+            let t = m.get(k);
+            if (!t)
+                m.set(k, (t = new Tally()));
+            out[at + 1 + i] = t;
+        }
+    }
+    score(agent) {
+        const by = Object.fromEntries(DIMENSIONS.map((d) => [d, [...this.by[d]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, t]) => ({ key, figures: t.figures() }))]));
+        return { agent, rank: null, tiedWith: [], figures: this.all.figures(), by };
+    }
 }
 
 ;// CONCATENATED MODULE: ./src/core/scorecard.ts
-
 
 
 
@@ -54841,83 +55242,6 @@ function weekOf(ms) {
     const start = ms - ((((ms - MONDAY0) % WEEK_MS) + WEEK_MS) % WEEK_MS);
     return new Date(start).toISOString().slice(0, 10);
 }
-const VERDICT_INDEX = { resolved: 0, "probe-rejected": 1, "official-failed": 2, error: 3 };
-/** Running tallies of one slice. */
-class Tally {
-    n = 0;
-    v = [0, 0, 0, 0];
-    cats = new Array(probe_check_CATEGORIES.length).fill(0);
-    firstJudged = 0;
-    firstResolved = 0;
-    bestJudged = 0;
-    bestResolved = 0;
-    durations = new MedianSketch();
-    gpuSeconds = 0;
-    count(f) {
-        this.n += 1;
-        this.v[VERDICT_INDEX[f.verdict]] += 1;
-        if (f.failedMask)
-            for (let i = 0; i < probe_check_CATEGORIES.length; i++)
-                if (f.failedMask & (1 << i))
-                    this.cats[i] += 1;
-        if (f.durationS !== null)
-            this.durations.add(f.durationS);
-        if (f.gpuSeconds !== null)
-            this.gpuSeconds += f.gpuSeconds;
-    }
-    attempts(f) {
-        if (f.verdict === "error")
-            return;
-        const resolved = f.verdict === "resolved" ? 1 : 0;
-        if (f.first) {
-            this.firstJudged += 1;
-            this.firstResolved += resolved;
-        }
-        if (f.best) {
-            this.bestJudged += 1;
-            this.bestResolved += resolved;
-        }
-    }
-    figures() {
-        const [resolved, rejected, officialFailed, error] = this.v;
-        const judged = this.n - error;
-        return {
-            evaluations: this.n,
-            verdicts: { resolved, "probe-rejected": rejected, "official-failed": officialFailed, error },
-            resolved: rateOf(resolved, judged),
-            officialPass: rateOf(resolved + rejected, judged),
-            probeRejection: rateOf(rejected, resolved + rejected),
-            failedCategories: Object.fromEntries(probe_check_CATEGORIES.map((c, i) => [c, this.cats[i]])),
-            firstAttempt: rateOf(this.firstResolved, this.firstJudged),
-            bestOfN: rateOf(this.bestResolved, this.bestJudged),
-            medianDurationS: this.durations.median(),
-            medianExact: this.durations.exact,
-            timed: this.durations.count,
-            gpuMinutes: this.gpuSeconds / 60,
-        };
-    }
-}
-/** The tallies of one agent: overall and per dimension. */
-class AgentTally {
-    all = new Tally();
-    by = { repository: new Map(), task: new Map(), area: new Map(), week: new Map() };
-    /** Puts this agent's tallies for a fact with these dimension keys into `out` from `at` (no allocation per fact). */
-    collect(keys, out, at) {
-        out[at] = this.all;
-        for (let i = 0; i < DIMENSIONS.length; i++) {
-            const m = this.by[DIMENSIONS[i]];
-            const k = keys[i];
-            let t = m.get(k);
-            if (!t)
-                m.set(k, (t = new Tally()));
-            out[at + 1 + i] = t;
-        }
-    }
-    score(agent) {
-        const by = Object.fromEntries(DIMENSIONS.map((d) => [d, [...this.by[d]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, t]) => ({ key, figures: t.figures() }))]));
-        return { agent, rank: null, tiedWith: [], figures: this.all.figures(), by };
-    }
-}
 /**
  * Whether a basis counts this attempt: its group's first or best (group begun at or after `since`,
  * ms), or with `all` any attempt finished at or after `since`. Pure.
@@ -54956,10 +55280,7 @@ class ScorecardBuilder {
         let agent = this.agents.get(name);
         if (!agent)
             this.agents.set(name, (agent = new AgentTally()));
-        const wk = Math.floor((f.finishedAt - MONDAY0) / WEEK_MS);
-        let week = this.weeks.get(wk);
-        if (week === undefined)
-            this.weeks.set(wk, (week = weekOf(f.finishedAt)));
+        const week = this.week(Math.floor((f.finishedAt - MONDAY0) / WEEK_MS));
         const keys = this.keys;
         keys[0] = this.repository(f.owner, f.repo);
         keys[1] = f.task;
@@ -54974,6 +55295,63 @@ class ScorecardBuilder {
             if (attempts)
                 t.attempts(f);
         }
+    }
+    /**
+     * Adds a cell's attempts as `add` would add each of them, except their durations: each slice's
+     * `timedPending` says how many the caller must still give its `durations` (see `forEachSlice`)
+     * before `build`. Cells carry no group start, so a builder with `since` refuses them.
+     */
+    addCell(c) {
+        if (Number.isFinite(this.since))
+            throw new Error("ScorecardBuilder.addCell: cells cannot honour `since`; add facts instead");
+        const counted = this.basis === "all" || (this.basis === "first-attempt" ? c.first : c.best);
+        const attempts = c.first || c.best;
+        if ((!counted && !attempts) || c.n === 0)
+            return;
+        const name = c.agent ?? NO_AGENT;
+        let agent = this.agents.get(name);
+        if (!agent)
+            this.agents.set(name, (agent = new AgentTally()));
+        const keys = this.keys;
+        keys[0] = this.repository(c.owner, c.repo);
+        keys[1] = c.task;
+        keys[2] = c.area ?? UNKNOWN_AREA;
+        keys[3] = this.week(c.week);
+        const tallies = this.tallies;
+        agent.collect(keys, tallies, 0);
+        this.total.collect(keys, tallies, 1 + DIMENSIONS.length);
+        for (const t of tallies) {
+            if (counted)
+                t.countCell(c);
+            if (attempts)
+                t.attemptsCell(c);
+        }
+    }
+    /** The label of a week index (whole weeks since 1970-01-05). */
+    week(wk) {
+        let week = this.weeks.get(wk);
+        if (week === undefined)
+            this.weeks.set(wk, (week = weekOf(MONDAY0 + wk * WEEK_MS)));
+        return week;
+    }
+    /** Every slice so far: agent name (null: everyone), dimension (null: overall), key ("" overall), its tally. */
+    forEachSlice(fn) {
+        const visit = (name, a) => {
+            fn(name, null, "", a.all);
+            for (const d of DIMENSIONS)
+                for (const [k, t] of a.by[d])
+                    fn(name, d, k, t);
+        };
+        for (const [name, a] of this.agents)
+            visit(name, a);
+        visit(null, this.total);
+    }
+    /** The tally of one slice (see forEachSlice), if any attempt reached it. */
+    slice(agent, dimension, key) {
+        const a = agent === null ? this.total : this.agents.get(agent);
+        if (!a)
+            return undefined;
+        return dimension === null ? a.all : a.by[dimension].get(key);
     }
     repository(owner, repo) {
         if (!owner || !repo)
@@ -55372,7 +55750,174 @@ ${charts}
 `;
 }
 
+;// CONCATENATED MODULE: ./src/store/scorecard-cells.ts
+
+
+
+/** Histogram dimension numbers of scorecard_durations (migration 7). */
+const DIM_OF = { 1: "repository", 2: "task", 3: "area", 4: "week" };
+const scorecard_cells_WEEK_MS = 7 * 86_400_000;
+/**
+ * Reading a slice's exact durations costs a fraction of what folding a row in the full scan does
+ * (one value, one sketch add, against ten tallies): past this many exact durations per attempt in
+ * the store, the scan is cheaper.
+ */
+const SCAN_SHARE = 3;
+/** The flags (scorecard_rows.counted) whose attempts a basis counts, as SQL; null for every attempt. */
+function countedFlags(basis) {
+    return basis === "all" ? null : basis === "first-attempt" ? "(1, 3)" : "(2, 3)";
+}
+/**
+ * The scorecard of every attempt in the store (no repository or `since` filter) from the cells
+ * migration 7's triggers keep: a few thousand rows of counts instead of one per attempt, so it
+ * costs about the same at a million evaluations as at ten thousand. Figures are those of the full
+ * scan (scorecardScan): counts and rates exactly; GPU minutes up to float rounding (summed in
+ * another order); medians the same as the scan's MedianSketch: exact for slices of at most
+ * EXACT_LIMIT timed attempts (their durations read through an index), from the same 1%-wide
+ * buckets above that. With `unlessScanIsCheaper`, null when the small slices' exact durations
+ * would read more rows than the full scan (a small store: most slices under EXACT_LIMIT).
+ */
+function scorecardFromCells(db, basis, opts = {}) {
+    const builder = new ScorecardBuilder(basis);
+    const flags = countedFlags(basis);
+    const cats = probe_check_CATEGORIES.map((_, i) => `cat${i}`).join(", ");
+    const rows = db
+        .prepare(`SELECT json_extract(agent_j, '$'), owner, repo, task, json_extract(area_j, '$'), wk, flags, n, resolved, rejected, official_failed, errors, ${cats}, timed, gpu
+       FROM scorecard_cells WHERE n <> 0 ${flags ? "AND flags <> 0" : ""}`)
+        .raw(true);
+    const cell = { agent: null, owner: null, repo: null, task: "", area: null, week: 0, first: false, best: false, n: 0, verdicts: [0, 0, 0, 0], categories: probe_check_CATEGORIES.map(() => 0), timed: 0, gpuSeconds: 0 };
+    const verdicts = cell.verdicts;
+    const categories = cell.categories;
+    /** Each agent name's stored agent values (NO_AGENT stands for NULL and for anyone named so). */
+    const rawAgents = new Map();
+    let attempts = 0;
+    for (const r of rows.iterate()) {
+        cell.agent = r[0];
+        cell.owner = r[1];
+        cell.repo = r[2];
+        cell.task = r[3];
+        cell.area = r[4];
+        cell.week = r[5];
+        cell.first = (r[6] & 1) !== 0;
+        cell.best = (r[6] & 2) !== 0;
+        cell.n = r[7];
+        for (let i = 0; i < 4; i++)
+            verdicts[i] = r[8 + i];
+        for (let i = 0; i < categories.length; i++)
+            categories[i] = r[12 + i];
+        cell.timed = r[12 + categories.length];
+        cell.gpuSeconds = r[13 + categories.length];
+        builder.addCell(cell);
+        attempts += cell.n;
+        const name = cell.agent ?? NO_AGENT;
+        let raw = rawAgents.get(name);
+        if (!raw)
+            rawAgents.set(name, (raw = new Set()));
+        raw.add(cell.agent);
+    }
+    let exactRows = 0;
+    builder.forEachSlice((_agent, _dim, _key, t) => {
+        if (t.timedPending > 0 && t.timedPending <= EXACT_LIMIT)
+            exactRows += t.timedPending;
+    });
+    if (opts.unlessScanIsCheaper && exactRows > SCAN_SHARE * attempts)
+        return null;
+    bucketedDurations(db, builder, flags);
+    const everyone = [...new Set([...rawAgents.values()].flatMap((s) => [...s]))];
+    const exact = exactDurations(db, basis);
+    builder.forEachSlice((agent, dim, key, tally) => {
+        if (tally.timedPending === 0 || tally.timedPending > EXACT_LIMIT)
+            return;
+        for (const raw of agent === null ? everyone : [...(rawAgents.get(agent) ?? [])])
+            for (const d of exact(raw, dim, key))
+                tally.durations.add(d);
+    });
+    return builder.build();
+}
+/** Gives each slice past EXACT_LIMIT timed attempts its histogram from scorecard_durations. */
+function bucketedDurations(db, builder, flags) {
+    const big = (t) => (t && t.timedPending > EXACT_LIMIT ? t : undefined);
+    const labels = new Map();
+    const label = (dim, keyJson) => {
+        const memo = `${dim}\u0000${keyJson}`;
+        let l = labels.get(memo);
+        if (l !== undefined)
+            return l;
+        const k = JSON.parse(keyJson);
+        if (dim === "repository")
+            l = k === null ? UNKNOWN_REPOSITORY : String(k);
+        else if (dim === "area")
+            l = k === null ? UNKNOWN_AREA : String(k);
+        else if (dim === "week")
+            l = builder.week(k);
+        else
+            l = String(k);
+        labels.set(memo, l);
+        return l;
+    };
+    const names = new Map();
+    const stmt = db
+        .prepare(`SELECT dim, agent_j, key_j, bucket, SUM(n) FROM scorecard_durations ${flags ? `WHERE flags IN ${flags}` : ""}
+       GROUP BY dim, agent_j, key_j, bucket HAVING SUM(n) <> 0`)
+        .raw(true);
+    let slice = "";
+    let targets = [];
+    for (const r of stmt.iterate()) {
+        const [dimNo, agentJson, keyJson, bucket, n] = r;
+        const at = `${dimNo}\u0000${agentJson}\u0000${keyJson}`;
+        if (at !== slice) {
+            slice = at;
+            const dim = DIM_OF[dimNo];
+            let name = names.get(agentJson);
+            if (name === undefined)
+                names.set(agentJson, (name = JSON.parse(agentJson) ?? NO_AGENT));
+            const key = label(dim, keyJson);
+            const found = [big(builder.slice(name, dim, key)), big(builder.slice(null, dim, key))];
+            if (dim === "repository")
+                found.push(big(builder.slice(name, null, "")), big(builder.slice(null, null, "")));
+            targets = found.filter((t) => t !== undefined);
+        }
+        for (const t of targets)
+            t.durations.addToBucket(bucket, n);
+    }
+}
+/**
+ * A reader of one slice's exact durations for one stored agent value, from scorecard_rows through
+ * migration 7's (agent, …) indexes: for slices small enough that MedianSketch keeps them exactly.
+ */
+function exactDurations(db, basis) {
+    const counted = basis === "all" ? "" : `AND (counted & ${basis === "first-attempt" ? 1 : 2}) <> 0`;
+    const by = (cond) => db.prepare(`SELECT duration_s FROM scorecard_rows WHERE agent IS ? AND ${cond} AND duration_s IS NOT NULL ${counted}`).pluck();
+    const stmts = {
+        all: by("1"),
+        repository: by("owner = ? AND repo = ?"),
+        unknownRepository: by("(owner = '' OR repo = '')"),
+        task: by("task = ?"),
+        area: by("area = ?"),
+        noArea: by("area IS NULL"),
+        week: by("finished_at >= ? AND finished_at < ?"),
+    };
+    return (agent, dim, key) => {
+        if (dim === null)
+            return stmts.all.all(agent);
+        if (dim === "repository") {
+            if (key === UNKNOWN_REPOSITORY)
+                return stmts.unknownRepository.all(agent);
+            const cut = key.indexOf("/");
+            return stmts.repository.all(agent, key.slice(0, cut), key.slice(cut + 1));
+        }
+        if (dim === "task")
+            return stmts.task.all(agent, key);
+        // Two lookups rather than an OR, which SQLite would not answer from the (agent, area) index.
+        if (dim === "area")
+            return [...(key === UNKNOWN_AREA ? stmts.noArea.all(agent) : []), ...stmts.area.all(agent, key)];
+        const start = Date.parse(`${key}T00:00:00Z`);
+        return stmts.week.all(agent, start, start + scorecard_cells_WEEK_MS);
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/store/scorecard-rows.ts
+
 
 
 
@@ -55411,12 +55956,25 @@ function scorecard_rows_where(filter, which, p = "") {
     return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 /**
- * The scorecard of the store's finished attempts: one pass over scorecard_rows, streamed into the
- * core's ScorecardBuilder (raw rows, one reused fact object), so memory stays bounded by the number
- * of slices whatever the number of evaluations. The rows read are those the basis counts plus every
- * group's first and best attempt (for first-attempt against best-of-N).
+ * The scorecard of the store's finished attempts. Unfiltered (every repository, no `since`): from
+ * the pre-counted cells (scorecardFromCells), a few thousand rows at a million evaluations (or
+ * the full scan where the cells would read more: a small store). With a
+ * repository or `since` filter: the full scan (scorecardScan), since the cells are not kept per
+ * group start and their duration histograms not per repository.
  */
 function scorecardOf(db, filter) {
+    if (filter.owner || filter.since)
+        return scorecardScan(db, filter);
+    return scorecardFromCells(db, filter.basis, { unlessScanIsCheaper: true }) ?? scorecardScan(db, filter);
+}
+/**
+ * The scorecard of the store's finished attempts by one pass over scorecard_rows, streamed into the
+ * core's ScorecardBuilder (raw rows, one reused fact object), so memory stays bounded by the number
+ * of slices whatever the number of evaluations. The rows read are those the basis counts plus every
+ * group's first and best attempt (for first-attempt against best-of-N). What scorecardOf does with
+ * a filter, and the reference its cells are checked against.
+ */
+function scorecardScan(db, filter) {
     const builder = new ScorecardBuilder(filter.basis, filter.since);
     const w = scorecard_rows_where(filter, "first-or-best");
     // Fewer, packed columns: crossing into JS costs per row and per value, the packing in SQL does not.

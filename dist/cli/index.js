@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(1109);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(634);
 
 const code = await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .main */ .i)(process.argv.slice(2), {
     stdout: (s) => process.stdout.write(s),
@@ -5435,7 +5435,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 1109:
+/***/ 634:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5473,8 +5473,8 @@ var external_node_path_ = __nccwpck_require__(6760);
 // EXTERNAL MODULE: ./node_modules/cli-table3/index.js
 var cli_table3 = __nccwpck_require__(5832);
 var cli_table3_default = /*#__PURE__*/__nccwpck_require__.n(cli_table3);
-// EXTERNAL MODULE: ./src/core/check-run-render.ts
-var check_run_render = __nccwpck_require__(1088);
+// EXTERNAL MODULE: ./src/core/check-run-render.ts + 1 modules
+var check_run_render = __nccwpck_require__(6824);
 // EXTERNAL MODULE: ./node_modules/zod/v4/classic/schemas.js + 7 modules
 var schemas = __nccwpck_require__(2311);
 // EXTERNAL MODULE: ./src/core/probe-check.ts
@@ -5512,16 +5512,6 @@ function compareToExpectation(result, want) {
 
 // EXTERNAL MODULE: ./src/core/sizes.ts
 var sizes = __nccwpck_require__(9013);
-// EXTERNAL MODULE: external "node:crypto"
-var external_node_crypto_ = __nccwpck_require__(7598);
-;// CONCATENATED MODULE: external "node:os"
-const external_node_os_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:os");
-// EXTERNAL MODULE: ./src/core/probe-params.ts
-var probe_params = __nccwpck_require__(6204);
-// EXTERNAL MODULE: ./src/core/verdict.ts
-var core_verdict = __nccwpck_require__(9478);
-// EXTERNAL MODULE: ./src/core/task-environment.ts
-var task_environment = __nccwpck_require__(4494);
 ;// CONCATENATED MODULE: ./src/engine/submission.ts
 
 
@@ -5559,6 +5549,158 @@ function describeSubmission(s) {
     return s.kind === "git" ? `${s.repo}@${s.ref}` : s.path;
 }
 
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+// EXTERNAL MODULE: ./src/core/probe-params.ts
+var probe_params = __nccwpck_require__(6204);
+;// CONCATENATED MODULE: ./src/engine/cgroup.ts
+
+
+const FILES = {
+    1: { memMax: "memory.limit_in_bytes", memPeak: "memory.max_usage_in_bytes", memEvents: "memory.oom_control" },
+    2: { memMax: "memory.max", memPeak: "memory.peak", memEvents: "memory.events" },
+};
+/** The cgroup path of this process for one v1 controller ("" for v2), from /proc/self/cgroup. */
+function ownCgroupPath(procSelfCgroup, controller) {
+    for (const line of procSelfCgroup.split("\n")) {
+        const [, names, path] = line.split(":");
+        if (names === undefined || path === undefined)
+            continue;
+        if (controller === null ? names === "" && line.startsWith("0::") : names.split(",").includes(controller))
+            return path;
+    }
+    return null;
+}
+/** Reads `key N` from a flat keyed cgroup file ("oom_kill 3", "max 12"); 0 when absent. */
+function keyedCount(text, key) {
+    const m = text.match(new RegExp(`^${key} (\\d+)$`, "m"));
+    return m ? Number(m[1]) : 0;
+}
+const writable = (dir) => {
+    try {
+        (0,external_node_fs_.accessSync)(dir, external_node_fs_.constants.W_OK);
+        return true;
+    }
+    catch {
+        return false;
+    }
+};
+const read = (p) => {
+    try {
+        return (0,external_node_fs_.readFileSync)(p, "utf8");
+    }
+    catch {
+        return "";
+    }
+};
+/**
+ * Finds usable memory and pids controllers under `root`: cgroup v2 when this process's own group
+ * delegates both to children and is writable, else v1 hierarchies writable here. Null where neither is.
+ */
+function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/self/cgroup")) {
+    const v2own = ownCgroupPath(procSelfCgroup, null);
+    const v2root = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "cgroup.controllers")) ? root : (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "unified", "cgroup.controllers")) ? (0,external_node_path_.join)(root, "unified") : null;
+    if (v2root && v2own !== null) {
+        const parent = (0,external_node_path_.join)(v2root, v2own);
+        const delegated = read((0,external_node_path_.join)(parent, "cgroup.subtree_control")).split(/\s+/);
+        if (delegated.includes("memory") && delegated.includes("pids") && writable(parent))
+            return { version: 2, parent };
+    }
+    const mem = ownCgroupPath(procSelfCgroup, "memory");
+    const pids = ownCgroupPath(procSelfCgroup, "pids");
+    if (mem !== null && pids !== null && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "memory", "cgroup.procs")) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "pids", "cgroup.procs"))) {
+        const ctl = { version: 1, memory: (0,external_node_path_.join)(root, "memory", mem), pids: (0,external_node_path_.join)(root, "pids", pids) };
+        if (writable(ctl.memory) && writable(ctl.pids))
+            return ctl;
+    }
+    return null;
+}
+let counter = 0;
+/**
+ * Makes a cgroup for one run with memory and pids limits. Null when the controllers cannot be used
+ * here (not writable, not delegated): the caller then falls back to sampling from /proc.
+ */
+function createJobCgroup(ctl, limits) {
+    if (!ctl)
+        return null;
+    const name = `probegate-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+    const memDir = (0,external_node_path_.join)(ctl.version === 2 ? ctl.parent : ctl.memory, name);
+    const pidsDir = ctl.version === 2 ? memDir : (0,external_node_path_.join)(ctl.pids, name);
+    const dirs = [...new Set([memDir, pidsDir])];
+    const f = FILES[ctl.version];
+    try {
+        for (const d of dirs)
+            (0,external_node_fs_.mkdirSync)(d);
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(memDir, f.memMax), String(limits.memoryBytes));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(pidsDir, "pids.max"), String(limits.pids));
+    }
+    catch {
+        for (const d of dirs) {
+            try {
+                (0,external_node_fs_.rmdirSync)(d);
+            }
+            catch {
+                // It was never made.
+            }
+        }
+        return null;
+    }
+    // No swap: a memory bomb must meet the limit, not page the runner to a crawl. Not every kernel has it.
+    const swap = (0,external_node_path_.join)(memDir, ctl.version === 2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
+    try {
+        if ((0,external_node_fs_.existsSync)(swap))
+            (0,external_node_fs_.writeFileSync)(swap, ctl.version === 2 ? "0" : String(limits.memoryBytes));
+    }
+    catch {
+        // Swap accounting off: the memory limit still holds for resident memory.
+    }
+    const pidsOf = () => dirs.flatMap((d) => read((0,external_node_path_.join)(d, "cgroup.procs"))
+        .split("\n")
+        .filter(Boolean)
+        .map(Number));
+    const killAll = () => {
+        for (const pid of pidsOf()) {
+            try {
+                process.kill(pid, "SIGKILL");
+            }
+            catch {
+                // Already gone.
+            }
+        }
+    };
+    return {
+        procsFiles: dirs.map((d) => (0,external_node_path_.join)(d, "cgroup.procs")),
+        memoryPeak: () => {
+            const v = Number(read((0,external_node_path_.join)(memDir, f.memPeak)).trim());
+            return Number.isFinite(v) && v > 0 ? v : null;
+        },
+        limitHit: () => {
+            if (keyedCount(read((0,external_node_path_.join)(memDir, f.memEvents)), "oom_kill") > 0)
+                return "memory";
+            if (keyedCount(read((0,external_node_path_.join)(pidsDir, "pids.events")), "max") > 0)
+                return "pids";
+            return null;
+        },
+        killAll,
+        remove: async () => {
+            for (let i = 0; i < 50 && pidsOf().length > 0; i++) {
+                killAll();
+                await new Promise((r) => setTimeout(r, 20));
+            }
+            for (const d of dirs) {
+                try {
+                    (0,external_node_fs_.rmdirSync)(d);
+                }
+                catch {
+                    // A process that would not die keeps its group; the kernel frees it when it does.
+                }
+            }
+        },
+    };
+}
+
+;// CONCATENATED MODULE: external "node:os"
+const external_node_os_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:os");
 ;// CONCATENATED MODULE: ./node_modules/is-plain-obj/index.js
 function isPlainObject(value) {
 	if (typeof value !== 'object' || value === null) {
@@ -11952,7 +12094,7 @@ const handleEarlyError = ({error, command, escapedCommand, fileDescriptors, opti
 
 	const subprocess = new external_node_child_process_.ChildProcess();
 	createDummyStreams(subprocess, fileDescriptors);
-	Object.assign(subprocess, {readable, writable, duplex});
+	Object.assign(subprocess, {readable, writable: early_error_writable, duplex});
 
 	const earlyError = makeEarlyError({
 		error,
@@ -11990,7 +12132,7 @@ const createDummyStream = () => {
 };
 
 const readable = () => new external_node_stream_namespaceObject.Readable({read() {}});
-const writable = () => new external_node_stream_namespaceObject.Writable({write() {}});
+const early_error_writable = () => new external_node_stream_namespaceObject.Writable({write() {}});
 const duplex = () => new external_node_stream_namespaceObject.Duplex({read() {}, write() {}});
 
 const handleDummyPromise = async (error, verboseInfo, options) => handleResult(error, verboseInfo, options);
@@ -14714,11 +14856,19 @@ const {
 } = getIpcExport();
 
 
+// EXTERNAL MODULE: ./src/core/packing.ts
+var packing = __nccwpck_require__(3448);
 ;// CONCATENATED MODULE: external "node:readline"
 const external_node_readline_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:readline");
 ;// CONCATENATED MODULE: ./src/engine/gpu-meter.ts
 
 
+
+
+/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
+function gpuNote(peak) {
+    return peak ? `, GPU peak ${(0,sizes/* formatBytes */.z3)(peak.peakBytes)}` : "";
+}
 const MIB = 1024 * 1024;
 /** The nvidia-smi to use: PROBEGATE_NVIDIA_SMI (tests, unusual installs), else the one on PATH. */
 function nvidiaSmiPath() {
@@ -14816,8 +14966,31 @@ async function startGpuMeter(gpus, opts = {}) {
         },
     };
 }
+/**
+ * Memory used on each of `gpus` now (bytes), from one nvidia-smi query; null where the driver
+ * cannot be read. The job pool takes each GPU's idle baseline with it, and gives a GPU to the next
+ * job only once it reads back at that baseline.
+ */
+async function readGpuUsed(gpus, opts = {}) {
+    if (gpus.length === 0)
+        return new Map();
+    const r = await execa(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`], {
+        reject: false,
+        timeout: opts.timeoutMs ?? 10_000,
+    });
+    if (r.exitCode !== 0 || typeof r.stdout !== "string")
+        return null;
+    const used = new Map();
+    for (const line of r.stdout.split("\n")) {
+        const u = parseUsedLine(line);
+        if (u && gpus.includes(u.index))
+            used.set(u.index, u.usedBytes);
+    }
+    return used.size === gpus.length ? used : null;
+}
 
 ;// CONCATENATED MODULE: ./src/engine/host.ts
+
 
 
 
@@ -14887,153 +15060,139 @@ async function detectGpus() {
     });
 }
 function cpuCount() {
-    return Math.max(1, cpus().length);
+    return Math.max(1, (0,external_node_os_namespaceObject.cpus)().length);
 }
-
-;// CONCATENATED MODULE: ./src/engine/cgroup.ts
-
-
-const FILES = {
-    1: { memMax: "memory.limit_in_bytes", memPeak: "memory.max_usage_in_bytes", memEvents: "memory.oom_control" },
-    2: { memMax: "memory.max", memPeak: "memory.peak", memEvents: "memory.events" },
-};
-/** The cgroup path of this process for one v1 controller ("" for v2), from /proc/self/cgroup. */
-function ownCgroupPath(procSelfCgroup, controller) {
-    for (const line of procSelfCgroup.split("\n")) {
-        const [, names, path] = line.split(":");
-        if (names === undefined || path === undefined)
-            continue;
-        if (controller === null ? names === "" && line.startsWith("0::") : names.split(",").includes(controller))
-            return path;
-    }
-    return null;
-}
-/** Reads `key N` from a flat keyed cgroup file ("oom_kill 3", "max 12"); 0 when absent. */
-function keyedCount(text, key) {
-    const m = text.match(new RegExp(`^${key} (\\d+)$`, "m"));
-    return m ? Number(m[1]) : 0;
-}
-const cgroup_writable = (dir) => {
+/**
+ * The CPU ids this process may run on (its affinity, as /proc/self/status lists it), so packed
+ * jobs are pinned only to cores that exist here; 0..n-1 where that file cannot be read.
+ */
+function availableCpus() {
     try {
-        (0,external_node_fs_.accessSync)(dir, external_node_fs_.constants.W_OK);
-        return true;
+        const m = /^Cpus_allowed_list:\s*(\S+)/m.exec((0,external_node_fs_.readFileSync)("/proc/self/status", "utf8"));
+        const ids = m?.[1] ? (0,packing/* parseIdList */.hG)(m[1]) : null;
+        if (ids?.length)
+            return ids;
     }
     catch {
+        // not Linux, or no /proc
+    }
+    return Array.from({ length: cpuCount() }, (_, i) => i);
+}
+
+;// CONCATENATED MODULE: ./src/engine/leak-guard.ts
+
+
+/** Shorter lines are too common to be evidence of a leak (`import os`, `return total`). */
+const MIN_LINE = 20;
+const CANARY = /[A-Za-z0-9_-]*canary[A-Za-z0-9_-]*/gi;
+const MIN_CANARY = 8;
+/** The marker that replaces an outgoing string that held probe source. */
+const WITHHELD = "[withheld by probegate: this text contained hidden probe source]";
+/** Lines and canaries of probe sources (file texts). Pure. */
+function probeSecrets(texts) {
+    const lines = new Set();
+    const canaries = new Set();
+    for (const text of texts) {
+        for (const raw of text.split(/\r?\n/)) {
+            const line = raw.trim();
+            if (line.length >= MIN_LINE)
+                lines.add(line);
+        }
+        for (const m of text.matchAll(CANARY))
+            if (m[0].length >= MIN_CANARY)
+                canaries.add(m[0].toLowerCase());
+    }
+    return { lines: [...lines], canaries: [...canaries] };
+}
+/** Reads every text file under the probe folder (caches and binary files skipped). */
+function readProbeSecrets(probesDir) {
+    const texts = [];
+    const walk = (dir) => {
+        for (const name of (0,external_node_fs_.readdirSync)(dir)) {
+            if (name === "__pycache__")
+                continue;
+            const p = (0,external_node_path_.join)(dir, name);
+            const st = (0,external_node_fs_.statSync)(p);
+            if (st.isDirectory())
+                walk(p);
+            else if (st.isFile()) {
+                const buf = (0,external_node_fs_.readFileSync)(p);
+                if (!buf.includes(0))
+                    texts.push(buf.toString("utf8"));
+            }
+        }
+    };
+    walk(probesDir);
+    return probeSecrets(texts);
+}
+/** Whether `text` holds a canary or a line of probe source. */
+function leaks(text, secrets) {
+    if (text.length < MIN_CANARY)
         return false;
-    }
-};
-const read = (p) => {
-    try {
-        return (0,external_node_fs_.readFileSync)(p, "utf8");
-    }
-    catch {
-        return "";
-    }
-};
-/**
- * Finds usable memory and pids controllers under `root`: cgroup v2 when this process's own group
- * delegates both to children and is writable, else v1 hierarchies writable here. Null where neither is.
- */
-function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/self/cgroup")) {
-    const v2own = ownCgroupPath(procSelfCgroup, null);
-    const v2root = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "cgroup.controllers")) ? root : (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "unified", "cgroup.controllers")) ? (0,external_node_path_.join)(root, "unified") : null;
-    if (v2root && v2own !== null) {
-        const parent = (0,external_node_path_.join)(v2root, v2own);
-        const delegated = read((0,external_node_path_.join)(parent, "cgroup.subtree_control")).split(/\s+/);
-        if (delegated.includes("memory") && delegated.includes("pids") && cgroup_writable(parent))
-            return { version: 2, parent };
-    }
-    const mem = ownCgroupPath(procSelfCgroup, "memory");
-    const pids = ownCgroupPath(procSelfCgroup, "pids");
-    if (mem !== null && pids !== null && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "memory", "cgroup.procs")) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "pids", "cgroup.procs"))) {
-        const ctl = { version: 1, memory: (0,external_node_path_.join)(root, "memory", mem), pids: (0,external_node_path_.join)(root, "pids", pids) };
-        if (cgroup_writable(ctl.memory) && cgroup_writable(ctl.pids))
-            return ctl;
-    }
-    return null;
+    const lower = text.toLowerCase();
+    if (secrets.canaries.some((c) => lower.includes(c)))
+        return true;
+    return text.length >= MIN_LINE && secrets.lines.some((l) => text.includes(l));
 }
-let counter = 0;
 /**
- * Makes a cgroup for one run with memory and pids limits. Null when the controllers cannot be used
- * here (not writable, not delegated): the caller then falls back to sampling from /proc.
+ * Every string of `value` (object keys too) that leaks probe source, replaced by WITHHELD (keys by
+ * `withheld-N`); `withheld` counts them. Applied to everything that leaves the runner, before it
+ * is signed or printed.
  */
-function createJobCgroup(ctl, limits) {
-    if (!ctl)
-        return null;
-    const name = `probegate-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
-    const memDir = (0,external_node_path_.join)(ctl.version === 2 ? ctl.parent : ctl.memory, name);
-    const pidsDir = ctl.version === 2 ? memDir : (0,external_node_path_.join)(ctl.pids, name);
-    const dirs = [...new Set([memDir, pidsDir])];
-    const f = FILES[ctl.version];
-    try {
-        for (const d of dirs)
-            (0,external_node_fs_.mkdirSync)(d);
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(memDir, f.memMax), String(limits.memoryBytes));
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(pidsDir, "pids.max"), String(limits.pids));
-    }
-    catch {
-        for (const d of dirs) {
-            try {
-                (0,external_node_fs_.rmdirSync)(d);
-            }
-            catch {
-                // It was never made.
-            }
+function withholdLeaks(value, secrets) {
+    let withheld = 0;
+    const clean = (v) => {
+        if (typeof v === "string") {
+            if (!leaks(v, secrets))
+                return v;
+            withheld++;
+            return WITHHELD;
         }
-        return null;
-    }
-    // No swap: a memory bomb must meet the limit, not page the runner to a crawl. Not every kernel has it.
-    const swap = (0,external_node_path_.join)(memDir, ctl.version === 2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
-    try {
-        if ((0,external_node_fs_.existsSync)(swap))
-            (0,external_node_fs_.writeFileSync)(swap, ctl.version === 2 ? "0" : String(limits.memoryBytes));
-    }
-    catch {
-        // Swap accounting off: the memory limit still holds for resident memory.
-    }
-    const pidsOf = () => dirs.flatMap((d) => read((0,external_node_path_.join)(d, "cgroup.procs"))
-        .split("\n")
-        .filter(Boolean)
-        .map(Number));
-    const killAll = () => {
-        for (const pid of pidsOf()) {
-            try {
-                process.kill(pid, "SIGKILL");
+        if (Array.isArray(v))
+            return v.map(clean);
+        if (v && typeof v === "object") {
+            const out = {};
+            for (const [k, x] of Object.entries(v)) {
+                const key = leaks(k, secrets) ? `withheld-${++withheld}` : k;
+                out[key] = clean(x);
             }
-            catch {
-                // Already gone.
-            }
+            return out;
         }
+        return v;
     };
-    return {
-        procsFiles: dirs.map((d) => (0,external_node_path_.join)(d, "cgroup.procs")),
-        memoryPeak: () => {
-            const v = Number(read((0,external_node_path_.join)(memDir, f.memPeak)).trim());
-            return Number.isFinite(v) && v > 0 ? v : null;
-        },
-        limitHit: () => {
-            if (keyedCount(read((0,external_node_path_.join)(memDir, f.memEvents)), "oom_kill") > 0)
-                return "memory";
-            if (keyedCount(read((0,external_node_path_.join)(pidsDir, "pids.events")), "max") > 0)
-                return "pids";
-            return null;
-        },
-        killAll,
-        remove: async () => {
-            for (let i = 0; i < 50 && pidsOf().length > 0; i++) {
-                killAll();
-                await new Promise((r) => setTimeout(r, 20));
-            }
-            for (const d of dirs) {
-                try {
-                    (0,external_node_fs_.rmdirSync)(d);
-                }
-                catch {
-                    // A process that would not die keeps its group; the kernel frees it when it does.
-                }
-            }
-        },
-    };
+    return { value: clean(value), withheld };
+}
+
+;// CONCATENATED MODULE: ./src/engine/probe-set.ts
+
+
+
+function files(dir, out = []) {
+    for (const e of (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })) {
+        if (e.name === "__pycache__" || e.name.startsWith("."))
+            continue;
+        const p = (0,external_node_path_.join)(dir, e.name);
+        if (e.isDirectory())
+            files(p, out);
+        else if (e.isFile())
+            out.push(p);
+    }
+    return out;
+}
+/** `sha256:…` over the probe folder's paths and contents: the probe-set version a result was judged by. */
+function probeSetVersion(dir) {
+    const h = (0,external_node_crypto_.createHash)("sha256");
+    for (const f of files(dir).sort()) {
+        h.update((0,external_node_path_.relative)(dir, f));
+        h.update("\0");
+        h.update((0,external_node_fs_.readFileSync)(f));
+        h.update("\0");
+    }
+    return `sha256:${h.digest("hex")}`;
+}
+/** Every file of the probe folder, for the leak check of what leaves the runner. */
+function probeFiles(dir) {
+    return files(dir).sort();
 }
 
 ;// CONCATENATED MODULE: ./src/engine/sandbox.ts
@@ -15041,6 +15200,21 @@ function createJobCgroup(ctl, limits) {
 
 /** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
 const SANDBOX_UID = 65534;
+/**
+ * First of the uids evaluations run as, one per evaluation (its jobs share its workspace, so its
+ * uid): RLIMIT_NPROC is per uid, so evaluations side by side under one uid (`nobody`) would share
+ * one process budget — one submission's threads would starve another's (EAGAIN from
+ * pthread_create) and a fork bomb would reach every evaluation on the runner. Far above any
+ * account a distribution creates.
+ */
+const JOB_UID_BASE = 1_000_000_000;
+/**
+ * The uid of the evaluation holding uid slot `slot`. Slots are claimed across the runner's probegate
+ * processes (runner-claims.ts `claimEvaluationUid`), so no two running evaluations share a uid.
+ */
+function evaluationUid(slot) {
+    return JOB_UID_BASE + slot;
+}
 /**
  * Top-level host folders a program needs to run; what is absent on a host is skipped. Not /opt,
  * /home or /root: runners keep their credentials there. An interpreter outside /usr is added on its own.
@@ -15151,6 +15325,378 @@ function detectSandbox(bwrap = bwrapPath()) {
     return trial;
 }
 
+;// CONCATENATED MODULE: ./src/engine/evaluation-context.ts
+
+
+
+
+
+
+
+
+/** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
+const DEFAULT_PROCESSES = 4096;
+/** Default bytes a run may write (workspace, HOME, its private /tmp). */
+const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
+/**
+ * Starts reading the host's facts, so they are gathered while the workspace is built. A failure
+ * surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness error of the evaluation.
+ */
+function gatherHostFacts(opts) {
+    const bwrap = bwrapPath();
+    const facts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)]);
+    facts.catch(() => { });
+    return { bwrap, facts };
+}
+/**
+ * The clock of one evaluation. The task's wall clock counts from the start, less the time spent
+ * queued for the runner while none of this evaluation's jobs ran: on a shared runner, waiting for
+ * another evaluation's jobs is not this submission's time.
+ */
+class EvaluationClock {
+    now;
+    wallClockS;
+    /** When the evaluation began, for the result's `startedAt`. */
+    startedAt;
+    /** performance.now() when it began; every duration and job record counts from here. */
+    t0;
+    queuedMs = 0;
+    constructor(
+    /** The wall clock (injectable for tests); read once at the start and once at the end. */
+    now, wallClockS) {
+        this.now = now;
+        this.wallClockS = wallClockS;
+        this.startedAt = now();
+        this.t0 = performance.now();
+    }
+    /** Seconds since `t` (performance.now() time), the evaluation's start by default. */
+    since(t = this.t0) {
+        return (performance.now() - t) / 1000;
+    }
+    /** Time queued with none of this evaluation's jobs running: it moves the deadline on by as much. */
+    addQueued(ms) {
+        this.queuedMs += ms;
+    }
+    /** Seconds left of the task's wall clock now (negative once it is spent). */
+    leftS() {
+        return (this.t0 + this.queuedMs + this.wallClockS * 1000 - performance.now()) / 1000;
+    }
+}
+/**
+ * Checks the options that can be checked before anything runs (InputError), starts the clock,
+ * draws the probe parameters and starts gathering host facts, which run while the workspace is
+ * built. Everything an evaluation needs but its workspace.
+ */
+function openEvaluation(opts) {
+    const spec = opts.task.spec;
+    const clock = new EvaluationClock(opts.now ?? (() => new Date()), spec.limits.wallClock);
+    if (opts.worldSize !== undefined && opts.worldSize < spec.minRanks) {
+        throw new errors/* InputError */.d(`--world-size ${opts.worldSize} is too few ranks for task ${spec.id}: it needs at least ${spec.minRanks} (minRanks in ${opts.task.dir}/task.yml). On fewer GPUs than that, leave --world-size out: the ranks then share a GPU or the CPU over gloo.`, { file: `${opts.task.dir}/task.yml`, field: "minRanks" });
+    }
+    const probeSet = probeSetVersion(opts.task.probesDir);
+    const params = (0,probe_params/* drawParams */.rx)(spec.params, opts.seed ?? (0,external_node_crypto_.randomInt)(0, 2 ** 32));
+    // Every string that leaves the runner (events, the result) is checked against the probe sources.
+    const secrets = readProbeSecrets(opts.task.probesDir);
+    const rawEmit = opts.onEvent ?? (() => { });
+    return {
+        opts,
+        spec,
+        clock,
+        probeSet,
+        params,
+        secrets,
+        emit: (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value),
+        hostFacts: gatherHostFacts(opts),
+        cgroups: findControllers(),
+        processes: opts.runLimits?.processes ?? DEFAULT_PROCESSES,
+        diskBytes: opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES,
+        record: { workspaceS: 0, host: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], probesS: 0, harnessError: null, releaseUid: null },
+    };
+}
+/**
+ * The limits of one run started now: its phase's timeout, cut to what is left of the task's wall
+ * clock (at least a second), and killed when its job's GPUs go over the limit (each job has a meter
+ * of its own).
+ */
+function runLimits(ev, timeoutS, gpuMemoryExceeded) {
+    return {
+        gpuMemoryExceeded,
+        timeoutS: Math.max(1, Math.min(timeoutS, ev.clock.leftS())),
+        outputBytes: ev.spec.limits.outputBytes,
+        memoryBytes: ev.spec.limits.memory,
+        processes: ev.processes,
+        diskBytes: ev.diskBytes,
+    };
+}
+
+// EXTERNAL MODULE: ./src/core/verdict.ts
+var core_verdict = __nccwpck_require__(9478);
+;// CONCATENATED MODULE: ./src/core/probe-outcome.ts
+
+/** `probe_memory_state.py` → `memory`: the category a probe process is named for, else functional. */
+function categoryFromName(probe) {
+    const words = probe.toLowerCase().split(/[^a-z]+/);
+    return probe_check/* CATEGORIES */.R6.find((c) => words.includes(c)) ?? "functional";
+}
+/**
+ * Turns one probe run into checks. Lines that break the protocol, checks emitted twice, a crash,
+ * or silence become checks too, so nothing a probe did is lost and no silence is a pass:
+ * killed by a limit → failed (the submission's fault); non-zero exit or no line → error.
+ */
+function checksFromRun(run) {
+    const category = categoryFromName(run.probe);
+    const base = { probe: run.probe, attempts: 1, durationS: run.durationS };
+    const checks = [];
+    const seen = new Map();
+    const lines = run.resultsText.split("\n");
+    lines.forEach((raw, i) => {
+        const line = raw.trim();
+        if (!line)
+            return;
+        let parsed = null;
+        let problem = "";
+        try {
+            const r = probe_check/* ProbeLineSchema */.mK.safeParse(JSON.parse(line));
+            if (r.success)
+                parsed = r.data;
+            else
+                problem = r.error.issues.map((x) => `${x.path.join(".") || "(line)"}: ${x.message}`).join("; ");
+        }
+        catch (e) {
+            problem = `not JSON (${e.message})`;
+        }
+        if (!parsed) {
+            checks.push({ ...base, id: `${run.probe}.line-${i + 1}`, category, status: "error", message: `results line ${i + 1} breaks the probe protocol: ${problem}` });
+            return;
+        }
+        const at = seen.get(parsed.id);
+        if (at !== undefined) {
+            const first = checks[at];
+            if (first)
+                checks[at] = { ...first, status: "error", message: `check '${parsed.id}' was reported more than once; its results cannot be trusted` };
+            return;
+        }
+        seen.set(parsed.id, checks.length);
+        checks.push({ ...base, ...parsed });
+    });
+    const id = run.probe.replace(/_/g, "-").toLowerCase();
+    if (run.limit) {
+        // Running out of memory is a memory finding whichever probe was running.
+        const limitCategory = run.limit === "memory" || run.limit === "gpu-memory" ? "memory" : category;
+        checks.push({ ...base, id: `${id}.limit`, category: limitCategory, status: "failed", message: `the probe run was stopped by the ${run.limit} limit while running the submission` });
+    }
+    else if (run.exitCode !== 0) {
+        const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
+        checks.push({ ...base, id: `${id}.exit`, category, status: "error", message: `the probe process ${how}${checks.length ? ` after ${checks.length} checks` : " before reporting any check"}` });
+    }
+    else if (checks.length === 0) {
+        checks.push({ ...base, id: `${id}.silent`, category, status: "error", message: "the probe process exited without reporting any check" });
+    }
+    return checks;
+}
+/** Time checks that failed in a run: these are measured again. */
+function failedTimeChecks(checks) {
+    return checks.filter((c) => c.category === "time" && c.status === "failed").map((c) => c.id);
+}
+/**
+ * Merges up to three runs of a probe whose time checks failed: a time check fails only when two
+ * of three runs fail it; every other check keeps its first run's result.
+ */
+function mergeRuns(runs) {
+    const first = runs[0] ?? [];
+    return first.map((check) => {
+        if (check.category !== "time" || check.status !== "failed")
+            return check;
+        const seen = runs.map((r) => r.find((c) => c.id === check.id));
+        const fails = seen.filter((c) => !c || c.status !== "passed");
+        const passing = seen.find((c) => c?.status === "passed");
+        const durationS = runs.reduce((s, r) => s + (r[0]?.durationS ?? 0), 0);
+        if (fails.length >= 2 || !passing)
+            return { ...check, attempts: runs.length, durationS };
+        return { ...passing, attempts: runs.length, durationS };
+    });
+}
+/** Whether another run is needed: some retried time check has neither failed twice nor passed twice. */
+function needsAnotherRun(runs, retried) {
+    if (runs.length >= 3)
+        return false;
+    return retried.some((id) => {
+        const passes = runs.filter((r) => r.find((c) => c.id === id)?.status === "passed").length;
+        return runs.length - passes < 2 && passes < 2;
+    });
+}
+
+;// CONCATENATED MODULE: ./src/engine/job-plan.ts
+
+
+
+
+/** Ranks when none are asked for: the task's GPUs, and never fewer than it can run on. */
+function defaultWorldSize(spec) {
+    return Math.max(1, spec.gpus, spec.minRanks);
+}
+function planOne(spec, shape, o) {
+    const d = o.declared;
+    const ranks = o.worldSize ?? (d?.gpus !== undefined ? Math.max(1, d.gpus) : defaultWorldSize(spec));
+    let gpus = 0;
+    if (shape.gpus > 0) {
+        // Declared GPUs are a requirement; the task-wide default falls back to gloo on one GPU.
+        if (d?.gpus !== undefined)
+            gpus = d.gpus === 0 ? 0 : ranks;
+        else
+            gpus = spec.gpus > 0 && shape.gpus >= ranks ? ranks : 1;
+    }
+    const backend = gpus > 0 && gpus >= ranks && (spec.gpus > 0 || (d?.gpus ?? 0) > 0) ? "nccl" : "gloo";
+    // A GPU job is pinned to its share of the cores; with fewer cores than GPUs they are not partitioned.
+    const perGpu = shape.gpus > 0 ? Math.floor(shape.cores / shape.gpus) : 0;
+    const cores = gpus > 0 ? gpus * perGpu : Math.min(ranks, shape.cores);
+    const timing = o.kind === "probe" && (d?.timing ?? categoryFromName(o.name) === "time");
+    const exclusive = (d?.exclusive ?? false) || (timing && cores === 0);
+    return { name: o.name, kind: o.kind, ranks, backend, demand: { id: `${o.tag}/${o.name}`, gpus, cores, timing, exclusive } };
+}
+/**
+ * Every job of one evaluation (its official tests, each probe process) with what it needs of this
+ * runner. Throws InputError before anything runs where a job can never fit, or where task.yml
+ * declares a job for a probe file that does not exist.
+ */
+function planJobs(task, probeFiles, shape, o) {
+    const spec = task.spec;
+    const stems = probeFiles.map((f) => (0,external_node_path_.basename)(f, (0,external_node_path_.extname)(f)));
+    const unknown = Object.keys(spec.probes.jobs).filter((k) => !stems.includes(k));
+    if (unknown.length) {
+        throw new errors/* InputError */.d(`${task.file}: probes.jobs: ${unknown.map((k) => `'${k}'`).join(", ")} ${unknown.length === 1 ? "is" : "are"} not a probe file of ${task.probesDir} (matching '${spec.probes.pattern}'); name each job by its file without the extension, e.g. ${stems[0] ?? "probe_time"}.`, {
+            file: task.file,
+            field: "probes.jobs",
+        });
+    }
+    const official = { ...planOne(spec, shape, { tag: o.tag, name: "official", kind: "official", worldSize: o.worldSize }) };
+    const probes = probeFiles.map((file, i) => ({
+        ...planOne(spec, shape, { tag: o.tag, name: stems[i], kind: "probe", declared: spec.probes.jobs[stems[i]], worldSize: o.worldSize }),
+        file,
+    }));
+    const unfit = (0,packing/* unfitJobs */.BG)([official, ...probes].map((j) => j.demand), shape);
+    if (unfit.length) {
+        throw new errors/* InputError */.d(`task ${spec.id} cannot run on this runner: ${unfit.map((u) => u.replace(`${o.tag}/`, "")).join("; ")}. Give it more GPUs (--gpus), or lower probes.jobs.<probe>.gpus in ${task.file}.`, { file: task.file, field: "probes.jobs" });
+    }
+    return { official, probes };
+}
+/** The environment facts of one job on the slice it was given. */
+function jobContextFor(base, job, lease) {
+    const cores = lease.cores.length || (job.demand.gpus > 0 ? 1 : base.totalCores);
+    return {
+        workspace: base.workspace,
+        root: base.root,
+        backend: job.backend,
+        worldSize: job.ranks,
+        cudaVisibleDevices: lease.gpus.join(","),
+        threadsPerRank: Math.max(1, Math.floor(cores / job.ranks)),
+        isolation: base.isolation(lease.gpus),
+        port: lease.port,
+        cpus: lease.cores,
+        setupDir: base.setupDir,
+    };
+}
+
+// EXTERNAL MODULE: ./src/core/result-signature.ts + 1 modules
+var result_signature = __nccwpck_require__(4670);
+;// CONCATENATED MODULE: ./src/engine/sign.ts
+// Result signing lives in src/core (one definition for the engine, the Action, the app and the CLI).
+
+
+;// CONCATENATED MODULE: ./src/engine/evaluation-result.ts
+
+
+
+
+
+
+
+/** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
+function gpuMemoryOfRecord(gpus, peaks) {
+    if (gpus.length === 0 || (!peaks.official && !peaks.probes))
+        return null;
+    const phase = (p) => (p ? { baselineBytes: p.baselineBytes, peakBytes: p.peakBytes, samples: p.samples } : null);
+    return { source: "nvidia-smi", gpus, official: phase(peaks.official), probes: phase(peaks.probes) };
+}
+/** The probes' checks as results; a check id that two probe processes report is an error of both, not a pick of one. */
+function toProbeResults(checks) {
+    const counts = new Map();
+    for (const c of checks)
+        counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
+    return checks.map((c) => ({
+        id: c.id,
+        category: c.category,
+        status: (counts.get(c.id) ?? 0) > 1 ? "error" : c.status,
+        message: (counts.get(c.id) ?? 0) > 1 ? `check id '${c.id}' is reported by more than one probe process` : c.message,
+        location: c.location ?? null,
+        measured: c.measured ?? null,
+        requirements: c.requirements ?? null,
+        probe: c.probe,
+        attempts: c.attempts,
+        durationS: c.durationS,
+    }));
+}
+/**
+ * The verdict phase: the verdict from what the phases recorded, and the result of record (durations,
+ * GPU-seconds summed per job, GPU memory of record, the jobs' timeline, the environment), checked
+ * against its schema, with probe source withheld, signed where there is a key. Runs whatever the
+ * earlier phases did, a harness error included.
+ */
+function assembleResult(ev) {
+    const { opts, spec, record, ws } = ev;
+    ev.emit({ type: "phase-start", phase: "verdict" });
+    const probes = toProbeResults(record.checks);
+    const { verdict, reason } = (0,core_verdict/* decideVerdict */.A)({ harnessError: record.harnessError?.message, official: record.official, probes });
+    const runner = record.runner;
+    const records = [...(runner?.records ?? [])].sort((x, y) => x.startS - y.startS);
+    const result = core_result/* EvaluationResultSchema */.Re.parse({
+        schemaVersion: core_result/* RESULT_SCHEMA_VERSION */.tS,
+        task: { id: spec.id, title: spec.title, area: spec.area, probeSet: ev.probeSet },
+        submission: {
+            kind: opts.submission.kind,
+            source: describeSubmission(opts.submission),
+            repo: opts.submission.kind === "git" ? opts.submission.repo : null,
+            ref: opts.submission.kind === "git" ? opts.submission.ref : null,
+            sha: ws.submissionSha,
+        },
+        evaluationKey: opts.evaluationKey ?? null,
+        verdict,
+        reason,
+        official: record.official,
+        probes,
+        workspaceResets: ws.resets,
+        durations: { workspaceS: record.workspaceS, officialS: record.officialS, probesS: record.probesS, totalS: ev.clock.since() },
+        gpuSeconds: runner?.gpuSeconds() ?? 0,
+        params: ev.params,
+        gpuMemory: gpuMemoryOfRecord([...new Set(records.flatMap((r) => r.gpus))].sort((x, y) => x - y), {
+            official: runner?.peaks.get("official") ?? null,
+            probes: runner ? runner.probesPeak() : null,
+        }),
+        environment: {
+            platform: `${(0,external_node_os_namespaceObject.platform)()}-${(0,external_node_os_namespaceObject.arch)()}`,
+            node: process.version,
+            python: record.host?.py.python ?? null,
+            torch: record.host?.py.torch ?? null,
+            cuda: record.host?.py.cuda ?? null,
+            backend: record.officialJob?.backend ?? "gloo",
+            worldSize: record.officialJob?.ranks ?? opts.worldSize ?? defaultWorldSize(spec),
+            gpus: record.host?.gpus ?? [],
+            sandboxed: record.sandboxed,
+            cgroup: ev.cgroups ? `v${ev.cgroups.version}` : null,
+        },
+        jobs: runner ? records : null,
+        startedAt: ev.clock.startedAt.toISOString(),
+        finishedAt: ev.clock.now().toISOString(),
+        error: record.harnessError,
+        signature: null,
+    });
+    ev.emit({ type: "phase-end", phase: "verdict", durationS: 0, detail: verdict });
+    const { value: clean } = withholdLeaks(result, ev.secrets);
+    return opts.signingKey ? (0,result_signature/* signResult */.xW)(clean, opts.signingKey) : clean;
+}
+
+// EXTERNAL MODULE: ./src/core/task-environment.ts
+var task_environment = __nccwpck_require__(4494);
 ;// CONCATENATED MODULE: ./src/engine/job-isolation.ts
 
 
@@ -15168,14 +15714,16 @@ function closedAncestor(dir) {
 }
 /**
  * The isolation plan of one evaluation, given what the machine offers (`support` null: the operator
- * chose --unsandboxed), as a function of the GPUs the job gets. Makes the evaluation folder
+ * chose --unsandboxed), as a function of the GPUs the job gets. Where the engine drops privileges,
+ * `uid` (the evaluation's own: sandbox.ts `evaluationUid`) replaces the one the host check used.
+ * Makes the evaluation folder
  * reachable by the sandbox's user, and says which folder is not where one above it is closed.
  */
 function planIsolation(o) {
     const base = { cgroups: o.cgroups, processes: o.processes, diskBytes: o.diskBytes };
     if (!o.support?.ok)
         return () => ({ ...base, sandbox: null });
-    const uid = o.support.dropToUid;
+    const uid = o.support.dropToUid === null ? null : (o.uid ?? o.support.dropToUid);
     if (uid !== null) {
         // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
         (0,external_node_fs_.chmodSync)(o.evaluationRoot, 0o711);
@@ -15221,8 +15769,8 @@ async function isolationFor(plan, mounts) {
                 tmpBytes: plan.diskBytes,
                 cwd: mounts.cwd,
                 dropToUid: sb.dropToUid,
-                // RLIMIT_NPROC counts every task of the uid, so it is only a backstop, above the limit the
-                // engine enforces (the cgroup's pids.max, else the sampled process count).
+                // RLIMIT_NPROC counts every task of the uid (the evaluation's own); a backstop above
+                // the limit the engine enforces (the cgroup's pids.max, else the sampled process count).
                 maxProcesses: sb.dropToUid !== null ? 2 * plan.processes : null,
                 maxFileBytes: plan.diskBytes,
             }
@@ -15232,90 +15780,377 @@ async function isolationFor(plan, mounts) {
     };
 }
 
-;// CONCATENATED MODULE: ./src/engine/leak-guard.ts
+;// CONCATENATED MODULE: external "node:net"
+const external_node_net_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:net");
+;// CONCATENATED MODULE: ./src/engine/runner-claims.ts
 
 
-/** Shorter lines are too common to be evidence of a leak (`import os`, `return total`). */
-const MIN_LINE = 20;
-const CANARY = /[A-Za-z0-9_-]*canary[A-Za-z0-9_-]*/gi;
-const MIN_CANARY = 8;
-/** The marker that replaces an outgoing string that held probe source. */
-const WITHHELD = "[withheld by probegate: this text contained hidden probe source]";
-/** Lines and canaries of probe sources (file texts). Pure. */
-function probeSecrets(texts) {
-    const lines = new Set();
-    const canaries = new Set();
-    for (const text of texts) {
-        for (const raw of text.split(/\r?\n/)) {
-            const line = raw.trim();
-            if (line.length >= MIN_LINE)
-                lines.add(line);
-        }
-        for (const m of text.matchAll(CANARY))
-            if (m[0].length >= MIN_CANARY)
-                canaries.add(m[0].toLowerCase());
+
+
+/**
+ * Claims between the probegate processes of one runner, on what must be unique among everything
+ * running on it at once:
+ *  - rendezvous ports (`port-<n>`): a port nothing listens on can still be taken — it is handed out
+ *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
+ *    --power`, another runner service) checking it in that window would give it to its own job, whose
+ *    ranks would then meet the first job's store;
+ *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`).
+ * A claim is a file created exclusively (O_EXCL) holding the claimant's pid; a claim whose process is
+ * gone is taken over.
+ */
+class RunnerClaims {
+    where;
+    constructor(where = defaultClaimDir()) {
+        this.where = where;
+        (0,external_node_fs_.mkdirSync)(this.where, { recursive: true, mode: 0o700 });
     }
-    return { lines: [...lines], canaries: [...canaries] };
-}
-/** Reads every text file under the probe folder (caches and binary files skipped). */
-function readProbeSecrets(probesDir) {
-    const texts = [];
-    const walk = (dir) => {
-        for (const name of (0,external_node_fs_.readdirSync)(dir)) {
-            if (name === "__pycache__")
-                continue;
-            const p = (0,external_node_path_.join)(dir, name);
-            const st = (0,external_node_fs_.statSync)(p);
-            if (st.isDirectory())
-                walk(p);
-            else if (st.isFile()) {
-                const buf = (0,external_node_fs_.readFileSync)(p);
-                if (!buf.includes(0))
-                    texts.push(buf.toString("utf8"));
+    /** True when this process now holds `key` (and must `release` it); false when a live process does. */
+    claim(key) {
+        const file = this.file(key);
+        for (let attempt = 0; attempt < 2; attempt += 1) {
+            try {
+                const fd = (0,external_node_fs_.openSync)(file, "wx", 0o600);
+                (0,external_node_fs_.writeSync)(fd, String(process.pid));
+                (0,external_node_fs_.closeSync)(fd);
+                return true;
+            }
+            catch (e) {
+                if (e.code !== "EEXIST")
+                    throw e;
+                if (holderAlive(file))
+                    return false;
+                (0,external_node_fs_.rmSync)(file, { force: true }); // its process is gone: the claim is stale
             }
         }
-    };
-    walk(probesDir);
-    return probeSecrets(texts);
-}
-/** Whether `text` holds a canary or a line of probe source. */
-function leaks(text, secrets) {
-    if (text.length < MIN_CANARY)
         return false;
-    const lower = text.toLowerCase();
-    if (secrets.canaries.some((c) => lower.includes(c)))
+    }
+    release(key) {
+        const file = this.file(key);
+        try {
+            if ((0,external_node_fs_.readFileSync)(file, "utf8").trim() === String(process.pid))
+                (0,external_node_fs_.rmSync)(file, { force: true });
+        }
+        catch {
+            // already gone
+        }
+    }
+    file(key) {
+        return (0,external_node_path_.join)(this.where, `${key}.claim`);
+    }
+}
+function holderAlive(file) {
+    let pid;
+    try {
+        pid = Number((0,external_node_fs_.readFileSync)(file, "utf8").trim());
+    }
+    catch {
+        return true; // being written right now: treat as held
+    }
+    if (!Number.isInteger(pid) || pid <= 0)
+        return false;
+    try {
+        process.kill(pid, 0);
         return true;
-    return text.length >= MIN_LINE && secrets.lines.some((l) => text.includes(l));
+    }
+    catch (e) {
+        return e.code === "EPERM";
+    }
 }
 /**
- * Every string of `value` (object keys too) that leaks probe source, replaced by WITHHELD (keys by
- * `withheld-N`); `withheld` counts them. Applied to everything that leaves the runner, before it
- * is signed or printed.
+ * One folder per user for the whole runner, not under $TMPDIR: two probegate processes with
+ * different temp dirs must still see each other's claims. PROBEGATE_CLAIMS overrides it.
  */
-function withholdLeaks(value, secrets) {
-    let withheld = 0;
-    const clean = (v) => {
-        if (typeof v === "string") {
-            if (!leaks(v, secrets))
-                return v;
-            withheld++;
-            return WITHHELD;
-        }
-        if (Array.isArray(v))
-            return v.map(clean);
-        if (v && typeof v === "object") {
-            const out = {};
-            for (const [k, x] of Object.entries(v)) {
-                const key = leaks(k, secrets) ? `withheld-${++withheld}` : k;
-                out[key] = clean(x);
-            }
-            return out;
-        }
-        return v;
-    };
-    return { value: clean(value), withheld };
+function defaultClaimDir() {
+    return process.env.PROBEGATE_CLAIMS || (0,external_node_path_.join)("/tmp", `probegate-claims-${(0,external_node_os_namespaceObject.userInfo)().uid}`);
+}
+/** Sandbox uid slots an evaluation may claim (uid = JOB_UID_BASE + slot). */
+const UID_SLOTS = 4096;
+/**
+ * Claims a sandbox uid slot for one evaluation, from a random start so processes rarely collide
+ * first. All jobs of an evaluation share its workspace and so its uid; two evaluations never share
+ * one while both run. Throws when every slot is held by a live process.
+ */
+function claimEvaluationUid(claims = new RunnerClaims()) {
+    const start = Math.floor(Math.random() * UID_SLOTS);
+    for (let i = 0; i < UID_SLOTS; i += 1) {
+        const slot = (start + i) % UID_SLOTS;
+        if (claims.claim(`uid-${slot}`))
+            return { slot, release: () => claims.release(`uid-${slot}`) };
+    }
+    throw new errors/* HarnessError */.t(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
 }
 
+;// CONCATENATED MODULE: ./src/engine/job-pool.ts
+
+
+
+
+
+
+const job_pool_MIB = 1024 * 1024;
+/** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
+function portFree(port) {
+    return new Promise((resolve) => {
+        const s = (0,external_node_net_namespaceObject.createServer)();
+        s.once("error", () => resolve(false));
+        s.listen({ port, host: "127.0.0.1", exclusive: true }, () => s.close(() => resolve(true)));
+    });
+}
+/**
+ * The runner's GPUs, cores and rendezvous ports, shared by every job of every evaluation this
+ * process runs. Jobs queue with what they need; the packing decision (core/packing.ts) says which
+ * start. A GPU goes to the next job only once nvidia-smi reads it back at its idle baseline; one
+ * that does not get back in time is withdrawn, and jobs that can then never fit fail at once.
+ */
+class JobPool {
+    opts;
+    gpus;
+    cores;
+    /** What happened to the runner that a result should say (a GPU withdrawn, say). */
+    notes = [];
+    freeGpus;
+    freeCores;
+    running = new Map();
+    waiting = [];
+    ports = new Set();
+    claims;
+    lastPort;
+    seq = 0;
+    scheduled = false;
+    baselines = null;
+    withdrawn = new Set();
+    constructor(opts) {
+        this.opts = opts;
+        this.gpus = [...opts.gpus].sort((a, b) => a - b);
+        this.cores = [...opts.cores].sort((a, b) => a - b);
+        this.freeGpus = [...this.gpus];
+        this.freeCores = [...this.cores];
+        this.lastPort = (opts.portRange ?? PORTS).from - 1;
+        this.claims = new RunnerClaims(opts.portClaimDir);
+    }
+    /** A pool over these GPUs and cores; each GPU's idle memory is read now, as its baseline. */
+    static async create(opts) {
+        const pool = new JobPool(opts);
+        pool.baselines = await readGpuUsed(pool.gpus, { nvidiaSmi: opts.nvidiaSmi });
+        return pool;
+    }
+    /** GPUs and cores jobs can still be given (withdrawn GPUs left out). */
+    shape() {
+        return { gpus: this.gpus.length - this.withdrawn.size, cores: this.cores.length };
+    }
+    /** Waits for a slice that fits `demand` (its id must be unique among the jobs queued or running). */
+    acquire(demand) {
+        const problem = this.neverFits(demand);
+        if (problem)
+            return Promise.reject(new errors/* HarnessError */.t(problem, "packing"));
+        return new Promise((resolve, reject) => {
+            this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), resolve, reject });
+            this.requestSchedule();
+        });
+    }
+    neverFits(d) {
+        const s = this.shape();
+        if (d.gpus > s.gpus)
+            return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.withdrawn.size ? ` (GPU ${[...this.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
+        if (d.cores > s.cores)
+            return `${d.id} needs ${d.cores} cores; this runner has ${s.cores}`;
+        return null;
+    }
+    /**
+     * Decides once the current turn of the event loop is done, so jobs queued together (an
+     * evaluation's probes) are ordered together: first-fit-decreasing needs the whole set.
+     */
+    requestSchedule() {
+        if (this.scheduled)
+            return;
+        this.scheduled = true;
+        queueMicrotask(() => {
+            this.scheduled = false;
+            this.schedule();
+        });
+    }
+    schedule() {
+        const slots = (this.opts.maxJobs ?? Number.POSITIVE_INFINITY) - this.running.size;
+        const { starts, passed } = (0,packing/* pickStarts */.$p)(this.waiting, { gpus: this.freeGpus, cores: this.freeCores, slots }, [...this.running.values()], this.opts.patience ?? 8);
+        for (const id of passed) {
+            const w = this.waiting.find((x) => x.id === id);
+            if (w)
+                w.passedOver += 1;
+        }
+        for (const s of starts) {
+            const i = this.waiting.findIndex((w) => w.id === s.id);
+            const [w] = this.waiting.splice(i, 1);
+            if (!w)
+                continue;
+            this.freeGpus = this.freeGpus.filter((g) => !s.gpus.includes(g));
+            this.freeCores = this.freeCores.filter((c) => !s.cores.includes(c));
+            this.running.set(w.id, { id: w.id, gpus: s.gpus, cores: s.cores, exclusive: w.exclusive });
+            this.handOut(w, s.gpus, s.cores).then(w.resolve, w.reject);
+        }
+    }
+    async handOut(w, gpus, cores) {
+        const port = await this.takePort();
+        let released = false;
+        return {
+            id: w.id,
+            gpus,
+            cores,
+            port,
+            waitedS: (performance.now() - w.enqueuedAt) / 1000,
+            release: async () => {
+                if (released)
+                    return;
+                released = true;
+                this.ports.delete(port);
+                this.claims.release(`port-${port}`);
+                this.freeCores.push(...cores);
+                this.running.delete(w.id);
+                // Its cores (and the --jobs slot) are free now; its GPUs once they are back at baseline.
+                if (gpus.length)
+                    this.requestSchedule();
+                await this.drain(gpus);
+                this.requestSchedule();
+            },
+        };
+    }
+    async takePort() {
+        const range = this.opts.portRange ?? PORTS;
+        for (let tries = 0; tries <= range.to - range.from; tries += 1) {
+            const p = (0,packing/* nextPort */.F3)(this.ports, this.lastPort, range);
+            if (p === null)
+                break;
+            this.lastPort = p;
+            this.ports.add(p);
+            // Claimed first (no other probegate process on this runner hands it out), then checked free.
+            if (this.claims.claim(`port-${p}`)) {
+                if (await portFree(p))
+                    return p;
+                this.claims.release(`port-${p}`);
+            }
+            this.ports.delete(p);
+        }
+        throw new errors/* HarnessError */.t(`no free rendezvous port in ${range.from}-${range.to} on 127.0.0.1`, "packing");
+    }
+    /** Waits until each GPU reads back at its baseline, then frees it; one that does not is withdrawn. */
+    async drain(gpus) {
+        if (gpus.length === 0)
+            return;
+        const base = this.baselines;
+        const tolerance = this.opts.toleranceBytes ?? 64 * job_pool_MIB;
+        const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
+        let pending = [...gpus];
+        let last = null;
+        while (base && pending.length > 0) {
+            last = await readGpuUsed(pending, { nvidiaSmi: this.opts.nvidiaSmi });
+            if (last)
+                pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (base.get(g) ?? 0) + tolerance);
+            if (pending.length === 0 || performance.now() > until)
+                break;
+            await new Promise((r) => setTimeout(r, 250));
+        }
+        for (const g of pending) {
+            this.withdrawn.add(g);
+            const used = last?.get(g);
+            this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${(0,sizes/* formatBytes */.z3)(Math.max(0, used - (base?.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
+        }
+        this.freeGpus.push(...gpus.filter((g) => !this.withdrawn.has(g)));
+        // Jobs that can no longer ever fit fail now rather than wait forever.
+        for (const w of [...this.waiting]) {
+            const problem = this.neverFits(w);
+            if (problem) {
+                this.waiting.splice(this.waiting.indexOf(w), 1);
+                w.reject(new errors/* HarnessError */.t(problem, "packing"));
+            }
+        }
+    }
+    /** "gpus 0,1 · cores 0-7 · port 29601" for progress lines. */
+    static describe(l) {
+        const parts = [l.gpus.length ? `GPU ${(0,packing/* formatIdList */.xD)(l.gpus)}` : null, l.cores.length ? `cores ${(0,packing/* formatIdList */.xD)(l.cores)}` : null, `port ${l.port}`];
+        return parts.filter(Boolean).join(" · ");
+    }
+}
+/** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
+const PORTS = { from: 29600, to: 29999 };
+
+;// CONCATENATED MODULE: ./src/engine/job-slice.ts
+
+
+
+/**
+ * Runs the jobs of one evaluation on slices of the shared pool: each job waits for its slice, runs
+ * with its own GPU meter (the memory of record and the limit are per job, on GPUs it holds alone),
+ * and is recorded with its GPUs, cores, port, start and end. Time spent waiting while none of the
+ * evaluation's jobs runs is reported through `onIdleWait`, so it does not count against the
+ * evaluation's wall clock.
+ */
+class SliceRunner {
+    o;
+    records = [];
+    peaks = new Map();
+    active = 0;
+    idleSince = 0;
+    constructor(o) {
+        this.o = o;
+    }
+    async run(job, body) {
+        const asked = performance.now();
+        const lease = await this.o.pool.acquire(job.demand);
+        // Queued with none of this evaluation's jobs running: that wait is the runner's, not the evaluation's.
+        if (this.active === 0)
+            this.o.onIdleWait?.(performance.now() - Math.max(asked, this.idleSince));
+        this.active += 1;
+        const started = performance.now();
+        try {
+            const meter = await startGpuMeter(lease.gpus, { limitBytes: this.o.gpuLimitBytes });
+            let value;
+            try {
+                value = await body({ ctx: jobContextFor(this.o.base, job, lease), lease, gpuMemoryExceeded: () => meter.overLimit() });
+            }
+            finally {
+                const peak = await meter.stop();
+                if (peak)
+                    this.peaks.set(job.name, peak);
+            }
+            return value;
+        }
+        finally {
+            const ended = performance.now();
+            this.active -= 1;
+            if (this.active === 0)
+                this.idleSince = ended;
+            this.records.push({
+                id: job.name,
+                kind: job.kind,
+                gpus: lease.gpus,
+                cores: lease.cores,
+                port: lease.port,
+                timing: job.demand.timing,
+                exclusive: job.demand.exclusive,
+                startS: (started - this.o.t0) / 1000,
+                endS: (ended - this.o.t0) / 1000,
+                waitedS: lease.waitedS,
+            });
+            // Cores and port are free at once; the GPUs once nvidia-smi reads them back at baseline.
+            void lease.release();
+        }
+    }
+    /** The probe phase's GPU memory of record: the probe job that held the most above its baseline. */
+    probesPeak() {
+        let best = null;
+        for (const [name, p] of this.peaks)
+            if (name !== "official" && (!best || p.peakBytes > best.peakBytes))
+                best = p;
+        return best;
+    }
+    /** GPU-seconds of record: Σ over jobs of GPUs held × time held (jobs side by side each count). */
+    gpuSeconds() {
+        return this.records.reduce((s, r) => s + r.gpus.length * (r.endS - r.startS), 0);
+    }
+}
+
+// EXTERNAL MODULE: ./node_modules/picomatch/index.js
+var node_modules_picomatch = __nccwpck_require__(4006);
+var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(node_modules_picomatch);
 ;// CONCATENATED MODULE: ./src/engine/job-env.ts
 
 
@@ -15355,6 +16190,9 @@ function jobEnv(ctx, extra = {}) {
         HOME: home,
         // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
         TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,
+        // A job's uid has no passwd entry (jobUid): getpass.getuser() and the caches keyed on it read these.
+        USER: "probegate",
+        LOGNAME: "probegate",
         LANG: "C.UTF-8",
         PYTHONDONTWRITEBYTECODE: "1",
         PYTHONUNBUFFERED: "1",
@@ -15365,12 +16203,705 @@ function jobEnv(ctx, extra = {}) {
         PROBEGATE_BACKEND: ctx.backend,
         PROBEGATE_WORLD_SIZE: String(ctx.worldSize),
         PYTHONPATH: jobPythonPath(ctx),
+        ...(ctx.port ? { MASTER_ADDR: "127.0.0.1", MASTER_PORT: String(ctx.port), PROBEGATE_RENDEZVOUS_PORT: String(ctx.port) } : {}),
         ...extra,
     };
 }
 /** Replaces `{python}`, `{junit}`, `{probe}`, `{workspace}` in a command; unknown placeholders stay as written. */
 function expandCommand(argv, values) {
     return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
+}
+
+;// CONCATENATED MODULE: ./src/engine/disk-usage.ts
+
+
+/**
+ * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
+ * Sampled once a second against the disk limit; evaluation folders are small source trees.
+ */
+function treeBytes(paths) {
+    let total = 0;
+    const stack = [...paths];
+    while (stack.length) {
+        const p = stack.pop();
+        let st;
+        try {
+            st = (0,external_node_fs_.lstatSync)(p);
+        }
+        catch {
+            continue; // Removed while walking.
+        }
+        if (st.isFile())
+            total += st.size;
+        else if (st.isDirectory()) {
+            try {
+                for (const name of (0,external_node_fs_.readdirSync)(p))
+                    stack.push((0,external_node_path_.join)(p, name));
+            }
+            catch {
+                // Unreadable: the sandbox made it so; nothing large can hide there for long.
+            }
+        }
+    }
+    return total;
+}
+
+;// CONCATENATED MODULE: ./src/engine/process-group.ts
+
+const PAGE_SIZE = 4096;
+function readStat(pid) {
+    try {
+        const stat = (0,external_node_fs_.readFileSync)(`/proc/${pid}/stat`, "utf8");
+        // comm may hold spaces and parens: fields resume after the last ')'.
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
+        if (fields[0] === "Z")
+            return null;
+        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
+    }
+    catch {
+        return null; // The process ended, or this is not Linux.
+    }
+}
+function childrenOf(pid) {
+    const out = [];
+    let tasks;
+    try {
+        tasks = (0,external_node_fs_.readdirSync)(`/proc/${pid}/task`);
+    }
+    catch {
+        return out;
+    }
+    for (const tid of tasks) {
+        try {
+            for (const c of (0,external_node_fs_.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
+                if (c)
+                    out.push(Number(c));
+        }
+        catch {
+            // The thread ended between readdir and read.
+        }
+    }
+    return out;
+}
+/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
+function scanGroup(pgid) {
+    let entries;
+    try {
+        entries = (0,external_node_fs_.readdirSync)("/proc");
+    }
+    catch {
+        return [];
+    }
+    const pids = [];
+    for (const name of entries) {
+        if (!/^\d+$/.test(name))
+            continue;
+        if (readStat(Number(name))?.pgid === pgid)
+            pids.push(Number(name));
+    }
+    return pids;
+}
+/**
+ * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
+ *
+ * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
+ * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
+ * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
+ * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
+ * process found outside the tree is tracked as a root from then on.
+ */
+class GroupMeter {
+    pgid;
+    fullScanEvery;
+    roots = new Set();
+    samples = 0;
+    constructor(pgid, fullScanEvery = 10) {
+        this.pgid = pgid;
+        this.fullScanEvery = fullScanEvery;
+        this.roots.add(pgid);
+    }
+    sample() {
+        if (this.samples++ % this.fullScanEvery === 0)
+            for (const pid of scanGroup(this.pgid))
+                this.roots.add(pid);
+        const seen = new Set();
+        let rssBytes = 0;
+        const stack = [...this.roots];
+        while (stack.length) {
+            const pid = stack.pop();
+            if (seen.has(pid))
+                continue;
+            const stat = readStat(pid);
+            if (!stat) {
+                this.roots.delete(pid);
+                continue;
+            }
+            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
+            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
+            seen.add(pid);
+            rssBytes += stat.rssBytes;
+            stack.push(...childrenOf(pid));
+        }
+        return { processes: seen.size, rssBytes };
+    }
+}
+/** Processes and resident bytes of one process group, from one full scan of /proc. */
+function groupUsage(pgid) {
+    return new GroupMeter(pgid, 1).sample();
+}
+/** SIGKILL to a whole process group; a group already gone is fine. */
+function killGroup(pgid) {
+    try {
+        process.kill(-pgid, "SIGKILL");
+    }
+    catch (e) {
+        if (e.code !== "ESRCH")
+            throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/run-command.ts
+
+
+
+
+
+
+
+const KEEP = 64 * 1024;
+const SAMPLE_MS = 100;
+const DISK_SAMPLE_MS = 250;
+/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
+const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
+/**
+ * Runs a command in its own process group with a clean environment, in the sandbox when one is
+ * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
+ * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
+ * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
+ * outside the sandbox.
+ */
+async function runCommand(command, opts) {
+    if (command.length === 0)
+        throw new TypeError("empty command");
+    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
+    const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
+    const sandboxed = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
+    // Pinned from outside the sandbox; every process of the run inherits the mask.
+    const taskset = opts.cpus?.length ? tasksetPath() : null;
+    const inner = taskset ? [taskset, "-c", (0,packing/* formatIdList */.xD)(opts.cpus ?? []), ...sandboxed] : sandboxed;
+    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
+    const [file, ...args] = argv;
+    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
+    const started = performance.now();
+    const child = execa(file, args, {
+        cwd: opts.cwd,
+        env: opts.env,
+        extendEnv: false,
+        detached: true,
+        reject: false,
+        stdin: "ignore",
+        buffer: false,
+        stripFinalNewline: false,
+    });
+    let head = "";
+    let tail = "";
+    let total = 0;
+    let limit = null;
+    let peak = 0;
+    const pgid = child.pid;
+    const stop = (why) => {
+        if (limit)
+            return;
+        limit = why;
+        if (pgid)
+            killGroup(pgid);
+        cg?.killAll();
+    };
+    const onData = (chunk) => {
+        total += chunk.length;
+        if (head.length < KEEP)
+            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
+        else
+            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
+        if (total > opts.limits.outputBytes)
+            stop("output");
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
+    const meter = pgid ? new GroupMeter(pgid) : undefined;
+    const sampler = meter
+        ? setInterval(() => {
+            const { rssBytes, processes } = meter.sample();
+            peak = Math.max(peak, rssBytes);
+            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
+            // processes share once per process, so it decides only where there is no cgroup.
+            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
+            if (hit)
+                stop(hit);
+            else if (opts.limits.gpuMemoryExceeded?.())
+                stop("gpu-memory");
+        }, SAMPLE_MS)
+        : undefined;
+    const diskWatch = iso.writable.length
+        ? setInterval(() => {
+            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+                stop("disk");
+        }, DISK_SAMPLE_MS)
+        : undefined;
+    const result = await child;
+    const durationS = (performance.now() - started) / 1000;
+    clearTimeout(timer);
+    if (sampler)
+        clearInterval(sampler);
+    if (diskWatch)
+        clearInterval(diskWatch);
+    if (pgid)
+        killGroup(pgid);
+    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
+    const kernelLimit = cg?.limitHit() ?? null;
+    if (!limit && kernelLimit)
+        limit = kernelLimit;
+    if (!limit && result.signal === "SIGXFSZ")
+        limit = "disk";
+    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+        limit = "disk";
+    const cgroupPeak = cg?.memoryPeak() ?? null;
+    await cg?.remove();
+    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
+    const spawnError = joinFailed
+        ? "could not join the run's cgroup"
+        : result.failed && result.exitCode === undefined && !result.signal
+            ? (result.shortMessage ?? "could not start")
+            : null;
+    return {
+        exitCode: result.exitCode ?? null,
+        signal: result.signal ?? null,
+        limit,
+        durationS,
+        peakRssBytes: peak,
+        peakMemoryBytes: cgroupPeak ?? peak,
+        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
+        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
+        spawnError,
+    };
+}
+/** util-linux's taskset, where the machine has it (pins a run to the cores of its slice). */
+function tasksetPath() {
+    return ["/usr/bin/taskset", "/bin/taskset", "/usr/local/bin/taskset"].find((p) => (0,external_node_fs_.existsSync)(p)) ?? null;
+}
+
+;// CONCATENATED MODULE: ./src/engine/git.ts
+
+
+/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
+const GIT_ENV = {
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_AUTHOR_NAME: "probegate",
+    GIT_AUTHOR_EMAIL: "probegate@localhost",
+    GIT_COMMITTER_NAME: "probegate",
+    GIT_COMMITTER_EMAIL: "probegate@localhost",
+    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
+    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
+};
+/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
+async function git(cwd, args, opts = {}) {
+    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
+    const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
+        cwd,
+        env: GIT_ENV,
+        reject: false,
+        input: opts.input,
+        stripFinalNewline: true,
+    });
+    if (r.exitCode !== 0) {
+        const stderr = String(r.stderr || r.shortMessage || "").trim();
+        throw opts.onError ? opts.onError(stderr) : new errors/* InputError */.d(`git ${args[0]} failed in ${cwd}: ${stderr}`);
+    }
+    return String(r.stdout);
+}
+/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
+async function exportTree(repo, ref, dest, scratch, what) {
+    const fail = (stderr) => new errors/* InputError */.d(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
+    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
+    const gitDir = `${scratch}/src.git`;
+    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
+    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
+    if (tar.exitCode !== 0)
+        throw fail(Buffer.from(tar.stderr).toString());
+    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw fail(String(untar.stderr));
+    return sha;
+}
+
+;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
+
+
+const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
+const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
+const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
+const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
+/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
+function pytestSection(text) {
+    const lines = text.split(/\r?\n/);
+    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
+    if (start < 0)
+        return "";
+    const rest = lines.slice(start + 1);
+    const end = rest.findIndex((l) => /^\s*\[/.test(l));
+    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
+}
+/**
+ * Decides, for each path the submission added or changed relative to the base, whether it must be
+ * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
+ * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
+ *
+ * @param changed paths (posix, relative) that differ from the base, with their content now and in
+ *   the base (null where the file does not exist)
+ * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
+ */
+function planJudgeReset(changed, officialGlobs, setupModules = []) {
+    const reserved = new Set(setupModules);
+    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
+    const actions = [];
+    for (const { path, content, baseContent } of changed) {
+        const name = external_node_path_.posix.basename(path);
+        const base = baseContent !== null;
+        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
+        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
+        if (reserved.has(top) && (base || content !== null)) {
+            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
+        }
+        else if (isOfficial(path)) {
+            if (base || content !== null)
+                put("official test files are restored from the base before the official tests run");
+        }
+        else if (name === "conftest.py") {
+            if (base || content !== null)
+                put("conftest.py is a test-time hook; only the task's own are kept");
+        }
+        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
+            if (content !== null)
+                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
+        }
+        else if (PYTEST_CONFIGS.has(name)) {
+            if (content !== null)
+                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
+        }
+        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
+            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
+        }
+    }
+    return actions;
+}
+
+;// CONCATENATED MODULE: ./src/engine/workspace.ts
+
+
+
+
+
+
+const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
+const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
+function emptyExceptGit(dir) {
+    for (const name of (0,external_node_fs_.readdirSync)(dir))
+        if (name !== ".git")
+            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(dir, name), { recursive: true, force: true });
+}
+async function applySubmission(ws, scratch, sub) {
+    switch (sub.kind) {
+        case "patch":
+            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
+            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
+                onError: (stderr) => new errors/* InputError */.d(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
+            });
+            return null;
+        case "folder":
+            emptyExceptGit(ws);
+            (0,external_node_fs_.cpSync)(sub.path, ws, { recursive: true, filter: copyFilter });
+            return null;
+        case "git": {
+            emptyExceptGit(ws);
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(scratch, "submission"));
+            return exportTree(sub.repo, sub.ref, ws, (0,external_node_path_.join)(scratch, "submission"), "--submission");
+        }
+    }
+}
+/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
+async function changedPaths(ws) {
+    const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
+    return out
+        .split("\0")
+        .filter((e) => e.length > 3)
+        .map((e) => e.slice(3));
+}
+/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
+function setupModules(setupDir) {
+    if (!setupDir)
+        return [];
+    return (0,external_node_fs_.readdirSync)(setupDir, { withFileTypes: true })
+        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+        .map((e) => e.name.replace(/\.py$/, ""));
+}
+async function resetJudge(ws, officialGlobs, reserved = []) {
+    const changed = [];
+    for (const path of await changedPaths(ws)) {
+        let content = null;
+        try {
+            content = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(ws, path), "utf8");
+        }
+        catch {
+            content = null;
+        }
+        let baseContent = null;
+        try {
+            baseContent = await git(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
+        }
+        catch {
+            baseContent = null;
+        }
+        changed.push({ path, content, baseContent });
+    }
+    const actions = planJudgeReset(changed, officialGlobs, reserved);
+    for (const a of actions) {
+        if (a.action === "removed")
+            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(ws, a.path), { force: true });
+        else
+            await git(ws, ["checkout", "HEAD", "--", a.path]);
+    }
+    return actions;
+}
+/**
+ * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
+ * added or changed since the reset before the official tests, so nothing the official run wrote
+ * runs first in a probe process. Official test files are left as the tests left them.
+ */
+async function resetHooks(ws) {
+    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
+    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
+}
+/**
+ * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
+ * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
+ * written to.
+ */
+async function createWorkspace(task, sub) {
+    const root = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_namespaceObject.tmpdir)(), `probegate-${task.spec.id}-`));
+    const dispose = () => (0,external_node_fs_.rmSync)(root, { recursive: true, force: true });
+    try {
+        const dir = (0,external_node_path_.join)(root, "workspace");
+        const judgeDir = (0,external_node_path_.join)(root, "judge");
+        const scratch = (0,external_node_path_.join)(root, "scratch");
+        for (const d of [dir, judgeDir, scratch])
+            (0,external_node_fs_.mkdirSync)(d);
+        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
+        const setupDir = task.setupDir ? (0,external_node_path_.join)(root, "setup") : null;
+        if (task.setupDir && setupDir)
+            (0,external_node_fs_.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
+        if (task.base.kind === "folder")
+            (0,external_node_fs_.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
+        else {
+            await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
+            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
+            if (task.base.overlay)
+                (0,external_node_fs_.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
+        }
+        await git(dir, ["init", "--quiet", "--initial-branch=base"]);
+        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
+        await git(dir, ["add", "--all", "--force"]);
+        await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
+        const baseSha = await git(dir, ["rev-parse", "HEAD"]);
+        const submissionSha = await applySubmission(dir, scratch, sub);
+        const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
+        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
+    }
+    catch (e) {
+        dispose();
+        throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/probe-phase.ts
+
+
+
+
+
+
+
+
+
+
+
+
+/** Copies a folder (the probes, the kit) into the evaluation folder, read-only for everyone. */
+function mountReadOnly(src, root, name) {
+    const dest = (0,external_node_path_.join)(root, name);
+    (0,external_node_fs_.cpSync)(src, dest, { recursive: true, filter: (p) => (0,external_node_path_.basename)(p) !== "__pycache__" });
+    const lock = (dir) => {
+        for (const e of (0,external_node_fs_.readdirSync)(dir)) {
+            const p = (0,external_node_path_.join)(dir, e);
+            if ((0,external_node_fs_.statSync)(p).isDirectory())
+                lock(p);
+            else
+                (0,external_node_fs_.chmodSync)(p, 0o444);
+        }
+        (0,external_node_fs_.chmodSync)(dir, 0o555);
+    };
+    lock(dest);
+    return dest;
+}
+/** The probe files of a task, in a stable order. */
+function listProbes(probesDir, pattern) {
+    const match = picomatch_default()(pattern, { dot: false });
+    return (0,external_node_fs_.readdirSync)(probesDir)
+        .filter((f) => match(f) && (0,external_node_fs_.statSync)((0,external_node_path_.join)(probesDir, f)).isFile())
+        .sort();
+}
+/**
+ * Runs every probe process once (time probes up to three times), side by side as the job pool
+ * allows, each on its own slice (GPUs, cores, rendezvous port), from a read-only copy of the probe
+ * folder outside the workspace, mounted into the sandbox only now. Results come only from each
+ * run's own results file (the one file of the judge folder that run can see) and exit status; what
+ * a probe prints goes to the runner log alone. Checks come back in probe-file order, whatever
+ * order the probes finished in.
+ */
+async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
+    if (jobs.length === 0) {
+        throw new errors/* HarnessError */.t(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
+    }
+    // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
+    // sandbox's user can then reach it.
+    const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
+    const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
+    const resultsDir = (0,external_node_path_.join)(ctx.judgeDir, "results");
+    (0,external_node_fs_.mkdirSync)(resultsDir, { recursive: true });
+    const runOne = (job) => slices.run(job, async ({ ctx: jc, lease, gpuMemoryExceeded }) => {
+        const probe = job.name;
+        const runs = [];
+        let retried = [];
+        do {
+            const attempt = runs.length + 1;
+            events.probeStart(probe, attempt, JobPool.describe(lease));
+            const results = (0,external_node_path_.join)(resultsDir, `${probe}.${attempt}.jsonl`);
+            (0,external_node_fs_.writeFileSync)(results, "");
+            const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: (0,external_node_path_.join)(mounted, job.file ?? ""), workspace: ctx.workspace });
+            const env = jobEnv(jc, {
+                PROBEGATE_RESULTS: results,
+                PROBEGATE_PROBE_DIR: mounted,
+                PROBEGATE_SEED: String(ctx.params.seed),
+                PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
+                PYTHONPATH: jobPythonPath(jc, kit, mounted),
+            });
+            const isolation = await isolationFor(jc.isolation, {
+                cwd: ctx.workspace,
+                readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : [])],
+                readWrite: [ctx.workspace, env.HOME, results],
+                readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
+            });
+            const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus });
+            events.log(probe, run.log);
+            if (run.spawnError)
+                throw new errors/* HarnessError */.t(`probe ${probe} could not start: ${run.spawnError}`, "probes");
+            const resultsText = (0,external_node_fs_.existsSync)(results) ? (0,external_node_fs_.readFileSync)(results, "utf8") : "";
+            runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
+            if (attempt === 1)
+                retried = failedTimeChecks(runs[0] ?? []);
+        } while (retried.length > 0 && needsAnotherRun(runs, retried));
+        const merged = mergeRuns(runs);
+        events.probeEnd(probe, merged);
+        return merged;
+    });
+    const settled = await Promise.allSettled(jobs.map(runOne));
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed)
+        throw failed.reason;
+    return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
+}
+/** "2 GPUs and 16 cores" for the probe phase's progress line. */
+function describePool(pool) {
+    const s = pool.shape();
+    return s.gpus ? `${s.gpus} GPU${s.gpus === 1 ? "" : "s"} and ${s.cores} cores` : `${s.cores} core${s.cores === 1 ? "" : "s"}`;
+}
+/**
+ * The probe phase of an evaluation: first the hooks the official run may have planted for the
+ * probe processes (a sitecustomize.py, say) are reset, then every probe job runs, packed on the
+ * runner's pool. Its duration is the phase's wall time, from its start line to its end line.
+ */
+async function probePhase(ev, { runner, jobs, python, pool }) {
+    const { opts, spec, ws, record } = ev;
+    ws.resets.push(...(await resetHooks(ws)));
+    ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
+    const t = performance.now();
+    record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
+        probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
+        probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
+        log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
+    });
+    record.probesS = ev.clock.since(t);
+    const failed = record.checks.filter((x) => x.status === "failed").length;
+    ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${record.checks.length - failed} of ${record.checks.length} passed${gpuNote(runner.probesPeak())}` });
+}
+
+;// CONCATENATED MODULE: ./src/engine/evaluation-setup.ts
+
+
+
+
+
+
+
+
+
+
+
+/**
+ * Everything between the workspace and the first job: the host facts, the refusal to run
+ * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
+ * ("requires"), the job pool, every job planned and checked against the runner (InputError where
+ * one can never fit), and the isolation plan. No submission code runs before all of it passed.
+ * Each fact is recorded as soon as it is known, so a later refusal still reports it.
+ */
+async function setUpJobs(ev) {
+    const { opts, spec, ws, record } = ev;
+    const [py, gpus, support] = await ev.hostFacts.facts;
+    record.host = { py, gpus };
+    if (support && !support.ok) {
+        throw new errors/* HarnessError */.t(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+    }
+    const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: availableCpus() }));
+    const unmet = (0,task_environment/* unmetRequirements */.yY)(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
+    if (unmet.length) {
+        throw new errors/* HarnessError */.t(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
+    }
+    const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: (0,external_node_crypto_.randomBytes)(4).toString("hex"), worldSize: opts.worldSize });
+    record.officialJob = jobs.official;
+    // Its own uid where the engine drops privileges: RLIMIT_NPROC and file ownership are per uid, and
+    // every job of this evaluation shares its workspace (sandbox.ts JOB_UID_BASE says why).
+    let uid;
+    if (support?.ok && support.dropToUid !== null) {
+        const claim = claimEvaluationUid();
+        record.releaseUid = claim.release;
+        uid = evaluationUid(claim.slot);
+    }
+    const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid });
+    record.sandboxed = isolation([]).sandbox !== null;
+    const runner = new SliceRunner({
+        pool,
+        t0: ev.clock.t0,
+        base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation },
+        gpuLimitBytes: spec.limits.gpuMemory,
+        onIdleWait: (ms) => ev.clock.addQueued(ms),
+    });
+    record.runner = runner;
+    return { python: py.executable, pool, jobs, runner };
 }
 
 ;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/util.js
@@ -22757,278 +24288,11 @@ function parseJunit(xml) {
     return { counts, failing, suites, cases: outcomes };
 }
 
-;// CONCATENATED MODULE: ./src/engine/disk-usage.ts
-
-
-/**
- * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
- * Sampled once a second against the disk limit; evaluation folders are small source trees.
- */
-function treeBytes(paths) {
-    let total = 0;
-    const stack = [...paths];
-    while (stack.length) {
-        const p = stack.pop();
-        let st;
-        try {
-            st = (0,external_node_fs_.lstatSync)(p);
-        }
-        catch {
-            continue; // Removed while walking.
-        }
-        if (st.isFile())
-            total += st.size;
-        else if (st.isDirectory()) {
-            try {
-                for (const name of (0,external_node_fs_.readdirSync)(p))
-                    stack.push((0,external_node_path_.join)(p, name));
-            }
-            catch {
-                // Unreadable: the sandbox made it so; nothing large can hide there for long.
-            }
-        }
-    }
-    return total;
-}
-
-;// CONCATENATED MODULE: ./src/engine/process-group.ts
-
-const PAGE_SIZE = 4096;
-function readStat(pid) {
-    try {
-        const stat = (0,external_node_fs_.readFileSync)(`/proc/${pid}/stat`, "utf8");
-        // comm may hold spaces and parens: fields resume after the last ')'.
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
-        if (fields[0] === "Z")
-            return null;
-        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
-    }
-    catch {
-        return null; // The process ended, or this is not Linux.
-    }
-}
-function childrenOf(pid) {
-    const out = [];
-    let tasks;
-    try {
-        tasks = (0,external_node_fs_.readdirSync)(`/proc/${pid}/task`);
-    }
-    catch {
-        return out;
-    }
-    for (const tid of tasks) {
-        try {
-            for (const c of (0,external_node_fs_.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
-                if (c)
-                    out.push(Number(c));
-        }
-        catch {
-            // The thread ended between readdir and read.
-        }
-    }
-    return out;
-}
-/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
-function scanGroup(pgid) {
-    let entries;
-    try {
-        entries = (0,external_node_fs_.readdirSync)("/proc");
-    }
-    catch {
-        return [];
-    }
-    const pids = [];
-    for (const name of entries) {
-        if (!/^\d+$/.test(name))
-            continue;
-        if (readStat(Number(name))?.pgid === pgid)
-            pids.push(Number(name));
-    }
-    return pids;
-}
-/**
- * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
- *
- * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
- * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
- * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
- * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
- * process found outside the tree is tracked as a root from then on.
- */
-class GroupMeter {
-    pgid;
-    fullScanEvery;
-    roots = new Set();
-    samples = 0;
-    constructor(pgid, fullScanEvery = 10) {
-        this.pgid = pgid;
-        this.fullScanEvery = fullScanEvery;
-        this.roots.add(pgid);
-    }
-    sample() {
-        if (this.samples++ % this.fullScanEvery === 0)
-            for (const pid of scanGroup(this.pgid))
-                this.roots.add(pid);
-        const seen = new Set();
-        let rssBytes = 0;
-        const stack = [...this.roots];
-        while (stack.length) {
-            const pid = stack.pop();
-            if (seen.has(pid))
-                continue;
-            const stat = readStat(pid);
-            if (!stat) {
-                this.roots.delete(pid);
-                continue;
-            }
-            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
-            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
-            seen.add(pid);
-            rssBytes += stat.rssBytes;
-            stack.push(...childrenOf(pid));
-        }
-        return { processes: seen.size, rssBytes };
-    }
-}
-/** Processes and resident bytes of one process group, from one full scan of /proc. */
-function groupUsage(pgid) {
-    return new GroupMeter(pgid, 1).sample();
-}
-/** SIGKILL to a whole process group; a group already gone is fine. */
-function killGroup(pgid) {
-    try {
-        process.kill(-pgid, "SIGKILL");
-    }
-    catch (e) {
-        if (e.code !== "ESRCH")
-            throw e;
-    }
-}
-
-;// CONCATENATED MODULE: ./src/engine/run-command.ts
-
-
-
-
-
-const KEEP = 64 * 1024;
-const SAMPLE_MS = 100;
-const DISK_SAMPLE_MS = 250;
-/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
-const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
-/**
- * Runs a command in its own process group with a clean environment, in the sandbox when one is
- * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
- * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
- * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
- * outside the sandbox.
- */
-async function runCommand(command, opts) {
-    if (command.length === 0)
-        throw new TypeError("empty command");
-    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
-    const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
-    const inner = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
-    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
-    const [file, ...args] = argv;
-    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
-    const started = performance.now();
-    const child = execa(file, args, {
-        cwd: opts.cwd,
-        env: opts.env,
-        extendEnv: false,
-        detached: true,
-        reject: false,
-        stdin: "ignore",
-        buffer: false,
-        stripFinalNewline: false,
-    });
-    let head = "";
-    let tail = "";
-    let total = 0;
-    let limit = null;
-    let peak = 0;
-    const pgid = child.pid;
-    const stop = (why) => {
-        if (limit)
-            return;
-        limit = why;
-        if (pgid)
-            killGroup(pgid);
-        cg?.killAll();
-    };
-    const onData = (chunk) => {
-        total += chunk.length;
-        if (head.length < KEEP)
-            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
-        else
-            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
-        if (total > opts.limits.outputBytes)
-            stop("output");
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
-    const meter = pgid ? new GroupMeter(pgid) : undefined;
-    const sampler = meter
-        ? setInterval(() => {
-            const { rssBytes, processes } = meter.sample();
-            peak = Math.max(peak, rssBytes);
-            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
-            // processes share once per process, so it decides only where there is no cgroup.
-            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
-            if (hit)
-                stop(hit);
-            else if (opts.limits.gpuMemoryExceeded?.())
-                stop("gpu-memory");
-        }, SAMPLE_MS)
-        : undefined;
-    const diskWatch = iso.writable.length
-        ? setInterval(() => {
-            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-                stop("disk");
-        }, DISK_SAMPLE_MS)
-        : undefined;
-    const result = await child;
-    const durationS = (performance.now() - started) / 1000;
-    clearTimeout(timer);
-    if (sampler)
-        clearInterval(sampler);
-    if (diskWatch)
-        clearInterval(diskWatch);
-    if (pgid)
-        killGroup(pgid);
-    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
-    const kernelLimit = cg?.limitHit() ?? null;
-    if (!limit && kernelLimit)
-        limit = kernelLimit;
-    if (!limit && result.signal === "SIGXFSZ")
-        limit = "disk";
-    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-        limit = "disk";
-    const cgroupPeak = cg?.memoryPeak() ?? null;
-    await cg?.remove();
-    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
-    const spawnError = joinFailed
-        ? "could not join the run's cgroup"
-        : result.failed && result.exitCode === undefined && !result.signal
-            ? (result.shortMessage ?? "could not start")
-            : null;
-    return {
-        exitCode: result.exitCode ?? null,
-        signal: result.signal ?? null,
-        limit,
-        durationS,
-        peakRssBytes: peak,
-        peakMemoryBytes: cgroupPeak ?? peak,
-        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
-        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
-        spawnError,
-    };
-}
-
 ;// CONCATENATED MODULE: ./src/engine/official-phase.ts
+
+
+
+
 
 
 
@@ -23086,7 +24350,7 @@ async function runOfficial(task, ctx, limits, log) {
         readWrite: [ctx.workspace, env.HOME, reportDir],
         readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
     });
-    const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation });
+    const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation, cpus: ctx.cpus });
     log(run.log);
     if (run.spawnError)
         throw new errors/* HarnessError */.t(`the official test command could not start: ${run.spawnError}`, "official");
@@ -23115,467 +24379,24 @@ async function runOfficial(task, ctx, limits, log) {
         memorySource: run.memorySource,
     };
 }
-
-// EXTERNAL MODULE: ./node_modules/picomatch/index.js
-var node_modules_picomatch = __nccwpck_require__(4006);
-var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(node_modules_picomatch);
-;// CONCATENATED MODULE: ./src/core/probe-outcome.ts
-
-/** `probe_memory_state.py` → `memory`: the category a probe process is named for, else functional. */
-function categoryFromName(probe) {
-    const words = probe.toLowerCase().split(/[^a-z]+/);
-    return probe_check/* CATEGORIES */.R6.find((c) => words.includes(c)) ?? "functional";
-}
 /**
- * Turns one probe run into checks. Lines that break the protocol, checks emitted twice, a crash,
- * or silence become checks too, so nothing a probe did is lost and no silence is a pass:
- * killed by a limit → failed (the submission's fault); non-zero exit or no line → error.
+ * The official phase of an evaluation: the official job on its slice of the runner. Its start line
+ * is sent once the slice is held, so it names the GPUs and cores it got and how long it queued;
+ * its duration is the run's own, queue left out.
  */
-function checksFromRun(run) {
-    const category = categoryFromName(run.probe);
-    const base = { probe: run.probe, attempts: 1, durationS: run.durationS };
-    const checks = [];
-    const seen = new Map();
-    const lines = run.resultsText.split("\n");
-    lines.forEach((raw, i) => {
-        const line = raw.trim();
-        if (!line)
-            return;
-        let parsed = null;
-        let problem = "";
-        try {
-            const r = probe_check/* ProbeLineSchema */.mK.safeParse(JSON.parse(line));
-            if (r.success)
-                parsed = r.data;
-            else
-                problem = r.error.issues.map((x) => `${x.path.join(".") || "(line)"}: ${x.message}`).join("; ");
-        }
-        catch (e) {
-            problem = `not JSON (${e.message})`;
-        }
-        if (!parsed) {
-            checks.push({ ...base, id: `${run.probe}.line-${i + 1}`, category, status: "error", message: `results line ${i + 1} breaks the probe protocol: ${problem}` });
-            return;
-        }
-        const at = seen.get(parsed.id);
-        if (at !== undefined) {
-            const first = checks[at];
-            if (first)
-                checks[at] = { ...first, status: "error", message: `check '${parsed.id}' was reported more than once; its results cannot be trusted` };
-            return;
-        }
-        seen.set(parsed.id, checks.length);
-        checks.push({ ...base, ...parsed });
+async function officialPhase(ev, { runner, jobs, python }) {
+    const { opts, spec, ws, record } = ev;
+    const o = jobs.official;
+    const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
+        const queued = lease.waitedS >= 1 ? `, queued ${(0,sizes/* formatSeconds */.Xo)(lease.waitedS)}` : "";
+        ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}` });
+        return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }));
     });
-    const id = run.probe.replace(/_/g, "-").toLowerCase();
-    if (run.limit) {
-        // Running out of memory is a memory finding whichever probe was running.
-        const limitCategory = run.limit === "memory" || run.limit === "gpu-memory" ? "memory" : category;
-        checks.push({ ...base, id: `${id}.limit`, category: limitCategory, status: "failed", message: `the probe run was stopped by the ${run.limit} limit while running the submission` });
-    }
-    else if (run.exitCode !== 0) {
-        const how = run.signal ? `was killed by ${run.signal}` : `exited with code ${run.exitCode}`;
-        checks.push({ ...base, id: `${id}.exit`, category, status: "error", message: `the probe process ${how}${checks.length ? ` after ${checks.length} checks` : " before reporting any check"}` });
-    }
-    else if (checks.length === 0) {
-        checks.push({ ...base, id: `${id}.silent`, category, status: "error", message: "the probe process exited without reporting any check" });
-    }
-    return checks;
-}
-/** Time checks that failed in a run: these are measured again. */
-function failedTimeChecks(checks) {
-    return checks.filter((c) => c.category === "time" && c.status === "failed").map((c) => c.id);
-}
-/**
- * Merges up to three runs of a probe whose time checks failed: a time check fails only when two
- * of three runs fail it; every other check keeps its first run's result.
- */
-function mergeRuns(runs) {
-    const first = runs[0] ?? [];
-    return first.map((check) => {
-        if (check.category !== "time" || check.status !== "failed")
-            return check;
-        const seen = runs.map((r) => r.find((c) => c.id === check.id));
-        const fails = seen.filter((c) => !c || c.status !== "passed");
-        const passing = seen.find((c) => c?.status === "passed");
-        const durationS = runs.reduce((s, r) => s + (r[0]?.durationS ?? 0), 0);
-        if (fails.length >= 2 || !passing)
-            return { ...check, attempts: runs.length, durationS };
-        return { ...passing, attempts: runs.length, durationS };
-    });
-}
-/** Whether another run is needed: some retried time check has neither failed twice nor passed twice. */
-function needsAnotherRun(runs, retried) {
-    if (runs.length >= 3)
-        return false;
-    return retried.some((id) => {
-        const passes = runs.filter((r) => r.find((c) => c.id === id)?.status === "passed").length;
-        return runs.length - passes < 2 && passes < 2;
-    });
-}
-
-;// CONCATENATED MODULE: ./src/engine/probe-phase.ts
-
-
-
-
-
-
-
-
-/** Copies a folder (the probes, the kit) into the evaluation folder, read-only for everyone. */
-function mountReadOnly(src, root, name) {
-    const dest = (0,external_node_path_.join)(root, name);
-    (0,external_node_fs_.cpSync)(src, dest, { recursive: true, filter: (p) => (0,external_node_path_.basename)(p) !== "__pycache__" });
-    const lock = (dir) => {
-        for (const e of (0,external_node_fs_.readdirSync)(dir)) {
-            const p = (0,external_node_path_.join)(dir, e);
-            if ((0,external_node_fs_.statSync)(p).isDirectory())
-                lock(p);
-            else
-                (0,external_node_fs_.chmodSync)(p, 0o444);
-        }
-        (0,external_node_fs_.chmodSync)(dir, 0o555);
-    };
-    lock(dest);
-    return dest;
-}
-/** The probe files of a task, in a stable order. */
-function listProbes(probesDir, pattern) {
-    const match = picomatch_default()(pattern, { dot: false });
-    return (0,external_node_fs_.readdirSync)(probesDir)
-        .filter((f) => match(f) && (0,external_node_fs_.statSync)((0,external_node_path_.join)(probesDir, f)).isFile())
-        .sort();
-}
-/**
- * Runs every probe process once (time probes up to three times), from a read-only copy of the
- * probe folder outside the workspace, mounted into the sandbox only now. Results come only from
- * each run's own results file (the one file of the judge folder that run can see) and exit status;
- * what a probe prints goes to the runner log alone.
- */
-async function runProbes(task, ctx, limitsFor, events) {
-    const files = listProbes(task.probesDir, task.spec.probes.pattern);
-    if (files.length === 0) {
-        throw new errors/* HarnessError */.t(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
-    }
-    // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
-    // sandbox's user can then reach it.
-    const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
-    const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
-    const resultsDir = (0,external_node_path_.join)(ctx.judgeDir, "results");
-    (0,external_node_fs_.mkdirSync)(resultsDir, { recursive: true });
-    const all = [];
-    for (const file of files) {
-        const probe = (0,external_node_path_.basename)(file, (0,external_node_path_.extname)(file));
-        const runs = [];
-        let retried = [];
-        do {
-            const attempt = runs.length + 1;
-            events.probeStart(probe, attempt);
-            const results = (0,external_node_path_.join)(resultsDir, `${probe}.${attempt}.jsonl`);
-            (0,external_node_fs_.writeFileSync)(results, "");
-            const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: (0,external_node_path_.join)(mounted, file), workspace: ctx.workspace });
-            const env = jobEnv(ctx, {
-                PROBEGATE_RESULTS: results,
-                PROBEGATE_PROBE_DIR: mounted,
-                PROBEGATE_SEED: String(ctx.params.seed),
-                PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
-                PYTHONPATH: jobPythonPath(ctx, kit, mounted),
-            });
-            const isolation = await isolationFor(ctx.isolation, {
-                cwd: ctx.workspace,
-                readOnly: [kit, mounted, ...(ctx.setupDir ? [ctx.setupDir] : [])],
-                readWrite: [ctx.workspace, env.HOME, results],
-                readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
-            });
-            const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(), isolation });
-            events.log(probe, run.log);
-            if (run.spawnError)
-                throw new errors/* HarnessError */.t(`probe ${probe} could not start: ${run.spawnError}`, "probes");
-            const resultsText = (0,external_node_fs_.existsSync)(results) ? (0,external_node_fs_.readFileSync)(results, "utf8") : "";
-            runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
-            if (attempt === 1)
-                retried = failedTimeChecks(runs[0] ?? []);
-        } while (retried.length > 0 && needsAnotherRun(runs, retried));
-        const merged = mergeRuns(runs);
-        events.probeEnd(probe, merged);
-        all.push(...merged);
-    }
-    return all;
-}
-
-;// CONCATENATED MODULE: ./src/engine/probe-set.ts
-
-
-
-function files(dir, out = []) {
-    for (const e of (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })) {
-        if (e.name === "__pycache__" || e.name.startsWith("."))
-            continue;
-        const p = (0,external_node_path_.join)(dir, e.name);
-        if (e.isDirectory())
-            files(p, out);
-        else if (e.isFile())
-            out.push(p);
-    }
-    return out;
-}
-/** `sha256:…` over the probe folder's paths and contents: the probe-set version a result was judged by. */
-function probeSetVersion(dir) {
-    const h = (0,external_node_crypto_.createHash)("sha256");
-    for (const f of files(dir).sort()) {
-        h.update((0,external_node_path_.relative)(dir, f));
-        h.update("\0");
-        h.update((0,external_node_fs_.readFileSync)(f));
-        h.update("\0");
-    }
-    return `sha256:${h.digest("hex")}`;
-}
-/** Every file of the probe folder, for the leak check of what leaves the runner. */
-function probeFiles(dir) {
-    return files(dir).sort();
-}
-
-// EXTERNAL MODULE: ./src/core/result-signature.ts + 1 modules
-var result_signature = __nccwpck_require__(4670);
-;// CONCATENATED MODULE: ./src/engine/sign.ts
-// Result signing lives in src/core (one definition for the engine, the Action, the app and the CLI).
-
-
-;// CONCATENATED MODULE: ./src/engine/git.ts
-
-
-/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
-const GIT_ENV = {
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_AUTHOR_NAME: "probegate",
-    GIT_AUTHOR_EMAIL: "probegate@localhost",
-    GIT_COMMITTER_NAME: "probegate",
-    GIT_COMMITTER_EMAIL: "probegate@localhost",
-    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
-    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
-};
-/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
-async function git(cwd, args, opts = {}) {
-    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
-    const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
-        cwd,
-        env: GIT_ENV,
-        reject: false,
-        input: opts.input,
-        stripFinalNewline: true,
-    });
-    if (r.exitCode !== 0) {
-        const stderr = String(r.stderr || r.shortMessage || "").trim();
-        throw opts.onError ? opts.onError(stderr) : new errors/* InputError */.d(`git ${args[0]} failed in ${cwd}: ${stderr}`);
-    }
-    return String(r.stdout);
-}
-/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
-async function exportTree(repo, ref, dest, scratch, what) {
-    const fail = (stderr) => new errors/* InputError */.d(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
-    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
-    const gitDir = `${scratch}/src.git`;
-    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
-    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
-    if (tar.exitCode !== 0)
-        throw fail(Buffer.from(tar.stderr).toString());
-    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
-    if (untar.exitCode !== 0)
-        throw fail(String(untar.stderr));
-    return sha;
-}
-
-;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
-
-
-const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
-const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
-const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
-const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
-/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
-function pytestSection(text) {
-    const lines = text.split(/\r?\n/);
-    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
-    if (start < 0)
-        return "";
-    const rest = lines.slice(start + 1);
-    const end = rest.findIndex((l) => /^\s*\[/.test(l));
-    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
-}
-/**
- * Decides, for each path the submission added or changed relative to the base, whether it must be
- * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
- * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
- *
- * @param changed paths (posix, relative) that differ from the base, with their content now and in
- *   the base (null where the file does not exist)
- * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
- */
-function planJudgeReset(changed, officialGlobs, setupModules = []) {
-    const reserved = new Set(setupModules);
-    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
-    const actions = [];
-    for (const { path, content, baseContent } of changed) {
-        const name = external_node_path_.posix.basename(path);
-        const base = baseContent !== null;
-        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
-        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
-        if (reserved.has(top) && (base || content !== null)) {
-            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
-        }
-        else if (isOfficial(path)) {
-            if (base || content !== null)
-                put("official test files are restored from the base before the official tests run");
-        }
-        else if (name === "conftest.py") {
-            if (base || content !== null)
-                put("conftest.py is a test-time hook; only the task's own are kept");
-        }
-        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
-            if (content !== null)
-                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
-        }
-        else if (PYTEST_CONFIGS.has(name)) {
-            if (content !== null)
-                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
-        }
-        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
-            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
-        }
-    }
-    return actions;
-}
-
-;// CONCATENATED MODULE: ./src/engine/workspace.ts
-
-
-
-
-
-
-const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
-const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
-function emptyExceptGit(dir) {
-    for (const name of (0,external_node_fs_.readdirSync)(dir))
-        if (name !== ".git")
-            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(dir, name), { recursive: true, force: true });
-}
-async function applySubmission(ws, scratch, sub) {
-    switch (sub.kind) {
-        case "patch":
-            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
-            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
-                onError: (stderr) => new errors/* InputError */.d(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
-            });
-            return null;
-        case "folder":
-            emptyExceptGit(ws);
-            (0,external_node_fs_.cpSync)(sub.path, ws, { recursive: true, filter: copyFilter });
-            return null;
-        case "git": {
-            emptyExceptGit(ws);
-            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(scratch, "submission"));
-            return exportTree(sub.repo, sub.ref, ws, (0,external_node_path_.join)(scratch, "submission"), "--submission");
-        }
-    }
-}
-/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
-async function changedPaths(ws) {
-    const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
-    return out
-        .split("\0")
-        .filter((e) => e.length > 3)
-        .map((e) => e.slice(3));
-}
-/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
-function setupModules(setupDir) {
-    if (!setupDir)
-        return [];
-    return (0,external_node_fs_.readdirSync)(setupDir, { withFileTypes: true })
-        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
-        .map((e) => e.name.replace(/\.py$/, ""));
-}
-async function resetJudge(ws, officialGlobs, reserved = []) {
-    const changed = [];
-    for (const path of await changedPaths(ws)) {
-        let content = null;
-        try {
-            content = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(ws, path), "utf8");
-        }
-        catch {
-            content = null;
-        }
-        let baseContent = null;
-        try {
-            baseContent = await git(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
-        }
-        catch {
-            baseContent = null;
-        }
-        changed.push({ path, content, baseContent });
-    }
-    const actions = planJudgeReset(changed, officialGlobs, reserved);
-    for (const a of actions) {
-        if (a.action === "removed")
-            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(ws, a.path), { force: true });
-        else
-            await git(ws, ["checkout", "HEAD", "--", a.path]);
-    }
-    return actions;
-}
-/**
- * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
- * added or changed since the reset before the official tests, so nothing the official run wrote
- * runs first in a probe process. Official test files are left as the tests left them.
- */
-async function resetHooks(ws) {
-    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
-    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
-}
-/**
- * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
- * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
- * written to.
- */
-async function createWorkspace(task, sub) {
-    const root = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_namespaceObject.tmpdir)(), `probegate-${task.spec.id}-`));
-    const dispose = () => (0,external_node_fs_.rmSync)(root, { recursive: true, force: true });
-    try {
-        const dir = (0,external_node_path_.join)(root, "workspace");
-        const judgeDir = (0,external_node_path_.join)(root, "judge");
-        const scratch = (0,external_node_path_.join)(root, "scratch");
-        for (const d of [dir, judgeDir, scratch])
-            (0,external_node_fs_.mkdirSync)(d);
-        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
-        const setupDir = task.setupDir ? (0,external_node_path_.join)(root, "setup") : null;
-        if (task.setupDir && setupDir)
-            (0,external_node_fs_.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
-        if (task.base.kind === "folder")
-            (0,external_node_fs_.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
-        else {
-            await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
-            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
-            if (task.base.overlay)
-                (0,external_node_fs_.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
-        }
-        await git(dir, ["init", "--quiet", "--initial-branch=base"]);
-        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
-        await git(dir, ["add", "--all", "--force"]);
-        await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
-        const baseSha = await git(dir, ["rev-parse", "HEAD"]);
-        const submissionSha = await applySubmission(dir, scratch, sub);
-        const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
-        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
-        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
-    }
-    catch (e) {
-        dispose();
-        throw e;
-    }
+    record.official = official;
+    record.officialS = official.durationS;
+    const peak = runner.peaks.get("official") ?? null;
+    ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(peak) });
+    return official;
 }
 
 ;// CONCATENATED MODULE: ./src/engine/evaluate.ts
@@ -23587,229 +24408,47 @@ async function createWorkspace(task, sub) {
 
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-/** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
-const DEFAULT_PROCESSES = 4096;
-/** Default bytes a run may write (workspace, HOME, its private /tmp). */
-const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
-function jobContext(ws, opts, gpus, isolation) {
-    const worldSize = opts.worldSize ?? defaultWorldSize(opts.task.spec);
-    const usable = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)) : gpus;
-    const nccl = opts.task.spec.gpus > 0 && usable.length >= worldSize;
-    const assigned = nccl ? usable.slice(0, worldSize) : usable.slice(0, Math.min(1, usable.length));
-    return {
-        isolation: isolation(assigned.map((g) => g.index)),
-        workspace: ws.dir,
-        root: ws.root,
-        judgeDir: ws.judgeDir,
-        backend: nccl ? "nccl" : "gloo",
-        worldSize,
-        cudaVisibleDevices: assigned.map((g) => g.index).join(","),
-        threadsPerRank: Math.max(1, Math.floor((0,external_node_os_namespaceObject.cpus)().length / worldSize)),
-        setupDir: ws.setupDir,
-    };
-}
-/** Ranks when none are asked for: the task's GPUs, and never fewer than it can run on. */
-function defaultWorldSize(spec) {
-    return Math.max(1, spec.gpus, spec.minRanks);
-}
-/** The GPUs given to the job (CUDA_VISIBLE_DEVICES), as nvidia-smi numbers them. */
-function jobGpus(ctx) {
-    return ctx.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").map(Number) : [];
-}
-/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
-function gpuNote(peak) {
-    return peak ? `, GPU peak ${(0,sizes/* formatBytes */.z3)(peak.peakBytes)}` : "";
-}
-/** The result's `gpuMemory`: null for a job without GPUs, or where no phase could read them. */
-function gpuMemoryOfRecord(gpus, peaks) {
-    if (gpus.length === 0 || (!peaks.official && !peaks.probes))
-        return null;
-    const phase = (p) => (p ? { baselineBytes: p.baselineBytes, peakBytes: p.peakBytes, samples: p.samples } : null);
-    return { source: "nvidia-smi", gpus, official: phase(peaks.official), probes: phase(peaks.probes) };
-}
-function toProbeResults(checks) {
-    const counts = new Map();
-    for (const c of checks)
-        counts.set(c.id, (counts.get(c.id) ?? 0) + 1);
-    return checks.map((c) => ({
-        id: c.id,
-        category: c.category,
-        status: (counts.get(c.id) ?? 0) > 1 ? "error" : c.status,
-        message: (counts.get(c.id) ?? 0) > 1 ? `check id '${c.id}' is reported by more than one probe process` : c.message,
-        location: c.location ?? null,
-        measured: c.measured ?? null,
-        requirements: c.requirements ?? null,
-        probe: c.probe,
-        attempts: c.attempts,
-        durationS: c.durationS,
-    }));
-}
 /**
- * One evaluation on this machine: workspace, official tests, hidden probes, verdict. Bad input
- * throws InputError before anything runs; a harness fault ends in a result with verdict `error`.
+ * The workspace phase: the base with the submission applied and the judge's files reset, while the
+ * host facts are gathered. It runs outside the harness-error net: without a workspace there is no
+ * result to report in, so what it throws (a patch that does not apply, a base that cannot be
+ * exported) goes to the caller as it is, and createWorkspace has removed its own folder.
  */
-async function evaluate(opts) {
-    const now = opts.now ?? (() => new Date());
-    const startedAt = now();
-    const t0 = performance.now();
-    const since = (t) => (performance.now() - t) / 1000;
-    const spec = opts.task.spec;
-    if (opts.worldSize !== undefined && opts.worldSize < spec.minRanks) {
-        throw new errors/* InputError */.d(`--world-size ${opts.worldSize} is too few ranks for task ${spec.id}: it needs at least ${spec.minRanks} (minRanks in ${opts.task.dir}/task.yml). On fewer GPUs than that, leave --world-size out: the ranks then share a GPU or the CPU over gloo.`, { file: `${opts.task.dir}/task.yml`, field: "minRanks" });
-    }
-    const deadline = t0 + spec.limits.wallClock * 1000;
-    const processes = opts.runLimits?.processes ?? DEFAULT_PROCESSES;
-    const diskBytes = opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES;
-    // The GPU meter of the phase running now; a run is killed when the job's GPUs go over the limit.
-    let phaseGpu = null;
-    const limits = (timeoutS) => ({
-        gpuMemoryExceeded: () => phaseGpu?.overLimit() ?? false,
-        timeoutS: Math.max(1, Math.min(timeoutS, (deadline - performance.now()) / 1000)),
-        outputBytes: spec.limits.outputBytes,
-        memoryBytes: spec.limits.memory,
-        processes,
-        diskBytes,
-    });
-    const probeSet = probeSetVersion(opts.task.probesDir);
-    const params = (0,probe_params/* drawParams */.rx)(spec.params, opts.seed ?? (0,external_node_crypto_.randomInt)(0, 2 ** 32));
-    // Every string that leaves the runner (events, the result) is checked against the probe sources.
-    const secrets = readProbeSecrets(opts.task.probesDir);
-    const rawEmit = opts.onEvent ?? (() => { });
-    const emit = (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value);
-    // Facts about the host are gathered while the workspace is built; a failure surfaces later, as a harness error.
-    const bwrap = bwrapPath();
-    const hostFacts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)]);
-    hostFacts.catch(() => { });
+async function workspacePhase(opened) {
+    const { opts, emit, record, clock } = opened;
     emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
     const ws = await createWorkspace(opts.task, opts.submission);
-    const workspaceS = since(t0);
-    emit({ type: "phase-end", phase: "workspace", durationS: workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
-    let official = null;
-    let checks = [];
-    let harnessError = null;
-    let officialS = 0;
-    let probesS = 0;
-    let py = null;
-    let gpus = [];
-    let ctx = null;
-    const cgroups = findControllers();
-    const gpuPeaks = { official: null, probes: null };
+    record.workspaceS = clock.since();
+    emit({ type: "phase-end", phase: "workspace", durationS: record.workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
+    return { ...opened, ws };
+}
+/**
+ * One evaluation on this machine: workspace, job setup, official tests, hidden probes, verdict.
+ * Bad input throws InputError before any submission code runs; a harness fault in any phase
+ * (its name in `error.phase`) ends in a result with verdict `error`, with what the earlier phases
+ * recorded. The workspace is removed whatever happens, unless `keepWorkspace`.
+ */
+async function evaluate(opts) {
+    const ev = await workspacePhase(openEvaluation(opts));
     try {
-        let support;
-        [py, gpus, support] = await hostFacts;
-        if (support && !support.ok) {
-            throw new errors/* HarnessError */.t(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
-        }
-        const usableGpus = opts.gpus ? gpus.filter((g) => opts.gpus?.includes(g.index)).length : gpus.length;
-        const unmet = (0,task_environment/* unmetRequirements */.yY)(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: usableGpus });
-        if (unmet.length) {
-            throw new errors/* HarnessError */.t(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
-        }
-        const python = py.executable;
-        const plan = planIsolation({ support, bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups, processes, diskBytes });
-        ctx = jobContext(ws, opts, gpus, plan);
-        const c = ctx;
-        emit({ type: "phase-start", phase: "official", detail: `${c.backend} × ${c.worldSize}` });
-        const t1 = performance.now();
-        phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
-        try {
-            official = await runOfficial(opts.task, { ...c, python }, limits(spec.official.timeout), (text) => emit({ type: "log", source: "official", text }));
-        }
-        finally {
-            gpuPeaks.official = await phaseGpu.stop();
-            phaseGpu = null;
-        }
-        officialS = since(t1);
-        emit({ type: "phase-end", phase: "official", durationS: officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(gpuPeaks.official) });
-        if (official.passed || opts.alwaysProbe) {
-            // Hooks the official run may have planted for the probe processes (a sitecustomize.py, say) go first.
-            ws.resets.push(...(await resetHooks(ws)));
-            emit({ type: "phase-start", phase: "probes" });
-            const t2 = performance.now();
-            phaseGpu = await startGpuMeter(jobGpus(c), { limitBytes: spec.limits.gpuMemory });
-            try {
-                checks = await runProbes(opts.task, { ...c, python, kitDir: opts.kitDir, params }, () => limits(spec.probes.timeout), {
-                    probeStart: (probe, attempt) => emit({ type: "probe-start", probe, attempt }),
-                    probeEnd: (probe, cs) => emit({ type: "probe-end", probe, checks: cs }),
-                    log: (probe, text) => emit({ type: "log", source: `probe ${probe}`, text }),
-                });
-            }
-            finally {
-                gpuPeaks.probes = await phaseGpu.stop();
-                phaseGpu = null;
-            }
-            probesS = since(t2);
-            const failed = checks.filter((x) => x.status === "failed").length;
-            emit({ type: "phase-end", phase: "probes", durationS: probesS, detail: `${checks.length - failed} of ${checks.length} passed${gpuNote(gpuPeaks.probes)}` });
-        }
+        const setup = await setUpJobs(ev);
+        const official = await officialPhase(ev, setup);
+        if (official.passed || opts.alwaysProbe)
+            await probePhase(ev, setup);
     }
     catch (e) {
         if (!(e instanceof errors/* HarnessError */.t)) {
-            ws.dispose();
+            ev.ws.dispose();
             throw e;
         }
-        harnessError = { phase: e.phase, message: e.message };
+        ev.record.harnessError = { phase: e.phase, message: e.message };
     }
     finally {
+        ev.record.releaseUid?.();
         if (!opts.keepWorkspace)
-            ws.dispose();
+            ev.ws.dispose();
     }
-    emit({ type: "phase-start", phase: "verdict" });
-    const probes = toProbeResults(checks);
-    const { verdict, reason } = (0,core_verdict/* decideVerdict */.A)({ harnessError: harnessError?.message, official, probes });
-    const gpuCount = ctx?.cudaVisibleDevices ? ctx.cudaVisibleDevices.split(",").length : 0;
-    const result = core_result/* EvaluationResultSchema */.Re.parse({
-        schemaVersion: core_result/* RESULT_SCHEMA_VERSION */.tS,
-        task: { id: spec.id, title: spec.title, area: spec.area, probeSet },
-        submission: {
-            kind: opts.submission.kind,
-            source: describeSubmission(opts.submission),
-            repo: opts.submission.kind === "git" ? opts.submission.repo : null,
-            ref: opts.submission.kind === "git" ? opts.submission.ref : null,
-            sha: ws.submissionSha,
-        },
-        evaluationKey: opts.evaluationKey ?? null,
-        verdict,
-        reason,
-        official,
-        probes,
-        workspaceResets: ws.resets,
-        durations: { workspaceS, officialS, probesS, totalS: since(t0) },
-        gpuSeconds: gpuCount * (officialS + probesS),
-        params,
-        gpuMemory: gpuMemoryOfRecord(ctx ? jobGpus(ctx) : [], gpuPeaks),
-        environment: {
-            platform: `${(0,external_node_os_namespaceObject.platform)()}-${(0,external_node_os_namespaceObject.arch)()}`,
-            node: process.version,
-            python: py?.python ?? null,
-            torch: py?.torch ?? null,
-            cuda: py?.cuda ?? null,
-            backend: ctx?.backend ?? "gloo",
-            worldSize: ctx?.worldSize ?? defaultWorldSize(spec),
-            gpus,
-            sandboxed: ctx?.isolation.sandbox != null,
-            cgroup: cgroups ? `v${cgroups.version}` : null,
-        },
-        startedAt: startedAt.toISOString(),
-        finishedAt: now().toISOString(),
-        error: harnessError,
-        signature: null,
-    });
-    emit({ type: "phase-end", phase: "verdict", durationS: 0, detail: verdict });
-    const { value: clean } = withholdLeaks(result, secrets);
-    return opts.signingKey ? (0,result_signature/* signResult */.xW)(clean, opts.signingKey) : clean;
+    return assembleResult(ev);
 }
 
 // EXTERNAL MODULE: ./src/core/task-spec.ts
@@ -23973,12 +24612,13 @@ function progressPrinter(write, opts = {}) {
                     write(`${p}  ✓ ${LABEL[e.phase]} done in ${(0,sizes/* formatSeconds */.Xo)(e.durationS)}${e.detail ? `: ${e.detail}` : ""}\n`);
                 break;
             case "probe-start":
-                write(`${p}    · ${e.probe}${e.attempt > 1 ? ` (time re-measure ${e.attempt}/3)` : ""}\n`);
+                write(`${p}    · ${e.probe}${e.attempt > 1 ? ` (time re-measure ${e.attempt}/3)` : ""}${e.slice ? ` on ${e.slice}` : ""}\n`);
                 break;
             case "probe-end": {
                 const bad = e.checks.filter((c) => c.status !== "passed" && c.status !== "skipped");
                 const tally = bad.length ? bad.map((c) => `${c.id} ${c.status}`).join(", ") : "all passed";
-                write(`${p}      ${e.checks.length} checks: ${tally}\n`);
+                // Probes run side by side: each end line names its probe.
+                write(`${p}      ${e.probe}: ${e.checks.length} checks: ${tally}\n`);
                 break;
             }
             case "log":
@@ -23989,7 +24629,76 @@ function progressPrinter(write, opts = {}) {
     };
 }
 
+;// CONCATENATED MODULE: ./src/cli/runner-pool.ts
+
+
+
+
+/** `--gpus all | none | 0,1` → the indices asked for (undefined: all). */
+function parseGpus(value) {
+    if (value === undefined || value === "all")
+        return undefined;
+    if (value === "none")
+        return [];
+    const list = (0,packing/* parseIdList */.hG)(value);
+    if (!list)
+        throw new errors/* InputError */.d(`--gpus: expected 'all', 'none' or indices like 0,1 or 0-3 — got '${value}'.`, { field: "--gpus" });
+    return list;
+}
+/** `--cores 8` (the first 8 this process may use) or `--cores 0-7` (those ids). */
+function parseCores(value, available) {
+    if (value === undefined)
+        return [...available];
+    if (/^\d+$/.test(value)) {
+        const n = Number(value);
+        if (n < 1 || n > available.length)
+            throw new errors/* InputError */.d(`--cores: expected 1 to ${available.length} (the cores this process may use), got '${value}'.`, { field: "--cores" });
+        return available.slice(0, n);
+    }
+    const ids = (0,packing/* parseIdList */.hG)(value);
+    const missing = ids?.filter((i) => !available.includes(i)) ?? [];
+    if (!ids || missing.length) {
+        throw new errors/* InputError */.d(`--cores: expected a count or ids like 0-7 among this process's cores (${available.length ? `${available[0]}-${available[available.length - 1]}` : "none"}), got '${value}'${missing.length ? `; ${missing.join(", ")} not available` : ""}.`, { field: "--cores" });
+    }
+    return ids;
+}
+/**
+ * The runner's job pool from `--gpus`, `--cores` and `--jobs`, and how many evaluations to keep in
+ * progress at once: `--jobs` when given (then also the most jobs running at once), else half the
+ * cores (a job of two ranks per two cores), between 1 and 16.
+ */
+async function poolFromFlags(flags) {
+    const wanted = parseGpus(flags.gpus);
+    const present = (await detectGpus()).map((g) => g.index);
+    const absent = (wanted ?? []).filter((g) => !present.includes(g));
+    if (absent.length)
+        throw new errors/* InputError */.d(`--gpus: GPU ${absent.join(", ")} is not on this runner (nvidia-smi lists ${present.length ? present.join(", ") : "none"}).`, { field: "--gpus" });
+    const cores = parseCores(flags.cores, availableCpus());
+    let jobs;
+    if (flags.jobs !== undefined) {
+        jobs = Number(flags.jobs);
+        if (!Number.isInteger(jobs) || jobs < 1)
+            throw new errors/* InputError */.d(`--jobs: expected a whole number ≥ 1, got '${flags.jobs}'.`, { field: "--jobs" });
+    }
+    const pool = await JobPool.create({ gpus: wanted ?? present, cores, maxJobs: jobs });
+    return { pool, evaluations: jobs ?? Math.min(16, Math.max(1, Math.floor(cores.length / 2))) };
+}
+/** Runs `fn` over `items`, at most `limit` at once; results in the items' order. */
+async function mapConcurrent(items, limit, fn) {
+    const out = new Array(items.length);
+    let next = 0;
+    const worker = async () => {
+        while (next < items.length) {
+            const i = next++;
+            out[i] = await fn(items[i], i);
+        }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+    return out;
+}
+
 ;// CONCATENATED MODULE: ./src/cli/demo-command.ts
+
 
 
 
@@ -24042,16 +24751,21 @@ async function demoCommand(flags, io) {
     const cases = demoCases(root, flags.task);
     const outDir = (0,external_node_path_.resolve)(flags.outDir);
     io.stderr(`probegate demo: ${cases.length} example submissions of ${new Set(cases.map((c) => c.task.spec.id)).size} tasks; reports go to ${outDir}\n`);
-    const rows = [];
-    for (const [i, c] of cases.entries()) {
+    const { pool, evaluations } = await poolFromFlags(flags);
+    io.stderr(`${evaluations} at a time on ${pool.gpus.length ? `${pool.gpus.length} GPUs and ` : ""}${pool.cores.length} cores (--jobs, --gpus, --cores)\n`);
+    const started = performance.now();
+    const rows = await mapConcurrent(cases, evaluations, async (c, i) => {
         const name = (0,external_node_path_.basename)(c.patch).replace(/\.(patch|diff)$/, "");
+        // Several run at once: every line says which evaluation it belongs to.
+        const tag = evaluations > 1 ? `[${c.task.spec.id}/${name}] ` : "  ";
         io.stderr(`\n[${i + 1}/${cases.length}] ${c.task.spec.id} / ${name}\n`);
         const result = await evaluate({
             task: c.task,
             submission: { kind: "patch", path: c.patch },
             kitDir: flags.root ? (0,external_node_path_.join)(root, "probes", "kit") : KIT_DIR,
             unsandboxed: flags.unsandboxed,
-            onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: "  " }),
+            pool,
+            onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: tag }),
         });
         const dir = (0,external_node_path_.join)(outDir, c.task.spec.id);
         (0,external_node_fs_.mkdirSync)(dir, { recursive: true });
@@ -24060,9 +24774,10 @@ async function demoCommand(flags, io) {
         // A task this runner cannot run (requires: unmet) is reported as skipped, by name, never as a pass or a failure.
         const skipped = result.error?.phase === "requires" ? result.error.message : null;
         const diffs = skipped ? [] : compareToExpectation(result, c.expectation);
-        io.stderr(`  → ${result.verdict}${skipped ? "  – skipped: the runner lacks what the task requires" : diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
-        rows.push({ c, result, diffs, skipped });
-    }
+        io.stderr(`${tag}→ ${result.verdict}${skipped ? "  – skipped: the runner lacks what the task requires" : diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
+        return { c, result, diffs, skipped };
+    });
+    const wallS = (performance.now() - started) / 1000;
     const table = new (cli_table3_default())({ head: ["task", "submission", "verdict", "failed probe categories", "expected", "time", ""], style: { head: [], border: [] } });
     for (const { c, result, diffs, skipped } of rows) {
         table.push([
@@ -24080,7 +24795,7 @@ async function demoCommand(flags, io) {
     const wrong = rows.filter((r) => r.diffs.length).length;
     const skipped = rows.filter((r) => r.skipped);
     const judged = rows.length - skipped.length;
-    io.stdout(`${judged - wrong} of ${judged} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes.\n`);
+    io.stdout(`${judged - wrong} of ${judged} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes. Wall time ${(0,sizes/* formatSeconds */.Xo)(wallS)}, ${evaluations} at a time.\n`);
     for (const [task, why] of new Map(skipped.map((r) => [r.c.task.spec.id, r.skipped]))) {
         io.stdout(`skipped ${skipped.filter((r) => r.c.task.spec.id === task).length} examples of ${task} (not counted): ${why}\n`);
     }
@@ -24120,8 +24835,20 @@ function renderResultTable(result) {
     }
     return lines.join("\n");
 }
+/** Several results side by side (`probegate eval` with several submissions): one row each. */
+function renderBatchTable(names, results) {
+    const t = new (cli_table3_default())({ head: ["submission", "verdict", "official", "failed probe checks", "time", "GPU·s"], style: { head: [], border: [] } });
+    results.forEach((r, i) => {
+        const bad = r.probes.filter((p) => p.status === "failed" || p.status === "error").map((p) => p.id);
+        const o = r.official;
+        t.push([names[i] ?? "", r.verdict, o ? (o.passed ? `${o.counts.passed} passed` : (o.reason ?? "failed")) : "-", bad.join(", "), (0,sizes/* formatSeconds */.Xo)(r.durations.totalS), r.gpuSeconds.toFixed(1)]);
+    });
+    return t.toString();
+}
 
 ;// CONCATENATED MODULE: ./src/cli/eval-command.ts
+
+
 
 
 
@@ -24165,17 +24892,19 @@ function parseSeed(value) {
         throw new errors/* InputError */.d(`--seed: expected a whole number from 0 to 4294967295 (a result's params.seed), got '${value}'.`, { field: "--seed" });
     return n;
 }
-function parseGpus(value) {
-    if (value === undefined || value === "all")
-        return undefined;
-    if (value === "none")
-        return [];
-    const list = value.split(",").map((s) => Number(s.trim()));
-    if (list.some((n) => !Number.isInteger(n) || n < 0))
-        throw new errors/* InputError */.d(`--gpus: expected 'all', 'none' or indices like 0,1 — got '${value}'.`, { field: "--gpus" });
-    return list;
+/** The worst exit code of several results: error over rejected over resolved. */
+function worstExitCode(results) {
+    return Math.max(0, ...results.map(exitCodeFor));
 }
-/** `probegate eval`: one evaluation with progress on stderr and the result on stdout / --out. */
+/** "reference" for examples/…/reference.patch, "octo/repo@main" for a git source: a progress prefix. */
+function shortName(submission) {
+    return (0,external_node_path_.basename)(submission.replace(/\/+$/, "")).replace(/\.(patch|diff)$/, "");
+}
+/**
+ * `probegate eval`: one evaluation, or several side by side on the runner's pool (`--jobs`,
+ * `--gpus`, `--cores`), with progress on stderr (each line prefixed by its submission when there
+ * are several) and the result on stdout / --out (a JSON array for several).
+ */
 async function evalCommand(flags, io) {
     if (!["text", "json", "markdown"].includes(flags.format)) {
         throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
@@ -24183,33 +24912,46 @@ async function evalCommand(flags, io) {
     if (flags.knownGood && !flags.db)
         throw new errors/* InputError */.d("--known-good records the run in a store: pass --db <file> too.", { field: "--known-good" });
     const task = loadTask(flags.task, flags.probes);
-    const submission = parseSubmission(flags.submission);
-    const result = await evaluate({
+    const sources = Array.isArray(flags.submission) ? flags.submission : [flags.submission];
+    if (sources.length === 0)
+        throw new errors/* InputError */.d("--submission: give at least one submission (a folder, a .patch onto the base, or repo@ref).", { field: "--submission" });
+    const submissions = sources.map((s) => parseSubmission(s));
+    const seed = parseSeed(flags.seed);
+    const { pool, evaluations } = await poolFromFlags(flags);
+    const many = submissions.length > 1;
+    const worldSize = parseIntFlag("--world-size", flags.worldSize, 1);
+    const runLimits = { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) };
+    if (many)
+        io.stderr(`probegate eval: ${submissions.length} submissions of ${task.spec.id}, ${evaluations} at a time on ${pool.gpus.length} GPUs and ${pool.cores.length} cores\n`);
+    const results = await mapConcurrent(submissions, evaluations, (submission, i) => evaluate({
         task,
         submission,
         kitDir: KIT_DIR,
         python: flags.python,
-        worldSize: parseIntFlag("--world-size", flags.worldSize, 1),
-        gpus: parseGpus(flags.gpus),
+        worldSize,
+        pool,
         alwaysProbe: flags.alwaysProbe,
         keepWorkspace: flags.keepWorkspace,
-        seed: parseSeed(flags.seed),
+        seed,
         unsandboxed: flags.unsandboxed,
-        runLimits: { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) },
+        runLimits,
         signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
-        onEvent: progressPrinter(io.stderr, { verbose: flags.verbose }),
-    });
+        onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: many ? `[${shortName(sources[i])}] ` : "" }),
+    }));
+    const out = many ? results : results[0];
     if (flags.out)
-        (0,external_node_fs_.writeFileSync)(flags.out, `${JSON.stringify(result, null, 2)}\n`);
+        (0,external_node_fs_.writeFileSync)(flags.out, `${JSON.stringify(out, null, 2)}\n`);
     // Loaded on use: the store's native module is needed only with --db.
-    const read = flags.db ? (await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(319), __nccwpck_require__.e(659)]).then(__nccwpck_require__.bind(__nccwpck_require__, 1659))).readThroughStore(flags.db, result, { knownGood: !!flags.knownGood, submission: flags.submission }, io.stderr) : null;
+    const quarantine = flags.db ? (await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(659)]).then(__nccwpck_require__.bind(__nccwpck_require__, 1659))).readThroughStore : null;
+    const reads = results.map((result, i) => (quarantine && flags.db ? quarantine(flags.db, result, { knownGood: !!flags.knownGood, submission: sources[i] }, io.stderr) : null));
+    const markdown = results.map((r, i) => reads[i]?.markdown ?? (0,check_run_render/* renderSummary */.Br)(r));
     if (flags.format === "json")
-        io.stdout(`${JSON.stringify(result, null, 2)}\n`);
+        io.stdout(`${JSON.stringify(out, null, 2)}\n`);
     else if (flags.format === "markdown")
-        io.stdout(`${read?.markdown ?? (0,check_run_render/* renderSummary */.Br)(result)}\n`);
+        io.stdout(`${markdown.join("\n\n---\n\n")}\n`);
     else
-        io.stdout(`${renderResultTable(result)}\n`);
-    return exitCodeFor(read ?? result);
+        io.stdout(`${many ? renderBatchTable(sources.map(shortName), results) : renderResultTable(results[0])}\n`);
+    return worstExitCode(results.map((r, i) => reads[i] ?? r));
 }
 
 ;// CONCATENATED MODULE: ./src/core/probe-power.ts
@@ -24245,9 +24987,9 @@ function buildRows(inputs) {
     }
     return sorted;
 }
-/** Flawed examples the probes ran on: they are what a probe can catch. */
+/** Flawed examples the probes ran on (at least once): they are what a probe can catch. */
 function probedFlaws(inputs) {
-    return inputs.flatMap((col, c) => (col.expectation.verdict === "probe-rejected" ? [c] : []));
+    return inputs.flatMap((col, c) => (col.expectation.verdict === "probe-rejected" && col.results.length > 0 ? [c] : []));
 }
 function catchFindings(rows, inputs) {
     const flaws = probedFlaws(inputs);
@@ -24262,7 +25004,7 @@ function catchFindings(rows, inputs) {
                 level: "error",
                 kind: "probe-catches-nothing",
                 subject: probe,
-                message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples`,
+                message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples${flaws.length < inputs.filter((i) => i.expectation.verdict === "probe-rejected").length ? " that were evaluated" : ""}`,
             });
             continue;
         }
@@ -24297,6 +25039,11 @@ function flawFindings(rows, inputs) {
     const findings = [];
     inputs.forEach((col, c) => {
         const want = col.expectation;
+        if (col.results.length === 0) {
+            // Cut off by --budget: what the probes do on it is unknown, which is not the same as "not caught".
+            findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (the --budget ran out first): nothing is known of it; run again with more time` });
+            return;
+        }
         const wrong = col.results.filter((r) => r.verdict !== want.verdict);
         if (wrong.length) {
             const tally = [...new Set(wrong.map((r) => r.verdict))].map((v) => `${v} ${wrong.filter((r) => r.verdict === v).length}×`).join(", ");
@@ -24717,6 +25464,7 @@ function validateCommand(dirs, io) {
 
 
 
+
 function wholeNumber(name, value, min, fallback) {
     if (value === undefined)
         return fallback;
@@ -24724,17 +25472,6 @@ function wholeNumber(name, value, min, fallback) {
     if (!/^\d+$/.test(value) || n < min)
         throw new errors/* InputError */.d(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
     return n;
-}
-/** Runs `work` on every item, `jobs` at a time, in order of the list. */
-async function pool(items, jobs, work) {
-    let next = 0;
-    const worker = async () => {
-        while (next < items.length) {
-            const i = next++;
-            await work(items[i], i);
-        }
-    };
-    await Promise.all(Array.from({ length: Math.min(jobs, items.length) }, worker));
 }
 function examplesDir(task, flag) {
     const dir = flag ? (0,external_node_path_.join)((0,external_node_path_.resolve)(flag), task.spec.id) : (0,external_node_path_.resolve)(task.dir, "..", "..", "examples", "submissions", task.spec.id);
@@ -24744,7 +25481,7 @@ function examplesDir(task, flag) {
     return dir;
 }
 /** Evaluates every example of one task (correct ones `runs` times) and analyses the results. */
-async function powerOfTask(task, flags, io, record) {
+async function powerOfTask(task, flags, pool, io, record) {
     const runs = wholeNumber("--runs", flags.runs, 1, 1);
     const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
     const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
@@ -24763,7 +25500,7 @@ async function powerOfTask(task, flags, io, record) {
     const results = examples.map(() => []);
     io.stderr(`probegate validate --power ${task.spec.id}: ${examples.length} examples, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
     let finished = 0;
-    await pool(plan, jobs, async (p, i) => {
+    await mapConcurrent(plan, jobs, async (p, i) => {
         if (Date.now() > deadline) {
             notStarted++;
             return;
@@ -24776,6 +25513,8 @@ async function powerOfTask(task, flags, io, record) {
             submission: { kind: "patch", path: p.example.patch },
             kitDir: KIT_DIR,
             unsandboxed: flags.unsandboxed,
+            // One pool for every evaluation of this command: jobs side by side never share a GPU, core or port.
+            pool,
             seed: seed === undefined ? undefined : (seed + i) % 2 ** 32,
         });
         results[p.column]?.push(result);
@@ -24819,8 +25558,9 @@ async function powerCommand(dirs, flags, io) {
         return loadTask(dir);
     });
     // Loaded on use: the store's native module is needed only with --db.
-    const store = flags.db ? await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(319), __nccwpck_require__.e(103)]).then(__nccwpck_require__.bind(__nccwpck_require__, 103)) : null;
+    const store = flags.db ? await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(103)]).then(__nccwpck_require__.bind(__nccwpck_require__, 103)) : null;
     const db = store && flags.db ? store.openPowerStore(flags.db) : null;
+    const { pool } = await poolFromFlags({ gpus: flags.gpus, cores: flags.cores });
     let failed = 0;
     const reports = [];
     try {
@@ -24828,7 +25568,7 @@ async function powerCommand(dirs, flags, io) {
             const problems = validateTask(task);
             for (const p of problems)
                 io.stderr(`✗ ${task.spec.id}: ${p}\n`);
-            const report = await powerOfTask(task, flags, io, db && store ? (r) => store.recordRun(db, r) : null);
+            const report = await powerOfTask(task, flags, pool, io, db && store ? (r) => store.recordRun(db, r) : null);
             const quarantined = db && store && report.probeSet ? store.quarantinedNow(db, task.spec.id, report.probeSet) : null;
             if (problems.length || !report.ok)
                 failed++;
@@ -25429,6 +26169,10 @@ function verifyCommand(file, io) {
 
 
 
+/** Commander's way to take a repeated option as a list. */
+function collect(value, previous) {
+    return [...(previous ?? []), value];
+}
 /** Builds the `probegate` command line; every action resolves to an exit code. */
 function main_program(io, done) {
     const p = new Command("probegate")
@@ -25437,15 +26181,17 @@ function main_program(io, done) {
         .exitOverride()
         .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
     p.command("eval")
-        .description("evaluate one submission against one task; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error")
+        .description("evaluate one or more submissions against one task, packed onto the runner; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error (the worst of several)")
         .requiredOption("--task <dir>", "task folder (holding task.yml)")
-        .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref")
+        .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref; repeat it to evaluate several side by side", collect)
         .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
         .option("--out <file>", "write the result JSON here")
         .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
         .option("--python <path>", "interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
         .option("--world-size <n>", "ranks to use (default: the task's gpus)")
-        .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
+        .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1 (default: all nvidia-smi lists)", "all")
+        .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
+        .option("--jobs <n>", "at most this many jobs (test or probe runs) and evaluations at once (default: what the GPUs and cores allow; half the cores' worth of evaluations in progress)")
         .option("--always-probe", "run the hidden probes even when the official tests fail")
         .option("--keep-workspace", "keep the evaluation folder for debugging")
         .option("--seed <n>", "seed of the probe parameters (a result's params.seed), to reproduce an evaluation; default: drawn fresh")
@@ -25465,13 +26211,15 @@ function main_program(io, done) {
         .option("--db <file>", "record every run of a correct example as known-good outcomes (quarantine) in this store, with --power")
         .option("--seed <n>", "seed of the first evaluation's probe parameters (the next get seed+1, …), with --power; default: fresh")
         .option("--jobs <n>", "evaluations at a time, with --power", "1")
+        .option("--gpus <list>", "GPUs the --power evaluations may use: all, none, or indices like 0,1 (default: all nvidia-smi lists)")
+        .option("--cores <n|ids>", "cores the --power evaluations may use: a count or ids like 0-7 (default: every core of this process)")
         .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
         .option("--unsandboxed", "run submission code without the sandbox, with --power")
         .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
         .action(async (dirs, flags) => {
         if (flags.power)
             return done(await powerCommand(dirs, flags, io));
-        const powerOnly = ["db", "seed", "examples", "budget", "unsandboxed"].filter((k) => flags[k] !== undefined);
+        const powerOnly = ["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores"].filter((k) => flags[k] !== undefined);
         if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
             throw new errors/* InputError */.d(`validate: ${[...powerOnly.map((k) => `--${k}`), flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
         }
@@ -25482,6 +26230,9 @@ function main_program(io, done) {
         .option("--out-dir <dir>", "where reports go", "out/demo")
         .option("--task <ids...>", "only these tasks")
         .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
+        .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
+        .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
+        .option("--jobs <n>", "at most this many jobs and evaluations at once; 1 evaluates one at a time (default: what the GPUs and cores allow)")
         .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
         .option("-v, --verbose", "show what tests and probes print")
         .action(async (flags) => done(await demoCommand(flags, io)));
@@ -25524,7 +26275,7 @@ function main_program(io, done) {
         .option("--strict", "with --results: exit 1 when any file was left out (unreadable, invalid, unsigned, duplicate)")
         .action(async (flags) => {
         // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
-        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(851)]).then(__nccwpck_require__.bind(__nccwpck_require__, 9851));
+        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(789)]).then(__nccwpck_require__.bind(__nccwpck_require__, 7789));
         done(scorecardCommand(flags, io));
     });
     p.command("verify")
@@ -25559,22 +26310,56 @@ async function main(argv, io) {
 
 /***/ }),
 
-/***/ 1088:
+/***/ 6824:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   Br: () => (/* binding */ renderSummary),
-/* harmony export */   H1: () => (/* binding */ conclusionFor),
-/* harmony export */   Hn: () => (/* binding */ cell),
-/* harmony export */   Hp: () => (/* binding */ renderAnnotations),
-/* harmony export */   Jt: () => (/* binding */ SUMMARY_LIMIT),
-/* harmony export */   SL: () => (/* binding */ renderMemoryOfRecord),
-/* harmony export */   kL: () => (/* binding */ renderCheckRun),
-/* harmony export */   zF: () => (/* binding */ renderTitle)
-/* harmony export */ });
-/* unused harmony exports ANNOTATIONS_PER_REQUEST, categoryTable, batchAnnotations */
-/* harmony import */ var _probe_check_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6448);
-/* harmony import */ var _sizes_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(9013);
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  Jt: () => (/* binding */ SUMMARY_LIMIT),
+  Hn: () => (/* binding */ cell),
+  H1: () => (/* binding */ conclusionFor),
+  Hp: () => (/* binding */ renderAnnotations),
+  kL: () => (/* binding */ renderCheckRun),
+  SL: () => (/* binding */ renderMemoryOfRecord),
+  Br: () => (/* binding */ renderSummary),
+  zF: () => (/* binding */ renderTitle)
+});
+
+// UNUSED EXPORTS: ANNOTATIONS_PER_REQUEST, batchAnnotations, categoryTable
+
+// EXTERNAL MODULE: ./src/core/probe-check.ts
+var probe_check = __nccwpck_require__(6448);
+// EXTERNAL MODULE: ./src/core/packing.ts
+var packing = __nccwpck_require__(3448);
+;// CONCATENATED MODULE: ./src/core/job-timeline.ts
+
+/**
+ * A small timeline of an evaluation's jobs for the summary: one row per job with its slice and a
+ * bar over the evaluation's time, so a reader sees what ran side by side and what waited.
+ */
+function renderTimeline(jobs, width = 32) {
+    if (jobs.length === 0)
+        return [];
+    const start = Math.min(...jobs.map((j) => j.startS));
+    const end = Math.max(...jobs.map((j) => j.endS));
+    const span = Math.max(end - start, 1e-9);
+    const rows = ["#### Jobs on the runner", "", "| Job | GPUs | Cores | Port | Timeline | Start–end (s) |", "|---|---|---|---:|---|---:|"];
+    for (const j of [...jobs].sort((a, b) => a.startS - b.startS || a.id.localeCompare(b.id))) {
+        const from = Math.min(width - 1, Math.floor(((j.startS - start) / span) * width));
+        const to = Math.max(from + 1, Math.round(((j.endS - start) / span) * width));
+        const bar = `${"·".repeat(from)}${"█".repeat(to - from)}${"·".repeat(Math.max(0, width - to))}`;
+        const flags = [j.timing ? "timing" : null, j.exclusive ? "alone" : null].filter(Boolean).join(", ");
+        rows.push(`| \`${j.id}\`${flags ? ` (${flags})` : ""} | ${j.gpus.length ? (0,packing/* formatIdList */.xD)(j.gpus) : "–"} | ${j.cores.length ? (0,packing/* formatIdList */.xD)(j.cores) : "shared"} | ${j.port} | \`${bar}\` | ${j.startS.toFixed(1)}–${j.endS.toFixed(1)} |`);
+    }
+    rows.push("");
+    return rows;
+}
+
+// EXTERNAL MODULE: ./src/core/sizes.ts
+var sizes = __nccwpck_require__(9013);
+;// CONCATENATED MODULE: ./src/core/check-run-render.ts
+
 
 
 /** GitHub's limits on a check run's output (Checks API). */
@@ -25636,7 +26421,7 @@ function where(p) {
 }
 /** Counts of checks per category and status, in the fixed category order. */
 function categoryTable(probes) {
-    return _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .CATEGORIES */ .R6.map((category) => {
+    return probe_check/* CATEGORIES */.R6.map((category) => {
         const of = probes.filter((p) => p.category === category);
         const n = (s) => of.filter((p) => p.status === s).length;
         return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
@@ -25650,10 +26435,10 @@ function renderMemoryOfRecord(result) {
     const parts = [];
     const o = result.official;
     if (o?.peakMemoryBytes != null)
-        parts.push(`host ${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatBytes */ .z3)(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
+        parts.push(`host ${(0,sizes/* formatBytes */.z3)(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
     const g = result.gpuMemory;
     if (g) {
-        const phases = [g.official && `${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatBytes */ .z3)(g.official.peakBytes)} in official tests`, g.probes && `${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatBytes */ .z3)(g.probes.peakBytes)} in probes`].filter(Boolean);
+        const phases = [g.official && `${(0,sizes/* formatBytes */.z3)(g.official.peakBytes)} in official tests`, g.probes && `${(0,sizes/* formatBytes */.z3)(g.probes.peakBytes)} in probes`].filter(Boolean);
         parts.push(`GPU ${phases.join(", ")} (nvidia-smi, GPU ${g.gpus.join(",")})`);
     }
     return parts.length ? parts.join(" · ") : null;
@@ -25672,7 +26457,7 @@ function officialLine(result) {
     if (c.skipped)
         parts.push(`${c.skipped} skipped`);
     const why = !o.passed && o.reason ? ` — ${o.reason}` : "";
-    return `${icon} ${parts.join(", ")} (${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatSeconds */ .Xo)(o.durationS)})${why}`;
+    return `${icon} ${parts.join(", ")} (${(0,sizes/* formatSeconds */.Xo)(o.durationS)})${why}`;
 }
 /**
  * The markdown summary: verdict, facts table, probes by category, then the failing rows.
@@ -25696,7 +26481,7 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     const env = result.environment;
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
-    head.push(`| Time | ${(0,_sizes_js__WEBPACK_IMPORTED_MODULE_1__/* .formatSeconds */ .Xo)(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
+    head.push(`| Time | ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
     const memory = renderMemoryOfRecord(result);
     if (memory)
         head.push(`| Memory of record | ${memory} |`);
@@ -25725,6 +26510,7 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
         }
         rows.push("");
     }
+    rows.push(...renderTimeline(result.jobs ?? []));
     if (result.workspaceResets.length) {
         rows.push("#### Changes to the judge that were undone", "", "| Path | Action | Why |", "|---|---|---|");
         for (const r of result.workspaceResets)
@@ -25805,6 +26591,137 @@ function renderCheckRun(result) {
         summary: renderSummary(result),
         annotations: renderAnnotations(result),
     };
+}
+
+
+/***/ }),
+
+/***/ 3448:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   $p: () => (/* binding */ pickStarts),
+/* harmony export */   BG: () => (/* binding */ unfitJobs),
+/* harmony export */   F3: () => (/* binding */ nextPort),
+/* harmony export */   hG: () => (/* binding */ parseIdList),
+/* harmony export */   xD: () => (/* binding */ formatIdList)
+/* harmony export */ });
+/* unused harmony exports ffdOrder, makespanLowerBound, TORCH_DEFAULT_PORT */
+/**
+ * Which jobs start now, on which GPUs and cores: the packing decision of one runner, pure so every
+ * rule is tested directly. The engine's job pool (src/engine/job-pool.ts) calls it whenever a job
+ * is queued or resources come back, and does the waiting, pinning and port checks itself.
+ */
+/** First-fit-decreasing order: most GPUs first, then most cores, then first come. */
+function ffdOrder(waiting) {
+    return [...waiting].sort((a, b) => b.gpus - a.gpus || b.cores - a.cores || a.seq - b.seq);
+}
+/**
+ * The jobs to start now, each on the lowest-numbered free GPUs and cores it needs. Jobs are tried
+ * in first-fit-decreasing order and a job that does not fit lets smaller ones past; one that has
+ * been passed over `patience` times holds the runner instead (nothing behind it starts) so a large
+ * or exclusive job is not starved by a stream of small ones. An exclusive job starts only on an
+ * idle runner, and nothing starts beside it. `passed` names the jobs that were passed over.
+ */
+function pickStarts(waiting, free, running, patience) {
+    const starts = [];
+    if (running.some((r) => r.exclusive))
+        return { starts, passed: [] };
+    let gpus = [...free.gpus].sort((a, b) => a - b);
+    let cores = [...free.cores].sort((a, b) => a - b);
+    let slots = free.slots;
+    // Skipped jobs so far; each becomes "passed over" once a job after it in the order starts.
+    let skipped = [];
+    const passed = [];
+    for (const job of ffdOrder(waiting)) {
+        const busy = running.length + starts.length > 0;
+        const fits = slots > 0 && job.gpus <= gpus.length && job.cores <= cores.length && !(job.exclusive && busy);
+        if (fits) {
+            starts.push({ id: job.id, gpus: gpus.slice(0, job.gpus), cores: cores.slice(0, job.cores) });
+            gpus = gpus.slice(job.gpus);
+            cores = cores.slice(job.cores);
+            slots -= 1;
+            passed.push(...skipped);
+            skipped = [];
+            if (job.exclusive)
+                break;
+            continue;
+        }
+        skipped.push(job.id);
+        if (job.passedOver >= patience)
+            break;
+    }
+    return { starts, passed };
+}
+/**
+ * Jobs that can never run on this runner (more GPUs or cores than it has), as one sentence each:
+ * checked before anything runs, so an evaluation fails at once instead of waiting forever.
+ */
+function unfitJobs(demands, shape) {
+    const out = [];
+    for (const d of demands) {
+        if (d.gpus > shape.gpus)
+            out.push(`${d.id} needs ${d.gpus} GPU${d.gpus === 1 ? "" : "s"}, the runner has ${shape.gpus}`);
+        else if (d.cores > shape.cores)
+            out.push(`${d.id} needs ${d.cores} cores, the runner has ${shape.cores}`);
+    }
+    return out;
+}
+/**
+ * The shortest any packing can take: max(longest job, Σ units·time / capacity), units being GPUs
+ * on a GPU runner and cores on a CPU one (PROBES.md). Zero-unit jobs count only through the first term.
+ */
+function makespanLowerBound(jobs, capacity) {
+    if (jobs.length === 0)
+        return 0;
+    const longest = Math.max(...jobs.map((j) => j.seconds));
+    const area = jobs.reduce((s, j) => s + j.units * j.seconds, 0);
+    return Math.max(longest, capacity > 0 ? area / capacity : 0);
+}
+/** torch's default rendezvous port: never handed out, whatever else on the machine may assume it. */
+const TORCH_DEFAULT_PORT = 29500;
+/**
+ * The next rendezvous port after `last` in [from, to], skipping those in use and torch's default.
+ * Ports rotate rather than restart at `from`, so a port is reused as late as possible (a socket
+ * of the job before may still be in TIME_WAIT). Null when every port of the range is taken.
+ */
+function nextPort(inUse, last, range) {
+    const size = range.to - range.from + 1;
+    for (let i = 1; i <= size; i += 1) {
+        const p = range.from + ((((last - range.from + i) % size) + size) % size);
+        if (p !== TORCH_DEFAULT_PORT && !inUse.has(p))
+            return p;
+    }
+    return null;
+}
+/** "0-3,6": a compact list of ids, as taskset and Cpus_allowed_list write them. */
+function formatIdList(ids) {
+    const sorted = [...ids].sort((a, b) => a - b);
+    const parts = [];
+    for (let i = 0; i < sorted.length;) {
+        let j = i;
+        while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1)
+            j += 1;
+        parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
+        i = j + 1;
+    }
+    return parts.join(",");
+}
+/** Parses "0-3,6" (Cpus_allowed_list, `--cores 0-7`); null for anything else. */
+function parseIdList(text) {
+    const ids = [];
+    for (const part of text.trim().split(",")) {
+        const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
+        if (!m)
+            return null;
+        const a = Number(m[1]);
+        const b = m[2] === undefined ? a : Number(m[2]);
+        if (b < a)
+            return null;
+        for (let i = a; i <= b; i += 1)
+            ids.push(i);
+    }
+    return [...new Set(ids)].sort((x, y) => x - y);
 }
 
 
@@ -25999,7 +26916,7 @@ function verifyResult(result, key) {
 /* harmony export */   jp: () => (/* binding */ VerdictSchema),
 /* harmony export */   tS: () => (/* binding */ RESULT_SCHEMA_VERSION)
 /* harmony export */ });
-/* unused harmony exports LimitSchema, FailingTestSchema, OfficialSchema, ProbeResultSchema, GpuPhasePeakSchema, EnvironmentSchema, SignatureSchema */
+/* unused harmony exports LimitSchema, FailingTestSchema, OfficialSchema, ProbeResultSchema, GpuPhasePeakSchema, JobRecordSchema, EnvironmentSchema, SignatureSchema */
 /* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(2311);
 /* harmony import */ var _probe_check_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6448);
 /* harmony import */ var _probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
@@ -26059,6 +26976,23 @@ const GpuPhasePeakSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .
     baselineBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
     peakBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
     samples: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+});
+/** One job of the evaluation on its slice of the runner (seconds from the evaluation's start). */
+const JobRecordSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    /** "official", or the probe process (file stem). */
+    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    kind: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["official", "probe"]),
+    gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0)),
+    /** Cores it was pinned to; empty where cores were not partitioned. */
+    cores: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0)),
+    /** Its rendezvous port (MASTER_PORT). */
+    port: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(1).max(65535),
+    timing: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    exclusive: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    startS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    endS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    /** Seconds it queued for its slice. */
+    waitedS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
 });
 const EnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
     platform: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
@@ -26127,6 +27061,8 @@ const EvaluationResultSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject 
     })
         .nullish(),
     environment: EnvironmentSchema,
+    /** Each job (official tests, each probe process) with its GPUs, cores, port, start and end. */
+    jobs: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(JobRecordSchema).nullish(),
     startedAt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
     finishedAt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
     error: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ phase: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() }).nullish(),
@@ -26326,7 +27262,7 @@ function unmetRequirements(req, host) {
 /* harmony export */   S2: () => (/* binding */ TaskSpecSchema),
 /* harmony export */   pw: () => (/* binding */ ID_PATTERN)
 /* harmony export */ });
-/* unused harmony exports RequirementSchema, BaseSchema */
+/* unused harmony exports RequirementSchema, BaseSchema, ProbeJobSchema */
 /* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(2311);
 /* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(8532);
 /* harmony import */ var _sizes_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9013);
@@ -26369,6 +27305,12 @@ const BaseSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .union */ .KCZ([
         overlay: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
     }),
 ]);
+/** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
+const ProbeJobSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+    gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
+    timing: zod__WEBPACK_IMPORTED_MODULE_3__/* .boolean */ .zMY().optional().describe("it measures time: it gets GPUs and cores of its own (default: true for a file named for the time category, e.g. probe_time.py)"),
+    exclusive: zod__WEBPACK_IMPORTED_MODULE_3__/* .boolean */ .zMY().default(false).describe("nothing else runs on the runner while it does"),
+});
 const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
     id: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
     title: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1),
@@ -26393,6 +27335,7 @@ const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej(
         command: command.default(["{python}", "{probe}"]),
         timeout: seconds.default(300),
         gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).optional(),
+        jobs: zod__WEBPACK_IMPORTED_MODULE_3__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(/^[A-Za-z0-9_.-]+$/, "a probe file's name without its extension, e.g. probe_time"), ProbeJobSchema).default({}).describe("per probe process (file stem): the GPUs it needs and whether it times anything; the engine packs probe processes onto the runner by it"),
     }),
     limits: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
         wallClock: seconds.default(3600),

@@ -1,8 +1,8 @@
-export const id = 851;
-export const ids = [851];
+export const id = 789;
+export const ids = [789];
 export const modules = {
 
-/***/ 9851:
+/***/ 7789:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -53,82 +53,52 @@ function chartJsSource() {
 
 // EXTERNAL MODULE: ./src/core/probe-check.ts
 var probe_check = __webpack_require__(6448);
-;// CONCATENATED MODULE: ./src/core/median-sketch.ts
-/** Values kept exactly before a sketch switches to buckets. */
-const EXACT_LIMIT = 2048;
-/** Bucket width, relative: a bucketed median is within ±0.5% of the true one. */
-const STEP = Math.log(1.01);
-const FLOOR = 1e-3;
-const BUCKETS = Math.ceil(Math.log(1e7 / FLOOR) / STEP) + 2;
+;// CONCATENATED MODULE: ./src/core/scorecard-ranking.ts
+
 /**
- * The median of a stream of non-negative figures (seconds, minutes) in bounded memory, because a
- * scorecard keeps one per agent × repository / task / area / week and sees a million evaluations.
- * Exact while it holds at most EXACT_LIMIT values; past that, log-spaced buckets 1% wide (values
- * under 1 ms share the first bucket), so the median is within ±0.5% and `exact` says so.
+ * Orders agents for a scorecard and ranks them so that no two agents whose resolved-rate intervals
+ * overlap are ranked apart. Overlap is not transitive (A overlaps B, B overlaps C, A clear of C),
+ * so a tier is a connected run of overlapping intervals: A, B and C share one. Only agents with at
+ * least MIN_RATED judged submissions are ranked; the rest follow unranked (most evaluations first),
+ * and `noAgent` (PRs without an agent) comes last. Within a tier: higher rate, then more
+ * evaluations, then name. Pure; returns new objects.
  */
-class MedianSketch {
-    exactValues = new Float64Array(16);
-    buckets = null;
-    size = 0;
-    get count() {
-        return this.size;
-    }
-    /** Whether `median()` is the exact median (no more than EXACT_LIMIT values seen). */
-    get exact() {
-        return this.buckets === null;
-    }
-    add(x) {
-        if (!(x >= 0) || !Number.isFinite(x))
-            return;
-        if (this.exactValues) {
-            if (this.size === EXACT_LIMIT)
-                this.toBuckets();
-            else {
-                if (this.size === this.exactValues.length) {
-                    const grown = new Float64Array(Math.min(EXACT_LIMIT, this.size * 2));
-                    grown.set(this.exactValues);
-                    this.exactValues = grown;
-                }
-                this.exactValues[this.size++] = x;
-                return;
-            }
+function rankByInterval(agents, noAgent) {
+    const ranked = agents.filter((a) => a.agent !== noAgent && !a.figures.resolved.fewerThanMin);
+    const unranked = agents.filter((a) => a.agent !== noAgent && a.figures.resolved.fewerThanMin);
+    const none = agents.filter((a) => a.agent === noAgent);
+    // Sweep by upper end, highest first: an interval joins the current tier while it reaches the
+    // lowest lower end seen in that tier (the tier's union is one interval).
+    const byHigh = [...ranked].sort((a, b) => b.figures.resolved.high - a.figures.resolved.high);
+    const tierOf = new Map();
+    let tier = 0;
+    let tierLow = Infinity;
+    for (const a of byHigh) {
+        const r = a.figures.resolved;
+        if (tier === 0 || r.high < tierLow) {
+            tier += 1;
+            tierLow = r.low;
         }
-        this.buckets[bucketOf(x)] += 1;
-        this.size += 1;
+        else
+            tierLow = Math.min(tierLow, r.low);
+        tierOf.set(a.agent, tier);
     }
-    toBuckets() {
-        const b = new Uint32Array(BUCKETS);
-        for (const v of this.exactValues.subarray(0, this.size))
-            b[bucketOf(v)] += 1;
-        this.buckets = b;
-        this.exactValues = null;
-    }
-    /** The median (mean of the two middle values for an even count); null when nothing was added. */
-    median() {
-        if (this.size === 0)
-            return null;
-        if (this.exactValues) {
-            const sorted = this.exactValues.slice(0, this.size).sort();
-            const mid = this.size >> 1;
-            return this.size % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-        }
-        const b = this.buckets;
-        const half = this.size / 2;
-        let seen = 0;
-        for (let i = 0; i < b.length; i++) {
-            seen += b[i];
-            if (seen >= half)
-                return i === 0 ? FLOOR / 2 : FLOOR * Math.exp((i - 0.5) * STEP);
-        }
-        return null;
-    }
-}
-function bucketOf(x) {
-    if (x < FLOOR)
-        return 0;
-    return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(x / FLOOR) / STEP));
+    const members = new Map();
+    for (const [name, t] of tierOf)
+        members.set(t, [...(members.get(t) ?? []), name]);
+    const within = (a, b) => (b.figures.resolved.rate ?? -1) - (a.figures.resolved.rate ?? -1) || b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent);
+    const rankedOut = ranked
+        .map((a) => {
+        const t = tierOf.get(a.agent);
+        return { ...a, rank: t, tiedWith: (members.get(t) ?? []).filter((n) => n !== a.agent).sort() };
+    })
+        .sort((a, b) => a.rank - b.rank || within(a, b));
+    const rest = [...unranked].sort((a, b) => b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent)).map((a) => ({ ...a, rank: null, tiedWith: [] }));
+    return [...rankedOut, ...rest, ...none.map((a) => ({ ...a, rank: null, tiedWith: [] }))];
 }
 
+// EXTERNAL MODULE: ./src/core/median-sketch.ts
+var median_sketch = __webpack_require__(3606);
 ;// CONCATENATED MODULE: ./src/core/wilson.ts
 /** Below this many trials a rate is shown as its count ("2/3, too few to rate"), never as a percentage. */
 const MIN_RATED = 5;
@@ -177,52 +147,119 @@ function formatRate(r, opts = {}) {
     return opts.compact ? `${pct(r.rate)} [${lo}–${hi}] ${r.k}/${r.n}` : `${pct(r.rate)} (${r.k}/${r.n}, 95% CI ${lo}–${hi}%)`;
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-ranking.ts
+;// CONCATENATED MODULE: ./src/core/scorecard-tally.ts
 
-/**
- * Orders agents for a scorecard and ranks them so that no two agents whose resolved-rate intervals
- * overlap are ranked apart. Overlap is not transitive (A overlaps B, B overlaps C, A clear of C),
- * so a tier is a connected run of overlapping intervals: A, B and C share one. Only agents with at
- * least MIN_RATED judged submissions are ranked; the rest follow unranked (most evaluations first),
- * and `noAgent` (PRs without an agent) comes last. Within a tier: higher rate, then more
- * evaluations, then name. Pure; returns new objects.
- */
-function rankByInterval(agents, noAgent) {
-    const ranked = agents.filter((a) => a.agent !== noAgent && !a.figures.resolved.fewerThanMin);
-    const unranked = agents.filter((a) => a.agent !== noAgent && a.figures.resolved.fewerThanMin);
-    const none = agents.filter((a) => a.agent === noAgent);
-    // Sweep by upper end, highest first: an interval joins the current tier while it reaches the
-    // lowest lower end seen in that tier (the tier's union is one interval).
-    const byHigh = [...ranked].sort((a, b) => b.figures.resolved.high - a.figures.resolved.high);
-    const tierOf = new Map();
-    let tier = 0;
-    let tierLow = Infinity;
-    for (const a of byHigh) {
-        const r = a.figures.resolved;
-        if (tier === 0 || r.high < tierLow) {
-            tier += 1;
-            tierLow = r.low;
-        }
-        else
-            tierLow = Math.min(tierLow, r.low);
-        tierOf.set(a.agent, tier);
+
+
+
+/** Index of a verdict in Tally.v and ScorecardCell.verdicts. */
+const VERDICT_INDEX = { resolved: 0, "probe-rejected": 1, "official-failed": 2, error: 3 };
+/** Running tallies of one slice. */
+class Tally {
+    n = 0;
+    v = [0, 0, 0, 0];
+    cats = new Array(probe_check/* CATEGORIES */.R6.length).fill(0);
+    firstJudged = 0;
+    firstResolved = 0;
+    bestJudged = 0;
+    bestResolved = 0;
+    durations = new median_sketch/* MedianSketch */.ll();
+    gpuSeconds = 0;
+    /** Durations counted from cells, not yet given to `durations` (the store supplies them). */
+    timedPending = 0;
+    count(f) {
+        this.n += 1;
+        this.v[VERDICT_INDEX[f.verdict]] += 1;
+        if (f.failedMask)
+            for (let i = 0; i < probe_check/* CATEGORIES */.R6.length; i++)
+                if (f.failedMask & (1 << i))
+                    this.cats[i] += 1;
+        if (f.durationS !== null)
+            this.durations.add(f.durationS);
+        if (f.gpuSeconds !== null)
+            this.gpuSeconds += f.gpuSeconds;
     }
-    const members = new Map();
-    for (const [name, t] of tierOf)
-        members.set(t, [...(members.get(t) ?? []), name]);
-    const within = (a, b) => (b.figures.resolved.rate ?? -1) - (a.figures.resolved.rate ?? -1) || b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent);
-    const rankedOut = ranked
-        .map((a) => {
-        const t = tierOf.get(a.agent);
-        return { ...a, rank: t, tiedWith: (members.get(t) ?? []).filter((n) => n !== a.agent).sort() };
-    })
-        .sort((a, b) => a.rank - b.rank || within(a, b));
-    const rest = [...unranked].sort((a, b) => b.figures.evaluations - a.figures.evaluations || a.agent.localeCompare(b.agent)).map((a) => ({ ...a, rank: null, tiedWith: [] }));
-    return [...rankedOut, ...rest, ...none.map((a) => ({ ...a, rank: null, tiedWith: [] }))];
+    attempts(f) {
+        if (f.verdict === "error")
+            return;
+        const resolved = f.verdict === "resolved" ? 1 : 0;
+        if (f.first) {
+            this.firstJudged += 1;
+            this.firstResolved += resolved;
+        }
+        if (f.best) {
+            this.bestJudged += 1;
+            this.bestResolved += resolved;
+        }
+    }
+    /** `count` for every attempt of a cell at once. */
+    countCell(c) {
+        this.n += c.n;
+        for (let i = 0; i < 4; i++)
+            this.v[i] += c.verdicts[i];
+        for (let i = 0; i < probe_check/* CATEGORIES */.R6.length; i++)
+            this.cats[i] += c.categories[i];
+        this.timedPending += c.timed;
+        this.gpuSeconds += c.gpuSeconds;
+    }
+    /** `attempts` for every attempt of a cell at once. */
+    attemptsCell(c) {
+        const judged = c.n - c.verdicts[VERDICT_INDEX.error];
+        const resolved = c.verdicts[VERDICT_INDEX.resolved];
+        if (c.first) {
+            this.firstJudged += judged;
+            this.firstResolved += resolved;
+        }
+        if (c.best) {
+            this.bestJudged += judged;
+            this.bestResolved += resolved;
+        }
+    }
+    figures() {
+        if (this.timedPending > 0 && this.timedPending !== this.durations.count) {
+            throw new Error(`scorecard slice: ${this.timedPending} timed attempts counted but ${this.durations.count} durations supplied`);
+        }
+        const [resolved, rejected, officialFailed, error] = this.v;
+        const judged = this.n - error;
+        return {
+            evaluations: this.n,
+            verdicts: { resolved, "probe-rejected": rejected, "official-failed": officialFailed, error },
+            resolved: rateOf(resolved, judged),
+            officialPass: rateOf(resolved + rejected, judged),
+            probeRejection: rateOf(rejected, resolved + rejected),
+            failedCategories: Object.fromEntries(probe_check/* CATEGORIES */.R6.map((c, i) => [c, this.cats[i]])),
+            firstAttempt: rateOf(this.firstResolved, this.firstJudged),
+            bestOfN: rateOf(this.bestResolved, this.bestJudged),
+            medianDurationS: this.durations.median(),
+            medianExact: this.durations.exact,
+            timed: this.durations.count,
+            gpuMinutes: this.gpuSeconds / 60,
+        };
+    }
+}
+/** The tallies of one agent: overall and per dimension. */
+class AgentTally {
+    all = new Tally();
+    by = { repository: new Map(), task: new Map(), area: new Map(), week: new Map() };
+    /** Puts this agent's tallies for a fact with these dimension keys into `out` from `at` (no allocation per fact). */
+    collect(keys, out, at) {
+        out[at] = this.all;
+        for (let i = 0; i < DIMENSIONS.length; i++) {
+            const m = this.by[DIMENSIONS[i]];
+            const k = keys[i];
+            let t = m.get(k);
+            if (!t)
+                m.set(k, (t = new Tally()));
+            out[at + 1 + i] = t;
+        }
+    }
+    score(agent) {
+        const by = Object.fromEntries(DIMENSIONS.map((d) => [d, [...this.by[d]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, t]) => ({ key, figures: t.figures() }))]));
+        return { agent, rank: null, tiedWith: [], figures: this.all.figures(), by };
+    }
 }
 
 ;// CONCATENATED MODULE: ./src/core/scorecard.ts
-
 
 
 
@@ -268,83 +305,6 @@ function weekOf(ms) {
     const start = ms - ((((ms - MONDAY0) % WEEK_MS) + WEEK_MS) % WEEK_MS);
     return new Date(start).toISOString().slice(0, 10);
 }
-const VERDICT_INDEX = { resolved: 0, "probe-rejected": 1, "official-failed": 2, error: 3 };
-/** Running tallies of one slice. */
-class Tally {
-    n = 0;
-    v = [0, 0, 0, 0];
-    cats = new Array(probe_check/* CATEGORIES */.R6.length).fill(0);
-    firstJudged = 0;
-    firstResolved = 0;
-    bestJudged = 0;
-    bestResolved = 0;
-    durations = new MedianSketch();
-    gpuSeconds = 0;
-    count(f) {
-        this.n += 1;
-        this.v[VERDICT_INDEX[f.verdict]] += 1;
-        if (f.failedMask)
-            for (let i = 0; i < probe_check/* CATEGORIES */.R6.length; i++)
-                if (f.failedMask & (1 << i))
-                    this.cats[i] += 1;
-        if (f.durationS !== null)
-            this.durations.add(f.durationS);
-        if (f.gpuSeconds !== null)
-            this.gpuSeconds += f.gpuSeconds;
-    }
-    attempts(f) {
-        if (f.verdict === "error")
-            return;
-        const resolved = f.verdict === "resolved" ? 1 : 0;
-        if (f.first) {
-            this.firstJudged += 1;
-            this.firstResolved += resolved;
-        }
-        if (f.best) {
-            this.bestJudged += 1;
-            this.bestResolved += resolved;
-        }
-    }
-    figures() {
-        const [resolved, rejected, officialFailed, error] = this.v;
-        const judged = this.n - error;
-        return {
-            evaluations: this.n,
-            verdicts: { resolved, "probe-rejected": rejected, "official-failed": officialFailed, error },
-            resolved: rateOf(resolved, judged),
-            officialPass: rateOf(resolved + rejected, judged),
-            probeRejection: rateOf(rejected, resolved + rejected),
-            failedCategories: Object.fromEntries(probe_check/* CATEGORIES */.R6.map((c, i) => [c, this.cats[i]])),
-            firstAttempt: rateOf(this.firstResolved, this.firstJudged),
-            bestOfN: rateOf(this.bestResolved, this.bestJudged),
-            medianDurationS: this.durations.median(),
-            medianExact: this.durations.exact,
-            timed: this.durations.count,
-            gpuMinutes: this.gpuSeconds / 60,
-        };
-    }
-}
-/** The tallies of one agent: overall and per dimension. */
-class AgentTally {
-    all = new Tally();
-    by = { repository: new Map(), task: new Map(), area: new Map(), week: new Map() };
-    /** Puts this agent's tallies for a fact with these dimension keys into `out` from `at` (no allocation per fact). */
-    collect(keys, out, at) {
-        out[at] = this.all;
-        for (let i = 0; i < DIMENSIONS.length; i++) {
-            const m = this.by[DIMENSIONS[i]];
-            const k = keys[i];
-            let t = m.get(k);
-            if (!t)
-                m.set(k, (t = new Tally()));
-            out[at + 1 + i] = t;
-        }
-    }
-    score(agent) {
-        const by = Object.fromEntries(DIMENSIONS.map((d) => [d, [...this.by[d]].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, t]) => ({ key, figures: t.figures() }))]));
-        return { agent, rank: null, tiedWith: [], figures: this.all.figures(), by };
-    }
-}
 /**
  * Whether a basis counts this attempt: its group's first or best (group begun at or after `since`,
  * ms), or with `all` any attempt finished at or after `since`. Pure.
@@ -383,10 +343,7 @@ class ScorecardBuilder {
         let agent = this.agents.get(name);
         if (!agent)
             this.agents.set(name, (agent = new AgentTally()));
-        const wk = Math.floor((f.finishedAt - MONDAY0) / WEEK_MS);
-        let week = this.weeks.get(wk);
-        if (week === undefined)
-            this.weeks.set(wk, (week = weekOf(f.finishedAt)));
+        const week = this.week(Math.floor((f.finishedAt - MONDAY0) / WEEK_MS));
         const keys = this.keys;
         keys[0] = this.repository(f.owner, f.repo);
         keys[1] = f.task;
@@ -401,6 +358,63 @@ class ScorecardBuilder {
             if (attempts)
                 t.attempts(f);
         }
+    }
+    /**
+     * Adds a cell's attempts as `add` would add each of them, except their durations: each slice's
+     * `timedPending` says how many the caller must still give its `durations` (see `forEachSlice`)
+     * before `build`. Cells carry no group start, so a builder with `since` refuses them.
+     */
+    addCell(c) {
+        if (Number.isFinite(this.since))
+            throw new Error("ScorecardBuilder.addCell: cells cannot honour `since`; add facts instead");
+        const counted = this.basis === "all" || (this.basis === "first-attempt" ? c.first : c.best);
+        const attempts = c.first || c.best;
+        if ((!counted && !attempts) || c.n === 0)
+            return;
+        const name = c.agent ?? NO_AGENT;
+        let agent = this.agents.get(name);
+        if (!agent)
+            this.agents.set(name, (agent = new AgentTally()));
+        const keys = this.keys;
+        keys[0] = this.repository(c.owner, c.repo);
+        keys[1] = c.task;
+        keys[2] = c.area ?? UNKNOWN_AREA;
+        keys[3] = this.week(c.week);
+        const tallies = this.tallies;
+        agent.collect(keys, tallies, 0);
+        this.total.collect(keys, tallies, 1 + DIMENSIONS.length);
+        for (const t of tallies) {
+            if (counted)
+                t.countCell(c);
+            if (attempts)
+                t.attemptsCell(c);
+        }
+    }
+    /** The label of a week index (whole weeks since 1970-01-05). */
+    week(wk) {
+        let week = this.weeks.get(wk);
+        if (week === undefined)
+            this.weeks.set(wk, (week = weekOf(MONDAY0 + wk * WEEK_MS)));
+        return week;
+    }
+    /** Every slice so far: agent name (null: everyone), dimension (null: overall), key ("" overall), its tally. */
+    forEachSlice(fn) {
+        const visit = (name, a) => {
+            fn(name, null, "", a.all);
+            for (const d of DIMENSIONS)
+                for (const [k, t] of a.by[d])
+                    fn(name, d, k, t);
+        };
+        for (const [name, a] of this.agents)
+            visit(name, a);
+        visit(null, this.total);
+    }
+    /** The tally of one slice (see forEachSlice), if any attempt reached it. */
+    slice(agent, dimension, key) {
+        const a = agent === null ? this.total : this.agents.get(agent);
+        if (!a)
+            return undefined;
+        return dimension === null ? a.all : a.by[dimension].get(key);
     }
     repository(owner, repo) {
         if (!owner || !repo)
@@ -1093,9 +1107,176 @@ function factsOfResults(files) {
 
 // EXTERNAL MODULE: ./src/engine/errors.ts
 var errors = __webpack_require__(7679);
-// EXTERNAL MODULE: ./src/store/db.ts + 1 modules
-var store_db = __webpack_require__(9174);
+// EXTERNAL MODULE: ./src/store/db.ts + 2 modules
+var store_db = __webpack_require__(1736);
+;// CONCATENATED MODULE: ./src/store/scorecard-cells.ts
+
+
+
+/** Histogram dimension numbers of scorecard_durations (migration 7). */
+const DIM_OF = { 1: "repository", 2: "task", 3: "area", 4: "week" };
+const scorecard_cells_WEEK_MS = 7 * 86_400_000;
+/**
+ * Reading a slice's exact durations costs a fraction of what folding a row in the full scan does
+ * (one value, one sketch add, against ten tallies): past this many exact durations per attempt in
+ * the store, the scan is cheaper.
+ */
+const SCAN_SHARE = 3;
+/** The flags (scorecard_rows.counted) whose attempts a basis counts, as SQL; null for every attempt. */
+function countedFlags(basis) {
+    return basis === "all" ? null : basis === "first-attempt" ? "(1, 3)" : "(2, 3)";
+}
+/**
+ * The scorecard of every attempt in the store (no repository or `since` filter) from the cells
+ * migration 7's triggers keep: a few thousand rows of counts instead of one per attempt, so it
+ * costs about the same at a million evaluations as at ten thousand. Figures are those of the full
+ * scan (scorecardScan): counts and rates exactly; GPU minutes up to float rounding (summed in
+ * another order); medians the same as the scan's MedianSketch: exact for slices of at most
+ * EXACT_LIMIT timed attempts (their durations read through an index), from the same 1%-wide
+ * buckets above that. With `unlessScanIsCheaper`, null when the small slices' exact durations
+ * would read more rows than the full scan (a small store: most slices under EXACT_LIMIT).
+ */
+function scorecardFromCells(db, basis, opts = {}) {
+    const builder = new ScorecardBuilder(basis);
+    const flags = countedFlags(basis);
+    const cats = probe_check/* CATEGORIES */.R6.map((_, i) => `cat${i}`).join(", ");
+    const rows = db
+        .prepare(`SELECT json_extract(agent_j, '$'), owner, repo, task, json_extract(area_j, '$'), wk, flags, n, resolved, rejected, official_failed, errors, ${cats}, timed, gpu
+       FROM scorecard_cells WHERE n <> 0 ${flags ? "AND flags <> 0" : ""}`)
+        .raw(true);
+    const cell = { agent: null, owner: null, repo: null, task: "", area: null, week: 0, first: false, best: false, n: 0, verdicts: [0, 0, 0, 0], categories: probe_check/* CATEGORIES */.R6.map(() => 0), timed: 0, gpuSeconds: 0 };
+    const verdicts = cell.verdicts;
+    const categories = cell.categories;
+    /** Each agent name's stored agent values (NO_AGENT stands for NULL and for anyone named so). */
+    const rawAgents = new Map();
+    let attempts = 0;
+    for (const r of rows.iterate()) {
+        cell.agent = r[0];
+        cell.owner = r[1];
+        cell.repo = r[2];
+        cell.task = r[3];
+        cell.area = r[4];
+        cell.week = r[5];
+        cell.first = (r[6] & 1) !== 0;
+        cell.best = (r[6] & 2) !== 0;
+        cell.n = r[7];
+        for (let i = 0; i < 4; i++)
+            verdicts[i] = r[8 + i];
+        for (let i = 0; i < categories.length; i++)
+            categories[i] = r[12 + i];
+        cell.timed = r[12 + categories.length];
+        cell.gpuSeconds = r[13 + categories.length];
+        builder.addCell(cell);
+        attempts += cell.n;
+        const name = cell.agent ?? NO_AGENT;
+        let raw = rawAgents.get(name);
+        if (!raw)
+            rawAgents.set(name, (raw = new Set()));
+        raw.add(cell.agent);
+    }
+    let exactRows = 0;
+    builder.forEachSlice((_agent, _dim, _key, t) => {
+        if (t.timedPending > 0 && t.timedPending <= median_sketch/* EXACT_LIMIT */.C_)
+            exactRows += t.timedPending;
+    });
+    if (opts.unlessScanIsCheaper && exactRows > SCAN_SHARE * attempts)
+        return null;
+    bucketedDurations(db, builder, flags);
+    const everyone = [...new Set([...rawAgents.values()].flatMap((s) => [...s]))];
+    const exact = exactDurations(db, basis);
+    builder.forEachSlice((agent, dim, key, tally) => {
+        if (tally.timedPending === 0 || tally.timedPending > median_sketch/* EXACT_LIMIT */.C_)
+            return;
+        for (const raw of agent === null ? everyone : [...(rawAgents.get(agent) ?? [])])
+            for (const d of exact(raw, dim, key))
+                tally.durations.add(d);
+    });
+    return builder.build();
+}
+/** Gives each slice past EXACT_LIMIT timed attempts its histogram from scorecard_durations. */
+function bucketedDurations(db, builder, flags) {
+    const big = (t) => (t && t.timedPending > median_sketch/* EXACT_LIMIT */.C_ ? t : undefined);
+    const labels = new Map();
+    const label = (dim, keyJson) => {
+        const memo = `${dim}\u0000${keyJson}`;
+        let l = labels.get(memo);
+        if (l !== undefined)
+            return l;
+        const k = JSON.parse(keyJson);
+        if (dim === "repository")
+            l = k === null ? UNKNOWN_REPOSITORY : String(k);
+        else if (dim === "area")
+            l = k === null ? UNKNOWN_AREA : String(k);
+        else if (dim === "week")
+            l = builder.week(k);
+        else
+            l = String(k);
+        labels.set(memo, l);
+        return l;
+    };
+    const names = new Map();
+    const stmt = db
+        .prepare(`SELECT dim, agent_j, key_j, bucket, SUM(n) FROM scorecard_durations ${flags ? `WHERE flags IN ${flags}` : ""}
+       GROUP BY dim, agent_j, key_j, bucket HAVING SUM(n) <> 0`)
+        .raw(true);
+    let slice = "";
+    let targets = [];
+    for (const r of stmt.iterate()) {
+        const [dimNo, agentJson, keyJson, bucket, n] = r;
+        const at = `${dimNo}\u0000${agentJson}\u0000${keyJson}`;
+        if (at !== slice) {
+            slice = at;
+            const dim = DIM_OF[dimNo];
+            let name = names.get(agentJson);
+            if (name === undefined)
+                names.set(agentJson, (name = JSON.parse(agentJson) ?? NO_AGENT));
+            const key = label(dim, keyJson);
+            const found = [big(builder.slice(name, dim, key)), big(builder.slice(null, dim, key))];
+            if (dim === "repository")
+                found.push(big(builder.slice(name, null, "")), big(builder.slice(null, null, "")));
+            targets = found.filter((t) => t !== undefined);
+        }
+        for (const t of targets)
+            t.durations.addToBucket(bucket, n);
+    }
+}
+/**
+ * A reader of one slice's exact durations for one stored agent value, from scorecard_rows through
+ * migration 7's (agent, …) indexes: for slices small enough that MedianSketch keeps them exactly.
+ */
+function exactDurations(db, basis) {
+    const counted = basis === "all" ? "" : `AND (counted & ${basis === "first-attempt" ? 1 : 2}) <> 0`;
+    const by = (cond) => db.prepare(`SELECT duration_s FROM scorecard_rows WHERE agent IS ? AND ${cond} AND duration_s IS NOT NULL ${counted}`).pluck();
+    const stmts = {
+        all: by("1"),
+        repository: by("owner = ? AND repo = ?"),
+        unknownRepository: by("(owner = '' OR repo = '')"),
+        task: by("task = ?"),
+        area: by("area = ?"),
+        noArea: by("area IS NULL"),
+        week: by("finished_at >= ? AND finished_at < ?"),
+    };
+    return (agent, dim, key) => {
+        if (dim === null)
+            return stmts.all.all(agent);
+        if (dim === "repository") {
+            if (key === UNKNOWN_REPOSITORY)
+                return stmts.unknownRepository.all(agent);
+            const cut = key.indexOf("/");
+            return stmts.repository.all(agent, key.slice(0, cut), key.slice(cut + 1));
+        }
+        if (dim === "task")
+            return stmts.task.all(agent, key);
+        // Two lookups rather than an OR, which SQLite would not answer from the (agent, area) index.
+        if (dim === "area")
+            return [...(key === UNKNOWN_AREA ? stmts.noArea.all(agent) : []), ...stmts.area.all(agent, key)];
+        const start = Date.parse(`${key}T00:00:00Z`);
+        return stmts.week.all(agent, start, start + scorecard_cells_WEEK_MS);
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/store/scorecard-rows.ts
+
 
 
 
@@ -1134,12 +1315,25 @@ function where(filter, which, p = "") {
     return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 /**
- * The scorecard of the store's finished attempts: one pass over scorecard_rows, streamed into the
- * core's ScorecardBuilder (raw rows, one reused fact object), so memory stays bounded by the number
- * of slices whatever the number of evaluations. The rows read are those the basis counts plus every
- * group's first and best attempt (for first-attempt against best-of-N).
+ * The scorecard of the store's finished attempts. Unfiltered (every repository, no `since`): from
+ * the pre-counted cells (scorecardFromCells), a few thousand rows at a million evaluations (or
+ * the full scan where the cells would read more: a small store). With a
+ * repository or `since` filter: the full scan (scorecardScan), since the cells are not kept per
+ * group start and their duration histograms not per repository.
  */
 function scorecardOf(db, filter) {
+    if (filter.owner || filter.since)
+        return scorecardScan(db, filter);
+    return scorecardFromCells(db, filter.basis, { unlessScanIsCheaper: true }) ?? scorecardScan(db, filter);
+}
+/**
+ * The scorecard of the store's finished attempts by one pass over scorecard_rows, streamed into the
+ * core's ScorecardBuilder (raw rows, one reused fact object), so memory stays bounded by the number
+ * of slices whatever the number of evaluations. The rows read are those the basis counts plus every
+ * group's first and best attempt (for first-attempt against best-of-N). What scorecardOf does with
+ * a filter, and the reference its cells are checked against.
+ */
+function scorecardScan(db, filter) {
     const builder = new ScorecardBuilder(filter.basis, filter.since);
     const w = where(filter, "first-or-best");
     // Fewer, packed columns: crossing into JS costs per row and per value, the packing in SQL does not.
@@ -1428,388 +1622,6 @@ function scorecardCommand(flags, io, now = new Date()) {
         io.stdout(text);
     }
     return flags.strict && s.skipped.length ? 1 : 0;
-}
-
-
-/***/ }),
-
-/***/ 9174:
-/***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
-
-
-// EXPORTS
-__webpack_require__.d(__webpack_exports__, {
-  Ch: () => (/* binding */ openStore)
-});
-
-// UNUSED EXPORTS: StoreError, migrate, schemaVersion
-
-// EXTERNAL MODULE: ./node_modules/better-sqlite3/lib/index.js
-var lib = __webpack_require__(4918);
-var lib_default = /*#__PURE__*/__webpack_require__.n(lib);
-;// CONCATENATED MODULE: ./src/store/migrations.ts
-const MIGRATIONS = [
-    {
-        version: 1,
-        name: "evaluations, deliveries, reruns, attempt results",
-        sql: `
-      CREATE TABLE evaluations (
-        key TEXT PRIMARY KEY,
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        pr INTEGER,
-        head_sha TEXT NOT NULL,
-        task TEXT NOT NULL,
-        probe_set TEXT NOT NULL,
-        agent TEXT,
-        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','timed-out')),
-        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
-        check_run_id INTEGER,
-        workflow_run_id INTEGER,
-        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
-        error TEXT,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        attempt_started_at INTEGER NOT NULL,
-        version INTEGER NOT NULL DEFAULT 0
-      ) STRICT;
-      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
-        WHERE state IN ('queued','dispatched','running');
-      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
-      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
-
-      CREATE TABLE attempt_results (
-        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
-        attempt INTEGER NOT NULL,
-        verdict TEXT NOT NULL CHECK (verdict IN ('resolved','official-failed','probe-rejected','error')),
-        finished_at INTEGER NOT NULL,
-        PRIMARY KEY (evaluation_key, attempt)
-      ) STRICT;
-
-      CREATE TABLE deliveries (
-        id TEXT PRIMARY KEY,
-        event TEXT NOT NULL,
-        received_at INTEGER NOT NULL
-      ) STRICT;
-      CREATE TABLE delivery_evaluations (
-        delivery_id TEXT NOT NULL REFERENCES deliveries (id),
-        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
-        PRIMARY KEY (delivery_id, evaluation_key)
-      ) STRICT;
-      CREATE INDEX delivery_evaluations_key ON delivery_evaluations (evaluation_key);
-
-      CREATE TABLE rerun_attempts (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        pr INTEGER NOT NULL,
-        task TEXT,
-        requested_by TEXT NOT NULL,
-        source TEXT NOT NULL CHECK (source IN ('comment','check-run','retry')),
-        accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
-        reason TEXT,
-        at INTEGER NOT NULL
-      ) STRICT;
-      CREATE INDEX rerun_attempts_pr ON rerun_attempts (owner, repo, pr, at);
-      CREATE TABLE rerun_evaluations (
-        rerun_id INTEGER NOT NULL REFERENCES rerun_attempts (id),
-        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
-        PRIMARY KEY (rerun_id, evaluation_key)
-      ) STRICT;
-    `,
-    },
-    {
-        version: 2,
-        name: "app dispatch context and probe failures",
-        sql: `
-      ALTER TABLE evaluations ADD COLUMN installation_id INTEGER;
-      ALTER TABLE evaluations ADD COLUMN evaluator_repo TEXT;
-      ALTER TABLE evaluations ADD COLUMN evaluator_workflow TEXT;
-      ALTER TABLE evaluations ADD COLUMN evaluator_ref TEXT;
-      ALTER TABLE evaluations ADD COLUMN deadline_s INTEGER;
-      ALTER TABLE evaluations ADD COLUMN run_url TEXT;
-
-      CREATE TABLE probe_failures (
-        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
-        attempt INTEGER NOT NULL,
-        probe_id TEXT NOT NULL,
-        category TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('failed','error')),
-        message TEXT NOT NULL,
-        PRIMARY KEY (evaluation_key, attempt, probe_id)
-      ) STRICT;
-    `,
-    },
-    {
-        version: 3,
-        name: "cancelled evaluations, dispatch claims, delivery age index",
-        rebuildsTables: true,
-        sql: `
-      CREATE TABLE evaluations_v3 (
-        key TEXT PRIMARY KEY,
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        pr INTEGER,
-        head_sha TEXT NOT NULL,
-        task TEXT NOT NULL,
-        probe_set TEXT NOT NULL,
-        agent TEXT,
-        state TEXT NOT NULL CHECK (state IN ('queued','dispatched','running','completed','error','superseded','cancelled','timed-out')),
-        attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1),
-        check_run_id INTEGER,
-        workflow_run_id INTEGER,
-        verdict TEXT CHECK (verdict IS NULL OR verdict IN ('resolved','official-failed','probe-rejected','error')),
-        error TEXT,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        attempt_started_at INTEGER NOT NULL,
-        version INTEGER NOT NULL DEFAULT 0,
-        installation_id INTEGER,
-        evaluator_repo TEXT,
-        evaluator_workflow TEXT,
-        evaluator_ref TEXT,
-        deadline_s INTEGER,
-        run_url TEXT,
-        claim_token TEXT,
-        claim_until INTEGER
-      ) STRICT;
-      INSERT INTO evaluations_v3 (key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
-          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
-          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url)
-        SELECT key, owner, repo, pr, head_sha, task, probe_set, agent, state, attempt, check_run_id,
-          workflow_run_id, verdict, error, created_at, updated_at, attempt_started_at, version, installation_id,
-          evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url
-        FROM evaluations;
-      DROP TABLE evaluations;
-      ALTER TABLE evaluations_v3 RENAME TO evaluations;
-      CREATE INDEX evaluations_pending ON evaluations (state, attempt_started_at)
-        WHERE state IN ('queued','dispatched','running');
-      CREATE INDEX evaluations_pr ON evaluations (owner, repo, pr);
-      CREATE INDEX evaluations_workflow_run ON evaluations (workflow_run_id) WHERE workflow_run_id IS NOT NULL;
-      CREATE INDEX evaluations_head ON evaluations (owner, repo, head_sha);
-      CREATE INDEX deliveries_received ON deliveries (received_at);
-    `,
-    },
-    {
-        version: 4,
-        name: "gate check runs",
-        sql: `
-      CREATE TABLE gates (
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        head_sha TEXT NOT NULL,
-        pr INTEGER NOT NULL,
-        check_run_id INTEGER NOT NULL,
-        concluded INTEGER NOT NULL DEFAULT 0 CHECK (concluded IN (0, 1)),
-        PRIMARY KEY (owner, repo, head_sha)
-      ) STRICT;
-    `,
-    },
-    {
-        version: 5,
-        name: "scorecard rows: one narrow row per finished attempt, kept by triggers",
-        // A scorecard reads every finished attempt. Joining attempt_results to evaluations on the
-        // 64-character key and probe_failures per attempt costs more than the figures themselves, so
-        // each attempt gets one narrow row here with what the figures need: the group's first/best
-        // flags ('counted': bit 0 first attempt, bit 1 best of N, as summarizeAttempts decides; ties
-        // go to the row recorded first; the backfill records old rows in finishing order), when the group began, and failed probe categories as bits in
-        // CATEGORIES order (1 structure, 2 state, 4 functional, 8 memory, 16 time, 32 traffic).
-        // Triggers keep it in step with attempt_results and probe_failures, whoever writes them.
-        sql: `
-      ALTER TABLE attempt_results ADD COLUMN area TEXT;
-      ALTER TABLE attempt_results ADD COLUMN duration_s REAL;
-      ALTER TABLE attempt_results ADD COLUMN gpu_seconds REAL;
-
-      CREATE TABLE scorecard_rows (
-        id INTEGER PRIMARY KEY,
-        grp TEXT NOT NULL,
-        agent TEXT,
-        owner TEXT NOT NULL,
-        repo TEXT NOT NULL,
-        pr INTEGER,
-        task TEXT NOT NULL,
-        area TEXT,
-        verdict TEXT NOT NULL,
-        verdict_rank INTEGER NOT NULL,
-        attempt INTEGER NOT NULL,
-        finished_at INTEGER NOT NULL,
-        group_first_at INTEGER NOT NULL,
-        counted INTEGER NOT NULL DEFAULT 0,
-        failed_mask INTEGER NOT NULL DEFAULT 0,
-        duration_s REAL,
-        gpu_seconds REAL,
-        evaluation_key TEXT NOT NULL,
-        UNIQUE (evaluation_key, attempt)
-      ) STRICT;
-      CREATE INDEX scorecard_rows_grp ON scorecard_rows (grp);
-      CREATE INDEX scorecard_rows_agent ON scorecard_rows (agent, finished_at);
-
-      INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
-        SELECT r.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
-          e.agent, e.owner, e.repo, e.pr, e.task, r.area, r.verdict,
-          CASE r.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
-          r.attempt, r.finished_at, r.finished_at,
-          COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
-                    WHERE p.evaluation_key = r.evaluation_key AND p.attempt = r.attempt AND p.status = 'failed'), 0),
-          r.duration_s, r.gpu_seconds
-        FROM attempt_results r JOIN evaluations e ON e.key = r.evaluation_key
-        ORDER BY r.finished_at, r.attempt, r.evaluation_key;
-      UPDATE scorecard_rows SET group_first_at = w.first_at, counted = w.flags
-        FROM (SELECT id, MIN(finished_at) OVER (PARTITION BY grp) AS first_at,
-                (ROW_NUMBER() OVER (PARTITION BY grp ORDER BY finished_at, attempt, id) = 1)
-                | ((ROW_NUMBER() OVER (PARTITION BY grp ORDER BY verdict_rank DESC, finished_at, attempt, id) = 1) << 1) AS flags
-              FROM scorecard_rows) AS w
-        WHERE w.id = scorecard_rows.id;
-
-      CREATE TRIGGER scorecard_rows_of_attempt AFTER INSERT ON attempt_results BEGIN
-        INSERT INTO scorecard_rows (evaluation_key, grp, agent, owner, repo, pr, task, area, verdict, verdict_rank, attempt, finished_at, group_first_at, failed_mask, duration_s, gpu_seconds)
-          SELECT NEW.evaluation_key, CASE WHEN e.pr IS NULL THEN 'key:' || e.key ELSE json_array(e.owner, e.repo, e.pr, e.task) END,
-            e.agent, e.owner, e.repo, e.pr, e.task, NEW.area, NEW.verdict,
-            CASE NEW.verdict WHEN 'resolved' THEN 3 WHEN 'probe-rejected' THEN 2 WHEN 'official-failed' THEN 1 ELSE 0 END,
-            NEW.attempt, NEW.finished_at, NEW.finished_at,
-            COALESCE((SELECT SUM(DISTINCT CASE p.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END) FROM probe_failures p
-                      WHERE p.evaluation_key = NEW.evaluation_key AND p.attempt = NEW.attempt AND p.status = 'failed'), 0),
-            NEW.duration_s, NEW.gpu_seconds
-          FROM evaluations e WHERE e.key = NEW.evaluation_key;
-        UPDATE scorecard_rows SET
-            group_first_at = (SELECT MIN(g.finished_at) FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp),
-            counted = (id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.finished_at, g.attempt, g.id LIMIT 1))
-              | ((id = (SELECT g.id FROM scorecard_rows g WHERE g.grp = scorecard_rows.grp ORDER BY g.verdict_rank DESC, g.finished_at, g.attempt, g.id LIMIT 1)) << 1)
-          WHERE grp = (SELECT n.grp FROM scorecard_rows n WHERE n.evaluation_key = NEW.evaluation_key AND n.attempt = NEW.attempt);
-      END;
-
-      CREATE TRIGGER scorecard_rows_of_probe_failure AFTER INSERT ON probe_failures WHEN NEW.status = 'failed' BEGIN
-        UPDATE scorecard_rows SET failed_mask = failed_mask | CASE NEW.category WHEN 'structure' THEN 1 WHEN 'state' THEN 2 WHEN 'functional' THEN 4 WHEN 'memory' THEN 8 WHEN 'time' THEN 16 WHEN 'traffic' THEN 32 ELSE 0 END
-          WHERE evaluation_key = NEW.evaluation_key AND attempt = NEW.attempt;
-      END;
-    `,
-    },
-    {
-        version: 6,
-        name: "probe outcomes on known-good submissions (quarantine)",
-        sql: `
-      CREATE TABLE known_good_outcomes (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        task TEXT NOT NULL,
-        probe_set TEXT NOT NULL,
-        check_id TEXT NOT NULL,
-        probe TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('passed','failed','error','skipped')),
-        submission TEXT NOT NULL,
-        source TEXT NOT NULL,
-        recorded_at INTEGER NOT NULL
-      ) STRICT;
-      CREATE INDEX known_good_outcomes_check ON known_good_outcomes (task, probe_set, check_id, id);
-    `,
-    },
-];
-
-;// CONCATENATED MODULE: ./src/store/db.ts
-
-
-/** The store cannot be used as it is (a newer schema, a broken migration); the message says why. */
-class StoreError extends Error {
-    name = "StoreError";
-}
-/**
- * Opens (creating if needed) the store at `file`, or an in-memory one for ":memory:", and brings its
- * schema up to date. WAL lets readers run beside the one writer; the busy timeout makes a second
- * connection (another process of the app) wait for a write lock instead of failing at once.
- */
-function openStore(file, opts = {}) {
-    const db = new (lib_default())(file);
-    try {
-        db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
-        // Switching to WAL takes an exclusive lock without waiting on the busy handler, so a second
-        // process opening a fresh file while the first migrates it gets SQLITE_BUSY: wait and retry.
-        if (file !== ":memory:")
-            whileBusy(() => db.pragma("journal_mode = WAL"), opts.busyTimeoutMs ?? 5000);
-        // With WAL, NORMAL syncs at checkpoints rather than on every commit: a crash of the app loses
-        // nothing, a power loss at most the last commits (GitHub redelivers those webhooks), and a
-        // delivery costs no fsyncs.
-        db.pragma("synchronous = NORMAL");
-        db.pragma("foreign_keys = ON");
-        migrate(db, opts.migrations ?? MIGRATIONS);
-        return db;
-    }
-    catch (e) {
-        db.close();
-        throw e;
-    }
-}
-/** Runs `fn`, retrying every 20 ms while SQLite answers SQLITE_BUSY, for up to `timeoutMs`. */
-function whileBusy(fn, timeoutMs) {
-    const deadline = Date.now() + timeoutMs;
-    const pause = new Int32Array(new SharedArrayBuffer(4));
-    for (;;) {
-        try {
-            return fn();
-        }
-        catch (e) {
-            if (e.code !== "SQLITE_BUSY" || Date.now() >= deadline)
-                throw e;
-            Atomics.wait(pause, 0, 0, 20);
-        }
-    }
-}
-/** The schema version of an open store (0 for an empty file). */
-function schemaVersion(db) {
-    const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").get();
-    if (!table)
-        return 0;
-    const row = db.prepare("SELECT MAX(version) AS v FROM schema_version").get();
-    return row.v ?? 0;
-}
-/**
- * Applies the migrations the store has not seen, each recorded in `schema_version`, all in one
- * write transaction: two processes opening a fresh file at once apply them once, and a failing
- * migration leaves the schema as it was. Running it again is a no-op.
- */
-function migrate(db, migrations = MIGRATIONS) {
-    const ordered = [...migrations].sort((a, b) => a.version - b.version);
-    ordered.forEach((m, i) => {
-        if (m.version !== i + 1)
-            throw new StoreError(`Store migrations must be numbered 1, 2, 3, …; found ${m.version} at position ${i + 1}.`);
-    });
-    // A table rebuild needs foreign keys off, and that pragma is a no-op inside a transaction: turn
-    // them off before it when a pending migration rebuilds (another process may apply it first; then
-    // nothing runs and they are simply turned back on).
-    const foreignKeys = db.pragma("foreign_keys", { simple: true }) === 1;
-    const rebuilds = ordered.slice(schemaVersion(db)).some((m) => m.rebuildsTables);
-    if (rebuilds && foreignKeys)
-        db.pragma("foreign_keys = OFF");
-    const run = db.transaction(() => {
-        db.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT");
-        const current = schemaVersion(db);
-        if (current > ordered.length) {
-            throw new StoreError(`The store ${db.name} has schema version ${current}, newer than this probegate knows (${ordered.length}); run a newer probegate or use another store file.`);
-        }
-        const record = db.prepare("INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)");
-        for (const m of ordered.slice(current)) {
-            try {
-                db.exec(m.sql);
-            }
-            catch (e) {
-                throw new StoreError(`Store migration ${m.version} (${m.name}) failed: ${e.message}`);
-            }
-            if (m.rebuildsTables) {
-                const dangling = db.pragma("foreign_key_check");
-                if (dangling.length > 0) {
-                    const first = dangling[0];
-                    throw new StoreError(`Store migration ${m.version} (${m.name}) would leave ${dangling.length} row(s) pointing at missing ${first.parent} rows (first: ${first.table} rowid ${first.rowid}); nothing was changed.`);
-                }
-            }
-            record.run(m.version, m.name, Date.now());
-        }
-        return schemaVersion(db);
-    });
-    try {
-        return run.immediate();
-    }
-    finally {
-        if (rebuilds && foreignKeys)
-            db.pragma("foreign_keys = ON");
-    }
 }
 
 

@@ -1,62 +1,112 @@
-export const id = 319;
-export const ids = [319];
+export const id = 736;
+export const ids = [736];
 export const modules = {
 
-/***/ 5659:
+/***/ 3606:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 /* harmony export */ __webpack_require__.d(__webpack_exports__, {
-/* harmony export */   CX: () => (/* binding */ quarantinedChecks),
-/* harmony export */   IG: () => (/* binding */ QUARANTINE_WINDOW),
-/* harmony export */   JE: () => (/* binding */ readWithQuarantine)
+/* harmony export */   C_: () => (/* binding */ EXACT_LIMIT),
+/* harmony export */   SC: () => (/* binding */ BUCKETS),
+/* harmony export */   jv: () => (/* binding */ FLOOR),
+/* harmony export */   ll: () => (/* binding */ MedianSketch)
 /* harmony export */ });
-/* unused harmony export QUARANTINE_MAX_FAILURES */
-/* harmony import */ var _verdict_js__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(9478);
-
-/** How many of a check's latest outcomes on known-good submissions the rule looks at. */
-const QUARANTINE_WINDOW = 20;
-/** More failures than this in the window quarantine the check (PROBES.md: "more than 1 time in 20"). */
-const QUARANTINE_MAX_FAILURES = 1;
+/* unused harmony exports STEP, bucketOf */
+/** Values kept exactly before a sketch switches to buckets. */
+const EXACT_LIMIT = 2048;
+/** Bucket width, relative: a bucketed median is within ±0.5% of the true one. */
+const STEP = Math.log(1.01);
+/** Values under this share bucket 0. */
+const FLOOR = 1e-3;
+/** How many buckets a sketch has (values over 1e7 share the last). */
+const BUCKETS = Math.ceil(Math.log(1e7 / FLOOR) / STEP) + 2;
 /**
- * The quarantine rule: a check that failed (or errored on) a known-good submission more than
- * once in its latest 20 outcomes for the probe set is quarantined. The history is per probe set,
- * so a changed probe folder starts every check afresh.
+ * The median of a stream of non-negative figures (seconds, minutes) in bounded memory, because a
+ * scorecard keeps one per agent × repository / task / area / week and sees a million evaluations.
+ * Exact while it holds at most EXACT_LIMIT values; past that, log-spaced buckets 1% wide (values
+ * under 1 ms share the first bucket), so the median is within ±0.5% and `exact` says so.
  */
-function quarantinedChecks(histories) {
-    const out = [];
-    for (const h of histories) {
-        const recent = h.statuses.slice(0, QUARANTINE_WINDOW);
-        const failures = recent.filter((s) => s === "failed" || s === "error").length;
-        if (failures > QUARANTINE_MAX_FAILURES)
-            out.push({ check: h.check, failures, window: recent.length });
+class MedianSketch {
+    exactValues = new Float64Array(16);
+    buckets = null;
+    size = 0;
+    get count() {
+        return this.size;
     }
-    return out.sort((a, b) => a.check.localeCompare(b.check));
+    /** Whether `median()` is the exact median (no more than EXACT_LIMIT values seen). */
+    get exact() {
+        return this.buckets === null;
+    }
+    add(x) {
+        if (!(x >= 0) || !Number.isFinite(x))
+            return;
+        if (this.exactValues) {
+            if (this.size === EXACT_LIMIT)
+                this.toBuckets();
+            else {
+                if (this.size === this.exactValues.length) {
+                    const grown = new Float64Array(Math.min(EXACT_LIMIT, this.size * 2));
+                    grown.set(this.exactValues);
+                    this.exactValues = grown;
+                }
+                this.exactValues[this.size++] = x;
+                return;
+            }
+        }
+        this.buckets[bucketOf(x)] += 1;
+        this.size += 1;
+    }
+    /**
+     * Adds `n` values known only by their bucket (bucketOf): how the store hands over a slice's
+     * durations from its pre-counted histogram. The sketch is bucketed from then on, so callers use
+     * it only for more than EXACT_LIMIT values, where `add` would have bucketed them too.
+     */
+    addToBucket(bucket, n) {
+        if (!Number.isInteger(bucket) || bucket < 0 || bucket >= BUCKETS)
+            throw new RangeError(`MedianSketch bucket ${bucket}: expected 0..${BUCKETS - 1}`);
+        if (this.exactValues)
+            this.toBuckets();
+        this.buckets[bucket] += n;
+        this.size += n;
+    }
+    toBuckets() {
+        const b = new Uint32Array(BUCKETS);
+        for (const v of this.exactValues.subarray(0, this.size))
+            b[bucketOf(v)] += 1;
+        this.buckets = b;
+        this.exactValues = null;
+    }
+    /** The median (mean of the two middle values for an even count); null when nothing was added. */
+    median() {
+        if (this.size === 0)
+            return null;
+        if (this.exactValues) {
+            const sorted = this.exactValues.slice(0, this.size).sort();
+            const mid = this.size >> 1;
+            return this.size % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+        }
+        const b = this.buckets;
+        const half = this.size / 2;
+        let seen = 0;
+        for (let i = 0; i < b.length; i++) {
+            seen += b[i];
+            if (seen >= half)
+                return i === 0 ? FLOOR / 2 : FLOOR * Math.exp((i - 0.5) * STEP);
+        }
+        return null;
+    }
 }
-/**
- * Reads a result with the quarantined checks' failures and errors set aside: they become warnings,
- * and the verdict is decided again from the other checks. Only a judgement the probes made is read
- * again (official tests passed, no harness error); the result itself is not changed, so its
- * signature still holds over what the evaluator said.
- */
-function readWithQuarantine(result, quarantined) {
-    const byId = new Map(quarantined.map((q) => [q.check, q]));
-    const warnings = result.probes.flatMap((p) => {
-        const q = byId.get(p.id);
-        return q && (p.status === "failed" || p.status === "error") ? [{ probe: p, quarantine: q }] : [];
-    });
-    if (warnings.length === 0 || !result.official?.passed || result.error) {
-        return { verdict: result.verdict, reason: result.reason, changed: false, warnings: result.official?.passed && !result.error ? warnings : [] };
-    }
-    const setAside = new Set(warnings.map((w) => w.probe));
-    const again = (0,_verdict_js__WEBPACK_IMPORTED_MODULE_0__/* .decideVerdict */ .A)({ official: result.official, probes: result.probes.filter((p) => !setAside.has(p)) });
-    const reason = `${again.reason}; ${warnings.length} failure${warnings.length === 1 ? "" : "s"} of quarantined checks set aside as warnings`;
-    return { verdict: again.verdict, reason, changed: again.verdict !== result.verdict, warnings };
+/** The bucket of a (finite, non-negative) value; the store's histogram computes the same in SQL. */
+function bucketOf(x) {
+    if (x < FLOOR)
+        return 0;
+    return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(x / FLOOR) / STEP));
 }
 
 
 /***/ }),
 
-/***/ 9174:
+/***/ 1736:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -70,7 +120,104 @@ __webpack_require__.d(__webpack_exports__, {
 // EXTERNAL MODULE: ./node_modules/better-sqlite3/lib/index.js
 var lib = __webpack_require__(4918);
 var lib_default = /*#__PURE__*/__webpack_require__.n(lib);
+// EXTERNAL MODULE: ./src/core/median-sketch.ts
+var median_sketch = __webpack_require__(3606);
+// EXTERNAL MODULE: ./src/core/probe-check.ts
+var probe_check = __webpack_require__(6448);
+;// CONCATENATED MODULE: ./src/store/migration-scorecard-cells.ts
+
+
+/**
+ * Migration 7's SQL: pre-counted scorecard cells, kept by triggers on scorecard_rows, so a scorecard
+ * of a million attempts folds a few thousand rows instead of crossing every attempt into JS.
+ *
+ * `scorecard_cells`: per (agent, owner, repo, task, area, week, first/best flags) the attempts, their
+ * verdicts, failed categories, timed attempts and GPU seconds: every figure but medians.
+ * `scorecard_durations`: per (dimension, agent, key, duration bucket, flags) how many attempts took
+ * that long, on MedianSketch's buckets (1% wide), for the slices past MedianSketch.EXACT_LIMIT
+ * durations, whose median today's sketch already takes from those buckets. (Smaller slices read
+ * their exact durations through the indexes below.) Dimensions: 1 repository, 2 task, 3 area, 4 week;
+ * an agent's overall histogram is the sum of its repository ones. Keys that may be NULL (agent,
+ * area, repository label) are stored json_quote'd so the primary keys hold no NULL.
+ *
+ * Triggers follow scorecard_rows (which migration 5's triggers keep), for INSERT, DELETE and any
+ * UPDATE of a column the cells read; an update subtracts the old row and adds the new one.
+ * The week index is floor((finished_at - 1970-01-05) / 1 week), as the core's weekOf. The bucket is
+ * computed with SQLite's ln(), which agrees with V8's Math.log except within an ulp or so of a bucket
+ * edge (test/store/scorecard-cells.test.ts measures it).
+ */
+const WEEK = (r) => `((${r}.finished_at - 345600000) / 604800000 - ((${r}.finished_at - 345600000) % 604800000 < 0))`;
+const VALID = (r) => `(${r}.duration_s >= 0 AND ${r}.duration_s < 9e999)`;
+const BUCKET = (r) => `(CASE WHEN ${r}.duration_s < ${median_sketch/* FLOOR */.jv} THEN 0 ELSE min(${median_sketch/* BUCKETS */.SC - 1}, 1 + CAST(floor(ln(${r}.duration_s / ${median_sketch/* FLOOR */.jv}) / ln(1.01)) AS INTEGER)) END)`;
+const REPO_LABEL = (r) => `(CASE WHEN ${r}.owner = '' OR ${r}.repo = '' THEN NULL ELSE ${r}.owner || '/' || ${r}.repo END)`;
+const CAT_COLS = probe_check/* CATEGORIES */.R6.map((_, i) => `cat${i}`);
+const SUM_COLS = ["n", "resolved", "rejected", "official_failed", "errors", ...CAT_COLS, "timed", "gpu"];
+const KEY_COLS = ["agent_j", "owner", "repo", "task", "area_j", "wk", "flags"];
+/** One row's contribution to its cell, times `sign`. */
+function cellValues(r, sign) {
+    const s = (e) => (sign === 1 ? `(${e})` : `-(${e})`);
+    return [
+        `json_quote(${r}.agent)`, `${r}.owner`, `${r}.repo`, `${r}.task`, `json_quote(${r}.area)`, WEEK(r), `${r}.counted`,
+        s("1"), s(`${r}.verdict_rank = 3`), s(`${r}.verdict_rank = 2`), s(`${r}.verdict_rank = 1`), s(`${r}.verdict_rank = 0`),
+        ...probe_check/* CATEGORIES */.R6.map((_, i) => s(`(${r}.failed_mask >> ${i}) & 1`)),
+        s(`COALESCE(${VALID(r)}, 0)`), s(`COALESCE(${r}.gpu_seconds, 0.0)`),
+    ];
+}
+const cellUpsert = (r, sign) => `
+    INSERT INTO scorecard_cells (${[...KEY_COLS, ...SUM_COLS].join(", ")}) VALUES (${cellValues(r, sign).join(", ")})
+      ON CONFLICT DO UPDATE SET ${SUM_COLS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")};`;
+const durationUpsert = (r, sign) => `
+    INSERT INTO scorecard_durations (dim, agent_j, key_j, bucket, flags, n) VALUES
+        ${[REPO_LABEL(r), `${r}.task`, `${r}.area`, WEEK(r)].map((k, i) => `(${i + 1}, json_quote(${r}.agent), json_quote(${k}), ${BUCKET(r)}, ${r}.counted, ${sign})`).join(",\n        ")}
+      ON CONFLICT DO UPDATE SET n = n + excluded.n;`;
+/** Columns whose change moves a row to another cell or changes what it adds. */
+const CELL_COLS = ["agent", "owner", "repo", "task", "area", "finished_at", "counted", "verdict_rank", "failed_mask", "duration_s", "gpu_seconds"];
+const DURATION_COLS = ["agent", "owner", "repo", "task", "area", "finished_at", "counted", "duration_s"];
+const changed = (cols) => cols.map((c) => `OLD.${c} IS NOT NEW.${c}`).join(" OR ");
+const SCORECARD_CELLS_SQL = `
+  CREATE TABLE scorecard_cells (
+    agent_j TEXT NOT NULL, owner TEXT NOT NULL, repo TEXT NOT NULL, task TEXT NOT NULL, area_j TEXT NOT NULL, wk INTEGER NOT NULL, flags INTEGER NOT NULL,
+    n INTEGER NOT NULL, resolved INTEGER NOT NULL, rejected INTEGER NOT NULL, official_failed INTEGER NOT NULL, errors INTEGER NOT NULL,
+    ${CAT_COLS.map((c) => `${c} INTEGER NOT NULL`).join(", ")}, timed INTEGER NOT NULL, gpu REAL NOT NULL,
+    PRIMARY KEY (${KEY_COLS.join(", ")})
+  ) STRICT, WITHOUT ROWID;
+  CREATE TABLE scorecard_durations (
+    dim INTEGER NOT NULL, agent_j TEXT NOT NULL, key_j TEXT NOT NULL, bucket INTEGER NOT NULL, flags INTEGER NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (dim, agent_j, key_j, bucket, flags)
+  ) STRICT, WITHOUT ROWID;
+  CREATE INDEX scorecard_rows_agent_task ON scorecard_rows (agent, task);
+  CREATE INDEX scorecard_rows_agent_repo ON scorecard_rows (agent, owner, repo);
+  CREATE INDEX scorecard_rows_agent_area ON scorecard_rows (agent, area);
+
+  INSERT INTO scorecard_cells (${[...KEY_COLS, ...SUM_COLS].join(", ")})
+    SELECT ${KEY_COLS.join(", ")}, ${SUM_COLS.map((c) => `SUM(${c})`).join(", ")}
+    FROM (SELECT ${cellValues("r", 1).map((e, i) => `${e} AS ${[...KEY_COLS, ...SUM_COLS][i]}`).join(", ")} FROM scorecard_rows r)
+    GROUP BY ${KEY_COLS.join(", ")};
+  INSERT INTO scorecard_durations (dim, agent_j, key_j, bucket, flags, n)
+    SELECT d.dim, json_quote(r.agent), json_quote(CASE d.dim WHEN 1 THEN ${REPO_LABEL("r")} WHEN 2 THEN r.task WHEN 3 THEN r.area ELSE ${WEEK("r")} END),
+        ${BUCKET("r")}, r.counted, COUNT(*)
+      FROM scorecard_rows r, (SELECT 1 AS dim UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4) d
+      WHERE ${VALID("r")}
+      GROUP BY 1, 2, 3, 4, 5;
+
+  CREATE TRIGGER scorecard_cells_insert AFTER INSERT ON scorecard_rows BEGIN${cellUpsert("NEW", 1)}
+  END;
+  CREATE TRIGGER scorecard_cells_delete AFTER DELETE ON scorecard_rows BEGIN${cellUpsert("OLD", -1)}
+  END;
+  CREATE TRIGGER scorecard_cells_update AFTER UPDATE ON scorecard_rows WHEN ${changed(CELL_COLS)} BEGIN${cellUpsert("OLD", -1)}${cellUpsert("NEW", 1)}
+  END;
+  CREATE TRIGGER scorecard_durations_insert AFTER INSERT ON scorecard_rows WHEN ${VALID("NEW")} BEGIN${durationUpsert("NEW", 1)}
+  END;
+  CREATE TRIGGER scorecard_durations_delete AFTER DELETE ON scorecard_rows WHEN ${VALID("OLD")} BEGIN${durationUpsert("OLD", -1)}
+  END;
+  CREATE TRIGGER scorecard_durations_update_old AFTER UPDATE ON scorecard_rows WHEN ${VALID("OLD")} AND (${changed(DURATION_COLS)}) BEGIN${durationUpsert("OLD", -1)}
+  END;
+  CREATE TRIGGER scorecard_durations_update_new AFTER UPDATE ON scorecard_rows WHEN ${VALID("NEW")} AND (${changed(DURATION_COLS)}) BEGIN${durationUpsert("NEW", 1)}
+  END;
+`;
+
 ;// CONCATENATED MODULE: ./src/store/migrations.ts
+
 const MIGRATIONS = [
     {
         version: 1,
@@ -325,6 +472,11 @@ const MIGRATIONS = [
       CREATE INDEX known_good_outcomes_check ON known_good_outcomes (task, probe_set, check_id, id);
     `,
     },
+    {
+        version: 7,
+        name: "scorecard cells: pre-counted figures and duration histograms, kept by triggers on scorecard_rows",
+        sql: SCORECARD_CELLS_SQL,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts
@@ -433,49 +585,6 @@ function migrate(db, migrations = MIGRATIONS) {
         if (rebuilds && foreignKeys)
             db.pragma("foreign_keys = ON");
     }
-}
-
-
-/***/ }),
-
-/***/ 8042:
-/***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
-
-/* harmony export */ __webpack_require__.d(__webpack_exports__, {
-/* harmony export */   Tm: () => (/* binding */ quarantinedChecksOf),
-/* harmony export */   t7: () => (/* binding */ recordKnownGoodOutcomes)
-/* harmony export */ });
-/* unused harmony export knownGoodHistories */
-/* harmony import */ var _core_quarantine_js__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(5659);
-
-/**
- * Records every check of one evaluation of a known-good submission, passed or not: the quarantine
- * rule needs the passes too, to count failures among the latest outcomes.
- */
-function recordKnownGoodOutcomes(db, run, checks) {
-    const insert = db.prepare("INSERT INTO known_good_outcomes (task, probe_set, check_id, probe, status, submission, source, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-    db.transaction(() => {
-        for (const c of checks)
-            insert.run(run.task, run.probeSet, c.id, c.probe, c.status, run.submission, run.source, run.at.getTime());
-    })();
-    return checks.length;
-}
-/** Each check's latest `window` outcomes on known-good submissions for one probe set, newest first. */
-function knownGoodHistories(db, at, window = _core_quarantine_js__WEBPACK_IMPORTED_MODULE_0__/* .QUARANTINE_WINDOW */ .IG) {
-    const rows = db
-        .prepare(`SELECT check_id, status FROM (
-         SELECT check_id, status, id, ROW_NUMBER() OVER (PARTITION BY check_id ORDER BY id DESC) AS n
-         FROM known_good_outcomes WHERE task = ? AND probe_set = ?
-       ) WHERE n <= ? ORDER BY check_id, id DESC`)
-        .all(at.task, at.probeSet, window);
-    const byCheck = new Map();
-    for (const r of rows)
-        byCheck.set(r.check_id, [...(byCheck.get(r.check_id) ?? []), r.status]);
-    return [...byCheck].map(([check, statuses]) => ({ check, statuses }));
-}
-/** The checks of a task's probe set that are quarantined now (see `quarantinedChecks` for the rule). */
-function quarantinedChecksOf(db, at) {
-    return (0,_core_quarantine_js__WEBPACK_IMPORTED_MODULE_0__/* .quarantinedChecks */ .CX)(knownGoodHistories(db, at));
 }
 
 
