@@ -27,3 +27,11 @@ if [ -z "${PROBEGATE_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
     echo "no bubblewrap here: evaluations run --unsandboxed" >&2
   fi
 fi
+
+# The device returns at most 8 files from $OUT: with PACK_OUT=1 a script ends by packing its output
+# folder into one archive beside it (and removing the folder), so nothing is left behind.
+pack_out() {
+  [ "${PACK_OUT:-0}" = 1 ] || return 0
+  local dir=$1
+  tar czf "$dir.tgz" -C "$(dirname "$dir")" "$(basename "$dir")" && rm -rf "$dir" && echo "packed $dir into $dir.tgz" >&2
+}

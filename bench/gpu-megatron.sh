@@ -14,6 +14,7 @@
 # (gunzipped from .devnode/node.gz where the machine has none, as bench/gpu-session.sh does). With a
 # bubblewrap binary at .devnode/bwrap the evaluations run sandboxed; without one they run --unsandboxed
 # and the table says so. Writes $OUT/<round>-<example>.json (results), .log, and $OUT/table.md.
+# PACK_OUT=1 (on the device, which returns at most 8 files): the output folder ends as one .tgz beside it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-${OUT:-out/gpu-megatron}}
@@ -64,7 +65,7 @@ for k in ("fail_to_pass", "pass_to_pass"):
     for x in sorted(g - w): print(f"  only found here: {x}")
     for x in sorted(w - g): print(f"  only committed:  {x}")
 PY
-  exit 0
+  pack_out "$OUT"; exit 0
 fi
 
 # What bounds threads and processes here (EAGAIN from pthread_create or fork is one of these), and a
@@ -146,3 +147,4 @@ for f in sorted(glob.glob(os.path.join(out, "*.json"))):
     if r.get("error") or any(p["status"] == "error" for p in r["probes"]):
         print(f"- {os.path.basename(f)}: {r['verdict']}: {(r.get('error') or {}).get('message') or '; '.join(p['id'] + ': ' + p['message'] for p in r['probes'] if p['status'] == 'error')}"[:400])
 PY
+pack_out "$OUT"

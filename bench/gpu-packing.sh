@@ -9,6 +9,7 @@
 # the machine has no node; .devnode/bwrap where it has no bubblewrap (else the demo runs
 # --unsandboxed, and says so). `demo-serial` (one evaluation at a time) is the long part: it runs
 # task by task while the budget lasts and skips tasks already in OUTDIR, so a second call finishes it.
+# PACK_OUT=1 (on the device, which returns at most 8 files): the output folder ends as one .tgz beside it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu-packing}
@@ -61,3 +62,4 @@ done
 echo "== summary"
 grep -h "verdicts as expected" "$OUT"/demo-*.txt 2>/dev/null
 for f in "$OUT"/packing-*/packing.md; do [ -f "$f" ] && cat "$f"; done
+pack_out "$OUT"

@@ -12,6 +12,7 @@
 #
 # Writes $OUT/facts.txt, $OUT/power.md (the tables for bench/RESULTS.md), $OUT/power/*.json (one
 # report per task and call) and $OUT/power/*.stderr (progress of each validate run).
+# PACK_OUT=1 (on the device, which returns at most 8 files): the output folder ends as one .tgz beside it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-${OUT:-out/gpu-probe-accuracy}}
@@ -37,3 +38,4 @@ OMP_NUM_THREADS=1 timeout $((BUDGET + GRACE + 15)) "$PY" bench/probe_accuracy.py
   --power-log "$OUT/power" --seconds "$BUDGET" --power-grace "$GRACE" "${PARGS[@]}" > "$OUT/power.md" 2>&1
 echo "probe_accuracy exit $?" >> "$OUT/power.md"
 cat "$OUT/power.md"
+pack_out "$OUT"
