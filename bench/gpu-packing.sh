@@ -33,7 +33,9 @@ left() { echo $((BUDGET - ($(date +%s) - START))); }
   $PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)'
 } > "$OUT/facts.txt" 2>&1
 cat "$OUT/facts.txt"
-DEMO="node dist/cli/index.js demo --gpus none ${SANDBOX_ARGS[*]}"
+# DEMO_TASKS (default: the three CPU tasks) and DEMO_CORES (default: all) narrow both demo runs alike.
+DEMO_TASKS=${DEMO_TASKS:-sharded-optimizer paged-kv-cache weight-sync}
+DEMO="node dist/cli/index.js demo --gpus none ${DEMO_CORES:+--cores $DEMO_CORES} ${SANDBOX_ARGS[*]}"
 
 for phase in "${PHASES[@]}"; do
   echo "== $phase ($(left) s left)" >&2
@@ -45,10 +47,10 @@ for phase in "${PHASES[@]}"; do
       timeout "$(left)" node bench/packing.mjs --gpus 1,2,4,8 --out "$OUT/packing-simulated" > "$OUT/packing-simulated.log" 2>&1; tail -10 "$OUT/packing-simulated.log" ;;
     demo)
       # All 20 examples, packed on the 16 cores (gloo, 2 ranks and 2 pinned cores per job).
-      timeout "$(left)" $DEMO --out-dir "$OUT/demo-packed" > "$OUT/demo-packed.txt" 2> "$OUT/demo-packed.log"
+      timeout "$(left)" $DEMO --task $DEMO_TASKS --out-dir "$OUT/demo-packed" > "$OUT/demo-packed.txt" 2> "$OUT/demo-packed.log"
       echo "exit $?" >> "$OUT/demo-packed.txt"; tail -3 "$OUT/demo-packed.txt" ;;
     demo-serial)
-      for task in sharded-optimizer paged-kv-cache weight-sync; do
+      for task in $DEMO_TASKS; do
         [ -f "$OUT/demo-serial-$task.txt" ] && grep -q '^exit 0' "$OUT/demo-serial-$task.txt" && continue
         [ "$(left)" -gt 60 ] || { echo "budget spent: run 'bash bench/gpu-packing.sh $OUT demo-serial' again for the rest" >&2; break; }
         timeout "$(left)" $DEMO --jobs 1 --task "$task" --out-dir "$OUT/demo-serial" > "$OUT/demo-serial-$task.txt" 2> "$OUT/demo-serial-$task.log"

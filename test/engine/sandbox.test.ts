@@ -120,7 +120,6 @@ describe("the sandbox on this machine", () => {
 describe("evaluations side by side each run as their own uid", () => {
   /** Starts a sandboxed python as `uid` under RLIMIT_NPROC `nproc` that starts `threads` threads, reports, and holds them `holdS`. */
   function job(uid: number, nproc: number, threads: number, holdS: number) {
-
     const layout = systemLayout();
     const argv = sandboxArgv({ ...spec({ dropToUid: uid, maxProcesses: nproc }), ...layout, readWrite: [], readOnlyInside: [], cwd: "/" }, [
       "/usr/bin/python3",
@@ -144,14 +143,15 @@ describe("evaluations side by side each run as their own uid", () => {
     const support = await detectSandbox();
     if (!(support.ok && support.dropToUid !== null)) return; // only root drops to a uid of its own
     const { evaluationUid } = await import("../../src/engine/sandbox.js");
-    // Job A holds 12 threads under a budget of 16; job B starts its own 12 beside it.
-    const a = job(evaluationUid(1), 16, 12, 3);
-    await new Promise((r) => setTimeout(r, 1200));
+    // Job A holds 12 threads under a budget of 16 until it is stopped; job B starts its own 12 beside it.
+    const a = job(evaluationUid(1), 16, 12, 60);
+    const aLine = await new Promise<string>((resolve) => a.stdout?.once("data", (d: Buffer) => resolve(String(d).trim())));
     const b = await job(evaluationUid(2), 16, 12, 0);
     // Under one shared uid the second job gets only what the first left over.
     const shared = await job(evaluationUid(1), 16, 12, 0);
-    const ra = await a;
-    expect(ra.stdout.trim()).toBe(`${evaluationUid(1)} 12`);
+    a.kill("SIGKILL");
+    await a;
+    expect(aLine).toBe(`${evaluationUid(1)} 12`);
     expect(b.stdout.trim()).toBe(`${evaluationUid(2)} 12`);
     const [, sharedStarted] = shared.stdout.trim().split(" ").map(Number);
     expect(shared.exitCode !== 0 || (sharedStarted ?? 12) < 12).toBe(true);

@@ -283,7 +283,7 @@ describe("hostile submissions: reaching for what it must not see", () => {
     const o = await evalCli(`${repo}@agent`);
     expectNoLeak(o);
     // git ran in both phases (a failure would fail the official tests) and saw only the base.
-    expect(o.result.verdict, JSON.stringify(o.result.error)).toBe("probe-rejected");
+    expect(o.result.verdict).toBe("probe-rejected");
     expect(o.result.probes.find((p) => p.id === "input-unchanged")).toMatchObject({ status: "failed" });
   });
 });
