@@ -60,12 +60,14 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--cores <n|ids>", "cores the --power evaluations may use: a count or ids like 0-7 (default: every core of this process)")
     .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
     .option("--unsandboxed", "run submission code without the sandbox, with --power")
+    .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
     .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
     .action(async (dirs: string[], flags: PowerFlags & { power?: boolean }) => {
       if (flags.power) return done(await powerCommand(dirs, flags, io));
-      const powerOnly = (["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores"] as const).filter((k) => flags[k] !== undefined);
+      const powerOnly = (["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores", "correctOnly"] as const).filter((k) => flags[k] !== undefined);
       if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
-        throw new InputError(`validate: ${[...powerOnly.map((k) => `--${k}`), flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
+        const names = powerOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+        throw new InputError(`validate: ${[...names, flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
       }
       done(validateCommand(dirs, io));
     });

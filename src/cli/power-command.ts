@@ -2,7 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import Table from "cli-table3";
 import { analysePower, type PowerColumnInput, type PowerReport } from "../core/probe-power.js";
-import { falseRejectionLines, powerMatrix, renderPowerMarkdown } from "../core/probe-power-render.js";
+import { falseRejectionLines, powerMatrix, renderPowerMarkdown, scopeNote } from "../core/probe-power-render.js";
 import type { QuarantinedCheck } from "../core/quarantine.js";
 import type { EvaluationResult } from "../core/result.js";
 import { formatSeconds } from "../core/sizes.js";
@@ -24,6 +24,8 @@ export interface PowerFlags extends Pick<BudgetFlags, "gpus" | "cores"> {
   jobs?: string;
   budget?: string;
   unsandboxed?: boolean;
+  /** Evaluate only the correct examples (their `--runs`): false rejections only, no power. */
+  correctOnly?: boolean;
 }
 
 type Io = { stdout: (s: string) => void; stderr: (s: string) => void };
@@ -51,12 +53,18 @@ function examplesDir(task: LoadedTask, flag: string | undefined): string {
   return dir;
 }
 
-/** Evaluates every example of one task (correct ones `runs` times) and analyses the results. */
+/** Evaluates every example of one task (correct ones `runs` times; with --correct-only, only those) and analyses the results. */
 async function powerOfTask(task: LoadedTask, flags: PowerFlags, pool: JobPool, io: Io, record: ((run: { task: LoadedTask; example: DemoCase; run: number; runs: number; result: EvaluationResult }) => void) | null): Promise<PowerReport> {
   const runs = wholeNumber("--runs", flags.runs, 1, 1);
   const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
   const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
-  const examples = taskExamples(task, examplesDir(task, flags.examples));
+  const dir = examplesDir(task, flags.examples);
+  const every = taskExamples(task, dir);
+  const scope = flags.correctOnly ? "correct-only" : "all";
+  const examples = flags.correctOnly ? every.filter((e) => e.expectation.verdict === "resolved") : every;
+  if (!examples.length) {
+    throw new InputError(`${task.spec.id}: ${join(dir, "expected.yml")} lists no correct example (verdict: resolved), so --correct-only has nothing to evaluate.`, { file: join(dir, "expected.yml") });
+  }
   // Round by round: every example once, then the correct ones again, so a run cut short by
   // --budget still covers every example and spreads the repeats evenly.
   const plan: Planned[] = examples
@@ -69,7 +77,8 @@ async function powerOfTask(task: LoadedTask, flags: PowerFlags, pool: JobPool, i
   const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
   let notStarted = 0;
   const results: EvaluationResult[][] = examples.map(() => []);
-  io.stderr(`probegate validate --power ${task.spec.id}: ${examples.length} examples, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
+  const what = flags.correctOnly ? `${examples.length} correct examples of ${every.length} (--correct-only: the flawed ones are not evaluated)` : `${examples.length} examples`;
+  io.stderr(`probegate validate --power ${task.spec.id}: ${what}, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
   let finished = 0;
   await mapConcurrent(plan, jobs, async (p, i) => {
     if (Date.now() > deadline) {
@@ -96,14 +105,15 @@ async function powerOfTask(task: LoadedTask, flags: PowerFlags, pool: JobPool, i
   });
   if (notStarted) io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);
   const inputs: PowerColumnInput[] = examples.map((example, c) => ({ submission: basename(example.patch), expectation: example.expectation, results: results[c] ?? [] }));
-  return analysePower(task.spec.id, inputs, task.spec.requirements.map((r) => r.id));
+  return analysePower(task.spec.id, inputs, task.spec.requirements.map((r) => r.id), scope);
 }
 
 function renderText(report: PowerReport, quarantined: QuarantinedCheck[] | null): string {
   const { head, body } = powerMatrix(report);
   const table = new Table({ head, style: { head: [], border: [] }, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } });
   for (const row of body) table.push(row);
-  const lines = [`\n${report.ok ? "✓" : "✗"} ${report.task}: probe power`, table.toString()];
+  const note = scopeNote(report);
+  const lines = [`\n${report.ok ? "✓" : "✗"} ${report.task}: ${note ? "false rejections (correct-only)" : "probe power"}`, ...(note ? [`! ${note}`] : []), table.toString()];
   if (report.falseRejections.length) lines.push("false rejections of correct submissions:", ...falseRejectionLines(report).map((l) => `  ${l}`));
   for (const f of report.findings) lines.push(`  ${f.level === "error" ? "✗" : "!"} ${f.message}`);
   if (quarantined) lines.push(quarantined.length ? `quarantined now (store): ${quarantined.map((q) => `${q.check} (failed ${q.failures} of last ${q.window} known-good)`).join(", ")}` : "quarantined now (store): none");
@@ -114,7 +124,8 @@ function renderText(report: PowerReport, quarantined: QuarantinedCheck[] | null)
  * `probegate validate --power <task>…`: the static checks of `validate`, then every example of each
  * task evaluated (each correct one `--runs` times) and the probes × submissions matrix printed with
  * what validation found. With `--db`, every run of a correct example is recorded as known-good
- * outcomes for quarantine. Exit 0 when every task passes, 1 when validation fails.
+ * outcomes for quarantine. With `--correct-only`, only the correct examples are evaluated (false
+ * rejections, to add runs to a full one). Exit 0 when every task passes, 1 when validation fails.
  */
 export async function powerCommand(dirs: string[], flags: PowerFlags, io: Io): Promise<number> {
   if (!["text", "json", "markdown"].includes(flags.format)) throw new InputError(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
@@ -143,6 +154,6 @@ export async function powerCommand(dirs: string[], flags: PowerFlags, io: Io): P
     db?.close();
   }
   if (flags.format === "json") io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined, matrix: powerMatrix(r.report) })), null, 2)}\n`);
-  io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation\n`);
+  io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation${flags.correctOnly ? " (--correct-only: false rejections and requirements only; power not measured)" : ""}\n`);
   return failed ? 1 : 0;
 }

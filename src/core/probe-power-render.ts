@@ -22,12 +22,23 @@ export function falseRejectionLines(report: PowerReport): string[] {
   });
 }
 
+/**
+ * What a `correct-only` report cannot say, for the top of its text and markdown: it measured false
+ * rejections only, so a clean one is no sign that the probes catch anything. Null for a full run.
+ */
+export function scopeNote(report: PowerReport): string | null {
+  if (report.scope !== "correct-only") return null;
+  return "Correct-only run: only the correct submissions were evaluated, so this measures false rejections only; what the probes catch (their power) needs a run without --correct-only.";
+}
+
 const md = (s: string) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
 
 /** The report as markdown: the matrix, false rejections, then findings (for bench/RESULTS.md and CI summaries). */
 export function renderPowerMarkdown(report: PowerReport): string {
   const { head, body } = powerMatrix(report);
-  const out = [`### ${report.ok ? "✅" : "❌"} Probe power — \`${report.task}\``, ""];
+  const out = [`### ${report.ok ? "✅" : "❌"} Probe power — \`${report.task}\`${report.scope === "correct-only" ? " (false rejections only)" : ""}`, ""];
+  const note = scopeNote(report);
+  if (note) out.push(`> ${note}`, "");
   out.push(`| ${head.map(md).join(" | ")} |`, `|${head.map(() => "---").join("|")}|`);
   for (const r of body) out.push(`| ${r.map(md).join(" | ")} |`);
   out.push("");
@@ -38,6 +49,8 @@ export function renderPowerMarkdown(report: PowerReport): string {
   const warnings = report.findings.filter((f) => f.level === "warning");
   if (errors.length) out.push("Validation fails:", "", ...errors.map((f) => `- ${md(f.message)}`), "");
   if (warnings.length) out.push("Warnings:", "", ...warnings.map((f) => `- ${md(f.message)}`), "");
-  if (!errors.length && !warnings.length) out.push("Every probe catches a flaw, passes every correct submission, and every requirement is checked.", "");
+  if (!errors.length && !warnings.length) {
+    out.push(report.scope === "correct-only" ? "Every check passes every correct submission, and every requirement is checked; what the probes catch was not measured." : "Every probe catches a flaw, passes every correct submission, and every requirement is checked.", "");
+  }
   return out.join("\n");
 }

@@ -56,9 +56,17 @@ export interface FalseRejections {
   byCheck: Record<string, number>;
 }
 
+/**
+ * What a power run evaluated: `all` the examples (the probes' power and their false rejections), or
+ * `correct-only` — only the correct ones, for more runs of them after a full run: false rejections
+ * only, nothing about what the probes catch.
+ */
+export type PowerScope = "all" | "correct-only";
+
 /** The power report of one task: the probes × submissions matrix and what it shows. */
 export interface PowerReport {
   task: string;
+  scope: PowerScope;
   probeSet: string | null;
   columns: PowerColumn[];
   rows: PowerRow[];
@@ -222,8 +230,13 @@ function falseRejections(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInpu
  * fails a flawed example, a check that fails or errors on a correct submission, a flawed example no
  * check of its expected category catches, a verdict other than the expected one, and a declared
  * requirement no check ran on fail validation; a single check that catches nothing is a warning.
+ *
+ * With scope `correct-only` the flawed examples were left out by choice: their inputs (and any
+ * results they carry) are dropped, and so are the findings only they can give (catches nothing,
+ * flaw not caught); what the correct ones show is judged as in a full run.
  */
-export function analysePower(task: string, inputs: ReadonlyArray<PowerColumnInput>, requirements: ReadonlyArray<string>): PowerReport {
+export function analysePower(task: string, allInputs: ReadonlyArray<PowerColumnInput>, requirements: ReadonlyArray<string>, scope: PowerScope = "all"): PowerReport {
+  const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
   const rows = buildRows(inputs);
   const columns: PowerColumn[] = inputs.map((col) => {
     const verdicts: Partial<Record<Verdict, number>> = {};
@@ -237,7 +250,7 @@ export function analysePower(task: string, inputs: ReadonlyArray<PowerColumnInpu
     };
   });
   const findings = [
-    ...catchFindings(rows, inputs),
+    ...(scope === "all" ? catchFindings(rows, inputs) : []),
     ...correctnessFindings(rows, inputs),
     ...flawFindings(rows, inputs),
     ...requirementFindings(rows, inputs, requirements),
@@ -245,6 +258,7 @@ export function analysePower(task: string, inputs: ReadonlyArray<PowerColumnInpu
   const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
   return {
     task,
+    scope,
     probeSet: sets.size === 1 ? ([...sets][0] as string) : null,
     columns,
     rows,

@@ -44,6 +44,7 @@ describe("analysePower", () => {
     ]);
     expect(report.falseRejections).toEqual([{ submission: "reference.patch", runs: 2, rejected: 0, byCheck: {} }]);
     expect(report.columns[0]).toMatchObject({ correct: true, runs: 2, verdicts: { resolved: 2 } });
+    expect(report.scope).toBe("all");
   });
 
   it("fails a probe file none of whose checks catches a flaw; a single idle check of a useful probe is a warning", () => {
@@ -103,6 +104,44 @@ describe("analysePower", () => {
     const none = analysePower("tiny", cols, ["total-value", "input-unchanged"]);
     expect(none.findings.map((f) => f.kind)).toEqual(["probe-catches-nothing", "not-evaluated", "not-evaluated"]);
     expect(none.findings[0]?.message).toMatch(/any of the 0 flawed examples that were evaluated/);
+  });
+
+  it("with scope correct-only, leaves the flawed columns and the catch findings out but still fails a check that fails a correct run", () => {
+    const idle = (): Check[] => [["probe_idle", "callable", "structure", "passed", ["total-value"]]];
+    const cols = columns(idle);
+    // Flawed inputs handed in anyway (even with results) are not part of a correct-only report.
+    const full = analysePower("tiny", cols, ["total-value", "input-unchanged"]);
+    expect(full.findings.map((f) => f.kind)).toEqual(["probe-catches-nothing"]);
+    const clean = analysePower("tiny", cols, ["total-value", "input-unchanged"], "correct-only");
+    expect(clean).toMatchObject({ scope: "correct-only", ok: true, findings: [] });
+    expect(clean.columns.map((c) => c.submission)).toEqual(["reference.patch"]);
+    expect(clean.rows.every((r) => r.cells.length === 1)).toBe(true);
+    const ref = cols[0] as PowerColumnInput;
+    ref.results = [run(good("passed", "passed", idle())), run(good("passed", "failed", idle())), run(good("passed", "passed", idle()), "official-failed")];
+    const report = analysePower("tiny", [...cols, { submission: "cut.patch", expectation: want("cut.patch", "probe-rejected", ["time"]), results: [] }], ["total-value", "input-unchanged", "never-named"], "correct-only");
+    expect(report.ok).toBe(false);
+    expect(report.findings.map((f) => [f.kind, f.subject])).toEqual([
+      ["fails-correct", "probe_value/input-unchanged"],
+      ["unexpected-verdict", "reference.patch"],
+      ["requirement-unchecked", "never-named"],
+    ]);
+    expect(report.falseRejections).toEqual([{ submission: "reference.patch", runs: 3, rejected: 2, byCheck: { "input-unchanged": 1 } }]);
+    // A correct example the --budget cut off is still reported as not evaluated.
+    const cut = analysePower("tiny", [{ ...ref, results: [] }, ...cols.slice(1)], ["total-value", "input-unchanged"], "correct-only");
+    expect(cut.findings.map((f) => [f.kind, f.subject])).toEqual([["not-evaluated", "reference.patch"], ["requirement-unchecked", "total-value"], ["requirement-unchecked", "input-unchanged"]]);
+  });
+
+  it("says at the top of a correct-only markdown report that it measured false rejections only", () => {
+    const md = renderPowerMarkdown(analysePower("tiny", columns(), ["total-value", "input-unchanged"], "correct-only"));
+    expect(md.split("\n").slice(0, 3)).toEqual([
+      "### ✅ Probe power — `tiny` (false rejections only)",
+      "",
+      "> Correct-only run: only the correct submissions were evaluated, so this measures false rejections only; what the probes catch (their power) needs a run without --correct-only.",
+    ]);
+    expect(md).toContain("| probe | check | category | reference ✓ ×2 |\n");
+    expect(md).toContain("what the probes catch was not measured.");
+    expect(md).not.toContain("Every probe catches a flaw");
+    expect(renderPowerMarkdown(analysePower("tiny", columns(), ["total-value", "input-unchanged"]))).not.toContain("Correct-only");
   });
 
   it("renders the matrix and the findings as markdown", () => {
