@@ -62,7 +62,7 @@ describe("probegate validate --power", () => {
     const r = await cli("validate", "--power", good.task, "--examples", good.examples, "--format", "json", "--jobs", "2");
     expect(r.code).toBe(0);
     const [report] = JSON.parse(r.out);
-    expect(report).toMatchObject({ task: "tiny-power", ok: true, findings: [], staticProblems: [], quarantined: null });
+    expect(report).toMatchObject({ task: "tiny-power", scope: "all", ok: true, findings: [], staticProblems: [], quarantined: null });
     expect(report.columns.map((c: { submission: string; correct: boolean }) => [c.submission, c.correct])).toEqual([
       ["reference.patch", true],
       ["alt-loop.patch", true],
@@ -86,6 +86,57 @@ describe("probegate validate --power", () => {
     // Round by round: the reference ran first.
     expect(report.columns[0].runs).toBeGreaterThanOrEqual(1);
   }, 60_000);
+
+  it("--correct-only evaluates only the correct examples: no flawed columns, no catch findings, still the check that fails the reference", async () => {
+    const r = await cli("validate", "--power", POWER_TASK, "--examples", EXAMPLES, "--correct-only", "--runs", "2");
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("tiny-power: 2 correct examples of 5 (--correct-only: the flawed ones are not evaluated), 4 evaluations (2 per correct submission), 1 at a time");
+    expect(r.err).not.toMatch(/mutates-input|first-three|slow/);
+    expect(r.err).toContain("0 of 1 tasks pass probe-power validation (--correct-only: false rejections and requirements only; power not measured)");
+    const lines = r.out.split("\n");
+    expect(lines.slice(1, 3)).toEqual([
+      "✗ tiny-power: false rejections (correct-only)",
+      "! Correct-only run: only the correct submissions were evaluated, so this measures false rejections only; what the probes catch (their power) needs a run without --correct-only.",
+    ]);
+    const line = (check: string) => lines.find((l) => l.includes(` ${check} `))?.split("│").map((c) => c.trim()).filter(Boolean);
+    expect(line("check")).toEqual(["probe", "check", "category", "reference ✓ ×2", "alt-loop ✓ ×2"]);
+    expect(line("total-callable")).toEqual(["probe_idle", "total-callable", "structure", "0/2 failed", "0/2 failed"]);
+    expect(line("empty-none")).toEqual(["probe_strict", "empty-none", "functional", "2/2 failed", "2/2 failed"]);
+    expect(r.out).toContain("✗ check empty-none (probe_strict, functional) failed 2 of 2 runs of the correct submission reference.patch");
+    expect(r.out).toContain("reference.patch: 2 of 2 runs not resolved (empty-none 2)");
+    // probe_idle catches nothing and slow.patch is caught by no time check: neither can be known here.
+    expect(r.out).not.toMatch(/catches nothing|not caught|slow\.patch|not evaluated/);
+  }, 120_000);
+
+  it("--correct-only --format json: the report's scope, the correct columns only, the findings of the correct ones", async () => {
+    const r = await cli("validate", "--power", POWER_TASK, "--examples", EXAMPLES, "--correct-only", "--format", "json");
+    expect(r.code).toBe(1);
+    const [report] = JSON.parse(r.out);
+    expect(report.scope).toBe("correct-only");
+    expect(report.columns.map((c: { submission: string }) => c.submission)).toEqual(["reference.patch", "alt-loop.patch"]);
+    expect(report.matrix.head).toEqual(["probe", "check", "category", "reference ✓", "alt-loop ✓"]);
+    expect(report.findings.map((f: { kind: string; subject: string }) => [f.kind, f.subject])).toEqual([
+      ["fails-correct", "probe_strict/empty-none"],
+      ["fails-correct", "probe_strict/empty-none"],
+      ["unexpected-verdict", "reference.patch"],
+      ["unexpected-verdict", "alt-loop.patch"],
+    ]);
+  }, 120_000);
+
+  it("refuses --correct-only without --power, naming the flag", async () => {
+    const r = await cli("validate", POWER_TASK, "--correct-only");
+    expect(r.code).toBe(2);
+    expect(r.err).toBe("probegate: validate: --correct-only only mean something with --power.\n");
+  });
+
+  it("refuses --correct-only on a task whose expected.yml lists no correct example, naming the file", async () => {
+    const good = goodCopy();
+    const expected = join(good.examples, "tiny-power", "expected.yml");
+    writeFileSync(expected, `- submission: mutates-input.patch${readFileSync(expected, "utf8").split("- submission: mutates-input.patch")[1]}`);
+    const r = await cli("validate", "--power", good.task, "--examples", good.examples, "--correct-only");
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(`tiny-power: ${expected} lists no correct example (verdict: resolved), so --correct-only has nothing to evaluate.`);
+  });
 
   it("refuses --power's flags without --power, and names a missing expected.yml", async () => {
     const misuse = await cli("validate", POWER_TASK, "--runs", "3");
