@@ -8,7 +8,12 @@
 # POWER_LOG), so 20 runs can be reached over several calls; the `covered:` line says how far it got.
 #
 #   bash bench/gpu-probe-accuracy.sh [OUT]        # OUT default: $OUT, else out/gpu-probe-accuracy
-#   env: RUNS (20), JOBS (12), BUDGET (200), GRACE (130), POWER_LOG (earlier reports), POWER_ARGS
+#   env: RUNS (20), JOBS (12), BUDGET (200), GRACE (130), POWER_LOG (earlier reports), POWER_ARGS,
+#        CORRECT_ONLY (1: evaluate only the correct examples, `validate --correct-only`)
+#
+# CORRECT_ONLY=1 is for the calls after a full one: the flawed examples need one run, and re-running
+# them each call wastes most of it. Its reports add runs to the correct columns only; the flawed
+# columns come from the full reports carried in POWER_LOG (with none, power.md says power is unknown).
 #
 # Writes $OUT/facts.txt, $OUT/power.md (the tables for bench/RESULTS.md), $OUT/power/*.json (one
 # report per task and call) and $OUT/power/*.stderr (progress of each validate run).
@@ -20,6 +25,8 @@ RUNS=${RUNS:-20}
 JOBS=${JOBS:-12}
 BUDGET=${BUDGET:-200}
 GRACE=${GRACE:-130}
+CORRECT_ONLY=${CORRECT_ONLY:-0}
+case "$CORRECT_ONLY" in 0|1) ;; *) echo "CORRECT_ONLY: expected 0 or 1, got '$CORRECT_ONLY'" >&2; exit 2 ;; esac
 mkdir -p "$OUT/power"
 . bench/gpu-bootstrap.sh
 ARGS=(${POWER_ARGS:-} "${SANDBOX_ARGS[@]}")
@@ -28,10 +35,11 @@ ARGS=(${POWER_ARGS:-} "${SANDBOX_ARGS[@]}")
   echo "date: $(date -u +%FT%TZ)"; echo "cores: $(nproc)"; free -g | sed -n 2p
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
   echo "node: $($NODE --version)"; $PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)'
-  echo "runs: up to $RUNS per correct submission, jobs: $JOBS, budget: ${BUDGET}s + ${GRACE}s grace, validate args: ${ARGS[*]:-none}"
+  echo "runs: up to $RUNS per correct submission, jobs: $JOBS, budget: ${BUDGET}s + ${GRACE}s grace, correct only: $CORRECT_ONLY, validate args: ${ARGS[*]:-none}"
 } > "$OUT/facts.txt" 2>&1
 cat "$OUT/facts.txt"
 PARGS=()
+[ "$CORRECT_ONLY" = 1 ] && PARGS+=(--power-correct-only)
 for a in "${ARGS[@]}"; do PARGS+=("--power-arg=$a"); done
 # One thread per rank: JOBS evaluations of two ranks each share the cores.
 OMP_NUM_THREADS=1 timeout $((BUDGET + GRACE + 15)) "$PY" bench/probe_accuracy.py --skip-meters --power "$RUNS" --jobs "$JOBS" --node "$NODE" \

@@ -12,7 +12,9 @@ D. probe power (with --power N): per task, `probegate validate --power --runs N 
    the probes x submissions matrix, and false rejections over N runs of each correct submission
    (reference and alternatives), every example once and then the correct ones round by round until
    N or --seconds. Reports go to --power-log DIR as JSON; reports already there (an earlier call) are
-   merged in, so the runs can be spread over several calls with a time limit.
+   merged in, so the runs can be spread over several calls with a time limit. --power-correct-only
+   evaluates only the correct examples (`validate --correct-only`), for the calls after a full one:
+   their runs add to the correct columns; the flawed columns come from the full reports only.
 Prints markdown tables for bench/RESULTS.md.
 """
 import argparse
@@ -180,16 +182,28 @@ def repeats(n, node, tasks, jobs, log_path, eval_args, deadline):
         print(f"| {task} | {sub} | {want} | {dict(got)} | {got[want]}/{len(mine)} | {med} |", flush=True)
 
 
+def scope_of(report):
+    """A report's scope: "all", or "correct-only" (`validate --power --correct-only`: the correct
+    examples only). Reports written before scopes existed were full runs."""
+    return report.get("scope", "all")
+
+
 def merge_reports(reports):
-    """One report from several of the same task: cells, runs, verdicts and false rejections summed."""
-    first = reports[0]
-    cols = [c["submission"] for c in first["columns"]]
-    columns = {c["submission"]: {**c, "runs": 0, "verdicts": Counter()} for c in first["columns"]}
+    """One report from several of the same task: cells, runs, verdicts and false rejections summed.
+    A correct-only report adds runs to the correct columns only: the flawed columns (and the findings
+    about what the probes catch) come from the full reports alone, and with no full report the
+    merged one has no flawed columns and `powerKnown` false."""
+    full = [rep for rep in reports if scope_of(rep) == "all"]
+    base = full[0] if full else reports[0]
+    cols = [c["submission"] for c in base["columns"]]
+    columns = {}
     rows, falses = {}, {}
     every_row = {(r["probe"], r["check"]): r["category"] for rep in reports for r in rep["rows"]}
     for rep in reports:
         for c in rep["columns"]:
             col = columns.setdefault(c["submission"], {**c, "runs": 0, "verdicts": Counter()})
+            if scope_of(rep) == "correct-only" and not c["correct"]:
+                raise ValueError(f'{rep["task"]}: a correct-only report has a column of the flawed example {c["submission"]}')
             if c["submission"] not in cols:
                 cols.append(c["submission"])
             col["runs"] += c["runs"]
@@ -209,8 +223,9 @@ def merge_reports(reports):
             acc["byCheck"].update(f["byCheck"])
     findings = {(f["level"], f["message"]) for rep in reports for f in rep["findings"]}
     findings |= {("error", p) for rep in reports for p in rep.get("staticProblems", [])}
-    return {"task": first["task"], "columns": [columns[c] for c in cols], "rows": sorted(rows.values(), key=lambda r: (r["probe"], r["check"])),
+    return {"task": base["task"], "columns": [columns[c] for c in cols], "rows": sorted(rows.values(), key=lambda r: (r["probe"], r["check"])),
             "falseRejections": list(falses.values()), "findings": sorted(findings), "calls": len(reports),
+            "correctOnlyCalls": len(reports) - len(full), "powerKnown": bool(full),
             "probeSets": sorted({rep.get("probeSet") or "mixed" for rep in reports})}
 
 
@@ -223,9 +238,11 @@ def cell_text(cell, runs):
     return ", ".join([f'{cell["failed"]}/{runs} failed'] + ([f'{cell["error"]} err'] if cell["error"] else []) + ([f'{cell["skipped"]} skip'] if cell["skipped"] else []))
 
 
-def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False, grace=150):
+def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False, grace=150, correct_only=False):
     """Runs `probegate validate --power` on every task at once (the jobs shared between them), keeps
-    each JSON report in log_dir, and prints every task's merged matrix and false rejections."""
+    each JSON report in log_dir, and prints every task's merged matrix and false rejections. With
+    correct_only, validate evaluates only the correct examples (`--correct-only`): more runs for the
+    false rejections, merged with the flawed columns of the full reports already in log_dir."""
     from concurrent.futures import ThreadPoolExecutor
 
     cli = str(ROOT / "dist" / "cli" / "index.js")
@@ -250,7 +267,8 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
             with progress.open("w") as err:
                 r = subprocess.run([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(n), "--jobs", str(per_task),
                                     "--cores", ",".join(map(str, slices[task])),
-                                    "--format", "json", *budget, *power_args], stdout=subprocess.PIPE, stderr=err, text=True,
+                                    "--format", "json", *(["--correct-only"] if correct_only else []), *budget, *power_args],
+                                   stdout=subprocess.PIPE, stderr=err, text=True,
                                    timeout=None if left == float("inf") else left + grace)
         except subprocess.TimeoutExpired:
             return task, f"cut off after {time.time() - t0:.0f}s (time limit); nothing recorded for this call"
@@ -262,7 +280,8 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
             (log / f"power-{rep['task']}-{stamp}.json").write_text(json.dumps(rep, indent=1))
         return task, f"exit {r.returncode} in {time.time() - t0:.0f}s"
 
-    print(f"\n### D. Probe power: `probegate validate --power --runs {n}` per task ({per_task} evaluations at a time per task, {len(tasks)} tasks at once)\n")
+    flag = " --correct-only" if correct_only else ""
+    print(f"\n### D. Probe power: `probegate validate --power --runs {n}{flag}` per task ({per_task} evaluations at a time per task, {len(tasks)} tasks at once)\n")
     if merge_only:
         print(f"(no evaluations: the reports already in {log} merged)")
     else:
@@ -278,7 +297,10 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
         m = merge_reports(reps)
         runs = {c["submission"]: c["runs"] for c in m["columns"]}
         covered += [(task, c["submission"], c["runs"]) for c in m["columns"] if c["correct"]]
-        print(f"\n#### {task} ({m['calls']} call(s); probe set {', '.join(p[:19] for p in m['probeSets'])})\n")
+        calls = f"{m['calls']} call(s)" + (f", {m['correctOnlyCalls']} of them correct-only" if m["correctOnlyCalls"] else "")
+        print(f"\n#### {task} ({calls}; probe set {', '.join(p[:19] for p in m['probeSets'])})\n")
+        if not m["powerKnown"]:
+            print("power unknown: every report of this task is correct-only (false rejections only); what the probes catch needs a run without --power-correct-only\n")
         head = ["probe", "check", "category"] + [f'{c["submission"].rsplit(".", 1)[0]}{" ✓" if c["correct"] else ""} ×{c["runs"]}' for c in m["columns"]]
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
@@ -298,7 +320,8 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
             print(f'| {f["submission"]} | {f["runs"]} | {f["rejected"]} | {f["rejected"] / f["runs"]:.1%} | {checks} |' if f["runs"] else f'| {f["submission"]} | 0 | – | – | – |')
         errors = [msg for level, msg in m["findings"] if level == "error"]
         warnings = [msg for level, msg in m["findings"] if level == "warning"]
-        print(f"\nvalidation: {'passes' if not errors else f'{len(errors)} problem(s)'}" + "".join(f"\n- ✗ {e}" for e in errors) + "".join(f"\n- ! {w}" for w in warnings), flush=True)
+        scope = "" if m["powerKnown"] else " (false rejections and requirements only; power unknown)"
+        print(f"\nvalidation{scope}: {'passes' if not errors else f'{len(errors)} problem(s)'}" + "".join(f"\n- ✗ {e}" for e in errors) + "".join(f"\n- ! {w}" for w in warnings), flush=True)
     if covered:
         least = min(covered, key=lambda x: x[2])
         goal = f"goal {n} per call; " if n else ""
@@ -321,6 +344,8 @@ if __name__ == "__main__":
     ap.add_argument("--power-log", default="out/probe-power", help="D: folder of JSON reports (earlier ones are merged in)")
     ap.add_argument("--power-grace", type=float, default=150, help="D: seconds the evaluations in flight at --seconds get to finish")
     ap.add_argument("--power-merge-only", action="store_true", help="D: evaluate nothing, print the reports already in --power-log merged")
+    ap.add_argument("--power-correct-only", action="store_true",
+                    help="D: evaluate only the correct examples (validate --correct-only): more false-rejection runs, merged with the full reports in --power-log")
     ap.add_argument("--power-arg", action="append", default=[], help="extra argument for `probegate validate --power` (D), e.g. --power-arg=--unsandboxed")
     a = ap.parse_args()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
@@ -333,5 +358,5 @@ if __name__ == "__main__":
     if a.repeats:
         repeats(a.repeats, a.node, a.tasks, a.jobs, a.log, a.eval_arg, t0 + a.seconds)
     if a.power or a.power_merge_only:
-        power(a.power, a.node, a.tasks, a.jobs, a.power_log, t0 + a.seconds, a.power_arg, a.power_merge_only, a.power_grace)
+        power(a.power, a.node, a.tasks, a.jobs, a.power_log, t0 + a.seconds, a.power_arg, a.power_merge_only, a.power_grace, a.power_correct_only)
     print(f"\n{time.time() - t0:.0f}s")

@@ -1,0 +1,112 @@
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { Expectation } from "../../src/core/demo-expectation.js";
+import { analysePower, type PowerColumnInput, type PowerReport, type PowerScope } from "../../src/core/probe-power.js";
+import { powerMatrix } from "../../src/core/probe-power-render.js";
+import type { CheckStatus } from "../../src/core/probe-check.js";
+import type { EvaluationResult } from "../../src/core/result.js";
+import { ROOT, sampleResult, tmp } from "../helpers.js";
+
+// bench/probe_accuracy.py merges the JSON reports of several `validate --power` calls (a device call
+// has a time limit); these reports are made by the same analysis the CLI prints as JSON.
+
+const PYTHON = "/usr/bin/python3";
+const want = (submission: string, verdict: Expectation["verdict"], failedCategories: Expectation["failedCategories"] = []): Expectation => ({ submission, verdict, failedCategories });
+
+function run(value: CheckStatus, state: CheckStatus): EvaluationResult {
+  const probes = [
+    { id: "total-value", category: "functional" as const, status: value, message: "", probe: "probe_value", attempts: 1, durationS: 0.1, requirements: ["total-value"] },
+    { id: "input-unchanged", category: "state" as const, status: state, message: "", probe: "probe_value", attempts: 1, durationS: 0.1, requirements: ["input-unchanged"] },
+  ];
+  return sampleResult({ verdict: probes.some((p) => p.status === "failed") ? "probe-rejected" : "resolved", probes });
+}
+
+function inputs(referenceRuns: EvaluationResult[]): PowerColumnInput[] {
+  return [
+    { submission: "reference.patch", expectation: want("reference.patch", "resolved"), results: referenceRuns },
+    { submission: "mutates.patch", expectation: want("mutates.patch", "probe-rejected", ["state"]), results: [run("passed", "failed")] },
+    { submission: "alt.patch", expectation: want("alt.patch", "resolved"), results: [run("passed", "passed")] },
+    { submission: "wrong.patch", expectation: want("wrong.patch", "probe-rejected", ["functional"]), results: [run("failed", "passed")] },
+  ];
+}
+
+/** A report file as bench/probe_accuracy.py keeps it: one task's element of `validate --power --format json`. */
+function reportFile(dir: string, stamp: string, report: PowerReport, drop: Array<keyof PowerReport> = []): void {
+  const doc: Record<string, unknown> = { ...report, staticProblems: [], quarantined: null, matrix: powerMatrix(report) };
+  for (const key of drop) delete doc[key];
+  writeFileSync(join(dir, `power-tiny-${stamp}.json`), JSON.stringify(doc));
+}
+
+function merged(dir: string): { code: number | null; out: string; err: string } {
+  const r = spawnSync(PYTHON, [join(ROOT, "bench", "probe_accuracy.py"), "--skip-meters", "--power-merge-only", "--power-log", dir, "--tasks", "tiny"], { encoding: "utf8" });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+const analyse = (runs: EvaluationResult[], scope: PowerScope) => analysePower("tiny", inputs(runs), ["total-value", "input-unchanged"], scope);
+
+describe("bench/probe_accuracy.py: merging correct-only reports with full ones", () => {
+  it("adds a correct-only call's runs to the correct columns; the flawed columns come from the full report", () => {
+    const dir = tmp();
+    // The correct-only call sorts first: the columns still keep the full report's order (mutates before alt).
+    reportFile(dir, "20261201T000000", analyse([run("passed", "passed"), run("passed", "passed"), run("passed", "passed")], "correct-only"));
+    // A report written before scopes existed has none: it was a full run.
+    reportFile(dir, "20261202T000000", analyse([run("passed", "passed"), run("passed", "failed")], "all"), ["scope"]);
+    const r = merged(dir);
+    expect(r.err).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("#### tiny (2 call(s), 1 of them correct-only; probe set sha256:aaaaaaaaaaaa)");
+    expect(r.out).not.toContain("power unknown");
+    expect(r.out).toContain("| probe | check | category | reference ✓ ×5 | mutates ×1 | alt ✓ ×2 | wrong ×1 |");
+    expect(r.out).toContain("| probe_value | input-unchanged | state | 1/5 failed | FAIL | 0/2 failed | pass |");
+    expect(r.out).toContain("|  | total-value | functional | 0/5 failed | pass | 0/2 failed | FAIL |");
+    expect(r.out).toContain("| | verdicts | | probe-rejected 1/5, resolved 4/5 | probe-rejected 1/1 | resolved 2/2 | probe-rejected 1/1 |");
+    expect(r.out).toContain("| reference.patch | 5 | 1 | 20.0% | input-unchanged 1 |");
+    expect(r.out).toContain("| alt.patch | 2 | 0 | 0.0% | none |");
+    expect(r.out).toContain("covered: 2 correct submissions of 1 tasks, 2–5 runs each");
+  }, 60_000);
+
+  it("with correct-only reports alone, says the power is unknown and prints no flawed column", () => {
+    const dir = tmp();
+    reportFile(dir, "20261201T000000", analyse([run("passed", "passed")], "correct-only"));
+    reportFile(dir, "20261202T000000", analyse([run("passed", "passed"), run("passed", "passed")], "correct-only"));
+    const r = merged(dir);
+    expect(r.err).toBe("");
+    expect(r.out).toContain("#### tiny (2 call(s), 2 of them correct-only; probe set sha256:aaaaaaaaaaaa)");
+    expect(r.out).toContain("power unknown: every report of this task is correct-only (false rejections only); what the probes catch needs a run without --power-correct-only");
+    expect(r.out).toContain("| probe | check | category | reference ✓ ×3 | alt ✓ ×2 |\n");
+    expect(r.out).not.toMatch(/mutates|wrong/);
+    expect(r.out).toContain("validation (false rejections and requirements only; power unknown): passes");
+  }, 60_000);
+
+  it("refuses a correct-only report that holds a flawed column, naming it", () => {
+    const dir = tmp();
+    const full = analyse([run("passed", "passed")], "all");
+    reportFile(dir, "20261201T000000", { ...full, scope: "correct-only" });
+    const r = merged(dir);
+    expect(r.code).not.toBe(0);
+    expect(r.err).toContain("ValueError: tiny: a correct-only report has a column of the flawed example mutates.patch");
+  }, 60_000);
+});
+
+describe("bench/probe_accuracy.py --power-correct-only", () => {
+  /** Runs section D with a stand-in for node that records the validate command line and reports nothing. */
+  function validateArgv(extra: string[]): string[] {
+    const dir = tmp();
+    const fake = join(dir, "node");
+    writeFileSync(fake, `#!/bin/sh\nprintf '%s\\n' "$@" > ${join(dir, "argv")}\necho '[]'\n`, { mode: 0o755 });
+    const r = spawnSync(PYTHON, [join(ROOT, "bench", "probe_accuracy.py"), "--skip-meters", "--power", "3", "--node", fake, "--power-log", join(dir, "log"), "--tasks", "tiny", ...extra], { encoding: "utf8" });
+    expect(r.stderr).toBe("");
+    expect(r.stdout).toContain("#### tiny: no report yet");
+    return readFileSync(join(dir, "argv"), "utf8").trim().split("\n");
+  }
+
+  it("passes --correct-only to validate --power, and only then", () => {
+    const argv = validateArgv(["--power-correct-only"]);
+    expect(argv.slice(1, 3)).toEqual(["validate", "--power"]);
+    expect(argv).toContain("--correct-only");
+    expect(argv.slice(argv.indexOf("--runs"), argv.indexOf("--runs") + 2)).toEqual(["--runs", "3"]);
+    expect(validateArgv([])).not.toContain("--correct-only");
+  }, 60_000);
+});
