@@ -25035,6 +25035,25 @@ function correctnessFindings(rows, inputs) {
     });
     return findings;
 }
+/**
+ * Why a run got its verdict, specific enough to act on from the report alone (the evaluation's own
+ * result may be gone): which official test failed and how, which check failed, or the harness error.
+ */
+function whyNot(r) {
+    const clip = (s) => (s.length > 160 ? `${s.slice(0, 157)}…` : s);
+    if (r.verdict === "error" && r.error)
+        return clip(`${r.reason}: ${r.error.message}`);
+    if (r.verdict === "official-failed" && r.official) {
+        const first = r.official.failing[0];
+        const more = r.official.failing.length > 1 ? ` (+${r.official.failing.length - 1} more)` : "";
+        const detail = first ? `; first: ${first.name}${first.message ? ` — ${clip(first.message.split("\n")[0] ?? "")}` : ""}${more}` : "";
+        return `${r.official.reason ?? r.reason}${detail}`;
+    }
+    const failed = r.probes.filter((p) => p.status === "failed" || p.status === "error");
+    if (failed.length)
+        return `${r.reason}: ${failed.map((p) => `${p.id} ${p.status}`).join(", ")}`;
+    return r.reason;
+}
 function flawFindings(rows, inputs) {
     const findings = [];
     inputs.forEach((col, c) => {
@@ -25048,7 +25067,7 @@ function flawFindings(rows, inputs) {
         if (wrong.length) {
             const tally = [...new Set(wrong.map((r) => r.verdict))].map((v) => `${v} ${wrong.filter((r) => r.verdict === v).length}×`).join(", ");
             const runs = col.results.length > 1 ? `${wrong.length} of ${col.results.length} runs` : "its run";
-            findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally}) — ${wrong[0].reason}` });
+            findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally}) — ${whyNot(wrong[0])}` });
         }
         if (want.verdict !== "probe-rejected")
             return;
@@ -25112,8 +25131,13 @@ function falseRejections(rows, inputs) {
  * fails a flawed example, a check that fails or errors on a correct submission, a flawed example no
  * check of its expected category catches, a verdict other than the expected one, and a declared
  * requirement no check ran on fail validation; a single check that catches nothing is a warning.
+ *
+ * With scope `correct-only` the flawed examples were left out by choice: their inputs (and any
+ * results they carry) are dropped, and so are the findings only they can give (catches nothing,
+ * flaw not caught); what the correct ones show is judged as in a full run.
  */
-function analysePower(task, inputs, requirements) {
+function analysePower(task, allInputs, requirements, scope = "all") {
+    const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
     const rows = buildRows(inputs);
     const columns = inputs.map((col) => {
         const verdicts = {};
@@ -25128,7 +25152,7 @@ function analysePower(task, inputs, requirements) {
         };
     });
     const findings = [
-        ...catchFindings(rows, inputs),
+        ...(scope === "all" ? catchFindings(rows, inputs) : []),
         ...correctnessFindings(rows, inputs),
         ...flawFindings(rows, inputs),
         ...requirementFindings(rows, inputs, requirements),
@@ -25136,6 +25160,7 @@ function analysePower(task, inputs, requirements) {
     const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
     return {
         task,
+        scope,
         probeSet: sets.size === 1 ? [...sets][0] : null,
         columns,
         rows,
@@ -25191,11 +25216,23 @@ function falseRejectionLines(report) {
         return `${f.submission}: ${f.rejected} of ${f.runs} runs not resolved${checks.length ? ` (${checks.join(", ")})` : ""}`;
     });
 }
+/**
+ * What a `correct-only` report cannot say, for the top of its text and markdown: it measured false
+ * rejections only, so a clean one is no sign that the probes catch anything. Null for a full run.
+ */
+function scopeNote(report) {
+    if (report.scope !== "correct-only")
+        return null;
+    return "Correct-only run: only the correct submissions were evaluated, so this measures false rejections only; what the probes catch (their power) needs a run without --correct-only.";
+}
 const md = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
 /** The report as markdown: the matrix, false rejections, then findings (for bench/RESULTS.md and CI summaries). */
 function renderPowerMarkdown(report) {
     const { head, body } = powerMatrix(report);
-    const out = [`### ${report.ok ? "✅" : "❌"} Probe power — \`${report.task}\``, ""];
+    const out = [`### ${report.ok ? "✅" : "❌"} Probe power — \`${report.task}\`${report.scope === "correct-only" ? " (false rejections only)" : ""}`, ""];
+    const note = scopeNote(report);
+    if (note)
+        out.push(`> ${note}`, "");
     out.push(`| ${head.map(md).join(" | ")} |`, `|${head.map(() => "---").join("|")}|`);
     for (const r of body)
         out.push(`| ${r.map(md).join(" | ")} |`);
@@ -25209,8 +25246,9 @@ function renderPowerMarkdown(report) {
         out.push("Validation fails:", "", ...errors.map((f) => `- ${md(f.message)}`), "");
     if (warnings.length)
         out.push("Warnings:", "", ...warnings.map((f) => `- ${md(f.message)}`), "");
-    if (!errors.length && !warnings.length)
-        out.push("Every probe catches a flaw, passes every correct submission, and every requirement is checked.", "");
+    if (!errors.length && !warnings.length) {
+        out.push(report.scope === "correct-only" ? "Every check passes every correct submission, and every requirement is checked; what the probes catch was not measured." : "Every probe catches a flaw, passes every correct submission, and every requirement is checked.", "");
+    }
     return out.join("\n");
 }
 
@@ -25480,12 +25518,18 @@ function examplesDir(task, flag) {
     }
     return dir;
 }
-/** Evaluates every example of one task (correct ones `runs` times) and analyses the results. */
+/** Evaluates every example of one task (correct ones `runs` times; with --correct-only, only those) and analyses the results. */
 async function powerOfTask(task, flags, pool, io, record) {
     const runs = wholeNumber("--runs", flags.runs, 1, 1);
     const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
     const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
-    const examples = taskExamples(task, examplesDir(task, flags.examples));
+    const dir = examplesDir(task, flags.examples);
+    const every = taskExamples(task, dir);
+    const scope = flags.correctOnly ? "correct-only" : "all";
+    const examples = flags.correctOnly ? every.filter((e) => e.expectation.verdict === "resolved") : every;
+    if (!examples.length) {
+        throw new errors/* InputError */.d(`${task.spec.id}: ${(0,external_node_path_.join)(dir, "expected.yml")} lists no correct example (verdict: resolved), so --correct-only has nothing to evaluate.`, { file: (0,external_node_path_.join)(dir, "expected.yml") });
+    }
     // Round by round: every example once, then the correct ones again, so a run cut short by
     // --budget still covers every example and spreads the repeats evenly.
     const plan = examples
@@ -25498,7 +25542,8 @@ async function powerOfTask(task, flags, pool, io, record) {
     const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
     let notStarted = 0;
     const results = examples.map(() => []);
-    io.stderr(`probegate validate --power ${task.spec.id}: ${examples.length} examples, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
+    const what = flags.correctOnly ? `${examples.length} correct examples of ${every.length} (--correct-only: the flawed ones are not evaluated)` : `${examples.length} examples`;
+    io.stderr(`probegate validate --power ${task.spec.id}: ${what}, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
     let finished = 0;
     await mapConcurrent(plan, jobs, async (p, i) => {
         if (Date.now() > deadline) {
@@ -25520,21 +25565,23 @@ async function powerOfTask(task, flags, pool, io, record) {
         results[p.column]?.push(result);
         finished++;
         const failed = result.probes.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.id} ${c.status}`);
-        io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)}\n`);
+        const unexpected = result.verdict !== p.example.expectation.verdict ? `  ✗ expected ${p.example.expectation.verdict}: ${whyNot(result)}` : "";
+        io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)}${unexpected}\n`);
         if (p.example.expectation.verdict === "resolved")
             record?.({ task, example: p.example, run: p.run, runs: p.runs, result });
     });
     if (notStarted)
         io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);
     const inputs = examples.map((example, c) => ({ submission: (0,external_node_path_.basename)(example.patch), expectation: example.expectation, results: results[c] ?? [] }));
-    return analysePower(task.spec.id, inputs, task.spec.requirements.map((r) => r.id));
+    return analysePower(task.spec.id, inputs, task.spec.requirements.map((r) => r.id), scope);
 }
 function renderText(report, quarantined) {
     const { head, body } = powerMatrix(report);
     const table = new (cli_table3_default())({ head, style: { head: [], border: [] }, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } });
     for (const row of body)
         table.push(row);
-    const lines = [`\n${report.ok ? "✓" : "✗"} ${report.task}: probe power`, table.toString()];
+    const note = scopeNote(report);
+    const lines = [`\n${report.ok ? "✓" : "✗"} ${report.task}: ${note ? "false rejections (correct-only)" : "probe power"}`, ...(note ? [`! ${note}`] : []), table.toString()];
     if (report.falseRejections.length)
         lines.push("false rejections of correct submissions:", ...falseRejectionLines(report).map((l) => `  ${l}`));
     for (const f of report.findings)
@@ -25547,7 +25594,8 @@ function renderText(report, quarantined) {
  * `probegate validate --power <task>…`: the static checks of `validate`, then every example of each
  * task evaluated (each correct one `--runs` times) and the probes × submissions matrix printed with
  * what validation found. With `--db`, every run of a correct example is recorded as known-good
- * outcomes for quarantine. Exit 0 when every task passes, 1 when validation fails.
+ * outcomes for quarantine. With `--correct-only`, only the correct examples are evaluated (false
+ * rejections, to add runs to a full one). Exit 0 when every task passes, 1 when validation fails.
  */
 async function powerCommand(dirs, flags, io) {
     if (!["text", "json", "markdown"].includes(flags.format))
@@ -25584,7 +25632,7 @@ async function powerCommand(dirs, flags, io) {
     }
     if (flags.format === "json")
         io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined, matrix: powerMatrix(r.report) })), null, 2)}\n`);
-    io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation\n`);
+    io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation${flags.correctOnly ? " (--correct-only: false rejections and requirements only; power not measured)" : ""}\n`);
     return failed ? 1 : 0;
 }
 
@@ -26215,13 +26263,15 @@ function main_program(io, done) {
         .option("--cores <n|ids>", "cores the --power evaluations may use: a count or ids like 0-7 (default: every core of this process)")
         .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
         .option("--unsandboxed", "run submission code without the sandbox, with --power")
+        .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
         .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
         .action(async (dirs, flags) => {
         if (flags.power)
             return done(await powerCommand(dirs, flags, io));
-        const powerOnly = ["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores"].filter((k) => flags[k] !== undefined);
+        const powerOnly = ["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores", "correctOnly"].filter((k) => flags[k] !== undefined);
         if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
-            throw new errors/* InputError */.d(`validate: ${[...powerOnly.map((k) => `--${k}`), flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
+            const names = powerOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+            throw new errors/* InputError */.d(`validate: ${[...names, flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
         }
         done(validateCommand(dirs, io));
     });

@@ -1,7 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import Table from "cli-table3";
-import { analysePower, type PowerColumnInput, type PowerReport } from "../core/probe-power.js";
+import { analysePower, whyNot, type PowerColumnInput, type PowerReport } from "../core/probe-power.js";
 import { falseRejectionLines, powerMatrix, renderPowerMarkdown, scopeNote } from "../core/probe-power-render.js";
 import type { QuarantinedCheck } from "../core/quarantine.js";
 import type { EvaluationResult } from "../core/result.js";
@@ -100,7 +100,8 @@ async function powerOfTask(task: LoadedTask, flags: PowerFlags, pool: JobPool, i
     results[p.column]?.push(result);
     finished++;
     const failed = result.probes.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.id} ${c.status}`);
-    io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${formatSeconds(result.durations.totalS)}\n`);
+    const unexpected = result.verdict !== p.example.expectation.verdict ? `  ✗ expected ${p.example.expectation.verdict}: ${whyNot(result)}` : "";
+    io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${formatSeconds(result.durations.totalS)}${unexpected}\n`);
     if (p.example.expectation.verdict === "resolved") record?.({ task, example: p.example, run: p.run, runs: p.runs, result });
   });
   if (notStarted) io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);

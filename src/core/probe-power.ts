@@ -155,6 +155,24 @@ function correctnessFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumn
   return findings;
 }
 
+/**
+ * Why a run got its verdict, specific enough to act on from the report alone (the evaluation's own
+ * result may be gone): which official test failed and how, which check failed, or the harness error.
+ */
+export function whyNot(r: EvaluationResult): string {
+  const clip = (s: string) => (s.length > 160 ? `${s.slice(0, 157)}…` : s);
+  if (r.verdict === "error" && r.error) return clip(`${r.reason}: ${r.error.message}`);
+  if (r.verdict === "official-failed" && r.official) {
+    const first = r.official.failing[0];
+    const more = r.official.failing.length > 1 ? ` (+${r.official.failing.length - 1} more)` : "";
+    const detail = first ? `; first: ${first.name}${first.message ? ` — ${clip(first.message.split("\n")[0] ?? "")}` : ""}${more}` : "";
+    return `${r.official.reason ?? r.reason}${detail}`;
+  }
+  const failed = r.probes.filter((p) => p.status === "failed" || p.status === "error");
+  if (failed.length) return `${r.reason}: ${failed.map((p) => `${p.id} ${p.status}`).join(", ")}`;
+  return r.reason;
+}
+
 function flawFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>): PowerFinding[] {
   const findings: PowerFinding[] = [];
   inputs.forEach((col, c) => {
@@ -168,7 +186,7 @@ function flawFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>)
     if (wrong.length) {
       const tally = [...new Set(wrong.map((r) => r.verdict))].map((v) => `${v} ${wrong.filter((r) => r.verdict === v).length}×`).join(", ");
       const runs = col.results.length > 1 ? `${wrong.length} of ${col.results.length} runs` : "its run";
-      findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally}) — ${(wrong[0] as EvaluationResult).reason}` });
+      findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally}) — ${whyNot(wrong[0] as EvaluationResult)}` });
     }
     if (want.verdict !== "probe-rejected") return;
     for (const category of new Set(want.failedCategories)) {

@@ -153,3 +153,27 @@ describe("analysePower", () => {
     expect(md).toContain("- requirement empty-list is named by no check that ran on the reference");
   });
 });
+
+describe("unexpected verdicts say why", () => {
+  it("names the first failing official test and its message, so the report alone says what went wrong", () => {
+    const base = sampleResult({ verdict: "official-failed", probes: [] });
+    const failed: EvaluationResult = {
+      ...base,
+      reason: "the official tests failed",
+      official: {
+        ...(base.official as NonNullable<EvaluationResult["official"]>),
+        passed: false,
+        reason: "1 of 9 tests failed",
+        failing: [{ name: "test_sync_many[4]", classname: "tests.test_sync", file: "tests/test_sync.py", line: 40, kind: "failure", message: "AssertionError: rank 3 got stale weights\nmore" }],
+      },
+    };
+    const report = analysePower("tiny", [{ submission: "slow.patch", expectation: want("slow.patch", "probe-rejected", ["time"]), results: [failed] }], []);
+    const finding = report.findings.find((f) => f.kind === "unexpected-verdict");
+    expect(finding?.message).toBe("slow.patch: its run not probe-rejected (official-failed 1×) — 1 of 9 tests failed; first: test_sync_many[4] — AssertionError: rank 3 got stale weights");
+  });
+
+  it("names the failed checks of a correct submission that was rejected", () => {
+    const report = analysePower("tiny", [{ submission: "reference.patch", expectation: want("reference.patch", "resolved"), results: [run(good("passed", "failed"))] }], ["total-value", "input-unchanged"]);
+    expect(report.findings.find((f) => f.kind === "unexpected-verdict")?.message).toMatch(/— .*: input-unchanged failed$/);
+  });
+});
