@@ -12,8 +12,8 @@ describe("rendezvous ports claimed across probegate processes on one runner", ()
   it("two pools (as two processes would have) never hand out the same port while both hold theirs", async () => {
     const dir = tmp("pg-claims-");
     const range = { from: 29700, to: 29709 };
-    const a = await JobPool.create({ gpus: [], cores: [0, 1, 2, 3], portRange: range, portClaimDir: dir });
-    const b = await JobPool.create({ gpus: [], cores: [0, 1, 2, 3], portRange: range, portClaimDir: dir });
+    const a = await JobPool.create({ gpus: [], cores: [0, 1, 2, 3], portRange: range, claimDir: dir });
+    const b = await JobPool.create({ gpus: [], cores: [0, 1, 2, 3], portRange: range, claimDir: dir });
     const leases = await Promise.all([0, 1, 2].flatMap((i) => [a.acquire(demand(`a${i}`)), b.acquire(demand(`b${i}`))]));
     const ports = leases.map((l) => l.port);
     expect(new Set(ports).size).toBe(6);
@@ -42,7 +42,7 @@ describe("rendezvous ports claimed across probegate processes on one runner", ()
     const other = new RunnerClaims(dir);
     writeFileSync(join(dir, "port-29900.claim"), String(process.ppid));
     writeFileSync(join(dir, "port-29901.claim"), String(process.ppid));
-    const pool = await JobPool.create({ gpus: [], cores: [0], portRange: { from: 29900, to: 29901 }, portClaimDir: dir });
+    const pool = await JobPool.create({ gpus: [], cores: [0], portRange: { from: 29900, to: 29901 }, claimDir: dir });
     await expect(pool.acquire(demand("x"))).rejects.toThrow(/no free rendezvous port in 29900-29901/);
     expect(other.claim("port-29900")).toBe(false);
   });
