@@ -1,9 +1,10 @@
 import { createServer } from "node:net";
-import { formatIdList, nextPort, pickStarts, type JobDemand, type JobStart, type RunningJob, type WaitingJob } from "../core/packing.js";
+import { formatIdList, nextPort, pickStarts, type JobDemand, type RunningJob, type WaitingJob } from "../core/packing.js";
 import { formatBytes } from "../core/sizes.js";
 import { HarnessError } from "./errors.js";
 import { readGpuUsed } from "./gpu-meter.js";
-import { RunnerClaims, type ClaimRefusal } from "./runner-claims.js";
+import { RunnerClaims } from "./runner-claims.js";
+import { claimSlices, coreKey, gpuKey, HeldElsewhere, sliceKeys } from "./slice-claims.js";
 
 /** A job's slice of the runner, held from `acquire` until `release`. */
 export interface JobLease {
@@ -15,7 +16,7 @@ export interface JobLease {
   port: number;
   /** Seconds it waited in the queue for its slice. */
   waitedS: number;
-  /** What it waited for that another probegate process of the runner held: "GPU 0 (pid 4242)". */
+  /** What it waited for that another probegate process of the runner held: "GPU 0: pid 4242". */
   blockedBy: string[];
   /** Gives the slice back; its GPUs return to the pool once their memory is back at baseline. */
   release(): Promise<void>;
@@ -53,12 +54,6 @@ interface Waiter extends WaitingJob {
 const MIB = 1024 * 1024;
 /** How often the queue is decided again while a job waits for something another process holds. */
 const FOREIGN_RECHECK_MS = 300;
-
-const gpuKey = (g: number) => `gpu-${g}`;
-const coreKey = (c: number) => `core-${c}`;
-const sliceKeys = (gpus: readonly number[], cores: readonly number[]) => [...gpus.map(gpuKey), ...cores.map(coreKey)];
-/** "GPU 0" / "core 3" for a claim key. */
-const claimLabel = (key: string) => key.replace(/^gpu-/, "GPU ").replace(/^core-/, "core ");
 
 /** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
 function portFree(port: number): Promise<boolean> {
@@ -155,17 +150,17 @@ export class JobPool {
   }
 
   private schedule(): void {
+    if (this.waiting.length === 0) return this.watch(HeldElsewhere.none());
     const slots = (this.opts.maxJobs ?? Number.POSITIVE_INFINITY) - this.running.size;
     const patience = this.opts.patience ?? 8;
-    // What other processes hold of what is free here, read before deciding so the decision never
-    // hands it out. A claim made since then is met when claiming: decided again without that id.
-    const foreign = new Map<string, number | null>(this.claims.holders(sliceKeys(this.freeGpus, this.freeCores)));
+    // What other processes hold of what is free here, looked at before deciding so the decision
+    // never hands it out. A claim made since the look is met when claiming: decided again without it.
+    const elsewhere = HeldElsewhere.look(this.claims, { gpus: this.freeGpus, cores: this.freeCores });
     for (;;) {
-      const free = { gpus: this.freeGpus.filter((g) => !foreign.has(gpuKey(g))), cores: this.freeCores.filter((c) => !foreign.has(coreKey(c))), slots };
-      const { starts, passed } = pickStarts(this.waiting, free, [...this.running.values()], patience);
-      const refused = this.claimStarts(starts);
+      const { starts, passed } = pickStarts(this.waiting, elsewhere.subtract({ gpus: this.freeGpus, cores: this.freeCores, slots }), [...this.running.values()], patience);
+      const refused = claimSlices(this.claims, starts);
       if (refused) {
-        foreign.set(refused.key, refused.pid);
+        elsewhere.add(refused);
         continue;
       }
       for (const id of passed) {
@@ -183,59 +178,27 @@ export class JobPool {
       }
       break;
     }
-    this.watchForeign(foreign);
-  }
-
-  /** Claims every start's GPUs and cores across the runner, all or nothing; the refusal when one was held. */
-  private claimStarts(starts: readonly JobStart[]): ClaimRefusal | null {
-    const got: string[] = [];
-    try {
-      for (const s of starts) {
-        const keys = sliceKeys(s.gpus, s.cores);
-        const refused = this.claims.claimAll(keys);
-        if (refused) {
-          this.claims.releaseAll(got);
-          return refused;
-        }
-        got.push(...keys);
-      }
-    } catch (e) {
-      this.claims.releaseAll(got);
-      throw e;
-    }
-    return null;
+    this.watch(elsewhere);
   }
 
   /**
    * Another process gives its claims back without a word to this one, so while a waiting job would
    * start were it not for their claims, the queue is decided again every FOREIGN_RECHECK_MS; with
-   * no such job there is no timer. Each such job notes what it waits for (of the GPUs or the cores,
-   * whichever it has too few of without them), and whose it is.
+   * no such job there is no timer. Each such job notes what it waits for, and whose it is.
    */
-  private watchForeign(foreign: ReadonlyMap<string, number | null>): void {
-    let blocked = false;
-    if (foreign.size > 0 && this.waiting.length > 0) {
-      const slots = (this.opts.maxJobs ?? Number.POSITIVE_INFINITY) - this.running.size;
-      const { starts } = pickStarts(this.waiting, { gpus: this.freeGpus, cores: this.freeCores, slots }, [...this.running.values()], this.opts.patience ?? 8);
-      const gpusLeft = this.freeGpus.filter((g) => !foreign.has(gpuKey(g))).length;
-      const coresLeft = this.freeCores.filter((c) => !foreign.has(coreKey(c))).length;
-      for (const s of starts) {
-        blocked = true;
-        const w = this.waiting.find((x) => x.id === s.id);
-        if (!w) continue;
-        const short = [...(w.gpus > gpusLeft ? s.gpus.map(gpuKey) : []), ...(w.cores > coresLeft ? s.cores.map(coreKey) : [])];
-        for (const key of short.filter((k) => foreign.has(k))) {
-          const pid = foreign.get(key);
-          w.blockedBy.add(`${claimLabel(key)}${pid ? `: pid ${pid}` : ""}`);
-        }
-      }
+  private watch(elsewhere: HeldElsewhere): void {
+    const slots = (this.opts.maxJobs ?? Number.POSITIVE_INFINITY) - this.running.size;
+    const blocking = elsewhere.blocking(this.waiting, { gpus: this.freeGpus, cores: this.freeCores, slots }, [...this.running.values()], this.opts.patience ?? 8);
+    for (const [id, what] of blocking) {
+      const w = this.waiting.find((x) => x.id === id);
+      for (const label of what) w?.blockedBy.add(label);
     }
-    if (blocked && !this.recheck) {
+    if (blocking.size > 0 && !this.recheck) {
       this.recheck = setTimeout(() => {
         this.recheck = null;
         this.requestSchedule();
       }, FOREIGN_RECHECK_MS);
-    } else if (!blocked && this.recheck) {
+    } else if (blocking.size === 0 && this.recheck) {
       clearTimeout(this.recheck);
       this.recheck = null;
     }
