@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { EvaluationResult } from "../src/core/result.js";
@@ -11,6 +11,27 @@ export const KIT = join(ROOT, "probes", "kit");
 
 export function tmp(prefix = "pg-test-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/**
+ * A stand-in for nvidia-smi with `gpus` GPUs, as the job pool calls it; GPU i reads the MiB in the
+ * file used-i (0 when absent), which `setUsed` writes.
+ */
+export function fakeNvidiaSmi(gpus: number): { path: string; setUsed: (gpu: number, mib: number) => void } {
+  const dir = tmp("pg-pool-smi-");
+  const path = join(dir, "nvidia-smi");
+  writeFileSync(
+    path,
+    `#!/bin/bash
+if [[ "$1" == --query-gpu=index,name* ]]; then for i in $(seq 0 ${gpus - 1}); do echo "$i, Fake GPU, 81559, 999.1"; done; exit 0; fi
+ids=""; for a in "$@"; do [[ "$a" == --id=* ]] && ids="\${a#--id=}"; done
+for i in \${ids//,/ }; do echo "$i, $(cat "${dir}/used-$i" 2>/dev/null || echo 0)"; done
+[[ "$*" == *--loop-ms* ]] && exec sleep 1000
+exit 0
+`,
+  );
+  chmodSync(path, 0o755);
+  return { path, setUsed: (gpu, mib) => writeFileSync(join(dir, `used-${gpu}`), String(mib)) };
 }
 
 /** A schema-valid result to vary in rendering and verdict tests. */

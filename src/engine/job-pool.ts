@@ -4,6 +4,7 @@ import { formatBytes } from "../core/sizes.js";
 import { HarnessError } from "./errors.js";
 import { readGpuUsed } from "./gpu-meter.js";
 import { RunnerClaims } from "./runner-claims.js";
+import { claimSlices, coreKey, gpuKey, HeldElsewhere, sliceKeys } from "./slice-claims.js";
 
 /** A job's slice of the runner, held from `acquire` until `release`. */
 export interface JobLease {
@@ -15,6 +16,8 @@ export interface JobLease {
   port: number;
   /** Seconds it waited in the queue for its slice. */
   waitedS: number;
+  /** What it waited for that another probegate process of the runner held: "GPU 0: pid 4242". */
+  blockedBy: string[];
   /** Gives the slice back; its GPUs return to the pool once their memory is back at baseline. */
   release(): Promise<void>;
 }
@@ -32,19 +35,25 @@ export interface JobPoolOptions {
   /** Memory above the idle baseline that still counts as "back" (default 64 MiB). */
   toleranceBytes?: number;
   portRange?: { from: number; to: number };
-  /** Folder of port claims shared by the probegate processes of this runner (default: one per user under the temp dir). */
-  portClaimDir?: string;
+  /**
+   * Folder of the claims (ports, sandbox uids, GPUs, cores) shared by the probegate processes of this
+   * runner (default: runner-claims.ts, one per user, or $PROBEGATE_CLAIMS).
+   */
+  claimDir?: string;
   /** Times a job may be overtaken by smaller ones before it holds the runner (default 8). */
   patience?: number;
 }
 
 interface Waiter extends WaitingJob {
   enqueuedAt: number;
+  blockedBy: Set<string>;
   resolve: (l: JobLease) => void;
   reject: (e: Error) => void;
 }
 
 const MIB = 1024 * 1024;
+/** How often the queue is decided again while a job waits for something another process holds. */
+const FOREIGN_RECHECK_MS = 300;
 
 /** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
 function portFree(port: number): Promise<boolean> {
@@ -60,12 +69,17 @@ function portFree(port: number): Promise<boolean> {
  * process runs. Jobs queue with what they need; the packing decision (core/packing.ts) says which
  * start. A GPU goes to the next job only once nvidia-smi reads it back at its idle baseline; one
  * that does not get back in time is withdrawn, and jobs that can then never fit fail at once.
+ * Other probegate processes on the runner (another runner agent's Action, a `validate --power`
+ * beside an `eval`) may have been given the same GPUs and cores: a job claims its GPUs and pinned
+ * cores across processes (runner-claims.ts) as it starts, and what another process holds is busy
+ * here until that process gives it back.
  */
 export class JobPool {
   readonly gpus: readonly number[];
   readonly cores: readonly number[];
   /** What happened to the runner that a result should say (a GPU withdrawn, say). */
   readonly notes: string[] = [];
+  /** Not held by a job of this pool (another process may hold one: `schedule` asks the claims). */
   private freeGpus: number[];
   private freeCores: number[];
   private readonly running = new Map<string, RunningJob>();
@@ -75,8 +89,11 @@ export class JobPool {
   private lastPort: number;
   private seq = 0;
   private scheduled = false;
-  private baselines: Map<number, number> | null = null;
+  /** Each GPU's idle memory, read when this pool first claimed it (`readBaselines` says why then). */
+  private readonly baselines = new Map<number, number>();
   private withdrawn = new Set<number>();
+  /** The next look at the claims, set only while a job waits for something another process holds. */
+  private recheck: NodeJS.Timeout | null = null;
 
   private constructor(private readonly opts: JobPoolOptions) {
     this.gpus = [...opts.gpus].sort((a, b) => a - b);
@@ -84,14 +101,12 @@ export class JobPool {
     this.freeGpus = [...this.gpus];
     this.freeCores = [...this.cores];
     this.lastPort = (opts.portRange ?? PORTS).from - 1;
-    this.claims = new RunnerClaims(opts.portClaimDir);
+    this.claims = new RunnerClaims(opts.claimDir);
   }
 
-  /** A pool over these GPUs and cores; each GPU's idle memory is read now, as its baseline. */
+  /** A pool over these GPUs and cores; each GPU's idle memory is read when the pool first claims it. */
   static async create(opts: JobPoolOptions): Promise<JobPool> {
-    const pool = new JobPool(opts);
-    pool.baselines = await readGpuUsed(pool.gpus, { nvidiaSmi: opts.nvidiaSmi });
-    return pool;
+    return new JobPool(opts);
   }
 
   /** GPUs and cores jobs can still be given (withdrawn GPUs left out). */
@@ -104,7 +119,7 @@ export class JobPool {
     const problem = this.neverFits(demand);
     if (problem) return Promise.reject(new HarnessError(problem, "packing"));
     return new Promise((resolve, reject) => {
-      this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), resolve, reject });
+      this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), blockedBy: new Set(), resolve, reject });
       this.requestSchedule();
     });
   }
@@ -125,30 +140,84 @@ export class JobPool {
     this.scheduled = true;
     queueMicrotask(() => {
       this.scheduled = false;
-      this.schedule();
+      try {
+        this.schedule();
+      } catch (e) {
+        // The claim folder could not be read or written: no job can be started safely.
+        for (const w of this.waiting.splice(0)) w.reject(e as Error);
+      }
     });
   }
 
   private schedule(): void {
+    if (this.waiting.length === 0) return this.watch(HeldElsewhere.none());
     const slots = (this.opts.maxJobs ?? Number.POSITIVE_INFINITY) - this.running.size;
-    const { starts, passed } = pickStarts(this.waiting, { gpus: this.freeGpus, cores: this.freeCores, slots }, [...this.running.values()], this.opts.patience ?? 8);
-    for (const id of passed) {
-      const w = this.waiting.find((x) => x.id === id);
-      if (w) w.passedOver += 1;
+    const patience = this.opts.patience ?? 8;
+    // What other processes hold of what is free here, looked at before deciding so the decision
+    // never hands it out. A claim made since the look is met when claiming: decided again without it.
+    const elsewhere = HeldElsewhere.look(this.claims, { gpus: this.freeGpus, cores: this.freeCores });
+    for (;;) {
+      const { starts, passed } = pickStarts(this.waiting, elsewhere.subtract({ gpus: this.freeGpus, cores: this.freeCores, slots }), [...this.running.values()], patience);
+      const refused = claimSlices(this.claims, starts);
+      if (refused) {
+        elsewhere.add(refused);
+        continue;
+      }
+      for (const id of passed) {
+        const w = this.waiting.find((x) => x.id === id);
+        if (w) w.passedOver += 1;
+      }
+      for (const s of starts) {
+        const i = this.waiting.findIndex((w) => w.id === s.id);
+        const [w] = this.waiting.splice(i, 1);
+        if (!w) continue;
+        this.freeGpus = this.freeGpus.filter((g) => !s.gpus.includes(g));
+        this.freeCores = this.freeCores.filter((c) => !s.cores.includes(c));
+        this.running.set(w.id, { id: w.id, gpus: s.gpus, cores: s.cores, exclusive: w.exclusive });
+        this.handOut(w, s.gpus, s.cores).then(w.resolve, w.reject);
+      }
+      break;
     }
-    for (const s of starts) {
-      const i = this.waiting.findIndex((w) => w.id === s.id);
-      const [w] = this.waiting.splice(i, 1);
-      if (!w) continue;
-      this.freeGpus = this.freeGpus.filter((g) => !s.gpus.includes(g));
-      this.freeCores = this.freeCores.filter((c) => !s.cores.includes(c));
-      this.running.set(w.id, { id: w.id, gpus: s.gpus, cores: s.cores, exclusive: w.exclusive });
-      this.handOut(w, s.gpus, s.cores).then(w.resolve, w.reject);
+    this.watch(elsewhere);
+  }
+
+  /**
+   * Another process gives its claims back without a word to this one, so while a waiting job would
+   * start were it not for their claims, the queue is decided again every FOREIGN_RECHECK_MS; with
+   * no such job there is no timer. Each such job notes what it waits for, and whose it is.
+   */
+  private watch(elsewhere: HeldElsewhere): void {
+    const slots = (this.opts.maxJobs ?? Number.POSITIVE_INFINITY) - this.running.size;
+    const blocking = elsewhere.blocking(this.waiting, { gpus: this.freeGpus, cores: this.freeCores, slots }, [...this.running.values()], this.opts.patience ?? 8);
+    for (const [id, what] of blocking) {
+      const w = this.waiting.find((x) => x.id === id);
+      for (const label of what) w?.blockedBy.add(label);
+    }
+    if (blocking.size > 0 && !this.recheck) {
+      this.recheck = setTimeout(() => {
+        this.recheck = null;
+        this.requestSchedule();
+      }, FOREIGN_RECHECK_MS);
+    } else if (blocking.size === 0 && this.recheck) {
+      clearTimeout(this.recheck);
+      this.recheck = null;
     }
   }
 
   private async handOut(w: Waiter, gpus: number[], cores: number[]): Promise<JobLease> {
-    const port = await this.takePort();
+    let port: number;
+    try {
+      await this.readBaselines(gpus);
+      port = await this.takePort();
+    } catch (e) {
+      // Nothing ran on the slice: it is free again at once, here and across the runner.
+      this.running.delete(w.id);
+      this.freeGpus.push(...gpus);
+      this.freeCores.push(...cores);
+      this.claims.releaseAll(sliceKeys(gpus, cores));
+      this.requestSchedule();
+      throw e;
+    }
     let released = false;
     return {
       id: w.id,
@@ -156,11 +225,13 @@ export class JobPool {
       cores,
       port,
       waitedS: (performance.now() - w.enqueuedAt) / 1000,
+      blockedBy: [...w.blockedBy],
       release: async () => {
         if (released) return;
         released = true;
         this.ports.delete(port);
         this.claims.release(`port-${port}`);
+        for (const c of cores) this.claims.release(coreKey(c));
         this.freeCores.push(...cores);
         this.running.delete(w.id);
         // Its cores (and the --jobs slot) are free now; its GPUs once they are back at baseline.
@@ -169,6 +240,22 @@ export class JobPool {
         this.requestSchedule();
       },
     };
+  }
+
+  /**
+   * Reads the idle memory of those of `gpus` this pool has not claimed before, while it holds their
+   * claims: no other probegate process's job is on them then, since a claim is given back only once
+   * its GPU is back at its holder's baseline, whereas when the pool is made another process's job
+   * may be. It is read once per pool and GPU, not again at each claim, so memory a job leaves within
+   * the tolerance does not become the next baseline; and it is not recorded in the claim folder for
+   * later processes, where it would outlive what it measured (a display server or MPS daemon
+   * started since, a driver upgrade) with nothing to say it went stale.
+   */
+  private async readBaselines(gpus: readonly number[]): Promise<void> {
+    const fresh = gpus.filter((g) => !this.baselines.has(g));
+    if (fresh.length === 0) return;
+    const used = await readGpuUsed(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
+    for (const [g, bytes] of used ?? []) this.baselines.set(g, bytes);
   }
 
   private async takePort(): Promise<number> {
@@ -188,26 +275,32 @@ export class JobPool {
     throw new HarnessError(`no free rendezvous port in ${range.from}-${range.to} on 127.0.0.1`, "packing");
   }
 
-  /** Waits until each GPU reads back at its baseline, then frees it; one that does not is withdrawn. */
+  /**
+   * Waits until each GPU reads back at its baseline, then frees it here and gives back its claim; one
+   * that does not, or whose idle memory could not be read, is withdrawn. A withdrawn GPU keeps its
+   * claim while this process lives, so no other process puts a job beside what still holds its memory.
+   */
   private async drain(gpus: number[]): Promise<void> {
     if (gpus.length === 0) return;
-    const base = this.baselines;
     const tolerance = this.opts.toleranceBytes ?? 64 * MIB;
     const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
-    let pending = [...gpus];
+    const unknown = gpus.filter((g) => !this.baselines.has(g));
+    let pending = gpus.filter((g) => this.baselines.has(g));
     let last: Map<number, number> | null = null;
-    while (base && pending.length > 0) {
+    while (pending.length > 0) {
       last = await readGpuUsed(pending, { nvidiaSmi: this.opts.nvidiaSmi });
-      if (last) pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (base.get(g) ?? 0) + tolerance);
+      if (last) pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (this.baselines.get(g) ?? 0) + tolerance);
       if (pending.length === 0 || performance.now() > until) break;
       await new Promise((r) => setTimeout(r, 250));
     }
-    for (const g of pending) {
+    for (const g of [...unknown, ...pending]) {
       this.withdrawn.add(g);
       const used = last?.get(g);
-      this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${formatBytes(Math.max(0, used - (base?.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
+      this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${formatBytes(Math.max(0, used - (this.baselines.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
     }
-    this.freeGpus.push(...gpus.filter((g) => !this.withdrawn.has(g)));
+    const back = gpus.filter((g) => !this.withdrawn.has(g));
+    for (const g of back) this.claims.release(gpuKey(g));
+    this.freeGpus.push(...back);
     // Jobs that can no longer ever fit fail now rather than wait forever.
     for (const w of [...this.waiting]) {
       const problem = this.neverFits(w);
@@ -222,6 +315,11 @@ export class JobPool {
   static describe(l: Pick<JobLease, "gpus" | "cores" | "port">): string {
     const parts = [l.gpus.length ? `GPU ${formatIdList(l.gpus)}` : null, l.cores.length ? `cores ${formatIdList(l.cores)}` : null, `port ${l.port}`];
     return parts.filter(Boolean).join(" · ");
+  }
+
+  /** ", behind another probegate process (GPU 0: pid 4242)" for a job's start line; "" when it waited for none. */
+  static waitNote(l: Pick<JobLease, "blockedBy">): string {
+    return l.blockedBy.length ? `, behind another probegate process (${l.blockedBy.join(", ")})` : "";
   }
 }
 

@@ -98,15 +98,15 @@ export async function runOfficial(
 
 /**
  * The official phase of an evaluation: the official job on its slice of the runner. Its start line
- * is sent once the slice is held, so it names the GPUs and cores it got and how long it queued;
- * its duration is the run's own, queue left out.
+ * is sent once the slice is held, so it names the GPUs and cores it got, how long it queued, and
+ * what of it another probegate process held meanwhile; its duration is the run's own, queue left out.
  */
 export async function officialPhase(ev: EvaluationContext, { runner, jobs, python }: JobSetup): Promise<OfficialResult> {
   const { opts, spec, ws, record } = ev;
   const o = jobs.official;
   const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
     const queued = lease.waitedS >= 1 ? `, queued ${formatSeconds(lease.waitedS)}` : "";
-    ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}` });
+    ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
     return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }));
   });
   record.official = official;

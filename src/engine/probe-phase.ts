@@ -88,7 +88,7 @@ export async function runProbes(
       let retried: string[] = [];
       do {
         const attempt = runs.length + 1;
-        events.probeStart(probe, attempt, JobPool.describe(lease));
+        events.probeStart(probe, attempt, JobPool.describe(lease) + (attempt === 1 ? JobPool.waitNote(lease) : ""));
         const results = join(resultsDir, `${probe}.${attempt}.jsonl`);
         writeFileSync(results, "");
         const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: join(mounted, job.file ?? ""), workspace: ctx.workspace });

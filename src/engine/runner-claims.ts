@@ -1,7 +1,17 @@
-import { mkdirSync, openSync, readFileSync, rmSync, closeSync, writeSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { HarnessError } from "./errors.js";
+
+/** Why a set of keys could not be claimed: the first key held elsewhere, and its holder's pid where known. */
+export interface ClaimRefusal {
+  key: string;
+  pid: number | null;
+}
+
+/** How deep a takeover may chase takeover locks left by processes that died while holding one. */
+const MAX_TAKEOVER_DEPTH = 3;
 
 /**
  * Claims between the probegate processes of one runner, on what must be unique among everything
@@ -10,40 +20,124 @@ import { HarnessError } from "./errors.js";
  *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
  *    --power`, another runner service) checking it in that window would give it to its own job, whose
  *    ranks would then meet the first job's store;
- *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`).
- * A claim is a file created exclusively (O_EXCL) holding the claimant's pid; a claim whose process is
- * gone is taken over.
+ *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`);
+ *  - GPUs (`gpu-<index>`) and pinned cores (`core-<id>`): held by a job of one process's job pool
+ *    (job-pool.ts), so two processes never put their jobs on one GPU or pin them to one core.
+ * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
+ * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
+ * taken over, see `removeStale`.
  */
 export class RunnerClaims {
-  constructor(readonly where: string = defaultClaimDir()) {
+  /** The pid written into claims: this process's. Tests give two instances distinct live identities. */
+  readonly pid: number;
+
+  constructor(
+    readonly where: string = defaultClaimDir(),
+    opts: { pid?: number } = {},
+  ) {
+    this.pid = opts.pid ?? process.pid;
     mkdirSync(this.where, { recursive: true, mode: 0o700 });
   }
 
   /** True when this process now holds `key` (and must `release` it); false when a live process does. */
   claim(key: string): boolean {
-    const file = this.file(key);
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      try {
-        const fd = openSync(file, "wx", 0o600);
-        writeSync(fd, String(process.pid));
-        closeSync(fd);
-        return true;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-        if (holderAlive(file)) return false;
-        rmSync(file, { force: true }); // its process is gone: the claim is stale
+    return this.take(this.file(key), 0);
+  }
+
+  /**
+   * Claims every key or none: on the first key held elsewhere, gives back those it got and says
+   * which key it was and who holds it.
+   */
+  claimAll(keys: readonly string[]): ClaimRefusal | null {
+    const got: string[] = [];
+    try {
+      for (const key of keys) {
+        if (!this.claim(key)) {
+          this.releaseAll(got);
+          return { key, pid: readHolder(this.file(key)) };
+        }
+        got.push(key);
       }
+    } catch (e) {
+      this.releaseAll(got);
+      throw e;
+    }
+    return null;
+  }
+
+  releaseAll(keys: readonly string[]): void {
+    for (const key of keys) this.release(key);
+  }
+
+  release(key: string): void {
+    this.drop(this.file(key));
+  }
+
+  /**
+   * Which of `keys` a live process holds now, with its pid (one listing of the folder, then one read
+   * per key that has a claim). A claim of a dead process is left out: claiming the key takes it over.
+   */
+  holders(keys: readonly string[]): Map<string, number> {
+    const wanted = new Set(keys);
+    const out = new Map<string, number>();
+    for (const name of readdirSync(this.where)) {
+      if (!name.endsWith(".claim")) continue;
+      const key = name.slice(0, -".claim".length);
+      if (!wanted.has(key)) continue;
+      const pid = readHolder(join(this.where, name));
+      if (pid !== null && alive(pid)) out.set(key, pid);
+    }
+    return out;
+  }
+
+  private take(file: string, depth: number): boolean {
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      if (this.create(file)) return true;
+      const holder = readHolder(file);
+      if (holder === null) continue; // given back meanwhile: try again
+      if (alive(holder)) return false;
+      if (depth >= MAX_TAKEOVER_DEPTH || !this.removeStale(file, holder, depth)) return false;
     }
     return false;
   }
 
-  release(key: string): void {
-    const file = this.file(key);
+  /**
+   * Removes `file` if it still names the dead `holder`. Two processes can both read the same stale
+   * claim; were each to remove what it finds, the slower one would remove the claim the faster one
+   * has just made, and both would hold the key. So the removal happens only under a takeover lock
+   * named for the dead holder (itself a claim, taken over the same way should its maker die holding
+   * it), and only after reading the claim again under that lock: whoever comes second finds the
+   * first one's live pid there and leaves it. False when another process is taking it over now.
+   */
+  private removeStale(file: string, holder: number, depth: number): boolean {
+    const lock = `${file}.takeover-${holder}`;
+    if (!this.take(lock, depth + 1)) return false;
     try {
-      if (readFileSync(file, "utf8").trim() === String(process.pid)) rmSync(file, { force: true });
-    } catch {
-      // already gone
+      if (readHolder(file) === holder) rmSync(file, { force: true });
+    } finally {
+      this.drop(lock);
     }
+    return true;
+  }
+
+  /** Makes `file` naming this process, unless it exists: written aside first, then hard-linked into place. */
+  private create(file: string): boolean {
+    const aside = `${file}.${this.pid}-${randomBytes(4).toString("hex")}.tmp`;
+    writeFileSync(aside, String(this.pid), { mode: 0o600, flag: "wx" });
+    try {
+      linkSync(aside, file);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      return false;
+    } finally {
+      rmSync(aside, { force: true });
+    }
+  }
+
+  /** Removes `file` if this process holds it (a claim taken over by someone else is theirs now). */
+  private drop(file: string): void {
+    if (readHolder(file) === this.pid) rmSync(file, { force: true });
   }
 
   private file(key: string): string {
@@ -51,14 +145,22 @@ export class RunnerClaims {
   }
 }
 
-function holderAlive(file: string): boolean {
-  let pid: number;
+/** The pid a claim names; 0 for content that names none (a dead claim); null when there is no claim. */
+function readHolder(file: string): number | null {
+  let text: string;
   try {
-    pid = Number(readFileSync(file, "utf8").trim());
-  } catch {
-    return true; // being written right now: treat as held
+    text = readFileSync(file, "utf8").trim();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return null;
+    throw new HarnessError(`cannot read the runner claim ${file} (${code ?? String(e)}): every probegate process of a runner must be able to read its claim folder (PROBEGATE_CLAIMS)`, "packing");
   }
-  if (!Number.isInteger(pid) || pid <= 0) return false;
+  const pid = Number(text);
+  return /^\d+$/.test(text) && Number.isSafeInteger(pid) ? pid : 0;
+}
+
+function alive(pid: number): boolean {
+  if (pid <= 0) return false; // kill(0) would signal our own process group
   try {
     process.kill(pid, 0);
     return true;

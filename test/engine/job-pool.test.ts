@@ -1,4 +1,4 @@
-import { chmodSync, cpSync, writeFileSync } from "node:fs";
+import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { evaluate } from "../../src/engine/evaluate.js";
@@ -6,32 +6,14 @@ import { InputError } from "../../src/engine/errors.js";
 import { JobPool, type JobLease } from "../../src/engine/job-pool.js";
 import { loadTask } from "../../src/engine/task-load.js";
 import type { JobDemand } from "../../src/core/packing.js";
-import { KIT, TINY_SUBS, TINY_TASK, tmp } from "../helpers.js";
-
-/** A stand-in for nvidia-smi with `gpus` GPUs; GPU i reads the MiB in the file used-i (0 when absent). */
-function fakeSmi(gpus: number): { path: string; setUsed: (gpu: number, mib: number) => void } {
-  const dir = tmp("pg-pool-smi-");
-  const path = join(dir, "nvidia-smi");
-  writeFileSync(
-    path,
-    `#!/bin/bash
-if [[ "$1" == --query-gpu=index,name* ]]; then for i in $(seq 0 ${gpus - 1}); do echo "$i, Fake GPU, 81559, 999.1"; done; exit 0; fi
-ids=""; for a in "$@"; do [[ "$a" == --id=* ]] && ids="\${a#--id=}"; done
-for i in \${ids//,/ }; do echo "$i, $(cat "${dir}/used-$i" 2>/dev/null || echo 0)"; done
-[[ "$*" == *--loop-ms* ]] && exec sleep 1000
-exit 0
-`,
-  );
-  chmodSync(path, 0o755);
-  return { path, setUsed: (gpu, mib) => writeFileSync(join(dir, `used-${gpu}`), String(mib)) };
-}
+import { fakeNvidiaSmi, KIT, TINY_SUBS, TINY_TASK, tmp } from "../helpers.js";
 
 const demand = (id: string, gpus: number, o: Partial<JobDemand> = {}): JobDemand => ({ id, gpus, cores: 0, timing: false, exclusive: false, ...o });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("the job pool: GPUs, cores and ports shared by packed jobs", () => {
   it("never gives two running jobs the same GPU, core or port; a timing job shares nothing", async () => {
-    const smi = fakeSmi(4);
+    const smi = fakeNvidiaSmi(4);
     const pool = await JobPool.create({ gpus: [0, 1, 2, 3], cores: [0, 1, 2, 3, 4, 5, 6, 7], nvidiaSmi: smi.path });
     const held = new Map<string, JobLease & { timing: boolean }>();
     const violations: string[] = [];
@@ -79,7 +61,7 @@ describe("the job pool: GPUs, cores and ports shared by packed jobs", () => {
   });
 
   it("gives a GPU to the next job only once its memory is back at the idle baseline", async () => {
-    const smi = fakeSmi(1);
+    const smi = fakeNvidiaSmi(1);
     smi.setUsed(0, 500);
     const pool = await JobPool.create({ gpus: [0], cores: [0], nvidiaSmi: smi.path, reuseTimeoutMs: 5000 });
     const first = await pool.acquire(demand("first", 1));
@@ -95,8 +77,9 @@ describe("the job pool: GPUs, cores and ports shared by packed jobs", () => {
   });
 
   it("withdraws a GPU whose memory never comes back, and fails what can then never run", async () => {
-    const smi = fakeSmi(1);
-    const pool = await JobPool.create({ gpus: [0], cores: [0], nvidiaSmi: smi.path, reuseTimeoutMs: 300 });
+    const smi = fakeNvidiaSmi(1);
+    // A folder of its own: the withdrawn GPU stays claimed while this process lives.
+    const pool = await JobPool.create({ gpus: [0], cores: [0], nvidiaSmi: smi.path, reuseTimeoutMs: 300, claimDir: tmp("pg-claims-") });
     const first = await pool.acquire(demand("first", 1));
     smi.setUsed(0, 4096);
     const second = pool.acquire(demand("second", 1));
@@ -106,12 +89,12 @@ describe("the job pool: GPUs, cores and ports shared by packed jobs", () => {
   });
 
   it("refuses at once a job that needs more GPUs than the runner has", async () => {
-    const pool = await JobPool.create({ gpus: [0, 1], cores: [0, 1], nvidiaSmi: fakeSmi(2).path });
+    const pool = await JobPool.create({ gpus: [0, 1], cores: [0, 1], nvidiaSmi: fakeNvidiaSmi(2).path });
     await expect(pool.acquire(demand("probe_x", 4))).rejects.toThrow("probe_x needs 4 GPUs; this runner has 2 usable");
   });
 
   it("fails an evaluation whose probe needs more GPUs than the runner has, before anything runs", async () => {
-    const smi = fakeSmi(2);
+    const smi = fakeNvidiaSmi(2);
     const dir = join(tmp(), "tiny-sum");
     cpSync(TINY_TASK, dir, { recursive: true });
     cpSync(join(TINY_TASK, "..", "..", "probes", "tiny-sum"), join(dir, "..", "probes"), { recursive: true });
@@ -136,7 +119,7 @@ describe("the job pool: GPUs, cores and ports shared by packed jobs", () => {
 
 describe("the job pool's order", () => {
   it("starts the jobs queued together largest first (first-fit-decreasing), not in arrival order", async () => {
-    const pool = await JobPool.create({ gpus: [0, 1, 2, 3], cores: [0], nvidiaSmi: fakeSmi(4).path });
+    const pool = await JobPool.create({ gpus: [0, 1, 2, 3], cores: [0], nvidiaSmi: fakeNvidiaSmi(4).path });
     const order: string[] = [];
     const run = async (d: JobDemand) => {
       const lease = await pool.acquire(d);

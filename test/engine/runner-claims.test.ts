@@ -1,7 +1,7 @@
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { JobPool } from "../../src/engine/job-pool.js";
 import { claimEvaluationUid, RunnerClaims, UID_SLOTS } from "../../src/engine/runner-claims.js";
 import { tmp } from "../helpers.js";
@@ -12,8 +12,8 @@ describe("rendezvous ports claimed across probegate processes on one runner", ()
   it("two pools (as two processes would have) never hand out the same port while both hold theirs", async () => {
     const dir = tmp("pg-claims-");
     const range = { from: 29700, to: 29709 };
-    const a = await JobPool.create({ gpus: [], cores: [0, 1, 2, 3], portRange: range, portClaimDir: dir });
-    const b = await JobPool.create({ gpus: [], cores: [0, 1, 2, 3], portRange: range, portClaimDir: dir });
+    const a = await JobPool.create({ gpus: [], cores: [0, 1, 2, 3], portRange: range, claimDir: dir });
+    const b = await JobPool.create({ gpus: [], cores: [0, 1, 2, 3], portRange: range, claimDir: dir });
     const leases = await Promise.all([0, 1, 2].flatMap((i) => [a.acquire(demand(`a${i}`)), b.acquire(demand(`b${i}`))]));
     const ports = leases.map((l) => l.port);
     expect(new Set(ports).size).toBe(6);
@@ -42,7 +42,7 @@ describe("rendezvous ports claimed across probegate processes on one runner", ()
     const other = new RunnerClaims(dir);
     writeFileSync(join(dir, "port-29900.claim"), String(process.ppid));
     writeFileSync(join(dir, "port-29901.claim"), String(process.ppid));
-    const pool = await JobPool.create({ gpus: [], cores: [0], portRange: { from: 29900, to: 29901 }, portClaimDir: dir });
+    const pool = await JobPool.create({ gpus: [], cores: [0], portRange: { from: 29900, to: 29901 }, claimDir: dir });
     await expect(pool.acquire(demand("x"))).rejects.toThrow(/no free rendezvous port in 29900-29901/);
     expect(other.claim("port-29900")).toBe(false);
   });
@@ -56,5 +56,74 @@ describe("rendezvous ports claimed across probegate processes on one runner", ()
     first?.release();
     expect(claims.claim(`uid-${first?.slot}`)).toBe(true);
     for (const h of held.slice(1)) h.release();
+  });
+});
+
+describe("taking over a claim whose process is gone", () => {
+  const DEAD = 999_999_001;
+  const DEAD_TOO = 999_999_002;
+  const [A, B, C] = [999_999_011, 999_999_012, 999_999_013];
+
+  /**
+   * Liveness as the claimants see it: DEAD and DEAD_TOO are gone, every other pid is alive. `steps`
+   * maps the n-th liveness check (counting those of claimants run inside one) to another claimant,
+   * which runs right there, as another process would between two steps of this one.
+   */
+  function interleave(steps: Record<number, () => void>) {
+    let calls = 0;
+    return vi.spyOn(process, "kill").mockImplementation(((pid: number) => {
+      steps[++calls]?.();
+      if (pid === DEAD || pid === DEAD_TOO) throw Object.assign(new Error("kill ESRCH"), { code: "ESRCH" });
+      return true;
+    }) as typeof process.kill);
+  }
+
+  it.each([
+    { name: "the other takes it over between this one's reading the stale claim and removing it", files: {}, at: { 1: "a" } },
+    { name: "a third comes in between the second's steps", files: {}, at: { 1: "a", 2: "c" } },
+    { name: "the other runs while this one is taking over a takeover lock left by a dead process", files: { [`gpu-0.claim.takeover-${DEAD}`]: DEAD_TOO }, at: { 2: "a" } },
+  ])("processes that all saw the stale claim never both hold the key: $name", ({ files, at }) => {
+    const dir = tmp("pg-claims-");
+    writeFileSync(join(dir, "gpu-0.claim"), String(DEAD));
+    for (const [name, pid] of Object.entries(files)) writeFileSync(join(dir, name), String(pid));
+    const claimants = { a: new RunnerClaims(dir, { pid: A }), b: new RunnerClaims(dir, { pid: B }), c: new RunnerClaims(dir, { pid: C }) };
+    const got: Record<string, boolean> = {};
+    const spy = interleave(Object.fromEntries(Object.entries(at).map(([n, who]) => [n, () => (got[who] = claimants[who as "a" | "c"].claim("gpu-0"))])));
+    try {
+      got.b = claimants.b.claim("gpu-0");
+    } finally {
+      spy.mockRestore();
+    }
+    // Every claimant scripted in did run, and exactly one of them holds the key.
+    expect(Object.keys(got).sort()).toEqual(["b", ...Object.values(at)].sort());
+    const holders = Object.keys(got).filter((who) => got[who]);
+    expect(holders).toHaveLength(1);
+    expect(readFileSync(join(dir, "gpu-0.claim"), "utf8")).toBe(String(claimants[holders[0] as "a" | "b" | "c"].pid));
+    // Nothing but the one claim is left behind (no takeover lock, no file written aside).
+    expect(readdirSync(dir)).toEqual(["gpu-0.claim"]);
+  });
+
+  it("a takeover lock left by a process that died holding it is taken over too", () => {
+    const dir = tmp("pg-claims-");
+    const dead = spawnSync("true").pid as number;
+    const deadToo = spawnSync("true").pid as number;
+    writeFileSync(join(dir, "core-3.claim"), String(dead));
+    writeFileSync(join(dir, `core-3.claim.takeover-${dead}`), String(deadToo));
+    const claims = new RunnerClaims(dir);
+    expect(claims.claim("core-3")).toBe(true);
+    expect(readFileSync(join(dir, "core-3.claim"), "utf8")).toBe(String(process.pid));
+    expect(readdirSync(dir)).toEqual(["core-3.claim"]);
+  });
+
+  it("a claim file naming no pid is a dead claim; one held by a live process is left alone", () => {
+    const dir = tmp("pg-claims-");
+    writeFileSync(join(dir, "gpu-1.claim"), "");
+    writeFileSync(join(dir, "gpu-2.claim"), String(process.ppid));
+    const claims = new RunnerClaims(dir);
+    expect(claims.holders(["gpu-1", "gpu-2", "gpu-3"])).toEqual(new Map([["gpu-2", process.ppid]]));
+    expect(claims.claim("gpu-1")).toBe(true);
+    expect(claims.claimAll(["gpu-3", "gpu-2"])).toEqual({ key: "gpu-2", pid: process.ppid });
+    // All or nothing: gpu-3, got before gpu-2 was refused, was given back.
+    expect(readdirSync(dir).sort()).toEqual(["gpu-1.claim", "gpu-2.claim"]);
   });
 });

@@ -1,30 +1,18 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import ts from "typescript";
 import { afterAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { MIGRATIONS } from "../../src/store/migrations.js";
-import { ROOT, tmp } from "../helpers.js";
+import { tmp } from "../helpers.js";
+import { transpiledSources } from "../transpiled-sources.js";
 
 /**
- * Real concurrency needs separate processes (better-sqlite3 is synchronous), and plain Node 20
- * cannot load the TypeScript sources, so the store and core are transpiled into a temp folder that
- * sees the repository's node_modules.
+ * Real concurrency needs separate processes (better-sqlite3 is synchronous), so the store and core
+ * run transpiled (`transpiledSources`).
  */
 function transpiledStore(): string {
-  const out = tmp("pg-store-js-");
-  writeFileSync(join(out, "package.json"), '{"type":"module"}\n');
-  symlinkSync(join(ROOT, "node_modules"), join(out, "node_modules"), "dir");
-  for (const dir of ["core", "store"]) {
-    mkdirSync(join(out, dir));
-    for (const f of readdirSync(join(ROOT, "src", dir)).filter((n) => n.endsWith(".ts"))) {
-      const js = ts.transpileModule(readFileSync(join(ROOT, "src", dir, f), "utf8"), {
-        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
-      }).outputText;
-      writeFileSync(join(out, dir, f.replace(/\.ts$/, ".js")), js);
-    }
-  }
+  const out = transpiledSources(["core", "store"]);
   // Each racer waits for the go file, then opens the (fresh) store, inserts the same keys and tries
   // to claim each for dispatch.
   writeFileSync(

@@ -1,0 +1,81 @@
+import { pickStarts, type FreeResources, type JobStart, type RunningJob, type WaitingJob } from "../core/packing.js";
+import type { ClaimRefusal, RunnerClaims } from "./runner-claims.js";
+
+/** The claim keys of a job slice's GPUs and cores (runner-claims.ts). */
+export const gpuKey = (g: number) => `gpu-${g}`;
+export const coreKey = (c: number) => `core-${c}`;
+export const sliceKeys = (gpus: readonly number[], cores: readonly number[]) => [...gpus.map(gpuKey), ...cores.map(coreKey)];
+
+/** "GPU 0: pid 4242" for a claim key and its holder. */
+function holdLabel(key: string, pid: number | null): string {
+  const what = key.replace(/^gpu-/, "GPU ").replace(/^core-/, "core ");
+  return pid ? `${what}: pid ${pid}` : what;
+}
+
+/**
+ * What other probegate processes of the runner (or other pools of this process) hold of what is
+ * free in one job pool: claim key → holder's pid (null where it could not be read).
+ */
+export class HeldElsewhere {
+  private constructor(private readonly held: Map<string, number | null>) {}
+
+  /** Nothing held elsewhere, without looking (no job waits). */
+  static none(): HeldElsewhere {
+    return new HeldElsewhere(new Map());
+  }
+
+  /** Looks at the claims of these free GPUs and cores (one listing of the claim folder). */
+  static look(claims: RunnerClaims, free: { gpus: readonly number[]; cores: readonly number[] }): HeldElsewhere {
+    return new HeldElsewhere(new Map(claims.holders(sliceKeys(free.gpus, free.cores))));
+  }
+
+  /** A key found held when claiming it (claimed after the look). */
+  add(r: ClaimRefusal): void {
+    this.held.set(r.key, r.pid);
+  }
+
+  /** `free` less what is held elsewhere: what the packing decision may hand out. */
+  subtract(free: FreeResources): FreeResources {
+    return { gpus: free.gpus.filter((g) => !this.held.has(gpuKey(g))), cores: free.cores.filter((c) => !this.held.has(coreKey(c))), slots: free.slots };
+  }
+
+  /**
+   * The waiting jobs that would start now were nothing held elsewhere (the packing decision run on
+   * `free` whole), each with what it waits for: the held GPUs or cores, whichever it has too few of
+   * without them, that it would then get ("GPU 0: pid 4242"). Empty when nothing waits for them.
+   */
+  blocking(waiting: readonly WaitingJob[], free: FreeResources, running: readonly RunningJob[], patience: number): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    if (this.held.size === 0 || waiting.length === 0) return out;
+    const left = this.subtract(free);
+    for (const s of pickStarts(waiting, free, running, patience).starts) {
+      const job = waiting.find((w) => w.id === s.id);
+      const short = [...(job && job.gpus > left.gpus.length ? s.gpus.map(gpuKey) : []), ...(job && job.cores > left.cores.length ? s.cores.map(coreKey) : [])];
+      out.set(
+        s.id,
+        short.filter((k) => this.held.has(k)).map((k) => holdLabel(k, this.held.get(k) ?? null)),
+      );
+    }
+    return out;
+  }
+}
+
+/** Claims the GPUs and cores of every start across the runner, all or nothing; the refusal when one was held. */
+export function claimSlices(claims: RunnerClaims, starts: readonly JobStart[]): ClaimRefusal | null {
+  const got: string[] = [];
+  try {
+    for (const s of starts) {
+      const keys = sliceKeys(s.gpus, s.cores);
+      const refused = claims.claimAll(keys);
+      if (refused) {
+        claims.releaseAll(got);
+        return refused;
+      }
+      got.push(...keys);
+    }
+  } catch (e) {
+    claims.releaseAll(got);
+    throw e;
+  }
+  return null;
+}

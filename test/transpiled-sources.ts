@@ -1,0 +1,26 @@
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import ts from "typescript";
+import { ROOT, tmp } from "./helpers.js";
+
+/**
+ * The given folders of src/ transpiled to JavaScript in a temp folder that sees the repository's
+ * node_modules, for tests that need real separate processes: plain Node 20 cannot load the
+ * TypeScript sources. Child scripts written into the returned folder import `./<dir>/<file>.js`.
+ * (Not in helpers.ts, which every test file loads: typescript is large.)
+ */
+export function transpiledSources(dirs: readonly string[]): string {
+  const out = tmp("pg-src-js-");
+  writeFileSync(join(out, "package.json"), '{"type":"module"}\n');
+  symlinkSync(join(ROOT, "node_modules"), join(out, "node_modules"), "dir");
+  for (const dir of dirs) {
+    mkdirSync(join(out, dir));
+    for (const f of readdirSync(join(ROOT, "src", dir)).filter((n) => n.endsWith(".ts"))) {
+      const js = ts.transpileModule(readFileSync(join(ROOT, "src", dir, f), "utf8"), {
+        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
+      }).outputText;
+      writeFileSync(join(out, dir, f.replace(/\.ts$/, ".js")), js);
+    }
+  }
+  return out;
+}
