@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue #14 on the lent GPU machine (1 H200, 16 cores): job packing with the real GPU and with
-# simulated 1/2/4/8 GPUs, then the demo's 20 evaluations packed on the 16 cores against one at a time.
+# simulated 1/2/4/8 GPUs, then every example of the demo (--all) packed on the 16 cores against one at a time.
 # The demo prints its own wall time ("Wall time …, N at a time"). Figures go to $1 or $OUT (default out/gpu-packing); a summary is printed at the end.
 #
 #   bash bench/gpu-packing.sh [OUTDIR] [packing] [demo] [demo-serial] [--budget SECONDS]
@@ -35,7 +35,7 @@ left() { echo $((BUDGET - ($(date +%s) - START))); }
 cat "$OUT/facts.txt"
 # DEMO_TASKS (default: the three CPU tasks) and DEMO_CORES (default: all) narrow both demo runs alike.
 DEMO_TASKS=${DEMO_TASKS:-sharded-optimizer paged-kv-cache weight-sync}
-DEMO="node dist/cli/index.js demo --gpus none ${DEMO_CORES:+--cores $DEMO_CORES} ${SANDBOX_ARGS[*]}"
+DEMO="node dist/cli/index.js demo --all --gpus none ${DEMO_CORES:+--cores $DEMO_CORES} ${SANDBOX_ARGS[*]}"
 
 for phase in "${PHASES[@]}"; do
   echo "== $phase ($(left) s left)" >&2
@@ -46,7 +46,7 @@ for phase in "${PHASES[@]}"; do
       timeout "$(left)" node bench/packing.mjs --gpus 1 --real-gpu --out "$OUT/packing-real" > "$OUT/packing-real.log" 2>&1; tail -8 "$OUT/packing-real.log"
       timeout "$(left)" node bench/packing.mjs --gpus 1,2,4,8 --out "$OUT/packing-simulated" > "$OUT/packing-simulated.log" 2>&1; tail -10 "$OUT/packing-simulated.log" ;;
     demo)
-      # All 20 examples, packed on the 16 cores (gloo, 2 ranks and 2 pinned cores per job).
+      # Every example of DEMO_TASKS, packed on the 16 cores (gloo, 2 ranks and 2 pinned cores per job).
       timeout "$(left)" $DEMO --task $DEMO_TASKS --out-dir "$OUT/demo-packed" > "$OUT/demo-packed.txt" 2> "$OUT/demo-packed.log"
       echo "exit $?" >> "$OUT/demo-packed.txt"; tail -3 "$OUT/demo-packed.txt" ;;
     demo-serial)

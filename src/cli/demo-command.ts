@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
-import { basename, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import Table from "cli-table3";
 import { renderSummary } from "../core/check-run-render.js";
 import { compareToExpectation, ExpectationsSchema, failedCategories, type Expectation } from "../core/demo-expectation.js";
@@ -16,6 +16,8 @@ export interface DemoFlags extends BudgetFlags {
   root?: string;
   outDir: string;
   task?: string[];
+  /** Every example, not only the quick set. */
+  all?: boolean;
   verbose?: boolean;
   unsandboxed?: boolean;
 }
@@ -37,7 +39,7 @@ export function taskExamples(task: LoadedTask, dir: string): DemoCase[] {
 }
 
 /** Every example submission with its expectation, from `<root>/examples/submissions/<task>/expected.yml`. */
-export function demoCases(root: string, only?: string[]): DemoCase[] {
+export function packExamples(root: string, only?: string[]): DemoCase[] {
   const examples = join(root, "examples", "submissions");
   if (!existsSync(examples)) throw new InputError(`no examples folder at ${examples}`);
   const cases: DemoCase[] = [];
@@ -54,15 +56,42 @@ export function demoCases(root: string, only?: string[]): DemoCase[] {
 }
 
 /**
- * `probegate demo` (the README's first command): evaluates every example submission of the task
- * pack, shows progress, prints the verdict table, and writes each result's JSON and markdown report.
+ * The examples a demo evaluates: those marked `quick: true`, or with `all` every one. The quick set
+ * keeps the README's first command short; CI runs `--all`. A task with examples but none of them
+ * quick is an input error only when it was asked for by name (`--task`): then the quick set would
+ * silently hold nothing of it.
+ */
+export function demoSet(examples: DemoCase[], opts: { all?: boolean; only?: string[] } = {}): DemoCase[] {
+  if (opts.all) return examples;
+  const quick = examples.filter((c) => c.expectation.quick);
+  for (const id of opts.only ?? []) {
+    if (quick.some((c) => c.task.spec.id === id)) continue;
+    const theirs = examples.filter((c) => c.task.spec.id === id);
+    const file = join(dirname(theirs[0]?.patch ?? ""), "expected.yml");
+    throw new InputError(`--task ${id}: none of its ${theirs.length} examples is marked 'quick: true' in ${file}; add --all to evaluate every one`, { file, field: "quick" });
+  }
+  if (examples.length && !quick.length) {
+    throw new InputError(`no example is marked 'quick: true' in ${join(dirname(dirname(examples[0]!.patch)), "*", "expected.yml")}; add --all to evaluate every one`, { field: "quick" });
+  }
+  return quick;
+}
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
+/**
+ * `probegate demo` (the README's first command): evaluates the quick set of the task pack's example
+ * submissions (every one with `--all`), shows progress, prints the verdict table, and writes each
+ * result's JSON and markdown report.
  * Exit 0 only when every verdict is the one the example promises.
  */
 export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) => void; stderr: (s: string) => void }): Promise<number> {
   const root = resolve(flags.root ?? PACKAGE_ROOT);
-  const cases = demoCases(root, flags.task);
+  const examples = packExamples(root, flags.task);
+  const cases = demoSet(examples, { all: flags.all, only: flags.task });
   const outDir = resolve(flags.outDir);
-  io.stderr(`probegate demo: ${cases.length} example submissions of ${new Set(cases.map((c) => c.task.spec.id)).size} tasks; reports go to ${outDir}\n`);
+  const ofTasks = `${count(examples.length, "example submission")} of ${count(new Set(examples.map((c) => c.task.spec.id)).size, "task")}`;
+  const which = flags.all ? `all ${ofTasks} (--all)` : `the quick set, ${cases.length} of ${ofTasks} (--all for every one)`;
+  io.stderr(`probegate demo: ${which}; reports go to ${outDir}\n`);
   const { pool, evaluations } = await poolFromFlags(flags);
   io.stderr(`${evaluations} at a time on ${pool.gpus.length ? `${pool.gpus.length} GPUs and ` : ""}${pool.cores.length} cores (--jobs, --gpus, --cores)\n`);
   const started = performance.now();

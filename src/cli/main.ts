@@ -72,9 +72,10 @@ function program(io: Io, done: (code: number) => void): Command {
       done(validateCommand(dirs, io));
     });
   p.command("demo")
-    .description("evaluate every example submission of the task pack and compare with the expected verdicts")
+    .description("evaluate the quick set of the task pack's example submissions (quick: true in expected.yml; --all: every one) and compare with the expected verdicts")
     .option("--out-dir <dir>", "where reports go", "out/demo")
-    .option("--task <ids...>", "only these tasks")
+    .option("--all", "evaluate every example submission, not only the quick set")
+    .option("--task <ids...>", "only these tasks (their quick set, unless --all)")
     .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
     .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
     .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")

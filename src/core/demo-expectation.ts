@@ -9,6 +9,8 @@ export const ExpectationSchema = z.strictObject({
   verdict: VerdictSchema,
   failedCategories: z.array(CategorySchema).default([]),
   why: z.string().optional(),
+  /** In the quick set that `probegate demo` evaluates by default (`--all` evaluates every example). */
+  quick: z.boolean().default(false),
 });
 export const ExpectationsSchema = z.array(ExpectationSchema).min(1);
 export type Expectation = z.infer<typeof ExpectationSchema>;
@@ -19,7 +21,7 @@ export function failedCategories(result: EvaluationResult): string[] {
 }
 
 /** Empty when the result is what the example promises; else what differs. */
-export function compareToExpectation(result: EvaluationResult, want: Expectation): string[] {
+export function compareToExpectation(result: EvaluationResult, want: Pick<Expectation, "verdict" | "failedCategories">): string[] {
   const diffs: string[] = [];
   if (result.verdict !== want.verdict) diffs.push(`verdict ${result.verdict}, expected ${want.verdict}`);
   const got = failedCategories(result);

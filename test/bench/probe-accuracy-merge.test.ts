@@ -13,7 +13,7 @@ import { ROOT, sampleResult, tmp } from "../helpers.js";
 // has a time limit); these reports are made by the same analysis the CLI prints as JSON.
 
 const PYTHON = "/usr/bin/python3";
-const want = (submission: string, verdict: Expectation["verdict"], failedCategories: Expectation["failedCategories"] = []): Expectation => ({ submission, verdict, failedCategories });
+const want = (submission: string, verdict: Expectation["verdict"], failedCategories: Expectation["failedCategories"] = []): Expectation => ({ submission, verdict, failedCategories, quick: false });
 
 function run(value: CheckStatus, state: CheckStatus): EvaluationResult {
   const probes = [

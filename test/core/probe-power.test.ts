@@ -15,7 +15,7 @@ function run(checks: Check[], verdict?: EvaluationResult["verdict"]): Evaluation
   return sampleResult({ verdict: v, probes });
 }
 
-const want = (submission: string, verdict: Expectation["verdict"], failedCategories: Expectation["failedCategories"] = []): Expectation => ({ submission, verdict, failedCategories });
+const want = (submission: string, verdict: Expectation["verdict"], failedCategories: Expectation["failedCategories"] = []): Expectation => ({ submission, verdict, failedCategories, quick: false });
 
 /** A good probe set: probe_value catches both flaws and passes the reference. */
 const good = (value: CheckStatus, state: CheckStatus, extra: Check[] = []): Check[] => [
