@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(634);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3000);
 
 const code = await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .main */ .i)(process.argv.slice(2), {
     stdout: (s) => process.stdout.write(s),
@@ -5435,7 +5435,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 634:
+/***/ 3000:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5491,6 +5491,8 @@ const ExpectationSchema = schemas/* strictObject */.rej({
     verdict: core_result/* VerdictSchema */.jp,
     failedCategories: schemas/* array */.YOg(probe_check/* CategorySchema */.Ue).default([]),
     why: schemas/* string */.YjP().optional(),
+    /** In the quick set that `probegate demo` evaluates by default (`--all` evaluates every example). */
+    quick: schemas/* boolean */.zMY().default(false),
 });
 const ExpectationsSchema = schemas/* array */.YOg(ExpectationSchema).min(1);
 /** The categories of the checks that failed, sorted and unique. */
@@ -15494,35 +15496,62 @@ function checksFromRun(run) {
     }
     return checks;
 }
-/** Time checks that failed in a run: these are measured again. */
+/**
+ * Time checks measured again: those that failed in a run, and those that could not be measured (an
+ * `error`: the kit's RunnerBusy when the runner's CPUs were oversubscribed, or a crash).
+ */
 function failedTimeChecks(checks) {
-    return checks.filter((c) => c.category === "time" && c.status === "failed").map((c) => c.id);
+    return checks.filter((c) => c.category === "time" && (c.status === "failed" || c.status === "error")).map((c) => c.id);
+}
+/** How one retried time check went over the runs so far; a run that lost the check counts as failed. */
+function tally(runs, id) {
+    const seen = runs.map((r) => r.find((c) => c.id === id));
+    return {
+        seen,
+        passed: seen.filter((c) => c?.status === "passed").length,
+        failed: seen.filter((c) => !c || c.status === "failed" || c.status === "skipped").length,
+        unmeasured: seen.filter((c) => c?.status === "error").length,
+    };
 }
 /**
- * Merges up to three runs of a probe whose time checks failed: a time check fails only when two
- * of three runs fail it; every other check keeps its first run's result.
+ * Merges up to three runs of a probe whose time checks failed or could not be measured: a time
+ * check passes when two runs pass it and fails when two runs fail it; a run that could not measure
+ * (error) counts for neither, and a check with no two alike after three runs is an `error`
+ * (inconclusive: not the submission's fault). Every other check keeps its first run's result.
  */
 function mergeRuns(runs) {
     const first = runs[0] ?? [];
     return first.map((check) => {
-        if (check.category !== "time" || check.status !== "failed")
+        if (check.category !== "time" || (check.status !== "failed" && check.status !== "error"))
             return check;
-        const seen = runs.map((r) => r.find((c) => c.id === check.id));
-        const fails = seen.filter((c) => !c || c.status !== "passed");
-        const passing = seen.find((c) => c?.status === "passed");
+        const t = tally(runs, check.id);
         const durationS = runs.reduce((s, r) => s + (r[0]?.durationS ?? 0), 0);
-        if (fails.length >= 2 || !passing)
-            return { ...check, attempts: runs.length, durationS };
-        return { ...passing, attempts: runs.length, durationS };
+        const attempts = runs.length;
+        if (runs.length === 1)
+            return { ...check, attempts, durationS };
+        const passing = t.seen.find((c) => c?.status === "passed");
+        if (t.passed >= 2 && passing)
+            return { ...passing, attempts, durationS };
+        const failing = t.seen.find((c) => c?.status === "failed") ?? check;
+        if (t.failed >= 2)
+            return { ...failing, status: "failed", attempts, durationS };
+        const why = t.seen.find((c) => c?.status === "error")?.message;
+        return {
+            ...check,
+            status: "error",
+            message: `inconclusive over ${attempts} runs: ${t.passed} passed, ${t.failed} failed, ${t.unmeasured} could not measure${why ? ` (${why})` : ""}`.slice(0, 2000),
+            attempts,
+            durationS,
+        };
     });
 }
-/** Whether another run is needed: some retried time check has neither failed twice nor passed twice. */
+/** Whether another run is needed: some retried time check has neither passed twice nor failed twice. */
 function needsAnotherRun(runs, retried) {
     if (runs.length >= 3)
         return false;
     return retried.some((id) => {
-        const passes = runs.filter((r) => r.find((c) => c.id === id)?.status === "passed").length;
-        return runs.length - passes < 2 && passes < 2;
+        const t = tally(runs, id);
+        return t.passed < 2 && t.failed < 2;
     });
 }
 
@@ -15787,6 +15816,9 @@ const external_node_net_namespaceObject = __WEBPACK_EXTERNAL_createRequire(impor
 
 
 
+
+/** How deep a takeover may chase takeover locks left by processes that died while holding one. */
+const MAX_TAKEOVER_DEPTH = 3;
 /**
  * Claims between the probegate processes of one runner, on what must be unique among everything
  * running on it at once:
@@ -15794,60 +15826,152 @@ const external_node_net_namespaceObject = __WEBPACK_EXTERNAL_createRequire(impor
  *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
  *    --power`, another runner service) checking it in that window would give it to its own job, whose
  *    ranks would then meet the first job's store;
- *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`).
- * A claim is a file created exclusively (O_EXCL) holding the claimant's pid; a claim whose process is
- * gone is taken over.
+ *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`);
+ *  - GPUs (`gpu-<index>`) and pinned cores (`core-<id>`): held by a job of one process's job pool
+ *    (job-pool.ts), so two processes never put their jobs on one GPU or pin them to one core.
+ * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
+ * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
+ * taken over, see `removeStale`.
  */
 class RunnerClaims {
     where;
-    constructor(where = defaultClaimDir()) {
+    /** The pid written into claims: this process's. Tests give two instances distinct live identities. */
+    pid;
+    constructor(where = defaultClaimDir(), opts = {}) {
         this.where = where;
+        this.pid = opts.pid ?? process.pid;
         (0,external_node_fs_.mkdirSync)(this.where, { recursive: true, mode: 0o700 });
     }
     /** True when this process now holds `key` (and must `release` it); false when a live process does. */
     claim(key) {
-        const file = this.file(key);
-        for (let attempt = 0; attempt < 2; attempt += 1) {
-            try {
-                const fd = (0,external_node_fs_.openSync)(file, "wx", 0o600);
-                (0,external_node_fs_.writeSync)(fd, String(process.pid));
-                (0,external_node_fs_.closeSync)(fd);
+        return this.take(this.file(key), 0);
+    }
+    /**
+     * Claims every key or none: on the first key held elsewhere, gives back those it got and says
+     * which key it was and who holds it.
+     */
+    claimAll(keys) {
+        const got = [];
+        try {
+            for (const key of keys) {
+                if (!this.claim(key)) {
+                    this.releaseAll(got);
+                    return { key, pid: readHolder(this.file(key)) };
+                }
+                got.push(key);
+            }
+        }
+        catch (e) {
+            this.releaseAll(got);
+            throw e;
+        }
+        return null;
+    }
+    releaseAll(keys) {
+        for (const key of keys)
+            this.release(key);
+    }
+    release(key) {
+        this.drop(this.file(key));
+    }
+    /**
+     * Which of `keys` a live process holds now, with its pid (one listing of the folder, then one read
+     * per key that has a claim). A claim of a dead process is left out: claiming the key takes it over.
+     */
+    holders(keys) {
+        const wanted = new Set(keys);
+        const out = new Map();
+        for (const name of (0,external_node_fs_.readdirSync)(this.where)) {
+            if (!name.endsWith(".claim"))
+                continue;
+            const key = name.slice(0, -".claim".length);
+            if (!wanted.has(key))
+                continue;
+            const pid = readHolder((0,external_node_path_.join)(this.where, name));
+            if (pid !== null && alive(pid))
+                out.set(key, pid);
+        }
+        return out;
+    }
+    take(file, depth) {
+        for (let attempt = 0; attempt < 3; attempt += 1) {
+            if (this.create(file))
                 return true;
-            }
-            catch (e) {
-                if (e.code !== "EEXIST")
-                    throw e;
-                if (holderAlive(file))
-                    return false;
-                (0,external_node_fs_.rmSync)(file, { force: true }); // its process is gone: the claim is stale
-            }
+            const holder = readHolder(file);
+            if (holder === null)
+                continue; // given back meanwhile: try again
+            if (alive(holder))
+                return false;
+            if (depth >= MAX_TAKEOVER_DEPTH || !this.removeStale(file, holder, depth))
+                return false;
         }
         return false;
     }
-    release(key) {
-        const file = this.file(key);
+    /**
+     * Removes `file` if it still names the dead `holder`. Two processes can both read the same stale
+     * claim; were each to remove what it finds, the slower one would remove the claim the faster one
+     * has just made, and both would hold the key. So the removal happens only under a takeover lock
+     * named for the dead holder (itself a claim, taken over the same way should its maker die holding
+     * it), and only after reading the claim again under that lock: whoever comes second finds the
+     * first one's live pid there and leaves it. False when another process is taking it over now.
+     */
+    removeStale(file, holder, depth) {
+        const lock = `${file}.takeover-${holder}`;
+        if (!this.take(lock, depth + 1))
+            return false;
         try {
-            if ((0,external_node_fs_.readFileSync)(file, "utf8").trim() === String(process.pid))
+            if (readHolder(file) === holder)
                 (0,external_node_fs_.rmSync)(file, { force: true });
         }
-        catch {
-            // already gone
+        finally {
+            this.drop(lock);
         }
+        return true;
+    }
+    /** Makes `file` naming this process, unless it exists: written aside first, then hard-linked into place. */
+    create(file) {
+        const aside = `${file}.${this.pid}-${(0,external_node_crypto_.randomBytes)(4).toString("hex")}.tmp`;
+        (0,external_node_fs_.writeFileSync)(aside, String(this.pid), { mode: 0o600, flag: "wx" });
+        try {
+            (0,external_node_fs_.linkSync)(aside, file);
+            return true;
+        }
+        catch (e) {
+            if (e.code !== "EEXIST")
+                throw e;
+            return false;
+        }
+        finally {
+            (0,external_node_fs_.rmSync)(aside, { force: true });
+        }
+    }
+    /** Removes `file` if this process holds it (a claim taken over by someone else is theirs now). */
+    drop(file) {
+        if (readHolder(file) === this.pid)
+            (0,external_node_fs_.rmSync)(file, { force: true });
     }
     file(key) {
         return (0,external_node_path_.join)(this.where, `${key}.claim`);
     }
 }
-function holderAlive(file) {
-    let pid;
+/** The pid a claim names; 0 for content that names none (a dead claim); null when there is no claim. */
+function readHolder(file) {
+    let text;
     try {
-        pid = Number((0,external_node_fs_.readFileSync)(file, "utf8").trim());
+        text = (0,external_node_fs_.readFileSync)(file, "utf8").trim();
     }
-    catch {
-        return true; // being written right now: treat as held
+    catch (e) {
+        const code = e.code;
+        if (code === "ENOENT")
+            return null;
+        throw new errors/* HarnessError */.t(`cannot read the runner claim ${file} (${code ?? String(e)}): every probegate process of a runner must be able to read its claim folder (PROBEGATE_CLAIMS)`, "packing");
     }
-    if (!Number.isInteger(pid) || pid <= 0)
-        return false;
+    const pid = Number(text);
+    return /^\d+$/.test(text) && Number.isSafeInteger(pid) ? pid : 0;
+}
+function alive(pid) {
+    if (pid <= 0)
+        return false; // kill(0) would signal our own process group
     try {
         process.kill(pid, 0);
         return true;
@@ -15880,6 +16004,81 @@ function claimEvaluationUid(claims = new RunnerClaims()) {
     throw new errors/* HarnessError */.t(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
 }
 
+;// CONCATENATED MODULE: ./src/engine/slice-claims.ts
+
+/** The claim keys of a job slice's GPUs and cores (runner-claims.ts). */
+const gpuKey = (g) => `gpu-${g}`;
+const coreKey = (c) => `core-${c}`;
+const sliceKeys = (gpus, cores) => [...gpus.map(gpuKey), ...cores.map(coreKey)];
+/** "GPU 0: pid 4242" for a claim key and its holder. */
+function holdLabel(key, pid) {
+    const what = key.replace(/^gpu-/, "GPU ").replace(/^core-/, "core ");
+    return pid ? `${what}: pid ${pid}` : what;
+}
+/**
+ * What other probegate processes of the runner (or other pools of this process) hold of what is
+ * free in one job pool: claim key → holder's pid (null where it could not be read).
+ */
+class HeldElsewhere {
+    held;
+    constructor(held) {
+        this.held = held;
+    }
+    /** Nothing held elsewhere, without looking (no job waits). */
+    static none() {
+        return new HeldElsewhere(new Map());
+    }
+    /** Looks at the claims of these free GPUs and cores (one listing of the claim folder). */
+    static look(claims, free) {
+        return new HeldElsewhere(new Map(claims.holders(sliceKeys(free.gpus, free.cores))));
+    }
+    /** A key found held when claiming it (claimed after the look). */
+    add(r) {
+        this.held.set(r.key, r.pid);
+    }
+    /** `free` less what is held elsewhere: what the packing decision may hand out. */
+    subtract(free) {
+        return { gpus: free.gpus.filter((g) => !this.held.has(gpuKey(g))), cores: free.cores.filter((c) => !this.held.has(coreKey(c))), slots: free.slots };
+    }
+    /**
+     * The waiting jobs that would start now were nothing held elsewhere (the packing decision run on
+     * `free` whole), each with what it waits for: the held GPUs or cores, whichever it has too few of
+     * without them, that it would then get ("GPU 0: pid 4242"). Empty when nothing waits for them.
+     */
+    blocking(waiting, free, running, patience) {
+        const out = new Map();
+        if (this.held.size === 0 || waiting.length === 0)
+            return out;
+        const left = this.subtract(free);
+        for (const s of (0,packing/* pickStarts */.$p)(waiting, free, running, patience).starts) {
+            const job = waiting.find((w) => w.id === s.id);
+            const short = [...(job && job.gpus > left.gpus.length ? s.gpus.map(gpuKey) : []), ...(job && job.cores > left.cores.length ? s.cores.map(coreKey) : [])];
+            out.set(s.id, short.filter((k) => this.held.has(k)).map((k) => holdLabel(k, this.held.get(k) ?? null)));
+        }
+        return out;
+    }
+}
+/** Claims the GPUs and cores of every start across the runner, all or nothing; the refusal when one was held. */
+function claimSlices(claims, starts) {
+    const got = [];
+    try {
+        for (const s of starts) {
+            const keys = sliceKeys(s.gpus, s.cores);
+            const refused = claims.claimAll(keys);
+            if (refused) {
+                claims.releaseAll(got);
+                return refused;
+            }
+            got.push(...keys);
+        }
+    }
+    catch (e) {
+        claims.releaseAll(got);
+        throw e;
+    }
+    return null;
+}
+
 ;// CONCATENATED MODULE: ./src/engine/job-pool.ts
 
 
@@ -15887,7 +16086,10 @@ function claimEvaluationUid(claims = new RunnerClaims()) {
 
 
 
+
 const job_pool_MIB = 1024 * 1024;
+/** How often the queue is decided again while a job waits for something another process holds. */
+const FOREIGN_RECHECK_MS = 300;
 /** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
 function portFree(port) {
     return new Promise((resolve) => {
@@ -15901,6 +16103,10 @@ function portFree(port) {
  * process runs. Jobs queue with what they need; the packing decision (core/packing.ts) says which
  * start. A GPU goes to the next job only once nvidia-smi reads it back at its idle baseline; one
  * that does not get back in time is withdrawn, and jobs that can then never fit fail at once.
+ * Other probegate processes on the runner (another runner agent's Action, a `validate --power`
+ * beside an `eval`) may have been given the same GPUs and cores: a job claims its GPUs and pinned
+ * cores across processes (runner-claims.ts) as it starts, and what another process holds is busy
+ * here until that process gives it back.
  */
 class JobPool {
     opts;
@@ -15908,6 +16114,7 @@ class JobPool {
     cores;
     /** What happened to the runner that a result should say (a GPU withdrawn, say). */
     notes = [];
+    /** Not held by a job of this pool (another process may hold one: `schedule` asks the claims). */
     freeGpus;
     freeCores;
     running = new Map();
@@ -15917,8 +16124,11 @@ class JobPool {
     lastPort;
     seq = 0;
     scheduled = false;
-    baselines = null;
+    /** Each GPU's idle memory, read when this pool first claimed it (`readBaselines` says why then). */
+    baselines = new Map();
     withdrawn = new Set();
+    /** The next look at the claims, set only while a job waits for something another process holds. */
+    recheck = null;
     constructor(opts) {
         this.opts = opts;
         this.gpus = [...opts.gpus].sort((a, b) => a - b);
@@ -15926,13 +16136,11 @@ class JobPool {
         this.freeGpus = [...this.gpus];
         this.freeCores = [...this.cores];
         this.lastPort = (opts.portRange ?? PORTS).from - 1;
-        this.claims = new RunnerClaims(opts.portClaimDir);
+        this.claims = new RunnerClaims(opts.claimDir);
     }
-    /** A pool over these GPUs and cores; each GPU's idle memory is read now, as its baseline. */
+    /** A pool over these GPUs and cores; each GPU's idle memory is read when the pool first claims it. */
     static async create(opts) {
-        const pool = new JobPool(opts);
-        pool.baselines = await readGpuUsed(pool.gpus, { nvidiaSmi: opts.nvidiaSmi });
-        return pool;
+        return new JobPool(opts);
     }
     /** GPUs and cores jobs can still be given (withdrawn GPUs left out). */
     shape() {
@@ -15944,7 +16152,7 @@ class JobPool {
         if (problem)
             return Promise.reject(new errors/* HarnessError */.t(problem, "packing"));
         return new Promise((resolve, reject) => {
-            this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), resolve, reject });
+            this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), blockedBy: new Set(), resolve, reject });
             this.requestSchedule();
         });
     }
@@ -15966,30 +16174,89 @@ class JobPool {
         this.scheduled = true;
         queueMicrotask(() => {
             this.scheduled = false;
-            this.schedule();
+            try {
+                this.schedule();
+            }
+            catch (e) {
+                // The claim folder could not be read or written: no job can be started safely.
+                for (const w of this.waiting.splice(0))
+                    w.reject(e);
+            }
         });
     }
     schedule() {
+        if (this.waiting.length === 0)
+            return this.watch(HeldElsewhere.none());
         const slots = (this.opts.maxJobs ?? Number.POSITIVE_INFINITY) - this.running.size;
-        const { starts, passed } = (0,packing/* pickStarts */.$p)(this.waiting, { gpus: this.freeGpus, cores: this.freeCores, slots }, [...this.running.values()], this.opts.patience ?? 8);
-        for (const id of passed) {
-            const w = this.waiting.find((x) => x.id === id);
-            if (w)
-                w.passedOver += 1;
-        }
-        for (const s of starts) {
-            const i = this.waiting.findIndex((w) => w.id === s.id);
-            const [w] = this.waiting.splice(i, 1);
-            if (!w)
+        const patience = this.opts.patience ?? 8;
+        // What other processes hold of what is free here, looked at before deciding so the decision
+        // never hands it out. A claim made since the look is met when claiming: decided again without it.
+        const elsewhere = HeldElsewhere.look(this.claims, { gpus: this.freeGpus, cores: this.freeCores });
+        for (;;) {
+            const { starts, passed } = (0,packing/* pickStarts */.$p)(this.waiting, elsewhere.subtract({ gpus: this.freeGpus, cores: this.freeCores, slots }), [...this.running.values()], patience);
+            const refused = claimSlices(this.claims, starts);
+            if (refused) {
+                elsewhere.add(refused);
                 continue;
-            this.freeGpus = this.freeGpus.filter((g) => !s.gpus.includes(g));
-            this.freeCores = this.freeCores.filter((c) => !s.cores.includes(c));
-            this.running.set(w.id, { id: w.id, gpus: s.gpus, cores: s.cores, exclusive: w.exclusive });
-            this.handOut(w, s.gpus, s.cores).then(w.resolve, w.reject);
+            }
+            for (const id of passed) {
+                const w = this.waiting.find((x) => x.id === id);
+                if (w)
+                    w.passedOver += 1;
+            }
+            for (const s of starts) {
+                const i = this.waiting.findIndex((w) => w.id === s.id);
+                const [w] = this.waiting.splice(i, 1);
+                if (!w)
+                    continue;
+                this.freeGpus = this.freeGpus.filter((g) => !s.gpus.includes(g));
+                this.freeCores = this.freeCores.filter((c) => !s.cores.includes(c));
+                this.running.set(w.id, { id: w.id, gpus: s.gpus, cores: s.cores, exclusive: w.exclusive });
+                this.handOut(w, s.gpus, s.cores).then(w.resolve, w.reject);
+            }
+            break;
+        }
+        this.watch(elsewhere);
+    }
+    /**
+     * Another process gives its claims back without a word to this one, so while a waiting job would
+     * start were it not for their claims, the queue is decided again every FOREIGN_RECHECK_MS; with
+     * no such job there is no timer. Each such job notes what it waits for, and whose it is.
+     */
+    watch(elsewhere) {
+        const slots = (this.opts.maxJobs ?? Number.POSITIVE_INFINITY) - this.running.size;
+        const blocking = elsewhere.blocking(this.waiting, { gpus: this.freeGpus, cores: this.freeCores, slots }, [...this.running.values()], this.opts.patience ?? 8);
+        for (const [id, what] of blocking) {
+            const w = this.waiting.find((x) => x.id === id);
+            for (const label of what)
+                w?.blockedBy.add(label);
+        }
+        if (blocking.size > 0 && !this.recheck) {
+            this.recheck = setTimeout(() => {
+                this.recheck = null;
+                this.requestSchedule();
+            }, FOREIGN_RECHECK_MS);
+        }
+        else if (blocking.size === 0 && this.recheck) {
+            clearTimeout(this.recheck);
+            this.recheck = null;
         }
     }
     async handOut(w, gpus, cores) {
-        const port = await this.takePort();
+        let port;
+        try {
+            await this.readBaselines(gpus);
+            port = await this.takePort();
+        }
+        catch (e) {
+            // Nothing ran on the slice: it is free again at once, here and across the runner.
+            this.running.delete(w.id);
+            this.freeGpus.push(...gpus);
+            this.freeCores.push(...cores);
+            this.claims.releaseAll(sliceKeys(gpus, cores));
+            this.requestSchedule();
+            throw e;
+        }
         let released = false;
         return {
             id: w.id,
@@ -15997,12 +16264,15 @@ class JobPool {
             cores,
             port,
             waitedS: (performance.now() - w.enqueuedAt) / 1000,
+            blockedBy: [...w.blockedBy],
             release: async () => {
                 if (released)
                     return;
                 released = true;
                 this.ports.delete(port);
                 this.claims.release(`port-${port}`);
+                for (const c of cores)
+                    this.claims.release(coreKey(c));
                 this.freeCores.push(...cores);
                 this.running.delete(w.id);
                 // Its cores (and the --jobs slot) are free now; its GPUs once they are back at baseline.
@@ -16012,6 +16282,23 @@ class JobPool {
                 this.requestSchedule();
             },
         };
+    }
+    /**
+     * Reads the idle memory of those of `gpus` this pool has not claimed before, while it holds their
+     * claims: no other probegate process's job is on them then, since a claim is given back only once
+     * its GPU is back at its holder's baseline, whereas when the pool is made another process's job
+     * may be. It is read once per pool and GPU, not again at each claim, so memory a job leaves within
+     * the tolerance does not become the next baseline; and it is not recorded in the claim folder for
+     * later processes, where it would outlive what it measured (a display server or MPS daemon
+     * started since, a driver upgrade) with nothing to say it went stale.
+     */
+    async readBaselines(gpus) {
+        const fresh = gpus.filter((g) => !this.baselines.has(g));
+        if (fresh.length === 0)
+            return;
+        const used = await readGpuUsed(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
+        for (const [g, bytes] of used ?? [])
+            this.baselines.set(g, bytes);
     }
     async takePort() {
         const range = this.opts.portRange ?? PORTS;
@@ -16031,29 +16318,36 @@ class JobPool {
         }
         throw new errors/* HarnessError */.t(`no free rendezvous port in ${range.from}-${range.to} on 127.0.0.1`, "packing");
     }
-    /** Waits until each GPU reads back at its baseline, then frees it; one that does not is withdrawn. */
+    /**
+     * Waits until each GPU reads back at its baseline, then frees it here and gives back its claim; one
+     * that does not, or whose idle memory could not be read, is withdrawn. A withdrawn GPU keeps its
+     * claim while this process lives, so no other process puts a job beside what still holds its memory.
+     */
     async drain(gpus) {
         if (gpus.length === 0)
             return;
-        const base = this.baselines;
         const tolerance = this.opts.toleranceBytes ?? 64 * job_pool_MIB;
         const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
-        let pending = [...gpus];
+        const unknown = gpus.filter((g) => !this.baselines.has(g));
+        let pending = gpus.filter((g) => this.baselines.has(g));
         let last = null;
-        while (base && pending.length > 0) {
+        while (pending.length > 0) {
             last = await readGpuUsed(pending, { nvidiaSmi: this.opts.nvidiaSmi });
             if (last)
-                pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (base.get(g) ?? 0) + tolerance);
+                pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (this.baselines.get(g) ?? 0) + tolerance);
             if (pending.length === 0 || performance.now() > until)
                 break;
             await new Promise((r) => setTimeout(r, 250));
         }
-        for (const g of pending) {
+        for (const g of [...unknown, ...pending]) {
             this.withdrawn.add(g);
             const used = last?.get(g);
-            this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${(0,sizes/* formatBytes */.z3)(Math.max(0, used - (base?.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
+            this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${(0,sizes/* formatBytes */.z3)(Math.max(0, used - (this.baselines.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
         }
-        this.freeGpus.push(...gpus.filter((g) => !this.withdrawn.has(g)));
+        const back = gpus.filter((g) => !this.withdrawn.has(g));
+        for (const g of back)
+            this.claims.release(gpuKey(g));
+        this.freeGpus.push(...back);
         // Jobs that can no longer ever fit fail now rather than wait forever.
         for (const w of [...this.waiting]) {
             const problem = this.neverFits(w);
@@ -16067,6 +16361,10 @@ class JobPool {
     static describe(l) {
         const parts = [l.gpus.length ? `GPU ${(0,packing/* formatIdList */.xD)(l.gpus)}` : null, l.cores.length ? `cores ${(0,packing/* formatIdList */.xD)(l.cores)}` : null, `port ${l.port}`];
         return parts.filter(Boolean).join(" · ");
+    }
+    /** ", behind another probegate process (GPU 0: pid 4242)" for a job's start line; "" when it waited for none. */
+    static waitNote(l) {
+        return l.blockedBy.length ? `, behind another probegate process (${l.blockedBy.join(", ")})` : "";
     }
 }
 /** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
@@ -16789,7 +17087,7 @@ async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
         let retried = [];
         do {
             const attempt = runs.length + 1;
-            events.probeStart(probe, attempt, JobPool.describe(lease));
+            events.probeStart(probe, attempt, JobPool.describe(lease) + (attempt === 1 ? JobPool.waitNote(lease) : ""));
             const results = (0,external_node_path_.join)(resultsDir, `${probe}.${attempt}.jsonl`);
             (0,external_node_fs_.writeFileSync)(results, "");
             const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: (0,external_node_path_.join)(mounted, job.file ?? ""), workspace: ctx.workspace });
@@ -24381,15 +24679,15 @@ async function runOfficial(task, ctx, limits, log) {
 }
 /**
  * The official phase of an evaluation: the official job on its slice of the runner. Its start line
- * is sent once the slice is held, so it names the GPUs and cores it got and how long it queued;
- * its duration is the run's own, queue left out.
+ * is sent once the slice is held, so it names the GPUs and cores it got, how long it queued, and
+ * what of it another probegate process held meanwhile; its duration is the run's own, queue left out.
  */
 async function officialPhase(ev, { runner, jobs, python }) {
     const { opts, spec, ws, record } = ev;
     const o = jobs.official;
     const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
         const queued = lease.waitedS >= 1 ? `, queued ${(0,sizes/* formatSeconds */.Xo)(lease.waitedS)}` : "";
-        ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}` });
+        ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
         return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }));
     });
     record.official = official;
@@ -24722,7 +25020,7 @@ function taskExamples(task, dir) {
     });
 }
 /** Every example submission with its expectation, from `<root>/examples/submissions/<task>/expected.yml`. */
-function demoCases(root, only) {
+function packExamples(root, only) {
     const examples = (0,external_node_path_.join)(root, "examples", "submissions");
     if (!(0,external_node_fs_.existsSync)(examples))
         throw new errors/* InputError */.d(`no examples folder at ${examples}`);
@@ -24742,15 +25040,42 @@ function demoCases(root, only) {
     return cases;
 }
 /**
- * `probegate demo` (the README's first command): evaluates every example submission of the task
- * pack, shows progress, prints the verdict table, and writes each result's JSON and markdown report.
+ * The examples a demo evaluates: those marked `quick: true`, or with `all` every one. The quick set
+ * keeps the README's first command short; CI runs `--all`. A task with examples but none of them
+ * quick is an input error only when it was asked for by name (`--task`): then the quick set would
+ * silently hold nothing of it.
+ */
+function demoSet(examples, opts = {}) {
+    if (opts.all)
+        return examples;
+    const quick = examples.filter((c) => c.expectation.quick);
+    for (const id of opts.only ?? []) {
+        if (quick.some((c) => c.task.spec.id === id))
+            continue;
+        const theirs = examples.filter((c) => c.task.spec.id === id);
+        const file = (0,external_node_path_.join)((0,external_node_path_.dirname)(theirs[0]?.patch ?? ""), "expected.yml");
+        throw new errors/* InputError */.d(`--task ${id}: none of its ${theirs.length} examples is marked 'quick: true' in ${file}; add --all to evaluate every one`, { file, field: "quick" });
+    }
+    if (examples.length && !quick.length) {
+        throw new errors/* InputError */.d(`no example is marked 'quick: true' in ${(0,external_node_path_.join)((0,external_node_path_.dirname)((0,external_node_path_.dirname)(examples[0].patch)), "*", "expected.yml")}; add --all to evaluate every one`, { field: "quick" });
+    }
+    return quick;
+}
+const demo_command_count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+/**
+ * `probegate demo` (the README's first command): evaluates the quick set of the task pack's example
+ * submissions (every one with `--all`), shows progress, prints the verdict table, and writes each
+ * result's JSON and markdown report.
  * Exit 0 only when every verdict is the one the example promises.
  */
 async function demoCommand(flags, io) {
     const root = (0,external_node_path_.resolve)(flags.root ?? PACKAGE_ROOT);
-    const cases = demoCases(root, flags.task);
+    const examples = packExamples(root, flags.task);
+    const cases = demoSet(examples, { all: flags.all, only: flags.task });
     const outDir = (0,external_node_path_.resolve)(flags.outDir);
-    io.stderr(`probegate demo: ${cases.length} example submissions of ${new Set(cases.map((c) => c.task.spec.id)).size} tasks; reports go to ${outDir}\n`);
+    const ofTasks = `${demo_command_count(examples.length, "example submission")} of ${demo_command_count(new Set(examples.map((c) => c.task.spec.id)).size, "task")}`;
+    const which = flags.all ? `all ${ofTasks} (--all)` : `the quick set, ${cases.length} of ${ofTasks} (--all for every one)`;
+    io.stderr(`probegate demo: ${which}; reports go to ${outDir}\n`);
     const { pool, evaluations } = await poolFromFlags(flags);
     io.stderr(`${evaluations} at a time on ${pool.gpus.length ? `${pool.gpus.length} GPUs and ` : ""}${pool.cores.length} cores (--jobs, --gpus, --cores)\n`);
     const started = performance.now();
@@ -26276,9 +26601,10 @@ function main_program(io, done) {
         done(validateCommand(dirs, io));
     });
     p.command("demo")
-        .description("evaluate every example submission of the task pack and compare with the expected verdicts")
+        .description("evaluate the quick set of the task pack's example submissions (quick: true in expected.yml; --all: every one) and compare with the expected verdicts")
         .option("--out-dir <dir>", "where reports go", "out/demo")
-        .option("--task <ids...>", "only these tasks")
+        .option("--all", "evaluate every example submission, not only the quick set")
+        .option("--task <ids...>", "only these tasks (their quick set, unless --all)")
         .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
         .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
         .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")

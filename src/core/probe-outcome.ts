@@ -75,33 +75,59 @@ export function checksFromRun(run: ProbeRun): ProbeCheck[] {
   return checks;
 }
 
-/** Time checks that failed in a run: these are measured again. */
+/**
+ * Time checks measured again: those that failed in a run, and those that could not be measured (an
+ * `error`: the kit's RunnerBusy when the runner's CPUs were oversubscribed, or a crash).
+ */
 export function failedTimeChecks(checks: readonly ProbeCheck[]): string[] {
-  return checks.filter((c) => c.category === "time" && c.status === "failed").map((c) => c.id);
+  return checks.filter((c) => c.category === "time" && (c.status === "failed" || c.status === "error")).map((c) => c.id);
+}
+
+/** How one retried time check went over the runs so far; a run that lost the check counts as failed. */
+function tally(runs: readonly ProbeCheck[][], id: string) {
+  const seen = runs.map((r) => r.find((c) => c.id === id));
+  return {
+    seen,
+    passed: seen.filter((c) => c?.status === "passed").length,
+    failed: seen.filter((c) => !c || c.status === "failed" || c.status === "skipped").length,
+    unmeasured: seen.filter((c) => c?.status === "error").length,
+  };
 }
 
 /**
- * Merges up to three runs of a probe whose time checks failed: a time check fails only when two
- * of three runs fail it; every other check keeps its first run's result.
+ * Merges up to three runs of a probe whose time checks failed or could not be measured: a time
+ * check passes when two runs pass it and fails when two runs fail it; a run that could not measure
+ * (error) counts for neither, and a check with no two alike after three runs is an `error`
+ * (inconclusive: not the submission's fault). Every other check keeps its first run's result.
  */
 export function mergeRuns(runs: readonly ProbeCheck[][]): ProbeCheck[] {
   const first = runs[0] ?? [];
   return first.map((check) => {
-    if (check.category !== "time" || check.status !== "failed") return check;
-    const seen = runs.map((r) => r.find((c) => c.id === check.id));
-    const fails = seen.filter((c) => !c || c.status !== "passed");
-    const passing = seen.find((c) => c?.status === "passed");
+    if (check.category !== "time" || (check.status !== "failed" && check.status !== "error")) return check;
+    const t = tally(runs, check.id);
     const durationS = runs.reduce((s, r) => s + (r[0]?.durationS ?? 0), 0);
-    if (fails.length >= 2 || !passing) return { ...check, attempts: runs.length, durationS };
-    return { ...passing, attempts: runs.length, durationS };
+    const attempts = runs.length;
+    if (runs.length === 1) return { ...check, attempts, durationS };
+    const passing = t.seen.find((c) => c?.status === "passed");
+    if (t.passed >= 2 && passing) return { ...passing, attempts, durationS };
+    const failing = t.seen.find((c) => c?.status === "failed") ?? check;
+    if (t.failed >= 2) return { ...failing, status: "failed", attempts, durationS };
+    const why = t.seen.find((c) => c?.status === "error")?.message;
+    return {
+      ...check,
+      status: "error",
+      message: `inconclusive over ${attempts} runs: ${t.passed} passed, ${t.failed} failed, ${t.unmeasured} could not measure${why ? ` (${why})` : ""}`.slice(0, 2000),
+      attempts,
+      durationS,
+    };
   });
 }
 
-/** Whether another run is needed: some retried time check has neither failed twice nor passed twice. */
+/** Whether another run is needed: some retried time check has neither passed twice nor failed twice. */
 export function needsAnotherRun(runs: readonly ProbeCheck[][], retried: readonly string[]): boolean {
   if (runs.length >= 3) return false;
   return retried.some((id) => {
-    const passes = runs.filter((r) => r.find((c) => c.id === id)?.status === "passed").length;
-    return runs.length - passes < 2 && passes < 2;
+    const t = tally(runs, id);
+    return t.passed < 2 && t.failed < 2;
   });
 }

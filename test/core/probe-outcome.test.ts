@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { categoryFromName, checksFromRun, mergeRuns, needsAnotherRun, type ProbeCheck } from "../../src/core/probe-outcome.js";
+import { categoryFromName, checksFromRun, failedTimeChecks, mergeRuns, needsAnotherRun, type ProbeCheck } from "../../src/core/probe-outcome.js";
 
 const run = (resultsText: string, over: Partial<Parameters<typeof checksFromRun>[0]> = {}) =>
   checksFromRun({ probe: "probe_memory", resultsText, exitCode: 0, signal: null, limit: null, durationS: 1, ...over });
@@ -66,6 +66,15 @@ describe("time re-measurement: fail only when two of three fail", () => {
     [["failed", "passed"], undefined, true],
     [["failed", "passed", "failed"], "failed", false],
     [["failed", "passed", "passed"], "passed", false],
+    // A run that could not measure (the kit's RunnerBusy: the runner's CPUs were oversubscribed)
+    // counts for neither side; no two alike after three runs is inconclusive, an error.
+    [["error"], undefined, true],
+    [["error", "passed"], undefined, true],
+    [["error", "passed", "passed"], "passed", false],
+    [["error", "failed", "failed"], "failed", false],
+    [["failed", "error", "failed"], "failed", false],
+    [["failed", "error", "passed"], "error", false],
+    [["error", "error", "error"], "error", false],
   ] as const)("%j", (statuses, final, more) => {
     const runs = statuses.map((s) => [t(s)]);
     expect(needsAnotherRun(runs, ["speed"])).toBe(more);
@@ -74,6 +83,18 @@ describe("time re-measurement: fail only when two of three fail", () => {
       expect(merged[0]?.status).toBe(final);
       expect(merged[0]?.attempts).toBe(statuses.length);
     }
+  });
+
+  it("says why an inconclusive time check is an error, with the first unmeasured run's message", () => {
+    const busy = { ...t("error"), message: "runner busy: the runner's CPUs were oversubscribed while timing" };
+    const merged = mergeRuns([[t("failed")], [busy], [t("passed")]]);
+    expect(merged[0]).toMatchObject({ status: "error", attempts: 3, durationS: 3 });
+    expect(merged[0]?.message).toBe("inconclusive over 3 runs: 1 passed, 1 failed, 1 could not measure (runner busy: the runner's CPUs were oversubscribed while timing)");
+  });
+
+  it("re-measures time checks that failed or could not be measured, not other checks", () => {
+    const state: ProbeCheck = { ...t("error", "resume"), category: "state" };
+    expect(failedTimeChecks([t("failed", "a"), t("error", "b"), t("passed", "c"), state])).toEqual(["a", "b"]);
   });
 
   it("counts a time check missing from a re-run as failed", () => {

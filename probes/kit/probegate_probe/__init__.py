@@ -1,5 +1,5 @@
 """probegate_probe: the kit hidden probes import (protocol: docs/task-format.md)."""
-from .emit import CATEGORIES, STATUSES, ProbeFailure, ProbeSkipped, check, emit
+from .emit import CATEGORIES, STATUSES, ProbeFailure, ProbeSkipped, RunnerBusy, check, emit
 from .location import locate, workspace
 from .ranks import RankError, backend, device_for_rank, run_ranks, world_size
 from .memory import peak_memory, peak_memory_caveat
@@ -11,7 +11,7 @@ from .params import param, params, rng, seed
 
 
 __all__ = [
-    "emit", "check", "ProbeFailure", "ProbeSkipped", "run_ranks", "RankError", "backend",
+    "emit", "check", "ProbeFailure", "ProbeSkipped", "RunnerBusy", "run_ranks", "RankError", "backend",
     "device_for_rank", "world_size", "CollectiveCounter", "peak_memory", "peak_memory_caveat",
     "time_ratio", "TimeRatio", "require_signature", "assert_state_equal",
     "assert_optimizer_state_equal", "locate", "workspace", "CATEGORIES", "STATUSES",

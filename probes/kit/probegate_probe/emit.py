@@ -37,6 +37,19 @@ class ProbeSkipped(Exception):
     """The check cannot apply here (e.g. no GPU): becomes a `skipped` check."""
 
 
+class RunnerBusy(Exception):
+    """The runner could not give the measurement what it needs (its CPUs were oversubscribed while a
+    time check ran): an `error` check, never the submission's fault; the engine runs it again."""
+
+    def __init__(self, message, measured=None):
+        super().__init__(message)
+        self.message = str(message)
+        self.measured = dict(measured) if measured else None
+
+    def __str__(self):
+        return self.message
+
+
 def _validate_id(id) -> None:
     if not isinstance(id, str) or len(id) > MAX_ID or not ID_RE.match(id):
         raise ValueError(f"check id must match [a-z0-9][a-z0-9._-]* (≤{MAX_ID} chars), got {id!r}")
@@ -205,6 +218,8 @@ class check:
             return "skipped", str(exc), None, None
         if isinstance(exc, ProbeFailure):
             return "failed", exc.message, exc.location, exc.measured
+        if isinstance(exc, RunnerBusy):
+            return "error", f"runner busy: {exc.message}", None, exc.measured
         if isinstance(exc, RankError) and exc.failure is not None:
             f = exc.failure
             return "failed", f"rank {exc.rank}: {f['message']}", f.get("location"), f.get("measured")
@@ -236,7 +251,7 @@ class check:
                 location = exc_loc
             if exc_meas:
                 measured.update(exc_meas)
-            if status == "error" or not isinstance(exc, (ProbeFailure, ProbeSkipped)):
+            if (status == "error" and not isinstance(exc, RunnerBusy)) or not isinstance(exc, (ProbeFailure, ProbeSkipped, RunnerBusy)):
                 sys.stderr.write(f"[probegate] check {self.id}: {status}\n")
                 traceback.print_exception(exc_type, exc, tb, file=sys.stderr)
         try:

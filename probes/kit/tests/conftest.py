@@ -22,6 +22,14 @@ def _clean_probegate_env(monkeypatch, tmp_path):
 
 
 @pytest.fixture
+def results(tmp_path, monkeypatch):
+    """$PROBEGATE_RESULTS set to a fresh file, which the test reads back."""
+    path = tmp_path / "results.jsonl"
+    monkeypatch.setenv("PROBEGATE_RESULTS", str(path))
+    return path
+
+
+@pytest.fixture
 def fake_workspace(tmp_path, monkeypatch):
     """A submission tree with a package `subpkg` on sys.path, set as the workspace."""
     ws = tmp_path / "ws"

@@ -9,13 +9,6 @@ def _lines(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.fixture
-def results(tmp_path, monkeypatch):
-    path = tmp_path / "results.jsonl"
-    monkeypatch.setenv("PROBEGATE_RESULTS", str(path))
-    return path
-
-
 def test_emit_appends_one_json_object_per_line(results):
     emit("grad.sync", "traffic", "passed", "ok", measured={"bytes": 4096, "ratio": 1.5, "exact": True})
     emit("state-resume", "state", "failed", "differs", location={"path": "pkg/a.py", "line": 3})

@@ -1,7 +1,12 @@
 import pytest
 import torch
 
-from probegate_probe import peak_memory, peak_memory_caveat, time_ratio
+import os
+import subprocess
+import sys
+
+from probegate_probe import RunnerBusy, check, peak_memory, peak_memory_caveat, time_ratio
+from probegate_probe.timing import thread_run_delay
 
 MIB = 1 << 20
 
@@ -48,7 +53,8 @@ def _work(units):
 
 
 def test_time_ratio_of_identical_functions_is_about_one():
-    r = time_ratio(lambda: _work(30), lambda: _work(30), repeats=15, warmup=2)
+    # Contention is left out of this one (run_delay: not measurable): it is about the ratio itself.
+    r = time_ratio(lambda: _work(30), lambda: _work(30), repeats=15, warmup=2, run_delay=lambda: None)
     assert 0.7 <= r.median <= 1.43, r.ratios  # long calls: a loaded 2-core runner preempts both alike
     assert r.passed and len(r.ratios) == 15 and r.margin == 1.25
     assert r.candidate_s > 0 and r.reference_s > 0
@@ -58,7 +64,7 @@ def test_time_ratio_of_identical_functions_is_about_one():
 
 
 def test_time_ratio_flags_three_times_the_work():
-    r = time_ratio(lambda: _work(90), lambda: _work(30), repeats=9, warmup=1)
+    r = time_ratio(lambda: _work(90), lambda: _work(30), repeats=9, warmup=1, run_delay=lambda: None)
     assert r.median > 2.0, r.ratios
     assert not r.passed
 
@@ -66,7 +72,7 @@ def test_time_ratio_flags_three_times_the_work():
 def test_time_ratio_alternates_order_and_calls_sync():
     order, syncs = [], []
     time_ratio(lambda: order.append("c"), lambda: order.append("r"), repeats=4, warmup=1,
-               sync=lambda: syncs.append(1))
+               sync=lambda: syncs.append(1), run_delay=lambda: None)
     assert order == ["c", "r", "c", "r", "r", "c", "c", "r", "r", "c"]
     assert len(syncs) == len(order)
 
@@ -74,3 +80,83 @@ def test_time_ratio_alternates_order_and_calls_sync():
 def test_time_ratio_rejects_zero_repeats():
     with pytest.raises(ValueError):
         time_ratio(lambda: None, lambda: None, repeats=0)
+
+
+class _FakeRunQueue:
+    """A run-queue clock for time_ratio, advanced by the timed functions themselves (`waiting`)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def waiting(self, waits):
+        """A 2 ms function that, on its n-th call, waited waits[n] seconds for a CPU (0 past the end)."""
+        waits = list(waits)
+
+        def fn():
+            import time
+            time.sleep(0.002)
+            self.now += waits.pop(0) if waits else 0.0
+        return fn
+
+
+def test_time_ratio_over_the_margin_while_the_reference_waited_for_a_cpu_is_runner_busy():
+    clock = _FakeRunQueue()
+    # Each 2 ms reference call waited 1 ms for a CPU (50%): a 3x candidate cannot be told from that.
+    candidate = clock.waiting([])
+    slow = lambda: (candidate(), candidate(), candidate())  # noqa: E731
+    with pytest.raises(RunnerBusy) as e:
+        time_ratio(slow, clock.waiting([0.001] * 40), repeats=5, warmup=1, run_delay=clock)
+    assert "the reference calls spent" in str(e.value) and "waiting for a CPU" in str(e.value)
+    assert e.value.measured["reference_wait_share"] > 0.2 and e.value.measured["ratio"] > 2
+
+
+def test_time_ratio_keeps_a_pass_measured_under_contention():
+    clock = _FakeRunQueue()
+    r = time_ratio(clock.waiting([0.001] * 40), clock.waiting([0.001] * 40), repeats=5, warmup=1, margin=1.5, run_delay=clock)
+    assert r.passed and r.reference_wait_share > 0.2
+    assert r.measured()["reference_wait_share"] == round(r.reference_wait_share, 4)
+
+
+def test_time_ratio_does_not_count_a_slow_candidate_s_own_waits():
+    # The candidate's ranks or threads kept it waiting: that is its cost, and a plain failure.
+    clock = _FakeRunQueue()
+    candidate = clock.waiting([0.01] * 40)
+    r = time_ratio(lambda: (candidate(), candidate()), clock.waiting([]), repeats=5, warmup=1, run_delay=clock)
+    assert not r.passed and r.reference_wait_share == 0
+
+
+def test_runner_busy_in_a_check_is_an_error_with_its_figures(results):
+    with check("step-time", "time") as c:
+        raise RunnerBusy("the runner's CPUs were oversubscribed", measured={"contended_pairs": 9})
+    assert c.record["status"] == "error"
+    assert c.record["message"] == "runner busy: the runner's CPUs were oversubscribed"
+    assert c.record["measured"] == {"contended_pairs": 9}
+
+
+HOG = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass\n"
+
+
+@pytest.mark.skipif(thread_run_delay() is None or not hasattr(os, "sched_setaffinity"),
+                    reason="needs /proc/thread-self/schedstat and CPU affinity (Linux)")
+def test_time_ratio_sees_real_cpu_contention():
+    """Three busy processes on this thread's one CPU: a 3x candidate is RunnerBusy, not a failure;
+    alone on the CPU again, the same measurement fails plainly."""
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    os.sched_setaffinity(0, {cpu})
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG, str(cpu)]) for _ in range(3)]
+    try:
+        import time
+        time.sleep(0.3)
+        with pytest.raises(RunnerBusy):
+            time_ratio(lambda: _work(15), lambda: _work(5), repeats=9, warmup=1)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+        os.sched_setaffinity(0, before)
+    r = time_ratio(lambda: _work(15), lambda: _work(5), repeats=9, warmup=1)
+    assert not r.passed and r.reference_wait_share < 0.2, r.reference_wait_share
