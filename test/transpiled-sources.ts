@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import ts from "typescript";
@@ -23,4 +24,17 @@ export function transpiledSources(dirs: readonly string[]): string {
     }
   }
   return out;
+}
+
+/** Runs a Node script (one written into a `transpiledSources` folder) in a child process; its stdout, or its exit code and stderr as the error. */
+export function runNodeScript(script: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`${script} exited ${code}: ${err}`))));
+  });
 }

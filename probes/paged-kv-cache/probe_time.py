@@ -98,12 +98,10 @@ def prefill(cache, device, history=HISTORY):
             cache.write(layer, seqs, k, -k)
 
 
-def lines_in_one_step(cache_cls, config, device, history):
+def lines_in_one_step(pagedkv, cache_cls, config, device, history):
     """Lines of the submission's own code (frames in the workspace) run in one decode step with
     `history` cached tokens per sequence: a Python loop runs its body's lines on every pass."""
     import sys
-
-    import pagedkv
 
     root = str(workspace())
     model = pagedkv.TinyDecoder(config, make_weights(), device=device)
@@ -130,18 +128,23 @@ def lines_in_one_step(cache_cls, config, device, history):
     return count[0]
 
 
+def submission_cache(c):
+    """The submission's pagedkv module, its PagedKVCache (the check located at its read) and the model config."""
+    import pagedkv
+
+    cache_cls = getattr(pagedkv, "PagedKVCache", None)
+    if cache_cls is None:
+        raise ProbeFailure("`pagedkv` does not export PagedKVCache", location=locate(pagedkv))
+    c.location = locate(cache_cls.read)
+    return pagedkv, cache_cls, pagedkv.ModelConfig(**CONFIG)
+
+
 def main():
     device = device_for_rank(0)
     with check("decode-work-per-token", "time", requirements=["decode-time"]) as c:
-        import pagedkv
-
-        cache_cls = getattr(pagedkv, "PagedKVCache", None)
-        if cache_cls is None:
-            raise ProbeFailure("`pagedkv` does not export PagedKVCache", location=locate(pagedkv))
-        c.location = locate(cache_cls.read)
-        config = pagedkv.ModelConfig(**CONFIG)
-        short = lines_in_one_step(cache_cls, config, device, SHORT_HISTORY)
-        long = lines_in_one_step(cache_cls, config, device, HISTORY)
+        pagedkv, cache_cls, config = submission_cache(c)
+        short = lines_in_one_step(pagedkv, cache_cls, config, device, SHORT_HISTORY)
+        long = lines_in_one_step(pagedkv, cache_cls, config, device, HISTORY)
         per_token = (long - short) / (HISTORY - SHORT_HISTORY)
         c.measured.update(lines_short=short, lines_long=long, short_history=SHORT_HISTORY, long_history=HISTORY,
                           lines_per_cached_token=round(per_token, 4), limit=PER_TOKEN_LIMIT)
@@ -153,16 +156,8 @@ def main():
                 "Python instead of gathering whole blocks with tensor ops")
     reference_cache = ReferencePagedCache(NUM_BLOCKS, device)
     prefill(reference_cache, device)
-    reference_cache = ReferencePagedCache(NUM_BLOCKS, device)
-    prefill(reference_cache, device)
     with check("decode-step-time", "time", requirements=["decode-time"]) as c:
-        import pagedkv
-
-        cache_cls = getattr(pagedkv, "PagedKVCache", None)
-        if cache_cls is None:
-            raise ProbeFailure("`pagedkv` does not export PagedKVCache", location=locate(pagedkv))
-        c.location = locate(cache_cls.read)
-        config = pagedkv.ModelConfig(**CONFIG)
+        pagedkv, cache_cls, config = submission_cache(c)
         model = pagedkv.TinyDecoder(config, make_weights(), device=device)
         cache = cache_cls(config, NUM_BLOCKS, BLOCK_SIZE, device=device)
         prefill(cache, device)

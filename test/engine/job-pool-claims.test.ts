@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -6,7 +6,7 @@ import type { JobDemand } from "../../src/core/packing.js";
 import { JobPool } from "../../src/engine/job-pool.js";
 import { RunnerClaims } from "../../src/engine/runner-claims.js";
 import { fakeNvidiaSmi, tmp } from "../helpers.js";
-import { transpiledSources } from "../transpiled-sources.js";
+import { runNodeScript as run, transpiledSources } from "../transpiled-sources.js";
 
 const demand = (id: string, gpus: number, cores = 0): JobDemand => ({ id, gpus, cores, timing: false, exclusive: false });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -43,18 +43,6 @@ await Promise.all(Array.from({ length: 16 }, async (_, i) => {
 }));
 process.stdout.write(JSON.stringify(held));
 `;
-
-function run(script: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`racer exited ${code}: ${err}`))));
-  });
-}
 
 afterEach(() => {
   vi.restoreAllMocks();

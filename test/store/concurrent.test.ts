@@ -1,11 +1,10 @@
-import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
 import { MIGRATIONS } from "../../src/store/migrations.js";
 import { tmp } from "../helpers.js";
-import { transpiledSources } from "../transpiled-sources.js";
+import { runNodeScript as run, transpiledSources } from "../transpiled-sources.js";
 
 /**
  * Real concurrency needs separate processes (better-sqlite3 is synchronous), so the store and core
@@ -36,18 +35,6 @@ process.stdout.write(JSON.stringify(created));
 `,
   );
   return out;
-}
-
-function run(script: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`racer exited ${code}: ${err}`))));
-  });
 }
 
 const cleanup: Array<() => void> = [];
