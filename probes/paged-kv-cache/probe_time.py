@@ -145,6 +145,9 @@ def main():
         pagedkv, cache_cls, config = submission_cache(c)
         short = lines_in_one_step(pagedkv, cache_cls, config, device, SHORT_HISTORY)
         long = lines_in_one_step(pagedkv, cache_cls, config, device, HISTORY)
+        if short == 0:
+            # Nothing of the workspace was traced (its files imported from elsewhere?): a count of 0 would pass vacuously.
+            raise RuntimeError(f"no line of the submission's code under {workspace()} ran in a decode step: cannot count its work")
         per_token = (long - short) / (HISTORY - SHORT_HISTORY)
         c.measured.update(lines_short=short, lines_long=long, short_history=SHORT_HISTORY, long_history=HISTORY,
                           lines_per_cached_token=round(per_token, 4), limit=PER_TOKEN_LIMIT)

@@ -1,11 +1,10 @@
 import type { AgentScore } from "./scorecard.js";
-import { MIN_RATED } from "./wilson.js";
 
 /**
  * Orders agents for a scorecard and ranks them so that no two agents whose resolved-rate intervals
  * overlap are ranked apart. Overlap is not transitive (A overlaps B, B overlaps C, A clear of C),
  * so a tier is a connected run of overlapping intervals: A, B and C share one. Only agents with at
- * least MIN_RATED judged submissions are ranked; the rest follow unranked (most evaluations first),
+ * least MIN_RATED (wilson.ts) judged submissions are ranked; the rest follow unranked (most evaluations first),
  * and `noAgent` (PRs without an agent) comes last. Within a tier: higher rate, then more
  * evaluations, then name. Pure; returns new objects.
  */

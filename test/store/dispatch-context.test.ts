@@ -32,7 +32,7 @@ describe("dispatch context (migration 2)", () => {
     const db = store();
     const short = insertOrGetEvaluation(db, newEvaluation({ task: "short" }), T0).evaluation;
     const long = insertOrGetEvaluation(db, newEvaluation({ task: "long" }), T0).evaluation;
-    const plain = insertOrGetEvaluation(db, newEvaluation({ task: "plain" }), T0).evaluation;
+    insertOrGetEvaluation(db, newEvaluation({ task: "plain" }), T0);
     setDispatchContext(db, short.key, { ...CTX, deadlineS: 300 });
     setDispatchContext(db, long.key, { ...CTX, deadlineS: 3600 });
     expect(timeOutOverdue(db, at(4), 1200)).toEqual([]);
