@@ -41,24 +41,23 @@ function writers(db: StoreDb) {
 function cellsNow(db: StoreDb): unknown[] {
   return db.prepare("SELECT * FROM scorecard_cells WHERE n <> 0 ORDER BY agent_j, owner, repo, task, area_j, wk, flags").all();
 }
-function recomputed(db: StoreDb): unknown[] {
+/** What migration 7's backfill of `table` (its SQL from the INSERT up to `until`) computes from scorecard_rows now, read back with `select` ($table stands for the table). */
+function backfilled(db: StoreDb, table: string, until: string, select: string): unknown[] {
   const sql = MIGRATIONS.find((m) => m.version === 7)!.sql;
-  const backfill = sql.slice(sql.indexOf("INSERT INTO scorecard_cells"), sql.indexOf("INSERT INTO scorecard_durations"));
-  db.exec("CREATE TEMP TABLE fresh AS SELECT * FROM scorecard_cells WHERE 0");
-  db.exec(backfill.replace("INSERT INTO scorecard_cells", "INSERT INTO temp.fresh"));
-  const rows = db.prepare("SELECT * FROM temp.fresh WHERE n <> 0 ORDER BY agent_j, owner, repo, task, area_j, wk, flags").all();
+  const backfill = sql.slice(sql.indexOf(`INSERT INTO ${table}`), sql.indexOf(until));
+  db.exec(`CREATE TEMP TABLE fresh AS SELECT * FROM ${table} WHERE 0`);
+  db.exec(backfill.replace(`INSERT INTO ${table}`, "INSERT INTO temp.fresh"));
+  const rows = db.prepare(select.replace("FROM $table", "FROM temp.fresh")).all();
   db.exec("DROP TABLE temp.fresh");
   return rows;
 }
+function recomputed(db: StoreDb): unknown[] {
+  return backfilled(db, "scorecard_cells", "INSERT INTO scorecard_durations", "SELECT * FROM $table WHERE n <> 0 ORDER BY agent_j, owner, repo, task, area_j, wk, flags");
+}
 function histogramNow(db: StoreDb, fresh: boolean): unknown[] {
-  const sql = MIGRATIONS.find((m) => m.version === 7)!.sql;
-  if (!fresh) return db.prepare("SELECT dim, agent_j, key_j, bucket, flags, n FROM scorecard_durations WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5").all();
-  const backfill = sql.slice(sql.indexOf("INSERT INTO scorecard_durations"), sql.indexOf("CREATE TRIGGER scorecard_cells_insert"));
-  db.exec("CREATE TEMP TABLE fresh AS SELECT * FROM scorecard_durations WHERE 0");
-  db.exec(backfill.replace("INSERT INTO scorecard_durations", "INSERT INTO temp.fresh"));
-  const rows = db.prepare("SELECT dim, agent_j, key_j, bucket, flags, n FROM temp.fresh WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5").all();
-  db.exec("DROP TABLE temp.fresh");
-  return rows;
+  const select = "SELECT dim, agent_j, key_j, bucket, flags, n FROM $table WHERE n <> 0 ORDER BY 1, 2, 3, 4, 5";
+  if (!fresh) return db.prepare(select.replace("FROM $table", "FROM scorecard_durations")).all();
+  return backfilled(db, "scorecard_durations", "CREATE TRIGGER scorecard_cells_insert", select);
 }
 /** GPU minutes are summed in another order by the cells: equal to 12 significant digits. */
 const rounded = (card: Scorecard): unknown => JSON.parse(JSON.stringify(card, (k, v) => (k === "gpuMinutes" ? Number((v as number).toPrecision(12)) : v)));

@@ -93,20 +93,22 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     if cuda:
         import torch
 
-    def timed(fn):
+    def timed(fn, watch=False):
+        """Seconds fn took, and with `watch` how long this thread waited for a CPU meanwhile (None: unknown)."""
         if sync is not None:
             sync()
         if cuda:
             torch.cuda.synchronize()
-        before = run_delay()
+        before = run_delay() if watch else None
         start = time.perf_counter()
         fn()
         if cuda:
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
+        if not watch:
+            return elapsed
         after = run_delay()
-        waited = None if before is None or after is None else max(0.0, after - before)
-        return elapsed, waited
+        return elapsed, (None if before is None or after is None else max(0.0, after - before))
 
     for _ in range(warmup):
         timed(candidate)
@@ -115,11 +117,11 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     ref_wait, measurable = 0.0, True
     for i in range(repeats):
         if i % 2 == 0:
-            tc, _ = timed(candidate)
-            tr, wr = timed(reference)
+            tc = timed(candidate)
+            tr, wr = timed(reference, watch=True)
         else:
-            tr, wr = timed(reference)
-            tc, _ = timed(candidate)
+            tr, wr = timed(reference, watch=True)
+            tc = timed(candidate)
         if wr is None:
             measurable = False
         else:
