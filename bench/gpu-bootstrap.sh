@@ -27,6 +27,9 @@ if [ -z "${PROBEGATE_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
     echo "no bubblewrap here: evaluations run --unsandboxed" >&2
   fi
 fi
+# A bwrap found only through this shell's PATH (the copy a warm machine kept in /tmp/devnode/bin) is
+# named by its absolute path: jobs run it with PATH=/usr/local/bin:/usr/bin:/bin.
+if [ -z "${PROBEGATE_BWRAP:-}" ] && [ "$SANDBOX" = sandboxed ]; then export PROBEGATE_BWRAP=$(command -v bwrap); fi
 
 # The device returns at most 8 files from $OUT: with PACK_OUT=1 a script ends by packing its output
 # folder into one archive beside it (and removing the folder), so nothing is left behind.

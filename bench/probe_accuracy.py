@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -250,10 +251,10 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
     log.mkdir(parents=True, exist_ok=True)
     per_task = max(1, jobs // max(1, len(tasks)))
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    # Each task's validate process packs its jobs onto cores of its own (pinned), never another's.
+    # Every task's validate process is given every core: they claim cores across processes (a job
+    # waits for a core another process holds), so a task whose evaluations end sooner leaves its
+    # cores to the others instead of idling a fixed share.
     cpus = sorted(os.sched_getaffinity(0))
-    share = max(1, len(cpus) // max(1, len(tasks)))
-    slices = {t: cpus[i * share:(i + 1) * share] or cpus for i, t in enumerate(tasks)} if len(cpus) >= len(tasks) else {t: cpus for t in tasks}
 
     def one(task):
         left = deadline - time.time()
@@ -261,24 +262,34 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
             return task, "no time left"
         t0 = time.time()
         progress = log / f"power-{task}-{stamp}.stderr"  # written as it goes: `tail -f` shows which run is evaluating
+        # validate starts no evaluation after --budget; those in flight get `grace` seconds to end.
+        # Past that it is sent SIGTERM: it stops at once and still prints the report of the
+        # evaluations that finished (only those in flight are lost).
+        budget = [] if left == float("inf") else ["--budget", str(max(1, int(left)))]
+        cut = ""
+        with progress.open("w") as err:
+            p = subprocess.Popen([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(n), "--jobs", str(per_task),
+                                  "--cores", ",".join(map(str, cpus)),
+                                  "--format", "json", *(["--correct-only"] if correct_only else []), *budget, *power_args],
+                                 stdout=subprocess.PIPE, stderr=err, text=True)
+            try:
+                out, _ = p.communicate(timeout=None if left == float("inf") else left + grace)
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGTERM)
+                cut = f"interrupted at the time limit after {time.time() - t0:.0f}s; "
+                try:
+                    out, _ = p.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.communicate()
+                    return task, f"cut off after {time.time() - t0:.0f}s (did not stop on SIGTERM); nothing recorded for this call"
         try:
-            # validate starts no evaluation after --budget; those in flight get `grace` seconds to end.
-            budget = [] if left == float("inf") else ["--budget", str(max(1, int(left)))]
-            with progress.open("w") as err:
-                r = subprocess.run([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(n), "--jobs", str(per_task),
-                                    "--cores", ",".join(map(str, slices[task])),
-                                    "--format", "json", *(["--correct-only"] if correct_only else []), *budget, *power_args],
-                                   stdout=subprocess.PIPE, stderr=err, text=True,
-                                   timeout=None if left == float("inf") else left + grace)
-        except subprocess.TimeoutExpired:
-            return task, f"cut off after {time.time() - t0:.0f}s (time limit); nothing recorded for this call"
-        try:
-            reports = json.loads(r.stdout)
+            reports = json.loads(out)
         except json.JSONDecodeError:
-            return task, f"no report (exit {r.returncode}): {progress.read_text().strip().splitlines()[-1:]}"
+            return task, f"{cut}no report (exit {p.returncode}): {progress.read_text().strip().splitlines()[-1:]}"
         for rep in reports:
             (log / f"power-{rep['task']}-{stamp}.json").write_text(json.dumps(rep, indent=1))
-        return task, f"exit {r.returncode} in {time.time() - t0:.0f}s"
+        return task, f"{cut}exit {p.returncode} in {time.time() - t0:.0f}s"
 
     flag = " --correct-only" if correct_only else ""
     print(f"\n### D. Probe power: `probegate validate --power --runs {n}{flag}` per task ({per_task} evaluations at a time per task, {len(tasks)} tasks at once)\n")

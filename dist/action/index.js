@@ -61335,6 +61335,10 @@ const MAX_TAKEOVER_DEPTH = 3;
  * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
  * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
  * taken over, see `removeStale`.
+ *
+ * Beside the claims, a job pool that waits for GPUs or cores announces it (`<id>.wait`), so the
+ * pools of other processes can leave it its turn instead of handing what they free straight to
+ * their own queues (job-pool.ts).
  */
 class RunnerClaims {
     where;
@@ -61395,6 +61399,45 @@ class RunnerClaims {
                 out.set(key, pid);
         }
         return out;
+    }
+    /**
+     * Says (or, with null, stops saying) that the pool `id` waits: replaced whole, never seen half
+     * written. A pool announces only while it has a job waiting.
+     */
+    announceWait(id, wait) {
+        const file = (0,external_node_path_namespaceObject.join)(this.where, `${id}.wait`);
+        if (!wait) {
+            (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
+            return;
+        }
+        const aside = `${file}.${(0,external_node_crypto_.randomBytes)(4).toString("hex")}.tmp`;
+        (0,external_node_fs_namespaceObject.writeFileSync)(aside, JSON.stringify({ id, pid: this.pid, ...wait }), { mode: 0o600 });
+        (0,external_node_fs_namespaceObject.renameSync)(aside, file);
+    }
+    /**
+     * The waits other pools announce (not `exceptId`'s), oldest first; those of processes that are
+     * gone are removed. One listing of the folder and one read per announcement.
+     */
+    waiters(exceptId) {
+        const out = [];
+        for (const name of (0,external_node_fs_namespaceObject.readdirSync)(this.where)) {
+            if (!name.endsWith(".wait") || name === `${exceptId}.wait`)
+                continue;
+            const file = (0,external_node_path_namespaceObject.join)(this.where, name);
+            let w;
+            try {
+                w = JSON.parse((0,external_node_fs_namespaceObject.readFileSync)(file, "utf8"));
+            }
+            catch {
+                continue; // given back meanwhile
+            }
+            if (!alive(w.pid)) {
+                (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
+                continue;
+            }
+            out.push(w);
+        }
+        return out.sort((a, b) => a.since - b.since || a.id.localeCompare(b.id));
     }
     take(file, depth) {
         for (let attempt = 0; attempt < 3; attempt += 1) {
@@ -61513,10 +61556,10 @@ function claimEvaluationUid(claims = new RunnerClaims()) {
 const gpuKey = (g) => `gpu-${g}`;
 const coreKey = (c) => `core-${c}`;
 const sliceKeys = (gpus, cores) => [...gpus.map(gpuKey), ...cores.map(coreKey)];
-/** "GPU 0: pid 4242" for a claim key and its holder. */
-function holdLabel(key, pid) {
+/** "GPU 0: pid 4242" for a claim key and its holder; "core 3: left to pid 4242" for one kept for another pool's turn. */
+function holdLabel(key, pid, leftTo) {
     const what = key.replace(/^gpu-/, "GPU ").replace(/^core-/, "core ");
-    return pid ? `${what}: pid ${pid}` : what;
+    return pid ? `${what}: ${leftTo ? "left to " : ""}pid ${pid}` : what;
 }
 /**
  * What other probegate processes of the runner (or other pools of this process) hold of what is
@@ -61524,6 +61567,8 @@ function holdLabel(key, pid) {
  */
 class HeldElsewhere {
     held;
+    /** Keys free but left to another pool whose job waits longer (`leaveTurns`). */
+    leftTo = new Set();
     constructor(held) {
         this.held = held;
     }
@@ -61534,6 +61579,24 @@ class HeldElsewhere {
     /** Looks at the claims of these free GPUs and cores (one listing of the claim folder). */
     static look(claims, free) {
         return new HeldElsewhere(new Map(claims.holders(sliceKeys(free.gpus, free.cores))));
+    }
+    /**
+     * Leaves other pools their turn: for each of `waits` (the pools whose oldest waiting job is older
+     * than any of this pool's, oldest first), as many of `free`'s GPUs and cores as its job needs,
+     * among those it can use, count as held by it. Without this, a pool that gives back a GPU hands
+     * it straight to its own next job while the others look again only every 300 ms: on the H200,
+     * three `validate --power` processes whose jobs each took the one GPU ran 7 evaluations of one
+     * task in a call and none of the other two.
+     */
+    leaveTurns(waits, free) {
+        for (const w of waits) {
+            const usable = new Set(w.keys);
+            const pick = (keys, n) => keys.filter((k) => usable.has(k) && !this.held.has(k)).slice(0, n);
+            for (const key of [...pick(free.gpus.map(gpuKey), w.gpus), ...pick(free.cores.map(coreKey), w.cores)]) {
+                this.held.set(key, w.pid);
+                this.leftTo.add(key);
+            }
+        }
     }
     /** A key found held when claiming it (claimed after the look). */
     add(r) {
@@ -61556,7 +61619,7 @@ class HeldElsewhere {
         for (const s of pickStarts(waiting, free, running, patience).starts) {
             const job = waiting.find((w) => w.id === s.id);
             const short = [...(job && job.gpus > left.gpus.length ? s.gpus.map(gpuKey) : []), ...(job && job.cores > left.cores.length ? s.cores.map(coreKey) : [])];
-            out.set(s.id, short.filter((k) => this.held.has(k)).map((k) => holdLabel(k, this.held.get(k) ?? null)));
+            out.set(s.id, short.filter((k) => this.held.has(k)).map((k) => holdLabel(k, this.held.get(k) ?? null, this.leftTo.has(k))));
         }
         return out;
     }
@@ -61583,6 +61646,7 @@ function claimSlices(claims, starts) {
 }
 
 ;// CONCATENATED MODULE: ./src/engine/job-pool.ts
+
 
 
 
@@ -61632,6 +61696,10 @@ class JobPool {
     withdrawn = new Set();
     /** The next look at the claims, set only while a job waits for something another process holds. */
     recheck = null;
+    /** This pool's name in wait announcements (one process may run several pools). */
+    waitId = `${process.pid}-${(0,external_node_crypto_.randomBytes)(4).toString("hex")}`;
+    /** What this pool last announced of its waiting (JSON), so an unchanged wait is not written again. */
+    announced = "";
     constructor(opts) {
         this.opts = opts;
         this.gpus = [...opts.gpus].sort((a, b) => a - b);
@@ -61655,7 +61723,7 @@ class JobPool {
         if (problem)
             return Promise.reject(new HarnessError(problem, "packing"));
         return new Promise((resolve, reject) => {
-            this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), blockedBy: new Set(), resolve, reject });
+            this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), enqueuedWall: Date.now(), blockedBy: new Set(), resolve, reject });
             this.requestSchedule();
         });
     }
@@ -61694,7 +61762,11 @@ class JobPool {
         const patience = this.opts.patience ?? 8;
         // What other processes hold of what is free here, looked at before deciding so the decision
         // never hands it out. A claim made since the look is met when claiming: decided again without it.
-        const elsewhere = HeldElsewhere.look(this.claims, { gpus: this.freeGpus, cores: this.freeCores });
+        const free = { gpus: this.freeGpus, cores: this.freeCores };
+        const elsewhere = HeldElsewhere.look(this.claims, free);
+        // Turns across processes go by age: what another pool's older waiting job needs is left to it.
+        const mine = this.oldestWaiting();
+        elsewhere.leaveTurns(this.claims.waiters(this.waitId).filter((w) => w.since < mine || (w.since === mine && w.id < this.waitId)), free);
         for (;;) {
             const { starts, passed } = pickStarts(this.waiting, elsewhere.subtract({ gpus: this.freeGpus, cores: this.freeCores, slots }), [...this.running.values()], patience);
             const refused = claimSlices(this.claims, starts);
@@ -61734,6 +61806,7 @@ class JobPool {
             for (const label of what)
                 w?.blockedBy.add(label);
         }
+        this.announce(blocking);
         if (blocking.size > 0 && !this.recheck) {
             this.recheck = setTimeout(() => {
                 this.recheck = null;
@@ -61744,6 +61817,25 @@ class JobPool {
             clearTimeout(this.recheck);
             this.recheck = null;
         }
+    }
+    /** Date.now() of the oldest job waiting here (Infinity with none). */
+    oldestWaiting() {
+        return this.waiting.reduce((t, w) => Math.min(t, w.enqueuedWall), Number.POSITIVE_INFINITY);
+    }
+    /**
+     * Tells the runner's other pools that a job here waits for what they hold or leave to others
+     * (since its oldest waiting job was queued, and what the oldest of the blocked jobs needs), or
+     * that none does. Another pool leaves that much of what it frees to this one while this one's
+     * wait is the older (`leaveTurns`).
+     */
+    announce(blocking) {
+        const blocked = this.waiting.filter((w) => blocking.has(w.id)).sort((a, b) => a.enqueuedWall - b.enqueuedWall)[0];
+        const wait = blocked ? { since: this.oldestWaiting(), gpus: blocked.gpus, cores: blocked.cores, keys: sliceKeys(this.gpus, this.cores) } : null;
+        const text = wait ? JSON.stringify(wait) : "";
+        if (text === this.announced)
+            return;
+        this.claims.announceWait(this.waitId, wait);
+        this.announced = text;
     }
     async handOut(w, gpus, cores) {
         let port;

@@ -15832,6 +15832,10 @@ const MAX_TAKEOVER_DEPTH = 3;
  * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
  * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
  * taken over, see `removeStale`.
+ *
+ * Beside the claims, a job pool that waits for GPUs or cores announces it (`<id>.wait`), so the
+ * pools of other processes can leave it its turn instead of handing what they free straight to
+ * their own queues (job-pool.ts).
  */
 class RunnerClaims {
     where;
@@ -15892,6 +15896,45 @@ class RunnerClaims {
                 out.set(key, pid);
         }
         return out;
+    }
+    /**
+     * Says (or, with null, stops saying) that the pool `id` waits: replaced whole, never seen half
+     * written. A pool announces only while it has a job waiting.
+     */
+    announceWait(id, wait) {
+        const file = (0,external_node_path_.join)(this.where, `${id}.wait`);
+        if (!wait) {
+            (0,external_node_fs_.rmSync)(file, { force: true });
+            return;
+        }
+        const aside = `${file}.${(0,external_node_crypto_.randomBytes)(4).toString("hex")}.tmp`;
+        (0,external_node_fs_.writeFileSync)(aside, JSON.stringify({ id, pid: this.pid, ...wait }), { mode: 0o600 });
+        (0,external_node_fs_.renameSync)(aside, file);
+    }
+    /**
+     * The waits other pools announce (not `exceptId`'s), oldest first; those of processes that are
+     * gone are removed. One listing of the folder and one read per announcement.
+     */
+    waiters(exceptId) {
+        const out = [];
+        for (const name of (0,external_node_fs_.readdirSync)(this.where)) {
+            if (!name.endsWith(".wait") || name === `${exceptId}.wait`)
+                continue;
+            const file = (0,external_node_path_.join)(this.where, name);
+            let w;
+            try {
+                w = JSON.parse((0,external_node_fs_.readFileSync)(file, "utf8"));
+            }
+            catch {
+                continue; // given back meanwhile
+            }
+            if (!alive(w.pid)) {
+                (0,external_node_fs_.rmSync)(file, { force: true });
+                continue;
+            }
+            out.push(w);
+        }
+        return out.sort((a, b) => a.since - b.since || a.id.localeCompare(b.id));
     }
     take(file, depth) {
         for (let attempt = 0; attempt < 3; attempt += 1) {
@@ -16010,10 +16053,10 @@ function claimEvaluationUid(claims = new RunnerClaims()) {
 const gpuKey = (g) => `gpu-${g}`;
 const coreKey = (c) => `core-${c}`;
 const sliceKeys = (gpus, cores) => [...gpus.map(gpuKey), ...cores.map(coreKey)];
-/** "GPU 0: pid 4242" for a claim key and its holder. */
-function holdLabel(key, pid) {
+/** "GPU 0: pid 4242" for a claim key and its holder; "core 3: left to pid 4242" for one kept for another pool's turn. */
+function holdLabel(key, pid, leftTo) {
     const what = key.replace(/^gpu-/, "GPU ").replace(/^core-/, "core ");
-    return pid ? `${what}: pid ${pid}` : what;
+    return pid ? `${what}: ${leftTo ? "left to " : ""}pid ${pid}` : what;
 }
 /**
  * What other probegate processes of the runner (or other pools of this process) hold of what is
@@ -16021,6 +16064,8 @@ function holdLabel(key, pid) {
  */
 class HeldElsewhere {
     held;
+    /** Keys free but left to another pool whose job waits longer (`leaveTurns`). */
+    leftTo = new Set();
     constructor(held) {
         this.held = held;
     }
@@ -16031,6 +16076,24 @@ class HeldElsewhere {
     /** Looks at the claims of these free GPUs and cores (one listing of the claim folder). */
     static look(claims, free) {
         return new HeldElsewhere(new Map(claims.holders(sliceKeys(free.gpus, free.cores))));
+    }
+    /**
+     * Leaves other pools their turn: for each of `waits` (the pools whose oldest waiting job is older
+     * than any of this pool's, oldest first), as many of `free`'s GPUs and cores as its job needs,
+     * among those it can use, count as held by it. Without this, a pool that gives back a GPU hands
+     * it straight to its own next job while the others look again only every 300 ms: on the H200,
+     * three `validate --power` processes whose jobs each took the one GPU ran 7 evaluations of one
+     * task in a call and none of the other two.
+     */
+    leaveTurns(waits, free) {
+        for (const w of waits) {
+            const usable = new Set(w.keys);
+            const pick = (keys, n) => keys.filter((k) => usable.has(k) && !this.held.has(k)).slice(0, n);
+            for (const key of [...pick(free.gpus.map(gpuKey), w.gpus), ...pick(free.cores.map(coreKey), w.cores)]) {
+                this.held.set(key, w.pid);
+                this.leftTo.add(key);
+            }
+        }
     }
     /** A key found held when claiming it (claimed after the look). */
     add(r) {
@@ -16053,7 +16116,7 @@ class HeldElsewhere {
         for (const s of (0,packing/* pickStarts */.$p)(waiting, free, running, patience).starts) {
             const job = waiting.find((w) => w.id === s.id);
             const short = [...(job && job.gpus > left.gpus.length ? s.gpus.map(gpuKey) : []), ...(job && job.cores > left.cores.length ? s.cores.map(coreKey) : [])];
-            out.set(s.id, short.filter((k) => this.held.has(k)).map((k) => holdLabel(k, this.held.get(k) ?? null)));
+            out.set(s.id, short.filter((k) => this.held.has(k)).map((k) => holdLabel(k, this.held.get(k) ?? null, this.leftTo.has(k))));
         }
         return out;
     }
@@ -16080,6 +16143,7 @@ function claimSlices(claims, starts) {
 }
 
 ;// CONCATENATED MODULE: ./src/engine/job-pool.ts
+
 
 
 
@@ -16129,6 +16193,10 @@ class JobPool {
     withdrawn = new Set();
     /** The next look at the claims, set only while a job waits for something another process holds. */
     recheck = null;
+    /** This pool's name in wait announcements (one process may run several pools). */
+    waitId = `${process.pid}-${(0,external_node_crypto_.randomBytes)(4).toString("hex")}`;
+    /** What this pool last announced of its waiting (JSON), so an unchanged wait is not written again. */
+    announced = "";
     constructor(opts) {
         this.opts = opts;
         this.gpus = [...opts.gpus].sort((a, b) => a - b);
@@ -16152,7 +16220,7 @@ class JobPool {
         if (problem)
             return Promise.reject(new errors/* HarnessError */.t(problem, "packing"));
         return new Promise((resolve, reject) => {
-            this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), blockedBy: new Set(), resolve, reject });
+            this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), enqueuedWall: Date.now(), blockedBy: new Set(), resolve, reject });
             this.requestSchedule();
         });
     }
@@ -16191,7 +16259,11 @@ class JobPool {
         const patience = this.opts.patience ?? 8;
         // What other processes hold of what is free here, looked at before deciding so the decision
         // never hands it out. A claim made since the look is met when claiming: decided again without it.
-        const elsewhere = HeldElsewhere.look(this.claims, { gpus: this.freeGpus, cores: this.freeCores });
+        const free = { gpus: this.freeGpus, cores: this.freeCores };
+        const elsewhere = HeldElsewhere.look(this.claims, free);
+        // Turns across processes go by age: what another pool's older waiting job needs is left to it.
+        const mine = this.oldestWaiting();
+        elsewhere.leaveTurns(this.claims.waiters(this.waitId).filter((w) => w.since < mine || (w.since === mine && w.id < this.waitId)), free);
         for (;;) {
             const { starts, passed } = (0,packing/* pickStarts */.$p)(this.waiting, elsewhere.subtract({ gpus: this.freeGpus, cores: this.freeCores, slots }), [...this.running.values()], patience);
             const refused = claimSlices(this.claims, starts);
@@ -16231,6 +16303,7 @@ class JobPool {
             for (const label of what)
                 w?.blockedBy.add(label);
         }
+        this.announce(blocking);
         if (blocking.size > 0 && !this.recheck) {
             this.recheck = setTimeout(() => {
                 this.recheck = null;
@@ -16241,6 +16314,25 @@ class JobPool {
             clearTimeout(this.recheck);
             this.recheck = null;
         }
+    }
+    /** Date.now() of the oldest job waiting here (Infinity with none). */
+    oldestWaiting() {
+        return this.waiting.reduce((t, w) => Math.min(t, w.enqueuedWall), Number.POSITIVE_INFINITY);
+    }
+    /**
+     * Tells the runner's other pools that a job here waits for what they hold or leave to others
+     * (since its oldest waiting job was queued, and what the oldest of the blocked jobs needs), or
+     * that none does. Another pool leaves that much of what it frees to this one while this one's
+     * wait is the older (`leaveTurns`).
+     */
+    announce(blocking) {
+        const blocked = this.waiting.filter((w) => blocking.has(w.id)).sort((a, b) => a.enqueuedWall - b.enqueuedWall)[0];
+        const wait = blocked ? { since: this.oldestWaiting(), gpus: blocked.gpus, cores: blocked.cores, keys: sliceKeys(this.gpus, this.cores) } : null;
+        const text = wait ? JSON.stringify(wait) : "";
+        if (text === this.announced)
+            return;
+        this.claims.announceWait(this.waitId, wait);
+        this.announced = text;
     }
     async handOut(w, gpus, cores) {
         let port;
@@ -25039,13 +25131,24 @@ function packExamples(root, only) {
     }
     return cases;
 }
+const exampleName = (c) => (0,external_node_path_.basename)(c.patch).replace(/\.(patch|diff)$/, "");
 /**
  * The examples a demo evaluates: those marked `quick: true`, or with `all` every one. The quick set
  * keeps the README's first command short; CI runs `--all`. A task with examples but none of them
  * quick is an input error only when it was asked for by name (`--task`): then the quick set would
- * silently hold nothing of it.
+ * silently hold nothing of it. Examples named in `examples` are those alone, quick or not.
  */
 function demoSet(examples, opts = {}) {
+    if (opts.examples?.length) {
+        // Named examples run whether quick or not: a user re-running one example, or a script evaluating a set one at a time.
+        const wanted = opts.examples.map((n) => n.replace(/\.(patch|diff)$/, ""));
+        const unknown = wanted.filter((n) => !examples.some((c) => exampleName(c) === n));
+        if (unknown.length) {
+            const known = [...new Set(examples.map(exampleName))].sort();
+            throw new errors/* InputError */.d(`--example: no example called ${unknown.map((n) => `'${n}'`).join(", ")}${opts.only?.length ? ` in ${opts.only.join(", ")}` : ""}; the examples are: ${known.join(", ")}`, { field: "example" });
+        }
+        return examples.filter((c) => wanted.includes(exampleName(c)));
+    }
     if (opts.all)
         return examples;
     const quick = examples.filter((c) => c.expectation.quick);
@@ -25071,7 +25174,12 @@ const demo_command_count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 async function demoCommand(flags, io) {
     const root = (0,external_node_path_.resolve)(flags.root ?? PACKAGE_ROOT);
     const examples = packExamples(root, flags.task);
-    const cases = demoSet(examples, { all: flags.all, only: flags.task });
+    const cases = demoSet(examples, { all: flags.all, only: flags.task, examples: flags.example });
+    if (flags.list) {
+        for (const c of cases)
+            io.stdout(`${c.task.spec.id}/${exampleName(c)}\n`);
+        return 0;
+    }
     const outDir = (0,external_node_path_.resolve)(flags.outDir);
     const ofTasks = `${demo_command_count(examples.length, "example submission")} of ${demo_command_count(new Set(examples.map((c) => c.task.spec.id)).size, "task")}`;
     const which = flags.all ? `all ${ofTasks} (--all)` : `the quick set, ${cases.length} of ${ofTasks} (--all for every one)`;
@@ -25080,7 +25188,7 @@ async function demoCommand(flags, io) {
     io.stderr(`${evaluations} at a time on ${pool.gpus.length ? `${pool.gpus.length} GPUs and ` : ""}${pool.cores.length} cores (--jobs, --gpus, --cores)\n`);
     const started = performance.now();
     const rows = await mapConcurrent(cases, evaluations, async (c, i) => {
-        const name = (0,external_node_path_.basename)(c.patch).replace(/\.(patch|diff)$/, "");
+        const name = exampleName(c);
         // Several run at once: every line says which evaluation it belongs to.
         const tag = evaluations > 1 ? `[${c.task.spec.id}/${name}] ` : "  ";
         io.stderr(`\n[${i + 1}/${cases.length}] ${c.task.spec.id} / ${name}\n`);
@@ -25379,13 +25487,13 @@ function whyNot(r) {
         return `${r.reason}: ${failed.map((p) => `${p.id} ${p.status}`).join(", ")}`;
     return r.reason;
 }
-function flawFindings(rows, inputs) {
+function flawFindings(rows, inputs, cutBy) {
     const findings = [];
     inputs.forEach((col, c) => {
         const want = col.expectation;
         if (col.results.length === 0) {
-            // Cut off by --budget: what the probes do on it is unknown, which is not the same as "not caught".
-            findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (the --budget ran out first): nothing is known of it; run again with more time` });
+            // Cut off by --budget or a signal: what the probes do on it is unknown, which is not the same as "not caught".
+            findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (${cutBy} first): nothing is known of it; run again with more time` });
             return;
         }
         const wrong = col.results.filter((r) => r.verdict !== want.verdict);
@@ -25450,36 +25558,31 @@ function falseRejections(rows, inputs) {
         return [{ submission: col.submission, runs: col.results.length, rejected: col.results.filter((r) => r.verdict !== "resolved").length, byCheck }];
     });
 }
-/**
- * The power of a task's probes, from evaluations of its examples: which check passes the correct
- * submissions and which flaw each catches, in which category. A probe file none of whose checks
- * fails a flawed example, a check that fails or errors on a correct submission, a flawed example no
- * check of its expected category catches, a verdict other than the expected one, and a declared
- * requirement no check ran on fail validation; a single check that catches nothing is a warning.
- *
- * With scope `correct-only` the flawed examples were left out by choice: their inputs (and any
- * results they carry) are dropped, and so are the findings only they can give (catches nothing,
- * flaw not caught); what the correct ones show is judged as in a full run.
- */
-function analysePower(task, allInputs, requirements, scope = "all") {
+function analysePower(task, allInputs, requirements, scope = "all", interrupted) {
     const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
     const rows = buildRows(inputs);
     const columns = inputs.map((col) => {
         const verdicts = {};
         for (const r of col.results)
             verdicts[r.verdict] = (verdicts[r.verdict] ?? 0) + 1;
+        const wrong = col.results.find((r) => r.verdict !== col.expectation.verdict);
         return {
             submission: col.submission,
             correct: isCorrect(col.expectation),
             expected: { verdict: col.expectation.verdict, failedCategories: [...col.expectation.failedCategories] },
             runs: col.results.length,
             verdicts,
+            ...(wrong ? { unexpected: whyNot(wrong) } : {}),
         };
     });
+    const finished = inputs.reduce((n, col) => n + col.results.length, 0);
     const findings = [
+        ...(interrupted
+            ? [{ level: "error", kind: "interrupted", subject: task, message: `interrupted by ${interrupted.signal}: ${interrupted.abandoned} evaluations in flight were abandoned and ${interrupted.notStarted} not started; this report covers the ${finished} that finished` }]
+            : []),
         ...(scope === "all" ? catchFindings(rows, inputs) : []),
         ...correctnessFindings(rows, inputs),
-        ...flawFindings(rows, inputs),
+        ...flawFindings(rows, inputs, interrupted ? `interrupted by ${interrupted.signal}` : "the --budget ran out"),
         ...requirementFindings(rows, inputs, requirements),
     ];
     const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
@@ -25487,6 +25590,7 @@ function analysePower(task, allInputs, requirements, scope = "all") {
         task,
         scope,
         probeSet: sets.size === 1 ? [...sets][0] : null,
+        requirements: [...requirements],
         columns,
         rows,
         falseRejections: falseRejections(rows, inputs),
@@ -25844,7 +25948,7 @@ function examplesDir(task, flag) {
     return dir;
 }
 /** Evaluates every example of one task (correct ones `runs` times; with --correct-only, only those) and analyses the results. */
-async function powerOfTask(task, flags, pool, io, record) {
+async function powerOfTask(task, flags, pool, io, record, signal) {
     const runs = wholeNumber("--runs", flags.runs, 1, 1);
     const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
     const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
@@ -25870,11 +25974,13 @@ async function powerOfTask(task, flags, pool, io, record) {
     const what = flags.correctOnly ? `${examples.length} correct examples of ${every.length} (--correct-only: the flawed ones are not evaluated)` : `${examples.length} examples`;
     io.stderr(`probegate validate --power ${task.spec.id}: ${what}, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
     let finished = 0;
-    await mapConcurrent(plan, jobs, async (p, i) => {
-        if (Date.now() > deadline) {
+    let started = 0;
+    const all = mapConcurrent(plan, jobs, async (p, i) => {
+        if (Date.now() > deadline || signal?.aborted) {
             notStarted++;
             return;
         }
+        started++;
         const name = (0,external_node_path_.basename)(p.example.patch);
         const label = `${task.spec.id} / ${name}${p.runs > 1 ? ` run ${p.run + 1}/${p.runs}` : ""}`;
         io.stderr(`  [${i + 1}/${plan.length}] ${label} …\n`);
@@ -25895,10 +26001,30 @@ async function powerOfTask(task, flags, pool, io, record) {
         if (p.example.expectation.verdict === "resolved")
             record?.({ task, example: p.example, run: p.run, runs: p.runs, result });
     });
+    // A signal ends the run now: the evaluations in flight are abandoned (they end with the process),
+    // and the report covers those that finished.
+    const stopped = await Promise.race([all.then(() => false), interruption(signal)]);
+    const requirements = task.spec.requirements.map((r) => r.id);
+    if (stopped) {
+        const inputs = examples.map((example, c) => ({ submission: (0,external_node_path_.basename)(example.patch), expectation: example.expectation, results: [...(results[c] ?? [])] }));
+        const abandoned = started - finished;
+        io.stderr(`  interrupted by ${String(signal?.reason)}: ${finished} evaluations finished, ${abandoned} in flight abandoned, ${plan.length - started} not started\n`);
+        return analysePower(task.spec.id, inputs, requirements, scope, { signal: String(signal?.reason), abandoned, notStarted: plan.length - started });
+    }
     if (notStarted)
         io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);
     const inputs = examples.map((example, c) => ({ submission: (0,external_node_path_.basename)(example.patch), expectation: example.expectation, results: results[c] ?? [] }));
-    return analysePower(task.spec.id, inputs, task.spec.requirements.map((r) => r.id), scope);
+    return analysePower(task.spec.id, inputs, requirements, scope);
+}
+/** Resolves true once `signal` is aborted; never without one. */
+function interruption(signal) {
+    return new Promise((resolve) => {
+        if (!signal)
+            return;
+        if (signal.aborted)
+            return resolve(true);
+        signal.addEventListener("abort", () => resolve(true), { once: true });
+    });
 }
 function renderText(report, quarantined) {
     const { head, body } = powerMatrix(report);
@@ -25921,8 +26047,10 @@ function renderText(report, quarantined) {
  * what validation found. With `--db`, every run of a correct example is recorded as known-good
  * outcomes for quarantine. With `--correct-only`, only the correct examples are evaluated (false
  * rejections, to add runs to a full one). Exit 0 when every task passes, 1 when validation fails.
+ * Aborting `signal` (the CLI's SIGTERM or SIGINT) ends it at once with the report of the
+ * evaluations that finished: a time limit loses only what was in flight.
  */
-async function powerCommand(dirs, flags, io) {
+async function powerCommand(dirs, flags, io, signal) {
     if (!["text", "json", "markdown"].includes(flags.format))
         throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
     const tasks = dirs.map((dir) => {
@@ -25938,10 +26066,15 @@ async function powerCommand(dirs, flags, io) {
     const reports = [];
     try {
         for (const task of tasks) {
+            if (signal?.aborted) {
+                io.stderr(`✗ ${task.spec.id}: not started (interrupted by ${String(signal.reason)})\n`);
+                failed++;
+                continue;
+            }
             const problems = validateTask(task);
             for (const p of problems)
                 io.stderr(`✗ ${task.spec.id}: ${p}\n`);
-            const report = await powerOfTask(task, flags, pool, io, db && store ? (r) => store.recordRun(db, r) : null);
+            const report = await powerOfTask(task, flags, pool, io, db && store ? (r) => store.recordRun(db, r) : null, signal);
             const quarantined = db && store && report.probeSet ? store.quarantinedNow(db, task.spec.id, report.probeSet) : null;
             if (problems.length || !report.ok)
                 failed++;
@@ -26546,6 +26679,33 @@ function verifyCommand(file, io) {
 function collect(value, previous) {
     return [...(previous ?? []), value];
 }
+/**
+ * Runs a command that can stop early with what it has (validate --power): the first SIGTERM or
+ * SIGINT aborts its signal; it returns its exit code then, and the process ends with it at once,
+ * leaving the work it abandoned (job processes in a sandbox end with it). A second signal ends the
+ * process as the signal would.
+ */
+async function interruptible(run) {
+    const stop = new AbortController();
+    const onSignal = (sig) => {
+        if (stop.signal.aborted)
+            process.exit(128 + (sig === "SIGINT" ? 2 : 15));
+        process.stderr.write(`\nprobegate: ${sig}: stopping; reporting what finished (again to stop at once)\n`);
+        stop.abort(sig);
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+    try {
+        const code = await run(stop.signal);
+        if (stop.signal.aborted)
+            process.exit(code);
+        return code;
+    }
+    finally {
+        process.off("SIGTERM", onSignal);
+        process.off("SIGINT", onSignal);
+    }
+}
 /** Builds the `probegate` command line; every action resolves to an exit code. */
 function main_program(io, done) {
     const p = new Command("probegate")
@@ -26592,7 +26752,7 @@ function main_program(io, done) {
         .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
         .action(async (dirs, flags) => {
         if (flags.power)
-            return done(await powerCommand(dirs, flags, io));
+            return done(await interruptible((signal) => powerCommand(dirs, flags, io, signal)));
         const powerOnly = ["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores", "correctOnly"].filter((k) => flags[k] !== undefined);
         if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
             const names = powerOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -26605,6 +26765,8 @@ function main_program(io, done) {
         .option("--out-dir <dir>", "where reports go", "out/demo")
         .option("--all", "evaluate every example submission, not only the quick set")
         .option("--task <ids...>", "only these tasks (their quick set, unless --all)")
+        .option("--example <names...>", "only these examples (file names, .patch optional), quick or not")
+        .option("--list", "print the examples it would evaluate, task/name a line, and evaluate none")
         .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
         .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
         .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")

@@ -18,6 +18,10 @@ export interface DemoFlags extends BudgetFlags {
   task?: string[];
   /** Every example, not only the quick set. */
   all?: boolean;
+  /** Only these examples (file names, with or without .patch), quick or not. */
+  example?: string[];
+  /** Print the examples the demo would evaluate (task/name, one a line) and evaluate none. */
+  list?: boolean;
   verbose?: boolean;
   unsandboxed?: boolean;
 }
@@ -55,13 +59,25 @@ export function packExamples(root: string, only?: string[]): DemoCase[] {
   return cases;
 }
 
+const exampleName = (c: DemoCase) => basename(c.patch).replace(/\.(patch|diff)$/, "");
+
 /**
  * The examples a demo evaluates: those marked `quick: true`, or with `all` every one. The quick set
  * keeps the README's first command short; CI runs `--all`. A task with examples but none of them
  * quick is an input error only when it was asked for by name (`--task`): then the quick set would
- * silently hold nothing of it.
+ * silently hold nothing of it. Examples named in `examples` are those alone, quick or not.
  */
-export function demoSet(examples: DemoCase[], opts: { all?: boolean; only?: string[] } = {}): DemoCase[] {
+export function demoSet(examples: DemoCase[], opts: { all?: boolean; only?: string[]; examples?: string[] } = {}): DemoCase[] {
+  if (opts.examples?.length) {
+    // Named examples run whether quick or not: a user re-running one example, or a script evaluating a set one at a time.
+    const wanted = opts.examples.map((n) => n.replace(/\.(patch|diff)$/, ""));
+    const unknown = wanted.filter((n) => !examples.some((c) => exampleName(c) === n));
+    if (unknown.length) {
+      const known = [...new Set(examples.map(exampleName))].sort();
+      throw new InputError(`--example: no example called ${unknown.map((n) => `'${n}'`).join(", ")}${opts.only?.length ? ` in ${opts.only.join(", ")}` : ""}; the examples are: ${known.join(", ")}`, { field: "example" });
+    }
+    return examples.filter((c) => wanted.includes(exampleName(c)));
+  }
   if (opts.all) return examples;
   const quick = examples.filter((c) => c.expectation.quick);
   for (const id of opts.only ?? []) {
@@ -87,7 +103,11 @@ const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) => void; stderr: (s: string) => void }): Promise<number> {
   const root = resolve(flags.root ?? PACKAGE_ROOT);
   const examples = packExamples(root, flags.task);
-  const cases = demoSet(examples, { all: flags.all, only: flags.task });
+  const cases = demoSet(examples, { all: flags.all, only: flags.task, examples: flags.example });
+  if (flags.list) {
+    for (const c of cases) io.stdout(`${c.task.spec.id}/${exampleName(c)}\n`);
+    return 0;
+  }
   const outDir = resolve(flags.outDir);
   const ofTasks = `${count(examples.length, "example submission")} of ${count(new Set(examples.map((c) => c.task.spec.id)).size, "task")}`;
   const which = flags.all ? `all ${ofTasks} (--all)` : `the quick set, ${cases.length} of ${ofTasks} (--all for every one)`;
@@ -96,7 +116,7 @@ export async function demoCommand(flags: DemoFlags, io: { stdout: (s: string) =>
   io.stderr(`${evaluations} at a time on ${pool.gpus.length ? `${pool.gpus.length} GPUs and ` : ""}${pool.cores.length} cores (--jobs, --gpus, --cores)\n`);
   const started = performance.now();
   const rows = await mapConcurrent(cases, evaluations, async (c, i) => {
-    const name = basename(c.patch).replace(/\.(patch|diff)$/, "");
+    const name = exampleName(c);
     // Several run at once: every line says which evaluation it belongs to.
     const tag = evaluations > 1 ? `[${c.task.spec.id}/${name}] ` : "  ";
     io.stderr(`\n[${i + 1}/${cases.length}] ${c.task.spec.id} / ${name}\n`);

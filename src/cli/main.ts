@@ -18,6 +18,31 @@ function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
 }
 
+/**
+ * Runs a command that can stop early with what it has (validate --power): the first SIGTERM or
+ * SIGINT aborts its signal; it returns its exit code then, and the process ends with it at once,
+ * leaving the work it abandoned (job processes in a sandbox end with it). A second signal ends the
+ * process as the signal would.
+ */
+async function interruptible(run: (signal: AbortSignal) => Promise<number>): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (stop.signal.aborted) process.exit(128 + (sig === "SIGINT" ? 2 : 15));
+    process.stderr.write(`\nprobegate: ${sig}: stopping; reporting what finished (again to stop at once)\n`);
+    stop.abort(sig);
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  try {
+    const code = await run(stop.signal);
+    if (stop.signal.aborted) process.exit(code);
+    return code;
+  } finally {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+  }
+}
+
 /** Builds the `probegate` command line; every action resolves to an exit code. */
 function program(io: Io, done: (code: number) => void): Command {
   const p = new Command("probegate")
@@ -63,7 +88,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
     .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
     .action(async (dirs: string[], flags: PowerFlags & { power?: boolean }) => {
-      if (flags.power) return done(await powerCommand(dirs, flags, io));
+      if (flags.power) return done(await interruptible((signal) => powerCommand(dirs, flags, io, signal)));
       const powerOnly = (["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores", "correctOnly"] as const).filter((k) => flags[k] !== undefined);
       if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
         const names = powerOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
@@ -76,6 +101,8 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--out-dir <dir>", "where reports go", "out/demo")
     .option("--all", "evaluate every example submission, not only the quick set")
     .option("--task <ids...>", "only these tasks (their quick set, unless --all)")
+    .option("--example <names...>", "only these examples (file names, .patch optional), quick or not")
+    .option("--list", "print the examples it would evaluate, task/name a line, and evaluate none")
     .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
     .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
     .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")

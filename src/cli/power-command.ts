@@ -54,7 +54,7 @@ function examplesDir(task: LoadedTask, flag: string | undefined): string {
 }
 
 /** Evaluates every example of one task (correct ones `runs` times; with --correct-only, only those) and analyses the results. */
-async function powerOfTask(task: LoadedTask, flags: PowerFlags, pool: JobPool, io: Io, record: ((run: { task: LoadedTask; example: DemoCase; run: number; runs: number; result: EvaluationResult }) => void) | null): Promise<PowerReport> {
+async function powerOfTask(task: LoadedTask, flags: PowerFlags, pool: JobPool, io: Io, record: ((run: { task: LoadedTask; example: DemoCase; run: number; runs: number; result: EvaluationResult }) => void) | null, signal?: AbortSignal): Promise<PowerReport> {
   const runs = wholeNumber("--runs", flags.runs, 1, 1);
   const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
   const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
@@ -80,11 +80,13 @@ async function powerOfTask(task: LoadedTask, flags: PowerFlags, pool: JobPool, i
   const what = flags.correctOnly ? `${examples.length} correct examples of ${every.length} (--correct-only: the flawed ones are not evaluated)` : `${examples.length} examples`;
   io.stderr(`probegate validate --power ${task.spec.id}: ${what}, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
   let finished = 0;
-  await mapConcurrent(plan, jobs, async (p, i) => {
-    if (Date.now() > deadline) {
+  let started = 0;
+  const all = mapConcurrent(plan, jobs, async (p, i) => {
+    if (Date.now() > deadline || signal?.aborted) {
       notStarted++;
       return;
     }
+    started++;
     const name = basename(p.example.patch);
     const label = `${task.spec.id} / ${name}${p.runs > 1 ? ` run ${p.run + 1}/${p.runs}` : ""}`;
     io.stderr(`  [${i + 1}/${plan.length}] ${label} …\n`);
@@ -104,9 +106,28 @@ async function powerOfTask(task: LoadedTask, flags: PowerFlags, pool: JobPool, i
     io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${formatSeconds(result.durations.totalS)}${unexpected}\n`);
     if (p.example.expectation.verdict === "resolved") record?.({ task, example: p.example, run: p.run, runs: p.runs, result });
   });
+  // A signal ends the run now: the evaluations in flight are abandoned (they end with the process),
+  // and the report covers those that finished.
+  const stopped = await Promise.race([all.then(() => false), interruption(signal)]);
+  const requirements = task.spec.requirements.map((r) => r.id);
+  if (stopped) {
+    const inputs = examples.map((example, c) => ({ submission: basename(example.patch), expectation: example.expectation, results: [...(results[c] ?? [])] }));
+    const abandoned = started - finished;
+    io.stderr(`  interrupted by ${String(signal?.reason)}: ${finished} evaluations finished, ${abandoned} in flight abandoned, ${plan.length - started} not started\n`);
+    return analysePower(task.spec.id, inputs, requirements, scope, { signal: String(signal?.reason), abandoned, notStarted: plan.length - started });
+  }
   if (notStarted) io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);
   const inputs: PowerColumnInput[] = examples.map((example, c) => ({ submission: basename(example.patch), expectation: example.expectation, results: results[c] ?? [] }));
-  return analysePower(task.spec.id, inputs, task.spec.requirements.map((r) => r.id), scope);
+  return analysePower(task.spec.id, inputs, requirements, scope);
+}
+
+/** Resolves true once `signal` is aborted; never without one. */
+function interruption(signal: AbortSignal | undefined): Promise<true> {
+  return new Promise((resolve) => {
+    if (!signal) return;
+    if (signal.aborted) return resolve(true);
+    signal.addEventListener("abort", () => resolve(true), { once: true });
+  });
 }
 
 function renderText(report: PowerReport, quarantined: QuarantinedCheck[] | null): string {
@@ -127,8 +148,10 @@ function renderText(report: PowerReport, quarantined: QuarantinedCheck[] | null)
  * what validation found. With `--db`, every run of a correct example is recorded as known-good
  * outcomes for quarantine. With `--correct-only`, only the correct examples are evaluated (false
  * rejections, to add runs to a full one). Exit 0 when every task passes, 1 when validation fails.
+ * Aborting `signal` (the CLI's SIGTERM or SIGINT) ends it at once with the report of the
+ * evaluations that finished: a time limit loses only what was in flight.
  */
-export async function powerCommand(dirs: string[], flags: PowerFlags, io: Io): Promise<number> {
+export async function powerCommand(dirs: string[], flags: PowerFlags, io: Io, signal?: AbortSignal): Promise<number> {
   if (!["text", "json", "markdown"].includes(flags.format)) throw new InputError(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
   const tasks = dirs.map((dir) => {
     if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError(`${dir}: no such task folder`);
@@ -142,9 +165,14 @@ export async function powerCommand(dirs: string[], flags: PowerFlags, io: Io): P
   const reports: Array<{ report: PowerReport; problems: string[]; quarantined: QuarantinedCheck[] | null }> = [];
   try {
     for (const task of tasks) {
+      if (signal?.aborted) {
+        io.stderr(`✗ ${task.spec.id}: not started (interrupted by ${String(signal.reason)})\n`);
+        failed++;
+        continue;
+      }
       const problems = validateTask(task);
       for (const p of problems) io.stderr(`✗ ${task.spec.id}: ${p}\n`);
-      const report = await powerOfTask(task, flags, pool, io, db && store ? (r) => store.recordRun(db, r) : null);
+      const report = await powerOfTask(task, flags, pool, io, db && store ? (r) => store.recordRun(db, r) : null, signal);
       const quarantined = db && store && report.probeSet ? store.quarantinedNow(db, task.spec.id, report.probeSet) : null;
       if (problems.length || !report.ok) failed++;
       reports.push({ report, problems, quarantined });

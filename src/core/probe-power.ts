@@ -18,6 +18,8 @@ export interface PowerColumn {
   expected: { verdict: Verdict; failedCategories: Category[] };
   runs: number;
   verdicts: Partial<Record<Verdict, number>>;
+  /** Why the first run with another verdict than the expected one got it (whyNot), where one did. */
+  unexpected?: string;
 }
 
 /** How one check did on one column: counts over that column's runs (absent: the check did not report). */
@@ -41,7 +43,7 @@ export interface PowerRow {
 /** Something validation found; `error` fails it, `warning` is reported only. */
 export interface PowerFinding {
   level: "error" | "warning";
-  kind: "probe-catches-nothing" | "check-catches-nothing" | "fails-correct" | "flaw-not-caught" | "unexpected-verdict" | "not-evaluated" | "requirement-unchecked" | "requirement-undeclared";
+  kind: "probe-catches-nothing" | "check-catches-nothing" | "fails-correct" | "flaw-not-caught" | "unexpected-verdict" | "not-evaluated" | "interrupted" | "requirement-unchecked" | "requirement-undeclared";
   /** The probe file, check id, submission or requirement it is about. */
   subject: string;
   message: string;
@@ -68,6 +70,8 @@ export interface PowerReport {
   task: string;
   scope: PowerScope;
   probeSet: string | null;
+  /** The requirement ids task.yml declares: what requirement coverage was judged against. */
+  requirements: string[];
   columns: PowerColumn[];
   rows: PowerRow[];
   falseRejections: FalseRejections[];
@@ -173,13 +177,13 @@ export function whyNot(r: EvaluationResult): string {
   return r.reason;
 }
 
-function flawFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>): PowerFinding[] {
+function flawFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>, cutBy: string): PowerFinding[] {
   const findings: PowerFinding[] = [];
   inputs.forEach((col, c) => {
     const want = col.expectation;
     if (col.results.length === 0) {
-      // Cut off by --budget: what the probes do on it is unknown, which is not the same as "not caught".
-      findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (the --budget ran out first): nothing is known of it; run again with more time` });
+      // Cut off by --budget or a signal: what the probes do on it is unknown, which is not the same as "not caught".
+      findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (${cutBy} first): nothing is known of it; run again with more time` });
       return;
     }
     const wrong = col.results.filter((r) => r.verdict !== want.verdict);
@@ -252,25 +256,41 @@ function falseRejections(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInpu
  * With scope `correct-only` the flawed examples were left out by choice: their inputs (and any
  * results they carry) are dropped, and so are the findings only they can give (catches nothing,
  * flaw not caught); what the correct ones show is judged as in a full run.
+ *
+ * A run `interrupted` by a signal is judged on the evaluations that finished, and fails validation
+ * saying how many it abandoned and never started.
  */
-export function analysePower(task: string, allInputs: ReadonlyArray<PowerColumnInput>, requirements: ReadonlyArray<string>, scope: PowerScope = "all"): PowerReport {
+/** A power run stopped by a signal: the evaluations it abandoned mid-way and those it never started. */
+export interface PowerInterruption {
+  signal: string;
+  abandoned: number;
+  notStarted: number;
+}
+
+export function analysePower(task: string, allInputs: ReadonlyArray<PowerColumnInput>, requirements: ReadonlyArray<string>, scope: PowerScope = "all", interrupted?: PowerInterruption): PowerReport {
   const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
   const rows = buildRows(inputs);
   const columns: PowerColumn[] = inputs.map((col) => {
     const verdicts: Partial<Record<Verdict, number>> = {};
     for (const r of col.results) verdicts[r.verdict] = (verdicts[r.verdict] ?? 0) + 1;
+    const wrong = col.results.find((r) => r.verdict !== col.expectation.verdict);
     return {
       submission: col.submission,
       correct: isCorrect(col.expectation),
       expected: { verdict: col.expectation.verdict, failedCategories: [...col.expectation.failedCategories] },
       runs: col.results.length,
       verdicts,
+      ...(wrong ? { unexpected: whyNot(wrong) } : {}),
     };
   });
-  const findings = [
+  const finished = inputs.reduce((n, col) => n + col.results.length, 0);
+  const findings: PowerFinding[] = [
+    ...(interrupted
+      ? [{ level: "error" as const, kind: "interrupted" as const, subject: task, message: `interrupted by ${interrupted.signal}: ${interrupted.abandoned} evaluations in flight were abandoned and ${interrupted.notStarted} not started; this report covers the ${finished} that finished` }]
+      : []),
     ...(scope === "all" ? catchFindings(rows, inputs) : []),
     ...correctnessFindings(rows, inputs),
-    ...flawFindings(rows, inputs),
+    ...flawFindings(rows, inputs, interrupted ? `interrupted by ${interrupted.signal}` : "the --budget ran out"),
     ...requirementFindings(rows, inputs, requirements),
   ];
   const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
@@ -278,6 +298,7 @@ export function analysePower(task: string, allInputs: ReadonlyArray<PowerColumnI
     task,
     scope,
     probeSet: sets.size === 1 ? ([...sets][0] as string) : null,
+    requirements: [...requirements],
     columns,
     rows,
     falseRejections: falseRejections(rows, inputs),

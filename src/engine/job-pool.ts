@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
 import { formatIdList, nextPort, pickStarts, type JobDemand, type RunningJob, type WaitingJob } from "../core/packing.js";
 import { formatBytes } from "../core/sizes.js";
@@ -46,6 +47,8 @@ export interface JobPoolOptions {
 
 interface Waiter extends WaitingJob {
   enqueuedAt: number;
+  /** Date.now() when queued: other processes compare it with their own jobs' (announceWait). */
+  enqueuedWall: number;
   blockedBy: Set<string>;
   resolve: (l: JobLease) => void;
   reject: (e: Error) => void;
@@ -94,6 +97,10 @@ export class JobPool {
   private withdrawn = new Set<number>();
   /** The next look at the claims, set only while a job waits for something another process holds. */
   private recheck: NodeJS.Timeout | null = null;
+  /** This pool's name in wait announcements (one process may run several pools). */
+  private readonly waitId = `${process.pid}-${randomBytes(4).toString("hex")}`;
+  /** What this pool last announced of its waiting (JSON), so an unchanged wait is not written again. */
+  private announced = "";
 
   private constructor(private readonly opts: JobPoolOptions) {
     this.gpus = [...opts.gpus].sort((a, b) => a - b);
@@ -119,7 +126,7 @@ export class JobPool {
     const problem = this.neverFits(demand);
     if (problem) return Promise.reject(new HarnessError(problem, "packing"));
     return new Promise((resolve, reject) => {
-      this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), blockedBy: new Set(), resolve, reject });
+      this.waiting.push({ ...demand, seq: this.seq++, passedOver: 0, enqueuedAt: performance.now(), enqueuedWall: Date.now(), blockedBy: new Set(), resolve, reject });
       this.requestSchedule();
     });
   }
@@ -155,7 +162,11 @@ export class JobPool {
     const patience = this.opts.patience ?? 8;
     // What other processes hold of what is free here, looked at before deciding so the decision
     // never hands it out. A claim made since the look is met when claiming: decided again without it.
-    const elsewhere = HeldElsewhere.look(this.claims, { gpus: this.freeGpus, cores: this.freeCores });
+    const free = { gpus: this.freeGpus, cores: this.freeCores };
+    const elsewhere = HeldElsewhere.look(this.claims, free);
+    // Turns across processes go by age: what another pool's older waiting job needs is left to it.
+    const mine = this.oldestWaiting();
+    elsewhere.leaveTurns(this.claims.waiters(this.waitId).filter((w) => w.since < mine || (w.since === mine && w.id < this.waitId)), free);
     for (;;) {
       const { starts, passed } = pickStarts(this.waiting, elsewhere.subtract({ gpus: this.freeGpus, cores: this.freeCores, slots }), [...this.running.values()], patience);
       const refused = claimSlices(this.claims, starts);
@@ -193,6 +204,7 @@ export class JobPool {
       const w = this.waiting.find((x) => x.id === id);
       for (const label of what) w?.blockedBy.add(label);
     }
+    this.announce(blocking);
     if (blocking.size > 0 && !this.recheck) {
       this.recheck = setTimeout(() => {
         this.recheck = null;
@@ -202,6 +214,26 @@ export class JobPool {
       clearTimeout(this.recheck);
       this.recheck = null;
     }
+  }
+
+  /** Date.now() of the oldest job waiting here (Infinity with none). */
+  private oldestWaiting(): number {
+    return this.waiting.reduce((t, w) => Math.min(t, w.enqueuedWall), Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * Tells the runner's other pools that a job here waits for what they hold or leave to others
+   * (since its oldest waiting job was queued, and what the oldest of the blocked jobs needs), or
+   * that none does. Another pool leaves that much of what it frees to this one while this one's
+   * wait is the older (`leaveTurns`).
+   */
+  private announce(blocking: ReadonlyMap<string, string[]>): void {
+    const blocked = this.waiting.filter((w) => blocking.has(w.id)).sort((a, b) => a.enqueuedWall - b.enqueuedWall)[0];
+    const wait = blocked ? { since: this.oldestWaiting(), gpus: blocked.gpus, cores: blocked.cores, keys: sliceKeys(this.gpus, this.cores) } : null;
+    const text = wait ? JSON.stringify(wait) : "";
+    if (text === this.announced) return;
+    this.claims.announceWait(this.waitId, wait);
+    this.announced = text;
   }
 
   private async handOut(w: Waiter, gpus: number[], cores: number[]): Promise<JobLease> {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { HarnessError } from "./errors.js";
@@ -8,6 +8,21 @@ import { HarnessError } from "./errors.js";
 export interface ClaimRefusal {
   key: string;
   pid: number | null;
+}
+
+/**
+ * A job pool's word that a job of it waits for GPUs or cores (see `announceWait`): the oldest job
+ * it has waiting, since when (wall-clock ms), what that job needs, and the claim keys the pool can
+ * use at all.
+ */
+export interface WaitAnnouncement {
+  /** The announcing pool's id (`<pid>-<random>`: one process may run several pools). */
+  id: string;
+  pid: number;
+  since: number;
+  gpus: number;
+  cores: number;
+  keys: string[];
 }
 
 /** How deep a takeover may chase takeover locks left by processes that died while holding one. */
@@ -26,6 +41,10 @@ const MAX_TAKEOVER_DEPTH = 3;
  * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
  * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
  * taken over, see `removeStale`.
+ *
+ * Beside the claims, a job pool that waits for GPUs or cores announces it (`<id>.wait`), so the
+ * pools of other processes can leave it its turn instead of handing what they free straight to
+ * their own queues (job-pool.ts).
  */
 export class RunnerClaims {
   /** The pid written into claims: this process's. Tests give two instances distinct live identities. */
@@ -88,6 +107,45 @@ export class RunnerClaims {
       if (pid !== null && alive(pid)) out.set(key, pid);
     }
     return out;
+  }
+
+  /**
+   * Says (or, with null, stops saying) that the pool `id` waits: replaced whole, never seen half
+   * written. A pool announces only while it has a job waiting.
+   */
+  announceWait(id: string, wait: Omit<WaitAnnouncement, "id" | "pid"> | null): void {
+    const file = join(this.where, `${id}.wait`);
+    if (!wait) {
+      rmSync(file, { force: true });
+      return;
+    }
+    const aside = `${file}.${randomBytes(4).toString("hex")}.tmp`;
+    writeFileSync(aside, JSON.stringify({ id, pid: this.pid, ...wait }), { mode: 0o600 });
+    renameSync(aside, file);
+  }
+
+  /**
+   * The waits other pools announce (not `exceptId`'s), oldest first; those of processes that are
+   * gone are removed. One listing of the folder and one read per announcement.
+   */
+  waiters(exceptId: string): WaitAnnouncement[] {
+    const out: WaitAnnouncement[] = [];
+    for (const name of readdirSync(this.where)) {
+      if (!name.endsWith(".wait") || name === `${exceptId}.wait`) continue;
+      const file = join(this.where, name);
+      let w: WaitAnnouncement;
+      try {
+        w = JSON.parse(readFileSync(file, "utf8")) as WaitAnnouncement;
+      } catch {
+        continue; // given back meanwhile
+      }
+      if (!alive(w.pid)) {
+        rmSync(file, { force: true });
+        continue;
+      }
+      out.push(w);
+    }
+    return out.sort((a, b) => a.since - b.since || a.id.localeCompare(b.id));
   }
 
   private take(file: string, depth: number): boolean {

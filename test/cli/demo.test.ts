@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync, cpSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { demoCommand, demoSet, packExamples } from "../../src/cli/demo-command.js";
@@ -67,6 +67,15 @@ describe("the quick set", () => {
     );
     expect(demoSet(examples, { all: true, only: ["tiny-sum"] })).toHaveLength(1);
   });
+
+  it("holds only the examples named (quick or not, .patch optional), and names the known ones when one is not there", () => {
+    const examples = packExamples(fixtureRoot(TWO_EXAMPLES));
+    expect(demoSet(examples, { examples: ["mutates-input"] }).map((c) => c.expectation.submission)).toEqual(["mutates-input.patch"]);
+    expect(demoSet(examples, { examples: ["mutates-input.patch", "reference"] }).map((c) => c.expectation.submission)).toEqual(["reference.patch", "mutates-input.patch"]);
+    expect(() => demoSet(examples, { examples: ["reference", "nope"], only: ["tiny-sum"] })).toThrow(
+      "--example: no example called 'nope' in tiny-sum; the examples are: mutates-input, reference",
+    );
+  });
 });
 
 describe("probegate demo", () => {
@@ -93,6 +102,29 @@ describe("probegate demo", () => {
     expect(stderr).toMatch(/\[1\/2\] tiny-sum \/ reference[\s\S]*▸ official tests[\s\S]*\[2\/2\] tiny-sum \/ mutates-input/);
     expect(stdout).toContain("2 of 2 verdicts as expected; 1 submissions passed every official test and were caught by hidden probes.");
     expect(JSON.parse(readFileSync(join(out, "tiny-sum", "mutates-input.json"), "utf8")).verdict).toBe("probe-rejected");
+  });
+
+  it("--list prints the examples it would evaluate, task/name a line, and evaluates none", async () => {
+    const root = fixtureRoot(TWO_EXAMPLES);
+    let stdout = "";
+    let stderr = "";
+    const flags = { root, outDir: join(root, "out"), list: true };
+    expect(await demoCommand(flags, { stdout: (s) => (stdout += s), stderr: (s) => (stderr += s) })).toBe(0);
+    expect(stdout).toBe("tiny-sum/reference\n");
+    stdout = "";
+    expect(await demoCommand({ ...flags, all: true }, { stdout: (s) => (stdout += s), stderr: (s) => (stderr += s) })).toBe(0);
+    expect(stdout).toBe("tiny-sum/reference\ntiny-sum/mutates-input\n");
+    expect(stderr).toBe("");
+    expect(existsSync(join(root, "out"))).toBe(false);
+  });
+
+  it("--example evaluates only the named example, even one outside the quick set", async () => {
+    const root = fixtureRoot(TWO_EXAMPLES);
+    let stdout = "";
+    const code = await demoCommand({ root, outDir: join(root, "out"), example: ["mutates-input"] }, { stdout: (s) => (stdout += s), stderr: () => {} });
+    expect(code).toBe(0);
+    expect(stdout).toContain("1 of 1 verdicts as expected; 1 submissions passed every official test and were caught by hidden probes.");
+    expect(existsSync(join(root, "out", "tiny-sum", "reference.json"))).toBe(false);
   });
 
   it("exits 1 when a verdict differs from the expectation", async () => {

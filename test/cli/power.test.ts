@@ -5,6 +5,7 @@ import { drawParams } from "../../src/core/probe-params.js";
 import { openStore } from "../../src/store/db.js";
 import { knownGoodHistories } from "../../src/store/probe-health.js";
 import { FIXTURES, tmp } from "../helpers.js";
+import { powerCommand } from "../../src/cli/power-command.js";
 import { cli } from "./run-cli.js";
 
 const POWER_TASK = join(FIXTURES, "tasks", "tiny-power");
@@ -87,6 +88,32 @@ describe("probegate validate --power", () => {
     expect(report.columns[0].runs).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
+  it("stops at once when interrupted, with the report of the evaluations that finished, not waiting for those in flight", async () => {
+    const good = goodCopy();
+    const stop = new AbortController();
+    let out = "";
+    let err = "";
+    const io = {
+      stdout: (s: string) => (out += s),
+      stderr: (s: string) => {
+        err += s;
+        // Abort as the second evaluation finishes: two more are in flight then (--jobs 2).
+        if ((err.match(/ done\] /g) ?? []).length === 2 && !stop.signal.aborted) stop.abort("SIGTERM");
+      },
+    };
+    const code = await powerCommand([good.task], { examples: good.examples, runs: "20", jobs: "2", format: "json" }, io, stop.signal);
+    expect(code).toBe(1);
+    const [report] = JSON.parse(out);
+    const ran = report.columns.reduce((n: number, c: { runs: number }) => n + c.runs, 0);
+    expect(ran).toBe(2);
+    const interrupted = report.findings.find((f: { kind: string }) => f.kind === "interrupted");
+    expect(interrupted.message).toMatch(/^interrupted by SIGTERM: [12] evaluations in flight were abandoned and \d+ not started; this report covers the 2 that finished$/);
+    expect(err).toMatch(/interrupted by SIGTERM: 2 evaluations finished, [12] in flight abandoned, \d+ not started/);
+    expect(report.ok).toBe(false);
+    // The examples it never reached say why they are unknown.
+    expect(report.findings.filter((f: { kind: string }) => f.kind === "not-evaluated").every((f: { message: string }) => f.message.includes("(interrupted by SIGTERM first)"))).toBe(true);
+  }, 60_000);
+
   it("--correct-only evaluates only the correct examples: no flawed columns, no catch findings, still the check that fails the reference", async () => {
     const r = await cli("validate", "--power", POWER_TASK, "--examples", EXAMPLES, "--correct-only", "--runs", "2");
     expect(r.code).toBe(1);
@@ -114,6 +141,9 @@ describe("probegate validate --power", () => {
     const [report] = JSON.parse(r.out);
     expect(report.scope).toBe("correct-only");
     expect(report.columns.map((c: { submission: string }) => c.submission)).toEqual(["reference.patch", "alt-loop.patch"]);
+    // What a merge of several reports needs to judge again: the declared requirements, and why a run was unexpected.
+    expect(report.requirements).toEqual(["total-value", "input-unchanged", "empty-list"]);
+    expect(report.columns[0].unexpected).toMatch(/empty-none failed/);
     expect(report.matrix.head).toEqual(["probe", "check", "category", "reference ✓", "alt-loop ✓"]);
     expect(report.findings.map((f: { kind: string; subject: string }) => [f.kind, f.subject])).toEqual([
       ["fails-correct", "probe_strict/empty-none"],

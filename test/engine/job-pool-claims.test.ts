@@ -72,7 +72,7 @@ describe("GPUs and cores claimed across the probegate processes of one runner", 
     // They did contend: some job waited for what the other process held, and says whose it was.
     const blocked = [...(p ?? []), ...(q ?? [])].flatMap((h) => h.blockedBy);
     expect(blocked.length).toBeGreaterThan(0);
-    expect(blocked.every((b) => /^(GPU|core) \d+: pid \d+$/.test(b))).toBe(true);
+    expect(blocked.every((b) => /^(GPU|core) \d+: (left to )?pid \d+$/.test(b))).toBe(true);
     // Everything was given back.
     expect(readdirSync(claimDir)).toEqual([]);
   });
@@ -108,6 +108,49 @@ describe("GPUs and cores claimed across the probegate processes of one runner", 
     expect(looks.mock.calls.length).toBe(before);
     await Promise.all([first.release(), lease.release()]);
     other.release("core-0");
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it("leaves another pool its turn: a 4-core job is not starved by a pool that keeps handing its freed cores to its own 2-core jobs", async () => {
+    const dir = tmp("pg-claims-");
+    const cores = [0, 1, 2, 3];
+    const smi = fakeNvidiaSmi(0).path;
+    const busy = await JobPool.create({ gpus: [], cores, nvidiaSmi: smi, claimDir: dir });
+    const big = await JobPool.create({ gpus: [], cores, nvidiaSmi: smi, claimDir: dir });
+    // Three workers of one pool, each queueing its next 2-core job as its last one ends: two always
+    // run and one always waits, so the pool never frees all four cores at once on its own.
+    let stop = false;
+    const starts: number[] = [];
+    const waitedFor: string[] = [];
+    const worker = async (w: number) => {
+      for (let i = 0; !stop && i < 200; i += 1) {
+        const lease = await busy.acquire(demand(`w${w}-${i}`, 0, 2));
+        starts.push(Date.now());
+        waitedFor.push(...lease.blockedBy);
+        await sleep(30);
+        await lease.release();
+      }
+    };
+    const workers = [0, 1, 2].map(worker);
+    await sleep(150);
+    const asked = Date.now();
+    const bigJob = big.acquire(demand("four-cores", 0, 4));
+    const started = await settlesWithin(bigJob, 3000);
+    stop = true;
+    expect(started).toBe(true);
+    const lease = await bigJob;
+    const at = Date.now();
+    expect(lease.cores).toEqual(cores);
+    // It waited for the busy pool's older jobs and two running ones to end, not for the workers to stop.
+    expect(at - asked).toBeLessThan(1500);
+    expect(starts.filter((t) => t > asked && t < at).length).toBeLessThanOrEqual(4);
+    expect(lease.blockedBy.length).toBeGreaterThan(0);
+    expect(lease.blockedBy.every((b) => new RegExp(`^core \\d: pid ${process.pid}$`).test(b))).toBe(true);
+    await sleep(100);
+    await lease.release();
+    await Promise.all(workers);
+    // The busy pool's jobs that waited meanwhile say whose turn they left the cores to.
+    expect(waitedFor.some((b) => b.endsWith(`: left to pid ${process.pid}`))).toBe(true);
     expect(readdirSync(dir)).toEqual([]);
   });
 
