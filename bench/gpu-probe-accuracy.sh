@@ -9,7 +9,12 @@
 #
 #   bash bench/gpu-probe-accuracy.sh [OUT]        # OUT default: $OUT, else out/gpu-probe-accuracy
 #   env: RUNS (20), JOBS (12), BUDGET (200), GRACE (130), POWER_LOG (earlier reports), POWER_ARGS,
-#        CORRECT_ONLY (1: evaluate only the correct examples, `validate --correct-only`)
+#        CORRECT_ONLY (1: evaluate only the correct examples, `validate --correct-only`),
+#        GPUS (none: gloo on the cores; all: the tasks' jobs on the machine's GPUs)
+#
+# GPUS=none by default: the three CPU tasks ask for 2 GPUs, and on a 1-GPU machine each of their
+# jobs falls back to gloo on the one GPU, pinned to that GPU's share of the cores (all of them), so
+# the machine runs one job at a time (session 7: 11 evaluations in three ~9-minute calls).
 #
 # CORRECT_ONLY=1 is for the calls after a full one: the flawed examples need one run, and re-running
 # them each call wastes most of it. Its reports add runs to the correct columns only; the flawed
@@ -29,7 +34,8 @@ CORRECT_ONLY=${CORRECT_ONLY:-0}
 case "$CORRECT_ONLY" in 0|1) ;; *) echo "CORRECT_ONLY: expected 0 or 1, got '$CORRECT_ONLY'" >&2; exit 2 ;; esac
 mkdir -p "$OUT/power"
 . bench/gpu-bootstrap.sh
-ARGS=(${POWER_ARGS:-} "${SANDBOX_ARGS[@]}")
+GPUS=${GPUS:-none}
+ARGS=(--gpus "$GPUS" ${POWER_ARGS:-} "${SANDBOX_ARGS[@]}")
 [ -n "${POWER_LOG:-}" ] && cp "$POWER_LOG"/power-*.json "$OUT/power/" 2>/dev/null
 {
   echo "date: $(date -u +%FT%TZ)"; echo "cores: $(nproc)"; free -g | sed -n 2p

@@ -183,62 +183,6 @@ def repeats(n, node, tasks, jobs, log_path, eval_args, deadline):
         print(f"| {task} | {sub} | {want} | {dict(got)} | {got[want]}/{len(mine)} | {med} |", flush=True)
 
 
-def scope_of(report):
-    """A report's scope: "all", or "correct-only" (`validate --power --correct-only`: the correct
-    examples only). Reports written before scopes existed were full runs."""
-    return report.get("scope", "all")
-
-
-def merge_reports(reports):
-    """One report from several of the same task: cells, runs, verdicts and false rejections summed.
-    A correct-only report adds runs to the correct columns only: the flawed columns (and the findings
-    about what the probes catch) come from the full reports alone, and with no full report the
-    merged one has no flawed columns and `powerKnown` false."""
-    full = [rep for rep in reports if scope_of(rep) == "all"]
-    base = full[0] if full else reports[0]
-    cols = [c["submission"] for c in base["columns"]]
-    columns = {}
-    rows, falses = {}, {}
-    every_row = {(r["probe"], r["check"]): r["category"] for rep in reports for r in rep["rows"]}
-    for rep in reports:
-        for c in rep["columns"]:
-            col = columns.setdefault(c["submission"], {**c, "runs": 0, "verdicts": Counter()})
-            if scope_of(rep) == "correct-only" and not c["correct"]:
-                raise ValueError(f'{rep["task"]}: a correct-only report has a column of the flawed example {c["submission"]}')
-            if c["submission"] not in cols:
-                cols.append(c["submission"])
-            col["runs"] += c["runs"]
-            col["verdicts"].update(c["verdicts"])
-        present = {(r["probe"], r["check"]): r for r in rep["rows"]}
-        for key in every_row:
-            r = present.get(key)
-            row = rows.setdefault(key, {"probe": key[0], "check": key[1], "category": every_row[key], "cells": {}})
-            for i, c in enumerate(rep["columns"]):
-                cell = row["cells"].setdefault(c["submission"], Counter())
-                # A check that did not report in this call is absent from every run of it.
-                cell.update(r["cells"][i] if r else {"absent": c["runs"]})
-        for f in rep["falseRejections"]:
-            acc = falses.setdefault(f["submission"], {"submission": f["submission"], "runs": 0, "rejected": 0, "byCheck": Counter()})
-            acc["runs"] += f["runs"]
-            acc["rejected"] += f["rejected"]
-            acc["byCheck"].update(f["byCheck"])
-    findings = {(f["level"], f["message"]) for rep in reports for f in rep["findings"]}
-    findings |= {("error", p) for rep in reports for p in rep.get("staticProblems", [])}
-    return {"task": base["task"], "columns": [columns[c] for c in cols], "rows": sorted(rows.values(), key=lambda r: (r["probe"], r["check"])),
-            "falseRejections": list(falses.values()), "findings": sorted(findings), "calls": len(reports),
-            "correctOnlyCalls": len(reports) - len(full), "powerKnown": bool(full),
-            "probeSets": sorted({rep.get("probeSet") or "mixed" for rep in reports})}
-
-
-def cell_text(cell, runs):
-    """The CLI's cell format (src/core/probe-power.ts cellText), over merged counts."""
-    if runs == 0 or cell.get("absent", 0) == runs:
-        return "—"
-    if runs == 1:
-        return "FAIL" if cell["failed"] else "err" if cell["error"] else "skip" if cell["skipped"] else "pass"
-    return ", ".join([f'{cell["failed"]}/{runs} failed'] + ([f'{cell["error"]} err'] if cell["error"] else []) + ([f'{cell["skipped"]} skip'] if cell["skipped"] else []))
-
-
 def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False, grace=150, correct_only=False):
     """Runs `probegate validate --power` on every task at once (the jobs shared between them), keeps
     each JSON report in log_dir, and prints every task's merged matrix and false rejections. With
@@ -301,38 +245,26 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
                 print(f"- {task}: {status}")
     covered = []
     for task in tasks:
-        reps = [json.loads(f.read_text()) for f in sorted(log.glob(f"power-{task}-*.json"))]
-        if not reps:
+        files = sorted(log.glob(f"power-{task}-*.json"))
+        if not files:
             print(f"\n#### {task}: no report yet")
             continue
-        m = merge_reports(reps)
-        runs = {c["submission"]: c["runs"] for c in m["columns"]}
-        covered += [(task, c["submission"], c["runs"]) for c in m["columns"] if c["correct"]]
-        calls = f"{m['calls']} call(s)" + (f", {m['correctOnlyCalls']} of them correct-only" if m["correctOnlyCalls"] else "")
-        print(f"\n#### {task} ({calls}; probe set {', '.join(p[:19] for p in m['probeSets'])})\n")
-        if not m["powerKnown"]:
-            print("power unknown: every report of this task is correct-only (false rejections only); what the probes catch needs a run without --power-correct-only\n")
-        head = ["probe", "check", "category"] + [f'{c["submission"].rsplit(".", 1)[0]}{" ✓" if c["correct"] else ""} ×{c["runs"]}' for c in m["columns"]]
-        print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * len(head))
-        last = None
-        for r in m["rows"]:
-            cells = [cell_text(r["cells"].get(c["submission"], Counter({"absent": runs[c["submission"]]})), runs[c["submission"]]) for c in m["columns"]]
-            print("| " + " | ".join(["" if r["probe"] == last else r["probe"], r["check"], r["category"], *cells]) + " |")
-            last = r["probe"]
-        exp = [("resolved" if c["correct"] else c["expected"]["verdict"] + (f' [{", ".join(c["expected"]["failedCategories"])}]' if c["expected"]["failedCategories"] else "")) for c in m["columns"]]
-        got = [", ".join(f"{v} {k}/{c['runs']}" for v, k in sorted(c["verdicts"].items())) for c in m["columns"]]
-        print("| | expected | | " + " | ".join(exp) + " |")
-        print("| | verdicts | | " + " | ".join(got) + " |")
-        print("\n| correct submission | runs | not resolved | false-rejection rate | checks that failed or errored |")
-        print("|---|---:|---:|---:|---|")
-        for f in m["falseRejections"]:
-            checks = ", ".join(f"{k} {v}" for k, v in sorted(f["byCheck"].items())) or "none"
-            print(f'| {f["submission"]} | {f["runs"]} | {f["rejected"]} | {f["rejected"] / f["runs"]:.1%} | {checks} |' if f["runs"] else f'| {f["submission"]} | 0 | – | – | – |')
-        errors = [msg for level, msg in m["findings"] if level == "error"]
-        warnings = [msg for level, msg in m["findings"] if level == "warning"]
-        scope = "" if m["powerKnown"] else " (false rejections and requirements only; power unknown)"
-        print(f"\nvalidation{scope}: {'passes' if not errors else f'{len(errors)} problem(s)'}" + "".join(f"\n- ✗ {e}" for e in errors) + "".join(f"\n- ! {w}" for w in warnings), flush=True)
+        # Reports of one probe set merge; the newest report's set is the one that counts now.
+        sets = {f: json.loads(f.read_text()).get("probeSet") for f in files}
+        newest = sets[max(files, key=lambda f: f.stat().st_mtime)]
+        mine = [f for f in files if sets[f] == newest]
+        older = len(files) - len(mine)
+        print(f"\n#### {task}: {len(mine)} report(s) of probe set {str(newest)[:19]} merged"
+              + (f"; {older} of older probe sets left out" if older else "") + "\n", flush=True)
+        # `probegate merge-power` judges the summed matrix as validate judges one (src/core/probe-power.ts).
+        merge = [node, cli, "merge-power", *map(str, mine)]
+        md = subprocess.run([*merge, "--format", "markdown"], capture_output=True, text=True)
+        if md.returncode not in (0, 1):
+            print(f"merge-power failed (exit {md.returncode}): {md.stderr.strip()}")
+            continue
+        print(md.stdout.replace("### ", "##### ", 1), flush=True)
+        merged = json.loads(subprocess.run([*merge, "--format", "json"], capture_output=True, text=True).stdout)
+        covered += [(task, c["submission"], c["runs"]) for m in merged for c in m["columns"] if c["correct"]]
     if covered:
         least = min(covered, key=lambda x: x[2])
         goal = f"goal {n} per call; " if n else ""

@@ -25421,11 +25421,11 @@ function buildRows(inputs) {
     return sorted;
 }
 /** Flawed examples the probes ran on (at least once): they are what a probe can catch. */
-function probedFlaws(inputs) {
-    return inputs.flatMap((col, c) => (col.expectation.verdict === "probe-rejected" && col.results.length > 0 ? [c] : []));
+function probedFlaws(columns) {
+    return columns.flatMap((col, c) => (col.expected.verdict === "probe-rejected" && col.runs > 0 ? [c] : []));
 }
-function catchFindings(rows, inputs) {
-    const flaws = probedFlaws(inputs);
+function catchFindings(rows, columns) {
+    const flaws = probedFlaws(columns);
     const catches = (row) => flaws.some((c) => (row.cells[c]?.failed ?? 0) > 0);
     const findings = [];
     const byProbe = new Map();
@@ -25437,7 +25437,7 @@ function catchFindings(rows, inputs) {
                 level: "error",
                 kind: "probe-catches-nothing",
                 subject: probe,
-                message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples${flaws.length < inputs.filter((i) => i.expectation.verdict === "probe-rejected").length ? " that were evaluated" : ""}`,
+                message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples${flaws.length < columns.filter((col) => col.expected.verdict === "probe-rejected").length ? " that were evaluated" : ""}`,
             });
             continue;
         }
@@ -25447,10 +25447,10 @@ function catchFindings(rows, inputs) {
     }
     return findings;
 }
-function correctnessFindings(rows, inputs) {
+function correctnessFindings(rows, columns) {
     const findings = [];
-    inputs.forEach((col, c) => {
-        if (!isCorrect(col.expectation))
+    columns.forEach((col, c) => {
+        if (!col.correct)
             return;
         for (const row of rows) {
             const cell = row.cells[c];
@@ -25462,7 +25462,7 @@ function correctnessFindings(rows, inputs) {
                 level: "error",
                 kind: "fails-correct",
                 subject: `${row.probe}/${row.check}`,
-                message: `check ${row.check} (${row.probe}, ${row.category}) ${what} of ${col.results.length} runs of the correct submission ${col.submission}`,
+                message: `check ${row.check} (${row.probe}, ${row.category}) ${what} of ${col.runs} runs of the correct submission ${col.submission}`,
             });
         }
     });
@@ -25487,20 +25487,23 @@ function whyNot(r) {
         return `${r.reason}: ${failed.map((p) => `${p.id} ${p.status}`).join(", ")}`;
     return r.reason;
 }
-function flawFindings(rows, inputs, cutBy) {
+function flawFindings(rows, columns, cutBy) {
     const findings = [];
-    inputs.forEach((col, c) => {
-        const want = col.expectation;
-        if (col.results.length === 0) {
+    columns.forEach((col, c) => {
+        const want = col.expected;
+        if (col.runs === 0) {
             // Cut off by --budget or a signal: what the probes do on it is unknown, which is not the same as "not caught".
             findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (${cutBy} first): nothing is known of it; run again with more time` });
             return;
         }
-        const wrong = col.results.filter((r) => r.verdict !== want.verdict);
-        if (wrong.length) {
-            const tally = [...new Set(wrong.map((r) => r.verdict))].map((v) => `${v} ${wrong.filter((r) => r.verdict === v).length}×`).join(", ");
-            const runs = col.results.length > 1 ? `${wrong.length} of ${col.results.length} runs` : "its run";
-            findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally}) — ${whyNot(wrong[0])}` });
+        const wrong = col.runs - (col.verdicts[want.verdict] ?? 0);
+        if (wrong > 0) {
+            const tally = Object.entries(col.verdicts)
+                .filter(([v]) => v !== want.verdict)
+                .map(([v, n]) => `${v} ${n}×`)
+                .join(", ");
+            const runs = col.runs > 1 ? `${wrong} of ${col.runs} runs` : "its run";
+            findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally})${col.unexpected ? ` — ${col.unexpected}` : ""}` });
         }
         if (want.verdict !== "probe-rejected")
             return;
@@ -25523,9 +25526,9 @@ function flawFindings(rows, inputs, cutBy) {
  * reference — the example called `reference.*`, else every correct example — and every id a
  * check names must be declared.
  */
-function requirementFindings(rows, inputs, declared) {
-    const correct = inputs.flatMap((col, c) => (isCorrect(col.expectation) ? [c] : []));
-    const reference = correct.filter((c) => /^reference\b/.test(inputs[c]?.submission ?? ""));
+function requirementFindings(rows, columns, declared) {
+    const correct = columns.flatMap((col, c) => (col.correct ? [c] : []));
+    const reference = correct.filter((c) => /^reference\b/.test(columns[c]?.submission ?? ""));
     const on = reference.length ? reference : correct;
     const ran = new Set();
     for (const row of rows) {
@@ -25545,9 +25548,9 @@ function requirementFindings(rows, inputs, declared) {
     }
     return findings;
 }
-function falseRejections(rows, inputs) {
-    return inputs.flatMap((col, c) => {
-        if (!isCorrect(col.expectation))
+function falseRejections(columns, rows) {
+    return columns.flatMap((col, c) => {
+        if (!col.correct)
             return [];
         const byCheck = {};
         for (const row of rows) {
@@ -25555,48 +25558,121 @@ function falseRejections(rows, inputs) {
             if (cell.failed + cell.error > 0)
                 byCheck[row.check] = (byCheck[row.check] ?? 0) + cell.failed + cell.error;
         }
-        return [{ submission: col.submission, runs: col.results.length, rejected: col.results.filter((r) => r.verdict !== "resolved").length, byCheck }];
+        return [{ submission: col.submission, runs: col.runs, rejected: col.runs - (col.verdicts.resolved ?? 0), byCheck }];
     });
 }
 function analysePower(task, allInputs, requirements, scope = "all", interrupted) {
     const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
-    const rows = buildRows(inputs);
     const columns = inputs.map((col) => {
         const verdicts = {};
         for (const r of col.results)
             verdicts[r.verdict] = (verdicts[r.verdict] ?? 0) + 1;
         const wrong = col.results.find((r) => r.verdict !== col.expectation.verdict);
+        const e = col.expectation;
         return {
             submission: col.submission,
-            correct: isCorrect(col.expectation),
-            expected: { verdict: col.expectation.verdict, failedCategories: [...col.expectation.failedCategories] },
+            correct: isCorrect(e),
+            expected: { verdict: e.verdict, failedCategories: [...e.failedCategories], ...(e.why ? { why: e.why } : {}) },
             runs: col.results.length,
             verdicts,
             ...(wrong ? { unexpected: whyNot(wrong) } : {}),
         };
     });
-    const finished = inputs.reduce((n, col) => n + col.results.length, 0);
+    const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
+    const probeSet = sets.size === 1 ? [...sets][0] : null;
+    return judgePower({ task, scope, probeSet, requirements: [...requirements], columns, rows: buildRows(inputs) }, interrupted);
+}
+/** What validation finds in a matrix: the findings and false rejections of `analysePower`, from the columns and rows alone. */
+function judgePower(m, interrupted) {
+    const { rows, columns } = m;
+    const finished = columns.reduce((n, col) => n + col.runs, 0);
     const findings = [
         ...(interrupted
-            ? [{ level: "error", kind: "interrupted", subject: task, message: `interrupted by ${interrupted.signal}: ${interrupted.abandoned} evaluations in flight were abandoned and ${interrupted.notStarted} not started; this report covers the ${finished} that finished` }]
+            ? [{ level: "error", kind: "interrupted", subject: m.task, message: `interrupted by ${interrupted.signal}: ${interrupted.abandoned} evaluations in flight were abandoned and ${interrupted.notStarted} not started; this report covers the ${finished} that finished` }]
             : []),
-        ...(scope === "all" ? catchFindings(rows, inputs) : []),
-        ...correctnessFindings(rows, inputs),
-        ...flawFindings(rows, inputs, interrupted ? `interrupted by ${interrupted.signal}` : "the --budget ran out"),
-        ...requirementFindings(rows, inputs, requirements),
+        ...(m.scope === "all" ? catchFindings(rows, columns) : []),
+        ...correctnessFindings(rows, columns),
+        ...flawFindings(rows, columns, interrupted ? `interrupted by ${interrupted.signal}` : "the --budget ran out"),
+        ...requirementFindings(rows, columns, m.requirements),
     ];
-    const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
-    return {
-        task,
-        scope,
-        probeSet: sets.size === 1 ? [...sets][0] : null,
-        requirements: [...requirements],
-        columns,
-        rows,
-        falseRejections: falseRejections(rows, inputs),
-        findings,
-        ok: !findings.some((f) => f.level === "error"),
-    };
+    return { ...m, falseRejections: falseRejections(columns, rows), findings, ok: !findings.some((f) => f.level === "error") };
+}
+/**
+ * One report from several power reports of one task and probe set (runs on several runners, or
+ * calls cut short by a time limit), judged again on the summed matrix: a probe that caught nothing
+ * in one call may catch in another. Cells, runs and verdicts are summed per column and check; a
+ * check that did not report in one report counts as absent for that report's runs. The flawed
+ * columns come from the full reports only (a `correct-only` one has none); with none, the merge is
+ * `correct-only` too. Throws where the reports are of different tasks or probe sets, lack the
+ * requirement list (written before reports carried it), or a correct-only report holds a flawed column.
+ */
+function mergePowerReports(reports) {
+    const first = reports[0];
+    if (!first)
+        throw new Error("mergePowerReports: no reports");
+    const tasks = [...new Set(reports.map((r) => r.task))];
+    if (tasks.length > 1)
+        throw new Error(`reports of different tasks (${tasks.join(", ")}): merge one task's reports at a time`);
+    const sets = [...new Set(reports.map((r) => r.probeSet ?? "none"))];
+    if (sets.length > 1)
+        throw new Error(`${first.task}: reports of different probe sets (${sets.map((x) => x.slice(0, 19)).join(", ")}): the probes changed between them, so their runs do not add up; merge the reports of one probe set`);
+    if (reports.some((r) => !Array.isArray(r.requirements)))
+        throw new Error(`${first.task}: a report has no requirements list (it predates them): run it again to merge it`);
+    // A report written before reports carried a scope was a full run.
+    const scopeOf = (r) => r.scope ?? "all";
+    for (const r of reports) {
+        const flawed = r.columns.find((c) => !c.correct);
+        if (scopeOf(r) === "correct-only" && flawed)
+            throw new Error(`${first.task}: a correct-only report has a column of the flawed example ${flawed.submission}: it is not what validate --power --correct-only writes`);
+    }
+    const scope = reports.some((r) => scopeOf(r) === "all") ? "all" : "correct-only";
+    const columns = [];
+    const at = new Map();
+    for (const r of [...reports].sort((a, b) => (scopeOf(a) === "all" ? 0 : 1) - (scopeOf(b) === "all" ? 0 : 1))) {
+        for (const c of r.columns) {
+            if (!at.has(c.submission)) {
+                at.set(c.submission, columns.length);
+                columns.push({ ...c, expected: { ...c.expected, failedCategories: [...c.expected.failedCategories] }, runs: 0, verdicts: {}, unexpected: undefined });
+            }
+            const col = columns[at.get(c.submission)];
+            col.runs += c.runs;
+            for (const [v, n] of Object.entries(c.verdicts))
+                col.verdicts[v] = (col.verdicts[v] ?? 0) + n;
+            col.unexpected ??= c.unexpected;
+        }
+    }
+    for (const col of columns)
+        if (col.unexpected === undefined)
+            delete col.unexpected;
+    const rows = new Map();
+    for (const r of reports) {
+        for (const row of r.rows) {
+            const key = rowKey(row.probe, row.check);
+            if (!rows.has(key))
+                rows.set(key, { probe: row.probe, check: row.check, category: row.category, requirements: [], cells: columns.map(emptyCell) });
+            const merged = rows.get(key);
+            for (const id of row.requirements)
+                if (!merged.requirements.includes(id))
+                    merged.requirements.push(id);
+        }
+    }
+    for (const r of reports) {
+        const present = new Map(r.rows.map((row) => [rowKey(row.probe, row.check), row]));
+        for (const [key, merged] of rows) {
+            const row = present.get(key);
+            r.columns.forEach((c, i) => {
+                const cell = merged.cells[at.get(c.submission)];
+                const from = row?.cells[i] ?? { ...emptyCell(), absent: c.runs };
+                for (const k of ["passed", "failed", "error", "skipped", "absent"])
+                    cell[k] += from[k];
+            });
+        }
+    }
+    const sorted = [...rows.values()].sort((a, b) => a.probe.localeCompare(b.probe) || a.check.localeCompare(b.check));
+    for (const row of sorted)
+        row.requirements.sort();
+    const requirements = [...new Set(reports.flatMap((r) => r.requirements))];
+    return judgePower({ task: first.task, scope, probeSet: first.probeSet, requirements, columns, rows: sorted });
 }
 /** One cell as the matrix prints it: pass / FAIL / err / skip / — for one run, `k/N failed` for repeats. */
 function cellText(cell, runs) {
@@ -26092,6 +26168,68 @@ async function powerCommand(dirs, flags, io, signal) {
         io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined, matrix: powerMatrix(r.report) })), null, 2)}\n`);
     io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation${flags.correctOnly ? " (--correct-only: false rejections and requirements only; power not measured)" : ""}\n`);
     return failed ? 1 : 0;
+}
+/** The power reports in one `validate --power --format json` output (a list), or one report alone. */
+function readPowerReports(file) {
+    let text;
+    try {
+        text = (0,external_node_fs_.readFileSync)(file, "utf8");
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`${file}: cannot read it (${e.code ?? String(e)})`, { file });
+    }
+    let data;
+    try {
+        data = JSON.parse(text);
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`${file}: not JSON (${e.message}); pass the output of validate --power --format json`, { file });
+    }
+    const list = Array.isArray(data) ? data : [data];
+    list.forEach((r, i) => {
+        const rep = r;
+        if (!rep || typeof rep.task !== "string" || !Array.isArray(rep.columns) || !Array.isArray(rep.rows)) {
+            throw new errors/* InputError */.d(`${file}: entry ${i} is not a power report (no task, columns and rows); pass the output of validate --power --format json`, { file, field: `[${i}]` });
+        }
+    });
+    return list;
+}
+/**
+ * `probegate merge-power <reports…>`: the power reports of several `validate --power --format json`
+ * runs (calls cut short by a time limit, runners side by side), one report per task, judged again
+ * on the summed matrix, printed as text, markdown or JSON like validate's own. Exit 0 when every
+ * merged task passes, 1 when one fails; reports of different probe sets of one task are refused.
+ */
+function mergePowerCommand(files, flags, io) {
+    if (!["text", "json", "markdown"].includes(flags.format))
+        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
+    const byTask = new Map();
+    for (const file of files)
+        for (const report of readPowerReports(file))
+            byTask.set(report.task, [...(byTask.get(report.task) ?? []), { file, report }]);
+    const merged = [...byTask.values()].map((group) => {
+        let report;
+        try {
+            report = mergePowerReports(group.map((g) => g.report));
+        }
+        catch (e) {
+            throw new errors/* InputError */.d(`${e.message} (${[...new Set(group.map((g) => g.file))].join(", ")})`);
+        }
+        const problems = [...new Set(group.flatMap((g) => g.report.staticProblems ?? []))];
+        return { report, problems, from: group.length };
+    });
+    for (const { report, problems, from } of merged) {
+        io.stderr(`${report.task}: ${from} reports merged, ${report.columns.reduce((n, c) => n + c.runs, 0)} evaluations\n`);
+        for (const p of problems)
+            io.stderr(`✗ ${report.task}: ${p}\n`);
+        if (flags.format === "text")
+            io.stdout(renderText(report, null));
+        else if (flags.format === "markdown")
+            io.stdout(`${renderPowerMarkdown(report)}\n`);
+    }
+    if (flags.format === "json")
+        io.stdout(`${JSON.stringify(merged.map((m) => ({ ...m.report, ok: m.report.ok && m.problems.length === 0, staticProblems: m.problems, matrix: powerMatrix(m.report) })), null, 2)}\n`);
+    return merged.every((m) => m.report.ok && m.problems.length === 0) ? 0 : 1;
 }
 
 // EXTERNAL MODULE: ./node_modules/zod/v4/core/json-schema-processors.js
@@ -26760,6 +26898,11 @@ function main_program(io, done) {
         }
         done(validateCommand(dirs, io));
     });
+    p.command("merge-power")
+        .description("merge the reports of several `validate --power --format json` runs of a task (calls cut short, runners side by side) into one, judged again on the summed matrix; exit 1 when a merged task fails")
+        .argument("<reports...>", "JSON files, each the output of validate --power --format json")
+        .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
+        .action((files, flags) => done(mergePowerCommand(files, flags, io)));
     p.command("demo")
         .description("evaluate the quick set of the task pack's example submissions (quick: true in expected.yml; --all: every one) and compare with the expected verdicts")
         .option("--out-dir <dir>", "where reports go", "out/demo")

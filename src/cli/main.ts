@@ -2,7 +2,7 @@ import { Command, CommanderError, Option } from "commander";
 import { InputError } from "../engine/errors.js";
 import { demoCommand } from "./demo-command.js";
 import { evalCommand } from "./eval-command.js";
-import { powerCommand, type PowerFlags } from "./power-command.js";
+import { mergePowerCommand, powerCommand, type PowerFlags } from "./power-command.js";
 import { schemaCommand } from "./schema-command.js";
 import { taskImportCommand } from "./task-import-command.js";
 import { validateCommand } from "./validate-command.js";
@@ -96,6 +96,11 @@ function program(io: Io, done: (code: number) => void): Command {
       }
       done(validateCommand(dirs, io));
     });
+  p.command("merge-power")
+    .description("merge the reports of several `validate --power --format json` runs of a task (calls cut short, runners side by side) into one, judged again on the summed matrix; exit 1 when a merged task fails")
+    .argument("<reports...>", "JSON files, each the output of validate --power --format json")
+    .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
+    .action((files: string[], flags: { format: string }) => done(mergePowerCommand(files, flags, io)));
   p.command("demo")
     .description("evaluate the quick set of the task pack's example submissions (quick: true in expected.yml; --all: every one) and compare with the expected verdicts")
     .option("--out-dir <dir>", "where reports go", "out/demo")

@@ -1,7 +1,7 @@
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import Table from "cli-table3";
-import { analysePower, whyNot, type PowerColumnInput, type PowerReport } from "../core/probe-power.js";
+import { analysePower, mergePowerReports, whyNot, type PowerColumnInput, type PowerReport } from "../core/probe-power.js";
 import { falseRejectionLines, powerMatrix, renderPowerMarkdown, scopeNote } from "../core/probe-power-render.js";
 import type { QuarantinedCheck } from "../core/quarantine.js";
 import type { EvaluationResult } from "../core/result.js";
@@ -185,4 +185,58 @@ export async function powerCommand(dirs: string[], flags: PowerFlags, io: Io, si
   if (flags.format === "json") io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined, matrix: powerMatrix(r.report) })), null, 2)}\n`);
   io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation${flags.correctOnly ? " (--correct-only: false rejections and requirements only; power not measured)" : ""}\n`);
   return failed ? 1 : 0;
+}
+
+/** The power reports in one `validate --power --format json` output (a list), or one report alone. */
+function readPowerReports(file: string): PowerReport[] {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (e) {
+    throw new InputError(`${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`, { file });
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (e) {
+    throw new InputError(`${file}: not JSON (${(e as Error).message}); pass the output of validate --power --format json`, { file });
+  }
+  const list = Array.isArray(data) ? data : [data];
+  list.forEach((r, i) => {
+    const rep = r as Partial<PowerReport> | null;
+    if (!rep || typeof rep.task !== "string" || !Array.isArray(rep.columns) || !Array.isArray(rep.rows)) {
+      throw new InputError(`${file}: entry ${i} is not a power report (no task, columns and rows); pass the output of validate --power --format json`, { file, field: `[${i}]` });
+    }
+  });
+  return list as PowerReport[];
+}
+
+/**
+ * `probegate merge-power <reports…>`: the power reports of several `validate --power --format json`
+ * runs (calls cut short by a time limit, runners side by side), one report per task, judged again
+ * on the summed matrix, printed as text, markdown or JSON like validate's own. Exit 0 when every
+ * merged task passes, 1 when one fails; reports of different probe sets of one task are refused.
+ */
+export function mergePowerCommand(files: string[], flags: { format: string }, io: Io): number {
+  if (!["text", "json", "markdown"].includes(flags.format)) throw new InputError(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
+  const byTask = new Map<string, Array<{ file: string; report: PowerReport & { staticProblems?: string[] } }>>();
+  for (const file of files) for (const report of readPowerReports(file)) byTask.set(report.task, [...(byTask.get(report.task) ?? []), { file, report }]);
+  const merged = [...byTask.values()].map((group) => {
+    let report: PowerReport;
+    try {
+      report = mergePowerReports(group.map((g) => g.report));
+    } catch (e) {
+      throw new InputError(`${(e as Error).message} (${[...new Set(group.map((g) => g.file))].join(", ")})`);
+    }
+    const problems = [...new Set(group.flatMap((g) => g.report.staticProblems ?? []))];
+    return { report, problems, from: group.length };
+  });
+  for (const { report, problems, from } of merged) {
+    io.stderr(`${report.task}: ${from} reports merged, ${report.columns.reduce((n, c) => n + c.runs, 0)} evaluations\n`);
+    for (const p of problems) io.stderr(`✗ ${report.task}: ${p}\n`);
+    if (flags.format === "text") io.stdout(renderText(report, null));
+    else if (flags.format === "markdown") io.stdout(`${renderPowerMarkdown(report)}\n`);
+  }
+  if (flags.format === "json") io.stdout(`${JSON.stringify(merged.map((m) => ({ ...m.report, ok: m.report.ok && m.problems.length === 0, staticProblems: m.problems, matrix: powerMatrix(m.report) })), null, 2)}\n`);
+  return merged.every((m) => m.report.ok && m.problems.length === 0) ? 0 : 1;
 }

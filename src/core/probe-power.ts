@@ -15,7 +15,7 @@ export interface PowerColumn {
   submission: string;
   /** Expected `resolved`: the reference or an alternative-correct design. */
   correct: boolean;
-  expected: { verdict: Verdict; failedCategories: Category[] };
+  expected: { verdict: Verdict; failedCategories: Category[]; why?: string };
   runs: number;
   verdicts: Partial<Record<Verdict, number>>;
   /** Why the first run with another verdict than the expected one got it (whyNot), where one did. */
@@ -112,12 +112,12 @@ function buildRows(inputs: ReadonlyArray<PowerColumnInput>): PowerRow[] {
 }
 
 /** Flawed examples the probes ran on (at least once): they are what a probe can catch. */
-function probedFlaws(inputs: ReadonlyArray<PowerColumnInput>): number[] {
-  return inputs.flatMap((col, c) => (col.expectation.verdict === "probe-rejected" && col.results.length > 0 ? [c] : []));
+function probedFlaws(columns: ReadonlyArray<PowerColumn>): number[] {
+  return columns.flatMap((col, c) => (col.expected.verdict === "probe-rejected" && col.runs > 0 ? [c] : []));
 }
 
-function catchFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>): PowerFinding[] {
-  const flaws = probedFlaws(inputs);
+function catchFindings(rows: PowerRow[], columns: ReadonlyArray<PowerColumn>): PowerFinding[] {
+  const flaws = probedFlaws(columns);
   const catches = (row: PowerRow) => flaws.some((c) => (row.cells[c]?.failed ?? 0) > 0);
   const findings: PowerFinding[] = [];
   const byProbe = new Map<string, PowerRow[]>();
@@ -128,7 +128,7 @@ function catchFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>
         level: "error",
         kind: "probe-catches-nothing",
         subject: probe,
-        message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples${flaws.length < inputs.filter((i) => i.expectation.verdict === "probe-rejected").length ? " that were evaluated" : ""}`,
+        message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples${flaws.length < columns.filter((col) => col.expected.verdict === "probe-rejected").length ? " that were evaluated" : ""}`,
       });
       continue;
     }
@@ -139,10 +139,10 @@ function catchFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>
   return findings;
 }
 
-function correctnessFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>): PowerFinding[] {
+function correctnessFindings(rows: PowerRow[], columns: ReadonlyArray<PowerColumn>): PowerFinding[] {
   const findings: PowerFinding[] = [];
-  inputs.forEach((col, c) => {
-    if (!isCorrect(col.expectation)) return;
+  columns.forEach((col, c) => {
+    if (!col.correct) return;
     for (const row of rows) {
       const cell = row.cells[c] as PowerCell;
       const bad = cell.failed + cell.error;
@@ -152,7 +152,7 @@ function correctnessFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumn
         level: "error",
         kind: "fails-correct",
         subject: `${row.probe}/${row.check}`,
-        message: `check ${row.check} (${row.probe}, ${row.category}) ${what} of ${col.results.length} runs of the correct submission ${col.submission}`,
+        message: `check ${row.check} (${row.probe}, ${row.category}) ${what} of ${col.runs} runs of the correct submission ${col.submission}`,
       });
     }
   });
@@ -177,20 +177,23 @@ export function whyNot(r: EvaluationResult): string {
   return r.reason;
 }
 
-function flawFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>, cutBy: string): PowerFinding[] {
+function flawFindings(rows: PowerRow[], columns: ReadonlyArray<PowerColumn>, cutBy: string): PowerFinding[] {
   const findings: PowerFinding[] = [];
-  inputs.forEach((col, c) => {
-    const want = col.expectation;
-    if (col.results.length === 0) {
+  columns.forEach((col, c) => {
+    const want = col.expected;
+    if (col.runs === 0) {
       // Cut off by --budget or a signal: what the probes do on it is unknown, which is not the same as "not caught".
       findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (${cutBy} first): nothing is known of it; run again with more time` });
       return;
     }
-    const wrong = col.results.filter((r) => r.verdict !== want.verdict);
-    if (wrong.length) {
-      const tally = [...new Set(wrong.map((r) => r.verdict))].map((v) => `${v} ${wrong.filter((r) => r.verdict === v).length}×`).join(", ");
-      const runs = col.results.length > 1 ? `${wrong.length} of ${col.results.length} runs` : "its run";
-      findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally}) — ${whyNot(wrong[0] as EvaluationResult)}` });
+    const wrong = col.runs - (col.verdicts[want.verdict] ?? 0);
+    if (wrong > 0) {
+      const tally = Object.entries(col.verdicts)
+        .filter(([v]) => v !== want.verdict)
+        .map(([v, n]) => `${v} ${n}×`)
+        .join(", ");
+      const runs = col.runs > 1 ? `${wrong} of ${col.runs} runs` : "its run";
+      findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally})${col.unexpected ? ` — ${col.unexpected}` : ""}` });
     }
     if (want.verdict !== "probe-rejected") return;
     for (const category of new Set(want.failedCategories)) {
@@ -213,9 +216,9 @@ function flawFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>,
  * reference — the example called `reference.*`, else every correct example — and every id a
  * check names must be declared.
  */
-function requirementFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>, declared: ReadonlyArray<string>): PowerFinding[] {
-  const correct = inputs.flatMap((col, c) => (isCorrect(col.expectation) ? [c] : []));
-  const reference = correct.filter((c) => /^reference\b/.test(inputs[c]?.submission ?? ""));
+function requirementFindings(rows: PowerRow[], columns: ReadonlyArray<PowerColumn>, declared: ReadonlyArray<string>): PowerFinding[] {
+  const correct = columns.flatMap((col, c) => (col.correct ? [c] : []));
+  const reference = correct.filter((c) => /^reference\b/.test(columns[c]?.submission ?? ""));
   const on = reference.length ? reference : correct;
   const ran = new Set<string>();
   for (const row of rows) {
@@ -234,15 +237,15 @@ function requirementFindings(rows: PowerRow[], inputs: ReadonlyArray<PowerColumn
   return findings;
 }
 
-function falseRejections(rows: PowerRow[], inputs: ReadonlyArray<PowerColumnInput>): FalseRejections[] {
-  return inputs.flatMap((col, c) => {
-    if (!isCorrect(col.expectation)) return [];
+function falseRejections(columns: ReadonlyArray<PowerColumn>, rows: PowerRow[]): FalseRejections[] {
+  return columns.flatMap((col, c) => {
+    if (!col.correct) return [];
     const byCheck: Record<string, number> = {};
     for (const row of rows) {
       const cell = row.cells[c] as PowerCell;
       if (cell.failed + cell.error > 0) byCheck[row.check] = (byCheck[row.check] ?? 0) + cell.failed + cell.error;
     }
-    return [{ submission: col.submission, runs: col.results.length, rejected: col.results.filter((r) => r.verdict !== "resolved").length, byCheck }];
+    return [{ submission: col.submission, runs: col.runs, rejected: col.runs - (col.verdicts.resolved ?? 0), byCheck }];
   });
 }
 
@@ -269,42 +272,104 @@ export interface PowerInterruption {
 
 export function analysePower(task: string, allInputs: ReadonlyArray<PowerColumnInput>, requirements: ReadonlyArray<string>, scope: PowerScope = "all", interrupted?: PowerInterruption): PowerReport {
   const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
-  const rows = buildRows(inputs);
   const columns: PowerColumn[] = inputs.map((col) => {
     const verdicts: Partial<Record<Verdict, number>> = {};
     for (const r of col.results) verdicts[r.verdict] = (verdicts[r.verdict] ?? 0) + 1;
     const wrong = col.results.find((r) => r.verdict !== col.expectation.verdict);
+    const e = col.expectation;
     return {
       submission: col.submission,
-      correct: isCorrect(col.expectation),
-      expected: { verdict: col.expectation.verdict, failedCategories: [...col.expectation.failedCategories] },
+      correct: isCorrect(e),
+      expected: { verdict: e.verdict, failedCategories: [...e.failedCategories], ...(e.why ? { why: e.why } : {}) },
       runs: col.results.length,
       verdicts,
       ...(wrong ? { unexpected: whyNot(wrong) } : {}),
     };
   });
-  const finished = inputs.reduce((n, col) => n + col.results.length, 0);
+  const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
+  const probeSet = sets.size === 1 ? ([...sets][0] as string) : null;
+  return judgePower({ task, scope, probeSet, requirements: [...requirements], columns, rows: buildRows(inputs) }, interrupted);
+}
+
+/** What validation finds in a matrix: the findings and false rejections of `analysePower`, from the columns and rows alone. */
+function judgePower(m: Omit<PowerReport, "falseRejections" | "findings" | "ok">, interrupted?: PowerInterruption): PowerReport {
+  const { rows, columns } = m;
+  const finished = columns.reduce((n, col) => n + col.runs, 0);
   const findings: PowerFinding[] = [
     ...(interrupted
-      ? [{ level: "error" as const, kind: "interrupted" as const, subject: task, message: `interrupted by ${interrupted.signal}: ${interrupted.abandoned} evaluations in flight were abandoned and ${interrupted.notStarted} not started; this report covers the ${finished} that finished` }]
+      ? [{ level: "error" as const, kind: "interrupted" as const, subject: m.task, message: `interrupted by ${interrupted.signal}: ${interrupted.abandoned} evaluations in flight were abandoned and ${interrupted.notStarted} not started; this report covers the ${finished} that finished` }]
       : []),
-    ...(scope === "all" ? catchFindings(rows, inputs) : []),
-    ...correctnessFindings(rows, inputs),
-    ...flawFindings(rows, inputs, interrupted ? `interrupted by ${interrupted.signal}` : "the --budget ran out"),
-    ...requirementFindings(rows, inputs, requirements),
+    ...(m.scope === "all" ? catchFindings(rows, columns) : []),
+    ...correctnessFindings(rows, columns),
+    ...flawFindings(rows, columns, interrupted ? `interrupted by ${interrupted.signal}` : "the --budget ran out"),
+    ...requirementFindings(rows, columns, m.requirements),
   ];
-  const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
-  return {
-    task,
-    scope,
-    probeSet: sets.size === 1 ? ([...sets][0] as string) : null,
-    requirements: [...requirements],
-    columns,
-    rows,
-    falseRejections: falseRejections(rows, inputs),
-    findings,
-    ok: !findings.some((f) => f.level === "error"),
-  };
+  return { ...m, falseRejections: falseRejections(columns, rows), findings, ok: !findings.some((f) => f.level === "error") };
+}
+
+/**
+ * One report from several power reports of one task and probe set (runs on several runners, or
+ * calls cut short by a time limit), judged again on the summed matrix: a probe that caught nothing
+ * in one call may catch in another. Cells, runs and verdicts are summed per column and check; a
+ * check that did not report in one report counts as absent for that report's runs. The flawed
+ * columns come from the full reports only (a `correct-only` one has none); with none, the merge is
+ * `correct-only` too. Throws where the reports are of different tasks or probe sets, lack the
+ * requirement list (written before reports carried it), or a correct-only report holds a flawed column.
+ */
+export function mergePowerReports(reports: ReadonlyArray<PowerReport>): PowerReport {
+  const first = reports[0];
+  if (!first) throw new Error("mergePowerReports: no reports");
+  const tasks = [...new Set(reports.map((r) => r.task))];
+  if (tasks.length > 1) throw new Error(`reports of different tasks (${tasks.join(", ")}): merge one task's reports at a time`);
+  const sets = [...new Set(reports.map((r) => r.probeSet ?? "none"))];
+  if (sets.length > 1) throw new Error(`${first.task}: reports of different probe sets (${sets.map((x) => x.slice(0, 19)).join(", ")}): the probes changed between them, so their runs do not add up; merge the reports of one probe set`);
+  if (reports.some((r) => !Array.isArray(r.requirements))) throw new Error(`${first.task}: a report has no requirements list (it predates them): run it again to merge it`);
+  // A report written before reports carried a scope was a full run.
+  const scopeOf = (r: PowerReport): PowerScope => r.scope ?? "all";
+  for (const r of reports) {
+    const flawed = r.columns.find((c) => !c.correct);
+    if (scopeOf(r) === "correct-only" && flawed) throw new Error(`${first.task}: a correct-only report has a column of the flawed example ${flawed.submission}: it is not what validate --power --correct-only writes`);
+  }
+  const scope: PowerScope = reports.some((r) => scopeOf(r) === "all") ? "all" : "correct-only";
+  const columns: PowerColumn[] = [];
+  const at = new Map<string, number>();
+  for (const r of [...reports].sort((a, b) => (scopeOf(a) === "all" ? 0 : 1) - (scopeOf(b) === "all" ? 0 : 1))) {
+    for (const c of r.columns) {
+      if (!at.has(c.submission)) {
+        at.set(c.submission, columns.length);
+        columns.push({ ...c, expected: { ...c.expected, failedCategories: [...c.expected.failedCategories] }, runs: 0, verdicts: {}, unexpected: undefined });
+      }
+      const col = columns[at.get(c.submission) as number] as PowerColumn;
+      col.runs += c.runs;
+      for (const [v, n] of Object.entries(c.verdicts) as Array<[Verdict, number]>) col.verdicts[v] = (col.verdicts[v] ?? 0) + n;
+      col.unexpected ??= c.unexpected;
+    }
+  }
+  for (const col of columns) if (col.unexpected === undefined) delete col.unexpected;
+  const rows = new Map<string, PowerRow>();
+  for (const r of reports) {
+    for (const row of r.rows) {
+      const key = rowKey(row.probe, row.check);
+      if (!rows.has(key)) rows.set(key, { probe: row.probe, check: row.check, category: row.category, requirements: [], cells: columns.map(emptyCell) });
+      const merged = rows.get(key) as PowerRow;
+      for (const id of row.requirements) if (!merged.requirements.includes(id)) merged.requirements.push(id);
+    }
+  }
+  for (const r of reports) {
+    const present = new Map(r.rows.map((row) => [rowKey(row.probe, row.check), row]));
+    for (const [key, merged] of rows) {
+      const row = present.get(key);
+      r.columns.forEach((c, i) => {
+        const cell = merged.cells[at.get(c.submission) as number] as PowerCell;
+        const from = row?.cells[i] ?? { ...emptyCell(), absent: c.runs };
+        for (const k of ["passed", "failed", "error", "skipped", "absent"] as const) cell[k] += from[k];
+      });
+    }
+  }
+  const sorted = [...rows.values()].sort((a, b) => a.probe.localeCompare(b.probe) || a.check.localeCompare(b.check));
+  for (const row of sorted) row.requirements.sort();
+  const requirements = [...new Set(reports.flatMap((r) => r.requirements))];
+  return judgePower({ task: first.task, scope, probeSet: first.probeSet, requirements, columns, rows: sorted });
 }
 
 /** One cell as the matrix prints it: pass / FAIL / err / skip / — for one run, `k/N failed` for repeats. */

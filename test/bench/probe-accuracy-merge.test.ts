@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Expectation } from "../../src/core/demo-expectation.js";
@@ -46,47 +46,48 @@ function merged(dir: string): { code: number | null; out: string; err: string } 
 
 const analyse = (runs: EvaluationResult[], scope: PowerScope) => analysePower("tiny", inputs(runs), ["total-value", "input-unchanged"], scope);
 
-describe("bench/probe_accuracy.py: merging correct-only reports with full ones", () => {
-  it("adds a correct-only call's runs to the correct columns; the flawed columns come from the full report", () => {
+describe("bench/probe_accuracy.py: merging the reports of several calls", () => {
+  // The merge itself is `probegate merge-power` (test/cli/power.test.ts, test/core/probe-power.test.ts);
+  // here: which reports the bench hands it, and what it prints of the result.
+  it("merges the reports of the newest report's probe set, leaves older probe sets out and says so, and counts the correct runs covered", () => {
     const dir = tmp();
     // The correct-only call sorts first: the columns still keep the full report's order (mutates before alt).
     reportFile(dir, "20261201T000000", analyse([run("passed", "passed"), run("passed", "passed"), run("passed", "passed")], "correct-only"));
     // A report written before scopes existed has none: it was a full run.
     reportFile(dir, "20261202T000000", analyse([run("passed", "passed"), run("passed", "failed")], "all"), ["scope"]);
+    // A report of probes that have changed since: its runs do not count for the probes of now.
+    reportFile(dir, "20261130T000000", { ...analyse([run("passed", "passed")], "all"), probeSet: "sha256:bbbbbbbbbbbb" });
+    utimesSync(join(dir, "power-tiny-20261130T000000.json"), new Date(2026, 0, 1), new Date(2026, 0, 1));
     const r = merged(dir);
     expect(r.err).toBe("");
     expect(r.code).toBe(0);
-    expect(r.out).toContain("#### tiny (2 call(s), 1 of them correct-only; probe set sha256:aaaaaaaaaaaa)");
-    expect(r.out).not.toContain("power unknown");
-    expect(r.out).toContain("| probe | check | category | reference ✓ ×5 | mutates ×1 | alt ✓ ×2 | wrong ×1 |");
+    expect(r.out).toContain("#### tiny: 2 report(s) of probe set sha256:aaaaaaaaaaaa merged; 1 of older probe sets left out\n");
+    expect(r.out).toContain("##### ❌ Probe power — `tiny`\n");
+    expect(r.out).toContain("| probe | check | category | reference ✓ ×5 | mutates | alt ✓ ×2 | wrong |");
     expect(r.out).toContain("| probe_value | input-unchanged | state | 1/5 failed | FAIL | 0/2 failed | pass |");
-    expect(r.out).toContain("|  | total-value | functional | 0/5 failed | pass | 0/2 failed | FAIL |");
-    expect(r.out).toContain("| | verdicts | | probe-rejected 1/5, resolved 4/5 | probe-rejected 1/1 | resolved 2/2 | probe-rejected 1/1 |");
-    expect(r.out).toContain("| reference.patch | 5 | 1 | 20.0% | input-unchanged 1 |");
-    expect(r.out).toContain("| alt.patch | 2 | 0 | 0.0% | none |");
-    expect(r.out).toContain("covered: 2 correct submissions of 1 tasks, 2–5 runs each");
+    expect(r.out).toContain("- reference.patch: 1 of 5 runs not resolved (input-unchanged 1)");
+    expect(r.out).toContain("covered: 2 correct submissions of 1 tasks, 2–5 runs each (fewest: tiny/alt.patch); 7 correct-submission runs in all");
   }, 60_000);
 
-  it("with correct-only reports alone, says the power is unknown and prints no flawed column", () => {
+  it("with correct-only reports alone, prints the false rejections and no flawed column", () => {
     const dir = tmp();
     reportFile(dir, "20261201T000000", analyse([run("passed", "passed")], "correct-only"));
     reportFile(dir, "20261202T000000", analyse([run("passed", "passed"), run("passed", "passed")], "correct-only"));
     const r = merged(dir);
     expect(r.err).toBe("");
-    expect(r.out).toContain("#### tiny (2 call(s), 2 of them correct-only; probe set sha256:aaaaaaaaaaaa)");
-    expect(r.out).toContain("power unknown: every report of this task is correct-only (false rejections only); what the probes catch needs a run without --power-correct-only");
+    expect(r.out).toContain("#### tiny: 2 report(s) of probe set sha256:aaaaaaaaaaaa merged\n");
+    expect(r.out).toContain("##### ✅ Probe power — `tiny` (false rejections only)");
     expect(r.out).toContain("| probe | check | category | reference ✓ ×3 | alt ✓ ×2 |\n");
     expect(r.out).not.toMatch(/mutates|wrong/);
-    expect(r.out).toContain("validation (false rejections and requirements only; power unknown): passes");
   }, 60_000);
 
-  it("refuses a correct-only report that holds a flawed column, naming it", () => {
+  it("prints merge-power's refusal of a report that is not what validate writes, naming the file", () => {
     const dir = tmp();
     const full = analyse([run("passed", "passed")], "all");
     reportFile(dir, "20261201T000000", { ...full, scope: "correct-only" });
     const r = merged(dir);
-    expect(r.code).not.toBe(0);
-    expect(r.err).toContain("ValueError: tiny: a correct-only report has a column of the flawed example mutates.patch");
+    expect(r.out).toMatch(/merge-power failed \(exit 2\): .*tiny: a correct-only report has a column of the flawed example mutates\.patch.*power-tiny-20261201T000000\.json/);
+    expect(r.out).not.toContain("covered:");
   }, 60_000);
 });
 

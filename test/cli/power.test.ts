@@ -178,6 +178,62 @@ describe("probegate validate --power", () => {
   });
 });
 
+describe("probegate merge-power", () => {
+  it("merges a correct-only report into a full one: runs add up, judged again, printed as validate prints; exit 0", async () => {
+    const good = goodCopy();
+    const dir = tmp();
+    const full = await cli("validate", "--power", good.task, "--examples", good.examples, "--format", "json", "--jobs", "2");
+    const more = await cli("validate", "--power", good.task, "--examples", good.examples, "--correct-only", "--runs", "2", "--format", "json", "--jobs", "2");
+    expect([full.code, more.code]).toEqual([0, 0]);
+    writeFileSync(join(dir, "full.json"), full.out);
+    writeFileSync(join(dir, "more.json"), more.out);
+    const r = await cli("merge-power", join(dir, "more.json"), join(dir, "full.json"), "--format", "json");
+    expect(r.code).toBe(0);
+    expect(r.err).toBe("tiny-power: 2 reports merged, 8 evaluations\n");
+    const [report] = JSON.parse(r.out);
+    expect(report).toMatchObject({ task: "tiny-power", scope: "all", ok: true, findings: [], staticProblems: [] });
+    expect(report.columns.map((c: { submission: string; runs: number }) => [c.submission, c.runs])).toEqual([
+      ["reference.patch", 3],
+      ["alt-loop.patch", 3],
+      ["mutates-input.patch", 1],
+      ["first-three.patch", 1],
+    ]);
+    expect(report.falseRejections).toEqual([
+      { submission: "reference.patch", runs: 3, rejected: 0, byCheck: {} },
+      { submission: "alt-loop.patch", runs: 3, rejected: 0, byCheck: {} },
+    ]);
+    const text = await cli("merge-power", join(dir, "more.json"), join(dir, "full.json"));
+    expect(text.code).toBe(0);
+    const head = text.out.split("\n").find((l) => l.includes(" check "))?.split("│").map((c) => c.trim()).filter(Boolean);
+    expect(head).toEqual(["probe", "check", "category", "reference ✓ ×3", "alt-loop ✓ ×3", "mutates-input", "first-three"]);
+    // Alone, the correct-only report still measures no power: merged with itself it stays correct-only.
+    const alone = await cli("merge-power", join(dir, "more.json"), join(dir, "more.json"), "--format", "json");
+    expect(JSON.parse(alone.out)[0].scope).toBe("correct-only");
+  }, 120_000);
+
+  it("names the file that is missing, not JSON, or not a power report, and refuses reports of two probe sets; exit 2", async () => {
+    const dir = tmp();
+    const missing = await cli("merge-power", join(dir, "nope.json"));
+    expect([missing.code, missing.err]).toEqual([2, `probegate: ${join(dir, "nope.json")}: cannot read it (ENOENT)\n`]);
+    writeFileSync(join(dir, "log.txt"), "tiny-power: 5 examples\n");
+    const notJson = await cli("merge-power", join(dir, "log.txt"));
+    expect(notJson.code).toBe(2);
+    expect(notJson.err).toContain(`${join(dir, "log.txt")}: not JSON (`);
+    expect(notJson.err).toContain("pass the output of validate --power --format json");
+    writeFileSync(join(dir, "other.json"), JSON.stringify([{ task: "tiny-power", columns: [], rows: [] }, { summary: "x" }]));
+    const notReport = await cli("merge-power", join(dir, "other.json"));
+    expect([notReport.code, notReport.err]).toEqual([2, `probegate: ${join(dir, "other.json")}: entry 1 is not a power report (no task, columns and rows); pass the output of validate --power --format json\n`]);
+    const good = goodCopy();
+    const run = await cli("validate", "--power", good.task, "--examples", good.examples, "--correct-only", "--format", "json");
+    writeFileSync(join(dir, "a.json"), run.out);
+    const [report] = JSON.parse(run.out);
+    writeFileSync(join(dir, "b.json"), JSON.stringify([{ ...report, probeSet: "sha256:0123" }]));
+    const sets = await cli("merge-power", join(dir, "a.json"), join(dir, "b.json"));
+    expect(sets.code).toBe(2);
+    expect(sets.err).toMatch(/tiny-power: reports of different probe sets .*the probes changed between them.*\(.*a\.json, .*b\.json\)/);
+  }, 120_000);
+});
+
 describe("probegate validate: requirement coverage", () => {
   it("accepts a task whose every requirement a probe names", async () => {
     const r = await cli("validate", POWER_TASK);

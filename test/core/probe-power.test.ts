@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Expectation } from "../../src/core/demo-expectation.js";
-import { analysePower, cellText, type PowerColumnInput } from "../../src/core/probe-power.js";
+import { analysePower, cellText, mergePowerReports, type PowerColumnInput } from "../../src/core/probe-power.js";
 import { renderPowerMarkdown } from "../../src/core/probe-power-render.js";
 import type { CheckStatus } from "../../src/core/probe-check.js";
 import type { EvaluationResult, ProbeResult } from "../../src/core/result.js";
@@ -175,5 +175,72 @@ describe("unexpected verdicts say why", () => {
   it("names the failed checks of a correct submission that was rejected", () => {
     const report = analysePower("tiny", [{ submission: "reference.patch", expectation: want("reference.patch", "resolved"), results: [run(good("passed", "failed"))] }], ["total-value", "input-unchanged"]);
     expect(report.findings.find((f) => f.kind === "unexpected-verdict")?.message).toMatch(/— .*: input-unchanged failed$/);
+  });
+});
+
+describe("mergePowerReports", () => {
+  const REQS = ["total-value", "input-unchanged"];
+
+  it("judges the summed matrix again: a flaw one call did not reach is caught in another, and the runs of every call add up", () => {
+    // Call 1 was cut short before mutates.patch; call 2 reached it but not wrong.patch.
+    const one = columns();
+    one[1] = { ...(one[1] as PowerColumnInput), results: [] };
+    const two = columns();
+    two[2] = { ...(two[2] as PowerColumnInput), results: [] };
+    const a = analysePower("tiny", one, REQS);
+    const b = analysePower("tiny", two, REQS);
+    expect(a.findings.map((f) => f.kind)).toEqual(["check-catches-nothing", "not-evaluated"]);
+    expect(b.findings.map((f) => f.kind)).toEqual(["check-catches-nothing", "not-evaluated"]);
+    const merged = mergePowerReports([a, b]);
+    expect(merged.findings).toEqual([]);
+    expect(merged.ok).toBe(true);
+    expect(merged.columns.map((c) => [c.submission, c.runs])).toEqual([["reference.patch", 4], ["mutates.patch", 1], ["wrong.patch", 1], ["fails-official.patch", 2]]);
+    expect(merged.rows.map((r) => [r.check, r.cells.map((c, i) => cellText(c, merged.columns[i]?.runs ?? 0))])).toEqual([
+      ["input-unchanged", ["0/4 failed", "FAIL", "pass", "—"]],
+      ["total-value", ["0/4 failed", "pass", "FAIL", "—"]],
+    ]);
+    expect(merged.falseRejections).toEqual([{ submission: "reference.patch", runs: 4, rejected: 0, byCheck: {} }]);
+  });
+
+  it("adds correct-only runs to the correct columns, keeps the flawed ones of the full report, and counts a check one report lacks as absent", () => {
+    const full = analysePower("tiny", columns(), REQS);
+    const extra: Check[] = [["probe_new", "speed", "time", "failed", ["total-value"]]];
+    const more = columns();
+    (more[0] as PowerColumnInput).results = [run(good("passed", "passed", extra)), run(good("passed", "passed"))];
+    const correctOnly = analysePower("tiny", more, REQS, "correct-only");
+    const merged = mergePowerReports([correctOnly, full]);
+    expect(merged.scope).toBe("all");
+    expect(merged.columns.map((c) => [c.submission, c.runs])).toEqual([["reference.patch", 4], ["mutates.patch", 1], ["wrong.patch", 1], ["fails-official.patch", 1]]);
+    const speed = merged.rows.find((r) => r.check === "speed");
+    expect(speed?.cells[0]).toEqual({ passed: 0, failed: 1, error: 0, skipped: 0, absent: 3 });
+    expect(merged.findings.map((f) => [f.kind, f.subject])).toEqual([
+      ["probe-catches-nothing", "probe_new"],
+      ["fails-correct", "probe_new/speed"],
+      ["unexpected-verdict", "reference.patch"],
+    ]);
+    expect(merged.findings[2]?.message).toBe("reference.patch: 1 of 4 runs not resolved (probe-rejected 1×) — passes the official tests, fails 1 of 2 hidden probes: speed failed");
+    expect(merged.falseRejections).toEqual([{ submission: "reference.patch", runs: 4, rejected: 1, byCheck: { speed: 1 } }]);
+    // Correct-only reports alone merge to a correct-only report: power unknown.
+    expect(mergePowerReports([correctOnly, correctOnly]).scope).toBe("correct-only");
+  });
+
+  it("refuses reports of different probe sets or tasks, and reports without their requirement list", () => {
+    const a = analysePower("tiny", columns(), REQS);
+    expect(() => mergePowerReports([a, { ...a, probeSet: "sha256:other" }])).toThrow(/tiny: reports of different probe sets .*the probes changed between them/);
+    expect(() => mergePowerReports([a, { ...a, task: "other" }])).toThrow("reports of different tasks (tiny, other): merge one task's reports at a time");
+    const old = { ...a } as Partial<typeof a>;
+    delete old.requirements;
+    expect(() => mergePowerReports([a, old as typeof a])).toThrow("tiny: a report has no requirements list (it predates them): run it again to merge it");
+    expect(() => mergePowerReports([{ ...a, scope: "correct-only" }])).toThrow("tiny: a correct-only report has a column of the flawed example mutates.patch: it is not what validate --power --correct-only writes");
+  });
+
+  it("takes a report without a scope (written before reports had one) for a full run", () => {
+    const full = analysePower("tiny", columns(), REQS);
+    const old = { ...full } as Partial<typeof full>;
+    delete old.scope;
+    const correctOnly = analysePower("tiny", columns(), REQS, "correct-only");
+    const merged = mergePowerReports([correctOnly, old as typeof full]);
+    expect(merged.scope).toBe("all");
+    expect(merged.columns.map((c) => c.submission)).toEqual(["reference.patch", "mutates.patch", "wrong.patch", "fails-official.patch"]);
   });
 });

@@ -65,12 +65,13 @@ def spawn(fn, *args, nprocs: int = 0):
         rdv = os.path.join(tmp, "rendezvous")
         try:
             mp.spawn(_entry, args=(fn, ws, rdv, tmp, args), nprocs=ws, join=True)
-        except ProcessException:
+        except ProcessException as e:
+            # A rank that died without raising (a signal, os._exit) leaves no record: say how it ended.
             errors = []
             for r in range(ws):
                 if os.path.exists(os.path.join(tmp, "rank%d.pkl" % r)):
                     rec = _load(tmp, r)
                     if not rec["ok"]:
                         errors.append("rank %d:\n%s" % (r, rec["error"]))
-            raise AssertionError("\n".join(errors) or "a rank failed") from None
+            raise AssertionError("\n".join(errors) or "a rank failed: %s" % e) from None
         return [_load(tmp, r)["value"] for r in range(ws)]
