@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Probe power on the lent H200 (issue #15): per task, `probegate validate --power` (the probes x
-# submissions matrix) and false rejections over up to RUNS runs of each correct submission
-# (reference and alternatives), all three tasks at once, JOBS evaluations at a time in all. Every
-# example runs once, then the correct ones round by round; no evaluation starts after BUDGET
-# seconds and those in flight get GRACE more, so one call ends within BUDGET + GRACE (+ start-up).
+# submissions matrix) and false rejections until each correct submission (reference and
+# alternatives) has RUNS runs over all calls, all three tasks at once, JOBS evaluations at a time in
+# all. Every example runs once, then the correct ones round by round; no evaluation starts after
+# BUDGET seconds and those in flight get GRACE more, so one call ends within BUDGET + GRACE (+ start-up).
 # Reports are kept as JSON and merged with earlier calls' (carry the previous $OUT/power folder as
-# POWER_LOG), so 20 runs can be reached over several calls; the `covered:` line says how far it got.
+# POWER_LOG): a task runs only the runs its least-run correct submission still lacks, and the jobs
+# go to the tasks in proportion to what they lack; the `covered:` line says how far it got.
 #
 #   bash bench/gpu-probe-accuracy.sh [OUT]        # OUT default: $OUT, else out/gpu-probe-accuracy
 #   env: RUNS (20), JOBS (12), BUDGET (200), GRACE (130), POWER_LOG (earlier reports), POWER_ARGS,
@@ -36,12 +37,12 @@ mkdir -p "$OUT/power"
 . bench/gpu-bootstrap.sh
 GPUS=${GPUS:-none}
 ARGS=(--gpus "$GPUS" ${POWER_ARGS:-} "${SANDBOX_ARGS[@]}")
-[ -n "${POWER_LOG:-}" ] && cp "$POWER_LOG"/power-*.json "$OUT/power/" 2>/dev/null
+[ -n "${POWER_LOG:-}" ] && cp -p "$POWER_LOG"/power-*.json "$OUT/power/" 2>/dev/null
 {
   echo "date: $(date -u +%FT%TZ)"; echo "cores: $(nproc)"; free -g | sed -n 2p
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
   echo "node: $($NODE --version)"; $PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)'
-  echo "runs: up to $RUNS per correct submission, jobs: $JOBS, budget: ${BUDGET}s + ${GRACE}s grace, correct only: $CORRECT_ONLY, validate args: ${ARGS[*]:-none}"
+  echo "runs: goal $RUNS of each correct submission over all calls, jobs: $JOBS, budget: ${BUDGET}s + ${GRACE}s grace, correct only: $CORRECT_ONLY, validate args: ${ARGS[*]:-none}"
 } > "$OUT/facts.txt" 2>&1
 cat "$OUT/facts.txt"
 PARGS=()

@@ -187,13 +187,47 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
     """Runs `probegate validate --power` on every task at once (the jobs shared between them), keeps
     each JSON report in log_dir, and prints every task's merged matrix and false rejections. With
     correct_only, validate evaluates only the correct examples (`--correct-only`): more runs for the
-    false rejections, merged with the flawed columns of the full reports already in log_dir."""
+    false rejections, merged with the flawed columns of the full reports already in log_dir.
+    n is the goal per correct submission over all calls: each task runs what its least-run correct
+    submission lacks of n in the reports already in log_dir (with correct_only, a task that has n
+    of each is not run again), and the jobs are shared in proportion to the evaluations each task
+    still needs."""
     from concurrent.futures import ThreadPoolExecutor
 
     cli = str(ROOT / "dist" / "cli" / "index.js")
     log = Path(log_dir)
     log.mkdir(parents=True, exist_ok=True)
-    per_task = max(1, jobs // max(1, len(tasks)))
+
+    def reports_of(task):
+        """The task's reports of the newest report's probe set (they merge), and how many of older sets were left out."""
+        files = sorted(log.glob(f"power-{task}-*.json"))
+        if not files:
+            return [], 0
+        sets = {f: json.loads(f.read_text()).get("probeSet") for f in files}
+        newest = sets[max(files, key=lambda f: f.stat().st_mtime)]
+        mine = [f for f in files if sets[f] == newest]
+        return mine, len(files) - len(mine)
+
+    def correct_runs(files):
+        """Runs so far of each correct submission in these reports, merged by `probegate merge-power`."""
+        if not files:
+            return {}
+        r = subprocess.run([node, cli, "merge-power", *map(str, files), "--format", "json"], capture_output=True, text=True)
+        if r.returncode not in (0, 1):
+            return {}
+        return {c["submission"]: c["runs"] for m in json.loads(r.stdout) for c in m["columns"] if c["correct"]}
+
+    # What each task still needs: the goal less the runs of its least-run correct submission (a full
+    # call evaluates the flawed examples once however many correct runs there are).
+    so_far = {t: correct_runs(reports_of(t)[0]) for t in tasks} if not merge_only else {}
+    need = {t: max(0 if correct_only else 1, n - min(so_far[t].values(), default=0)) for t in so_far}
+    todo = [t for t in tasks if need.get(t)]
+    weight = {t: need[t] * max(1, len(so_far[t])) for t in todo}
+    share = {t: max(1, int(jobs * weight[t] / sum(weight.values()))) for t in todo}
+    for t in sorted(todo, key=lambda t: jobs * weight[t] / sum(weight.values()) - share[t], reverse=True):
+        if sum(share.values()) >= jobs:
+            break
+        share[t] += 1  # the rounding's remainder, to the tasks it shorted most
     stamp = time.strftime("%Y%m%dT%H%M%S")
     # Every task's validate process is given every core: they claim cores across processes (a job
     # waits for a core another process holds), so a task whose evaluations end sooner leaves its
@@ -212,7 +246,7 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
         budget = [] if left == float("inf") else ["--budget", str(max(1, int(left)))]
         cut = ""
         with progress.open("w") as err:
-            p = subprocess.Popen([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(n), "--jobs", str(per_task),
+            p = subprocess.Popen([node, cli, "validate", "--power", str(ROOT / "tasks" / task), "--runs", str(need[task]), "--jobs", str(share[task]),
                                   "--cores", ",".join(map(str, cpus)),
                                   "--format", "json", *(["--correct-only"] if correct_only else []), *budget, *power_args],
                                  stdout=subprocess.PIPE, stderr=err, text=True)
@@ -236,24 +270,23 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
         return task, f"{cut}exit {p.returncode} in {time.time() - t0:.0f}s"
 
     flag = " --correct-only" if correct_only else ""
-    print(f"\n### D. Probe power: `probegate validate --power --runs {n}{flag}` per task ({per_task} evaluations at a time per task, {len(tasks)} tasks at once)\n")
+    print(f"\n### D. Probe power: `probegate validate --power{flag}` per task, up to {n} runs of each correct submission over all calls ({len(todo)} of {len(tasks)} tasks at once)\n")
     if merge_only:
         print(f"(no evaluations: the reports already in {log} merged)")
     else:
-        with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
-            for task, status in pool.map(one, tasks):
-                print(f"- {task}: {status}")
+        for task in tasks:
+            if task not in todo:
+                print(f"- {task}: {n} runs of each correct submission already in {log}; not run")
+        with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+            for task, status in pool.map(one, todo):
+                print(f"- {task}: --runs {need[task]} (had {min(so_far[task].values(), default=0)}), {share[task]} evaluations at a time: {status}")
     covered = []
     for task in tasks:
-        files = sorted(log.glob(f"power-{task}-*.json"))
-        if not files:
+        mine, older = reports_of(task)
+        if not mine:
             print(f"\n#### {task}: no report yet")
             continue
-        # Reports of one probe set merge; the newest report's set is the one that counts now.
-        sets = {f: json.loads(f.read_text()).get("probeSet") for f in files}
-        newest = sets[max(files, key=lambda f: f.stat().st_mtime)]
-        mine = [f for f in files if sets[f] == newest]
-        older = len(files) - len(mine)
+        newest = json.loads(mine[0].read_text()).get("probeSet")
         print(f"\n#### {task}: {len(mine)} report(s) of probe set {str(newest)[:19]} merged"
               + (f"; {older} of older probe sets left out" if older else "") + "\n", flush=True)
         # `probegate merge-power` judges the summed matrix as validate judges one (src/core/probe-power.ts).
@@ -267,7 +300,7 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
         covered += [(task, c["submission"], c["runs"]) for m in merged for c in m["columns"] if c["correct"]]
     if covered:
         least = min(covered, key=lambda x: x[2])
-        goal = f"goal {n} per call; " if n else ""
+        goal = f"goal {n}; " if n else ""
         print(f"\ncovered: {len(covered)} correct submissions of {len(tasks)} tasks, {least[2]}–{max(x[2] for x in covered)} runs each "
               f"({goal}fewest: {least[0]}/{least[1]}); {sum(x[2] for x in covered)} correct-submission runs in all")
 
@@ -283,7 +316,7 @@ if __name__ == "__main__":
     ap.add_argument("--seconds", type=float, default=float("inf"), help="start no evaluation after this many seconds (C, D)")
     ap.add_argument("--skip-meters", action="store_true", help="only C and D")
     ap.add_argument("--eval-arg", action="append", default=[], help="extra argument for `probegate eval` (C)")
-    ap.add_argument("--power", type=int, default=0, metavar="N", help="D: validate --power with N runs of each correct submission")
+    ap.add_argument("--power", type=int, default=0, metavar="N", help="D: validate --power until each correct submission has N runs, counting those already in --power-log")
     ap.add_argument("--power-log", default="out/probe-power", help="D: folder of JSON reports (earlier ones are merged in)")
     ap.add_argument("--power-grace", type=float, default=150, help="D: seconds the evaluations in flight at --seconds get to finish")
     ap.add_argument("--power-merge-only", action="store_true", help="D: evaluate nothing, print the reports already in --power-log merged")

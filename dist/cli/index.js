@@ -5424,8 +5424,22 @@ which.sync = whichSync
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
 /* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3000);
 
+// A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
+// print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
+// with what it has, src/cli/main.ts), instead of an unhandled EPIPE and a stack trace.
+let closed = false;
+process.stdout.on("error", (err) => {
+    if (err.code !== "EPIPE")
+        throw err;
+    if (!closed)
+        process.kill(process.pid, "SIGTERM");
+    closed = true;
+});
 const code = await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .main */ .i)(process.argv.slice(2), {
-    stdout: (s) => process.stdout.write(s),
+    stdout: (s) => {
+        if (!closed)
+            process.stdout.write(s);
+    },
     stderr: (s) => process.stderr.write(s),
 });
 process.exitCode = code;

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Expectation } from "../../src/core/demo-expectation.js";
@@ -109,5 +109,40 @@ describe("bench/probe_accuracy.py --power-correct-only", () => {
     expect(argv).toContain("--correct-only");
     expect(argv.slice(argv.indexOf("--runs"), argv.indexOf("--runs") + 2)).toEqual(["--runs", "3"]);
     expect(validateArgv([])).not.toContain("--correct-only");
+  }, 60_000);
+});
+
+describe("bench/probe_accuracy.py --power N: a goal over all calls", () => {
+  /** Section D over a log holding one correct-only report (reference 3 runs, alt 1), with a stand-in for
+   * node that hands merge-power to the real node and records the validate command line. */
+  function topUp(goal: number, extra: string[] = []): { out: string; argv: string[] | null } {
+    const dir = tmp();
+    const log = join(dir, "log");
+    mkdirSync(log);
+    reportFile(log, "20261201T000000", analyse([run("passed", "passed"), run("passed", "passed"), run("passed", "passed")], "correct-only"));
+    const fake = join(dir, "node");
+    writeFileSync(fake, `#!/bin/sh\nif [ "$2" = merge-power ]; then exec ${process.execPath} "$@"; fi\nprintf '%s\\n' "$@" > ${join(dir, "argv")}\necho '[]'\n`, { mode: 0o755 });
+    const r = spawnSync(PYTHON, [join(ROOT, "bench", "probe_accuracy.py"), "--skip-meters", "--power", String(goal), "--node", fake, "--power-log", log, "--tasks", "tiny", "--jobs", "4", ...extra], { encoding: "utf8" });
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    return { out: r.stdout, argv: existsSync(join(dir, "argv")) ? readFileSync(join(dir, "argv"), "utf8").trim().split("\n") : null };
+  }
+  const runsArg = (argv: string[]) => argv.slice(argv.indexOf("--runs"), argv.indexOf("--runs") + 2);
+
+  it("runs only what the least-run correct submission lacks of the goal, with all the jobs", () => {
+    const r = topUp(5, ["--power-correct-only"]);
+    expect(r.out).toContain("- tiny: --runs 4 (had 1), 4 evaluations at a time: ");
+    expect(runsArg(r.argv!)).toEqual(["--runs", "4"]);
+    expect(r.argv!.slice(r.argv!.indexOf("--jobs"), r.argv!.indexOf("--jobs") + 2)).toEqual(["--jobs", "4"]);
+    expect(r.out).toContain("(goal 5; fewest: tiny/alt.patch)");
+  }, 60_000);
+
+  it("does not run a task whose correct submissions all have the goal already; a full call still runs its flawed examples once", () => {
+    const done = topUp(1, ["--power-correct-only"]);
+    expect(done.argv).toBeNull();
+    expect(done.out).toMatch(/- tiny: 1 runs of each correct submission already in .*log; not run/);
+    const full = topUp(1);
+    expect(runsArg(full.argv!)).toEqual(["--runs", "1"]);
+    expect(full.argv).not.toContain("--correct-only");
   }, 60_000);
 });

@@ -124,4 +124,15 @@ describe("the built bundle", () => {
     expect(bad.status).toBe(2);
     expect(execFileSync(process.execPath, [bin, "--version"]).toString().trim()).toBe("0.1.0");
   });
+
+  it("stops quietly when the reader closes the pipe early (| head)", () => {
+    // 13 H200 power reports merged as JSON are ~190 KB, more than a pipe holds, so `head -c 10`
+    // closes the pipe while the bin still writes: no unhandled EPIPE, no stack trace.
+    const bin = join(ROOT, "dist", "cli", "index.js");
+    const power = join(ROOT, "bench", "results", "h200-2026-12-04-sessions8-11", "power");
+    const r = spawnSync("bash", ["-c", `"$0" "$1" merge-power "$2"/*.json --format json | head -c 10`, process.execPath, bin, power], { encoding: "utf8" });
+    expect(r.stdout).toBe('[\n  {\n    ');
+    expect(r.stderr).toContain("weight-sync: 5 reports merged");
+    expect(r.stderr).not.toMatch(/EPIPE|Unhandled|at .*\.js:\d+/);
+  });
 });
