@@ -289,7 +289,7 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
         newest = json.loads(mine[0].read_text()).get("probeSet")
         print(f"\n#### {task}: {len(mine)} report(s) of probe set {str(newest)[:19]} merged"
               + (f"; {older} of older probe sets left out" if older else "") + "\n", flush=True)
-        # `probegate merge-power` judges the summed matrix as validate judges one (src/core/probe-power.ts).
+        # `probegate merge-power` judges the summed matrix as validate judges one (src/core/probe-power/probe-power.ts).
         merge = [node, cli, "merge-power", *map(str, mine)]
         md = subprocess.run([*merge, "--format", "markdown"], capture_output=True, text=True)
         if md.returncode not in (0, 1):

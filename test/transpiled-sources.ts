@@ -5,7 +5,7 @@ import ts from "typescript";
 import { ROOT, tmp } from "./helpers.js";
 
 /**
- * The given folders of src/ transpiled to JavaScript in a temp folder that sees the repository's
+ * The given folders of src/ (with their sub-folders) transpiled to JavaScript in a temp folder that sees the repository's
  * node_modules, for tests that need real separate processes: plain Node 20 cannot load the
  * TypeScript sources. Child scripts written into the returned folder import `./<dir>/<file>.js`.
  * (Not in helpers.ts, which every test file loads: typescript is large.)
@@ -14,15 +14,21 @@ export function transpiledSources(dirs: readonly string[]): string {
   const out = tmp("pg-src-js-");
   writeFileSync(join(out, "package.json"), '{"type":"module"}\n');
   symlinkSync(join(ROOT, "node_modules"), join(out, "node_modules"), "dir");
-  for (const dir of dirs) {
-    mkdirSync(join(out, dir));
-    for (const f of readdirSync(join(ROOT, "src", dir)).filter((n) => n.endsWith(".ts"))) {
-      const js = ts.transpileModule(readFileSync(join(ROOT, "src", dir, f), "utf8"), {
+  const copy = (dir: string): void => {
+    mkdirSync(join(out, dir), { recursive: true });
+    for (const e of readdirSync(join(ROOT, "src", dir), { withFileTypes: true })) {
+      if (e.isDirectory()) {
+        copy(join(dir, e.name));
+        continue;
+      }
+      if (!e.name.endsWith(".ts")) continue;
+      const js = ts.transpileModule(readFileSync(join(ROOT, "src", dir, e.name), "utf8"), {
         compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
       }).outputText;
-      writeFileSync(join(out, dir, f.replace(/\.ts$/, ".js")), js);
+      writeFileSync(join(out, dir, e.name.replace(/\.ts$/, ".js")), js);
     }
-  }
+  };
+  for (const dir of dirs) copy(dir);
   return out;
 }
 

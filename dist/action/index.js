@@ -32523,7 +32523,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2972);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3857);
 
 await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .run */ .e)();
 
@@ -32532,7 +32532,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 2972:
+/***/ 3857:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -45335,7 +45335,7 @@ const ProbeLineSchema = strictObject({
 ;// CONCATENATED MODULE: ./src/core/packing.ts
 /**
  * Which jobs start now, on which GPUs and cores: the packing decision of one runner, pure so every
- * rule is tested directly. The engine's job pool (src/engine/job-pool.ts) calls it whenever a job
+ * rule is tested directly. The engine's job pool (src/engine/jobs/job-pool.ts) calls it whenever a job
  * is queued or resources come back, and does the waiting, pinning and port checks itself.
  */
 /** First-fit-decreasing order: most GPUs first, then most cores, then first come. */
@@ -50803,7 +50803,7 @@ function describeSubmission(s) {
 
 // EXTERNAL MODULE: external "node:crypto"
 var external_node_crypto_ = __nccwpck_require__(7598);
-;// CONCATENATED MODULE: ./src/engine/cgroup.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/cgroup.ts
 
 
 const FILES = {
@@ -60441,7 +60441,7 @@ function probeFiles(dir) {
     return files(dir).sort();
 }
 
-;// CONCATENATED MODULE: ./src/engine/sandbox.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/sandbox.ts
 
 
 /** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
@@ -61010,7 +61010,7 @@ function needsAnotherRun(runs, retried) {
     });
 }
 
-;// CONCATENATED MODULE: ./src/engine/job-plan.ts
+;// CONCATENATED MODULE: ./src/engine/jobs/job-plan.ts
 
 
 
@@ -61229,7 +61229,7 @@ function assembleResult(ev) {
     return opts.signingKey ? signResult(clean, opts.signingKey) : clean;
 }
 
-;// CONCATENATED MODULE: ./src/engine/job-isolation.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/job-isolation.ts
 
 
 
@@ -61314,7 +61314,7 @@ async function isolationFor(plan, mounts) {
 
 // EXTERNAL MODULE: external "node:net"
 var external_node_net_ = __nccwpck_require__(7030);
-;// CONCATENATED MODULE: ./src/engine/runner-claims.ts
+;// CONCATENATED MODULE: ./src/engine/claims/runner-claims.ts
 
 
 
@@ -61550,7 +61550,7 @@ function claimEvaluationUid(claims = new RunnerClaims()) {
     throw new HarnessError(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
 }
 
-;// CONCATENATED MODULE: ./src/engine/slice-claims.ts
+;// CONCATENATED MODULE: ./src/engine/claims/slice-claims.ts
 
 /** The claim keys of a job slice's GPUs and cores (runner-claims.ts). */
 const gpuKey = (g) => `gpu-${g}`;
@@ -61645,7 +61645,7 @@ function claimSlices(claims, starts) {
     return null;
 }
 
-;// CONCATENATED MODULE: ./src/engine/job-pool.ts
+;// CONCATENATED MODULE: ./src/engine/jobs/job-pool.ts
 
 
 
@@ -61965,7 +61965,7 @@ class JobPool {
 /** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
 const PORTS = { from: 29600, to: 29999 };
 
-;// CONCATENATED MODULE: ./src/engine/job-slice.ts
+;// CONCATENATED MODULE: ./src/engine/jobs/job-slice.ts
 
 
 
@@ -62044,7 +62044,7 @@ class SliceRunner {
 // EXTERNAL MODULE: ./node_modules/picomatch/index.js
 var picomatch = __nccwpck_require__(4006);
 var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
-;// CONCATENATED MODULE: ./src/engine/job-env.ts
+;// CONCATENATED MODULE: ./src/engine/jobs/job-env.ts
 
 
 /** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
@@ -62105,7 +62105,7 @@ function expandCommand(argv, values) {
     return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
 }
 
-;// CONCATENATED MODULE: ./src/engine/disk-usage.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/disk-usage.ts
 
 
 /**
@@ -62139,7 +62139,7 @@ function treeBytes(paths) {
     return total;
 }
 
-;// CONCATENATED MODULE: ./src/engine/process-group.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/process-group.ts
 
 const PAGE_SIZE = 4096;
 function readStat(pid) {
@@ -70829,7 +70829,7 @@ function bucketOf(x) {
     return Math.min(BUCKETS - 1, 1 + Math.floor(Math.log(x / FLOOR) / STEP));
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-tally.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-tally.ts
 
 
 
@@ -70941,7 +70941,7 @@ class scorecard_tally_AgentTally {
     }
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard.ts
 
 
 
@@ -71147,7 +71147,7 @@ function describeBasis(basis) {
     return BASIS_WORDS[basis];
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-results.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-results.ts
 
 
 
@@ -71283,7 +71283,7 @@ function readPullRequestEvent(eventName, eventPath) {
 /**
  * The sidecar a standalone run writes beside its result (`NAME.context.json`), so a scorecard
  * built from result files knows the PR and its author: `probegate scorecard --results` detects the
- * agent from `author` / `headRef` / `labels` as the app would (src/core/scorecard-results.ts).
+ * agent from `author` / `headRef` / `labels` as the app would (src/core/scorecard/scorecard-results.ts).
  */
 function pullRequestContext(pr, eventPath, runUrl) {
     const payload = JSON.parse((0,external_node_fs_namespaceObject.readFileSync)(eventPath, "utf8"));

@@ -38340,7 +38340,7 @@ function readWithQuarantine(result, quarantined) {
 ;// CONCATENATED MODULE: ./src/core/packing.ts
 /**
  * Which jobs start now, on which GPUs and cores: the packing decision of one runner, pure so every
- * rule is tested directly. The engine's job pool (src/engine/job-pool.ts) calls it whenever a job
+ * rule is tested directly. The engine's job pool (src/engine/jobs/job-pool.ts) calls it whenever a job
  * is queued or resources come back, and does the waiting, pinning and port checks itself.
  */
 /** First-fit-decreasing order: most GPUs first, then most cores, then first come. */
@@ -54992,7 +54992,7 @@ function chartJsSource() {
     return chartJs;
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-ranking.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-ranking.ts
 /**
  * Orders agents for a scorecard and ranks them so that no two agents whose resolved-rate intervals
  * overlap are ranked apart. Overlap is not transitive (A overlaps B, B overlaps C, A clear of C),
@@ -55083,7 +55083,7 @@ function wilson_formatRate(r, opts = {}) {
     return opts.compact ? `${pct(r.rate)} [${lo}–${hi}] ${r.k}/${r.n}` : `${pct(r.rate)} (${r.k}/${r.n}, 95% CI ${lo}–${hi}%)`;
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-tally.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-tally.ts
 
 
 
@@ -55195,7 +55195,7 @@ class AgentTally {
     }
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard.ts
 
 
 
@@ -55401,7 +55401,7 @@ function scorecard_describeBasis(basis) {
     return BASIS_WORDS[basis];
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-chart-data.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-chart-data.ts
 
 
 /** Colours per verdict and per probe category, shared by the charts and the tables' swatches. */
@@ -55470,7 +55470,7 @@ function chartData(card) {
     };
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-drilldown.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-drilldown.ts
 /** How many evaluations each agent's drill-down lists (the newest). */
 const DRILLDOWN_LIMIT = 50;
 /**
@@ -55501,7 +55501,7 @@ function latestPerAgent(lines, limit = DRILLDOWN_LIMIT) {
     return out;
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-page-script.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-page-script.ts
 /**
  * The scorecard page's own script (plain ES5, inlined after Chart.js): draws the charts from the
  * page's JSON data block and opens an agent's drill-down from the ranking. It reads only that data
@@ -55559,7 +55559,7 @@ const PAGE_SCRIPT = `
 })();
 `;
 
-;// CONCATENATED MODULE: ./src/core/scorecard-markdown.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-markdown.ts
 
 
 
@@ -55633,7 +55633,7 @@ function renderScorecardMarkdown(card, opts = {}) {
     return out.join("\n");
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-html.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-html.ts
 
 
 

@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3000);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8056);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5449,7 +5449,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 3000:
+/***/ 8056:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5569,7 +5569,7 @@ function describeSubmission(s) {
 var external_node_crypto_ = __nccwpck_require__(7598);
 // EXTERNAL MODULE: ./src/core/probe-params.ts
 var probe_params = __nccwpck_require__(6204);
-;// CONCATENATED MODULE: ./src/engine/cgroup.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/cgroup.ts
 
 
 const FILES = {
@@ -15211,7 +15211,7 @@ function probeFiles(dir) {
     return files(dir).sort();
 }
 
-;// CONCATENATED MODULE: ./src/engine/sandbox.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/sandbox.ts
 
 
 /** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
@@ -15569,7 +15569,7 @@ function needsAnotherRun(runs, retried) {
     });
 }
 
-;// CONCATENATED MODULE: ./src/engine/job-plan.ts
+;// CONCATENATED MODULE: ./src/engine/jobs/job-plan.ts
 
 
 
@@ -15740,7 +15740,7 @@ function assembleResult(ev) {
 
 // EXTERNAL MODULE: ./src/core/task-environment.ts
 var task_environment = __nccwpck_require__(4494);
-;// CONCATENATED MODULE: ./src/engine/job-isolation.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/job-isolation.ts
 
 
 
@@ -15825,7 +15825,7 @@ async function isolationFor(plan, mounts) {
 
 ;// CONCATENATED MODULE: external "node:net"
 const external_node_net_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:net");
-;// CONCATENATED MODULE: ./src/engine/runner-claims.ts
+;// CONCATENATED MODULE: ./src/engine/claims/runner-claims.ts
 
 
 
@@ -16061,7 +16061,7 @@ function claimEvaluationUid(claims = new RunnerClaims()) {
     throw new errors/* HarnessError */.t(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
 }
 
-;// CONCATENATED MODULE: ./src/engine/slice-claims.ts
+;// CONCATENATED MODULE: ./src/engine/claims/slice-claims.ts
 
 /** The claim keys of a job slice's GPUs and cores (runner-claims.ts). */
 const gpuKey = (g) => `gpu-${g}`;
@@ -16156,7 +16156,7 @@ function claimSlices(claims, starts) {
     return null;
 }
 
-;// CONCATENATED MODULE: ./src/engine/job-pool.ts
+;// CONCATENATED MODULE: ./src/engine/jobs/job-pool.ts
 
 
 
@@ -16476,7 +16476,7 @@ class JobPool {
 /** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
 const PORTS = { from: 29600, to: 29999 };
 
-;// CONCATENATED MODULE: ./src/engine/job-slice.ts
+;// CONCATENATED MODULE: ./src/engine/jobs/job-slice.ts
 
 
 
@@ -16555,7 +16555,7 @@ class SliceRunner {
 // EXTERNAL MODULE: ./node_modules/picomatch/index.js
 var node_modules_picomatch = __nccwpck_require__(4006);
 var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(node_modules_picomatch);
-;// CONCATENATED MODULE: ./src/engine/job-env.ts
+;// CONCATENATED MODULE: ./src/engine/jobs/job-env.ts
 
 
 /** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
@@ -16616,7 +16616,7 @@ function expandCommand(argv, values) {
     return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
 }
 
-;// CONCATENATED MODULE: ./src/engine/disk-usage.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/disk-usage.ts
 
 
 /**
@@ -16650,7 +16650,7 @@ function treeBytes(paths) {
     return total;
 }
 
-;// CONCATENATED MODULE: ./src/engine/process-group.ts
+;// CONCATENATED MODULE: ./src/engine/sandbox/process-group.ts
 
 const PAGE_SIZE = 4096;
 function readStat(pid) {
@@ -25401,7 +25401,7 @@ async function evalCommand(flags, io) {
     return worstExitCode(results.map((r, i) => reads[i] ?? r));
 }
 
-;// CONCATENATED MODULE: ./src/core/probe-power.ts
+;// CONCATENATED MODULE: ./src/core/probe-power/probe-power.ts
 const isCorrect = (e) => e.verdict === "resolved";
 const emptyCell = () => ({ passed: 0, failed: 0, error: 0, skipped: 0, absent: 0 });
 const rowKey = (probe, check) => `${probe}\u0000${check}`;
@@ -25713,7 +25713,7 @@ function cellText(cell, runs) {
     return parts.join(", ");
 }
 
-;// CONCATENATED MODULE: ./src/core/probe-power-render.ts
+;// CONCATENATED MODULE: ./src/core/probe-power/probe-power-render.ts
 
 /** The matrix as rows of cells: probe, check, category, then one column per example submission. */
 function powerMatrix(report) {
@@ -26970,7 +26970,7 @@ function main_program(io, done) {
         .option("--strict", "with --results: exit 1 when any file was left out (unreadable, invalid, unsigned, duplicate)")
         .action(async (flags) => {
         // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
-        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(789)]).then(__nccwpck_require__.bind(__nccwpck_require__, 7789));
+        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(818)]).then(__nccwpck_require__.bind(__nccwpck_require__, 3818));
         done(scorecardCommand(flags, io));
     });
     p.command("verify")
@@ -27304,7 +27304,7 @@ function renderCheckRun(result) {
 /* unused harmony exports ffdOrder, makespanLowerBound, TORCH_DEFAULT_PORT */
 /**
  * Which jobs start now, on which GPUs and cores: the packing decision of one runner, pure so every
- * rule is tested directly. The engine's job pool (src/engine/job-pool.ts) calls it whenever a job
+ * rule is tested directly. The engine's job pool (src/engine/jobs/job-pool.ts) calls it whenever a job
  * is queued or resources come back, and does the waiting, pinning and port checks itself.
  */
 /** First-fit-decreasing order: most GPUs first, then most cores, then first come. */

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { CONTEXT_SUFFIX, type ResultContext } from "../core/scorecard-results.js";
+import { CONTEXT_SUFFIX, type ResultContext } from "../core/scorecard/scorecard-results.js";
 
 export interface PullRequestTarget {
   owner: string;
@@ -30,7 +30,7 @@ export function readPullRequestEvent(eventName: string | undefined, eventPath: s
 /**
  * The sidecar a standalone run writes beside its result (`NAME.context.json`), so a scorecard
  * built from result files knows the PR and its author: `probegate scorecard --results` detects the
- * agent from `author` / `headRef` / `labels` as the app would (src/core/scorecard-results.ts).
+ * agent from `author` / `headRef` / `labels` as the app would (src/core/scorecard/scorecard-results.ts).
  */
 export function pullRequestContext(pr: PullRequestTarget, eventPath: string, runUrl: string | null): ResultContext {
   const payload = JSON.parse(readFileSync(eventPath, "utf8")) as {

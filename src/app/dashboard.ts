@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ChartLibraryMissingError, chartJsSource } from "../assets/chart-js.js";
-import { parseScorecardFilter, scopeOf, type ScorecardFilter } from "../core/scorecard.js";
-import { renderScorecardHtml } from "../core/scorecard-html.js";
+import { parseScorecardFilter, scopeOf, type ScorecardFilter } from "../core/scorecard/scorecard.js";
+import { renderScorecardHtml } from "../core/scorecard/scorecard-html.js";
 import type { StoreDb } from "../store/db.js";
 import { scorecardOf, scorecardView } from "../store/scorecard-rows.js";
 

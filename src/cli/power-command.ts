@@ -1,14 +1,14 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import Table from "cli-table3";
-import { analysePower, mergePowerReports, whyNot, type PowerColumnInput, type PowerReport } from "../core/probe-power.js";
-import { falseRejectionLines, powerMatrix, renderPowerMarkdown, scopeNote } from "../core/probe-power-render.js";
+import { analysePower, mergePowerReports, whyNot, type PowerColumnInput, type PowerReport } from "../core/probe-power/probe-power.js";
+import { falseRejectionLines, powerMatrix, renderPowerMarkdown, scopeNote } from "../core/probe-power/probe-power-render.js";
 import type { QuarantinedCheck } from "../core/quarantine.js";
 import type { EvaluationResult } from "../core/result.js";
 import { formatSeconds } from "../core/sizes.js";
 import { evaluate } from "../engine/evaluate.js";
 import { InputError } from "../engine/errors.js";
-import type { JobPool } from "../engine/job-pool.js";
+import type { JobPool } from "../engine/jobs/job-pool.js";
 import { KIT_DIR } from "../engine/package-paths.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
 import { taskExamples, type DemoCase } from "./demo-command.js";

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { readResult, type EvaluationResult } from "../core/result.js";
 import { verifyResult } from "../core/result-signature.js";
-import { CONTEXT_SUFFIX, ResultContextSchema, type ResultContext, type ResultFile, type SkippedFile } from "../core/scorecard-results.js";
+import { CONTEXT_SUFFIX, ResultContextSchema, type ResultContext, type ResultFile, type SkippedFile } from "../core/scorecard/scorecard-results.js";
 import { InputError } from "../engine/errors.js";
 
 /** A result document is a few hundred kB at most; anything far larger is not one of ours. */

@@ -1,7 +1,7 @@
 import { parseIdList } from "../core/packing.js";
 import { InputError } from "../engine/errors.js";
 import { availableCpus, detectGpus } from "../engine/host.js";
-import { JobPool } from "../engine/job-pool.js";
+import { JobPool } from "../engine/jobs/job-pool.js";
 
 /** The runner budget flags shared by `eval` and `demo`. */
 export interface BudgetFlags {

@@ -1,6 +1,6 @@
 /**
  * Which jobs start now, on which GPUs and cores: the packing decision of one runner, pure so every
- * rule is tested directly. The engine's job pool (src/engine/job-pool.ts) calls it whenever a job
+ * rule is tested directly. The engine's job pool (src/engine/jobs/job-pool.ts) calls it whenever a job
  * is queued or resources come back, and does the waiting, pinning and port checks itself.
  */
 

@@ -6,7 +6,7 @@ import { HarnessError } from "./errors.js";
 import { openEvaluation, type EvaluationContext } from "./evaluation-context.js";
 import { assembleResult } from "./evaluation-result.js";
 import { setUpJobs } from "./evaluation-setup.js";
-import type { JobPool } from "./job-pool.js";
+import type { JobPool } from "./jobs/job-pool.js";
 import { officialPhase } from "./official-phase.js";
 import { probePhase } from "./probe-phase.js";
 import { createWorkspace } from "./workspace.js";

@@ -5,14 +5,14 @@ import { drawParams, type DrawnParams } from "../core/probe-params.js";
 import type { TaskSpec } from "../core/task-spec.js";
 import type { EvaluateOptions, EvaluationEvent } from "./evaluate.js";
 import { InputError } from "./errors.js";
-import { findControllers, type CgroupControllers } from "./cgroup.js";
+import { findControllers, type CgroupControllers } from "./sandbox/cgroup.js";
 import { choosePython, detectGpus, inspectPython, type GpuInfo, type PythonInfo } from "./host.js";
-import type { PlannedJob } from "./job-plan.js";
-import type { SliceRunner } from "./job-slice.js";
+import type { PlannedJob } from "./jobs/job-plan.js";
+import type { SliceRunner } from "./jobs/job-slice.js";
 import { readProbeSecrets, withholdLeaks, type ProbeSecrets } from "./leak-guard.js";
 import { probeSetVersion } from "./probe-set.js";
 import type { RunLimits } from "./run-command.js";
-import { bwrapPath, detectSandbox, type SandboxSupport } from "./sandbox.js";
+import { bwrapPath, detectSandbox, type SandboxSupport } from "./sandbox/sandbox.js";
 import type { Workspace } from "./workspace.js";
 
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */

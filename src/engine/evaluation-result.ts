@@ -4,7 +4,7 @@ import type { ProbeCheck } from "../core/probe-outcome.js";
 import { decideVerdict } from "../core/verdict.js";
 import type { EvaluationContext } from "./evaluation-context.js";
 import type { GpuMemoryPeak } from "./gpu-meter.js";
-import { defaultWorldSize } from "./job-plan.js";
+import { defaultWorldSize } from "./jobs/job-plan.js";
 import { withholdLeaks } from "./leak-guard.js";
 import { signResult } from "./sign.js";
 import { describeSubmission } from "./submission.js";

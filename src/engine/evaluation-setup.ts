@@ -3,13 +3,13 @@ import { unmetRequirements } from "../core/task-environment.js";
 import type { EvaluationContext } from "./evaluation-context.js";
 import { HarnessError } from "./errors.js";
 import { availableCpus } from "./host.js";
-import { planIsolation } from "./job-isolation.js";
-import { JobPool } from "./job-pool.js";
-import { planJobs, type PlannedJob } from "./job-plan.js";
-import { SliceRunner } from "./job-slice.js";
+import { planIsolation } from "./sandbox/job-isolation.js";
+import { JobPool } from "./jobs/job-pool.js";
+import { planJobs, type PlannedJob } from "./jobs/job-plan.js";
+import { SliceRunner } from "./jobs/job-slice.js";
 import { listProbes } from "./probe-phase.js";
-import { claimEvaluationUid } from "./runner-claims.js";
-import { evaluationUid } from "./sandbox.js";
+import { claimEvaluationUid } from "./claims/runner-claims.js";
+import { evaluationUid } from "./sandbox/sandbox.js";
 
 /** What the job phases run with: the interpreter, the runner's pool, every job planned, and the runner of their slices. */
 export interface JobSetup {

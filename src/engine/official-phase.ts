@@ -8,9 +8,9 @@ import { HarnessError } from "./errors.js";
 import { runLimits, type EvaluationContext } from "./evaluation-context.js";
 import type { JobSetup } from "./evaluation-setup.js";
 import { gpuNote } from "./gpu-meter.js";
-import { JobPool } from "./job-pool.js";
-import { isolationFor } from "./job-isolation.js";
-import { expandCommand, jobEnv, type JobContext } from "./job-env.js";
+import { JobPool } from "./jobs/job-pool.js";
+import { isolationFor } from "./sandbox/job-isolation.js";
+import { expandCommand, jobEnv, type JobContext } from "./jobs/job-env.js";
 import { parseJunit, type JunitReport } from "./junit.js";
 import { runCommand, type RunLimits } from "./run-command.js";
 

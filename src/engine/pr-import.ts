@@ -7,7 +7,7 @@ import { classifyTests, nodeId, type TestClassification, type TestOutcome } from
 import { InputError } from "./errors.js";
 import { git } from "./git.js";
 import { choosePython } from "./host.js";
-import { expandCommand, jobEnv, type JobContext } from "./job-env.js";
+import { expandCommand, jobEnv, type JobContext } from "./jobs/job-env.js";
 import { parseJunit } from "./junit.js";
 import { PACKAGE_ROOT } from "./package-paths.js";
 import { runCommand } from "./run-command.js";

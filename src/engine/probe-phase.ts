@@ -8,11 +8,11 @@ import { HarnessError } from "./errors.js";
 import { runLimits, type EvaluationContext } from "./evaluation-context.js";
 import type { JobSetup } from "./evaluation-setup.js";
 import { gpuNote } from "./gpu-meter.js";
-import { isolationFor } from "./job-isolation.js";
-import { expandCommand, jobEnv, jobPythonPath, type JobContext } from "./job-env.js";
-import type { PlannedJob } from "./job-plan.js";
-import type { SliceRunner } from "./job-slice.js";
-import { JobPool } from "./job-pool.js";
+import { isolationFor } from "./sandbox/job-isolation.js";
+import { expandCommand, jobEnv, jobPythonPath, type JobContext } from "./jobs/job-env.js";
+import type { PlannedJob } from "./jobs/job-plan.js";
+import type { SliceRunner } from "./jobs/job-slice.js";
+import { JobPool } from "./jobs/job-pool.js";
 import { runCommand, type RunLimits } from "./run-command.js";
 import { resetHooks } from "./workspace.js";
 

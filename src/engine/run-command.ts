@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { execa } from "execa";
 import { formatIdList } from "../core/packing.js";
-import { createJobCgroup, type CgroupControllers } from "./cgroup.js";
-import { treeBytes } from "./disk-usage.js";
-import { GroupMeter, killGroup } from "./process-group.js";
-import { sandboxArgv, type SandboxSpec } from "./sandbox.js";
+import { createJobCgroup, type CgroupControllers } from "./sandbox/cgroup.js";
+import { treeBytes } from "./sandbox/disk-usage.js";
+import { GroupMeter, killGroup } from "./sandbox/process-group.js";
+import { sandboxArgv, type SandboxSpec } from "./sandbox/sandbox.js";
 
 export interface RunLimits {
   /** Seconds before the whole process group is killed. */

@@ -1,6 +1,6 @@
 import { EXACT_LIMIT } from "../core/median-sketch.js";
-import { NO_AGENT, ScorecardBuilder, UNKNOWN_AREA, UNKNOWN_REPOSITORY, type Dimension, type Scorecard, type ScorecardBasis } from "../core/scorecard.js";
-import type { ScorecardCell, Tally } from "../core/scorecard-tally.js";
+import { NO_AGENT, ScorecardBuilder, UNKNOWN_AREA, UNKNOWN_REPOSITORY, type Dimension, type Scorecard, type ScorecardBasis } from "../core/scorecard/scorecard.js";
+import type { ScorecardCell, Tally } from "../core/scorecard/scorecard-tally.js";
 import { CATEGORIES } from "../core/probe-check.js";
 import type { StoreDb } from "./db.js";
 

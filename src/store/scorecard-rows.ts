@@ -1,7 +1,7 @@
 import { CATEGORIES, type Category } from "../core/probe-check.js";
 import type { Verdict } from "../core/result.js";
-import { NO_AGENT, ScorecardBuilder, type Scorecard, type ScorecardFact, type ScorecardFilter } from "../core/scorecard.js";
-import { DRILLDOWN_LIMIT, type EvaluationLine } from "../core/scorecard-drilldown.js";
+import { NO_AGENT, ScorecardBuilder, type Scorecard, type ScorecardFact, type ScorecardFilter } from "../core/scorecard/scorecard.js";
+import { DRILLDOWN_LIMIT, type EvaluationLine } from "../core/scorecard/scorecard-drilldown.js";
 import type { StoreDb } from "./db.js";
 import { scorecardFromCells } from "./scorecard-cells.js";
 

@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from "
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Expectation } from "../../src/core/demo-expectation.js";
-import { analysePower, type PowerColumnInput, type PowerReport, type PowerScope } from "../../src/core/probe-power.js";
-import { powerMatrix } from "../../src/core/probe-power-render.js";
+import { analysePower, type PowerColumnInput, type PowerReport, type PowerScope } from "../../src/core/probe-power/probe-power.js";
+import { powerMatrix } from "../../src/core/probe-power/probe-power-render.js";
 import type { CheckStatus } from "../../src/core/probe-check.js";
 import type { EvaluationResult } from "../../src/core/result.js";
 import { ROOT, sampleResult, tmp } from "../helpers.js";
@@ -47,7 +47,7 @@ function merged(dir: string): { code: number | null; out: string; err: string } 
 const analyse = (runs: EvaluationResult[], scope: PowerScope) => analysePower("tiny", inputs(runs), ["total-value", "input-unchanged"], scope);
 
 describe("bench/probe_accuracy.py: merging the reports of several calls", () => {
-  // The merge itself is `probegate merge-power` (test/cli/power.test.ts, test/core/probe-power.test.ts);
+  // The merge itself is `probegate merge-power` (test/cli/power.test.ts, test/core/probe-power/probe-power.test.ts);
   // here: which reports the bench hands it, and what it prints of the result.
   it("merges the reports of the newest report's probe set, leaves older probe sets out and says so, and counts the correct runs covered", () => {
     const dir = tmp();

@@ -3,9 +3,9 @@ import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chartJsSource } from "../../src/assets/chart-js.js";
-import { buildScorecard, categoryMask, type ScorecardFact } from "../../src/core/scorecard.js";
-import { latestPerAgent, type EvaluationLine } from "../../src/core/scorecard-drilldown.js";
-import { renderScorecardHtml } from "../../src/core/scorecard-html.js";
+import { buildScorecard, categoryMask, type ScorecardFact } from "../../src/core/scorecard/scorecard.js";
+import { latestPerAgent, type EvaluationLine } from "../../src/core/scorecard/scorecard-drilldown.js";
+import { renderScorecardHtml } from "../../src/core/scorecard/scorecard-html.js";
 import { ROOT } from "../helpers.js";
 
 /** Debian's chromium (.ci/run installs it); PROBEGATE_CHROMIUM points elsewhere. */

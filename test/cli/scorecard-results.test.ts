@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { signResult } from "../../src/core/result-signature.js";
-import { factsOfResults, identify, prOfRef, repoOf, type ResultFile } from "../../src/core/scorecard-results.js";
+import { factsOfResults, identify, prOfRef, repoOf, type ResultFile } from "../../src/core/scorecard/scorecard-results.js";
 import type { EvaluationResult } from "../../src/core/result.js";
 import { sampleResult, tmp } from "../helpers.js";
 import { cli } from "./run-cli.js";

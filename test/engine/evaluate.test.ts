@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { EvaluationResultSchema, type EvaluationResult } from "../../src/core/result.js";
 import { evaluate, type EvaluateOptions } from "../../src/engine/evaluate.js";
 import { InputError } from "../../src/engine/errors.js";
-import { findControllers } from "../../src/engine/cgroup.js";
+import { findControllers } from "../../src/engine/sandbox/cgroup.js";
 import { loadTask } from "../../src/engine/task-load.js";
 import type { SubmissionSource } from "../../src/engine/submission.js";
 import { KIT, TINY_SUBS, TINY_TASK, tmp } from "../helpers.js";

@@ -4,7 +4,7 @@ import { expect } from "vitest";
 import { renderCheckRun, renderSummary } from "../../src/core/check-run-render.js";
 import { EvaluationResultSchema, type EvaluationResult } from "../../src/core/result.js";
 import { main } from "../../src/cli/main.js";
-import { findControllers } from "../../src/engine/cgroup.js";
+import { findControllers } from "../../src/engine/sandbox/cgroup.js";
 import { verifyResult } from "../../src/engine/sign.js";
 import { FIXTURES, TINY_TASK, tmp } from "../helpers.js";
 

@@ -3,7 +3,7 @@ import { cpSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { detectSandbox } from "../../src/engine/sandbox.js";
+import { detectSandbox } from "../../src/engine/sandbox/sandbox.js";
 import { WITHHELD } from "../../src/engine/leak-guard.js";
 import { TINY_TASK, tmp } from "../helpers.js";
 import {

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { bucketOf, EXACT_LIMIT } from "../../src/core/median-sketch.js";
-import type { Scorecard, ScorecardBasis } from "../../src/core/scorecard.js";
+import type { Scorecard, ScorecardBasis } from "../../src/core/scorecard/scorecard.js";
 import { openStore, type StoreDb } from "../../src/store/db.js";
 import { MIGRATIONS } from "../../src/store/migrations.js";
 import { scorecardFromCells } from "../../src/store/scorecard-cells.js";

@@ -1,7 +1,7 @@
-import { CATEGORIES } from "./probe-check.js";
+import { CATEGORIES } from "../probe-check.js";
 import { describeBasis, type AgentScore, type Scorecard } from "./scorecard.js";
 import type { SkippedFile } from "./scorecard-results.js";
-import { formatRate, MIN_RATED } from "./wilson.js";
+import { formatRate, MIN_RATED } from "../wilson.js";
 
 /** "1", "=1" (shares the tier with others), or "–" (not ranked). */
 export function rankLabel(a: AgentScore): string {

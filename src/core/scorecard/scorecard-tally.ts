@@ -1,7 +1,7 @@
-import { CATEGORIES, type Category } from "./probe-check.js";
-import type { Verdict } from "./result.js";
-import { MedianSketch } from "./median-sketch.js";
-import { rateOf } from "./wilson.js";
+import { CATEGORIES, type Category } from "../probe-check.js";
+import type { Verdict } from "../result.js";
+import { MedianSketch } from "../median-sketch.js";
+import { rateOf } from "../wilson.js";
 import { DIMENSIONS, type AgentScore, type Dimension, type Figures, type ScorecardFact, type Slice } from "./scorecard.js";
 
 /** Index of a verdict in Tally.v and ScorecardCell.verdicts. */

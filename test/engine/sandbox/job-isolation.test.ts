@@ -1,10 +1,10 @@
 import { chmodSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { HarnessError } from "../../src/engine/errors.js";
-import { planIsolation } from "../../src/engine/job-isolation.js";
-import { SANDBOX_UID } from "../../src/engine/sandbox.js";
-import { tmp } from "../helpers.js";
+import { HarnessError } from "../../../src/engine/errors.js";
+import { planIsolation } from "../../../src/engine/sandbox/job-isolation.js";
+import { SANDBOX_UID } from "../../../src/engine/sandbox/sandbox.js";
+import { tmp } from "../../helpers.js";
 
 const base = { bwrap: "bwrap", cgroups: null, processes: 64, diskBytes: 1 << 26 };
 const ok = { ok: true as const, dropToUid: SANDBOX_UID };

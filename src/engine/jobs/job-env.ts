@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { IsolationPlan } from "./job-isolation.js";
+import type { IsolationPlan } from "../sandbox/job-isolation.js";
 
 /** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
 const PASS_THROUGH = /^(NCCL_|TORCH_NCCL_|TORCH_SYMM_MEM_|NVSHMEM_|CUDA_LAUNCH_BLOCKING$|CUBLAS_WORKSPACE_CONFIG$|LD_LIBRARY_PATH$|OMP_NUM_THREADS$)/;

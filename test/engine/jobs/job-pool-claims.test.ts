@@ -2,11 +2,11 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { JobDemand } from "../../src/core/packing.js";
-import { JobPool } from "../../src/engine/job-pool.js";
-import { RunnerClaims } from "../../src/engine/runner-claims.js";
-import { fakeNvidiaSmi, tmp } from "../helpers.js";
-import { runNodeScript as run, transpiledSources } from "../transpiled-sources.js";
+import type { JobDemand } from "../../../src/core/packing.js";
+import { JobPool } from "../../../src/engine/jobs/job-pool.js";
+import { RunnerClaims } from "../../../src/engine/claims/runner-claims.js";
+import { fakeNvidiaSmi, tmp } from "../../helpers.js";
+import { runNodeScript as run, transpiledSources } from "../../transpiled-sources.js";
 
 const demand = (id: string, gpus: number, cores = 0): JobDemand => ({ id, gpus, cores, timing: false, exclusive: false });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -29,7 +29,7 @@ interface Held {
  * each job held and when.
  */
 const RACER = `import { existsSync } from "node:fs";
-import { JobPool } from "./engine/job-pool.js";
+import { JobPool } from "./engine/jobs/job-pool.js";
 const [claimDir, smi, go, name] = process.argv.slice(2);
 while (!existsSync(go)) await new Promise((r) => setTimeout(r, 1));
 const pool = await JobPool.create({ gpus: [0, 1], cores: [0, 1, 2, 3], nvidiaSmi: smi, claimDir });

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { Expectation } from "../../src/core/demo-expectation.js";
-import { analysePower, cellText, mergePowerReports, type PowerColumnInput } from "../../src/core/probe-power.js";
-import { renderPowerMarkdown } from "../../src/core/probe-power-render.js";
-import type { CheckStatus } from "../../src/core/probe-check.js";
-import type { EvaluationResult, ProbeResult } from "../../src/core/result.js";
-import { sampleResult } from "../helpers.js";
+import type { Expectation } from "../../../src/core/demo-expectation.js";
+import { analysePower, cellText, mergePowerReports, type PowerColumnInput } from "../../../src/core/probe-power/probe-power.js";
+import { renderPowerMarkdown } from "../../../src/core/probe-power/probe-power-render.js";
+import type { CheckStatus } from "../../../src/core/probe-check.js";
+import type { EvaluationResult, ProbeResult } from "../../../src/core/result.js";
+import { sampleResult } from "../../helpers.js";
 
 type Check = [probe: string, id: string, category: ProbeResult["category"], status: CheckStatus, requirements?: string[]];
 

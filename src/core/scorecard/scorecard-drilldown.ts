@@ -1,5 +1,5 @@
-import type { Category } from "./probe-check.js";
-import type { Verdict } from "./result.js";
+import type { Category } from "../probe-check.js";
+import type { Verdict } from "../result.js";
 
 /** One counted attempt as an agent's drill-down lists it, with what to link to. */
 export interface EvaluationLine {

@@ -2,8 +2,8 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
-import { detectSandbox, gpuDevices, sandboxArgv, systemLayout, SANDBOX_UID, type SandboxSpec } from "../../src/engine/sandbox.js";
-import { tmp } from "../helpers.js";
+import { detectSandbox, gpuDevices, sandboxArgv, systemLayout, SANDBOX_UID, type SandboxSpec } from "../../../src/engine/sandbox/sandbox.js";
+import { tmp } from "../../helpers.js";
 
 const spec = (over: Partial<SandboxSpec> = {}): SandboxSpec => ({
   bwrap: "bwrap",
@@ -142,7 +142,7 @@ describe("evaluations side by side each run as their own uid", () => {
   it("so one evaluation's threads do not use up another's process budget (RLIMIT_NPROC is per uid)", async () => {
     const support = await detectSandbox();
     if (!(support.ok && support.dropToUid !== null)) return; // only root drops to a uid of its own
-    const { evaluationUid } = await import("../../src/engine/sandbox.js");
+    const { evaluationUid } = await import("../../../src/engine/sandbox/sandbox.js");
     // Job A holds 12 threads under a budget of 16 until it is stopped; job B starts its own 12 beside it.
     const a = job(evaluationUid(1), 16, 12, 60);
     const aLine = await new Promise<string>((resolve) => a.stdout?.once("data", (d: Buffer) => resolve(String(d).trim())));

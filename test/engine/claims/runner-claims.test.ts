@@ -2,9 +2,9 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { spawnSync } from "node:child_process";
 import { describe, expect, it, vi } from "vitest";
-import { JobPool } from "../../src/engine/job-pool.js";
-import { claimEvaluationUid, RunnerClaims, UID_SLOTS } from "../../src/engine/runner-claims.js";
-import { tmp } from "../helpers.js";
+import { JobPool } from "../../../src/engine/jobs/job-pool.js";
+import { claimEvaluationUid, RunnerClaims, UID_SLOTS } from "../../../src/engine/claims/runner-claims.js";
+import { tmp } from "../../helpers.js";
 
 const demand = (id: string) => ({ id, gpus: 0, cores: 0, timing: false, exclusive: false });
 

@@ -1,6 +1,6 @@
-import type { Expectation } from "./demo-expectation.js";
-import type { Category, CheckStatus } from "./probe-check.js";
-import type { EvaluationResult, Verdict } from "./result.js";
+import type { Expectation } from "../demo-expectation.js";
+import type { Category, CheckStatus } from "../probe-check.js";
+import type { EvaluationResult, Verdict } from "../result.js";
 
 /** One example submission of a task and every evaluation of it (a correct one may run N times). */
 export interface PowerColumnInput {

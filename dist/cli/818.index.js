@@ -1,8 +1,8 @@
-export const id = 789;
-export const ids = [789];
+export const id = 818;
+export const ids = [818];
 export const modules = {
 
-/***/ 7789:
+/***/ 3818:
 /***/ ((__unused_webpack_module, __webpack_exports__, __webpack_require__) => {
 
 
@@ -53,7 +53,7 @@ function chartJsSource() {
 
 // EXTERNAL MODULE: ./src/core/probe-check.ts
 var probe_check = __webpack_require__(6448);
-;// CONCATENATED MODULE: ./src/core/scorecard-ranking.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-ranking.ts
 /**
  * Orders agents for a scorecard and ranks them so that no two agents whose resolved-rate intervals
  * overlap are ranked apart. Overlap is not transitive (A overlaps B, B overlaps C, A clear of C),
@@ -146,7 +146,7 @@ function formatRate(r, opts = {}) {
     return opts.compact ? `${pct(r.rate)} [${lo}–${hi}] ${r.k}/${r.n}` : `${pct(r.rate)} (${r.k}/${r.n}, 95% CI ${lo}–${hi}%)`;
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-tally.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-tally.ts
 
 
 
@@ -258,7 +258,7 @@ class AgentTally {
     }
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard.ts
 
 
 
@@ -464,7 +464,7 @@ function describeBasis(basis) {
     return BASIS_WORDS[basis];
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-drilldown.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-drilldown.ts
 /** How many evaluations each agent's drill-down lists (the newest). */
 const DRILLDOWN_LIMIT = 50;
 /**
@@ -495,7 +495,7 @@ function latestPerAgent(lines, limit = DRILLDOWN_LIMIT) {
     return out;
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-chart-data.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-chart-data.ts
 
 
 /** Colours per verdict and per probe category, shared by the charts and the tables' swatches. */
@@ -564,7 +564,7 @@ function chartData(card) {
     };
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-page-script.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-page-script.ts
 /**
  * The scorecard page's own script (plain ES5, inlined after Chart.js): draws the charts from the
  * page's JSON data block and opens an agent's drill-down from the ranking. It reads only that data
@@ -622,7 +622,7 @@ const PAGE_SCRIPT = `
 })();
 `;
 
-;// CONCATENATED MODULE: ./src/core/scorecard-markdown.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-markdown.ts
 
 
 
@@ -696,7 +696,7 @@ function renderScorecardMarkdown(card, opts = {}) {
     return out.join("\n");
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-html.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-html.ts
 
 
 
@@ -991,7 +991,7 @@ function summarizeAttempts(results) {
     return { attempts: ordered.length, first, best };
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard-results.ts
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-results.ts
 
 
 

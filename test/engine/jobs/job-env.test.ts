@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { jobEnv, NCCL_SAFE_DEFAULTS, type JobContext } from "../../src/engine/job-env.js";
-import { tmp } from "../helpers.js";
+import { jobEnv, NCCL_SAFE_DEFAULTS, type JobContext } from "../../../src/engine/jobs/job-env.js";
+import { tmp } from "../../helpers.js";
 
 const ctx = (): JobContext => ({
   workspace: "/ws",

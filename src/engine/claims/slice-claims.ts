@@ -1,4 +1,4 @@
-import { pickStarts, type FreeResources, type JobStart, type RunningJob, type WaitingJob } from "../core/packing.js";
+import { pickStarts, type FreeResources, type JobStart, type RunningJob, type WaitingJob } from "../../core/packing.js";
 import type { ClaimRefusal, RunnerClaims, WaitAnnouncement } from "./runner-claims.js";
 
 /** The claim keys of a job slice's GPUs and cores (runner-claims.ts). */

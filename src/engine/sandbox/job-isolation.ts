@@ -2,8 +2,8 @@ import { chmodSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { execa } from "execa";
 import type { CgroupControllers } from "./cgroup.js";
-import { HarnessError } from "./errors.js";
-import type { RunIsolation } from "./run-command.js";
+import { HarnessError } from "../errors.js";
+import type { RunIsolation } from "../run-command.js";
 import { gpuDevices, systemLayout, type SandboxSpec, type SandboxSupport } from "./sandbox.js";
 
 /** How every run of one evaluation is isolated; made once per evaluation from what the machine offers. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { MedianSketch, EXACT_LIMIT } from "../../src/core/median-sketch.js";
-import { buildScorecard, categoryMask, NO_AGENT, parseScorecardFilter, UNKNOWN_AREA, weekOf, type ScorecardFact } from "../../src/core/scorecard.js";
-import { formatRate, rateOf, wilsonInterval } from "../../src/core/wilson.js";
+import { MedianSketch, EXACT_LIMIT } from "../../../src/core/median-sketch.js";
+import { buildScorecard, categoryMask, NO_AGENT, parseScorecardFilter, UNKNOWN_AREA, weekOf, type ScorecardFact } from "../../../src/core/scorecard/scorecard.js";
+import { formatRate, rateOf, wilsonInterval } from "../../../src/core/wilson.js";
 
 const DAY = 86_400_000;
 const MON = Date.UTC(2026, 10, 30); // Monday 2026-11-30

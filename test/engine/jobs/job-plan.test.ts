@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { InputError } from "../../src/engine/errors.js";
-import { jobContextFor, planJobs } from "../../src/engine/job-plan.js";
-import { loadTask } from "../../src/engine/task-load.js";
-import { ROOT } from "../helpers.js";
+import { InputError } from "../../../src/engine/errors.js";
+import { jobContextFor, planJobs } from "../../../src/engine/jobs/job-plan.js";
+import { loadTask } from "../../../src/engine/task-load.js";
+import { ROOT } from "../../helpers.js";
 import { join } from "node:path";
 
 const task = loadTask(join(ROOT, "tasks", "sharded-optimizer"));

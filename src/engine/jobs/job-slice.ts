@@ -1,5 +1,5 @@
-import type { JobRecord } from "../core/result.js";
-import { startGpuMeter, type GpuMemoryPeak } from "./gpu-meter.js";
+import type { JobRecord } from "../../core/result.js";
+import { startGpuMeter, type GpuMemoryPeak } from "../gpu-meter.js";
 import type { JobContext } from "./job-env.js";
 import { JobPool, type JobLease } from "./job-pool.js";
 import { jobContextFor, type JobBase, type PlannedJob } from "./job-plan.js";

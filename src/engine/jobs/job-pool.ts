@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
-import { formatIdList, nextPort, pickStarts, type JobDemand, type RunningJob, type WaitingJob } from "../core/packing.js";
-import { formatBytes } from "../core/sizes.js";
-import { HarnessError } from "./errors.js";
-import { readGpuUsed } from "./gpu-meter.js";
-import { RunnerClaims } from "./runner-claims.js";
-import { claimSlices, coreKey, gpuKey, HeldElsewhere, sliceKeys } from "./slice-claims.js";
+import { formatIdList, nextPort, pickStarts, type JobDemand, type RunningJob, type WaitingJob } from "../../core/packing.js";
+import { formatBytes } from "../../core/sizes.js";
+import { HarnessError } from "../errors.js";
+import { readGpuUsed } from "../gpu-meter.js";
+import { RunnerClaims } from "../claims/runner-claims.js";
+import { claimSlices, coreKey, gpuKey, HeldElsewhere, sliceKeys } from "../claims/slice-claims.js";
 
 /** A job's slice of the runner, held from `acquire` until `release`. */
 export interface JobLease {

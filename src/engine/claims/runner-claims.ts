@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
-import { HarnessError } from "./errors.js";
+import { HarnessError } from "../errors.js";
 
 /** Why a set of keys could not be claimed: the first key held elsewhere, and its holder's pid where known. */
 export interface ClaimRefusal {

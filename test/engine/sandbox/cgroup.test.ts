@@ -2,8 +2,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { describe, expect, it } from "vitest";
-import { createJobCgroup, findControllers, keyedCount, ownCgroupPath } from "../../src/engine/cgroup.js";
-import { tmp } from "../helpers.js";
+import { createJobCgroup, findControllers, keyedCount, ownCgroupPath } from "../../../src/engine/sandbox/cgroup.js";
+import { tmp } from "../../helpers.js";
 
 const V1_SELF = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/abc\n0::/\n";
 const V2_SELF = "0::/job.slice/runner\n";

@@ -1,12 +1,12 @@
 import { basename, extname } from "node:path";
-import { unfitJobs, type JobDemand, type RunnerShape } from "../core/packing.js";
-import { categoryFromName } from "../core/probe-outcome.js";
-import type { TaskSpec } from "../core/task-spec.js";
-import { InputError } from "./errors.js";
+import { unfitJobs, type JobDemand, type RunnerShape } from "../../core/packing.js";
+import { categoryFromName } from "../../core/probe-outcome.js";
+import type { TaskSpec } from "../../core/task-spec.js";
+import { InputError } from "../errors.js";
 import type { JobLease } from "./job-pool.js";
-import type { IsolationPlan } from "./job-isolation.js";
+import type { IsolationPlan } from "../sandbox/job-isolation.js";
 import type { JobContext } from "./job-env.js";
-import type { LoadedTask } from "./task-load.js";
+import type { LoadedTask } from "../task-load.js";
 
 /** One job of an evaluation as planned before anything runs: what it needs and how its ranks talk. */
 export interface PlannedJob {

@@ -1,9 +1,9 @@
-import { CATEGORIES } from "./probe-check.js";
+import { CATEGORIES } from "../probe-check.js";
 import { chartData, CATEGORY_COLOUR, TREND_WEEKS, VERDICT_COLOUR } from "./scorecard-chart-data.js";
 import { linkable, prUrl, type EvaluationLine } from "./scorecard-drilldown.js";
 import { describeBasis, DIMENSIONS, NO_AGENT, type AgentScore, type Dimension, type Scorecard } from "./scorecard.js";
 import { PAGE_SCRIPT } from "./scorecard-page-script.js";
-import { formatRate } from "./wilson.js";
+import { formatRate } from "../wilson.js";
 import { formatDuration, rankLabel } from "./scorecard-markdown.js";
 import type { SkippedFile } from "./scorecard-results.js";
 

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { detectAgent } from "./agent-detect.js";
-import { normalizeAgent } from "./agent-identity.js";
-import { VERDICT_RANK } from "./attempt-summary.js";
-import type { EvaluationResult } from "./result.js";
+import { detectAgent } from "../agent-detect.js";
+import { normalizeAgent } from "../agent-identity.js";
+import { VERDICT_RANK } from "../attempt-summary.js";
+import type { EvaluationResult } from "../result.js";
 import { categoryMask, type ScorecardFact } from "./scorecard.js";
 import type { EvaluationLine } from "./scorecard-drilldown.js";
 

@@ -1,12 +1,12 @@
 import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { evaluate } from "../../src/engine/evaluate.js";
-import { InputError } from "../../src/engine/errors.js";
-import { JobPool, type JobLease } from "../../src/engine/job-pool.js";
-import { loadTask } from "../../src/engine/task-load.js";
-import type { JobDemand } from "../../src/core/packing.js";
-import { fakeNvidiaSmi, KIT, TINY_SUBS, TINY_TASK, tmp } from "../helpers.js";
+import { evaluate } from "../../../src/engine/evaluate.js";
+import { InputError } from "../../../src/engine/errors.js";
+import { JobPool, type JobLease } from "../../../src/engine/jobs/job-pool.js";
+import { loadTask } from "../../../src/engine/task-load.js";
+import type { JobDemand } from "../../../src/core/packing.js";
+import { fakeNvidiaSmi, KIT, TINY_SUBS, TINY_TASK, tmp } from "../../helpers.js";
 
 const demand = (id: string, gpus: number, o: Partial<JobDemand> = {}): JobDemand => ({ id, gpus, cores: 0, timing: false, exclusive: false, ...o });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

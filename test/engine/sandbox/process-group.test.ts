@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { GroupMeter, groupUsage, killGroup, scanGroup } from "../../src/engine/process-group.js";
+import { GroupMeter, groupUsage, killGroup, scanGroup } from "../../../src/engine/sandbox/process-group.js";
 
 const started: number[] = [];
 afterEach(() => {

@@ -1,6 +1,6 @@
-import { CATEGORIES, type Category } from "./probe-check.js";
-import type { Verdict } from "./result.js";
-import type { Rate } from "./wilson.js";
+import { CATEGORIES, type Category } from "../probe-check.js";
+import type { Verdict } from "../result.js";
+import type { Rate } from "../wilson.js";
 import { rankByInterval } from "./scorecard-ranking.js";
 import { AgentTally, type ScorecardCell, type Tally } from "./scorecard-tally.js";
 

@@ -1,5 +1,5 @@
-import { CATEGORIES } from "./probe-check.js";
-import type { Rate } from "./wilson.js";
+import { CATEGORIES } from "../probe-check.js";
+import type { Rate } from "../wilson.js";
 import { VERDICT_ORDER, type AgentScore, type Scorecard } from "./scorecard.js";
 
 /** Colours per verdict and per probe category, shared by the charts and the tables' swatches. */
