@@ -150,7 +150,7 @@ describe("bench/probe_accuracy.py --power N: a goal over all calls", () => {
     for (const [name, body] of [
       ["garbled", "{"],
       ["refused", JSON.stringify({ ...analyse([run("passed", "passed")], "all"), scope: "correct-only", staticProblems: [], quarantined: null })],
-    ]) {
+    ] as Array<[string, string]>) {
       const dir = tmp();
       const log = join(dir, "log");
       mkdirSync(log);
