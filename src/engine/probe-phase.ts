@@ -23,6 +23,8 @@ export interface ProbePhaseContext extends Pick<JobContext, "workspace" | "root"
   kitDir: string;
   /** The probe parameters drawn for this evaluation, handed to every probe process. */
   params: DrawnParams;
+  /** A repository gate's PR base tree: mounted read-only for differential probes ($PROBEGATE_BASE_TREE). */
+  baseTree?: string | null;
 }
 
 export interface ProbeEvents {
@@ -98,10 +100,11 @@ export async function runProbes(
           PROBEGATE_SEED: String(ctx.params.seed),
           PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
           PYTHONPATH: jobPythonPath(jc, kit, mounted),
+          ...(ctx.baseTree ? { PROBEGATE_BASE_TREE: ctx.baseTree } : {}),
         });
         const isolation = await isolationFor(jc.isolation, {
           cwd: ctx.workspace,
-          readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : [])],
+          readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : []), ...(ctx.baseTree ? [ctx.baseTree] : [])],
           readWrite: [ctx.workspace, env.HOME as string, results],
           readOnlyInside: [join(ctx.workspace, ".git")],
         });
@@ -138,7 +141,7 @@ export async function probePhase(ev: EvaluationContext, { runner, jobs, python, 
   ws.resets.push(...(await resetHooks(ws)));
   ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
   const t = performance.now();
-  record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
+  record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params, baseTree: ws.prBase?.dir ?? null }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
     probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
     probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
     log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),

@@ -34,10 +34,10 @@ const gitIn = (cwd: string, ...args: string[]) =>
   execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args], { cwd, encoding: "utf8" }).trim();
 
 /** A repository with a base commit on main and a PR branch whose head changes `head` files. */
-function repo(head: Record<string, string>): { dir: string; base: string; head: string } {
+function repo(head: Record<string, string>, baseFiles: Record<string, string> = {}): { dir: string; base: string; head: string } {
   const dir = tmp("pg-gate-repo-");
   gitIn(dir, "init", "-q");
-  write(dir, { "calc/__init__.py": "", "calc/ops.py": OPS, "tests/test_ops.py": TEST, "docs/readme.md": "calc\n" });
+  write(dir, { "calc/__init__.py": "", "calc/ops.py": OPS, "tests/test_ops.py": TEST, "docs/readme.md": "calc\n", ...baseFiles });
   gitIn(dir, "add", "-A");
   gitIn(dir, "commit", "-qm", "base");
   const base = gitIn(dir, "rev-parse", "HEAD");
@@ -48,7 +48,7 @@ function repo(head: Record<string, string>): { dir: string; base: string; head: 
   return { dir, base, head: gitIn(dir, "rev-parse", "HEAD") };
 }
 
-function gateTask(): ReturnType<typeof loadTask> {
+function gateTask(probes: Record<string, string> = { "probes/probe_functional.py": PROBE }): ReturnType<typeof loadTask> {
   const dir = join(tmp("pg-gate-task-"), "calc-gate");
   write(dir, {
     "task.yml": `id: calc-gate
@@ -70,7 +70,7 @@ probes:
 limits: { wallClock: 300, memory: 2GiB, outputBytes: 1MiB }
 `,
     "prompt.md": "Any change to calc.\n",
-    "probes/probe_functional.py": PROBE,
+    ...probes,
   });
   return loadTask(dir);
 }
@@ -136,4 +136,29 @@ describe("a repository gate: base from the PR, the repository's tests, the weake
     const unrelated = gitIn(r.dir, "rev-parse", "HEAD");
     await expect(evaluate({ task: gateTask(), submission: { kind: "git", repo: r.dir, ref: r.head }, prBase: unrelated, kitDir: KIT })).rejects.toThrow(/share no history/);
   }, 60_000);
+
+  it("runs differential probes on base and head in the sandbox and reports the difference in numbers", async () => {
+    const SYNC = "import torch.distributed as dist\n\ndef sync(t):\n    dist.all_reduce(t)\n    return t\n";
+    const r = repo({ "calc/sync.py": SYNC.replace("    dist.all_reduce(t)\n", "    dist.all_reduce(t)\n    dist.all_reduce(t)\n") }, { "calc/sync.py": SYNC });
+    const probe = `import torch
+from probegate_probe.differential import differential
+
+def scenario(rank, world, rep):
+    from calc import sync
+    return sync.sync(torch.ones(1024) * (rank + 1))
+
+if __name__ == "__main__":
+    sides = differential(scenario, world_size=2, measure=("traffic", "outputs"))
+    sides.check_traffic("sync-traffic", per="step")
+    sides.check_outputs("sync-outputs")
+`;
+    const task = gateTask({ "probes/probe_traffic.py": probe });
+    const result = await evaluate({ task, submission: { kind: "git", repo: r.dir, ref: r.head }, prBase: r.base, kitDir: KIT });
+    const traffic = result.probes.find((p) => p.id === "sync-traffic");
+    expect(traffic?.status, JSON.stringify(result.probes)).toBe("failed");
+    expect(traffic?.message).toMatch(/head sends 2\.00× the bytes of base per step .*all_reduce: 2 calls per step, base 1/);
+    expect(traffic?.measured).toMatchObject({ base_all_reduce_calls: 1, head_all_reduce_calls: 2 });
+    expect(result.probes.find((p) => p.id === "sync-outputs")?.status).toBe("failed");
+    expect(result.verdict).toBe("probe-rejected");
+  }, 180_000);
 });
