@@ -5,6 +5,7 @@ import type { LoadedTask } from "./task-load.js";
 import type { SubmissionSource } from "./submission.js";
 import { InputError } from "./errors.js";
 import { exportTree, git } from "./git.js";
+import { snapshotRefusal } from "./import/snapshot-refusal.js";
 import { planJudgeReset, type ChangedFile, type ResetAction } from "./judge-reset.js";
 
 /** A fresh evaluation folder: the workspace (base + submission) and engine-only folders beside it. */
@@ -30,12 +31,13 @@ function emptyExceptGit(dir: string): void {
   for (const name of readdirSync(dir)) if (name !== ".git") rmSync(join(dir, name), { recursive: true, force: true });
 }
 
-async function applySubmission(ws: string, scratch: string, sub: SubmissionSource): Promise<string | null> {
+async function applySubmission(task: LoadedTask, ws: string, scratch: string, sub: SubmissionSource): Promise<string | null> {
   switch (sub.kind) {
     case "patch":
       // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
       await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
-        onError: (stderr) => new InputError(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
+        onError: (stderr) =>
+          new InputError((task.base.kind === "folder" && snapshotRefusal(sub.path, task.base.path, task.dir)) || `--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
       });
       return null;
     case "folder":
@@ -130,7 +132,7 @@ export async function createWorkspace(task: LoadedTask, sub: SubmissionSource): 
     await git(dir, ["add", "--all", "--force"]);
     await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
     const baseSha = await git(dir, ["rev-parse", "HEAD"]);
-    const submissionSha = await applySubmission(dir, scratch, sub);
+    const submissionSha = await applySubmission(task, dir, scratch, sub);
     const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
     rmSync(scratch, { recursive: true, force: true });
     return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
