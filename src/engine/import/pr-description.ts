@@ -15,8 +15,11 @@ export function readPrTemplate(tree: string): string | null {
 }
 
 const squash = (s: string) => s.replace(/\s+/g, " ").trim();
-/** Text without blockquote marks, on one line: GitHub re-wraps a squashed PR's description. */
-const unquote = (s: string) => squash(s.replace(/^\s*>\s?/gm, ""));
+/**
+ * Words only, lower case, on one line: GitHub re-wraps a squashed PR's description, and templates
+ * change a little over time ("…is complex." in the PR, "…is complex, and list…" in today's template).
+ */
+const words = (s: string) => squash(s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " "));
 const heading = (line: string) => /^(#{1,6})\s+(.*)$/.exec(line);
 /** Sections of a template that are the author's to-do list, never the change's description. */
 const BOILERPLATE_SECTION = /checklist|before submitting|before you submit|pr checklist|contributor/i;
@@ -59,7 +62,7 @@ function blocks(lines: string[]): string[][] {
  */
 export function cleanPrDescription(text: string, template: string | null = null): string {
   const noComments = text.replace(/<!--[\s\S]*?(-->|$)/g, "");
-  const tmpl = template ? unquote(template.replace(/<!--[\s\S]*?(-->|$)/g, "")) : "";
+  const tmpl = template ? ` ${words(template.replace(/<!--[\s\S]*?(-->|$)/g, ""))} ` : "";
   const kept: string[][] = [];
   let skipLevel = 0; // inside a boilerplate section of this heading level (0: not)
   for (const block of blocks(noComments.split("\n"))) {
@@ -82,8 +85,8 @@ export function cleanPrDescription(text: string, template: string | null = null)
     }
     if (!lines.length) continue;
     // Guidance the template wrote under a heading ("> List the specific changes.") is no description.
-    const body = unquote(lines.join("\n"));
-    if (tmpl && body.length >= 12 && tmpl.includes(body)) continue;
+    const body = words(lines.join("\n"));
+    if (tmpl && body.length >= 12 && tmpl.includes(` ${body} `)) continue;
     kept.push(lines);
   }
   // A heading is empty when the next kept block is a heading of the same or a higher level (or none follows).

@@ -156,7 +156,8 @@ export async function importPullRequest(req: PrImportRequest, progress: (line: s
       headSha,
       subject,
       message,
-      prTemplate: readPrTemplate(headTree),
+      // The template at the base too: the PR was written against it, and templates change.
+      prTemplate: [readPrTemplate(baseTree), readPrTemplate(headTree)].filter(Boolean).join("\n\n") || null,
       tests,
       testsChanged,
       sources,
