@@ -54,6 +54,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .description("evaluate one or more submissions against one task, packed onto the runner; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error (the worst of several)")
     .requiredOption("--task <dir>", "task folder (holding task.yml)")
     .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref; repeat it to evaluate several side by side", collect)
+    .option("--pr-base <sha>", "a repository gate (task base: {pr: true}): the PR's base commit; the submission is then the PR's head as repo@sha")
     .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
     .option("--out <file>", "write the result JSON here")
     .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
