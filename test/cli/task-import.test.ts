@@ -70,7 +70,7 @@ describe("probegate task import", () => {
     writeFileSync(outside, "diff --git a/calc/unused.py b/calc/unused.py\n--- a/calc/unused.py\n+++ b/calc/unused.py\n@@ -1 +1 @@\n-X = 1\n+X = 2\n");
     const refused = await cli("eval", "--task", task, "--submission", outside);
     expect(refused.code).toBe(2);
-    expect(refused.err).toContain(`patch ${outside} edits calc/unused.py, which the base does not have: the task's base`);
+    expect(refused.err).toContain(`patch ${outside} does not apply onto the base: it edits calc/unused.py, which the base does not have; the task's base`);
     expect(refused.err).toContain("is a pruned snapshot that probegate task import kept (import.yml), not the whole repository");
     expect(refused.err).toContain("re-import the task with `probegate task import --base-as git`");
   });

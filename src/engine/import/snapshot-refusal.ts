@@ -35,5 +35,5 @@ export function snapshotRefusal(patchPath: string, basePath: string, taskDir: st
   const fix = imported
     ? "To gate real PRs, which may edit any file of the repository, re-import the task with `probegate task import --base-as git` (the base is then the repository at the PR's base commit); to keep the snapshot, add the file with --keep when importing"
     : "Add the file to the base folder, or use a git base (base: { git: { repo, ref } }) that holds the whole repository";
-  return `--submission: patch ${patchPath} edits ${names}, which the base does not have: ${what}. ${fix}.`;
+  return `--submission: patch ${patchPath} does not apply onto the base: it edits ${names}, which the base does not have; ${what}. ${fix}.`;
 }

@@ -41,7 +41,7 @@ describe("a patch onto a folder base that lacks its files", () => {
     const patch = join(task, "sub.patch");
     writeFileSync(patch, PATCH);
     const plain = snapshotRefusal(patch, base, task);
-    expect(plain).toContain(`patch ${patch} edits pkg/old.py, pkg/gone.py, which the base does not have: the task's base folder`);
+    expect(plain).toContain(`patch ${patch} does not apply onto the base: it edits pkg/old.py, pkg/gone.py, which the base does not have; the task's base folder`);
     expect(plain).not.toContain("--base-as git");
     writeFileSync(join(task, "import.yml"), "fail_to_pass: []\n");
     expect(snapshotRefusal(patch, base, task)).toContain("is a pruned snapshot that probegate task import kept (import.yml), not the whole repository, so a patch can only edit the files it holds. To gate real PRs, which may edit any file of the repository, re-import the task with `probegate task import --base-as git`");
