@@ -94,7 +94,7 @@ export async function taskImportCommand(flags: TaskImportFlags, io: { stdout: (s
   if (flags.baseAs === "git" && !recorded.url) {
     throw new InputError(`--base-as git: task.yml must say where to clone the base from, and ${recorded.warning}.`, { field: "--repo-url" });
   }
-  if (recorded.warning) io.stderr(`  warning: ${recorded.warning}${flags.baseAs === "git" ? "" : " (import.yml records it)"}.\n`);
+  if (recorded.warning) io.stderr(`  warning: ${recorded.warning}${flags.baseAs === "git" ? "" : recorded.url ? " (import.yml records it)" : " (import.yml records none)"}.\n`);
   const imp = await importPullRequest(
     {
       repo,

@@ -70,7 +70,7 @@ function testsParagraph(imp: PrImport): string {
   const c = imp.classification;
   const files = imp.tests.length > 8 ? `${imp.tests.length} test files (import.yml lists them)` : imp.tests.map((t) => `\`${t}\``).join(", ");
   if (c.failToPass.length === 0) {
-    return `The official tests are ${files}: ${c.passToPass.length} pass before the change and must keep passing. None fails before it
+    return `The official tests are ${files}: ${c.passToPass.length} ${c.passToPass.length === 1 ? "passes" : "pass"} before the change and must keep passing. None fails before it
 (imported with --pass-to-pass-only): state the requirement here so that the hidden probes can check it.`;
   }
   return `The official tests are ${files}: ${c.failToPass.length} fail before the change and must pass,

@@ -89,9 +89,13 @@ describe("probegate task import, as a new user meets it", () => {
     const r = await imp(pack, repo.base, repo.perf, "--pass-to-pass-only");
     expect(r.code).toBe(0);
     expect(r.out).toContain("1 test files (existing ones: the change touches none)");
+    expect(r.err).toContain("the change touches no test file: running the head's 1 file that --tests names (--pass-to-pass-only)");
     expect(r.out).toContain("no test fails before the change: the official tests only check that nothing breaks; the hidden probes must carry the requirement");
     const task = join(pack, "tasks", "tiny-add");
     const record = parse(readFileSync(join(task, "import.yml"), "utf8"));
+    // A snapshot import from a clone with no origin: no URL recorded, and the user told so.
+    expect(r.err).toContain(`warning: ${repo.dir} has no origin remote, so the repository's URL is unknown: give it with --repo-url (import.yml records none).`);
+    expect(record).toMatchObject({ repo: null, repo_from: "none" });
     expect(record).toMatchObject({ fail_to_pass: [], pass_to_pass: ["tests/test_ops.py::test_neg"], official: expect.stringMatching(/^pass-to-pass only: .*the hidden probes carry the requirement/) });
     const specText = readFileSync(join(task, "task.yml"), "utf8");
     expect(specText).toContain("#   official tests: pass-to-pass only");
@@ -99,7 +103,7 @@ describe("probegate task import, as a new user meets it", () => {
     expect(spec.official).toMatchObject({ command: expect.arrayContaining(["tests/test_ops.py::test_neg"]), files: ["tests/test_ops.py"] });
     const expected = parse(readFileSync(join(pack, "examples", "submissions", "tiny-add", "expected.yml"), "utf8"));
     expect(expected[1]).toMatchObject({ submission: "base.patch", verdict: "probe-rejected" });
-    expect(readFileSync(join(task, "prompt.md"), "utf8")).toContain("None fails before it\n(imported with --pass-to-pass-only)");
+    expect(readFileSync(join(task, "prompt.md"), "utf8")).toContain("1 passes before the change and must keep passing. None fails before it\n(imported with --pass-to-pass-only)");
 
     // Unfinished, validate refuses it for its skeletons and still says what the official tests are.
     const unfinished = await cli("validate", task);

@@ -86,7 +86,7 @@ export async function importPullRequest(req: PrImportRequest, progress: (line: s
       // A PR with no test of its own: the official tests are the head's files --tests names.
       tests = walk(headTree).filter((p) => isTest(p)).sort();
       if (tests.length === 0) throw new InputError(`--tests: no file of the head ${shortH} matches ${req.tests.join(", ")}.`, { field: "--tests" });
-      progress(`the change touches no test file: running the head's ${tests.length} files that --tests names (--pass-to-pass-only)`);
+      progress(`the change touches no test file: running the head's ${tests.length} file${tests.length === 1 ? "" : "s"} that --tests names (--pass-to-pass-only)`);
     }
     if (sources.length === 0) throw new InputError(`the change ${shortB}..${shortH} touches only test files (${tests.join(", ")}): there is no change for a submission to make.`, { field: "--tests" });
     const pyTests = tests.filter(isPytestFile);
