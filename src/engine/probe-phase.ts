@@ -125,6 +125,13 @@ export async function runProbes(
   return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
 }
 
+/** "1 of 4 passed, 3 errored": every check counted as what it ended as (an error is no pass). */
+export function checkTally(checks: ReadonlyArray<{ status: string }>): string {
+  const n = (s: string) => checks.filter((c) => c.status === s).length;
+  const rest = [n("failed") && `${n("failed")} failed`, n("error") && `${n("error")} errored`, n("skipped") && `${n("skipped")} skipped`].filter(Boolean);
+  return `${n("passed")} of ${checks.length} passed${rest.length ? `, ${rest.join(", ")}` : ""}`;
+}
+
 /** "2 GPUs and 16 cores" for the probe phase's progress line. */
 function describePool(pool: JobPool): string {
   const s = pool.shape();
@@ -147,6 +154,5 @@ export async function probePhase(ev: EvaluationContext, { runner, jobs, python, 
     log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
   });
   record.probesS = ev.clock.since(t);
-  const failed = record.checks.filter((x) => x.status === "failed").length;
-  ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${record.checks.length - failed} of ${record.checks.length} passed${gpuNote(runner.probesPeak())}` });
+  ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${checkTally(record.checks)}${gpuNote(runner.probesPeak())}` });
 }

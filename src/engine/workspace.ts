@@ -5,6 +5,7 @@ import type { LoadedTask } from "./task-load.js";
 import type { SubmissionSource } from "./submission.js";
 import { InputError } from "./errors.js";
 import { exportTree, git } from "./git.js";
+import { snapshotRefusal } from "./import/snapshot-refusal.js";
 import { planJudgeReset, type ChangedFile, type ResetAction } from "./judge-reset.js";
 import { archiveInto, makeReadOnly, resolvePrCommits } from "./repo-gate/pr-trees.js";
 
@@ -36,12 +37,13 @@ function emptyExceptGit(dir: string): void {
   for (const name of readdirSync(dir)) if (name !== ".git") rmSync(join(dir, name), { recursive: true, force: true });
 }
 
-async function applySubmission(ws: string, scratch: string, sub: SubmissionSource): Promise<string | null> {
+async function applySubmission(task: LoadedTask, ws: string, scratch: string, sub: SubmissionSource): Promise<string | null> {
   switch (sub.kind) {
     case "patch":
       // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
       await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
-        onError: (stderr) => new InputError(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
+        onError: (stderr) =>
+          new InputError((task.base.kind === "folder" && snapshotRefusal(sub.path, task.base.path, task.dir)) || `--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
       });
       return null;
     case "folder":
@@ -155,7 +157,7 @@ export async function createWorkspace(task: LoadedTask, sub: SubmissionSource, p
       emptyExceptGit(dir);
       await archiveInto(prHead.gitDir, prHead.sha, dir);
       submissionSha = prHead.sha;
-    } else submissionSha = await applySubmission(dir, scratch, sub);
+    } else submissionSha = await applySubmission(task, dir, scratch, sub);
     // A repository gate keeps the head's own tests and test configuration (the guard compares them with the base's).
     const resets = await resetJudge(dir, pr ? [] : task.spec.official.files, setupModules(setupDir), pr !== null);
     rmSync(scratch, { recursive: true, force: true });
