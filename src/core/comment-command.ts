@@ -1,13 +1,18 @@
 import { ID_PATTERN } from "./task-spec.js";
 
 /** A command given in a PR comment. `task: null` reruns every task the PR maps to. */
-export type CommentCommand = { kind: "rerun"; task: string | null } | { kind: "explain" };
+export type CommentCommand =
+  | { kind: "rerun"; task: string | null }
+  | { kind: "explain" }
+  /** Accept one measured difference (a failed check) for the PR's current head; `task` null: the one task whose result has that check. */
+  | { kind: "accept"; task: string | null; checkId: string; reason: string };
 
 /** The usage lines the app replies with when a command is not understood. */
 export const COMMAND_HELP = [
   "`/probegate rerun` re-evaluates the PR's current head against every task it maps to.",
   "`/probegate rerun <task>` re-evaluates it against one task.",
   "`/probegate explain` lists the categories of the failed probes and what they check.",
+  "`/probegate accept <check-id> <reason>` accepts a measured difference the change means to make (write permission; this head only).",
 ].join("\n");
 
 /** A `/probegate` line that is not a valid command; `reply` is the comment the app answers with. */
@@ -59,6 +64,17 @@ export function parseCommentCommand(body: string): CommentCommand | null {
           throw new CommandError("bad-argument", `\`${args[0]}\` is not a task id (lower-case letters, digits, '.', '_' and '-').`, line);
         }
         return { kind: "rerun", task };
+      }
+      case "accept": {
+        const [target, ...why] = args;
+        if (target === undefined) throw new CommandError("bad-argument", "`/probegate accept` needs the id of the failed check and a reason, e.g. `/probegate accept grad-sync-bytes the new overlap adds one all-gather per bucket`.", line);
+        const [task, checkId] = target.includes("/") ? (target.split("/", 2) as [string, string]) : [null, target];
+        for (const id of [task, checkId]) {
+          if (id !== null && !ID_PATTERN.test(id.toLowerCase())) throw new CommandError("bad-argument", `\`${target}\` is not a check id (or task/check-id).`, line);
+        }
+        const reason = why.join(" ").trim();
+        if (reason.length < 8) throw new CommandError("bad-argument", "`/probegate accept` needs a reason that says why the difference is meant (at least a few words); it is recorded with your name.", line);
+        return { kind: "accept", task: task?.toLowerCase() ?? null, checkId: checkId.toLowerCase(), reason };
       }
       case "explain":
         if (args.length > 0) throw new CommandError("bad-argument", `\`/probegate explain\` takes no arguments; got \`${args.join(" ")}\`.`, line);
