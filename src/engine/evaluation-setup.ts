@@ -28,13 +28,20 @@ export interface JobSetup {
  */
 export async function setUpJobs(ev: EvaluationContext): Promise<JobSetup> {
   const { opts, spec, ws, record } = ev;
+  // A first build of the task's environment can take minutes: the time waited for it once the
+  // workspace was ready is the runner's, not the submission's wall clock.
+  const waitFrom = performance.now();
+  const env = ev.hostFacts.environment ? await ev.hostFacts.environment : null;
+  ev.clock.addQueued(performance.now() - waitFrom);
+  if (env) record.pythonEnv = { lockHash: env.manifest.lockHash, python: env.manifest.python, interpreter: env.manifest.interpreter };
   const [py, gpus, support] = await ev.hostFacts.facts;
   record.host = { py, gpus };
   if (support && !support.ok) {
     throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
   }
   const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: availableCpus() }));
-  const unmet = unmetRequirements(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
+  const pythonFrom = env ? `the task's environment (${spec.environment?.lock}, ${env.dir})` : undefined;
+  const unmet = unmetRequirements(spec.requires, { pythonFrom, torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
   if (unmet.length) {
     throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
   }

@@ -73,5 +73,8 @@ export function loadTask(dirOrFile: string, probesOverride?: string): LoadedTask
       }
     }
   }
+  if (spec.environment) {
+    mustExist(resolve(dir, spec.environment.lock), "file", file, "environment.lock", lineOf(src, ["environment", "lock"]));
+  }
   return { spec, dir, file, promptFile, base, probesDir, setupDir };
 }
