@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { InputError } from "../engine/errors.js";
 import { demoCommand } from "./demo-command.js";
+import { envBuildCommand, envListCommand } from "./env-command.js";
 import { evalCommand } from "./eval-command.js";
 import { mergePowerCommand, powerCommand, type PowerFlags } from "./power-command.js";
 import { schemaCommand } from "./schema-command.js";
@@ -140,6 +141,18 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--world-size <n>", "PROBEGATE_WORLD_SIZE for the test runs", "1")
     .option("--timeout <s>", "seconds per test run, and the task's official.timeout", "600")
     .action(async (flags) => done(await taskImportCommand(flags, io)));
+  const env = p.command("env").description("the tasks' pinned Python environments (task.yml environment:), built once per runner in $PROBEGATE_ENV_DIR (default /var/cache/probegate/envs)");
+  env
+    .command("build")
+    .description("build each task's environment from its lock with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
+    .argument("<taskDirs...>")
+    .option("--json", "print the table as JSON")
+    .action(async (dirs: string[], flags: { json?: boolean }) => done(await envBuildCommand(dirs, flags, io)));
+  env
+    .command("list")
+    .description("the environments built on this runner")
+    .option("--json", "print them as JSON")
+    .action((flags: { json?: boolean }) => done(envListCommand(flags, io)));
   p.command("scorecard")
     .description("how each agent does, from the app's store or a folder of result files: a table, JSON, markdown, or an HTML page with charts")
     .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
