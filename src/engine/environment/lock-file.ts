@@ -97,7 +97,11 @@ export function requirementNamedIn(uvError: string, requirements: readonly LockR
     const m = new RegExp(`(?<![A-Za-z0-9_.-])${pattern}(?![A-Za-z0-9_-])`, "i").exec(text);
     if (m && (!best || m.index < best.at)) best = { at: m.index, req };
   }
-  return best?.req ?? null;
+  if (!best) return null;
+  // A name pinned twice (one version per Python range, as --universal writes): the one uv names.
+  const name = normalizeName(best.req.name);
+  const twins = requirements.filter((r) => normalizeName(r.name) === name);
+  return twins.find((r) => r.version !== null && new RegExp(`[=\\s]=?${r.version.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![0-9A-Za-z.])`).test(text)) ?? best.req;
 }
 
 /** uv's error as one line: its "error:" and "cause:" lines, without the "Using Python …" chatter. */
