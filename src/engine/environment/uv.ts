@@ -21,7 +21,7 @@ export function findUv(env: NodeJS.ProcessEnv = process.env): string {
   throw new HarnessError(
     explicit
       ? `PROBEGATE_UV names ${explicit}, which is not an executable file. Point it at uv, or install uv: python3 -m pip install uv==${UV_VERSION}`
-      : `the task declares an environment, and building it needs uv, which is not on PATH. Install it (python3 -m pip install uv==${UV_VERSION}) or set PROBEGATE_UV to its path.`,
+      : `the task declares an environment, and building it needs uv, which is not on PATH. Install it (python3 -m pip install uv==${UV_VERSION}; with Debian's python3 add --break-system-packages, which puts it in /usr/local/bin) or set PROBEGATE_UV to its path.`,
     "environment",
   );
 }
@@ -50,8 +50,9 @@ export interface UvRun {
 }
 
 /**
- * Runs uv, passing on the summary lines of its output ("Resolved 30 packages", "Installed 30
- * packages in 2.1s") as they come: the rest is long and says nothing to a person waiting.
+ * Runs uv, passing on the summary lines of its output ("Resolved 30 packages", "Downloading torch
+ * (858.1MiB)", "Installed 30 packages in 2.1s") as they come: the rest is long and says nothing to
+ * a person waiting.
  */
 export async function runUv(uv: string, args: readonly string[], onLine: (line: string) => void, timeoutS: number): Promise<UvRun> {
   const child = execa(uv, args, { reject: false, timeout: timeoutS * 1000, env: uvEnv(), stdin: "ignore", all: false });
@@ -62,7 +63,7 @@ export async function runUv(uv: string, args: readonly string[], onLine: (line: 
     partial += chunk.toString();
     const lines = partial.split("\n");
     partial = lines.pop() ?? "";
-    for (const l of lines) if (/^\s*(Resolved|Prepared|Installed|Uninstalled|Audited|warning)\b/.test(l)) onLine(l.trim());
+    for (const l of lines) if (/^\s*(Resolved|Downloading|Prepared|Installed|Uninstalled|Audited|warning)\b/.test(l)) onLine(l.trim());
   });
   const r = await child;
   if (r.timedOut) return { exitCode: 124, stderr: `${stderr}\nerror: uv ${args[0]} ${args[1] ?? ""} did not finish in ${timeoutS} s` };
