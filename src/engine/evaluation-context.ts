@@ -43,6 +43,7 @@ export interface PendingHostFacts {
 export function gatherHostFacts(opts: Pick<EvaluateOptions, "python" | "unsandboxed" | "task">, onProgress?: (line: string) => void): PendingHostFacts {
   const bwrap = bwrapPath();
   const request = opts.python ? null : environmentRequest(opts.task);
+  if (opts.python && opts.task.spec.environment) onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${opts.task.spec.environment.lock}`);
   const environment = request ? ensureEnvironment(request, { onProgress }) : null;
   environment?.catch(() => {});
   const python = environment ? environment.then((env) => inspectPython(env.python)) : inspectPython(choosePython(opts.python));

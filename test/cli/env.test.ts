@@ -47,3 +47,12 @@ describe.skipIf(!REAL_UV)(`probegate env${REAL_UV ? "" : " (skipped: uv is not i
     expect(r.err).toMatch(/task\.yml:\d+: environment\.lock: file .*requirements\.lock does not exist\./);
   });
 });
+
+describe("a lock that is not one", () => {
+  it("is bad input when the task loads (validate, env build, eval), naming the file and line", async () => {
+    const dir = makeEnvTask("--no-index\ntinypkg>=1.0\n");
+    const r = await cli("env", "build", dir);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/^probegate: not a lock the engine can build \(environment\.lock in .*task\.yml\): .*requirements\.lock:2: tinypkg is not pinned to one version \(write tinypkg==<version>; `uv pip compile` does\); .*requirements\.lock:2: tinypkg has no --hash/);
+  });
+});

@@ -8,7 +8,7 @@ import { HarnessError } from "../errors.js";
 import { inspectPython } from "../host.js";
 import { treeBytes } from "../sandbox/disk-usage.js";
 import { chooseInterpreter, type BaseInterpreter } from "./interpreter.js";
-import { lockHash, parseLock, requirementNamedIn, uvErrorSummary, type ParsedLock } from "./lock-file.js";
+import { locatedProblems, lockHash, parseLock, requirementNamedIn, uvErrorSummary, type ParsedLock } from "./lock-file.js";
 import { environmentKey, environmentRoot, MANIFEST, readManifest } from "./environment-store.js";
 import { findUv, runUv, uvVersion } from "./uv.js";
 
@@ -69,7 +69,7 @@ export async function ensureEnvironment(req: EnvironmentRequest, opts: EnsureOpt
   }
   const lock = parseLock(bytes.toString("utf8"));
   if (lock.problems.length) {
-    throw new HarnessError(`the environment lock ${req.lockLabel} cannot be built: ${lock.problems.map((p) => `${req.lockLabel}:${p.replace(/^line /, "")}`).join("; ")}`, "environment");
+    throw new HarnessError(`the environment lock ${req.lockLabel} cannot be built: ${locatedProblems(req.lockLabel, lock.problems).join("; ")}`, "environment");
   }
   const { chosen, seen } = await chooseInterpreter(req.python);
   if (!chosen) {
@@ -118,7 +118,15 @@ async function obtain(job: Job): Promise<BuiltEnvironment> {
   const ready = found(job.dir);
   if (ready) return ready;
   // World-searchable: the sandbox's users reach the environments through it.
-  mkdirSync(job.root, { recursive: true, mode: 0o755 });
+  try {
+    mkdirSync(job.root, { recursive: true, mode: 0o755 });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? String(e);
+    throw new HarnessError(
+      `cannot make the environment store ${job.root} (${code}). Create it (sudo install -d -m 0755 -o "$USER" ${job.root}) or set PROBEGATE_ENV_DIR to a folder this user can write and everyone can read.`,
+      "environment",
+    );
+  }
   const claims = new RunnerClaims(join(job.root, ".claims"), { pid: job.claimant });
   const key = `env-${job.dir.slice(job.root.length + 1)}`;
   let announced = false;

@@ -73,6 +73,14 @@ export function parseLock(text: string): ParsedLock {
   return { requirements, problems };
 }
 
+/** The problems of a lock as `file:line: what` (or `file: what` for one of the whole file). */
+export function locatedProblems(file: string, problems: readonly string[]): string[] {
+  return problems.map((p) => {
+    const m = /^line (\d+): (.*)$/s.exec(p);
+    return m ? `${file}:${m[1]}: ${m[2]}` : `${file}: ${p}`;
+  });
+}
+
 function stripComment(line: string): string {
   // A comment starts at a '#' that begins the line or follows whitespace (a URL fragment does not).
   const m = /(^|\s)#/.exec(line);

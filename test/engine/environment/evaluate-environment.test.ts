@@ -45,9 +45,11 @@ describe.skipIf(!REAL_UV)(`evaluations in a task's environment${REAL_UV ? "" : "
 
   it("without the environment (--python the runner's), the same task fails its official test: the environment is what made it pass", async () => {
     const dir = makeEnvTask(lockText(wheels.dir, [wheels.tinypkg]));
-    const { result } = await run(dir, { python: BASE_PYTHON });
+    const { result, events } = await run(dir, { python: BASE_PYTHON });
     expect(result.verdict).toBe("official-failed");
     expect(result.environment.pythonEnv ?? null).toBeNull();
+    // Said, not silent: an explicit --python wins over the task's environment.
+    expect(events).toContainEqual({ type: "log", source: "environment", text: "not used: --python names the interpreter (/usr/bin/python3.11), not the task's environment/requirements.lock" });
   });
 
   it("a lock that cannot be installed ends in verdict error naming the package and the line, and runs nothing", async () => {
