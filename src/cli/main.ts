@@ -58,7 +58,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
     .option("--out <file>", "write the result JSON here")
     .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
-    .option("--python <path>", "interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .option("--python <path>", "interpreter for {python}, over the task's environment (default: the task's environment when task.yml declares one, else $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
     .option("--world-size <n>", "ranks to use (default: the task's gpus)")
     .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1 (default: all nvidia-smi lists)", "all")
     .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
