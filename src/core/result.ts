@@ -136,6 +136,8 @@ export const EvaluationResultSchema = z.strictObject({
     repo: z.string().nullish(),
     ref: z.string().nullish(),
     sha: z.string().nullish(),
+    /** Repository gates: the PR base asked for, and the merge base the head was compared with. */
+    prBase: z.strictObject({ asked: z.string(), mergeBase: z.string() }).nullish(),
   }),
   /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
   evaluationKey: z.string().nullish(),

@@ -108,6 +108,8 @@ export interface EvaluationRecord {
   official: OfficialResult | null;
   officialS: number;
   checks: ProbeCheck[];
+  /** A repository gate's weakened-test guard checks (structure), reported beside the probes' checks. */
+  guard: ProbeCheck[];
   probesS: number;
   harnessError: { phase: string; message: string } | null;
   /** Gives the evaluation's sandbox uid slot back to the runner (null: none was claimed). */
@@ -172,7 +174,7 @@ export function openEvaluation(opts: EvaluateOptions): Omit<EvaluationContext, "
     cgroups: findControllers(),
     processes: opts.runLimits?.processes ?? DEFAULT_PROCESSES,
     diskBytes: opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES,
-    record: { workspaceS: 0, host: null, pythonEnv: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], probesS: 0, harnessError: null, releaseUid: null },
+    record: { workspaceS: 0, host: null, pythonEnv: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], guard: [], probesS: 0, harnessError: null, releaseUid: null },
   };
 }
 

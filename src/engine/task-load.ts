@@ -11,8 +11,11 @@ export interface LoadedTask {
   dir: string;
   file: string;
   promptFile: string;
-  /** The base as a folder, or a git repository and ref to export it from. */
-  base: { kind: "folder"; path: string } | { kind: "git"; repo: string; ref: string; overlay: string | null };
+  /**
+   * The base as a folder, a git repository and ref to export it from (assignments), or the PR's
+   * own base commit, given with each evaluation (repository gates).
+   */
+  base: { kind: "folder"; path: string } | { kind: "git"; repo: string; ref: string; overlay: string | null } | { kind: "pr" };
   probesDir: string;
   /** The task's `setup:` folder, if it has one. */
   setupDir: string | null;
@@ -45,6 +48,8 @@ export function loadTask(dirOrFile: string, probesOverride?: string): LoadedTask
     const path = resolve(dir, spec.base.path);
     mustExist(path, "dir", file, "base.path", lineOf(src, ["base", "path"]));
     base = { kind: "folder", path };
+  } else if ("pr" in spec.base) {
+    base = { kind: "pr" };
   } else {
     const repo = /^[a-z]+:\/\//.test(spec.base.git.repo) ? spec.base.git.repo : resolve(dir, spec.base.git.repo);
     let overlay: string | null = null;
