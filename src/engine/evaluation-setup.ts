@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import { unmetRequirements } from "../core/task-environment.js";
 import type { EvaluationContext } from "./evaluation-context.js";
 import { HarnessError } from "./errors.js";
@@ -60,7 +61,7 @@ export async function setUpJobs(ev: EvaluationContext): Promise<JobSetup> {
   const runner = new SliceRunner({
     pool,
     t0: ev.clock.t0,
-    base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation },
+    base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation, envBin: env ? join(env.dir, "bin") : undefined },
     gpuLimitBytes: spec.limits.gpuMemory,
     onIdleWait: (ms) => ev.clock.addQueued(ms),
   });

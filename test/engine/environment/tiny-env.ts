@@ -104,12 +104,13 @@ export function makeEnvTask(lock: string, extra = ""): string {
   writeFileSync(
     join(dir, "base", "tests", "run_tests.py"),
     `# The official test, without pytest (the environment holds only tinypkg): a JUnit report by hand.
-import sys
+import os, shutil, sys
 ok = True
 try:
     import app
-    ok = app.answer() == 42 and sys.prefix != sys.base_prefix
-    msg = "" if ok else "answer() is not 42 or not in a venv"
+    # In the environment, and with it first on PATH (python started by name is its python).
+    ok = app.answer() == 42 and sys.prefix != sys.base_prefix and shutil.which("python") == os.path.join(sys.prefix, "bin", "python") and os.environ.get("VIRTUAL_ENV") == sys.prefix
+    msg = "" if ok else f"answer() is not 42 or not in a venv first on PATH: {sys.prefix} {shutil.which('python')}"
 except Exception as e:
     ok, msg = False, repr(e)
 case = '<testcase classname="tests" name="test_answer"/>' if ok else f'<testcase classname="tests" name="test_answer"><failure message="{msg}"/></testcase>'
