@@ -4,6 +4,7 @@ import { execa } from "execa";
 import type { CgroupControllers } from "./cgroup.js";
 import { HarnessError } from "../errors.js";
 import type { RunIsolation } from "../run-command.js";
+import { missingGpuError, resolveGpuNodes, type GpuNode } from "./gpu-devices.js";
 import { gpuDevices, systemLayout, type SandboxSpec, type SandboxSupport } from "./sandbox.js";
 
 /** How every run of one evaluation is isolated; made once per evaluation from what the machine offers. */
@@ -50,6 +51,11 @@ export function planIsolation(o: {
   processes: number;
   diskBytes: number;
   uid?: number;
+  /**
+   * The driver's view (index, minor number) of every GPU the evaluation may be given. Each must
+   * have its device node, checked here, before any job runs: a missing one is an error naming it.
+   */
+  gpuNodes?: readonly GpuNode[];
 }): (gpus: number[]) => IsolationPlan {
   const base = { cgroups: o.cgroups, processes: o.processes, diskBytes: o.diskBytes };
   if (!o.support?.ok) return () => ({ ...base, sandbox: null });
@@ -73,7 +79,10 @@ export function planIsolation(o: {
     }
   }
   const readOnly = [...layout.readOnly, ...interpreter];
-  return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus) } });
+  const nodes = o.gpuNodes ?? [];
+  const { missing } = resolveGpuNodes(nodes.map((n) => n.index), nodes);
+  if (missing.length) throw missingGpuError(missing);
+  return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus, nodes) } });
 }
 
 /** What one phase may see: its working folder, what it reads and what it writes (host paths). */
