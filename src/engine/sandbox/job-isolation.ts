@@ -5,6 +5,7 @@ import type { CgroupControllers } from "./cgroup.js";
 import { HarnessError } from "../errors.js";
 import type { RunIsolation } from "../run-command.js";
 import { missingGpuError, resolveGpuNodes, type GpuNode } from "./gpu-devices.js";
+import { readUidMap, uidsMapped } from "./uid-map.js";
 import { gpuDevices, systemLayout, type SandboxSpec, type SandboxSupport } from "./sandbox.js";
 
 /** How every run of one evaluation is isolated; made once per evaluation from what the machine offers. */
@@ -61,6 +62,11 @@ export function planIsolation(o: {
   if (!o.support?.ok) return () => ({ ...base, sandbox: null });
   const uid = o.support.dropToUid === null ? null : (o.uid ?? o.support.dropToUid);
   if (uid !== null) {
+    // Found now: setpriv would fail before bubblewrap starts, and the run's exit 1 read as the submission's.
+    const map = readUidMap();
+    if (map && !uidsMapped(map, uid)) {
+      throw new HarnessError(`the sandbox user (uid ${uid}) does not exist in this user namespace (uid_map: ${map.map((r) => `${r.inside}–${r.inside + r.count - 1}`).join(", ")}); a pod with hostUsers: false has only uids 0–65535. Run the runner as a non-root user, or where uids from ${uid} are mapped (docs/arc.md); \`probegate doctor\` checks this.`, "sandbox");
+    }
     // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
     chmodSync(o.evaluationRoot, 0o711);
     const closed = closedAncestor(dirname(o.evaluationRoot));
