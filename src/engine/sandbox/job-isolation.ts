@@ -102,7 +102,7 @@ export interface PhaseMounts {
 
 /**
  * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
- * the sandbox's user (it runs as `nobody`); the engine, as root, still reads it all afterwards.
+ * the sandbox's user (the evaluation's own uid); the engine, as root, still reads it all afterwards.
  */
 export async function isolationFor(plan: IsolationPlan, mounts: PhaseMounts): Promise<RunIsolation> {
   const sb = plan.sandbox;

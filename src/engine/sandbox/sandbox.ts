@@ -30,7 +30,10 @@ export interface SandboxSpec {
   maxFileBytes: number;
 }
 
-/** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
+/**
+ * The user of the engine's one trial run of the sandbox (`detectSandbox`) when it is root: `nobody`,
+ * which owns nothing of the runner's. Evaluations themselves run as a uid of their own (`evaluationUid`).
+ */
 export const SANDBOX_UID = 65534;
 
 /**
