@@ -93,7 +93,7 @@ export function checkCgroups(f: DoctorFacts): CheckResult {
     "cgroup",
     t,
     `${found}: memory and process limits are sampled from /proc every 100 ms (a fast fork or memory bomb can pass them between samples)`,
-    "run the engine in a cgroup v2 group of its own with memory and pids delegated (echo +memory +pids > cgroup.subtree_control on a group whose processes sit in a leaf child); under Kubernetes the pod's own limits are the backstop",
+    "the engine makes each run's group under its own cgroup, and cgroup v2 lets a group hand memory and pids to children only while it holds no process itself (the root group excepted): run the engine in the root cgroup (a dedicated VM runner) or on a host with writable cgroup v1 memory and pids hierarchies; under Kubernetes the pod's own limits are the backstop",
   );
 }
 

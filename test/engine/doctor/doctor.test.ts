@@ -78,7 +78,7 @@ describe("probegate doctor's checks, each a function of the facts", () => {
         f.cgroup = { controllers: null, v2Path: "/sys/fs/cgroup", v2Controllers: ["cpu", "io", "memory", "pids"], v2Delegated: ["cpu"] };
       },
       "warn",
-      "run the engine in a cgroup v2 group of its own with memory and pids delegated (echo +memory +pids > cgroup.subtree_control on a group whose processes sit in a leaf child); under Kubernetes the pod's own limits are the backstop",
+      "the engine makes each run's group under its own cgroup, and cgroup v2 lets a group hand memory and pids to children only while it holds no process itself (the root group excepted): run the engine in the root cgroup (a dedicated VM runner) or on a host with writable cgroup v1 memory and pids hierarchies; under Kubernetes the pod's own limits are the backstop",
     ],
     ["fewer GPUs than expected", "gpus", (f) => (f.gpus.expected = 8), "fail", "give the runner pod its GPUs (resources.limits nvidia.com/gpu) and the NVIDIA container toolkit; check nvidia-smi in the pod"],
     ["a GPU without its device node", "gpus", (f) => (f.gpus.missingNodes = ["GPU 1 (PCI 0000:ab:00.0): its device node /dev/nvidia5 (minor number 5, from proc) does not exist"]), "fail", "give the container each visible GPU's /dev/nvidiaN (by its minor number) plus /dev/nvidiactl and /dev/nvidia-uvm (NVIDIA container toolkit: NVIDIA_VISIBLE_DEVICES), or leave the GPU out with --gpus"],
