@@ -1,9 +1,12 @@
+import { chmodSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { doctorCommand } from "../../../src/cli/doctor-command.js";
 import { CHECKS, runChecks, type CheckResult } from "../../../src/engine/doctor/checks.js";
 import { procSubmounts, type DoctorFacts } from "../../../src/engine/doctor/facts.js";
 import { parseUidMap, uidsMapped } from "../../../src/engine/sandbox/uid-map.js";
 import { cli } from "../../cli/run-cli.js";
+import { tmp } from "../../helpers.js";
 
 const GIB = 1024 ** 3;
 
@@ -152,6 +155,40 @@ describe("probegate doctor", () => {
     expect(report.checks.map((c) => c.id)).toEqual(["programs", "userns", "proc", "uids", "trial", "cgroup", "gpus", "torch", "uv", "disk"]);
     expect(report.checks.find((c) => c.id === "trial")?.status).toBe("ok");
     expect(report.facts.sandboxTrial).toEqual({ ok: true });
+  }, 120_000);
+
+  it("on this machine with no bubblewrap and a fake driver whose GPU has no device node: the real gatherer fails both rows, exit 1", async () => {
+    const dir = tmp("pg-doctor-smi-");
+    const smi = join(dir, "nvidia-smi");
+    writeFileSync(
+      smi,
+      `#!/bin/bash
+if [[ "$1" == --query-gpu=index,name* ]]; then echo "0, Fake H200, 143771, 580.95.05"; exit 0; fi
+if [[ "$1" == --query-gpu=index,pci.bus_id ]]; then echo "0, 00000000:9A:00.0"; exit 0; fi
+if [[ "$1" == -q ]]; then printf 'GPU 00000000:9A:00.0\n    Minor Number                          : 93\n'; exit 0; fi
+exit 0
+`,
+    );
+    chmodSync(smi, 0o755);
+    const saved = { bwrap: process.env.PROBEGATE_BWRAP, smi: process.env.PROBEGATE_NVIDIA_SMI };
+    process.env.PROBEGATE_BWRAP = join(dir, "no-bwrap");
+    process.env.PROBEGATE_NVIDIA_SMI = smi;
+    try {
+      const j = await cli("doctor", "--json", "--gpus", "1");
+      expect(j.code).toBe(1);
+      const report = JSON.parse(j.out) as { sandboxable: boolean; checks: CheckResult[] };
+      const row = (id: string) => report.checks.find((c) => c.id === id);
+      expect(report.sandboxable).toBe(false);
+      expect(row("programs")).toMatchObject({ status: "fail", found: `missing: bubblewrap (${join(dir, "no-bwrap")})` });
+      expect(row("trial")).toMatchObject({ status: "fail", found: "not run: the sandbox's programs are missing" });
+      expect(row("gpus")?.status).toBe("fail");
+      expect(row("gpus")?.found).toContain("GPU 0 (PCI 0000:9a:00.0): its device node /dev/nvidia93 (minor number 93, from nvidia-smi -q) does not exist");
+    } finally {
+      for (const [k, v] of [["PROBEGATE_BWRAP", saved.bwrap], ["PROBEGATE_NVIDIA_SMI", saved.smi]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
   }, 120_000);
 
   it("exits 1 with the FAIL rows when a check fails, and refuses a bad --gpus", async () => {
