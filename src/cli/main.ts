@@ -173,6 +173,28 @@ function program(io: Io, done: (code: number) => void): Command {
       const { scorecardCommand } = await import("./scorecard-command.js");
       done(scorecardCommand(flags, io));
     });
+  p.command("doctor")
+    .description("check that this runner can sandbox an evaluation, and print what it lacks with the fix for each; exit 0 only when it can")
+    .option("--python <path>", "the interpreter task commands run with, whose torch, CUDA and NCCL are checked (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .option("--gpus <n>", "GPUs this runner must have (a GPU runner's count); fewer is a failure")
+    .option("--disk <path>", "where evaluations write (default: $TMPDIR, else /tmp)")
+    .addOption(new Option("--format <format>", "what to print").choices(["table", "json"]).default("table"))
+    .option("--json", "same as --format json")
+    .action(async (flags) => {
+      const { doctorCommand } = await import("./doctor-command.js");
+      done(await doctorCommand(flags, io));
+    });
+  const store = p.command("store").description("the app's SQLite store");
+  store
+    .command("backup")
+    .description("copy the live store (the app may keep running) to a new file, with SQLite's online backup API, checked before it is named")
+    .argument("<dest>", "the backup file to write (must not exist)")
+    .option("--db <file>", "the app's store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
+    .action(async (dest: string, flags: { db?: string }) => {
+      // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
+      const { storeBackupCommand } = await import("./store-command.js");
+      done(await storeBackupCommand(dest, flags, io));
+    });
   p.command("verify")
     .description("check a result file's schema and signature (key from $PROBEGATE_SIGNING_KEY)")
     .argument("<result.json>")

@@ -11,6 +11,7 @@ import { SliceRunner } from "./jobs/job-slice.js";
 import { listProbes } from "./probe-phase.js";
 import { claimEvaluationUid } from "./claims/runner-claims.js";
 import { evaluationUid } from "./sandbox/sandbox.js";
+import { readGpuNodes } from "./sandbox/gpu-devices.js";
 
 /** What the job phases run with: the interpreter, the runner's pool, every job planned, and the runner of their slices. */
 export interface JobSetup {
@@ -56,7 +57,9 @@ export async function setUpJobs(ev: EvaluationContext): Promise<JobSetup> {
     record.releaseUid = claim.release;
     uid = evaluationUid(claim.slot);
   }
-  const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid });
+  // The sandbox binds each GPU's /dev/nvidiaN by the driver's minor number, not its index.
+  const gpuNodes = support?.ok && pool.gpus.length > 0 ? await readGpuNodes(pool.gpus) : [];
+  const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid, gpuNodes });
   record.sandboxed = isolation([]).sandbox !== null;
   const runner = new SliceRunner({
     pool,
