@@ -48,12 +48,18 @@ CORE = [
 ]
 
 
+# The general operators probegate adds (cosmic-ray has neither), run last.
+GENERAL = ["probegate/ReplaceReturnValue", "probegate/RemoveStatement"]
+
+
 def default_operators():
-    """The selected core operators and every `probegate/` one; fails when the provider is not installed."""
+    """probegate's domain operators, the selected core ones, then the general ones: of two
+    operators that make the same mutant, the first names it (removing `dist.all_reduce(t)` is a
+    RemoveCollective mutant, not a RemoveStatement one). Fails when the provider is not installed."""
     probegate = [n for n in operator_names() if n.startswith("probegate/")]
     if not probegate:
         raise SystemExit("probegate_mutants: the 'probegate' cosmic-ray operator provider is not installed in this interpreter; install python/probegate_mutants into it (pip install --no-deps python/probegate_mutants)")
-    return CORE + probegate
+    return [n for n in probegate if n not in GENERAL] + CORE + GENERAL
 
 
 def positions(source, operator):
