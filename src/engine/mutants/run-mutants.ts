@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -94,11 +95,14 @@ export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
     const task = tightened(o.task, timeoutS);
     o.log(`probegate validate --mutants ${o.task.spec.id}: ${generation.mutants.length} mutants of ${generation.files.map((f) => `${f.path} (${f.lines.length} lines)`).join(", ")}; ${o.jobs} at a time, ${timeoutS} s wall clock each`);
     const records: Array<MutantRecord | null> = generation.mutants.map(() => null);
+    // Evaluated in an order fixed by a hash of each id, not operator by operator: a run cut short by
+    // --budget then covers a spread of operators and lines, and the next run picks up the rest.
+    const order = generation.mutants.map((m, i) => ({ i, h: createHash("sha256").update(m.id).digest("hex") })).sort((a, b) => (a.h < b.h ? -1 : 1)).map((x) => x.i);
     let next = 0;
     let done = 0;
     const worker = async () => {
-      while (next < generation.mutants.length) {
-        const i = next++;
+      while (next < order.length) {
+        const i = order[next++] as number;
         const m = generation.mutants[i] as (typeof generation.mutants)[number];
         const key = cacheKey({ diff: m.diff, probeSet, specHash: spec, timeoutS });
         let out = o.cache.get(key);

@@ -49,7 +49,8 @@ describe("probegate validate --mutants", () => {
     const [again] = JSON.parse(second.out).tasks;
     expect(again.run).toMatchObject({ evaluated: 0, cached: 22 });
     expect(again.mutants).toEqual(report.mutants);
-    expect(second.err).not.toContain("reference");
+    expect(second.err).not.toMatch(/^  reference .* …$/m);
+    expect(first.err).toMatch(/^  reference .*reference\.patch …$/m);
 
   }, 300_000);
 
