@@ -65,3 +65,15 @@ describe("probegate validate --mutants", () => {
     expect(existsSync(c.cache)).toBe(false);
   });
 });
+
+describe("probegate validate: --mutants flags", () => {
+  it("refuses the mutant flags without --mutants, and --power's own flags with it", async () => {
+    const c = copy();
+    const lone = await cli("validate", c.task, "--cache", c.cache);
+    expect(lone.code).toBe(2);
+    expect(lone.err).toContain("validate: --cache only mean something with --mutants.");
+    const mixed = await cli("validate", "--mutants", c.task, "--runs", "3", "--seed", "1");
+    expect(mixed.code).toBe(2);
+    expect(mixed.err).toContain("validate --mutants: --seed, --runs only mean something with --power.");
+  });
+});

@@ -92,3 +92,28 @@ describe("mutants.yml", () => {
     expect(MutantsFileSchema.parse({})).toEqual({ threshold: 0.9, equivalent: [] });
   });
 });
+
+describe("renderMutantsText / renderMutantsMarkdown", () => {
+  it("print the counts, the two figures, each survivor's change and the findings", async () => {
+    const { renderMutantsMarkdown, renderMutantsText, summarise } = await import("../../../src/core/mutants/mutants-report.js");
+    const survivor = { ...record(3, "survived"), change: { before: "if n > 1000:", after: "if n >= 1000:" } };
+    const s = scoreMutants([record(1, "killedByOfficial"), record(2, "killedByProbes"), survivor], [], 0.9, true);
+    const report = {
+      task: "t",
+      probeSet: "sha256:x",
+      ...s,
+      survivors: s.survivors.map(summarise),
+      equivalents: [],
+      timedOut: [],
+      errors: [],
+      generation: { operators: 3, invalid: 0, duplicate: 0, files: [] },
+      run: { evaluated: 3, cached: 0, notEvaluated: 0, mutantTimeoutS: 15, wallS: 60, mutantsPerMinute: 3, jobs: 2 },
+    };
+    const text = renderMutantsText(report);
+    expect(text).toContain("✗ t: 3 mutants of the reference change — 1 killed by the official tests, 1 by the probes, 1 survived, 0 equivalent, 0 timed out");
+    expect(text).toContain("officialSurvivalRate 66.7% (pass the official tests)   probeScore 0.500 (threshold 0.9)");
+    expect(text).toContain("survived core/AddNot@m.py:3#0 at m.py:3:1\n    - if n > 1000:\n    + if n >= 1000:");
+    expect(text).toContain("✗ probeScore 0.500 is under the threshold 0.9");
+    expect(renderMutantsMarkdown(report)).toContain("| 3 | 1 | 1 | 1 | 0 | 0 | 66.7% | 0.500 |");
+  });
+});
