@@ -83,6 +83,12 @@ describe("classifyMutant", () => {
     expect(classifyMutant({ ...base, probes: [stopped] } as unknown as EvaluationResult)).toMatchObject({ outcome: "timedOut", passedOfficial: true });
     expect(classifyMutant({ ...base, probes: [stopped, { id: "v", status: "failed", message: "wrong" }] } as unknown as EvaluationResult).outcome).toBe("killedByProbes");
   });
+  it("a probe that crashes on the mutant kills it; a harness fault leaves it unscored", () => {
+    const crashed = { ...base, verdict: "error", probes: [{ id: "p.exit", status: "error", message: "exited 1" }] } as unknown as EvaluationResult;
+    expect(classifyMutant(crashed)).toMatchObject({ outcome: "killedByProbes", detail: "probe crashed: p.exit (exited 1)" });
+    expect(classifyMutant({ ...crashed, error: { phase: "probes", message: "no rank" } } as EvaluationResult)).toMatchObject({ outcome: "error", detail: "no rank" });
+    expect(classifyMutant({ ...base, verdict: "resolved", probes: [{ id: "v", status: "passed", message: "" }] } as unknown as EvaluationResult).outcome).toBe("survived");
+  });
 });
 
 describe("mutants.yml", () => {
