@@ -14,7 +14,7 @@ function copy(): { task: string; examples: string; cache: string } {
 }
 
 const run = (c: ReturnType<typeof copy>, ...more: string[]) =>
-  cli("validate", "--mutants", c.task, "--examples", c.examples, "--cache", c.cache, "--format", "json", "--jobs", "2", "--mutant-timeout", "12", ...more);
+  cli("validate", "--mutants", c.task, "--examples", c.examples, "--cache", c.cache, "--format", "json", "--jobs", "2", "--mutant-timeout", "20", ...more);
 
 describe("probegate validate --mutants", () => {
   it("kills a known share of tiny-mutants' mutants: exact counts and score, survivors with their diffs, a hang timed out, the equivalent mark; exit 1 under the threshold; a second run evaluates nothing", async () => {
@@ -42,7 +42,7 @@ describe("probegate validate --mutants", () => {
     expect(report.timedOut.map((t: { id: string; detail: string }) => [t.id, t.detail])).toEqual([["probegate/RemoveStatement@sumlib/__init__.py:13#0", "official tests stopped by the wall-clock limit"]]);
     expect(report.equivalents.map((e: { id: string }) => e.id)).toEqual(["probegate/RemoveStatement@sumlib/__init__.py:9#0"]);
     expect(report.findings).toEqual([expect.objectContaining({ level: "error", message: expect.stringContaining("probeScore 0.714 is under the threshold 0.9: 2 mutants pass") })]);
-    expect(report.run).toMatchObject({ evaluated: 22, cached: 0, notEvaluated: 0, mutantTimeoutS: 12, jobs: 2 });
+    expect(report.run).toMatchObject({ evaluated: 22, cached: 0, notEvaluated: 0, mutantTimeoutS: 20, jobs: 2 });
 
     // The cache: the same mutants, probes and spec → nothing evaluated, the same figures.
     const second = await run(c);
