@@ -285,12 +285,31 @@ def _kind(node):
     return None
 
 
+# Calls whose arguments commute: swapping them makes an equivalent mutant, never a flaw.
+COMMUTATIVE = frozenset(("max", "min", "maximum", "minimum"))
+
+
+def _callee(trailer):
+    """The name a `( … )` trailer calls: `min` of `min(a, b)`, `maximum` of `torch.maximum(a, b)`."""
+    before = trailer.get_previous_sibling()
+    if before is None:
+        return None
+    if before.type == "name":
+        return before.value
+    if before.type == "trailer" and before.children[0].value == ".":
+        return before.children[1].value
+    return None
+
+
 class SwapArguments(Operator):
-    """Two neighbouring positional arguments of one kind swapped at a call: `f(src, dst)` → `f(dst, src)`."""
+    """Two neighbouring positional arguments of one kind swapped at a call: `f(src, dst)` → `f(dst, src)`.
+    Calls whose arguments commute (`max`, `min`, …) are left alone."""
 
     @staticmethod
     def _pairs(node):
         if node.type != "trailer" or node.children[0].value != "(" or len(node.children) != 3 or node.children[1].type != "arglist":
+            return []
+        if _callee(node) in COMMUTATIVE:
             return []
         args = [c for c in node.children[1].children if not (c.type == "operator" and c.value == ",")]
         pairs = []
@@ -322,6 +341,8 @@ class SwapArguments(Operator):
             Example("dist.send(tensor, peer)", "dist.send(peer, tensor)"),
             Example("f(a, 1, b)", "f(a, 1, b)"),
             Example("torch.add(x, y, alpha=2)", "torch.add(y, x, alpha=2)"),
+            Example("lo = max(start, offset)", "lo = max(start, offset)"),
+            Example("lo = torch.minimum(a, b)", "lo = torch.minimum(a, b)"),
         )
 
 
