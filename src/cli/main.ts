@@ -4,6 +4,7 @@ import { demoCommand } from "./demo-command.js";
 import { envBuildCommand, envListCommand } from "./env-command.js";
 import { evalCommand } from "./eval-command.js";
 import { mergePowerCommand, powerCommand, type PowerFlags } from "./power-command.js";
+import { mutantsCommand, type MutantsFlags } from "./mutants-command.js";
 import { schemaCommand } from "./schema-command.js";
 import { taskImportCommand } from "./task-import-command.js";
 import { validateCommand } from "./validate-command.js";
@@ -88,8 +89,20 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
     .option("--unsandboxed", "run submission code without the sandbox, with --power")
     .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
-    .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
-    .action(async (dirs: string[], flags: PowerFlags & { power?: boolean }) => {
+    .option("--mutants", "make mutants of each task's reference change and report what the official tests and the probes kill (officialSurvivalRate, probeScore); exit 1 under the task's threshold (mutants.yml)")
+    .option("--cache <dir>", "with --mutants: cache of evaluated mutants (default .probegate/mutants)")
+    .option("--mutant-timeout <seconds>", "with --mutants: wall clock of each mutant's test and probe runs (default: from the reference's own durations)")
+    .option("--mutation-python <path>", "with --mutants: interpreter with cosmic-ray and probegate_mutants (default: $PROBEGATE_MUTATION_PYTHON, /var/cache/probegate/mutation/bin/python)")
+    .option("--python <path>", "with --mutants: interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .addOption(new Option("--format <format>", "what to print on stdout, with --power or --mutants").choices(["text", "json", "markdown"]).default("text"))
+    .action(async (dirs: string[], flags: PowerFlags & MutantsFlags & { power?: boolean; mutants?: boolean }) => {
+      const mutantsOnly = (["cache", "mutantTimeout", "mutationPython", "python"] as const).filter((k) => flags[k] !== undefined);
+      if (flags.mutants) {
+        const wrong = [flags.power && "--power", ...(["db", "seed", "correctOnly"] as const).filter((k) => flags[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), flags.runs !== "1" && "--runs"].filter(Boolean);
+        if (wrong.length) throw new InputError(`validate --mutants: ${wrong.join(", ")} only mean something with --power.`);
+        return done(await interruptible((signal) => mutantsCommand(dirs, flags, io, signal)));
+      }
+      if (mutantsOnly.length) throw new InputError(`validate: ${mutantsOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(", ")} only mean something with --mutants.`);
       if (flags.power) return done(await interruptible((signal) => powerCommand(dirs, flags, io, signal)));
       const powerOnly = (["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores", "correctOnly"] as const).filter((k) => flags[k] !== undefined);
       if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
