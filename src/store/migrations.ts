@@ -275,4 +275,32 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
     name: "scorecard cells: pre-counted figures and duration histograms, kept by triggers on scorecard_rows",
     sql: SCORECARD_CELLS_SQL,
   },
+  {
+    version: 8,
+    name: "deployment: evaluation policy, budget rounds, deferral, reconciliation, runner, gate trees",
+    // policy: the repository's rules for this evaluation, decided at queue time (JSON: whether an
+    //   unsandboxed result is accepted and why, how much of the probes agent PRs see).
+    // deferred_until: a head over the PR's evaluation budget waits, queued, until then.
+    // reconciled_at: when the sweep last asked GitHub about the evaluator run (a webhook may be lost).
+    // pr_evaluation_rounds: one row per PR head whose evaluation was started, for the budget.
+    // gates.conclusion / tree_sha: a passed gate's tree, so a merge group holding it needs no new run.
+    sql: `
+      ALTER TABLE evaluations ADD COLUMN policy TEXT;
+      ALTER TABLE evaluations ADD COLUMN deferred_until INTEGER;
+      ALTER TABLE evaluations ADD COLUMN reconciled_at INTEGER;
+      ALTER TABLE evaluations ADD COLUMN runner TEXT;
+      CREATE TABLE pr_evaluation_rounds (
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER NOT NULL,
+        head_sha TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (owner, repo, pr, head_sha)
+      ) STRICT;
+      CREATE INDEX pr_evaluation_rounds_at ON pr_evaluation_rounds (owner, repo, pr, at);
+      ALTER TABLE gates ADD COLUMN conclusion TEXT;
+      ALTER TABLE gates ADD COLUMN tree_sha TEXT;
+      CREATE INDEX gates_tree ON gates (owner, repo, tree_sha) WHERE tree_sha IS NOT NULL;
+    `,
+  },
 ];
