@@ -6,7 +6,8 @@ import type { StoreDb } from "../store/db.js";
 import { forgetDelivery, pruneDeliveries, recordDelivery } from "../store/deliveries.js";
 import { listPendingEvaluations } from "../store/evaluations.js";
 import type { AppDeps } from "./deps.js";
-import { resumeQueued, sweepOverdue } from "./evaluation-runner.js";
+import { onMergeGroup } from "./handle-merge-group.js";
+import { reconcileQuiet, resumeQueued, sweepOverdue } from "./sweep.js";
 import { onPullRequest, PULL_REQUEST_ACTIONS } from "./handle-pull-request.js";
 import { onCheckRunRerun } from "./handle-check-run.js";
 import { onCheckSuiteRerun } from "./handle-check-suite.js";
@@ -17,6 +18,10 @@ import { onWorkflowRun } from "./handle-workflow-run.js";
 export interface ProbegateOptions {
   db: StoreDb;
   signingKey: string;
+  /** Keys of earlier rotations: results signed with them still verify (results in flight when the key changed). */
+  previousSigningKeys?: ReadonlyArray<string>;
+  /** How long an evaluator run may be quiet before the sweep asks GitHub about it (default 10 minutes). */
+  reconcileAfterMs?: number;
   defaultEvaluator?: Evaluator | null;
   defaultTimeoutS?: number;
   /** How often the timer sweeps for overdue evaluations; 0 leaves only the sweep on each event. */
@@ -69,6 +74,8 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     if (!deps) throw new Error("the probegate app is not loaded yet");
     lastSweep = now().getTime();
     const timedOut = await sweepOverdue(deps);
+    // Runs whose workflow_run webhook may have been lost: asked about, and finished as the webhook would.
+    await reconcileQuiet(deps);
     // Attempts left queued by a process that died mid-dispatch, once its claim ran out.
     const resumed = await resumeQueued(deps, listPendingEvaluations(deps.db));
     if (resumed > 0) deps.log.info(`sweep: resumed ${resumed} evaluation(s) left queued`);
@@ -93,7 +100,8 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     const d: AppDeps = {
       db: opts.db,
       now,
-      signingKey: opts.signingKey,
+      signingKeys: [opts.signingKey, ...(opts.previousSigningKeys ?? [])],
+      reconcileAfterMs: opts.reconcileAfterMs ?? 10 * 60_000,
       defaultEvaluator: opts.defaultEvaluator ?? null,
       defaultTimeoutS: opts.defaultTimeoutS ?? 120 * 60,
       instance: randomUUID(),
@@ -127,6 +135,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     probot.on(["check_run.rerequested", "check_run.requested_action"], once(onCheckRunRerun));
     probot.on(["issue_comment.created", "issue_comment.edited"], once(onIssueComment));
     probot.on("check_suite.rerequested", once(onCheckSuiteRerun));
+    probot.on("merge_group.checks_requested", once(onMergeGroup));
 
     const every = opts.sweepEveryMs ?? 60_000;
     if (every > 0) {

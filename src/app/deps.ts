@@ -7,7 +7,10 @@ import type { StoreDb } from "../store/db.js";
 export interface AppDeps {
   db: StoreDb;
   now: () => Date;
-  signingKey: string;
+  /** The keys a result may be signed with: the current one first, then previous ones kept through a rotation. */
+  signingKeys: ReadonlyArray<string>;
+  /** How long an evaluator run may be quiet before the sweep asks GitHub about it (a webhook may be lost). */
+  reconcileAfterMs: number;
   defaultEvaluator: Evaluator | null;
   defaultTimeoutS: number;
   /**
