@@ -72,7 +72,9 @@ export interface LoadedApp {
  * The app loaded into a Probot that talks to nock. Retry is off unless asked for (then with tiny
  * delays); throttling is off unless asked for, because its write spacing of 1 s would slow every test.
  */
-export async function loadApp(opts: { file?: string; clock?: Clock; retry?: boolean; throttle?: boolean; retryAfterBaseValue?: number } = {}): Promise<LoadedApp> {
+export async function loadApp(
+  opts: { file?: string; clock?: Clock; retry?: boolean; throttle?: boolean; retryAfterBaseValue?: number; previousSigningKeys?: string[] } = {},
+): Promise<LoadedApp> {
   const file = opts.file ?? join(tmp("pg-app-"), "probegate.sqlite");
   const clock = opts.clock ?? new Clock();
   const db = openStore(file);
@@ -83,7 +85,7 @@ export async function loadApp(opts: { file?: string; clock?: Clock; retry?: bool
     logLevel: "fatal",
     Octokit: probegateOctokit({ retry: opts.retry ?? false, throttle: opts.throttle ?? false, retryAfterBaseValue: opts.retryAfterBaseValue ?? 1 }),
   });
-  const probegate = createProbegate({ db, signingKey: SIGNING_KEY, now: clock.now, sweepEveryMs: 0 });
+  const probegate = createProbegate({ db, signingKey: SIGNING_KEY, now: clock.now, sweepEveryMs: 0, ...(opts.previousSigningKeys ? { previousSigningKeys: opts.previousSigningKeys } : {}) });
   await probot.load(probegate.app);
   await probegate.resumed();
   const app = {
@@ -316,9 +318,9 @@ export function expectAllMocksUsed(): void {
 }
 
 /** An app whose evaluation of the example PR finished probe-rejected (check run 61, run 9001). */
-export async function finishedApp(): Promise<LoadedApp> {
+export async function finishedApp(config?: string): Promise<LoadedApp> {
   const a = await loadApp();
-  mockStart({ checkRunId: 61, runId: 9001 });
+  mockStart({ checkRunId: 61, runId: 9001, ...(config ? { config } : {}) });
   await deliver(a, "pull_request", pullRequestPayload("opened"));
   mockArtifact(9001, resultZip(signedResult()));
   mockCheckRunUpdate(61);
