@@ -18,6 +18,7 @@ import { progressPrinter } from "../engine/progress-lines.js";
 import { contextPath, pullRequestContext, readPullRequestEvent, type PullRequestTarget } from "./pull-request-event.js";
 import type { ActionSettings } from "./settings.js";
 import { checkTrustedWorkflow } from "./trusted-workflow.js";
+import { probeSetSource } from "./probe-set-source.js";
 
 /** The workflow running the Action is not the trusted one: nothing was read or signed. */
 export class UntrustedWorkflowError extends Error {
@@ -93,8 +94,10 @@ export async function evaluateForAction(s: ActionSettings, host: ActionHost): Pr
     checkRunId = created.id;
     host.checkRunCreated(created.id);
   }
+  // Read before the run: the probes folder is removed when the step ends.
+  const source = probeSetSource(task.dir, task.probesDir, host.env, s.mode);
   try {
-    const result = await host.group(`probegate: ${task.spec.id}`, () =>
+    const evaluated = await host.group(`probegate: ${task.spec.id}`, () =>
       evaluate({
         task,
         submission,
@@ -108,6 +111,7 @@ export async function evaluateForAction(s: ActionSettings, host: ActionHost): Pr
         onEvent: progressPrinter((t) => process.stdout.write(t), { verbose: false }),
       }),
     );
+    const result = { ...evaluated, probeSetVersion: source };
     const signed = s["signing-key"] ? signResult(result, s["signing-key"]) : result;
     const resultPath = resolve(s["result-path"] ?? join(host.env.RUNNER_TEMP ?? tmpdir(), "probegate-result.json"));
     mkdirSync(dirname(resultPath), { recursive: true });

@@ -34,7 +34,13 @@ export async function finishWithResult(gh: GitHubClient, deps: AppDeps, e: Evalu
   const done = transitionEvaluation(deps.db, e.key, "complete", {
     now: deps.now(),
     expectedVersion: e.version,
-    patch: { verdict: rendered.verdict, area: result.task.area, durationS: result.durations.totalS, gpuSeconds: result.gpuSeconds },
+    patch: {
+      verdict: rendered.verdict,
+      area: result.task.area,
+      durationS: result.durations.totalS,
+      gpuSeconds: result.gpuSeconds,
+      probeSet: { hash: result.task.probeSet, evaluatorCommit: result.probeSetVersion?.evaluatorCommit ?? null, probesCommit: result.probeSetVersion?.probesCommit ?? null },
+    },
   });
   // A quarantined check's failure is a warning on the check run, so it is no rejection category in
   // the scorecard either. It is left out (probe_failures holds failures and errors only), which

@@ -155,7 +155,9 @@ export function renderSummary(result: EvaluationResult, limit = SUMMARY_LIMIT, d
     ? [`${tally.p} passed`, tally.f && `${tally.f} failed`, tally.e && `${tally.e} error`, tally.s && `${tally.s} skipped`].filter(Boolean).join(" · ")
     : "not run";
   head.push(`| Hidden probes | ${probeLine} |`);
-  head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\` |`);
+  const source = result.probeSetVersion;
+  const commits = [source?.evaluatorCommit && `evaluator \`${source.evaluatorCommit.slice(0, 12)}\``, source?.probesCommit && `probes \`${source.probesCommit.slice(0, 12)}\``].filter(Boolean);
+  head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\`${commits.length ? ` (${commits.join(", ")})` : ""} |`);
   const env = result.environment;
   const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
   head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);

@@ -145,6 +145,8 @@ export interface TransitionPatch {
   area?: string;
   durationS?: number;
   gpuSeconds?: number;
+  /** With `complete`: the probe set the result was judged by (folder hash, evaluator and probes commits run). */
+  probeSet?: { hash: string; evaluatorCommit: string | null; probesCommit: string | null };
 }
 
 /**
@@ -199,7 +201,9 @@ export function transitionEvaluation(
       );
     if (info.changes !== 1) throw new StaleEvaluationError(key, expected);
     if (event === "complete" && patch.verdict) {
-      db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
+      db.prepare(
+        "INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds, probe_set_hash, evaluator_commit, probes_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      ).run(
         key,
         current.attempt,
         patch.verdict,
@@ -207,6 +211,9 @@ export function transitionEvaluation(
         patch.area ?? null,
         patch.durationS ?? null,
         patch.gpuSeconds ?? null,
+        patch.probeSet?.hash ?? null,
+        patch.probeSet?.evaluatorCommit ?? null,
+        patch.probeSet?.probesCommit ?? null,
       );
     }
     const updated = getEvaluation(db, key);

@@ -303,4 +303,13 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
       CREATE INDEX gates_tree ON gates (owner, repo, tree_sha) WHERE tree_sha IS NOT NULL;
     `,
   },
+  {
+    version: 9,
+    name: "probe-set versions of each finished attempt: the probe folder's hash, the evaluator and probes commits run",
+    sql: `
+      ALTER TABLE attempt_results ADD COLUMN probe_set_hash TEXT;
+      ALTER TABLE attempt_results ADD COLUMN evaluator_commit TEXT;
+      ALTER TABLE attempt_results ADD COLUMN probes_commit TEXT;
+    `,
+  },
 ];
