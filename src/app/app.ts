@@ -8,6 +8,7 @@ import { listPendingEvaluations } from "../store/evaluations.js";
 import type { AppDeps } from "./deps.js";
 import { onMergeGroup } from "./handle-merge-group.js";
 import { reconcileQuiet, resumeQueued, sweepOverdue } from "./sweep.js";
+import { redeliverFailed } from "./redelivery.js";
 import { onPullRequest, PULL_REQUEST_ACTIONS } from "./handle-pull-request.js";
 import { onCheckRunRerun } from "./handle-check-run.js";
 import { onCheckSuiteRerun } from "./handle-check-suite.js";
@@ -22,6 +23,13 @@ export interface ProbegateOptions {
   previousSigningKeys?: ReadonlyArray<string>;
   /** How long an evaluator run may be quiet before the sweep asks GitHub about it (default 10 minutes). */
   reconcileAfterMs?: number;
+  /**
+   * How often the sweep asks GitHub for failed webhook deliveries and has them redelivered (GitHub
+   * does not by itself); 0 (the default here; the server's settings turn it on) leaves them.
+   */
+  redeliverEveryMs?: number;
+  /** How far back failed deliveries are looked for (default 1 hour; GitHub keeps them 3 days). */
+  redeliverLookbackMs?: number;
   defaultEvaluator?: Evaluator | null;
   defaultTimeoutS?: number;
   /** How often the timer sweeps for overdue evaluations; 0 leaves only the sweep on each event. */
@@ -69,6 +77,21 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     throw new RangeError(`deliveryRetentionMs is ${retentionMs}; it must be at least ${MIN_DELIVERY_RETENTION_MS} (3 days: GitHub can redeliver a webhook for 3 days).`);
   }
   let lastPrune = -Infinity;
+  let lastRedelivery = -Infinity;
+  const askedRedelivery = new Map<string, number>();
+  const redeliverEveryMs = opts.redeliverEveryMs ?? 0;
+
+  /** Has failed webhook deliveries redelivered, at most every `redeliverEveryMs`; a failure is logged, not thrown. */
+  const redeliverIfDue = async (): Promise<void> => {
+    const t = now().getTime();
+    if (!deps || redeliverEveryMs <= 0 || t - lastRedelivery < redeliverEveryMs) return;
+    lastRedelivery = t;
+    try {
+      await redeliverFailed(deps, askedRedelivery, opts.redeliverLookbackMs ?? 3600_000);
+    } catch (e) {
+      deps.log.error({ err: e }, `asking GitHub for failed webhook deliveries failed: ${(e as Error).message}`);
+    }
+  };
 
   const sweep = async (): Promise<number> => {
     if (!deps) throw new Error("the probegate app is not loaded yet");
@@ -76,6 +99,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     const timedOut = await sweepOverdue(deps);
     // Runs whose workflow_run webhook may have been lost: asked about, and finished as the webhook would.
     await reconcileQuiet(deps);
+    await redeliverIfDue();
     // Attempts left queued by a process that died mid-dispatch, once its claim ran out.
     const resumed = await resumeQueued(deps, listPendingEvaluations(deps.db));
     if (resumed > 0) deps.log.info(`sweep: resumed ${resumed} evaluation(s) left queued`);
@@ -106,6 +130,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
       defaultTimeoutS: opts.defaultTimeoutS ?? 120 * 60,
       instance: randomUUID(),
       auth: async (id) => (await probot.auth(id)) as unknown as GitHubClient,
+      appAuth: async () => (await probot.auth()) as unknown as GitHubClient,
       log: probot.log,
     };
     deps = d;

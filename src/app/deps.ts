@@ -20,6 +20,8 @@ export interface AppDeps {
   instance: string;
   /** An Octokit for an installation (Probot's `app.auth`), for work not driven by that installation's event. */
   auth: (installationId: number) => Promise<GitHubClient>;
+  /** An Octokit authenticated as the app itself (its JWT), for app-level endpoints such as its webhook deliveries. */
+  appAuth: () => Promise<GitHubClient>;
   log: Logger;
 }
 

@@ -73,7 +73,7 @@ export interface LoadedApp {
  * delays); throttling is off unless asked for, because its write spacing of 1 s would slow every test.
  */
 export async function loadApp(
-  opts: { file?: string; clock?: Clock; retry?: boolean; throttle?: boolean; retryAfterBaseValue?: number; previousSigningKeys?: string[] } = {},
+  opts: { file?: string; clock?: Clock; retry?: boolean; throttle?: boolean; retryAfterBaseValue?: number; previousSigningKeys?: string[]; redeliverEveryMs?: number } = {},
 ): Promise<LoadedApp> {
   const file = opts.file ?? join(tmp("pg-app-"), "probegate.sqlite");
   const clock = opts.clock ?? new Clock();
@@ -85,7 +85,9 @@ export async function loadApp(
     logLevel: "fatal",
     Octokit: probegateOctokit({ retry: opts.retry ?? false, throttle: opts.throttle ?? false, retryAfterBaseValue: opts.retryAfterBaseValue ?? 1 }),
   });
-  const probegate = createProbegate({ db, signingKey: SIGNING_KEY, now: clock.now, sweepEveryMs: 0, ...(opts.previousSigningKeys ? { previousSigningKeys: opts.previousSigningKeys } : {}) });
+  const probegate = createProbegate({ db, signingKey: SIGNING_KEY, now: clock.now, sweepEveryMs: 0, ...(opts.previousSigningKeys ? { previousSigningKeys: opts.previousSigningKeys } : {}),
+    ...(opts.redeliverEveryMs ? { redeliverEveryMs: opts.redeliverEveryMs } : {}),
+  });
   await probot.load(probegate.app);
   await probegate.resumed();
   const app = {

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { GATE_CHECK_NAME } from "../../src/core/gate-check.js";
 import { getEvaluation } from "../../src/store/evaluations.js";
 import { getGate } from "../../src/store/gates.js";
+import { recordDelivery } from "../../src/store/deliveries.js";
 import { webhookExample } from "../github/webhook-examples.js";
 import {
   API,
@@ -246,5 +247,50 @@ describe("signing keys rotate", () => {
     await deliver(other, "workflow_run", workflowRunPayload(8232));
     expect(refused[0]).toMatchObject({ conclusion: "neutral", output: { title: "Result rejected" } });
     expect(refused[0].output.summary).toMatch(/signed with another key \(key id [0-9a-f]{16}, expected [0-9a-f]{16} or [0-9a-f]{16}\)/);
+  });
+});
+
+describe("failed webhook deliveries are redelivered (GitHub does not by itself)", () => {
+  const attempt = (id: number, guid: string, minutesAgo: number, status: number, clock: { now(): Date }) => ({
+    id,
+    guid,
+    delivered_at: new Date(clock.now().getTime() - minutesAgo * 60_000).toISOString(),
+    redelivery: false,
+    status: status ? "OK" : "failed to connect",
+    status_code: status,
+    event: "pull_request",
+    action: "opened",
+    installation_id: 1,
+    repository_id: 1,
+  });
+
+  it("asks for each failed delivery once, leaving those that reached the app, the store's, and the old", async () => {
+    const app = await loadApp({ redeliverEveryMs: 60_000 });
+    // A delivery the app acted on, though GitHub saw its answer time out.
+    recordDelivery(app.db, { id: "g-handled", event: "pull_request.opened" }, app.clock.now());
+    const list = () =>
+      nock(API)
+        .get("/app/hook/deliveries")
+        .query({ per_page: "100" })
+        .reply(200, [
+          attempt(14, "g-down", 3, 0, app.clock),
+          attempt(13, "g-5xx", 4, 502, app.clock),
+          attempt(12, "g-ok", 5, 200, app.clock),
+          attempt(11, "g-handled", 6, 0, app.clock),
+          attempt(10, "g-old", 90, 0, app.clock),
+        ]);
+    list();
+    const asked: number[] = [];
+    nock(API).post(/\/app\/hook\/deliveries\/\d+\/attempts/).times(2).reply(202, function () {
+      asked.push(Number(this.req.path.split("/")[4]));
+      return {};
+    });
+    await app.probegate.sweep();
+    expect(asked.sort()).toEqual([13, 14]);
+    // A minute later GitHub may not list the new attempts yet: they are not asked for twice.
+    app.clock.advance(1);
+    list();
+    await app.probegate.sweep();
+    expect(asked).toHaveLength(2);
   });
 });
