@@ -3,10 +3,11 @@ import type { ApplicationFunction, Context, Probot } from "probot";
 import type { GitHubClient } from "../github/client.js";
 import type { Evaluator } from "../github/evaluator.js";
 import type { StoreDb } from "../store/db.js";
-import { forgetDelivery, pruneDeliveries, recordDelivery } from "../store/deliveries.js";
+import { DELIVERY_TAKEOVER_MS, forgetDelivery, markDeliveryHandled, pruneDeliveries, recordDelivery } from "../store/deliveries.js";
 import { listPendingEvaluations } from "../store/evaluations.js";
 import type { AppDeps } from "./deps.js";
 import { onMergeGroup } from "./handle-merge-group.js";
+import { DISPATCH_LEASE_MS } from "./evaluation-runner.js";
 import { reconcileQuiet, resumeQueued, sweepOverdue } from "./sweep.js";
 import { redeliverFailed } from "./redelivery.js";
 import { onPullRequest, PULL_REQUEST_ACTIONS } from "./handle-pull-request.js";
@@ -30,6 +31,10 @@ export interface ProbegateOptions {
   redeliverEveryMs?: number;
   /** How far back failed deliveries are looked for (default 1 hour; GitHub keeps them 3 days). */
   redeliverLookbackMs?: number;
+  /** How long a dispatch claim holds (default DISPATCH_LEASE_MS): a process that died mid-dispatch blocks its attempt that long. */
+  dispatchLeaseMs?: number;
+  /** How long an unfinished delivery is left to its handler before a redelivery takes it over (default 5 minutes). */
+  deliveryTakeoverMs?: number;
   defaultEvaluator?: Evaluator | null;
   defaultTimeoutS?: number;
   /** How often the timer sweeps for overdue evaluations; 0 leaves only the sweep on each event. */
@@ -126,6 +131,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
       now,
       signingKeys: [opts.signingKey, ...(opts.previousSigningKeys ?? [])],
       reconcileAfterMs: opts.reconcileAfterMs ?? 10 * 60_000,
+      dispatchLeaseMs: opts.dispatchLeaseMs ?? DISPATCH_LEASE_MS,
       defaultEvaluator: opts.defaultEvaluator ?? null,
       defaultTimeoutS: opts.defaultTimeoutS ?? 120 * 60,
       instance: randomUUID(),
@@ -140,12 +146,13 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
       async (context: C): Promise<void> => {
         if (now().getTime() - lastSweep >= EVENT_SWEEP_GAP_MS) await sweep();
         const action = (context.payload as { action?: string }).action;
-        if (!recordDelivery(d.db, { id: context.id, event: action ? `${context.name}.${action}` : context.name }, now())) {
+        if (!recordDelivery(d.db, { id: context.id, event: action ? `${context.name}.${action}` : context.name }, now(), opts.deliveryTakeoverMs ?? DELIVERY_TAKEOVER_MS)) {
           context.log.info(`delivery ${context.id} (${context.name}) was handled before; ignored`);
           return;
         }
         try {
           await handler(context, d);
+          markDeliveryHandled(d.db, context.id, now());
         } catch (e) {
           forgetDelivery(d.db, context.id);
           throw e;

@@ -9,6 +9,8 @@ export interface AppDeps {
   now: () => Date;
   /** The keys a result may be signed with: the current one first, then previous ones kept through a rotation. */
   signingKeys: ReadonlyArray<string>;
+  /** How long a dispatch claim holds before another process may take the attempt over. */
+  dispatchLeaseMs: number;
   /** How long an evaluator run may be quiet before the sweep asks GitHub about it (a webhook may be lost). */
   reconcileAfterMs: number;
   defaultEvaluator: Evaluator | null;

@@ -90,7 +90,7 @@ export async function startEvaluation(gh: GitHubClient, deps: AppDeps, req: Star
       }
     }
   }
-  if (!claimDispatch(deps.db, key, deps.instance, deps.now(), DISPATCH_LEASE_MS)) return { key, outcome: "already-running" };
+  if (!claimDispatch(deps.db, key, deps.instance, deps.now(), deps.dispatchLeaseMs)) return { key, outcome: "already-running" };
   try {
     setDispatchContext(deps.db, key, { installationId: req.installationId, evaluatorRepo: req.evaluator.repository, workflow: req.evaluator.workflow, ref: req.evaluator.ref, deadlineS: req.timeoutS });
     setEvaluationPolicy(deps.db, key, req.policy, req.runner);

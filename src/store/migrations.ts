@@ -312,4 +312,13 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
       ALTER TABLE attempt_results ADD COLUMN probes_commit TEXT;
     `,
   },
+  {
+    version: 10,
+    name: "deliveries: when handling finished, so a delivery whose handler died can be taken again",
+    // Rows from before: their handlers ran to the end or failed (and were forgotten), so handled.
+    sql: `
+      ALTER TABLE deliveries ADD COLUMN handled_at INTEGER;
+      UPDATE deliveries SET handled_at = received_at;
+    `,
+  },
 ];

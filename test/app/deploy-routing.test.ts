@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { GATE_CHECK_NAME } from "../../src/core/gate-check.js";
 import { getEvaluation } from "../../src/store/evaluations.js";
 import { getGate } from "../../src/store/gates.js";
-import { recordDelivery } from "../../src/store/deliveries.js";
+import { markDeliveryHandled, recordDelivery } from "../../src/store/deliveries.js";
 import { webhookExample } from "../github/webhook-examples.js";
 import {
   API,
@@ -268,6 +268,7 @@ describe("failed webhook deliveries are redelivered (GitHub does not by itself)"
     const app = await loadApp({ redeliverEveryMs: 60_000 });
     // A delivery the app acted on, though GitHub saw its answer time out.
     recordDelivery(app.db, { id: "g-handled", event: "pull_request.opened" }, app.clock.now());
+    markDeliveryHandled(app.db, "g-handled", app.clock.now());
     const list = () =>
       nock(API)
         .get("/app/hook/deliveries")
@@ -292,5 +293,19 @@ describe("failed webhook deliveries are redelivered (GitHub does not by itself)"
     list();
     await app.probegate.sweep();
     expect(asked).toHaveLength(2);
+  });
+});
+
+describe("a delivery whose handler died", () => {
+  it("is taken over by a redelivery once its handling is stale, and only then", async () => {
+    const app = await loadApp();
+    // A process recorded it and was killed before it acted or answered.
+    recordDelivery(app.db, { id: "killed-1", event: "pull_request.opened" }, app.clock.now());
+    await deliver(app, "pull_request", pullRequestPayload("opened"), "killed-1"); // at once: left to its handler
+    expect(getEvaluation(app.db, keyFor())).toBeNull();
+    app.clock.advance(6);
+    mockStart({ checkRunId: 251, runId: 8251 });
+    await deliver(app, "pull_request", pullRequestPayload("opened"), "killed-1");
+    expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", workflowRunId: 8251 });
   });
 });
