@@ -102,6 +102,10 @@ const routes = [
     },
   ],
   [/^POST \/repos\/[^/]+\/[^/]+\/actions\/runs\/\d+\/cancel$/, (res) => send(res, 202, {})],
+  [/^GET \/repos\/[^/]+\/[^/]+\/actions\/workflows\/[^/]+\/runs/, (res) => {
+    const list = [...runs.values()].map((r) => ({ id: r.id, display_title: `probegate ${r.inputs.task} ${r.inputs["evaluation-key"]}`, html_url: `https://github.com/x/${r.id}` }));
+    send(res, 200, { total_count: list.length, workflow_runs: list });
+  }],
   [/^GET \/repos\/[^/]+\/[^/]+\/actions\/runs\/(\d+)$/, (res, _b, m) => {
     const r = runs.get(Number(m[1]));
     return r ? send(res, 200, { id: r.id, status: r.status, conclusion: r.conclusion, html_url: `https://github.com/x/${r.id}` }) : send(res, 404, { message: "Not Found" });
@@ -137,7 +141,8 @@ let delivered = 0;
 async function deliver(event, payload, guid = `d-${nextId++}`) {
   const body = JSON.stringify(payload);
   const attempt = { id: nextId++, guid, delivered_at: new Date().toISOString(), redelivery: deliveries.some((d) => d.guid === guid), status: "", status_code: 0, event, action: payload.action, installation_id: 1, repository_id: 1, payload };
-  deliveries.push(attempt);
+  // GitHub lists an attempt once it has an outcome.
+  const listed = () => deliveries.push(attempt);
   try {
     const res = await fetch(hookUrl, {
       method: "POST",
@@ -151,6 +156,7 @@ async function deliver(event, payload, guid = `d-${nextId++}`) {
   } catch {
     attempt.status_code = 0;
   }
+  listed();
 }
 
 const installation = { id: 1 };

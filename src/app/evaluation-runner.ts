@@ -5,7 +5,7 @@ import { evaluationKey } from "../core/evaluation-key.js";
 import { IllegalTransitionError, isTerminal } from "../core/evaluation-state.js";
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
-import { cancelEvaluation, dispatchEvaluation, type Evaluator } from "../github/evaluator.js";
+import { cancelEvaluation, dispatchEvaluation, findDispatchedRun, type Evaluator } from "../github/evaluator.js";
 import { linkDelivery } from "../store/deliveries.js";
 import { getDispatchContext, setDispatchContext, setRunUrl } from "../store/dispatch-context.js";
 import { deferEvaluation, setEvaluationPolicy, type EvaluationPolicy } from "../store/evaluation-policy.js";
@@ -133,7 +133,11 @@ async function dispatch(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, re
   if (before && before.state !== "queued") return endedMeanwhile(gh, deps, req, before, check.id, null);
   let run: { runId: number; htmlUrl: string };
   try {
-    run = await dispatchEvaluation(gh, req.evaluator, {
+    // A process that held the claim died (it never released it) after making the check run: it may
+    // have dispatched, too, before it could record the run. Find that run rather than start another.
+    const diedMidDispatch = !check.created && e.claimUntil !== null;
+    const earlier = !diedMidDispatch ? null : await findDispatchedRun(gh, req.evaluator, e.key, new Date(e.attemptStartedAt.getTime() - 60_000));
+    run = earlier ?? await dispatchEvaluation(gh, req.evaluator, {
       repository: `${req.repo.owner}/${req.repo.repo}`,
       sha: req.headSha,
       task: req.task,

@@ -78,6 +78,24 @@ export async function getEvaluatorRun(gh: GitHubClient, evaluatorRepo: string, r
   }
 }
 
+/**
+ * A run of the evaluator workflow dispatched at or after `since` whose name carries this
+ * evaluation key (the example workflow's `run-name: probegate <task> <evaluation-key>`), so a run
+ * whose dispatch answer was lost — the app died between GitHub starting it and recording its id —
+ * is found again instead of dispatched twice. Null when there is none.
+ */
+export async function findDispatchedRun(gh: GitHubClient, ev: Evaluator, evaluationKey: string, since: Date): Promise<{ runId: number; htmlUrl: string } | null> {
+  const { data } = await gh.rest.actions.listWorkflowRuns({
+    ...repoRef(ev.repository),
+    workflow_id: ev.workflow,
+    event: "workflow_dispatch",
+    created: `>=${since.toISOString().replace(/\.\d{3}Z$/, "Z")}`,
+    per_page: 100,
+  });
+  const run = data.workflow_runs.find((r) => (r.display_title ?? "").split(/\s+/).includes(evaluationKey));
+  return run ? { runId: run.id, htmlUrl: run.html_url } : null;
+}
+
 /** Cancels an evaluator run; a run that already finished (409) is left as it is. */
 export async function cancelEvaluation(gh: GitHubClient, evaluatorRepo: string, runId: number): Promise<"cancelled" | "already-finished"> {
   try {
