@@ -9,7 +9,7 @@
 //   node bench/app-faults.mjs [--app dist/app/index.js] [--prs 100] [--drop 0.2] [--kill-every 3000] [--down 400]
 import { fork } from "node:child_process";
 import { createHash, createHmac, generateKeyPairSync } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -209,15 +209,20 @@ const killer = (async () => {
 })();
 
 // --- The stream ---------------------------------------------------------------------------------
+// The storm: PRs arrive while the app is killed again and again. Then the app stays up (a deploy
+// ends), and the bench waits for every evaluation to end: the time that takes is the recovery.
 for (let n = 1; n <= PRS; n++) {
   void deliver("pull_request", pullRequest(n));
   await new Promise((r) => setTimeout(r, 40 + rand() * 60));
 }
-const finalOf = (n) => checkRuns.filter((c) => c.sha === sha(n) && c.conclusion);
-const deadline = Date.now() + 120_000;
-while (Date.now() < deadline && ![...Array(PRS).keys()].every((i) => finalOf(i + 1).length > 0)) await new Promise((r) => setTimeout(r, 250));
 stopping = true;
 await killer;
+const stormEnd = Date.now();
+const finalOf = (n) => checkRuns.filter((c) => c.sha === sha(n) && c.conclusion);
+const allFinal = () => [...Array(PRS).keys()].every((i) => finalOf(i + 1).length > 0);
+const deadline = Date.now() + 120_000;
+while (Date.now() < deadline && !allFinal()) await new Promise((r) => setTimeout(r, 250));
+const recoveryS = allFinal() ? (Date.now() - stormEnd) / 1000 : null;
 
 // --- Report -------------------------------------------------------------------------------------
 const perHead = new Map();
@@ -240,15 +245,18 @@ const figures = {
   deliveriesAttempted: deliveries.length, failedAttempts: failedAttempts.length,
   redeliveries: deliveries.filter((d) => d.redelivery).length,
   runs: runs.size, webhooksDropped: [...runs.values()].filter((r) => r.webhook === "dropped").length, webhooksFailed: [...runs.values()].filter((r) => r.webhook === "failed").length,
-  lostEvaluations: lost.length, lostPrs: lost, duplicateCheckRuns, duplicateDispatches, conclusions,
+  lostEvaluations: lost.length, lostPrs: lost, recoveryAfterStormS: recoveryS,
+  deliveriesGivenUp: [...new Set(deliveries.map((d) => d.guid))].filter((g) => deliveries.filter((d) => d.guid === g).length >= 4 && deliveries.filter((d) => d.guid === g).every((d) => d.status_code === 0 || d.status_code >= 500)).length, duplicateCheckRuns, duplicateDispatches, conclusions,
   reconcileS: reconciled.length ? { n: reconciled.length, p50: pct(reconciled, 50), p99: pct(reconciled, 99), max: reconciled.at(-1) } : null,
 };
 process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+if (arg("dump", null)) writeFileSync(arg("dump"), JSON.stringify({ deliveries: deliveries.map(({ payload, ...a }) => ({ ...a, sha: payload.pull_request?.head.sha, run: payload.workflow_run?.id })), checkRuns, runs: [...runs.values()] }, null, 1));
 process.stdout.write(
   `machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}\n` +
     `${PRS} agent PRs, app killed ${kills} times, ${figures.webhooksDropped} workflow_run webhooks dropped and ${figures.webhooksFailed} failed (app down): ` +
     `${lost.length} lost evaluations, ${duplicateCheckRuns} duplicate check runs, ${duplicateDispatches} duplicate dispatches; ` +
-    `${failedAttempts.length} failed delivery attempts, ${figures.redeliveries} redelivered; reconciliation after a run's end ${reconciled.length ? `p50 ${figures.reconcileS.p50.toFixed(1)} s, max ${figures.reconcileS.max.toFixed(1)} s` : "n/a"}\n`,
+    `${failedAttempts.length} failed delivery attempts, ${figures.redeliveries} redelivered; reconciliation after a run's end ${reconciled.length ? `p50 ${figures.reconcileS.p50.toFixed(1)} s, max ${figures.reconcileS.max.toFixed(1)} s` : "n/a"}; ` +
+    `every evaluation final ${recoveryS === null ? "not within 120 s" : `${recoveryS.toFixed(1)} s`} after the last kill\n`,
 );
 child.kill("SIGKILL");
 github.close();

@@ -3,7 +3,7 @@ import type { ApplicationFunction, Context, Probot } from "probot";
 import type { GitHubClient } from "../github/client.js";
 import type { Evaluator } from "../github/evaluator.js";
 import type { StoreDb } from "../store/db.js";
-import { DELIVERY_TAKEOVER_MS, forgetDelivery, markDeliveryHandled, pruneDeliveries, recordDelivery } from "../store/deliveries.js";
+import { DELIVERY_TAKEOVER_MS, forgetDelivery, handled, markDeliveryHandled, pruneDeliveries, recordDelivery } from "../store/deliveries.js";
 import { listPendingEvaluations } from "../store/evaluations.js";
 import type { AppDeps } from "./deps.js";
 import { onMergeGroup } from "./handle-merge-group.js";
@@ -147,6 +147,9 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
         if (now().getTime() - lastSweep >= EVENT_SWEEP_GAP_MS) await sweep();
         const action = (context.payload as { action?: string }).action;
         if (!recordDelivery(d.db, { id: context.id, event: action ? `${context.name}.${action}` : context.name }, now(), opts.deliveryTakeoverMs ?? DELIVERY_TAKEOVER_MS)) {
+          // Still being handled (or its handler died a moment ago): answer with an error, so GitHub
+          // keeps it as failed and the redelivery sweep brings it back once it can be taken over.
+          if (!handled(d.db, context.id)) throw new Error(`delivery ${context.id} (${context.name}) is still being handled; not acted on twice`);
           context.log.info(`delivery ${context.id} (${context.name}) was handled before; ignored`);
           return;
         }

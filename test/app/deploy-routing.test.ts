@@ -301,7 +301,8 @@ describe("a delivery whose handler died", () => {
     const app = await loadApp();
     // A process recorded it and was killed before it acted or answered.
     recordDelivery(app.db, { id: "killed-1", event: "pull_request.opened" }, app.clock.now());
-    await deliver(app, "pull_request", pullRequestPayload("opened"), "killed-1"); // at once: left to its handler
+    // At once: left to its handler, and answered with an error so that GitHub keeps it as failed.
+    await expect(deliver(app, "pull_request", pullRequestPayload("opened"), "killed-1")).rejects.toThrow(/still being handled/);
     expect(getEvaluation(app.db, keyFor())).toBeNull();
     app.clock.advance(6);
     mockStart({ checkRunId: 251, runId: 8251 });
