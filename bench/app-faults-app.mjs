@@ -16,6 +16,7 @@ const probegate = createProbegate({
   reconcileAfterMs: Number(process.env.BENCH_RECONCILE_MS),
   redeliverEveryMs: Number(process.env.BENCH_REDELIVER_MS),
   redeliverLookbackMs: 3600_000,
+  redeliverGapMs: Number(process.env.BENCH_REDELIVER_GAP_MS),
   // Shorter than production (10 and 5 minutes) so the bench sees work a killed process held resume.
   dispatchLeaseMs: Number(process.env.BENCH_LEASE_MS),
   deliveryTakeoverMs: Number(process.env.BENCH_TAKEOVER_MS),

@@ -34,6 +34,7 @@ const rand = (() => { let s = 42; return () => ((s = (s * 1103515245 + 12345) % 
 let nextId = 1;
 const checkRuns = []; // {id, sha, name, externalId, status, conclusion, createdAt, completedAt}
 const runs = new Map(); // id → {inputs, status, conclusion, completedAt, webhook: "sent" | "dropped" | "failed"}
+const asks = []; // the app's redelivery requests
 const deliveries = []; // attempts: {id, guid, delivered_at, status_code, event, action, payload}
 
 /** The signed result of a run: sorted keys at every level, so JSON.stringify is the canonical form. */
@@ -115,6 +116,7 @@ const routes = [
   [/^GET \/app\/hook\/deliveries/, (res) => send(res, 200, [...deliveries].reverse().map(({ payload, ...a }) => a))],
   [/^POST \/app\/hook\/deliveries\/(\d+)\/attempts$/, (res, _b, m) => {
     const a = deliveries.find((d) => d.id === Number(m[1]));
+    asks.push({ id: Number(m[1]), guid: a?.guid, at: Date.now(), pid: child?.pid });
     send(res, 202, {});
     if (a) void deliver(a.event, a.payload, a.guid);
   }],
@@ -185,7 +187,7 @@ let port = 0;
 let kills = 0;
 async function startApp() {
   child = fork(join(root, "bench", "app-faults-app.mjs"), [APP, githubUrl, join(dir, "probegate.sqlite")], {
-    env: { ...process.env, BENCH_PRIVATE_KEY: privateKey, BENCH_SECRET: SECRET, BENCH_SIGNING_KEY: SIGNING_KEY, BENCH_SWEEP_MS: "250", BENCH_RECONCILE_MS: "1500", BENCH_REDELIVER_MS: "1000", BENCH_LEASE_MS: "3000", BENCH_TAKEOVER_MS: "3000", BENCH_PORT: String(port) },
+    env: { ...process.env, BENCH_PRIVATE_KEY: privateKey, BENCH_SECRET: SECRET, BENCH_SIGNING_KEY: SIGNING_KEY, BENCH_SWEEP_MS: "250", BENCH_RECONCILE_MS: "1500", BENCH_REDELIVER_MS: "1000", BENCH_LEASE_MS: "3000", BENCH_REDELIVER_GAP_MS: "4000", BENCH_TAKEOVER_MS: "3000", BENCH_PORT: String(port) },
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
   port = await new Promise((res, rej) => {
@@ -250,7 +252,7 @@ const figures = {
   reconcileS: reconciled.length ? { n: reconciled.length, p50: pct(reconciled, 50), p99: pct(reconciled, 99), max: reconciled.at(-1) } : null,
 };
 process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
-if (arg("dump", null)) writeFileSync(arg("dump"), JSON.stringify({ deliveries: deliveries.map(({ payload, ...a }) => ({ ...a, sha: payload.pull_request?.head.sha, run: payload.workflow_run?.id })), checkRuns, runs: [...runs.values()] }, null, 1));
+if (arg("dump", null)) writeFileSync(arg("dump"), JSON.stringify({ deliveries: deliveries.map(({ payload, ...a }) => ({ ...a, sha: payload.pull_request?.head.sha, run: payload.workflow_run?.id })), checkRuns, runs: [...runs.values()], asks }, null, 1));
 process.stdout.write(
   `machine: ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}\n` +
     `${PRS} agent PRs, app killed ${kills} times, ${figures.webhooksDropped} workflow_run webhooks dropped and ${figures.webhooksFailed} failed (app down): ` +

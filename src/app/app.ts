@@ -31,6 +31,8 @@ export interface ProbegateOptions {
   redeliverEveryMs?: number;
   /** How far back failed deliveries are looked for (default 1 hour; GitHub keeps them 3 days). */
   redeliverLookbackMs?: number;
+  /** The least time between two requests to redeliver one delivery (default 1 minute). */
+  redeliverGapMs?: number;
   /** How long a dispatch claim holds (default DISPATCH_LEASE_MS): a process that died mid-dispatch blocks its attempt that long. */
   dispatchLeaseMs?: number;
   /** How long an unfinished delivery is left to its handler before a redelivery takes it over (default 5 minutes). */
@@ -83,7 +85,6 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
   }
   let lastPrune = -Infinity;
   let lastRedelivery = -Infinity;
-  const askedRedelivery = new Map<string, number>();
   const redeliverEveryMs = opts.redeliverEveryMs ?? 0;
 
   /** Has failed webhook deliveries redelivered, at most every `redeliverEveryMs`; a failure is logged, not thrown. */
@@ -92,7 +93,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     if (!deps || redeliverEveryMs <= 0 || t - lastRedelivery < redeliverEveryMs) return;
     lastRedelivery = t;
     try {
-      await redeliverFailed(deps, askedRedelivery, opts.redeliverLookbackMs ?? 3600_000);
+      await redeliverFailed(deps, opts.redeliverLookbackMs ?? 3600_000, opts.redeliverGapMs);
     } catch (e) {
       deps.log.error({ err: e }, `asking GitHub for failed webhook deliveries failed: ${(e as Error).message}`);
     }

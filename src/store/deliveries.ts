@@ -104,3 +104,25 @@ export function pruneDeliveries(db: StoreDb, olderThan: Date): number {
   // another process of the app waits for them instead of failing to upgrade its lock.
   return prune.immediate();
 }
+
+/**
+ * Takes the right to ask GitHub to redeliver `guid` now: true for exactly one caller (one
+ * conditional upsert), and only when it was never asked for, or last asked `gapMs` or more ago,
+ * and fewer than `maxAsks` times in all.
+ */
+export function claimRedelivery(db: StoreDb, guid: string, now: Date, gapMs: number, maxAsks: number): boolean {
+  const t = now.getTime();
+  const info = db
+    .prepare(
+      `INSERT INTO redelivery_asks (guid, asked_at, asks) VALUES (?, ?, 1)
+       ON CONFLICT (guid) DO UPDATE SET asked_at = excluded.asked_at, asks = redelivery_asks.asks + 1
+       WHERE redelivery_asks.asked_at <= ? AND redelivery_asks.asks < ?`,
+    )
+    .run(guid, t, t - gapMs, maxAsks);
+  return info.changes === 1;
+}
+
+/** Forgets redelivery requests older than `olderThan` (GitHub keeps deliveries 3 days). */
+export function pruneRedeliveryAsks(db: StoreDb, olderThan: Date): number {
+  return db.prepare("DELETE FROM redelivery_asks WHERE asked_at < ?").run(olderThan.getTime()).changes;
+}

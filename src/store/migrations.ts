@@ -314,11 +314,18 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
   },
   {
     version: 10,
-    name: "deliveries: when handling finished, so a delivery whose handler died can be taken again",
+    name: "deliveries: when handling finished, so a delivery whose handler died can be taken again; redelivery requests",
     // Rows from before: their handlers ran to the end or failed (and were forgotten), so handled.
+    // redelivery_asks: when the app last asked GitHub to redeliver a delivery, and how often, so
+    // no two sweeps (of one process or several) ask for the same one at once.
     sql: `
       ALTER TABLE deliveries ADD COLUMN handled_at INTEGER;
       UPDATE deliveries SET handled_at = received_at;
+      CREATE TABLE redelivery_asks (
+        guid TEXT PRIMARY KEY,
+        asked_at INTEGER NOT NULL,
+        asks INTEGER NOT NULL DEFAULT 1
+      ) STRICT;
     `,
   },
 ];
