@@ -8,7 +8,7 @@ import { listPendingEvaluations } from "../store/evaluations.js";
 import type { AppDeps } from "./deps.js";
 import { onMergeGroup } from "./handle-merge-group.js";
 import { DISPATCH_LEASE_MS } from "./evaluation-runner.js";
-import { reconcileQuiet, resumeQueued, sweepOverdue } from "./sweep.js";
+import { reconcileQuiet, repostCheckOutputs, resumeQueued, sweepOverdue } from "./sweep.js";
 import { redeliverFailed } from "./redelivery.js";
 import { onPullRequest, PULL_REQUEST_ACTIONS } from "./handle-pull-request.js";
 import { onCheckRunRerun } from "./handle-check-run.js";
@@ -105,6 +105,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     const timedOut = await sweepOverdue(deps);
     // Runs whose workflow_run webhook may have been lost: asked about, and finished as the webhook would.
     await reconcileQuiet(deps);
+    await repostCheckOutputs(deps);
     await redeliverIfDue();
     // Attempts left queued by a process that died mid-dispatch, once its claim ran out.
     const resumed = await resumeQueued(deps, listPendingEvaluations(deps.db));

@@ -8,6 +8,8 @@ import type { GitHubClient } from "../github/client.js";
 import { getDispatchContext, recordProbeFailures } from "../store/dispatch-context.js";
 import { getEvaluationPolicy } from "../store/evaluation-policy.js";
 import { transitionEvaluation, type EvaluationRecord } from "../store/evaluations.js";
+import { checkOutputPosted, queueCheckOutput } from "../store/check-run-outbox.js";
+import type { CheckRunOutput } from "../core/check-run-render.js";
 import { quarantinedChecksOf } from "../store/probe-health.js";
 import type { AppDeps } from "./deps.js";
 import { refreshGate } from "./gate.js";
@@ -31,7 +33,9 @@ export async function finishWithResult(gh: GitHubClient, deps: AppDeps, e: Evalu
   const quarantined = quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet });
   const rendered = renderCheckRunWithQuarantine(result, quarantined, policy.agentDetail);
   const output = sandbox.kind === "allowed" ? withBanner(rendered.output, sandbox.banner) : rendered.output;
-  const done = transitionEvaluation(deps.db, e.key, "complete", {
+  const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
+  const extra = { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) };
+  const done = endAndQueue(deps, e, output, extra, () => transitionEvaluation(deps.db, e.key, "complete", {
     now: deps.now(),
     expectedVersion: e.version,
     patch: {
@@ -41,22 +45,39 @@ export async function finishWithResult(gh: GitHubClient, deps: AppDeps, e: Evalu
       gpuSeconds: result.gpuSeconds,
       probeSet: { hash: result.task.probeSet, evaluatorCommit: result.probeSetVersion?.evaluatorCommit ?? null, probesCommit: result.probeSetVersion?.probesCommit ?? null },
     },
-  });
+  }));
   // A quarantined check's failure is a warning on the check run, so it is no rejection category in
   // the scorecard either. It is left out (probe_failures holds failures and errors only), which
   // also keeps it out of `/probegate explain`, as it is out of the check run's failures.
   const setAside = new Set(readWithQuarantine(result, quarantined).warnings.map((w) => w.probe));
   recordProbeFailures(deps.db, e.key, e.attempt, result.probes.filter((p) => !setAside.has(p)));
-  if (done.checkRunId !== null) {
-    const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
-    await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, output, { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
-  }
+  await postQueued(gh, deps, done, output, extra);
   await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
 }
 
+/** Ends the attempt (`end`) and queues its final check-run output in one transaction. */
+function endAndQueue(deps: AppDeps, e: EvaluationRecord, output: CheckRunOutput, extra: CheckExtra, end: () => EvaluationRecord): EvaluationRecord {
+  return deps.db.transaction(() => {
+    const done = end();
+    if (done.checkRunId !== null) queueCheckOutput(deps.db, { key: e.key, owner: e.owner, repo: e.repo, checkRunId: done.checkRunId, output, extra }, deps.now());
+    return done;
+  })();
+}
+
+/** Posts the queued final output and forgets it. */
+async function postQueued(gh: GitHubClient, deps: AppDeps, done: EvaluationRecord, output: CheckRunOutput, extra: CheckExtra): Promise<void> {
+  if (done.checkRunId === null) return;
+  await completeCheckRun(gh, { owner: done.owner, repo: done.repo, checkRunId: done.checkRunId }, output, extra);
+  checkOutputPosted(deps.db, done.key, done.checkRunId);
+}
+
+type CheckExtra = { detailsUrl?: string; actions?: Array<{ label: string; description: string; identifier: string }> };
+
 /** Ends an attempt without a usable result (`error`); its check run says why and is never a success. */
 export async function finishWithoutResult(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, title: string, problems: string[]): Promise<void> {
-  const done = transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), expectedVersion: e.version, patch: { error: `${title}: ${problems.join("; ")}` } });
-  if (done.checkRunId !== null) await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, noResultOutput(title, problems), { actions: [RERUN_ACTION] });
+  const output = noResultOutput(title, problems);
+  const extra = { actions: [RERUN_ACTION] };
+  const done = endAndQueue(deps, e, output, extra, () => transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), expectedVersion: e.version, patch: { error: `${title}: ${problems.join("; ")}` } }));
+  await postQueued(gh, deps, done, output, extra);
   await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
 }

@@ -10,6 +10,34 @@ import { startEvaluation } from "./evaluation-runner.js";
 import { finishWithoutResult } from "./evaluation-finish.js";
 import { refreshGate } from "./gate.js";
 import { finishFromRun } from "./run-completion.js";
+import { checkOutputPosted, unpostedCheckOutputs } from "../store/check-run-outbox.js";
+
+/** A final check-run output not posted this long after the attempt ended is taken as orphaned (its poster died). */
+export const OUTBOX_GRACE_MS = 30_000;
+
+/**
+ * Posts the final check-run outputs whose attempt ended in the store but whose process died before
+ * GitHub had them (nothing else would: the evaluation has ended, so no later event touches it),
+ * then brings the head's gate up to date. Returns how many were posted.
+ */
+export async function repostCheckOutputs(deps: AppDeps): Promise<number> {
+  let posted = 0;
+  for (const p of unpostedCheckOutputs(deps.db, new Date(deps.now().getTime() - OUTBOX_GRACE_MS))) {
+    const ctx = getDispatchContext(deps.db, p.key);
+    const e = getEvaluation(deps.db, p.key);
+    if (!ctx || !e) continue;
+    try {
+      const gh = await deps.auth(ctx.installationId);
+      await completeCheckRun(gh, { owner: p.owner, repo: p.repo, checkRunId: p.checkRunId }, p.output, p.extra);
+      checkOutputPosted(deps.db, p.key, p.checkRunId);
+      await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
+      posted += 1;
+    } catch (err) {
+      deps.log.error({ key: p.key, err }, `could not post the final check run of ${p.key}: ${(err as Error).message}`);
+    }
+  }
+  return posted;
+}
 
 /**
  * Times out the evaluations past their deadline: cancels their runs (a late result is not taken)

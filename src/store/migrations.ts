@@ -314,7 +314,7 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
   },
   {
     version: 10,
-    name: "deliveries: when handling finished, so a delivery whose handler died can be taken again; redelivery requests",
+    name: "deliveries: when handling finished, so a delivery whose handler died can be taken again; redelivery requests; check-run outbox",
     // Rows from before: their handlers ran to the end or failed (and were forgotten), so handled.
     // redelivery_asks: when the app last asked GitHub to redeliver a delivery, and how often, so
     // no two sweeps (of one process or several) ask for the same one at once.
@@ -325,6 +325,15 @@ export const MIGRATIONS: ReadonlyArray<Migration> = [
         guid TEXT PRIMARY KEY,
         asked_at INTEGER NOT NULL,
         asks INTEGER NOT NULL DEFAULT 1
+      ) STRICT;
+      CREATE TABLE check_run_outbox (
+        key TEXT PRIMARY KEY REFERENCES evaluations (key),
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        check_run_id INTEGER NOT NULL,
+        output TEXT NOT NULL,
+        extra TEXT NOT NULL,
+        since INTEGER NOT NULL
       ) STRICT;
     `,
   },

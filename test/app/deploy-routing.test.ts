@@ -310,3 +310,24 @@ describe("a delivery whose handler died", () => {
     expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", workflowRunId: 8251 });
   });
 });
+
+describe("a final check run the process died before posting", () => {
+  it("is posted by the sweep from the store's outbox; the redelivered webhook changes nothing", async () => {
+    const app = await loadApp();
+    mockStart({ checkRunId: 261, runId: 8261 });
+    await deliver(app, "pull_request", pullRequestPayload("opened"));
+    mockArtifact(8261, resultZip(signedResult()));
+    // The evaluation ends in the store, then the process cannot tell GitHub (here: the connection drops).
+    nock(API).patch(`/repos/${OWNER}/${REPO}/check-runs/261`).replyWithError("socket hang up");
+    await expect(deliver(app, "workflow_run", workflowRunPayload(8261), "wr-1")).rejects.toThrow();
+    expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "completed", verdict: "probe-rejected" });
+    await app.probegate.sweep(); // within the grace period: left to its poster
+    app.clock.advance(1);
+    const posted = mockCheckRunUpdate(261);
+    await app.probegate.sweep();
+    expect(posted[0]).toMatchObject({ status: "completed", conclusion: "failure", output: { title: "Passes official tests, fails 1 of 2 hidden probes" } });
+    await app.probegate.sweep(); // posted once
+    await deliver(app, "workflow_run", workflowRunPayload(8261), "wr-1");
+    expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "completed", attempt: 1 });
+  });
+});
