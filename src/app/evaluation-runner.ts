@@ -130,6 +130,8 @@ async function dispatch(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, re
   if (!check.created && e.deferredUntil !== null) await gh.rest.checks.update({ ...req.repo, check_run_id: check.id, status: "queued", output: queued });
   // The PR may have been closed, or pushed to, while the check run was being made.
   const before = getEvaluation(deps.db, e.key);
+  // Another process dispatched it meanwhile (its claim lapsed while this one was slow): it is that one's.
+  if (before && !isTerminal(before.state) && before.state !== "queued") return "already-running";
   if (before && before.state !== "queued") return endedMeanwhile(gh, deps, req, before, check.id, null);
   let run: { runId: number; htmlUrl: string };
   try {
