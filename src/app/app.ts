@@ -54,6 +54,8 @@ export interface Probegate {
   app: ApplicationFunction;
   /** Times out overdue evaluations now; resolves to how many. */
   sweep(): Promise<number>;
+  /** Asks GitHub to redeliver the app's failed webhook deliveries now (the timer does it every `redeliverEveryMs`); resolves to their ids. */
+  redeliver(): Promise<string[]>;
   /** Settles when the evaluations a restart left queued have been started again. */
   resumed(): Promise<number>;
   /** Stops the sweep timer (the store is the caller's to close). */
@@ -84,16 +86,25 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     throw new RangeError(`deliveryRetentionMs is ${retentionMs}; it must be at least ${MIN_DELIVERY_RETENTION_MS} (3 days: GitHub can redeliver a webhook for 3 days).`);
   }
   let lastPrune = -Infinity;
-  let lastRedelivery = -Infinity;
+  // The first look for failed deliveries waits one period: a process starting is not held up by it.
+  let lastRedelivery = now().getTime();
   const redeliverEveryMs = opts.redeliverEveryMs ?? 0;
 
-  /** Has failed webhook deliveries redelivered, at most every `redeliverEveryMs`; a failure is logged, not thrown. */
+  /** Asks GitHub to redeliver the failed webhook deliveries now; resolves to their ids. */
+  const redeliver = async (): Promise<string[]> => {
+    if (!deps) throw new Error("the probegate app is not loaded yet");
+    lastRedelivery = now().getTime();
+    return redeliverFailed(deps, opts.redeliverLookbackMs ?? 3600_000, opts.redeliverGapMs);
+  };
+
+  /**
+   * Has failed deliveries redelivered, at most every `redeliverEveryMs`; on the timer only, so no
+   * webhook waits for it. A failure is logged, not thrown.
+   */
   const redeliverIfDue = async (): Promise<void> => {
-    const t = now().getTime();
-    if (!deps || redeliverEveryMs <= 0 || t - lastRedelivery < redeliverEveryMs) return;
-    lastRedelivery = t;
+    if (!deps || redeliverEveryMs <= 0 || now().getTime() - lastRedelivery < redeliverEveryMs) return;
     try {
-      await redeliverFailed(deps, opts.redeliverLookbackMs ?? 3600_000, opts.redeliverGapMs);
+      await redeliver();
     } catch (e) {
       deps.log.error({ err: e }, `asking GitHub for failed webhook deliveries failed: ${(e as Error).message}`);
     }
@@ -106,7 +117,6 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     // Runs whose workflow_run webhook may have been lost: asked about, and finished as the webhook would.
     await reconcileQuiet(deps);
     await repostCheckOutputs(deps);
-    await redeliverIfDue();
     // Attempts left queued by a process that died mid-dispatch, once its claim ran out.
     const resumed = await resumeQueued(deps, listPendingEvaluations(deps.db));
     if (resumed > 0) deps.log.info(`sweep: resumed ${resumed} evaluation(s) left queued`);
@@ -179,6 +189,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
       timer = setInterval(() => {
         pruneIfDue();
         void sweep().catch((e: Error) => d.log.error({ err: e }, `sweep failed: ${e.message}`));
+        void redeliverIfDue();
       }, every);
       timer.unref();
     }
@@ -188,6 +199,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
   return {
     app,
     sweep,
+    redeliver,
     resumed: () => resuming,
     stop: () => {
       if (timer) clearInterval(timer);
