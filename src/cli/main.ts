@@ -177,6 +177,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .addOption(new Option("--basis <basis>", "which attempts count per PR and task").choices(["first-attempt", "best-of-n", "all"]).default("first-attempt"))
     .option("--repo <owner[/name]>", "only this owner or repository")
     .option("--since <date>", "only PRs whose first attempt finished on or after this date (2026-11-01)")
+    .option("--probe-set <version>", "only attempts judged by this probe set: a prefix of the evaluator commit, the probes repository's commit, or the probe folder's hash")
     .addOption(new Option("--format <format>", "what to write").choices(["table", "json", "markdown", "html"]).default("table"))
     .option("--out <file>", "write to this file instead of stdout (for --format html: a page to open in a browser)")
     .option("--server-url <url>", "where PR links in the HTML page point (default: $GITHUB_SERVER_URL, else https://github.com)")

@@ -139,6 +139,12 @@ export const EvaluationResultSchema = z.strictObject({
     /** Repository gates: the PR base asked for, and the merge base the head was compared with. */
     prBase: z.strictObject({ asked: z.string(), mergeBase: z.string() }).nullish(),
   }),
+  /**
+   * Where the probe set came from, as checked out on the runner (the Action fills it before
+   * signing): the evaluator repository's commit (tasks and workflow) and the probes repository's
+   * commit. Null where a folder was not a git checkout. Scorecards split by these.
+   */
+  probeSetVersion: z.strictObject({ evaluatorCommit: z.string().nullable(), probesCommit: z.string().nullable() }).nullish(),
   /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
   evaluationKey: z.string().nullish(),
   verdict: VerdictSchema,
