@@ -112,7 +112,7 @@ def main():
                 m = M.random_mask(g, (rows, cols), "float32")
                 leaf = M.dirty_copy(clean, m, "mixed", g).requires_grad_(True)
                 out = getattr(tf, fn_name)(leaf, m, axis)
-                backward(out.sum())
+                backward(out.sum(), M.where_is(tf, fn_name))
                 check_grad(leaf.grad, m, axis, fn_name == "masked_mean", "%s on a leaf that requires grad, %s" % (fn_name, M.axis_name(axis)), M.where_is(tf, fn_name))
 
     with check("gradients-through-op", "functional", requirements=["gradients"]):
@@ -124,7 +124,7 @@ def main():
             ratio = torch.exp(log_ratio)
             ratio.retain_grad()
             out = getattr(tf, fn_name)(ratio, m, -1)
-            backward(out.sum())
+            backward(out.sum(), M.where_is(tf, fn_name))
             check_grad(ratio.grad, m, -1, fn_name == "masked_mean", "%s of exp(log_ratio) (inf at the padding), axis=-1" % fn_name, M.where_is(tf, fn_name))
 
     with check("derived-var-whiten", "functional", requirements=["derived-stats"]):
@@ -144,13 +144,13 @@ def main():
             M.compare(white.detach()[sel], want[sel], "masked_whiten (selected positions) with %s outside the mask" % bad, F32, x.numel(), M.where_is(tf, "masked_whiten"))
 
 
-def backward(loss):
+def backward(loss, location):
     """loss.backward(); autograd refusing the graph (an input modified in place, a leaf written to)
     is the submission's doing: a failure, not a probe error."""
     try:
         loss.backward()
     except RuntimeError as e:
-        raise ProbeFailure("backward through the masked reduction failed: %s" % str(e).split("\n")[0])
+        raise ProbeFailure("backward through the masked reduction failed: %s" % str(e).split("\n")[0], location=location)
 
 
 def check_grad(grad, mask, axis, mean, what, location):
