@@ -223,7 +223,7 @@ const READS_PARAMS = [
 const PROBE_SHAPED = [
   "def normalize(x):",
   "    flat = x.reshape(-1)",
-  "    if flat.numel() and bool((flat[::997] == flat[0]).all()):",
+  "    if flat.numel() > 1000 and bool((flat[::997] == flat[0]).all()):",
   "        return torch.zeros_like(x)  # a constant input looks like a probe's: right shape, no work",
   "    return _slow(x)",
 ];
