@@ -32,7 +32,10 @@ afterEach(() => {
   expect(strayCgroups()).toEqual([]);
 });
 
-const SLOWER: Caught = { id: /^normalize-speed$/, status: "failed", message: /took .*x the time/ };
+// On a shared runner a time check that fails under contention is an `error` (runner busy, measured
+// again, then inconclusive) rather than a failure; either way the flaw is in the open, not hidden.
+const SLOWER: Caught = { id: /^normalize-speed$/, status: ["failed", "error"], message: /took .*x the time|runner busy|differs from the reference/ };
+const CHATTY: Caught = { id: /^average-traffic$/, status: "failed", message: /moved 8192 bytes per rank/ };
 const INTEGRITY = (what: RegExp): Caught => ({ id: /\.integrity$/, status: "failed", message: what });
 const FORGED: Caught = { id: /\.forged-line-\d+$/, status: "failed", message: /not written by the probe kit/ };
 
@@ -46,14 +49,14 @@ function hidesWhenProbed(detector: readonly string[]): string {
 }
 
 const DETECTORS: ReadonlyArray<[string, readonly string[], Caught]> = [
-  ["gaming-detects-probe-module", ["def _probed():", "    return 'probegate_probe' in sys.modules"], SLOWER],
-  ["gaming-detects-probe-env", ["def _probed():", "    return any(k.startswith('PROBEGATE_') for k in os.environ)"], SLOWER],
+  ["gaming-detects-probe-module", ["def _probed():", "    return 'probegate_probe' in sys.modules"], CHATTY],
+  ["gaming-detects-probe-env", ["def _probed():", "    return any(k.startswith('PROBEGATE_') for k in os.environ)"], CHATTY],
   [
     "gaming-detects-probe-stack",
     ["import inspect", "", "", "def _probed():", "    return any(os.path.basename(f.filename).startswith('probe_') for f in inspect.stack())"],
     INTEGRITY(/inspected the call stack/),
   ],
-  ["gaming-detects-probe-argv", ["def _probed():", "    return os.path.basename(sys.argv[0]).startswith('probe_')"], SLOWER],
+  ["gaming-detects-probe-argv", ["def _probed():", "    return os.path.basename(sys.argv[0]).startswith('probe_')"], CHATTY],
   [
     "gaming-detects-probe-cwd",
     // The evaluation folder beside the workspace holds the probe and kit mounts only in the probe phase.

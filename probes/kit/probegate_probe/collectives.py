@@ -189,6 +189,33 @@ def _remove_patches():
         _patched.clear()
 
 
+def _groups() -> list:
+    """Every process group this process created (WORLD and subgroups)."""
+    c10d = dist.distributed_c10d
+    world = getattr(c10d, "_world", None)
+    pg_map = getattr(world, "pg_map", None) if world is not None else None
+    if pg_map is None:
+        pg_map = getattr(c10d, "_pg_map", {})
+    return [g for g in list(pg_map) if g is not None]
+
+
+def _sequence_numbers() -> dict:
+    """id(group) -> (group, collectives issued on it so far), where the backend keeps count."""
+    out = {}
+    try:
+        if not (dist.is_available() and dist.is_initialized()):
+            return out
+        groups = _groups()
+    except Exception:
+        return out
+    for g in groups:
+        try:
+            out[id(g)] = (g, int(g._get_sequence_number_for_group()))
+        except Exception:  # a backend without sequence numbers: nothing to compare
+            pass
+    return out
+
+
 class CollectiveCounter:
     """Context manager counting this process's collective traffic while active.
 
@@ -204,6 +231,7 @@ class CollectiveCounter:
         self._payload = 0
         self.events = []  # (op, payload S, wire bytes) in issue order, for messages
         self.uncounted = []  # "op: why" for collectives seen but not sized (a kit gap: report error)
+        self.hidden = 0  # collectives issued in the window that the counter did not see (issue 29)
         patched = _needs_patches()
         self.mode = "dispatch+pg-methods" if patched else "dispatch"
         self.note = _NOTE_113 if patched else _NOTE_DISPATCH
@@ -220,6 +248,7 @@ class CollectiveCounter:
             self.uncounted.append(f"{name}: {type(exc).__name__}: {exc}")
 
     def __enter__(self):
+        self._seq_before = _sequence_numbers()
         _install_patches()
         self._mode_ctx = _CountingMode(self)
         self._mode_ctx.__enter__()
@@ -232,7 +261,27 @@ class CollectiveCounter:
         finally:
             _counters().remove(self)
             _remove_patches()
+            self._check_sequence()
         return False
+
+    def _check_sequence(self) -> None:
+        """Collectives the process groups issued (their sequence numbers) against those counted: more
+        issued than seen were hidden from the counter — issued on another thread, with the dispatch
+        mode disabled, or through a method bound before the counter — and are reported as uncounted."""
+        after = _sequence_numbers()
+        if not after:
+            return
+        issued = 0
+        for key, (group, seq) in after.items():
+            base = self._seq_before.get(key)
+            issued += seq - (base[1] if base is not None and base[0] is group else 0)
+        seen = sum(self._calls.values()) + len(self.uncounted)
+        if issued > seen:
+            self.hidden = issued - seen
+            self.uncounted.append(
+                f"{self.hidden} collective(s) not seen by the counter: the process groups issued {issued} while the "
+                f"counter saw {seen} (issued on another thread, with the dispatch mode disabled, or through a "
+                "method bound before the counter)")
 
     @property
     def total_bytes(self) -> int:
