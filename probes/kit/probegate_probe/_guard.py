@@ -89,6 +89,7 @@ class Guard:
         self.fd = None
         self.tls = threading.local()
         self.reported = False
+        self.count = 0
         self.hidden = False
         self.kit = None
         self.kit_code: dict = {}
@@ -117,10 +118,12 @@ class Guard:
         """The submission did something that looks for the probe: the first becomes a failed check."""
         path, line = self._where(frame)
         text = f"submission code {what} ({path}:{line}) while it was being probed"
-        try:
-            os.write(2, f"[probegate] {text}\n".encode("utf-8", "replace"))
-        except OSError:
-            pass
+        self.count += 1
+        if self.count <= 20:  # the runner log; a walk of the filesystem must not fill the output limit
+            try:
+                os.write(2, f"[probegate] {text}\n".encode("utf-8", "replace"))
+            except OSError:
+                pass
         if self.reported:
             return
         self.reported = True
