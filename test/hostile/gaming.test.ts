@@ -58,6 +58,11 @@ const DETECTORS: ReadonlyArray<[string, readonly string[], Caught]> = [
   ],
   ["gaming-detects-probe-argv", ["def _probed():", "    return os.path.basename(sys.argv[0]).startswith('probe_')"], CHATTY],
   [
+    "gaming-detects-probe-main-module",
+    ["def _probed():", "    return os.path.basename(getattr(sys.modules['__main__'], '__file__', '') or '').startswith('probe_')"],
+    CHATTY,
+  ],
+  [
     "gaming-detects-probe-cwd",
     // The evaluation folder beside the workspace holds the probe and kit mounts only in the probe phase.
     ["def _probed():", "    return any(n in ('probes', 'kit') for n in os.listdir(os.path.dirname(os.getcwd())))"],

@@ -93,6 +93,7 @@ class Guard:
         self.hidden = False
         self.kit = None
         self.kit_code: dict = {}
+        self.main_hidden = None  # the __main__ module whose __file__ was changed at hide()
 
     # ---- writing --------------------------------------------------------------------------------
     def _open_results(self) -> None:
@@ -294,6 +295,30 @@ class Guard:
                 os.environ["PYTHONPATH"] = self.conf["pythonpath"]
         if self.conf.get("argv"):
             sys.argv[:] = list(self.conf["argv"])
+            # __main__ names the probe script; the official run's __main__ is the runner's (pytest's).
+            main = sys.modules.get("__main__")
+            if main is not None and getattr(main, "__file__", None) == os.path.abspath(self.probe):
+                main.__file__ = self.conf["argv"][0]
+                self.main_hidden = main
+
+    def real_main_file(self):
+        """A context in which __main__.__file__ is the probe script again: multiprocessing reads it
+        when it starts a rank (spawn and forkserver import the probe as __mp_main__ from it)."""
+        import contextlib
+
+        @contextlib.contextmanager
+        def restored():
+            main = self.main_hidden
+            if main is None:
+                yield
+                return
+            shown = main.__file__
+            main.__file__ = os.path.abspath(self.probe)
+            try:
+                yield
+            finally:
+                main.__file__ = shown
+        return restored()
 
     def finish(self) -> None:
         """The probe ran to its end: the kit's own functions must still be the kit's."""
