@@ -13,6 +13,31 @@ import os
 import sys
 
 
+def official_argv(command) -> list:
+    """sys.argv as the interpreter gives it to the official command (`python -m pytest -q …` →
+    [<pytest's __main__.py>, '-q', …])."""
+    if not command:
+        return []
+    rest = list(command[1:])
+    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+        rest.pop(0)  # interpreter flags
+    if rest[:1] == ["-m"] and len(rest) > 1:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(rest[1])
+        except (ImportError, ValueError):
+            spec = None
+        origin = None
+        if spec is not None:
+            locations = list(spec.submodule_search_locations or [])
+            origin = os.path.join(locations[0], "__main__.py") if locations else spec.origin
+        return [origin or rest[1]] + rest[2:]
+    if rest[:1] == ["-c"]:
+        return ["-c"] + rest[2:]
+    return rest
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit("usage: probegate_launch.py PROBE [ARGS...] (configuration as one JSON line on stdin)")
@@ -29,7 +54,7 @@ def main() -> None:
     spec.loader.exec_module(guard)
     command = conf.get("command") or []
     if command:
-        conf["argv"] = guard.official_argv(command)
+        conf["argv"] = official_argv(command)
         if "-m" in command[1:-1]:
             conf.setdefault("preload", [command[command.index("-m", 1) + 1]])
     probe = os.path.abspath(sys.argv[1])
