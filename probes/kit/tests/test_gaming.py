@@ -26,7 +26,7 @@ def test_collectives_issued_where_the_counter_does_not_look_are_reported():
     plain_hidden, plain_uncounted, hidden, uncounted, total = run_ranks(_hidden_on_a_thread, world_size=2)[0]
     assert (plain_hidden, plain_uncounted) == (0, [])
     assert hidden == 1 and total == 256, (hidden, total)
-    assert "1 collective(s) not seen by the counter" in uncounted[0]
+    assert "1 collective(s) not seen by the counter" in uncounted[0], uncounted
 
 
 def NO_WAIT():
@@ -35,9 +35,8 @@ def NO_WAIT():
 
 
 def _slow(v):
-    for _ in range(20):
-        y = v / v.abs().sum()
-    return y
+    time.sleep(0.1)  # a lower bound that holds however loaded the runner is
+    return v / v.abs().sum()
 
 
 def _reference(v):
@@ -45,15 +44,15 @@ def _reference(v):
 
 
 def test_a_thread_left_running_is_inside_the_timed_window():
-    x = torch.ones(200_000)
+    x = torch.ones(1000)
 
     def candidate():
         worker = threading.Thread(target=_slow, args=(x,))
         worker.start()  # returns at once; the work finishes after the call
         return x
 
-    r = time_ratio(candidate, lambda: _reference(x), repeats=5, warmup=1, margin=3.0, run_delay=NO_WAIT)
-    assert r.median > 3.0, r.ratios
+    r = time_ratio(candidate, lambda: _reference(x), repeats=3, warmup=1, margin=3.0, run_delay=NO_WAIT)
+    assert r.candidate_s >= 0.1, r
 
 
 def test_a_thread_that_never_ends_fails_the_candidate(monkeypatch):
@@ -87,35 +86,35 @@ class _Lazy(torch.Tensor):
 
 
 def test_a_lazy_result_is_computed_inside_the_timed_window():
-    x = torch.ones(200_000)
+    x = torch.ones(1000)
 
     def candidate():
         out = torch.Tensor._make_subclass(_Lazy, torch.empty_like(x))
         out._src = x
         return out
 
-    r = time_ratio(candidate, lambda: _reference(x), repeats=5, warmup=1, margin=3.0, run_delay=NO_WAIT)
-    assert r.median > 3.0, r.ratios
+    r = time_ratio(candidate, lambda: _reference(x), repeats=3, warmup=1, margin=3.0, run_delay=NO_WAIT)
+    assert r.candidate_s >= 0.1, r
 
 
 def test_distinct_inputs_defeat_a_cache_and_outputs_are_compared():
-    cache = {}
+    cache, computed = {}, []
 
     def memoised(v):
         key = (v.data_ptr(), tuple(v.shape), v._version)
         if key not in cache:
-            cache[key] = _slow(v)
+            computed.append(key)
+            cache[key] = _reference(v)
         return cache[key]
 
-    fixed = torch.randn(200_000)
-    cached = time_ratio(lambda: memoised(fixed), lambda: _reference(fixed), repeats=5, warmup=1, margin=3.0, run_delay=NO_WAIT)
+    fixed = torch.randn(1000)
+    time_ratio(lambda: memoised(fixed), lambda: _reference(fixed), repeats=5, warmup=1, margin=1e9, run_delay=NO_WAIT)
+    assert len(computed) == 1  # one computation, five cached answers timed
+    computed.clear()
     g = torch.Generator().manual_seed(0)
-    fresh = [torch.randn(200_000, generator=g) for _ in range(6)]
-    try:
-        r = time_ratio(memoised, _reference, repeats=5, warmup=1, margin=3.0, run_delay=NO_WAIT, inputs=lambda i: (fresh[i],))
-        assert r.median > cached.median, (r.ratios, cached.ratios)
-    except ProbeFailure as exc:  # an address reused by a fresh input: the stale answer is wrong
-        assert "differs from the reference" in str(exc)
+    fresh = [torch.randn(1000, generator=g) for _ in range(6)]
+    time_ratio(memoised, _reference, repeats=5, warmup=1, margin=1e9, run_delay=NO_WAIT, inputs=lambda i: (fresh[i],))
+    assert len(computed) == 6  # every call computed: the inputs are alive at once, no address is reused
 
 
 def test_a_fast_wrong_answer_on_a_probe_shaped_input_fails():
