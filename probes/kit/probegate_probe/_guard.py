@@ -276,23 +276,30 @@ class Guard:
                 main.__file__ = self.conf["argv"][0]
                 self.main_hidden = main
 
-    def real_main_file(self):
-        """A context in which __main__.__file__ is the probe script again: multiprocessing reads it
-        when it starts a rank (spawn and forkserver import the probe as __mp_main__ from it)."""
+    def as_launched(self):
+        """A context in which the process is as the probe started: __main__.__file__ is the probe
+        script and PROBEGATE_* are in os.environ. run_ranks starts its ranks in it: multiprocessing
+        imports the probe as __mp_main__ from that file in a process with that environment (a
+        forkserver, or a spawned rank), and the probe's top level (its `param()` calls) runs there
+        before the rank's guard is configured. The rank takes them out again before fn runs."""
         import contextlib
 
         @contextlib.contextmanager
         def restored():
             main = self.main_hidden
-            if main is None:
-                yield
-                return
-            shown = main.__file__
-            main.__file__ = os.path.abspath(self.probe)
+            shown = main.__file__ if main is not None else None
+            if main is not None:
+                main.__file__ = os.path.abspath(self.probe)
+            added = [k for k in self.env if k not in os.environ] if self.kit is not None else []
+            for k in added:
+                os.environ[k] = self.env[k]
             try:
                 yield
             finally:
-                main.__file__ = shown
+                if main is not None:
+                    main.__file__ = shown
+                for k in added:
+                    os.environ.pop(k, None)
         return restored()
 
     def finish(self) -> None:

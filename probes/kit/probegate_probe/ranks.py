@@ -249,7 +249,7 @@ def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[s
             p = ctx.Process(target=_child, name=f"probegate-rank{rank}",
                             args=(rank, n, backend_name, init_method, fn, tuple(args), results,
                                   os.path.join(tmp, f"stack{rank}.txt"), timeout, env, guard_conf))
-            with (guard.real_main_file() if guard is not None else contextlib.nullcontext()):
+            with (guard.as_launched() if guard is not None else contextlib.nullcontext()):
                 p.start()  # pickles fn and args: an unpicklable one fails here, before any rank runs
             procs.append(p)
         return _collect(procs, results, n, timeout, tmp)

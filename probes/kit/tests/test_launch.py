@@ -100,3 +100,35 @@ def test_a_probe_without_the_kit_keeps_its_variables(tmp_path):
     run, lines = _run(tmp_path, kit, ws, probes, os.urandom(32))
     assert run.returncode == 0, run.stderr
     assert [json.loads(line)["id"] for line in lines] == ["plain"]
+
+
+RANKS_PROBE = '''
+import json
+from probegate_probe import emit, param, run_ranks
+
+N = param("n", 0)  # evaluated again in each rank, when it imports this file
+
+
+def on_rank(rank, size):
+    import sub
+    return N, sub.SEEN
+
+
+if __name__ == "__main__":
+    import sub  # the probe process itself switches first (PROBEGATE_* out of os.environ, __main__ renamed)
+    emit("ranks", "functional", "passed", message=json.dumps(run_ranks(on_rank, world_size=2, backend="gloo")))
+'''
+
+
+def test_ranks_get_the_drawn_values_and_the_same_hiding(tmp_path):
+    kit, ws, probes = _layout(tmp_path)
+    (probes / "probe_look.py").write_text(RANKS_PROBE)
+    key = os.urandom(32)
+    run, lines = _run(tmp_path, kit, ws, probes, key)
+    assert run.returncode == 0, run.stderr
+    records = [_unseal(line, key) for line in lines]
+    ranks = json.loads(next(r for r in records if r.get("id") == "ranks")["message"])
+    for n, seen in ranks:
+        assert n == 7, ranks  # the probe's top level saw the drawn value in the rank too
+        assert seen["env"] == [] and seen["module"] is False, seen
+        assert seen["argv0"].endswith(os.path.join("pytest", "__main__.py")), seen
