@@ -203,7 +203,12 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
         files = sorted(log.glob(f"power-{task}-*.json"))
         if not files:
             return [], 0
-        sets = {f: json.loads(f.read_text()).get("probeSet") for f in files}
+        def probe_set(f):
+            try:
+                return json.loads(f.read_text()).get("probeSet")
+            except (ValueError, AttributeError) as e:
+                sys.exit(f"probe_accuracy: {f} is not a power report (probegate validate --power --format json): {e}")
+        sets = {f: probe_set(f) for f in files}
         newest = sets[max(files, key=lambda f: f.stat().st_mtime)]
         mine = [f for f in files if sets[f] == newest]
         return mine, len(files) - len(mine)
@@ -213,8 +218,8 @@ def power(n, node, tasks, jobs, log_dir, deadline, power_args, merge_only=False,
         if not files:
             return {}
         r = subprocess.run([node, cli, "merge-power", *map(str, files), "--format", "json"], capture_output=True, text=True)
-        if r.returncode not in (0, 1):
-            return {}
+        if r.returncode not in (0, 1):  # 1: merged, validation failed; else the reports could not be read
+            sys.exit(f"probe_accuracy: merge-power could not merge {len(files)} report(s) in {files[0].parent} (exit {r.returncode}): {r.stderr.strip()}")
         return {c["submission"]: c["runs"] for m in json.loads(r.stdout) for c in m["columns"] if c["correct"]}
 
     # What each task still needs: the goal less the runs of its least-run correct submission (a full

@@ -16,6 +16,8 @@ export interface EvalFlags extends BudgetFlags {
   task: string;
   /** One or more; several are evaluated side by side on the runner's pool. */
   submission: string | string[];
+  /** A repository gate's PR base commit. */
+  prBase?: string;
   probes?: string;
   out?: string;
   format: string;
@@ -95,6 +97,7 @@ export async function evalCommand(flags: EvalFlags, io: { stdout: (s: string) =>
     evaluate({
       task,
       submission,
+      prBase: flags.prBase,
       kitDir: KIT_DIR,
       python: flags.python,
       worldSize,

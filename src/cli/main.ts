@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { InputError } from "../engine/errors.js";
 import { demoCommand } from "./demo-command.js";
+import { envBuildCommand, envListCommand } from "./env-command.js";
 import { evalCommand } from "./eval-command.js";
 import { mergePowerCommand, powerCommand, type PowerFlags } from "./power-command.js";
 import { schemaCommand } from "./schema-command.js";
@@ -54,10 +55,11 @@ function program(io: Io, done: (code: number) => void): Command {
     .description("evaluate one or more submissions against one task, packed onto the runner; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error (the worst of several)")
     .requiredOption("--task <dir>", "task folder (holding task.yml)")
     .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref; repeat it to evaluate several side by side", collect)
+    .option("--pr-base <sha>", "a repository gate (task base: {pr: true}): the PR's base commit; the submission is then the PR's head as repo@sha")
     .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
     .option("--out <file>", "write the result JSON here")
     .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
-    .option("--python <path>", "interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .option("--python <path>", "interpreter for {python}, over the task's environment (default: the task's environment when task.yml declares one, else $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
     .option("--world-size <n>", "ranks to use (default: the task's gpus)")
     .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1 (default: all nvidia-smi lists)", "all")
     .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
@@ -124,7 +126,9 @@ function program(io: Io, done: (code: number) => void): Command {
     .requiredOption("--pr-head <sha>", "the commit with the change (the PR's head or merge)")
     .requiredOption("--tests <globs...>", "the change's test files (paths or globs); the rest of the change is the submission's")
     .requiredOption("--out <dir>", "the new task folder, tasks/<id> of a task pack")
-    .option("--exclude <strings...>", "leave out test ids holding any of these (tests this kind of runner cannot run); listed in import.yml")
+    .option("--exclude <strings...>", "deselect test ids holding any of these (tests this kind of runner cannot run): they never run; listed in import.yml")
+    .option("--repo-url <url>", "the repository URL task.yml and import.yml record (default: --repo when a URL, else the clone's origin remote)")
+    .option("--pass-to-pass-only", "allow a change no test fails before (a performance PR): the official tests are the pass-to-pass ones (with no changed test file: the head's files --tests names), and the hidden probes carry the requirement")
     .option("--keep <globs...>", "more files of the base to keep in the snapshot (a LICENSE, data the tests read)")
     .option("--trace-imports", "keep the Python files the change and its tests import from the base (a static trace)")
     .addOption(new Option("--base-as <how>", "the base: a pruned snapshot in the task, or the git ref (with the PR's tests as overlay)").choices(["snapshot", "git"]).default("snapshot"))
@@ -140,6 +144,18 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--world-size <n>", "PROBEGATE_WORLD_SIZE for the test runs", "1")
     .option("--timeout <s>", "seconds per test run, and the task's official.timeout", "600")
     .action(async (flags) => done(await taskImportCommand(flags, io)));
+  const env = p.command("env").description("the tasks' pinned Python environments (task.yml environment:), built once per runner in $PROBEGATE_ENV_DIR (default /var/cache/probegate/envs)");
+  env
+    .command("build")
+    .description("build each task's environment from its lock with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
+    .argument("<taskDirs...>")
+    .option("--json", "print the table as JSON")
+    .action(async (dirs: string[], flags: { json?: boolean }) => done(await envBuildCommand(dirs, flags, io)));
+  env
+    .command("list")
+    .description("the environments built on this runner")
+    .option("--json", "print them as JSON")
+    .action((flags: { json?: boolean }) => done(envListCommand(flags, io)));
   p.command("scorecard")
     .description("how each agent does, from the app's store or a folder of result files: a table, JSON, markdown, or an HTML page with charts")
     .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
@@ -156,6 +172,28 @@ function program(io: Io, done: (code: number) => void): Command {
       // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
       const { scorecardCommand } = await import("./scorecard-command.js");
       done(scorecardCommand(flags, io));
+    });
+  p.command("doctor")
+    .description("check that this runner can sandbox an evaluation, and print what it lacks with the fix for each; exit 0 only when it can")
+    .option("--python <path>", "the interpreter task commands run with, whose torch, CUDA and NCCL are checked (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .option("--gpus <n>", "GPUs this runner must have (a GPU runner's count); fewer is a failure")
+    .option("--disk <path>", "where evaluations write (default: $TMPDIR, else /tmp)")
+    .addOption(new Option("--format <format>", "what to print").choices(["table", "json"]).default("table"))
+    .option("--json", "same as --format json")
+    .action(async (flags) => {
+      const { doctorCommand } = await import("./doctor-command.js");
+      done(await doctorCommand(flags, io));
+    });
+  const store = p.command("store").description("the app's SQLite store");
+  store
+    .command("backup")
+    .description("copy the live store (the app may keep running) to a new file, with SQLite's online backup API, checked before it is named")
+    .argument("<dest>", "the backup file to write (must not exist)")
+    .option("--db <file>", "the app's store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
+    .action(async (dest: string, flags: { db?: string }) => {
+      // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
+      const { storeBackupCommand } = await import("./store-command.js");
+      done(await storeBackupCommand(dest, flags, io));
     });
   p.command("verify")
     .description("check a result file's schema and signature (key from $PROBEGATE_SIGNING_KEY)")

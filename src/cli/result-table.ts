@@ -1,9 +1,24 @@
 import Table from "cli-table3";
-import type { EvaluationResult } from "../core/result.js";
+import type { EvaluationResult, FailingTest } from "../core/result.js";
+import { nodeId } from "../core/test-split.js";
 import { renderMemoryOfRecord, renderTitle } from "../core/check-run-render.js";
 import { formatSeconds } from "../core/sizes.js";
 
 const ICON: Record<string, string> = { passed: "✓", failed: "✗", error: "!", skipped: "-" };
+
+const SHOWN = 10;
+
+/** One line per failing official test: its pytest id, where it failed, and its message's first line. */
+export function failingLines(failing: readonly FailingTest[]): string[] {
+  const lines = failing.slice(0, SHOWN).map((f) => {
+    const id = nodeId({ classname: f.classname, name: f.name }, f.file ? [f.file] : []);
+    const where = f.file && f.line ? ` (${f.file}:${f.line})` : "";
+    const first = f.message.split("\n").find((l) => l.trim())?.trim() ?? "";
+    return `  ${ICON[f.kind === "failure" ? "failed" : "error"]} ${id}${where}${first ? ` — ${first}` : ""}`;
+  });
+  if (failing.length > SHOWN) lines.push(`  … and ${failing.length - SHOWN} more (--format json lists them all)`);
+  return lines;
+}
 
 /** The terminal view of one result: a header, then a table of every probe check. */
 export function renderResultTable(result: EvaluationResult): string {
@@ -13,6 +28,7 @@ export function renderResultTable(result: EvaluationResult): string {
   if (o) {
     const c = o.counts;
     lines.push(`official tests: ${c.passed} passed, ${c.failed} failed, ${c.errors} errors, ${c.skipped} skipped in ${formatSeconds(o.durationS)}${o.reason ? ` (${o.reason})` : ""}`);
+    lines.push(...failingLines(o.failing));
   }
   const memory = renderMemoryOfRecord(result);
   if (memory) lines.push(`memory of record: ${memory}`);

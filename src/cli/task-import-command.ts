@@ -4,7 +4,8 @@ import type { TaskSpecInput } from "../core/task-spec.js";
 import { ID_PATTERN } from "../core/task-spec.js";
 import { VERSION_RANGE } from "../core/task-environment.js";
 import { InputError } from "../engine/errors.js";
-import { importPullRequest, officialCommand, type PrImport } from "../engine/pr-import.js";
+import { importPullRequest, officialCommand, type PrImport } from "../engine/import/pr-import.js";
+import { isUrl, recordedRepo } from "../engine/import/repo-url.js";
 import { expectedYaml, importRecord, probeSkeleton, promptSkeleton, taskYaml } from "./task-skeleton.js";
 
 export interface TaskImportFlags {
@@ -28,6 +29,10 @@ export interface TaskImportFlags {
   timeout: string;
   worldSize: string;
   exclude?: string[];
+  /** The repository's URL to record (default: --repo when a URL, else the clone's origin remote). */
+  repoUrl?: string;
+  /** Allow a change no test fails before (a performance PR): the official set is pass-to-pass only. */
+  passToPassOnly?: boolean;
 }
 
 function positiveInt(v: string, flag: string, min = 0): number {
@@ -46,7 +51,7 @@ function targets(out: string): { id: string; task: string; probes: string; examp
   return { id, task, probes: join(root, "probes", id), examples: join(root, "examples", "submissions", id) };
 }
 
-function specFor(flags: TaskImportFlags, id: string, imp: PrImport, repoForSpec: string): TaskSpecInput {
+function specFor(flags: TaskImportFlags, id: string, imp: PrImport, repoForSpec: string | null): TaskSpecInput {
   const ids = [...imp.classification.failToPass, ...imp.classification.passToPass];
   const requires: NonNullable<TaskSpecInput["requires"]> = {};
   if (flags.requiresTorch) requires.torch = flags.requiresTorch;
@@ -57,7 +62,7 @@ function specFor(flags: TaskImportFlags, id: string, imp: PrImport, repoForSpec:
     title: flags.title ?? imp.subject,
     area: flags.area as TaskSpecInput["area"],
     prompt: "prompt.md",
-    base: flags.baseAs === "git" ? { git: { repo: repoForSpec, ref: imp.baseSha }, overlay: "overlay" } : { path: "base" },
+    base: flags.baseAs === "git" && repoForSpec ? { git: { repo: repoForSpec, ref: imp.baseSha }, overlay: "overlay" } : { path: "base" },
     gpus: positiveInt(flags.gpus, "--gpus"),
     official: { command: officialCommand(ids), timeout: positiveInt(flags.timeout, "--timeout", 1), files: imp.tests },
     probes: { path: `../../probes/${id}` },
@@ -83,9 +88,13 @@ export async function taskImportCommand(flags: TaskImportFlags, io: { stdout: (s
   const setupDir = flags.setup ? resolve(flags.setup) : undefined;
   if (setupDir && !existsSync(setupDir)) throw new InputError(`--setup: folder ${setupDir} does not exist.`, { field: "--setup" });
   if (flags.pytestPlugin?.length && !setupDir) throw new InputError("--pytest-plugin names a module of the --setup folder; give --setup too.", { field: "--pytest-plugin" });
-  // A local repository is recorded by absolute path; a URL as given.
-  const localRepo = !/^[a-z][a-z0-9+.-]*:\/\//.test(flags.repo) && !/^[^/]+@[^:]+:/.test(flags.repo);
-  const repo = localRepo ? resolve(flags.repo) : flags.repo;
+  const repo = isUrl(flags.repo) ? flags.repo : resolve(flags.repo);
+  // What task.yml and import.yml record: a URL that travels with the task, never the local clone's path.
+  const recorded = await recordedRepo(repo, flags.repoUrl);
+  if (flags.baseAs === "git" && !recorded.url) {
+    throw new InputError(`--base-as git: task.yml must say where to clone the base from, and ${recorded.warning}.`, { field: "--repo-url" });
+  }
+  if (recorded.warning) io.stderr(`  warning: ${recorded.warning}${flags.baseAs === "git" ? "" : recorded.url ? " (import.yml records it)" : " (import.yml records none)"}.\n`);
   const imp = await importPullRequest(
     {
       repo,
@@ -101,6 +110,7 @@ export async function taskImportCommand(flags: TaskImportFlags, io: { stdout: (s
       worldSize: positiveInt(flags.worldSize, "--world-size", 1),
       exclude: flags.exclude ?? [],
       prune: flags.baseAs === "snapshot",
+      passToPassOnly: flags.passToPassOnly ?? false,
     },
     (line) => io.stderr(`  ${line}\n`),
   );
@@ -117,14 +127,13 @@ export async function taskImportCommand(flags: TaskImportFlags, io: { stdout: (s
       cpSync(join(imp.baseTree, p), join(treeDir, p));
     }
     if (setupDir) cpSync(setupDir, join(st.task, "setup"), { recursive: true });
-    const repoForSpec = localRepo ? relative(t.task, repo) : repo;
-    writeFileSync(join(st.task, "task.yml"), taskYaml(specFor(flags, t.id, imp, repoForSpec), imp, repo));
-    writeFileSync(join(st.task, "import.yml"), importRecord(imp, repo, flags.baseAs === "snapshot"));
+    writeFileSync(join(st.task, "task.yml"), taskYaml(specFor(flags, t.id, imp, recorded.url), imp, recorded));
+    writeFileSync(join(st.task, "import.yml"), importRecord(imp, recorded, flags.baseAs === "snapshot"));
     writeFileSync(join(st.task, "prompt.md"), promptSkeleton(imp));
     writeFileSync(join(st.probes, "probe_functional.py"), probeSkeleton(t.id));
     writeFileSync(join(st.examples, "reference.patch"), imp.referencePatch);
     writeFileSync(join(st.examples, "base.patch"), "");
-    writeFileSync(join(st.examples, "expected.yml"), expectedYaml());
+    writeFileSync(join(st.examples, "expected.yml"), expectedYaml(imp.classification.failToPass.length === 0));
     for (const [from, to] of [[st.task, t.task], [st.probes, t.probes], [st.examples, t.examples]] as const) {
       mkdirSync(dirname(to), { recursive: true });
       renameSync(from, to);
@@ -134,13 +143,19 @@ export async function taskImportCommand(flags: TaskImportFlags, io: { stdout: (s
     imp.dispose();
   }
   const c = imp.classification;
+  const excluded = c.leftOut.filter((l) => l.why.startsWith("excluded")).length;
+  const rel = (p: string) => relative(process.cwd(), p);
   io.stdout(
     [
-      `✓ ${t.id}: ${imp.sources.length} source files changed, ${imp.tests.length} test files`,
-      `  fail-to-pass ${c.failToPass.length}, pass-to-pass ${c.passToPass.length}${c.leftOut.length ? `, left out ${c.leftOut.length} (skipped)` : ""}`,
-      `  base: ${flags.baseAs === "git" ? `git ${imp.baseSha}` : `snapshot of ${imp.snapshot.length} files`}`,
-      `  wrote ${relative(process.cwd(), t.task)}, ${relative(process.cwd(), t.probes)}, ${relative(process.cwd(), t.examples)}`,
-      `  next: finish prompt.md and the probe, then: probegate validate ${relative(process.cwd(), t.task)}`,
+      `✓ ${t.id}: ${imp.sources.length} source files changed, ${imp.tests.length} test files${imp.testsChanged ? "" : " (existing ones: the change touches none)"}`,
+      `  fail-to-pass ${c.failToPass.length}, pass-to-pass ${c.passToPass.length}${c.leftOut.length ? `, left out ${c.leftOut.length} (${excluded} by --exclude, ${c.leftOut.length - excluded} skipped or gone; import.yml says why)` : ""}`,
+      ...(c.failToPass.length ? [] : ["  no test fails before the change: the official tests only check that nothing breaks; the hidden probes must carry the requirement"]),
+      `  repository: ${recorded.url ?? "unknown (give --repo-url)"}${recorded.url ? ` (${recorded.source})` : ""}`,
+      flags.baseAs === "git"
+        ? `  base: git ${imp.baseSha}, the PR's test files as overlay`
+        : `  base: pruned snapshot of ${imp.snapshot.length} of the repository's ${imp.baseFileCount} files: a submission patch may edit only these. To gate real PRs, which may touch any file, import with --base-as git.`,
+      `  wrote ${rel(t.task)}, ${rel(t.probes)}, ${rel(t.examples)}`,
+      `  next: finish prompt.md and the probe, then: probegate validate ${rel(t.task)}`,
       "",
     ].join("\n"),
   );

@@ -6,6 +6,7 @@ import { listProbes } from "../engine/probe-phase.js";
 import { probeFiles } from "../engine/probe-set.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
 import { SKELETON_MARK } from "./task-skeleton.js";
+import { parse } from "yaml";
 import { lineOf, readYaml } from "../engine/yaml-file.js";
 import { requirementCoverage } from "../core/requirement-coverage.js";
 
@@ -68,6 +69,24 @@ export function validateTask(task: LoadedTask): string[] {
   return problems;
 }
 
+/**
+ * The note for a task imported with no fail-to-pass test (import.yml's `fail_to_pass: []`): its
+ * official tests only check that nothing breaks, so the requirement rests on the probes. Null otherwise.
+ */
+export function passToPassOnlyNote(task: LoadedTask): string | null {
+  const file = join(task.dir, "import.yml");
+  if (!existsSync(file)) return null;
+  let record: unknown;
+  try {
+    record = parse(readFileSync(file, "utf8"));
+  } catch {
+    return null;
+  }
+  const f2p = (record as { fail_to_pass?: unknown } | null)?.fail_to_pass;
+  if (!Array.isArray(f2p) || f2p.length) return null;
+  return `official tests are pass-to-pass only (${relative(process.cwd(), file) || file}: no test fails before the change): they check that nothing breaks, and the hidden probes carry the requirement (${task.spec.requirements.length} requirements, each named by a probe)`;
+}
+
 /** `probegate validate <task dir>…`: 0 when every task is valid, 2 otherwise. */
 export function validateCommand(dirs: string[], io: { stdout: (s: string) => void; stderr: (s: string) => void }): number {
   let bad = 0;
@@ -82,9 +101,12 @@ export function validateCommand(dirs: string[], io: { stdout: (s: string) => voi
       const problems = validateTask(task);
       if (problems.length) {
         bad++;
-        io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n`);
+        const note = passToPassOnlyNote(task);
+        io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n${note ? `  note: ${note}\n` : ""}`);
       } else {
         io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${task.spec.requirements.length} requirements named by probes, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
+        const note = passToPassOnlyNote(task);
+        if (note) io.stdout(`  note: ${note}\n`);
       }
     } catch (e) {
       if (!(e instanceof InputError)) throw e;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { parseByteSize } from "./sizes.js";
 import { ProbeParamsSchema } from "./probe-params.js";
-import { RequiresSchema, SetupSchema } from "./task-environment.js";
+import { PythonEnvironmentSchema, RequiresSchema, SetupSchema } from "./task-environment.js";
 
 /** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
 export const ID_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
@@ -43,7 +43,28 @@ export const BaseSchema = z.union([
     }),
     overlay: z.string().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
   }),
+  z.strictObject({
+    pr: z.literal(true).describe("a repository gate: the workspace is the PR's head (--submission repo@head), its base commit (--pr-base) sits beside it read-only"),
+  }),
 ]);
+
+/**
+ * Which of the repository's own tests a repository gate runs: a fixed list, tests mapped from the
+ * paths the PR changes, or both. They replace `{tests}` in `official.command`.
+ */
+export const TestSelectionSchema = z.strictObject({
+  tests: z.array(z.string().min(1)).default([]).describe("test files, folders or ids that always run"),
+  fromPaths: z
+    .array(
+      z.strictObject({
+        paths: z.array(z.string().min(1)).min(1).describe("globs of changed paths (a leading '!' excludes)"),
+        tests: z.array(z.string().min(1)).min(1).describe("tests to run when a changed path matches"),
+      }),
+    )
+    .default([])
+    .describe("tests mapped from the paths the PR changes"),
+});
+export type TestSelection = z.infer<typeof TestSelectionSchema>;
 
 /** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
 export const ProbeJobSchema = z.strictObject({
@@ -70,7 +91,9 @@ export const TaskSpecSchema = z
     official: z.strictObject({
       command,
       timeout: seconds.default(600),
-      files: z.array(z.string().min(1)).min(1).default(["tests/**"]).describe("globs of official test files, restored from the base"),
+      files: z.array(z.string().min(1)).min(1).default(["tests/**"]).describe("globs of official test files: restored from the base (assignments); compared with the base by the weakened-test guard (repository gates)"),
+      select: TestSelectionSchema.optional().describe("repository gates: which of the repository's tests replace {tests} in the command"),
+      allowChanged: z.array(z.string().min(1)).default([]).describe("repository gates: test ids or file globs the PR may change, delete or weaken; the guard reports such changes as allowed, never silently"),
     }),
     probes: z.strictObject({
       path: z.string().min(1).describe("folder of the hidden probes, relative to the task folder"),
@@ -94,6 +117,7 @@ export const TaskSpecSchema = z
     requirements: z.array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
     setup: SetupSchema.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    environment: PythonEnvironmentSchema.optional().describe("the task's pinned Python environment (a hash-checked lock), built once per runner; without it, {python} is the runner's interpreter"),
     requires: RequiresSchema.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
   })
   .superRefine((t, ctx) => {
@@ -102,6 +126,17 @@ export const TaskSpecSchema = z
       if (seen.has(r.id)) ctx.addIssue({ code: "custom", path: ["requirements", i, "id"], message: `'${r.id}' is listed twice` });
       seen.add(r.id);
     });
+    const gate = "pr" in t.base;
+    const usesTests = t.official.command.some((a) => a.includes("{tests}"));
+    if (t.official.select && !usesTests) {
+      ctx.addIssue({ code: "custom", path: ["official", "select"], message: "selects tests, but official.command has no {tests} to put them in" });
+    }
+    if (gate && usesTests && !t.official.select) {
+      ctx.addIssue({ code: "custom", path: ["official", "select"], message: "is required: official.command has {tests} and a repository gate (base: {pr: true}) chooses them from select.tests and select.fromPaths" });
+    }
+    if (!gate && (t.official.select || t.official.allowChanged.length)) {
+      ctx.addIssue({ code: "custom", path: ["official", t.official.select ? "select" : "allowChanged"], message: "is for repository gates (base: {pr: true}); an assignment runs its own official command on its fixed base" });
+    }
     if (t.gpus > 0 && t.minRanks > t.gpus) {
       ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
     }

@@ -24,6 +24,11 @@ export type EvaluationEvent =
 export interface EvaluateOptions {
   task: LoadedTask;
   submission: SubmissionSource;
+  /**
+   * A repository gate's PR base commit (`--pr-base`): required for a task whose base is
+   * `{pr: true}`, refused for any other. The submission is then the PR's head, as repo@sha.
+   */
+  prBase?: string;
   /** Folder of the Python probe kit (`probegate_probe`). */
   kitDir: string;
   python?: string;
@@ -65,7 +70,7 @@ export interface EvaluateOptions {
 async function workspacePhase(opened: Omit<EvaluationContext, "ws">): Promise<EvaluationContext> {
   const { opts, emit, record, clock } = opened;
   emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
-  const ws = await createWorkspace(opts.task, opts.submission);
+  const ws = await createWorkspace(opts.task, opts.submission, opts.prBase);
   record.workspaceS = clock.since();
   emit({ type: "phase-end", phase: "workspace", durationS: record.workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
   return { ...opened, ws };

@@ -43,7 +43,7 @@ function toProbeResults(checks: readonly ProbeCheck[]): ProbeResult[] {
 export function assembleResult(ev: EvaluationContext): EvaluationResult {
   const { opts, spec, record, ws } = ev;
   ev.emit({ type: "phase-start", phase: "verdict" });
-  const probes = toProbeResults(record.checks);
+  const probes = toProbeResults([...record.guard, ...record.checks]);
   const { verdict, reason } = decideVerdict({ harnessError: record.harnessError?.message, official: record.official, probes });
   const runner = record.runner;
   const records = [...(runner?.records ?? [])].sort((x, y) => x.startS - y.startS);
@@ -56,6 +56,7 @@ export function assembleResult(ev: EvaluationContext): EvaluationResult {
       repo: opts.submission.kind === "git" ? opts.submission.repo : null,
       ref: opts.submission.kind === "git" ? opts.submission.ref : null,
       sha: ws.submissionSha,
+      prBase: ws.prBase ? { asked: ws.prBase.asked, mergeBase: ws.prBase.mergeBase } : null,
     },
     evaluationKey: opts.evaluationKey ?? null,
     verdict,
@@ -81,6 +82,7 @@ export function assembleResult(ev: EvaluationContext): EvaluationResult {
       gpus: record.host?.gpus ?? [],
       sandboxed: record.sandboxed,
       cgroup: ev.cgroups ? `v${ev.cgroups.version}` : null,
+      pythonEnv: record.pythonEnv,
     },
     jobs: runner ? records : null,
     startedAt: ev.clock.startedAt.toISOString(),

@@ -38,8 +38,11 @@ export function pytestSection(text: string): string {
  * @param changed paths (posix, relative) that differ from the base, with their content now and in
  *   the base (null where the file does not exist)
  * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
+ * @param repoGate a repository gate's PR: its conftest.py files and pytest configuration are the
+ *   repository's own and stay as the head has them (the weakened-test guard reports what they
+ *   change); interpreter start-up hooks are still removed
  */
-export function planJudgeReset(changed: readonly ChangedFile[], officialGlobs: readonly string[], setupModules: readonly string[] = []): ResetAction[] {
+export function planJudgeReset(changed: readonly ChangedFile[], officialGlobs: readonly string[], setupModules: readonly string[] = [], repoGate = false): ResetAction[] {
   const reserved = new Set(setupModules);
   const isOfficial = picomatch(officialGlobs as string[], { dot: true });
   const actions: ResetAction[] = [];
@@ -52,6 +55,8 @@ export function planJudgeReset(changed: readonly ChangedFile[], officialGlobs: r
       put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
     } else if (isOfficial(path)) {
       if (base || content !== null) put("official test files are restored from the base before the official tests run");
+    } else if (repoGate && (name === "conftest.py" || PYTEST_CONFIGS.has(name) || SHARED_CONFIGS.has(name))) {
+      continue;
     } else if (name === "conftest.py") {
       if (base || content !== null) put("conftest.py is a test-time hook; only the task's own are kept");
     } else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {

@@ -6,8 +6,11 @@ export interface JunitReport {
   failing: FailingTest[];
   /** The `name` of every <testsuite>, outermost first. */
   suites: string[];
-  /** Every testcase and how it ended, in report order (task import tells fail-to-pass from pass-to-pass with it). */
-  cases: Array<{ classname: string; name: string; outcome: "passed" | "failed" | "error" | "skipped" }>;
+  /**
+   * Every testcase and how it ended, in report order (task import tells fail-to-pass from
+   * pass-to-pass with it); a failure's or error's message attribute and body as pytest wrote them.
+   */
+  cases: Array<{ classname: string; name: string; outcome: "passed" | "failed" | "error" | "skipped"; message?: string; detail?: string }>;
 }
 
 type Node = Record<string, unknown>;
@@ -18,7 +21,8 @@ const parser = new XMLParser({
   textNodeName: "#text",
   isArray: (name) => ["testsuite", "testcase", "failure", "error", "skipped"].includes(name),
   processEntities: true,
-  htmlEntities: false,
+  // Numeric character references too: pytest writes a multi-line message attribute with "&#10;".
+  htmlEntities: true,
 });
 
 function text(node: unknown): string {
@@ -80,7 +84,8 @@ export function parseJunit(xml: string): JunitReport {
       failing.push({ name, classname, file, line, kind, message: text(first).slice(0, 2000) });
       if (kind === "failure") counts.failed++;
       else counts.errors++;
-      outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error" });
+      const message = typeof first === "object" && first && typeof (first as Node).message === "string" ? String((first as Node).message) : "";
+      outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error", message, detail: detail.slice(0, 8000) });
     } else if (((tc.skipped as unknown[] | undefined) ?? []).length) {
       counts.skipped++;
       outcomes.push({ classname, name, outcome: "skipped" });

@@ -13,6 +13,8 @@ import { isolationFor } from "./sandbox/job-isolation.js";
 import { expandCommand, jobEnv, type JobContext } from "./jobs/job-env.js";
 import { parseJunit, type JunitReport } from "./junit.js";
 import { runCommand, type RunLimits } from "./run-command.js";
+import { gateOfficial } from "./repo-gate/gate-official.js";
+import { expandTests } from "../core/test-selection.js";
 
 /**
  * Why a run did not pass, cross-checking the exit code against the JUnit report; null when it
@@ -54,11 +56,13 @@ export async function runOfficial(
   ctx: JobContext & { judgeDir: string; python: string },
   limits: RunLimits,
   log: (text: string) => void,
+  /** A repository gate's selected tests, for `{tests}` in the command. */
+  tests: readonly string[] = [],
 ): Promise<OfficialResult> {
   const reportDir = join(ctx.judgeDir, "official");
   mkdirSync(reportDir, { recursive: true });
   const junit = join(reportDir, "junit.xml");
-  const argv = expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace });
+  const argv = expandTests(expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace }), tests);
   const suite = runsPytest(argv) ? `probegate-${randomBytes(12).toString("hex")}` : null;
   const plugins = suite ? (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("") : "";
   const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {});
@@ -104,10 +108,17 @@ export async function runOfficial(
 export async function officialPhase(ev: EvaluationContext, { runner, jobs, python }: JobSetup): Promise<OfficialResult> {
   const { opts, spec, ws, record } = ev;
   const o = jobs.official;
+  const gate = await gateOfficial(ev, python);
+  if (gate) {
+    record.guard = gate.guard;
+    const weakened = gate.guard.filter((c) => c.status === "failed").length;
+    const tests = gate.selected ? `; ${gate.selected.tests.length} test selections (${gate.selected.tests.slice(0, 3).join(", ")}${gate.selected.tests.length > 3 ? ", …" : ""})` : "";
+    ev.emit({ type: "log", source: "official", text: `repository gate: ${gate.changed.length} paths changed against ${ws.prBase?.mergeBase.slice(0, 12)}${tests}; weakened-test guard: ${weakened ? `${weakened} findings` : "nothing weakened"}\n` });
+  }
   const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
     const queued = lease.waitedS >= 1 ? `, queued ${formatSeconds(lease.waitedS)}` : "";
     ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
-    return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }));
+    return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
   });
   record.official = official;
   record.officialS = official.durationS;

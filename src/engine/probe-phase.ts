@@ -26,6 +26,8 @@ export interface ProbePhaseContext extends Pick<JobContext, "workspace" | "root"
   kitDir: string;
   /** The probe parameters drawn for this evaluation, handed to every probe process. */
   params: DrawnParams;
+  /** A repository gate's PR base tree: mounted read-only for differential probes ($PROBEGATE_BASE_TREE). */
+  baseTree?: string | null;
 }
 
 export interface ProbeEvents {
@@ -119,10 +121,11 @@ export async function runProbes(
           PROBEGATE_SEED: String(ctx.params.seed),
           PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
           PYTHONPATH: jobPythonPath(jc, kit, mounted),
+          ...(ctx.baseTree ? { PROBEGATE_BASE_TREE: ctx.baseTree } : {}),
         });
         const isolation = await isolationFor(jc.isolation, {
           cwd: ctx.workspace,
-          readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : [])],
+          readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : []), ...(ctx.baseTree ? [ctx.baseTree] : [])],
           readWrite: [ctx.workspace, env.HOME as string, results],
           readOnlyInside: [join(ctx.workspace, ".git")],
         });
@@ -154,6 +157,13 @@ export async function runProbes(
   return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
 }
 
+/** "1 of 4 passed, 3 errored": every check counted as what it ended as (an error is no pass). */
+export function checkTally(checks: ReadonlyArray<{ status: string }>): string {
+  const n = (s: string) => checks.filter((c) => c.status === s).length;
+  const rest = [n("failed") && `${n("failed")} failed`, n("error") && `${n("error")} errored`, n("skipped") && `${n("skipped")} skipped`].filter(Boolean);
+  return `${n("passed")} of ${checks.length} passed${rest.length ? `, ${rest.join(", ")}` : ""}`;
+}
+
 /** "2 GPUs and 16 cores" for the probe phase's progress line. */
 function describePool(pool: JobPool): string {
   const s = pool.shape();
@@ -170,12 +180,11 @@ export async function probePhase(ev: EvaluationContext, { runner, jobs, python, 
   ws.resets.push(...(await resetHooks(ws)));
   ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
   const t = performance.now();
-  record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
+  record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params, baseTree: ws.prBase?.dir ?? null }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
     probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
     probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
     log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
   });
   record.probesS = ev.clock.since(t);
-  const failed = record.checks.filter((x) => x.status === "failed").length;
-  ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${record.checks.length - failed} of ${record.checks.length} passed${gpuNote(runner.probesPeak())}` });
+  ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${checkTally(record.checks)}${gpuNote(runner.probesPeak())}` });
 }

@@ -5,7 +5,9 @@ import type { LoadedTask } from "./task-load.js";
 import type { SubmissionSource } from "./submission.js";
 import { InputError } from "./errors.js";
 import { exportTree, git } from "./git.js";
+import { snapshotRefusal } from "./import/snapshot-refusal.js";
 import { planJudgeReset, type ChangedFile, type ResetAction } from "./judge-reset.js";
+import { archiveInto, makeReadOnly, resolvePrCommits } from "./repo-gate/pr-trees.js";
 
 /** A fresh evaluation folder: the workspace (base + submission) and engine-only folders beside it. */
 export interface Workspace {
@@ -20,6 +22,11 @@ export interface Workspace {
   baseSha: string;
   submissionSha: string | null;
   resets: ResetAction[];
+  /**
+   * A repository gate's PR base: its tree, read-only beside the workspace (for the weakened-test
+   * guard and differential probes), the SHA asked for and the merge base the head is compared with.
+   */
+  prBase: { dir: string; asked: string; mergeBase: string } | null;
   dispose(): void;
 }
 
@@ -30,12 +37,13 @@ function emptyExceptGit(dir: string): void {
   for (const name of readdirSync(dir)) if (name !== ".git") rmSync(join(dir, name), { recursive: true, force: true });
 }
 
-async function applySubmission(ws: string, scratch: string, sub: SubmissionSource): Promise<string | null> {
+async function applySubmission(task: LoadedTask, ws: string, scratch: string, sub: SubmissionSource): Promise<string | null> {
   switch (sub.kind) {
     case "patch":
       // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
       await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
-        onError: (stderr) => new InputError(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
+        onError: (stderr) =>
+          new InputError((task.base.kind === "folder" && snapshotRefusal(sub.path, task.base.path, task.dir)) || `--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
       });
       return null;
     case "folder":
@@ -51,7 +59,7 @@ async function applySubmission(ws: string, scratch: string, sub: SubmissionSourc
 }
 
 /** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
-async function changedPaths(ws: string): Promise<string[]> {
+export async function changedPaths(ws: string): Promise<string[]> {
   const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
   return out
     .split("\0")
@@ -67,7 +75,7 @@ function setupModules(setupDir: string | null): string[] {
     .map((e) => e.name.replace(/\.py$/, ""));
 }
 
-async function resetJudge(ws: string, officialGlobs: readonly string[], reserved: readonly string[] = []): Promise<ResetAction[]> {
+async function resetJudge(ws: string, officialGlobs: readonly string[], reserved: readonly string[] = [], repoGate = false): Promise<ResetAction[]> {
   const changed: ChangedFile[] = [];
   for (const path of await changedPaths(ws)) {
     let content: string | null = null;
@@ -84,7 +92,7 @@ async function resetJudge(ws: string, officialGlobs: readonly string[], reserved
     }
     changed.push({ path, content, baseContent });
   }
-  const actions = planJudgeReset(changed, officialGlobs, reserved);
+  const actions = planJudgeReset(changed, officialGlobs, reserved, repoGate);
   for (const a of actions) {
     if (a.action === "removed") rmSync(join(ws, a.path), { force: true });
     else await git(ws, ["checkout", "HEAD", "--", a.path]);
@@ -107,7 +115,7 @@ export async function resetHooks(ws: Workspace): Promise<ResetAction[]> {
  * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
  * written to.
  */
-export async function createWorkspace(task: LoadedTask, sub: SubmissionSource): Promise<Workspace> {
+export async function createWorkspace(task: LoadedTask, sub: SubmissionSource, prBase?: string): Promise<Workspace> {
   const root = mkdtempSync(join(tmpdir(), `probegate-${task.spec.id}-`));
   const dispose = () => rmSync(root, { recursive: true, force: true });
   try {
@@ -118,7 +126,21 @@ export async function createWorkspace(task: LoadedTask, sub: SubmissionSource): 
     // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
     const setupDir = task.setupDir ? join(root, "setup") : null;
     if (task.setupDir && setupDir) cpSync(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
-    if (task.base.kind === "folder") cpSync(task.base.path, dir, { recursive: true, filter: copyFilter });
+    let pr: Workspace["prBase"] = null;
+    let prHead: { gitDir: string; sha: string } | null = null;
+    if (task.base.kind === "pr") {
+      if (!prBase) throw new InputError(`${task.file}: task ${task.spec.id} is a repository gate (base: {pr: true}): give the PR's base commit with --pr-base <sha>.`, { file: task.file, field: "--pr-base" });
+      const commits = await resolvePrCommits(sub, prBase, scratch);
+      await archiveInto(commits.gitDir, commits.mergeBase, dir);
+      const baseDir = join(root, "pr-base");
+      mkdirSync(baseDir);
+      await archiveInto(commits.gitDir, commits.mergeBase, baseDir);
+      makeReadOnly(baseDir);
+      pr = { dir: baseDir, asked: commits.asked, mergeBase: commits.mergeBase };
+      prHead = { gitDir: commits.gitDir, sha: commits.head };
+    } else if (prBase) {
+      throw new InputError(`--pr-base is for repository gates (base: {pr: true}); task ${task.spec.id} has a fixed base (${task.file}).`, { field: "--pr-base" });
+    } else if (task.base.kind === "folder") cpSync(task.base.path, dir, { recursive: true, filter: copyFilter });
     else {
       await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
       // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
@@ -130,10 +152,16 @@ export async function createWorkspace(task: LoadedTask, sub: SubmissionSource): 
     await git(dir, ["add", "--all", "--force"]);
     await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
     const baseSha = await git(dir, ["rev-parse", "HEAD"]);
-    const submissionSha = await applySubmission(dir, scratch, sub);
-    const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
+    let submissionSha: string | null;
+    if (prHead) {
+      emptyExceptGit(dir);
+      await archiveInto(prHead.gitDir, prHead.sha, dir);
+      submissionSha = prHead.sha;
+    } else submissionSha = await applySubmission(task, dir, scratch, sub);
+    // A repository gate keeps the head's own tests and test configuration (the guard compares them with the base's).
+    const resets = await resetJudge(dir, pr ? [] : task.spec.official.files, setupModules(setupDir), pr !== null);
     rmSync(scratch, { recursive: true, force: true });
-    return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
+    return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, prBase: pr, dispose };
   } catch (e) {
     dispose();
     throw e;

@@ -145,4 +145,23 @@ describe("bench/probe_accuracy.py --power N: a goal over all calls", () => {
     expect(runsArg(full.argv!)).toEqual(["--runs", "1"]);
     expect(full.argv).not.toContain("--correct-only");
   }, 60_000);
+
+  it("stops before evaluating anything when a kept report cannot be read, naming the file", () => {
+    for (const [name, body] of [
+      ["garbled", "{"],
+      ["refused", JSON.stringify({ ...analyse([run("passed", "passed")], "all"), scope: "correct-only", staticProblems: [], quarantined: null })],
+    ] as Array<[string, string]>) {
+      const dir = tmp();
+      const log = join(dir, "log");
+      mkdirSync(log);
+      writeFileSync(join(log, `power-tiny-${name}.json`), body);
+      const fake = join(dir, "node");
+      writeFileSync(fake, `#!/bin/sh\nif [ "$2" = merge-power ]; then exec ${process.execPath} "$@"; fi\nprintf '%s\\n' "$@" > ${join(dir, "argv")}\necho '[]'\n`, { mode: 0o755 });
+      const r = spawnSync(PYTHON, [join(ROOT, "bench", "probe_accuracy.py"), "--skip-meters", "--power", "3", "--node", fake, "--power-log", log, "--tasks", "tiny"], { encoding: "utf8" });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain(`power-tiny-${name}.json`);
+      expect(r.stderr).toMatch(name === "garbled" ? /is not a power report/ : /merge-power could not merge 1 report\(s\) .*exit 2.*flawed example mutates\.patch/);
+      expect(existsSync(join(dir, "argv"))).toBe(false);
+    }
+  }, 60_000);
 });

@@ -1,73 +1,10 @@
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tmp } from "../helpers.js";
+import { makeRepo, OPS_BROKEN, packFiles, TEST_BOTH } from "./import-repo.js";
 import { cli } from "./run-cli.js";
-
-const OPS_BROKEN = "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n";
-const OPS_FIXED = "def add(a, b):\n    return a + b\n\n\ndef neg(a):\n    return -a\n";
-const TEST_NEG = "from calc.ops import neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n";
-const TEST_BOTH = `from calc.ops import add, neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n\n\ndef test_add():\n    assert add(2, 3) == 5\n`;
-
-/** A small repository: base, a good fix, and three bad changes branching from it. */
-function makeRepo(): { dir: string; base: string; fix: string; noFail: string; failsAfter: string; withSetup: string; newModule: string } {
-  const dir = tmp("pg-import-repo-");
-  const g = (...args: string[]) => execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: dir, encoding: "utf8" }).trim();
-  const put = (path: string, text: string) => {
-    mkdirSync(join(dir, path, ".."), { recursive: true });
-    writeFileSync(join(dir, path), text);
-  };
-  const commit = (msg: string) => {
-    g("add", "-A");
-    g("commit", "-q", "-m", msg);
-    return g("rev-parse", "HEAD");
-  };
-  g("init", "-q", "-b", "main");
-  put("calc/__init__.py", "");
-  put("calc/ops.py", OPS_BROKEN);
-  put("calc/unused.py", "X = 1\n");
-  put("tests/test_ops.py", TEST_NEG);
-  put("LICENSE", "MIT\n");
-  const base = commit("base");
-  put("calc/ops.py", OPS_FIXED);
-  put("tests/test_ops.py", TEST_BOTH);
-  const fix = commit("Fix add\n\nadd subtracted its arguments.");
-  // A refactor whose new test already passes before it: no fail-to-pass test.
-  g("checkout", "-q", base);
-  put("calc/ops.py", `${OPS_BROKEN}\n\ndef double(a):\n    return 2 * a\n`);
-  put("tests/test_ops.py", `${TEST_NEG}\n\ndef test_neg_zero():\n    assert neg(0) == 0\n`);
-  const noFail = commit("Add double");
-  // A change whose test still fails after it.
-  g("checkout", "-q", base);
-  put("calc/ops.py", "def add(a, b):\n    return a * b\n\n\ndef neg(a):\n    return -a\n");
-  put("tests/test_ops.py", TEST_BOTH);
-  const failsAfter = commit("Break add differently");
-  // A change whose tests need a fixture the task's setup plugin provides.
-  g("checkout", "-q", base);
-  put("calc/ops.py", OPS_FIXED);
-  put("tests/test_ops.py", `from calc.ops import add\n\n\ndef test_add_two(two):\n    assert add(two, two) == 4\n`);
-  const withSetup = commit("Fix add (tested with a fixture from the runner's plugin)");
-  // A new module with its new test file (which cannot even be collected before the change), and an edit to the old test.
-  g("checkout", "-q", base);
-  put("calc/mul.py", "def mul(a, b):\n    return a * b\n");
-  put("tests/test_mul.py", "from calc.mul import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n");
-  put("tests/test_ops.py", `${TEST_NEG}\n\ndef test_neg_neg():\n    assert neg(neg(3)) == 3\n`);
-  const newModule = commit("Add mul");
-  g("checkout", "-q", "main");
-  return { dir, base, fix, noFail, failsAfter, withSetup, newModule };
-}
-
-/** Files under a pack, so a test can say nothing was written. */
-function packFiles(pack: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) (e.isDirectory() ? walk : (p: string) => out.push(p))(join(d, e.name));
-  };
-  walk(pack);
-  return out.sort();
-}
 
 describe("probegate task import", () => {
   let repo: ReturnType<typeof makeRepo>;
@@ -83,6 +20,8 @@ describe("probegate task import", () => {
     const r = await imp(pack, repo.fix, "--trace-imports", "--keep", "LICENSE");
     expect(r.err).toMatch(/before the change[\s\S]*1 passed, 1 failed[\s\S]*after the change[\s\S]*2 passed, 0 failed/);
     expect(r.code).toBe(0);
+    // Where the user meets the snapshot's limit first: the import's own summary.
+    expect(r.out).toContain("base: pruned snapshot of 4 of the repository's 6 files: a submission patch may edit only these. To gate real PRs, which may touch any file, import with --base-as git.");
     const task = join(pack, "tasks", "tiny-add");
     const record = parse(readFileSync(join(task, "import.yml"), "utf8"));
     expect(record.fail_to_pass).toEqual(["tests/test_ops.py::test_add"]);
@@ -97,6 +36,12 @@ describe("probegate task import", () => {
     const examples = join(pack, "examples", "submissions", "tiny-add");
     expect(readFileSync(join(examples, "reference.patch"), "utf8")).toContain("+    return a + b");
     expect(readFileSync(join(examples, "reference.patch"), "utf8")).not.toContain("tests/test_ops.py");
+    // The prompt keeps the PR's prose and drops its template: checklists, comments, guidance, empty headings.
+    const prompt = readFileSync(join(task, "prompt.md"), "utf8");
+    expect(prompt).toContain("# Fix add (#7)\n\n### What does this PR do?\n\nadd subtracted its arguments; it now adds them.\n\n## What to change");
+    for (const boilerplate of ["- [", "Describe your change", "Checklist", "Search for similar PRs", "concise", "can not be tested by CI", "List the specific changes", "### Test", "### Specific Changes", "Contribute"]) {
+      expect(prompt).not.toContain(boilerplate);
+    }
 
     // validate holds the skeletons to the rules until the author finishes them.
     const v = await cli("validate", task);
@@ -107,17 +52,42 @@ describe("probegate task import", () => {
     const refResult = JSON.parse(ref.out);
     expect(refResult.official).toMatchObject({ passed: true, counts: { total: 2, passed: 2 } });
     expect(refResult.verdict).toBe("error"); // the probe skeleton reports error until written: never a pass
+    // The progress line counts an errored check as errored, not as passed.
+    expect(ref.err).toMatch(/hidden probes done in [^:]+: 0 of 1 passed, 1 errored\n/);
     const none = await cli("eval", "--task", task, "--submission", join(examples, "base.patch"), "--format", "json");
-    expect(JSON.parse(none.out)).toMatchObject({ verdict: "official-failed", official: { counts: { passed: 1, failed: 1 } } });
+    const noneResult = JSON.parse(none.out);
+    expect(noneResult).toMatchObject({ verdict: "official-failed", official: { counts: { passed: 1, failed: 1 } } });
+    // pytest's multi-line message attribute ("assert -1 == 5&#10; +  where …") arrives decoded.
+    expect(noneResult.official.failing[0].message).toMatch(/^assert -1 == 5\n \+  where -1 = add\(2, 3\)/);
+    // The text output names the failing test, where it failed and its message's first line.
+    const text = await cli("eval", "--task", task, "--submission", join(examples, "base.patch"));
+    expect(text.out).toContain("official tests: 1 passed, 1 failed, 0 errors, 0 skipped");
+    expect(text.out).toContain("  ✗ tests/test_ops.py::test_add (tests/test_ops.py:9) — assert -1 == 5\n");
+    expect(text.out).not.toContain("&#10;");
+
+    // A patch that edits a file the snapshot left out is refused, naming the file, why, and --base-as git.
+    const outside = join(pack, "outside.patch");
+    writeFileSync(outside, "diff --git a/calc/unused.py b/calc/unused.py\n--- a/calc/unused.py\n+++ b/calc/unused.py\n@@ -1 +1 @@\n-X = 1\n+X = 2\n");
+    const refused = await cli("eval", "--task", task, "--submission", outside);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain(`patch ${outside} does not apply onto the base: it edits calc/unused.py, which the base does not have; the task's base`);
+    expect(refused.err).toContain("is a pruned snapshot that probegate task import kept (import.yml), not the whole repository");
+    expect(refused.err).toContain("re-import the task with `probegate task import --base-as git`");
   });
 
   it("records the base as a git ref with the PR's tests as overlay, which the engine exports", async () => {
     const pack = tmp("pg-import-pack-");
-    const r = await imp(pack, repo.fix, "--base-as", "git");
+    // The test repository has no origin remote: a git base needs to know where to clone from.
+    const unknown = await imp(tmp("pg-import-pack-"), repo.fix, "--base-as", "git");
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain(`--base-as git: task.yml must say where to clone the base from, and ${repo.dir} has no origin remote`);
+    expect(unknown.err).toContain("give it with --repo-url");
+    const r = await imp(pack, repo.fix, "--base-as", "git", "--repo-url", repo.dir);
     expect(r.code).toBe(0);
+    expect(r.err).toContain(`warning: --repo-url ${repo.dir} is a local path`);
     const task = join(pack, "tasks", "tiny-add");
     const spec = parse(readFileSync(join(task, "task.yml"), "utf8"));
-    expect(spec.base).toEqual({ git: { repo: expect.stringMatching(/pg-import-repo-/), ref: repo.base }, overlay: "overlay" });
+    expect(spec.base).toEqual({ git: { repo: repo.dir, ref: repo.base }, overlay: "overlay" });
     expect(existsSync(join(task, "base"))).toBe(false);
     expect(readFileSync(join(task, "overlay", "tests", "test_ops.py"), "utf8")).toBe(TEST_BOTH);
     const none = await cli("eval", "--task", task, "--submission", join(pack, "examples", "submissions", "tiny-add", "base.patch"), "--format", "json");
@@ -151,10 +121,10 @@ describe("probegate task import", () => {
     expect(r.code).toBe(0);
     const record = parse(readFileSync(join(pack, "tasks", "tiny-add", "import.yml"), "utf8"));
     expect(record).toMatchObject({ fail_to_pass: ["tests/test_ops.py::test_add"], pass_to_pass: [] });
-    expect(record.left_out).toEqual([{ id: "tests/test_ops.py::test_neg", why: "excluded (--exclude): passed after the change" }]);
+    expect(record.left_out).toEqual([{ id: "tests/test_ops.py::test_neg", why: "excluded (--exclude): deselected, not run" }]);
     const none = await imp(tmp("pg-import-pack-"), repo.fix, "--exclude", "no_such_test");
     expect(none.code).toBe(2);
-    expect(none.err).toContain("--exclude: no test id holds 'no_such_test'");
+    expect(none.err).toMatch(/--exclude: no test id collected at head \w+ holds 'no_such_test' \(2 ran, e\.g\. tests\/test_ops\.py::test_neg, tests\/test_ops\.py::test_add\)/);
   });
 
   it("keeps running the other test files when one cannot be collected before the change", async () => {
@@ -162,8 +132,11 @@ describe("probegate task import", () => {
     // Without --trace-imports the snapshot lacks calc/ops.py, which tests/test_ops.py imports: the import says so.
     const pruned = await imp(tmp("pg-import-pack-"), repo.newModule);
     expect(pruned.code).toBe(2);
-    expect(pruned.err).toContain("do not pass after the change, at head");
-    expect(pruned.err).toContain("tests/test_ops.py (error)");
+    expect(pruned.err).toContain(`pytest could not collect a test file at head ${repo.newModule}, so none of its tests ran (collection failure, not a test failure):\n  tests/test_ops.py: ModuleNotFoundError: No module named 'calc.ops'`);
+    // The fix is to keep the file, not to narrow --tests.
+    expect(pruned.err).toContain("Fix: the snapshot lacks calc/ops.py, which the tests import: add --keep 'calc/ops.py' (or --trace-imports");
+    expect(pruned.err).not.toContain("narrow --tests");
+    expect(pruned.err).toMatch(/after the change[^\n]*\n\s+2 tests: 1 passed, 0 failed, 1 errors, 0 skipped; 1 file not collected/);
     const r = await imp(pack, repo.newModule, "--trace-imports");
     expect(r.code).toBe(0);
     const record = parse(readFileSync(join(pack, "tasks", "tiny-add", "import.yml"), "utf8"));
@@ -192,7 +165,9 @@ describe("probegate task import", () => {
     const pack = tmp("pg-import-pack-");
     const r = await imp(pack, repo.failsAfter);
     expect(r.code).toBe(2);
-    expect(r.err).toContain(`do not pass after the change, at head ${repo.failsAfter}: tests/test_ops.py::test_add (failed)`);
+    expect(r.err).toContain(`1 test(s) do not pass after the change, at head ${repo.failsAfter}:\n  tests/test_ops.py::test_add (failed): assert 6 == 5\n`);
+    expect(r.err).toContain("Fix: if it needs what this runner lacks (GPUs, more ranks, a data set), leave it out with --exclude 'test_add' (the excluded ids never run");
+    expect(r.err).not.toContain("narrow --tests");
     expect(packFiles(pack)).toEqual([]);
   });
 

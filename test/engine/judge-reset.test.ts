@@ -40,3 +40,20 @@ describe("planJudgeReset", () => {
     expect(pytestSection("[a]\n")).toBe("");
   });
 });
+
+describe("planJudgeReset for a repository gate's PR", () => {
+  it("keeps the repository's own tests, conftest.py and pytest configuration, and still removes start-up hooks", () => {
+    const changed = [
+      { path: "tests/test_a.py", content: "def test_a(): pass\n", baseContent: "def test_a(): assert 0\n" },
+      { path: "tests/conftest.py", content: "import pytest\n", baseContent: null },
+      { path: "pytest.ini", content: "[pytest]\naddopts = -q\n", baseContent: "[pytest]\n" },
+      { path: "pyproject.toml", content: "[tool.pytest.ini_options]\nx = 1\n", baseContent: "" },
+      { path: "sitecustomize.py", content: "import os\n", baseContent: null },
+      { path: "evil.pth", content: "import os\n", baseContent: null },
+    ];
+    expect(planJudgeReset(changed, [], [], true).map((a) => [a.path, a.action])).toEqual([
+      ["sitecustomize.py", "removed"],
+      ["evil.pth", "removed"],
+    ]);
+  });
+});

@@ -24,6 +24,12 @@ describe("parseJunit", () => {
     expect(r.failing[1]).toMatchObject({ name: "test_load", kind: "error", file: "tests/test_optim.py" });
   });
 
+  it("decodes character references in messages: pytest writes a multi-line message attribute with &#10;", () => {
+    const r = parseJunit(`<testsuite><testcase classname="tests.test_a" name="test_x"><failure message="AssertionError: line1&#10;  line2 &lt;&amp;&gt; &#x41;&#10;assert 1 == 2">E   &amp;#10; stays literal</failure></testcase></testsuite>`);
+    expect(r.failing[0]?.message).toBe("AssertionError: line1\n  line2 <&> A\nassert 1 == 2");
+    expect(r.cases[0]).toMatchObject({ outcome: "failed", message: "AssertionError: line1\n  line2 <&> A\nassert 1 == 2", detail: "E   &#10; stays literal" });
+  });
+
   it("reads a bare <testsuite> root", () => {
     expect(parseJunit(`<testsuite tests="1"><testcase classname="a" name="b"/></testsuite>`).counts.total).toBe(1);
   });

@@ -1,0 +1,213 @@
+"""Head against base: one scenario run on the PR's base tree and on its head, side by side.
+
+A repository gate's probe states a scenario once (a module-level function of rank, world size and
+a repetition index) and `differential()` runs it on both trees, in fresh rank processes of their
+own, interleaved (base, head, head, base, …) so drift and neighbours hit both alike. Each side
+imports the code under test from its own tree only. What it compares (PROBES.md, "Head against
+base"): traffic exactly (bytes and calls per collective), memory as a difference of peaks, time
+as a ratio of medians with a rank test and a stated margin, outputs bitwise or within a tolerance.
+Every check reports both sides' numbers, not only the verdict.
+
+Rank processes start from the kit's forkserver, which has imported torch once: the two sides
+share that start-up, so a differential probe costs far less than twice one side.
+"""
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+from . import _conf
+from .emit import emit
+from .ranks import guard_child_import, run_ranks, world_size as default_world_size
+
+BASE_TREE_ENV = "PROBEGATE_BASE_TREE"
+SIDES = ("base", "head")
+
+
+def base_tree() -> str:
+    """The PR's base tree (read-only), which the engine mounts for a repository gate's probes."""
+    path = _conf.get(BASE_TREE_ENV)  # the kit's copy: the guard takes PROBEGATE_* out of os.environ
+    if not path or not os.path.isdir(path):
+        raise RuntimeError(f"${BASE_TREE_ENV} is not set: differential probes run only in a repository gate (task base: {{pr: true}})")
+    return path
+
+
+def _head_tree() -> str:
+    from .location import workspace
+
+    return str(workspace())
+
+
+def _use_tree(tree: str, other: str) -> None:
+    """Makes `tree` the only copy of the code under test that this process can import."""
+    real_other = os.path.realpath(other)
+    sys.path[:] = [tree] + [p for p in sys.path if not os.path.realpath(p or os.getcwd()).startswith(real_other)]
+    for name, mod in list(sys.modules.items()):
+        file = getattr(mod, "__file__", None) or ""
+        if file and os.path.realpath(file).startswith(real_other):
+            del sys.modules[name]
+    os.chdir(tree)
+
+
+def _side_worker(rank, world, tree, other, scenario, mode, reps, args):
+    _use_tree(tree, other)
+    if mode == "count":
+        from .collectives import CollectiveCounter
+
+        with CollectiveCounter() as counter:
+            out = scenario(rank, world, 0, *args)
+        return {"outputs": out, "by_op": dict(counter.by_op), "calls": dict(counter.calls), "bytes": counter.total_bytes}
+    if mode == "memory":
+        from .memory import peak_memory
+
+        _, peak = peak_memory(scenario, rank, world, 0, *args)
+        return {"peak": peak}
+    scenario(rank, world, 0, *args)  # warm-up: imports, caches, first-touch allocations
+    times = []
+    for rep in range(1, reps + 1):  # distinct inputs per repetition: a cache of the last answer does not help
+        t0 = time.perf_counter()
+        scenario(rank, world, rep, *args)
+        times.append(time.perf_counter() - t0)
+    return {"times": times}
+
+
+@dataclass
+class Sides:
+    """What `differential()` measured on each side; `check_*` turn it into checks."""
+
+    world_size: int
+    counts: dict = field(default_factory=dict)  # side -> [per-rank count result]
+    peaks: dict = field(default_factory=dict)  # side -> max peak bytes over ranks
+    times: dict = field(default_factory=dict)  # side -> [seconds per repetition, slowest rank]
+    wall: dict = field(default_factory=dict)  # side -> seconds of wall time spent on it
+
+    def _traffic(self, side):
+        ranks = self.counts[side]
+        calls, by_op = {}, {}
+        for r in ranks:
+            for op, n in r["calls"].items():
+                calls[op] = max(calls.get(op, 0), n)
+            for op, b in r["by_op"].items():
+                by_op[op] = max(by_op.get(op, 0), b)
+        return calls, by_op, max(r["bytes"] for r in ranks)
+
+    def check_traffic(self, id, per="call", steps=1, requirements=None, location=None):
+        """Exact: the head moves the same bytes in the same collectives as the base (per rank, the busiest)."""
+        (bc, bo, bb), (hc, ho, hb) = self._traffic("base"), self._traffic("head")
+        measured = {"base_bytes_per_" + per: bb / steps, "head_bytes_per_" + per: hb / steps}
+        for op in sorted(set(bc) | set(hc)):
+            measured[f"base_{op}_calls"] = bc.get(op, 0)
+            measured[f"head_{op}_calls"] = hc.get(op, 0)
+        if (bc, bo, bb) == (hc, ho, hb):
+            return emit(id, "traffic", "passed", f"head and base move the same {bb / steps:.0f} bytes per {per}", location, measured, requirements)
+        ratio = f"{hb / bb:.2f}× the bytes" if bb else f"{hb} bytes where the base sends none"
+        ops = "; ".join(f"{op}: {hc.get(op, 0) / steps:g} calls per {per}, base {bc.get(op, 0) / steps:g}" for op in sorted(set(bc) | set(hc)) if bc.get(op) != hc.get(op) or bo.get(op) != ho.get(op))
+        return emit(id, "traffic", "failed", f"head sends {ratio} of base per {per} ({hb / steps:.0f} against {bb / steps:.0f}): {ops}", location, measured, requirements)
+
+    def check_memory(self, id, tolerance_bytes=1 << 20, tolerance_ratio=0.05, requirements=None, location=None):
+        """The head's peak may exceed the base's by at most max(tolerance_bytes, tolerance_ratio × base)."""
+        b, h = self.peaks["base"], self.peaks["head"]
+        allowed = max(tolerance_bytes, tolerance_ratio * b)
+        measured = {"base_peak_bytes": b, "head_peak_bytes": h, "allowed_extra_bytes": int(allowed)}
+        if h - b <= allowed:
+            return emit(id, "memory", "passed", f"head peaks at {h / 2**20:.1f} MiB, base {b / 2**20:.1f} MiB", location, measured, requirements)
+        return emit(id, "memory", "failed", f"head holds {(h - b) / 2**20:.1f} MiB more than base at its peak ({h / 2**20:.1f} MiB against {b / 2**20:.1f} MiB; allowed {allowed / 2**20:.1f} MiB)", location, measured, requirements)
+
+    def check_time(self, id, margin=1.25, alpha=0.05, requirements=None, location=None):
+        """Fails only when the head's median is over `margin` × the base's AND a rank test says the head is slower."""
+        b, h = self.times["base"], self.times["head"]
+        ratio = statistics.median(h) / statistics.median(b)
+        p = mann_whitney_greater(h, b)
+        measured = {"base_median_s": statistics.median(b), "head_median_s": statistics.median(h), "time_ratio": ratio, "rank_test_p": p, "margin": margin, "repetitions": len(h)}
+        if ratio > margin and p < alpha:
+            return emit(id, "time", "failed", f"head takes {ratio:.2f}× the time of base (median {statistics.median(h) * 1e3:.1f} ms against {statistics.median(b) * 1e3:.1f} ms over {len(h)} interleaved repetitions; rank test p={p:.3f}; margin {margin}×)", location, measured, requirements)
+        return emit(id, "time", "passed", f"head takes {ratio:.2f}× the time of base (margin {margin}×, p={p:.3f})", location, measured, requirements)
+
+    def check_outputs(self, id, atol=0.0, rtol=0.0, requirements=None, location=None):
+        """Outputs of every rank, bitwise (atol = rtol = 0) or within the stated tolerance."""
+        import torch
+
+        for rank, (b, h) in enumerate(zip(self.counts["base"], self.counts["head"])):
+            problem = _differ(b["outputs"], h["outputs"], atol, rtol, torch)
+            if problem:
+                return emit(id, "functional", "failed", f"rank {rank}: head's outputs differ from base's: {problem}", location, {"atol": atol, "rtol": rtol}, requirements)
+        how = "bitwise" if atol == rtol == 0 else f"within atol={atol}, rtol={rtol}"
+        return emit(id, "functional", "passed", f"head's outputs equal base's {how} on all {self.world_size} ranks", location, {"atol": atol, "rtol": rtol}, requirements)
+
+
+def _differ(b, h, atol, rtol, torch, path="outputs"):
+    if isinstance(b, torch.Tensor) or isinstance(h, torch.Tensor):
+        if not (isinstance(b, torch.Tensor) and isinstance(h, torch.Tensor)):
+            return f"{path}: {type(b).__name__} against {type(h).__name__}"
+        if b.shape != h.shape or b.dtype != h.dtype:
+            return f"{path}: shape/dtype {tuple(h.shape)}/{h.dtype}, base {tuple(b.shape)}/{b.dtype}"
+        if atol == rtol == 0:
+            same = torch.equal(b, h) or (b.is_floating_point() and torch.equal(torch.nan_to_num(b), torch.nan_to_num(h)) and torch.equal(b.isnan(), h.isnan()))
+        else:
+            same = torch.allclose(b.double(), h.double(), atol=atol, rtol=rtol, equal_nan=True)
+        if not same:
+            diff = (b.double() - h.double()).abs().nan_to_num(0).max().item() if b.numel() else 0
+            return f"{path}: max |difference| {diff:.3g}"
+        return None
+    if isinstance(b, dict) and isinstance(h, dict):
+        if set(b) != set(h):
+            return f"{path}: keys {sorted(map(str, h))}, base {sorted(map(str, b))}"
+        return next((p for k in b if (p := _differ(b[k], h[k], atol, rtol, torch, f"{path}[{k!r}]"))), None)
+    if isinstance(b, (list, tuple)) and isinstance(h, (list, tuple)):
+        if len(b) != len(h):
+            return f"{path}: {len(h)} items, base {len(b)}"
+        return next((p for i, (x, y) in enumerate(zip(b, h)) if (p := _differ(x, y, atol, rtol, torch, f"{path}[{i}]"))), None)
+    return None if b == h else f"{path}: {h!r}, base {b!r}"
+
+
+def mann_whitney_greater(xs, ys) -> float:
+    """One-sided p that xs tends to exceed ys (normal approximation with ties, continuity corrected)."""
+    n, m = len(xs), len(ys)
+    if n == 0 or m == 0:
+        return 1.0
+    u = sum((x > y) + 0.5 * (x == y) for x in xs for y in ys)
+    mu = n * m / 2
+    sigma = math.sqrt(n * m * (n + m + 1) / 12)
+    if sigma == 0:
+        return 1.0
+    z = (u - mu - 0.5) / sigma
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "outputs", "memory", "time"), args=(), timeout=300, base=None, head=None) -> Sides:
+    """Runs `scenario(rank, world_size, rep, *args)` on the base tree and the head tree.
+
+    scenario must import the code under test inside the function (each side imports its own
+    tree) and be module-level (it is sent to fresh rank processes). rep is 0 for the counted and
+    memory runs and 1…repetitions for the timed ones, so a timed loop sees distinct inputs.
+    """
+    guard_child_import("differential()")
+    n = world_size or default_world_size()
+    trees = {"base": base or base_tree(), "head": head or _head_tree()}
+    other = {"base": trees["head"], "head": trees["base"]}
+    sides = Sides(world_size=n, wall={s: 0.0 for s in SIDES})
+    modes = (["count"] if {"traffic", "outputs"} & set(measure) else []) + [m for m in ("memory", "time") if m in measure]
+    for mode in modes:
+        rounds = 1 if mode != "time" else 2
+        got = {s: [] for s in SIDES}
+        for r in range(rounds):  # ABBA: base first, then head first
+            order = SIDES if r % 2 == 0 else SIDES[::-1]
+            for side in order:
+                t0 = time.perf_counter()
+                reps = max(1, (repetitions + 1 - r) // 2) if mode == "time" else 0
+                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args)), timeout=timeout))
+                sides.wall[side] += time.perf_counter() - t0
+        for side in SIDES:
+            if mode == "count":
+                sides.counts[side] = got[side][0]
+            elif mode == "memory":
+                sides.peaks[side] = max(r["peak"] for r in got[side][0])
+            else:
+                # The time of record of a repetition is its slowest rank's.
+                per_round = [[max(ts) for ts in zip(*(r["times"] for r in ranks))] for ranks in got[side]]
+                sides.times[side] = [t for ts in per_round for t in ts]
+    return sides

@@ -1,0 +1,99 @@
+"""Compares the tests of the PR's base with the head's: every way a change can turn CI green
+without making the code right (deleting, skipping, deselecting, narrowing or weakening a test).
+
+Each finding names the test, the file and the line (in the head where the test still exists, in
+the base where it is gone), the kind, and what changed (base → head).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .tests_model import TestFn
+
+KINDS = ("deleted", "skipped", "deselected", "narrowed", "assertion-removed", "tolerance-loosened", "exception-widened", "unparsable")
+BROAD_EXCEPTIONS = {"Exception", "BaseException", "object"}
+
+
+@dataclass
+class Finding:
+    kind: str
+    test: str
+    file: str
+    line: int
+    message: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _loosened(base_value: float | None, head_value: float | None, inverse: bool) -> bool:
+    if base_value is None or head_value is None:
+        return False
+    return head_value < base_value if inverse else head_value > base_value
+
+
+def compare_test(base: TestFn, head: TestFn, head_file: str) -> list[Finding]:
+    """What the head did to one test that exists on both sides."""
+    out: list[Finding] = []
+    f = lambda kind, line, msg: out.append(Finding(kind, head.id, head_file, line, msg))  # noqa: E731
+    base_skips = {s for s, _ in base.skips}
+    for s, line in head.skips:
+        if s not in base_skips:
+            f("skipped", line, f"{head.name} is now skipped or expected to fail: {s}")
+    base_params = {names: values for names, values, _ in base.params}
+    for names, values, line in head.params:
+        before = base_params.get(names)
+        if before is None:
+            continue
+        dropped = [v for v in before if v not in values]
+        if dropped:
+            f("narrowed", line, f"{head.name}'s parametrization of {names} lost {len(dropped)} of {len(before)} cases: {', '.join(dropped[:5])}{' …' if len(dropped) > 5 else ''}")
+    head_params = {names for names, _, _ in head.params}
+    for names, values, line in base.params:
+        if names not in head_params and len(values) > 1:
+            f("narrowed", head.line, f"{head.name} is no longer parametrized over {names} ({len(values)} cases at the base, line {line})")
+    head_asserts = [a for a, _ in head.asserts]
+    for a, line in base.asserts:
+        if a in head_asserts:
+            head_asserts.remove(a)
+            continue
+        f("assertion-removed", head.line, f"{head.name} no longer checks `{a}` (base line {line})")
+    head_tols = {(t.call, t.name): t for t in head.tolerances}
+    base_tols = {(t.call, t.name): t for t in base.tolerances}
+    for key, t in head_tols.items():
+        b = base_tols.get(key)
+        inverse = t.name in ("places", "decimal")
+        if b is None:
+            if t.value is None or (t.value != 0 and not inverse):
+                f("tolerance-loosened", t.line, f"{head.name} adds {t.name}={t.source} to {t.call} (the base used its default)")
+        elif _loosened(b.value, t.value, inverse) or (b.value is not None and t.value is None):
+            f("tolerance-loosened", t.line, f"{head.name} loosens {t.call}'s {t.name} from {b.source} to {t.source}")
+    for r in head.raises:
+        b = next((x for x in base.raises if x.call == r.call), None)
+        if b is None:
+            continue
+        wider = [t for t in r.types if t not in b.types]
+        if wider and (any(t in BROAD_EXCEPTIONS for t in wider) or len(r.types) > len(b.types)):
+            f("exception-widened", r.line, f"{head.name} accepts {', '.join(r.types)} where the base expected {', '.join(b.types)}")
+        elif b.match is not None and r.match is None:
+            f("exception-widened", r.line, f"{head.name} no longer matches the message of {', '.join(r.types)} (base: match={b.match})")
+    return out
+
+
+def compare_files(base_tests: dict[str, dict[str, TestFn]], head_tests: dict[str, dict[str, TestFn]]) -> list[Finding]:
+    """`*_tests`: file → test id → test. Tests are matched by id; a test missing from the head
+    counts as moved (not a finding) only where a head test anywhere has the very same body."""
+    out: list[Finding] = []
+    head_by_id = {tid: (path, t) for path, tests in head_tests.items() for tid, t in tests.items()}
+    head_bodies = {t.body_key for tests in head_tests.values() for t in tests.values()}
+    for path, tests in base_tests.items():
+        for tid, base in tests.items():
+            found = head_by_id.get(tid)
+            if found is None:
+                if base.body_key in head_bodies:
+                    continue
+                where = "its file was deleted" if path not in head_tests else "it is gone from its file"
+                out.append(Finding("deleted", tid, path, base.line, f"{base.name} exists at the base but not in the head ({where}, and no head test has its body)"))
+                continue
+            out.extend(compare_test(base, found[1], found[0]))
+    return out

@@ -1,0 +1,170 @@
+"""What a pytest/unittest test file holds, as the weakened-test guard compares it.
+
+Parsing only: nothing of the file is imported or run (the head's files are the submission's and
+hostile). A test is a `test*` function at module level or in a `Test*`/`unittest.TestCase` class;
+its id is pytest's (`path::Class::name`).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+SKIP_MARKS = {"skip", "skipif", "xfail"}
+UNITTEST_SKIPS = {"skip", "skipIf", "skipUnless", "expectedFailure"}
+# Keyword arguments that are tolerances: a larger value accepts more (places/decimal: a smaller one does).
+TOLERANCES = {"atol", "rtol", "rel", "abs", "delta", "eps", "tol", "tolerance"}
+INVERSE_TOLERANCES = {"places", "decimal"}
+ASSERT_CALL_PREFIXES = ("assert", "assert_")
+RAISES_CALLS = {"raises", "assertRaises", "assertRaisesRegex", "assertWarns", "assertWarnsRegex"}
+
+
+def dotted(node: ast.AST) -> str:
+    """`pytest.mark.skipif` for the attribute chain, '' for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def text(node: ast.AST) -> str:
+    return ast.unparse(node)
+
+
+@dataclass
+class Tolerance:
+    call: str
+    name: str
+    value: float | None  # None: not a number literal
+    source: str
+    line: int
+
+
+@dataclass
+class Raises:
+    call: str
+    types: list[str]
+    match: str | None
+    line: int
+
+
+@dataclass
+class TestFn:
+    """One test function and the parts of it that the guard compares."""
+
+    id: str
+    name: str
+    line: int
+    body_key: str  # the body without the name and decorators: a moved test keeps it
+    skips: list[tuple[str, int]] = field(default_factory=list)
+    params: list[tuple[str, list[str], int]] = field(default_factory=list)
+    asserts: list[tuple[str, int]] = field(default_factory=list)
+    tolerances: list[Tolerance] = field(default_factory=list)
+    raises: list[Raises] = field(default_factory=list)
+
+
+def _skip_of(dec: ast.expr) -> str | None:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    name = dotted(target)
+    last = name.rsplit(".", 1)[-1]
+    if ("mark" in name.split(".") and last in SKIP_MARKS) or (name.startswith("unittest.") and last in UNITTEST_SKIPS):
+        return text(dec)
+    if name in UNITTEST_SKIPS and name != "skip":  # from unittest import skipIf
+        return text(dec)
+    return None
+
+
+def _params_of(dec: ast.expr) -> tuple[str, list[str]] | None:
+    if not (isinstance(dec, ast.Call) and dotted(dec.func).endswith("mark.parametrize") and len(dec.args) >= 2):
+        return None
+    names = text(dec.args[0])
+    values = dec.args[1]
+    if isinstance(values, (ast.List, ast.Tuple, ast.Set)):
+        return names, [text(v) for v in values.elts]
+    return names, [text(values)]
+
+
+def _scan_body(fn: TestFn, body: list[ast.stmt], source: str) -> None:
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Assert):
+            fn.asserts.append((text(node.test), node.lineno))
+        elif isinstance(node, ast.Call):
+            name = dotted(node.func)
+            last = name.rsplit(".", 1)[-1]
+            if last in ("skip", "xfail") and name.startswith("pytest."):
+                fn.skips.append((text(node), node.lineno))
+            elif last in ("skipTest",):
+                fn.skips.append((text(node), node.lineno))
+            if last in RAISES_CALLS:
+                types = node.args[0] if node.args else None
+                listed = [text(t) for t in types.elts] if isinstance(types, ast.Tuple) else ([text(types)] if types is not None else [])
+                match = next((text(k.value) for k in node.keywords if k.arg == "match"), None)
+                if match is None and last.endswith("Regex") and len(node.args) > 1:
+                    match = text(node.args[1])
+                fn.raises.append(Raises(last, listed, match, node.lineno))
+            elif last.startswith(ASSERT_CALL_PREFIXES) or last in ("allclose", "isclose", "approx", "equal", "array_equal"):
+                fn.asserts.append((text(node), node.lineno))
+            for k in node.keywords:
+                if k.arg in TOLERANCES or k.arg in INVERSE_TOLERANCES:
+                    value = None
+                    try:
+                        v = ast.literal_eval(k.value)
+                        if isinstance(v, (int, float)) and not isinstance(v, bool):
+                            value = float(v)
+                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                        pass
+                    fn.tolerances.append(Tolerance(last, k.arg, value, ast.get_source_segment(source, k.value) or text(k.value), node.lineno))
+
+
+def _is_testcase(cls: ast.ClassDef) -> bool:
+    return cls.name.startswith("Test") or any(dotted(b).endswith("TestCase") for b in cls.bases)
+
+
+def _test(prefix: str, f: ast.FunctionDef | ast.AsyncFunctionDef, class_skips: list[tuple[str, int]], source: str) -> TestFn:
+    body_key = ast.dump(ast.Module(body=f.body, type_ignores=[]), annotate_fields=False)
+    fn = TestFn(id=f"{prefix}::{f.name}", name=f.name, line=f.lineno, body_key=body_key)
+    fn.skips.extend(class_skips)
+    for dec in f.decorator_list:
+        s = _skip_of(dec)
+        if s:
+            fn.skips.append((s, dec.lineno))
+        p = _params_of(dec)
+        if p:
+            fn.params.append((p[0], p[1], dec.lineno))
+    _scan_body(fn, f.body, source)
+    return fn
+
+
+def module_skips(tree: ast.Module) -> list[tuple[str, int]]:
+    """`pytestmark = pytest.mark.skip(...)` and module-level `pytest.skip(..., allow_module_level=True)`."""
+    out: list[tuple[str, int]] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            marks = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            out.extend((text(m), node.lineno) for m in marks if _skip_of(m))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and dotted(node.value.func) in ("pytest.skip", "pytest.importorskip"):
+            out.append((text(node.value), node.lineno))
+    return out
+
+
+def parse_tests(path: str, source: str) -> dict[str, TestFn]:
+    """The tests of one file by id. Raises SyntaxError (and RecursionError on absurd nesting)."""
+    tree = ast.parse(source, filename=path)
+    mod_skips = module_skips(tree)
+    tests: dict[str, TestFn] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            t = _test(path, node, mod_skips, source)
+            tests[t.id] = t
+        elif isinstance(node, ast.ClassDef) and _is_testcase(node):
+            class_skips = mod_skips + [(s, d.lineno) for d in node.decorator_list if (s := _skip_of(d))]
+            class_params = [p for d in node.decorator_list if (p := _params_of(d))]
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
+                    t = _test(f"{path}::{node.name}", item, class_skips, source)
+                    t.params.extend((n, v, node.lineno) for n, v in class_params)
+                    tests[t.id] = t
+    return tests
