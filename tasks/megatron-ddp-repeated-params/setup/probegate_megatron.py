@@ -19,6 +19,10 @@ def _free_port() -> int:
 
 
 def pytest_configure(config):
+    # On a job without a GPU: Megatron's CUDA/NCCL assumptions onto the CPU and gloo (nothing on a GPU).
+    import probegate_cpu_shim
+
+    probegate_cpu_shim.install()
     # One process: the official tests are run as one rank (NCCL refuses two ranks on one GPU).
     os.environ["WORLD_SIZE"] = "1"
     os.environ["LOCAL_RANK"] = "0"
