@@ -44,8 +44,8 @@ def main():
         rank, i, c, b = bad[0]
         emit(CHECK, "traffic", "failed",
              f"rank {rank}, iteration {i}: the gradients were reduced in {c} collectives moving {b} bytes; once per bucket "
-             f"group is {groups} collective(s) of {bucket_bytes} bytes (on n ranks every extra reduction costs a full pass "
-             f"over the gradients, and a second SUM counts every gradient n times)",
+             f"group is {groups} collective(s) of {bucket_bytes} bytes (every extra reduction costs another pass of "
+             f"the gradients over the wire on every rank)",
              location=H.grad_location(), measured=measured, requirements=["reduced-once-per-iteration", "repeated-report-allowed"])
     else:
         emit(CHECK, "traffic", "passed", f"one reduction per bucket group per iteration on every rank ({bucket_bytes} bytes)",
