@@ -28,19 +28,22 @@ def prompt(first_token: int, shared: int, total_tokens: int):
 with check("eagle-partial-hit-drops-last-matched", "functional",
            location={"path": _kv.MANAGER_FILE}, requirements=["drop-last-matched", "partial-hit"]) as c:
     n = FULL * BS + TAIL
-    mgr = _kv.manager(BS, NUM_BLOCKS, eagle=True)
-    primed = _kv.prime(mgr, "primer", range(n))
-    req = _kv.request("partial", prompt(50_000, SHARED, n))
-    blocks, computed = mgr.get_computed_blocks(req)
-    want = _kv.expected_hit(n, SHARED, BS, eagle=True)
-    got = [b.block_id for b in blocks]
-    c.measured.update(block_size=BS, prompt_tokens=n, shared_blocks=SHARED, expected_blocks=want, got_blocks=len(got))
-    if len(got) != want or computed != want * BS:
-        c.fail(f"a prompt sharing its first {SHARED} full blocks (block size {BS}) with the cache got {len(got)} "
-               f"block(s) and {computed} computed tokens with EAGLE; expected {want} blocks ({want * BS} tokens): "
-               "the last matched block is the one to drop")
-    if got != primed[:want]:
-        c.fail(f"the hit returned blocks {got}, not the cached prefix blocks {primed[:want]}")
+    # The drawn overlap, and an overlap of one block (which an EAGLE hit turns into none).
+    for shared in sorted({SHARED, 1}):
+        mgr = _kv.manager(BS, NUM_BLOCKS, eagle=True)
+        primed = _kv.prime(mgr, "primer", range(n))
+        req = _kv.request("partial", prompt(50_000, shared, n))
+        blocks, computed = mgr.get_computed_blocks(req)
+        want = _kv.expected_hit(n, shared, BS, eagle=True)
+        got = [b.block_id for b in blocks]
+        c.measured.update(block_size=BS, prompt_tokens=n, shared_blocks=shared, expected_blocks=want,
+                          got_blocks=len(got))
+        if len(got) != want or computed != want * BS:
+            c.fail(f"a prompt sharing its first {shared} full block(s) (block size {BS}) with the cache got "
+                   f"{len(got)} block(s) and {computed} computed tokens with EAGLE; expected {want} blocks "
+                   f"({want * BS} tokens): the last matched block is the one to drop")
+        if got != primed[:want]:
+            c.fail(f"the hit returned blocks {got}, not the cached prefix blocks {primed[:want]}")
 
 with check("eagle-full-hit-any-length", "functional",
            location={"path": _kv.MANAGER_FILE}, requirements=["drop-last-matched"]) as c:
