@@ -32523,7 +32523,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3857);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9084);
 
 await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .run */ .e)();
 
@@ -32532,7 +32532,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 3857:
+/***/ 9084:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -45156,6 +45156,45 @@ const RequiresSchema = strictObject({
     cuda: schemas_boolean().optional().describe("torch must be a CUDA build and see a GPU"),
 })
     .default({});
+/** A version range of the interpreter, as for torch: ">=3.11,<3.13", "==3.11". */
+const PYTHON_RANGE_DEFAULT = ">=3,<4";
+/**
+ * The task's own Python environment: a pinned, hash-checked lock (pip-tools' requirements format,
+ * as `uv pip compile --generate-hashes` writes it) and the interpreter range it is built for. The
+ * engine builds a virtual environment from it once per runner (cached by the lock's content hash
+ * and the interpreter's version) and runs `{python}` from it; without it, the runner's interpreter.
+ */
+const PythonEnvironmentSchema = strictObject({
+    lock: schemas_string()
+        .min(1)
+        .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
+        .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it"),
+    python: schemas_string()
+        .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
+        .default(PYTHON_RANGE_DEFAULT)
+        .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
+});
+/**
+ * What a built environment's folder says about itself (`probegate-env.json`, written last, before
+ * the folder is moved into place): an environment folder without it is not one.
+ */
+const EnvironmentManifestSchema = strictObject({
+    /** sha256 of the lock file's bytes. */
+    lockHash: schemas_string().regex(/^[0-9a-f]{64}$/),
+    /** The lock file it was built from, as the first task that built it named it (for people). */
+    lockFile: schemas_string(),
+    /** The base interpreter the venv runs on (a system interpreter). */
+    interpreter: schemas_string(),
+    python: schemas_string(),
+    torch: schemas_string().nullable(),
+    cuda: schemas_string().nullable(),
+    uv: schemas_string(),
+    builtAt: schemas_string(),
+    buildS: schemas_number().min(0),
+    /** Bytes of its files (hard links into uv's cache counted in full). */
+    sizeBytes: schemas_number().int().min(0),
+    packages: schemas_number().int().min(0),
+});
 function numbers(v) {
     return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
 }
@@ -45188,15 +45227,17 @@ function inVersionRange(version, range) {
 /** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
 function unmetRequirements(req, host) {
     const unmet = [];
+    // Without an environment the wording stays the runner's (the demo's skip lines quote it).
+    const from = host.pythonFrom;
     if (req.torch !== undefined) {
         if (host.torch === null)
-            unmet.push(`torch ${req.torch} (the runner's Python has no torch)`);
+            unmet.push(`torch ${req.torch} (${from ?? "the runner's Python"} has no torch)`);
         else if (!inVersionRange(host.torch, req.torch))
-            unmet.push(`torch ${req.torch} (the runner has torch ${host.torch})`);
+            unmet.push(`torch ${req.torch} (${from ?? "the runner"} has torch ${host.torch})`);
     }
     if (req.cuda) {
         if (host.cuda === null)
-            unmet.push(`cuda: true (the runner's torch${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
+            unmet.push(`cuda: true (${from ? `the torch of ${from}` : "the runner's torch"}${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
         else if (host.gpus === 0)
             unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
     }
@@ -45243,7 +45284,23 @@ const BaseSchema = union([
         }),
         overlay: schemas_string().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
     }),
+    strictObject({
+        pr: literal(true).describe("a repository gate: the workspace is the PR's head (--submission repo@head), its base commit (--pr-base) sits beside it read-only"),
+    }),
 ]);
+/**
+ * Which of the repository's own tests a repository gate runs: a fixed list, tests mapped from the
+ * paths the PR changes, or both. They replace `{tests}` in `official.command`.
+ */
+const TestSelectionSchema = strictObject({
+    tests: array(schemas_string().min(1)).default([]).describe("test files, folders or ids that always run"),
+    fromPaths: array(strictObject({
+        paths: array(schemas_string().min(1)).min(1).describe("globs of changed paths (a leading '!' excludes)"),
+        tests: array(schemas_string().min(1)).min(1).describe("tests to run when a changed path matches"),
+    }))
+        .default([])
+        .describe("tests mapped from the paths the PR changes"),
+});
 /** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
 const ProbeJobSchema = strictObject({
     gpus: schemas_number().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
@@ -45266,7 +45323,9 @@ const TaskSpecSchema = strictObject({
     official: strictObject({
         command,
         timeout: seconds.default(600),
-        files: array(schemas_string().min(1)).min(1).default(["tests/**"]).describe("globs of official test files, restored from the base"),
+        files: array(schemas_string().min(1)).min(1).default(["tests/**"]).describe("globs of official test files: restored from the base (assignments); compared with the base by the weakened-test guard (repository gates)"),
+        select: TestSelectionSchema.optional().describe("repository gates: which of the repository's tests replace {tests} in the command"),
+        allowChanged: array(schemas_string().min(1)).default([]).describe("repository gates: test ids or file globs the PR may change, delete or weaken; the guard reports such changes as allowed, never silently"),
     }),
     probes: strictObject({
         path: schemas_string().min(1).describe("folder of the hidden probes, relative to the task folder"),
@@ -45289,6 +45348,7 @@ const TaskSpecSchema = strictObject({
     requirements: array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
     setup: SetupSchema.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    environment: PythonEnvironmentSchema.optional().describe("the task's pinned Python environment (a hash-checked lock), built once per runner; without it, {python} is the runner's interpreter"),
     requires: RequiresSchema.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
 })
     .superRefine((t, ctx) => {
@@ -45298,6 +45358,17 @@ const TaskSpecSchema = strictObject({
             ctx.addIssue({ code: "custom", path: ["requirements", i, "id"], message: `'${r.id}' is listed twice` });
         seen.add(r.id);
     });
+    const gate = "pr" in t.base;
+    const usesTests = t.official.command.some((a) => a.includes("{tests}"));
+    if (t.official.select && !usesTests) {
+        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "selects tests, but official.command has no {tests} to put them in" });
+    }
+    if (gate && usesTests && !t.official.select) {
+        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "is required: official.command has {tests} and a repository gate (base: {pr: true}) chooses them from select.tests and select.fromPaths" });
+    }
+    if (!gate && (t.official.select || t.official.allowChanged.length)) {
+        ctx.addIssue({ code: "custom", path: ["official", t.official.select ? "select" : "allowChanged"], message: "is for repository gates (base: {pr: true}); an assignment runs its own official command on its fixed base" });
+    }
     if (t.gpus > 0 && t.minRanks > t.gpus) {
         ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
     }
@@ -45575,11 +45646,13 @@ function officialLine(result) {
     const why = !o.passed && o.reason ? ` — ${o.reason}` : "";
     return `${icon} ${parts.join(", ")} (${formatSeconds(o.durationS)})${why}`;
 }
+/** The note that replaces the failed checks' rows when only categories are shown. */
+const CATEGORIES_ONLY_NOTE = "> 🔒 Hidden-probe details are withheld from agent-authored pull requests (`feedback.agentDetail: categories` in .github/probegate.yml): only the category of each failed check is shown. Maintainers see the full messages in the evaluator run.";
 /**
  * The markdown summary: verdict, facts table, probes by category, then the failing rows.
  * Rows are dropped from the end, with a note, so the summary never exceeds GitHub's limit.
  */
-function renderSummary(result, limit = SUMMARY_LIMIT) {
+function renderSummary(result, limit = SUMMARY_LIMIT, detail = "full") {
     const head = [];
     head.push(`### ${VERDICT_ICON[result.verdict]} ${VERDICT_LABEL[result.verdict]} — ${result.reason}`, "");
     const sub = result.submission;
@@ -45593,7 +45666,9 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
         ? [`${tally.p} passed`, tally.f && `${tally.f} failed`, tally.e && `${tally.e} error`, tally.s && `${tally.s} skipped`].filter(Boolean).join(" · ")
         : "not run";
     head.push(`| Hidden probes | ${probeLine} |`);
-    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\` |`);
+    const source = result.probeSetVersion;
+    const commits = [source?.evaluatorCommit && `evaluator \`${source.evaluatorCommit.slice(0, 12)}\``, source?.probesCommit && `probes \`${source.probesCommit.slice(0, 12)}\``].filter(Boolean);
+    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\`${commits.length ? ` (${commits.join(", ")})` : ""} |`);
     const env = result.environment;
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
@@ -45611,7 +45686,9 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     }
     const rows = [];
     const bad = result.probes.filter((p) => p.status === "failed" || p.status === "error");
-    if (bad.length) {
+    if (bad.length && detail === "categories")
+        rows.push(CATEGORIES_ONLY_NOTE, "");
+    else if (bad.length) {
         rows.push("#### Probes that did not pass", "", "| Probe | Category | Status | Where | What was found |", "|---|---|---|---|---|");
         for (const p of bad)
             rows.push(`| \`${p.id}\` | ${p.category} | ${p.status} | ${where(p)} | ${cell(p.message)} |`);
@@ -45657,9 +45734,9 @@ function fitToLimit(head, rows, limit) {
  * official tests (failure), and undone edits to the judge (notice). Checks without a location
  * appear only in the summary, since GitHub requires a path.
  */
-function renderAnnotations(result) {
+function renderAnnotations(result, detail = "full") {
     const out = [];
-    for (const p of result.probes) {
+    for (const p of detail === "full" ? result.probes : []) {
         if (!p.location || (p.status !== "failed" && p.status !== "error"))
             continue;
         const line = p.location.line ?? 1;
@@ -45699,33 +45776,42 @@ function batchAnnotations(annotations, size = ANNOTATIONS_PER_REQUEST) {
         batches.push(annotations.slice(i, i + size));
     return batches;
 }
-/** Everything a check run shows, from one result: the CLI, the Action and the app all call this. */
-function renderCheckRun(result) {
+/**
+ * Everything a check run shows, from one result: the CLI, the Action and the app all call this.
+ * `detail: categories` leaves out the hidden checks' ids, locations and messages.
+ */
+function renderCheckRun(result, detail = "full") {
     return {
         conclusion: conclusionFor(result.verdict),
         title: renderTitle(result),
-        summary: renderSummary(result),
-        annotations: renderAnnotations(result),
+        summary: renderSummary(result, SUMMARY_LIMIT, detail),
+        annotations: renderAnnotations(result, detail),
     };
 }
 
 ;// CONCATENATED MODULE: ./src/core/gate.ts
-const FAIL_ON = ["probe-rejected", "official-failed", "any", "never"];
+const FAIL_ON = ["probe-rejected", "official-failed", "any", "never", "probe-rejected-only", "official-failed-only"];
 /**
- * Whether the step fails for this verdict. `probe-rejected` (the default) fails on any rejection,
- * official or hidden; `official-failed` only when the official tests fail (probes advise);
- * `any` also on a harness error; `never` reports without gating.
+ * Whether the step fails for this verdict. An `error` (the submission was not judged) fails the
+ * step unless the user opts out: a gate that passes on a harness error passes whatever broke the
+ * harness. `probe-rejected` (the default) fails on any rejection, official or hidden, and on an
+ * error; `official-failed` on failing official tests (probes advise) and on an error; `any` on
+ * anything but resolved; `never` reports without gating. The `-only` forms leave errors out:
+ * `probe-rejected-only` fails on rejections alone, `official-failed-only` on official failures alone.
  */
 function stepFails(verdict, failOn) {
     switch (failOn) {
         case "never":
             return false;
         case "any":
+        case "probe-rejected":
             return verdict !== "resolved";
         case "official-failed":
-            return verdict === "official-failed";
-        case "probe-rejected":
+            return verdict === "official-failed" || verdict === "error";
+        case "probe-rejected-only":
             return verdict === "official-failed" || verdict === "probe-rejected";
+        case "official-failed-only":
+            return verdict === "official-failed";
     }
 }
 
@@ -60441,10 +60527,159 @@ function probeFiles(dir) {
     return files(dir).sort();
 }
 
+;// CONCATENATED MODULE: ./src/engine/sandbox/gpu-devices.ts
+
+
+
+
+
+/** `00000000:17:00.0` (nvidia-smi) and `0000:17:00.0` (/proc, sysfs) both become `0000:17:00.0`. */
+function normalizeBusId(raw) {
+    const m = /^\s*([0-9a-f]+):([0-9a-f]{2}):([0-9a-f]{2})\.([0-9a-f])\s*$/i.exec(raw);
+    if (!m)
+        return null;
+    const domain = Number.parseInt(m[1], 16).toString(16).padStart(4, "0");
+    return `${domain}:${m[2]}:${m[3]}.${m[4]}`.toLowerCase();
+}
+/** Parses `nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader` lines into index → bus id. */
+function parseIndexBusIds(csv) {
+    const out = new Map();
+    for (const line of csv.split("\n")) {
+        const [index, bus] = line.split(",").map((s) => s.trim());
+        const busId = bus ? normalizeBusId(bus) : null;
+        if (index && /^\d+$/.test(index) && busId)
+            out.set(Number(index), busId);
+    }
+    return out;
+}
+/**
+ * Parses `nvidia-smi -q` into bus id → minor number: each GPU's section starts with a line
+ * `GPU 00000000:17:00.0` and holds `Minor Number : 4` (`N/A` on drivers that have no device file
+ * for it, e.g. some MIG or WSL set-ups: left out, so the GPU is reported as unknown).
+ */
+function parseSmiQueryMinors(text) {
+    const out = new Map();
+    let bus = null;
+    for (const line of text.split("\n")) {
+        const head = /^GPU\s+([0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$/.exec(line);
+        if (head) {
+            bus = normalizeBusId(head[1]);
+            continue;
+        }
+        const minor = /^\s+Minor Number\s*:\s*(\d+)\s*$/.exec(line);
+        if (minor && bus)
+            out.set(bus, Number(minor[1]));
+    }
+    return out;
+}
+/** Reads `Device Minor: N` from `/proc/driver/nvidia/gpus/<bus>/information`; null without it. */
+function parseProcInformation(text) {
+    const m = /^Device Minor:\s*(\d+)\s*$/m.exec(text);
+    return m ? Number(m[1]) : null;
+}
+/**
+ * Joins what the driver said into one node per GPU index. `procMinors` (from /proc/driver/nvidia)
+ * wins over `smiMinors` (from `nvidia-smi -q`): both come from the driver, /proc is cheaper.
+ */
+function joinGpuNodes(indices, busIds, procMinors, smiMinors) {
+    return indices.map((index) => {
+        const busId = busIds.get(index) ?? null;
+        const proc = busId === null ? undefined : procMinors.get(busId);
+        if (proc !== undefined)
+            return { index, busId, minor: proc, source: "proc" };
+        const smi = busId === null ? undefined : smiMinors.get(busId);
+        if (smi !== undefined)
+            return { index, busId, minor: smi, source: "nvidia-smi -q" };
+        return { index, busId, minor: null, source: null };
+    });
+}
+/** The control devices CUDA opens besides a GPU's own node (`/dev/nvidiactl`, `-uvm`, …), those that exist under `dev`. */
+function controlDevices(dev = "/dev") {
+    if (!(0,external_node_fs_namespaceObject.existsSync)(dev))
+        return [];
+    const control = (0,external_node_fs_namespaceObject.readdirSync)(dev)
+        .filter((n) => /^nvidia(ctl|-uvm|-uvm-tools|-modeset)$/.test(n))
+        .sort()
+        .map((n) => (0,external_node_path_namespaceObject.join)(dev, n));
+    return (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(dev, "nvidia-caps")) ? [...control, (0,external_node_path_namespaceObject.join)(dev, "nvidia-caps")] : control;
+}
+/**
+ * The device nodes of `indices` (through the driver's minor numbers) and, separately, each GPU
+ * whose node cannot be named or does not exist. Pure but for `exists`, which tests replace.
+ */
+function resolveGpuNodes(indices, nodes, dev = "/dev", exists = external_node_fs_namespaceObject.existsSync) {
+    const devices = [];
+    const missing = [];
+    for (const index of indices) {
+        const node = nodes.find((n) => n.index === index);
+        const bus = node?.busId ? ` (PCI ${node.busId})` : "";
+        if (!node || node.minor === null) {
+            missing.push({ index, why: `GPU ${index}${bus}: the driver gave no minor number for it (neither /proc/driver/nvidia/gpus nor \`nvidia-smi -q\` "Minor Number"), so its /dev/nvidiaN is unknown` });
+            continue;
+        }
+        const path = (0,external_node_path_namespaceObject.join)(dev, `nvidia${node.minor}`);
+        if (!exists(path)) {
+            missing.push({ index, why: `GPU ${index}${bus}: its device node ${path} (minor number ${node.minor}, from ${node.source}) does not exist` });
+            continue;
+        }
+        devices.push(path);
+    }
+    return { devices, missing };
+}
+/** The error an evaluation ends in when a GPU it was given has no device node for the sandbox. */
+function missingGpuError(missing) {
+    return new HarnessError(`the sandbox cannot be given ${missing.length === 1 ? "a GPU" : "GPUs"} of this runner: ${missing.map((m) => m.why).join("; ")}. CUDA would fail inside the sandbox, so nothing was run. Give the runner (container) the device node of each GPU it sees (with the NVIDIA container toolkit: the GPU's /dev/nvidiaN with /dev/nvidiactl and /dev/nvidia-uvm), or pass --gpus to leave the GPU out; \`probegate doctor\` checks this.`, "sandbox");
+}
+const nodesCache = new Map();
+/**
+ * Asks the driver for each GPU's minor number: nvidia-smi for index → PCI bus id, then
+ * `/proc/driver/nvidia/gpus/<bus>/information`, and `nvidia-smi -q` for any GPU /proc did not
+ * cover (containers often mask /proc/driver). Cached per process and nvidia-smi: GPUs do not move.
+ */
+function readGpuNodes(indices, smi = nvidiaSmiPath(), procRoot = "/proc/driver/nvidia/gpus") {
+    const key = `${smi}\0${procRoot}`;
+    let all = nodesCache.get(key);
+    if (!all) {
+        all = (async () => {
+            const q = await execa(smi, ["--query-gpu=index,pci.bus_id", "--format=csv,noheader"], { reject: false, timeout: 30_000 });
+            const busIds = q.exitCode === 0 ? parseIndexBusIds(String(q.stdout)) : new Map();
+            const procMinors = new Map();
+            if ((0,external_node_fs_namespaceObject.existsSync)(procRoot)) {
+                for (const name of (0,external_node_fs_namespaceObject.readdirSync)(procRoot)) {
+                    const bus = normalizeBusId(name);
+                    let minor = null;
+                    try {
+                        minor = parseProcInformation((0,external_node_fs_namespaceObject.readFileSync)((0,external_node_path_namespaceObject.join)(procRoot, name, "information"), "utf8"));
+                    }
+                    catch {
+                        // Unreadable: nvidia-smi -q below.
+                    }
+                    if (bus && minor !== null)
+                        procMinors.set(bus, minor);
+                }
+            }
+            let smiMinors = new Map();
+            if ([...busIds.values()].some((b) => !procMinors.has(b))) {
+                const full = await execa(smi, ["-q"], { reject: false, timeout: 60_000 });
+                if (full.exitCode === 0)
+                    smiMinors = parseSmiQueryMinors(String(full.stdout));
+            }
+            return joinGpuNodes([...busIds.keys()].sort((a, b) => a - b), busIds, procMinors, smiMinors);
+        })();
+        nodesCache.set(key, all);
+        all.catch(() => nodesCache.delete(key));
+    }
+    return all.then((nodes) => indices.map((index) => nodes.find((n) => n.index === index) ?? { index, busId: null, minor: null, source: null }));
+}
+
 ;// CONCATENATED MODULE: ./src/engine/sandbox/sandbox.ts
 
 
-/** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
+
+/**
+ * The user of the engine's one trial run of the sandbox (`detectSandbox`) when it is root: `nobody`,
+ * which owns nothing of the runner's. Evaluations themselves run as a uid of their own (`evaluationUid`).
+ */
 const SANDBOX_UID = 65534;
 /**
  * First of the uids evaluations run as, one per evaluation (its jobs share its workspace, so its
@@ -60522,16 +60757,19 @@ function systemLayout() {
     }
     return { readOnly, symlinks };
 }
-/** /dev/nvidiaN for the given GPU indices plus the control devices CUDA opens; only those that exist. */
-function gpuDevices(indices) {
-    if (indices.length === 0 || !(0,external_node_fs_namespaceObject.existsSync)("/dev"))
+/**
+ * The device nodes of the given GPUs (nvidia-smi indices), found through the driver's minor numbers
+ * (`nodes`, gpu-devices.ts `readGpuNodes`), not the index: in a container the two differ. Plus the
+ * control devices CUDA opens. A GPU whose node is unknown or missing is an error naming it, never
+ * dropped: CUDA would fail in the sandbox and the submission would be blamed.
+ */
+function gpuDevices(indices, nodes) {
+    if (indices.length === 0)
         return [];
-    const control = (0,external_node_fs_namespaceObject.readdirSync)("/dev")
-        .filter((n) => /^nvidia(ctl|-uvm|-uvm-tools|-modeset)$/.test(n))
-        .map((n) => `/dev/${n}`);
-    const own = indices.map((i) => `/dev/nvidia${i}`).filter((p) => (0,external_node_fs_namespaceObject.existsSync)(p));
-    const caps = (0,external_node_fs_namespaceObject.existsSync)("/dev/nvidia-caps") ? ["/dev/nvidia-caps"] : [];
-    return [...own, ...control, ...caps];
+    const { devices, missing } = resolveGpuNodes(indices, nodes);
+    if (missing.length)
+        throw missingGpuError(missing);
+    return [...devices, ...controlDevices()];
 }
 /** The bubblewrap executable: `$PROBEGATE_BWRAP`, else `bwrap` on PATH. */
 function bwrapPath() {
@@ -60571,7 +60809,773 @@ function detectSandbox(bwrap = bwrapPath()) {
     return trial;
 }
 
+;// CONCATENATED MODULE: ./src/engine/claims/runner-claims.ts
+
+
+
+
+
+/** How deep a takeover may chase takeover locks left by processes that died while holding one. */
+const MAX_TAKEOVER_DEPTH = 3;
+/**
+ * Claims between the probegate processes of one runner, on what must be unique among everything
+ * running on it at once:
+ *  - rendezvous ports (`port-<n>`): a port nothing listens on can still be taken — it is handed out
+ *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
+ *    --power`, another runner service) checking it in that window would give it to its own job, whose
+ *    ranks would then meet the first job's store;
+ *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`);
+ *  - GPUs (`gpu-<index>`) and pinned cores (`core-<id>`): held by a job of one process's job pool
+ *    (job-pool.ts), so two processes never put their jobs on one GPU or pin them to one core.
+ * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
+ * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
+ * taken over, see `removeStale`.
+ *
+ * Beside the claims, a job pool that waits for GPUs or cores announces it (`<id>.wait`), so the
+ * pools of other processes can leave it its turn instead of handing what they free straight to
+ * their own queues (job-pool.ts).
+ */
+class RunnerClaims {
+    where;
+    /** The pid written into claims: this process's. Tests give two instances distinct live identities. */
+    pid;
+    constructor(where = defaultClaimDir(), opts = {}) {
+        this.where = where;
+        this.pid = opts.pid ?? process.pid;
+        (0,external_node_fs_namespaceObject.mkdirSync)(this.where, { recursive: true, mode: 0o700 });
+    }
+    /** True when this process now holds `key` (and must `release` it); false when a live process does. */
+    claim(key) {
+        return this.take(this.file(key), 0);
+    }
+    /**
+     * Claims every key or none: on the first key held elsewhere, gives back those it got and says
+     * which key it was and who holds it.
+     */
+    claimAll(keys) {
+        const got = [];
+        try {
+            for (const key of keys) {
+                if (!this.claim(key)) {
+                    this.releaseAll(got);
+                    return { key, pid: readHolder(this.file(key)) };
+                }
+                got.push(key);
+            }
+        }
+        catch (e) {
+            this.releaseAll(got);
+            throw e;
+        }
+        return null;
+    }
+    releaseAll(keys) {
+        for (const key of keys)
+            this.release(key);
+    }
+    release(key) {
+        this.drop(this.file(key));
+    }
+    /**
+     * Which of `keys` a live process holds now, with its pid (one listing of the folder, then one read
+     * per key that has a claim). A claim of a dead process is left out: claiming the key takes it over.
+     */
+    holders(keys) {
+        const wanted = new Set(keys);
+        const out = new Map();
+        for (const name of (0,external_node_fs_namespaceObject.readdirSync)(this.where)) {
+            if (!name.endsWith(".claim"))
+                continue;
+            const key = name.slice(0, -".claim".length);
+            if (!wanted.has(key))
+                continue;
+            const pid = readHolder((0,external_node_path_namespaceObject.join)(this.where, name));
+            if (pid !== null && alive(pid))
+                out.set(key, pid);
+        }
+        return out;
+    }
+    /**
+     * Says (or, with null, stops saying) that the pool `id` waits: replaced whole, never seen half
+     * written. A pool announces only while it has a job waiting.
+     */
+    announceWait(id, wait) {
+        const file = (0,external_node_path_namespaceObject.join)(this.where, `${id}.wait`);
+        if (!wait) {
+            (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
+            return;
+        }
+        const aside = `${file}.${(0,external_node_crypto_.randomBytes)(4).toString("hex")}.tmp`;
+        (0,external_node_fs_namespaceObject.writeFileSync)(aside, JSON.stringify({ id, pid: this.pid, ...wait }), { mode: 0o600 });
+        (0,external_node_fs_namespaceObject.renameSync)(aside, file);
+    }
+    /**
+     * The waits other pools announce (not `exceptId`'s), oldest first; those of processes that are
+     * gone are removed. One listing of the folder and one read per announcement.
+     */
+    waiters(exceptId) {
+        const out = [];
+        for (const name of (0,external_node_fs_namespaceObject.readdirSync)(this.where)) {
+            if (!name.endsWith(".wait") || name === `${exceptId}.wait`)
+                continue;
+            const file = (0,external_node_path_namespaceObject.join)(this.where, name);
+            let w;
+            try {
+                w = JSON.parse((0,external_node_fs_namespaceObject.readFileSync)(file, "utf8"));
+            }
+            catch {
+                continue; // given back meanwhile
+            }
+            if (!alive(w.pid)) {
+                (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
+                continue;
+            }
+            out.push(w);
+        }
+        return out.sort((a, b) => a.since - b.since || a.id.localeCompare(b.id));
+    }
+    take(file, depth) {
+        for (let attempt = 0; attempt < 3; attempt += 1) {
+            if (this.create(file))
+                return true;
+            const holder = readHolder(file);
+            if (holder === null)
+                continue; // given back meanwhile: try again
+            if (alive(holder))
+                return false;
+            if (depth >= MAX_TAKEOVER_DEPTH || !this.removeStale(file, holder, depth))
+                return false;
+        }
+        return false;
+    }
+    /**
+     * Removes `file` if it still names the dead `holder`. Two processes can both read the same stale
+     * claim; were each to remove what it finds, the slower one would remove the claim the faster one
+     * has just made, and both would hold the key. So the removal happens only under a takeover lock
+     * named for the dead holder (itself a claim, taken over the same way should its maker die holding
+     * it), and only after reading the claim again under that lock: whoever comes second finds the
+     * first one's live pid there and leaves it. False when another process is taking it over now.
+     */
+    removeStale(file, holder, depth) {
+        const lock = `${file}.takeover-${holder}`;
+        if (!this.take(lock, depth + 1))
+            return false;
+        try {
+            if (readHolder(file) === holder)
+                (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
+        }
+        finally {
+            this.drop(lock);
+        }
+        return true;
+    }
+    /** Makes `file` naming this process, unless it exists: written aside first, then hard-linked into place. */
+    create(file) {
+        const aside = `${file}.${this.pid}-${(0,external_node_crypto_.randomBytes)(4).toString("hex")}.tmp`;
+        (0,external_node_fs_namespaceObject.writeFileSync)(aside, String(this.pid), { mode: 0o600, flag: "wx" });
+        try {
+            (0,external_node_fs_namespaceObject.linkSync)(aside, file);
+            return true;
+        }
+        catch (e) {
+            if (e.code !== "EEXIST")
+                throw e;
+            return false;
+        }
+        finally {
+            (0,external_node_fs_namespaceObject.rmSync)(aside, { force: true });
+        }
+    }
+    /** Removes `file` if this process holds it (a claim taken over by someone else is theirs now). */
+    drop(file) {
+        if (readHolder(file) === this.pid)
+            (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
+    }
+    file(key) {
+        return (0,external_node_path_namespaceObject.join)(this.where, `${key}.claim`);
+    }
+}
+/** The pid a claim names; 0 for content that names none (a dead claim); null when there is no claim. */
+function readHolder(file) {
+    let text;
+    try {
+        text = (0,external_node_fs_namespaceObject.readFileSync)(file, "utf8").trim();
+    }
+    catch (e) {
+        const code = e.code;
+        if (code === "ENOENT")
+            return null;
+        throw new HarnessError(`cannot read the runner claim ${file} (${code ?? String(e)}): every probegate process of a runner must be able to read its claim folder (PROBEGATE_CLAIMS)`, "packing");
+    }
+    const pid = Number(text);
+    return /^\d+$/.test(text) && Number.isSafeInteger(pid) ? pid : 0;
+}
+function alive(pid) {
+    if (pid <= 0)
+        return false; // kill(0) would signal our own process group
+    try {
+        process.kill(pid, 0);
+        return true;
+    }
+    catch (e) {
+        return e.code === "EPERM";
+    }
+}
+/**
+ * One folder per user for the whole runner, not under $TMPDIR: two probegate processes with
+ * different temp dirs must still see each other's claims. PROBEGATE_CLAIMS overrides it.
+ */
+function defaultClaimDir() {
+    return process.env.PROBEGATE_CLAIMS || (0,external_node_path_namespaceObject.join)("/tmp", `probegate-claims-${(0,external_node_os_namespaceObject.userInfo)().uid}`);
+}
+/** Sandbox uid slots an evaluation may claim (uid = JOB_UID_BASE + slot). */
+const UID_SLOTS = 4096;
+/**
+ * Claims a sandbox uid slot for one evaluation, from a random start so processes rarely collide
+ * first. All jobs of an evaluation share its workspace and so its uid; two evaluations never share
+ * one while both run. Throws when every slot is held by a live process.
+ */
+function claimEvaluationUid(claims = new RunnerClaims()) {
+    const start = Math.floor(Math.random() * UID_SLOTS);
+    for (let i = 0; i < UID_SLOTS; i += 1) {
+        const slot = (start + i) % UID_SLOTS;
+        if (claims.claim(`uid-${slot}`))
+            return { slot, release: () => claims.release(`uid-${slot}`) };
+    }
+    throw new HarnessError(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
+}
+
+;// CONCATENATED MODULE: ./src/engine/sandbox/disk-usage.ts
+
+
+/**
+ * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
+ * Sampled once a second against the disk limit; evaluation folders are small source trees.
+ */
+function treeBytes(paths) {
+    let total = 0;
+    const stack = [...paths];
+    while (stack.length) {
+        const p = stack.pop();
+        let st;
+        try {
+            st = (0,external_node_fs_namespaceObject.lstatSync)(p);
+        }
+        catch {
+            continue; // Removed while walking.
+        }
+        if (st.isFile())
+            total += st.size;
+        else if (st.isDirectory()) {
+            try {
+                for (const name of (0,external_node_fs_namespaceObject.readdirSync)(p))
+                    stack.push((0,external_node_path_namespaceObject.join)(p, name));
+            }
+            catch {
+                // Unreadable: the sandbox made it so; nothing large can hide there for long.
+            }
+        }
+    }
+    return total;
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/interpreter.ts
+
+
+
+
+/**
+ * Folders searched for python3.N, in order of preference. /usr/bin first: the sandbox's user must
+ * read the base interpreter, and one under /root (pyenv's) is closed to it.
+ */
+const SYSTEM_DIRS = ["/usr/bin", "/usr/local/bin"];
+function executable(p) {
+    try {
+        (0,external_node_fs_namespaceObject.accessSync)(p, external_node_fs_namespaceObject.constants.X_OK);
+        return true;
+    }
+    catch {
+        return false;
+    }
+}
+/** python3.N files of `dir`, the highest minor version first. */
+function pythonsIn(dir) {
+    let names;
+    try {
+        names = (0,external_node_fs_namespaceObject.readdirSync)(dir);
+    }
+    catch {
+        return [];
+    }
+    return names
+        .filter((n) => /^python3\.\d+$/.test(n))
+        .sort((a, b) => Number(b.slice(8)) - Number(a.slice(8)))
+        .map((n) => (0,external_node_path_namespaceObject.join)(dir, n))
+        .filter(executable);
+}
+/**
+ * Candidate base interpreters, most preferred first: `$PROBEGATE_ENV_PYTHONS` (colon-separated
+ * paths, for a runner whose interpreters live elsewhere), then /usr/bin and /usr/local/bin, then
+ * python3.N on PATH (last: pyenv's and the like may be closed to the sandbox's user). Duplicates
+ * (the same file by two names) are dropped.
+ */
+function candidateInterpreters(env = process.env) {
+    const explicit = (env.PROBEGATE_ENV_PYTHONS ?? "").split(":").filter(Boolean);
+    const system = SYSTEM_DIRS.flatMap(pythonsIn);
+    const onPath = (env.PATH ?? "").split(":").filter((d) => d && !SYSTEM_DIRS.includes(d)).flatMap(pythonsIn);
+    const seen = new Set();
+    const out = [];
+    for (const p of [...explicit, ...system, ...onPath]) {
+        let real;
+        try {
+            real = (0,external_node_fs_namespaceObject.realpathSync)(p);
+        }
+        catch {
+            continue;
+        }
+        if (seen.has(real))
+            continue;
+        seen.add(real);
+        out.push(p);
+    }
+    return out;
+}
+const versions = new Map();
+/** The interpreter's full version, null where it does not run (cached per process). */
+function interpreterVersion(path) {
+    let v = versions.get(path);
+    if (!v) {
+        v = execa(path, ["-I", "-c", "import platform; print(platform.python_version())"], { reject: false, timeout: 30_000 }).then((r) => r.exitCode === 0 && /^\d+\.\d+\.\d+/.test(String(r.stdout).trim()) ? String(r.stdout).trim() : null);
+        versions.set(path, v);
+    }
+    return v;
+}
+/**
+ * The first candidate whose version is in `range`, with what was seen (for the error when none is).
+ * Candidates are probed in order of preference, so a later one runs only when no earlier one fits.
+ */
+async function chooseInterpreter(range, candidates = candidateInterpreters()) {
+    const seen = [];
+    for (const path of candidates) {
+        const version = await interpreterVersion(path);
+        if (version === null)
+            continue;
+        if (inVersionRange(version, range))
+            return { chosen: { path, version }, seen };
+        seen.push(`${path} (${version})`);
+    }
+    return { chosen: null, seen };
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/lock-file.ts
+
+/** sha256 of the lock's bytes: the environment's key, recorded in the result. */
+function lockHash(bytes) {
+    return (0,external_node_crypto_.createHash)("sha256").update(bytes).digest("hex");
+}
+/** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
+function normalizeName(name) {
+    return name.toLowerCase().replace(/[-_.]+/g, "-");
+}
+const REQUIREMENT = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$/;
+/**
+ * Reads a requirements lock (pip-tools' format: one requirement per logical line, `\` continues
+ * it, `#` comments, `--hash=sha256:…` options, and file-wide options such as `--find-links`).
+ * Pure. Flags what `uv pip sync --require-hashes` would refuse less clearly: a requirement not
+ * pinned with ==, or without a hash; a direct URL or editable (not reproducible from a hash here).
+ */
+function parseLock(text) {
+    const requirements = [];
+    const problems = [];
+    const lines = text.split(/\r?\n/);
+    for (let i = 0; i < lines.length; i++) {
+        const start = i + 1;
+        let logical = stripComment(lines[i]);
+        while (logical.trimEnd().endsWith("\\") && i + 1 < lines.length) {
+            logical = `${logical.trimEnd().slice(0, -1)} ${stripComment(lines[++i])}`;
+        }
+        const body = logical.trim();
+        if (!body)
+            continue;
+        if (body.startsWith("-"))
+            continue; // a file-wide option (--find-links, --index-url, --no-index)
+        if (/^(https?|file):|^\.{0,2}\//.test(body) || body.startsWith("-e ")) {
+            problems.push(`line ${start}: '${body.split(/\s/)[0]}' is a path or URL; a lock names each package by name==version with its --hash`);
+            continue;
+        }
+        const hashes = (body.match(/--hash[=\s]+sha256:[0-9a-f]{64}/g) ?? []).length;
+        const spec = body.replace(/--hash[=\s]+\S+/g, "").trim();
+        const m = REQUIREMENT.exec(spec);
+        if (!m) {
+            problems.push(`line ${start}: cannot read '${spec}' as a requirement`);
+            continue;
+        }
+        const name = m[1];
+        const pin = /^==\s*([^\s;,]+)\s*(;.*)?$/.exec((m[3] ?? "").trim());
+        const req = { name, text: spec, version: pin ? pin[1] : null, hashes, line: start };
+        requirements.push(req);
+        if (!pin)
+            problems.push(`line ${start}: ${name} is not pinned to one version (write ${name}==<version>; \`uv pip compile\` does)`);
+        if (hashes === 0)
+            problems.push(`line ${start}: ${name} has no --hash (compile the lock with --generate-hashes)`);
+    }
+    if (requirements.length === 0 && problems.length === 0)
+        problems.push("it names no package");
+    return { requirements, problems };
+}
+/** The problems of a lock as `file:line: what` (or `file: what` for one of the whole file). */
+function locatedProblems(file, problems) {
+    return problems.map((p) => {
+        const m = /^line (\d+): (.*)$/s.exec(p);
+        return m ? `${file}:${m[1]}: ${m[2]}` : `${file}: ${p}`;
+    });
+}
+function stripComment(line) {
+    // A comment starts at a '#' that begins the line or follows whitespace (a URL fragment does not).
+    const m = /(^|\s)#/.exec(line);
+    return m ? line.slice(0, m.index) : line;
+}
+/**
+ * The requirement of the lock that uv's error names first, to point at its line. uv names a
+ * package as `name==version`, `name` in backticks, or bare in a resolver's explanation ("there is
+ * no version of torch==0.0.1", "nosuchpkg was not found"); the earliest mention in its error
+ * wins, as the error starts with what failed. Null: uv's error names none of the lock's packages.
+ */
+function requirementNamedIn(uvError, requirements) {
+    const from = uvError.search(/^\s*(error|×)/m);
+    const text = from >= 0 ? uvError.slice(from) : uvError;
+    let best = null;
+    for (const req of requirements) {
+        const pattern = normalizeName(req.name)
+            .split("-")
+            .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+            .join("[-_.]+");
+        const m = new RegExp(`(?<![A-Za-z0-9_.-])${pattern}(?![A-Za-z0-9_-])`, "i").exec(text);
+        if (m && (!best || m.index < best.at))
+            best = { at: m.index, req };
+    }
+    if (!best)
+        return null;
+    // A name pinned twice (one version per Python range, as --universal writes): the one uv names.
+    const name = normalizeName(best.req.name);
+    const twins = requirements.filter((r) => normalizeName(r.name) === name);
+    return twins.find((r) => r.version !== null && new RegExp(`[=\\s]=?${r.version.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![0-9A-Za-z.])`).test(text)) ?? best.req;
+}
+/** uv's error as one line: its "error:" and "cause:" lines, without the "Using Python …" chatter. */
+function uvErrorSummary(stderr) {
+    const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+    const from = lines.findIndex((l) => /^(error|×)/.test(l));
+    const kept = (from >= 0 ? lines.slice(from) : lines.slice(-4)).filter((l) => !/^(Using|Resolved|Prepared|Installed|Audited)\b/.test(l));
+    const one = kept.join(" ").replace(/\s+/g, " ");
+    return one.length > 600 ? `${one.slice(0, 600)}…` : one;
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/environment-store.ts
+
+
+
+/** The file that marks a folder of the store as a complete environment. */
+const MANIFEST = "probegate-env.json";
+/**
+ * Where built environments live: `$PROBEGATE_ENV_DIR`, else /var/cache/probegate/envs. Not under
+ * /root or $HOME: the sandbox's unprivileged users must read (and so reach) every environment.
+ */
+function environmentRoot(env = process.env) {
+    return env.PROBEGATE_ENV_DIR || "/var/cache/probegate/envs";
+}
+/**
+ * The folder name of an environment: the lock's content hash (16 hex digits are plenty among one
+ * runner's locks; the manifest keeps all 64) and the base interpreter's version, since a venv runs
+ * only on the interpreter it was made with.
+ */
+function environmentKey(lockHash, pythonVersion) {
+    return `${lockHash.slice(0, 16)}-py${pythonVersion}`;
+}
+/** The manifest of the environment in `dir`, or null where it is not a complete one. */
+function readManifest(dir) {
+    const file = (0,external_node_path_namespaceObject.join)(dir, MANIFEST);
+    if (!(0,external_node_fs_namespaceObject.existsSync)(file))
+        return null;
+    try {
+        const parsed = EnvironmentManifestSchema.safeParse(JSON.parse((0,external_node_fs_namespaceObject.readFileSync)(file, "utf8")));
+        return parsed.success ? parsed.data : null;
+    }
+    catch {
+        return null;
+    }
+}
+/** Every complete environment under `root`, by folder name; builds in progress (dot folders) are left out. */
+function listEnvironments(root = environmentRoot()) {
+    let names;
+    try {
+        names = readdirSync(root);
+    }
+    catch {
+        return [];
+    }
+    return names
+        .filter((n) => !n.startsWith("."))
+        .sort()
+        .flatMap((n) => {
+        const dir = join(root, n);
+        const manifest = readManifest(dir);
+        return manifest ? [{ dir, python: join(dir, "bin", "python"), manifest }] : [];
+    });
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/uv.ts
+
+
+
+
+/** The uv version probegate is tested with; the install hint names it. */
+const UV_VERSION = "0.13.8";
+/** uv: `$PROBEGATE_UV`, else `uv` on PATH; a HarnessError saying how to install it where there is none. */
+function findUv(env = process.env) {
+    const explicit = env.PROBEGATE_UV;
+    const candidates = explicit ? [explicit] : (env.PATH ?? "").split(":").filter(Boolean).map((d) => (0,external_node_path_namespaceObject.join)(d, "uv"));
+    for (const c of candidates) {
+        try {
+            (0,external_node_fs_namespaceObject.accessSync)(c, external_node_fs_namespaceObject.constants.X_OK);
+            return c;
+        }
+        catch {
+            // next
+        }
+    }
+    throw new HarnessError(explicit
+        ? `PROBEGATE_UV names ${explicit}, which is not an executable file. Point it at uv, or install uv: python3 -m pip install uv==${UV_VERSION}`
+        : `the task declares an environment, and building it needs uv, which is not on PATH. Install it (python3 -m pip install uv==${UV_VERSION}; with Debian's python3 add --break-system-packages, which puts it in /usr/local/bin) or set PROBEGATE_UV to its path.`, "environment");
+}
+/** What uv runs with: never download an interpreter (the base is a system one), plain output. */
+function uvEnv() {
+    return { UV_PYTHON_DOWNLOADS: "never", NO_COLOR: "1", UV_NO_PROGRESS: "1" };
+}
+const uvVersions = new Map();
+/** `uv --version`'s number (cached per process). */
+function uvVersion(uv) {
+    let v = uvVersions.get(uv);
+    if (!v) {
+        v = execa(uv, ["--version"], { reject: false, timeout: 30_000 }).then((r) => (r.exitCode === 0 ? (String(r.stdout).trim().split(/\s+/)[1] ?? "unknown") : "unknown"));
+        uvVersions.set(uv, v);
+    }
+    return v;
+}
+/**
+ * Runs uv, passing on the summary lines of its output ("Resolved 30 packages", "Downloading torch
+ * (858.1MiB)", "Installed 30 packages in 2.1s") as they come: the rest is long and says nothing to
+ * a person waiting.
+ */
+async function runUv(uv, args, onLine, timeoutS) {
+    const child = execa(uv, args, { reject: false, timeout: timeoutS * 1000, env: uvEnv(), stdin: "ignore", all: false });
+    let stderr = "";
+    let partial = "";
+    child.stderr?.on("data", (chunk) => {
+        stderr += chunk.toString();
+        partial += chunk.toString();
+        const lines = partial.split("\n");
+        partial = lines.pop() ?? "";
+        for (const l of lines)
+            if (/^\s*(Resolved|Downloading|Prepared|Installed|Uninstalled|Audited|warning)\b/.test(l))
+                onLine(l.trim());
+    });
+    const r = await child;
+    if (r.timedOut)
+        return { exitCode: 124, stderr: `${stderr}\nerror: uv ${args[0]} ${args[1] ?? ""} did not finish in ${timeoutS} s` };
+    return { exitCode: typeof r.exitCode === "number" ? r.exitCode : 1, stderr };
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/build-environment.ts
+
+
+
+
+
+
+
+
+
+
+
+
+/** Builds of this process in flight, by folder: evaluations side by side share one. */
+const inFlight = new Map();
+/**
+ * The environment of `req`, built once per runner: found in the store when built before, else
+ * built under a runner claim (`env-<key>` in `<root>/.claims`) so two processes never build one
+ * at once; the second waits for the first and reuses its build. A lock uv cannot install ends in
+ * a HarnessError (phase "environment") naming the package and its line in the lock.
+ */
+async function ensureEnvironment(req, opts = {}) {
+    const t0 = performance.now();
+    const progress = opts.onProgress ?? (() => { });
+    let bytes;
+    try {
+        bytes = (0,external_node_fs_namespaceObject.readFileSync)(req.lockFile);
+    }
+    catch (e) {
+        throw new HarnessError(`cannot read the environment lock ${req.lockLabel} (${e.code ?? String(e)})`, "environment");
+    }
+    const lock = parseLock(bytes.toString("utf8"));
+    if (lock.problems.length) {
+        throw new HarnessError(`the environment lock ${req.lockLabel} cannot be built: ${locatedProblems(req.lockLabel, lock.problems).join("; ")}`, "environment");
+    }
+    const { chosen, seen } = await chooseInterpreter(req.python);
+    if (!chosen) {
+        throw new HarnessError(`no system interpreter matches python: "${req.python}" (environment.python in ${req.declaredIn}); found ${seen.length ? seen.join(", ") : "no python3.N in /usr/bin, /usr/local/bin or on PATH"}. Install one in the range (e.g. apt-get install python3.X), list it in PROBEGATE_ENV_PYTHONS, or widen the range.`, "environment");
+    }
+    const hash = lockHash(bytes);
+    const root = opts.root ?? environmentRoot();
+    const dir = (0,external_node_path_namespaceObject.join)(root, environmentKey(hash, chosen.version));
+    const claimant = opts.claimant ?? process.pid;
+    const memo = `${dir}\0${claimant}`;
+    let pending = inFlight.get(memo);
+    if (!pending) {
+        pending = obtain({ req, lock, hash, base: chosen, root, dir, progress, timeoutS: opts.timeoutS ?? 1800, pollMs: opts.pollMs ?? 500, claimant });
+        inFlight.set(memo, pending);
+        pending.then(() => inFlight.delete(memo), () => inFlight.delete(memo));
+    }
+    const got = await pending;
+    return { ...got, seconds: (performance.now() - t0) / 1000 };
+}
+function found(dir) {
+    const manifest = readManifest(dir);
+    return manifest ? { dir, python: (0,external_node_path_namespaceObject.join)(dir, "bin", "python"), manifest, reused: true, seconds: 0 } : null;
+}
+async function obtain(job) {
+    const ready = found(job.dir);
+    if (ready)
+        return ready;
+    // World-searchable: the sandbox's users reach the environments through it.
+    try {
+        (0,external_node_fs_namespaceObject.mkdirSync)(job.root, { recursive: true, mode: 0o755 });
+    }
+    catch (e) {
+        const code = e.code ?? String(e);
+        throw new HarnessError(`cannot make the environment store ${job.root} (${code}). Create it (sudo install -d -m 0755 -o "$USER" ${job.root}) or set PROBEGATE_ENV_DIR to a folder this user can write and everyone can read.`, "environment");
+    }
+    const claims = new RunnerClaims((0,external_node_path_namespaceObject.join)(job.root, ".claims"), { pid: job.claimant });
+    const key = `env-${job.dir.slice(job.root.length + 1)}`;
+    let announced = false;
+    for (;;) {
+        if (claims.claim(key)) {
+            try {
+                return found(job.dir) ?? (await build(job));
+            }
+            finally {
+                claims.release(key);
+            }
+        }
+        if (!announced) {
+            const holder = claims.holders([key]).get(key);
+            job.progress(`waiting for process ${holder ?? "?"}, which is building this environment`);
+            announced = true;
+        }
+        await new Promise((r) => setTimeout(r, job.pollMs));
+        const built = found(job.dir);
+        if (built)
+            return built;
+    }
+}
+/** Builds into a dot folder beside the final one, then renames it into place: never seen half built. */
+async function build(job) {
+    const { req, base, root, dir, progress } = job;
+    const t0 = performance.now();
+    const uv = findUv();
+    const name = dir.slice(root.length + 1);
+    // Holding the claim, any build folder of this key is a dead builder's; a folder of the final name
+    // reaches here only without a valid manifest: a broken leftover.
+    for (const n of (0,external_node_fs_namespaceObject.readdirSync)(root))
+        if (n.startsWith(`.build-${name}-`) || n === name)
+            await removeTree((0,external_node_path_namespaceObject.join)(root, n));
+    const tmp = (0,external_node_path_namespaceObject.join)(root, `.build-${name}-${process.pid}-${(0,external_node_crypto_.randomBytes)(3).toString("hex")}`);
+    progress(`building environment ${name} from ${req.lockLabel}: ${job.lock.requirements.length} pinned packages on ${base.path} (${base.version})`);
+    try {
+        // Relocatable: its scripts (pytest, torchrun) find their python by their own path, so the
+        // folder still works after the rename into place.
+        const venv = await runUv(uv, ["venv", "--relocatable", "--python", base.path, tmp], progress, job.timeoutS);
+        if (venv.exitCode !== 0)
+            throw new HarnessError(`uv venv could not make a virtual environment on ${base.path}: ${uvErrorSummary(venv.stderr)}`, "environment");
+        progress("installing the lock (uv pip sync --require-hashes)");
+        const sync = await runUv(uv, ["pip", "sync", "--require-hashes", "--python", (0,external_node_path_namespaceObject.join)(tmp, "bin", "python"), req.lockFile], progress, job.timeoutS);
+        if (sync.exitCode !== 0)
+            throw lockFailure(job, sync.stderr);
+        const py = await inspectPython((0,external_node_path_namespaceObject.join)(tmp, "bin", "python"));
+        const manifest = {
+            lockHash: job.hash,
+            lockFile: req.lockLabel,
+            interpreter: base.path,
+            python: py.python,
+            torch: py.torch,
+            cuda: py.cuda,
+            uv: await uvVersion(uv),
+            builtAt: new Date().toISOString(),
+            buildS: Math.round((performance.now() - t0) / 100) / 10,
+            sizeBytes: treeBytes([tmp]),
+            packages: countDistributions(tmp),
+        };
+        (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+        // Read-only for everyone, readable by everyone: the sandbox's users run it, none may change it.
+        const ro = await execa("chmod", ["-R", "a-w,a+rX", tmp], { reject: false });
+        if (ro.exitCode !== 0)
+            throw new HarnessError(`could not make the environment read-only: ${String(ro.stderr).trim()}`, "environment");
+        (0,external_node_fs_namespaceObject.renameSync)(tmp, dir);
+        progress(`built ${name} in ${manifest.buildS} s: python ${manifest.python}, torch ${manifest.torch ?? "none"}, ${(manifest.sizeBytes / 2 ** 20).toFixed(0)} MiB`);
+        return { dir, python: (0,external_node_path_namespaceObject.join)(dir, "bin", "python"), manifest, reused: false, seconds: 0 };
+    }
+    finally {
+        await removeTree(tmp);
+    }
+}
+/** Removes a (possibly read-only) tree. */
+async function removeTree(path) {
+    if (!(0,external_node_fs_namespaceObject.existsSync)(path))
+        return;
+    await execa("chmod", ["-R", "u+w", path], { reject: false });
+    (0,external_node_fs_namespaceObject.rmSync)(path, { recursive: true, force: true });
+}
+/** The error of a lock uv could not install: the package uv names, its line in the lock, uv's reason. */
+function lockFailure(job, stderr) {
+    const req = requirementNamedIn(stderr, job.lock.requirements);
+    const where = req ? `${job.req.lockLabel}:${req.line} (${req.name}${req.version ? `==${req.version}` : ""})` : job.req.lockLabel;
+    return new HarnessError(`the environment lock ${where} could not be installed: ${uvErrorSummary(stderr)}. Fix the lock (recompile it: uv pip compile --universal --generate-hashes); no test or probe was run.`, "environment");
+}
+/** Installed distributions (their .dist-info folders) in the venv's site-packages. */
+function countDistributions(venv) {
+    const lib = (0,external_node_path_namespaceObject.join)(venv, "lib");
+    let n = 0;
+    for (const py of (0,external_node_fs_namespaceObject.existsSync)(lib) ? (0,external_node_fs_namespaceObject.readdirSync)(lib) : []) {
+        const site = (0,external_node_path_namespaceObject.join)(lib, py, "site-packages");
+        if ((0,external_node_fs_namespaceObject.existsSync)(site))
+            n += (0,external_node_fs_namespaceObject.readdirSync)(site).filter((f) => f.endsWith(".dist-info")).length;
+    }
+    return n;
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/task-request.ts
+
+/**
+ * The environment a task declares (task.yml `environment:`), as a build request; null for a task
+ * without one, which runs on the runner's interpreter. Paths in messages are relative to the
+ * working folder, as a person typed them.
+ */
+function environmentRequest(task) {
+    const env = task.spec.environment;
+    if (!env)
+        return null;
+    const lockFile = (0,external_node_path_namespaceObject.resolve)(task.dir, env.lock);
+    const rel = (0,external_node_path_namespaceObject.relative)(process.cwd(), lockFile);
+    return {
+        lockFile,
+        lockLabel: rel && !rel.startsWith("..") ? rel : lockFile,
+        python: env.python,
+        declaredIn: task.file,
+    };
+}
+
 ;// CONCATENATED MODULE: ./src/engine/evaluation-context.ts
+
+
 
 
 
@@ -60585,14 +61589,23 @@ const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
 const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
 /**
- * Starts reading the host's facts, so they are gathered while the workspace is built. A failure
- * surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness error of the evaluation.
+ * Starts reading the host's facts, so they are gathered while the workspace is built. A task that
+ * declares an environment gets it built (or found in the runner's store) meanwhile, and its python
+ * is the one inspected; `--python` (opts.python) overrides it, as an explicit choice for this run.
+ * A failure surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness
+ * error of the evaluation.
  */
-function gatherHostFacts(opts) {
+function gatherHostFacts(opts, onProgress) {
     const bwrap = bwrapPath();
-    const facts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)]);
+    const request = opts.python ? null : environmentRequest(opts.task);
+    if (opts.python && opts.task.spec.environment)
+        onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${opts.task.spec.environment.lock}`);
+    const environment = request ? ensureEnvironment(request, { onProgress }) : null;
+    environment?.catch(() => { });
+    const python = environment ? environment.then((env) => inspectPython(env.python)) : inspectPython(choosePython(opts.python));
+    const facts = Promise.all([python, detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)]);
     facts.catch(() => { });
-    return { bwrap, facts };
+    return { bwrap, facts, environment };
 }
 /**
  * The clock of one evaluation. The task's wall clock counts from the start, less the time spent
@@ -60644,6 +61657,7 @@ function openEvaluation(opts) {
     // Every string that leaves the runner (events, the result) is checked against the probe sources.
     const secrets = readProbeSecrets(opts.task.probesDir);
     const rawEmit = opts.onEvent ?? (() => { });
+    const emit = (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value);
     return {
         opts,
         spec,
@@ -60651,12 +61665,12 @@ function openEvaluation(opts) {
         probeSet,
         params,
         secrets,
-        emit: (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value),
-        hostFacts: gatherHostFacts(opts),
+        emit,
+        hostFacts: gatherHostFacts(opts, (text) => emit({ type: "log", source: "environment", text })),
         cgroups: findControllers(),
         processes: opts.runLimits?.processes ?? DEFAULT_PROCESSES,
         diskBytes: opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES,
-        record: { workspaceS: 0, host: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], probesS: 0, harnessError: null, releaseUid: null },
+        record: { workspaceS: 0, host: null, pythonEnv: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], guard: [], probesS: 0, harnessError: null, releaseUid: null },
     };
 }
 /**
@@ -60763,6 +61777,17 @@ const EnvironmentSchema = strictObject({
     sandboxed: schemas_boolean(),
     /** The cgroup version that limited and metered each run; null where none was usable. */
     cgroup: schemas_enum(["v1", "v2"]).nullish(),
+    /**
+     * The task's own Python environment (task.yml `environment:`) the jobs ran in: the sha256 of its
+     * lock, its Python version and the system interpreter it is built on. Absent or null: the runner's
+     * interpreter (no environment declared, or --python named one).
+     */
+    pythonEnv: strictObject({
+        lockHash: schemas_string().regex(/^[0-9a-f]{64}$/),
+        python: schemas_string(),
+        interpreter: schemas_string(),
+    })
+        .nullish(),
 });
 const SignatureSchema = strictObject({
     algorithm: literal("hmac-sha256"),
@@ -60785,7 +61810,15 @@ const EvaluationResultSchema = strictObject({
         repo: schemas_string().nullish(),
         ref: schemas_string().nullish(),
         sha: schemas_string().nullish(),
+        /** Repository gates: the PR base asked for, and the merge base the head was compared with. */
+        prBase: strictObject({ asked: schemas_string(), mergeBase: schemas_string() }).nullish(),
     }),
+    /**
+     * Where the probe set came from, as checked out on the runner (the Action fills it before
+     * signing): the evaluator repository's commit (tasks and workflow) and the probes repository's
+     * commit. Null where a folder was not a git checkout. Scorecards split by these.
+     */
+    probeSetVersion: strictObject({ evaluatorCommit: schemas_string().nullable(), probesCommit: schemas_string().nullable() }).nullish(),
     /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
     evaluationKey: schemas_string().nullish(),
     verdict: VerdictSchema,
@@ -61078,6 +62111,7 @@ function jobContextFor(base, job, lease) {
         port: lease.port,
         cpus: lease.cores,
         setupDir: base.setupDir,
+        envBin: base.envBin,
     };
 }
 
@@ -61132,6 +62166,21 @@ function verifyResult(result, key) {
         return { ok: false, why: "the signature does not match the result's content" };
     return { ok: true };
 }
+/**
+ * Whether a result carries a valid signature by any of `keys` (the current key first, then the
+ * previous ones a rotation keeps for results in flight). The key is picked by the signature's key
+ * id, so an unknown key is refused naming the ids that are accepted.
+ */
+function verifyResultWithKeys(result, keys) {
+    const sig = result.signature;
+    if (!sig)
+        return { ok: false, why: "the result is not signed" };
+    const index = keys.findIndex((k) => keyId(k) === sig.keyId);
+    if (index < 0)
+        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keys.map(keyId).join(" or ")})` };
+    const checked = verifyResult(result, keys[index]);
+    return checked.ok ? { ok: true, keyIndex: index } : checked;
+}
 
 ;// CONCATENATED MODULE: ./src/engine/sign.ts
 // Result signing lives in src/core (one definition for the engine, the Action, the app and the CLI).
@@ -61179,7 +62228,7 @@ function toProbeResults(checks) {
 function assembleResult(ev) {
     const { opts, spec, record, ws } = ev;
     ev.emit({ type: "phase-start", phase: "verdict" });
-    const probes = toProbeResults(record.checks);
+    const probes = toProbeResults([...record.guard, ...record.checks]);
     const { verdict, reason } = decideVerdict({ harnessError: record.harnessError?.message, official: record.official, probes });
     const runner = record.runner;
     const records = [...(runner?.records ?? [])].sort((x, y) => x.startS - y.startS);
@@ -61192,6 +62241,7 @@ function assembleResult(ev) {
             repo: opts.submission.kind === "git" ? opts.submission.repo : null,
             ref: opts.submission.kind === "git" ? opts.submission.ref : null,
             sha: ws.submissionSha,
+            prBase: ws.prBase ? { asked: ws.prBase.asked, mergeBase: ws.prBase.mergeBase } : null,
         },
         evaluationKey: opts.evaluationKey ?? null,
         verdict,
@@ -61217,6 +62267,7 @@ function assembleResult(ev) {
             gpus: record.host?.gpus ?? [],
             sandboxed: record.sandboxed,
             cgroup: ev.cgroups ? `v${ev.cgroups.version}` : null,
+            pythonEnv: record.pythonEnv,
         },
         jobs: runner ? records : null,
         startedAt: ev.clock.startedAt.toISOString(),
@@ -61229,7 +62280,49 @@ function assembleResult(ev) {
     return opts.signingKey ? signResult(clean, opts.signingKey) : clean;
 }
 
+;// CONCATENATED MODULE: ./src/engine/sandbox/uid-map.ts
+
+/** Parses /proc/self/uid_map (`inside outside count` a line). */
+function parseUidMap(text) {
+    return text
+        .split("\n")
+        .map((l) => l.trim().split(/\s+/).map(Number))
+        .filter((f) => f.length === 3 && f.every((n) => Number.isInteger(n) && n >= 0))
+        .map(([inside, outside, count]) => ({ inside: inside, outside: outside, count: count }));
+}
+/**
+ * Whether every uid of [first, first + count) exists in this user namespace. A pod with
+ * `hostUsers: false` maps only 65,536 uids (0–65535): there a uid outside them cannot be
+ * switched to (setpriv fails with EINVAL before the sandbox starts).
+ */
+function uidsMapped(map, first, count = 1) {
+    let next = first;
+    const end = first + count;
+    // Ranges may be listed in any order and may adjoin: walk forward through them.
+    for (let moved = true; next < end && moved;) {
+        moved = false;
+        for (const r of map) {
+            if (next >= r.inside && next < r.inside + r.count) {
+                next = r.inside + r.count;
+                moved = true;
+            }
+        }
+    }
+    return next >= end;
+}
+/** This process's uid map; null where it cannot be read (not Linux). */
+function readUidMap(file = "/proc/self/uid_map") {
+    try {
+        return parseUidMap((0,external_node_fs_namespaceObject.readFileSync)(file, "utf8"));
+    }
+    catch {
+        return null;
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/engine/sandbox/job-isolation.ts
+
+
 
 
 
@@ -61257,6 +62350,11 @@ function planIsolation(o) {
         return () => ({ ...base, sandbox: null });
     const uid = o.support.dropToUid === null ? null : (o.uid ?? o.support.dropToUid);
     if (uid !== null) {
+        // Found now: setpriv would fail before bubblewrap starts, and the run's exit 1 read as the submission's.
+        const map = readUidMap();
+        if (map && !uidsMapped(map, uid)) {
+            throw new HarnessError(`the sandbox user (uid ${uid}) does not exist in this user namespace (uid_map: ${map.map((r) => `${r.inside}–${r.inside + r.count - 1}`).join(", ")}); a pod with hostUsers: false has only uids 0–65535. Run the runner as a non-root user, or where uids from ${uid} are mapped (docs/arc.md); \`probegate doctor\` checks this.`, "sandbox");
+        }
         // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
         (0,external_node_fs_namespaceObject.chmodSync)(o.evaluationRoot, 0o711);
         const closed = closedAncestor((0,external_node_path_namespaceObject.dirname)(o.evaluationRoot));
@@ -61275,11 +62373,15 @@ function planIsolation(o) {
         }
     }
     const readOnly = [...layout.readOnly, ...interpreter];
-    return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus) } });
+    const nodes = o.gpuNodes ?? [];
+    const { missing } = resolveGpuNodes(nodes.map((n) => n.index), nodes);
+    if (missing.length)
+        throw missingGpuError(missing);
+    return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus, nodes) } });
 }
 /**
  * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
- * the sandbox's user (it runs as `nobody`); the engine, as root, still reads it all afterwards.
+ * the sandbox's user (the evaluation's own uid); the engine, as root, still reads it all afterwards.
  */
 async function isolationFor(plan, mounts) {
     const sb = plan.sandbox;
@@ -61314,242 +62416,6 @@ async function isolationFor(plan, mounts) {
 
 // EXTERNAL MODULE: external "node:net"
 var external_node_net_ = __nccwpck_require__(7030);
-;// CONCATENATED MODULE: ./src/engine/claims/runner-claims.ts
-
-
-
-
-
-/** How deep a takeover may chase takeover locks left by processes that died while holding one. */
-const MAX_TAKEOVER_DEPTH = 3;
-/**
- * Claims between the probegate processes of one runner, on what must be unique among everything
- * running on it at once:
- *  - rendezvous ports (`port-<n>`): a port nothing listens on can still be taken — it is handed out
- *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
- *    --power`, another runner service) checking it in that window would give it to its own job, whose
- *    ranks would then meet the first job's store;
- *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`);
- *  - GPUs (`gpu-<index>`) and pinned cores (`core-<id>`): held by a job of one process's job pool
- *    (job-pool.ts), so two processes never put their jobs on one GPU or pin them to one core.
- * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
- * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
- * taken over, see `removeStale`.
- *
- * Beside the claims, a job pool that waits for GPUs or cores announces it (`<id>.wait`), so the
- * pools of other processes can leave it its turn instead of handing what they free straight to
- * their own queues (job-pool.ts).
- */
-class RunnerClaims {
-    where;
-    /** The pid written into claims: this process's. Tests give two instances distinct live identities. */
-    pid;
-    constructor(where = defaultClaimDir(), opts = {}) {
-        this.where = where;
-        this.pid = opts.pid ?? process.pid;
-        (0,external_node_fs_namespaceObject.mkdirSync)(this.where, { recursive: true, mode: 0o700 });
-    }
-    /** True when this process now holds `key` (and must `release` it); false when a live process does. */
-    claim(key) {
-        return this.take(this.file(key), 0);
-    }
-    /**
-     * Claims every key or none: on the first key held elsewhere, gives back those it got and says
-     * which key it was and who holds it.
-     */
-    claimAll(keys) {
-        const got = [];
-        try {
-            for (const key of keys) {
-                if (!this.claim(key)) {
-                    this.releaseAll(got);
-                    return { key, pid: readHolder(this.file(key)) };
-                }
-                got.push(key);
-            }
-        }
-        catch (e) {
-            this.releaseAll(got);
-            throw e;
-        }
-        return null;
-    }
-    releaseAll(keys) {
-        for (const key of keys)
-            this.release(key);
-    }
-    release(key) {
-        this.drop(this.file(key));
-    }
-    /**
-     * Which of `keys` a live process holds now, with its pid (one listing of the folder, then one read
-     * per key that has a claim). A claim of a dead process is left out: claiming the key takes it over.
-     */
-    holders(keys) {
-        const wanted = new Set(keys);
-        const out = new Map();
-        for (const name of (0,external_node_fs_namespaceObject.readdirSync)(this.where)) {
-            if (!name.endsWith(".claim"))
-                continue;
-            const key = name.slice(0, -".claim".length);
-            if (!wanted.has(key))
-                continue;
-            const pid = readHolder((0,external_node_path_namespaceObject.join)(this.where, name));
-            if (pid !== null && alive(pid))
-                out.set(key, pid);
-        }
-        return out;
-    }
-    /**
-     * Says (or, with null, stops saying) that the pool `id` waits: replaced whole, never seen half
-     * written. A pool announces only while it has a job waiting.
-     */
-    announceWait(id, wait) {
-        const file = (0,external_node_path_namespaceObject.join)(this.where, `${id}.wait`);
-        if (!wait) {
-            (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
-            return;
-        }
-        const aside = `${file}.${(0,external_node_crypto_.randomBytes)(4).toString("hex")}.tmp`;
-        (0,external_node_fs_namespaceObject.writeFileSync)(aside, JSON.stringify({ id, pid: this.pid, ...wait }), { mode: 0o600 });
-        (0,external_node_fs_namespaceObject.renameSync)(aside, file);
-    }
-    /**
-     * The waits other pools announce (not `exceptId`'s), oldest first; those of processes that are
-     * gone are removed. One listing of the folder and one read per announcement.
-     */
-    waiters(exceptId) {
-        const out = [];
-        for (const name of (0,external_node_fs_namespaceObject.readdirSync)(this.where)) {
-            if (!name.endsWith(".wait") || name === `${exceptId}.wait`)
-                continue;
-            const file = (0,external_node_path_namespaceObject.join)(this.where, name);
-            let w;
-            try {
-                w = JSON.parse((0,external_node_fs_namespaceObject.readFileSync)(file, "utf8"));
-            }
-            catch {
-                continue; // given back meanwhile
-            }
-            if (!alive(w.pid)) {
-                (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
-                continue;
-            }
-            out.push(w);
-        }
-        return out.sort((a, b) => a.since - b.since || a.id.localeCompare(b.id));
-    }
-    take(file, depth) {
-        for (let attempt = 0; attempt < 3; attempt += 1) {
-            if (this.create(file))
-                return true;
-            const holder = readHolder(file);
-            if (holder === null)
-                continue; // given back meanwhile: try again
-            if (alive(holder))
-                return false;
-            if (depth >= MAX_TAKEOVER_DEPTH || !this.removeStale(file, holder, depth))
-                return false;
-        }
-        return false;
-    }
-    /**
-     * Removes `file` if it still names the dead `holder`. Two processes can both read the same stale
-     * claim; were each to remove what it finds, the slower one would remove the claim the faster one
-     * has just made, and both would hold the key. So the removal happens only under a takeover lock
-     * named for the dead holder (itself a claim, taken over the same way should its maker die holding
-     * it), and only after reading the claim again under that lock: whoever comes second finds the
-     * first one's live pid there and leaves it. False when another process is taking it over now.
-     */
-    removeStale(file, holder, depth) {
-        const lock = `${file}.takeover-${holder}`;
-        if (!this.take(lock, depth + 1))
-            return false;
-        try {
-            if (readHolder(file) === holder)
-                (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
-        }
-        finally {
-            this.drop(lock);
-        }
-        return true;
-    }
-    /** Makes `file` naming this process, unless it exists: written aside first, then hard-linked into place. */
-    create(file) {
-        const aside = `${file}.${this.pid}-${(0,external_node_crypto_.randomBytes)(4).toString("hex")}.tmp`;
-        (0,external_node_fs_namespaceObject.writeFileSync)(aside, String(this.pid), { mode: 0o600, flag: "wx" });
-        try {
-            (0,external_node_fs_namespaceObject.linkSync)(aside, file);
-            return true;
-        }
-        catch (e) {
-            if (e.code !== "EEXIST")
-                throw e;
-            return false;
-        }
-        finally {
-            (0,external_node_fs_namespaceObject.rmSync)(aside, { force: true });
-        }
-    }
-    /** Removes `file` if this process holds it (a claim taken over by someone else is theirs now). */
-    drop(file) {
-        if (readHolder(file) === this.pid)
-            (0,external_node_fs_namespaceObject.rmSync)(file, { force: true });
-    }
-    file(key) {
-        return (0,external_node_path_namespaceObject.join)(this.where, `${key}.claim`);
-    }
-}
-/** The pid a claim names; 0 for content that names none (a dead claim); null when there is no claim. */
-function readHolder(file) {
-    let text;
-    try {
-        text = (0,external_node_fs_namespaceObject.readFileSync)(file, "utf8").trim();
-    }
-    catch (e) {
-        const code = e.code;
-        if (code === "ENOENT")
-            return null;
-        throw new HarnessError(`cannot read the runner claim ${file} (${code ?? String(e)}): every probegate process of a runner must be able to read its claim folder (PROBEGATE_CLAIMS)`, "packing");
-    }
-    const pid = Number(text);
-    return /^\d+$/.test(text) && Number.isSafeInteger(pid) ? pid : 0;
-}
-function alive(pid) {
-    if (pid <= 0)
-        return false; // kill(0) would signal our own process group
-    try {
-        process.kill(pid, 0);
-        return true;
-    }
-    catch (e) {
-        return e.code === "EPERM";
-    }
-}
-/**
- * One folder per user for the whole runner, not under $TMPDIR: two probegate processes with
- * different temp dirs must still see each other's claims. PROBEGATE_CLAIMS overrides it.
- */
-function defaultClaimDir() {
-    return process.env.PROBEGATE_CLAIMS || (0,external_node_path_namespaceObject.join)("/tmp", `probegate-claims-${(0,external_node_os_namespaceObject.userInfo)().uid}`);
-}
-/** Sandbox uid slots an evaluation may claim (uid = JOB_UID_BASE + slot). */
-const UID_SLOTS = 4096;
-/**
- * Claims a sandbox uid slot for one evaluation, from a random start so processes rarely collide
- * first. All jobs of an evaluation share its workspace and so its uid; two evaluations never share
- * one while both run. Throws when every slot is held by a live process.
- */
-function claimEvaluationUid(claims = new RunnerClaims()) {
-    const start = Math.floor(Math.random() * UID_SLOTS);
-    for (let i = 0; i < UID_SLOTS; i += 1) {
-        const slot = (start + i) % UID_SLOTS;
-        if (claims.claim(`uid-${slot}`))
-            return { slot, release: () => claims.release(`uid-${slot}`) };
-    }
-    throw new HarnessError(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
-}
-
 ;// CONCATENATED MODULE: ./src/engine/claims/slice-claims.ts
 
 /** The claim keys of a job slice's GPUs and cores (runner-claims.ts). */
@@ -62079,7 +62945,8 @@ function jobEnv(ctx, extra = {}) {
     return {
         ...NCCL_SAFE_DEFAULTS,
         ...env,
-        PATH: "/usr/local/bin:/usr/bin:/bin",
+        PATH: `${ctx.envBin ? `${ctx.envBin}:` : ""}/usr/local/bin:/usr/bin:/bin`,
+        ...(ctx.envBin ? { VIRTUAL_ENV: (0,external_node_path_namespaceObject.dirname)(ctx.envBin) } : {}),
         HOME: home,
         // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
         TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,
@@ -62103,698 +62970,6 @@ function jobEnv(ctx, extra = {}) {
 /** Replaces `{python}`, `{junit}`, `{probe}`, `{workspace}` in a command; unknown placeholders stay as written. */
 function expandCommand(argv, values) {
     return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
-}
-
-;// CONCATENATED MODULE: ./src/engine/sandbox/disk-usage.ts
-
-
-/**
- * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
- * Sampled once a second against the disk limit; evaluation folders are small source trees.
- */
-function treeBytes(paths) {
-    let total = 0;
-    const stack = [...paths];
-    while (stack.length) {
-        const p = stack.pop();
-        let st;
-        try {
-            st = (0,external_node_fs_namespaceObject.lstatSync)(p);
-        }
-        catch {
-            continue; // Removed while walking.
-        }
-        if (st.isFile())
-            total += st.size;
-        else if (st.isDirectory()) {
-            try {
-                for (const name of (0,external_node_fs_namespaceObject.readdirSync)(p))
-                    stack.push((0,external_node_path_namespaceObject.join)(p, name));
-            }
-            catch {
-                // Unreadable: the sandbox made it so; nothing large can hide there for long.
-            }
-        }
-    }
-    return total;
-}
-
-;// CONCATENATED MODULE: ./src/engine/sandbox/process-group.ts
-
-const PAGE_SIZE = 4096;
-function readStat(pid) {
-    try {
-        const stat = (0,external_node_fs_namespaceObject.readFileSync)(`/proc/${pid}/stat`, "utf8");
-        // comm may hold spaces and parens: fields resume after the last ')'.
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
-        if (fields[0] === "Z")
-            return null;
-        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
-    }
-    catch {
-        return null; // The process ended, or this is not Linux.
-    }
-}
-function childrenOf(pid) {
-    const out = [];
-    let tasks;
-    try {
-        tasks = (0,external_node_fs_namespaceObject.readdirSync)(`/proc/${pid}/task`);
-    }
-    catch {
-        return out;
-    }
-    for (const tid of tasks) {
-        try {
-            for (const c of (0,external_node_fs_namespaceObject.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
-                if (c)
-                    out.push(Number(c));
-        }
-        catch {
-            // The thread ended between readdir and read.
-        }
-    }
-    return out;
-}
-/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
-function scanGroup(pgid) {
-    let entries;
-    try {
-        entries = (0,external_node_fs_namespaceObject.readdirSync)("/proc");
-    }
-    catch {
-        return [];
-    }
-    const pids = [];
-    for (const name of entries) {
-        if (!/^\d+$/.test(name))
-            continue;
-        if (readStat(Number(name))?.pgid === pgid)
-            pids.push(Number(name));
-    }
-    return pids;
-}
-/**
- * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
- *
- * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
- * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
- * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
- * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
- * process found outside the tree is tracked as a root from then on.
- */
-class GroupMeter {
-    pgid;
-    fullScanEvery;
-    roots = new Set();
-    samples = 0;
-    constructor(pgid, fullScanEvery = 10) {
-        this.pgid = pgid;
-        this.fullScanEvery = fullScanEvery;
-        this.roots.add(pgid);
-    }
-    sample() {
-        if (this.samples++ % this.fullScanEvery === 0)
-            for (const pid of scanGroup(this.pgid))
-                this.roots.add(pid);
-        const seen = new Set();
-        let rssBytes = 0;
-        const stack = [...this.roots];
-        while (stack.length) {
-            const pid = stack.pop();
-            if (seen.has(pid))
-                continue;
-            const stat = readStat(pid);
-            if (!stat) {
-                this.roots.delete(pid);
-                continue;
-            }
-            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
-            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
-            seen.add(pid);
-            rssBytes += stat.rssBytes;
-            stack.push(...childrenOf(pid));
-        }
-        return { processes: seen.size, rssBytes };
-    }
-}
-/** Processes and resident bytes of one process group, from one full scan of /proc. */
-function groupUsage(pgid) {
-    return new GroupMeter(pgid, 1).sample();
-}
-/** SIGKILL to a whole process group; a group already gone is fine. */
-function killGroup(pgid) {
-    try {
-        process.kill(-pgid, "SIGKILL");
-    }
-    catch (e) {
-        if (e.code !== "ESRCH")
-            throw e;
-    }
-}
-
-;// CONCATENATED MODULE: ./src/engine/run-command.ts
-
-
-
-
-
-
-
-const KEEP = 64 * 1024;
-const SAMPLE_MS = 100;
-const DISK_SAMPLE_MS = 250;
-/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
-const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
-/**
- * Runs a command in its own process group with a clean environment, in the sandbox when one is
- * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
- * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
- * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
- * outside the sandbox.
- */
-async function runCommand(command, opts) {
-    if (command.length === 0)
-        throw new TypeError("empty command");
-    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
-    const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
-    const sandboxed = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
-    // Pinned from outside the sandbox; every process of the run inherits the mask.
-    const taskset = opts.cpus?.length ? tasksetPath() : null;
-    const inner = taskset ? [taskset, "-c", formatIdList(opts.cpus ?? []), ...sandboxed] : sandboxed;
-    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
-    const [file, ...args] = argv;
-    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
-    const started = performance.now();
-    const child = execa(file, args, {
-        cwd: opts.cwd,
-        env: opts.env,
-        extendEnv: false,
-        detached: true,
-        reject: false,
-        stdin: "ignore",
-        buffer: false,
-        stripFinalNewline: false,
-    });
-    let head = "";
-    let tail = "";
-    let total = 0;
-    let limit = null;
-    let peak = 0;
-    const pgid = child.pid;
-    const stop = (why) => {
-        if (limit)
-            return;
-        limit = why;
-        if (pgid)
-            killGroup(pgid);
-        cg?.killAll();
-    };
-    const onData = (chunk) => {
-        total += chunk.length;
-        if (head.length < KEEP)
-            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
-        else
-            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
-        if (total > opts.limits.outputBytes)
-            stop("output");
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
-    const meter = pgid ? new GroupMeter(pgid) : undefined;
-    const sampler = meter
-        ? setInterval(() => {
-            const { rssBytes, processes } = meter.sample();
-            peak = Math.max(peak, rssBytes);
-            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
-            // processes share once per process, so it decides only where there is no cgroup.
-            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
-            if (hit)
-                stop(hit);
-            else if (opts.limits.gpuMemoryExceeded?.())
-                stop("gpu-memory");
-        }, SAMPLE_MS)
-        : undefined;
-    const diskWatch = iso.writable.length
-        ? setInterval(() => {
-            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-                stop("disk");
-        }, DISK_SAMPLE_MS)
-        : undefined;
-    const result = await child;
-    const durationS = (performance.now() - started) / 1000;
-    clearTimeout(timer);
-    if (sampler)
-        clearInterval(sampler);
-    if (diskWatch)
-        clearInterval(diskWatch);
-    if (pgid)
-        killGroup(pgid);
-    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
-    const kernelLimit = cg?.limitHit() ?? null;
-    if (!limit && kernelLimit)
-        limit = kernelLimit;
-    if (!limit && result.signal === "SIGXFSZ")
-        limit = "disk";
-    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-        limit = "disk";
-    const cgroupPeak = cg?.memoryPeak() ?? null;
-    await cg?.remove();
-    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
-    const spawnError = joinFailed
-        ? "could not join the run's cgroup"
-        : result.failed && result.exitCode === undefined && !result.signal
-            ? (result.shortMessage ?? "could not start")
-            : null;
-    return {
-        exitCode: result.exitCode ?? null,
-        signal: result.signal ?? null,
-        limit,
-        durationS,
-        peakRssBytes: peak,
-        peakMemoryBytes: cgroupPeak ?? peak,
-        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
-        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
-        spawnError,
-    };
-}
-/** util-linux's taskset, where the machine has it (pins a run to the cores of its slice). */
-function tasksetPath() {
-    return ["/usr/bin/taskset", "/bin/taskset", "/usr/local/bin/taskset"].find((p) => (0,external_node_fs_namespaceObject.existsSync)(p)) ?? null;
-}
-
-;// CONCATENATED MODULE: ./src/engine/git.ts
-
-
-/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
-const GIT_ENV = {
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_AUTHOR_NAME: "probegate",
-    GIT_AUTHOR_EMAIL: "probegate@localhost",
-    GIT_COMMITTER_NAME: "probegate",
-    GIT_COMMITTER_EMAIL: "probegate@localhost",
-    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
-    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
-};
-/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
-async function git(cwd, args, opts = {}) {
-    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
-    const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
-        cwd,
-        env: GIT_ENV,
-        reject: false,
-        input: opts.input,
-        stripFinalNewline: true,
-    });
-    if (r.exitCode !== 0) {
-        const stderr = String(r.stderr || r.shortMessage || "").trim();
-        throw opts.onError ? opts.onError(stderr) : new InputError(`git ${args[0]} failed in ${cwd}: ${stderr}`);
-    }
-    return String(r.stdout);
-}
-/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
-async function exportTree(repo, ref, dest, scratch, what) {
-    const fail = (stderr) => new InputError(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
-    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
-    const gitDir = `${scratch}/src.git`;
-    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
-    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
-    if (tar.exitCode !== 0)
-        throw fail(Buffer.from(tar.stderr).toString());
-    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
-    if (untar.exitCode !== 0)
-        throw fail(String(untar.stderr));
-    return sha;
-}
-
-;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
-
-
-const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
-const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
-const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
-const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
-/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
-function pytestSection(text) {
-    const lines = text.split(/\r?\n/);
-    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
-    if (start < 0)
-        return "";
-    const rest = lines.slice(start + 1);
-    const end = rest.findIndex((l) => /^\s*\[/.test(l));
-    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
-}
-/**
- * Decides, for each path the submission added or changed relative to the base, whether it must be
- * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
- * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
- *
- * @param changed paths (posix, relative) that differ from the base, with their content now and in
- *   the base (null where the file does not exist)
- * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
- */
-function planJudgeReset(changed, officialGlobs, setupModules = []) {
-    const reserved = new Set(setupModules);
-    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
-    const actions = [];
-    for (const { path, content, baseContent } of changed) {
-        const name = external_node_path_namespaceObject.posix.basename(path);
-        const base = baseContent !== null;
-        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
-        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
-        if (reserved.has(top) && (base || content !== null)) {
-            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
-        }
-        else if (isOfficial(path)) {
-            if (base || content !== null)
-                put("official test files are restored from the base before the official tests run");
-        }
-        else if (name === "conftest.py") {
-            if (base || content !== null)
-                put("conftest.py is a test-time hook; only the task's own are kept");
-        }
-        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
-            if (content !== null)
-                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
-        }
-        else if (PYTEST_CONFIGS.has(name)) {
-            if (content !== null)
-                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
-        }
-        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
-            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
-        }
-    }
-    return actions;
-}
-
-;// CONCATENATED MODULE: ./src/engine/workspace.ts
-
-
-
-
-
-
-const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
-const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
-function emptyExceptGit(dir) {
-    for (const name of (0,external_node_fs_namespaceObject.readdirSync)(dir))
-        if (name !== ".git")
-            (0,external_node_fs_namespaceObject.rmSync)((0,external_node_path_namespaceObject.join)(dir, name), { recursive: true, force: true });
-}
-async function applySubmission(ws, scratch, sub) {
-    switch (sub.kind) {
-        case "patch":
-            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
-            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
-                onError: (stderr) => new InputError(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
-            });
-            return null;
-        case "folder":
-            emptyExceptGit(ws);
-            (0,external_node_fs_namespaceObject.cpSync)(sub.path, ws, { recursive: true, filter: copyFilter });
-            return null;
-        case "git": {
-            emptyExceptGit(ws);
-            (0,external_node_fs_namespaceObject.mkdirSync)((0,external_node_path_namespaceObject.join)(scratch, "submission"));
-            return exportTree(sub.repo, sub.ref, ws, (0,external_node_path_namespaceObject.join)(scratch, "submission"), "--submission");
-        }
-    }
-}
-/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
-async function changedPaths(ws) {
-    const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
-    return out
-        .split("\0")
-        .filter((e) => e.length > 3)
-        .map((e) => e.slice(3));
-}
-/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
-function setupModules(setupDir) {
-    if (!setupDir)
-        return [];
-    return (0,external_node_fs_namespaceObject.readdirSync)(setupDir, { withFileTypes: true })
-        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
-        .map((e) => e.name.replace(/\.py$/, ""));
-}
-async function resetJudge(ws, officialGlobs, reserved = []) {
-    const changed = [];
-    for (const path of await changedPaths(ws)) {
-        let content = null;
-        try {
-            content = (0,external_node_fs_namespaceObject.readFileSync)((0,external_node_path_namespaceObject.join)(ws, path), "utf8");
-        }
-        catch {
-            content = null;
-        }
-        let baseContent = null;
-        try {
-            baseContent = await git(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
-        }
-        catch {
-            baseContent = null;
-        }
-        changed.push({ path, content, baseContent });
-    }
-    const actions = planJudgeReset(changed, officialGlobs, reserved);
-    for (const a of actions) {
-        if (a.action === "removed")
-            (0,external_node_fs_namespaceObject.rmSync)((0,external_node_path_namespaceObject.join)(ws, a.path), { force: true });
-        else
-            await git(ws, ["checkout", "HEAD", "--", a.path]);
-    }
-    return actions;
-}
-/**
- * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
- * added or changed since the reset before the official tests, so nothing the official run wrote
- * runs first in a probe process. Official test files are left as the tests left them.
- */
-async function resetHooks(ws) {
-    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
-    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
-}
-/**
- * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
- * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
- * written to.
- */
-async function createWorkspace(task, sub) {
-    const root = (0,external_node_fs_namespaceObject.mkdtempSync)((0,external_node_path_namespaceObject.join)((0,external_node_os_namespaceObject.tmpdir)(), `probegate-${task.spec.id}-`));
-    const dispose = () => (0,external_node_fs_namespaceObject.rmSync)(root, { recursive: true, force: true });
-    try {
-        const dir = (0,external_node_path_namespaceObject.join)(root, "workspace");
-        const judgeDir = (0,external_node_path_namespaceObject.join)(root, "judge");
-        const scratch = (0,external_node_path_namespaceObject.join)(root, "scratch");
-        for (const d of [dir, judgeDir, scratch])
-            (0,external_node_fs_namespaceObject.mkdirSync)(d);
-        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
-        const setupDir = task.setupDir ? (0,external_node_path_namespaceObject.join)(root, "setup") : null;
-        if (task.setupDir && setupDir)
-            (0,external_node_fs_namespaceObject.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
-        if (task.base.kind === "folder")
-            (0,external_node_fs_namespaceObject.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
-        else {
-            await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
-            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
-            if (task.base.overlay)
-                (0,external_node_fs_namespaceObject.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
-        }
-        await git(dir, ["init", "--quiet", "--initial-branch=base"]);
-        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
-        (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
-        await git(dir, ["add", "--all", "--force"]);
-        await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
-        const baseSha = await git(dir, ["rev-parse", "HEAD"]);
-        const submissionSha = await applySubmission(dir, scratch, sub);
-        const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
-        (0,external_node_fs_namespaceObject.rmSync)(scratch, { recursive: true, force: true });
-        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
-    }
-    catch (e) {
-        dispose();
-        throw e;
-    }
-}
-
-;// CONCATENATED MODULE: ./src/engine/probe-phase.ts
-
-
-
-
-
-
-
-
-
-
-
-
-/** Copies a folder (the probes, the kit) into the evaluation folder, read-only for everyone. */
-function mountReadOnly(src, root, name) {
-    const dest = (0,external_node_path_namespaceObject.join)(root, name);
-    (0,external_node_fs_namespaceObject.cpSync)(src, dest, { recursive: true, filter: (p) => (0,external_node_path_namespaceObject.basename)(p) !== "__pycache__" });
-    const lock = (dir) => {
-        for (const e of (0,external_node_fs_namespaceObject.readdirSync)(dir)) {
-            const p = (0,external_node_path_namespaceObject.join)(dir, e);
-            if ((0,external_node_fs_namespaceObject.statSync)(p).isDirectory())
-                lock(p);
-            else
-                (0,external_node_fs_namespaceObject.chmodSync)(p, 0o444);
-        }
-        (0,external_node_fs_namespaceObject.chmodSync)(dir, 0o555);
-    };
-    lock(dest);
-    return dest;
-}
-/** The probe files of a task, in a stable order. */
-function listProbes(probesDir, pattern) {
-    const match = picomatch_default()(pattern, { dot: false });
-    return (0,external_node_fs_namespaceObject.readdirSync)(probesDir)
-        .filter((f) => match(f) && (0,external_node_fs_namespaceObject.statSync)((0,external_node_path_namespaceObject.join)(probesDir, f)).isFile())
-        .sort();
-}
-/**
- * Runs every probe process once (time probes up to three times), side by side as the job pool
- * allows, each on its own slice (GPUs, cores, rendezvous port), from a read-only copy of the probe
- * folder outside the workspace, mounted into the sandbox only now. Results come only from each
- * run's own results file (the one file of the judge folder that run can see) and exit status; what
- * a probe prints goes to the runner log alone. Checks come back in probe-file order, whatever
- * order the probes finished in.
- */
-async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
-    if (jobs.length === 0) {
-        throw new HarnessError(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
-    }
-    // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
-    // sandbox's user can then reach it.
-    const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
-    const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
-    const resultsDir = (0,external_node_path_namespaceObject.join)(ctx.judgeDir, "results");
-    (0,external_node_fs_namespaceObject.mkdirSync)(resultsDir, { recursive: true });
-    const runOne = (job) => slices.run(job, async ({ ctx: jc, lease, gpuMemoryExceeded }) => {
-        const probe = job.name;
-        const runs = [];
-        let retried = [];
-        do {
-            const attempt = runs.length + 1;
-            events.probeStart(probe, attempt, JobPool.describe(lease) + (attempt === 1 ? JobPool.waitNote(lease) : ""));
-            const results = (0,external_node_path_namespaceObject.join)(resultsDir, `${probe}.${attempt}.jsonl`);
-            (0,external_node_fs_namespaceObject.writeFileSync)(results, "");
-            const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: (0,external_node_path_namespaceObject.join)(mounted, job.file ?? ""), workspace: ctx.workspace });
-            const env = jobEnv(jc, {
-                PROBEGATE_RESULTS: results,
-                PROBEGATE_PROBE_DIR: mounted,
-                PROBEGATE_SEED: String(ctx.params.seed),
-                PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
-                PYTHONPATH: jobPythonPath(jc, kit, mounted),
-            });
-            const isolation = await isolationFor(jc.isolation, {
-                cwd: ctx.workspace,
-                readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : [])],
-                readWrite: [ctx.workspace, env.HOME, results],
-                readOnlyInside: [(0,external_node_path_namespaceObject.join)(ctx.workspace, ".git")],
-            });
-            const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus });
-            events.log(probe, run.log);
-            if (run.spawnError)
-                throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
-            const resultsText = (0,external_node_fs_namespaceObject.existsSync)(results) ? (0,external_node_fs_namespaceObject.readFileSync)(results, "utf8") : "";
-            runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
-            if (attempt === 1)
-                retried = failedTimeChecks(runs[0] ?? []);
-        } while (retried.length > 0 && needsAnotherRun(runs, retried));
-        const merged = mergeRuns(runs);
-        events.probeEnd(probe, merged);
-        return merged;
-    });
-    const settled = await Promise.allSettled(jobs.map(runOne));
-    const failed = settled.find((s) => s.status === "rejected");
-    if (failed)
-        throw failed.reason;
-    return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
-}
-/** "2 GPUs and 16 cores" for the probe phase's progress line. */
-function describePool(pool) {
-    const s = pool.shape();
-    return s.gpus ? `${s.gpus} GPU${s.gpus === 1 ? "" : "s"} and ${s.cores} cores` : `${s.cores} core${s.cores === 1 ? "" : "s"}`;
-}
-/**
- * The probe phase of an evaluation: first the hooks the official run may have planted for the
- * probe processes (a sitecustomize.py, say) are reset, then every probe job runs, packed on the
- * runner's pool. Its duration is the phase's wall time, from its start line to its end line.
- */
-async function probePhase(ev, { runner, jobs, python, pool }) {
-    const { opts, spec, ws, record } = ev;
-    ws.resets.push(...(await resetHooks(ws)));
-    ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
-    const t = performance.now();
-    record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
-        probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
-        probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
-        log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
-    });
-    record.probesS = ev.clock.since(t);
-    const failed = record.checks.filter((x) => x.status === "failed").length;
-    ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${record.checks.length - failed} of ${record.checks.length} passed${gpuNote(runner.probesPeak())}` });
-}
-
-;// CONCATENATED MODULE: ./src/engine/evaluation-setup.ts
-
-
-
-
-
-
-
-
-
-
-
-/**
- * Everything between the workspace and the first job: the host facts, the refusal to run
- * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
- * ("requires"), the job pool, every job planned and checked against the runner (InputError where
- * one can never fit), and the isolation plan. No submission code runs before all of it passed.
- * Each fact is recorded as soon as it is known, so a later refusal still reports it.
- */
-async function setUpJobs(ev) {
-    const { opts, spec, ws, record } = ev;
-    const [py, gpus, support] = await ev.hostFacts.facts;
-    record.host = { py, gpus };
-    if (support && !support.ok) {
-        throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
-    }
-    const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: availableCpus() }));
-    const unmet = unmetRequirements(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
-    if (unmet.length) {
-        throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
-    }
-    const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: (0,external_node_crypto_.randomBytes)(4).toString("hex"), worldSize: opts.worldSize });
-    record.officialJob = jobs.official;
-    // Its own uid where the engine drops privileges: RLIMIT_NPROC and file ownership are per uid, and
-    // every job of this evaluation shares its workspace (sandbox.ts JOB_UID_BASE says why).
-    let uid;
-    if (support?.ok && support.dropToUid !== null) {
-        const claim = claimEvaluationUid();
-        record.releaseUid = claim.release;
-        uid = evaluationUid(claim.slot);
-    }
-    const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid });
-    record.sandboxed = isolation([]).sandbox !== null;
-    const runner = new SliceRunner({
-        pool,
-        t0: ev.clock.t0,
-        base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation },
-        gpuLimitBytes: spec.limits.gpuMemory,
-        onIdleWait: (ms) => ev.clock.addQueued(ms),
-    });
-    record.runner = runner;
-    return { python: py.executable, pool, jobs, runner };
 }
 
 ;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/util.js
@@ -70101,7 +70276,8 @@ const parser = new XMLParser({
     textNodeName: "#text",
     isArray: (name) => ["testsuite", "testcase", "failure", "error", "skipped"].includes(name),
     processEntities: true,
-    htmlEntities: false,
+    // Numeric character references too: pytest writes a multi-line message attribute with "&#10;".
+    htmlEntities: true,
 });
 function junit_text(node) {
     if (typeof node === "string")
@@ -70167,7 +70343,8 @@ function parseJunit(xml) {
                 counts.failed++;
             else
                 counts.errors++;
-            outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error" });
+            const message = typeof first === "object" && first && typeof first.message === "string" ? String(first.message) : "";
+            outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error", message, detail: detail.slice(0, 8000) });
         }
         else if ((tc.skipped ?? []).length) {
             counts.skipped++;
@@ -70181,7 +70358,775 @@ function parseJunit(xml) {
     return { counts, failing, suites, cases: outcomes };
 }
 
+;// CONCATENATED MODULE: ./src/engine/sandbox/process-group.ts
+
+const PAGE_SIZE = 4096;
+function readStat(pid) {
+    try {
+        const stat = (0,external_node_fs_namespaceObject.readFileSync)(`/proc/${pid}/stat`, "utf8");
+        // comm may hold spaces and parens: fields resume after the last ')'.
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
+        if (fields[0] === "Z")
+            return null;
+        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
+    }
+    catch {
+        return null; // The process ended, or this is not Linux.
+    }
+}
+function childrenOf(pid) {
+    const out = [];
+    let tasks;
+    try {
+        tasks = (0,external_node_fs_namespaceObject.readdirSync)(`/proc/${pid}/task`);
+    }
+    catch {
+        return out;
+    }
+    for (const tid of tasks) {
+        try {
+            for (const c of (0,external_node_fs_namespaceObject.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
+                if (c)
+                    out.push(Number(c));
+        }
+        catch {
+            // The thread ended between readdir and read.
+        }
+    }
+    return out;
+}
+/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
+function scanGroup(pgid) {
+    let entries;
+    try {
+        entries = (0,external_node_fs_namespaceObject.readdirSync)("/proc");
+    }
+    catch {
+        return [];
+    }
+    const pids = [];
+    for (const name of entries) {
+        if (!/^\d+$/.test(name))
+            continue;
+        if (readStat(Number(name))?.pgid === pgid)
+            pids.push(Number(name));
+    }
+    return pids;
+}
+/**
+ * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
+ *
+ * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
+ * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
+ * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
+ * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
+ * process found outside the tree is tracked as a root from then on.
+ */
+class GroupMeter {
+    pgid;
+    fullScanEvery;
+    roots = new Set();
+    samples = 0;
+    constructor(pgid, fullScanEvery = 10) {
+        this.pgid = pgid;
+        this.fullScanEvery = fullScanEvery;
+        this.roots.add(pgid);
+    }
+    sample() {
+        if (this.samples++ % this.fullScanEvery === 0)
+            for (const pid of scanGroup(this.pgid))
+                this.roots.add(pid);
+        const seen = new Set();
+        let rssBytes = 0;
+        const stack = [...this.roots];
+        while (stack.length) {
+            const pid = stack.pop();
+            if (seen.has(pid))
+                continue;
+            const stat = readStat(pid);
+            if (!stat) {
+                this.roots.delete(pid);
+                continue;
+            }
+            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
+            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
+            seen.add(pid);
+            rssBytes += stat.rssBytes;
+            stack.push(...childrenOf(pid));
+        }
+        return { processes: seen.size, rssBytes };
+    }
+}
+/** Processes and resident bytes of one process group, from one full scan of /proc. */
+function groupUsage(pgid) {
+    return new GroupMeter(pgid, 1).sample();
+}
+/** SIGKILL to a whole process group; a group already gone is fine. */
+function killGroup(pgid) {
+    try {
+        process.kill(-pgid, "SIGKILL");
+    }
+    catch (e) {
+        if (e.code !== "ESRCH")
+            throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/run-command.ts
+
+
+
+
+
+
+
+const KEEP = 64 * 1024;
+const SAMPLE_MS = 100;
+const DISK_SAMPLE_MS = 250;
+/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
+const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
+/**
+ * Runs a command in its own process group with a clean environment, in the sandbox when one is
+ * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
+ * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
+ * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
+ * outside the sandbox.
+ */
+async function runCommand(command, opts) {
+    if (command.length === 0)
+        throw new TypeError("empty command");
+    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
+    const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
+    const sandboxed = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
+    // Pinned from outside the sandbox; every process of the run inherits the mask.
+    const taskset = opts.cpus?.length ? tasksetPath() : null;
+    const inner = taskset ? [taskset, "-c", formatIdList(opts.cpus ?? []), ...sandboxed] : sandboxed;
+    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
+    const [file, ...args] = argv;
+    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
+    const started = performance.now();
+    const child = execa(file, args, {
+        cwd: opts.cwd,
+        env: opts.env,
+        extendEnv: false,
+        detached: true,
+        reject: false,
+        ...(opts.input !== undefined ? { input: opts.input } : { stdin: "ignore" }),
+        buffer: false,
+        stripFinalNewline: false,
+    });
+    let head = "";
+    let tail = "";
+    let total = 0;
+    let limit = null;
+    let peak = 0;
+    const pgid = child.pid;
+    const stop = (why) => {
+        if (limit)
+            return;
+        limit = why;
+        if (pgid)
+            killGroup(pgid);
+        cg?.killAll();
+    };
+    const onData = (chunk) => {
+        total += chunk.length;
+        if (head.length < KEEP)
+            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
+        else
+            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
+        if (total > opts.limits.outputBytes)
+            stop("output");
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
+    const meter = pgid ? new GroupMeter(pgid) : undefined;
+    const sampler = meter
+        ? setInterval(() => {
+            const { rssBytes, processes } = meter.sample();
+            peak = Math.max(peak, rssBytes);
+            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
+            // processes share once per process, so it decides only where there is no cgroup.
+            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
+            if (hit)
+                stop(hit);
+            else if (opts.limits.gpuMemoryExceeded?.())
+                stop("gpu-memory");
+        }, SAMPLE_MS)
+        : undefined;
+    const diskWatch = iso.writable.length
+        ? setInterval(() => {
+            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+                stop("disk");
+        }, DISK_SAMPLE_MS)
+        : undefined;
+    const result = await child;
+    const durationS = (performance.now() - started) / 1000;
+    clearTimeout(timer);
+    if (sampler)
+        clearInterval(sampler);
+    if (diskWatch)
+        clearInterval(diskWatch);
+    if (pgid)
+        killGroup(pgid);
+    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
+    const kernelLimit = cg?.limitHit() ?? null;
+    if (!limit && kernelLimit)
+        limit = kernelLimit;
+    if (!limit && result.signal === "SIGXFSZ")
+        limit = "disk";
+    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+        limit = "disk";
+    const cgroupPeak = cg?.memoryPeak() ?? null;
+    await cg?.remove();
+    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
+    const spawnError = joinFailed
+        ? "could not join the run's cgroup"
+        : result.failed && result.exitCode === undefined && !result.signal
+            ? (result.shortMessage ?? "could not start")
+            : null;
+    return {
+        exitCode: result.exitCode ?? null,
+        signal: result.signal ?? null,
+        limit,
+        durationS,
+        peakRssBytes: peak,
+        peakMemoryBytes: cgroupPeak ?? peak,
+        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
+        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
+        spawnError,
+    };
+}
+/** util-linux's taskset, where the machine has it (pins a run to the cores of its slice). */
+function tasksetPath() {
+    return ["/usr/bin/taskset", "/bin/taskset", "/usr/local/bin/taskset"].find((p) => (0,external_node_fs_namespaceObject.existsSync)(p)) ?? null;
+}
+
+;// CONCATENATED MODULE: ./src/core/test-selection.ts
+
+/**
+ * Chooses the repository's tests for the paths a PR changed: the fixed list, then every
+ * `fromPaths` entry one of whose globs matches a changed path (a '!' glob excludes), each test once
+ * and in the order the task lists them. Pure.
+ */
+function selectTests(select, changedPaths) {
+    const tests = [];
+    const why = {};
+    const add = (t, reason) => {
+        if (t in why)
+            return;
+        tests.push(t);
+        why[t] = reason;
+    };
+    for (const t of select.tests)
+        add(t, "always");
+    for (const entry of select.fromPaths) {
+        const include = entry.paths.filter((g) => !g.startsWith("!"));
+        const exclude = entry.paths.filter((g) => g.startsWith("!")).map((g) => g.slice(1));
+        const inc = picomatch_default()(include, { dot: true });
+        const exc = exclude.length ? picomatch_default()(exclude, { dot: true }) : () => false;
+        const hit = changedPaths.find((p) => inc(p) && !exc(p));
+        if (hit !== undefined)
+            for (const t of entry.tests)
+                add(t, `changed ${hit}`);
+    }
+    return { tests, why };
+}
+/** Replaces a lone `{tests}` argument by the selected tests (one argument each). */
+function expandTests(argv, tests) {
+    return argv.flatMap((a) => (a === "{tests}" ? [...tests] : [a]));
+}
+
+;// CONCATENATED MODULE: ./src/core/guard/weakened-tests.ts
+
+/** The kinds of change to a base test that the guard reports (python/probegate_guard). */
+const WEAKENING_KINDS = ["deleted", "skipped", "deselected", "narrowed", "assertion-removed", "tolerance-loosened", "exception-widened", "unparsable"];
+const FindingSchema = strictObject({
+    kind: schemas_enum(WEAKENING_KINDS),
+    test: schemas_string().min(1),
+    file: schemas_string().min(1),
+    line: schemas_number().int().min(1),
+    message: schemas_string(),
+});
+/** What `python -m probegate_guard` prints. */
+const GuardReportSchema = strictObject({
+    findings: array(FindingSchema),
+    allowed: array(FindingSchema),
+    files: strictObject({ base: schemas_number().int(), head: schemas_number().int() }),
+    tests: strictObject({ base: schemas_number().int(), head: schemas_number().int() }),
+});
+const safePath = (p) => (p.startsWith("/") || p.split("/").includes("..") ? undefined : p);
+/**
+ * The guard's report as checks of category `structure`: one failed check per finding (the test,
+ * the file and the line where it is), one passed check per change the task allows (said, never
+ * waived silently), and one passed check with the counts when nothing was weakened. Pure.
+ */
+function guardChecks(report, durationS) {
+    const base = { probe: "weakened-tests", category: "structure", attempts: 1, durationS };
+    const measured = { baseTests: report.tests.base, headTests: report.tests.head, baseFiles: report.files.base };
+    const checks = report.findings.map((f, i) => {
+        const path = safePath(f.file);
+        return {
+            ...base,
+            id: `weakened-tests.${f.kind}-${i + 1}`,
+            status: "failed",
+            message: `${f.test}: ${f.message}`,
+            location: path ? { path, line: f.line } : null,
+            measured: { kind: f.kind },
+        };
+    });
+    report.allowed.forEach((f, i) => {
+        const path = safePath(f.file);
+        checks.push({ ...base, id: `weakened-tests.allowed-${i + 1}`, status: "passed", message: `allowed by the task: ${f.test}: ${f.message}`, location: path ? { path, line: f.line } : null, measured: { kind: f.kind } });
+    });
+    if (report.findings.length === 0) {
+        checks.push({ ...base, id: "weakened-tests", status: "passed", message: `the head keeps all ${report.tests.base} tests of the base's ${report.files.base} selected test files, unweakened`, measured });
+    }
+    return checks;
+}
+
+;// CONCATENATED MODULE: ./src/engine/package-paths.ts
+
+
+/**
+ * The package root: two levels above this file both in the source tree (src/cli/) and in the
+ * bundle (dist/cli/index.js), so the demo finds tasks/, examples/ and the probe kit either way.
+ */
+const PACKAGE_ROOT = (0,external_node_path_namespaceObject.resolve)((0,external_node_path_namespaceObject.dirname)((0,external_node_url_.fileURLToPath)(import.meta.url)), "..", "..");
+const KIT_DIR = (0,external_node_path_namespaceObject.resolve)(PACKAGE_ROOT, "probes", "kit");
+
+;// CONCATENATED MODULE: ./src/engine/guard/weakened-tests.ts
+
+
+
+
+
+/** Where the guard's Python package lives (python/probegate_guard), in the source tree and beside dist/ alike. */
+const GUARD_PATH = (0,external_node_path_namespaceObject.resolve)(PACKAGE_ROOT, "python");
+/**
+ * Compares the head's tests with the base's (deleted, skipped, deselected, narrowed, weakened) and
+ * returns the findings as `structure` checks. The guard only parses files, but the head's are
+ * hostile: it runs with a time limit and bounded output, and its own failure is a harness error,
+ * never a pass.
+ */
+async function weakenedTestChecks(opts) {
+    const t0 = performance.now();
+    // -I: no user site, no PYTHON* variables, no cwd on sys.path; the package's folder is put there by hand.
+    const boot = `import sys; sys.path.insert(0, ${JSON.stringify(GUARD_PATH)}); from probegate_guard.__main__ import main; sys.exit(main())`;
+    const args = ["-I", "-c", boot, "--base", opts.baseDir, "--head", opts.headDir, "--tests", ...opts.tests];
+    if (opts.allow?.length)
+        args.push("--allow", ...opts.allow);
+    const r = await execa(opts.python, args, { reject: false, timeout: (opts.timeoutS ?? 120) * 1000, maxBuffer: 64 * 1024 * 1024, env: { PYTHONDONTWRITEBYTECODE: "1" }, extendEnv: false });
+    if (r.exitCode !== 0) {
+        const why = r.timedOut ? `timed out after ${opts.timeoutS ?? 120} s` : `exit ${r.exitCode}: ${String(r.stderr).trim().split("\n").slice(-2).join(" ")}`;
+        throw new HarnessError(`the weakened-test guard failed (${why})`, "official");
+    }
+    let parsed;
+    try {
+        parsed = JSON.parse(String(r.stdout));
+    }
+    catch (e) {
+        throw new HarnessError(`the weakened-test guard printed something that is not JSON: ${e.message}`, "official");
+    }
+    const report = GuardReportSchema.safeParse(parsed);
+    if (!report.success)
+        throw new HarnessError(`the weakened-test guard's report breaks its schema: ${report.error.issues[0]?.message ?? "?"}`, "official");
+    return guardChecks(report.data, (performance.now() - t0) / 1000);
+}
+
+;// CONCATENATED MODULE: ./src/engine/git.ts
+
+
+/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
+const GIT_ENV = {
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_AUTHOR_NAME: "probegate",
+    GIT_AUTHOR_EMAIL: "probegate@localhost",
+    GIT_COMMITTER_NAME: "probegate",
+    GIT_COMMITTER_EMAIL: "probegate@localhost",
+    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
+    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
+};
+/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
+async function git(cwd, args, opts = {}) {
+    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
+    const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
+        cwd,
+        env: GIT_ENV,
+        reject: false,
+        input: opts.input,
+        stripFinalNewline: true,
+    });
+    if (r.exitCode !== 0) {
+        const stderr = String(r.stderr || r.shortMessage || "").trim();
+        throw opts.onError ? opts.onError(stderr) : new InputError(`git ${args[0]} failed in ${cwd}: ${stderr}`);
+    }
+    return String(r.stdout);
+}
+/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
+async function exportTree(repo, ref, dest, scratch, what) {
+    const fail = (stderr) => new InputError(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
+    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
+    const gitDir = `${scratch}/src.git`;
+    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
+    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
+    if (tar.exitCode !== 0)
+        throw fail(Buffer.from(tar.stderr).toString());
+    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw fail(String(untar.stderr));
+    return sha;
+}
+
+;// CONCATENATED MODULE: ./src/engine/import/snapshot-refusal.ts
+
+
+/** The paths a patch edits, deletes or renames from: files the tree must already hold. */
+function pathsPatchNeeds(patch) {
+    const out = new Set();
+    for (const line of patch.split("\n")) {
+        const m = /^(?:--- (?:"?a\/)|rename from |copy from )(.+?)"?\s*$/.exec(line);
+        if (m?.[1] && !line.startsWith("--- /dev/null"))
+            out.add(m[1].replace(/\t.*$/, ""));
+    }
+    return [...out];
+}
+/**
+ * Why a patch does not apply onto a task's folder base, when the reason is a file the base lacks:
+ * names the files and, for an imported task (its base a pruned snapshot), says that real PRs edit
+ * any file of the repository and that `--base-as git` gates them. Null when every file is there
+ * (the patch does not apply for another reason, which git's message says).
+ */
+function snapshotRefusal(patchPath, basePath, taskDir) {
+    let patch;
+    try {
+        patch = (0,external_node_fs_namespaceObject.readFileSync)(patchPath, "utf8");
+    }
+    catch {
+        return null;
+    }
+    const missing = pathsPatchNeeds(patch).filter((p) => !(0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(basePath, p)));
+    if (missing.length === 0)
+        return null;
+    const names = `${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ` and ${missing.length - 5} more` : ""}`;
+    const base = (0,external_node_path_namespaceObject.relative)(process.cwd(), basePath) || basePath;
+    const imported = (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(taskDir, "import.yml"));
+    const what = imported
+        ? `the task's base (${base}) is a pruned snapshot that probegate task import kept (import.yml), not the whole repository, so a patch can only edit the files it holds`
+        : `the task's base folder (${base}) does not hold ${missing.length === 1 ? "it" : "them"}`;
+    const fix = imported
+        ? "To gate real PRs, which may edit any file of the repository, re-import the task with `probegate task import --base-as git` (the base is then the repository at the PR's base commit); to keep the snapshot, add the file with --keep when importing"
+        : "Add the file to the base folder, or use a git base (base: { git: { repo, ref } }) that holds the whole repository";
+    return `--submission: patch ${patchPath} does not apply onto the base: it edits ${names}, which the base does not have; ${what}. ${fix}.`;
+}
+
+;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
+
+
+const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
+const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
+const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
+const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
+/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
+function pytestSection(text) {
+    const lines = text.split(/\r?\n/);
+    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
+    if (start < 0)
+        return "";
+    const rest = lines.slice(start + 1);
+    const end = rest.findIndex((l) => /^\s*\[/.test(l));
+    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
+}
+/**
+ * Decides, for each path the submission added or changed relative to the base, whether it must be
+ * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
+ * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
+ *
+ * @param changed paths (posix, relative) that differ from the base, with their content now and in
+ *   the base (null where the file does not exist)
+ * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
+ * @param repoGate a repository gate's PR: its conftest.py files and pytest configuration are the
+ *   repository's own and stay as the head has them (the weakened-test guard reports what they
+ *   change); interpreter start-up hooks are still removed
+ */
+function planJudgeReset(changed, officialGlobs, setupModules = [], repoGate = false) {
+    const reserved = new Set(setupModules);
+    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
+    const actions = [];
+    for (const { path, content, baseContent } of changed) {
+        const name = external_node_path_namespaceObject.posix.basename(path);
+        const base = baseContent !== null;
+        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
+        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
+        if (reserved.has(top) && (base || content !== null)) {
+            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
+        }
+        else if (isOfficial(path)) {
+            if (base || content !== null)
+                put("official test files are restored from the base before the official tests run");
+        }
+        else if (repoGate && (name === "conftest.py" || PYTEST_CONFIGS.has(name) || SHARED_CONFIGS.has(name))) {
+            continue;
+        }
+        else if (name === "conftest.py") {
+            if (base || content !== null)
+                put("conftest.py is a test-time hook; only the task's own are kept");
+        }
+        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
+            if (content !== null)
+                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
+        }
+        else if (PYTEST_CONFIGS.has(name)) {
+            if (content !== null)
+                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
+        }
+        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
+            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
+        }
+    }
+    return actions;
+}
+
+;// CONCATENATED MODULE: ./src/engine/repo-gate/pr-trees.ts
+
+
+
+
+
+/**
+ * Clones the PR's repository once and resolves its head and base. Refuses, naming both commits, a
+ * base that shares no history with the head (the wrong repository, or the SHAs swapped for an
+ * unrelated pair).
+ */
+async function resolvePrCommits(sub, prBase, scratch) {
+    if (sub.kind !== "git") {
+        throw new InputError(`--submission: a repository gate evaluates the PR's head as repo@sha (a git URL or path and the head commit), not a ${sub.kind}.`, { field: "--submission" });
+    }
+    const fail = (what) => (stderr) => new InputError(`${what}: cannot read ${sub.repo}: ${stderr.split("\n")[0]}`, { field: what });
+    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", sub.repo, "pr.git"], { onError: fail("--submission") });
+    const gitDir = (0,external_node_path_namespaceObject.join)(scratch, "pr.git");
+    const rev = (ref, what) => git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: () => new InputError(`${what}: '${ref}' is not a commit of ${sub.repo}.`, { field: what }) });
+    const head = await rev(sub.ref, "--submission");
+    const asked = await rev(prBase, "--pr-base");
+    const mergeBase = await git(scratch, ["--git-dir", gitDir, "merge-base", asked, head], {
+        onError: () => new InputError(`--pr-base ${asked.slice(0, 12)} and the head ${head.slice(0, 12)} share no history: is --pr-base the PR's base commit, of the same repository?`, { field: "--pr-base" }),
+    });
+    if (mergeBase === head && asked !== head) {
+        throw new InputError(`--pr-base ${asked.slice(0, 12)} comes after the head ${head.slice(0, 12)} (the head is its ancestor): are --pr-base and the head swapped?`, { field: "--pr-base" });
+    }
+    return { gitDir, head, asked, mergeBase };
+}
+/** Writes the tree of `sha` from a bare clone into `dest`. */
+async function archiveInto(gitDir, sha, dest) {
+    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false, maxBuffer: 4 * 1024 ** 3 });
+    if (tar.exitCode !== 0)
+        throw new InputError(`cannot export ${sha.slice(0, 12)}: ${Buffer.from(tar.stderr).toString().split("\n")[0]}`);
+    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw new InputError(`cannot unpack ${sha.slice(0, 12)}: ${String(untar.stderr)}`);
+}
+/** Makes a tree read-only for everyone (the base beside the workspace: the guard and differential probes read it, nothing writes it). */
+function makeReadOnly(dir) {
+    for (const e of (0,external_node_fs_namespaceObject.readdirSync)(dir, { withFileTypes: true })) {
+        const p = (0,external_node_path_namespaceObject.join)(dir, e.name);
+        if (e.isDirectory())
+            makeReadOnly(p);
+        else if (e.isFile())
+            (0,external_node_fs_namespaceObject.chmodSync)(p, (0,external_node_fs_namespaceObject.statSync)(p).mode & 0o555);
+    }
+    (0,external_node_fs_namespaceObject.chmodSync)(dir, 0o555);
+}
+
+;// CONCATENATED MODULE: ./src/engine/workspace.ts
+
+
+
+
+
+
+
+
+const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
+const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
+function emptyExceptGit(dir) {
+    for (const name of (0,external_node_fs_namespaceObject.readdirSync)(dir))
+        if (name !== ".git")
+            (0,external_node_fs_namespaceObject.rmSync)((0,external_node_path_namespaceObject.join)(dir, name), { recursive: true, force: true });
+}
+async function applySubmission(task, ws, scratch, sub) {
+    switch (sub.kind) {
+        case "patch":
+            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
+            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
+                onError: (stderr) => new InputError((task.base.kind === "folder" && snapshotRefusal(sub.path, task.base.path, task.dir)) || `--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
+            });
+            return null;
+        case "folder":
+            emptyExceptGit(ws);
+            (0,external_node_fs_namespaceObject.cpSync)(sub.path, ws, { recursive: true, filter: copyFilter });
+            return null;
+        case "git": {
+            emptyExceptGit(ws);
+            (0,external_node_fs_namespaceObject.mkdirSync)((0,external_node_path_namespaceObject.join)(scratch, "submission"));
+            return exportTree(sub.repo, sub.ref, ws, (0,external_node_path_namespaceObject.join)(scratch, "submission"), "--submission");
+        }
+    }
+}
+/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
+async function changedPaths(ws) {
+    const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
+    return out
+        .split("\0")
+        .filter((e) => e.length > 3)
+        .map((e) => e.slice(3));
+}
+/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
+function setupModules(setupDir) {
+    if (!setupDir)
+        return [];
+    return (0,external_node_fs_namespaceObject.readdirSync)(setupDir, { withFileTypes: true })
+        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+        .map((e) => e.name.replace(/\.py$/, ""));
+}
+async function resetJudge(ws, officialGlobs, reserved = [], repoGate = false) {
+    const changed = [];
+    for (const path of await changedPaths(ws)) {
+        let content = null;
+        try {
+            content = (0,external_node_fs_namespaceObject.readFileSync)((0,external_node_path_namespaceObject.join)(ws, path), "utf8");
+        }
+        catch {
+            content = null;
+        }
+        let baseContent = null;
+        try {
+            baseContent = await git(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
+        }
+        catch {
+            baseContent = null;
+        }
+        changed.push({ path, content, baseContent });
+    }
+    const actions = planJudgeReset(changed, officialGlobs, reserved, repoGate);
+    for (const a of actions) {
+        if (a.action === "removed")
+            (0,external_node_fs_namespaceObject.rmSync)((0,external_node_path_namespaceObject.join)(ws, a.path), { force: true });
+        else
+            await git(ws, ["checkout", "HEAD", "--", a.path]);
+    }
+    return actions;
+}
+/**
+ * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
+ * added or changed since the reset before the official tests, so nothing the official run wrote
+ * runs first in a probe process. Official test files are left as the tests left them.
+ */
+async function resetHooks(ws) {
+    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
+    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
+}
+/**
+ * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
+ * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
+ * written to.
+ */
+async function createWorkspace(task, sub, prBase) {
+    const root = (0,external_node_fs_namespaceObject.mkdtempSync)((0,external_node_path_namespaceObject.join)((0,external_node_os_namespaceObject.tmpdir)(), `probegate-${task.spec.id}-`));
+    const dispose = () => (0,external_node_fs_namespaceObject.rmSync)(root, { recursive: true, force: true });
+    try {
+        const dir = (0,external_node_path_namespaceObject.join)(root, "workspace");
+        const judgeDir = (0,external_node_path_namespaceObject.join)(root, "judge");
+        const scratch = (0,external_node_path_namespaceObject.join)(root, "scratch");
+        for (const d of [dir, judgeDir, scratch])
+            (0,external_node_fs_namespaceObject.mkdirSync)(d);
+        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
+        const setupDir = task.setupDir ? (0,external_node_path_namespaceObject.join)(root, "setup") : null;
+        if (task.setupDir && setupDir)
+            (0,external_node_fs_namespaceObject.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
+        let pr = null;
+        let prHead = null;
+        if (task.base.kind === "pr") {
+            if (!prBase)
+                throw new InputError(`${task.file}: task ${task.spec.id} is a repository gate (base: {pr: true}): give the PR's base commit with --pr-base <sha>.`, { file: task.file, field: "--pr-base" });
+            const commits = await resolvePrCommits(sub, prBase, scratch);
+            await archiveInto(commits.gitDir, commits.mergeBase, dir);
+            const baseDir = (0,external_node_path_namespaceObject.join)(root, "pr-base");
+            (0,external_node_fs_namespaceObject.mkdirSync)(baseDir);
+            await archiveInto(commits.gitDir, commits.mergeBase, baseDir);
+            makeReadOnly(baseDir);
+            pr = { dir: baseDir, asked: commits.asked, mergeBase: commits.mergeBase };
+            prHead = { gitDir: commits.gitDir, sha: commits.head };
+        }
+        else if (prBase) {
+            throw new InputError(`--pr-base is for repository gates (base: {pr: true}); task ${task.spec.id} has a fixed base (${task.file}).`, { field: "--pr-base" });
+        }
+        else if (task.base.kind === "folder")
+            (0,external_node_fs_namespaceObject.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
+        else {
+            await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
+            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
+            if (task.base.overlay)
+                (0,external_node_fs_namespaceObject.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
+        }
+        await git(dir, ["init", "--quiet", "--initial-branch=base"]);
+        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
+        (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
+        await git(dir, ["add", "--all", "--force"]);
+        await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
+        const baseSha = await git(dir, ["rev-parse", "HEAD"]);
+        let submissionSha;
+        if (prHead) {
+            emptyExceptGit(dir);
+            await archiveInto(prHead.gitDir, prHead.sha, dir);
+            submissionSha = prHead.sha;
+        }
+        else
+            submissionSha = await applySubmission(task, dir, scratch, sub);
+        // A repository gate keeps the head's own tests and test configuration (the guard compares them with the base's).
+        const resets = await resetJudge(dir, pr ? [] : task.spec.official.files, setupModules(setupDir), pr !== null);
+        (0,external_node_fs_namespaceObject.rmSync)(scratch, { recursive: true, force: true });
+        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, prBase: pr, dispose };
+    }
+    catch (e) {
+        dispose();
+        throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/repo-gate/gate-official.ts
+
+
+
+
+/**
+ * For a repository gate: the paths the PR changes (head against the merge base), the repository
+ * tests they select for `{tests}`, and the weakened-test guard's findings on the selected test
+ * files. Null for an assignment. A selection that comes out empty is a harness error naming the
+ * task's fields: running no test would be a pass nobody earned.
+ */
+async function gateOfficial(ev, python) {
+    const { ws, spec } = ev;
+    if (!ws.prBase)
+        return null;
+    const changed = await changedPaths(ws.dir);
+    let selected = null;
+    if (spec.official.select) {
+        selected = selectTests(spec.official.select, changed);
+        if (selected.tests.length === 0) {
+            throw new HarnessError(`no repository test is selected for this PR's ${changed.length} changed paths (${changed.slice(0, 3).join(", ")}${changed.length > 3 ? ", …" : ""}): add official.select.tests, or a fromPaths entry whose paths match, in ${ev.opts.task.file}`, "official");
+        }
+    }
+    const guard = await weakenedTestChecks({ baseDir: ws.prBase.dir, headDir: ws.dir, tests: spec.official.files, allow: spec.official.allowChanged, python });
+    return { changed, selected, guard };
+}
+
 ;// CONCATENATED MODULE: ./src/engine/official-phase.ts
+
+
 
 
 
@@ -70229,11 +71174,13 @@ function runsPytest(argv) {
  * is gone, and (under pytest) must carry the suite name the engine drew at random for this run, so
  * a report a submission wrote before exiting 0 is not taken for the real one.
  */
-async function runOfficial(task, ctx, limits, log) {
+async function runOfficial(task, ctx, limits, log, 
+/** A repository gate's selected tests, for `{tests}` in the command. */
+tests = []) {
     const reportDir = (0,external_node_path_namespaceObject.join)(ctx.judgeDir, "official");
     (0,external_node_fs_namespaceObject.mkdirSync)(reportDir, { recursive: true });
     const junit = (0,external_node_path_namespaceObject.join)(reportDir, "junit.xml");
-    const argv = expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace });
+    const argv = expandTests(expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace }), tests);
     const suite = runsPytest(argv) ? `probegate-${(0,external_node_crypto_.randomBytes)(12).toString("hex")}` : null;
     const plugins = suite ? (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("") : "";
     const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {});
@@ -70280,16 +71227,359 @@ async function runOfficial(task, ctx, limits, log) {
 async function officialPhase(ev, { runner, jobs, python }) {
     const { opts, spec, ws, record } = ev;
     const o = jobs.official;
+    const gate = await gateOfficial(ev, python);
+    if (gate) {
+        record.guard = gate.guard;
+        const weakened = gate.guard.filter((c) => c.status === "failed").length;
+        const tests = gate.selected ? `; ${gate.selected.tests.length} test selections (${gate.selected.tests.slice(0, 3).join(", ")}${gate.selected.tests.length > 3 ? ", …" : ""})` : "";
+        ev.emit({ type: "log", source: "official", text: `repository gate: ${gate.changed.length} paths changed against ${ws.prBase?.mergeBase.slice(0, 12)}${tests}; weakened-test guard: ${weakened ? `${weakened} findings` : "nothing weakened"}\n` });
+    }
     const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
         const queued = lease.waitedS >= 1 ? `, queued ${formatSeconds(lease.waitedS)}` : "";
         ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
-        return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }));
+        return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
     });
     record.official = official;
     record.officialS = official.durationS;
     const peak = runner.peaks.get("official") ?? null;
     ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(peak) });
     return official;
+}
+
+;// CONCATENATED MODULE: ./src/engine/probe-guard.ts
+
+
+
+
+/**
+ * The engine's side of the gaming defences (issue 29; docs/sandbox.md, "Gaming defences"): the kit
+ * copied under a per-evaluation package name behind its public one, the launcher each probe process
+ * starts through, its configuration (on stdin, so it is in no environment and no file), and the
+ * check that every results line of a kit-based probe carries the seal only the kit and the guard
+ * can make.
+ */
+/** The public name probes import the kit by. */
+const KIT_PUBLIC_NAME = "probegate_probe";
+/** The launcher file, beside the kit's packages. */
+const LAUNCHER = "probegate_launch.py";
+/** A per-evaluation package name: an identifier that says nothing about probes. */
+function kitAlias() {
+    return `_m${(0,external_node_crypto_.randomBytes)(5).toString("hex")}`;
+}
+/**
+ * Copies the kit folder to `dest` with its package renamed to `alias`, and a `probegate_probe`
+ * package that only hands out that one (so probes import it as always, and the guard can take the
+ * public name out of sys.modules before the submission is imported). The caller locks it read-only.
+ */
+function copyKit(kitDir, dest, alias = kitAlias()) {
+    (0,external_node_fs_namespaceObject.cpSync)(kitDir, dest, { recursive: true, filter: (p) => (0,external_node_path_namespaceObject.basename)(p) !== "__pycache__" && (0,external_node_path_namespaceObject.basename)(p) !== "tests" });
+    (0,external_node_fs_namespaceObject.renameSync)((0,external_node_path_namespaceObject.join)(dest, KIT_PUBLIC_NAME), (0,external_node_path_namespaceObject.join)(dest, alias));
+    (0,external_node_fs_namespaceObject.mkdirSync)((0,external_node_path_namespaceObject.join)(dest, KIT_PUBLIC_NAME));
+    (0,external_node_fs_namespaceObject.writeFileSync)((0,external_node_path_namespaceObject.join)(dest, KIT_PUBLIC_NAME, "__init__.py"), [
+        "# The probe kit's public name: the kit itself lives under this evaluation's own package name.",
+        "import importlib as _importlib",
+        "import sys as _sys",
+        "",
+        `_kit = _importlib.import_module(${JSON.stringify(alias)})`,
+        "for _name, _module in list(_sys.modules.items()):",
+        `    if _name.startswith(${JSON.stringify(`${alias}.`)}):`,
+        `        _sys.modules[${JSON.stringify(KIT_PUBLIC_NAME)} + _name[${alias.length}:]] = _module`,
+        "_sys.modules[__name__] = _kit",
+        "",
+    ].join("\n"));
+    return { dir: dest, alias, launcher: (0,external_node_path_namespaceObject.join)(dest, LAUNCHER) };
+}
+/**
+ * The probe command run through the launcher: `python PROBE args` becomes `python LAUNCHER PROBE
+ * args`. A command that does not name the probe file as an argument (a custom runner) is left as
+ * it is, and gets no guard.
+ */
+function launchedArgv(argv, probePath, launcher) {
+    const at = argv.indexOf(probePath);
+    if (at < 1)
+        return { argv: [...argv], launched: false };
+    return { argv: [...argv.slice(0, at), launcher, ...argv.slice(at)], launched: true };
+}
+const SEALED = /^(\{.*), "seal": "([0-9a-f]{64})"\}$/;
+function sealOk(body, seal, key) {
+    const want = (0,external_node_crypto_.createHmac)("sha256", key).update(body, "utf8").digest();
+    const got = Buffer.from(seal, "hex");
+    return got.length === want.length && (0,external_node_crypto_.timingSafeEqual)(got, want);
+}
+/**
+ * Checks the seals of one probe run's results and returns the text the probe protocol parser gets:
+ * sealed lines without their seal, the kit's marker dropped, and every line that is not sealed by
+ * the kit (once the kit announced itself) or carries a wrong seal replaced by a failed check
+ * `<probe>.forged-line-N` — only code in the probe process, that is the submission, can have written
+ * it. A probe that never imported the kit writes plain lines, which pass as they are.
+ */
+function unsealResults(text, key, probe) {
+    const lines = text.split("\n");
+    const parsed = lines.map((raw) => {
+        const line = raw.trim();
+        if (!line)
+            return { kind: "blank", line };
+        const m = SEALED.exec(line);
+        if (!m)
+            return { kind: "plain", line };
+        const body = `${m[1]}}`;
+        if (!sealOk(body, m[2], key))
+            return { kind: "bad", line };
+        let marker = false;
+        try {
+            marker = JSON.parse(body).probegate !== undefined;
+        }
+        catch {
+            return { kind: "bad", line };
+        }
+        return { kind: marker ? "marker" : "sealed", line: body };
+    });
+    const kit = parsed.some((p) => p.kind === "marker");
+    const id = probe.replace(/_/g, "-").toLowerCase();
+    let forged = 0;
+    const out = parsed.map((p, i) => {
+        if (p.kind === "blank" || p.kind === "marker")
+            return "";
+        if (p.kind === "sealed" || (p.kind === "plain" && !kit))
+            return p.line;
+        forged++;
+        return JSON.stringify({
+            id: `${id}.forged-line-${i + 1}`,
+            category: categoryFromName(probe),
+            status: "failed",
+            message: `results line ${i + 1} was not written by the probe kit (${p.kind === "bad" ? "its seal does not match" : "it has no seal"}): something else in the probe process — the submission — wrote or changed the probe's results`,
+        });
+    });
+    return { text: out.filter((l) => l !== "").join("\n") + (out.length ? "\n" : ""), forged };
+}
+/** A fresh seal key for one probe run. */
+function sealKey() {
+    return (0,external_node_crypto_.randomBytes)(32);
+}
+
+;// CONCATENATED MODULE: ./src/engine/probe-phase.ts
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+/** Copies a folder (the probes) into the evaluation folder, read-only for everyone. */
+function mountReadOnly(src, root, name) {
+    const dest = (0,external_node_path_namespaceObject.join)(root, name);
+    (0,external_node_fs_namespaceObject.cpSync)(src, dest, { recursive: true, filter: (p) => (0,external_node_path_namespaceObject.basename)(p) !== "__pycache__" });
+    lockReadOnly(dest);
+    return dest;
+}
+/** Makes a copied folder read-only for everyone, the sandbox's user included. */
+function lockReadOnly(dest) {
+    const lock = (dir) => {
+        for (const e of (0,external_node_fs_namespaceObject.readdirSync)(dir)) {
+            const p = (0,external_node_path_namespaceObject.join)(dir, e);
+            if ((0,external_node_fs_namespaceObject.statSync)(p).isDirectory())
+                lock(p);
+            else
+                (0,external_node_fs_namespaceObject.chmodSync)(p, 0o444);
+        }
+        (0,external_node_fs_namespaceObject.chmodSync)(dir, 0o555);
+    };
+    lock(dest);
+}
+/** The probe files of a task, in a stable order. */
+function listProbes(probesDir, pattern) {
+    const match = picomatch_default()(pattern, { dot: false });
+    return (0,external_node_fs_namespaceObject.readdirSync)(probesDir)
+        .filter((f) => match(f) && (0,external_node_fs_namespaceObject.statSync)((0,external_node_path_namespaceObject.join)(probesDir, f)).isFile())
+        .sort();
+}
+/**
+ * Runs every probe process once (time probes up to three times), side by side as the job pool
+ * allows, each on its own slice (GPUs, cores, rendezvous port), from a read-only copy of the probe
+ * folder outside the workspace, mounted into the sandbox only now. Results come only from each
+ * run's own results file (the one file of the judge folder that run can see) and exit status; what
+ * a probe prints goes to the runner log alone. Checks come back in probe-file order, whatever
+ * order the probes finished in.
+ */
+async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
+    if (jobs.length === 0) {
+        throw new HarnessError(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
+    }
+    // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
+    // sandbox's user can then reach it.
+    const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
+    // The kit under this evaluation's own package name, behind its public one, with the launcher
+    // every probe process starts through (probe-guard.ts; docs/sandbox.md, "Gaming defences").
+    const kitCopy = copyKit(ctx.kitDir, (0,external_node_path_namespaceObject.join)(ctx.root, "kit"));
+    lockReadOnly(kitCopy.dir);
+    const kit = kitCopy.dir;
+    // What the official run's argv and environment looked like: the probe's are made to match.
+    const officialArgv = expandCommand(task.spec.official.command, { python: ctx.python, junit: (0,external_node_path_namespaceObject.join)(ctx.judgeDir, "official", "junit.xml"), workspace: ctx.workspace });
+    const pytestLike = runsPytest(officialArgv);
+    const resultsDir = (0,external_node_path_namespaceObject.join)(ctx.judgeDir, "results");
+    (0,external_node_fs_namespaceObject.mkdirSync)(resultsDir, { recursive: true });
+    const runOne = (job) => slices.run(job, async ({ ctx: jc, lease, gpuMemoryExceeded }) => {
+        const probe = job.name;
+        const runs = [];
+        let retried = [];
+        do {
+            const attempt = runs.length + 1;
+            events.probeStart(probe, attempt, JobPool.describe(lease) + (attempt === 1 ? JobPool.waitNote(lease) : ""));
+            const results = (0,external_node_path_namespaceObject.join)(resultsDir, `${probe}.${attempt}.jsonl`);
+            (0,external_node_fs_namespaceObject.writeFileSync)(results, "");
+            const probePath = (0,external_node_path_namespaceObject.join)(mounted, job.file ?? "");
+            const launch = launchedArgv(expandCommand(task.spec.probes.command, { python: ctx.python, probe: probePath, workspace: ctx.workspace }), probePath, kitCopy.launcher);
+            const key = sealKey();
+            const suite = `probegate-${(0,external_node_crypto_.randomBytes)(12).toString("hex")}`;
+            const plugins = (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("");
+            const env = jobEnv(jc, {
+                // The same shape as the official run's environment (a fresh suite name of the same form).
+                ...(pytestLike ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {}),
+                PROBEGATE_RESULTS: results,
+                PROBEGATE_PROBE_DIR: mounted,
+                PROBEGATE_SEED: String(ctx.params.seed),
+                PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
+                PYTHONPATH: jobPythonPath(jc, kit, mounted),
+                ...(ctx.baseTree ? { PROBEGATE_BASE_TREE: ctx.baseTree } : {}),
+            });
+            const isolation = await isolationFor(jc.isolation, {
+                cwd: ctx.workspace,
+                readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : []), ...(ctx.baseTree ? [ctx.baseTree] : [])],
+                readWrite: [ctx.workspace, env.HOME, results],
+                readOnlyInside: [(0,external_node_path_namespaceObject.join)(ctx.workspace, ".git")],
+            });
+            const guard = {
+                key: key.toString("hex"),
+                kit: kitCopy.alias,
+                command: officialArgv,
+                pythonpath: jobPythonPath(jc),
+                workspace: ctx.workspace,
+                watched: [kit, mounted, results],
+            };
+            const input = launch.launched ? `${JSON.stringify(guard)}\n` : undefined;
+            const run = await runCommand(launch.argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus, input });
+            events.log(probe, run.log);
+            if (run.spawnError)
+                throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
+            const rawResults = (0,external_node_fs_namespaceObject.existsSync)(results) ? (0,external_node_fs_namespaceObject.readFileSync)(results, "utf8") : "";
+            // Only lines the kit sealed count once the kit announced itself (probe-guard.ts).
+            const resultsText = launch.launched ? unsealResults(rawResults, key, probe).text : rawResults;
+            runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
+            if (attempt === 1)
+                retried = failedTimeChecks(runs[0] ?? []);
+        } while (retried.length > 0 && needsAnotherRun(runs, retried));
+        const merged = mergeRuns(runs);
+        events.probeEnd(probe, merged);
+        return merged;
+    });
+    const settled = await Promise.allSettled(jobs.map(runOne));
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed)
+        throw failed.reason;
+    return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
+}
+/** "1 of 4 passed, 3 errored": every check counted as what it ended as (an error is no pass). */
+function checkTally(checks) {
+    const n = (s) => checks.filter((c) => c.status === s).length;
+    const rest = [n("failed") && `${n("failed")} failed`, n("error") && `${n("error")} errored`, n("skipped") && `${n("skipped")} skipped`].filter(Boolean);
+    return `${n("passed")} of ${checks.length} passed${rest.length ? `, ${rest.join(", ")}` : ""}`;
+}
+/** "2 GPUs and 16 cores" for the probe phase's progress line. */
+function describePool(pool) {
+    const s = pool.shape();
+    return s.gpus ? `${s.gpus} GPU${s.gpus === 1 ? "" : "s"} and ${s.cores} cores` : `${s.cores} core${s.cores === 1 ? "" : "s"}`;
+}
+/**
+ * The probe phase of an evaluation: first the hooks the official run may have planted for the
+ * probe processes (a sitecustomize.py, say) are reset, then every probe job runs, packed on the
+ * runner's pool. Its duration is the phase's wall time, from its start line to its end line.
+ */
+async function probePhase(ev, { runner, jobs, python, pool }) {
+    const { opts, spec, ws, record } = ev;
+    ws.resets.push(...(await resetHooks(ws)));
+    ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
+    const t = performance.now();
+    record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params, baseTree: ws.prBase?.dir ?? null }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
+        probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
+        probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
+        log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
+    });
+    record.probesS = ev.clock.since(t);
+    ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${checkTally(record.checks)}${gpuNote(runner.probesPeak())}` });
+}
+
+;// CONCATENATED MODULE: ./src/engine/evaluation-setup.ts
+
+
+
+
+
+
+
+
+
+
+
+
+
+/**
+ * Everything between the workspace and the first job: the host facts, the refusal to run
+ * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
+ * ("requires"), the job pool, every job planned and checked against the runner (InputError where
+ * one can never fit), and the isolation plan. No submission code runs before all of it passed.
+ * Each fact is recorded as soon as it is known, so a later refusal still reports it.
+ */
+async function setUpJobs(ev) {
+    const { opts, spec, ws, record } = ev;
+    // A first build of the task's environment can take minutes: the time waited for it once the
+    // workspace was ready is the runner's, not the submission's wall clock.
+    const waitFrom = performance.now();
+    const env = ev.hostFacts.environment ? await ev.hostFacts.environment : null;
+    ev.clock.addQueued(performance.now() - waitFrom);
+    if (env)
+        record.pythonEnv = { lockHash: env.manifest.lockHash, python: env.manifest.python, interpreter: env.manifest.interpreter };
+    const [py, gpus, support] = await ev.hostFacts.facts;
+    record.host = { py, gpus };
+    if (support && !support.ok) {
+        throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+    }
+    const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: availableCpus() }));
+    const pythonFrom = env ? `the task's environment (${spec.environment?.lock}, ${env.dir})` : undefined;
+    const unmet = unmetRequirements(spec.requires, { pythonFrom, torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
+    if (unmet.length) {
+        throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
+    }
+    const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: (0,external_node_crypto_.randomBytes)(4).toString("hex"), worldSize: opts.worldSize });
+    record.officialJob = jobs.official;
+    // Its own uid where the engine drops privileges: RLIMIT_NPROC and file ownership are per uid, and
+    // every job of this evaluation shares its workspace (sandbox.ts JOB_UID_BASE says why).
+    let uid;
+    if (support?.ok && support.dropToUid !== null) {
+        const claim = claimEvaluationUid();
+        record.releaseUid = claim.release;
+        uid = evaluationUid(claim.slot);
+    }
+    // The sandbox binds each GPU's /dev/nvidiaN by the driver's minor number, not its index.
+    const gpuNodes = support?.ok && pool.gpus.length > 0 ? await readGpuNodes(pool.gpus) : [];
+    const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid, gpuNodes });
+    record.sandboxed = isolation([]).sandbox !== null;
+    const runner = new SliceRunner({
+        pool,
+        t0: ev.clock.t0,
+        base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation, envBin: env ? (0,external_node_path_namespaceObject.join)(env.dir, "bin") : undefined },
+        gpuLimitBytes: spec.limits.gpuMemory,
+        onIdleWait: (ms) => ev.clock.addQueued(ms),
+    });
+    record.runner = runner;
+    return { python: py.executable, pool, jobs, runner };
 }
 
 ;// CONCATENATED MODULE: ./src/engine/evaluate.ts
@@ -70310,7 +71600,7 @@ async function officialPhase(ev, { runner, jobs, python }) {
 async function workspacePhase(opened) {
     const { opts, emit, record, clock } = opened;
     emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
-    const ws = await createWorkspace(opts.task, opts.submission);
+    const ws = await createWorkspace(opts.task, opts.submission, opts.prBase);
     record.workspaceS = clock.since();
     emit({ type: "phase-end", phase: "workspace", durationS: record.workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
     return { ...opened, ws };
@@ -70408,6 +71698,7 @@ function parseWith(src, schema, what) {
 
 
 
+
 function mustExist(path, kind, file, field, line) {
     const ok = (0,external_node_fs_namespaceObject.existsSync)(path) && (kind === "dir" ? (0,external_node_fs_namespaceObject.statSync)(path).isDirectory() : (0,external_node_fs_namespaceObject.statSync)(path).isFile());
     if (!ok) {
@@ -70434,6 +71725,9 @@ function loadTask(dirOrFile, probesOverride) {
         const path = (0,external_node_path_namespaceObject.resolve)(dir, spec.base.path);
         mustExist(path, "dir", file, "base.path", lineOf(src, ["base", "path"]));
         base = { kind: "folder", path };
+    }
+    else if ("pr" in spec.base) {
+        base = { kind: "pr" };
     }
     else {
         const repo = /^[a-z]+:\/\//.test(spec.base.git.repo) ? spec.base.git.repo : (0,external_node_path_namespaceObject.resolve)(dir, spec.base.git.repo);
@@ -70465,18 +71759,18 @@ function loadTask(dirOrFile, probesOverride) {
             }
         }
     }
+    if (spec.environment) {
+        const lockFile = (0,external_node_path_namespaceObject.resolve)(dir, spec.environment.lock);
+        mustExist(lockFile, "file", file, "environment.lock", lineOf(src, ["environment", "lock"]));
+        // What uv would refuse with less to go on (an unpinned or unhashed line) is bad input, found
+        // here: `probegate validate` reports it before any runner builds anything.
+        const { problems } = parseLock((0,external_node_fs_namespaceObject.readFileSync)(lockFile, "utf8"));
+        if (problems.length) {
+            throw new InputError(`not a lock the engine can build (environment.lock in ${file}): ${locatedProblems(lockFile, problems).join("; ")}.`, { file: lockFile, field: "environment.lock" });
+        }
+    }
     return { spec, dir, file, promptFile, base, probesDir, setupDir };
 }
-
-;// CONCATENATED MODULE: ./src/engine/package-paths.ts
-
-
-/**
- * The package root: two levels above this file both in the source tree (src/cli/) and in the
- * bundle (dist/cli/index.js), so the demo finds tasks/, examples/ and the probe kit either way.
- */
-const PACKAGE_ROOT = (0,external_node_path_namespaceObject.resolve)((0,external_node_path_namespaceObject.dirname)((0,external_node_url_.fileURLToPath)(import.meta.url)), "..", "..");
-const KIT_DIR = (0,external_node_path_namespaceObject.resolve)(PACKAGE_ROOT, "probes", "kit");
 
 ;// CONCATENATED MODULE: ./src/github/check-runs.ts
 
@@ -70590,7 +71884,10 @@ function progressPrinter(write, opts = {}) {
                 break;
             }
             case "log":
-                if (opts.verbose && e.text.trim())
+                // The task's environment being built: phase lines a person waits on, not a runner's output.
+                if (e.source === "environment")
+                    write(`${p}  · environment: ${e.text}\n`);
+                else if (opts.verbose && e.text.trim())
                     write(`${p}--- ${e.source} output ---\n${e.text.trimEnd()}\n${p}--- end ---\n`);
                 break;
         }
@@ -70971,6 +72268,12 @@ function parseScorecardFilter(input) {
             return { ok: false, field: "since", message: `'${input.since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z` };
         filter.since = d;
     }
+    if (input.probeSet) {
+        const v = input.probeSet.trim().replace(/^sha256:/, "");
+        if (!/^[0-9a-f]{7,64}$/i.test(v))
+            return { ok: false, field: "probe-set", message: `'${input.probeSet}': expected a commit or probe-set hash (at least 7 hex digits)` };
+        filter.probeSet = v.toLowerCase();
+    }
     return { ok: true, filter };
 }
 /** The dimensions an agent's figures are broken down by. */
@@ -71133,9 +72436,15 @@ function scorecard_categoryMask(categories) {
     }
     return m;
 }
+/** Whether a result was judged by the probe set a filter names (a prefix of either commit or of the folder's hash). */
+function judgedByProbeSet(result, probeSet) {
+    const v = result.probeSetVersion;
+    return [result.task.probeSet.replace(/^sha256:/, ""), v?.evaluatorCommit, v?.probesCommit].some((x) => typeof x === "string" && x.toLowerCase().startsWith(probeSet));
+}
 /** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
 function scopeOf(filter) {
-    return filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+    const where = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+    return filter.probeSet ? `${where}, probe set ${filter.probeSet}` : where;
 }
 const BASIS_WORDS = {
     "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
@@ -71304,6 +72613,78 @@ function contextPath(resultPath) {
     return `${resultPath.replace(/\.json$/, "")}${CONTEXT_SUFFIX}`;
 }
 
+;// CONCATENATED MODULE: ./src/action/trusted-workflow.ts
+/**
+ * Standalone mode runs in the PR's own `pull_request` workflow, and that job holds the probes'
+ * read token and the signing key. GitHub runs the workflow file *from the PR* for `pull_request`,
+ * so an agent that edits the file could read both. The Action therefore refuses to read probes or
+ * sign unless the workflow that runs it is the trusted one: a central workflow that an org
+ * ruleset requires (it runs from the central repository's ref, which the PR cannot change). The
+ * runner tells which file runs, and from which commit, in GITHUB_WORKFLOW_REF / GITHUB_WORKFLOW_SHA.
+ */
+const WORKFLOW_REF = /^([A-Za-z0-9-]+\/[A-Za-z0-9._-]+)\/(\.github\/workflows\/[^@\s]+\.ya?ml)@(\S+)$/;
+/** Parses `owner/repo/.github/workflows/file.yml@ref`; null when it is not one. */
+function parseWorkflowRef(text) {
+    const m = WORKFLOW_REF.exec(text.trim());
+    return m ? { repo: m[1], path: m[2], ref: m[3] } : null;
+}
+const SHA = /^[0-9a-f]{40}$/i;
+function refMatches(trusted, actual) {
+    if (trusted === actual)
+        return true;
+    // A bare name means the branch or the tag of that name.
+    return !trusted.startsWith("refs/") && (actual === `refs/heads/${trusted}` || actual === `refs/tags/${trusted}`);
+}
+/**
+ * Whether the running workflow is `trusted` (the `trusted-workflow` input): the same repository
+ * (case-insensitive) and file, at the same ref — or, when `trusted` pins a commit SHA, read from
+ * that commit. Also refused, whatever the input says, is a workflow read from the PR's own head or
+ * merge commit. The reason names both workflows, so the fix is plain.
+ */
+function checkTrustedWorkflow(trustedText, running) {
+    const trusted = parseWorkflowRef(trustedText);
+    if (!trusted)
+        return { ok: false, why: `Input 'trusted-workflow' is '${trustedText}', not owner/repo/.github/workflows/file.yml@ref` };
+    if (!running.workflowRef)
+        return { ok: false, why: "GITHUB_WORKFLOW_REF is not set, so the workflow running this step cannot be checked against 'trusted-workflow' (a runner older than 2.300?)" };
+    const actual = parseWorkflowRef(running.workflowRef);
+    const named = `this step runs in ${running.workflowRef}${running.workflowSha ? ` (workflow commit ${running.workflowSha})` : ""}, but trusted-workflow is ${trustedText}`;
+    const advice = "The probes and the signing key are only handed to the trusted workflow: a pull_request workflow runs the workflow file from the PR, which its author can edit. Require the central workflow with an org ruleset (README, 'Standalone mode: trust only a central workflow').";
+    if (!actual)
+        return { ok: false, why: `${named}; GITHUB_WORKFLOW_REF is not owner/repo/.github/workflows/file.yml@ref. ${advice}` };
+    const fromPr = running.workflowSha !== undefined && (running.workflowSha === running.prHeadSha || running.workflowSha === running.sha);
+    if (fromPr || actual.ref.startsWith("refs/pull/"))
+        return { ok: false, why: `Refused: the workflow file came from the pull request: ${named}. ${advice}` };
+    const sameFile = actual.repo.toLowerCase() === trusted.repo.toLowerCase() && actual.path === trusted.path;
+    const sameRef = SHA.test(trusted.ref) ? running.workflowSha?.toLowerCase() === trusted.ref.toLowerCase() : refMatches(trusted.ref, actual.ref);
+    if (!sameFile || !sameRef)
+        return { ok: false, why: `Refused: ${named}. ${advice}` };
+    return { ok: true };
+}
+
+;// CONCATENATED MODULE: ./src/action/probe-set-source.ts
+
+/** The commit a folder's git checkout is at; null when it is not in one (or git is missing). */
+function gitHead(dir) {
+    try {
+        const out = (0,external_node_child_process_namespaceObject.execFileSync)("git", ["-C", dir, "rev-parse", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 10_000 }).trim();
+        return /^[0-9a-f]{40,64}$/.test(out) ? out : null;
+    }
+    catch {
+        return null;
+    }
+}
+/**
+ * The probe-set version a result records: the evaluator commit checked out (the repository of the
+ * task folder; in a dispatched run without a git folder, GITHUB_SHA, the commit the dispatch ran
+ * the workflow at) and the probes repository's commit. Read from the runner's checkouts, so it
+ * names what was actually run, not what the app asked for.
+ */
+function probeSetSource(taskDir, probesDir, env, mode) {
+    const evaluatorCommit = gitHead(taskDir) ?? (mode === "runner" ? (env.GITHUB_SHA ?? null) : null);
+    return { evaluatorCommit, probesCommit: probesDir ? gitHead(probesDir) : null };
+}
+
 ;// CONCATENATED MODULE: ./src/action/evaluate-for-action.ts
 
 
@@ -71321,6 +72702,12 @@ function contextPath(resultPath) {
 
 
 
+
+
+/** The workflow running the Action is not the trusted one: nothing was read or signed. */
+class UntrustedWorkflowError extends Error {
+    name = "UntrustedWorkflowError";
+}
 function loadTaskFromInputs(s) {
     if (s.probes && !((0,external_node_fs_namespaceObject.existsSync)(s.probes) && (0,external_node_fs_namespaceObject.statSync)(s.probes).isDirectory())) {
         throw new InputError(`Input 'probes': folder ${(0,external_node_path_namespaceObject.resolve)(s.probes)} does not exist on this runner`);
@@ -71343,11 +72730,21 @@ function submissionFrom(s, env) {
     return text;
 }
 /**
- * One evaluation as the Action runs it: the task and submission from the inputs, in standalone
+ * One evaluation as the Action runs it: first the running workflow checked against
+ * `trusted-workflow` (required in standalone mode), then the task and submission from the inputs, in standalone
  * mode a check run (in progress, then completed with the result — or `neutral` with the error, so
  * it is never left in progress), the engine, the signature, and the result file.
  */
 async function evaluateForAction(s, host) {
+    // Before anything reads the probes or could sign: is this the workflow the probes are for?
+    if (s["trusted-workflow"]) {
+        const prHeadSha = s.mode === "standalone" ? readPullRequestEvent(host.env.GITHUB_EVENT_NAME, host.env.GITHUB_EVENT_PATH).headSha : undefined;
+        // For pull_request, GITHUB_SHA is the PR's merge commit; for a dispatch it is the workflow's own commit.
+        const sha = s.mode === "standalone" ? host.env.GITHUB_SHA : undefined;
+        const trusted = checkTrustedWorkflow(s["trusted-workflow"], { workflowRef: host.env.GITHUB_WORKFLOW_REF, workflowSha: host.env.GITHUB_WORKFLOW_SHA, sha, prHeadSha });
+        if (!trusted.ok)
+            throw new UntrustedWorkflowError(trusted.why);
+    }
     const task = loadTaskFromInputs(s);
     const submission = parseSubmission(submissionFrom(s, host.env));
     let gh;
@@ -71365,8 +72762,10 @@ async function evaluateForAction(s, host) {
         checkRunId = created.id;
         host.checkRunCreated(created.id);
     }
+    // Read before the run: the probes folder is removed when the step ends.
+    const source = probeSetSource(task.dir, task.probesDir, host.env, s.mode);
     try {
-        const result = await host.group(`probegate: ${task.spec.id}`, () => evaluate({
+        const evaluated = await host.group(`probegate: ${task.spec.id}`, () => evaluate({
             task,
             submission,
             kitDir: KIT_DIR,
@@ -71378,6 +72777,7 @@ async function evaluateForAction(s, host) {
             // What probes print never reaches the log; the official tests are public and their output helps the author.
             onEvent: progressPrinter((t) => process.stdout.write(t), { verbose: false }),
         }));
+        const result = { ...evaluated, probeSetVersion: source };
         const signed = s["signing-key"] ? signResult(result, s["signing-key"]) : result;
         const resultPath = (0,external_node_path_namespaceObject.resolve)(s["result-path"] ?? (0,external_node_path_namespaceObject.join)(host.env.RUNNER_TEMP ?? (0,external_node_os_namespaceObject.tmpdir)(), "probegate-result.json"));
         (0,external_node_fs_namespaceObject.mkdirSync)((0,external_node_path_namespaceObject.dirname)(resultPath), { recursive: true });
@@ -71410,6 +72810,7 @@ async function evaluateForAction(s, host) {
 ;// CONCATENATED MODULE: ./src/action/settings.ts
 
 
+
 const settings_optional = schemas_string()
     .transform((s) => s.trim())
     .transform((s) => (s === "" ? undefined : s));
@@ -71435,6 +72836,7 @@ const ActionSettingsSchema = object({
     "remove-probes": schemas_enum(["true", "false"], { error: () => "expected true or false" }).transform((v) => v === "true"),
     // Empty (an older workflow that does not pass it) is the default: sandboxed.
     unsandboxed: schemas_enum(["true", "false", ""], { error: () => "expected true or false" }).transform((v) => v === "true"),
+    "trusted-workflow": settings_optional.refine((v) => v === undefined || parseWorkflowRef(v) !== null, "expected owner/repo/.github/workflows/file.yml@ref"),
 })
     .superRefine((s, ctx) => {
     if (s.mode === "runner" && !s["signing-key"]) {
@@ -71442,6 +72844,13 @@ const ActionSettingsSchema = object({
     }
     if (s.mode === "runner" && !s.submission) {
         ctx.addIssue({ code: "custom", path: ["submission"], message: "is required in runner mode: the checked-out submission folder, or repo@sha" });
+    }
+    if (s.mode === "standalone" && !s["trusted-workflow"]) {
+        ctx.addIssue({
+            code: "custom",
+            path: ["trusted-workflow"],
+            message: "is required in standalone mode: the workflow allowed to read the probes and sign, as owner/repo/.github/workflows/file.yml@ref (a pull_request workflow runs the file from the PR, which its author can edit)",
+        });
     }
     if (s.mode === "standalone" && !s["github-token"]) {
         ctx.addIssue({ code: "custom", path: ["github-token"], message: "is required in standalone mode to post the check run (the default is the job's token)" });

@@ -1295,6 +1295,599 @@ exports.inspect = Symbol.for('nodejs.util.inspect.custom');
 
 /***/ }),
 
+/***/ 7750:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+module.exports = {
+    RBTree: __nccwpck_require__(5004),
+    BinTree: __nccwpck_require__(2663)
+};
+
+
+/***/ }),
+
+/***/ 2663:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+var TreeBase = __nccwpck_require__(253);
+
+function Node(data) {
+    this.data = data;
+    this.left = null;
+    this.right = null;
+}
+
+Node.prototype.get_child = function(dir) {
+    return dir ? this.right : this.left;
+};
+
+Node.prototype.set_child = function(dir, val) {
+    if(dir) {
+        this.right = val;
+    }
+    else {
+        this.left = val;
+    }
+};
+
+function BinTree(comparator) {
+    this._root = null;
+    this._comparator = comparator;
+    this.size = 0;
+}
+
+BinTree.prototype = new TreeBase();
+
+// returns true if inserted, false if duplicate
+BinTree.prototype.insert = function(data) {
+    if(this._root === null) {
+        // empty tree
+        this._root = new Node(data);
+        this.size++;
+        return true;
+    }
+
+    var dir = 0;
+
+    // setup
+    var p = null; // parent
+    var node = this._root;
+
+    // search down
+    while(true) {
+        if(node === null) {
+            // insert new node at the bottom
+            node = new Node(data);
+            p.set_child(dir, node);
+            ret = true;
+            this.size++;
+            return true;
+        }
+
+        // stop if found
+        if(this._comparator(node.data, data) === 0) {
+            return false;
+        }
+
+        dir = this._comparator(node.data, data) < 0;
+
+        // update helpers
+        p = node;
+        node = node.get_child(dir);
+    }
+};
+
+// returns true if removed, false if not found
+BinTree.prototype.remove = function(data) {
+    if(this._root === null) {
+        return false;
+    }
+
+    var head = new Node(undefined); // fake tree root
+    var node = head;
+    node.right = this._root;
+    var p = null; // parent
+    var found = null; // found item
+    var dir = 1;
+
+    while(node.get_child(dir) !== null) {
+        p = node;
+        node = node.get_child(dir);
+        var cmp = this._comparator(data, node.data);
+        dir = cmp > 0;
+
+        if(cmp === 0) {
+            found = node;
+        }
+    }
+
+    if(found !== null) {
+        found.data = node.data;
+        p.set_child(p.right === node, node.get_child(node.left === null));
+
+        this._root = head.right;
+        this.size--;
+        return true;
+    }
+    else {
+        return false;
+    }
+};
+
+module.exports = BinTree;
+
+
+
+/***/ }),
+
+/***/ 5004:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+var TreeBase = __nccwpck_require__(253);
+
+function Node(data) {
+    this.data = data;
+    this.left = null;
+    this.right = null;
+    this.red = true;
+}
+
+Node.prototype.get_child = function(dir) {
+    return dir ? this.right : this.left;
+};
+
+Node.prototype.set_child = function(dir, val) {
+    if(dir) {
+        this.right = val;
+    }
+    else {
+        this.left = val;
+    }
+};
+
+function RBTree(comparator) {
+    this._root = null;
+    this._comparator = comparator;
+    this.size = 0;
+}
+
+RBTree.prototype = new TreeBase();
+
+// returns true if inserted, false if duplicate
+RBTree.prototype.insert = function(data) {
+    var ret = false;
+
+    if(this._root === null) {
+        // empty tree
+        this._root = new Node(data);
+        ret = true;
+        this.size++;
+    }
+    else {
+        var head = new Node(undefined); // fake tree root
+
+        var dir = 0;
+        var last = 0;
+
+        // setup
+        var gp = null; // grandparent
+        var ggp = head; // grand-grand-parent
+        var p = null; // parent
+        var node = this._root;
+        ggp.right = this._root;
+
+        // search down
+        while(true) {
+            if(node === null) {
+                // insert new node at the bottom
+                node = new Node(data);
+                p.set_child(dir, node);
+                ret = true;
+                this.size++;
+            }
+            else if(is_red(node.left) && is_red(node.right)) {
+                // color flip
+                node.red = true;
+                node.left.red = false;
+                node.right.red = false;
+            }
+
+            // fix red violation
+            if(is_red(node) && is_red(p)) {
+                var dir2 = ggp.right === gp;
+
+                if(node === p.get_child(last)) {
+                    ggp.set_child(dir2, single_rotate(gp, !last));
+                }
+                else {
+                    ggp.set_child(dir2, double_rotate(gp, !last));
+                }
+            }
+
+            var cmp = this._comparator(node.data, data);
+
+            // stop if found
+            if(cmp === 0) {
+                break;
+            }
+
+            last = dir;
+            dir = cmp < 0;
+
+            // update helpers
+            if(gp !== null) {
+                ggp = gp;
+            }
+            gp = p;
+            p = node;
+            node = node.get_child(dir);
+        }
+
+        // update root
+        this._root = head.right;
+    }
+
+    // make root black
+    this._root.red = false;
+
+    return ret;
+};
+
+// returns true if removed, false if not found
+RBTree.prototype.remove = function(data) {
+    if(this._root === null) {
+        return false;
+    }
+
+    var head = new Node(undefined); // fake tree root
+    var node = head;
+    node.right = this._root;
+    var p = null; // parent
+    var gp = null; // grand parent
+    var found = null; // found item
+    var dir = 1;
+
+    while(node.get_child(dir) !== null) {
+        var last = dir;
+
+        // update helpers
+        gp = p;
+        p = node;
+        node = node.get_child(dir);
+
+        var cmp = this._comparator(data, node.data);
+
+        dir = cmp > 0;
+
+        // save found node
+        if(cmp === 0) {
+            found = node;
+        }
+
+        // push the red node down
+        if(!is_red(node) && !is_red(node.get_child(dir))) {
+            if(is_red(node.get_child(!dir))) {
+                var sr = single_rotate(node, dir);
+                p.set_child(last, sr);
+                p = sr;
+            }
+            else if(!is_red(node.get_child(!dir))) {
+                var sibling = p.get_child(!last);
+                if(sibling !== null) {
+                    if(!is_red(sibling.get_child(!last)) && !is_red(sibling.get_child(last))) {
+                        // color flip
+                        p.red = false;
+                        sibling.red = true;
+                        node.red = true;
+                    }
+                    else {
+                        var dir2 = gp.right === p;
+
+                        if(is_red(sibling.get_child(last))) {
+                            gp.set_child(dir2, double_rotate(p, last));
+                        }
+                        else if(is_red(sibling.get_child(!last))) {
+                            gp.set_child(dir2, single_rotate(p, last));
+                        }
+
+                        // ensure correct coloring
+                        var gpc = gp.get_child(dir2);
+                        gpc.red = true;
+                        node.red = true;
+                        gpc.left.red = false;
+                        gpc.right.red = false;
+                    }
+                }
+            }
+        }
+    }
+
+    // replace and remove if found
+    if(found !== null) {
+        found.data = node.data;
+        p.set_child(p.right === node, node.get_child(node.left === null));
+        this.size--;
+    }
+
+    // update root and make it black
+    this._root = head.right;
+    if(this._root !== null) {
+        this._root.red = false;
+    }
+
+    return found !== null;
+};
+
+function is_red(node) {
+    return node !== null && node.red;
+}
+
+function single_rotate(root, dir) {
+    var save = root.get_child(!dir);
+
+    root.set_child(!dir, save.get_child(dir));
+    save.set_child(dir, root);
+
+    root.red = true;
+    save.red = false;
+
+    return save;
+}
+
+function double_rotate(root, dir) {
+    root.set_child(!dir, single_rotate(root.get_child(!dir), !dir));
+    return single_rotate(root, dir);
+}
+
+module.exports = RBTree;
+
+
+/***/ }),
+
+/***/ 253:
+/***/ ((module) => {
+
+
+function TreeBase() {}
+
+// removes all nodes from the tree
+TreeBase.prototype.clear = function() {
+    this._root = null;
+    this.size = 0;
+};
+
+// returns node data if found, null otherwise
+TreeBase.prototype.find = function(data) {
+    var res = this._root;
+
+    while(res !== null) {
+        var c = this._comparator(data, res.data);
+        if(c === 0) {
+            return res.data;
+        }
+        else {
+            res = res.get_child(c > 0);
+        }
+    }
+
+    return null;
+};
+
+// returns iterator to node if found, null otherwise
+TreeBase.prototype.findIter = function(data) {
+    var res = this._root;
+    var iter = this.iterator();
+
+    while(res !== null) {
+        var c = this._comparator(data, res.data);
+        if(c === 0) {
+            iter._cursor = res;
+            return iter;
+        }
+        else {
+            iter._ancestors.push(res);
+            res = res.get_child(c > 0);
+        }
+    }
+
+    return null;
+};
+
+// Returns an iterator to the tree node at or immediately after the item
+TreeBase.prototype.lowerBound = function(item) {
+    var cur = this._root;
+    var iter = this.iterator();
+    var cmp = this._comparator;
+
+    while(cur !== null) {
+        var c = cmp(item, cur.data);
+        if(c === 0) {
+            iter._cursor = cur;
+            return iter;
+        }
+        iter._ancestors.push(cur);
+        cur = cur.get_child(c > 0);
+    }
+
+    for(var i=iter._ancestors.length - 1; i >= 0; --i) {
+        cur = iter._ancestors[i];
+        if(cmp(item, cur.data) < 0) {
+            iter._cursor = cur;
+            iter._ancestors.length = i;
+            return iter;
+        }
+    }
+
+    iter._ancestors.length = 0;
+    return iter;
+};
+
+// Returns an iterator to the tree node immediately after the item
+TreeBase.prototype.upperBound = function(item) {
+    var iter = this.lowerBound(item);
+    var cmp = this._comparator;
+
+    while(iter.data() !== null && cmp(iter.data(), item) === 0) {
+        iter.next();
+    }
+
+    return iter;
+};
+
+// returns null if tree is empty
+TreeBase.prototype.min = function() {
+    var res = this._root;
+    if(res === null) {
+        return null;
+    }
+
+    while(res.left !== null) {
+        res = res.left;
+    }
+
+    return res.data;
+};
+
+// returns null if tree is empty
+TreeBase.prototype.max = function() {
+    var res = this._root;
+    if(res === null) {
+        return null;
+    }
+
+    while(res.right !== null) {
+        res = res.right;
+    }
+
+    return res.data;
+};
+
+// returns a null iterator
+// call next() or prev() to point to an element
+TreeBase.prototype.iterator = function() {
+    return new Iterator(this);
+};
+
+// calls cb on each node's data, in order
+TreeBase.prototype.each = function(cb) {
+    var it=this.iterator(), data;
+    while((data = it.next()) !== null) {
+        if(cb(data) === false) {
+            return;
+        }
+    }
+};
+
+// calls cb on each node's data, in reverse order
+TreeBase.prototype.reach = function(cb) {
+    var it=this.iterator(), data;
+    while((data = it.prev()) !== null) {
+        if(cb(data) === false) {
+            return;
+        }
+    }
+};
+
+
+function Iterator(tree) {
+    this._tree = tree;
+    this._ancestors = [];
+    this._cursor = null;
+}
+
+Iterator.prototype.data = function() {
+    return this._cursor !== null ? this._cursor.data : null;
+};
+
+// if null-iterator, returns first node
+// otherwise, returns next node
+Iterator.prototype.next = function() {
+    if(this._cursor === null) {
+        var root = this._tree._root;
+        if(root !== null) {
+            this._minNode(root);
+        }
+    }
+    else {
+        if(this._cursor.right === null) {
+            // no greater node in subtree, go up to parent
+            // if coming from a right child, continue up the stack
+            var save;
+            do {
+                save = this._cursor;
+                if(this._ancestors.length) {
+                    this._cursor = this._ancestors.pop();
+                }
+                else {
+                    this._cursor = null;
+                    break;
+                }
+            } while(this._cursor.right === save);
+        }
+        else {
+            // get the next node from the subtree
+            this._ancestors.push(this._cursor);
+            this._minNode(this._cursor.right);
+        }
+    }
+    return this._cursor !== null ? this._cursor.data : null;
+};
+
+// if null-iterator, returns last node
+// otherwise, returns previous node
+Iterator.prototype.prev = function() {
+    if(this._cursor === null) {
+        var root = this._tree._root;
+        if(root !== null) {
+            this._maxNode(root);
+        }
+    }
+    else {
+        if(this._cursor.left === null) {
+            var save;
+            do {
+                save = this._cursor;
+                if(this._ancestors.length) {
+                    this._cursor = this._ancestors.pop();
+                }
+                else {
+                    this._cursor = null;
+                    break;
+                }
+            } while(this._cursor.left === save);
+        }
+        else {
+            this._ancestors.push(this._cursor);
+            this._maxNode(this._cursor.left);
+        }
+    }
+    return this._cursor !== null ? this._cursor.data : null;
+};
+
+Iterator.prototype._minNode = function(start) {
+    while(start.left !== null) {
+        this._ancestors.push(start);
+        start = start.left;
+    }
+    this._cursor = start;
+};
+
+Iterator.prototype._maxNode = function(start) {
+    while(start.right !== null) {
+        this._ancestors.push(start);
+        start = start.right;
+    }
+    this._cursor = start;
+};
+
+module.exports = TreeBase;
+
+
+
+/***/ }),
+
 /***/ 8812:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
@@ -9293,6 +9886,3094 @@ module.exports.pinoHttp = pinoLogger
 
 /***/ }),
 
+/***/ 5222:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+var __webpack_unused_export__;
+/**
+ * Prometheus client
+ * @module Prometheus client
+ */
+
+
+
+exports.register = __nccwpck_require__(1627).globalRegistry;
+exports.Registry = __nccwpck_require__(1627);
+__webpack_unused_export__ = ({
+	configurable: false,
+	enumerable: true,
+	get() {
+		return exports.register.contentType;
+	},
+	set(value) {
+		exports.register.setContentType(value);
+	},
+});
+__webpack_unused_export__ = exports.Registry.PROMETHEUS_CONTENT_TYPE;
+__webpack_unused_export__ = exports.Registry.OPENMETRICS_CONTENT_TYPE;
+/* unused reexport */ __nccwpck_require__(1539).validateMetricName;
+
+exports.Counter = __nccwpck_require__(8606);
+exports.Gauge = __nccwpck_require__(7173);
+exports.Histogram = __nccwpck_require__(5416);
+/* unused reexport */ __nccwpck_require__(5910);
+/* unused reexport */ __nccwpck_require__(7524);
+
+/* unused reexport */ __nccwpck_require__(964);
+/* unused reexport */ __nccwpck_require__(964);
+
+exports.collectDefaultMetrics = __nccwpck_require__(5106);
+
+/* unused reexport */ __nccwpck_require__(5924).aggregators;
+/* unused reexport */ __nccwpck_require__(816);
+
+
+/***/ }),
+
+/***/ 964:
+/***/ ((__unused_webpack_module, exports) => {
+
+var __webpack_unused_export__;
+
+
+__webpack_unused_export__ = (start, width, count) => {
+	if (count < 1) {
+		throw new Error('Linear buckets needs a positive count');
+	}
+
+	const buckets = new Array(count);
+	for (let i = 0; i < count; i++) {
+		buckets[i] = start + i * width;
+	}
+	return buckets;
+};
+
+__webpack_unused_export__ = (start, factor, count) => {
+	if (start <= 0) {
+		throw new Error('Exponential buckets needs a positive start');
+	}
+	if (count < 1) {
+		throw new Error('Exponential buckets needs a positive count');
+	}
+	if (factor <= 1) {
+		throw new Error('Exponential buckets needs a factor greater than 1');
+	}
+	const buckets = new Array(count);
+	for (let i = 0; i < count; i++) {
+		buckets[i] = start;
+		start *= factor;
+	}
+	return buckets;
+};
+
+
+/***/ }),
+
+/***/ 816:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+/**
+ * Extends the Registry class with a `clusterMetrics` method that returns
+ * aggregated metrics for all workers.
+ *
+ * In cluster workers, listens for and responds to requests for metrics by the
+ * cluster master.
+ */
+
+const Registry = __nccwpck_require__(1627);
+const { Grouper } = __nccwpck_require__(9588);
+const { aggregators } = __nccwpck_require__(5924);
+// We need to lazy-load the 'cluster' module as some application servers -
+// namely Passenger - crash when it is imported.
+let cluster = () => {
+	const data = __nccwpck_require__(9907);
+	cluster = () => data;
+	return data;
+};
+
+const GET_METRICS_REQ = 'prom-client:getMetricsReq';
+const GET_METRICS_RES = 'prom-client:getMetricsRes';
+
+let registries = [Registry.globalRegistry];
+let requestCtr = 0; // Concurrency control
+let listenersAdded = false;
+const requests = new Map(); // Pending requests for workers' local metrics.
+
+class AggregatorRegistry extends Registry {
+	constructor(regContentType = Registry.PROMETHEUS_CONTENT_TYPE) {
+		super(regContentType);
+		addListeners();
+	}
+
+	/**
+	 * Gets aggregated metrics for all workers. The optional callback and
+	 * returned Promise resolve with the same value; either may be used.
+	 * @return {Promise<string>} Promise that resolves with the aggregated
+	 *   metrics.
+	 */
+	clusterMetrics() {
+		const requestId = requestCtr++;
+
+		return new Promise((resolve, reject) => {
+			let settled = false;
+			function done(err, result) {
+				if (settled) return;
+				settled = true;
+				if (err) reject(err);
+				else resolve(result);
+			}
+
+			const request = {
+				responses: [],
+				pending: 0,
+				done,
+				errorTimeout: setTimeout(() => {
+					const err = new Error('Operation timed out.');
+					request.done(err);
+				}, 5000),
+			};
+			requests.set(requestId, request);
+
+			const message = {
+				type: GET_METRICS_REQ,
+				requestId,
+			};
+
+			for (const id in cluster().workers) {
+				// If the worker exits abruptly, it may still be in the workers
+				// list but not able to communicate.
+				if (cluster().workers[id].isConnected()) {
+					cluster().workers[id].send(message);
+					request.pending++;
+				}
+			}
+
+			if (request.pending === 0) {
+				// No workers were up
+				clearTimeout(request.errorTimeout);
+				process.nextTick(() => done(null, ''));
+			}
+		});
+	}
+
+	get contentType() {
+		return super.contentType;
+	}
+
+	/**
+	 * Creates a new Registry instance from an array of metrics that were
+	 * created by `registry.getMetricsAsJSON()`. Metrics are aggregated using
+	 * the method specified by their `aggregator` property, or by summation if
+	 * `aggregator` is undefined.
+	 * @param {Array} metricsArr Array of metrics, each of which created by
+	 *   `registry.getMetricsAsJSON()`.
+	 * @param {string} registryType content type of the new registry. Defaults
+	 * to PROMETHEUS_CONTENT_TYPE.
+	 * @return {Registry} aggregated registry.
+	 */
+	static aggregate(
+		metricsArr,
+		registryType = Registry.PROMETHEUS_CONTENT_TYPE,
+	) {
+		const aggregatedRegistry = new Registry();
+		const metricsByName = new Grouper();
+
+		aggregatedRegistry.setContentType(registryType);
+
+		// Gather by name
+		metricsArr.forEach(metrics => {
+			metrics.forEach(metric => {
+				metricsByName.add(metric.name, metric);
+			});
+		});
+
+		// Aggregate gathered metrics.
+		metricsByName.forEach(metrics => {
+			const aggregatorName = metrics[0].aggregator;
+			const aggregatorFn = aggregators[aggregatorName];
+			if (typeof aggregatorFn !== 'function') {
+				throw new Error(`'${aggregatorName}' is not a defined aggregator.`);
+			}
+			const aggregatedMetric = aggregatorFn(metrics);
+			// NB: The 'omit' aggregator returns undefined.
+			if (aggregatedMetric) {
+				const aggregatedMetricWrapper = Object.assign(
+					{
+						get: () => aggregatedMetric,
+					},
+					aggregatedMetric,
+				);
+				aggregatedRegistry.registerMetric(aggregatedMetricWrapper);
+			}
+		});
+
+		return aggregatedRegistry;
+	}
+
+	/**
+	 * Sets the registry or registries to be aggregated. Call from workers to
+	 * use a registry/registries other than the default global registry.
+	 * @param {Array<Registry>|Registry} regs Registry or registries to be
+	 *   aggregated.
+	 * @return {void}
+	 */
+	static setRegistries(regs) {
+		if (!Array.isArray(regs)) regs = [regs];
+		regs.forEach(reg => {
+			if (!(reg instanceof Registry)) {
+				throw new TypeError(`Expected Registry, got ${typeof reg}`);
+			}
+		});
+		registries = regs;
+	}
+}
+
+/**
+ * Adds event listeners for cluster aggregation. Idempotent (safe to call more
+ * than once).
+ * @return {void}
+ */
+function addListeners() {
+	if (listenersAdded) return;
+	listenersAdded = true;
+
+	if (cluster().isMaster) {
+		// Listen for worker responses to requests for local metrics
+		cluster().on('message', (worker, message) => {
+			if (message.type === GET_METRICS_RES) {
+				const request = requests.get(message.requestId);
+
+				if (message.error) {
+					request.done(new Error(message.error));
+					return;
+				}
+
+				message.metrics.forEach(registry => request.responses.push(registry));
+				request.pending--;
+
+				if (request.pending === 0) {
+					// finalize
+					requests.delete(message.requestId);
+					clearTimeout(request.errorTimeout);
+
+					const registry = AggregatorRegistry.aggregate(request.responses);
+					const promString = registry.metrics();
+					request.done(null, promString);
+				}
+			}
+		});
+	}
+
+	if (cluster().isWorker) {
+		// Respond to master's requests for worker's local metrics.
+		process.on('message', message => {
+			if (message.type === GET_METRICS_REQ) {
+				Promise.all(registries.map(r => r.getMetricsAsJSON()))
+					.then(metrics => {
+						process.send({
+							type: GET_METRICS_RES,
+							requestId: message.requestId,
+							metrics,
+						});
+					})
+					.catch(error => {
+						process.send({
+							type: GET_METRICS_RES,
+							requestId: message.requestId,
+							error: error.message,
+						});
+					});
+			}
+		});
+	}
+}
+
+module.exports = AggregatorRegistry;
+
+
+/***/ }),
+
+/***/ 8606:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+/**
+ * Counter metric
+ */
+
+
+const util = __nccwpck_require__(9023);
+const {
+	hashObject,
+	isObject,
+	getLabels,
+	removeLabels,
+	nowTimestamp,
+} = __nccwpck_require__(9588);
+const { validateLabel } = __nccwpck_require__(1539);
+const { Metric } = __nccwpck_require__(2476);
+const Exemplar = __nccwpck_require__(9024);
+
+class Counter extends Metric {
+	constructor(config) {
+		super(config);
+		this.type = 'counter';
+		this.defaultLabels = {};
+		this.defaultValue = 1;
+		this.defaultExemplarLabelSet = {};
+		if (config.enableExemplars) {
+			this.enableExemplars = true;
+			this.inc = this.incWithExemplar;
+		} else {
+			this.inc = this.incWithoutExemplar;
+		}
+	}
+
+	/**
+	 * Increment counter
+	 * @param {object} labels - What label you want to be incremented
+	 * @param {Number} value - Value to increment, if omitted increment with 1
+	 * @returns {object} results - object with information about the inc operation
+	 * @returns {string} results.labelHash - hash representation of the labels
+	 */
+	incWithoutExemplar(labels, value) {
+		let hash = '';
+		if (isObject(labels)) {
+			hash = hashObject(labels, this.sortedLabelNames);
+			validateLabel(this.labelNames, labels);
+		} else {
+			value = labels;
+			labels = {};
+		}
+
+		if (value && !Number.isFinite(value)) {
+			throw new TypeError(`Value is not a valid number: ${util.format(value)}`);
+		}
+		if (value < 0) {
+			throw new Error('It is not possible to decrease a counter');
+		}
+
+		if (value === null || value === undefined) value = 1;
+
+		setValue(this.hashMap, value, labels, hash);
+
+		return { labelHash: hash };
+	}
+
+	/**
+	 * Increment counter with exemplar, same as inc but accepts labels for an
+	 * exemplar.
+	 * If no label is provided the current exemplar labels are kept unchanged
+	 * (defaults to empty set).
+	 *
+	 * @param {object} incOpts - Object with options about what metric to increase
+	 * @param {object} incOpts.labels - What label you want to be incremented,
+	 *                                  defaults to null (metric with no labels)
+	 * @param {Number} incOpts.value - Value to increment, defaults to 1
+	 * @param {object} incOpts.exemplarLabels - Key-value  labels for the
+	 *                                          exemplar, defaults to empty set {}
+	 * @returns {void}
+	 */
+	incWithExemplar({
+		labels = this.defaultLabels,
+		value = this.defaultValue,
+		exemplarLabels = this.defaultExemplarLabelSet,
+	} = {}) {
+		const res = this.incWithoutExemplar(labels, value);
+		this.updateExemplar(exemplarLabels, value, res.labelHash);
+	}
+
+	updateExemplar(exemplarLabels, value, hash) {
+		if (exemplarLabels === this.defaultExemplarLabelSet) return;
+		if (!isObject(this.hashMap[hash].exemplar)) {
+			this.hashMap[hash].exemplar = new Exemplar();
+		}
+		this.hashMap[hash].exemplar.validateExemplarLabelSet(exemplarLabels);
+		this.hashMap[hash].exemplar.labelSet = exemplarLabels;
+		this.hashMap[hash].exemplar.value = value ? value : 1;
+		this.hashMap[hash].exemplar.timestamp = nowTimestamp();
+	}
+
+	/**
+	 * Reset counter
+	 * @returns {void}
+	 */
+	reset() {
+		this.hashMap = {};
+		if (this.labelNames.length === 0) {
+			setValue(this.hashMap, 0);
+		}
+	}
+
+	async get() {
+		if (this.collect) {
+			const v = this.collect();
+			if (v instanceof Promise) await v;
+		}
+
+		return {
+			help: this.help,
+			name: this.name,
+			type: this.type,
+			values: Object.values(this.hashMap),
+			aggregator: this.aggregator,
+		};
+	}
+
+	labels(...args) {
+		const labels = getLabels(this.labelNames, args) || {};
+		return {
+			inc: this.inc.bind(this, labels),
+		};
+	}
+
+	remove(...args) {
+		const labels = getLabels(this.labelNames, args) || {};
+		validateLabel(this.labelNames, labels);
+		return removeLabels.call(this, this.hashMap, labels, this.sortedLabelNames);
+	}
+}
+
+function setValue(hashMap, value, labels = {}, hash = '') {
+	if (hashMap[hash]) {
+		hashMap[hash].value += value;
+	} else {
+		hashMap[hash] = { value, labels };
+	}
+	return hashMap;
+}
+
+module.exports = Counter;
+
+
+/***/ }),
+
+/***/ 5106:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const { isObject } = __nccwpck_require__(9588);
+
+// Default metrics.
+const processCpuTotal = __nccwpck_require__(8293);
+const processStartTime = __nccwpck_require__(8228);
+const osMemoryHeap = __nccwpck_require__(3981);
+const processOpenFileDescriptors = __nccwpck_require__(5217);
+const processMaxFileDescriptors = __nccwpck_require__(9655);
+const eventLoopLag = __nccwpck_require__(4460);
+const processHandles = __nccwpck_require__(5490);
+const processRequests = __nccwpck_require__(7439);
+const processResources = __nccwpck_require__(884);
+const heapSizeAndUsed = __nccwpck_require__(2365);
+const heapSpacesSizeAndUsed = __nccwpck_require__(3844);
+const version = __nccwpck_require__(3344);
+const gc = __nccwpck_require__(9336);
+
+const metrics = {
+	processCpuTotal,
+	processStartTime,
+	osMemoryHeap,
+	processOpenFileDescriptors,
+	processMaxFileDescriptors,
+	eventLoopLag,
+	...(typeof process.getActiveResourcesInfo === 'function'
+		? { processResources }
+		: {}),
+	processHandles,
+	processRequests,
+	heapSizeAndUsed,
+	heapSpacesSizeAndUsed,
+	version,
+	gc,
+};
+const metricsList = Object.keys(metrics);
+
+module.exports = function collectDefaultMetrics(config) {
+	if (config !== null && config !== undefined && !isObject(config)) {
+		throw new TypeError('config must be null, undefined, or an object');
+	}
+
+	config = { eventLoopMonitoringPrecision: 10, ...config };
+
+	for (const metric of Object.values(metrics)) {
+		metric(config.register, config);
+	}
+};
+
+module.exports.metricsList = metricsList;
+
+
+/***/ }),
+
+/***/ 9024:
+/***/ ((module) => {
+
+
+
+/**
+ * Class representing an OpenMetrics exemplar.
+ *
+ * @property {object} labelSet
+ * @property {number} value
+ * @property {number} [timestamp]
+ * */
+class Exemplar {
+	constructor(labelSet = {}, value = null) {
+		this.labelSet = labelSet;
+		this.value = value;
+	}
+
+	/**
+	 * Validation for the label set format.
+	 * https://github.com/OpenObservability/OpenMetrics/blob/d99b705f611b75fec8f450b05e344e02eea6921d/specification/OpenMetrics.md#exemplars
+	 *
+	 * @param {object} labelSet - Exemplar labels.
+	 * @throws {RangeError}
+	 * @return {void}
+	 */
+	validateExemplarLabelSet(labelSet) {
+		let res = '';
+		for (const [labelName, labelValue] of Object.entries(labelSet)) {
+			res += `${labelName}${labelValue}`;
+		}
+		if (res.length > 128) {
+			throw new RangeError(
+				'Label set size must be smaller than 128 UTF-8 chars',
+			);
+		}
+	}
+}
+
+module.exports = Exemplar;
+
+
+/***/ }),
+
+/***/ 7173:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+/**
+ * Gauge metric
+ */
+
+
+const util = __nccwpck_require__(9023);
+
+const {
+	setValue,
+	setValueDelta,
+	getLabels,
+	hashObject,
+	isObject,
+	removeLabels,
+} = __nccwpck_require__(9588);
+const { validateLabel } = __nccwpck_require__(1539);
+const { Metric } = __nccwpck_require__(2476);
+
+class Gauge extends Metric {
+	constructor(config) {
+		super(config);
+		this.type = 'gauge';
+	}
+
+	/**
+	 * Set a gauge to a value
+	 * @param {object} labels - Object with labels and their values
+	 * @param {Number} value - Value to set the gauge to, must be positive
+	 * @returns {void}
+	 */
+	set(labels, value) {
+		value = getValueArg(labels, value);
+		labels = getLabelArg(labels);
+		set(this, labels, value);
+	}
+
+	/**
+	 * Reset gauge
+	 * @returns {void}
+	 */
+	reset() {
+		this.hashMap = {};
+		if (this.labelNames.length === 0) {
+			setValue(this.hashMap, 0, {});
+		}
+	}
+
+	/**
+	 * Increment a gauge value
+	 * @param {object} labels - Object with labels where key is the label key and value is label value. Can only be one level deep
+	 * @param {Number} value - Value to increment - if omitted, increment with 1
+	 * @returns {void}
+	 */
+	inc(labels, value) {
+		value = getValueArg(labels, value);
+		labels = getLabelArg(labels);
+		if (value === undefined) value = 1;
+		setDelta(this, labels, value);
+	}
+
+	/**
+	 * Decrement a gauge value
+	 * @param {object} labels - Object with labels where key is the label key and value is label value. Can only be one level deep
+	 * @param {Number} value - Value to decrement - if omitted, decrement with 1
+	 * @returns {void}
+	 */
+	dec(labels, value) {
+		value = getValueArg(labels, value);
+		labels = getLabelArg(labels);
+		if (value === undefined) value = 1;
+		setDelta(this, labels, -value);
+	}
+
+	/**
+	 * Set the gauge to current unix epoch
+	 * @param {object} labels - Object with labels where key is the label key and value is label value. Can only be one level deep
+	 * @returns {void}
+	 */
+	setToCurrentTime(labels) {
+		const now = Date.now() / 1000;
+		if (labels === undefined) {
+			this.set(now);
+		} else {
+			this.set(labels, now);
+		}
+	}
+
+	/**
+	 * Start a timer
+	 * @param {object} labels - Object with labels where key is the label key and value is label value. Can only be one level deep
+	 * @returns {function} - Invoke this function to set the duration in seconds since you started the timer.
+	 * @example
+	 * var done = gauge.startTimer();
+	 * makeXHRRequest(function(err, response) {
+	 *	done(); //Duration of the request will be saved
+	 * });
+	 */
+	startTimer(labels) {
+		const start = process.hrtime();
+		return endLabels => {
+			const delta = process.hrtime(start);
+			const value = delta[0] + delta[1] / 1e9;
+			this.set(Object.assign({}, labels, endLabels), value);
+			return value;
+		};
+	}
+
+	async get() {
+		if (this.collect) {
+			const v = this.collect();
+			if (v instanceof Promise) await v;
+		}
+		return {
+			help: this.help,
+			name: this.name,
+			type: this.type,
+			values: Object.values(this.hashMap),
+			aggregator: this.aggregator,
+		};
+	}
+
+	_getValue(labels) {
+		const hash = hashObject(labels || {}, this.sortedLabelNames);
+		return this.hashMap[hash] ? this.hashMap[hash].value : 0;
+	}
+
+	labels(...args) {
+		const labels = getLabels(this.labelNames, args);
+		validateLabel(this.labelNames, labels);
+		return {
+			inc: this.inc.bind(this, labels),
+			dec: this.dec.bind(this, labels),
+			set: this.set.bind(this, labels),
+			setToCurrentTime: this.setToCurrentTime.bind(this, labels),
+			startTimer: this.startTimer.bind(this, labels),
+		};
+	}
+
+	remove(...args) {
+		const labels = getLabels(this.labelNames, args);
+		validateLabel(this.labelNames, labels);
+		removeLabels.call(this, this.hashMap, labels, this.sortedLabelNames);
+	}
+}
+
+function set(gauge, labels, value) {
+	if (typeof value !== 'number') {
+		throw new TypeError(`Value is not a valid number: ${util.format(value)}`);
+	}
+
+	validateLabel(gauge.labelNames, labels);
+	setValue(gauge.hashMap, value, labels);
+}
+
+function setDelta(gauge, labels, delta) {
+	if (typeof delta !== 'number') {
+		throw new TypeError(`Delta is not a valid number: ${util.format(delta)}`);
+	}
+
+	validateLabel(gauge.labelNames, labels);
+	const hash = hashObject(labels, gauge.sortedLabelNames);
+	setValueDelta(gauge.hashMap, delta, labels, hash);
+}
+
+function getLabelArg(labels) {
+	return isObject(labels) ? labels : {};
+}
+
+function getValueArg(labels, value) {
+	return isObject(labels) ? value : labels;
+}
+
+module.exports = Gauge;
+
+
+/***/ }),
+
+/***/ 5416:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+/**
+ * Histogram
+ */
+
+
+const util = __nccwpck_require__(9023);
+const {
+	getLabels,
+	hashObject,
+	isObject,
+	removeLabels,
+	nowTimestamp,
+} = __nccwpck_require__(9588);
+const { validateLabel } = __nccwpck_require__(1539);
+const { Metric } = __nccwpck_require__(2476);
+const Exemplar = __nccwpck_require__(9024);
+
+class Histogram extends Metric {
+	constructor(config) {
+		super(config, {
+			buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+		});
+
+		this.type = 'histogram';
+		this.defaultLabels = {};
+		this.defaultExemplarLabelSet = {};
+		this.enableExemplars = false;
+
+		for (const label of this.labelNames) {
+			if (label === 'le') {
+				throw new Error('le is a reserved label keyword');
+			}
+		}
+
+		this.upperBounds = this.buckets;
+		this.bucketValues = this.upperBounds.reduce((acc, upperBound) => {
+			acc[upperBound] = 0;
+			return acc;
+		}, {});
+
+		if (config.enableExemplars) {
+			this.enableExemplars = true;
+			this.bucketExemplars = this.upperBounds.reduce((acc, upperBound) => {
+				acc[upperBound] = null;
+				return acc;
+			}, {});
+			Object.freeze(this.bucketExemplars);
+			this.observe = this.observeWithExemplar;
+		} else {
+			this.observe = this.observeWithoutExemplar;
+		}
+
+		Object.freeze(this.bucketValues);
+		Object.freeze(this.upperBounds);
+
+		if (this.labelNames.length === 0) {
+			this.hashMap = {
+				[hashObject({})]: createBaseValues(
+					{},
+					this.bucketValues,
+					this.bucketExemplars,
+				),
+			};
+		}
+	}
+
+	/**
+	 * Observe a value in histogram
+	 * @param {object} labels - Object with labels where key is the label key and value is label value. Can only be one level deep
+	 * @param {Number} value - Value to observe in the histogram
+	 * @returns {void}
+	 */
+	observeWithoutExemplar(labels, value) {
+		observe.call(this, labels === 0 ? 0 : labels || {})(value);
+	}
+
+	observeWithExemplar({
+		labels = this.defaultLabels,
+		value,
+		exemplarLabels = this.defaultExemplarLabelSet,
+	} = {}) {
+		observe.call(this, labels === 0 ? 0 : labels || {})(value);
+		this.updateExemplar(labels, value, exemplarLabels);
+	}
+
+	updateExemplar(labels, value, exemplarLabels) {
+		if (Object.keys(exemplarLabels).length === 0) return;
+		const hash = hashObject(labels, this.sortedLabelNames);
+		const bound = findBound(this.upperBounds, value);
+		const { bucketExemplars } = this.hashMap[hash];
+		let exemplar = bucketExemplars[bound];
+		if (!isObject(exemplar)) {
+			exemplar = new Exemplar();
+			bucketExemplars[bound] = exemplar;
+		}
+		exemplar.validateExemplarLabelSet(exemplarLabels);
+		exemplar.labelSet = exemplarLabels;
+		exemplar.value = value;
+		exemplar.timestamp = nowTimestamp();
+	}
+
+	async get() {
+		const data = await this.getForPromString();
+		data.values = data.values.map(splayLabels);
+		return data;
+	}
+
+	async getForPromString() {
+		if (this.collect) {
+			const v = this.collect();
+			if (v instanceof Promise) await v;
+		}
+		const data = Object.values(this.hashMap);
+		const values = data
+			.map(extractBucketValuesForExport(this))
+			.reduce(addSumAndCountForExport(this), []);
+
+		return {
+			name: this.name,
+			help: this.help,
+			type: this.type,
+			values,
+			aggregator: this.aggregator,
+		};
+	}
+
+	reset() {
+		this.hashMap = {};
+	}
+
+	/**
+	 * Initialize the metrics for the given combination of labels to zero
+	 * @param {object} labels - Object with labels where key is the label key and value is label value. Can only be one level deep
+	 * @returns {void}
+	 */
+	zero(labels) {
+		const hash = hashObject(labels, this.sortedLabelNames);
+		this.hashMap[hash] = createBaseValues(
+			labels,
+			this.bucketValues,
+			this.bucketExemplars,
+		);
+	}
+
+	/**
+	 * Start a timer that could be used to logging durations
+	 * @param {object} labels - Object with labels where key is the label key and value is label value. Can only be one level deep
+	 * @param {object} exemplarLabels - Object with labels for exemplar where key is the label key and value is label value. Can only be one level deep
+	 * @returns {function} - Function to invoke when you want to stop the timer and observe the duration in seconds
+	 * @example
+	 * var end = histogram.startTimer();
+	 * makeExpensiveXHRRequest(function(err, res) {
+	 * 	const duration = end(); //Observe the duration of expensiveXHRRequest and returns duration in seconds
+	 * 	console.log('Duration', duration);
+	 * });
+	 */
+	startTimer(labels, exemplarLabels) {
+		return this.enableExemplars
+			? startTimerWithExemplar.call(this, labels, exemplarLabels)()
+			: startTimer.call(this, labels)();
+	}
+
+	labels(...args) {
+		const labels = getLabels(this.labelNames, args);
+		validateLabel(this.labelNames, labels);
+		return {
+			observe: observe.call(this, labels),
+			startTimer: startTimer.call(this, labels),
+		};
+	}
+
+	remove(...args) {
+		const labels = getLabels(this.labelNames, args);
+		validateLabel(this.labelNames, labels);
+		removeLabels.call(this, this.hashMap, labels, this.sortedLabelNames);
+	}
+}
+
+function startTimer(startLabels) {
+	return () => {
+		const start = process.hrtime();
+		return endLabels => {
+			const delta = process.hrtime(start);
+			const value = delta[0] + delta[1] / 1e9;
+			this.observe(Object.assign({}, startLabels, endLabels), value);
+			return value;
+		};
+	};
+}
+
+function startTimerWithExemplar(startLabels, startExemplarLabels) {
+	return () => {
+		const start = process.hrtime();
+		return (endLabels, endExemplarLabels) => {
+			const delta = process.hrtime(start);
+			const value = delta[0] + delta[1] / 1e9;
+			this.observe({
+				labels: Object.assign({}, startLabels, endLabels),
+				value,
+				exemplarLabels: Object.assign(
+					{},
+					startExemplarLabels,
+					endExemplarLabels,
+				),
+			});
+			return value;
+		};
+	};
+}
+
+function setValuePair(labels, value, metricName, exemplar, sharedLabels = {}) {
+	return {
+		labels,
+		sharedLabels,
+		value,
+		metricName,
+		exemplar,
+	};
+}
+
+function findBound(upperBounds, value) {
+	for (let i = 0; i < upperBounds.length; i++) {
+		const bound = upperBounds[i];
+		if (value <= bound) {
+			return bound;
+		}
+	}
+	return -1;
+}
+
+function observe(labels) {
+	return value => {
+		const labelValuePair = convertLabelsAndValues(labels, value);
+
+		validateLabel(this.labelNames, labelValuePair.labels);
+		if (!Number.isFinite(labelValuePair.value)) {
+			throw new TypeError(
+				`Value is not a valid number: ${util.format(labelValuePair.value)}`,
+			);
+		}
+
+		const hash = hashObject(labelValuePair.labels, this.sortedLabelNames);
+		let valueFromMap = this.hashMap[hash];
+		if (!valueFromMap) {
+			valueFromMap = createBaseValues(
+				labelValuePair.labels,
+				this.bucketValues,
+				this.bucketExemplars,
+			);
+		}
+
+		const b = findBound(this.upperBounds, labelValuePair.value);
+
+		valueFromMap.sum += labelValuePair.value;
+		valueFromMap.count += 1;
+
+		if (Object.prototype.hasOwnProperty.call(valueFromMap.bucketValues, b)) {
+			valueFromMap.bucketValues[b] += 1;
+		}
+
+		this.hashMap[hash] = valueFromMap;
+	};
+}
+
+function createBaseValues(labels, bucketValues, bucketExemplars) {
+	const result = {
+		labels,
+		bucketValues: { ...bucketValues },
+		sum: 0,
+		count: 0,
+	};
+	if (bucketExemplars) {
+		result.bucketExemplars = { ...bucketExemplars };
+	}
+	return result;
+}
+
+function convertLabelsAndValues(labels, value) {
+	return isObject(labels)
+		? {
+				labels,
+				value,
+			}
+		: {
+				value: labels,
+				labels: {},
+			};
+}
+
+function extractBucketValuesForExport(histogram) {
+	const name = `${histogram.name}_bucket`;
+	return bucketData => {
+		let acc = 0;
+		const buckets = histogram.upperBounds.map(upperBound => {
+			acc += bucketData.bucketValues[upperBound];
+			return setValuePair(
+				{ le: upperBound },
+				acc,
+				name,
+				bucketData.bucketExemplars
+					? bucketData.bucketExemplars[upperBound]
+					: null,
+				bucketData.labels,
+			);
+		});
+		return { buckets, data: bucketData };
+	};
+}
+
+function addSumAndCountForExport(histogram) {
+	return (acc, d) => {
+		acc.push(...d.buckets);
+
+		const infLabel = { le: '+Inf' };
+		acc.push(
+			setValuePair(
+				infLabel,
+				d.data.count,
+				`${histogram.name}_bucket`,
+				d.data.bucketExemplars ? d.data.bucketExemplars['-1'] : null,
+				d.data.labels,
+			),
+			setValuePair(
+				{},
+				d.data.sum,
+				`${histogram.name}_sum`,
+				undefined,
+				d.data.labels,
+			),
+			setValuePair(
+				{},
+				d.data.count,
+				`${histogram.name}_count`,
+				undefined,
+				d.data.labels,
+			),
+		);
+		return acc;
+	};
+}
+
+function splayLabels(bucket) {
+	const { sharedLabels, labels, ...newBucket } = bucket;
+	for (const label of Object.keys(sharedLabels)) {
+		labels[label] = sharedLabels[label];
+	}
+	newBucket.labels = labels;
+	return newBucket;
+}
+
+module.exports = Histogram;
+
+
+/***/ }),
+
+/***/ 2476:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Registry = __nccwpck_require__(1627);
+const { isObject } = __nccwpck_require__(9588);
+const { validateMetricName, validateLabelName } = __nccwpck_require__(1539);
+
+/**
+ * @abstract
+ */
+class Metric {
+	constructor(config, defaults = {}) {
+		if (!isObject(config)) {
+			throw new TypeError('constructor expected a config object');
+		}
+		Object.assign(
+			this,
+			{
+				labelNames: [],
+				registers: [Registry.globalRegistry],
+				aggregator: 'sum',
+				enableExemplars: false,
+			},
+			defaults,
+			config,
+		);
+		if (!this.registers) {
+			// in case config.registers is `undefined`
+			this.registers = [Registry.globalRegistry];
+		}
+		if (!this.help) {
+			throw new Error('Missing mandatory help parameter');
+		}
+		if (!this.name) {
+			throw new Error('Missing mandatory name parameter');
+		}
+		if (!validateMetricName(this.name)) {
+			throw new Error('Invalid metric name');
+		}
+		if (!validateLabelName(this.labelNames)) {
+			throw new Error('Invalid label name');
+		}
+
+		if (this.collect && typeof this.collect !== 'function') {
+			throw new Error('Optional "collect" parameter must be a function');
+		}
+
+		if (this.labelNames) {
+			this.sortedLabelNames = [...this.labelNames].sort();
+		} else {
+			this.sortedLabelNames = [];
+		}
+
+		this.reset();
+
+		for (const register of this.registers) {
+			if (
+				this.enableExemplars &&
+				register.contentType === Registry.PROMETHEUS_CONTENT_TYPE
+			) {
+				throw new TypeError(
+					'Exemplars are supported only on OpenMetrics registries',
+				);
+			}
+			register.registerMetric(this);
+		}
+	}
+
+	reset() {
+		/* abstract */
+	}
+}
+
+module.exports = { Metric };
+
+
+/***/ }),
+
+/***/ 5924:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+
+
+const { Grouper, hashObject } = __nccwpck_require__(9588);
+
+/**
+ * Returns a new function that applies the `aggregatorFn` to the values.
+ * @param {Function} aggregatorFn function to apply to values.
+ * @return {Function} aggregator function
+ */
+function AggregatorFactory(aggregatorFn) {
+	return metrics => {
+		if (metrics.length === 0) return;
+		const result = {
+			help: metrics[0].help,
+			name: metrics[0].name,
+			type: metrics[0].type,
+			values: [],
+			aggregator: metrics[0].aggregator,
+		};
+		// Gather metrics by metricName and labels.
+		const byLabels = new Grouper();
+		metrics.forEach(metric => {
+			metric.values.forEach(value => {
+				const key = hashObject(value.labels);
+				byLabels.add(`${value.metricName}_${key}`, value);
+			});
+		});
+		// Apply aggregator function to gathered metrics.
+		byLabels.forEach(values => {
+			if (values.length === 0) return;
+			const valObj = {
+				value: aggregatorFn(values),
+				labels: values[0].labels,
+			};
+			if (values[0].metricName) {
+				valObj.metricName = values[0].metricName;
+			}
+			// NB: Timestamps are omitted.
+			result.values.push(valObj);
+		});
+		return result;
+	};
+}
+// Export for users to define their own aggregation methods.
+exports.AggregatorFactory = AggregatorFactory;
+
+/**
+ * Functions that can be used to aggregate metrics from multiple registries.
+ */
+exports.aggregators = {
+	/**
+	 * @return The sum of values.
+	 */
+	sum: AggregatorFactory(v => v.reduce((p, c) => p + c.value, 0)),
+	/**
+	 * @return The first value.
+	 */
+	first: AggregatorFactory(v => v[0].value),
+	/**
+	 * @return {undefined} Undefined; omits the metric.
+	 */
+	omit: () => {},
+	/**
+	 * @return The arithmetic mean of the values.
+	 */
+	average: AggregatorFactory(
+		v => v.reduce((p, c) => p + c.value, 0) / v.length,
+	),
+	/**
+	 * @return The minimum of the values.
+	 */
+	min: AggregatorFactory(v =>
+		v.reduce((p, c) => Math.min(p, c.value), Infinity),
+	),
+	/**
+	 * @return The maximum of the values.
+	 */
+	max: AggregatorFactory(v =>
+		v.reduce((p, c) => Math.max(p, c.value), -Infinity),
+	),
+};
+
+
+/***/ }),
+
+/***/ 4460:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Gauge = __nccwpck_require__(7173);
+
+// Check if perf_hooks module is available
+let perf_hooks;
+try {
+	perf_hooks = __nccwpck_require__(2987);
+} catch {
+	// node version is too old
+}
+
+// Reported always.
+const NODEJS_EVENTLOOP_LAG = 'nodejs_eventloop_lag_seconds';
+
+// Reported only when perf_hooks is available.
+const NODEJS_EVENTLOOP_LAG_MIN = 'nodejs_eventloop_lag_min_seconds';
+const NODEJS_EVENTLOOP_LAG_MAX = 'nodejs_eventloop_lag_max_seconds';
+const NODEJS_EVENTLOOP_LAG_MEAN = 'nodejs_eventloop_lag_mean_seconds';
+const NODEJS_EVENTLOOP_LAG_STDDEV = 'nodejs_eventloop_lag_stddev_seconds';
+const NODEJS_EVENTLOOP_LAG_P50 = 'nodejs_eventloop_lag_p50_seconds';
+const NODEJS_EVENTLOOP_LAG_P90 = 'nodejs_eventloop_lag_p90_seconds';
+const NODEJS_EVENTLOOP_LAG_P99 = 'nodejs_eventloop_lag_p99_seconds';
+
+function reportEventloopLag(start, gauge, labels) {
+	const delta = process.hrtime(start);
+	const nanosec = delta[0] * 1e9 + delta[1];
+	const seconds = nanosec / 1e9;
+
+	gauge.set(labels, seconds);
+}
+
+module.exports = (registry, config = {}) => {
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+	const registers = registry ? [registry] : undefined;
+
+	let collect = () => {
+		const start = process.hrtime();
+		setImmediate(reportEventloopLag, start, lag, labels);
+	};
+
+	if (perf_hooks && perf_hooks.monitorEventLoopDelay) {
+		try {
+			const histogram = perf_hooks.monitorEventLoopDelay({
+				resolution: config.eventLoopMonitoringPrecision,
+			});
+			histogram.enable();
+
+			collect = () => {
+				const start = process.hrtime();
+				setImmediate(reportEventloopLag, start, lag, labels);
+
+				lagMin.set(labels, histogram.min / 1e9);
+				lagMax.set(labels, histogram.max / 1e9);
+				lagMean.set(labels, histogram.mean / 1e9);
+				lagStddev.set(labels, histogram.stddev / 1e9);
+				lagP50.set(labels, histogram.percentile(50) / 1e9);
+				lagP90.set(labels, histogram.percentile(90) / 1e9);
+				lagP99.set(labels, histogram.percentile(99) / 1e9);
+
+				histogram.reset();
+			};
+		} catch (e) {
+			if (e.code === 'ERR_NOT_IMPLEMENTED') {
+				return; // Bun
+			}
+
+			throw e;
+		}
+	}
+
+	const lag = new Gauge({
+		name: namePrefix + NODEJS_EVENTLOOP_LAG,
+		help: 'Lag of event loop in seconds.',
+		registers,
+		labelNames,
+		aggregator: 'average',
+		// Use this one metric's `collect` to set all metrics' values.
+		collect,
+	});
+	const lagMin = new Gauge({
+		name: namePrefix + NODEJS_EVENTLOOP_LAG_MIN,
+		help: 'The minimum recorded event loop delay.',
+		registers,
+		labelNames,
+		aggregator: 'min',
+	});
+	const lagMax = new Gauge({
+		name: namePrefix + NODEJS_EVENTLOOP_LAG_MAX,
+		help: 'The maximum recorded event loop delay.',
+		registers,
+		labelNames,
+		aggregator: 'max',
+	});
+	const lagMean = new Gauge({
+		name: namePrefix + NODEJS_EVENTLOOP_LAG_MEAN,
+		help: 'The mean of the recorded event loop delays.',
+		registers,
+		labelNames,
+		aggregator: 'average',
+	});
+	const lagStddev = new Gauge({
+		name: namePrefix + NODEJS_EVENTLOOP_LAG_STDDEV,
+		help: 'The standard deviation of the recorded event loop delays.',
+		registers,
+		labelNames,
+		aggregator: 'average',
+	});
+	const lagP50 = new Gauge({
+		name: namePrefix + NODEJS_EVENTLOOP_LAG_P50,
+		help: 'The 50th percentile of the recorded event loop delays.',
+		registers,
+		labelNames,
+		aggregator: 'average',
+	});
+	const lagP90 = new Gauge({
+		name: namePrefix + NODEJS_EVENTLOOP_LAG_P90,
+		help: 'The 90th percentile of the recorded event loop delays.',
+		registers,
+		labelNames,
+		aggregator: 'average',
+	});
+	const lagP99 = new Gauge({
+		name: namePrefix + NODEJS_EVENTLOOP_LAG_P99,
+		help: 'The 99th percentile of the recorded event loop delays.',
+		registers,
+		labelNames,
+		aggregator: 'average',
+	});
+};
+
+module.exports.metricNames = [
+	NODEJS_EVENTLOOP_LAG,
+	NODEJS_EVENTLOOP_LAG_MIN,
+	NODEJS_EVENTLOOP_LAG_MAX,
+	NODEJS_EVENTLOOP_LAG_MEAN,
+	NODEJS_EVENTLOOP_LAG_STDDEV,
+	NODEJS_EVENTLOOP_LAG_P50,
+	NODEJS_EVENTLOOP_LAG_P90,
+	NODEJS_EVENTLOOP_LAG_P99,
+];
+
+
+/***/ }),
+
+/***/ 9336:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+const Histogram = __nccwpck_require__(5416);
+
+let perf_hooks;
+
+try {
+	// eslint-disable-next-line
+	perf_hooks = __nccwpck_require__(2987);
+} catch {
+	// node version is too old
+}
+
+const NODEJS_GC_DURATION_SECONDS = 'nodejs_gc_duration_seconds';
+const DEFAULT_GC_DURATION_BUCKETS = [0.001, 0.01, 0.1, 1, 2, 5];
+
+const kinds = [];
+
+if (perf_hooks && perf_hooks.constants) {
+	kinds[perf_hooks.constants.NODE_PERFORMANCE_GC_MAJOR] = 'major';
+	kinds[perf_hooks.constants.NODE_PERFORMANCE_GC_MINOR] = 'minor';
+	kinds[perf_hooks.constants.NODE_PERFORMANCE_GC_INCREMENTAL] = 'incremental';
+	kinds[perf_hooks.constants.NODE_PERFORMANCE_GC_WEAKCB] = 'weakcb';
+}
+
+module.exports = (registry, config = {}) => {
+	if (!perf_hooks) {
+		return;
+	}
+
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+	const buckets = config.gcDurationBuckets
+		? config.gcDurationBuckets
+		: DEFAULT_GC_DURATION_BUCKETS;
+	const gcHistogram = new Histogram({
+		name: namePrefix + NODEJS_GC_DURATION_SECONDS,
+		help: 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.',
+		labelNames: ['kind', ...labelNames],
+		enableExemplars: false,
+		buckets,
+		registers: registry ? [registry] : undefined,
+	});
+
+	const obs = new perf_hooks.PerformanceObserver(list => {
+		const entry = list.getEntries()[0];
+		// Node < 16 uses entry.kind
+		// Node >= 16 uses entry.detail.kind
+		// See: https://nodejs.org/docs/latest-v16.x/api/deprecations.html#deprecations_dep0152_extension_performanceentry_properties
+		const kind = entry.detail ? kinds[entry.detail.kind] : kinds[entry.kind];
+		// Convert duration from milliseconds to seconds
+		gcHistogram.observe(Object.assign({ kind }, labels), entry.duration / 1000);
+	});
+
+	obs.observe({ entryTypes: ['gc'] });
+};
+
+module.exports.metricNames = [NODEJS_GC_DURATION_SECONDS];
+
+
+/***/ }),
+
+/***/ 2365:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Gauge = __nccwpck_require__(7173);
+const safeMemoryUsage = __nccwpck_require__(1315);
+
+const NODEJS_HEAP_SIZE_TOTAL = 'nodejs_heap_size_total_bytes';
+const NODEJS_HEAP_SIZE_USED = 'nodejs_heap_size_used_bytes';
+const NODEJS_EXTERNAL_MEMORY = 'nodejs_external_memory_bytes';
+
+module.exports = (registry, config = {}) => {
+	if (typeof process.memoryUsage !== 'function') {
+		return;
+	}
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	const registers = registry ? [registry] : undefined;
+	const namePrefix = config.prefix ? config.prefix : '';
+	const collect = () => {
+		const memUsage = safeMemoryUsage();
+		if (memUsage) {
+			heapSizeTotal.set(labels, memUsage.heapTotal);
+			heapSizeUsed.set(labels, memUsage.heapUsed);
+			if (memUsage.external !== undefined) {
+				externalMemUsed.set(labels, memUsage.external);
+			}
+		}
+	};
+
+	const heapSizeTotal = new Gauge({
+		name: namePrefix + NODEJS_HEAP_SIZE_TOTAL,
+		help: 'Process heap size from Node.js in bytes.',
+		registers,
+		labelNames,
+		// Use this one metric's `collect` to set all metrics' values.
+		collect,
+	});
+	const heapSizeUsed = new Gauge({
+		name: namePrefix + NODEJS_HEAP_SIZE_USED,
+		help: 'Process heap size used from Node.js in bytes.',
+		registers,
+		labelNames,
+	});
+	const externalMemUsed = new Gauge({
+		name: namePrefix + NODEJS_EXTERNAL_MEMORY,
+		help: 'Node.js external memory size in bytes.',
+		registers,
+		labelNames,
+	});
+};
+
+module.exports.metricNames = [
+	NODEJS_HEAP_SIZE_TOTAL,
+	NODEJS_HEAP_SIZE_USED,
+	NODEJS_EXTERNAL_MEMORY,
+];
+
+
+/***/ }),
+
+/***/ 3844:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Gauge = __nccwpck_require__(7173);
+const v8 = __nccwpck_require__(1493);
+
+const METRICS = ['total', 'used', 'available'];
+const NODEJS_HEAP_SIZE = {};
+
+METRICS.forEach(metricType => {
+	NODEJS_HEAP_SIZE[metricType] = `nodejs_heap_space_size_${metricType}_bytes`;
+});
+
+module.exports = (registry, config = {}) => {
+	try {
+		v8.getHeapSpaceStatistics();
+	} catch (e) {
+		if (e.code === 'ERR_NOT_IMPLEMENTED') {
+			return; // Bun
+		}
+		throw e;
+	}
+	const registers = registry ? [registry] : undefined;
+	const namePrefix = config.prefix ? config.prefix : '';
+
+	const labels = config.labels ? config.labels : {};
+	const labelNames = ['space', ...Object.keys(labels)];
+
+	const gauges = {};
+
+	METRICS.forEach(metricType => {
+		gauges[metricType] = new Gauge({
+			name: namePrefix + NODEJS_HEAP_SIZE[metricType],
+			help: `Process heap space size ${metricType} from Node.js in bytes.`,
+			labelNames,
+			registers,
+		});
+	});
+
+	// Use this one metric's `collect` to set all metrics' values.
+	gauges.total.collect = () => {
+		for (const space of v8.getHeapSpaceStatistics()) {
+			const spaceName = space.space_name.substr(
+				0,
+				space.space_name.indexOf('_space'),
+			);
+
+			gauges.total.set({ space: spaceName, ...labels }, space.space_size);
+			gauges.used.set({ space: spaceName, ...labels }, space.space_used_size);
+			gauges.available.set(
+				{ space: spaceName, ...labels },
+				space.space_available_size,
+			);
+		}
+	};
+};
+
+module.exports.metricNames = Object.values(NODEJS_HEAP_SIZE);
+
+
+/***/ }),
+
+/***/ 7965:
+/***/ ((module) => {
+
+
+
+function aggregateByObjectName(list) {
+	const data = {};
+
+	for (let i = 0; i < list.length; i++) {
+		const listElement = list[i];
+
+		if (!listElement || typeof listElement.constructor === 'undefined') {
+			continue;
+		}
+
+		if (Object.hasOwnProperty.call(data, listElement.constructor.name)) {
+			data[listElement.constructor.name] += 1;
+		} else {
+			data[listElement.constructor.name] = 1;
+		}
+	}
+	return data;
+}
+
+function updateMetrics(gauge, data, labels) {
+	gauge.reset();
+	for (const key in data) {
+		gauge.set(Object.assign({ type: key }, labels || {}), data[key]);
+	}
+}
+
+module.exports = {
+	aggregateByObjectName,
+	updateMetrics,
+};
+
+
+/***/ }),
+
+/***/ 1315:
+/***/ ((module) => {
+
+
+
+// process.memoryUsage() can throw on some platforms, see #67
+function safeMemoryUsage() {
+	try {
+		return process.memoryUsage();
+	} catch {
+		return;
+	}
+}
+
+module.exports = safeMemoryUsage;
+
+
+/***/ }),
+
+/***/ 3981:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Gauge = __nccwpck_require__(7173);
+const linuxVariant = __nccwpck_require__(7567);
+const safeMemoryUsage = __nccwpck_require__(1315);
+
+const PROCESS_RESIDENT_MEMORY = 'process_resident_memory_bytes';
+
+function notLinuxVariant(registry, config = {}) {
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	new Gauge({
+		name: namePrefix + PROCESS_RESIDENT_MEMORY,
+		help: 'Resident memory size in bytes.',
+		registers: registry ? [registry] : undefined,
+		labelNames,
+		collect() {
+			const memUsage = safeMemoryUsage();
+
+			// I don't think the other things returned from `process.memoryUsage()` is relevant to a standard export
+			if (memUsage) {
+				this.set(labels, memUsage.rss);
+			}
+		},
+	});
+}
+
+module.exports = (registry, config) =>
+	process.platform === 'linux'
+		? linuxVariant(registry, config)
+		: notLinuxVariant(registry, config);
+
+module.exports.metricNames =
+	process.platform === 'linux'
+		? linuxVariant.metricNames
+		: [PROCESS_RESIDENT_MEMORY];
+
+
+/***/ }),
+
+/***/ 7567:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Gauge = __nccwpck_require__(7173);
+const fs = __nccwpck_require__(9896);
+
+const values = ['VmSize', 'VmRSS', 'VmData'];
+
+const PROCESS_RESIDENT_MEMORY = 'process_resident_memory_bytes';
+const PROCESS_VIRTUAL_MEMORY = 'process_virtual_memory_bytes';
+const PROCESS_HEAP = 'process_heap_bytes';
+
+function structureOutput(input) {
+	return input.split('\n').reduce((acc, string) => {
+		if (!values.some(value => string.startsWith(value))) {
+			return acc;
+		}
+
+		const split = string.split(':');
+
+		// Get the value
+		let value = split[1].trim();
+		// Remove trailing ` kb`
+		value = value.substr(0, value.length - 3);
+		// Make it into a number in bytes bytes
+		value = Number(value) * 1024;
+
+		acc[split[0]] = value;
+
+		return acc;
+	}, {});
+}
+
+module.exports = (registry, config = {}) => {
+	const registers = registry ? [registry] : undefined;
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	const residentMemGauge = new Gauge({
+		name: namePrefix + PROCESS_RESIDENT_MEMORY,
+		help: 'Resident memory size in bytes.',
+		registers,
+		labelNames,
+		// Use this one metric's `collect` to set all metrics' values.
+		collect() {
+			try {
+				// Sync I/O is often problematic, but /proc isn't really I/O, it
+				// a virtual filesystem that maps directly to in-kernel data
+				// structures and never blocks.
+				//
+				// Node.js/libuv do this already for process.memoryUsage(), see:
+				// - https://github.com/libuv/libuv/blob/a629688008694ed8022269e66826d4d6ec688b83/src/unix/linux-core.c#L506-L523
+				const stat = fs.readFileSync('/proc/self/status', 'utf8');
+				const structuredOutput = structureOutput(stat);
+
+				residentMemGauge.set(labels, structuredOutput.VmRSS);
+				virtualMemGauge.set(labels, structuredOutput.VmSize);
+				heapSizeMemGauge.set(labels, structuredOutput.VmData);
+			} catch {
+				// noop
+			}
+		},
+	});
+	const virtualMemGauge = new Gauge({
+		name: namePrefix + PROCESS_VIRTUAL_MEMORY,
+		help: 'Virtual memory size in bytes.',
+		registers,
+		labelNames,
+	});
+	const heapSizeMemGauge = new Gauge({
+		name: namePrefix + PROCESS_HEAP,
+		help: 'Process heap size in bytes.',
+		registers,
+		labelNames,
+	});
+};
+
+module.exports.metricNames = [
+	PROCESS_RESIDENT_MEMORY,
+	PROCESS_VIRTUAL_MEMORY,
+	PROCESS_HEAP,
+];
+
+
+/***/ }),
+
+/***/ 8293:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const OtelApi = __nccwpck_require__(1408);
+const Counter = __nccwpck_require__(8606);
+
+const PROCESS_CPU_USER_SECONDS = 'process_cpu_user_seconds_total';
+const PROCESS_CPU_SYSTEM_SECONDS = 'process_cpu_system_seconds_total';
+const PROCESS_CPU_SECONDS = 'process_cpu_seconds_total';
+
+module.exports = (registry, config = {}) => {
+	const registers = registry ? [registry] : undefined;
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const exemplars = config.enableExemplars ? config.enableExemplars : false;
+	const labelNames = Object.keys(labels);
+
+	let lastCpuUsage = process.cpuUsage();
+
+	const cpuUserUsageCounter = new Counter({
+		name: namePrefix + PROCESS_CPU_USER_SECONDS,
+		help: 'Total user CPU time spent in seconds.',
+		enableExemplars: exemplars,
+		registers,
+		labelNames,
+		// Use this one metric's `collect` to set all metrics' values.
+		collect() {
+			const cpuUsage = process.cpuUsage();
+
+			const userUsageMicros = cpuUsage.user - lastCpuUsage.user;
+			const systemUsageMicros = cpuUsage.system - lastCpuUsage.system;
+
+			lastCpuUsage = cpuUsage;
+
+			if (this.enableExemplars) {
+				let exemplarLabels = {};
+				const currentSpan = OtelApi.trace.getSpan(OtelApi.context.active());
+				if (currentSpan) {
+					exemplarLabels = {
+						traceId: currentSpan.spanContext().traceId,
+						spanId: currentSpan.spanContext().spanId,
+					};
+				}
+				cpuUserUsageCounter.inc({
+					labels,
+					value: userUsageMicros / 1e6,
+					exemplarLabels,
+				});
+				cpuSystemUsageCounter.inc({
+					labels,
+					value: systemUsageMicros / 1e6,
+					exemplarLabels,
+				});
+				cpuUsageCounter.inc({
+					labels,
+					value: (userUsageMicros + systemUsageMicros) / 1e6,
+					exemplarLabels,
+				});
+			} else {
+				cpuUserUsageCounter.inc(labels, userUsageMicros / 1e6);
+				cpuSystemUsageCounter.inc(labels, systemUsageMicros / 1e6);
+				cpuUsageCounter.inc(
+					labels,
+					(userUsageMicros + systemUsageMicros) / 1e6,
+				);
+			}
+		},
+	});
+	const cpuSystemUsageCounter = new Counter({
+		name: namePrefix + PROCESS_CPU_SYSTEM_SECONDS,
+		help: 'Total system CPU time spent in seconds.',
+		enableExemplars: exemplars,
+		registers,
+		labelNames,
+	});
+	const cpuUsageCounter = new Counter({
+		name: namePrefix + PROCESS_CPU_SECONDS,
+		help: 'Total user and system CPU time spent in seconds.',
+		enableExemplars: exemplars,
+		registers,
+		labelNames,
+	});
+};
+
+module.exports.metricNames = [
+	PROCESS_CPU_USER_SECONDS,
+	PROCESS_CPU_SYSTEM_SECONDS,
+	PROCESS_CPU_SECONDS,
+];
+
+
+/***/ }),
+
+/***/ 5490:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const { aggregateByObjectName } = __nccwpck_require__(7965);
+const { updateMetrics } = __nccwpck_require__(7965);
+const Gauge = __nccwpck_require__(7173);
+
+const NODEJS_ACTIVE_HANDLES = 'nodejs_active_handles';
+const NODEJS_ACTIVE_HANDLES_TOTAL = 'nodejs_active_handles_total';
+
+module.exports = (registry, config = {}) => {
+	// Don't do anything if the function is removed in later nodes (exists in node@6-12...)
+	if (typeof process._getActiveHandles !== 'function') {
+		return;
+	}
+
+	const registers = registry ? [registry] : undefined;
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	new Gauge({
+		name: namePrefix + NODEJS_ACTIVE_HANDLES,
+		help: 'Number of active libuv handles grouped by handle type. Every handle type is C++ class name.',
+		labelNames: ['type', ...labelNames],
+		registers,
+		collect() {
+			const handles = process._getActiveHandles();
+			updateMetrics(this, aggregateByObjectName(handles), labels);
+		},
+	});
+	new Gauge({
+		name: namePrefix + NODEJS_ACTIVE_HANDLES_TOTAL,
+		help: 'Total number of active handles.',
+		registers,
+		labelNames,
+		collect() {
+			const handles = process._getActiveHandles();
+			this.set(labels, handles.length);
+		},
+	});
+};
+
+module.exports.metricNames = [
+	NODEJS_ACTIVE_HANDLES,
+	NODEJS_ACTIVE_HANDLES_TOTAL,
+];
+
+
+/***/ }),
+
+/***/ 9655:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Gauge = __nccwpck_require__(7173);
+const fs = __nccwpck_require__(9896);
+
+const PROCESS_MAX_FDS = 'process_max_fds';
+
+let maxFds;
+
+module.exports = (registry, config = {}) => {
+	if (maxFds === undefined) {
+		// This will fail if a linux-like procfs is not available.
+		try {
+			const limits = fs.readFileSync('/proc/self/limits', 'utf8');
+			const lines = limits.split('\n');
+			for (const line of lines) {
+				if (line.startsWith('Max open files')) {
+					const parts = line.split(/  +/);
+					maxFds = Number(parts[1]);
+					break;
+				}
+			}
+		} catch {
+			return;
+		}
+	}
+
+	if (maxFds === undefined) return;
+
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	new Gauge({
+		name: namePrefix + PROCESS_MAX_FDS,
+		help: 'Maximum number of open file descriptors.',
+		registers: registry ? [registry] : undefined,
+		labelNames,
+		collect() {
+			if (maxFds !== undefined) this.set(labels, maxFds);
+		},
+	});
+};
+
+module.exports.metricNames = [PROCESS_MAX_FDS];
+
+
+/***/ }),
+
+/***/ 5217:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Gauge = __nccwpck_require__(7173);
+const fs = __nccwpck_require__(9896);
+const process = __nccwpck_require__(932);
+
+const PROCESS_OPEN_FDS = 'process_open_fds';
+
+module.exports = (registry, config = {}) => {
+	if (process.platform !== 'linux') {
+		return;
+	}
+
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	new Gauge({
+		name: namePrefix + PROCESS_OPEN_FDS,
+		help: 'Number of open file descriptors.',
+		registers: registry ? [registry] : undefined,
+		labelNames,
+		collect() {
+			try {
+				const fds = fs.readdirSync('/proc/self/fd');
+				// Minus 1 to not count the fd that was used by readdirSync(),
+				// it's now closed.
+				this.set(labels, fds.length - 1);
+			} catch {
+				// noop
+			}
+		},
+	});
+};
+
+module.exports.metricNames = [PROCESS_OPEN_FDS];
+
+
+/***/ }),
+
+/***/ 7439:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+const Gauge = __nccwpck_require__(7173);
+const { aggregateByObjectName } = __nccwpck_require__(7965);
+const { updateMetrics } = __nccwpck_require__(7965);
+
+const NODEJS_ACTIVE_REQUESTS = 'nodejs_active_requests';
+const NODEJS_ACTIVE_REQUESTS_TOTAL = 'nodejs_active_requests_total';
+
+module.exports = (registry, config = {}) => {
+	// Don't do anything if the function is removed in later nodes (exists in node@6)
+	if (typeof process._getActiveRequests !== 'function') {
+		return;
+	}
+
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	new Gauge({
+		name: namePrefix + NODEJS_ACTIVE_REQUESTS,
+		help: 'Number of active libuv requests grouped by request type. Every request type is C++ class name.',
+		labelNames: ['type', ...labelNames],
+		registers: registry ? [registry] : undefined,
+		collect() {
+			const requests = process._getActiveRequests();
+			updateMetrics(this, aggregateByObjectName(requests), labels);
+		},
+	});
+
+	new Gauge({
+		name: namePrefix + NODEJS_ACTIVE_REQUESTS_TOTAL,
+		help: 'Total number of active requests.',
+		registers: registry ? [registry] : undefined,
+		labelNames,
+		collect() {
+			const requests = process._getActiveRequests();
+			this.set(labels, requests.length);
+		},
+	});
+};
+
+module.exports.metricNames = [
+	NODEJS_ACTIVE_REQUESTS,
+	NODEJS_ACTIVE_REQUESTS_TOTAL,
+];
+
+
+/***/ }),
+
+/***/ 884:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+const Gauge = __nccwpck_require__(7173);
+const { updateMetrics } = __nccwpck_require__(7965);
+
+const NODEJS_ACTIVE_RESOURCES = 'nodejs_active_resources';
+const NODEJS_ACTIVE_RESOURCES_TOTAL = 'nodejs_active_resources_total';
+
+module.exports = (registry, config = {}) => {
+	// Don't do anything if the function does not exist in previous nodes (exists in node@17.3.0)
+	if (typeof process.getActiveResourcesInfo !== 'function') {
+		return;
+	}
+
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	new Gauge({
+		name: namePrefix + NODEJS_ACTIVE_RESOURCES,
+		help: 'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.',
+		labelNames: ['type', ...labelNames],
+		registers: registry ? [registry] : undefined,
+		collect() {
+			const resources = process.getActiveResourcesInfo();
+
+			const data = {};
+
+			for (let i = 0; i < resources.length; i++) {
+				const resource = resources[i];
+
+				if (Object.hasOwn(data, resource)) {
+					data[resource] += 1;
+				} else {
+					data[resource] = 1;
+				}
+			}
+
+			updateMetrics(this, data, labels);
+		},
+	});
+
+	new Gauge({
+		name: namePrefix + NODEJS_ACTIVE_RESOURCES_TOTAL,
+		help: 'Total number of active resources.',
+		registers: registry ? [registry] : undefined,
+		labelNames,
+		collect() {
+			const resources = process.getActiveResourcesInfo();
+			this.set(labels, resources.length);
+		},
+	});
+};
+
+module.exports.metricNames = [
+	NODEJS_ACTIVE_RESOURCES,
+	NODEJS_ACTIVE_RESOURCES_TOTAL,
+];
+
+
+/***/ }),
+
+/***/ 8228:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Gauge = __nccwpck_require__(7173);
+const startInSeconds = Math.round(Date.now() / 1000 - process.uptime());
+
+const PROCESS_START_TIME = 'process_start_time_seconds';
+
+module.exports = (registry, config = {}) => {
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	new Gauge({
+		name: namePrefix + PROCESS_START_TIME,
+		help: 'Start time of the process since unix epoch in seconds.',
+		registers: registry ? [registry] : undefined,
+		labelNames,
+		aggregator: 'omit',
+		collect() {
+			this.set(labels, startInSeconds);
+		},
+	});
+};
+
+module.exports.metricNames = [PROCESS_START_TIME];
+
+
+/***/ }),
+
+/***/ 3344:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const Gauge = __nccwpck_require__(7173);
+const version = process.version;
+const versionSegments = version.slice(1).split('.').map(Number);
+
+const NODE_VERSION_INFO = 'nodejs_version_info';
+
+module.exports = (registry, config = {}) => {
+	const namePrefix = config.prefix ? config.prefix : '';
+	const labels = config.labels ? config.labels : {};
+	const labelNames = Object.keys(labels);
+
+	new Gauge({
+		name: namePrefix + NODE_VERSION_INFO,
+		help: 'Node.js version info.',
+		labelNames: ['version', 'major', 'minor', 'patch', ...labelNames],
+		registers: registry ? [registry] : undefined,
+		aggregator: 'first',
+		collect() {
+			// Needs to be in collect() so value is present even if reg is reset
+			this.labels(
+				version,
+				versionSegments[0],
+				versionSegments[1],
+				versionSegments[2],
+				...Object.values(labels),
+			).set(1);
+		},
+	});
+};
+
+module.exports.metricNames = [NODE_VERSION_INFO];
+
+
+/***/ }),
+
+/***/ 7524:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const url = __nccwpck_require__(7016);
+const http = __nccwpck_require__(8611);
+const https = __nccwpck_require__(5692);
+const { gzipSync } = __nccwpck_require__(3106);
+const { globalRegistry } = __nccwpck_require__(1627);
+
+class Pushgateway {
+	constructor(gatewayUrl, options, registry) {
+		if (!registry) {
+			registry = globalRegistry;
+		}
+		this.registry = registry;
+		this.gatewayUrl = gatewayUrl;
+		const { requireJobName, ...requestOptions } = {
+			requireJobName: true,
+			...options,
+		};
+		this.requireJobName = requireJobName;
+		this.requestOptions = requestOptions;
+	}
+
+	pushAdd(params = {}) {
+		if (this.requireJobName && !params.jobName) {
+			throw new Error('Missing jobName parameter');
+		}
+
+		return useGateway.call(this, 'POST', params.jobName, params.groupings);
+	}
+
+	push(params = {}) {
+		if (this.requireJobName && !params.jobName) {
+			throw new Error('Missing jobName parameter');
+		}
+
+		return useGateway.call(this, 'PUT', params.jobName, params.groupings);
+	}
+
+	delete(params = {}) {
+		if (this.requireJobName && !params.jobName) {
+			throw new Error('Missing jobName parameter');
+		}
+
+		return useGateway.call(this, 'DELETE', params.jobName, params.groupings);
+	}
+}
+async function useGateway(method, job, groupings) {
+	// `URL` first added in v6.13.0
+	// eslint-disable-next-line n/no-deprecated-api
+	const gatewayUrlParsed = url.parse(this.gatewayUrl);
+	const gatewayUrlPath =
+		gatewayUrlParsed.pathname && gatewayUrlParsed.pathname !== '/'
+			? gatewayUrlParsed.pathname
+			: '';
+	const jobPath = job
+		? `/job/${encodeURIComponent(job)}${generateGroupings(groupings)}`
+		: '';
+	const path = `${gatewayUrlPath}/metrics${jobPath}`;
+
+	// eslint-disable-next-line n/no-deprecated-api
+	const target = url.resolve(this.gatewayUrl, path);
+	// eslint-disable-next-line n/no-deprecated-api
+	const requestParams = url.parse(target);
+	const httpModule = isHttps(requestParams.href) ? https : http;
+	const options = Object.assign(requestParams, this.requestOptions, {
+		method,
+	});
+
+	return new Promise((resolve, reject) => {
+		if (method === 'DELETE' && options.headers) {
+			delete options.headers['Content-Encoding'];
+		}
+		const req = httpModule.request(options, resp => {
+			let body = '';
+			resp.setEncoding('utf8');
+			resp.on('data', chunk => {
+				body += chunk;
+			});
+			resp.on('end', () => {
+				if (resp.statusCode >= 400) {
+					reject(
+						new Error(`push failed with status ${resp.statusCode}, ${body}`),
+					);
+				} else {
+					resolve({ resp, body });
+				}
+			});
+		});
+		req.on('error', err => {
+			reject(err);
+		});
+
+		req.on('timeout', () => {
+			req.destroy(new Error('Pushgateway request timed out'));
+		});
+
+		if (method !== 'DELETE') {
+			this.registry
+				.metrics()
+				.then(metrics => {
+					if (
+						options.headers &&
+						options.headers['Content-Encoding'] === 'gzip'
+					) {
+						metrics = gzipSync(metrics);
+					}
+					req.write(metrics);
+					req.end();
+				})
+				.catch(err => {
+					reject(err);
+				});
+		} else {
+			req.end();
+		}
+	});
+}
+
+function generateGroupings(groupings) {
+	if (!groupings) {
+		return '';
+	}
+	return Object.keys(groupings)
+		.map(
+			key =>
+				`/${encodeURIComponent(key)}/${encodeURIComponent(groupings[key])}`,
+		)
+		.join('');
+}
+
+function isHttps(href) {
+	return href.search(/^https/) !== -1;
+}
+
+module.exports = Pushgateway;
+
+
+/***/ }),
+
+/***/ 1627:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const { getValueAsString } = __nccwpck_require__(9588);
+
+class Registry {
+	static get PROMETHEUS_CONTENT_TYPE() {
+		return 'text/plain; version=0.0.4; charset=utf-8';
+	}
+
+	static get OPENMETRICS_CONTENT_TYPE() {
+		return 'application/openmetrics-text; version=1.0.0; charset=utf-8';
+	}
+
+	constructor(regContentType = Registry.PROMETHEUS_CONTENT_TYPE) {
+		this._metrics = {};
+		this._collectors = [];
+		this._defaultLabels = {};
+		if (
+			regContentType !== Registry.PROMETHEUS_CONTENT_TYPE &&
+			regContentType !== Registry.OPENMETRICS_CONTENT_TYPE
+		) {
+			throw new TypeError(`Content type ${regContentType} is unsupported`);
+		}
+		this._contentType = regContentType;
+	}
+
+	getMetricsAsArray() {
+		return Object.values(this._metrics);
+	}
+
+	async getMetricsAsString(metrics) {
+		const metric =
+			typeof metrics.getForPromString === 'function'
+				? await metrics.getForPromString()
+				: await metrics.get();
+
+		const name = escapeString(metric.name);
+		const help = `# HELP ${name} ${escapeString(metric.help)}`;
+		const type = `# TYPE ${name} ${metric.type}`;
+		const values = [help, type];
+
+		const defaultLabels =
+			Object.keys(this._defaultLabels).length > 0 ? this._defaultLabels : null;
+
+		const isOpenMetrics =
+			this.contentType === Registry.OPENMETRICS_CONTENT_TYPE;
+
+		for (const val of metric.values || []) {
+			let { metricName = name, labels = {} } = val;
+			const { sharedLabels = {} } = val;
+			if (isOpenMetrics && metric.type === 'counter') {
+				metricName = `${metricName}_total`;
+			}
+
+			if (defaultLabels) {
+				labels = { ...labels, ...defaultLabels, ...labels };
+			}
+
+			// We have to flatten these separately to avoid duplicate labels appearing
+			// between the base labels and the shared labels
+			const formattedLabels = formatLabels(labels, sharedLabels);
+
+			const flattenedShared = flattenSharedLabels(sharedLabels);
+			const labelParts = [...formattedLabels, flattenedShared].filter(Boolean);
+			const labelsString = labelParts.length ? `{${labelParts.join(',')}}` : '';
+			let fullMetricLine = `${metricName}${labelsString} ${getValueAsString(
+				val.value,
+			)}`;
+
+			const { exemplar } = val;
+			if (exemplar && isOpenMetrics) {
+				const formattedExemplars = formatLabels(exemplar.labelSet);
+				fullMetricLine += ` # {${formattedExemplars.join(
+					',',
+				)}} ${getValueAsString(exemplar.value)} ${exemplar.timestamp}`;
+			}
+			values.push(fullMetricLine);
+		}
+
+		return values.join('\n');
+	}
+
+	async metrics() {
+		const isOpenMetrics =
+			this.contentType === Registry.OPENMETRICS_CONTENT_TYPE;
+
+		const promises = this.getMetricsAsArray().map(metric => {
+			if (isOpenMetrics && metric.type === 'counter') {
+				metric.name = standardizeCounterName(metric.name);
+			}
+			return this.getMetricsAsString(metric);
+		});
+
+		const resolves = await Promise.all(promises);
+
+		return isOpenMetrics
+			? `${resolves.join('\n')}\n# EOF\n`
+			: `${resolves.join('\n\n')}\n`;
+	}
+
+	registerMetric(metric) {
+		if (this._metrics[metric.name] && this._metrics[metric.name] !== metric) {
+			throw new Error(
+				`A metric with the name ${metric.name} has already been registered.`,
+			);
+		}
+
+		this._metrics[metric.name] = metric;
+	}
+
+	clear() {
+		this._metrics = {};
+		this._defaultLabels = {};
+	}
+
+	async getMetricsAsJSON() {
+		const metrics = [];
+		const defaultLabelNames = Object.keys(this._defaultLabels);
+
+		const promises = [];
+
+		for (const metric of this.getMetricsAsArray()) {
+			promises.push(metric.get());
+		}
+
+		const resolves = await Promise.all(promises);
+
+		for (const item of resolves) {
+			if (item.values && defaultLabelNames.length > 0) {
+				for (const val of item.values) {
+					// Make a copy before mutating
+					val.labels = Object.assign({}, val.labels);
+
+					for (const labelName of defaultLabelNames) {
+						val.labels[labelName] =
+							val.labels[labelName] || this._defaultLabels[labelName];
+					}
+				}
+			}
+
+			metrics.push(item);
+		}
+
+		return metrics;
+	}
+
+	removeSingleMetric(name) {
+		delete this._metrics[name];
+	}
+
+	getSingleMetricAsString(name) {
+		return this.getMetricsAsString(this._metrics[name]);
+	}
+
+	getSingleMetric(name) {
+		return this._metrics[name];
+	}
+
+	setDefaultLabels(labels) {
+		this._defaultLabels = labels;
+	}
+
+	resetMetrics() {
+		for (const metric in this._metrics) {
+			this._metrics[metric].reset();
+		}
+	}
+
+	get contentType() {
+		return this._contentType;
+	}
+
+	setContentType(metricsContentType) {
+		if (
+			metricsContentType === Registry.OPENMETRICS_CONTENT_TYPE ||
+			metricsContentType === Registry.PROMETHEUS_CONTENT_TYPE
+		) {
+			this._contentType = metricsContentType;
+		} else {
+			throw new Error(`Content type ${metricsContentType} is unsupported`);
+		}
+	}
+
+	static merge(registers) {
+		const regType = registers[0].contentType;
+		for (const reg of registers) {
+			if (reg.contentType !== regType) {
+				throw new Error(
+					'Registers can only be merged if they have the same content type',
+				);
+			}
+		}
+		const mergedRegistry = new Registry(regType);
+
+		const metricsToMerge = registers.reduce(
+			(acc, reg) => acc.concat(reg.getMetricsAsArray()),
+			[],
+		);
+
+		metricsToMerge.forEach(mergedRegistry.registerMetric, mergedRegistry);
+		return mergedRegistry;
+	}
+}
+
+function formatLabels(labels, exclude) {
+	const { hasOwnProperty } = Object.prototype;
+	const formatted = [];
+	for (const [name, value] of Object.entries(labels)) {
+		if (!exclude || !hasOwnProperty.call(exclude, name)) {
+			formatted.push(`${name}="${escapeLabelValue(value)}"`);
+		}
+	}
+	return formatted;
+}
+
+const sharedLabelCache = new WeakMap();
+function flattenSharedLabels(labels) {
+	const cached = sharedLabelCache.get(labels);
+	if (cached) {
+		return cached;
+	}
+
+	const formattedLabels = formatLabels(labels);
+	const flattened = formattedLabels.join(',');
+	sharedLabelCache.set(labels, flattened);
+	return flattened;
+}
+function escapeLabelValue(str) {
+	if (typeof str !== 'string') {
+		return str;
+	}
+	return escapeString(str).replace(/"/g, '\\"');
+}
+function escapeString(str) {
+	return str.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+function standardizeCounterName(name) {
+	return name.replace(/_total$/, '');
+}
+
+module.exports = Registry;
+module.exports.globalRegistry = new Registry();
+
+
+/***/ }),
+
+/***/ 5910:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+/**
+ * Summary
+ */
+
+
+const util = __nccwpck_require__(9023);
+const { getLabels, hashObject, removeLabels } = __nccwpck_require__(9588);
+const { validateLabel } = __nccwpck_require__(1539);
+const { Metric } = __nccwpck_require__(2476);
+const timeWindowQuantiles = __nccwpck_require__(7639);
+
+const DEFAULT_COMPRESS_COUNT = 1000; // every 1000 measurements
+
+class Summary extends Metric {
+	constructor(config) {
+		super(config, {
+			percentiles: [0.01, 0.05, 0.5, 0.9, 0.95, 0.99, 0.999],
+			compressCount: DEFAULT_COMPRESS_COUNT,
+			hashMap: {},
+		});
+
+		this.type = 'summary';
+
+		for (const label of this.labelNames) {
+			if (label === 'quantile')
+				throw new Error('quantile is a reserved label keyword');
+		}
+
+		if (this.labelNames.length === 0) {
+			this.hashMap = {
+				[hashObject({})]: {
+					labels: {},
+					td: new timeWindowQuantiles(this.maxAgeSeconds, this.ageBuckets),
+					count: 0,
+					sum: 0,
+				},
+			};
+		}
+	}
+
+	/**
+	 * Observe a value
+	 * @param {object} labels - Object with labels where key is the label key and value is label value. Can only be one level deep
+	 * @param {Number} value - Value to observe
+	 * @returns {void}
+	 */
+	observe(labels, value) {
+		observe.call(this, labels === 0 ? 0 : labels || {})(value);
+	}
+
+	async get() {
+		if (this.collect) {
+			const v = this.collect();
+			if (v instanceof Promise) await v;
+		}
+		const hashKeys = Object.keys(this.hashMap);
+		const values = [];
+
+		hashKeys.forEach(hashKey => {
+			const s = this.hashMap[hashKey];
+			if (s) {
+				if (this.pruneAgedBuckets && s.td.size() === 0) {
+					delete this.hashMap[hashKey];
+				} else {
+					extractSummariesForExport(s, this.percentiles).forEach(v => {
+						values.push(v);
+					});
+					values.push(getSumForExport(s, this));
+					values.push(getCountForExport(s, this));
+				}
+			}
+		});
+
+		return {
+			name: this.name,
+			help: this.help,
+			type: this.type,
+			values,
+			aggregator: this.aggregator,
+		};
+	}
+
+	reset() {
+		const data = Object.values(this.hashMap);
+		data.forEach(s => {
+			s.td.reset();
+			s.count = 0;
+			s.sum = 0;
+		});
+	}
+
+	/**
+	 * Start a timer that could be used to logging durations
+	 * @param {object} labels - Object with labels where key is the label key and value is label value. Can only be one level deep
+	 * @returns {function} - Function to invoke when you want to stop the timer and observe the duration in seconds
+	 * @example
+	 * var end = summary.startTimer();
+	 * makeExpensiveXHRRequest(function(err, res) {
+	 *	end(); //Observe the duration of expensiveXHRRequest
+	 * });
+	 */
+	startTimer(labels) {
+		return startTimer.call(this, labels)();
+	}
+
+	labels(...args) {
+		const labels = getLabels(this.labelNames, args);
+		validateLabel(this.labelNames, labels);
+		return {
+			observe: observe.call(this, labels),
+			startTimer: startTimer.call(this, labels),
+		};
+	}
+
+	remove(...args) {
+		const labels = getLabels(this.labelNames, args);
+		validateLabel(this.labelNames, labels);
+		removeLabels.call(this, this.hashMap, labels, this.sortedLabelNames);
+	}
+}
+
+function extractSummariesForExport(summaryOfLabels, percentiles) {
+	summaryOfLabels.td.compress();
+
+	return percentiles.map(percentile => {
+		const percentileValue = summaryOfLabels.td.percentile(percentile);
+		return {
+			labels: Object.assign({ quantile: percentile }, summaryOfLabels.labels),
+			value: percentileValue ? percentileValue : 0,
+		};
+	});
+}
+
+function getCountForExport(value, summary) {
+	return {
+		metricName: `${summary.name}_count`,
+		labels: value.labels,
+		value: value.count,
+	};
+}
+
+function getSumForExport(value, summary) {
+	return {
+		metricName: `${summary.name}_sum`,
+		labels: value.labels,
+		value: value.sum,
+	};
+}
+
+function startTimer(startLabels) {
+	return () => {
+		const start = process.hrtime();
+		return endLabels => {
+			const delta = process.hrtime(start);
+			const value = delta[0] + delta[1] / 1e9;
+			this.observe(Object.assign({}, startLabels, endLabels), value);
+			return value;
+		};
+	};
+}
+
+function observe(labels) {
+	return value => {
+		const labelValuePair = convertLabelsAndValues(labels, value);
+
+		validateLabel(this.labelNames, labels);
+		if (!Number.isFinite(labelValuePair.value)) {
+			throw new TypeError(
+				`Value is not a valid number: ${util.format(labelValuePair.value)}`,
+			);
+		}
+
+		const hash = hashObject(labelValuePair.labels, this.sortedLabelNames);
+		let summaryOfLabel = this.hashMap[hash];
+		if (!summaryOfLabel) {
+			summaryOfLabel = {
+				labels: labelValuePair.labels,
+				td: new timeWindowQuantiles(this.maxAgeSeconds, this.ageBuckets),
+				count: 0,
+				sum: 0,
+			};
+		}
+
+		summaryOfLabel.td.push(labelValuePair.value);
+		summaryOfLabel.count++;
+		if (summaryOfLabel.count % this.compressCount === 0) {
+			summaryOfLabel.td.compress();
+		}
+		summaryOfLabel.sum += labelValuePair.value;
+		this.hashMap[hash] = summaryOfLabel;
+	};
+}
+
+function convertLabelsAndValues(labels, value) {
+	if (value === undefined) {
+		return {
+			value: labels,
+			labels: {},
+		};
+	}
+
+	return {
+		labels,
+		value,
+	};
+}
+
+module.exports = Summary;
+
+
+/***/ }),
+
+/***/ 7639:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+
+
+const { TDigest } = __nccwpck_require__(3528);
+
+class TimeWindowQuantiles {
+	constructor(maxAgeSeconds, ageBuckets) {
+		this.maxAgeSeconds = maxAgeSeconds || 0;
+		this.ageBuckets = ageBuckets || 0;
+
+		this.shouldRotate = maxAgeSeconds && ageBuckets;
+
+		this.ringBuffer = Array(ageBuckets).fill(new TDigest());
+		this.currentBuffer = 0;
+
+		this.lastRotateTimestampMillis = Date.now();
+		this.durationBetweenRotatesMillis =
+			(maxAgeSeconds * 1000) / ageBuckets || Infinity;
+	}
+
+	size() {
+		const bucket = rotate.call(this);
+		return bucket.size();
+	}
+
+	percentile(quantile) {
+		const bucket = rotate.call(this);
+		return bucket.percentile(quantile);
+	}
+
+	push(value) {
+		rotate.call(this);
+		this.ringBuffer.forEach(bucket => {
+			bucket.push(value);
+		});
+	}
+
+	reset() {
+		this.ringBuffer.forEach(bucket => {
+			bucket.reset();
+		});
+	}
+
+	compress() {
+		this.ringBuffer.forEach(bucket => {
+			bucket.compress();
+		});
+	}
+}
+
+function rotate() {
+	let timeSinceLastRotateMillis = Date.now() - this.lastRotateTimestampMillis;
+	while (
+		timeSinceLastRotateMillis > this.durationBetweenRotatesMillis &&
+		this.shouldRotate
+	) {
+		this.ringBuffer[this.currentBuffer] = new TDigest();
+
+		if (++this.currentBuffer >= this.ringBuffer.length) {
+			this.currentBuffer = 0;
+		}
+		timeSinceLastRotateMillis -= this.durationBetweenRotatesMillis;
+		this.lastRotateTimestampMillis += this.durationBetweenRotatesMillis;
+	}
+	return this.ringBuffer[this.currentBuffer];
+}
+
+module.exports = TimeWindowQuantiles;
+
+
+/***/ }),
+
+/***/ 9588:
+/***/ ((__unused_webpack_module, exports) => {
+
+
+
+exports.getValueAsString = function getValueString(value) {
+	if (Number.isNaN(value)) {
+		return 'Nan';
+	} else if (!Number.isFinite(value)) {
+		if (value < 0) {
+			return '-Inf';
+		} else {
+			return '+Inf';
+		}
+	} else {
+		return `${value}`;
+	}
+};
+
+exports.removeLabels = function removeLabels(
+	hashMap,
+	labels,
+	sortedLabelNames,
+) {
+	const hash = hashObject(labels, sortedLabelNames);
+	delete hashMap[hash];
+};
+
+exports.setValue = function setValue(hashMap, value, labels) {
+	const hash = hashObject(labels);
+	hashMap[hash] = {
+		value: typeof value === 'number' ? value : 0,
+		labels: labels || {},
+	};
+	return hashMap;
+};
+
+exports.setValueDelta = function setValueDelta(
+	hashMap,
+	deltaValue,
+	labels,
+	hash = '',
+) {
+	const value = typeof deltaValue === 'number' ? deltaValue : 0;
+	if (hashMap[hash]) {
+		hashMap[hash].value += value;
+	} else {
+		hashMap[hash] = { value, labels };
+	}
+	return hashMap;
+};
+
+exports.getLabels = function (labelNames, args) {
+	if (typeof args[0] === 'object') {
+		return args[0];
+	}
+
+	if (labelNames.length !== args.length) {
+		throw new Error(
+			`Invalid number of arguments (${args.length}): "${args.join(
+				', ',
+			)}" for label names (${labelNames.length}): "${labelNames.join(', ')}".`,
+		);
+	}
+
+	const acc = {};
+	for (let i = 0; i < labelNames.length; i++) {
+		acc[labelNames[i]] = args[i];
+	}
+	return acc;
+};
+
+function fastHashObject(keys, labels) {
+	if (keys.length === 0) {
+		return '';
+	}
+
+	let hash = '';
+
+	for (let i = 0; i < keys.length; i++) {
+		const key = keys[i];
+		const value = labels[key];
+		if (value === undefined) continue;
+
+		hash += `${key}:${value},`;
+	}
+
+	return hash;
+}
+
+function hashObject(labels, labelNames) {
+	// We don't actually need a hash here. We just need a string that
+	// is unique for each possible labels object and consistent across
+	// calls with equivalent labels objects.
+
+	if (labelNames) {
+		return fastHashObject(labelNames, labels);
+	}
+
+	const keys = Object.keys(labels);
+	if (keys.length > 1) {
+		keys.sort(); // need consistency across calls
+	}
+
+	return fastHashObject(keys, labels);
+}
+exports.hashObject = hashObject;
+
+exports.isObject = function isObject(obj) {
+	return obj !== null && typeof obj === 'object';
+};
+
+exports.nowTimestamp = function nowTimestamp() {
+	return Date.now() / 1000;
+};
+
+class Grouper extends Map {
+	/**
+	 * Adds the `value` to the `key`'s array of values.
+	 * @param {*} key Key to set.
+	 * @param {*} value Value to add to `key`'s array.
+	 * @returns {undefined} undefined.
+	 */
+	add(key, value) {
+		if (this.has(key)) {
+			this.get(key).push(value);
+		} else {
+			this.set(key, [value]);
+		}
+	}
+}
+
+exports.Grouper = Grouper;
+
+
+/***/ }),
+
+/***/ 1539:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+
+
+const util = __nccwpck_require__(9023);
+
+// These are from https://prometheus.io/docs/concepts/data_model/#metric-names-and-labels
+const metricRegexp = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const labelRegexp = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+exports.validateMetricName = function (name) {
+	return metricRegexp.test(name);
+};
+
+exports.validateLabelName = function (names = []) {
+	return names.every(name => labelRegexp.test(name));
+};
+
+exports.validateLabel = function validateLabel(savedLabels, labels) {
+	for (const label in labels) {
+		if (!savedLabels.includes(label)) {
+			throw new Error(
+				`Added label "${label}" is not included in initial labelset: ${util.inspect(
+					savedLabels,
+				)}`,
+			);
+		}
+	}
+};
+
+
+/***/ }),
+
 /***/ 7898:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
@@ -10282,6 +13963,406 @@ module.exports = split
 
 /***/ }),
 
+/***/ 3528:
+/***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
+
+//
+// TDigest:
+//
+// approximate distribution percentiles from a stream of reals
+//
+var RBTree = (__nccwpck_require__(7750).RBTree);
+
+function TDigest(delta, K, CX) {
+    // allocate a TDigest structure.
+    //
+    // delta is the compression factor, the max fraction of mass that
+    // can be owned by one centroid (bigger, up to 1.0, means more
+    // compression). delta=false switches off TDigest behavior and treats
+    // the distribution as discrete, with no merging and exact values
+    // reported.
+    //
+    // K is a size threshold that triggers recompression as the TDigest
+    // grows during input.  (Set it to 0 to disable automatic recompression)
+    //
+    // CX specifies how often to update cached cumulative totals used
+    // for quantile estimation during ingest (see cumulate()).  Set to
+    // 0 to use exact quantiles for each new point.
+    //
+    this.discrete = (delta === false);
+    this.delta = delta || 0.01;
+    this.K = (K === undefined) ? 25 : K;
+    this.CX = (CX === undefined) ? 1.1 : CX;
+    this.centroids = new RBTree(compare_centroid_means);
+    this.nreset = 0;
+    this.reset();
+}
+
+TDigest.prototype.reset = function() {
+    // prepare to digest new points.
+    //
+    this.centroids.clear();
+    this.n = 0;
+    this.nreset += 1;
+    this.last_cumulate = 0;
+};
+
+TDigest.prototype.size = function() {
+    return this.centroids.size;
+};
+
+TDigest.prototype.toArray = function(everything) {
+    // return {mean,n} of centroids as an array ordered by mean.
+    //
+    var result = [];
+    if (everything) {
+        this._cumulate(true); // be sure cumns are exact
+        this.centroids.each(function(c) { result.push(c); });
+    } else {
+        this.centroids.each(function(c) { result.push({mean:c.mean, n:c.n}); });
+    }
+    return result;
+};
+
+TDigest.prototype.summary = function() {
+    var approx = (this.discrete) ? "exact " : "approximating ";
+    var s = [approx + this.n + " samples using " + this.size() + " centroids",
+             "min = "+this.percentile(0),
+             "Q1  = "+this.percentile(0.25),
+             "Q2  = "+this.percentile(0.5),
+             "Q3  = "+this.percentile(0.75),
+             "max = "+this.percentile(1.0)];
+    return s.join('\n');
+};
+
+function compare_centroid_means(a, b) {
+    // order two centroids by mean.
+    //
+    return (a.mean > b.mean) ? 1 : (a.mean < b.mean) ? -1 : 0;
+}
+
+function compare_centroid_mean_cumns(a, b) {
+    // order two centroids by mean_cumn.
+    //
+    return (a.mean_cumn - b.mean_cumn);
+}
+
+TDigest.prototype.push = function(x, n) {
+    // incorporate value or array of values x, having count n into the
+    // TDigest. n defaults to 1.
+    //
+    n = n || 1;
+    x = Array.isArray(x) ? x : [x];
+    for (var i = 0 ; i < x.length ; i++) {
+        this._digest(x[i], n);
+    }
+};
+
+TDigest.prototype.push_centroid = function(c) {
+    // incorporate centroid or array of centroids c
+    //
+    c = Array.isArray(c) ? c : [c];
+    for (var i = 0 ; i < c.length ; i++) {
+        this._digest(c[i].mean, c[i].n);
+    }
+};
+
+TDigest.prototype._cumulate = function(exact) {
+    // update cumulative counts for each centroid
+    //
+    // exact: falsey means only cumulate after sufficient
+    // growth. During ingest, these counts are used as quantile
+    // estimates, and they work well even when somewhat out of
+    // date. (this is a departure from the publication, you may set CX
+    // to 0 to disable).
+    //
+    if (this.n === this.last_cumulate ||
+        !exact && this.CX && this.CX > (this.n / this.last_cumulate)) {
+        return;
+    }
+    var cumn = 0;
+    this.centroids.each(function(c) {
+        c.mean_cumn = cumn + c.n / 2; // half of n at the mean
+        cumn = c.cumn = cumn + c.n;
+    });
+    this.n = this.last_cumulate = cumn;
+};
+
+TDigest.prototype.find_nearest = function(x) {
+    // find the centroid closest to x. The assumption of
+    // unique means and a unique nearest centroid departs from the
+    // paper, see _digest() below
+    //
+    if (this.size() === 0) {
+        return null;
+    }
+    var iter = this.centroids.lowerBound({mean:x}); // x <= iter || iter==null
+    var c = (iter.data() === null) ? iter.prev() : iter.data();
+    if (c.mean === x || this.discrete) {
+        return c; // c is either x or a neighbor (discrete: no distance func)
+    }
+    var prev = iter.prev();
+    if (prev && Math.abs(prev.mean - x) < Math.abs(c.mean - x)) {
+        return prev;
+    } else {
+        return c;
+    }
+};
+
+TDigest.prototype._new_centroid = function(x, n, cumn) {
+    // create and insert a new centroid into the digest (don't update
+    // cumulatives).
+    //
+    var c = {mean:x, n:n, cumn:cumn};
+    this.centroids.insert(c);
+    this.n += n;
+    return c;
+};
+
+TDigest.prototype._addweight = function(nearest, x, n) {
+    // add weight at location x to nearest centroid.  adding x to
+    // nearest will not shift its relative position in the tree and
+    // require reinsertion.
+    //
+    if (x !== nearest.mean) {
+        nearest.mean += n * (x - nearest.mean) / (nearest.n + n);
+    }
+    nearest.cumn += n;
+    nearest.mean_cumn += n / 2;
+    nearest.n += n;
+    this.n += n;
+};
+
+TDigest.prototype._digest = function(x, n) {
+    // incorporate value x, having count n into the TDigest.
+    //
+    var min = this.centroids.min();
+    var max = this.centroids.max();
+    var nearest = this.find_nearest(x);
+    if (nearest && nearest.mean === x) {
+        // accumulate exact matches into the centroid without
+        // limit. this is a departure from the paper, made so
+        // centroids remain unique and code can be simple.
+        this._addweight(nearest, x, n);
+    } else if (nearest === min) {
+        this._new_centroid(x, n, 0); // new point around min boundary
+    } else if (nearest === max ) {
+        this._new_centroid(x, n, this.n); // new point around max boundary
+    } else if (this.discrete) {
+        this._new_centroid(x, n, nearest.cumn); // never merge
+    } else {
+        // conider a merge based on nearest centroid's capacity. if
+        // there's not room for all of n, don't bother merging any of
+        // it into nearest, as we'll have to make a new centroid
+        // anyway for the remainder (departure from the paper).
+        var p = nearest.mean_cumn / this.n;
+        var max_n = Math.floor(4 * this.n * this.delta * p * (1 - p));
+        if (max_n - nearest.n >= n) {
+            this._addweight(nearest, x, n);
+        } else {
+            this._new_centroid(x, n, nearest.cumn);
+        }
+    }
+    this._cumulate(false);
+    if (!this.discrete && this.K && this.size() > this.K / this.delta) {
+        // re-process the centroids and hope for some compression.
+        this.compress();
+    }
+};
+
+TDigest.prototype.bound_mean = function(x) {
+    // find centroids lower and upper such that lower.mean < x <
+    // upper.mean or lower.mean === x === upper.mean. Don't call
+    // this for x out of bounds.
+    //
+    var iter = this.centroids.upperBound({mean:x}); // x < iter
+    var lower = iter.prev();      // lower <= x
+    var upper = (lower.mean === x) ? lower : iter.next();
+    return [lower, upper];
+};
+
+TDigest.prototype.p_rank = function(x_or_xlist) {
+    // return approximate percentile-ranks (0..1) for data value x.
+    // or list of x.  calculated according to
+    // https://en.wikipedia.org/wiki/Percentile_rank
+    //
+    // (Note that in continuous mode, boundary sample values will
+    // report half their centroid weight inward from 0/1 as the
+    // percentile-rank. X values outside the observed range return
+    // 0/1)
+    //
+    // this triggers cumulate() if cumn's are out of date.
+    //
+    var xs = Array.isArray(x_or_xlist) ? x_or_xlist : [x_or_xlist];
+    var ps = xs.map(this._p_rank, this);
+    return Array.isArray(x_or_xlist) ? ps : ps[0];
+};
+
+TDigest.prototype._p_rank = function(x) {
+    if (this.size() === 0) {
+        return undefined;
+    } else if (x < this.centroids.min().mean) {
+        return 0.0;
+    } else if (x > this.centroids.max().mean) {
+        return 1.0;
+    }
+    // find centroids that bracket x and interpolate x's cumn from
+    // their cumn's.
+    this._cumulate(true); // be sure cumns are exact
+    var bound = this.bound_mean(x);
+    var lower = bound[0], upper = bound[1];
+    if (this.discrete) {
+        return lower.cumn / this.n;
+    } else {
+        var cumn = lower.mean_cumn;
+        if (lower !== upper) {
+            cumn += (x - lower.mean) * (upper.mean_cumn - lower.mean_cumn) / (upper.mean - lower.mean);
+        }
+        return cumn / this.n;
+    }
+};
+
+TDigest.prototype.bound_mean_cumn = function(cumn) {
+    // find centroids lower and upper such that lower.mean_cumn < x <
+    // upper.mean_cumn or lower.mean_cumn === x === upper.mean_cumn. Don't call
+    // this for cumn out of bounds.
+    //
+    // XXX because mean and mean_cumn give rise to the same sort order
+    // (up to identical means), use the mean rbtree for our search.
+    this.centroids._comparator = compare_centroid_mean_cumns;
+    var iter = this.centroids.upperBound({mean_cumn:cumn}); // cumn < iter
+    this.centroids._comparator = compare_centroid_means;
+    var lower = iter.prev();      // lower <= cumn
+    var upper = (lower && lower.mean_cumn === cumn) ? lower : iter.next();
+    return [lower, upper];
+};
+
+TDigest.prototype.percentile = function(p_or_plist) {
+    // for percentage p (0..1), or for each p in a list of ps, return
+    // the smallest data value q at which at least p percent of the
+    // observations <= q.
+    //
+    // for discrete distributions, this selects q using the Nearest
+    // Rank Method
+    // (https://en.wikipedia.org/wiki/Percentile#The_Nearest_Rank_method)
+    // (in scipy, same as percentile(...., interpolation='higher')
+    //
+    // for continuous distributions, interpolates data values between
+    // count-weighted bracketing means.
+    //
+    // this triggers cumulate() if cumn's are out of date.
+    //
+    var ps = Array.isArray(p_or_plist) ? p_or_plist : [p_or_plist];
+    var qs = ps.map(this._percentile, this);
+    return Array.isArray(p_or_plist) ? qs : qs[0];
+};
+
+TDigest.prototype._percentile = function(p) {
+    if (this.size() === 0) {
+        return undefined;
+    }
+    this._cumulate(true); // be sure cumns are exact
+    var h = this.n * p;
+    var bound = this.bound_mean_cumn(h);
+    var lower = bound[0], upper = bound[1];
+
+    if (upper === lower || lower === null || upper === null) {
+        return (lower || upper).mean;
+    } else if (!this.discrete) {
+        return lower.mean + (h - lower.mean_cumn) * (upper.mean - lower.mean) / (upper.mean_cumn - lower.mean_cumn);
+    } else if (h <= lower.cumn) {
+        return lower.mean;
+    } else {
+        return upper.mean;
+    }
+};
+
+function pop_random(choices) {
+    // remove and return an item randomly chosen from the array of choices
+    // (mutates choices)
+    //
+    var idx = Math.floor(Math.random() * choices.length);
+    return choices.splice(idx, 1)[0];
+}
+
+TDigest.prototype.compress = function() {
+    // TDigests experience worst case compression (none) when input
+    // increases monotonically.  Improve on any bad luck by
+    // reconsuming digest centroids as if they were weighted points
+    // while shuffling their order (and hope for the best).
+    //
+    if (this.compressing) {
+        return;
+    }
+    var points = this.toArray();
+    this.reset();
+    this.compressing = true;
+    while (points.length > 0) {
+        this.push_centroid(pop_random(points));
+    }
+    this._cumulate(true);
+    this.compressing = false;
+};
+
+function Digest(config) {
+    // allocate a distribution digest structure. This is an extension
+    // of a TDigest structure that starts in exact histogram (discrete)
+    // mode, and automatically switches to TDigest mode for large
+    // samples that appear to be from a continuous distribution.
+    //
+    this.config = config || {};
+    this.mode = this.config.mode || 'auto'; // disc, cont, auto
+    TDigest.call(this, this.mode === 'cont' ? config.delta : false);
+    this.digest_ratio = this.config.ratio || 0.9;
+    this.digest_thresh = this.config.thresh || 1000;
+    this.n_unique = 0;
+}
+Digest.prototype = Object.create(TDigest.prototype);
+Digest.prototype.constructor = Digest;
+
+Digest.prototype.push = function(x_or_xlist) {
+    TDigest.prototype.push.call(this, x_or_xlist);
+    this.check_continuous();
+};
+
+Digest.prototype._new_centroid = function(x, n, cumn) {
+    this.n_unique += 1;
+    TDigest.prototype._new_centroid.call(this, x, n, cumn);
+};
+
+Digest.prototype._addweight = function(nearest, x, n) {
+    if (nearest.n === 1) {
+        this.n_unique -= 1;
+    }
+    TDigest.prototype._addweight.call(this, nearest, x, n);
+};
+
+Digest.prototype.check_continuous = function() {
+    // while in 'auto' mode, if there are many unique elements, assume
+    // they are from a continuous distribution and switch to 'cont'
+    // mode (tdigest behavior). Return true on transition from
+    // disctete to continuous.
+    if (this.mode !== 'auto' || this.size() < this.digest_thresh) {
+        return false;
+    }
+    if (this.n_unique / this.size() > this.digest_ratio) {
+        this.mode = 'cont';
+        this.discrete = false;
+        this.delta = this.config.delta || 0.01;
+        this.compress();
+        return true;
+    }
+    return false;
+};
+
+module.exports = {
+    'TDigest': TDigest,
+    'Digest': Digest
+};
+
+
+/***/ }),
+
 /***/ 1367:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
@@ -11204,6 +15285,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("buffer");
 
 /***/ }),
 
+/***/ 9907:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("cluster");
+
+/***/ }),
+
 /***/ 4434:
 /***/ ((module) => {
 
@@ -11215,6 +15303,20 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("events");
 /***/ ((module) => {
 
 module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("fs");
+
+/***/ }),
+
+/***/ 8611:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("http");
+
+/***/ }),
+
+/***/ 5692:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("https");
 
 /***/ }),
 
@@ -11302,6 +15404,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("path");
 
 /***/ }),
 
+/***/ 2987:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("perf_hooks");
+
+/***/ }),
+
 /***/ 932:
 /***/ ((module) => {
 
@@ -11344,10 +15453,24 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("util");
 
 /***/ }),
 
+/***/ 1493:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("v8");
+
+/***/ }),
+
 /***/ 8167:
 /***/ ((module) => {
 
 module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("worker_threads");
+
+/***/ }),
+
+/***/ 3106:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("zlib");
 
 /***/ }),
 
@@ -26520,6 +30643,2337 @@ exports.visitAsync = visitAsync;
 
 /***/ }),
 
+/***/ 8352:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_global_utils = __nccwpck_require__(9227);
+const require_diag = __nccwpck_require__(9982);
+const require_NoopContextManager = __nccwpck_require__(6);
+//#region src/api/context.ts
+const API_NAME = "context";
+const NOOP_CONTEXT_MANAGER = new require_NoopContextManager.NoopContextManager();
+const NOOP_TOKEN = Object.freeze({ dispose: () => {} });
+/**
+* Singleton object which represents the entry point to the OpenTelemetry Context API
+*
+* @since 1.0.0
+*/
+var ContextAPI = class ContextAPI {
+	/** Empty private constructor prevents end users from constructing a new instance of the API */
+	constructor() {
+		this._attachUnsupportedWarned = false;
+	}
+	/** Get the singleton instance of the Context API */
+	static getInstance() {
+		if (!this._instance) this._instance = new ContextAPI();
+		return this._instance;
+	}
+	/**
+	* Set the current context manager.
+	*
+	* @returns true if the context manager was successfully registered, else false
+	*/
+	setGlobalContextManager(contextManager) {
+		return require_global_utils.registerGlobal(API_NAME, contextManager, require_diag.DiagAPI.instance());
+	}
+	/**
+	* Get the currently active context
+	*/
+	active() {
+		return this._getContextManager().active();
+	}
+	/**
+	* Execute a function with an active context
+	*
+	* @param context context to be active during function execution
+	* @param fn function to execute in a context
+	* @param thisArg optional receiver to be used for calling fn
+	* @param args optional arguments forwarded to fn
+	*/
+	with(context, fn, thisArg, ...args) {
+		return this._getContextManager().with(context, fn, thisArg, ...args);
+	}
+	/**
+	* Bind a context to a target function or event emitter
+	*
+	* @param context context to bind to the event emitter or function. Defaults to the currently active context
+	* @param target function or event emitter to bind
+	*/
+	bind(context, target) {
+		return this._getContextManager().bind(context, target);
+	}
+	/**
+	* Imperatively sets `context` as active, returning a {@link ContextManagementToken} whose
+	* {@link ContextManagementToken.dispose} restores the previous context.
+	*
+	* This is a delicate, low-level API - prefer {@link with}/{@link bind}, which
+	* restore context automatically. Use `attach` only to bridge callback
+	* boundaries that `with` cannot wrap. Call `token.dispose()` when the
+	* operation is done.
+	*
+	* **Caveat for async functions:** If called inside an async function before
+	* the first `await`, the context change may leak into the caller's context
+	* and remain active there. Prefer {@link with} for async code.
+	*
+	* Support is best-effort and varies by the active ContextManager (see
+	* {@link ContextManager.attach}); if it does not implement `attach`, this logs
+	* a warning and returns a no-op token.
+	*
+	* @param context The Context to attach
+	* @returns A {@link ContextManagementToken} whose dispose() restores the previous Context
+	* @since 1.10.0
+	* @experimental This API is experimental and may change in minor releases without prior notice.
+	*/
+	attach(context) {
+		const contextManager = this._getContextManager();
+		if (contextManager.attach) return contextManager.attach(context);
+		if (!this._attachUnsupportedWarned) {
+			this._attachUnsupportedWarned = true;
+			require_diag.DiagAPI.instance().warn("The current ContextManager does not implement attach(). The context will not be attached. Use a ContextManager that supports attach() (e.g. AsyncLocalStorageContextManager) or use with()/bind() instead.");
+		}
+		return NOOP_TOKEN;
+	}
+	_getContextManager() {
+		return require_global_utils.getGlobal(API_NAME) || NOOP_CONTEXT_MANAGER;
+	}
+	/** Disable and remove the global context manager */
+	disable() {
+		this._getContextManager().disable();
+		require_global_utils.unregisterGlobal(API_NAME, require_diag.DiagAPI.instance());
+	}
+};
+//#endregion
+exports.ContextAPI = ContextAPI;
+
+//# sourceMappingURL=context.cjs.map
+
+/***/ }),
+
+/***/ 9982:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_global_utils = __nccwpck_require__(9227);
+const require_ComponentLogger = __nccwpck_require__(1977);
+__nccwpck_require__(4351);
+const require_logLevelLogger = __nccwpck_require__(1714);
+//#region src/api/diag.ts
+const API_NAME = "diag";
+/**
+* Singleton object which represents the entry point to the OpenTelemetry internal
+* diagnostic API
+*
+* @since 1.0.0
+*/
+var DiagAPI = class DiagAPI {
+	/** Get the singleton instance of the DiagAPI API */
+	static instance() {
+		if (!this._instance) this._instance = new DiagAPI();
+		return this._instance;
+	}
+	/**
+	* Private internal constructor
+	* @private
+	*/
+	constructor() {
+		function _logProxy(funcName) {
+			return function(...args) {
+				const logger = require_global_utils.getGlobal("diag");
+				if (!logger) return;
+				return logger[funcName](...args);
+			};
+		}
+		const self = this;
+		const setLogger = (logger, optionsOrLogLevel = { logLevel: 60 }) => {
+			var _optionsOrLogLevel$lo;
+			if (logger === self) {
+				var _err$stack;
+				const err = /* @__PURE__ */ new Error("Cannot use diag as the logger for itself. Please use a DiagLogger implementation like ConsoleDiagLogger or a custom implementation");
+				self.error((_err$stack = err.stack) !== null && _err$stack !== void 0 ? _err$stack : err.message);
+				return false;
+			}
+			if (typeof optionsOrLogLevel === "number") optionsOrLogLevel = { logLevel: optionsOrLogLevel };
+			const oldLogger = require_global_utils.getGlobal("diag");
+			const newLogger = require_logLevelLogger.createLogLevelDiagLogger((_optionsOrLogLevel$lo = optionsOrLogLevel.logLevel) !== null && _optionsOrLogLevel$lo !== void 0 ? _optionsOrLogLevel$lo : 60, logger);
+			if (oldLogger && !optionsOrLogLevel.suppressOverrideMessage) {
+				var _Error$stack;
+				const stack = (_Error$stack = (/* @__PURE__ */ new Error()).stack) !== null && _Error$stack !== void 0 ? _Error$stack : "<failed to generate stacktrace>";
+				oldLogger.warn(`Current logger will be overwritten from ${stack}`);
+				newLogger.warn(`Current logger will overwrite one already registered from ${stack}`);
+			}
+			return require_global_utils.registerGlobal("diag", newLogger, self, true);
+		};
+		self.setLogger = setLogger;
+		self.disable = () => {
+			require_global_utils.unregisterGlobal(API_NAME, self);
+		};
+		self.createComponentLogger = (options) => {
+			return new require_ComponentLogger.DiagComponentLogger(options);
+		};
+		self.verbose = _logProxy("verbose");
+		self.debug = _logProxy("debug");
+		self.info = _logProxy("info");
+		self.warn = _logProxy("warn");
+		self.error = _logProxy("error");
+	}
+};
+//#endregion
+exports.DiagAPI = DiagAPI;
+
+//# sourceMappingURL=diag.cjs.map
+
+/***/ }),
+
+/***/ 9102:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_global_utils = __nccwpck_require__(9227);
+const require_diag = __nccwpck_require__(9982);
+const require_ProxyLoggerProvider = __nccwpck_require__(9035);
+//#region src/api/logs.ts
+const API_NAME = "logs";
+/**
+* Singleton object which represents the entry point to the OpenTelemetry Logs API
+*
+* @since 1.10.0
+*/
+var LogsAPI = class LogsAPI {
+	/** Empty private constructor prevents end users from constructing a new instance of the API */
+	constructor() {
+		this._proxyLoggerProvider = new require_ProxyLoggerProvider.ProxyLoggerProvider();
+	}
+	/** Get the singleton instance of the Logs API */
+	static getInstance() {
+		if (!this._instance) this._instance = new LogsAPI();
+		return this._instance;
+	}
+	setGlobalLoggerProvider(provider) {
+		const success = require_global_utils.registerGlobal(API_NAME, provider, require_diag.DiagAPI.instance());
+		if (success) this._proxyLoggerProvider._setDelegate(provider);
+		return success;
+	}
+	/**
+	* Returns the global logger provider.
+	*
+	* @returns LoggerProvider
+	*/
+	getLoggerProvider() {
+		return require_global_utils.getGlobal(API_NAME) || this._proxyLoggerProvider;
+	}
+	/**
+	* Returns a Logger, creating one if one with the given name, version,
+	* schemaUrl, and attributes is not already created.
+	*
+	* Getting a Logger may be expensive, especially when `attributes` are
+	* provided. Reuse Logger instances where possible instead of calling
+	* `getLogger()` on hot paths.
+	*
+	* @param name The name of the logger or instrumentation library.
+	* @param version The version of the logger or instrumentation library.
+	* @param options The options of the logger or instrumentation library.
+	* @returns {@link Logger}
+	*/
+	getLogger(name, version, options) {
+		return this.getLoggerProvider().getLogger(name, version, options);
+	}
+	/** Remove the global logger provider */
+	disable() {
+		require_global_utils.unregisterGlobal(API_NAME, require_diag.DiagAPI.instance());
+		this._proxyLoggerProvider = new require_ProxyLoggerProvider.ProxyLoggerProvider();
+	}
+};
+//#endregion
+exports.e = LogsAPI;
+
+//# sourceMappingURL=logs.cjs.map
+
+/***/ }),
+
+/***/ 3510:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_global_utils = __nccwpck_require__(9227);
+const require_diag = __nccwpck_require__(9982);
+const require_NoopMeterProvider = __nccwpck_require__(7554);
+//#region src/api/metrics.ts
+const API_NAME = "metrics";
+/**
+* Singleton object which represents the entry point to the OpenTelemetry Metrics API
+*
+* @since 1.4.1
+*/
+var MetricsAPI = class MetricsAPI {
+	/** Empty private constructor prevents end users from constructing a new instance of the API */
+	constructor() {}
+	/** Get the singleton instance of the Metrics API */
+	static getInstance() {
+		if (!this._instance) this._instance = new MetricsAPI();
+		return this._instance;
+	}
+	/**
+	* Set the current global meter provider.
+	* Returns true if the meter provider was successfully registered, else false.
+	*/
+	setGlobalMeterProvider(provider) {
+		return require_global_utils.registerGlobal(API_NAME, provider, require_diag.DiagAPI.instance());
+	}
+	/**
+	* Returns the global meter provider.
+	*/
+	getMeterProvider() {
+		return require_global_utils.getGlobal(API_NAME) || require_NoopMeterProvider.NOOP_METER_PROVIDER;
+	}
+	/**
+	* Returns a meter from the global meter provider.
+	*/
+	getMeter(name, version, options) {
+		return this.getMeterProvider().getMeter(name, version, options);
+	}
+	/** Remove the global meter provider */
+	disable() {
+		require_global_utils.unregisterGlobal(API_NAME, require_diag.DiagAPI.instance());
+	}
+};
+//#endregion
+exports.k = MetricsAPI;
+
+//# sourceMappingURL=metrics.cjs.map
+
+/***/ }),
+
+/***/ 3007:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_global_utils = __nccwpck_require__(9227);
+const require_diag = __nccwpck_require__(9982);
+const require_utils = __nccwpck_require__(5196);
+const require_TextMapPropagator = __nccwpck_require__(3565);
+const require_NoopTextMapPropagator = __nccwpck_require__(345);
+const require_context_helpers = __nccwpck_require__(7510);
+//#region src/api/propagation.ts
+const API_NAME = "propagation";
+const NOOP_TEXT_MAP_PROPAGATOR = new require_NoopTextMapPropagator.NoopTextMapPropagator();
+/**
+* Singleton object which represents the entry point to the OpenTelemetry Propagation API
+*
+* @since 1.0.0
+*/
+var PropagationAPI = class PropagationAPI {
+	/** Empty private constructor prevents end users from constructing a new instance of the API */
+	constructor() {
+		this.createBaggage = require_utils.createBaggage;
+		this.getBaggage = require_context_helpers.getBaggage;
+		this.getActiveBaggage = require_context_helpers.getActiveBaggage;
+		this.setBaggage = require_context_helpers.setBaggage;
+		this.deleteBaggage = require_context_helpers.deleteBaggage;
+	}
+	/** Get the singleton instance of the Propagator API */
+	static getInstance() {
+		if (!this._instance) this._instance = new PropagationAPI();
+		return this._instance;
+	}
+	/**
+	* Set the current propagator.
+	*
+	* @returns true if the propagator was successfully registered, else false
+	*/
+	setGlobalPropagator(propagator) {
+		return require_global_utils.registerGlobal(API_NAME, propagator, require_diag.DiagAPI.instance());
+	}
+	/**
+	* Inject context into a carrier to be propagated inter-process
+	*
+	* @param context Context carrying tracing data to inject
+	* @param carrier carrier to inject context into
+	* @param setter Function used to set values on the carrier
+	*/
+	inject(context, carrier, setter = require_TextMapPropagator.defaultTextMapSetter) {
+		return this._getGlobalPropagator().inject(context, carrier, setter);
+	}
+	/**
+	* Extract context from a carrier
+	*
+	* @param context Context which the newly created context will inherit from
+	* @param carrier Carrier to extract context from
+	* @param getter Function used to extract keys from a carrier
+	*/
+	extract(context, carrier, getter = require_TextMapPropagator.defaultTextMapGetter) {
+		return this._getGlobalPropagator().extract(context, carrier, getter);
+	}
+	/**
+	* Return a list of all fields which may be used by the propagator.
+	*/
+	fields() {
+		return this._getGlobalPropagator().fields();
+	}
+	/** Remove the global propagator */
+	disable() {
+		require_global_utils.unregisterGlobal(API_NAME, require_diag.DiagAPI.instance());
+	}
+	_getGlobalPropagator() {
+		return require_global_utils.getGlobal(API_NAME) || NOOP_TEXT_MAP_PROPAGATOR;
+	}
+};
+//#endregion
+exports.R = PropagationAPI;
+
+//# sourceMappingURL=propagation.cjs.map
+
+/***/ }),
+
+/***/ 5446:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_global_utils = __nccwpck_require__(9227);
+const require_diag = __nccwpck_require__(9982);
+const require_context_utils = __nccwpck_require__(3779);
+const require_spancontext_utils = __nccwpck_require__(3723);
+const require_ProxyTracerProvider = __nccwpck_require__(5930);
+//#region src/api/trace.ts
+const API_NAME = "trace";
+/**
+* Singleton object which represents the entry point to the OpenTelemetry Tracing API
+*
+* @since 1.0.0
+*/
+var TraceAPI = class TraceAPI {
+	/** Empty private constructor prevents end users from constructing a new instance of the API */
+	constructor() {
+		this._proxyTracerProvider = new require_ProxyTracerProvider.ProxyTracerProvider();
+		this.wrapSpanContext = require_spancontext_utils.wrapSpanContext;
+		this.isSpanContextValid = require_spancontext_utils.isSpanContextValid;
+		this.deleteSpan = require_context_utils.deleteSpan;
+		this.getSpan = require_context_utils.getSpan;
+		this.getActiveSpan = require_context_utils.getActiveSpan;
+		this.getSpanContext = require_context_utils.getSpanContext;
+		this.setSpan = require_context_utils.setSpan;
+		this.setSpanContext = require_context_utils.setSpanContext;
+	}
+	/** Get the singleton instance of the Trace API */
+	static getInstance() {
+		if (!this._instance) this._instance = new TraceAPI();
+		return this._instance;
+	}
+	/**
+	* Set the current global tracer.
+	*
+	* @returns true if the tracer provider was successfully registered, else false
+	*/
+	setGlobalTracerProvider(provider) {
+		const success = require_global_utils.registerGlobal(API_NAME, this._proxyTracerProvider, require_diag.DiagAPI.instance());
+		if (success) this._proxyTracerProvider.setDelegate(provider);
+		return success;
+	}
+	/**
+	* Returns the global tracer provider.
+	*/
+	getTracerProvider() {
+		return require_global_utils.getGlobal(API_NAME) || this._proxyTracerProvider;
+	}
+	/**
+	* Returns a tracer from the global tracer provider.
+	*/
+	getTracer(name, version) {
+		return this.getTracerProvider().getTracer(name, version);
+	}
+	/** Remove the global tracer provider */
+	disable() {
+		require_global_utils.unregisterGlobal(API_NAME, require_diag.DiagAPI.instance());
+		this._proxyTracerProvider = new require_ProxyTracerProvider.ProxyTracerProvider();
+	}
+};
+//#endregion
+exports.C = TraceAPI;
+
+//# sourceMappingURL=trace.cjs.map
+
+/***/ }),
+
+/***/ 7510:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_context = __nccwpck_require__(3041);
+const require_context$1 = __nccwpck_require__(8352);
+//#region src/baggage/context-helpers.ts
+/**
+* Baggage key
+*/
+const BAGGAGE_KEY = require_context.createContextKey("OpenTelemetry Baggage Key");
+/**
+* Retrieve the current baggage from the given context
+*
+* @param {Context} Context that manage all context values
+* @returns {Baggage} Extracted baggage from the context
+*/
+function getBaggage(context) {
+	return context.getValue(BAGGAGE_KEY) || void 0;
+}
+/**
+* Retrieve the current baggage from the active/current context
+*
+* @returns {Baggage} Extracted baggage from the context
+*/
+function getActiveBaggage() {
+	return getBaggage(require_context$1.ContextAPI.getInstance().active());
+}
+/**
+* Store a baggage in the given context
+*
+* @param {Context} Context that manage all context values
+* @param {Baggage} baggage that will be set in the actual context
+*/
+function setBaggage(context, baggage) {
+	return context.setValue(BAGGAGE_KEY, baggage);
+}
+/**
+* Delete the baggage stored in the given context
+*
+* @param {Context} Context that manage all context values
+*/
+function deleteBaggage(context) {
+	return context.deleteValue(BAGGAGE_KEY);
+}
+//#endregion
+exports.deleteBaggage = deleteBaggage;
+exports.getActiveBaggage = getActiveBaggage;
+exports.getBaggage = getBaggage;
+exports.setBaggage = setBaggage;
+
+//# sourceMappingURL=context-helpers.cjs.map
+
+/***/ }),
+
+/***/ 176:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/baggage/internal/baggage-impl.ts
+var BaggageImpl = class BaggageImpl {
+	constructor(entries) {
+		this._entries = entries ? new Map(entries) : /* @__PURE__ */ new Map();
+	}
+	getEntry(key) {
+		const entry = this._entries.get(key);
+		if (!entry) return;
+		return Object.assign({}, entry);
+	}
+	getAllEntries() {
+		return Array.from(this._entries.entries());
+	}
+	setEntry(key, entry) {
+		const newBaggage = new BaggageImpl(this._entries);
+		newBaggage._entries.set(key, entry);
+		return newBaggage;
+	}
+	removeEntry(key) {
+		const newBaggage = new BaggageImpl(this._entries);
+		newBaggage._entries.delete(key);
+		return newBaggage;
+	}
+	removeEntries(...keys) {
+		const newBaggage = new BaggageImpl(this._entries);
+		for (const key of keys) newBaggage._entries.delete(key);
+		return newBaggage;
+	}
+	clear() {
+		return new BaggageImpl();
+	}
+};
+//#endregion
+exports.BaggageImpl = BaggageImpl;
+
+//# sourceMappingURL=baggage-impl.cjs.map
+
+/***/ }),
+
+/***/ 9333:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/baggage/internal/symbol.ts
+/**
+* Symbol used to make BaggageEntryMetadata an opaque type
+*/
+const baggageEntryMetadataSymbol = Symbol("BaggageEntryMetadata");
+//#endregion
+exports.baggageEntryMetadataSymbol = baggageEntryMetadataSymbol;
+
+//# sourceMappingURL=symbol.cjs.map
+
+/***/ }),
+
+/***/ 5196:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_diag = __nccwpck_require__(9982);
+const require_baggage_impl = __nccwpck_require__(176);
+const require_symbol = __nccwpck_require__(9333);
+//#region src/baggage/utils.ts
+const diag = require_diag.DiagAPI.instance();
+/**
+* Create a new Baggage with optional entries
+*
+* @param entries An array of baggage entries the new baggage should contain
+*/
+function createBaggage(entries = {}) {
+	return new require_baggage_impl.BaggageImpl(new Map(Object.entries(entries)));
+}
+/**
+* Create a serializable BaggageEntryMetadata object from a string.
+*
+* @param str string metadata. Format is currently not defined by the spec and has no special meaning.
+*
+* @since 1.0.0
+*/
+function baggageEntryMetadataFromString(str) {
+	if (typeof str !== "string") {
+		diag.error(`Cannot create baggage metadata from unknown type: ${typeof str}`);
+		str = "";
+	}
+	return {
+		__TYPE__: require_symbol.baggageEntryMetadataSymbol,
+		toString() {
+			return str;
+		}
+	};
+}
+//#endregion
+exports.baggageEntryMetadataFromString = baggageEntryMetadataFromString;
+exports.createBaggage = createBaggage;
+
+//# sourceMappingURL=utils.cjs.map
+
+/***/ }),
+
+/***/ 2534:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+//#region src/context-api.ts
+/**
+* Entrypoint for context API
+* @since 1.0.0
+*/
+const context = (__nccwpck_require__(8352).ContextAPI).getInstance();
+//#endregion
+exports.context = context;
+
+//# sourceMappingURL=context-api.cjs.map
+
+/***/ }),
+
+/***/ 6:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_context = __nccwpck_require__(3041);
+//#region src/context/NoopContextManager.ts
+var NoopContextManager = class {
+	active() {
+		return require_context.ROOT_CONTEXT;
+	}
+	with(_context, fn, thisArg, ...args) {
+		return fn.call(thisArg, ...args);
+	}
+	bind(_context, target) {
+		return target;
+	}
+	enable() {
+		return this;
+	}
+	disable() {
+		return this;
+	}
+	/** @experimental This API is experimental and may change in minor releases without prior notice. */
+	attach(_context) {
+		return { dispose() {} };
+	}
+};
+//#endregion
+exports.NoopContextManager = NoopContextManager;
+
+//# sourceMappingURL=NoopContextManager.cjs.map
+
+/***/ }),
+
+/***/ 3041:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/context/context.ts
+/**
+* Get a key to uniquely identify a context value
+*
+* @since 1.0.0
+*/
+function createContextKey(description) {
+	return Symbol.for(description);
+}
+/**
+* The root context is used as the default parent context when there is no active context
+*
+* @since 1.0.0
+*/
+const ROOT_CONTEXT = new class BaseContext {
+	/**
+	* Construct a new context which inherits values from an optional parent context.
+	*
+	* @param parentContext a context from which to inherit values
+	*/
+	constructor(parentContext) {
+		const self = this;
+		self._currentContext = parentContext ? new Map(parentContext) : /* @__PURE__ */ new Map();
+		self.getValue = (key) => self._currentContext.get(key);
+		self.setValue = (key, value) => {
+			const context = new BaseContext(self._currentContext);
+			context._currentContext.set(key, value);
+			return context;
+		};
+		self.deleteValue = (key) => {
+			const context = new BaseContext(self._currentContext);
+			context._currentContext.delete(key);
+			return context;
+		};
+	}
+}();
+//#endregion
+exports.ROOT_CONTEXT = ROOT_CONTEXT;
+exports.createContextKey = createContextKey;
+
+//# sourceMappingURL=context.cjs.map
+
+/***/ }),
+
+/***/ 1778:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+//#region src/diag-api.ts
+/**
+* Entrypoint for Diag API.
+* Defines Diagnostic handler used for internal diagnostic logging operations.
+* The default provides a Noop DiagLogger implementation which may be changed via the
+* diag.setLogger(logger: DiagLogger) function.
+*
+* @since 1.0.0
+*/
+const diag = (__nccwpck_require__(9982).DiagAPI).instance();
+//#endregion
+exports.diag = diag;
+
+//# sourceMappingURL=diag-api.cjs.map
+
+/***/ }),
+
+/***/ 1977:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_global_utils = __nccwpck_require__(9227);
+//#region src/diag/ComponentLogger.ts
+/**
+* Component Logger which is meant to be used as part of any component which
+* will add automatically additional namespace in front of the log message.
+* It will then forward all message to global diag logger
+* @example
+* const cLogger = diag.createComponentLogger({ namespace: '@opentelemetry/instrumentation-http' });
+* cLogger.debug('test');
+* // @opentelemetry/instrumentation-http test
+*/
+var DiagComponentLogger = class {
+	constructor(props) {
+		this._namespace = props.namespace || "DiagComponentLogger";
+	}
+	debug(...args) {
+		return logProxy("debug", this._namespace, args);
+	}
+	error(...args) {
+		return logProxy("error", this._namespace, args);
+	}
+	info(...args) {
+		return logProxy("info", this._namespace, args);
+	}
+	warn(...args) {
+		return logProxy("warn", this._namespace, args);
+	}
+	verbose(...args) {
+		return logProxy("verbose", this._namespace, args);
+	}
+};
+function logProxy(funcName, namespace, args) {
+	const logger = require_global_utils.getGlobal("diag");
+	if (!logger) return;
+	return logger[funcName](namespace, ...args);
+}
+//#endregion
+exports.DiagComponentLogger = DiagComponentLogger;
+
+//# sourceMappingURL=ComponentLogger.cjs.map
+
+/***/ }),
+
+/***/ 9199:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/diag/consoleLogger.ts
+const consoleMap = [
+	{
+		n: "error",
+		c: "error"
+	},
+	{
+		n: "warn",
+		c: "warn"
+	},
+	{
+		n: "info",
+		c: "info"
+	},
+	{
+		n: "debug",
+		c: "debug"
+	},
+	{
+		n: "verbose",
+		c: "trace"
+	}
+];
+const _originalConsoleMethods = {};
+if (typeof console !== "undefined") {
+	for (const key of [
+		"error",
+		"warn",
+		"info",
+		"debug",
+		"trace",
+		"log"
+	]) if (typeof console[key] === "function") _originalConsoleMethods[key] = console[key];
+}
+/**
+* A simple Immutable Console based diagnostic logger which will output any messages to the Console.
+* If you want to limit the amount of logging to a specific level or lower use the
+* {@link createLogLevelDiagLogger}
+*
+* @since 1.0.0
+*/
+var DiagConsoleLogger = class {
+	constructor() {
+		function _consoleFunc(funcName) {
+			return function(...args) {
+				let theFunc = _originalConsoleMethods[funcName];
+				if (typeof theFunc !== "function") theFunc = _originalConsoleMethods["log"];
+				if (typeof theFunc !== "function" && console) {
+					theFunc = console[funcName];
+					if (typeof theFunc !== "function") theFunc = console.log;
+				}
+				if (typeof theFunc === "function") return theFunc.apply(console, args);
+			};
+		}
+		for (let i = 0; i < consoleMap.length; i++) this[consoleMap[i].n] = _consoleFunc(consoleMap[i].c);
+	}
+};
+//#endregion
+exports.DiagConsoleLogger = DiagConsoleLogger;
+exports._originalConsoleMethods = _originalConsoleMethods;
+
+//# sourceMappingURL=consoleLogger.cjs.map
+
+/***/ }),
+
+/***/ 1714:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+__nccwpck_require__(4351);
+//#region src/diag/internal/logLevelLogger.ts
+function createLogLevelDiagLogger(maxLevel, logger) {
+	if (maxLevel < 0) maxLevel = 0;
+	else if (maxLevel > 9999) maxLevel = 9999;
+	logger = logger || {};
+	function _filterFunc(funcName, theLevel) {
+		const theFunc = logger[funcName];
+		if (typeof theFunc === "function" && maxLevel >= theLevel) return theFunc.bind(logger);
+		return function() {};
+	}
+	return {
+		error: _filterFunc("error", 30),
+		warn: _filterFunc("warn", 50),
+		info: _filterFunc("info", 60),
+		debug: _filterFunc("debug", 70),
+		verbose: _filterFunc("verbose", 80)
+	};
+}
+//#endregion
+exports.createLogLevelDiagLogger = createLogLevelDiagLogger;
+
+//# sourceMappingURL=logLevelLogger.cjs.map
+
+/***/ }),
+
+/***/ 4351:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/diag/types.ts
+/**
+* Defines the available internal logging levels for the diagnostic logger, the numeric values
+* of the levels are defined to match the original values from the initial LogLevel to avoid
+* compatibility/migration issues for any implementation that assume the numeric ordering.
+*
+* @since 1.0.0
+*/
+let DiagLogLevel = /* @__PURE__ */ function(DiagLogLevel) {
+	/** Diagnostic Logging level setting to disable all logging (except and forced logs) */
+	DiagLogLevel[DiagLogLevel["NONE"] = 0] = "NONE";
+	/** Identifies an error scenario */
+	DiagLogLevel[DiagLogLevel["ERROR"] = 30] = "ERROR";
+	/** Identifies a warning scenario */
+	DiagLogLevel[DiagLogLevel["WARN"] = 50] = "WARN";
+	/** General informational log message */
+	DiagLogLevel[DiagLogLevel["INFO"] = 60] = "INFO";
+	/** General debug log message */
+	DiagLogLevel[DiagLogLevel["DEBUG"] = 70] = "DEBUG";
+	/**
+	* Detailed trace level logging should only be used for development, should only be set
+	* in a development environment.
+	*/
+	DiagLogLevel[DiagLogLevel["VERBOSE"] = 80] = "VERBOSE";
+	/** Used to set the logging level to include all logging */
+	DiagLogLevel[DiagLogLevel["ALL"] = 9999] = "ALL";
+	return DiagLogLevel;
+}({});
+//#endregion
+exports.DiagLogLevel = DiagLogLevel;
+
+//# sourceMappingURL=types.cjs.map
+
+/***/ }),
+
+/***/ 1408:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+Object.defineProperties(exports, {
+	__esModule: { value: true },
+	[Symbol.toStringTag]: { value: "Module" }
+});
+const require_types = __nccwpck_require__(4351);
+const require_utils = __nccwpck_require__(5196);
+const require_context = __nccwpck_require__(3041);
+const require_consoleLogger = __nccwpck_require__(9199);
+const require_NoopMeter = __nccwpck_require__(1677);
+const require_Metric = __nccwpck_require__(626);
+const require_NoopLogger = __nccwpck_require__(9140);
+const require_LogRecord = __nccwpck_require__(8973);
+const require_TextMapPropagator = __nccwpck_require__(3565);
+const require_trace_flags = __nccwpck_require__(3245);
+const require_invalid_span_constants = __nccwpck_require__(3552);
+const require_spancontext_utils = __nccwpck_require__(3723);
+const require_ProxyTracer = __nccwpck_require__(3861);
+const require_span_kind = __nccwpck_require__(9864);
+const require_status = __nccwpck_require__(7632);
+const require_utils$1 = __nccwpck_require__(2219);
+const require_ProxyTracerProvider = __nccwpck_require__(5930);
+const require_SamplingResult = __nccwpck_require__(5346);
+const require_context_api = __nccwpck_require__(2534);
+const require_diag_api = __nccwpck_require__(1778);
+const require_logs_api = __nccwpck_require__(5662);
+const require_metrics_api = __nccwpck_require__(7876);
+const require_propagation_api = __nccwpck_require__(7045);
+const require_trace_api = __nccwpck_require__(8936);
+//#region src/index.ts
+var src_default = {
+	context: require_context_api.context,
+	diag: require_diag_api.diag,
+	logs: require_logs_api.logs,
+	metrics: require_metrics_api.metrics,
+	propagation: require_propagation_api.propagation,
+	trace: require_trace_api.trace
+};
+//#endregion
+exports.DiagConsoleLogger = require_consoleLogger.DiagConsoleLogger;
+exports.DiagLogLevel = require_types.DiagLogLevel;
+exports.INVALID_SPANID = require_invalid_span_constants.INVALID_SPANID;
+exports.INVALID_SPAN_CONTEXT = require_invalid_span_constants.INVALID_SPAN_CONTEXT;
+exports.INVALID_TRACEID = require_invalid_span_constants.INVALID_TRACEID;
+exports.ProxyTracer = require_ProxyTracer.ProxyTracer;
+exports.ProxyTracerProvider = require_ProxyTracerProvider.ProxyTracerProvider;
+exports.ROOT_CONTEXT = require_context.ROOT_CONTEXT;
+exports.SamplingDecision = require_SamplingResult.SamplingDecision;
+exports.SeverityNumber = require_LogRecord.SeverityNumber;
+exports.SpanKind = require_span_kind.SpanKind;
+exports.SpanStatusCode = require_status.SpanStatusCode;
+exports.TraceFlags = require_trace_flags.TraceFlags;
+exports.ValueType = require_Metric.ValueType;
+exports.baggageEntryMetadataFromString = require_utils.baggageEntryMetadataFromString;
+exports.context = require_context_api.context;
+exports.createContextKey = require_context.createContextKey;
+exports.createNoopLogger = require_NoopLogger.createNoopLogger;
+exports.createNoopMeter = require_NoopMeter.createNoopMeter;
+exports.createTraceState = require_utils$1.createTraceState;
+exports["default"] = src_default;
+exports.defaultTextMapGetter = require_TextMapPropagator.defaultTextMapGetter;
+exports.defaultTextMapSetter = require_TextMapPropagator.defaultTextMapSetter;
+exports.diag = require_diag_api.diag;
+exports.isSpanContextValid = require_spancontext_utils.isSpanContextValid;
+exports.isValidSpanId = require_spancontext_utils.isValidSpanId;
+exports.isValidTraceId = require_spancontext_utils.isValidTraceId;
+exports.logs = require_logs_api.logs;
+exports.metrics = require_metrics_api.metrics;
+exports.propagation = require_propagation_api.propagation;
+exports.trace = require_trace_api.trace;
+
+//# sourceMappingURL=index.cjs.map
+
+/***/ }),
+
+/***/ 9227:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_version = __nccwpck_require__(9128);
+const require_semver = __nccwpck_require__(1418);
+//#region src/internal/global-utils.ts
+const major = require_version.VERSION.split(".")[0];
+const GLOBAL_OPENTELEMETRY_API_KEY = Symbol.for(`opentelemetry.js.api.${major}`);
+const _global = typeof globalThis === "object" ? globalThis : typeof self === "object" ? self : typeof window === "object" ? window : typeof global === "object" ? global : {};
+function _makeGlobalApi() {
+	return Object.defineProperty({}, "version", {
+		value: require_version.VERSION,
+		enumerable: true,
+		writable: false,
+		configurable: false
+	});
+}
+function registerGlobal(type, instance, diag, allowOverride = false) {
+	var _global$GLOBAL_OPENTE;
+	const api = _global[GLOBAL_OPENTELEMETRY_API_KEY] = (_global$GLOBAL_OPENTE = _global[GLOBAL_OPENTELEMETRY_API_KEY]) !== null && _global$GLOBAL_OPENTE !== void 0 ? _global$GLOBAL_OPENTE : _makeGlobalApi();
+	if (!allowOverride && api[type]) {
+		const err = /* @__PURE__ */ new Error(`@opentelemetry/api: Attempted duplicate registration of API: ${type}`);
+		diag.error(err.stack || err.message);
+		return false;
+	}
+	if (api.version !== "1.10.0") {
+		const err = /* @__PURE__ */ new Error(`@opentelemetry/api: Registration of version v${api.version} for ${type} does not match previously registered API v${require_version.VERSION}`);
+		diag.error(err.stack || err.message);
+		return false;
+	}
+	api[type] = instance;
+	diag.debug(`@opentelemetry/api: Registered a global for ${type} v${require_version.VERSION}.`);
+	return true;
+}
+let _compatibleGlobalApi;
+function getGlobal(type) {
+	const api = _global[GLOBAL_OPENTELEMETRY_API_KEY];
+	if (api == null) return;
+	if (api !== _compatibleGlobalApi) {
+		if (!api.version || !require_semver.isCompatible(api.version)) return;
+		_compatibleGlobalApi = api;
+	}
+	return api[type];
+}
+function unregisterGlobal(type, diag) {
+	diag.debug(`@opentelemetry/api: Unregistering a global for ${type} v${require_version.VERSION}.`);
+	const api = _global[GLOBAL_OPENTELEMETRY_API_KEY];
+	if (api) delete api[type];
+}
+//#endregion
+exports.getGlobal = getGlobal;
+exports.registerGlobal = registerGlobal;
+exports.unregisterGlobal = unregisterGlobal;
+
+//# sourceMappingURL=global-utils.cjs.map
+
+/***/ }),
+
+/***/ 1418:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_version = __nccwpck_require__(9128);
+//#region src/internal/semver.ts
+const re = /^(\d+)\.(\d+)\.(\d+)(-(.+))?$/;
+/**
+* Create a function to test an API version to see if it is compatible with the provided ownVersion.
+*
+* The returned function has the following semantics:
+* - Exact match is always compatible
+* - Major versions must match exactly
+*    - 1.x package cannot use global 2.x package
+*    - 2.x package cannot use global 1.x package
+* - The minor version of the API module requesting access to the global API must be less than or equal to the minor version of this API
+*    - 1.3 package may use 1.4 global because the later global contains all functions 1.3 expects
+*    - 1.4 package may NOT use 1.3 global because it may try to call functions which don't exist on 1.3
+* - If the major version is 0, the minor version is treated as the major and the patch is treated as the minor
+* - Patch and build tag differences are not considered at this time
+*
+* @param ownVersion version which should be checked against
+*/
+function _makeCompatibilityCheck(ownVersion) {
+	const acceptedVersions = /* @__PURE__ */ new Set([ownVersion]);
+	const rejectedVersions = /* @__PURE__ */ new Set();
+	const myVersionMatch = ownVersion.match(re);
+	if (!myVersionMatch) return () => false;
+	const ownVersionParsed = {
+		major: +myVersionMatch[1],
+		minor: +myVersionMatch[2],
+		patch: +myVersionMatch[3],
+		prerelease: myVersionMatch[4]
+	};
+	if (ownVersionParsed.prerelease != null) return function isExactmatch(globalVersion) {
+		return globalVersion === ownVersion;
+	};
+	function _reject(v) {
+		rejectedVersions.add(v);
+		return false;
+	}
+	function _accept(v) {
+		acceptedVersions.add(v);
+		return true;
+	}
+	return function isCompatible(globalVersion) {
+		if (acceptedVersions.has(globalVersion)) return true;
+		if (rejectedVersions.has(globalVersion)) return false;
+		const globalVersionMatch = globalVersion.match(re);
+		if (!globalVersionMatch) return _reject(globalVersion);
+		const globalVersionParsed = {
+			major: +globalVersionMatch[1],
+			minor: +globalVersionMatch[2],
+			patch: +globalVersionMatch[3],
+			prerelease: globalVersionMatch[4]
+		};
+		if (globalVersionParsed.prerelease != null) return _reject(globalVersion);
+		if (ownVersionParsed.major !== globalVersionParsed.major) return _reject(globalVersion);
+		if (ownVersionParsed.major === 0) {
+			if (ownVersionParsed.minor === globalVersionParsed.minor && ownVersionParsed.patch <= globalVersionParsed.patch) return _accept(globalVersion);
+			return _reject(globalVersion);
+		}
+		if (ownVersionParsed.minor <= globalVersionParsed.minor) return _accept(globalVersion);
+		return _reject(globalVersion);
+	};
+}
+/**
+* Test an API version to see if it is compatible with this API.
+*
+* - Exact match is always compatible
+* - Major versions must match exactly
+*    - 1.x package cannot use global 2.x package
+*    - 2.x package cannot use global 1.x package
+* - The minor version of the API module requesting access to the global API must be less than or equal to the minor version of this API
+*    - 1.3 package may use 1.4 global because the later global contains all functions 1.3 expects
+*    - 1.4 package may NOT use 1.3 global because it may try to call functions which don't exist on 1.3
+* - If the major version is 0, the minor version is treated as the major and the patch is treated as the minor
+* - Patch and build tag differences are not considered at this time
+*
+* @param version version of the API requesting an instance of the global API
+*/
+const isCompatible = _makeCompatibilityCheck(require_version.VERSION);
+//#endregion
+exports._makeCompatibilityCheck = _makeCompatibilityCheck;
+exports.isCompatible = isCompatible;
+
+//# sourceMappingURL=semver.cjs.map
+
+/***/ }),
+
+/***/ 5662:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+//#region src/logs-api.ts
+/**
+* Entrypoint for logs API
+*
+* @since 1.10.0
+*/
+const logs = (__nccwpck_require__(9102)/* .LogsAPI */ .e).getInstance();
+//#endregion
+exports.logs = logs;
+
+//# sourceMappingURL=logs-api.cjs.map
+
+/***/ }),
+
+/***/ 8973:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/logs/LogRecord.ts
+let SeverityNumber = /* @__PURE__ */ function(SeverityNumber) {
+	SeverityNumber[SeverityNumber["UNSPECIFIED"] = 0] = "UNSPECIFIED";
+	SeverityNumber[SeverityNumber["TRACE"] = 1] = "TRACE";
+	SeverityNumber[SeverityNumber["TRACE2"] = 2] = "TRACE2";
+	SeverityNumber[SeverityNumber["TRACE3"] = 3] = "TRACE3";
+	SeverityNumber[SeverityNumber["TRACE4"] = 4] = "TRACE4";
+	SeverityNumber[SeverityNumber["DEBUG"] = 5] = "DEBUG";
+	SeverityNumber[SeverityNumber["DEBUG2"] = 6] = "DEBUG2";
+	SeverityNumber[SeverityNumber["DEBUG3"] = 7] = "DEBUG3";
+	SeverityNumber[SeverityNumber["DEBUG4"] = 8] = "DEBUG4";
+	SeverityNumber[SeverityNumber["INFO"] = 9] = "INFO";
+	SeverityNumber[SeverityNumber["INFO2"] = 10] = "INFO2";
+	SeverityNumber[SeverityNumber["INFO3"] = 11] = "INFO3";
+	SeverityNumber[SeverityNumber["INFO4"] = 12] = "INFO4";
+	SeverityNumber[SeverityNumber["WARN"] = 13] = "WARN";
+	SeverityNumber[SeverityNumber["WARN2"] = 14] = "WARN2";
+	SeverityNumber[SeverityNumber["WARN3"] = 15] = "WARN3";
+	SeverityNumber[SeverityNumber["WARN4"] = 16] = "WARN4";
+	SeverityNumber[SeverityNumber["ERROR"] = 17] = "ERROR";
+	SeverityNumber[SeverityNumber["ERROR2"] = 18] = "ERROR2";
+	SeverityNumber[SeverityNumber["ERROR3"] = 19] = "ERROR3";
+	SeverityNumber[SeverityNumber["ERROR4"] = 20] = "ERROR4";
+	SeverityNumber[SeverityNumber["FATAL"] = 21] = "FATAL";
+	SeverityNumber[SeverityNumber["FATAL2"] = 22] = "FATAL2";
+	SeverityNumber[SeverityNumber["FATAL3"] = 23] = "FATAL3";
+	SeverityNumber[SeverityNumber["FATAL4"] = 24] = "FATAL4";
+	return SeverityNumber;
+}({});
+//#endregion
+exports.SeverityNumber = SeverityNumber;
+
+//# sourceMappingURL=LogRecord.cjs.map
+
+/***/ }),
+
+/***/ 9140:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/logs/NoopLogger.ts
+var NoopLogger = class {
+	emit(_logRecord) {}
+	enabled() {
+		return false;
+	}
+};
+const NOOP_LOGGER = new NoopLogger();
+/**
+* Create a no-op Logger
+*/
+function createNoopLogger() {
+	return NOOP_LOGGER;
+}
+//#endregion
+exports.NOOP_LOGGER = NOOP_LOGGER;
+exports.NoopLogger = NoopLogger;
+exports.createNoopLogger = createNoopLogger;
+
+//# sourceMappingURL=NoopLogger.cjs.map
+
+/***/ }),
+
+/***/ 1995:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_NoopLogger = __nccwpck_require__(9140);
+//#region src/logs/NoopLoggerProvider.ts
+var NoopLoggerProvider = class {
+	getLogger(_name, _version, _options) {
+		return new require_NoopLogger.NoopLogger();
+	}
+};
+const NOOP_LOGGER_PROVIDER = new NoopLoggerProvider();
+//#endregion
+exports.NOOP_LOGGER_PROVIDER = NOOP_LOGGER_PROVIDER;
+exports.NoopLoggerProvider = NoopLoggerProvider;
+
+//# sourceMappingURL=NoopLoggerProvider.cjs.map
+
+/***/ }),
+
+/***/ 8916:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_NoopLogger = __nccwpck_require__(9140);
+//#region src/logs/ProxyLogger.ts
+var ProxyLogger = class {
+	constructor(provider, name, version, options) {
+		this._provider = provider;
+		this.name = name;
+		this.version = version;
+		this.options = options;
+	}
+	/**
+	* Emit a log record. This method should only be used by log appenders.
+	*
+	* @param logRecord
+	*/
+	emit(logRecord) {
+		this._getLogger().emit(logRecord);
+	}
+	enabled(options) {
+		return this._getLogger().enabled(options);
+	}
+	/**
+	* Try to get a logger from the proxy logger provider.
+	* If the proxy logger provider has no delegate, return a noop logger.
+	*/
+	_getLogger() {
+		if (this._delegate) return this._delegate;
+		const logger = this._provider._getDelegateLogger(this.name, this.version, this.options);
+		if (!logger) return require_NoopLogger.NOOP_LOGGER;
+		this._delegate = logger;
+		return this._delegate;
+	}
+};
+//#endregion
+exports.ProxyLogger = ProxyLogger;
+
+//# sourceMappingURL=ProxyLogger.cjs.map
+
+/***/ }),
+
+/***/ 9035:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_NoopLoggerProvider = __nccwpck_require__(1995);
+const require_ProxyLogger = __nccwpck_require__(8916);
+//#region src/logs/ProxyLoggerProvider.ts
+var ProxyLoggerProvider = class {
+	getLogger(name, version, options) {
+		var _this$_getDelegateLog;
+		return (_this$_getDelegateLog = this._getDelegateLogger(name, version, options)) !== null && _this$_getDelegateLog !== void 0 ? _this$_getDelegateLog : new require_ProxyLogger.ProxyLogger(this, name, version, options);
+	}
+	/**
+	* Get the delegate logger provider.
+	* Used by tests only.
+	* @internal
+	*/
+	_getDelegate() {
+		var _this$_delegate;
+		return (_this$_delegate = this._delegate) !== null && _this$_delegate !== void 0 ? _this$_delegate : require_NoopLoggerProvider.NOOP_LOGGER_PROVIDER;
+	}
+	/**
+	* Set the delegate logger provider
+	* @internal
+	*/
+	_setDelegate(delegate) {
+		this._delegate = delegate;
+	}
+	/**
+	* @internal
+	*/
+	_getDelegateLogger(name, version, options) {
+		var _this$_delegate2;
+		return (_this$_delegate2 = this._delegate) === null || _this$_delegate2 === void 0 ? void 0 : _this$_delegate2.getLogger(name, version, options);
+	}
+};
+//#endregion
+exports.ProxyLoggerProvider = ProxyLoggerProvider;
+
+//# sourceMappingURL=ProxyLoggerProvider.cjs.map
+
+/***/ }),
+
+/***/ 7876:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+//#region src/metrics-api.ts
+/**
+* Entrypoint for metrics API
+*
+* @since 1.3.0
+*/
+const metrics = (__nccwpck_require__(3510)/* .MetricsAPI */ .k).getInstance();
+//#endregion
+exports.metrics = metrics;
+
+//# sourceMappingURL=metrics-api.cjs.map
+
+/***/ }),
+
+/***/ 626:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/metrics/Metric.ts
+/**
+* The Type of value. It describes how the data is reported.
+*
+* @since 1.3.0
+*/
+let ValueType = /* @__PURE__ */ function(ValueType) {
+	ValueType[ValueType["INT"] = 0] = "INT";
+	ValueType[ValueType["DOUBLE"] = 1] = "DOUBLE";
+	return ValueType;
+}({});
+//#endregion
+exports.ValueType = ValueType;
+
+//# sourceMappingURL=Metric.cjs.map
+
+/***/ }),
+
+/***/ 1677:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/metrics/NoopMeter.ts
+/**
+* NoopMeter is a noop implementation of the {@link Meter} interface. It reuses
+* constant NoopMetrics for all of its methods.
+*/
+var NoopMeter = class {
+	constructor() {}
+	/**
+	* @see {@link Meter.createGauge}
+	*/
+	createGauge(_name, _options) {
+		return NOOP_GAUGE_METRIC;
+	}
+	/**
+	* @see {@link Meter.createHistogram}
+	*/
+	createHistogram(_name, _options) {
+		return NOOP_HISTOGRAM_METRIC;
+	}
+	/**
+	* @see {@link Meter.createCounter}
+	*/
+	createCounter(_name, _options) {
+		return NOOP_COUNTER_METRIC;
+	}
+	/**
+	* @see {@link Meter.createUpDownCounter}
+	*/
+	createUpDownCounter(_name, _options) {
+		return NOOP_UP_DOWN_COUNTER_METRIC;
+	}
+	/**
+	* @see {@link Meter.createObservableGauge}
+	*/
+	createObservableGauge(_name, _options) {
+		return NOOP_OBSERVABLE_GAUGE_METRIC;
+	}
+	/**
+	* @see {@link Meter.createObservableCounter}
+	*/
+	createObservableCounter(_name, _options) {
+		return NOOP_OBSERVABLE_COUNTER_METRIC;
+	}
+	/**
+	* @see {@link Meter.createObservableUpDownCounter}
+	*/
+	createObservableUpDownCounter(_name, _options) {
+		return NOOP_OBSERVABLE_UP_DOWN_COUNTER_METRIC;
+	}
+	/**
+	* @see {@link Meter.addBatchObservableCallback}
+	*/
+	addBatchObservableCallback(_callback, _observables) {}
+	/**
+	* @see {@link Meter.removeBatchObservableCallback}
+	*/
+	removeBatchObservableCallback(_callback) {}
+};
+var NoopMetric = class {};
+var NoopCounterMetric = class extends NoopMetric {
+	add(_value, _attributes) {}
+};
+var NoopUpDownCounterMetric = class extends NoopMetric {
+	add(_value, _attributes) {}
+};
+var NoopGaugeMetric = class extends NoopMetric {
+	record(_value, _attributes) {}
+};
+var NoopHistogramMetric = class extends NoopMetric {
+	record(_value, _attributes) {}
+};
+var NoopObservableMetric = class {
+	addCallback(_callback) {}
+	removeCallback(_callback) {}
+};
+var NoopObservableCounterMetric = class extends NoopObservableMetric {};
+var NoopObservableGaugeMetric = class extends NoopObservableMetric {};
+var NoopObservableUpDownCounterMetric = class extends NoopObservableMetric {};
+const NOOP_METER = new NoopMeter();
+const NOOP_COUNTER_METRIC = new NoopCounterMetric();
+const NOOP_GAUGE_METRIC = new NoopGaugeMetric();
+const NOOP_HISTOGRAM_METRIC = new NoopHistogramMetric();
+const NOOP_UP_DOWN_COUNTER_METRIC = new NoopUpDownCounterMetric();
+const NOOP_OBSERVABLE_COUNTER_METRIC = new NoopObservableCounterMetric();
+const NOOP_OBSERVABLE_GAUGE_METRIC = new NoopObservableGaugeMetric();
+const NOOP_OBSERVABLE_UP_DOWN_COUNTER_METRIC = new NoopObservableUpDownCounterMetric();
+/**
+* Create a no-op Meter
+*
+* @since 1.3.0
+*/
+function createNoopMeter() {
+	return NOOP_METER;
+}
+//#endregion
+exports.NOOP_COUNTER_METRIC = NOOP_COUNTER_METRIC;
+exports.NOOP_GAUGE_METRIC = NOOP_GAUGE_METRIC;
+exports.NOOP_HISTOGRAM_METRIC = NOOP_HISTOGRAM_METRIC;
+exports.NOOP_METER = NOOP_METER;
+exports.NOOP_OBSERVABLE_COUNTER_METRIC = NOOP_OBSERVABLE_COUNTER_METRIC;
+exports.NOOP_OBSERVABLE_GAUGE_METRIC = NOOP_OBSERVABLE_GAUGE_METRIC;
+exports.NOOP_OBSERVABLE_UP_DOWN_COUNTER_METRIC = NOOP_OBSERVABLE_UP_DOWN_COUNTER_METRIC;
+exports.NOOP_UP_DOWN_COUNTER_METRIC = NOOP_UP_DOWN_COUNTER_METRIC;
+exports.NoopCounterMetric = NoopCounterMetric;
+exports.NoopGaugeMetric = NoopGaugeMetric;
+exports.NoopHistogramMetric = NoopHistogramMetric;
+exports.NoopMeter = NoopMeter;
+exports.NoopMetric = NoopMetric;
+exports.NoopObservableCounterMetric = NoopObservableCounterMetric;
+exports.NoopObservableGaugeMetric = NoopObservableGaugeMetric;
+exports.NoopObservableMetric = NoopObservableMetric;
+exports.NoopObservableUpDownCounterMetric = NoopObservableUpDownCounterMetric;
+exports.NoopUpDownCounterMetric = NoopUpDownCounterMetric;
+exports.createNoopMeter = createNoopMeter;
+
+//# sourceMappingURL=NoopMeter.cjs.map
+
+/***/ }),
+
+/***/ 7554:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_NoopMeter = __nccwpck_require__(1677);
+//#region src/metrics/NoopMeterProvider.ts
+/**
+* An implementation of the {@link MeterProvider} which returns an impotent Meter
+* for all calls to `getMeter`
+*/
+var NoopMeterProvider = class {
+	getMeter(_name, _version, _options) {
+		return require_NoopMeter.NOOP_METER;
+	}
+};
+const NOOP_METER_PROVIDER = new NoopMeterProvider();
+//#endregion
+exports.NOOP_METER_PROVIDER = NOOP_METER_PROVIDER;
+exports.NoopMeterProvider = NoopMeterProvider;
+
+//# sourceMappingURL=NoopMeterProvider.cjs.map
+
+/***/ }),
+
+/***/ 7045:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+//#region src/propagation-api.ts
+/**
+* Entrypoint for propagation API
+*
+* @since 1.0.0
+*/
+const propagation = (__nccwpck_require__(3007)/* .PropagationAPI */ .R).getInstance();
+//#endregion
+exports.propagation = propagation;
+
+//# sourceMappingURL=propagation-api.cjs.map
+
+/***/ }),
+
+/***/ 345:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/propagation/NoopTextMapPropagator.ts
+/**
+* No-op implementations of {@link TextMapPropagator}.
+*/
+var NoopTextMapPropagator = class {
+	/** Noop inject function does nothing */
+	inject(_context, _carrier) {}
+	/** Noop extract function does nothing and returns the input context */
+	extract(context, _carrier) {
+		return context;
+	}
+	fields() {
+		return [];
+	}
+};
+//#endregion
+exports.NoopTextMapPropagator = NoopTextMapPropagator;
+
+//# sourceMappingURL=NoopTextMapPropagator.cjs.map
+
+/***/ }),
+
+/***/ 3565:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/propagation/TextMapPropagator.ts
+/**
+* @since 1.0.0
+*/
+const defaultTextMapGetter = {
+	get(carrier, key) {
+		if (carrier == null) return;
+		return carrier[key];
+	},
+	keys(carrier) {
+		if (carrier == null) return [];
+		return Object.keys(carrier);
+	}
+};
+/**
+* @since 1.0.0
+*/
+const defaultTextMapSetter = { set(carrier, key, value) {
+	if (carrier == null) return;
+	carrier[key] = value;
+} };
+//#endregion
+exports.defaultTextMapGetter = defaultTextMapGetter;
+exports.defaultTextMapSetter = defaultTextMapSetter;
+
+//# sourceMappingURL=TextMapPropagator.cjs.map
+
+/***/ }),
+
+/***/ 8936:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+//#region src/trace-api.ts
+/**
+* Entrypoint for trace API
+*
+* @since 1.0.0
+*/
+const trace = (__nccwpck_require__(5446)/* .TraceAPI */ .C).getInstance();
+//#endregion
+exports.trace = trace;
+
+//# sourceMappingURL=trace-api.cjs.map
+
+/***/ }),
+
+/***/ 5744:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_invalid_span_constants = __nccwpck_require__(3552);
+//#region src/trace/NonRecordingSpan.ts
+/**
+* The NonRecordingSpan is the default {@link Span} that is used when no Span
+* implementation is available. All operations are no-op including context
+* propagation.
+*/
+var NonRecordingSpan = class {
+	constructor(spanContext = require_invalid_span_constants.INVALID_SPAN_CONTEXT) {
+		this._spanContext = spanContext;
+	}
+	spanContext() {
+		return this._spanContext;
+	}
+	setAttribute(_key, _value) {
+		return this;
+	}
+	setAttributes(_attributes) {
+		return this;
+	}
+	addEvent(_name, _attributes) {
+		return this;
+	}
+	addLink(_link) {
+		return this;
+	}
+	addLinks(_links) {
+		return this;
+	}
+	setStatus(_status) {
+		return this;
+	}
+	updateName(_name) {
+		return this;
+	}
+	end(_endTime) {}
+	isRecording() {
+		return false;
+	}
+	recordException(_exception, _time) {}
+};
+//#endregion
+exports.NonRecordingSpan = NonRecordingSpan;
+
+//# sourceMappingURL=NonRecordingSpan.cjs.map
+
+/***/ }),
+
+/***/ 1725:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_context = __nccwpck_require__(8352);
+const require_NonRecordingSpan = __nccwpck_require__(5744);
+const require_context_utils = __nccwpck_require__(3779);
+const require_spancontext_utils = __nccwpck_require__(3723);
+//#region src/trace/NoopTracer.ts
+const contextApi = require_context.ContextAPI.getInstance();
+/**
+* No-op implementations of {@link Tracer}.
+*/
+var NoopTracer = class {
+	startSpan(name, options, context = contextApi.active()) {
+		if (Boolean(options === null || options === void 0 ? void 0 : options.root)) return new require_NonRecordingSpan.NonRecordingSpan();
+		const parentFromContext = context && require_context_utils.getSpanContext(context);
+		if (isSpanContext(parentFromContext) && require_spancontext_utils.isSpanContextValid(parentFromContext)) return new require_NonRecordingSpan.NonRecordingSpan(parentFromContext);
+		else return new require_NonRecordingSpan.NonRecordingSpan();
+	}
+	startActiveSpan(name, arg2, arg3, arg4) {
+		var _ctx;
+		let opts;
+		let ctx;
+		let fn;
+		if (arguments.length < 2) return;
+		else if (arguments.length === 2) fn = arg2;
+		else if (arguments.length === 3) {
+			opts = arg2;
+			fn = arg3;
+		} else {
+			opts = arg2;
+			ctx = arg3;
+			fn = arg4;
+		}
+		const parentContext = (_ctx = ctx) !== null && _ctx !== void 0 ? _ctx : contextApi.active();
+		const span = this.startSpan(name, opts, parentContext);
+		const contextWithSpanSet = require_context_utils.setSpan(parentContext, span);
+		return contextApi.with(contextWithSpanSet, fn, void 0, span);
+	}
+};
+function isSpanContext(spanContext) {
+	return spanContext !== null && typeof spanContext === "object" && "spanId" in spanContext && typeof spanContext["spanId"] === "string" && "traceId" in spanContext && typeof spanContext["traceId"] === "string" && "traceFlags" in spanContext && typeof spanContext["traceFlags"] === "number";
+}
+//#endregion
+exports.NoopTracer = NoopTracer;
+
+//# sourceMappingURL=NoopTracer.cjs.map
+
+/***/ }),
+
+/***/ 3186:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_NoopTracer = __nccwpck_require__(1725);
+//#region src/trace/NoopTracerProvider.ts
+/**
+* An implementation of the {@link TracerProvider} which returns an impotent
+* Tracer for all calls to `getTracer`.
+*
+* All operations are no-op.
+*/
+var NoopTracerProvider = class {
+	getTracer(_name, _version, _options) {
+		return new require_NoopTracer.NoopTracer();
+	}
+};
+//#endregion
+exports.b = NoopTracerProvider;
+
+//# sourceMappingURL=NoopTracerProvider.cjs.map
+
+/***/ }),
+
+/***/ 3861:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+//#region src/trace/ProxyTracer.ts
+const NOOP_TRACER = new (__nccwpck_require__(1725).NoopTracer)();
+/**
+* Proxy tracer provided by the proxy tracer provider
+*
+* @since 1.0.0
+*/
+var ProxyTracer = class {
+	constructor(provider, name, version, options) {
+		this._provider = provider;
+		this.name = name;
+		this.version = version;
+		this.options = options;
+	}
+	startSpan(name, options, context) {
+		return this._getTracer().startSpan(name, options, context);
+	}
+	startActiveSpan(_name, _options, _context, _fn) {
+		const tracer = this._getTracer();
+		return Reflect.apply(tracer.startActiveSpan, tracer, arguments);
+	}
+	/**
+	* Try to get a tracer from the proxy tracer provider.
+	* If the proxy tracer provider has no delegate, return a noop tracer.
+	*/
+	_getTracer() {
+		if (this._delegate) return this._delegate;
+		const tracer = this._provider.getDelegateTracer(this.name, this.version, this.options);
+		if (!tracer) return NOOP_TRACER;
+		this._delegate = tracer;
+		return this._delegate;
+	}
+};
+//#endregion
+exports.ProxyTracer = ProxyTracer;
+
+//# sourceMappingURL=ProxyTracer.cjs.map
+
+/***/ }),
+
+/***/ 5930:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_ProxyTracer = __nccwpck_require__(3861);
+//#region src/trace/ProxyTracerProvider.ts
+const NOOP_TRACER_PROVIDER = new (__nccwpck_require__(3186)/* .NoopTracerProvider */ .b)();
+/**
+* Tracer provider which provides {@link ProxyTracer}s.
+*
+* Before a delegate is set, tracers provided are NoOp.
+*   When a delegate is set, traces are provided from the delegate.
+*   When a delegate is set after tracers have already been provided,
+*   all tracers already provided will use the provided delegate implementation.
+*
+* @deprecated This will be removed in the next major version.
+* @since 1.0.0
+*/
+var ProxyTracerProvider = class {
+	/**
+	* Get a {@link ProxyTracer}
+	*/
+	getTracer(name, version, options) {
+		var _this$getDelegateTrac;
+		return (_this$getDelegateTrac = this.getDelegateTracer(name, version, options)) !== null && _this$getDelegateTrac !== void 0 ? _this$getDelegateTrac : new require_ProxyTracer.ProxyTracer(this, name, version, options);
+	}
+	getDelegate() {
+		var _this$_delegate;
+		return (_this$_delegate = this._delegate) !== null && _this$_delegate !== void 0 ? _this$_delegate : NOOP_TRACER_PROVIDER;
+	}
+	/**
+	* Set the delegate tracer provider
+	*/
+	setDelegate(delegate) {
+		this._delegate = delegate;
+	}
+	getDelegateTracer(name, version, options) {
+		var _this$_delegate2;
+		return (_this$_delegate2 = this._delegate) === null || _this$_delegate2 === void 0 ? void 0 : _this$_delegate2.getTracer(name, version, options);
+	}
+};
+//#endregion
+exports.ProxyTracerProvider = ProxyTracerProvider;
+
+//# sourceMappingURL=ProxyTracerProvider.cjs.map
+
+/***/ }),
+
+/***/ 5346:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/trace/SamplingResult.ts
+/**
+* @deprecated use the one declared in @opentelemetry/sdk-trace instead.
+* A sampling decision that determines how a {@link Span} will be recorded
+* and collected.
+*
+* @since 1.0.0
+*/
+let SamplingDecision = /* @__PURE__ */ function(SamplingDecision) {
+	/**
+	* `Span.isRecording() === false`, span will not be recorded and all events
+	* and attributes will be dropped.
+	*/
+	SamplingDecision[SamplingDecision["NOT_RECORD"] = 0] = "NOT_RECORD";
+	/**
+	* `Span.isRecording() === true`, but `Sampled` flag in {@link TraceFlags}
+	* MUST NOT be set.
+	*/
+	SamplingDecision[SamplingDecision["RECORD"] = 1] = "RECORD";
+	/**
+	* `Span.isRecording() === true` AND `Sampled` flag in {@link TraceFlags}
+	* MUST be set.
+	*/
+	SamplingDecision[SamplingDecision["RECORD_AND_SAMPLED"] = 2] = "RECORD_AND_SAMPLED";
+	return SamplingDecision;
+}({});
+//#endregion
+exports.SamplingDecision = SamplingDecision;
+
+//# sourceMappingURL=SamplingResult.cjs.map
+
+/***/ }),
+
+/***/ 3779:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_context = __nccwpck_require__(3041);
+const require_context$1 = __nccwpck_require__(8352);
+const require_NonRecordingSpan = __nccwpck_require__(5744);
+//#region src/trace/context-utils.ts
+/**
+* span key
+*/
+const SPAN_KEY = require_context.createContextKey("OpenTelemetry Context Key SPAN");
+/**
+* Return the span if one exists
+*
+* @param context context to get span from
+*/
+function getSpan(context) {
+	return context.getValue(SPAN_KEY) || void 0;
+}
+/**
+* Gets the span from the current context, if one exists.
+*/
+function getActiveSpan() {
+	return getSpan(require_context$1.ContextAPI.getInstance().active());
+}
+/**
+* Set the span on a context
+*
+* @param context context to use as parent
+* @param span span to set active
+*/
+function setSpan(context, span) {
+	return context.setValue(SPAN_KEY, span);
+}
+/**
+* Remove current span stored in the context
+*
+* @param context context to delete span from
+*/
+function deleteSpan(context) {
+	return context.deleteValue(SPAN_KEY);
+}
+/**
+* Wrap span context in a NoopSpan and set as span in a new
+* context
+*
+* @param context context to set active span on
+* @param spanContext span context to be wrapped
+*/
+function setSpanContext(context, spanContext) {
+	return setSpan(context, new require_NonRecordingSpan.NonRecordingSpan(spanContext));
+}
+/**
+* Get the span context of the span if it exists.
+*
+* @param context context to get values from
+*/
+function getSpanContext(context) {
+	var _getSpan;
+	return (_getSpan = getSpan(context)) === null || _getSpan === void 0 ? void 0 : _getSpan.spanContext();
+}
+//#endregion
+exports.deleteSpan = deleteSpan;
+exports.getActiveSpan = getActiveSpan;
+exports.getSpan = getSpan;
+exports.getSpanContext = getSpanContext;
+exports.setSpan = setSpan;
+exports.setSpanContext = setSpanContext;
+
+//# sourceMappingURL=context-utils.cjs.map
+
+/***/ }),
+
+/***/ 8457:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_tracestate_validators = __nccwpck_require__(8534);
+//#region src/trace/internal/tracestate-impl.ts
+const MAX_TRACE_STATE_ITEMS = 32;
+const MAX_TRACE_STATE_LEN = 512;
+const LIST_MEMBERS_SEPARATOR = ",";
+const LIST_MEMBER_KEY_VALUE_SPLITTER = "=";
+/**
+* TraceState must be a class and not a simple object type because of the spec
+* requirement (https://www.w3.org/TR/trace-context/#tracestate-field).
+*
+* Here is the list of allowed mutations:
+* - New key-value pair should be added into the beginning of the list
+* - The value of any key can be updated. Modified keys MUST be moved to the
+* beginning of the list.
+*
+* @deprecated Use TraceState from "@opentelemetry/core". This will be removed in the next major version.
+*/
+var TraceStateImpl = class TraceStateImpl {
+	constructor(rawTraceState) {
+		this._internalState = /* @__PURE__ */ new Map();
+		if (rawTraceState) this._parse(rawTraceState);
+	}
+	set(key, value) {
+		const currValue = this._internalState.get(key);
+		let newLength = this.serialize().length;
+		if (typeof currValue === "string") newLength += value.length - currValue.length;
+		else {
+			if (this._internalState.size >= MAX_TRACE_STATE_ITEMS) return this;
+			newLength += key.length + value.length + (this._internalState.size > 0 ? 2 : 1);
+		}
+		if (newLength > MAX_TRACE_STATE_LEN) return this;
+		const traceState = this._clone();
+		if (traceState._internalState.has(key)) traceState._internalState.delete(key);
+		traceState._internalState.set(key, value);
+		return traceState;
+	}
+	unset(key) {
+		const traceState = this._clone();
+		traceState._internalState.delete(key);
+		return traceState;
+	}
+	get(key) {
+		return this._internalState.get(key);
+	}
+	serialize() {
+		return Array.from(this._internalState.keys()).reduceRight((agg, key) => {
+			agg.push(key + LIST_MEMBER_KEY_VALUE_SPLITTER + this.get(key));
+			return agg;
+		}, []).join(LIST_MEMBERS_SEPARATOR);
+	}
+	_parse(rawTraceState) {
+		if (rawTraceState.length > MAX_TRACE_STATE_LEN) return;
+		this._internalState = rawTraceState.split(LIST_MEMBERS_SEPARATOR).reduceRight((agg, part) => {
+			const listMember = part.trim();
+			const i = listMember.indexOf(LIST_MEMBER_KEY_VALUE_SPLITTER);
+			if (i !== -1) {
+				const key = listMember.slice(0, i);
+				const value = listMember.slice(i + 1, part.length);
+				if (require_tracestate_validators.validateKey(key) && require_tracestate_validators.validateValue(value)) agg.set(key, value);
+			}
+			return agg;
+		}, /* @__PURE__ */ new Map());
+		if (this._internalState.size > MAX_TRACE_STATE_ITEMS) this._internalState = new Map(Array.from(this._internalState.entries()).reverse().slice(0, MAX_TRACE_STATE_ITEMS));
+	}
+	_keys() {
+		return Array.from(this._internalState.keys()).reverse();
+	}
+	_clone() {
+		const traceState = new TraceStateImpl();
+		traceState._internalState = new Map(this._internalState);
+		return traceState;
+	}
+};
+//#endregion
+exports.TraceStateImpl = TraceStateImpl;
+
+//# sourceMappingURL=tracestate-impl.cjs.map
+
+/***/ }),
+
+/***/ 8534:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/trace/internal/tracestate-validators.ts
+const VALID_KEY_CHAR_RANGE = "[_0-9a-z-*/]";
+const VALID_KEY_REGEX = new RegExp(`^(?:${`[a-z]${VALID_KEY_CHAR_RANGE}{0,255}`}|${`[a-z0-9]${VALID_KEY_CHAR_RANGE}{0,240}@[a-z]${VALID_KEY_CHAR_RANGE}{0,13}`})$`);
+const VALID_VALUE_BASE_REGEX = /^[ -~]{0,255}[!-~]$/;
+const INVALID_VALUE_COMMA_EQUAL_REGEX = /,|=/;
+/**
+* Key is opaque string up to 256 characters printable. It MUST begin with a
+* lowercase letter, and can only contain lowercase letters a-z, digits 0-9,
+* underscores _, dashes -, asterisks *, and forward slashes /.
+* For multi-tenant vendor scenarios, an at sign (@) can be used to prefix the
+* vendor name. Vendors SHOULD set the tenant ID at the beginning of the key.
+* see https://www.w3.org/TR/trace-context/#key
+*/
+function validateKey(key) {
+	return VALID_KEY_REGEX.test(key);
+}
+/**
+* Value is opaque string up to 256 characters printable ASCII RFC0020
+* characters (i.e., the range 0x20 to 0x7E) except comma , and =.
+*/
+function validateValue(value) {
+	return VALID_VALUE_BASE_REGEX.test(value) && !INVALID_VALUE_COMMA_EQUAL_REGEX.test(value);
+}
+//#endregion
+exports.validateKey = validateKey;
+exports.validateValue = validateValue;
+
+//# sourceMappingURL=tracestate-validators.cjs.map
+
+/***/ }),
+
+/***/ 2219:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+const require_tracestate_impl = __nccwpck_require__(8457);
+//#region src/trace/internal/utils.ts
+/**
+* @deprecated Use TraceState from "@opentelemetry/core". This will be removed in the next major version.
+* @since 1.1.0
+*/
+function createTraceState(rawTraceState) {
+	return new require_tracestate_impl.TraceStateImpl(rawTraceState);
+}
+//#endregion
+exports.createTraceState = createTraceState;
+
+//# sourceMappingURL=utils.cjs.map
+
+/***/ }),
+
+/***/ 3552:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+__nccwpck_require__(3245);
+//#region src/trace/invalid-span-constants.ts
+/**
+* @since 1.0.0
+*/
+const INVALID_SPANID = "0000000000000000";
+/**
+* @since 1.0.0
+*/
+const INVALID_TRACEID = "00000000000000000000000000000000";
+/**
+* @since 1.0.0
+*/
+const INVALID_SPAN_CONTEXT = {
+	traceId: INVALID_TRACEID,
+	spanId: INVALID_SPANID,
+	traceFlags: 0
+};
+//#endregion
+exports.INVALID_SPANID = INVALID_SPANID;
+exports.INVALID_SPAN_CONTEXT = INVALID_SPAN_CONTEXT;
+exports.INVALID_TRACEID = INVALID_TRACEID;
+
+//# sourceMappingURL=invalid-span-constants.cjs.map
+
+/***/ }),
+
+/***/ 9864:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/trace/span_kind.ts
+/**
+* @since 1.0.0
+*/
+let SpanKind = /* @__PURE__ */ function(SpanKind) {
+	/** Default value. Indicates that the span is used internally. */
+	SpanKind[SpanKind["INTERNAL"] = 0] = "INTERNAL";
+	/**
+	* Indicates that the span covers server-side handling of an RPC or other
+	* remote request.
+	*/
+	SpanKind[SpanKind["SERVER"] = 1] = "SERVER";
+	/**
+	* Indicates that the span covers the client-side wrapper around an RPC or
+	* other remote request.
+	*/
+	SpanKind[SpanKind["CLIENT"] = 2] = "CLIENT";
+	/**
+	* Indicates that the span describes producer sending a message to a
+	* broker. Unlike client and server, there is no direct critical path latency
+	* relationship between producer and consumer spans.
+	*/
+	SpanKind[SpanKind["PRODUCER"] = 3] = "PRODUCER";
+	/**
+	* Indicates that the span describes consumer receiving a message from a
+	* broker. Unlike client and server, there is no direct critical path latency
+	* relationship between producer and consumer spans.
+	*/
+	SpanKind[SpanKind["CONSUMER"] = 4] = "CONSUMER";
+	return SpanKind;
+}({});
+//#endregion
+exports.SpanKind = SpanKind;
+
+//# sourceMappingURL=span_kind.cjs.map
+
+/***/ }),
+
+/***/ 3723:
+/***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
+
+__nccwpck_require__(3552);
+const require_NonRecordingSpan = __nccwpck_require__(5744);
+//#region src/trace/spancontext-utils.ts
+const isHex = new Uint8Array([
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	1,
+	1,
+	1,
+	1,
+	1,
+	1,
+	1,
+	1,
+	1,
+	1,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	1,
+	1,
+	1,
+	1,
+	1,
+	1,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	0,
+	1,
+	1,
+	1,
+	1,
+	1,
+	1
+]);
+function isValidHex(id, length) {
+	if (typeof id !== "string" || id.length !== length) return false;
+	let r = 0;
+	for (let i = 0; i < id.length; i += 4) r += (isHex[id.charCodeAt(i)] | 0) + (isHex[id.charCodeAt(i + 1)] | 0) + (isHex[id.charCodeAt(i + 2)] | 0) + (isHex[id.charCodeAt(i + 3)] | 0);
+	return r === length;
+}
+/**
+* @since 1.0.0
+*/
+function isValidTraceId(traceId) {
+	return isValidHex(traceId, 32) && traceId !== "00000000000000000000000000000000";
+}
+/**
+* @since 1.0.0
+*/
+function isValidSpanId(spanId) {
+	return isValidHex(spanId, 16) && spanId !== "0000000000000000";
+}
+/**
+* Returns true if this {@link SpanContext} is valid.
+* @return true if this {@link SpanContext} is valid.
+*
+* @since 1.0.0
+*/
+function isSpanContextValid(spanContext) {
+	return isValidTraceId(spanContext.traceId) && isValidSpanId(spanContext.spanId);
+}
+/**
+* Wrap the given {@link SpanContext} in a new non-recording {@link Span}
+*
+* @param spanContext span context to be wrapped
+* @returns a new non-recording {@link Span} with the provided context
+*/
+function wrapSpanContext(spanContext) {
+	return new require_NonRecordingSpan.NonRecordingSpan(spanContext);
+}
+//#endregion
+exports.isSpanContextValid = isSpanContextValid;
+exports.isValidSpanId = isValidSpanId;
+exports.isValidTraceId = isValidTraceId;
+exports.wrapSpanContext = wrapSpanContext;
+
+//# sourceMappingURL=spancontext-utils.cjs.map
+
+/***/ }),
+
+/***/ 7632:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/trace/status.ts
+/**
+* An enumeration of status codes.
+*
+* @since 1.0.0
+*/
+let SpanStatusCode = /* @__PURE__ */ function(SpanStatusCode) {
+	/**
+	* The default status.
+	*/
+	SpanStatusCode[SpanStatusCode["UNSET"] = 0] = "UNSET";
+	/**
+	* The operation has been validated by an Application developer or
+	* Operator to have completed successfully.
+	*/
+	SpanStatusCode[SpanStatusCode["OK"] = 1] = "OK";
+	/**
+	* The operation contains an error.
+	*/
+	SpanStatusCode[SpanStatusCode["ERROR"] = 2] = "ERROR";
+	return SpanStatusCode;
+}({});
+//#endregion
+exports.SpanStatusCode = SpanStatusCode;
+
+//# sourceMappingURL=status.cjs.map
+
+/***/ }),
+
+/***/ 3245:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/trace/trace_flags.ts
+/**
+* @since 1.0.0
+*/
+let TraceFlags = /* @__PURE__ */ function(TraceFlags) {
+	/** Represents no flag set. */
+	TraceFlags[TraceFlags["NONE"] = 0] = "NONE";
+	/** Bit to represent whether trace is sampled in trace flags. */
+	TraceFlags[TraceFlags["SAMPLED"] = 1] = "SAMPLED";
+	return TraceFlags;
+}({});
+//#endregion
+exports.TraceFlags = TraceFlags;
+
+//# sourceMappingURL=trace_flags.cjs.map
+
+/***/ }),
+
+/***/ 9128:
+/***/ ((__unused_webpack_module, exports) => {
+
+//#region src/version.ts
+const VERSION = "1.10.0";
+//#endregion
+exports.VERSION = VERSION;
+
+//# sourceMappingURL=version.cjs.map
+
+/***/ }),
+
 /***/ 3512:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
@@ -27437,10 +33891,14 @@ var __webpack_exports__ = {};
 // EXPORTS
 __nccwpck_require__.d(__webpack_exports__, {
   py: () => (/* reexport */ AppSettingsError),
+  L0: () => (/* reexport */ closeOnSignals),
+  H$: () => (/* reexport */ createAppMetrics),
   Kb: () => (/* reexport */ createProbegate),
   Ay: () => (/* binding */ app),
+  qd: () => (/* reexport */ metrics),
   Ch: () => (/* reexport */ openStore),
   bR: () => (/* reexport */ readAppSettings),
+  IJ: () => (/* reexport */ readServerOptions),
   UD: () => (/* reexport */ startServer),
   BC: () => (/* reexport */ webhookServer)
 });
@@ -37208,6 +43666,45 @@ const RequiresSchema = strictObject({
     cuda: schemas_boolean().optional().describe("torch must be a CUDA build and see a GPU"),
 })
     .default({});
+/** A version range of the interpreter, as for torch: ">=3.11,<3.13", "==3.11". */
+const PYTHON_RANGE_DEFAULT = ">=3,<4";
+/**
+ * The task's own Python environment: a pinned, hash-checked lock (pip-tools' requirements format,
+ * as `uv pip compile --generate-hashes` writes it) and the interpreter range it is built for. The
+ * engine builds a virtual environment from it once per runner (cached by the lock's content hash
+ * and the interpreter's version) and runs `{python}` from it; without it, the runner's interpreter.
+ */
+const PythonEnvironmentSchema = strictObject({
+    lock: schemas_string()
+        .min(1)
+        .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
+        .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it"),
+    python: schemas_string()
+        .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
+        .default(PYTHON_RANGE_DEFAULT)
+        .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
+});
+/**
+ * What a built environment's folder says about itself (`probegate-env.json`, written last, before
+ * the folder is moved into place): an environment folder without it is not one.
+ */
+const EnvironmentManifestSchema = strictObject({
+    /** sha256 of the lock file's bytes. */
+    lockHash: schemas_string().regex(/^[0-9a-f]{64}$/),
+    /** The lock file it was built from, as the first task that built it named it (for people). */
+    lockFile: schemas_string(),
+    /** The base interpreter the venv runs on (a system interpreter). */
+    interpreter: schemas_string(),
+    python: schemas_string(),
+    torch: schemas_string().nullable(),
+    cuda: schemas_string().nullable(),
+    uv: schemas_string(),
+    builtAt: schemas_string(),
+    buildS: schemas_number().min(0),
+    /** Bytes of its files (hard links into uv's cache counted in full). */
+    sizeBytes: schemas_number().int().min(0),
+    packages: schemas_number().int().min(0),
+});
 function numbers(v) {
     return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
 }
@@ -37240,15 +43737,17 @@ function inVersionRange(version, range) {
 /** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
 function unmetRequirements(req, host) {
     const unmet = [];
+    // Without an environment the wording stays the runner's (the demo's skip lines quote it).
+    const from = host.pythonFrom;
     if (req.torch !== undefined) {
         if (host.torch === null)
-            unmet.push(`torch ${req.torch} (the runner's Python has no torch)`);
+            unmet.push(`torch ${req.torch} (${from ?? "the runner's Python"} has no torch)`);
         else if (!inVersionRange(host.torch, req.torch))
-            unmet.push(`torch ${req.torch} (the runner has torch ${host.torch})`);
+            unmet.push(`torch ${req.torch} (${from ?? "the runner"} has torch ${host.torch})`);
     }
     if (req.cuda) {
         if (host.cuda === null)
-            unmet.push(`cuda: true (the runner's torch${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
+            unmet.push(`cuda: true (${from ? `the torch of ${from}` : "the runner's torch"}${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
         else if (host.gpus === 0)
             unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
     }
@@ -37295,7 +43794,23 @@ const BaseSchema = union([
         }),
         overlay: schemas_string().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
     }),
+    strictObject({
+        pr: literal(true).describe("a repository gate: the workspace is the PR's head (--submission repo@head), its base commit (--pr-base) sits beside it read-only"),
+    }),
 ]);
+/**
+ * Which of the repository's own tests a repository gate runs: a fixed list, tests mapped from the
+ * paths the PR changes, or both. They replace `{tests}` in `official.command`.
+ */
+const TestSelectionSchema = strictObject({
+    tests: array(schemas_string().min(1)).default([]).describe("test files, folders or ids that always run"),
+    fromPaths: array(strictObject({
+        paths: array(schemas_string().min(1)).min(1).describe("globs of changed paths (a leading '!' excludes)"),
+        tests: array(schemas_string().min(1)).min(1).describe("tests to run when a changed path matches"),
+    }))
+        .default([])
+        .describe("tests mapped from the paths the PR changes"),
+});
 /** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
 const ProbeJobSchema = strictObject({
     gpus: schemas_number().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
@@ -37318,7 +43833,9 @@ const TaskSpecSchema = strictObject({
     official: strictObject({
         command,
         timeout: seconds.default(600),
-        files: array(schemas_string().min(1)).min(1).default(["tests/**"]).describe("globs of official test files, restored from the base"),
+        files: array(schemas_string().min(1)).min(1).default(["tests/**"]).describe("globs of official test files: restored from the base (assignments); compared with the base by the weakened-test guard (repository gates)"),
+        select: TestSelectionSchema.optional().describe("repository gates: which of the repository's tests replace {tests} in the command"),
+        allowChanged: array(schemas_string().min(1)).default([]).describe("repository gates: test ids or file globs the PR may change, delete or weaken; the guard reports such changes as allowed, never silently"),
     }),
     probes: strictObject({
         path: schemas_string().min(1).describe("folder of the hidden probes, relative to the task folder"),
@@ -37341,6 +43858,7 @@ const TaskSpecSchema = strictObject({
     requirements: array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
     setup: SetupSchema.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    environment: PythonEnvironmentSchema.optional().describe("the task's pinned Python environment (a hash-checked lock), built once per runner; without it, {python} is the runner's interpreter"),
     requires: RequiresSchema.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
 })
     .superRefine((t, ctx) => {
@@ -37350,6 +43868,17 @@ const TaskSpecSchema = strictObject({
             ctx.addIssue({ code: "custom", path: ["requirements", i, "id"], message: `'${r.id}' is listed twice` });
         seen.add(r.id);
     });
+    const gate = "pr" in t.base;
+    const usesTests = t.official.command.some((a) => a.includes("{tests}"));
+    if (t.official.select && !usesTests) {
+        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "selects tests, but official.command has no {tests} to put them in" });
+    }
+    if (gate && usesTests && !t.official.select) {
+        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "is required: official.command has {tests} and a repository gate (base: {pr: true}) chooses them from select.tests and select.fromPaths" });
+    }
+    if (!gate && (t.official.select || t.official.allowChanged.length)) {
+        ctx.addIssue({ code: "custom", path: ["official", t.official.select ? "select" : "allowChanged"], message: "is for repository gates (base: {pr: true}); an assignment runs its own official command on its fixed base" });
+    }
     if (t.gpus > 0 && t.minRanks > t.gpus) {
         ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
     }
@@ -37737,6 +44266,68 @@ const MIGRATIONS = [
         name: "scorecard cells: pre-counted figures and duration histograms, kept by triggers on scorecard_rows",
         sql: SCORECARD_CELLS_SQL,
     },
+    {
+        version: 8,
+        name: "deployment: evaluation policy, budget rounds, deferral, reconciliation, runner, gate trees",
+        // policy: the repository's rules for this evaluation, decided at queue time (JSON: whether an
+        //   unsandboxed result is accepted and why, how much of the probes agent PRs see).
+        // deferred_until: a head over the PR's evaluation budget waits, queued, until then.
+        // reconciled_at: when the sweep last asked GitHub about the evaluator run (a webhook may be lost).
+        // pr_evaluation_rounds: one row per PR head whose evaluation was started, for the budget.
+        // gates.conclusion / tree_sha: a passed gate's tree, so a merge group holding it needs no new run.
+        sql: `
+      ALTER TABLE evaluations ADD COLUMN policy TEXT;
+      ALTER TABLE evaluations ADD COLUMN deferred_until INTEGER;
+      ALTER TABLE evaluations ADD COLUMN reconciled_at INTEGER;
+      ALTER TABLE evaluations ADD COLUMN runner TEXT;
+      CREATE TABLE pr_evaluation_rounds (
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        pr INTEGER NOT NULL,
+        head_sha TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (owner, repo, pr, head_sha)
+      ) STRICT;
+      CREATE INDEX pr_evaluation_rounds_at ON pr_evaluation_rounds (owner, repo, pr, at);
+      ALTER TABLE gates ADD COLUMN conclusion TEXT;
+      ALTER TABLE gates ADD COLUMN tree_sha TEXT;
+      CREATE INDEX gates_tree ON gates (owner, repo, tree_sha) WHERE tree_sha IS NOT NULL;
+    `,
+    },
+    {
+        version: 9,
+        name: "probe-set versions of each finished attempt: the probe folder's hash, the evaluator and probes commits run",
+        sql: `
+      ALTER TABLE attempt_results ADD COLUMN probe_set_hash TEXT;
+      ALTER TABLE attempt_results ADD COLUMN evaluator_commit TEXT;
+      ALTER TABLE attempt_results ADD COLUMN probes_commit TEXT;
+    `,
+    },
+    {
+        version: 10,
+        name: "deliveries: when handling finished, so a delivery whose handler died can be taken again; redelivery requests; check-run outbox",
+        // Rows from before: their handlers ran to the end or failed (and were forgotten), so handled.
+        // redelivery_asks: when the app last asked GitHub to redeliver a delivery, and how often, so
+        // no two sweeps (of one process or several) ask for the same one at once.
+        sql: `
+      ALTER TABLE deliveries ADD COLUMN handled_at INTEGER;
+      UPDATE deliveries SET handled_at = received_at;
+      CREATE TABLE redelivery_asks (
+        guid TEXT PRIMARY KEY,
+        asked_at INTEGER NOT NULL,
+        asks INTEGER NOT NULL DEFAULT 1
+      ) STRICT;
+      CREATE TABLE check_run_outbox (
+        key TEXT PRIMARY KEY REFERENCES evaluations (key),
+        owner TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        check_run_id INTEGER NOT NULL,
+        output TEXT NOT NULL,
+        extra TEXT NOT NULL,
+        since INTEGER NOT NULL
+      ) STRICT;
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts
@@ -37912,18 +44503,36 @@ function timedOut(evaluation, now, deadlineS) {
 ;// CONCATENATED MODULE: ./src/store/deliveries.ts
 
 /**
- * Records a webhook delivery once. Returns true for the first sight of `id` and false for a
- * redelivery (concurrent or later), which the app must then not act on a second time.
+ * How long a delivery whose handling has not finished is left to its handler: after this, the
+ * handler is taken to have died with its process (killed mid-handling, before it could answer or
+ * forget the delivery), and a redelivery of it is acted on.
  */
-function recordDelivery(db, delivery, now) {
+const DELIVERY_TAKEOVER_MS = 5 * 60_000;
+/**
+ * Records a webhook delivery once. Returns true for the first sight of `id` and false for a
+ * redelivery (concurrent or later), which the app must then not act on a second time — unless the
+ * first handling never finished and began more than `takeOverAfterMs` ago (its process died), when
+ * this caller takes it over (true for exactly one caller: one conditional upsert).
+ */
+function recordDelivery(db, delivery, now, takeOverAfterMs = DELIVERY_TAKEOVER_MS) {
     const info = db
-        .prepare("INSERT INTO deliveries (id, event, received_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING")
-        .run(delivery.id, delivery.event, now.getTime());
+        .prepare(`INSERT INTO deliveries (id, event, received_at) VALUES (?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET received_at = excluded.received_at
+       WHERE deliveries.handled_at IS NULL AND deliveries.received_at <= excluded.received_at - ?`)
+        .run(delivery.id, delivery.event, now.getTime(), takeOverAfterMs);
     return info.changes === 1;
+}
+/** Notes that a delivery's handling finished (acted on, or found nothing to do). */
+function markDeliveryHandled(db, id, now) {
+    db.prepare("UPDATE deliveries SET handled_at = ? WHERE id = ?").run(now.getTime(), id);
 }
 /** Whether a delivery with this id was recorded. */
 function seen(db, id) {
     return db.prepare("SELECT 1 FROM deliveries WHERE id = ?").get(id) !== undefined;
+}
+/** Whether a delivery with this id was acted on to the end. */
+function handled(db, id) {
+    return db.prepare("SELECT 1 FROM deliveries WHERE id = ? AND handled_at IS NOT NULL").get(id) !== undefined;
 }
 /**
  * Notes that a delivery touched an evaluation (queued it, found it a duplicate, finished it), so
@@ -37976,6 +44585,24 @@ function pruneDeliveries(db, olderThan) {
     // IMMEDIATE: the write lock is taken first, so both DELETEs see one state of the store and
     // another process of the app waits for them instead of failing to upgrade its lock.
     return prune.immediate();
+}
+/**
+ * Takes the right to ask GitHub to redeliver `guid` now: true for exactly one caller (one
+ * conditional upsert), and only when it was never asked for, or last asked `gapMs` or more ago,
+ * and fewer than `maxAsks` times in all.
+ */
+function claimRedelivery(db, guid, now, gapMs, maxAsks) {
+    const t = now.getTime();
+    const info = db
+        .prepare(`INSERT INTO redelivery_asks (guid, asked_at, asks) VALUES (?, ?, 1)
+       ON CONFLICT (guid) DO UPDATE SET asked_at = excluded.asked_at, asks = redelivery_asks.asks + 1
+       WHERE redelivery_asks.asked_at <= ? AND redelivery_asks.asks < ?`)
+        .run(guid, t, t - gapMs, maxAsks);
+    return info.changes === 1;
+}
+/** Forgets redelivery requests older than `olderThan` (GitHub keeps deliveries 3 days). */
+function pruneRedeliveryAsks(db, olderThan) {
+    return db.prepare("DELETE FROM redelivery_asks WHERE asked_at < ?").run(olderThan.getTime()).changes;
 }
 
 ;// CONCATENATED MODULE: ./src/core/evaluation-key.ts
@@ -38032,6 +44659,7 @@ function fromRow(r) {
         attemptStartedAt: new Date(r.attempt_started_at),
         version: r.version,
         claimUntil: r.claim_until === null ? null : new Date(r.claim_until),
+        deferredUntil: r.deferred_until === null ? null : new Date(r.deferred_until),
     };
 }
 /** The evaluation with this key, or null. */
@@ -38083,13 +44711,14 @@ function transitionEvaluation(db, key, event, opts) {
            check_run_id = COALESCE(?, check_run_id),
            workflow_run_id = CASE WHEN ? THEN NULL ELSE COALESCE(?, workflow_run_id) END,
            verdict = CASE WHEN ? THEN NULL ELSE COALESCE(?, verdict) END,
-           error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END
+           error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END,
+           deferred_until = NULL
          WHERE key = ? AND version = ? AND state = ?`)
             .run(next, t, retry ? 1 : 0, retry ? t : current.attemptStartedAt.getTime(), patch.checkRunId ?? null, retry ? 1 : 0, patch.workflowRunId ?? null, retry ? 1 : 0, patch.verdict ?? null, retry ? 1 : 0, patch.error ?? null, key, expected, current.state);
         if (info.changes !== 1)
             throw new StaleEvaluationError(key, expected);
         if (event === "complete" && patch.verdict) {
-            db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)").run(key, current.attempt, patch.verdict, t, patch.area ?? null, patch.durationS ?? null, patch.gpuSeconds ?? null);
+            db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds, probe_set_hash, evaluator_commit, probes_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").run(key, current.attempt, patch.verdict, t, patch.area ?? null, patch.durationS ?? null, patch.gpuSeconds ?? null, patch.probeSet?.hash ?? null, patch.probeSet?.evaluatorCommit ?? null, patch.probeSet?.probesCommit ?? null);
         }
         const updated = getEvaluation(db, key);
         if (!updated)
@@ -38190,151 +44819,100 @@ function releaseClaim(db, key, token) {
     db.prepare("UPDATE evaluations SET claim_token = NULL, claim_until = NULL WHERE key = ? AND claim_token = ?").run(key, token);
 }
 
-;// CONCATENATED MODULE: ./src/core/app-check-outputs.ts
-/** The check-run button that asks for a rerun (GitHub caps label 20, description 40, identifier 20 characters). */
-const RERUN_ACTION = { label: "Re-run probes", description: "Evaluate the PR's current head again", identifier: "rerun" };
-/** The check run's name for one task or probe suite, so each target of a PR shows on its own. */
-function checkRunName(task) {
-    return `probegate / ${task}`;
+;// CONCATENATED MODULE: ./src/core/app-policy/merge-group.ts
+/** Matches each group commit's tree to a passed gate. */
+function decideMergeGroup(commits, passed) {
+    if (commits.length === 0)
+        return { kind: "evaluate", unmatched: [] };
+    const byTree = new Map(passed.map((g) => [g.tree, g]));
+    const matched = [];
+    const unmatched = [];
+    for (const c of commits) {
+        const gate = byTree.get(c.tree);
+        if (gate)
+            matched.push({ commit: c.sha, gate });
+        else
+            unmatched.push(c.sha);
+    }
+    return unmatched.length === 0 ? { kind: "pass", matched } : { kind: "evaluate", unmatched };
 }
-/** The name of the check run that reports a broken `.github/probegate.yml`. */
-const CONFIG_CHECK_NAME = "probegate / config";
-/** Title and summary of a check run that waits for its evaluator run. */
-function queuedOutput(t) {
+/** The gate of a merge group that passes on its PRs' gates. */
+function mergeGroupPassedOutput(matched) {
     return {
-        title: t.attempt > 1 ? `Queued again (attempt ${t.attempt})` : "Queued for official tests and hidden probes",
+        conclusion: "success",
+        title: `Every PR of the merge group passed its gate at the same tree`,
         summary: [
-            `Evaluating \`${t.task}\` for the pull request by **${t.agent}**, on the evaluator \`${t.evaluator}\`.`,
+            "Each commit of this merge group holds exactly the tree of a pull-request head whose `probegate / gate` passed, so nothing new is merged:",
             "",
-            `Chosen because: ${t.why.join("; ")}.`,
+            "| merge-group commit | PR | gated head | tree |",
+            "|---|---|---|---|",
+            ...matched.map((m) => `| \`${m.commit.slice(0, 7)}\` | #${m.gate.pr} | \`${m.gate.headSha.slice(0, 7)}\` | \`${m.gate.tree.slice(0, 7)}\` |`),
         ].join("\n"),
+        annotations: [],
     };
 }
-const noAnnotations = (conclusion, title, summary) => ({ conclusion, title, summary, annotations: [] });
-/** A newer push took this evaluation's place. */
-function supersededOutput(newHeadSha) {
-    return noAnnotations("cancelled", `Superseded by ${newHeadSha.slice(0, 7)}`, `A newer push (\`${newHeadSha}\`) replaced this commit as the pull request's head; its evaluator run was cancelled and the new head is evaluated instead.`);
+/** The PR number a merge queue's branch names: `gh-readonly-queue/<base>/pr-<number>-<sha>`. */
+function mergeQueuePr(headRef) {
+    const m = /\/pr-(\d+)-[0-9a-f]{7,40}$/.exec(headRef);
+    return m ? Number(m[1]) : null;
 }
-/** The PR was closed (merged or not) while this evaluation was pending. */
-function closedOutput(merged) {
-    return noAnnotations("cancelled", merged ? "Cancelled: the pull request was merged" : "Cancelled: the pull request was closed", merged
-        ? "The pull request was merged before the evaluation finished, so its evaluator run was cancelled. The merge was not gated by this result."
-        : "The pull request was closed before the evaluation finished, so its evaluator run was cancelled. Reopening the pull request evaluates its head again.");
+
+;// CONCATENATED MODULE: ./src/core/gate-check.ts
+
+/**
+ * The one check run a repository can make required in branch protection (`gate: true` in
+ * .github/probegate.yml): on every PR head, it passes when the PR needs no evaluation (a person's
+ * PR, no route) or when every evaluation of the head resolved, and fails otherwise. The per-task
+ * check runs keep the details; the gate only sums them up.
+ */
+const GATE_CHECK_NAME = "probegate / gate";
+/** The gate's external_id on a head: one gate per commit. */
+function gateExternalId(headSha) {
+    return `gate:${headSha}`;
 }
-/** The attempt ended (closed PR, newer push) while the app was still starting it. */
-function endedWhileStartingOutput(why, runCancelled) {
-    return noAnnotations("cancelled", "Cancelled while starting", `This evaluation was ended while it was being started: ${why}.${runCancelled ? " The evaluator run that had just been dispatched was cancelled." : " No evaluator run was started."}`);
+const ICON = { resolved: "✅", "probe-rejected": "🚩", "official-failed": "❌", error: "⚠️" };
+function row(e) {
+    const outcome = e.state === "completed" ? `${ICON[e.verdict ?? "error"] ?? ""} ${e.verdict}` : isTerminal(e.state) ? `${e.state}${e.error ? `: ${e.error.replace(/\|/g, "\\|").slice(0, 200)}` : ""}` : `${e.state}…`;
+    return `| \`probegate / ${e.task}\` | ${outcome} |`;
 }
-/** The attempt produced no result before its deadline. */
-function timedOutOutput(why) {
-    return noAnnotations("timed_out", "Evaluation timed out", `No result arrived in time: ${why}. The runner may have died or the queue may be full. Press **${RERUN_ACTION.label}** or comment \`/probegate rerun\` to try again.`);
+function table(evals) {
+    return ["| check | outcome |", "|---|---|", ...evals.map(row)].join("\n");
 }
 /**
- * The evaluator's result could not be trusted or was never made. Neutral, never success: a forged
- * or broken result says nothing about the submission.
+ * The gate of a head from its evaluations. Pending while any is; then `success` only when every
+ * evaluation completed `resolved`; `cancelled` when the head's evaluations were superseded or the
+ * PR closed; `failure` for anything else (a rejection, an official failure, an evaluation error, a
+ * time-out): a gate never passes without a result.
  */
-function noResultOutput(title, problems) {
-    return noAnnotations("neutral", title, [
-        "probegate could not judge this commit, so this check neither passes nor fails it.",
-        "",
-        ...problems.map((p) => `- ${p}`),
-        "",
-        `Press **${RERUN_ACTION.label}** or comment \`/probegate rerun\` to try again.`,
-    ].join("\n"));
-}
-/** A broken `.github/probegate.yml`: failure, with each problem in the summary and on its line. */
-function configErrorOutput(file, ref, issues) {
-    const rows = issues.map((i) => `- \`${file}${i.line ? `:${i.line}` : ""}\` — \`${i.field}\`: ${i.message}`);
-    const annotations = issues.map((i) => ({
-        path: file,
-        start_line: i.line ?? 1,
-        end_line: i.line ?? 1,
-        annotation_level: "failure",
-        title: `probegate config: ${i.field}`.slice(0, 255),
-        message: i.message,
-    }));
+function decideGate(evals) {
+    if (evals.length === 0)
+        return { kind: "pending", title: "Waiting for evaluations to start", summary: "" };
+    const waiting = evals.filter((e) => !isTerminal(e.state));
+    if (waiting.length > 0) {
+        return { kind: "pending", title: `Waiting for ${waiting.length} of ${evals.length} evaluation${evals.length > 1 ? "s" : ""}`, summary: table(evals) };
+    }
+    const ended = evals.filter((e) => e.state === "superseded" || e.state === "cancelled");
+    if (ended.length > 0) {
+        return { kind: "final", output: { conclusion: "cancelled", title: "Not gated: this head's evaluations were cancelled", summary: table(evals), annotations: [] } };
+    }
+    const bad = evals.filter((e) => e.state !== "completed" || e.verdict !== "resolved");
+    if (bad.length === 0) {
+        return { kind: "final", output: { conclusion: "success", title: `All ${evals.length} evaluation${evals.length > 1 ? "s" : ""} resolved`, summary: table(evals), annotations: [] } };
+    }
+    const names = bad.map((e) => e.task).join(", ");
     return {
-        conclusion: "failure",
-        title: `${file} is invalid (${issues.length} problem${issues.length === 1 ? "" : "s"})`,
-        summary: [
-            `probegate read \`${file}\` from \`${ref}\` and cannot use it, so nothing was evaluated. Fix it on the default branch; the schema is \`schema/app-config.schema.json\`.`,
-            "",
-            ...rows,
-        ].join("\n"),
-        annotations,
+        kind: "final",
+        output: {
+            conclusion: "failure",
+            title: `${bad.length} of ${evals.length} evaluation${evals.length > 1 ? "s" : ""} did not resolve: ${names}`.slice(0, 200),
+            summary: `${table(evals)}\n\nSee each task's check run for what failed. A rerun (\`/probegate rerun\`) evaluates the head again.`,
+            annotations: [],
+        },
     };
 }
-
-;// CONCATENATED MODULE: ./src/core/verdict.ts
-/**
- * The verdict table. Order matters: a harness fault outranks everything (the submission was not
- * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
- * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
- * at least one passed check and nothing else wrong resolves.
- */
-function decideVerdict(input) {
-    if (input.harnessError)
-        return { verdict: "error", reason: input.harnessError };
-    if (!input.official)
-        return { verdict: "error", reason: "the official tests did not run" };
-    if (!input.official.passed)
-        return { verdict: "official-failed", reason: "the official tests failed" };
-    const count = (s) => input.probes.filter((p) => p.status === s).length;
-    const failed = count("failed");
-    const errors = count("error");
-    const passed = count("passed");
-    const total = input.probes.length;
-    if (failed > 0) {
-        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
-    }
-    if (errors > 0) {
-        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
-    }
-    if (passed === 0)
-        return { verdict: "error", reason: "no hidden probe produced a result" };
-    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
-}
-
-;// CONCATENATED MODULE: ./src/core/quarantine.ts
-
-/** How many of a check's latest outcomes on known-good submissions the rule looks at. */
-const QUARANTINE_WINDOW = 20;
-/** More failures than this in the window quarantine the check (PROBES.md: "more than 1 time in 20"). */
-const QUARANTINE_MAX_FAILURES = 1;
-/**
- * The quarantine rule: a check that failed (or errored on) a known-good submission more than
- * once in its latest 20 outcomes for the probe set is quarantined. The history is per probe set,
- * so a changed probe folder starts every check afresh.
- */
-function quarantinedChecks(histories) {
-    const out = [];
-    for (const h of histories) {
-        const recent = h.statuses.slice(0, QUARANTINE_WINDOW);
-        const failures = recent.filter((s) => s === "failed" || s === "error").length;
-        if (failures > QUARANTINE_MAX_FAILURES)
-            out.push({ check: h.check, failures, window: recent.length });
-    }
-    return out.sort((a, b) => a.check.localeCompare(b.check));
-}
-/**
- * Reads a result with the quarantined checks' failures and errors set aside: they become warnings,
- * and the verdict is decided again from the other checks. Only a judgement the probes made is read
- * again (official tests passed, no harness error); the result itself is not changed, so its
- * signature still holds over what the evaluator said.
- */
-function readWithQuarantine(result, quarantined) {
-    const byId = new Map(quarantined.map((q) => [q.check, q]));
-    const warnings = result.probes.flatMap((p) => {
-        const q = byId.get(p.id);
-        return q && (p.status === "failed" || p.status === "error") ? [{ probe: p, quarantine: q }] : [];
-    });
-    if (warnings.length === 0 || !result.official?.passed || result.error) {
-        return { verdict: result.verdict, reason: result.reason, changed: false, warnings: result.official?.passed && !result.error ? warnings : [] };
-    }
-    const setAside = new Set(warnings.map((w) => w.probe));
-    const again = decideVerdict({ official: result.official, probes: result.probes.filter((p) => !setAside.has(p)) });
-    const reason = `${again.reason}; ${warnings.length} failure${warnings.length === 1 ? "" : "s"} of quarantined checks set aside as warnings`;
-    return { verdict: again.verdict, reason, changed: again.verdict !== result.verdict, warnings };
+/** The gate of a PR head that needs no evaluation: it passes, and says why. */
+function gateNotNeededOutput(why) {
+    return { conclusion: "success", title: "No evaluation needed", summary: `probegate does not evaluate this pull request: ${why}.`, annotations: [] };
 }
 
 ;// CONCATENATED MODULE: ./src/core/packing.ts
@@ -38580,11 +45158,13 @@ function officialLine(result) {
     const why = !o.passed && o.reason ? ` — ${o.reason}` : "";
     return `${icon} ${parts.join(", ")} (${formatSeconds(o.durationS)})${why}`;
 }
+/** The note that replaces the failed checks' rows when only categories are shown. */
+const CATEGORIES_ONLY_NOTE = "> 🔒 Hidden-probe details are withheld from agent-authored pull requests (`feedback.agentDetail: categories` in .github/probegate.yml): only the category of each failed check is shown. Maintainers see the full messages in the evaluator run.";
 /**
  * The markdown summary: verdict, facts table, probes by category, then the failing rows.
  * Rows are dropped from the end, with a note, so the summary never exceeds GitHub's limit.
  */
-function renderSummary(result, limit = SUMMARY_LIMIT) {
+function renderSummary(result, limit = SUMMARY_LIMIT, detail = "full") {
     const head = [];
     head.push(`### ${VERDICT_ICON[result.verdict]} ${VERDICT_LABEL[result.verdict]} — ${result.reason}`, "");
     const sub = result.submission;
@@ -38598,7 +45178,9 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
         ? [`${tally.p} passed`, tally.f && `${tally.f} failed`, tally.e && `${tally.e} error`, tally.s && `${tally.s} skipped`].filter(Boolean).join(" · ")
         : "not run";
     head.push(`| Hidden probes | ${probeLine} |`);
-    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\` |`);
+    const source = result.probeSetVersion;
+    const commits = [source?.evaluatorCommit && `evaluator \`${source.evaluatorCommit.slice(0, 12)}\``, source?.probesCommit && `probes \`${source.probesCommit.slice(0, 12)}\``].filter(Boolean);
+    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\`${commits.length ? ` (${commits.join(", ")})` : ""} |`);
     const env = result.environment;
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
@@ -38616,7 +45198,9 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     }
     const rows = [];
     const bad = result.probes.filter((p) => p.status === "failed" || p.status === "error");
-    if (bad.length) {
+    if (bad.length && detail === "categories")
+        rows.push(CATEGORIES_ONLY_NOTE, "");
+    else if (bad.length) {
         rows.push("#### Probes that did not pass", "", "| Probe | Category | Status | Where | What was found |", "|---|---|---|---|---|");
         for (const p of bad)
             rows.push(`| \`${p.id}\` | ${p.category} | ${p.status} | ${where(p)} | ${cell(p.message)} |`);
@@ -38662,9 +45246,9 @@ function fitToLimit(head, rows, limit) {
  * official tests (failure), and undone edits to the judge (notice). Checks without a location
  * appear only in the summary, since GitHub requires a path.
  */
-function renderAnnotations(result) {
+function renderAnnotations(result, detail = "full") {
     const out = [];
-    for (const p of result.probes) {
+    for (const p of detail === "full" ? result.probes : []) {
         if (!p.location || (p.status !== "failed" && p.status !== "error"))
             continue;
         const line = p.location.line ?? 1;
@@ -38704,65 +45288,17 @@ function batchAnnotations(annotations, size = ANNOTATIONS_PER_REQUEST) {
         batches.push(annotations.slice(i, i + size));
     return batches;
 }
-/** Everything a check run shows, from one result: the CLI, the Action and the app all call this. */
-function renderCheckRun(result) {
+/**
+ * Everything a check run shows, from one result: the CLI, the Action and the app all call this.
+ * `detail: categories` leaves out the hidden checks' ids, locations and messages.
+ */
+function renderCheckRun(result, detail = "full") {
     return {
         conclusion: conclusionFor(result.verdict),
         title: renderTitle(result),
-        summary: renderSummary(result),
-        annotations: renderAnnotations(result),
+        summary: renderSummary(result, SUMMARY_LIMIT, detail),
+        annotations: renderAnnotations(result, detail),
     };
-}
-
-;// CONCATENATED MODULE: ./src/core/quarantine-check-run.ts
-
-
-const VERDICT_TITLE = {
-    resolved: "Passes official tests and hidden probes",
-    "probe-rejected": "Rejected by hidden probes",
-    error: "Evaluation error",
-    "official-failed": "Official tests failed",
-};
-/**
- * The check run of a result read with quarantined checks set aside: their failures are warning
- * annotations and a section of the summary says which checks were quarantined and why; the
- * conclusion follows the reading. With no quarantined failure it is exactly `renderCheckRun`.
- */
-function renderCheckRunWithQuarantine(result, quarantined) {
-    const plain = renderCheckRun(result);
-    const reading = readWithQuarantine(result, quarantined);
-    if (reading.warnings.length === 0)
-        return { output: plain, verdict: result.verdict };
-    const section = [
-        `> ⚠️ **${reading.warnings.length} failure${reading.warnings.length === 1 ? "" : "s"} of quarantined checks set aside.** A check that failed known-good submissions more than once in its last ${QUARANTINE_WINDOW} outcomes on this probe set is quarantined: its failures are warnings, not rejections, until the probe set changes.` +
-            (reading.changed ? ` probegate reads this result as **${reading.verdict}**; the signed result says ${result.verdict}.` : ""),
-        "",
-        "| Quarantined check | Category | Status here | Failed on known-good | What was found |",
-        "|---|---|---|---:|---|",
-        ...reading.warnings.map((w) => `| \`${w.probe.id}\` | ${w.probe.category} | ${w.probe.status} | ${w.quarantine.failures} of last ${w.quarantine.window} | ${cell(w.probe.message)} |`),
-        "",
-    ].join("\n");
-    const setAside = new Set(reading.warnings.map((w) => w.probe));
-    const annotations = [
-        ...renderAnnotations({ ...result, probes: result.probes.filter((p) => !setAside.has(p)) }),
-        ...reading.warnings.flatMap(({ probe: p, quarantine: q }) => {
-            if (!p.location)
-                return [];
-            const line = p.location.line ?? 1;
-            const why = `quarantined: it failed ${q.failures} of its last ${q.window} outcomes on known-good submissions, so this is a warning, not a rejection`;
-            return [{
-                    path: p.location.path,
-                    start_line: line,
-                    end_line: line,
-                    annotation_level: "warning",
-                    title: `quarantined ${p.category} probe ${p.status}: ${p.id}`.slice(0, 255),
-                    message: `${p.message || `hidden ${p.category} probe ${p.status}`}`.slice(0, 3800) + `\n\n(${why})`,
-                }];
-        }),
-    ];
-    const title = reading.changed ? `${VERDICT_TITLE[reading.verdict]} (${reading.warnings.length} quarantined check${reading.warnings.length === 1 ? "" : "s"} failed)` : plain.title;
-    const summary = `${section}\n${renderSummary(result, SUMMARY_LIMIT - section.length - 1)}`;
-    return { output: { conclusion: conclusionFor(reading.verdict), title, summary, annotations }, verdict: reading.verdict };
 }
 
 ;// CONCATENATED MODULE: ./src/github/check-runs.ts
@@ -38840,6 +45376,450 @@ async function completeCheckRun(gh, target, out, extra = {}) {
     for (let i = 1; i < batches.length; i++)
         await gh.rest.checks.update({ ...base, output: output(i) });
     return Math.max(1, batches.length);
+}
+
+;// CONCATENATED MODULE: ./src/github/merge-group.ts
+/**
+ * The commits a merge queue added on the group's base: the first-parent chain from the head back
+ * to the base, oldest first, each with its tree. (A PR merged with a merge commit brings its own
+ * commits in as second parents; those were never candidates for merging on their own.) Throws
+ * when the chain does not reach the base within the compared commits.
+ */
+async function mergeGroupCommits(gh, repo, baseSha, headSha) {
+    const { data } = await gh.rest.repos.compareCommitsWithBasehead({ ...repo, basehead: `${baseSha}...${headSha}`, per_page: 100 });
+    const bySha = new Map(data.commits.map((c) => [c.sha, c]));
+    const chain = [];
+    for (let sha = headSha; sha !== baseSha;) {
+        const c = bySha.get(sha);
+        if (!c)
+            throw new Error(`merge group ${headSha.slice(0, 7)}: commit ${sha.slice(0, 7)} is not among the ${data.commits.length} commits between the base ${baseSha.slice(0, 7)} and the head`);
+        chain.unshift({ sha: c.sha, tree: c.commit.tree.sha });
+        sha = c.parents[0]?.sha ?? baseSha;
+    }
+    return chain;
+}
+/** The tree a commit holds. */
+async function commitTree(gh, repo, sha) {
+    const { data } = await gh.rest.git.getCommit({ ...repo, commit_sha: sha });
+    return data.tree.sha;
+}
+
+// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
+var dist = __nccwpck_require__(8815);
+// EXTERNAL MODULE: ./node_modules/picomatch/index.js
+var picomatch = __nccwpck_require__(4006);
+var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
+;// CONCATENATED MODULE: ./src/core/app-config.ts
+
+
+
+const id = schemas_string().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'");
+const agentName = schemas_string().trim().min(1, "an agent name, e.g. codex");
+const nameMap = (what) => record(schemas_string().trim().min(1), agentName).default({}).describe(`${what} → agent name`);
+const AgentsConfigSchema = strictObject({
+    defaults: schemas_boolean().default(true).describe("whether the built-in agent logins, co-authors and branch prefixes apply"),
+    authors: nameMap("PR author login (e.g. my-agent[bot])"),
+    coAuthors: nameMap("Co-authored-by e-mail address (or name, for trailers without one)"),
+    branchPrefixes: nameMap("head-branch prefix (e.g. aider/)"),
+    labels: nameMap("PR label"),
+});
+const RouteSchema = strictObject({
+    task: id.optional().describe("the task this route evaluates"),
+    suite: id.optional().describe("the probe suite this route evaluates"),
+    labels: array(schemas_string().min(1)).default([]).describe("any of these labels on the PR selects the route"),
+    paths: array(schemas_string().min(1)).default([]).describe("globs (picomatch) of changed files; a file matching any glob and no !-glob selects the route"),
+    marker: schemas_boolean()
+        .default(false)
+        .describe("whether a PR-body line `probegate-task: <task>` (or `probegate-suite: <suite>`) selects the route"),
+    gpus: schemas_number()
+        .int()
+        .min(0)
+        .max(64)
+        .optional()
+        .describe("GPUs the target needs, for choosing a runner from `runners`; default: the `gpus` of tasks/<task>/task.yml in the evaluator repository"),
+})
+    .superRefine((r, ctx) => {
+    if ((r.task === undefined) === (r.suite === undefined)) {
+        ctx.addIssue({ code: "custom", message: "a route names exactly one of 'task' or 'suite'", path: r.task === undefined ? [] : ["suite"] });
+    }
+    if (r.labels.length === 0 && r.paths.length === 0 && !r.marker) {
+        ctx.addIssue({ code: "custom", message: "a route needs 'labels', 'paths' or 'marker: true', or it never matches", path: [] });
+    }
+});
+const EvaluatorSchema = strictObject({
+    repository: schemas_string().regex(/^[A-Za-z0-9-]+\/[A-Za-z0-9._-]+$/, "owner/name of the repository holding the evaluator workflow"),
+    workflow: schemas_string().min(1).describe("workflow file name (e.g. evaluate.yml) or id"),
+    ref: schemas_string().min(1).default("main").describe("branch or tag to dispatch the workflow on"),
+    timeoutMinutes: schemas_number().positive().max(24 * 60).default(120).describe("an evaluation not finished after this long is timed out"),
+    tasksPath: schemas_string().min(1).default("tasks").describe("folder of the evaluator repository holding <task>/task.yml, read for a task's GPU count when `runners` is set"),
+});
+const RERUN_DEFAULTS = { perPrPerHour: 3, allowAgent: false };
+const RerunsSchema = strictObject({
+    perPrPerHour: schemas_number().int().min(0).max(100).default(RERUN_DEFAULTS.perPrPerHour).describe("accepted reruns per PR in any hour; 0 turns reruns off"),
+    allowAgent: schemas_boolean().default(RERUN_DEFAULTS.allowAgent).describe("whether the agent that wrote the PR may ask for reruns of it"),
+});
+const BUDGET_DEFAULTS = { perPrPerHour: 4 };
+const BudgetSchema = strictObject({
+    perPrPerHour: schemas_number()
+        .int()
+        .min(1, "must be at least 1 (a PR must be evaluated at some point)")
+        .max(1000)
+        .default(BUDGET_DEFAULTS.perPrPerHour)
+        .describe("PR heads evaluated per PR in any rolling hour; a push beyond it is evaluated when the window frees up (repeated pushes are an oracle on the hidden probes)"),
+});
+const AGENT_DETAIL = ["categories", "full"];
+const FEEDBACK_DEFAULTS = { agentDetail: "categories" };
+const FeedbackSchema = strictObject({
+    agentDetail: schemas_enum(AGENT_DETAIL)
+        .default(FEEDBACK_DEFAULTS.agentDetail)
+        .describe("what the check run of an agent-authored PR shows of the hidden probes: `categories` (counts per category, no probe ids, messages or locations) or `full`; maintainers always see the full messages in the evaluator run and the store"),
+});
+const AllowUnsandboxedSchema = strictObject({
+    reason: schemas_string()
+        .trim()
+        .min(10, "say why this repository accepts results made without the sandbox (at least 10 characters); it is shown at the top of every such check run"),
+});
+/** `runners:` keys are GPU counts; YAML reads `2:` as the number 2, which an object keeps as the key "2". */
+const RunnersSchema = record(schemas_string().regex(/^\d+$/, "a GPU count (a whole number), e.g. 2"), schemas_string().trim().min(1, "a runner label or ARC scale-set name"))
+    .refine((m) => Object.keys(m).length > 0, "name at least one runner, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`");
+/** `.github/probegate.yml` in the watched repository, read from its default branch. */
+const AppConfigSchema = strictObject({
+    enabled: schemas_boolean().default(true),
+    agents: AgentsConfigSchema.default({ defaults: true, authors: {}, coAuthors: {}, branchPrefixes: {}, labels: {} }),
+    routes: array(RouteSchema).default([]).describe("which task or probe suite a PR is evaluated against"),
+    evaluator: EvaluatorSchema.optional().describe("where evaluations run; without it the app's default evaluator is used"),
+    reruns: RerunsSchema.default(RERUN_DEFAULTS),
+    gate: schemas_boolean()
+        .default(false)
+        .describe("post one 'probegate / gate' check run on every PR head (passing when no evaluation is needed or all resolved), to make required in branch protection"),
+    budget: BudgetSchema.default(BUDGET_DEFAULTS),
+    feedback: FeedbackSchema.default(FEEDBACK_DEFAULTS),
+    allowUnsandboxed: AllowUnsandboxedSchema.optional().describe("accept results whose submission ran without the sandbox (it ran as the user holding the signing key, so it could have forged its result); without this, such a result is refused"),
+    runners: RunnersSchema.optional().describe("GPU count → runner label or ARC scale-set name, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`; each evaluation is dispatched with the smallest that fits (the evaluator workflow's `runner` input)"),
+})
+    .describe("probegate app config (.github/probegate.yml)");
+const MARKER = /^\s*(?:<!--\s*)?probegate-(task|suite)\s*:\s*([^\s>]+?)\s*(?:-->)?\s*$/i;
+/** The `probegate-task: <id>` / `probegate-suite: <id>` lines of a PR body (also inside `<!-- -->`), each once. */
+function bodyMarkers(body) {
+    const out = [];
+    for (const line of (body ?? "").split(/\r?\n/)) {
+        const m = MARKER.exec(line);
+        if (m?.[1] && m[2] && !out.some((o) => o.kind === m[1]?.toLowerCase() && o.id === m[2]))
+            out.push({ kind: m[1].toLowerCase(), id: m[2], text: `probegate-${m[1].toLowerCase()}: ${m[2]}` });
+    }
+    return out;
+}
+/**
+ * A test of one changed path against a route's globs: it matches when any plain glob matches and
+ * no `!`-glob does (picomatch alone would treat `!docs/**` as "anything outside docs").
+ */
+function pathMatcher(globs) {
+    const positive = globs.filter((g) => !g.startsWith("!"));
+    const negative = globs.filter((g) => g.startsWith("!")).map((g) => g.slice(1));
+    const yes = positive.length ? picomatch_default()(positive, { dot: true }) : () => false;
+    const no = negative.length ? picomatch_default()(negative, { dot: true }) : () => false;
+    return (path) => yes(path) && !no(path);
+}
+/**
+ * Which tasks or probe suites this PR maps to, and why. Only routes in the config can be chosen:
+ * a PR-body marker selects a route that allows markers and never names a task on its own, so the
+ * PR cannot pick what it is judged by. Targets come out in config order, each once, with the
+ * reasons of every route that chose it.
+ */
+function routeTasks(pr, config) {
+    const targets = new Map();
+    const markers = bodyMarkers(pr.body);
+    const usedMarkers = new Set();
+    const labels = new Set(pr.labels.map((l) => l.trim().toLowerCase()));
+    for (const route of config.routes) {
+        const kind = route.task !== undefined ? "task" : "suite";
+        const targetId = route.task ?? route.suite ?? "";
+        const why = [];
+        for (const label of route.labels)
+            if (labels.has(label.trim().toLowerCase()))
+                why.push(`label "${label}"`);
+        if (route.paths.length > 0) {
+            const isMatch = pathMatcher(route.paths);
+            const hit = pr.changedPaths.find((p) => isMatch(p));
+            if (hit !== undefined)
+                why.push(`changed file "${hit}" matches ${route.paths.map((g) => `"${g}"`).join(", ")}`);
+        }
+        if (route.marker) {
+            for (const m of markers) {
+                if (m.kind === kind && m.id === targetId) {
+                    why.push(`"${m.text}" in the PR body`);
+                    usedMarkers.add(m.text);
+                }
+            }
+        }
+        if (why.length === 0)
+            continue;
+        const key = `${kind}:${targetId}`;
+        const seen = targets.get(key);
+        if (seen) {
+            seen.why.push(...why.filter((w) => !seen.why.includes(w)));
+            if (route.gpus !== undefined)
+                seen.gpus = Math.max(seen.gpus ?? 0, route.gpus);
+        }
+        else
+            targets.set(key, { kind, id: targetId, why, ...(route.gpus !== undefined ? { gpus: route.gpus } : {}) });
+    }
+    const ignoredMarkers = markers
+        .filter((m) => !usedMarkers.has(m.text))
+        .map((m) => {
+        const known = config.routes.some((r) => (m.kind === "task" ? r.task : r.suite) === m.id);
+        return {
+            marker: m.text,
+            reason: known
+                ? `no route for ${m.kind} "${m.id}" has 'marker: true' in .github/probegate.yml`
+                : `no route in .github/probegate.yml names ${m.kind} "${m.id}"`,
+        };
+    });
+    return { targets: [...targets.values()], ignoredMarkers };
+}
+
+;// CONCATENATED MODULE: ./src/github/repo-config.ts
+
+
+/** Where the app reads a repository's config, on its default branch. */
+const CONFIG_PATH = ".github/probegate.yml";
+function lineAt(doc, lines, path) {
+    // The deepest node of the path that exists in the file: a missing field is reported on its parent.
+    for (let n = path.length; n >= 0; n--) {
+        const node = doc.getIn(path.slice(0, n), true);
+        if ((0,dist.isNode)(node) && node.range)
+            return lines.linePos(node.range[0]).line;
+    }
+    return null;
+}
+function describeIssue(issue) {
+    if (issue.code === "unrecognized_keys") {
+        return { path: [...issue.path, issue.keys[0] ?? ""], message: `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}` };
+    }
+    return { path: [...issue.path], message: issue.message };
+}
+/**
+ * Parses and validates the text of `.github/probegate.yml`. YAML syntax errors and schema problems
+ * come back as issues naming the field (dotted path) and the 1-based line, for the check run.
+ */
+function parseRepoConfig(text) {
+    const lines = new dist.LineCounter();
+    const doc = (0,dist.parseDocument)(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+    if (doc.errors.length) {
+        return {
+            ok: false,
+            issues: doc.errors.map((e) => ({ field: "(yaml)", line: e.pos ? lines.linePos(e.pos[0]).line : null, message: `not valid YAML: ${e.message.split("\n")[0]}` })),
+        };
+    }
+    const parsed = AppConfigSchema.safeParse(doc.toJS() ?? {});
+    if (parsed.success)
+        return { ok: true, config: parsed.data };
+    return {
+        ok: false,
+        issues: parsed.error.issues.map((issue) => {
+            const { path, message } = describeIssue(issue);
+            return { field: path.length ? path.map(String).join(".") : "(document)", line: lineAt(doc, lines, path), message };
+        }),
+    };
+}
+/** Reads `.github/probegate.yml` from the repository's default branch through the contents API. */
+async function loadRepoConfig(gh, repo) {
+    const ref = repo.defaultBranch;
+    let text;
+    try {
+        const { data } = await gh.rest.repos.getContent({ owner: repo.owner, repo: repo.repo, path: CONFIG_PATH, ref });
+        if (Array.isArray(data) || data.type !== "file" || !("content" in data)) {
+            return { kind: "invalid", ref, issues: [{ field: "(file)", line: null, message: `${CONFIG_PATH} is a ${Array.isArray(data) ? "folder" : data.type}, not a file` }] };
+        }
+        text = Buffer.from(data.content, "base64").toString("utf8");
+    }
+    catch (e) {
+        if (e.status === 404)
+            return { kind: "missing", ref };
+        throw e;
+    }
+    const parsed = parseRepoConfig(text);
+    return parsed.ok ? { kind: "ok", ref, config: parsed.config } : { kind: "invalid", ref, issues: parsed.issues };
+}
+
+;// CONCATENATED MODULE: ./src/store/dispatch-context.ts
+
+/** Records the dispatch context of an evaluation (again, for a retry that may use a newer config). */
+function setDispatchContext(db, key, c) {
+    db.prepare("UPDATE evaluations SET installation_id = ?, evaluator_repo = ?, evaluator_workflow = ?, evaluator_ref = ?, deadline_s = ?, run_url = NULL WHERE key = ?").run(c.installationId, c.evaluatorRepo, c.workflow, c.ref, Math.round(c.deadlineS), key);
+}
+/** Records the page of the evaluator run an attempt was dispatched as. */
+function setRunUrl(db, key, url) {
+    db.prepare("UPDATE evaluations SET run_url = ? WHERE key = ?").run(url, key);
+}
+/** The dispatch context of an evaluation; null when the app never recorded one (a row from before migration 2). */
+function getDispatchContext(db, key) {
+    const r = db
+        .prepare("SELECT installation_id, evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url FROM evaluations WHERE key = ?")
+        .get(key);
+    if (!r || r.installation_id === null || !r.evaluator_repo || !r.evaluator_workflow || !r.evaluator_ref || r.deadline_s === null)
+        return null;
+    return { installationId: r.installation_id, evaluatorRepo: r.evaluator_repo, workflow: r.evaluator_workflow, ref: r.evaluator_ref, deadlineS: r.deadline_s, runUrl: r.run_url };
+}
+/**
+ * Times out every pending evaluation whose attempt began more than its own deadline ago (or
+ * `defaultDeadlineS`, for rows without one) and returns them.
+ */
+function timeOutOverdue(db, now, defaultDeadlineS) {
+    return markTimedOut(db, now, (e) => getDispatchContext(db, e.key)?.deadlineS ?? defaultDeadlineS);
+}
+/** Every evaluation of one PR, newest first. */
+function evaluationsOfPr(db, pr) {
+    const keys = db
+        .prepare("SELECT key FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? ORDER BY updated_at DESC, key")
+        .all(pr.owner, pr.repo, pr.pr);
+    return keys.map((k) => getEvaluation(db, k.key)).filter((e) => e !== null);
+}
+/** The PRs of a repository with an evaluation of this head SHA, in ascending order. */
+function prsEvaluatedAtHead(db, head) {
+    const rows = db
+        .prepare("SELECT DISTINCT pr FROM evaluations WHERE owner = ? AND repo = ? AND head_sha = ? AND pr IS NOT NULL ORDER BY pr")
+        .all(head.owner, head.repo, head.headSha);
+    return rows.map((r) => r.pr);
+}
+/** Keeps the failed and errored checks of a finished attempt. */
+function recordProbeFailures(db, key, attempt, probes) {
+    const insert = db.prepare("INSERT INTO probe_failures (evaluation_key, attempt, probe_id, category, status, message) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
+    db.transaction(() => {
+        for (const p of probes)
+            if (p.status === "failed" || p.status === "error")
+                insert.run(key, attempt, p.id, p.category, p.status, p.message);
+    })();
+}
+/** The failed checks of an evaluation's attempt. */
+function probeFailures(db, key, attempt) {
+    const rows = db
+        .prepare("SELECT probe_id, category, status, message FROM probe_failures WHERE evaluation_key = ? AND attempt = ? ORDER BY category, probe_id")
+        .all(key, attempt);
+    return rows.map((r) => ({ probeId: r.probe_id, category: r.category, status: r.status, message: r.message }));
+}
+
+;// CONCATENATED MODULE: ./src/store/gates.ts
+
+/** Records the head's open gate check run (a new one replaces the last: a rerun opens a new gate). */
+function openGateRecord(db, g) {
+    db.prepare(`INSERT INTO gates (owner, repo, head_sha, pr, check_run_id, concluded) VALUES (?, ?, ?, ?, ?, 0)
+     ON CONFLICT (owner, repo, head_sha) DO UPDATE SET pr = excluded.pr, check_run_id = excluded.check_run_id, concluded = 0`).run(g.owner, g.repo, g.headSha, g.pr, g.checkRunId);
+}
+/** The head's gate, or null when its repository has no gate (or the head was never evaluated). */
+function getGate(db, at) {
+    const r = db.prepare("SELECT * FROM gates WHERE owner = ? AND repo = ? AND head_sha = ?").get(at.owner, at.repo, at.headSha);
+    return r ? { owner: r.owner, repo: r.repo, headSha: r.head_sha, pr: r.pr, checkRunId: r.check_run_id, concluded: r.concluded === 1 } : null;
+}
+/**
+ * Marks the gate concluded, once: true only for the caller that flipped it (a redelivered finish
+ * or a racing process does not post the conclusion twice).
+ */
+function concludeGate(db, at) {
+    return (db.prepare("UPDATE gates SET concluded = 1 WHERE owner = ? AND repo = ? AND head_sha = ? AND check_run_id = ? AND concluded = 0").run(at.owner, at.repo, at.headSha, at.checkRunId).changes === 1);
+}
+/** Records the conclusion the gate was posted with and, for a passed one, the tree its head holds. */
+function recordGateOutcome(db, at, conclusion, treeSha) {
+    db.prepare("UPDATE gates SET conclusion = ?, tree_sha = ? WHERE owner = ? AND repo = ? AND head_sha = ?").run(conclusion, treeSha, at.owner, at.repo, at.headSha);
+}
+/** The passed gates of a repository whose head holds one of these trees. */
+function passedGatesWithTrees(db, repo, trees) {
+    if (trees.length === 0)
+        return [];
+    const rows = db
+        .prepare(`SELECT pr, head_sha, tree_sha FROM gates WHERE owner = ? AND repo = ? AND conclusion = 'success' AND tree_sha IN (${trees.map(() => "?").join(", ")})`)
+        .all(repo.owner, repo.repo, ...trees);
+    return rows.map((r) => ({ pr: r.pr, headSha: r.head_sha, tree: r.tree_sha }));
+}
+/** The evaluations of one PR head, every task, in task order. */
+function evaluationsAtHead(db, at) {
+    return evaluationsOfPr(db, at)
+        .filter((e) => e.headSha === at.headSha)
+        .sort((a, b) => a.task.localeCompare(b.task));
+}
+
+;// CONCATENATED MODULE: ./src/app/deps.ts
+/** The installation a delivery came through; every event the app handles has one. */
+function installationIdOf(payload, deliveryId) {
+    const id = payload.installation?.id;
+    if (typeof id !== "number")
+        throw new Error(`delivery ${deliveryId} has no installation id; is the app installed on the repository?`);
+    return id;
+}
+
+;// CONCATENATED MODULE: ./src/core/app-check-outputs.ts
+/** The check-run button that asks for a rerun (GitHub caps label 20, description 40, identifier 20 characters). */
+const RERUN_ACTION = { label: "Re-run probes", description: "Evaluate the PR's current head again", identifier: "rerun" };
+/** The check run's name for one task or probe suite, so each target of a PR shows on its own. */
+function checkRunName(task) {
+    return `probegate / ${task}`;
+}
+/** The name of the check run that reports a broken `.github/probegate.yml`. */
+const CONFIG_CHECK_NAME = "probegate / config";
+/** Title and summary of a check run that waits for its evaluator run. */
+function queuedOutput(t) {
+    return {
+        title: t.attempt > 1 ? `Queued again (attempt ${t.attempt})` : "Queued for official tests and hidden probes",
+        summary: [
+            `Evaluating \`${t.task}\` for the pull request by **${t.agent}**, on the evaluator \`${t.evaluator}\`.`,
+            "",
+            `Chosen because: ${t.why.join("; ")}.`,
+        ].join("\n"),
+    };
+}
+const noAnnotations = (conclusion, title, summary) => ({ conclusion, title, summary, annotations: [] });
+/** A newer push took this evaluation's place. */
+function supersededOutput(newHeadSha) {
+    return noAnnotations("cancelled", `Superseded by ${newHeadSha.slice(0, 7)}`, `A newer push (\`${newHeadSha}\`) replaced this commit as the pull request's head; its evaluator run was cancelled and the new head is evaluated instead.`);
+}
+/** The PR was closed (merged or not) while this evaluation was pending. */
+function closedOutput(merged) {
+    return noAnnotations("cancelled", merged ? "Cancelled: the pull request was merged" : "Cancelled: the pull request was closed", merged
+        ? "The pull request was merged before the evaluation finished, so its evaluator run was cancelled. The merge was not gated by this result."
+        : "The pull request was closed before the evaluation finished, so its evaluator run was cancelled. Reopening the pull request evaluates its head again.");
+}
+/** The attempt ended (closed PR, newer push) while the app was still starting it. */
+function endedWhileStartingOutput(why, runCancelled) {
+    return noAnnotations("cancelled", "Cancelled while starting", `This evaluation was ended while it was being started: ${why}.${runCancelled ? " The evaluator run that had just been dispatched was cancelled." : " No evaluator run was started."}`);
+}
+/** The attempt produced no result before its deadline. */
+function timedOutOutput(why) {
+    return noAnnotations("timed_out", "Evaluation timed out", `No result arrived in time: ${why}. The runner may have died or the queue may be full. Press **${RERUN_ACTION.label}** or comment \`/probegate rerun\` to try again.`);
+}
+/**
+ * The evaluator's result could not be trusted or was never made. Neutral, never success: a forged
+ * or broken result says nothing about the submission.
+ */
+function noResultOutput(title, problems) {
+    return noAnnotations("neutral", title, [
+        "probegate could not judge this commit, so this check neither passes nor fails it.",
+        "",
+        ...problems.map((p) => `- ${p}`),
+        "",
+        `Press **${RERUN_ACTION.label}** or comment \`/probegate rerun\` to try again.`,
+    ].join("\n"));
+}
+/** A broken `.github/probegate.yml`: failure, with each problem in the summary and on its line. */
+function configErrorOutput(file, ref, issues) {
+    const rows = issues.map((i) => `- \`${file}${i.line ? `:${i.line}` : ""}\` — \`${i.field}\`: ${i.message}`);
+    const annotations = issues.map((i) => ({
+        path: file,
+        start_line: i.line ?? 1,
+        end_line: i.line ?? 1,
+        annotation_level: "failure",
+        title: `probegate config: ${i.field}`.slice(0, 255),
+        message: i.message,
+    }));
+    return {
+        conclusion: "failure",
+        title: `${file} is invalid (${issues.length} problem${issues.length === 1 ? "" : "s"})`,
+        summary: [
+            `probegate read \`${file}\` from \`${ref}\` and cannot use it, so nothing was evaluated. Fix it on the default branch; the schema is \`schema/app-config.schema.json\`.`,
+            "",
+            ...rows,
+        ].join("\n"),
+        annotations,
+    };
 }
 
 // EXTERNAL MODULE: external "module"
@@ -41644,6 +48624,17 @@ const EnvironmentSchema = strictObject({
     sandboxed: schemas_boolean(),
     /** The cgroup version that limited and metered each run; null where none was usable. */
     cgroup: schemas_enum(["v1", "v2"]).nullish(),
+    /**
+     * The task's own Python environment (task.yml `environment:`) the jobs ran in: the sha256 of its
+     * lock, its Python version and the system interpreter it is built on. Absent or null: the runner's
+     * interpreter (no environment declared, or --python named one).
+     */
+    pythonEnv: strictObject({
+        lockHash: schemas_string().regex(/^[0-9a-f]{64}$/),
+        python: schemas_string(),
+        interpreter: schemas_string(),
+    })
+        .nullish(),
 });
 const SignatureSchema = strictObject({
     algorithm: literal("hmac-sha256"),
@@ -41666,7 +48657,15 @@ const EvaluationResultSchema = strictObject({
         repo: schemas_string().nullish(),
         ref: schemas_string().nullish(),
         sha: schemas_string().nullish(),
+        /** Repository gates: the PR base asked for, and the merge base the head was compared with. */
+        prBase: strictObject({ asked: schemas_string(), mergeBase: schemas_string() }).nullish(),
     }),
+    /**
+     * Where the probe set came from, as checked out on the runner (the Action fills it before
+     * signing): the evaluator repository's commit (tasks and workflow) and the probes repository's
+     * commit. Null where a folder was not a git checkout. Scorecards split by these.
+     */
+    probeSetVersion: strictObject({ evaluatorCommit: schemas_string().nullable(), probesCommit: schemas_string().nullable() }).nullish(),
     /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
     evaluationKey: schemas_string().nullish(),
     verdict: VerdictSchema,
@@ -41790,6 +48789,21 @@ function verifyResult(result, key) {
         return { ok: false, why: "the signature does not match the result's content" };
     return { ok: true };
 }
+/**
+ * Whether a result carries a valid signature by any of `keys` (the current key first, then the
+ * previous ones a rotation keeps for results in flight). The key is picked by the signature's key
+ * id, so an unknown key is refused naming the ids that are accepted.
+ */
+function verifyResultWithKeys(result, keys) {
+    const sig = result.signature;
+    if (!sig)
+        return { ok: false, why: "the result is not signed" };
+    const index = keys.findIndex((k) => keyId(k) === sig.keyId);
+    if (index < 0)
+        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keys.map(keyId).join(" or ")})` };
+    const checked = verifyResult(result, keys[index]);
+    return checked.ok ? { ok: true, keyIndex: index } : checked;
+}
 
 ;// CONCATENATED MODULE: ./src/github/result-artifact.ts
 
@@ -41848,7 +48862,7 @@ function checkResult(text, expected) {
     const result = read.result;
     const problems = [];
     // The signature covers the document as it came, fields this version does not know included.
-    const verified = verifyResult(json, expected.signingKey);
+    const verified = verifyResultWithKeys(json, expected.signingKeys);
     const bad = verified.ok ? null : verified.why;
     if (bad)
         problems.push(bad);
@@ -41892,7 +48906,7 @@ async function dispatchEvaluation(gh, ev, inputs) {
             sha: inputs.sha,
             task: inputs.task,
             "evaluation-key": inputs.evaluationKey,
-            ...(inputs.gpus ? { gpus: inputs.gpus } : {}),
+            ...(inputs.runner ? { runner: inputs.runner } : {}),
         },
         return_run_details: true,
     });
@@ -41901,6 +48915,35 @@ async function dispatchEvaluation(gh, ev, inputs) {
         throw new Error(`GitHub accepted the dispatch of ${ev.repository}/${ev.workflow} but returned no run id (status ${res.status}); it may not support return_run_details`);
     }
     return { runId: data.workflow_run_id, htmlUrl: data.html_url ?? "" };
+}
+/** The state of an evaluator run, asked when its webhook may have been lost; null when the run no longer exists. */
+async function getEvaluatorRun(gh, evaluatorRepo, runId) {
+    try {
+        const { data } = await gh.rest.actions.getWorkflowRun({ ...repoRef(evaluatorRepo), run_id: runId });
+        return { id: data.id, status: data.status ?? "unknown", conclusion: data.conclusion ?? null, htmlUrl: data.html_url };
+    }
+    catch (e) {
+        if (e.status === 404)
+            return null;
+        throw e;
+    }
+}
+/**
+ * A run of the evaluator workflow dispatched at or after `since` whose name carries this
+ * evaluation key (the example workflow's `run-name: probegate <task> <evaluation-key>`), so a run
+ * whose dispatch answer was lost — the app died between GitHub starting it and recording its id —
+ * is found again instead of dispatched twice. Null when there is none.
+ */
+async function findDispatchedRun(gh, ev, evaluationKey, since) {
+    const { data } = await gh.rest.actions.listWorkflowRuns({
+        ...repoRef(ev.repository),
+        workflow_id: ev.workflow,
+        event: "workflow_dispatch",
+        created: `>=${since.toISOString().replace(/\.\d{3}Z$/, "Z")}`,
+        per_page: 100,
+    });
+    const run = data.workflow_runs.find((r) => (r.display_title ?? "").split(/\s+/).includes(evaluationKey));
+    return run ? { runId: run.id, htmlUrl: run.html_url } : null;
 }
 /** Cancels an evaluator run; a run that already finished (409) is left as it is. */
 async function cancelEvaluation(gh, evaluatorRepo, runId) {
@@ -41926,180 +48969,8 @@ async function downloadResultArtifact(gh, evaluatorRepo, runId) {
     return { ok: true, zip: new Uint8Array(data) };
 }
 
-;// CONCATENATED MODULE: ./src/store/probe-health.ts
-
-/**
- * Records every check of one evaluation of a known-good submission, passed or not: the quarantine
- * rule needs the passes too, to count failures among the latest outcomes.
- */
-function recordKnownGoodOutcomes(db, run, checks) {
-    const insert = db.prepare("INSERT INTO known_good_outcomes (task, probe_set, check_id, probe, status, submission, source, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-    db.transaction(() => {
-        for (const c of checks)
-            insert.run(run.task, run.probeSet, c.id, c.probe, c.status, run.submission, run.source, run.at.getTime());
-    })();
-    return checks.length;
-}
-/** Each check's latest `window` outcomes on known-good submissions for one probe set, newest first. */
-function knownGoodHistories(db, at, window = QUARANTINE_WINDOW) {
-    const rows = db
-        .prepare(`SELECT check_id, status FROM (
-         SELECT check_id, status, id, ROW_NUMBER() OVER (PARTITION BY check_id ORDER BY id DESC) AS n
-         FROM known_good_outcomes WHERE task = ? AND probe_set = ?
-       ) WHERE n <= ? ORDER BY check_id, id DESC`)
-        .all(at.task, at.probeSet, window);
-    const byCheck = new Map();
-    for (const r of rows)
-        byCheck.set(r.check_id, [...(byCheck.get(r.check_id) ?? []), r.status]);
-    return [...byCheck].map(([check, statuses]) => ({ check, statuses }));
-}
-/** The checks of a task's probe set that are quarantined now (see `quarantinedChecks` for the rule). */
-function quarantinedChecksOf(db, at) {
-    return quarantinedChecks(knownGoodHistories(db, at));
-}
-
-;// CONCATENATED MODULE: ./src/store/dispatch-context.ts
-
-/** Records the dispatch context of an evaluation (again, for a retry that may use a newer config). */
-function setDispatchContext(db, key, c) {
-    db.prepare("UPDATE evaluations SET installation_id = ?, evaluator_repo = ?, evaluator_workflow = ?, evaluator_ref = ?, deadline_s = ?, run_url = NULL WHERE key = ?").run(c.installationId, c.evaluatorRepo, c.workflow, c.ref, Math.round(c.deadlineS), key);
-}
-/** Records the page of the evaluator run an attempt was dispatched as. */
-function setRunUrl(db, key, url) {
-    db.prepare("UPDATE evaluations SET run_url = ? WHERE key = ?").run(url, key);
-}
-/** The dispatch context of an evaluation; null when the app never recorded one (a row from before migration 2). */
-function getDispatchContext(db, key) {
-    const r = db
-        .prepare("SELECT installation_id, evaluator_repo, evaluator_workflow, evaluator_ref, deadline_s, run_url FROM evaluations WHERE key = ?")
-        .get(key);
-    if (!r || r.installation_id === null || !r.evaluator_repo || !r.evaluator_workflow || !r.evaluator_ref || r.deadline_s === null)
-        return null;
-    return { installationId: r.installation_id, evaluatorRepo: r.evaluator_repo, workflow: r.evaluator_workflow, ref: r.evaluator_ref, deadlineS: r.deadline_s, runUrl: r.run_url };
-}
-/**
- * Times out every pending evaluation whose attempt began more than its own deadline ago (or
- * `defaultDeadlineS`, for rows without one) and returns them.
- */
-function timeOutOverdue(db, now, defaultDeadlineS) {
-    return markTimedOut(db, now, (e) => getDispatchContext(db, e.key)?.deadlineS ?? defaultDeadlineS);
-}
-/** Every evaluation of one PR, newest first. */
-function evaluationsOfPr(db, pr) {
-    const keys = db
-        .prepare("SELECT key FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? ORDER BY updated_at DESC, key")
-        .all(pr.owner, pr.repo, pr.pr);
-    return keys.map((k) => getEvaluation(db, k.key)).filter((e) => e !== null);
-}
-/** The PRs of a repository with an evaluation of this head SHA, in ascending order. */
-function prsEvaluatedAtHead(db, head) {
-    const rows = db
-        .prepare("SELECT DISTINCT pr FROM evaluations WHERE owner = ? AND repo = ? AND head_sha = ? AND pr IS NOT NULL ORDER BY pr")
-        .all(head.owner, head.repo, head.headSha);
-    return rows.map((r) => r.pr);
-}
-/** Keeps the failed and errored checks of a finished attempt. */
-function recordProbeFailures(db, key, attempt, probes) {
-    const insert = db.prepare("INSERT INTO probe_failures (evaluation_key, attempt, probe_id, category, status, message) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING");
-    db.transaction(() => {
-        for (const p of probes)
-            if (p.status === "failed" || p.status === "error")
-                insert.run(key, attempt, p.id, p.category, p.status, p.message);
-    })();
-}
-/** The failed checks of an evaluation's attempt. */
-function probeFailures(db, key, attempt) {
-    const rows = db
-        .prepare("SELECT probe_id, category, status, message FROM probe_failures WHERE evaluation_key = ? AND attempt = ? ORDER BY category, probe_id")
-        .all(key, attempt);
-    return rows.map((r) => ({ probeId: r.probe_id, category: r.category, status: r.status, message: r.message }));
-}
-
-;// CONCATENATED MODULE: ./src/core/gate-check.ts
-
-/**
- * The one check run a repository can make required in branch protection (`gate: true` in
- * .github/probegate.yml): on every PR head, it passes when the PR needs no evaluation (a person's
- * PR, no route) or when every evaluation of the head resolved, and fails otherwise. The per-task
- * check runs keep the details; the gate only sums them up.
- */
-const GATE_CHECK_NAME = "probegate / gate";
-/** The gate's external_id on a head: one gate per commit. */
-function gateExternalId(headSha) {
-    return `gate:${headSha}`;
-}
-const ICON = { resolved: "✅", "probe-rejected": "🚩", "official-failed": "❌", error: "⚠️" };
-function row(e) {
-    const outcome = e.state === "completed" ? `${ICON[e.verdict ?? "error"] ?? ""} ${e.verdict}` : isTerminal(e.state) ? `${e.state}${e.error ? `: ${e.error.replace(/\|/g, "\\|").slice(0, 200)}` : ""}` : `${e.state}…`;
-    return `| \`probegate / ${e.task}\` | ${outcome} |`;
-}
-function table(evals) {
-    return ["| check | outcome |", "|---|---|", ...evals.map(row)].join("\n");
-}
-/**
- * The gate of a head from its evaluations. Pending while any is; then `success` only when every
- * evaluation completed `resolved`; `cancelled` when the head's evaluations were superseded or the
- * PR closed; `failure` for anything else (a rejection, an official failure, an evaluation error, a
- * time-out): a gate never passes without a result.
- */
-function decideGate(evals) {
-    if (evals.length === 0)
-        return { kind: "pending", title: "Waiting for evaluations to start", summary: "" };
-    const waiting = evals.filter((e) => !isTerminal(e.state));
-    if (waiting.length > 0) {
-        return { kind: "pending", title: `Waiting for ${waiting.length} of ${evals.length} evaluation${evals.length > 1 ? "s" : ""}`, summary: table(evals) };
-    }
-    const ended = evals.filter((e) => e.state === "superseded" || e.state === "cancelled");
-    if (ended.length > 0) {
-        return { kind: "final", output: { conclusion: "cancelled", title: "Not gated: this head's evaluations were cancelled", summary: table(evals), annotations: [] } };
-    }
-    const bad = evals.filter((e) => e.state !== "completed" || e.verdict !== "resolved");
-    if (bad.length === 0) {
-        return { kind: "final", output: { conclusion: "success", title: `All ${evals.length} evaluation${evals.length > 1 ? "s" : ""} resolved`, summary: table(evals), annotations: [] } };
-    }
-    const names = bad.map((e) => e.task).join(", ");
-    return {
-        kind: "final",
-        output: {
-            conclusion: "failure",
-            title: `${bad.length} of ${evals.length} evaluation${evals.length > 1 ? "s" : ""} did not resolve: ${names}`.slice(0, 200),
-            summary: `${table(evals)}\n\nSee each task's check run for what failed. A rerun (\`/probegate rerun\`) evaluates the head again.`,
-            annotations: [],
-        },
-    };
-}
-/** The gate of a PR head that needs no evaluation: it passes, and says why. */
-function gateNotNeededOutput(why) {
-    return { conclusion: "success", title: "No evaluation needed", summary: `probegate does not evaluate this pull request: ${why}.`, annotations: [] };
-}
-
-;// CONCATENATED MODULE: ./src/store/gates.ts
-
-/** Records the head's open gate check run (a new one replaces the last: a rerun opens a new gate). */
-function openGateRecord(db, g) {
-    db.prepare(`INSERT INTO gates (owner, repo, head_sha, pr, check_run_id, concluded) VALUES (?, ?, ?, ?, ?, 0)
-     ON CONFLICT (owner, repo, head_sha) DO UPDATE SET pr = excluded.pr, check_run_id = excluded.check_run_id, concluded = 0`).run(g.owner, g.repo, g.headSha, g.pr, g.checkRunId);
-}
-/** The head's gate, or null when its repository has no gate (or the head was never evaluated). */
-function getGate(db, at) {
-    const r = db.prepare("SELECT * FROM gates WHERE owner = ? AND repo = ? AND head_sha = ?").get(at.owner, at.repo, at.headSha);
-    return r ? { owner: r.owner, repo: r.repo, headSha: r.head_sha, pr: r.pr, checkRunId: r.check_run_id, concluded: r.concluded === 1 } : null;
-}
-/**
- * Marks the gate concluded, once: true only for the caller that flipped it (a redelivered finish
- * or a racing process does not post the conclusion twice).
- */
-function concludeGate(db, at) {
-    return (db.prepare("UPDATE gates SET concluded = 1 WHERE owner = ? AND repo = ? AND head_sha = ? AND check_run_id = ? AND concluded = 0").run(at.owner, at.repo, at.headSha, at.checkRunId).changes === 1);
-}
-/** The evaluations of one PR head, every task, in task order. */
-function evaluationsAtHead(db, at) {
-    return evaluationsOfPr(db, at)
-        .filter((e) => e.headSha === at.headSha)
-        .sort((a, b) => a.task.localeCompare(b.task));
-}
-
 ;// CONCATENATED MODULE: ./src/app/gate.ts
+
 
 
 
@@ -42126,7 +48997,8 @@ async function openGate(gh, deps, repo, pr, headSha) {
 }
 /**
  * Posts the head's gate conclusion once every evaluation of it has ended; does nothing while any is
- * pending, or where the repository has no gate. Called after every evaluation of a head ends.
+ * pending, or where the repository has no gate. Called after every evaluation of a head ends. A
+ * passed gate keeps its head's tree, so a merge group holding exactly that tree passes on it.
  */
 async function refreshGate(gh, deps, at) {
     const gate = getGate(deps.db, at);
@@ -42138,6 +49010,8 @@ async function refreshGate(gh, deps, at) {
     if (!concludeGate(deps.db, { ...at, checkRunId: gate.checkRunId }))
         return;
     await completeCheckRun(gh, { owner: at.owner, repo: at.repo, checkRunId: gate.checkRunId }, decision.output);
+    const tree = decision.output.conclusion === "success" ? await commitTree(gh, { owner: at.owner, repo: at.repo }, at.headSha) : null;
+    recordGateOutcome(deps.db, at, decision.output.conclusion, tree);
 }
 /** The gate of a head that needs no evaluation (a person's PR, no route): it passes, saying why. */
 async function passGate(gh, repo, headSha, why) {
@@ -42146,8 +49020,101 @@ async function passGate(gh, repo, headSha, why) {
         await completeCheckRun(gh, { ...repo, checkRunId: check.id }, gateNotNeededOutput(why));
 }
 
-;// CONCATENATED MODULE: ./src/app/evaluation-runner.ts
+;// CONCATENATED MODULE: ./src/core/app-policy/evaluation-budget.ts
+/**
+ * The per-PR evaluation budget. Each evaluation tells the PR's author which hidden checks failed,
+ * so an agent that pushes again and again can learn the probes by trial: at most `perPrPerHour`
+ * heads of one PR are evaluated in any rolling hour. A head beyond it is not dropped: it waits,
+ * queued, and is evaluated when the window frees up (a newer push replaces it meanwhile).
+ */
+const BUDGET_WINDOW_MS = 3600_000;
+/** Whether a new head may be evaluated now, given when the PR's evaluated heads were started. */
+function decideBudget(started, now, perPrPerHour) {
+    const since = now.getTime() - BUDGET_WINDOW_MS;
+    const inWindow = started
+        .map((d) => d.getTime())
+        .filter((t) => t > since && t <= now.getTime())
+        .sort((a, b) => a - b);
+    if (inWindow.length < perPrPerHour)
+        return { allowed: true };
+    // The window frees up when the oldest start that keeps it full falls out of it.
+    const oldest = inWindow[inWindow.length - perPrPerHour] ?? now.getTime();
+    return { allowed: false, nextAt: new Date(oldest + BUDGET_WINDOW_MS), used: inWindow.length };
+}
+/** The title and summary of a check run whose evaluation waits for the budget. */
+function deferredOutput(d) {
+    const at = d.nextAt.toISOString().replace(/\.\d{3}Z$/, "Z");
+    return {
+        title: `Waiting: next evaluation at ${at}`.slice(0, 255),
+        summary: [
+            `This pull request had ${d.used} head${d.used === 1 ? "" : "s"} evaluated in the last hour; the limit is ${d.limit} (\`budget.perPrPerHour\` in .github/probegate.yml).`,
+            "",
+            `This commit will be evaluated at **${at}**, unless a newer push replaces it first (then that one is evaluated instead). Nothing needs to be done.`,
+        ].join("\n"),
+    };
+}
 
+;// CONCATENATED MODULE: ./src/store/evaluation-policy.ts
+
+/** Rows queued before the policy existed: no unsandboxed results, and the full messages they always had. */
+const LEGACY_POLICY = { allowUnsandboxed: null, agentDetail: "full" };
+/** Records the policy of an evaluation (again on a retry, which may follow a newer config). */
+function setEvaluationPolicy(db, key, policy, runner) {
+    db.prepare("UPDATE evaluations SET policy = ?, runner = ? WHERE key = ?").run(JSON.stringify(policy), runner, key);
+}
+/** The policy of an evaluation; LEGACY_POLICY for a row that has none. */
+function getEvaluationPolicy(db, key) {
+    const r = db.prepare("SELECT policy FROM evaluations WHERE key = ?").get(key);
+    if (!r?.policy)
+        return LEGACY_POLICY;
+    const p = JSON.parse(r.policy);
+    return { allowUnsandboxed: p.allowUnsandboxed ?? null, agentDetail: p.agentDetail ?? "full" };
+}
+/** The runner label an evaluation was dispatched to (null: the workflow's default). */
+function getRunner(db, key) {
+    const r = db.prepare("SELECT runner FROM evaluations WHERE key = ?").get(key);
+    return r?.runner ?? null;
+}
+/**
+ * Puts a queued attempt off until `until` (its PR is over its evaluation budget) and records its
+ * waiting check run. Its attempt is counted from `until`, so waiting never times it out.
+ */
+function deferEvaluation(db, key, until, checkRunId) {
+    db.prepare("UPDATE evaluations SET deferred_until = ?, attempt_started_at = ?, check_run_id = ? WHERE key = ? AND state = 'queued' AND workflow_run_id IS NULL").run(until.getTime(), until.getTime(), checkRunId, key);
+}
+/** Records that the evaluation of a PR head started (once per head), for the budget. */
+function recordEvaluationRound(db, at, now) {
+    db.prepare("INSERT INTO pr_evaluation_rounds (owner, repo, pr, head_sha, at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING").run(at.owner, at.repo, at.pr, at.headSha, now.getTime());
+}
+/** Whether this head's evaluation was already counted against the budget. */
+function roundRecorded(db, at) {
+    return db.prepare("SELECT 1 FROM pr_evaluation_rounds WHERE owner = ? AND repo = ? AND pr = ? AND head_sha = ?").get(at.owner, at.repo, at.pr, at.headSha) !== undefined;
+}
+/** When the PR's evaluated heads started within `windowMs` before `now`. */
+function recentRounds(db, pr, now, windowMs) {
+    const rows = db
+        .prepare("SELECT at FROM pr_evaluation_rounds WHERE owner = ? AND repo = ? AND pr = ? AND at > ? AND at <= ? ORDER BY at")
+        .all(pr.owner, pr.repo, pr.pr, now.getTime() - windowMs, now.getTime());
+    return rows.map((r) => new Date(r.at));
+}
+/**
+ * Dispatched or running evaluations whose run has said nothing for `quietMs` (no state change and
+ * no reconciliation since): a `workflow_run` webhook may have been lost, so the sweep asks GitHub.
+ */
+function quietRuns(db, now, quietMs) {
+    const before = now.getTime() - quietMs;
+    const keys = db
+        .prepare(`SELECT key FROM evaluations WHERE state IN ('dispatched','running') AND workflow_run_id IS NOT NULL
+         AND MAX(updated_at, COALESCE(reconciled_at, 0)) <= ? ORDER BY updated_at, key`)
+        .all(before);
+    return keys.map((k) => getEvaluation(db, k.key)).filter((e) => e !== null);
+}
+/** Notes that the sweep asked GitHub about this evaluation's run now. */
+function markReconciled(db, key, now) {
+    db.prepare("UPDATE evaluations SET reconciled_at = ? WHERE key = ?").run(now.getTime(), key);
+}
+
+;// CONCATENATED MODULE: ./src/app/evaluation-runner.ts
 
 
 
@@ -42199,27 +49166,67 @@ async function startEvaluation(gh, deps, req) {
             }
         }
     }
-    if (!claimDispatch(deps.db, key, deps.instance, deps.now(), DISPATCH_LEASE_MS))
+    if (!claimDispatch(deps.db, key, deps.instance, deps.now(), deps.dispatchLeaseMs))
         return { key, outcome: "already-running" };
     try {
         setDispatchContext(deps.db, key, { installationId: req.installationId, evaluatorRepo: req.evaluator.repository, workflow: req.evaluator.workflow, ref: req.evaluator.ref, deadlineS: req.timeoutS });
+        setEvaluationPolicy(deps.db, key, req.policy, req.runner);
+        if (req.blocked)
+            return { key, outcome: await block(gh, deps, e, req, req.blocked) };
+        if (req.deferUntil)
+            return { key, outcome: await defer(gh, deps, e, req, req.deferUntil) };
         return { key, outcome: await dispatch(gh, deps, e, req) };
     }
     finally {
         releaseClaim(deps.db, key, deps.instance);
     }
 }
+/** The attempt waits for the PR's budget: a queued check run says until when; the sweep starts it then. */
+async function defer(gh, deps, e, req, d) {
+    const target = { ...req.repo, name: checkRunName(req.task), headSha: req.headSha, externalId: e.key };
+    const check = await ensureCheckRun(gh, target, { status: "queued", ...deferredOutput(d) }, { pendingOnly: true });
+    deferEvaluation(deps.db, e.key, d.nextAt, check.id);
+    deps.log.info({ key: e.key }, `evaluation ${e.key} deferred until ${d.nextAt.toISOString()} (PR #${req.pr} over its budget of ${d.limit} an hour)`);
+    return "deferred";
+}
+/** The attempt cannot start (no runner fits the task): one check run says why, and it ends as `error`. */
+async function block(gh, deps, e, req, why) {
+    const target = { ...req.repo, name: checkRunName(req.task), headSha: req.headSha, externalId: e.key };
+    const check = await ensureCheckRun(gh, target, { status: "in_progress", title: why.title, summary: "" }, { pendingOnly: true });
+    const ended = endIfStill(deps, e.key, "fail", { checkRunId: check.id, error: `${why.title}: ${why.problems.join("; ")}` });
+    if (ended)
+        return endedMeanwhile(gh, deps, req, ended, check.id, null);
+    await completeCheckRun(gh, { ...req.repo, checkRunId: check.id }, noResultOutput(why.title, why.problems), { actions: [RERUN_ACTION] });
+    await refreshGate(gh, deps, { ...req.repo, headSha: req.headSha });
+    return "blocked";
+}
 async function dispatch(gh, deps, e, req) {
     const target = { ...req.repo, name: checkRunName(req.task), headSha: req.headSha, externalId: e.key };
     const queued = queuedOutput({ task: req.task, why: req.why, agent: req.agent, evaluator: `${req.evaluator.repository}:${req.evaluator.workflow}@${req.evaluator.ref}`, attempt: e.attempt });
     const check = await ensureCheckRun(gh, target, { status: "queued", ...queued }, { pendingOnly: true });
+    // A deferred attempt's check run still says it waits: it says what runs now.
+    if (!check.created && e.deferredUntil !== null)
+        await gh.rest.checks.update({ ...req.repo, check_run_id: check.id, status: "queued", output: queued });
     // The PR may have been closed, or pushed to, while the check run was being made.
     const before = getEvaluation(deps.db, e.key);
+    // Another process dispatched it meanwhile (its claim lapsed while this one was slow): it is that one's.
+    if (before && !isTerminal(before.state) && before.state !== "queued")
+        return "already-running";
     if (before && before.state !== "queued")
         return endedMeanwhile(gh, deps, req, before, check.id, null);
     let run;
     try {
-        run = await dispatchEvaluation(gh, req.evaluator, { repository: `${req.repo.owner}/${req.repo.repo}`, sha: req.headSha, task: req.task, evaluationKey: e.key });
+        // A process that held the claim died (it never released it) after making the check run: it may
+        // have dispatched, too, before it could record the run. Find that run rather than start another.
+        const diedMidDispatch = !check.created && e.claimUntil !== null;
+        const earlier = !diedMidDispatch ? null : await findDispatchedRun(gh, req.evaluator, e.key, new Date(e.attemptStartedAt.getTime() - 60_000));
+        run = earlier ?? await dispatchEvaluation(gh, req.evaluator, {
+            repository: `${req.repo.owner}/${req.repo.repo}`,
+            sha: req.headSha,
+            task: req.task,
+            evaluationKey: e.key,
+            ...(req.runner ? { runner: req.runner } : {}),
+        });
     }
     catch (err) {
         // No answer: the run may or may not exist. The evaluation stays queued, so a redelivery or
@@ -42305,311 +49312,6 @@ async function stopRuns(gh, deps, repo, ended, output) {
     }
     for (const head of new Set(ended.map((e) => e.headSha)))
         await refreshGate(gh, deps, { ...repo, headSha: head });
-}
-/**
- * Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button.
- * Checks the store has quarantined for the result's probe set are read as warnings; the verdict
- * kept (and so the gate and the scorecard) is that reading, the signed result stays as it came.
- */
-async function finishWithResult(gh, deps, e, result) {
-    const quarantined = quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet });
-    const { output, verdict } = renderCheckRunWithQuarantine(result, quarantined);
-    const done = transitionEvaluation(deps.db, e.key, "complete", {
-        now: deps.now(),
-        expectedVersion: e.version,
-        patch: { verdict, area: result.task.area, durationS: result.durations.totalS, gpuSeconds: result.gpuSeconds },
-    });
-    // A quarantined check's failure is a warning on the check run, so it is no rejection category in
-    // the scorecard either. It is left out (probe_failures holds failures and errors only), which
-    // also keeps it out of `/probegate explain`, as it is out of the check run's failures.
-    const setAside = new Set(readWithQuarantine(result, quarantined).warnings.map((w) => w.probe));
-    recordProbeFailures(deps.db, e.key, e.attempt, result.probes.filter((p) => !setAside.has(p)));
-    if (done.checkRunId !== null) {
-        const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
-        await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, output, { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
-    }
-    await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
-}
-/** Ends an attempt without a usable result (`error`); its check run says why and is never a success. */
-async function finishWithoutResult(gh, deps, e, title, problems) {
-    const done = transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), expectedVersion: e.version, patch: { error: `${title}: ${problems.join("; ")}` } });
-    if (done.checkRunId !== null)
-        await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, noResultOutput(title, problems), { actions: [RERUN_ACTION] });
-    await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
-}
-/**
- * Times out the evaluations past their deadline: cancels their runs (a late result is not taken)
- * and completes their check runs as timed out, with the rerun button. Returns how many.
- */
-async function sweepOverdue(deps) {
-    const overdue = timeOutOverdue(deps.db, deps.now(), deps.defaultTimeoutS);
-    for (const e of overdue) {
-        const ctx = getDispatchContext(deps.db, e.key);
-        try {
-            if (!ctx)
-                throw new Error("the store has no installation for it");
-            const gh = await deps.auth(ctx.installationId);
-            if (e.workflowRunId !== null)
-                await cancelEvaluation(gh, ctx.evaluatorRepo, e.workflowRunId);
-            if (e.checkRunId !== null)
-                await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: e.checkRunId }, timedOutOutput(e.error ?? "past its deadline"), { actions: [RERUN_ACTION] });
-            await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
-        }
-        catch (err) {
-            deps.log.error({ key: e.key, err }, `evaluation ${e.key} timed out, but its check run could not be updated: ${err.message}`);
-        }
-    }
-    return overdue.length;
-}
-/**
- * After a restart, and on each sweep: starts again the evaluations a crash left queued without a
- * run and without a live dispatch claim. Dispatched and running ones need nothing: their
- * `workflow_run` events find them in the store, and the sweep times out those whose runner died.
- */
-async function resumeQueued(deps, pending) {
-    let resumed = 0;
-    const now = deps.now().getTime();
-    for (const e of pending) {
-        if (e.state !== "queued" || e.workflowRunId !== null || e.pr === null)
-            continue;
-        if (e.claimUntil !== null && e.claimUntil.getTime() > now)
-            continue;
-        const ctx = getDispatchContext(deps.db, e.key);
-        if (!ctx)
-            continue;
-        try {
-            const gh = await deps.auth(ctx.installationId);
-            const { outcome } = await startEvaluation(gh, deps, {
-                repo: { owner: e.owner, repo: e.repo },
-                pr: e.pr,
-                headSha: e.headSha,
-                installationId: ctx.installationId,
-                agent: e.agent ?? "an agent",
-                task: e.task,
-                why: ["resumed after the app restarted"],
-                evaluator: { repository: ctx.evaluatorRepo, workflow: ctx.workflow, ref: ctx.ref },
-                probeSet: e.probeSet,
-                timeoutS: ctx.deadlineS,
-                rerun: false,
-                deliveryId: null,
-            });
-            if (outcome === "dispatched")
-                resumed += 1;
-        }
-        catch (err) {
-            deps.log.error({ key: e.key, err }, `could not resume evaluation ${e.key}: ${err.message}`);
-        }
-    }
-    return resumed;
-}
-
-// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
-var dist = __nccwpck_require__(8815);
-// EXTERNAL MODULE: ./node_modules/picomatch/index.js
-var picomatch = __nccwpck_require__(4006);
-var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
-;// CONCATENATED MODULE: ./src/core/app-config.ts
-
-
-
-const id = schemas_string().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'");
-const agentName = schemas_string().trim().min(1, "an agent name, e.g. codex");
-const nameMap = (what) => record(schemas_string().trim().min(1), agentName).default({}).describe(`${what} → agent name`);
-const AgentsConfigSchema = strictObject({
-    defaults: schemas_boolean().default(true).describe("whether the built-in agent logins, co-authors and branch prefixes apply"),
-    authors: nameMap("PR author login (e.g. my-agent[bot])"),
-    coAuthors: nameMap("Co-authored-by e-mail address (or name, for trailers without one)"),
-    branchPrefixes: nameMap("head-branch prefix (e.g. aider/)"),
-    labels: nameMap("PR label"),
-});
-const RouteSchema = strictObject({
-    task: id.optional().describe("the task this route evaluates"),
-    suite: id.optional().describe("the probe suite this route evaluates"),
-    labels: array(schemas_string().min(1)).default([]).describe("any of these labels on the PR selects the route"),
-    paths: array(schemas_string().min(1)).default([]).describe("globs (picomatch) of changed files; a file matching any glob and no !-glob selects the route"),
-    marker: schemas_boolean()
-        .default(false)
-        .describe("whether a PR-body line `probegate-task: <task>` (or `probegate-suite: <suite>`) selects the route"),
-})
-    .superRefine((r, ctx) => {
-    if ((r.task === undefined) === (r.suite === undefined)) {
-        ctx.addIssue({ code: "custom", message: "a route names exactly one of 'task' or 'suite'", path: r.task === undefined ? [] : ["suite"] });
-    }
-    if (r.labels.length === 0 && r.paths.length === 0 && !r.marker) {
-        ctx.addIssue({ code: "custom", message: "a route needs 'labels', 'paths' or 'marker: true', or it never matches", path: [] });
-    }
-});
-const EvaluatorSchema = strictObject({
-    repository: schemas_string().regex(/^[A-Za-z0-9-]+\/[A-Za-z0-9._-]+$/, "owner/name of the repository holding the evaluator workflow"),
-    workflow: schemas_string().min(1).describe("workflow file name (e.g. evaluate.yml) or id"),
-    ref: schemas_string().min(1).default("main").describe("branch or tag to dispatch the workflow on"),
-    timeoutMinutes: schemas_number().positive().max(24 * 60).default(120).describe("an evaluation not finished after this long is timed out"),
-});
-const RERUN_DEFAULTS = { perPrPerHour: 3, allowAgent: false };
-const RerunsSchema = strictObject({
-    perPrPerHour: schemas_number().int().min(0).max(100).default(RERUN_DEFAULTS.perPrPerHour).describe("accepted reruns per PR in any hour; 0 turns reruns off"),
-    allowAgent: schemas_boolean().default(RERUN_DEFAULTS.allowAgent).describe("whether the agent that wrote the PR may ask for reruns of it"),
-});
-/** `.github/probegate.yml` in the watched repository, read from its default branch. */
-const AppConfigSchema = strictObject({
-    enabled: schemas_boolean().default(true),
-    agents: AgentsConfigSchema.default({ defaults: true, authors: {}, coAuthors: {}, branchPrefixes: {}, labels: {} }),
-    routes: array(RouteSchema).default([]).describe("which task or probe suite a PR is evaluated against"),
-    evaluator: EvaluatorSchema.optional().describe("where evaluations run; without it the app's default evaluator is used"),
-    reruns: RerunsSchema.default(RERUN_DEFAULTS),
-    gate: schemas_boolean()
-        .default(false)
-        .describe("post one 'probegate / gate' check run on every PR head (passing when no evaluation is needed or all resolved), to make required in branch protection"),
-})
-    .describe("probegate app config (.github/probegate.yml)");
-const MARKER = /^\s*(?:<!--\s*)?probegate-(task|suite)\s*:\s*([^\s>]+?)\s*(?:-->)?\s*$/i;
-/** The `probegate-task: <id>` / `probegate-suite: <id>` lines of a PR body (also inside `<!-- -->`), each once. */
-function bodyMarkers(body) {
-    const out = [];
-    for (const line of (body ?? "").split(/\r?\n/)) {
-        const m = MARKER.exec(line);
-        if (m?.[1] && m[2] && !out.some((o) => o.kind === m[1]?.toLowerCase() && o.id === m[2]))
-            out.push({ kind: m[1].toLowerCase(), id: m[2], text: `probegate-${m[1].toLowerCase()}: ${m[2]}` });
-    }
-    return out;
-}
-/**
- * A test of one changed path against a route's globs: it matches when any plain glob matches and
- * no `!`-glob does (picomatch alone would treat `!docs/**` as "anything outside docs").
- */
-function pathMatcher(globs) {
-    const positive = globs.filter((g) => !g.startsWith("!"));
-    const negative = globs.filter((g) => g.startsWith("!")).map((g) => g.slice(1));
-    const yes = positive.length ? picomatch_default()(positive, { dot: true }) : () => false;
-    const no = negative.length ? picomatch_default()(negative, { dot: true }) : () => false;
-    return (path) => yes(path) && !no(path);
-}
-/**
- * Which tasks or probe suites this PR maps to, and why. Only routes in the config can be chosen:
- * a PR-body marker selects a route that allows markers and never names a task on its own, so the
- * PR cannot pick what it is judged by. Targets come out in config order, each once, with the
- * reasons of every route that chose it.
- */
-function routeTasks(pr, config) {
-    const targets = new Map();
-    const markers = bodyMarkers(pr.body);
-    const usedMarkers = new Set();
-    const labels = new Set(pr.labels.map((l) => l.trim().toLowerCase()));
-    for (const route of config.routes) {
-        const kind = route.task !== undefined ? "task" : "suite";
-        const targetId = route.task ?? route.suite ?? "";
-        const why = [];
-        for (const label of route.labels)
-            if (labels.has(label.trim().toLowerCase()))
-                why.push(`label "${label}"`);
-        if (route.paths.length > 0) {
-            const isMatch = pathMatcher(route.paths);
-            const hit = pr.changedPaths.find((p) => isMatch(p));
-            if (hit !== undefined)
-                why.push(`changed file "${hit}" matches ${route.paths.map((g) => `"${g}"`).join(", ")}`);
-        }
-        if (route.marker) {
-            for (const m of markers) {
-                if (m.kind === kind && m.id === targetId) {
-                    why.push(`"${m.text}" in the PR body`);
-                    usedMarkers.add(m.text);
-                }
-            }
-        }
-        if (why.length === 0)
-            continue;
-        const key = `${kind}:${targetId}`;
-        const seen = targets.get(key);
-        if (seen)
-            seen.why.push(...why.filter((w) => !seen.why.includes(w)));
-        else
-            targets.set(key, { kind, id: targetId, why });
-    }
-    const ignoredMarkers = markers
-        .filter((m) => !usedMarkers.has(m.text))
-        .map((m) => {
-        const known = config.routes.some((r) => (m.kind === "task" ? r.task : r.suite) === m.id);
-        return {
-            marker: m.text,
-            reason: known
-                ? `no route for ${m.kind} "${m.id}" has 'marker: true' in .github/probegate.yml`
-                : `no route in .github/probegate.yml names ${m.kind} "${m.id}"`,
-        };
-    });
-    return { targets: [...targets.values()], ignoredMarkers };
-}
-
-;// CONCATENATED MODULE: ./src/github/repo-config.ts
-
-
-/** Where the app reads a repository's config, on its default branch. */
-const CONFIG_PATH = ".github/probegate.yml";
-function lineAt(doc, lines, path) {
-    // The deepest node of the path that exists in the file: a missing field is reported on its parent.
-    for (let n = path.length; n >= 0; n--) {
-        const node = doc.getIn(path.slice(0, n), true);
-        if ((0,dist.isNode)(node) && node.range)
-            return lines.linePos(node.range[0]).line;
-    }
-    return null;
-}
-function describeIssue(issue) {
-    if (issue.code === "unrecognized_keys") {
-        return { path: [...issue.path, issue.keys[0] ?? ""], message: `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}` };
-    }
-    return { path: [...issue.path], message: issue.message };
-}
-/**
- * Parses and validates the text of `.github/probegate.yml`. YAML syntax errors and schema problems
- * come back as issues naming the field (dotted path) and the 1-based line, for the check run.
- */
-function parseRepoConfig(text) {
-    const lines = new dist.LineCounter();
-    const doc = (0,dist.parseDocument)(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-    if (doc.errors.length) {
-        return {
-            ok: false,
-            issues: doc.errors.map((e) => ({ field: "(yaml)", line: e.pos ? lines.linePos(e.pos[0]).line : null, message: `not valid YAML: ${e.message.split("\n")[0]}` })),
-        };
-    }
-    const parsed = AppConfigSchema.safeParse(doc.toJS() ?? {});
-    if (parsed.success)
-        return { ok: true, config: parsed.data };
-    return {
-        ok: false,
-        issues: parsed.error.issues.map((issue) => {
-            const { path, message } = describeIssue(issue);
-            return { field: path.length ? path.map(String).join(".") : "(document)", line: lineAt(doc, lines, path), message };
-        }),
-    };
-}
-/** Reads `.github/probegate.yml` from the repository's default branch through the contents API. */
-async function loadRepoConfig(gh, repo) {
-    const ref = repo.defaultBranch;
-    let text;
-    try {
-        const { data } = await gh.rest.repos.getContent({ owner: repo.owner, repo: repo.repo, path: CONFIG_PATH, ref });
-        if (Array.isArray(data) || data.type !== "file" || !("content" in data)) {
-            return { kind: "invalid", ref, issues: [{ field: "(file)", line: null, message: `${CONFIG_PATH} is a ${Array.isArray(data) ? "folder" : data.type}, not a file` }] };
-        }
-        text = Buffer.from(data.content, "base64").toString("utf8");
-    }
-    catch (e) {
-        if (e.status === 404)
-            return { kind: "missing", ref };
-        throw e;
-    }
-    const parsed = parseRepoConfig(text);
-    return parsed.ok ? { kind: "ok", ref, config: parsed.config } : { kind: "invalid", ref, issues: parsed.issues };
-}
-
-;// CONCATENATED MODULE: ./src/app/deps.ts
-/** The installation a delivery came through; every event the app handles has one. */
-function installationIdOf(payload, deliveryId) {
-    const id = payload.installation?.id;
-    if (typeof id !== "number")
-        throw new Error(`delivery ${deliveryId} has no installation id; is the app installed on the repository?`);
-    return id;
 }
 
 ;// CONCATENATED MODULE: ./src/core/agent-identity.ts
@@ -42859,7 +49561,116 @@ async function planEvaluations(gh, deps, repo, pr, preloaded) {
     return { kind: "evaluate", config, agent, targets: routed.targets, evaluator: { repository: evaluator.repository, workflow: evaluator.workflow, ref: evaluator.ref }, timeoutS };
 }
 
+;// CONCATENATED MODULE: ./src/core/app-policy/runner-route.ts
+/** Picks the smallest runner that fits `gpus`; refuses, naming the largest, when none does. */
+function chooseRunner(gpus, runners) {
+    const sizes = Object.entries(runners)
+        .map(([count, label]) => ({ count: Number(count), label }))
+        .sort((a, b) => a.count - b.count);
+    const fit = sizes.find((s) => s.count >= gpus);
+    if (fit)
+        return { ok: true, label: fit.label, gpus: fit.count };
+    const largest = sizes[sizes.length - 1];
+    return {
+        ok: false,
+        why: `the task needs ${gpus} GPU${gpus === 1 ? "" : "s"}, and the largest runner in \`runners:\` of .github/probegate.yml has ${largest?.count ?? 0} (${largest?.label ?? "none"}); add a runner with at least ${gpus}`,
+    };
+}
+
+;// CONCATENATED MODULE: ./src/github/task-index.ts
+
+
+/** The task's GPU count could not be read from the evaluator repository. */
+class TaskGpusError extends Error {
+    name = "TaskGpusError";
+}
+/**
+ * The GPUs a task needs, read from `<tasksPath>/<task>/task.yml` in the evaluator repository at
+ * the commit the evaluation is keyed by (so the count is the one the evaluator will run with):
+ * the task's `gpus` (default 1, as the task schema says), or more when a probe listed there asks
+ * for more. The app has no task specs of its own; the evaluator repository is where they live.
+ */
+async function taskGpus(gh, ev, commit, task) {
+    const path = `${ev.tasksPath.replace(/\/+$/, "")}/${task}/task.yml`;
+    let text;
+    try {
+        const { data } = await gh.rest.repos.getContent({ ...repoRef(ev.repository), path, ref: commit });
+        if (Array.isArray(data) || data.type !== "file" || !("content" in data))
+            throw new TaskGpusError(`${ev.repository}/${path} is not a file`);
+        text = Buffer.from(data.content, "base64").toString("utf8");
+    }
+    catch (e) {
+        if (e.status === 404) {
+            throw new TaskGpusError(`${ev.repository} has no ${path} at ${commit.slice(0, 12)}: declare the GPU count on the route (\`gpus:\`) or set \`evaluator.tasksPath\``);
+        }
+        throw e;
+    }
+    let doc;
+    try {
+        doc = (0,dist.parse)(text);
+    }
+    catch (e) {
+        throw new TaskGpusError(`${ev.repository}/${path} is not valid YAML: ${e.message.split("\n")[0]}`);
+    }
+    const spec = (doc ?? {});
+    const own = spec.gpus === undefined ? 1 : spec.gpus;
+    if (typeof own !== "number" || !Number.isInteger(own) || own < 0)
+        throw new TaskGpusError(`${ev.repository}/${path}: \`gpus\` is ${JSON.stringify(own)}, not a whole number`);
+    const probes = Array.isArray(spec.probes) ? spec.probes : [];
+    return Math.max(own, ...probes.map((p) => (typeof p?.gpus === "number" ? p.gpus : 0)));
+}
+
+;// CONCATENATED MODULE: ./src/app/evaluation-options.ts
+
+
+
+
+/** The repository's rules for its evaluations, as its config says now. */
+function policyOf(config) {
+    return { allowUnsandboxed: config.allowUnsandboxed?.reason ?? null, agentDetail: config.feedback.agentDetail };
+}
+/**
+ * Whether this PR head must wait for the PR's evaluation budget, and until when. A head already
+ * counted (a redelivery, a reopened PR) is not counted again.
+ */
+function budgetWait(deps, head, config) {
+    if (roundRecorded(deps.db, head))
+        return null;
+    const now = deps.now();
+    const limit = config.budget.perPrPerHour;
+    const d = decideBudget(recentRounds(deps.db, head, now, BUDGET_WINDOW_MS), now, limit);
+    return d.allowed ? null : { nextAt: d.nextAt, used: d.used, limit };
+}
+/**
+ * The runner a target is dispatched to, from the repository's `runners:` map and the target's GPU
+ * count: the route's `gpus:` when it declares one, else the task's task.yml in the evaluator
+ * repository at the probe-set commit. No map: null (the workflow's own default). A count that
+ * cannot be known or that no runner fits blocks the evaluation, naming why.
+ */
+async function runnerFor(gh, config, evaluator, probeSet, target) {
+    if (!config.runners)
+        return { runner: null, blocked: null };
+    const blocked = (why) => ({ runner: null, blocked: { title: "No runner for this task", problems: [why] } });
+    let gpus = target.gpus;
+    if (gpus === undefined) {
+        if (target.kind === "suite")
+            return blocked(`probe suite ${target.id} has no task.yml to read its GPU count from: add \`gpus:\` to its route in .github/probegate.yml`);
+        try {
+            gpus = await taskGpus(gh, { ...evaluator, tasksPath: config.evaluator?.tasksPath ?? "tasks" }, probeSet, target.id);
+        }
+        catch (e) {
+            if (e instanceof TaskGpusError)
+                return blocked(e.message);
+            throw e;
+        }
+    }
+    const choice = chooseRunner(gpus, config.runners);
+    return choice.ok ? { runner: choice.label, blocked: null } : blocked(choice.why);
+}
+
 ;// CONCATENATED MODULE: ./src/app/handle-pull-request.ts
+
+
 
 
 
@@ -42871,8 +49682,10 @@ async function planEvaluations(gh, deps, repo, pr, preloaded) {
 /** The `pull_request` actions that can start an evaluation. */
 const PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "ready_for_review", "labeled", "closed"];
 /**
- * Plans and starts the evaluations of one PR head. Shared by PR events and reruns: `rerun` starts
- * finished evaluations of the head again. Returns what happened to each target.
+ * Plans and starts the evaluations of one PR head. Shared by PR events, reruns and merge groups:
+ * `rerun` starts finished evaluations of the head again. A head over the PR's evaluation budget is
+ * queued to start when the budget frees up (reruns, asked by maintainers and limited on their own,
+ * and merge groups do not count). Returns what happened to each target.
  */
 async function evaluateHead(gh, deps, repo, pr, opts) {
     const plan = await planEvaluations(gh, deps, repo, pr, opts.config);
@@ -42897,8 +49710,12 @@ async function evaluateHead(gh, deps, repo, pr, opts) {
     if (targets.length === 0)
         return { kind: "skipped", why: `task ${opts.onlyTask} is not one this PR maps to (it maps to ${plan.targets.map((t) => t.id).join(", ")})` };
     const probeSet = await probeSetVersion(gh, plan.evaluator);
+    const head = { ...repo, pr: pr.number, headSha: pr.headSha };
+    const deferUntil = opts.rerun || opts.budgetExempt ? null : budgetWait(deps, head, plan.config);
+    const policy = policyOf(plan.config);
     const outcomes = [];
     for (const t of targets) {
+        const { runner, blocked } = await runnerFor(gh, plan.config, plan.evaluator, probeSet, t);
         const { key, outcome } = await startEvaluation(gh, deps, {
             repo,
             pr: pr.number,
@@ -42912,9 +49729,15 @@ async function evaluateHead(gh, deps, repo, pr, opts) {
             timeoutS: plan.timeoutS,
             rerun: opts.rerun,
             deliveryId: opts.deliveryId,
+            policy,
+            runner,
+            deferUntil,
+            blocked,
         });
         outcomes.push({ task: t.id, key, outcome });
     }
+    if (!opts.budgetExempt && outcomes.some((o) => o.outcome === "dispatched"))
+        recordEvaluationRound(deps.db, head, deps.now());
     if (plan.config.gate)
         await openGate(gh, deps, repo, pr.number, pr.headSha);
     return { kind: "started", outcomes };
@@ -42943,6 +49766,598 @@ async function onPullRequest(context, deps) {
     const installationId = installationIdOf(payload, context.id);
     const done = await evaluateHead(gh, deps, repo, pr, { installationId, rerun: false, deliveryId: context.id });
     context.log.info({ pr: pr.number, done }, `PR #${pr.number} ${pr.headSha.slice(0, 7)}: ${done.kind}`);
+}
+
+;// CONCATENATED MODULE: ./src/app/handle-merge-group.ts
+
+
+
+
+
+
+
+
+
+/**
+ * `merge_group.checks_requested`: a merge queue asks for the required checks on its group commit.
+ * In a gated repository, the gate on the group head passes at once when every commit the queue
+ * made holds the tree of a PR head whose gate passed (nothing unjudged is merged); otherwise the
+ * group head is evaluated as the queue's top PR would be (its routes, its agent), outside the
+ * PR's evaluation budget. Without `gate: true`, nothing is posted: no check of ours is required.
+ */
+async function onMergeGroup(context, deps) {
+    const { merge_group: group, repository } = context.payload;
+    if (!repository)
+        throw new Error(`delivery ${context.id}: merge_group event without a repository`);
+    const repo = { owner: repository.owner.login, repo: repository.name };
+    const gh = context.octokit;
+    const config = await loadRepoConfig(gh, { ...repo, defaultBranch: repository.default_branch });
+    if (config.kind !== "ok" || !config.config.gate) {
+        context.log.info(`merge group ${group.head_sha.slice(0, 7)}: no gate configured; nothing to check`);
+        return;
+    }
+    const commits = await mergeGroupCommits(gh, repo, group.base_sha, group.head_sha);
+    const decision = decideMergeGroup(commits, passedGatesWithTrees(deps.db, repo, commits.map((c) => c.tree)));
+    if (decision.kind === "pass") {
+        const check = await ensureCheckRun(gh, { ...repo, name: GATE_CHECK_NAME, headSha: group.head_sha, externalId: gateExternalId(group.head_sha) }, { status: "in_progress", title: "Deciding", summary: "" });
+        if (check.created)
+            await completeCheckRun(gh, { ...repo, checkRunId: check.id }, mergeGroupPassedOutput(decision.matched));
+        return;
+    }
+    const number = mergeQueuePr(group.head_ref);
+    if (number === null)
+        throw new Error(`merge group ${group.head_sha.slice(0, 7)}: its branch ${group.head_ref} does not name a pull request (gh-readonly-queue/<base>/pr-<number>-<sha>)`);
+    const { data: pull } = await gh.rest.pulls.get({ ...repo, pull_number: number });
+    const facts = { ...pullRequestFacts(pull), headSha: group.head_sha };
+    const done = await evaluateHead(gh, deps, repo, facts, { installationId: installationIdOf(context.payload, context.id), rerun: false, deliveryId: context.id, config, budgetExempt: true });
+    context.log.info({ done, unmatched: decision.unmatched }, `merge group ${group.head_sha.slice(0, 7)} (PR #${number}): ${done.kind}`);
+}
+
+;// CONCATENATED MODULE: ./src/core/app-policy/sandbox-policy.ts
+/** Decides how a verified result may be reported, from its `environment.sandboxed` and the repository's opt-in. */
+function judgeSandbox(result, allowUnsandboxedReason) {
+    if (result.environment.sandboxed)
+        return { kind: "sandboxed" };
+    if (allowUnsandboxedReason === null) {
+        return {
+            kind: "refused",
+            title: "Result refused: the submission ran without the sandbox",
+            problems: [
+                `the result says \`sandboxed: false\` (its verdict was ${result.verdict}): the submission's code ran as the user that holds the signing key, so it could have written and signed this result itself`,
+                "run the evaluator on a runner that can sandbox (bubblewrap, user namespaces; `probegate doctor` lists what is missing), or, if this repository accepts that risk, add `allowUnsandboxed: { reason: \"…\" }` to .github/probegate.yml",
+            ],
+        };
+    }
+    return {
+        kind: "allowed",
+        banner: `> ⚠️ **Unsandboxed result, accepted by this repository's config.** The submission ran without the sandbox, as the user that holds the signing key, so it could have forged this result. \`.github/probegate.yml\` allows it: "${allowUnsandboxedReason.replace(/\s+/g, " ")}".`,
+    };
+}
+/** The output with the banner at the top of its summary (kept within GitHub's summary limit). */
+function withBanner(out, banner, limit = 65535) {
+    const summary = `${banner}\n\n${out.summary}`;
+    return { ...out, title: `[unsandboxed] ${out.title}`.slice(0, 255), summary: summary.length > limit ? `${summary.slice(0, limit - 1)}…` : summary };
+}
+
+;// CONCATENATED MODULE: ./src/core/verdict.ts
+/**
+ * The verdict table. Order matters: a harness fault outranks everything (the submission was not
+ * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
+ * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
+ * at least one passed check and nothing else wrong resolves.
+ */
+function decideVerdict(input) {
+    if (input.harnessError)
+        return { verdict: "error", reason: input.harnessError };
+    if (!input.official)
+        return { verdict: "error", reason: "the official tests did not run" };
+    if (!input.official.passed)
+        return { verdict: "official-failed", reason: "the official tests failed" };
+    const count = (s) => input.probes.filter((p) => p.status === s).length;
+    const failed = count("failed");
+    const errors = count("error");
+    const passed = count("passed");
+    const total = input.probes.length;
+    if (failed > 0) {
+        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
+    }
+    if (errors > 0) {
+        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
+    }
+    if (passed === 0)
+        return { verdict: "error", reason: "no hidden probe produced a result" };
+    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
+}
+
+;// CONCATENATED MODULE: ./src/core/quarantine.ts
+
+/** How many of a check's latest outcomes on known-good submissions the rule looks at. */
+const QUARANTINE_WINDOW = 20;
+/** More failures than this in the window quarantine the check (PROBES.md: "more than 1 time in 20"). */
+const QUARANTINE_MAX_FAILURES = 1;
+/**
+ * The quarantine rule: a check that failed (or errored on) a known-good submission more than
+ * once in its latest 20 outcomes for the probe set is quarantined. The history is per probe set,
+ * so a changed probe folder starts every check afresh.
+ */
+function quarantinedChecks(histories) {
+    const out = [];
+    for (const h of histories) {
+        const recent = h.statuses.slice(0, QUARANTINE_WINDOW);
+        const failures = recent.filter((s) => s === "failed" || s === "error").length;
+        if (failures > QUARANTINE_MAX_FAILURES)
+            out.push({ check: h.check, failures, window: recent.length });
+    }
+    return out.sort((a, b) => a.check.localeCompare(b.check));
+}
+/**
+ * Reads a result with the quarantined checks' failures and errors set aside: they become warnings,
+ * and the verdict is decided again from the other checks. Only a judgement the probes made is read
+ * again (official tests passed, no harness error); the result itself is not changed, so its
+ * signature still holds over what the evaluator said.
+ */
+function readWithQuarantine(result, quarantined) {
+    const byId = new Map(quarantined.map((q) => [q.check, q]));
+    const warnings = result.probes.flatMap((p) => {
+        const q = byId.get(p.id);
+        return q && (p.status === "failed" || p.status === "error") ? [{ probe: p, quarantine: q }] : [];
+    });
+    if (warnings.length === 0 || !result.official?.passed || result.error) {
+        return { verdict: result.verdict, reason: result.reason, changed: false, warnings: result.official?.passed && !result.error ? warnings : [] };
+    }
+    const setAside = new Set(warnings.map((w) => w.probe));
+    const again = decideVerdict({ official: result.official, probes: result.probes.filter((p) => !setAside.has(p)) });
+    const reason = `${again.reason}; ${warnings.length} failure${warnings.length === 1 ? "" : "s"} of quarantined checks set aside as warnings`;
+    return { verdict: again.verdict, reason, changed: again.verdict !== result.verdict, warnings };
+}
+
+;// CONCATENATED MODULE: ./src/core/quarantine-check-run.ts
+
+
+const VERDICT_TITLE = {
+    resolved: "Passes official tests and hidden probes",
+    "probe-rejected": "Rejected by hidden probes",
+    error: "Evaluation error",
+    "official-failed": "Official tests failed",
+};
+/**
+ * The check run of a result read with quarantined checks set aside: their failures are warning
+ * annotations and a section of the summary says which checks were quarantined and why; the
+ * conclusion follows the reading. With no quarantined failure it is exactly `renderCheckRun`.
+ */
+function renderCheckRunWithQuarantine(result, quarantined, detail = "full") {
+    const plain = renderCheckRun(result, detail);
+    const reading = readWithQuarantine(result, quarantined);
+    if (reading.warnings.length === 0)
+        return { output: plain, verdict: result.verdict };
+    const section = [
+        `> ⚠️ **${reading.warnings.length} failure${reading.warnings.length === 1 ? "" : "s"} of quarantined checks set aside.** A check that failed known-good submissions more than once in its last ${QUARANTINE_WINDOW} outcomes on this probe set is quarantined: its failures are warnings, not rejections, until the probe set changes.` +
+            (reading.changed ? ` probegate reads this result as **${reading.verdict}**; the signed result says ${result.verdict}.` : ""),
+        "",
+        ...(detail === "full"
+            ? [
+                "| Quarantined check | Category | Status here | Failed on known-good | What was found |",
+                "|---|---|---|---:|---|",
+                ...reading.warnings.map((w) => `| \`${w.probe.id}\` | ${w.probe.category} | ${w.probe.status} | ${w.quarantine.failures} of last ${w.quarantine.window} | ${cell(w.probe.message)} |`),
+            ]
+            : ["| Quarantined category | Failures set aside |", "|---|---:|", ...[...new Set(reading.warnings.map((w) => w.probe.category))].map((c) => `| ${c} | ${reading.warnings.filter((w) => w.probe.category === c).length} |`)]),
+        "",
+    ].join("\n");
+    const setAside = new Set(reading.warnings.map((w) => w.probe));
+    const annotations = [
+        ...renderAnnotations({ ...result, probes: result.probes.filter((p) => !setAside.has(p)) }, detail),
+        ...reading.warnings.flatMap(({ probe: p, quarantine: q }) => {
+            if (!p.location || detail !== "full")
+                return [];
+            const line = p.location.line ?? 1;
+            const why = `quarantined: it failed ${q.failures} of its last ${q.window} outcomes on known-good submissions, so this is a warning, not a rejection`;
+            return [{
+                    path: p.location.path,
+                    start_line: line,
+                    end_line: line,
+                    annotation_level: "warning",
+                    title: `quarantined ${p.category} probe ${p.status}: ${p.id}`.slice(0, 255),
+                    message: `${p.message || `hidden ${p.category} probe ${p.status}`}`.slice(0, 3800) + `\n\n(${why})`,
+                }];
+        }),
+    ];
+    const title = reading.changed ? `${VERDICT_TITLE[reading.verdict]} (${reading.warnings.length} quarantined check${reading.warnings.length === 1 ? "" : "s"} failed)` : plain.title;
+    const summary = `${section}\n${renderSummary(result, SUMMARY_LIMIT - section.length - 1, detail)}`;
+    return { output: { conclusion: conclusionFor(reading.verdict), title, summary, annotations }, verdict: reading.verdict };
+}
+
+;// CONCATENATED MODULE: ./src/store/check-run-outbox.ts
+/**
+ * Keeps an evaluation's final check-run output until it is posted. Written in the transaction that
+ * ends the attempt, so a process killed between ending it in the store and telling GitHub leaves
+ * the output here, and the sweep posts it (else the check run would stay queued forever: the
+ * evaluation has ended, so no later event touches it).
+ */
+function queueCheckOutput(db, p, now) {
+    db.prepare(`INSERT INTO check_run_outbox (key, owner, repo, check_run_id, output, extra, since) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (key) DO UPDATE SET check_run_id = excluded.check_run_id, output = excluded.output, extra = excluded.extra, since = excluded.since`).run(p.key, p.owner, p.repo, p.checkRunId, JSON.stringify(p.output), JSON.stringify(p.extra), now.getTime());
+}
+/** The output was posted: forget it (only the one queued at `since`, not a newer one). */
+function checkOutputPosted(db, key, checkRunId) {
+    db.prepare("DELETE FROM check_run_outbox WHERE key = ? AND check_run_id = ?").run(key, checkRunId);
+}
+/** Outputs queued before `before` and still not posted: their poster died. */
+function unpostedCheckOutputs(db, before) {
+    const rows = db.prepare("SELECT * FROM check_run_outbox WHERE since <= ? ORDER BY since").all(before.getTime());
+    return rows.map((r) => ({ key: r.key, owner: r.owner, repo: r.repo, checkRunId: r.check_run_id, output: JSON.parse(r.output), extra: JSON.parse(r.extra), since: new Date(r.since) }));
+}
+
+;// CONCATENATED MODULE: ./src/store/probe-health.ts
+
+/**
+ * Records every check of one evaluation of a known-good submission, passed or not: the quarantine
+ * rule needs the passes too, to count failures among the latest outcomes.
+ */
+function recordKnownGoodOutcomes(db, run, checks) {
+    const insert = db.prepare("INSERT INTO known_good_outcomes (task, probe_set, check_id, probe, status, submission, source, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    db.transaction(() => {
+        for (const c of checks)
+            insert.run(run.task, run.probeSet, c.id, c.probe, c.status, run.submission, run.source, run.at.getTime());
+    })();
+    return checks.length;
+}
+/** Each check's latest `window` outcomes on known-good submissions for one probe set, newest first. */
+function knownGoodHistories(db, at, window = QUARANTINE_WINDOW) {
+    const rows = db
+        .prepare(`SELECT check_id, status FROM (
+         SELECT check_id, status, id, ROW_NUMBER() OVER (PARTITION BY check_id ORDER BY id DESC) AS n
+         FROM known_good_outcomes WHERE task = ? AND probe_set = ?
+       ) WHERE n <= ? ORDER BY check_id, id DESC`)
+        .all(at.task, at.probeSet, window);
+    const byCheck = new Map();
+    for (const r of rows)
+        byCheck.set(r.check_id, [...(byCheck.get(r.check_id) ?? []), r.status]);
+    return [...byCheck].map(([check, statuses]) => ({ check, statuses }));
+}
+/** The checks of a task's probe set that are quarantined now (see `quarantinedChecks` for the rule). */
+function quarantinedChecksOf(db, at) {
+    return quarantinedChecks(knownGoodHistories(db, at));
+}
+
+;// CONCATENATED MODULE: ./src/app/evaluation-finish.ts
+
+
+
+
+
+
+
+
+
+
+
+/**
+ * Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button.
+ * A result made without the sandbox is refused (neutral, `error`) unless the repository opted in,
+ * and then says so at the top. Checks the store has quarantined for the result's probe set are
+ * read as warnings; the verdict kept (and so the gate and the scorecard) is that reading, the
+ * signed result stays as it came. What the check run shows of the probes follows the policy's
+ * detail level; the store keeps every failed check's message for maintainers either way.
+ */
+async function finishWithResult(gh, deps, e, result) {
+    const policy = getEvaluationPolicy(deps.db, e.key);
+    const sandbox = judgeSandbox(result, policy.allowUnsandboxed);
+    if (sandbox.kind === "refused") {
+        deps.log.warn({ key: e.key }, `refused the unsandboxed result of evaluation ${e.key} (it said ${result.verdict})`);
+        await finishWithoutResult(gh, deps, e, sandbox.title, sandbox.problems);
+        return;
+    }
+    const quarantined = quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet });
+    const rendered = renderCheckRunWithQuarantine(result, quarantined, policy.agentDetail);
+    const output = sandbox.kind === "allowed" ? withBanner(rendered.output, sandbox.banner) : rendered.output;
+    const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
+    const extra = { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) };
+    const done = endAndQueue(deps, e, output, extra, () => transitionEvaluation(deps.db, e.key, "complete", {
+        now: deps.now(),
+        expectedVersion: e.version,
+        patch: {
+            verdict: rendered.verdict,
+            area: result.task.area,
+            durationS: result.durations.totalS,
+            gpuSeconds: result.gpuSeconds,
+            probeSet: { hash: result.task.probeSet, evaluatorCommit: result.probeSetVersion?.evaluatorCommit ?? null, probesCommit: result.probeSetVersion?.probesCommit ?? null },
+        },
+    }));
+    // A quarantined check's failure is a warning on the check run, so it is no rejection category in
+    // the scorecard either. It is left out (probe_failures holds failures and errors only), which
+    // also keeps it out of `/probegate explain`, as it is out of the check run's failures.
+    const setAside = new Set(readWithQuarantine(result, quarantined).warnings.map((w) => w.probe));
+    recordProbeFailures(deps.db, e.key, e.attempt, result.probes.filter((p) => !setAside.has(p)));
+    await postQueued(gh, deps, done, output, extra);
+    await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
+}
+/** Ends the attempt (`end`) and queues its final check-run output in one transaction. */
+function endAndQueue(deps, e, output, extra, end) {
+    return deps.db.transaction(() => {
+        const done = end();
+        if (done.checkRunId !== null)
+            queueCheckOutput(deps.db, { key: e.key, owner: e.owner, repo: e.repo, checkRunId: done.checkRunId, output, extra }, deps.now());
+        return done;
+    })();
+}
+/** Posts the queued final output and forgets it. */
+async function postQueued(gh, deps, done, output, extra) {
+    if (done.checkRunId === null)
+        return;
+    await completeCheckRun(gh, { owner: done.owner, repo: done.repo, checkRunId: done.checkRunId }, output, extra);
+    checkOutputPosted(deps.db, done.key, done.checkRunId);
+}
+/** Ends an attempt without a usable result (`error`); its check run says why and is never a success. */
+async function finishWithoutResult(gh, deps, e, title, problems) {
+    const output = noResultOutput(title, problems);
+    const extra = { actions: [RERUN_ACTION] };
+    const done = endAndQueue(deps, e, output, extra, () => transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), expectedVersion: e.version, patch: { error: `${title}: ${problems.join("; ")}` } }));
+    await postQueued(gh, deps, done, output, extra);
+    await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
+}
+
+;// CONCATENATED MODULE: ./src/app/run-completion.ts
+
+
+
+/**
+ * Finishes an evaluation from its ended evaluator run: downloads the result artifact, checks it
+ * (schema, signature by a current or previous key, evaluation key, head SHA, task) and reports it.
+ * Anything short of a trusted result ends as `error`, never as success; a run that ended without
+ * an artifact (failed, cancelled, or the job never uploaded) is an `error` naming how it ended.
+ * The webhook and the sweep's reconciliation both end here, so they end an evaluation alike.
+ */
+async function finishFromRun(evaluatorGh, prGh, deps, e, evaluatorRepo, run) {
+    const artifact = await downloadResultArtifact(evaluatorGh, evaluatorRepo, run.id);
+    const ranAs = `the evaluator run ${run.htmlUrl} ended ${run.conclusion ?? "without a conclusion"}`;
+    if (!artifact.ok) {
+        await finishWithoutResult(prGh, deps, e, "No result from the evaluator", [artifact.problem, ranAs]);
+        return;
+    }
+    const file = resultFileFromZip(artifact.zip);
+    if (!file.ok) {
+        await finishWithoutResult(prGh, deps, e, "Result rejected", file.problems);
+        return;
+    }
+    const checked = checkResult(file.text, { evaluationKey: e.key, headSha: e.headSha, task: e.task, signingKeys: deps.signingKeys });
+    if (!checked.ok) {
+        deps.log.warn({ key: e.key, problems: checked.problems }, `rejected the result of workflow run ${run.id}`);
+        await finishWithoutResult(prGh, deps, e, "Result rejected", checked.problems.map((p) => `${file.name}: ${p}`));
+        return;
+    }
+    await finishWithResult(prGh, deps, e, checked.result);
+}
+
+;// CONCATENATED MODULE: ./src/app/sweep.ts
+
+
+
+
+
+
+
+
+
+
+
+
+/** A final check-run output not posted this long after the attempt ended is taken as orphaned (its poster died). */
+const OUTBOX_GRACE_MS = 30_000;
+/**
+ * Posts the final check-run outputs whose attempt ended in the store but whose process died before
+ * GitHub had them (nothing else would: the evaluation has ended, so no later event touches it),
+ * then brings the head's gate up to date. Returns how many were posted.
+ */
+async function repostCheckOutputs(deps) {
+    let posted = 0;
+    for (const p of unpostedCheckOutputs(deps.db, new Date(deps.now().getTime() - OUTBOX_GRACE_MS))) {
+        const ctx = getDispatchContext(deps.db, p.key);
+        const e = getEvaluation(deps.db, p.key);
+        if (!ctx || !e)
+            continue;
+        try {
+            const gh = await deps.auth(ctx.installationId);
+            await completeCheckRun(gh, { owner: p.owner, repo: p.repo, checkRunId: p.checkRunId }, p.output, p.extra);
+            checkOutputPosted(deps.db, p.key, p.checkRunId);
+            await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
+            posted += 1;
+        }
+        catch (err) {
+            deps.log.error({ key: p.key, err }, `could not post the final check run of ${p.key}: ${err.message}`);
+        }
+    }
+    return posted;
+}
+/**
+ * Times out the evaluations past their deadline: cancels their runs (a late result is not taken)
+ * and completes their check runs as timed out, with the rerun button. Returns how many.
+ */
+async function sweepOverdue(deps) {
+    const overdue = timeOutOverdue(deps.db, deps.now(), deps.defaultTimeoutS);
+    for (const e of overdue) {
+        const ctx = getDispatchContext(deps.db, e.key);
+        try {
+            if (!ctx)
+                throw new Error("the store has no installation for it");
+            const gh = await deps.auth(ctx.installationId);
+            if (e.workflowRunId !== null)
+                await cancelEvaluation(gh, ctx.evaluatorRepo, e.workflowRunId);
+            if (e.checkRunId !== null)
+                await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: e.checkRunId }, timedOutOutput(e.error ?? "past its deadline"), { actions: [RERUN_ACTION] });
+            await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
+        }
+        catch (err) {
+            deps.log.error({ key: e.key, err }, `evaluation ${e.key} timed out, but its check run could not be updated: ${err.message}`);
+        }
+    }
+    return overdue.length;
+}
+/**
+ * After a restart, and on each sweep: starts the evaluations left queued without a run and without
+ * a live dispatch claim — those a crash interrupted, and those whose PR's evaluation budget has
+ * freed up since they were deferred. Dispatched and running ones need nothing here: their
+ * `workflow_run` events find them in the store, and `reconcileQuiet` asks GitHub about quiet ones.
+ */
+async function resumeQueued(deps, pending) {
+    let resumed = 0;
+    const now = deps.now().getTime();
+    for (const e of pending) {
+        if (e.state !== "queued" || e.workflowRunId !== null || e.pr === null)
+            continue;
+        if (e.claimUntil !== null && e.claimUntil.getTime() > now)
+            continue;
+        if (e.deferredUntil !== null && e.deferredUntil.getTime() > now)
+            continue;
+        const ctx = getDispatchContext(deps.db, e.key);
+        if (!ctx)
+            continue;
+        try {
+            const gh = await deps.auth(ctx.installationId);
+            const { outcome } = await startEvaluation(gh, deps, {
+                repo: { owner: e.owner, repo: e.repo },
+                pr: e.pr,
+                headSha: e.headSha,
+                installationId: ctx.installationId,
+                agent: e.agent ?? "an agent",
+                task: e.task,
+                why: [e.deferredUntil !== null ? "the pull request's evaluation budget freed up" : "resumed after the app restarted"],
+                evaluator: { repository: ctx.evaluatorRepo, workflow: ctx.workflow, ref: ctx.ref },
+                probeSet: e.probeSet,
+                timeoutS: ctx.deadlineS,
+                rerun: false,
+                deliveryId: null,
+                policy: getEvaluationPolicy(deps.db, e.key),
+                runner: getRunner(deps.db, e.key),
+            });
+            if (outcome === "dispatched") {
+                resumed += 1;
+                recordEvaluationRound(deps.db, { owner: e.owner, repo: e.repo, pr: e.pr, headSha: e.headSha }, deps.now());
+            }
+        }
+        catch (err) {
+            deps.log.error({ key: e.key, err }, `could not resume evaluation ${e.key}: ${err.message}`);
+        }
+    }
+    return resumed;
+}
+/**
+ * GitHub does not redeliver a failed webhook by itself: a `workflow_run` lost while the app was
+ * down would leave its evaluation pending until the deadline. For each dispatched or running
+ * evaluation whose run has been quiet for `deps.reconcileAfterMs`, this asks GitHub for the run
+ * (by the run id the dispatch returned) and acts as the webhook would have: an ended run is
+ * finished from its artifact (none → `error`), a started one marked running, a vanished one
+ * ended as `error`. Each is asked about at most once per quiet period. Returns what it did.
+ */
+async function reconcileQuiet(deps) {
+    const done = [];
+    for (const quiet of quietRuns(deps.db, deps.now(), deps.reconcileAfterMs)) {
+        const ctx = getDispatchContext(deps.db, quiet.key);
+        if (!ctx || quiet.workflowRunId === null)
+            continue;
+        markReconciled(deps.db, quiet.key, deps.now());
+        try {
+            const gh = await deps.auth(ctx.installationId);
+            const run = await getEvaluatorRun(gh, ctx.evaluatorRepo, quiet.workflowRunId);
+            // The webhook may have arrived while GitHub was being asked.
+            const e = getEvaluation(deps.db, quiet.key);
+            if (!e || e.version !== quiet.version) {
+                done.push({ key: quiet.key, action: "changed-meanwhile" });
+                continue;
+            }
+            if (run === null) {
+                await finishWithoutResult(gh, deps, e, "No result from the evaluator", [`the evaluator run ${quiet.workflowRunId} of ${ctx.evaluatorRepo} no longer exists`]);
+                done.push({ key: e.key, action: "run-missing" });
+            }
+            else if (run.status === "completed") {
+                await finishFromRun(gh, gh, deps, e, ctx.evaluatorRepo, { id: run.id, htmlUrl: run.htmlUrl, conclusion: run.conclusion });
+                done.push({ key: e.key, action: "finished" });
+            }
+            else if (run.status === "in_progress" && e.state === "dispatched") {
+                const running = transitionEvaluation(deps.db, e.key, "start", { now: deps.now(), expectedVersion: e.version });
+                if (running.checkRunId !== null)
+                    await gh.rest.checks.update({ owner: e.owner, repo: e.repo, check_run_id: running.checkRunId, status: "in_progress", details_url: run.htmlUrl });
+                done.push({ key: e.key, action: "started" });
+            }
+            else {
+                done.push({ key: e.key, action: "still-running" });
+            }
+        }
+        catch (err) {
+            if (err instanceof StaleEvaluationError || err instanceof IllegalTransitionError) {
+                done.push({ key: quiet.key, action: "changed-meanwhile" });
+                continue;
+            }
+            deps.log.error({ key: quiet.key, err }, `could not reconcile evaluation ${quiet.key}: ${err.message}`);
+        }
+    }
+    for (const d of done)
+        if (d.action !== "still-running")
+            deps.log.info({ key: d.key }, `reconciled evaluation ${d.key}: ${d.action}`);
+    return done;
+}
+
+;// CONCATENATED MODULE: ./src/github/webhook-deliveries.ts
+/** An attempt GitHub could not hand to the app: no connection, a time-out (status 0) or a 5xx. */
+function failed(a) {
+    return a.status_code === 0 || a.status_code >= 500;
+}
+/**
+ * The app's webhook deliveries since `since` (newest first, paged until older) that never reached
+ * it: every attempt failed. GitHub keeps them for 3 days and does not redeliver them by itself.
+ */
+async function failedDeliveries(appGh, since) {
+    const byGuid = new Map();
+    for await (const page of appGh.paginate.iterator("GET /app/hook/deliveries", { per_page: 100 })) {
+        const attempts = page.data;
+        for (const a of attempts)
+            byGuid.set(a.guid, [...(byGuid.get(a.guid) ?? []), a]);
+        const oldest = attempts[attempts.length - 1];
+        if (!oldest || new Date(oldest.delivered_at) < since)
+            break;
+    }
+    const out = [];
+    for (const [guid, attempts] of byGuid) {
+        const first = attempts.reduce((a, b) => (new Date(a.delivered_at) <= new Date(b.delivered_at) ? a : b));
+        if (new Date(first.delivered_at) < since || !attempts.every(failed))
+            continue;
+        const newest = attempts.reduce((a, b) => (new Date(a.delivered_at) >= new Date(b.delivered_at) ? a : b));
+        out.push({ guid, attemptId: newest.id, attempts: attempts.length, event: newest.action ? `${newest.event}.${newest.action}` : newest.event, deliveredAt: new Date(first.delivered_at) });
+    }
+    return out.sort((a, b) => a.deliveredAt.getTime() - b.deliveredAt.getTime());
+}
+/** Asks GitHub to deliver a failed delivery again (same delivery id, so the app's dedupe still holds). */
+async function redeliver(appGh, attemptId) {
+    await appGh.request("POST /app/hook/deliveries/{delivery_id}/attempts", { delivery_id: attemptId });
+}
+
+;// CONCATENATED MODULE: ./src/app/redelivery.ts
+
+
+/** A delivery is asked for again at most this many times. */
+const MAX_REDELIVERY_ASKS = 3;
+/** The least time between two requests for the same delivery (GitHub lists a new attempt once it has an outcome). */
+const REDELIVERY_GAP_MS = 60_000;
+/**
+ * GitHub does not redeliver a webhook that failed (the app was down, restarting, or answered 5xx):
+ * a `pull_request` lost that way would never be evaluated. This asks GitHub for the app's failed
+ * deliveries of the last `lookbackMs` and has each redelivered (same delivery id, so the app's
+ * dedupe holds): those the store has not acted on to the end, each at most MAX_REDELIVERY_ASKS
+ * times and not within REDELIVERY_GAP_MS of the last request — decided by a claim in the store, so
+ * sweeps of several processes (or overlapping ones of one) never ask twice. Returns the ids asked for.
+ */
+async function redeliverFailed(deps, lookbackMs, gapMs = REDELIVERY_GAP_MS) {
+    const now = deps.now();
+    pruneRedeliveryAsks(deps.db, new Date(now.getTime() - Math.max(lookbackMs, 3 * 24 * 3600_000)));
+    const gh = await deps.appAuth();
+    const out = [];
+    for (const d of await failedDeliveries(gh, new Date(now.getTime() - lookbackMs))) {
+        if (handled(deps.db, d.guid) || !claimRedelivery(deps.db, d.guid, now, gapMs, MAX_REDELIVERY_ASKS))
+            continue;
+        await redeliver(gh, d.attemptId);
+        out.push(d.guid);
+        deps.log.info({ delivery: d.guid }, `asked GitHub to redeliver ${d.event} delivery ${d.guid} (${d.attempts} failed attempt(s))`);
+    }
+    return out;
 }
 
 ;// CONCATENATED MODULE: ./src/core/rerun-policy.ts
@@ -43313,12 +50728,16 @@ function renderExplain(evaluations) {
             if (of.length === 0)
                 continue;
             lines.push(`- **${category}** (${of.length}) — checks ${CATEGORY_PURPOSE[category]}.`);
+            if (e.detail === "categories")
+                continue;
             for (const f of of) {
                 const message = f.message.replace(/\s+/g, " ").trim();
                 const short = message.length > MESSAGE_LIMIT ? `${message.slice(0, MESSAGE_LIMIT - 1)}…` : message;
                 lines.push(`  - \`${f.probeId}\` ${f.status}${short ? `: ${short}` : ""}`);
             }
         }
+        if (e.detail === "categories")
+            lines.push("", "_The checks' messages are withheld on this thread (`feedback.agentDetail: categories`); maintainers read them in the evaluator run linked from the check run._");
         parts.push(lines.join("\n"));
     }
     return parts.join("\n\n");
@@ -43331,11 +50750,23 @@ function renderExplain(evaluations) {
 
 
 
-/** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */
+
+/**
+ * Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. The
+ * reply is on the PR's thread, which the agent reads, so it shows no more than the evaluation's
+ * check run may (its policy's detail level), whoever asked.
+ */
 async function explain(gh, deps, repo, prNumber) {
     const { data: pull } = await gh.rest.pulls.get({ ...repo, pull_number: prNumber });
     const ofHead = evaluationsOfPr(deps.db, { ...repo, pr: prNumber }).filter((e) => e.headSha === pull.head.sha);
-    const body = renderExplain(ofHead.map((e) => ({ task: e.task, headSha: e.headSha, state: e.state, verdict: e.verdict, failures: e.verdict ? probeFailures(deps.db, e.key, e.attempt) : [] })));
+    const body = renderExplain(ofHead.map((e) => ({
+        task: e.task,
+        headSha: e.headSha,
+        state: e.state,
+        verdict: e.verdict,
+        failures: e.verdict ? probeFailures(deps.db, e.key, e.attempt) : [],
+        detail: getEvaluationPolicy(deps.db, e.key).agentDetail,
+    })));
     await replyOnThread(gh, { ...repo, number: prNumber }, body);
 }
 /** `issue_comment` created / edited: `/probegate rerun [task]` and `/probegate explain`. */
@@ -43389,12 +50820,9 @@ async function onIssueComment(context, deps) {
 
 
 
-
-
 /**
  * `workflow_run` of an evaluator run the app dispatched. `in_progress` marks the evaluation running;
- * `completed` downloads the result artifact, checks it (schema, signature, evaluation key, head SHA,
- * task) and reports it. Anything short of a trusted result ends as `error`, never as success.
+ * `completed` finishes it from the run's result artifact (`finishFromRun`).
  */
 async function onWorkflowRun(context, deps) {
     const run = context.payload.workflow_run;
@@ -43422,27 +50850,13 @@ async function onWorkflowRun(context, deps) {
         return;
     }
     const evaluatorRepo = ctx?.evaluatorRepo ?? context.payload.repository.full_name;
-    const artifact = await downloadResultArtifact(evaluatorGh, evaluatorRepo, run.id);
-    const ranAs = `the evaluator run ${run.html_url} ended ${run.conclusion ?? "without a conclusion"}`;
-    if (!artifact.ok) {
-        await finishWithoutResult(prGh, deps, e, "No result from the evaluator", [artifact.problem, ranAs]);
-        return;
-    }
-    const file = resultFileFromZip(artifact.zip);
-    if (!file.ok) {
-        await finishWithoutResult(prGh, deps, e, "Result rejected", file.problems);
-        return;
-    }
-    const checked = checkResult(file.text, { evaluationKey: e.key, headSha: e.headSha, task: e.task, signingKey: deps.signingKey });
-    if (!checked.ok) {
-        context.log.warn({ key: e.key, problems: checked.problems }, `rejected the result of workflow run ${run.id}`);
-        await finishWithoutResult(prGh, deps, e, "Result rejected", checked.problems.map((p) => `${file.name}: ${p}`));
-        return;
-    }
-    await finishWithResult(prGh, deps, e, checked.result);
+    await finishFromRun(evaluatorGh, prGh, deps, e, evaluatorRepo, { id: run.id, htmlUrl: run.html_url, conclusion: run.conclusion ?? null });
 }
 
 ;// CONCATENATED MODULE: ./src/app/app.ts
+
+
+
 
 
 
@@ -43474,11 +50888,38 @@ function createProbegate(opts) {
         throw new RangeError(`deliveryRetentionMs is ${retentionMs}; it must be at least ${MIN_DELIVERY_RETENTION_MS} (3 days: GitHub can redeliver a webhook for 3 days).`);
     }
     let lastPrune = -Infinity;
+    // The first look for failed deliveries waits one period: a process starting is not held up by it.
+    let lastRedelivery = now().getTime();
+    const redeliverEveryMs = opts.redeliverEveryMs ?? 0;
+    /** Asks GitHub to redeliver the failed webhook deliveries now; resolves to their ids. */
+    const redeliver = async () => {
+        if (!deps)
+            throw new Error("the probegate app is not loaded yet");
+        lastRedelivery = now().getTime();
+        return redeliverFailed(deps, opts.redeliverLookbackMs ?? 3600_000, opts.redeliverGapMs);
+    };
+    /**
+     * Has failed deliveries redelivered, at most every `redeliverEveryMs`; on the timer only, so no
+     * webhook waits for it. A failure is logged, not thrown.
+     */
+    const redeliverIfDue = async () => {
+        if (!deps || redeliverEveryMs <= 0 || now().getTime() - lastRedelivery < redeliverEveryMs)
+            return;
+        try {
+            await redeliver();
+        }
+        catch (e) {
+            deps.log.error({ err: e }, `asking GitHub for failed webhook deliveries failed: ${e.message}`);
+        }
+    };
     const sweep = async () => {
         if (!deps)
             throw new Error("the probegate app is not loaded yet");
         lastSweep = now().getTime();
         const timedOut = await sweepOverdue(deps);
+        // Runs whose workflow_run webhook may have been lost: asked about, and finished as the webhook would.
+        await reconcileQuiet(deps);
+        await repostCheckOutputs(deps);
         // Attempts left queued by a process that died mid-dispatch, once its claim ran out.
         const resumed = await resumeQueued(deps, listPendingEvaluations(deps.db));
         if (resumed > 0)
@@ -43505,11 +50946,14 @@ function createProbegate(opts) {
         const d = {
             db: opts.db,
             now,
-            signingKey: opts.signingKey,
+            signingKeys: [opts.signingKey, ...(opts.previousSigningKeys ?? [])],
+            reconcileAfterMs: opts.reconcileAfterMs ?? 10 * 60_000,
+            dispatchLeaseMs: opts.dispatchLeaseMs ?? DISPATCH_LEASE_MS,
             defaultEvaluator: opts.defaultEvaluator ?? null,
             defaultTimeoutS: opts.defaultTimeoutS ?? 120 * 60,
             instance: (0,external_node_crypto_namespaceObject.randomUUID)(),
             auth: async (id) => (await probot.auth(id)),
+            appAuth: async () => (await probot.auth()),
             log: probot.log,
         };
         deps = d;
@@ -43517,12 +50961,17 @@ function createProbegate(opts) {
             if (now().getTime() - lastSweep >= EVENT_SWEEP_GAP_MS)
                 await sweep();
             const action = context.payload.action;
-            if (!recordDelivery(d.db, { id: context.id, event: action ? `${context.name}.${action}` : context.name }, now())) {
+            if (!recordDelivery(d.db, { id: context.id, event: action ? `${context.name}.${action}` : context.name }, now(), opts.deliveryTakeoverMs ?? DELIVERY_TAKEOVER_MS)) {
+                // Still being handled (or its handler died a moment ago): answer with an error, so GitHub
+                // keeps it as failed and the redelivery sweep brings it back once it can be taken over.
+                if (!handled(d.db, context.id))
+                    throw new Error(`delivery ${context.id} (${context.name}) is still being handled; not acted on twice`);
                 context.log.info(`delivery ${context.id} (${context.name}) was handled before; ignored`);
                 return;
             }
             try {
                 await handler(context, d);
+                markDeliveryHandled(d.db, context.id, now());
             }
             catch (e) {
                 forgetDelivery(d.db, context.id);
@@ -43534,11 +50983,13 @@ function createProbegate(opts) {
         probot.on(["check_run.rerequested", "check_run.requested_action"], once(onCheckRunRerun));
         probot.on(["issue_comment.created", "issue_comment.edited"], once(onIssueComment));
         probot.on("check_suite.rerequested", once(onCheckSuiteRerun));
+        probot.on("merge_group.checks_requested", once(onMergeGroup));
         const every = opts.sweepEveryMs ?? 60_000;
         if (every > 0) {
             timer = setInterval(() => {
                 pruneIfDue();
                 void sweep().catch((e) => d.log.error({ err: e }, `sweep failed: ${e.message}`));
+                void redeliverIfDue();
             }, every);
             timer.unref();
         }
@@ -43547,6 +50998,7 @@ function createProbegate(opts) {
     return {
         app,
         sweep,
+        redeliver,
         resumed: () => resuming,
         stop: () => {
             if (timer)
@@ -43555,8 +51007,263 @@ function createProbegate(opts) {
     };
 }
 
+;// CONCATENATED MODULE: ./src/app/drain.ts
+/**
+ * The webhook handlers running now, so shutdown can wait for them. Tracked per handler, not per
+ * HTTP request: GitHub's webhook middleware answers 202 to a delivery whose handler runs past its
+ * time-out and lets the handler go on, so an empty server is no proof that nothing runs.
+ */
+class InFlight {
+    running = new Map();
+    next = 0;
+    /** How many handlers run now. */
+    get size() {
+        return this.running.size;
+    }
+    /** The deliveries (id and event) whose handlers run now. */
+    list() {
+        return [...this.running.values()].map(({ id, event }) => ({ id, event }));
+    }
+    /** Runs `fn` as the handler of delivery `id`, tracked until it settles. */
+    track(id, event, fn) {
+        const key = this.next++;
+        const run = fn();
+        const done = run.then(() => undefined, () => undefined);
+        this.running.set(key, { id, event, done });
+        void done.then(() => this.running.delete(key));
+        return run;
+    }
+    /** Resolves true when every handler running now (or started meanwhile) settled, false at the deadline. */
+    async settled(deadline, now = Date.now) {
+        while (this.running.size > 0) {
+            const left = deadline - now();
+            if (left <= 0)
+                return false;
+            let timer;
+            const timeout = new Promise((r) => (timer = setTimeout(() => r("timeout"), left)));
+            const all = Promise.all([...this.running.values()].map((r) => r.done));
+            const r = await Promise.race([all, timeout]);
+            clearTimeout(timer);
+            if (r === "timeout")
+                return this.running.size === 0;
+        }
+        return true;
+    }
+}
+/**
+ * Wraps a Probot app function so each handler it registers with `app.on` is tracked in `inFlight`
+ * and counted in `metrics` (`handled` or `failed`, by `name.action`). The app function is
+ * unchanged: it is given a view of the Probot instance whose `on` adds the tracking.
+ */
+function trackedApp(appFn, inFlight, metrics) {
+    return (probot, options) => {
+        const on = ((events, handler) => probot.on(events, ((context) => {
+            const action = context.payload.action;
+            const event = typeof action === "string" ? `${context.name}.${action}` : context.name;
+            return inFlight.track(context.id, event, () => handler(context)).then(() => void metrics.deliveries.inc({ event, outcome: "handled" }), (e) => {
+                metrics.deliveries.inc({ event, outcome: "failed" });
+                throw e;
+            });
+        })));
+        const view = new Proxy(probot, {
+            get(target, key) {
+                if (key === "on")
+                    return on;
+                // Probot keeps its state in private fields: its methods must run on the instance itself.
+                const v = Reflect.get(target, key, target);
+                return typeof v === "function" ? v.bind(target) : v;
+            },
+        });
+        return appFn(view, options);
+    };
+}
+
+// EXTERNAL MODULE: ./node_modules/prom-client/index.js
+var prom_client = __nccwpck_require__(5222);
+;// CONCATENATED MODULE: ./src/app/metrics.ts
+
+/** Evaluations by state, one row per state present. */
+function countEvaluationsByState(db) {
+    return db.prepare("SELECT state, COUNT(*) AS n FROM evaluations GROUP BY state ORDER BY state").all();
+}
+/**
+ * A registry with the app's metrics. `defaults` adds Node's process metrics (CPU, memory, event
+ * loop lag, open handles), which a registry may hold only once per process: the shared `metrics`
+ * below has them, registries made for tests do not.
+ */
+function createAppMetrics(opts = {}) {
+    const registry = new prom_client.Registry();
+    if (opts.defaults)
+        (0,prom_client.collectDefaultMetrics)({ register: registry });
+    let store = null;
+    // A state that empties keeps a series at 0 instead of vanishing, so rate() and alerts see it drop.
+    const seen = new Set();
+    const deliveries = new prom_client.Counter({
+        name: "probegate_webhook_deliveries_total",
+        help: "Webhook deliveries received, by event (name.action; `unverified` when refused before verification) and outcome (handled, failed, rejected).",
+        labelNames: ["event", "outcome"],
+        registers: [registry],
+    });
+    const dispatchSeconds = new prom_client.Histogram({
+        name: "probegate_dispatch_duration_seconds",
+        help: "Duration of the evaluator workflow dispatch request (retries and rate-limit waits included), by outcome (ok, error).",
+        labelNames: ["outcome"],
+        buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120],
+        registers: [registry],
+    });
+    const reconcileActions = new prom_client.Counter({
+        name: "probegate_reconcile_actions_total",
+        help: "Evaluations the sweep reconciled without their workflow_run webhook, by what it did.",
+        labelNames: ["action"],
+        registers: [registry],
+    });
+    const evaluations = new prom_client.Gauge({
+        name: "probegate_evaluations",
+        help: "Evaluations in the store, by state (read from the store at each scrape).",
+        labelNames: ["state"],
+        registers: [registry],
+        collect() {
+            if (!store?.open)
+                return;
+            const rows = countEvaluationsByState(store);
+            for (const s of seen)
+                if (!rows.some((r) => r.state === s))
+                    this.set({ state: s }, 0);
+            for (const r of rows) {
+                seen.add(r.state);
+                this.set({ state: r.state }, r.n);
+            }
+        },
+    });
+    return {
+        registry,
+        deliveries,
+        dispatchSeconds,
+        reconcileActions,
+        evaluations,
+        observeStore: (db) => {
+            store = db;
+        },
+    };
+}
+/**
+ * The app process's metrics: what `/metrics` serves, and what handlers count into
+ * (`metrics.reconcileActions.inc({ action: "completed" })`).
+ */
+const metrics = createAppMetrics({ defaults: true });
+const DISPATCH = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches";
+/**
+ * An Octokit plugin that times each workflow dispatch into `m.dispatchSeconds`. Registered on the
+ * server's Octokit class (server.ts), so the handlers that dispatch need not know about metrics.
+ */
+function dispatchTimer(m) {
+    return (octokit) => {
+        octokit.hook.wrap("request", async (request, options) => {
+            if (options.method !== "POST" || options.url !== DISPATCH)
+                return request(options);
+            const end = m.dispatchSeconds.startTimer();
+            try {
+                const r = await request(options);
+                end({ outcome: "ok" });
+                return r;
+            }
+            catch (e) {
+                end({ outcome: "error" });
+                throw e;
+            }
+        });
+    };
+}
+
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __nccwpck_require__(3024);
 // EXTERNAL MODULE: external "node:path"
 var external_node_path_ = __nccwpck_require__(6760);
+;// CONCATENATED MODULE: ./src/app/ops-routes.ts
+
+
+/** Below this much free space in the store's folder the app is not ready: SQLite's next commit may fail. */
+const MIN_STORE_FREE_BYTES = 64 * 1024 * 1024;
+/** How long a GitHub reachability answer is reused: probes come every few seconds, GitHub need not see each. */
+const GITHUB_CHECK_CACHE_MS = 5000;
+class Rollback extends Error {
+}
+/**
+ * Whether the store can take a write now: a write transaction (the write lock, a change to the
+ * schema) rolled back, so nothing is left, plus free space in its folder. Null when it can, else
+ * why not. A store on a file system remounted read-only, a read-only file or a closed connection
+ * all fail here.
+ */
+function storeWriteProblem(db, statfs = external_node_fs_.statfsSync) {
+    if (!db.open)
+        return "the store's connection is closed";
+    try {
+        db.transaction(() => {
+            db.prepare("CREATE TABLE probegate_readyz_probe (x INTEGER)").run();
+            throw new Rollback();
+        }).immediate();
+    }
+    catch (e) {
+        if (!(e instanceof Rollback))
+            return `the store ${db.name} cannot be written (${e.code ?? "error"}: ${e.message})`;
+    }
+    if (db.name !== ":memory:" && !db.memory) {
+        const fs = statfs((0,external_node_path_.dirname)(db.name));
+        const free = fs.bavail * fs.bsize;
+        if (free < MIN_STORE_FREE_BYTES)
+            return `the store's folder ${(0,external_node_path_.dirname)(db.name)} has ${Math.floor(free / 1024 / 1024)} MiB free (at least ${MIN_STORE_FREE_BYTES / 1024 / 1024} MiB needed)`;
+    }
+    return null;
+}
+/**
+ * Asks `check` (a cheap GitHub call) at most once per `ttlMs`; callers in between share its
+ * answer, or the call in flight. Resolves to null when GitHub answered, else why not.
+ */
+function cachedCheck(check, ttlMs = GITHUB_CHECK_CACHE_MS, now = Date.now) {
+    let last = null;
+    return () => {
+        const t = now();
+        if (last && t - last.at < ttlMs)
+            return last.answer;
+        const answer = check().then(() => null, (e) => `GitHub did not answer the app (${e.status ? `HTTP ${e.status}: ` : ""}${e.message})`);
+        last = { at: t, answer };
+        return answer;
+    };
+}
+function ops_routes_json(res, status, body) {
+    res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" }).end(`${JSON.stringify(body)}\n`);
+}
+/**
+ * Serves `/healthz` (the process serves HTTP: always 200), `/readyz` (200 when the store can be
+ * written and GitHub answers, else 503 with each problem) and `/metrics` (Prometheus text). True
+ * when it answered the request. Meant for the cluster's network only: keep them off the ingress
+ * that GitHub's webhooks come through (they need no secret, and say nothing secret).
+ */
+async function handleOpsRoute(state, req, res) {
+    const path = (req.url ?? "").split("?")[0];
+    if (req.method !== "GET" && req.method !== "HEAD")
+        return false;
+    if (path === "/healthz") {
+        ops_routes_json(res, 200, { status: "ok" });
+        return true;
+    }
+    if (path === "/readyz") {
+        if (state.draining()) {
+            ops_routes_json(res, 503, { ready: false, problems: ["shutting down: draining the deliveries in flight"] });
+            return true;
+        }
+        const problems = [storeWriteProblem(state.db), await state.github()].filter((p) => p !== null);
+        ops_routes_json(res, problems.length ? 503 : 200, { ready: problems.length === 0, problems });
+        return true;
+    }
+    if (path === "/metrics") {
+        const text = await state.metrics.registry.metrics();
+        res.writeHead(200, { "content-type": state.metrics.registry.contentType }).end(text);
+        return true;
+    }
+    return false;
+}
+
 ;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/coerce.js
 
 
@@ -43592,6 +51299,12 @@ const EnvSchema = object({
         .refine((s) => s !== "development", "is Probot's placeholder 'development': set the secret configured in the GitHub App's settings"),
     PROBEGATE_SIGNING_KEY: schemas_string({ error: "is not set: the app checks the evaluator's signed results with it (the Action's signing-key)" })
         .min(16, "must be at least 16 characters (the Action's signing-key)"),
+    PROBEGATE_PREVIOUS_SIGNING_KEYS: schemas_string()
+        .optional()
+        .transform((s) => (s ?? "").split(",").map((k) => k.trim()).filter(Boolean))
+        .refine((keys) => keys.every((k) => k.length >= 16), "must be a comma-separated list of keys of at least 16 characters each (the keys used before the current PROBEGATE_SIGNING_KEY)"),
+    PROBEGATE_RECONCILE_MINUTES: coerce_number({ error: "must be a number of minutes" }).min(1).max(24 * 60).default(10),
+    PROBEGATE_REDELIVER_MINUTES: coerce_number({ error: "must be a number of minutes (0 turns redelivery off)" }).min(0).max(24 * 60).default(2),
     PROBEGATE_DB: schemas_string().min(1).optional(),
     PROBEGATE_EVALUATOR: schemas_string()
         .regex(EVALUATOR, "must be owner/repo:workflow-file[@ref], e.g. my-org/probegate-evaluator:evaluate.yml@main")
@@ -43619,6 +51332,9 @@ function readAppSettings(env, cwd) {
     return {
         webhookSecret: e.WEBHOOK_SECRET,
         signingKey: e.PROBEGATE_SIGNING_KEY,
+        previousSigningKeys: e.PROBEGATE_PREVIOUS_SIGNING_KEYS,
+        reconcileAfterMs: e.PROBEGATE_RECONCILE_MINUTES * 60_000,
+        redeliverEveryMs: e.PROBEGATE_REDELIVER_MINUTES * 60_000,
         dbFile: e.PROBEGATE_DB ?? (0,external_node_path_.join)(cwd, "probegate.sqlite"),
         defaultEvaluator: m ? { repository: m[1], workflow: m[2], ref: m[3] ?? "main" } : null,
         defaultTimeoutS: e.PROBEGATE_TIMEOUT_MINUTES * 60,
@@ -43628,8 +51344,6 @@ function readAppSettings(env, cwd) {
     };
 }
 
-// EXTERNAL MODULE: external "node:fs"
-var external_node_fs_ = __nccwpck_require__(3024);
 ;// CONCATENATED MODULE: external "node:http"
 const external_node_http_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:http");
 // EXTERNAL MODULE: ./node_modules/deepmerge/dist/cjs.js
@@ -55225,6 +62939,12 @@ function parseScorecardFilter(input) {
             return { ok: false, field: "since", message: `'${input.since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z` };
         filter.since = d;
     }
+    if (input.probeSet) {
+        const v = input.probeSet.trim().replace(/^sha256:/, "");
+        if (!/^[0-9a-f]{7,64}$/i.test(v))
+            return { ok: false, field: "probe-set", message: `'${input.probeSet}': expected a commit or probe-set hash (at least 7 hex digits)` };
+        filter.probeSet = v.toLowerCase();
+    }
     return { ok: true, filter };
 }
 /** The dimensions an agent's figures are broken down by. */
@@ -55387,9 +63107,15 @@ function categoryMask(categories) {
     }
     return m;
 }
+/** Whether a result was judged by the probe set a filter names (a prefix of either commit or of the folder's hash). */
+function judgedByProbeSet(result, probeSet) {
+    const v = result.probeSetVersion;
+    return [result.task.probeSet.replace(/^sha256:/, ""), v?.evaluatorCommit, v?.probesCommit].some((x) => typeof x === "string" && x.toLowerCase().startsWith(probeSet));
+}
 /** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
 function scopeOf(filter) {
-    return filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+    const where = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+    return filter.probeSet ? `${where}, probe set ${filter.probeSet}` : where;
 }
 const BASIS_WORDS = {
     "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
@@ -55952,6 +63678,15 @@ function scorecard_rows_where(filter, which, p = "") {
         else
             clauses.push(`(${p}finished_at >= ? OR ${p}group_first_at >= ?)`), params.push(since, since);
     }
+    if (filter.probeSet) {
+        // The app keys an evaluation by the evaluator commit; the result names the commits it ran and the folder's hash.
+        const row = p || "scorecard_rows.";
+        clauses.push(`EXISTS (SELECT 1 FROM attempt_results a JOIN evaluations ev ON ev.key = a.evaluation_key
+         WHERE a.evaluation_key = ${row}evaluation_key AND a.attempt = ${row}attempt
+           AND (ev.probe_set LIKE ? OR a.evaluator_commit LIKE ? OR a.probes_commit LIKE ? OR a.probe_set_hash LIKE ?))`);
+        const prefix = `${filter.probeSet}%`;
+        params.push(prefix, prefix, prefix, `sha256:${prefix}`);
+    }
     return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 /**
@@ -55962,7 +63697,7 @@ function scorecard_rows_where(filter, which, p = "") {
  * group start and their duration histograms not per repository.
  */
 function scorecardOf(db, filter) {
-    if (filter.owner || filter.since)
+    if (filter.owner || filter.since || filter.probeSet)
         return scorecardScan(db, filter);
     return scorecardFromCells(db, filter.basis, { unlessScanIsCheaper: true }) ?? scorecardScan(db, filter);
 }
@@ -56065,7 +63800,7 @@ function authorized(header, token) {
 }
 /** The scorecard filter of a dashboard URL's query (`basis`, `repo`, `since`); a string says what is wrong. */
 function filterOf(query) {
-    const parsed = parseScorecardFilter({ basis: query.get("basis"), repo: query.get("repo"), since: query.get("since") });
+    const parsed = parseScorecardFilter({ basis: query.get("basis"), repo: query.get("repo"), since: query.get("since"), probeSet: query.get("probe-set") });
     return parsed.ok ? parsed.filter : `${parsed.field} ${parsed.message}`;
 }
 function send(res, status, type, body, headers = {}) {
@@ -56127,7 +63862,7 @@ function handleDashboard(d, req, res) {
 const RATE_LIMIT_RETRIES = 3;
 /**
  * Probot's Octokit with retry and throttling on and rate limits retried: Probot's own defaults do
- * not retry a secondary rate limit, and SECURITY.md asks for retries that honour `retry-after`
+ * not retry a secondary rate limit, and docs/security.md asks for retries that honour `retry-after`
  * (the throttling plugin waits that long before each retry). The options are applied last, so
  * Probot's per-installation defaults cannot switch them back.
  */
@@ -56160,19 +63895,41 @@ function probegateOctokit(tuning = {}) {
 
 
 
+
+
+
+
 /** The default path GitHub posts webhooks to (Probot's). */
 const WEBHOOK_PATH = "/api/github/webhooks";
 /**
  * An HTTP server that hands webhooks to Probot's middleware, which checks each one's
- * `X-Hub-Signature-256` against the secret before any handler sees it (4xx otherwise).
+ * `X-Hub-Signature-256` against the secret before any handler sees it (4xx otherwise). With
+ * `extras`, it also answers the operational routes, and tracks and counts every handler.
  */
-async function webhookServer(probot, probegate, path = WEBHOOK_PATH, dashboard = null) {
-    const middleware = await create_node_middleware_createNodeMiddleware(probegate.app, { probot, webhooksPath: path });
+async function webhookServer(probot, probegate, path = WEBHOOK_PATH, dashboard = null, extras = {}) {
+    const m = extras.metrics ?? metrics;
+    const appFn = trackedApp(probegate.app, extras.inFlight ?? new InFlight(), m);
+    const middleware = await create_node_middleware_createNodeMiddleware(appFn, { probot, webhooksPath: path });
     return (0,external_node_http_namespaceObject.createServer)((req, res) => {
         if (dashboard && handleDashboard(dashboard, req, res))
             return;
-        void middleware(req, res, () => {
-            res.writeHead(404, { "content-type": "text/plain" }).end(`probegate: no route ${req.method} ${req.url}\n`);
+        if (req.url?.split("?")[0] === path) {
+            // Refused before any handler ran (bad signature, not JSON): the event header is unverified, so not a label.
+            res.once("finish", () => {
+                if (res.statusCode >= 400 && res.statusCode < 500)
+                    m.deliveries.inc({ event: "unverified", outcome: "rejected" });
+            });
+        }
+        void (async () => {
+            if (extras.ops && (await handleOpsRoute(extras.ops, req, res)))
+                return;
+            await middleware(req, res, () => {
+                res.writeHead(404, { "content-type": "text/plain" }).end(`probegate: no route ${req.method} ${req.url}\n`);
+            });
+        })().catch((e) => {
+            probot.log.error({ err: e }, `request ${req.method} ${req.url} failed: ${e.message}`);
+            if (!res.headersSent)
+                res.writeHead(500).end();
         });
     });
 }
@@ -56189,39 +63946,117 @@ function privateKeyFrom(env) {
     }
     throw new AppSettingsError("probegate app cannot start: set PRIVATE_KEY (PEM or base64 PEM) or PRIVATE_KEY_PATH to the GitHub App's private key");
 }
+const ServerEnv = object({
+    LOG_FORMAT: schemas_enum(["json", "pretty"], { error: "must be json (one JSON object a line, for a log collector) or pretty" }).default("pretty"),
+    LOG_LEVEL: schemas_enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"], { error: "must be one of trace, debug, info, warn, error, fatal, silent" }).default("info"),
+    LOG_LEVEL_IN_STRING: schemas_enum(["true", "false"], { error: "must be true or false" }).default("false"),
+    LOG_MESSAGE_KEY: schemas_string().min(1).optional(),
+    PROBEGATE_DRAIN_SECONDS: coerce_number({ error: "must be a number of seconds" }).min(0).max(3600).default(25),
+});
+/**
+ * Reads the server's options. `LOG_FORMAT` was ignored before: Probot reads it only in its own
+ * `createProbot`, and a `new Probot()` defaults to pretty logs, so the server passes it on itself.
+ */
+function readServerOptions(env) {
+    const parsed = ServerEnv.safeParse(env);
+    if (!parsed.success) {
+        const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")} ${i.message}`);
+        throw new AppSettingsError(`probegate app cannot start; fix these environment variables:\n${lines.join("\n")}`);
+    }
+    const e = parsed.data;
+    return {
+        log: { logFormat: e.LOG_FORMAT, logLevel: e.LOG_LEVEL, logLevelInString: e.LOG_LEVEL_IN_STRING === "true", ...(e.LOG_MESSAGE_KEY ? { logMessageKey: e.LOG_MESSAGE_KEY } : {}) },
+        drainMs: e.PROBEGATE_DRAIN_SECONDS * 1000,
+    };
+}
 /**
  * Starts the app as a server: settings from `env` (refusing to start without a webhook secret,
  * signing key, app id or private key), the store opened, pending work resumed, listening on PORT.
  */
-async function startServer(env = process.env, cwd = process.cwd()) {
+async function startServer(env = process.env, cwd = process.cwd(), m = metrics) {
     const settings = readAppSettings(env, cwd);
+    const opts = readServerOptions(env);
     if (!env.APP_ID || !/^\d+$/.test(env.APP_ID))
         throw new AppSettingsError("probegate app cannot start: APP_ID must be the GitHub App's numeric id");
     const probot = new probot_Probot({
         appId: env.APP_ID,
         privateKey: privateKeyFrom(env),
         secret: settings.webhookSecret,
-        Octokit: probegateOctokit(),
-        logLevel: env.LOG_LEVEL ?? "info",
+        Octokit: probegateOctokit().plugin(dispatchTimer(m)),
+        ...opts.log,
+        // Probot's type lacks "silent", which its logger (pino) takes.
+        logLevel: opts.log.logLevel,
         ...(env.GHE_HOST ? { baseUrl: `${env.GHE_PROTOCOL ?? "https"}://${env.GHE_HOST}/api/v3` } : {}),
     });
     const db = openStore(settings.dbFile);
+    m.observeStore(db);
     const probegate = createProbegate({ db, ...settings });
-    const server = await webhookServer(probot, probegate, env.WEBHOOK_PATH ?? WEBHOOK_PATH, { db, token: settings.dashboardToken, ...(env.GHE_HOST ? { serverUrl: `${env.GHE_PROTOCOL ?? "https"}://${env.GHE_HOST}` } : {}) });
+    const inFlight = new InFlight();
+    let draining = false;
+    // GET /app with the app's JWT: cheap, and it fails exactly when the app cannot reach GitHub or its key is refused.
+    const github = cachedCheck(async () => {
+        const octokit = await probot.auth();
+        await octokit.request("GET /app", { request: { retries: 0, signal: AbortSignal.timeout(5000) } });
+    });
+    const ops = { metrics: m, db, github, draining: () => draining };
+    const path = env.WEBHOOK_PATH ?? WEBHOOK_PATH;
+    const server = await webhookServer(probot, probegate, path, { db, token: settings.dashboardToken, ...(env.GHE_HOST ? { serverUrl: `${env.GHE_PROTOCOL ?? "https"}://${env.GHE_HOST}` } : {}) }, { ops, inFlight, metrics: m });
     const port = Number(env.PORT ?? 3000);
     const host = env.HOST ?? "0.0.0.0";
     await new Promise((resolve, reject) => server.once("error", reject).listen(port, host, resolve));
     const addr = server.address();
     const url = typeof addr === "object" && addr ? `http://${host}:${addr.port}` : `http://${host}:${port}`;
-    probot.log.info(`probegate listening on ${url}${env.WEBHOOK_PATH ?? WEBHOOK_PATH}, store ${settings.dbFile}`);
-    return {
-        server,
-        url,
-        close: async () => {
+    probot.log.info(`probegate listening on ${url}${path}, store ${settings.dbFile}`);
+    let closing = null;
+    const close = (o = {}) => {
+        closing ??= (async () => {
+            draining = true;
+            const deadline = Date.now() + (o.deadlineMs ?? opts.drainMs);
             probegate.stop();
-            await new Promise((resolve) => server.close(() => resolve()));
+            const closed = new Promise((resolve) => server.close(() => resolve()));
+            if (inFlight.size)
+                probot.log.info(`shutting down: draining ${inFlight.size} delivery handler(s) in flight`);
+            const drained = await inFlight.settled(deadline);
+            // A finished handler's response is still being written: let the server close by itself, and
+            // cut what is open (a slow client, a handler past the deadline) only at the deadline.
+            // Keep-alive connections that turn idle after close() would otherwise stay open for keepAliveTimeout.
+            const idle = setInterval(() => server.closeIdleConnections(), 50);
+            const closedInTime = await Promise.race([closed.then(() => true), new Promise((r) => setTimeout(() => r(false), Math.max(0, deadline - Date.now())))]);
+            clearInterval(idle);
+            if (!closedInTime)
+                server.closeAllConnections();
+            await closed;
+            const left = inFlight.list();
+            if (!drained) {
+                probot.log.warn(`shut down with ${left.length} delivery handler(s) unfinished after the drain deadline: ${left.map((d) => `${d.id} (${d.event})`).join(", ")}; the sweep reconciles their evaluations after the restart`);
+            }
+            await Promise.race([probegate.resumed(), new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())).unref())]);
+            m.observeStore(null);
             db.close();
-        },
+            return left;
+        })();
+        return closing;
+    };
+    return { server, url, probot, inFlight, close };
+}
+/**
+ * Shuts `started` down on the first SIGTERM or SIGINT (Kubernetes sends SIGTERM, then SIGKILL
+ * after the pod's grace period: keep PROBEGATE_DRAIN_SECONDS below it) and exits 0 when drained, 1
+ * when handlers were cut off; a second signal exits 1 at once. Returns a function removing the listeners.
+ */
+function closeOnSignals(started, exit = (c) => process.exit(c), signals = ["SIGTERM", "SIGINT"]) {
+    let stopping = false;
+    const onSignal = () => {
+        if (stopping)
+            return exit(1);
+        stopping = true;
+        void started.close().then((left) => exit(left.length ? 1 : 0), () => exit(1));
+    };
+    for (const s of signals)
+        process.on(s, onSignal);
+    return () => {
+        for (const s of signals)
+            process.off(s, onSignal);
     };
 }
 
@@ -56229,16 +64064,29 @@ async function startServer(env = process.env, cwd = process.cwd()) {
 
 
 
+
+
+
 /**
  * The probegate Probot app, for `probot run ./dist/app/index.js` or any Probot host: settings come
- * from the environment (it refuses to load without WEBHOOK_SECRET or PROBEGATE_SIGNING_KEY).
+ * from the environment (it refuses to load without WEBHOOK_SECRET or PROBEGATE_SIGNING_KEY). It
+ * adds `/healthz`, `/readyz` and `/metrics` to the host's server; draining on shutdown is
+ * `npm start`'s (server.ts), which a host that runs the app itself must do on its own.
  */
 const probegateApp = (app, options) => {
     const settings = readAppSettings(process.env, options.cwd ?? process.cwd());
-    const probegate = createProbegate({ db: openStore(settings.dbFile), ...settings });
-    return probegate.app(app, options);
+    const db = openStore(settings.dbFile);
+    metrics.observeStore(db);
+    const probegate = createProbegate({ db, ...settings });
+    const github = cachedCheck(async () => {
+        const octokit = await app.auth();
+        await octokit.request("GET /app", { request: { retries: 0, signal: AbortSignal.timeout(5000) } });
+    });
+    options.addHandler?.((req, res) => handleOpsRoute({ metrics: metrics, db, github, draining: () => false }, req, res));
+    return trackedApp(probegate.app, new InFlight(), metrics)(app, options);
 };
 /* harmony default export */ const app = (probegateApp);
+
 
 
 
@@ -56246,10 +64094,14 @@ const probegateApp = (app, options) => {
 
 
 var __webpack_exports__AppSettingsError = __webpack_exports__.py;
+var __webpack_exports__closeOnSignals = __webpack_exports__.L0;
+var __webpack_exports__createAppMetrics = __webpack_exports__.H$;
 var __webpack_exports__createProbegate = __webpack_exports__.Kb;
 var __webpack_exports__default = __webpack_exports__.Ay;
+var __webpack_exports__metrics = __webpack_exports__.qd;
 var __webpack_exports__openStore = __webpack_exports__.Ch;
 var __webpack_exports__readAppSettings = __webpack_exports__.bR;
+var __webpack_exports__readServerOptions = __webpack_exports__.IJ;
 var __webpack_exports__startServer = __webpack_exports__.UD;
 var __webpack_exports__webhookServer = __webpack_exports__.BC;
-export { __webpack_exports__AppSettingsError as AppSettingsError, __webpack_exports__createProbegate as createProbegate, __webpack_exports__default as default, __webpack_exports__openStore as openStore, __webpack_exports__readAppSettings as readAppSettings, __webpack_exports__startServer as startServer, __webpack_exports__webhookServer as webhookServer };
+export { __webpack_exports__AppSettingsError as AppSettingsError, __webpack_exports__closeOnSignals as closeOnSignals, __webpack_exports__createAppMetrics as createAppMetrics, __webpack_exports__createProbegate as createProbegate, __webpack_exports__default as default, __webpack_exports__metrics as metrics, __webpack_exports__openStore as openStore, __webpack_exports__readAppSettings as readAppSettings, __webpack_exports__readServerOptions as readServerOptions, __webpack_exports__startServer as startServer, __webpack_exports__webhookServer as webhookServer };

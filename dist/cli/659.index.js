@@ -33,8 +33,8 @@ const VERDICT_TITLE = {
  * annotations and a section of the summary says which checks were quarantined and why; the
  * conclusion follows the reading. With no quarantined failure it is exactly `renderCheckRun`.
  */
-function renderCheckRunWithQuarantine(result, quarantined) {
-    const plain = (0,check_run_render/* renderCheckRun */.kL)(result);
+function renderCheckRunWithQuarantine(result, quarantined, detail = "full") {
+    const plain = (0,check_run_render/* renderCheckRun */.kL)(result, detail);
     const reading = (0,quarantine/* readWithQuarantine */.JE)(result, quarantined);
     if (reading.warnings.length === 0)
         return { output: plain, verdict: result.verdict };
@@ -42,16 +42,20 @@ function renderCheckRunWithQuarantine(result, quarantined) {
         `> ⚠️ **${reading.warnings.length} failure${reading.warnings.length === 1 ? "" : "s"} of quarantined checks set aside.** A check that failed known-good submissions more than once in its last ${quarantine/* QUARANTINE_WINDOW */.IG} outcomes on this probe set is quarantined: its failures are warnings, not rejections, until the probe set changes.` +
             (reading.changed ? ` probegate reads this result as **${reading.verdict}**; the signed result says ${result.verdict}.` : ""),
         "",
-        "| Quarantined check | Category | Status here | Failed on known-good | What was found |",
-        "|---|---|---|---:|---|",
-        ...reading.warnings.map((w) => `| \`${w.probe.id}\` | ${w.probe.category} | ${w.probe.status} | ${w.quarantine.failures} of last ${w.quarantine.window} | ${(0,check_run_render/* cell */.Hn)(w.probe.message)} |`),
+        ...(detail === "full"
+            ? [
+                "| Quarantined check | Category | Status here | Failed on known-good | What was found |",
+                "|---|---|---|---:|---|",
+                ...reading.warnings.map((w) => `| \`${w.probe.id}\` | ${w.probe.category} | ${w.probe.status} | ${w.quarantine.failures} of last ${w.quarantine.window} | ${(0,check_run_render/* cell */.Hn)(w.probe.message)} |`),
+            ]
+            : ["| Quarantined category | Failures set aside |", "|---|---:|", ...[...new Set(reading.warnings.map((w) => w.probe.category))].map((c) => `| ${c} | ${reading.warnings.filter((w) => w.probe.category === c).length} |`)]),
         "",
     ].join("\n");
     const setAside = new Set(reading.warnings.map((w) => w.probe));
     const annotations = [
-        ...(0,check_run_render/* renderAnnotations */.Hp)({ ...result, probes: result.probes.filter((p) => !setAside.has(p)) }),
+        ...(0,check_run_render/* renderAnnotations */.Hp)({ ...result, probes: result.probes.filter((p) => !setAside.has(p)) }, detail),
         ...reading.warnings.flatMap(({ probe: p, quarantine: q }) => {
-            if (!p.location)
+            if (!p.location || detail !== "full")
                 return [];
             const line = p.location.line ?? 1;
             const why = `quarantined: it failed ${q.failures} of its last ${q.window} outcomes on known-good submissions, so this is a warning, not a rejection`;
@@ -66,7 +70,7 @@ function renderCheckRunWithQuarantine(result, quarantined) {
         }),
     ];
     const title = reading.changed ? `${VERDICT_TITLE[reading.verdict]} (${reading.warnings.length} quarantined check${reading.warnings.length === 1 ? "" : "s"} failed)` : plain.title;
-    const summary = `${section}\n${(0,check_run_render/* renderSummary */.Br)(result, check_run_render/* SUMMARY_LIMIT */.Jt - section.length - 1)}`;
+    const summary = `${section}\n${(0,check_run_render/* renderSummary */.Br)(result, check_run_render/* SUMMARY_LIMIT */.Jt - section.length - 1, detail)}`;
     return { output: { conclusion: (0,check_run_render/* conclusionFor */.H1)(reading.verdict), title, summary, annotations }, verdict: reading.verdict };
 }
 

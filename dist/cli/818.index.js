@@ -288,6 +288,12 @@ function parseScorecardFilter(input) {
             return { ok: false, field: "since", message: `'${input.since}': expected a date like 2026-11-01 or 2026-11-01T12:00:00Z` };
         filter.since = d;
     }
+    if (input.probeSet) {
+        const v = input.probeSet.trim().replace(/^sha256:/, "");
+        if (!/^[0-9a-f]{7,64}$/i.test(v))
+            return { ok: false, field: "probe-set", message: `'${input.probeSet}': expected a commit or probe-set hash (at least 7 hex digits)` };
+        filter.probeSet = v.toLowerCase();
+    }
     return { ok: true, filter };
 }
 /** The dimensions an agent's figures are broken down by. */
@@ -450,9 +456,15 @@ function categoryMask(categories) {
     }
     return m;
 }
+/** Whether a result was judged by the probe set a filter names (a prefix of either commit or of the folder's hash). */
+function judgedByProbeSet(result, probeSet) {
+    const v = result.probeSetVersion;
+    return [result.task.probeSet.replace(/^sha256:/, ""), v?.evaluatorCommit, v?.probesCommit].some((x) => typeof x === "string" && x.toLowerCase().startsWith(probeSet));
+}
 /** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
 function scopeOf(filter) {
-    return filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+    const where = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+    return filter.probeSet ? `${where}, probe set ${filter.probeSet}` : where;
 }
 const BASIS_WORDS = {
     "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
@@ -1311,6 +1323,15 @@ function where(filter, which, p = "") {
         else
             clauses.push(`(${p}finished_at >= ? OR ${p}group_first_at >= ?)`), params.push(since, since);
     }
+    if (filter.probeSet) {
+        // The app keys an evaluation by the evaluator commit; the result names the commits it ran and the folder's hash.
+        const row = p || "scorecard_rows.";
+        clauses.push(`EXISTS (SELECT 1 FROM attempt_results a JOIN evaluations ev ON ev.key = a.evaluation_key
+         WHERE a.evaluation_key = ${row}evaluation_key AND a.attempt = ${row}attempt
+           AND (ev.probe_set LIKE ? OR a.evaluator_commit LIKE ? OR a.probes_commit LIKE ? OR a.probe_set_hash LIKE ?))`);
+        const prefix = `${filter.probeSet}%`;
+        params.push(prefix, prefix, prefix, `sha256:${prefix}`);
+    }
     return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 /**
@@ -1321,7 +1342,7 @@ function where(filter, which, p = "") {
  * group start and their duration histograms not per repository.
  */
 function scorecardOf(db, filter) {
-    if (filter.owner || filter.since)
+    if (filter.owner || filter.since || filter.probeSet)
         return scorecardScan(db, filter);
     return scorecardFromCells(db, filter.basis, { unlessScanIsCheaper: true }) ?? scorecardScan(db, filter);
 }
@@ -1548,7 +1569,8 @@ function fromResults(flags, filter, io) {
     if (flags.keyEnv && !key)
         throw new errors/* InputError */.d(`--key-env ${keyName}: that variable is not set, so no signature can be checked.`, { field: "--key-env" });
     const read = readResultsFolder(dir, { key, onProgress: (n, total) => io.stderr(`read ${n}/${total} result files\n`) });
-    const { facts, lines, skipped } = factsOfResults(read.files);
+    const probeSet = filter.probeSet;
+    const { facts, lines, skipped } = factsOfResults(probeSet ? read.files.filter((f) => judgedByProbeSet(f.result, probeSet)) : read.files);
     const inScope = (l) => !filter.owner || (l.owner === filter.owner && (!filter.repo || l.repo === filter.repo));
     const since = filter.since?.getTime();
     const keep = facts.map((f, i) => inScope(lines[i]));

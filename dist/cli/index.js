@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8056);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3210);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5449,7 +5449,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 8056:
+/***/ 3210:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5569,9532 +5569,10 @@ function describeSubmission(s) {
 var external_node_crypto_ = __nccwpck_require__(7598);
 // EXTERNAL MODULE: ./src/core/probe-params.ts
 var probe_params = __nccwpck_require__(6204);
-;// CONCATENATED MODULE: ./src/engine/sandbox/cgroup.ts
-
-
-const FILES = {
-    1: { memMax: "memory.limit_in_bytes", memPeak: "memory.max_usage_in_bytes", memEvents: "memory.oom_control" },
-    2: { memMax: "memory.max", memPeak: "memory.peak", memEvents: "memory.events" },
-};
-/** The cgroup path of this process for one v1 controller ("" for v2), from /proc/self/cgroup. */
-function ownCgroupPath(procSelfCgroup, controller) {
-    for (const line of procSelfCgroup.split("\n")) {
-        const [, names, path] = line.split(":");
-        if (names === undefined || path === undefined)
-            continue;
-        if (controller === null ? names === "" && line.startsWith("0::") : names.split(",").includes(controller))
-            return path;
-    }
-    return null;
-}
-/** Reads `key N` from a flat keyed cgroup file ("oom_kill 3", "max 12"); 0 when absent. */
-function keyedCount(text, key) {
-    const m = text.match(new RegExp(`^${key} (\\d+)$`, "m"));
-    return m ? Number(m[1]) : 0;
-}
-const writable = (dir) => {
-    try {
-        (0,external_node_fs_.accessSync)(dir, external_node_fs_.constants.W_OK);
-        return true;
-    }
-    catch {
-        return false;
-    }
-};
-const read = (p) => {
-    try {
-        return (0,external_node_fs_.readFileSync)(p, "utf8");
-    }
-    catch {
-        return "";
-    }
-};
-/**
- * Finds usable memory and pids controllers under `root`: cgroup v2 when this process's own group
- * delegates both to children and is writable, else v1 hierarchies writable here. Null where neither is.
- */
-function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/self/cgroup")) {
-    const v2own = ownCgroupPath(procSelfCgroup, null);
-    const v2root = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "cgroup.controllers")) ? root : (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "unified", "cgroup.controllers")) ? (0,external_node_path_.join)(root, "unified") : null;
-    if (v2root && v2own !== null) {
-        const parent = (0,external_node_path_.join)(v2root, v2own);
-        const delegated = read((0,external_node_path_.join)(parent, "cgroup.subtree_control")).split(/\s+/);
-        if (delegated.includes("memory") && delegated.includes("pids") && writable(parent))
-            return { version: 2, parent };
-    }
-    const mem = ownCgroupPath(procSelfCgroup, "memory");
-    const pids = ownCgroupPath(procSelfCgroup, "pids");
-    if (mem !== null && pids !== null && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "memory", "cgroup.procs")) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(root, "pids", "cgroup.procs"))) {
-        const ctl = { version: 1, memory: (0,external_node_path_.join)(root, "memory", mem), pids: (0,external_node_path_.join)(root, "pids", pids) };
-        if (writable(ctl.memory) && writable(ctl.pids))
-            return ctl;
-    }
-    return null;
-}
-let counter = 0;
-/**
- * Makes a cgroup for one run with memory and pids limits. Null when the controllers cannot be used
- * here (not writable, not delegated): the caller then falls back to sampling from /proc.
- */
-function createJobCgroup(ctl, limits) {
-    if (!ctl)
-        return null;
-    const name = `probegate-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
-    const memDir = (0,external_node_path_.join)(ctl.version === 2 ? ctl.parent : ctl.memory, name);
-    const pidsDir = ctl.version === 2 ? memDir : (0,external_node_path_.join)(ctl.pids, name);
-    const dirs = [...new Set([memDir, pidsDir])];
-    const f = FILES[ctl.version];
-    try {
-        for (const d of dirs)
-            (0,external_node_fs_.mkdirSync)(d);
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(memDir, f.memMax), String(limits.memoryBytes));
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(pidsDir, "pids.max"), String(limits.pids));
-    }
-    catch {
-        for (const d of dirs) {
-            try {
-                (0,external_node_fs_.rmdirSync)(d);
-            }
-            catch {
-                // It was never made.
-            }
-        }
-        return null;
-    }
-    // No swap: a memory bomb must meet the limit, not page the runner to a crawl. Not every kernel has it.
-    const swap = (0,external_node_path_.join)(memDir, ctl.version === 2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
-    try {
-        if ((0,external_node_fs_.existsSync)(swap))
-            (0,external_node_fs_.writeFileSync)(swap, ctl.version === 2 ? "0" : String(limits.memoryBytes));
-    }
-    catch {
-        // Swap accounting off: the memory limit still holds for resident memory.
-    }
-    const pidsOf = () => dirs.flatMap((d) => read((0,external_node_path_.join)(d, "cgroup.procs"))
-        .split("\n")
-        .filter(Boolean)
-        .map(Number));
-    const killAll = () => {
-        for (const pid of pidsOf()) {
-            try {
-                process.kill(pid, "SIGKILL");
-            }
-            catch {
-                // Already gone.
-            }
-        }
-    };
-    return {
-        procsFiles: dirs.map((d) => (0,external_node_path_.join)(d, "cgroup.procs")),
-        memoryPeak: () => {
-            const v = Number(read((0,external_node_path_.join)(memDir, f.memPeak)).trim());
-            return Number.isFinite(v) && v > 0 ? v : null;
-        },
-        limitHit: () => {
-            if (keyedCount(read((0,external_node_path_.join)(memDir, f.memEvents)), "oom_kill") > 0)
-                return "memory";
-            if (keyedCount(read((0,external_node_path_.join)(pidsDir, "pids.events")), "max") > 0)
-                return "pids";
-            return null;
-        },
-        killAll,
-        remove: async () => {
-            for (let i = 0; i < 50 && pidsOf().length > 0; i++) {
-                killAll();
-                await new Promise((r) => setTimeout(r, 20));
-            }
-            for (const d of dirs) {
-                try {
-                    (0,external_node_fs_.rmdirSync)(d);
-                }
-                catch {
-                    // A process that would not die keeps its group; the kernel frees it when it does.
-                }
-            }
-        },
-    };
-}
-
-;// CONCATENATED MODULE: external "node:os"
-const external_node_os_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:os");
-;// CONCATENATED MODULE: ./node_modules/is-plain-obj/index.js
-function isPlainObject(value) {
-	if (typeof value !== 'object' || value === null) {
-		return false;
-	}
-
-	const prototype = Object.getPrototypeOf(value);
-	return (prototype === null || prototype === Object.prototype || Object.getPrototypeOf(prototype) === null) && !(Symbol.toStringTag in value) && !(Symbol.iterator in value);
-}
-
-;// CONCATENATED MODULE: external "node:url"
-const external_node_url_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:url");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/file-url.js
-
-
-// Allow some arguments/options to be either a file path string or a file URL
-const safeNormalizeFileUrl = (file, name) => {
-	const fileString = normalizeFileUrl(normalizeDenoExecPath(file));
-
-	if (typeof fileString !== 'string') {
-		throw new TypeError(`${name} must be a string or a file URL: ${fileString}.`);
-	}
-
-	return fileString;
-};
-
-// In Deno node:process execPath is a special object, not just a string:
-// https://github.com/denoland/deno/blob/f460188e583f00144000aa0d8ade08218d47c3c1/ext/node/polyfills/process.ts#L344
-const normalizeDenoExecPath = file => isDenoExecPath(file)
-	? file.toString()
-	: file;
-
-const isDenoExecPath = file => typeof file !== 'string'
-	&& file
-	&& Object.getPrototypeOf(file) === String.prototype;
-
-// Same but also allows other values, e.g. `boolean` for the `shell` option
-const normalizeFileUrl = file => file instanceof URL ? (0,external_node_url_namespaceObject.fileURLToPath)(file) : file;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/parameters.js
-
-
-
-// The command `arguments` and `options` are both optional.
-// This also does basic validation on them and on the command file.
-const normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
-	const filePath = safeNormalizeFileUrl(rawFile, 'First argument');
-	const [commandArguments, options] = isPlainObject(rawArguments)
-		? [[], rawArguments]
-		: [rawArguments, rawOptions];
-
-	if (!Array.isArray(commandArguments)) {
-		throw new TypeError(`Second argument must be either an array of arguments or an options object: ${commandArguments}`);
-	}
-
-	if (commandArguments.some(commandArgument => typeof commandArgument === 'object' && commandArgument !== null)) {
-		throw new TypeError(`Second argument must be an array of strings: ${commandArguments}`);
-	}
-
-	const normalizedArguments = commandArguments.map(String);
-	const nullByteArgument = normalizedArguments.find(normalizedArgument => normalizedArgument.includes('\0'));
-	if (nullByteArgument !== undefined) {
-		throw new TypeError(`Arguments cannot contain null bytes ("\\0"): ${nullByteArgument}`);
-	}
-
-	if (!isPlainObject(options)) {
-		throw new TypeError(`Last argument must be an options object: ${options}`);
-	}
-
-	return [filePath, normalizedArguments, options];
-};
-
-// EXTERNAL MODULE: external "node:child_process"
-var external_node_child_process_ = __nccwpck_require__(1421);
-;// CONCATENATED MODULE: external "node:string_decoder"
-const external_node_string_decoder_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:string_decoder");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/uint-array.js
-
-
-const {toString: objectToString} = Object.prototype;
-
-const isArrayBuffer = value => objectToString.call(value) === '[object ArrayBuffer]';
-
-// Is either Uint8Array or Buffer
-const isUint8Array = value => objectToString.call(value) === '[object Uint8Array]';
-
-const bufferToUint8Array = buffer => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-
-const textEncoder = new TextEncoder();
-const stringToUint8Array = string => textEncoder.encode(string);
-
-const textDecoder = new TextDecoder();
-const uint8ArrayToString = uint8Array => textDecoder.decode(uint8Array);
-
-const joinToString = (uint8ArraysOrStrings, encoding) => {
-	const strings = uint8ArraysToStrings(uint8ArraysOrStrings, encoding);
-	return strings.join('');
-};
-
-const uint8ArraysToStrings = (uint8ArraysOrStrings, encoding) => {
-	if (encoding === 'utf8' && uint8ArraysOrStrings.every(uint8ArrayOrString => typeof uint8ArrayOrString === 'string')) {
-		return uint8ArraysOrStrings;
-	}
-
-	const decoder = new external_node_string_decoder_namespaceObject.StringDecoder(encoding);
-	const strings = uint8ArraysOrStrings
-		.map(uint8ArrayOrString => typeof uint8ArrayOrString === 'string'
-			? stringToUint8Array(uint8ArrayOrString)
-			: uint8ArrayOrString)
-		.map(uint8Array => decoder.write(uint8Array));
-	const finalString = decoder.end();
-	return finalString === '' ? strings : [...strings, finalString];
-};
-
-const joinToUint8Array = uint8ArraysOrStrings => {
-	if (uint8ArraysOrStrings.length === 1 && isUint8Array(uint8ArraysOrStrings[0])) {
-		return uint8ArraysOrStrings[0];
-	}
-
-	return concatUint8Arrays(stringsToUint8Arrays(uint8ArraysOrStrings));
-};
-
-const stringsToUint8Arrays = uint8ArraysOrStrings => uint8ArraysOrStrings.map(uint8ArrayOrString => typeof uint8ArrayOrString === 'string'
-	? stringToUint8Array(uint8ArrayOrString)
-	: uint8ArrayOrString);
-
-const concatUint8Arrays = uint8Arrays => {
-	const result = new Uint8Array(getJoinLength(uint8Arrays));
-
-	let index = 0;
-	for (const uint8Array of uint8Arrays) {
-		result.set(uint8Array, index);
-		index += uint8Array.length;
-	}
-
-	return result;
-};
-
-const getJoinLength = uint8Arrays => {
-	let joinLength = 0;
-	for (const uint8Array of uint8Arrays) {
-		joinLength += uint8Array.length;
-	}
-
-	return joinLength;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/template.js
-
-
-
-
-// Check whether the template string syntax is being used
-const isTemplateString = templates => Array.isArray(templates) && Array.isArray(templates.raw);
-
-// Convert execa`file ...commandArguments` to execa(file, commandArguments)
-const parseTemplates = (templates, expressions) => {
-	let tokens = [];
-
-	for (const [index, template] of templates.entries()) {
-		tokens = parseTemplate({
-			templates,
-			expressions,
-			tokens,
-			index,
-			template,
-		});
-	}
-
-	if (tokens.length === 0) {
-		throw new TypeError('Template script must not be empty');
-	}
-
-	const [file, ...commandArguments] = tokens;
-	return [file, commandArguments, {}];
-};
-
-const parseTemplate = ({templates, expressions, tokens, index, template}) => {
-	if (template === undefined) {
-		throw new TypeError(`Invalid backslash sequence: ${templates.raw[index]}`);
-	}
-
-	const {nextTokens, leadingWhitespaces, trailingWhitespaces} = splitByWhitespaces(template, templates.raw[index]);
-	const newTokens = concatTokens(tokens, nextTokens, leadingWhitespaces);
-
-	if (index === expressions.length) {
-		return newTokens;
-	}
-
-	const expression = expressions[index];
-	const expressionTokens = Array.isArray(expression)
-		? expression.map(expression => parseExpression(expression))
-		: [parseExpression(expression)];
-	return concatTokens(newTokens, expressionTokens, trailingWhitespaces);
-};
-
-// Like `string.split(/[ \t\r\n]+/)` except newlines and tabs are:
-//  - ignored when input as a backslash sequence like: `echo foo\n bar`
-//  - not ignored when input directly
-// The only way to distinguish those in JavaScript is to use a tagged template and compare:
-//  - the first array argument, which does not escape backslash sequences
-//  - its `raw` property, which escapes them
-const splitByWhitespaces = (template, rawTemplate) => {
-	if (rawTemplate.length === 0) {
-		return {nextTokens: [], leadingWhitespaces: false, trailingWhitespaces: false};
-	}
-
-	const nextTokens = [];
-	let templateStart = 0;
-	const leadingWhitespaces = DELIMITERS.has(rawTemplate[0]);
-
-	for (
-		let templateIndex = 0, rawIndex = 0;
-		templateIndex < template.length;
-		templateIndex += 1, rawIndex += 1
-	) {
-		const rawCharacter = rawTemplate[rawIndex];
-		if (DELIMITERS.has(rawCharacter)) {
-			if (templateStart !== templateIndex) {
-				nextTokens.push(template.slice(templateStart, templateIndex));
-			}
-
-			templateStart = templateIndex + 1;
-		} else if (rawCharacter === '\\') {
-			const nextRawCharacter = rawTemplate[rawIndex + 1];
-			if (nextRawCharacter === '\n') {
-				// Handles escaped newlines in templates
-				templateIndex -= 1;
-				rawIndex += 1;
-			} else if (nextRawCharacter === 'u' && rawTemplate[rawIndex + 2] === '{') {
-				rawIndex = rawTemplate.indexOf('}', rawIndex + 3);
-			} else {
-				rawIndex += ESCAPE_LENGTH[nextRawCharacter] ?? 1;
-			}
-		}
-	}
-
-	const trailingWhitespaces = templateStart === template.length;
-	if (!trailingWhitespaces) {
-		nextTokens.push(template.slice(templateStart));
-	}
-
-	return {nextTokens, leadingWhitespaces, trailingWhitespaces};
-};
-
-const DELIMITERS = new Set([' ', '\t', '\r', '\n']);
-
-// Number of characters in backslash escape sequences: \0 \xXX or \uXXXX
-// \cX is allowed in RegExps but not in strings
-// Octal sequences are not allowed in strict mode
-const ESCAPE_LENGTH = {x: 3, u: 5};
-
-const concatTokens = (tokens, nextTokens, isSeparated) => isSeparated
-	|| tokens.length === 0
-	|| nextTokens.length === 0
-	? [...tokens, ...nextTokens]
-	: [
-		...tokens.slice(0, -1),
-		`${tokens.at(-1)}${nextTokens[0]}`,
-		...nextTokens.slice(1),
-	];
-
-// Handle `${expression}` inside the template string syntax
-const parseExpression = expression => {
-	const typeOfExpression = typeof expression;
-
-	if (typeOfExpression === 'string') {
-		return expression;
-	}
-
-	if (typeOfExpression === 'number') {
-		return String(expression);
-	}
-
-	if (isPlainObject(expression) && ('stdout' in expression || 'isMaxBuffer' in expression)) {
-		return getSubprocessResult(expression);
-	}
-
-	if (expression instanceof external_node_child_process_.ChildProcess || Object.prototype.toString.call(expression) === '[object Promise]') {
-		// eslint-disable-next-line no-template-curly-in-string
-		throw new TypeError('Unexpected subprocess in template expression. Please use ${await subprocess} instead of ${subprocess}.');
-	}
-
-	throw new TypeError(`Unexpected "${typeOfExpression}" in template expression`);
-};
-
-const getSubprocessResult = ({stdout}) => {
-	if (typeof stdout === 'string') {
-		return stdout;
-	}
-
-	if (isUint8Array(stdout)) {
-		return uint8ArrayToString(stdout);
-	}
-
-	if (stdout === undefined) {
-		throw new TypeError('Missing result.stdout in template expression. This is probably due to the previous subprocess\' "stdout" option.');
-	}
-
-	throw new TypeError(`Unexpected "${typeof stdout}" stdout in template expression`);
-};
-
-;// CONCATENATED MODULE: external "node:util"
-const external_node_util_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:util");
-// EXTERNAL MODULE: external "node:process"
-var external_node_process_ = __nccwpck_require__(1708);
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/standard-stream.js
-
-
-const isStandardStream = stream => STANDARD_STREAMS.includes(stream);
-const STANDARD_STREAMS = [external_node_process_.stdin, external_node_process_.stdout, external_node_process_.stderr];
-const STANDARD_STREAMS_ALIASES = ['stdin', 'stdout', 'stderr'];
-const getStreamName = fdNumber => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/specific.js
-
-
-
-
-// Some options can have different values for `stdout`/`stderr`/`fd3`.
-// This normalizes those to array of values.
-// For example, `{verbose: {stdout: 'none', stderr: 'full'}}` becomes `{verbose: ['none', 'none', 'full']}`
-const normalizeFdSpecificOptions = options => {
-	const optionsCopy = {...options};
-
-	for (const optionName of FD_SPECIFIC_OPTIONS) {
-		optionsCopy[optionName] = normalizeFdSpecificOption(options, optionName);
-	}
-
-	return optionsCopy;
-};
-
-const normalizeFdSpecificOption = (options, optionName) => {
-	const optionBaseArray = Array.from({length: getStdioLength(options) + 1});
-	const optionArray = normalizeFdSpecificValue(options[optionName], optionBaseArray, optionName);
-	return addDefaultValue(optionArray, optionName);
-};
-
-const getStdioLength = ({stdio}) => Array.isArray(stdio)
-	? Math.max(stdio.length, STANDARD_STREAMS_ALIASES.length)
-	: STANDARD_STREAMS_ALIASES.length;
-
-const normalizeFdSpecificValue = (optionValue, optionArray, optionName) => isPlainObject(optionValue)
-	? normalizeOptionObject(optionValue, optionArray, optionName)
-	: optionArray.fill(optionValue);
-
-const normalizeOptionObject = (optionValue, optionArray, optionName) => {
-	for (const fdName of Object.keys(optionValue).sort(compareFdName)) {
-		for (const fdNumber of parseFdName(fdName, optionName, optionArray)) {
-			optionArray[fdNumber] = optionValue[fdName];
-		}
-	}
-
-	return optionArray;
-};
-
-// Ensure priority order when setting both `stdout`/`stderr`, `fd1`/`fd2`, and `all`
-const compareFdName = (fdNameA, fdNameB) => getFdNameOrder(fdNameA) < getFdNameOrder(fdNameB) ? 1 : -1;
-
-const getFdNameOrder = fdName => {
-	if (fdName === 'stdout' || fdName === 'stderr') {
-		return 0;
-	}
-
-	return fdName === 'all' ? 2 : 1;
-};
-
-const parseFdName = (fdName, optionName, optionArray) => {
-	if (fdName === 'ipc') {
-		return [optionArray.length - 1];
-	}
-
-	const fdNumber = parseFd(fdName);
-	if (fdNumber === undefined || fdNumber === 0) {
-		throw new TypeError(`"${optionName}.${fdName}" is invalid.
-It must be "${optionName}.stdout", "${optionName}.stderr", "${optionName}.all", "${optionName}.ipc", or "${optionName}.fd3", "${optionName}.fd4" (and so on).`);
-	}
-
-	if (fdNumber >= optionArray.length) {
-		throw new TypeError(`"${optionName}.${fdName}" is invalid: that file descriptor does not exist.
-Please set the "stdio" option to ensure that file descriptor exists.`);
-	}
-
-	return fdNumber === 'all' ? [1, 2] : [fdNumber];
-};
-
-// Use the same syntax for fd-specific options and the `from`/`to` options
-const parseFd = fdName => {
-	if (fdName === 'all') {
-		return fdName;
-	}
-
-	if (STANDARD_STREAMS_ALIASES.includes(fdName)) {
-		return STANDARD_STREAMS_ALIASES.indexOf(fdName);
-	}
-
-	const regexpResult = FD_REGEXP.exec(fdName);
-	if (regexpResult !== null) {
-		return Number(regexpResult[1]);
-	}
-};
-
-const FD_REGEXP = /^fd(\d+)$/;
-
-const addDefaultValue = (optionArray, optionName) => optionArray.map(optionValue => optionValue === undefined
-	? DEFAULT_OPTIONS[optionName]
-	: optionValue);
-
-// Default value for the `verbose` option
-const verboseDefault = (0,external_node_util_namespaceObject.debuglog)('execa').enabled ? 'full' : 'none';
-
-const DEFAULT_OPTIONS = {
-	lines: false,
-	buffer: true,
-	maxBuffer: 1000 * 1000 * 100,
-	verbose: verboseDefault,
-	stripFinalNewline: true,
-};
-
-// List of options which can have different values for `stdout`/`stderr`
-const FD_SPECIFIC_OPTIONS = ['lines', 'buffer', 'maxBuffer', 'verbose', 'stripFinalNewline'];
-
-// Retrieve fd-specific option
-const getFdSpecificValue = (optionArray, fdNumber) => fdNumber === 'ipc'
-	? optionArray.at(-1)
-	: optionArray[fdNumber];
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/values.js
-
-
-// The `verbose` option can have different values for `stdout`/`stderr`
-const isVerbose = ({verbose}, fdNumber) => getFdVerbose(verbose, fdNumber) !== 'none';
-
-// Whether IPC and output and logged
-const isFullVerbose = ({verbose}, fdNumber) => !['none', 'short'].includes(getFdVerbose(verbose, fdNumber));
-
-// The `verbose` option can be a function to customize logging
-const getVerboseFunction = ({verbose}, fdNumber) => {
-	const fdVerbose = getFdVerbose(verbose, fdNumber);
-	return isVerboseFunction(fdVerbose) ? fdVerbose : undefined;
-};
-
-// When using `verbose: {stdout, stderr, fd3, ipc}`:
-//  - `verbose.stdout|stderr|fd3` is used for 'output'
-//  - `verbose.ipc` is only used for 'ipc'
-//  - highest `verbose.*` value is used for 'command', 'error' and 'duration'
-const getFdVerbose = (verbose, fdNumber) => fdNumber === undefined
-	? getFdGenericVerbose(verbose)
-	: getFdSpecificValue(verbose, fdNumber);
-
-// When using `verbose: {stdout, stderr, fd3, ipc}` and logging is not specific to a file descriptor.
-// We then use the highest `verbose.*` value, using the following order:
-//  - function > 'full' > 'short' > 'none'
-//  - if several functions are defined: stdout > stderr > fd3 > ipc
-const getFdGenericVerbose = verbose => verbose.find(fdVerbose => isVerboseFunction(fdVerbose))
-	?? VERBOSE_VALUES.findLast(fdVerbose => verbose.includes(fdVerbose));
-
-// Whether the `verbose` option is customized using a function
-const isVerboseFunction = fdVerbose => typeof fdVerbose === 'function';
-
-const VERBOSE_VALUES = ['none', 'short', 'full'];
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/escape.js
-
-
-
-// Compute `result.command` and `result.escapedCommand`
-const joinCommand = (filePath, rawArguments) => {
-	const fileAndArguments = [filePath, ...rawArguments];
-	const command = fileAndArguments.join(' ');
-	const escapedCommand = fileAndArguments
-		.map(fileAndArgument => quoteString(escapeControlCharacters(fileAndArgument)))
-		.join(' ');
-	return {command, escapedCommand};
-};
-
-// Remove ANSI sequences and escape control characters and newlines
-const escapeLines = lines => (0,external_node_util_namespaceObject.stripVTControlCharacters)(lines)
-	.split('\n')
-	.map(line => escapeControlCharacters(line))
-	.join('\n');
-
-const escapeControlCharacters = line => line.replaceAll(SPECIAL_CHAR_REGEXP, character => escapeControlCharacter(character));
-
-const escapeControlCharacter = character => {
-	const commonEscape = COMMON_ESCAPES[character];
-	if (commonEscape !== undefined) {
-		return commonEscape;
-	}
-
-	const codepoint = character.codePointAt(0);
-	const codepointHex = codepoint.toString(16);
-	return codepoint <= ASTRAL_START
-		? `\\u${codepointHex.padStart(4, '0')}`
-		: `\\U${codepointHex}`;
-};
-
-// Characters that would create issues when printed are escaped using the \u or \U notation.
-// Those include control characters and newlines.
-// The \u and \U notation is Bash specific, but there is no way to do this in a shell-agnostic way.
-// Some shells do not even have a way to print those characters in an escaped fashion.
-// Therefore, we prioritize printing those safely, instead of allowing those to be copy-pasted.
-// List of Unicode character categories: https://www.fileformat.info/info/unicode/category/index.htm
-const getSpecialCharRegExp = () => {
-	try {
-		// This throws when using Node.js without ICU support.
-		// When using a RegExp literal, this would throw at parsing-time, instead of runtime.
-		// eslint-disable-next-line prefer-regex-literals
-		return new RegExp('\\p{Separator}|\\p{Other}', 'gu');
-	} catch {
-		// Similar to the above RegExp, but works even when Node.js has been built without ICU support.
-		// Unlike the above RegExp, it only covers whitespaces and C0/C1 control characters.
-		// It does not cover some edge cases, such as Unicode reserved characters.
-		// See https://github.com/sindresorhus/execa/issues/1143
-		// eslint-disable-next-line no-control-regex
-		return /[\s\u0000-\u001F\u007F-\u009F\u00AD]/g;
-	}
-};
-
-const SPECIAL_CHAR_REGEXP = getSpecialCharRegExp();
-
-// Accepted by $'...' in Bash.
-// Exclude \a \e \v which are accepted in Bash but not in JavaScript (except \v) and JSON.
-const COMMON_ESCAPES = {
-	' ': ' ',
-	'\b': '\\b',
-	'\f': '\\f',
-	'\n': '\\n',
-	'\r': '\\r',
-	'\t': '\\t',
-};
-
-// Up until that codepoint, \u notation can be used instead of \U
-const ASTRAL_START = 65_535;
-
-// Some characters are shell-specific, i.e. need to be escaped when the command is copy-pasted then run.
-// Escaping is shell-specific. We cannot know which shell is used: `process.platform` detection is not enough.
-// For example, Windows users could be using `cmd.exe`, Powershell or Bash for Windows which all use different escaping.
-// We use '...' on Unix, which is POSIX shell compliant and escape all characters but ' so this is fairly safe.
-// On Windows, we assume cmd.exe is used and escape with "...", which also works with Powershell.
-const quoteString = escapedArgument => {
-	if (NO_ESCAPE_REGEXP.test(escapedArgument)) {
-		return escapedArgument;
-	}
-
-	return external_node_process_.platform === 'win32'
-		? `"${escapedArgument.replaceAll('"', '""')}"`
-		: `'${escapedArgument.replaceAll('\'', '\'\\\'\'')}'`;
-};
-
-const NO_ESCAPE_REGEXP = /^[\w./-]+$/;
-
-;// CONCATENATED MODULE: ./node_modules/is-unicode-supported/index.js
-
-
-function isUnicodeSupported() {
-	const {env} = external_node_process_;
-	const {TERM, TERM_PROGRAM} = env;
-
-	if (external_node_process_.platform !== 'win32') {
-		return TERM !== 'linux'; // Linux console (kernel)
-	}
-
-	return Boolean(env.WT_SESSION) // Windows Terminal
-		|| Boolean(env.TERMINUS_SUBLIME) // Terminus (<0.2.27)
-		|| env.ConEmuTask === '{cmd::Cmder}' // ConEmu and cmder
-		|| TERM_PROGRAM === 'Terminus-Sublime'
-		|| TERM_PROGRAM === 'vscode'
-		|| TERM === 'xterm-256color'
-		|| TERM === 'alacritty'
-		|| TERM === 'rxvt-unicode'
-		|| TERM === 'rxvt-unicode-256color'
-		|| env.TERMINAL_EMULATOR === 'JetBrains-JediTerm';
-}
-
-;// CONCATENATED MODULE: ./node_modules/figures/index.js
-
-
-const common = {
-	circleQuestionMark: '(?)',
-	questionMarkPrefix: '(?)',
-	square: '█',
-	squareDarkShade: '▓',
-	squareMediumShade: '▒',
-	squareLightShade: '░',
-	squareTop: '▀',
-	squareBottom: '▄',
-	squareLeft: '▌',
-	squareRight: '▐',
-	squareCenter: '■',
-	bullet: '●',
-	dot: '․',
-	ellipsis: '…',
-	pointerSmall: '›',
-	triangleUp: '▲',
-	triangleUpSmall: '▴',
-	triangleDown: '▼',
-	triangleDownSmall: '▾',
-	triangleLeftSmall: '◂',
-	triangleRightSmall: '▸',
-	home: '⌂',
-	heart: '♥',
-	musicNote: '♪',
-	musicNoteBeamed: '♫',
-	arrowUp: '↑',
-	arrowDown: '↓',
-	arrowLeft: '←',
-	arrowRight: '→',
-	arrowLeftRight: '↔',
-	arrowUpDown: '↕',
-	almostEqual: '≈',
-	notEqual: '≠',
-	lessOrEqual: '≤',
-	greaterOrEqual: '≥',
-	identical: '≡',
-	infinity: '∞',
-	subscriptZero: '₀',
-	subscriptOne: '₁',
-	subscriptTwo: '₂',
-	subscriptThree: '₃',
-	subscriptFour: '₄',
-	subscriptFive: '₅',
-	subscriptSix: '₆',
-	subscriptSeven: '₇',
-	subscriptEight: '₈',
-	subscriptNine: '₉',
-	oneHalf: '½',
-	oneThird: '⅓',
-	oneQuarter: '¼',
-	oneFifth: '⅕',
-	oneSixth: '⅙',
-	oneEighth: '⅛',
-	twoThirds: '⅔',
-	twoFifths: '⅖',
-	threeQuarters: '¾',
-	threeFifths: '⅗',
-	threeEighths: '⅜',
-	fourFifths: '⅘',
-	fiveSixths: '⅚',
-	fiveEighths: '⅝',
-	sevenEighths: '⅞',
-	line: '─',
-	lineBold: '━',
-	lineDouble: '═',
-	lineDashed0: '┄',
-	lineDashed1: '┅',
-	lineDashed2: '┈',
-	lineDashed3: '┉',
-	lineDashed4: '╌',
-	lineDashed5: '╍',
-	lineDashed6: '╴',
-	lineDashed7: '╶',
-	lineDashed8: '╸',
-	lineDashed9: '╺',
-	lineDashed10: '╼',
-	lineDashed11: '╾',
-	lineDashed12: '−',
-	lineDashed13: '–',
-	lineDashed14: '‐',
-	lineDashed15: '⁃',
-	lineVertical: '│',
-	lineVerticalBold: '┃',
-	lineVerticalDouble: '║',
-	lineVerticalDashed0: '┆',
-	lineVerticalDashed1: '┇',
-	lineVerticalDashed2: '┊',
-	lineVerticalDashed3: '┋',
-	lineVerticalDashed4: '╎',
-	lineVerticalDashed5: '╏',
-	lineVerticalDashed6: '╵',
-	lineVerticalDashed7: '╷',
-	lineVerticalDashed8: '╹',
-	lineVerticalDashed9: '╻',
-	lineVerticalDashed10: '╽',
-	lineVerticalDashed11: '╿',
-	lineDownLeft: '┐',
-	lineDownLeftArc: '╮',
-	lineDownBoldLeftBold: '┓',
-	lineDownBoldLeft: '┒',
-	lineDownLeftBold: '┑',
-	lineDownDoubleLeftDouble: '╗',
-	lineDownDoubleLeft: '╖',
-	lineDownLeftDouble: '╕',
-	lineDownRight: '┌',
-	lineDownRightArc: '╭',
-	lineDownBoldRightBold: '┏',
-	lineDownBoldRight: '┎',
-	lineDownRightBold: '┍',
-	lineDownDoubleRightDouble: '╔',
-	lineDownDoubleRight: '╓',
-	lineDownRightDouble: '╒',
-	lineUpLeft: '┘',
-	lineUpLeftArc: '╯',
-	lineUpBoldLeftBold: '┛',
-	lineUpBoldLeft: '┚',
-	lineUpLeftBold: '┙',
-	lineUpDoubleLeftDouble: '╝',
-	lineUpDoubleLeft: '╜',
-	lineUpLeftDouble: '╛',
-	lineUpRight: '└',
-	lineUpRightArc: '╰',
-	lineUpBoldRightBold: '┗',
-	lineUpBoldRight: '┖',
-	lineUpRightBold: '┕',
-	lineUpDoubleRightDouble: '╚',
-	lineUpDoubleRight: '╙',
-	lineUpRightDouble: '╘',
-	lineUpDownLeft: '┤',
-	lineUpBoldDownBoldLeftBold: '┫',
-	lineUpBoldDownBoldLeft: '┨',
-	lineUpDownLeftBold: '┥',
-	lineUpBoldDownLeftBold: '┩',
-	lineUpDownBoldLeftBold: '┪',
-	lineUpDownBoldLeft: '┧',
-	lineUpBoldDownLeft: '┦',
-	lineUpDoubleDownDoubleLeftDouble: '╣',
-	lineUpDoubleDownDoubleLeft: '╢',
-	lineUpDownLeftDouble: '╡',
-	lineUpDownRight: '├',
-	lineUpBoldDownBoldRightBold: '┣',
-	lineUpBoldDownBoldRight: '┠',
-	lineUpDownRightBold: '┝',
-	lineUpBoldDownRightBold: '┡',
-	lineUpDownBoldRightBold: '┢',
-	lineUpDownBoldRight: '┟',
-	lineUpBoldDownRight: '┞',
-	lineUpDoubleDownDoubleRightDouble: '╠',
-	lineUpDoubleDownDoubleRight: '╟',
-	lineUpDownRightDouble: '╞',
-	lineDownLeftRight: '┬',
-	lineDownBoldLeftBoldRightBold: '┳',
-	lineDownLeftBoldRightBold: '┯',
-	lineDownBoldLeftRight: '┰',
-	lineDownBoldLeftBoldRight: '┱',
-	lineDownBoldLeftRightBold: '┲',
-	lineDownLeftRightBold: '┮',
-	lineDownLeftBoldRight: '┭',
-	lineDownDoubleLeftDoubleRightDouble: '╦',
-	lineDownDoubleLeftRight: '╥',
-	lineDownLeftDoubleRightDouble: '╤',
-	lineUpLeftRight: '┴',
-	lineUpBoldLeftBoldRightBold: '┻',
-	lineUpLeftBoldRightBold: '┷',
-	lineUpBoldLeftRight: '┸',
-	lineUpBoldLeftBoldRight: '┹',
-	lineUpBoldLeftRightBold: '┺',
-	lineUpLeftRightBold: '┶',
-	lineUpLeftBoldRight: '┵',
-	lineUpDoubleLeftDoubleRightDouble: '╩',
-	lineUpDoubleLeftRight: '╨',
-	lineUpLeftDoubleRightDouble: '╧',
-	lineUpDownLeftRight: '┼',
-	lineUpBoldDownBoldLeftBoldRightBold: '╋',
-	lineUpDownBoldLeftBoldRightBold: '╈',
-	lineUpBoldDownLeftBoldRightBold: '╇',
-	lineUpBoldDownBoldLeftRightBold: '╊',
-	lineUpBoldDownBoldLeftBoldRight: '╉',
-	lineUpBoldDownLeftRight: '╀',
-	lineUpDownBoldLeftRight: '╁',
-	lineUpDownLeftBoldRight: '┽',
-	lineUpDownLeftRightBold: '┾',
-	lineUpBoldDownBoldLeftRight: '╂',
-	lineUpDownLeftBoldRightBold: '┿',
-	lineUpBoldDownLeftBoldRight: '╃',
-	lineUpBoldDownLeftRightBold: '╄',
-	lineUpDownBoldLeftBoldRight: '╅',
-	lineUpDownBoldLeftRightBold: '╆',
-	lineUpDoubleDownDoubleLeftDoubleRightDouble: '╬',
-	lineUpDoubleDownDoubleLeftRight: '╫',
-	lineUpDownLeftDoubleRightDouble: '╪',
-	lineCross: '╳',
-	lineBackslash: '╲',
-	lineSlash: '╱',
-};
-
-const specialMainSymbols = {
-	tick: '✔',
-	info: 'ℹ',
-	warning: '⚠',
-	cross: '✘',
-	squareSmall: '◻',
-	squareSmallFilled: '◼',
-	circle: '◯',
-	circleFilled: '◉',
-	circleDotted: '◌',
-	circleDouble: '◎',
-	circleCircle: 'ⓞ',
-	circleCross: 'ⓧ',
-	circlePipe: 'Ⓘ',
-	radioOn: '◉',
-	radioOff: '◯',
-	checkboxOn: '☒',
-	checkboxOff: '☐',
-	checkboxCircleOn: 'ⓧ',
-	checkboxCircleOff: 'Ⓘ',
-	pointer: '❯',
-	triangleUpOutline: '△',
-	triangleLeft: '◀',
-	triangleRight: '▶',
-	lozenge: '◆',
-	lozengeOutline: '◇',
-	hamburger: '☰',
-	smiley: '㋡',
-	mustache: '෴',
-	star: '★',
-	play: '▶',
-	nodejs: '⬢',
-	oneSeventh: '⅐',
-	oneNinth: '⅑',
-	oneTenth: '⅒',
-};
-
-const specialFallbackSymbols = {
-	tick: '√',
-	info: 'i',
-	warning: '‼',
-	cross: '×',
-	squareSmall: '□',
-	squareSmallFilled: '■',
-	circle: '( )',
-	circleFilled: '(*)',
-	circleDotted: '( )',
-	circleDouble: '( )',
-	circleCircle: '(○)',
-	circleCross: '(×)',
-	circlePipe: '(│)',
-	radioOn: '(*)',
-	radioOff: '( )',
-	checkboxOn: '[×]',
-	checkboxOff: '[ ]',
-	checkboxCircleOn: '(×)',
-	checkboxCircleOff: '( )',
-	pointer: '>',
-	triangleUpOutline: '∆',
-	triangleLeft: '◄',
-	triangleRight: '►',
-	lozenge: '♦',
-	lozengeOutline: '◊',
-	hamburger: '≡',
-	smiley: '☺',
-	mustache: '┌─┐',
-	star: '✶',
-	play: '►',
-	nodejs: '♦',
-	oneSeventh: '1/7',
-	oneNinth: '1/9',
-	oneTenth: '1/10',
-};
-
-const mainSymbols = {...common, ...specialMainSymbols};
-const fallbackSymbols = {...common, ...specialFallbackSymbols};
-
-const shouldUseMain = isUnicodeSupported();
-const figures = shouldUseMain ? mainSymbols : fallbackSymbols;
-/* harmony default export */ const node_modules_figures = (figures);
-
-const replacements = Object.entries(specialMainSymbols);
-
-// On terminals which do not support Unicode symbols, substitute them to other symbols
-const replaceSymbols = (string, {useFallback = !shouldUseMain} = {}) => {
-	if (useFallback) {
-		for (const [key, mainSymbol] of replacements) {
-			string = string.replaceAll(mainSymbol, fallbackSymbols[key]);
-		}
-	}
-
-	return string;
-};
-
-;// CONCATENATED MODULE: external "node:tty"
-const external_node_tty_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:tty");
-;// CONCATENATED MODULE: ./node_modules/yoctocolors/base.js
-
-
-// eslint-disable-next-line no-warning-comments
-// TODO: Use a better method when it's added to Node.js (https://github.com/nodejs/node/pull/40240)
-// Lots of optionals here to support Deno.
-const hasColors = external_node_tty_namespaceObject?.WriteStream?.prototype?.hasColors?.() ?? false;
-
-const format = (open, close) => {
-	if (!hasColors) {
-		return input => input;
-	}
-
-	const openCode = `\u001B[${open}m`;
-	const closeCode = `\u001B[${close}m`;
-
-	return input => {
-		const string = input + ''; // eslint-disable-line no-implicit-coercion -- This is faster.
-		let index = string.indexOf(closeCode);
-
-		if (index === -1) {
-			// Note: Intentionally not using string interpolation for performance reasons.
-			return openCode + string + closeCode;
-		}
-
-		// Handle nested colors.
-
-		// We could have done this, but it's too slow (as of Node.js 22).
-		// return openCode + string.replaceAll(closeCode, (close === 22 ? closeCode : '') + openCode) + closeCode;
-
-		let result = openCode;
-		let lastIndex = 0;
-
-		// SGR 22 resets both bold (1) and dim (2). When we encounter a nested
-		// close for styles that use 22, we need to re-open the outer style.
-		const reopenOnNestedClose = close === 22;
-		const replaceCode = (reopenOnNestedClose ? closeCode : '') + openCode;
-
-		while (index !== -1) {
-			result += string.slice(lastIndex, index) + replaceCode;
-			lastIndex = index + closeCode.length;
-			index = string.indexOf(closeCode, lastIndex);
-		}
-
-		result += string.slice(lastIndex) + closeCode;
-
-		return result;
-	};
-};
-
-const base_reset = format(0, 0);
-const bold = format(1, 22);
-const dim = format(2, 22);
-const italic = format(3, 23);
-const underline = format(4, 24);
-// Extended underline styles (`SGR 4:x` sub-parameters).
-const underlineDouble = format('4:2', 24);
-const underlineCurly = format('4:3', 24);
-const underlineDotted = format('4:4', 24);
-const underlineDashed = format('4:5', 24);
-const overline = format(53, 55);
-const inverse = format(7, 27);
-const base_hidden = format(8, 28);
-const strikethrough = format(9, 29);
-
-const black = format(30, 39);
-const red = format(31, 39);
-const green = format(32, 39);
-const yellow = format(33, 39);
-const blue = format(34, 39);
-const magenta = format(35, 39);
-const cyan = format(36, 39);
-const white = format(37, 39);
-const gray = format(90, 39);
-
-const bgBlack = format(40, 49);
-const bgRed = format(41, 49);
-const bgGreen = format(42, 49);
-const bgYellow = format(43, 49);
-const bgBlue = format(44, 49);
-const bgMagenta = format(45, 49);
-const bgCyan = format(46, 49);
-const bgWhite = format(47, 49);
-const bgGray = format(100, 49);
-
-const redBright = format(91, 39);
-const greenBright = format(92, 39);
-const yellowBright = format(93, 39);
-const blueBright = format(94, 39);
-const magentaBright = format(95, 39);
-const cyanBright = format(96, 39);
-const whiteBright = format(97, 39);
-
-const bgRedBright = format(101, 49);
-const bgGreenBright = format(102, 49);
-const bgYellowBright = format(103, 49);
-const bgBlueBright = format(104, 49);
-const bgMagentaBright = format(105, 49);
-const bgCyanBright = format(106, 49);
-const bgWhiteBright = format(107, 49);
-
-// Underline color (`SGR 58`/`59`). It has no basic 16-color form, so the palette index is used.
-const underlineBlack = format('58;5;0', 59);
-const underlineRed = format('58;5;1', 59);
-const underlineGreen = format('58;5;2', 59);
-const underlineYellow = format('58;5;3', 59);
-const underlineBlue = format('58;5;4', 59);
-const underlineMagenta = format('58;5;5', 59);
-const underlineCyan = format('58;5;6', 59);
-const underlineWhite = format('58;5;7', 59);
-const underlineGray = format('58;5;8', 59);
-
-const underlineRedBright = format('58;5;9', 59);
-const underlineGreenBright = format('58;5;10', 59);
-const underlineYellowBright = format('58;5;11', 59);
-const underlineBlueBright = format('58;5;12', 59);
-const underlineMagentaBright = format('58;5;13', 59);
-const underlineCyanBright = format('58;5;14', 59);
-const underlineWhiteBright = format('58;5;15', 59);
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/default.js
-
-
-
-// Default when `verbose` is not a function
-const defaultVerboseFunction = ({
-	type,
-	message,
-	timestamp,
-	piped,
-	commandId,
-	result: {failed = false} = {},
-	options: {reject = true},
-}) => {
-	const timestampString = serializeTimestamp(timestamp);
-	const icon = ICONS[type]({failed, reject, piped});
-	const color = COLORS[type]({reject});
-	return `${gray(`[${timestampString}]`)} ${gray(`[${commandId}]`)} ${color(icon)} ${color(message)}`;
-};
-
-// Prepending the timestamp allows debugging the slow paths of a subprocess
-const serializeTimestamp = timestamp => `${padField(timestamp.getHours(), 2)}:${padField(timestamp.getMinutes(), 2)}:${padField(timestamp.getSeconds(), 2)}.${padField(timestamp.getMilliseconds(), 3)}`;
-
-const padField = (field, padding) => String(field).padStart(padding, '0');
-
-const getFinalIcon = ({failed, reject}) => {
-	if (!failed) {
-		return node_modules_figures.tick;
-	}
-
-	return reject ? node_modules_figures.cross : node_modules_figures.warning;
-};
-
-const ICONS = {
-	command: ({piped}) => piped ? '|' : '$',
-	output: () => ' ',
-	ipc: () => '*',
-	error: getFinalIcon,
-	duration: getFinalIcon,
-};
-
-const identity = string => string;
-
-const COLORS = {
-	command: () => bold,
-	output: () => identity,
-	ipc: () => identity,
-	error: ({reject}) => reject ? redBright : yellowBright,
-	duration: () => gray,
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/custom.js
-
-
-// Apply the `verbose` function on each line
-const applyVerboseOnLines = (printedLines, verboseInfo, fdNumber) => {
-	const verboseFunction = getVerboseFunction(verboseInfo, fdNumber);
-	return printedLines
-		.map(({verboseLine, verboseObject}) => applyVerboseFunction(verboseLine, verboseObject, verboseFunction))
-		.filter(printedLine => printedLine !== undefined)
-		.map(printedLine => appendNewline(printedLine))
-		.join('');
-};
-
-const applyVerboseFunction = (verboseLine, verboseObject, verboseFunction) => {
-	if (verboseFunction === undefined) {
-		return verboseLine;
-	}
-
-	const printedLine = verboseFunction(verboseLine, verboseObject);
-	if (typeof printedLine === 'string') {
-		return printedLine;
-	}
-};
-
-const appendNewline = printedLine => printedLine.endsWith('\n')
-	? printedLine
-	: `${printedLine}\n`;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/log.js
-
-
-
-
-
-// This prints on stderr.
-// If the subprocess prints on stdout and is using `stdout: 'inherit'`,
-// there is a chance both writes will compete (introducing a race condition).
-// This means their respective order is not deterministic.
-// In particular, this means the verbose command lines might be after the start of the subprocess output.
-// Using synchronous I/O does not solve this problem.
-// However, this only seems to happen when the stdout/stderr target
-// (e.g. a terminal) is being written to by many subprocesses at once, which is unlikely in real scenarios.
-const verboseLog = ({type, verboseMessage, fdNumber, verboseInfo, result}) => {
-	const verboseObject = getVerboseObject({type, result, verboseInfo});
-	const printedLines = getPrintedLines(verboseMessage, verboseObject);
-	const finalLines = applyVerboseOnLines(printedLines, verboseInfo, fdNumber);
-	if (finalLines !== '') {
-		console.warn(finalLines.slice(0, -1));
-	}
-};
-
-const getVerboseObject = ({
-	type,
-	result,
-	verboseInfo: {escapedCommand, commandId, rawOptions: {piped = false, ...options}},
-}) => ({
-	type,
-	escapedCommand,
-	commandId: `${commandId}`,
-	timestamp: new Date(),
-	piped,
-	result,
-	options,
-});
-
-const getPrintedLines = (verboseMessage, verboseObject) => verboseMessage
-	.split('\n')
-	.map(message => getPrintedLine({...verboseObject, message}));
-
-const getPrintedLine = verboseObject => {
-	const verboseLine = defaultVerboseFunction(verboseObject);
-	return {verboseLine, verboseObject};
-};
-
-// Serialize any type to a line string, for logging
-const serializeVerboseMessage = message => {
-	const messageString = typeof message === 'string' ? message : (0,external_node_util_namespaceObject.inspect)(message);
-	const escapedMessage = escapeLines(messageString);
-	return escapedMessage.replaceAll('\t', ' '.repeat(TAB_SIZE));
-};
-
-// Same as `util.inspect()`
-const TAB_SIZE = 2;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/start.js
-
-
-
-// When `verbose` is `short|full|custom`, print each command
-const logCommand = (escapedCommand, verboseInfo) => {
-	if (!isVerbose(verboseInfo)) {
-		return;
-	}
-
-	verboseLog({
-		type: 'command',
-		verboseMessage: escapedCommand,
-		verboseInfo,
-	});
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/info.js
-
-
-// Information computed before spawning, used by the `verbose` option
-const getVerboseInfo = (verbose, escapedCommand, rawOptions) => {
-	validateVerbose(verbose);
-	const commandId = getCommandId(verbose);
-	return {
-		verbose,
-		escapedCommand,
-		commandId,
-		rawOptions,
-	};
-};
-
-const getCommandId = verbose => isVerbose({verbose}) ? COMMAND_ID++ : undefined;
-
-// Prepending the `pid` is useful when multiple commands print their output at the same time.
-// However, we cannot use the real PID since this is not available with `child_process.spawnSync()`.
-// Also, we cannot use the real PID if we want to print it before `child_process.spawn()` is run.
-// As a pro, it is shorter than a normal PID and never re-uses the same id.
-// As a con, it cannot be used to send signals.
-let COMMAND_ID = 0n;
-
-const validateVerbose = verbose => {
-	for (const fdVerbose of verbose) {
-		if (fdVerbose === false) {
-			throw new TypeError('The "verbose: false" option was renamed to "verbose: \'none\'".');
-		}
-
-		if (fdVerbose === true) {
-			throw new TypeError('The "verbose: true" option was renamed to "verbose: \'short\'".');
-		}
-
-		if (!VERBOSE_VALUES.includes(fdVerbose) && !isVerboseFunction(fdVerbose)) {
-			const allowedValues = VERBOSE_VALUES.map(allowedValue => `'${allowedValue}'`).join(', ');
-			throw new TypeError(`The "verbose" option must not be ${fdVerbose}. Allowed values are: ${allowedValues} or a function.`);
-		}
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/duration.js
-
-
-// Start counting time before spawning the subprocess
-const getStartTime = () => external_node_process_.hrtime.bigint();
-
-// Compute duration after the subprocess ended.
-// Printed by the `verbose` option.
-const getDurationMs = startTime => Number(external_node_process_.hrtime.bigint() - startTime) / 1e6;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/command.js
-
-
-
-
-
-
-// Compute `result.command`, `result.escapedCommand` and `verbose`-related information
-const handleCommand = (filePath, rawArguments, rawOptions) => {
-	const startTime = getStartTime();
-	const {command, escapedCommand} = joinCommand(filePath, rawArguments);
-	const verbose = normalizeFdSpecificOption(rawOptions, 'verbose');
-	const verboseInfo = getVerboseInfo(verbose, escapedCommand, {...rawOptions});
-	logCommand(escapedCommand, verboseInfo);
-	return {
-		command,
-		escapedCommand,
-		startTime,
-		verboseInfo,
-	};
-};
-
-// EXTERNAL MODULE: ./node_modules/cross-spawn/index.js
-var cross_spawn = __nccwpck_require__(546);
-;// CONCATENATED MODULE: ./node_modules/npm-run-path/node_modules/path-key/index.js
-function pathKey(options = {}) {
-	const {
-		env = process.env,
-		platform = process.platform
-	} = options;
-
-	if (platform !== 'win32') {
-		return 'PATH';
-	}
-
-	return Object.keys(env).reverse().find(key => key.toUpperCase() === 'PATH') || 'Path';
-}
-
-;// CONCATENATED MODULE: ./node_modules/unicorn-magic/node.js
-
-
-
-
-
-const execFileOriginal = (0,external_node_util_namespaceObject.promisify)(external_node_child_process_.execFile);
-
-function toPath(urlOrPath) {
-	return urlOrPath instanceof URL ? (0,external_node_url_namespaceObject.fileURLToPath)(urlOrPath) : urlOrPath;
-}
-
-function rootDirectory(pathInput) {
-	return path.parse(toPath(pathInput)).root;
-}
-
-function traversePathUp(startPath) {
-	return {
-		* [Symbol.iterator]() {
-			let currentPath = external_node_path_.resolve(toPath(startPath));
-			let previousPath;
-
-			while (previousPath !== currentPath) {
-				yield currentPath;
-				previousPath = currentPath;
-				currentPath = external_node_path_.resolve(currentPath, '..');
-			}
-		},
-	};
-}
-
-const TEN_MEGABYTES_IN_BYTES = (/* unused pure expression or super */ null && (10 * 1024 * 1024));
-
-async function execFile(file, arguments_, options = {}) {
-	return execFileOriginal(file, arguments_, {
-		maxBuffer: TEN_MEGABYTES_IN_BYTES,
-		...options,
-	});
-}
-
-function execFileSync(file, arguments_ = [], options = {}) {
-	return execFileSyncOriginal(file, arguments_, {
-		maxBuffer: TEN_MEGABYTES_IN_BYTES,
-		encoding: 'utf8',
-		stdio: 'pipe',
-		...options,
-	});
-}
-
-
-
-;// CONCATENATED MODULE: ./node_modules/npm-run-path/index.js
-
-
-
-
-
-const npmRunPath = ({
-	cwd = external_node_process_.cwd(),
-	path: pathOption = external_node_process_.env[pathKey()],
-	preferLocal = true,
-	execPath = external_node_process_.execPath,
-	addExecPath = true,
-} = {}) => {
-	const cwdPath = external_node_path_.resolve(toPath(cwd));
-	const result = [];
-	const pathParts = pathOption.split(external_node_path_.delimiter);
-
-	if (preferLocal) {
-		applyPreferLocal(result, pathParts, cwdPath);
-	}
-
-	if (addExecPath) {
-		applyExecPath(result, pathParts, execPath, cwdPath);
-	}
-
-	return pathOption === '' || pathOption === external_node_path_.delimiter
-		? `${result.join(external_node_path_.delimiter)}${pathOption}`
-		: [...result, pathOption].join(external_node_path_.delimiter);
-};
-
-const applyPreferLocal = (result, pathParts, cwdPath) => {
-	for (const directory of traversePathUp(cwdPath)) {
-		const pathPart = external_node_path_.join(directory, 'node_modules/.bin');
-		if (!pathParts.includes(pathPart)) {
-			result.push(pathPart);
-		}
-	}
-};
-
-// Ensure the running `node` binary is used
-const applyExecPath = (result, pathParts, execPath, cwdPath) => {
-	const pathPart = external_node_path_.resolve(cwdPath, toPath(execPath), '..');
-	if (!pathParts.includes(pathPart)) {
-		result.push(pathPart);
-	}
-};
-
-const npmRunPathEnv = ({env = external_node_process_.env, ...options} = {}) => {
-	env = {...env};
-
-	const pathName = pathKey({env});
-	options.path = env[pathName];
-	env[pathName] = npmRunPath(options);
-
-	return env;
-};
-
-;// CONCATENATED MODULE: external "node:timers/promises"
-const promises_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:timers/promises");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/final-error.js
-// When the subprocess fails, this is the error instance being returned.
-// If another error instance is being thrown, it is kept as `error.cause`.
-const getFinalError = (originalError, message, isSync) => {
-	const ErrorClass = isSync ? ExecaSyncError : ExecaError;
-	const options = originalError instanceof DiscardedError ? {} : {cause: originalError};
-	return new ErrorClass(message, options);
-};
-
-// Indicates that the error is used only to interrupt control flow, but not in the return value
-class DiscardedError extends Error {}
-
-// Proper way to set `error.name`: it should be inherited and non-enumerable
-const setErrorName = (ErrorClass, value) => {
-	Object.defineProperty(ErrorClass.prototype, 'name', {
-		value,
-		writable: true,
-		enumerable: false,
-		configurable: true,
-	});
-	Object.defineProperty(ErrorClass.prototype, execaErrorSymbol, {
-		value: true,
-		writable: false,
-		enumerable: false,
-		configurable: false,
-	});
-};
-
-// Unlike `instanceof`, this works across realms
-const isExecaError = error => isErrorInstance(error) && execaErrorSymbol in error;
-
-const execaErrorSymbol = Symbol('isExecaError');
-
-const isErrorInstance = value => Object.prototype.toString.call(value) === '[object Error]';
-
-// We use two different Error classes for async/sync methods since they have slightly different shape and types
-class ExecaError extends Error {}
-setErrorName(ExecaError, ExecaError.name);
-
-class ExecaSyncError extends Error {}
-setErrorName(ExecaSyncError, ExecaSyncError.name);
-
-;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/realtime.js
-
-const getRealtimeSignals=()=>{
-const length=SIGRTMAX-SIGRTMIN+1;
-return Array.from({length},getRealtimeSignal)
-};
-
-const getRealtimeSignal=(value,index)=>({
-name:`SIGRT${index+1}`,
-number:SIGRTMIN+index,
-action:"terminate",
-description:"Application-specific signal (realtime)",
-standard:"posix"
-});
-
-const SIGRTMIN=34;
-const SIGRTMAX=64;
-;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/core.js
-
-
-const SIGNALS=[
-{
-name:"SIGHUP",
-number:1,
-action:"terminate",
-description:"Terminal closed",
-standard:"posix"
-},
-{
-name:"SIGINT",
-number:2,
-action:"terminate",
-description:"User interruption with CTRL-C",
-standard:"ansi"
-},
-{
-name:"SIGQUIT",
-number:3,
-action:"core",
-description:"User interruption with CTRL-\\",
-standard:"posix"
-},
-{
-name:"SIGILL",
-number:4,
-action:"core",
-description:"Invalid machine instruction",
-standard:"ansi"
-},
-{
-name:"SIGTRAP",
-number:5,
-action:"core",
-description:"Debugger breakpoint",
-standard:"posix"
-},
-{
-name:"SIGABRT",
-number:6,
-action:"core",
-description:"Aborted",
-standard:"ansi"
-},
-{
-name:"SIGIOT",
-number:6,
-action:"core",
-description:"Aborted",
-standard:"bsd"
-},
-{
-name:"SIGBUS",
-number:7,
-action:"core",
-description:
-"Bus error due to misaligned, non-existing address or paging error",
-standard:"bsd"
-},
-{
-name:"SIGEMT",
-number:7,
-action:"terminate",
-description:"Command should be emulated but is not implemented",
-standard:"other"
-},
-{
-name:"SIGFPE",
-number:8,
-action:"core",
-description:"Floating point arithmetic error",
-standard:"ansi"
-},
-{
-name:"SIGKILL",
-number:9,
-action:"terminate",
-description:"Forced termination",
-standard:"posix",
-forced:true
-},
-{
-name:"SIGUSR1",
-number:10,
-action:"terminate",
-description:"Application-specific signal",
-standard:"posix"
-},
-{
-name:"SIGSEGV",
-number:11,
-action:"core",
-description:"Segmentation fault",
-standard:"ansi"
-},
-{
-name:"SIGUSR2",
-number:12,
-action:"terminate",
-description:"Application-specific signal",
-standard:"posix"
-},
-{
-name:"SIGPIPE",
-number:13,
-action:"terminate",
-description:"Broken pipe or socket",
-standard:"posix"
-},
-{
-name:"SIGALRM",
-number:14,
-action:"terminate",
-description:"Timeout or timer",
-standard:"posix"
-},
-{
-name:"SIGTERM",
-number:15,
-action:"terminate",
-description:"Termination",
-standard:"ansi"
-},
-{
-name:"SIGSTKFLT",
-number:16,
-action:"terminate",
-description:"Stack is empty or overflowed",
-standard:"other"
-},
-{
-name:"SIGCHLD",
-number:17,
-action:"ignore",
-description:"Child process terminated, paused or unpaused",
-standard:"posix"
-},
-{
-name:"SIGCLD",
-number:17,
-action:"ignore",
-description:"Child process terminated, paused or unpaused",
-standard:"other"
-},
-{
-name:"SIGCONT",
-number:18,
-action:"unpause",
-description:"Unpaused",
-standard:"posix",
-forced:true
-},
-{
-name:"SIGSTOP",
-number:19,
-action:"pause",
-description:"Paused",
-standard:"posix",
-forced:true
-},
-{
-name:"SIGTSTP",
-number:20,
-action:"pause",
-description:"Paused using CTRL-Z or \"suspend\"",
-standard:"posix"
-},
-{
-name:"SIGTTIN",
-number:21,
-action:"pause",
-description:"Background process cannot read terminal input",
-standard:"posix"
-},
-{
-name:"SIGBREAK",
-number:21,
-action:"terminate",
-description:"User interruption with CTRL-BREAK",
-standard:"other"
-},
-{
-name:"SIGTTOU",
-number:22,
-action:"pause",
-description:"Background process cannot write to terminal output",
-standard:"posix"
-},
-{
-name:"SIGURG",
-number:23,
-action:"ignore",
-description:"Socket received out-of-band data",
-standard:"bsd"
-},
-{
-name:"SIGXCPU",
-number:24,
-action:"core",
-description:"Process timed out",
-standard:"bsd"
-},
-{
-name:"SIGXFSZ",
-number:25,
-action:"core",
-description:"File too big",
-standard:"bsd"
-},
-{
-name:"SIGVTALRM",
-number:26,
-action:"terminate",
-description:"Timeout or timer",
-standard:"bsd"
-},
-{
-name:"SIGPROF",
-number:27,
-action:"terminate",
-description:"Timeout or timer",
-standard:"bsd"
-},
-{
-name:"SIGWINCH",
-number:28,
-action:"ignore",
-description:"Terminal window size changed",
-standard:"bsd"
-},
-{
-name:"SIGIO",
-number:29,
-action:"terminate",
-description:"I/O is available",
-standard:"other"
-},
-{
-name:"SIGPOLL",
-number:29,
-action:"terminate",
-description:"Watched event",
-standard:"other"
-},
-{
-name:"SIGINFO",
-number:29,
-action:"ignore",
-description:"Request for process information",
-standard:"other"
-},
-{
-name:"SIGPWR",
-number:30,
-action:"terminate",
-description:"Device running out of power",
-standard:"systemv"
-},
-{
-name:"SIGSYS",
-number:31,
-action:"core",
-description:"Invalid system call",
-standard:"other"
-},
-{
-name:"SIGUNUSED",
-number:31,
-action:"terminate",
-description:"Invalid system call",
-standard:"other"
-}];
-;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/signals.js
-
-
-
-
-
-
-
-const getSignals=()=>{
-const realtimeSignals=getRealtimeSignals();
-const signals=[...SIGNALS,...realtimeSignals].map(normalizeSignal);
-return signals
-};
-
-
-
-
-
-
-
-const normalizeSignal=({
-name,
-number:defaultNumber,
-description,
-action,
-forced=false,
-standard
-})=>{
-const{
-signals:{[name]:constantSignal}
-}=external_node_os_namespaceObject.constants;
-const supported=constantSignal!==undefined;
-const number=supported?constantSignal:defaultNumber;
-return{name,number,description,supported,action,forced,standard}
-};
-;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/main.js
-
-
-
-
-
-
-
-const getSignalsByName=()=>{
-const signals=getSignals();
-return Object.fromEntries(signals.map(getSignalByName))
-};
-
-const getSignalByName=({
-name,
-number,
-description,
-supported,
-action,
-forced,
-standard
-})=>[name,{name,number,description,supported,action,forced,standard}];
-
-const signalsByName=getSignalsByName();
-
-
-
-
-const getSignalsByNumber=()=>{
-const signals=getSignals();
-const length=SIGRTMAX+1;
-const signalsA=Array.from({length},(value,number)=>
-getSignalByNumber(number,signals)
-);
-return Object.assign({},...signalsA)
-};
-
-const getSignalByNumber=(number,signals)=>{
-const signal=findSignalByNumber(number,signals);
-
-if(signal===undefined){
-return{}
-}
-
-const{name,description,supported,action,forced,standard}=signal;
-return{
-[number]:{
-name,
-number,
-description,
-supported,
-action,
-forced,
-standard
-}
-}
-};
-
-
-
-const findSignalByNumber=(number,signals)=>{
-const signal=signals.find(({name})=>external_node_os_namespaceObject.constants.signals[name]===number);
-
-if(signal!==undefined){
-return signal
-}
-
-return signals.find((signalA)=>signalA.number===number)
-};
-
-const signalsByNumber=getSignalsByNumber();
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/signal.js
-
-
-
-// Normalize signals for comparison purpose.
-// Also validate the signal exists.
-const normalizeKillSignal = killSignal => {
-	const optionName = 'option `killSignal`';
-	if (killSignal === 0) {
-		throw new TypeError(`Invalid ${optionName}: 0 cannot be used.`);
-	}
-
-	return signal_normalizeSignal(killSignal, optionName);
-};
-
-const normalizeSignalArgument = signal => signal === 0
-	? signal
-	: signal_normalizeSignal(signal, '`subprocess.kill()`\'s argument');
-
-const signal_normalizeSignal = (signalNameOrInteger, optionName) => {
-	if (Number.isInteger(signalNameOrInteger)) {
-		return normalizeSignalInteger(signalNameOrInteger, optionName);
-	}
-
-	if (typeof signalNameOrInteger === 'string') {
-		return normalizeSignalName(signalNameOrInteger, optionName);
-	}
-
-	throw new TypeError(`Invalid ${optionName} ${String(signalNameOrInteger)}: it must be a string or an integer.\n${getAvailableSignals()}`);
-};
-
-const normalizeSignalInteger = (signalInteger, optionName) => {
-	if (signalsIntegerToName.has(signalInteger)) {
-		return signalsIntegerToName.get(signalInteger);
-	}
-
-	throw new TypeError(`Invalid ${optionName} ${signalInteger}: this signal integer does not exist.\n${getAvailableSignals()}`);
-};
-
-const getSignalsIntegerToName = () => new Map(Object.entries(external_node_os_namespaceObject.constants.signals)
-	.reverse()
-	.map(([signalName, signalInteger]) => [signalInteger, signalName]));
-
-const signalsIntegerToName = getSignalsIntegerToName();
-
-const normalizeSignalName = (signalName, optionName) => {
-	if (signalName in external_node_os_namespaceObject.constants.signals) {
-		return signalName;
-	}
-
-	if (signalName.toUpperCase() in external_node_os_namespaceObject.constants.signals) {
-		throw new TypeError(`Invalid ${optionName} '${signalName}': please rename it to '${signalName.toUpperCase()}'.`);
-	}
-
-	throw new TypeError(`Invalid ${optionName} '${signalName}': this signal name does not exist.\n${getAvailableSignals()}`);
-};
-
-const getAvailableSignals = () => `Available signal names: ${getAvailableSignalNames()}.
-Available signal numbers: ${getAvailableSignalIntegers()}.`;
-
-const getAvailableSignalNames = () => Object.keys(external_node_os_namespaceObject.constants.signals)
-	.sort()
-	.map(signalName => `'${signalName}'`)
-	.join(', ');
-
-const getAvailableSignalIntegers = () => [...new Set(Object.values(external_node_os_namespaceObject.constants.signals)
-	.sort((signalInteger, signalIntegerTwo) => signalInteger - signalIntegerTwo))]
-	.join(', ');
-
-// Human-friendly description of a signal
-const getSignalDescription = signal => signalsByName[signal].description;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/kill.js
-
-
-
-
-// Normalize the `forceKillAfterDelay` option
-const normalizeForceKillAfterDelay = forceKillAfterDelay => {
-	if (forceKillAfterDelay === false) {
-		return forceKillAfterDelay;
-	}
-
-	if (forceKillAfterDelay === true) {
-		return DEFAULT_FORCE_KILL_TIMEOUT;
-	}
-
-	if (!Number.isFinite(forceKillAfterDelay) || forceKillAfterDelay < 0) {
-		throw new TypeError(`Expected the \`forceKillAfterDelay\` option to be a non-negative integer, got \`${forceKillAfterDelay}\` (${typeof forceKillAfterDelay})`);
-	}
-
-	return forceKillAfterDelay;
-};
-
-const DEFAULT_FORCE_KILL_TIMEOUT = 1000 * 5;
-
-// Monkey-patches `subprocess.kill()` to add `forceKillAfterDelay` behavior and `.kill(error)`
-const subprocessKill = (
-	{kill, options: {forceKillAfterDelay, killSignal}, onInternalError, context, controller},
-	signalOrError,
-	errorArgument,
-) => {
-	const {signal, error} = parseKillArguments(signalOrError, errorArgument, killSignal);
-	emitKillError(error, onInternalError);
-	const killResult = kill(signal);
-	setKillTimeout({
-		kill,
-		signal,
-		forceKillAfterDelay,
-		killSignal,
-		killResult,
-		context,
-		controller,
-	});
-	return killResult;
-};
-
-const parseKillArguments = (signalOrError, errorArgument, killSignal) => {
-	const [signal = killSignal, error] = isErrorInstance(signalOrError)
-		? [undefined, signalOrError]
-		: [signalOrError, errorArgument];
-
-	if (typeof signal !== 'string' && !Number.isInteger(signal)) {
-		throw new TypeError(`The first argument must be an error instance or a signal name string/integer: ${String(signal)}`);
-	}
-
-	if (error !== undefined && !isErrorInstance(error)) {
-		throw new TypeError(`The second argument is optional. If specified, it must be an error instance: ${error}`);
-	}
-
-	return {signal: normalizeSignalArgument(signal), error};
-};
-
-// Fails right away when calling `subprocess.kill(error)`.
-// Does not wait for actual signal termination.
-// Uses a deferred promise instead of the `error` event on the subprocess, as this is less intrusive.
-const emitKillError = (error, onInternalError) => {
-	if (error !== undefined) {
-		onInternalError.reject(error);
-	}
-};
-
-const setKillTimeout = async ({kill, signal, forceKillAfterDelay, killSignal, killResult, context, controller}) => {
-	if (signal === killSignal && killResult) {
-		killOnTimeout({
-			kill,
-			forceKillAfterDelay,
-			context,
-			controllerSignal: controller.signal,
-		});
-	}
-};
-
-// Forcefully terminate a subprocess after a timeout
-const killOnTimeout = async ({kill, forceKillAfterDelay, context, controllerSignal}) => {
-	if (forceKillAfterDelay === false) {
-		return;
-	}
-
-	try {
-		await (0,promises_namespaceObject.setTimeout)(forceKillAfterDelay, undefined, {signal: controllerSignal});
-		if (kill('SIGKILL')) {
-			context.isForcefullyTerminated ??= true;
-		}
-	} catch {}
-};
-
-// EXTERNAL MODULE: external "node:events"
-var external_node_events_ = __nccwpck_require__(8474);
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/abort-signal.js
-
-
-// Combines `util.aborted()` and `events.addAbortListener()`: promise-based and cleaned up with a stop signal
-const onAbortedSignal = async (mainSignal, stopSignal) => {
-	if (!mainSignal.aborted) {
-		await (0,external_node_events_.once)(mainSignal, 'abort', {signal: stopSignal});
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/cancel.js
-
-
-// Validate the `cancelSignal` option
-const validateCancelSignal = ({cancelSignal}) => {
-	if (cancelSignal !== undefined && Object.prototype.toString.call(cancelSignal) !== '[object AbortSignal]') {
-		throw new Error(`The \`cancelSignal\` option must be an AbortSignal: ${String(cancelSignal)}`);
-	}
-};
-
-// Terminate the subprocess when aborting the `cancelSignal` option and `gracefulSignal` is `false`
-const throwOnCancel = ({subprocess, cancelSignal, gracefulCancel, context, controller}) => cancelSignal === undefined || gracefulCancel
-	? []
-	: [terminateOnCancel(subprocess, cancelSignal, context, controller)];
-
-const terminateOnCancel = async (subprocess, cancelSignal, context, {signal}) => {
-	await onAbortedSignal(cancelSignal, signal);
-	context.terminationReason ??= 'cancel';
-	subprocess.kill();
-	throw cancelSignal.reason;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/validation.js
-// Validate the IPC channel is connected before receiving/sending messages
-const validateIpcMethod = ({methodName, isSubprocess, ipc, isConnected}) => {
-	validateIpcOption(methodName, isSubprocess, ipc);
-	validateConnection(methodName, isSubprocess, isConnected);
-};
-
-// Better error message when forgetting to set `ipc: true` and using the IPC methods
-const validateIpcOption = (methodName, isSubprocess, ipc) => {
-	if (!ipc) {
-		throw new Error(`${getMethodName(methodName, isSubprocess)} can only be used if the \`ipc\` option is \`true\`.`);
-	}
-};
-
-// Better error message when one process does not send/receive messages once the other process has disconnected.
-// This also makes it clear that any buffered messages are lost once either process has disconnected.
-// Also when aborting `cancelSignal` after disconnecting the IPC.
-const validateConnection = (methodName, isSubprocess, isConnected) => {
-	if (!isConnected) {
-		throw new Error(`${getMethodName(methodName, isSubprocess)} cannot be used: the ${getOtherProcessName(isSubprocess)} has already exited or disconnected.`);
-	}
-};
-
-// When `getOneMessage()` could not complete due to an early disconnection
-const throwOnEarlyDisconnect = isSubprocess => {
-	throw new Error(`${getMethodName('getOneMessage', isSubprocess)} could not complete: the ${getOtherProcessName(isSubprocess)} exited or disconnected.`);
-};
-
-// When both processes use `sendMessage()` with `strict` at the same time
-const throwOnStrictDeadlockError = isSubprocess => {
-	throw new Error(`${getMethodName('sendMessage', isSubprocess)} failed: the ${getOtherProcessName(isSubprocess)} is sending a message too, instead of listening to incoming messages.
-This can be fixed by both sending a message and listening to incoming messages at the same time:
-
-const [receivedMessage] = await Promise.all([
-	${getMethodName('getOneMessage', isSubprocess)},
-	${getMethodName('sendMessage', isSubprocess, 'message, {strict: true}')},
-]);`);
-};
-
-// When the other process used `strict` but the current process had I/O error calling `sendMessage()` for the response
-const getStrictResponseError = (error, isSubprocess) => new Error(`${getMethodName('sendMessage', isSubprocess)} failed when sending an acknowledgment response to the ${getOtherProcessName(isSubprocess)}.`, {cause: error});
-
-// When using `strict` but the other process was not listening for messages
-const throwOnMissingStrict = isSubprocess => {
-	throw new Error(`${getMethodName('sendMessage', isSubprocess)} failed: the ${getOtherProcessName(isSubprocess)} is not listening to incoming messages.`);
-};
-
-// When using `strict` but the other process disconnected before receiving the message
-const throwOnStrictDisconnect = isSubprocess => {
-	throw new Error(`${getMethodName('sendMessage', isSubprocess)} failed: the ${getOtherProcessName(isSubprocess)} exited without listening to incoming messages.`);
-};
-
-// When the current process disconnects while the subprocess is listening to `cancelSignal`
-const getAbortDisconnectError = () => new Error(`\`cancelSignal\` aborted: the ${getOtherProcessName(true)} disconnected.`);
-
-// When the subprocess uses `cancelSignal` but not the current process
-const throwOnMissingParent = () => {
-	throw new Error('`getCancelSignal()` cannot be used without setting the `cancelSignal` subprocess option.');
-};
-
-// EPIPE can happen when sending a message to a subprocess that is closing but has not disconnected yet
-const handleEpipeError = ({error, methodName, isSubprocess}) => {
-	if (error.code === 'EPIPE') {
-		throw new Error(`${getMethodName(methodName, isSubprocess)} cannot be used: the ${getOtherProcessName(isSubprocess)} is disconnecting.`, {cause: error});
-	}
-};
-
-// Better error message when sending messages which cannot be serialized.
-// Works with both `serialization: 'advanced'` and `serialization: 'json'`.
-const handleSerializationError = ({error, methodName, isSubprocess, message}) => {
-	if (isSerializationError(error)) {
-		throw new Error(`${getMethodName(methodName, isSubprocess)}'s argument type is invalid: the message cannot be serialized: ${String(message)}.`, {cause: error});
-	}
-};
-
-const isSerializationError = ({code, message}) => SERIALIZATION_ERROR_CODES.has(code)
-	|| SERIALIZATION_ERROR_MESSAGES.some(serializationErrorMessage => message.includes(serializationErrorMessage));
-
-// `error.code` set by Node.js when it failed to serialize the message
-const SERIALIZATION_ERROR_CODES = new Set([
-	// Message is `undefined`
-	'ERR_MISSING_ARGS',
-	// Message is a function, a bigint, a symbol
-	'ERR_INVALID_ARG_TYPE',
-]);
-
-// `error.message` set by Node.js when it failed to serialize the message
-const SERIALIZATION_ERROR_MESSAGES = [
-	// Message is a promise or a proxy, with `serialization: 'advanced'`
-	'could not be cloned',
-	// Message has cycles, with `serialization: 'json'`
-	'circular structure',
-	// Message has cycles inside toJSON(), with `serialization: 'json'`
-	'call stack size exceeded',
-];
-
-const getMethodName = (methodName, isSubprocess, parameters = '') => methodName === 'cancelSignal'
-	? '`cancelSignal`\'s `controller.abort()`'
-	: `${getNamespaceName(isSubprocess)}${methodName}(${parameters})`;
-
-const getNamespaceName = isSubprocess => isSubprocess ? '' : 'subprocess.';
-
-const getOtherProcessName = isSubprocess => isSubprocess ? 'parent process' : 'subprocess';
-
-// When any error arises, we disconnect the IPC.
-// Otherwise, it is likely that one of the processes will stop sending/receiving messages.
-// This would leave the other process hanging.
-const disconnect = anyProcess => {
-	if (anyProcess.connected) {
-		anyProcess.disconnect();
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/deferred.js
-const createDeferred = () => {
-	const methods = {};
-	const promise = new Promise((resolve, reject) => {
-		Object.assign(methods, {resolve, reject});
-	});
-	return Object.assign(promise, methods);
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/fd-options.js
-
-
-// Retrieve stream targeted by the `to` option
-const getToStream = (destination, to = 'stdin') => {
-	const isWritable = true;
-	const {options, fileDescriptors} = SUBPROCESS_OPTIONS.get(destination);
-	const fdNumber = getFdNumber(fileDescriptors, to, isWritable);
-	const destinationStream = destination.stdio[fdNumber];
-
-	if (destinationStream === null) {
-		throw new TypeError(getInvalidStdioOptionMessage(fdNumber, to, options, isWritable));
-	}
-
-	return destinationStream;
-};
-
-// Retrieve stream targeted by the `from` option
-const getFromStream = (source, from = 'stdout') => {
-	const isWritable = false;
-	const {options, fileDescriptors} = SUBPROCESS_OPTIONS.get(source);
-	const fdNumber = getFdNumber(fileDescriptors, from, isWritable);
-	const sourceStream = fdNumber === 'all' ? source.all : source.stdio[fdNumber];
-
-	if (sourceStream === null || sourceStream === undefined) {
-		throw new TypeError(getInvalidStdioOptionMessage(fdNumber, from, options, isWritable));
-	}
-
-	return sourceStream;
-};
-
-// Keeps track of the options passed to each Execa call
-const SUBPROCESS_OPTIONS = new WeakMap();
-
-const getFdNumber = (fileDescriptors, fdName, isWritable) => {
-	const fdNumber = parseFdNumber(fdName, isWritable);
-	validateFdNumber(fdNumber, fdName, isWritable, fileDescriptors);
-	return fdNumber;
-};
-
-const parseFdNumber = (fdName, isWritable) => {
-	const fdNumber = parseFd(fdName);
-	if (fdNumber !== undefined) {
-		return fdNumber;
-	}
-
-	const {validOptions, defaultValue} = isWritable
-		? {validOptions: '"stdin"', defaultValue: 'stdin'}
-		: {validOptions: '"stdout", "stderr", "all"', defaultValue: 'stdout'};
-	throw new TypeError(`"${getOptionName(isWritable)}" must not be "${fdName}".
-It must be ${validOptions} or "fd3", "fd4" (and so on).
-It is optional and defaults to "${defaultValue}".`);
-};
-
-const validateFdNumber = (fdNumber, fdName, isWritable, fileDescriptors) => {
-	const fileDescriptor = fileDescriptors[getUsedDescriptor(fdNumber)];
-	if (fileDescriptor === undefined) {
-		throw new TypeError(`"${getOptionName(isWritable)}" must not be ${fdName}. That file descriptor does not exist.
-Please set the "stdio" option to ensure that file descriptor exists.`);
-	}
-
-	if (fileDescriptor.direction === 'input' && !isWritable) {
-		throw new TypeError(`"${getOptionName(isWritable)}" must not be ${fdName}. It must be a readable stream, not writable.`);
-	}
-
-	if (fileDescriptor.direction !== 'input' && isWritable) {
-		throw new TypeError(`"${getOptionName(isWritable)}" must not be ${fdName}. It must be a writable stream, not readable.`);
-	}
-};
-
-const getInvalidStdioOptionMessage = (fdNumber, fdName, options, isWritable) => {
-	if (fdNumber === 'all' && !options.all) {
-		return 'The "all" option must be true to use "from: \'all\'".';
-	}
-
-	const {optionName, optionValue} = getInvalidStdioOption(fdNumber, options);
-	return `The "${optionName}: ${serializeOptionValue(optionValue)}" option is incompatible with using "${getOptionName(isWritable)}: ${serializeOptionValue(fdName)}".
-Please set this option with "pipe" instead.`;
-};
-
-const getInvalidStdioOption = (fdNumber, {stdin, stdout, stderr, stdio}) => {
-	const usedDescriptor = getUsedDescriptor(fdNumber);
-
-	if (usedDescriptor === 0 && stdin !== undefined) {
-		return {optionName: 'stdin', optionValue: stdin};
-	}
-
-	if (usedDescriptor === 1 && stdout !== undefined) {
-		return {optionName: 'stdout', optionValue: stdout};
-	}
-
-	if (usedDescriptor === 2 && stderr !== undefined) {
-		return {optionName: 'stderr', optionValue: stderr};
-	}
-
-	return {optionName: `stdio[${usedDescriptor}]`, optionValue: stdio[usedDescriptor]};
-};
-
-const getUsedDescriptor = fdNumber => fdNumber === 'all' ? 1 : fdNumber;
-
-const getOptionName = isWritable => isWritable ? 'to' : 'from';
-
-const serializeOptionValue = value => {
-	if (typeof value === 'string') {
-		return `'${value}'`;
-	}
-
-	return typeof value === 'number' ? `${value}` : 'Stream';
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/max-listeners.js
-
-
-// Temporarily increase the maximum number of listeners on an eventEmitter
-const incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
-	const maxListeners = eventEmitter.getMaxListeners();
-	if (maxListeners === 0 || maxListeners === Number.POSITIVE_INFINITY) {
-		return;
-	}
-
-	eventEmitter.setMaxListeners(maxListeners + maxListenersIncrement);
-	(0,external_node_events_.addAbortListener)(signal, () => {
-		eventEmitter.setMaxListeners(eventEmitter.getMaxListeners() - maxListenersIncrement);
-	});
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/reference.js
-// By default, Node.js keeps the subprocess alive while it has a `message` or `disconnect` listener.
-// We replicate the same logic for the events that we proxy.
-// This ensures the subprocess is kept alive while `getOneMessage()` and `getEachMessage()` are ongoing.
-// This is not a problem with `sendMessage()` since Node.js handles that method automatically.
-// We do not use `anyProcess.channel.ref()` since this would prevent the automatic `.channel.refCounted()` Node.js is doing.
-// We keep a reference to `anyProcess.channel` since it might be `null` while `getOneMessage()` or `getEachMessage()` is still processing debounced messages.
-// See https://github.com/nodejs/node/blob/2aaeaa863c35befa2ebaa98fb7737ec84df4d8e9/lib/internal/child_process.js#L547
-const addReference = (channel, reference) => {
-	if (reference) {
-		addReferenceCount(channel);
-	}
-};
-
-const addReferenceCount = channel => {
-	channel.refCounted();
-};
-
-const removeReference = (channel, reference) => {
-	if (reference) {
-		removeReferenceCount(channel);
-	}
-};
-
-const removeReferenceCount = channel => {
-	channel.unrefCounted();
-};
-
-// To proxy events, we setup some global listeners on the `message` and `disconnect` events.
-// Those should not keep the subprocess alive, so we remove the automatic counting that Node.js is doing.
-// See https://github.com/nodejs/node/blob/1b965270a9c273d4cf70e8808e9d28b9ada7844f/lib/child_process.js#L180
-const undoAddedReferences = (channel, isSubprocess) => {
-	if (isSubprocess) {
-		removeReferenceCount(channel);
-		removeReferenceCount(channel);
-	}
-};
-
-// Reverse it during `disconnect`
-const redoAddedReferences = (channel, isSubprocess) => {
-	if (isSubprocess) {
-		addReferenceCount(channel);
-		addReferenceCount(channel);
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/incoming.js
-
-
-
-
-
-
-
-// By default, Node.js buffers `message` events.
-//  - Buffering happens when there is a `message` event is emitted but there is no handler.
-//  - As soon as a `message` event handler is set, all buffered `message` events are emitted, emptying the buffer.
-//  - This happens both in the current process and the subprocess.
-//  - See https://github.com/nodejs/node/blob/501546e8f37059cd577041e23941b640d0d4d406/lib/internal/child_process.js#L719
-// This is helpful. Notably, this allows sending messages to a subprocess that's still initializing.
-// However, it has several problems.
-//  - This works with `events.on()` but not `events.once()` since all buffered messages are emitted at once.
-//    For example, users cannot call `await getOneMessage()`/`getEachMessage()` multiple times in a row.
-//  - When a user intentionally starts listening to `message` at a specific point in time, past `message` events are replayed, which might be unexpected.
-//  - Buffering is unlimited, which might lead to an out-of-memory crash.
-//  - This does not work well with multiple consumers.
-//    For example, Execa consumes events with both `result.ipcOutput` and manual IPC calls like `getOneMessage()`.
-//    Since `result.ipcOutput` reads all incoming messages, no buffering happens for manual IPC calls.
-//  - Forgetting to setup a `message` listener, or setting it up too late, is a programming mistake.
-//    The default behavior does not allow users to realize they made that mistake.
-// To solve those problems, instead of buffering messages, we debounce them.
-// The `message` event so it is emitted at most once per macrotask.
-const onMessage = async ({anyProcess, channel, isSubprocess, ipcEmitter}, wrappedMessage) => {
-	if (handleStrictResponse(wrappedMessage) || handleAbort(wrappedMessage)) {
-		return;
-	}
-
-	if (!INCOMING_MESSAGES.has(anyProcess)) {
-		INCOMING_MESSAGES.set(anyProcess, []);
-	}
-
-	const incomingMessages = INCOMING_MESSAGES.get(anyProcess);
-	incomingMessages.push(wrappedMessage);
-
-	if (incomingMessages.length > 1) {
-		return;
-	}
-
-	while (incomingMessages.length > 0) {
-		// eslint-disable-next-line no-await-in-loop
-		await waitForOutgoingMessages(anyProcess, ipcEmitter, wrappedMessage);
-		// eslint-disable-next-line no-await-in-loop
-		await promises_namespaceObject.scheduler.yield();
-
-		// eslint-disable-next-line no-await-in-loop
-		const message = await handleStrictRequest({
-			wrappedMessage: incomingMessages[0],
-			anyProcess,
-			channel,
-			isSubprocess,
-			ipcEmitter,
-		});
-
-		incomingMessages.shift();
-		ipcEmitter.emit('message', message);
-		ipcEmitter.emit('message:done');
-	}
-};
-
-// If the `message` event is currently debounced, the `disconnect` event must wait for it
-const onDisconnect = async ({anyProcess, channel, isSubprocess, ipcEmitter, boundOnMessage}) => {
-	abortOnDisconnect();
-
-	const incomingMessages = INCOMING_MESSAGES.get(anyProcess);
-	while (incomingMessages?.length > 0) {
-		// eslint-disable-next-line no-await-in-loop
-		await (0,external_node_events_.once)(ipcEmitter, 'message:done');
-	}
-
-	anyProcess.removeListener('message', boundOnMessage);
-	redoAddedReferences(channel, isSubprocess);
-	ipcEmitter.connected = false;
-	ipcEmitter.emit('disconnect');
-};
-
-const INCOMING_MESSAGES = new WeakMap();
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/forward.js
-
-
-
-
-// Forward the `message` and `disconnect` events from the process and subprocess to a proxy emitter.
-// This prevents the `error` event from stopping IPC.
-// This also allows debouncing the `message` event.
-const getIpcEmitter = (anyProcess, channel, isSubprocess) => {
-	if (IPC_EMITTERS.has(anyProcess)) {
-		return IPC_EMITTERS.get(anyProcess);
-	}
-
-	// Use an `EventEmitter`, like the `process` that is being proxied
-	// eslint-disable-next-line unicorn/prefer-event-target
-	const ipcEmitter = new external_node_events_.EventEmitter();
-	ipcEmitter.connected = true;
-	IPC_EMITTERS.set(anyProcess, ipcEmitter);
-	forwardEvents({
-		ipcEmitter,
-		anyProcess,
-		channel,
-		isSubprocess,
-	});
-	return ipcEmitter;
-};
-
-const IPC_EMITTERS = new WeakMap();
-
-// The `message` and `disconnect` events are buffered in the subprocess until the first listener is setup.
-// However, unbuffering happens after one tick, so this give enough time for the caller to setup the listener on the proxy emitter first.
-// See https://github.com/nodejs/node/blob/2aaeaa863c35befa2ebaa98fb7737ec84df4d8e9/lib/internal/child_process.js#L721
-const forwardEvents = ({ipcEmitter, anyProcess, channel, isSubprocess}) => {
-	const boundOnMessage = onMessage.bind(undefined, {
-		anyProcess,
-		channel,
-		isSubprocess,
-		ipcEmitter,
-	});
-	anyProcess.on('message', boundOnMessage);
-	anyProcess.once('disconnect', onDisconnect.bind(undefined, {
-		anyProcess,
-		channel,
-		isSubprocess,
-		ipcEmitter,
-		boundOnMessage,
-	}));
-	undoAddedReferences(channel, isSubprocess);
-};
-
-// Check whether there might still be some `message` events to receive
-const isConnected = anyProcess => {
-	const ipcEmitter = IPC_EMITTERS.get(anyProcess);
-	return ipcEmitter === undefined
-		? anyProcess.channel !== null
-		: ipcEmitter.connected;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/strict.js
-
-
-
-
-
-
-
-
-// When using the `strict` option, wrap the message with metadata during `sendMessage()`
-const handleSendStrict = ({anyProcess, channel, isSubprocess, message, strict}) => {
-	if (!strict) {
-		return message;
-	}
-
-	const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
-	const hasListeners = hasMessageListeners(anyProcess, ipcEmitter);
-	return {
-		id: count++,
-		type: REQUEST_TYPE,
-		message,
-		hasListeners,
-	};
-};
-
-let count = 0n;
-
-// Handles when both processes are calling `sendMessage()` with `strict` at the same time.
-// If neither process is listening, this would create a deadlock. We detect it and throw.
-const validateStrictDeadlock = (outgoingMessages, wrappedMessage) => {
-	if (wrappedMessage?.type !== REQUEST_TYPE || wrappedMessage.hasListeners) {
-		return;
-	}
-
-	for (const {id} of outgoingMessages) {
-		if (id !== undefined) {
-			STRICT_RESPONSES[id].resolve({isDeadlock: true, hasListeners: false});
-		}
-	}
-};
-
-// The other process then sends the acknowledgment back as a response
-const handleStrictRequest = async ({wrappedMessage, anyProcess, channel, isSubprocess, ipcEmitter}) => {
-	if (wrappedMessage?.type !== REQUEST_TYPE || !anyProcess.connected) {
-		return wrappedMessage;
-	}
-
-	const {id, message} = wrappedMessage;
-	const response = {id, type: RESPONSE_TYPE, message: hasMessageListeners(anyProcess, ipcEmitter)};
-
-	try {
-		await sendMessage({
-			anyProcess,
-			channel,
-			isSubprocess,
-			ipc: true,
-		}, response);
-	} catch (error) {
-		ipcEmitter.emit('strict:error', error);
-	}
-
-	return message;
-};
-
-// Reception of the acknowledgment response
-const handleStrictResponse = wrappedMessage => {
-	if (wrappedMessage?.type !== RESPONSE_TYPE) {
-		return false;
-	}
-
-	const {id, message: hasListeners} = wrappedMessage;
-	STRICT_RESPONSES[id]?.resolve({isDeadlock: false, hasListeners});
-	return true;
-};
-
-// Wait for the other process to receive the message from `sendMessage()`
-const waitForStrictResponse = async (wrappedMessage, anyProcess, isSubprocess) => {
-	if (wrappedMessage?.type !== REQUEST_TYPE) {
-		return;
-	}
-
-	const deferred = createDeferred();
-	STRICT_RESPONSES[wrappedMessage.id] = deferred;
-	const controller = new AbortController();
-
-	try {
-		const {isDeadlock, hasListeners} = await Promise.race([
-			deferred,
-			throwOnDisconnect(anyProcess, isSubprocess, controller),
-		]);
-
-		if (isDeadlock) {
-			throwOnStrictDeadlockError(isSubprocess);
-		}
-
-		if (!hasListeners) {
-			throwOnMissingStrict(isSubprocess);
-		}
-	} finally {
-		controller.abort();
-		delete STRICT_RESPONSES[wrappedMessage.id];
-	}
-};
-
-const STRICT_RESPONSES = {};
-
-const throwOnDisconnect = async (anyProcess, isSubprocess, {signal}) => {
-	incrementMaxListeners(anyProcess, 1, signal);
-	await (0,external_node_events_.once)(anyProcess, 'disconnect', {signal});
-	throwOnStrictDisconnect(isSubprocess);
-};
-
-const REQUEST_TYPE = 'execa:ipc:request';
-const RESPONSE_TYPE = 'execa:ipc:response';
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/outgoing.js
-
-
-
-
-
-// When `sendMessage()` is ongoing, any `message` being received waits before being emitted.
-// This allows calling one or multiple `await sendMessage()` followed by `await getOneMessage()`/`await getEachMessage()`.
-// Without running into a race condition when the other process sends a response too fast, before the current process set up a listener.
-const startSendMessage = (anyProcess, wrappedMessage, strict) => {
-	if (!OUTGOING_MESSAGES.has(anyProcess)) {
-		OUTGOING_MESSAGES.set(anyProcess, new Set());
-	}
-
-	const outgoingMessages = OUTGOING_MESSAGES.get(anyProcess);
-	const onMessageSent = createDeferred();
-	const id = strict ? wrappedMessage.id : undefined;
-	const outgoingMessage = {onMessageSent, id};
-	outgoingMessages.add(outgoingMessage);
-	return {outgoingMessages, outgoingMessage};
-};
-
-const endSendMessage = ({outgoingMessages, outgoingMessage}) => {
-	outgoingMessages.delete(outgoingMessage);
-	outgoingMessage.onMessageSent.resolve();
-};
-
-// Await while `sendMessage()` is ongoing, unless there is already a `message` listener
-const waitForOutgoingMessages = async (anyProcess, ipcEmitter, wrappedMessage) => {
-	while (!hasMessageListeners(anyProcess, ipcEmitter) && OUTGOING_MESSAGES.get(anyProcess)?.size > 0) {
-		const outgoingMessages = [...OUTGOING_MESSAGES.get(anyProcess)];
-		validateStrictDeadlock(outgoingMessages, wrappedMessage);
-		// eslint-disable-next-line no-await-in-loop
-		await Promise.all(outgoingMessages.map(({onMessageSent}) => onMessageSent));
-	}
-};
-
-const OUTGOING_MESSAGES = new WeakMap();
-
-// Whether any `message` listener is setup
-const hasMessageListeners = (anyProcess, ipcEmitter) => ipcEmitter.listenerCount('message') > getMinListenerCount(anyProcess);
-
-// When `buffer` is `false`, we set up a `message` listener that should be ignored.
-// That listener is only meant to intercept `strict` acknowledgement responses.
-const getMinListenerCount = anyProcess => SUBPROCESS_OPTIONS.has(anyProcess)
-	&& !getFdSpecificValue(SUBPROCESS_OPTIONS.get(anyProcess).options.buffer, 'ipc')
-	? 1
-	: 0;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/send.js
-
-
-
-
-
-// Like `[sub]process.send()` but promise-based.
-// We do not `await subprocess` during `.sendMessage()` nor `.getOneMessage()` since those methods are transient.
-// Users would still need to `await subprocess` after the method is done.
-// Also, this would prevent `unhandledRejection` event from being emitted, making it silent.
-const sendMessage = ({anyProcess, channel, isSubprocess, ipc}, message, {strict = false} = {}) => {
-	const methodName = 'sendMessage';
-	validateIpcMethod({
-		methodName,
-		isSubprocess,
-		ipc,
-		isConnected: anyProcess.connected,
-	});
-
-	return sendMessageAsync({
-		anyProcess,
-		channel,
-		methodName,
-		isSubprocess,
-		message,
-		strict,
-	});
-};
-
-const sendMessageAsync = async ({anyProcess, channel, methodName, isSubprocess, message, strict}) => {
-	const wrappedMessage = handleSendStrict({
-		anyProcess,
-		channel,
-		isSubprocess,
-		message,
-		strict,
-	});
-	const outgoingMessagesState = startSendMessage(anyProcess, wrappedMessage, strict);
-	try {
-		await sendOneMessage({
-			anyProcess,
-			methodName,
-			isSubprocess,
-			wrappedMessage,
-			message,
-		});
-	} catch (error) {
-		disconnect(anyProcess);
-		throw error;
-	} finally {
-		endSendMessage(outgoingMessagesState);
-	}
-};
-
-// Used internally by `cancelSignal`
-const sendOneMessage = async ({anyProcess, methodName, isSubprocess, wrappedMessage, message}) => {
-	const sendMethod = getSendMethod(anyProcess);
-
-	try {
-		await Promise.all([
-			waitForStrictResponse(wrappedMessage, anyProcess, isSubprocess),
-			sendMethod(wrappedMessage),
-		]);
-	} catch (error) {
-		handleEpipeError({error, methodName, isSubprocess});
-		handleSerializationError({
-			error,
-			methodName,
-			isSubprocess,
-			message,
-		});
-		throw error;
-	}
-};
-
-// [sub]process.send() promisified, memoized
-const getSendMethod = anyProcess => {
-	if (PROCESS_SEND_METHODS.has(anyProcess)) {
-		return PROCESS_SEND_METHODS.get(anyProcess);
-	}
-
-	const sendMethod = (0,external_node_util_namespaceObject.promisify)(anyProcess.send.bind(anyProcess));
-	PROCESS_SEND_METHODS.set(anyProcess, sendMethod);
-	return sendMethod;
-};
-
-const PROCESS_SEND_METHODS = new WeakMap();
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/graceful.js
-
-
-
-
-
-// Send an IPC message so the subprocess performs a graceful termination
-const sendAbort = (subprocess, message) => {
-	const methodName = 'cancelSignal';
-	validateConnection(methodName, false, subprocess.connected);
-	return sendOneMessage({
-		anyProcess: subprocess,
-		methodName,
-		isSubprocess: false,
-		wrappedMessage: {type: GRACEFUL_CANCEL_TYPE, message},
-		message,
-	});
-};
-
-// When the signal is being used, start listening for incoming messages.
-// Unbuffering messages takes one microtask to complete, so this must be async.
-const getCancelSignal = async ({anyProcess, channel, isSubprocess, ipc}) => {
-	await startIpc({
-		anyProcess,
-		channel,
-		isSubprocess,
-		ipc,
-	});
-	return cancelController.signal;
-};
-
-const startIpc = async ({anyProcess, channel, isSubprocess, ipc}) => {
-	if (cancelListening) {
-		return;
-	}
-
-	cancelListening = true;
-
-	if (!ipc) {
-		throwOnMissingParent();
-		return;
-	}
-
-	if (channel === null) {
-		abortOnDisconnect();
-		return;
-	}
-
-	getIpcEmitter(anyProcess, channel, isSubprocess);
-	await promises_namespaceObject.scheduler.yield();
-};
-
-let cancelListening = false;
-
-// Reception of IPC message to perform a graceful termination
-const handleAbort = wrappedMessage => {
-	if (wrappedMessage?.type !== GRACEFUL_CANCEL_TYPE) {
-		return false;
-	}
-
-	cancelController.abort(wrappedMessage.message);
-	return true;
-};
-
-const GRACEFUL_CANCEL_TYPE = 'execa:ipc:cancel';
-
-// When the current process disconnects early, the subprocess `cancelSignal` is aborted.
-// Otherwise, the signal would never be able to be aborted later on.
-const abortOnDisconnect = () => {
-	cancelController.abort(getAbortDisconnectError());
-};
-
-const cancelController = new AbortController();
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/graceful.js
-
-
-
-
-// Validate the `gracefulCancel` option
-const validateGracefulCancel = ({gracefulCancel, cancelSignal, ipc, serialization}) => {
-	if (!gracefulCancel) {
-		return;
-	}
-
-	if (cancelSignal === undefined) {
-		throw new Error('The `cancelSignal` option must be defined when setting the `gracefulCancel` option.');
-	}
-
-	if (!ipc) {
-		throw new Error('The `ipc` option cannot be false when setting the `gracefulCancel` option.');
-	}
-
-	if (serialization === 'json') {
-		throw new Error('The `serialization` option cannot be \'json\' when setting the `gracefulCancel` option.');
-	}
-};
-
-// Send abort reason to the subprocess when aborting the `cancelSignal` option and `gracefulCancel` is `true`
-const throwOnGracefulCancel = ({
-	subprocess,
-	cancelSignal,
-	gracefulCancel,
-	forceKillAfterDelay,
-	context,
-	controller,
-}) => gracefulCancel
-	? [sendOnAbort({
-		subprocess,
-		cancelSignal,
-		forceKillAfterDelay,
-		context,
-		controller,
-	})]
-	: [];
-
-const sendOnAbort = async ({subprocess, cancelSignal, forceKillAfterDelay, context, controller: {signal}}) => {
-	await onAbortedSignal(cancelSignal, signal);
-	const reason = getReason(cancelSignal);
-	await sendAbort(subprocess, reason);
-	killOnTimeout({
-		kill: subprocess.kill,
-		forceKillAfterDelay,
-		context,
-		controllerSignal: signal,
-	});
-	context.terminationReason ??= 'gracefulCancel';
-	throw cancelSignal.reason;
-};
-
-// The default `reason` is a DOMException, which is not serializable with V8
-// See https://github.com/nodejs/node/issues/53225
-const getReason = ({reason}) => {
-	if (!(reason instanceof DOMException)) {
-		return reason;
-	}
-
-	const error = new Error(reason.message);
-	Object.defineProperty(error, 'stack', {
-		value: reason.stack,
-		enumerable: false,
-		configurable: true,
-		writable: true,
-	});
-	return error;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/timeout.js
-
-
-
-// Validate `timeout` option
-const validateTimeout = ({timeout}) => {
-	if (timeout !== undefined && (!Number.isFinite(timeout) || timeout < 0)) {
-		throw new TypeError(`Expected the \`timeout\` option to be a non-negative integer, got \`${timeout}\` (${typeof timeout})`);
-	}
-};
-
-// Fails when the `timeout` option is exceeded
-const throwOnTimeout = (subprocess, timeout, context, controller) => timeout === 0 || timeout === undefined
-	? []
-	: [killAfterTimeout(subprocess, timeout, context, controller)];
-
-const killAfterTimeout = async (subprocess, timeout, context, {signal}) => {
-	await (0,promises_namespaceObject.setTimeout)(timeout, undefined, {signal});
-	context.terminationReason ??= 'timeout';
-	subprocess.kill();
-	throw new DiscardedError();
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/node.js
-
-
-
-
-// `execaNode()` is a shortcut for `execa(..., {node: true})`
-const mapNode = ({options}) => {
-	if (options.node === false) {
-		throw new TypeError('The "node" option cannot be false with `execaNode()`.');
-	}
-
-	return {options: {...options, node: true}};
-};
-
-// Applies the `node: true` option, and the related `nodePath`/`nodeOptions` options.
-// Modifies the file commands/arguments to ensure the same Node binary and flags are re-used.
-// Also adds `ipc: true` and `shell: false`.
-const handleNodeOption = (file, commandArguments, {
-	node: shouldHandleNode = false,
-	nodePath = external_node_process_.execPath,
-	nodeOptions = external_node_process_.execArgv.filter(nodeOption => !nodeOption.startsWith('--inspect')),
-	cwd,
-	execPath: formerNodePath,
-	...options
-}) => {
-	if (formerNodePath !== undefined) {
-		throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
-	}
-
-	const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-	const resolvedNodePath = external_node_path_.resolve(cwd, normalizedNodePath);
-	const newOptions = {
-		...options,
-		nodePath: resolvedNodePath,
-		node: shouldHandleNode,
-		cwd,
-	};
-
-	if (!shouldHandleNode) {
-		return [file, commandArguments, newOptions];
-	}
-
-	if (external_node_path_.basename(file, '.exe') === 'node') {
-		throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
-	}
-
-	return [
-		resolvedNodePath,
-		[...nodeOptions, file, ...commandArguments],
-		{ipc: true, ...newOptions, shell: false},
-	];
-};
-
-;// CONCATENATED MODULE: external "node:v8"
-const external_node_v8_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:v8");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/ipc-input.js
-
-
-// Validate the `ipcInput` option
-const validateIpcInputOption = ({ipcInput, ipc, serialization}) => {
-	if (ipcInput === undefined) {
-		return;
-	}
-
-	if (!ipc) {
-		throw new Error('The `ipcInput` option cannot be set unless the `ipc` option is `true`.');
-	}
-
-	validateIpcInput[serialization](ipcInput);
-};
-
-const validateAdvancedInput = ipcInput => {
-	try {
-		(0,external_node_v8_namespaceObject.serialize)(ipcInput);
-	} catch (error) {
-		throw new Error('The `ipcInput` option is not serializable with a structured clone.', {cause: error});
-	}
-};
-
-const validateJsonInput = ipcInput => {
-	try {
-		JSON.stringify(ipcInput);
-	} catch (error) {
-		throw new Error('The `ipcInput` option is not serializable with JSON.', {cause: error});
-	}
-};
-
-const validateIpcInput = {
-	advanced: validateAdvancedInput,
-	json: validateJsonInput,
-};
-
-// When the `ipcInput` option is set, it is sent as an initial IPC message to the subprocess
-const sendIpcInput = async (subprocess, ipcInput) => {
-	if (ipcInput === undefined) {
-		return;
-	}
-
-	await subprocess.sendMessage(ipcInput);
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/encoding-option.js
-// Validate `encoding` option
-const validateEncoding = ({encoding}) => {
-	if (ENCODINGS.has(encoding)) {
-		return;
-	}
-
-	const correctEncoding = getCorrectEncoding(encoding);
-	if (correctEncoding !== undefined) {
-		throw new TypeError(`Invalid option \`encoding: ${serializeEncoding(encoding)}\`.
-Please rename it to ${serializeEncoding(correctEncoding)}.`);
-	}
-
-	const correctEncodings = [...ENCODINGS].map(correctEncoding => serializeEncoding(correctEncoding)).join(', ');
-	throw new TypeError(`Invalid option \`encoding: ${serializeEncoding(encoding)}\`.
-Please rename it to one of: ${correctEncodings}.`);
-};
-
-const TEXT_ENCODINGS = new Set(['utf8', 'utf16le']);
-const BINARY_ENCODINGS = new Set(['buffer', 'hex', 'base64', 'base64url', 'latin1', 'ascii']);
-const ENCODINGS = new Set([...TEXT_ENCODINGS, ...BINARY_ENCODINGS]);
-
-const getCorrectEncoding = encoding => {
-	if (encoding === null) {
-		return 'buffer';
-	}
-
-	if (typeof encoding !== 'string') {
-		return;
-	}
-
-	const lowerEncoding = encoding.toLowerCase();
-	if (lowerEncoding in ENCODING_ALIASES) {
-		return ENCODING_ALIASES[lowerEncoding];
-	}
-
-	if (ENCODINGS.has(lowerEncoding)) {
-		return lowerEncoding;
-	}
-};
-
-const ENCODING_ALIASES = {
-	// eslint-disable-next-line unicorn/text-encoding-identifier-case
-	'utf-8': 'utf8',
-	'utf-16le': 'utf16le',
-	'ucs-2': 'utf16le',
-	ucs2: 'utf16le',
-	binary: 'latin1',
-};
-
-const serializeEncoding = encoding => typeof encoding === 'string' ? `"${encoding}"` : String(encoding);
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/cwd.js
-
-
-
-
-
-// Normalize `cwd` option
-const normalizeCwd = (cwd = getDefaultCwd()) => {
-	const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-	return external_node_path_.resolve(cwdString);
-};
-
-const getDefaultCwd = () => {
-	try {
-		return external_node_process_.cwd();
-	} catch (error) {
-		error.message = `The current directory does not exist.\n${error.message}`;
-		throw error;
-	}
-};
-
-// When `cwd` option has an invalid value, provide with a better error message
-const fixCwdError = (originalMessage, cwd) => {
-	if (cwd === getDefaultCwd()) {
-		return originalMessage;
-	}
-
-	let cwdStat;
-	try {
-		cwdStat = (0,external_node_fs_.statSync)(cwd);
-	} catch (error) {
-		return `The "cwd" option is invalid: ${cwd}.\n${error.message}\n${originalMessage}`;
-	}
-
-	if (!cwdStat.isDirectory()) {
-		return `The "cwd" option is not a directory: ${cwd}.\n${originalMessage}`;
-	}
-
-	return originalMessage;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/options.js
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-// Normalize the options object, and sometimes also the file paths and arguments.
-// Applies default values, validate allowed options, normalize them.
-const normalizeOptions = (filePath, rawArguments, rawOptions) => {
-	rawOptions.cwd = normalizeCwd(rawOptions.cwd);
-	const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
-
-	const {command: file, args: commandArguments, options: initialOptions} = cross_spawn._parse(processedFile, processedArguments, processedOptions);
-
-	const fdOptions = normalizeFdSpecificOptions(initialOptions);
-	const options = addDefaultOptions(fdOptions);
-	validateTimeout(options);
-	validateEncoding(options);
-	validateIpcInputOption(options);
-	validateCancelSignal(options);
-	validateGracefulCancel(options);
-	options.shell = normalizeFileUrl(options.shell);
-	options.env = getEnv(options);
-	options.killSignal = normalizeKillSignal(options.killSignal);
-	options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
-	options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-
-	if (external_node_process_.platform === 'win32' && external_node_path_.basename(file, '.exe') === 'cmd') {
-		// #116
-		commandArguments.unshift('/q');
-	}
-
-	return {file, commandArguments, options};
-};
-
-const addDefaultOptions = ({
-	extendEnv = true,
-	preferLocal = false,
-	cwd,
-	localDir: localDirectory = cwd,
-	encoding = 'utf8',
-	reject = true,
-	cleanup = true,
-	all = false,
-	windowsHide = true,
-	killSignal = 'SIGTERM',
-	forceKillAfterDelay = true,
-	gracefulCancel = false,
-	ipcInput,
-	ipc = ipcInput !== undefined || gracefulCancel,
-	serialization = 'advanced',
-	...options
-}) => ({
-	...options,
-	extendEnv,
-	preferLocal,
-	cwd,
-	localDirectory,
-	encoding,
-	reject,
-	cleanup,
-	all,
-	windowsHide,
-	killSignal,
-	forceKillAfterDelay,
-	gracefulCancel,
-	ipcInput,
-	ipc,
-	serialization,
-});
-
-const getEnv = ({env: envOption, extendEnv, preferLocal, node, localDirectory, nodePath}) => {
-	const env = extendEnv ? {...external_node_process_.env, ...envOption} : envOption;
-
-	if (preferLocal || node) {
-		return npmRunPathEnv({
-			env,
-			cwd: localDirectory,
-			execPath: nodePath,
-			preferLocal,
-			addExecPath: node,
-		});
-	}
-
-	return env;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/shell.js
-// When the `shell` option is set, any command argument is concatenated as a single string by Node.js:
-// https://github.com/nodejs/node/blob/e38ce27f3ca0a65f68a31cedd984cddb927d4002/lib/child_process.js#L614-L624
-// However, since Node 24, it also prints a deprecation warning.
-// To avoid this warning, we perform that same operation before calling `node:child_process`.
-// Shells only understand strings, which is why Node.js performs that concatenation.
-// However, we rely on users splitting command arguments as an array.
-// For example, this allows us to easily detect which arguments are passed.
-// So we do want users to pass array of arguments even with `shell: true`, but we also want to avoid any warning.
-const concatenateShell = (file, commandArguments, options) => options.shell && commandArguments.length > 0
-	? [[file, ...commandArguments].join(' '), [], options]
-	: [file, commandArguments, options];
-
-;// CONCATENATED MODULE: ./node_modules/strip-final-newline/index.js
-function strip_final_newline_stripFinalNewline(input) {
-	if (typeof input === 'string') {
-		return stripFinalNewlineString(input);
-	}
-
-	if (!(ArrayBuffer.isView(input) && input.BYTES_PER_ELEMENT === 1)) {
-		throw new Error('Input must be a string or a Uint8Array');
-	}
-
-	return stripFinalNewlineBinary(input);
-}
-
-const stripFinalNewlineString = input =>
-	input.at(-1) === LF
-		? input.slice(0, input.at(-2) === CR ? -2 : -1)
-		: input;
-
-const stripFinalNewlineBinary = input =>
-	input.at(-1) === LF_BINARY
-		? input.subarray(0, input.at(-2) === CR_BINARY ? -2 : -1)
-		: input;
-
-const LF = '\n';
-const LF_BINARY = LF.codePointAt(0);
-const CR = '\r';
-const CR_BINARY = CR.codePointAt(0);
-
-;// CONCATENATED MODULE: ./node_modules/is-stream/index.js
-function isStream(stream, {checkOpen = true} = {}) {
-	return stream !== null
-		&& typeof stream === 'object'
-		&& (stream.writable || stream.readable || !checkOpen || (stream.writable === undefined && stream.readable === undefined))
-		&& typeof stream.pipe === 'function';
-}
-
-function isWritableStream(stream, {checkOpen = true} = {}) {
-	return isStream(stream, {checkOpen})
-		&& (stream.writable || !checkOpen)
-		&& typeof stream.write === 'function'
-		&& typeof stream.end === 'function'
-		&& typeof stream.writable === 'boolean'
-		&& typeof stream.writableObjectMode === 'boolean'
-		&& typeof stream.destroy === 'function'
-		&& typeof stream.destroyed === 'boolean';
-}
-
-function isReadableStream(stream, {checkOpen = true} = {}) {
-	return isStream(stream, {checkOpen})
-		&& (stream.readable || !checkOpen)
-		&& typeof stream.read === 'function'
-		&& typeof stream.readable === 'boolean'
-		&& typeof stream.readableObjectMode === 'boolean'
-		&& typeof stream.destroy === 'function'
-		&& typeof stream.destroyed === 'boolean';
-}
-
-function isDuplexStream(stream, options) {
-	return isWritableStream(stream, options)
-		&& isReadableStream(stream, options);
-}
-
-function isTransformStream(stream, options) {
-	return isDuplexStream(stream, options)
-		&& typeof stream._transform === 'function';
-}
-
-;// CONCATENATED MODULE: ./node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
-const a = Object.getPrototypeOf(
-  Object.getPrototypeOf(
-    /* istanbul ignore next */
-    async function* () {
-    }
-  ).prototype
-);
-class c {
-  #t;
-  #n;
-  #r = !1;
-  #e = void 0;
-  constructor(e, t) {
-    this.#t = e, this.#n = t;
-  }
-  next() {
-    const e = () => this.#s();
-    return this.#e = this.#e ? this.#e.then(e, e) : e(), this.#e;
-  }
-  return(e) {
-    const t = () => this.#i(e);
-    return this.#e ? this.#e.then(t, t) : t();
-  }
-  async #s() {
-    if (this.#r)
-      return {
-        done: !0,
-        value: void 0
-      };
-    let e;
-    try {
-      e = await this.#t.read();
-    } catch (t) {
-      throw this.#e = void 0, this.#r = !0, this.#t.releaseLock(), t;
-    }
-    return e.done && (this.#e = void 0, this.#r = !0, this.#t.releaseLock()), e;
-  }
-  async #i(e) {
-    if (this.#r)
-      return {
-        done: !0,
-        value: e
-      };
-    if (this.#r = !0, !this.#n) {
-      const t = this.#t.cancel(e);
-      return this.#t.releaseLock(), await t, {
-        done: !0,
-        value: e
-      };
-    }
-    return this.#t.releaseLock(), {
-      done: !0,
-      value: e
-    };
-  }
-}
-const n = Symbol();
-function i() {
-  return this[n].next();
-}
-Object.defineProperty(i, "name", { value: "next" });
-function o(r) {
-  return this[n].return(r);
-}
-Object.defineProperty(o, "name", { value: "return" });
-const u = Object.create(a, {
-  next: {
-    enumerable: !0,
-    configurable: !0,
-    writable: !0,
-    value: i
-  },
-  return: {
-    enumerable: !0,
-    configurable: !0,
-    writable: !0,
-    value: o
-  }
-});
-function h({ preventCancel: r = !1 } = {}) {
-  const e = this.getReader(), t = new c(
-    e,
-    r
-  ), s = Object.create(u);
-  return s[n] = t, s;
-}
-
-
-;// CONCATENATED MODULE: ./node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js
-
-
-
-
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/stream.js
-
-
-
-const getAsyncIterable = stream => {
-	if (isReadableStream(stream, {checkOpen: false}) && nodeImports.on !== undefined) {
-		return getStreamIterable(stream);
-	}
-
-	if (typeof stream?.[Symbol.asyncIterator] === 'function') {
-		return stream;
-	}
-
-	// `ReadableStream[Symbol.asyncIterator]` support is missing in multiple browsers, so we ponyfill it
-	if (stream_toString.call(stream) === '[object ReadableStream]') {
-		return h.call(stream);
-	}
-
-	throw new TypeError('The first argument must be a Readable, a ReadableStream, or an async iterable.');
-};
-
-const {toString: stream_toString} = Object.prototype;
-
-// The default iterable for Node.js streams does not allow for multiple readers at once, so we re-implement it
-const getStreamIterable = async function * (stream) {
-	const controller = new AbortController();
-	const state = {};
-	handleStreamEnd(stream, controller, state);
-
-	try {
-		for await (const [chunk] of nodeImports.on(stream, 'data', {signal: controller.signal})) {
-			yield chunk;
-		}
-	} catch (error) {
-		// Stream failure, for example due to `stream.destroy(error)`
-		if (state.error !== undefined) {
-			throw state.error;
-		// `error` event directly emitted on stream
-		} else if (!controller.signal.aborted) {
-			throw error;
-		// Otherwise, stream completed successfully
-		}
-		// The `finally` block also runs when the caller throws, for example due to the `maxBuffer` option
-	} finally {
-		stream.destroy();
-	}
-};
-
-const handleStreamEnd = async (stream, controller, state) => {
-	try {
-		await nodeImports.finished(stream, {
-			cleanup: true,
-			readable: true,
-			writable: false,
-			error: false,
-		});
-	} catch (error) {
-		state.error = error;
-	} finally {
-		controller.abort();
-	}
-};
-
-// Loaded by the Node entrypoint, but not by the browser one.
-// This prevents using dynamic imports.
-const nodeImports = {};
-
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/contents.js
-
-
-const getStreamContents = async (stream, {init, convertChunk, getSize, truncateChunk, addChunk, getFinalChunk, finalize}, {maxBuffer = Number.POSITIVE_INFINITY} = {}) => {
-	const asyncIterable = getAsyncIterable(stream);
-
-	const state = init();
-	state.length = 0;
-
-	try {
-		for await (const chunk of asyncIterable) {
-			const chunkType = getChunkType(chunk);
-			const convertedChunk = convertChunk[chunkType](chunk, state);
-			appendChunk({
-				convertedChunk,
-				state,
-				getSize,
-				truncateChunk,
-				addChunk,
-				maxBuffer,
-			});
-		}
-
-		appendFinalChunk({
-			state,
-			convertChunk,
-			getSize,
-			truncateChunk,
-			addChunk,
-			getFinalChunk,
-			maxBuffer,
-		});
-		return finalize(state);
-	} catch (error) {
-		const normalizedError = typeof error === 'object' && error !== null ? error : new Error(error);
-		normalizedError.bufferedData = finalize(state);
-		throw normalizedError;
-	}
-};
-
-const appendFinalChunk = ({state, getSize, truncateChunk, addChunk, getFinalChunk, maxBuffer}) => {
-	const convertedChunk = getFinalChunk(state);
-	if (convertedChunk !== undefined) {
-		appendChunk({
-			convertedChunk,
-			state,
-			getSize,
-			truncateChunk,
-			addChunk,
-			maxBuffer,
-		});
-	}
-};
-
-const appendChunk = ({convertedChunk, state, getSize, truncateChunk, addChunk, maxBuffer}) => {
-	const chunkSize = getSize(convertedChunk);
-	const newLength = state.length + chunkSize;
-
-	if (newLength <= maxBuffer) {
-		addNewChunk(convertedChunk, state, addChunk, newLength);
-		return;
-	}
-
-	const truncatedChunk = truncateChunk(convertedChunk, maxBuffer - state.length);
-
-	if (truncatedChunk !== undefined) {
-		addNewChunk(truncatedChunk, state, addChunk, maxBuffer);
-	}
-
-	throw new MaxBufferError();
-};
-
-const addNewChunk = (convertedChunk, state, addChunk, newLength) => {
-	state.contents = addChunk(convertedChunk, state, newLength);
-	state.length = newLength;
-};
-
-const getChunkType = chunk => {
-	const typeOfChunk = typeof chunk;
-
-	if (typeOfChunk === 'string') {
-		return 'string';
-	}
-
-	if (typeOfChunk !== 'object' || chunk === null) {
-		return 'others';
-	}
-
-	if (globalThis.Buffer?.isBuffer(chunk)) {
-		return 'buffer';
-	}
-
-	const prototypeName = contents_objectToString.call(chunk);
-
-	if (prototypeName === '[object ArrayBuffer]') {
-		return 'arrayBuffer';
-	}
-
-	if (prototypeName === '[object DataView]') {
-		return 'dataView';
-	}
-
-	if (
-		Number.isInteger(chunk.byteLength)
-		&& Number.isInteger(chunk.byteOffset)
-		&& contents_objectToString.call(chunk.buffer) === '[object ArrayBuffer]'
-	) {
-		return 'typedArray';
-	}
-
-	return 'others';
-};
-
-const {toString: contents_objectToString} = Object.prototype;
-
-class MaxBufferError extends Error {
-	name = 'MaxBufferError';
-
-	constructor() {
-		super('maxBuffer exceeded');
-	}
-}
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/max-buffer.js
-
-
-
-
-// When the `maxBuffer` option is hit, a MaxBufferError is thrown.
-// The stream is aborted, then specific information is kept for the error message.
-const handleMaxBuffer = ({error, stream, readableObjectMode, lines, encoding, fdNumber}) => {
-	if (!(error instanceof MaxBufferError)) {
-		throw error;
-	}
-
-	if (fdNumber === 'all') {
-		return error;
-	}
-
-	const unit = getMaxBufferUnit(readableObjectMode, lines, encoding);
-	error.maxBufferInfo = {fdNumber, unit};
-	stream.destroy();
-	throw error;
-};
-
-const getMaxBufferUnit = (readableObjectMode, lines, encoding) => {
-	if (readableObjectMode) {
-		return 'objects';
-	}
-
-	if (lines) {
-		return 'lines';
-	}
-
-	if (encoding === 'buffer') {
-		return 'bytes';
-	}
-
-	return 'characters';
-};
-
-// Check the `maxBuffer` option with `result.ipcOutput`
-const checkIpcMaxBuffer = (subprocess, ipcOutput, maxBuffer) => {
-	if (ipcOutput.length !== maxBuffer) {
-		return;
-	}
-
-	const error = new MaxBufferError();
-	error.maxBufferInfo = {fdNumber: 'ipc'};
-	throw error;
-};
-
-// Error message when `maxBuffer` is hit
-const getMaxBufferMessage = (error, maxBuffer) => {
-	const {streamName, threshold, unit} = getMaxBufferInfo(error, maxBuffer);
-	return `Command's ${streamName} was larger than ${threshold} ${unit}`;
-};
-
-const getMaxBufferInfo = (error, maxBuffer) => {
-	if (error?.maxBufferInfo === undefined) {
-		return {streamName: 'output', threshold: maxBuffer[1], unit: 'bytes'};
-	}
-
-	const {maxBufferInfo: {fdNumber, unit}} = error;
-	delete error.maxBufferInfo;
-
-	const threshold = getFdSpecificValue(maxBuffer, fdNumber);
-	if (fdNumber === 'ipc') {
-		return {streamName: 'IPC output', threshold, unit: 'messages'};
-	}
-
-	return {streamName: getStreamName(fdNumber), threshold, unit};
-};
-
-// The only way to apply `maxBuffer` with `spawnSync()` is to use the native `maxBuffer` option Node.js provides.
-// However, this has multiple limitations, and cannot behave the exact same way as the async behavior.
-// When the `maxBuffer` is hit, a `ENOBUFS` error is thrown.
-const isMaxBufferSync = (resultError, output, maxBuffer) => resultError?.code === 'ENOBUFS'
-	&& output !== null
-	&& output.some(result => result !== null && result.length > getMaxBufferSync(maxBuffer));
-
-// When `maxBuffer` is hit, ensure the result is truncated
-const truncateMaxBufferSync = (result, isMaxBuffer, maxBuffer) => {
-	if (!isMaxBuffer) {
-		return result;
-	}
-
-	const maxBufferValue = getMaxBufferSync(maxBuffer);
-	return result.length > maxBufferValue ? result.slice(0, maxBufferValue) : result;
-};
-
-// `spawnSync()` does not allow differentiating `maxBuffer` per file descriptor, so we always use `stdout`
-const getMaxBufferSync = ([, stdoutMaxBuffer]) => stdoutMaxBuffer;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/message.js
-
-
-
-
-
-
-
-
-
-// Computes `error.message`, `error.shortMessage` and `error.originalMessage`
-const createMessages = ({
-	stdio,
-	all,
-	ipcOutput,
-	originalError,
-	signal,
-	signalDescription,
-	exitCode,
-	escapedCommand,
-	timedOut,
-	isCanceled,
-	isGracefullyCanceled,
-	isMaxBuffer,
-	isForcefullyTerminated,
-	forceKillAfterDelay,
-	killSignal,
-	maxBuffer,
-	timeout,
-	cwd,
-}) => {
-	const errorCode = originalError?.code;
-	const prefix = getErrorPrefix({
-		originalError,
-		timedOut,
-		timeout,
-		isMaxBuffer,
-		maxBuffer,
-		errorCode,
-		signal,
-		signalDescription,
-		exitCode,
-		isCanceled,
-		isGracefullyCanceled,
-		isForcefullyTerminated,
-		forceKillAfterDelay,
-		killSignal,
-	});
-	const originalMessage = getOriginalMessage(originalError, cwd);
-	const suffix = originalMessage === undefined ? '' : `\n${originalMessage}`;
-	const shortMessage = `${prefix}: ${escapedCommand}${suffix}`;
-	const messageStdio = all === undefined ? [stdio[2], stdio[1]] : [all];
-	const message = [
-		shortMessage,
-		...messageStdio,
-		...stdio.slice(3),
-		ipcOutput.map(ipcMessage => serializeIpcMessage(ipcMessage)).join('\n'),
-	]
-		.map(messagePart => escapeLines(strip_final_newline_stripFinalNewline(serializeMessagePart(messagePart))))
-		.filter(Boolean)
-		.join('\n\n');
-	return {originalMessage, shortMessage, message};
-};
-
-const getErrorPrefix = ({
-	originalError,
-	timedOut,
-	timeout,
-	isMaxBuffer,
-	maxBuffer,
-	errorCode,
-	signal,
-	signalDescription,
-	exitCode,
-	isCanceled,
-	isGracefullyCanceled,
-	isForcefullyTerminated,
-	forceKillAfterDelay,
-	killSignal,
-}) => {
-	const forcefulSuffix = getForcefulSuffix(isForcefullyTerminated, forceKillAfterDelay);
-
-	if (timedOut) {
-		return `Command timed out after ${timeout} milliseconds${forcefulSuffix}`;
-	}
-
-	if (isGracefullyCanceled) {
-		if (signal === undefined) {
-			return `Command was gracefully canceled with exit code ${exitCode}`;
-		}
-
-		return isForcefullyTerminated
-			? `Command was gracefully canceled${forcefulSuffix}`
-			: `Command was gracefully canceled with ${signal} (${signalDescription})`;
-	}
-
-	if (isCanceled) {
-		return `Command was canceled${forcefulSuffix}`;
-	}
-
-	if (isMaxBuffer) {
-		return `${getMaxBufferMessage(originalError, maxBuffer)}${forcefulSuffix}`;
-	}
-
-	if (errorCode !== undefined) {
-		return `Command failed with ${errorCode}${forcefulSuffix}`;
-	}
-
-	if (isForcefullyTerminated) {
-		return `Command was killed with ${killSignal} (${getSignalDescription(killSignal)})${forcefulSuffix}`;
-	}
-
-	if (signal !== undefined) {
-		return `Command was killed with ${signal} (${signalDescription})`;
-	}
-
-	if (exitCode !== undefined) {
-		return `Command failed with exit code ${exitCode}`;
-	}
-
-	return 'Command failed';
-};
-
-const getForcefulSuffix = (isForcefullyTerminated, forceKillAfterDelay) => isForcefullyTerminated
-	? ` and was forcefully terminated after ${forceKillAfterDelay} milliseconds`
-	: '';
-
-const getOriginalMessage = (originalError, cwd) => {
-	if (originalError instanceof DiscardedError) {
-		return;
-	}
-
-	const originalMessage = isExecaError(originalError)
-		? originalError.originalMessage
-		: String(originalError?.message ?? originalError);
-	const escapedOriginalMessage = escapeLines(fixCwdError(originalMessage, cwd));
-	return escapedOriginalMessage === '' ? undefined : escapedOriginalMessage;
-};
-
-const serializeIpcMessage = ipcMessage => typeof ipcMessage === 'string'
-	? ipcMessage
-	: (0,external_node_util_namespaceObject.inspect)(ipcMessage);
-
-const serializeMessagePart = messagePart => Array.isArray(messagePart)
-	? messagePart.map(messageItem => strip_final_newline_stripFinalNewline(serializeMessageItem(messageItem))).filter(Boolean).join('\n')
-	: serializeMessageItem(messagePart);
-
-const serializeMessageItem = messageItem => {
-	if (typeof messageItem === 'string') {
-		return messageItem;
-	}
-
-	if (isUint8Array(messageItem)) {
-		return uint8ArrayToString(messageItem);
-	}
-
-	return '';
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/result.js
-
-
-
-
-
-// Object returned on subprocess success
-const makeSuccessResult = ({
-	command,
-	escapedCommand,
-	stdio,
-	all,
-	ipcOutput,
-	options: {cwd},
-	startTime,
-}) => omitUndefinedProperties({
-	command,
-	escapedCommand,
-	cwd,
-	durationMs: getDurationMs(startTime),
-	failed: false,
-	timedOut: false,
-	isCanceled: false,
-	isGracefullyCanceled: false,
-	isTerminated: false,
-	isMaxBuffer: false,
-	isForcefullyTerminated: false,
-	exitCode: 0,
-	stdout: stdio[1],
-	stderr: stdio[2],
-	all,
-	stdio,
-	ipcOutput,
-	pipedFrom: [],
-});
-
-// Object returned on subprocess failure before spawning
-const makeEarlyError = ({
-	error,
-	command,
-	escapedCommand,
-	fileDescriptors,
-	options,
-	startTime,
-	isSync,
-}) => makeError({
-	error,
-	command,
-	escapedCommand,
-	startTime,
-	timedOut: false,
-	isCanceled: false,
-	isGracefullyCanceled: false,
-	isMaxBuffer: false,
-	isForcefullyTerminated: false,
-	stdio: Array.from({length: fileDescriptors.length}),
-	ipcOutput: [],
-	options,
-	isSync,
-});
-
-// Object returned on subprocess failure
-const makeError = ({
-	error: originalError,
-	command,
-	escapedCommand,
-	startTime,
-	timedOut,
-	isCanceled,
-	isGracefullyCanceled,
-	isMaxBuffer,
-	isForcefullyTerminated,
-	exitCode: rawExitCode,
-	signal: rawSignal,
-	stdio,
-	all,
-	ipcOutput,
-	options: {
-		timeoutDuration,
-		timeout = timeoutDuration,
-		forceKillAfterDelay,
-		killSignal,
-		cwd,
-		maxBuffer,
-	},
-	isSync,
-}) => {
-	const {exitCode, signal, signalDescription} = normalizeExitPayload(rawExitCode, rawSignal);
-	const {originalMessage, shortMessage, message} = createMessages({
-		stdio,
-		all,
-		ipcOutput,
-		originalError,
-		signal,
-		signalDescription,
-		exitCode,
-		escapedCommand,
-		timedOut,
-		isCanceled,
-		isGracefullyCanceled,
-		isMaxBuffer,
-		isForcefullyTerminated,
-		forceKillAfterDelay,
-		killSignal,
-		maxBuffer,
-		timeout,
-		cwd,
-	});
-	const error = getFinalError(originalError, message, isSync);
-	Object.assign(error, getErrorProperties({
-		error,
-		command,
-		escapedCommand,
-		startTime,
-		timedOut,
-		isCanceled,
-		isGracefullyCanceled,
-		isMaxBuffer,
-		isForcefullyTerminated,
-		exitCode,
-		signal,
-		signalDescription,
-		stdio,
-		all,
-		ipcOutput,
-		cwd,
-		originalMessage,
-		shortMessage,
-	}));
-	return error;
-};
-
-const getErrorProperties = ({
-	error,
-	command,
-	escapedCommand,
-	startTime,
-	timedOut,
-	isCanceled,
-	isGracefullyCanceled,
-	isMaxBuffer,
-	isForcefullyTerminated,
-	exitCode,
-	signal,
-	signalDescription,
-	stdio,
-	all,
-	ipcOutput,
-	cwd,
-	originalMessage,
-	shortMessage,
-}) => omitUndefinedProperties({
-	shortMessage,
-	originalMessage,
-	command,
-	escapedCommand,
-	cwd,
-	durationMs: getDurationMs(startTime),
-	failed: true,
-	timedOut,
-	isCanceled,
-	isGracefullyCanceled,
-	isTerminated: signal !== undefined,
-	isMaxBuffer,
-	isForcefullyTerminated,
-	exitCode,
-	signal,
-	signalDescription,
-	code: error.cause?.code,
-	stdout: stdio[1],
-	stderr: stdio[2],
-	all,
-	stdio,
-	ipcOutput,
-	pipedFrom: [],
-});
-
-const omitUndefinedProperties = result => Object.fromEntries(Object.entries(result).filter(([, value]) => value !== undefined));
-
-// `signal` and `exitCode` emitted on `subprocess.on('exit')` event can be `null`.
-// We normalize them to `undefined`
-const normalizeExitPayload = (rawExitCode, rawSignal) => {
-	const exitCode = rawExitCode === null ? undefined : rawExitCode;
-	const signal = rawSignal === null ? undefined : rawSignal;
-	const signalDescription = signal === undefined ? undefined : getSignalDescription(rawSignal);
-	return {exitCode, signal, signalDescription};
-};
-
-;// CONCATENATED MODULE: ./node_modules/parse-ms/index.js
-const toZeroIfInfinity = value => Number.isFinite(value) ? value : 0;
-
-function parseNumber(milliseconds) {
-	return {
-		days: Math.trunc(milliseconds / 86_400_000),
-		hours: Math.trunc(milliseconds / 3_600_000 % 24),
-		minutes: Math.trunc(milliseconds / 60_000 % 60),
-		seconds: Math.trunc(milliseconds / 1000 % 60),
-		milliseconds: Math.trunc(milliseconds % 1000),
-		microseconds: Math.trunc(toZeroIfInfinity(milliseconds * 1000) % 1000),
-		nanoseconds: Math.trunc(toZeroIfInfinity(milliseconds * 1e6) % 1000),
-	};
-}
-
-function parseBigint(milliseconds) {
-	return {
-		days: milliseconds / 86_400_000n,
-		hours: milliseconds / 3_600_000n % 24n,
-		minutes: milliseconds / 60_000n % 60n,
-		seconds: milliseconds / 1000n % 60n,
-		milliseconds: milliseconds % 1000n,
-		microseconds: 0n,
-		nanoseconds: 0n,
-	};
-}
-
-function parseMilliseconds(milliseconds) {
-	switch (typeof milliseconds) {
-		case 'number': {
-			if (Number.isFinite(milliseconds)) {
-				return parseNumber(milliseconds);
-			}
-
-			break;
-		}
-
-		case 'bigint': {
-			return parseBigint(milliseconds);
-		}
-
-		// No default
-	}
-
-	throw new TypeError('Expected a finite number or bigint');
-}
-
-;// CONCATENATED MODULE: ./node_modules/pretty-ms/index.js
-
-
-const isZero = value => value === 0 || value === 0n;
-const pluralize = (word, count) => (count === 1 || count === 1n) ? word : `${word}s`;
-
-const SECOND_ROUNDING_EPSILON = 0.000_000_1;
-const ONE_DAY_IN_MILLISECONDS = 24n * 60n * 60n * 1000n;
-
-function prettyMilliseconds(milliseconds, options) {
-	const isBigInt = typeof milliseconds === 'bigint';
-	if (!isBigInt && !Number.isFinite(milliseconds)) {
-		throw new TypeError('Expected a finite number or bigint');
-	}
-
-	options = {...options};
-
-	const sign = milliseconds < 0 ? '-' : '';
-	milliseconds = milliseconds < 0 ? -milliseconds : milliseconds; // Cannot use `Math.abs()` because of BigInt support.
-
-	if (options.colonNotation) {
-		options.compact = false;
-		options.formatSubMilliseconds = false;
-		options.separateMilliseconds = false;
-		options.verbose = false;
-	}
-
-	if (options.compact) {
-		options.unitCount = 1;
-		options.secondsDecimalDigits = 0;
-		options.millisecondsDecimalDigits = 0;
-	}
-
-	let result = [];
-
-	const floorDecimals = (value, decimalDigits) => {
-		const flooredInterimValue = Math.floor((value * (10 ** decimalDigits)) + SECOND_ROUNDING_EPSILON);
-		const flooredValue = Math.round(flooredInterimValue) / (10 ** decimalDigits);
-		return flooredValue.toFixed(decimalDigits);
-	};
-
-	const add = (value, long, short, valueString) => {
-		if (
-			(result.length === 0 || !options.colonNotation)
-			&& isZero(value)
-			&& !(options.colonNotation && short === 'm')) {
-			return;
-		}
-
-		valueString ??= String(value);
-		if (options.colonNotation) {
-			const wholeDigits = valueString.includes('.') ? valueString.split('.')[0].length : valueString.length;
-			const minLength = result.length > 0 ? 2 : 1;
-			valueString = '0'.repeat(Math.max(0, minLength - wholeDigits)) + valueString;
-		} else {
-			valueString += options.verbose ? ' ' + pluralize(long, value) : short;
-		}
-
-		result.push(valueString);
-	};
-
-	const parsed = parseMilliseconds(milliseconds);
-	const days = BigInt(parsed.days);
-
-	if (options.hideYearAndDays) {
-		add((BigInt(days) * 24n) + BigInt(parsed.hours), 'hour', 'h');
-	} else {
-		if (options.hideYear) {
-			add(days, 'day', 'd');
-		} else {
-			add(days / 365n, 'year', 'y');
-			add(days % 365n, 'day', 'd');
-		}
-
-		add(Number(parsed.hours), 'hour', 'h');
-	}
-
-	add(Number(parsed.minutes), 'minute', 'm');
-
-	if (!options.hideSeconds) {
-		if (
-			options.separateMilliseconds
-			|| options.formatSubMilliseconds
-			|| (!options.colonNotation && milliseconds < 1000 && !options.subSecondsAsDecimals)
-		) {
-			const seconds = Number(parsed.seconds);
-			const milliseconds = Number(parsed.milliseconds);
-			const microseconds = Number(parsed.microseconds);
-			const nanoseconds = Number(parsed.nanoseconds);
-
-			add(seconds, 'second', 's');
-
-			if (options.formatSubMilliseconds) {
-				add(milliseconds, 'millisecond', 'ms');
-				add(microseconds, 'microsecond', 'µs');
-				add(nanoseconds, 'nanosecond', 'ns');
-			} else {
-				const millisecondsAndBelow
-					= milliseconds
-					+ (microseconds / 1000)
-					+ (nanoseconds / 1e6);
-
-				const millisecondsDecimalDigits
-					= typeof options.millisecondsDecimalDigits === 'number'
-						? options.millisecondsDecimalDigits
-						: 0;
-
-				const roundedMilliseconds = millisecondsAndBelow >= 1
-					? Math.round(millisecondsAndBelow)
-					: Math.ceil(millisecondsAndBelow);
-				const maximumMilliseconds = 1000 - (10 ** -millisecondsDecimalDigits);
-
-				const millisecondsString = millisecondsDecimalDigits
-					? Math.min(millisecondsAndBelow, maximumMilliseconds).toFixed(millisecondsDecimalDigits)
-					: Math.min(roundedMilliseconds, maximumMilliseconds);
-
-				add(
-					Number.parseFloat(millisecondsString),
-					'millisecond',
-					'ms',
-					millisecondsString,
-				);
-			}
-		} else {
-			const seconds = (
-				(isBigInt ? Number(milliseconds % ONE_DAY_IN_MILLISECONDS) : milliseconds)
-				/ 1000
-			) % 60;
-			const secondsDecimalDigits
-				= typeof options.secondsDecimalDigits === 'number'
-					? options.secondsDecimalDigits
-					: 1;
-			const secondsFixed = floorDecimals(seconds, secondsDecimalDigits);
-			const secondsString = options.keepDecimalsOnWholeSeconds
-				? secondsFixed
-				: secondsFixed.replace(/\.0+$/, '');
-			add(Number.parseFloat(secondsString), 'second', 's', secondsString);
-		}
-	}
-
-	if (result.length === 0) {
-		return sign + '0' + (options.verbose ? ' milliseconds' : 'ms');
-	}
-
-	const separator = options.colonNotation ? ':' : ' ';
-	if (typeof options.unitCount === 'number') {
-		result = result.slice(0, Math.max(options.unitCount, 1));
-	}
-
-	return sign + result.join(separator);
-}
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/error.js
-
-
-// When `verbose` is `short|full|custom`, print each command's error when it fails
-const logError = (result, verboseInfo) => {
-	if (result.failed) {
-		verboseLog({
-			type: 'error',
-			verboseMessage: result.shortMessage,
-			verboseInfo,
-			result,
-		});
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/complete.js
-
-
-
-
-
-// When `verbose` is `short|full|custom`, print each command's completion, duration and error
-const logResult = (result, verboseInfo) => {
-	if (!isVerbose(verboseInfo)) {
-		return;
-	}
-
-	logError(result, verboseInfo);
-	logDuration(result, verboseInfo);
-};
-
-const logDuration = (result, verboseInfo) => {
-	const verboseMessage = `(done in ${prettyMilliseconds(result.durationMs)})`;
-	verboseLog({
-		type: 'duration',
-		verboseMessage,
-		verboseInfo,
-		result,
-	});
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/reject.js
-
-
-// Applies the `reject` option.
-// Also print the final log line with `verbose`.
-const handleResult = (result, verboseInfo, {reject}) => {
-	logResult(result, verboseInfo);
-
-	if (result.failed && reject) {
-		throw result;
-	}
-
-	return result;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/type.js
-
-
-
-
-// The `stdin`/`stdout`/`stderr` option can be of many types. This detects it.
-const getStdioItemType = (value, optionName) => {
-	if (isAsyncGenerator(value)) {
-		return 'asyncGenerator';
-	}
-
-	if (isSyncGenerator(value)) {
-		return 'generator';
-	}
-
-	if (isUrl(value)) {
-		return 'fileUrl';
-	}
-
-	if (isFilePathObject(value)) {
-		return 'filePath';
-	}
-
-	if (isWebStream(value)) {
-		return 'webStream';
-	}
-
-	if (isStream(value, {checkOpen: false})) {
-		return 'native';
-	}
-
-	if (isUint8Array(value)) {
-		return 'uint8Array';
-	}
-
-	if (isAsyncIterableObject(value)) {
-		return 'asyncIterable';
-	}
-
-	if (isIterableObject(value)) {
-		return 'iterable';
-	}
-
-	if (type_isTransformStream(value)) {
-		return getTransformStreamType({transform: value}, optionName);
-	}
-
-	if (isTransformOptions(value)) {
-		return getTransformObjectType(value, optionName);
-	}
-
-	return 'native';
-};
-
-const getTransformObjectType = (value, optionName) => {
-	if (isDuplexStream(value.transform, {checkOpen: false})) {
-		return getDuplexType(value, optionName);
-	}
-
-	if (type_isTransformStream(value.transform)) {
-		return getTransformStreamType(value, optionName);
-	}
-
-	return getGeneratorObjectType(value, optionName);
-};
-
-const getDuplexType = (value, optionName) => {
-	validateNonGeneratorType(value, optionName, 'Duplex stream');
-	return 'duplex';
-};
-
-const getTransformStreamType = (value, optionName) => {
-	validateNonGeneratorType(value, optionName, 'web TransformStream');
-	return 'webTransform';
-};
-
-const validateNonGeneratorType = ({final, binary, objectMode}, optionName, typeName) => {
-	checkUndefinedOption(final, `${optionName}.final`, typeName);
-	checkUndefinedOption(binary, `${optionName}.binary`, typeName);
-	checkBooleanOption(objectMode, `${optionName}.objectMode`);
-};
-
-const checkUndefinedOption = (value, optionName, typeName) => {
-	if (value !== undefined) {
-		throw new TypeError(`The \`${optionName}\` option can only be defined when using a generator, not a ${typeName}.`);
-	}
-};
-
-const getGeneratorObjectType = ({transform, final, binary, objectMode}, optionName) => {
-	if (transform !== undefined && !isGenerator(transform)) {
-		throw new TypeError(`The \`${optionName}.transform\` option must be a generator, a Duplex stream or a web TransformStream.`);
-	}
-
-	if (isDuplexStream(final, {checkOpen: false})) {
-		throw new TypeError(`The \`${optionName}.final\` option must not be a Duplex stream.`);
-	}
-
-	if (type_isTransformStream(final)) {
-		throw new TypeError(`The \`${optionName}.final\` option must not be a web TransformStream.`);
-	}
-
-	if (final !== undefined && !isGenerator(final)) {
-		throw new TypeError(`The \`${optionName}.final\` option must be a generator.`);
-	}
-
-	checkBooleanOption(binary, `${optionName}.binary`);
-	checkBooleanOption(objectMode, `${optionName}.objectMode`);
-
-	return isAsyncGenerator(transform) || isAsyncGenerator(final) ? 'asyncGenerator' : 'generator';
-};
-
-const checkBooleanOption = (value, optionName) => {
-	if (value !== undefined && typeof value !== 'boolean') {
-		throw new TypeError(`The \`${optionName}\` option must use a boolean.`);
-	}
-};
-
-const isGenerator = value => isAsyncGenerator(value) || isSyncGenerator(value);
-const isAsyncGenerator = value => Object.prototype.toString.call(value) === '[object AsyncGeneratorFunction]';
-const isSyncGenerator = value => Object.prototype.toString.call(value) === '[object GeneratorFunction]';
-const isTransformOptions = value => isPlainObject(value)
-	&& (value.transform !== undefined || value.final !== undefined);
-
-const isUrl = value => Object.prototype.toString.call(value) === '[object URL]';
-const isRegularUrl = value => isUrl(value) && value.protocol !== 'file:';
-
-const isFilePathObject = value => isPlainObject(value)
-	&& Object.keys(value).length > 0
-	&& Object.keys(value).every(key => FILE_PATH_KEYS.has(key))
-	&& isFilePathString(value.file);
-const FILE_PATH_KEYS = new Set(['file', 'append']);
-const isFilePathString = file => typeof file === 'string';
-
-const isUnknownStdioString = (type, value) => type === 'native'
-	&& typeof value === 'string'
-	&& !KNOWN_STDIO_STRINGS.has(value);
-const KNOWN_STDIO_STRINGS = new Set(['ipc', 'ignore', 'inherit', 'overlapped', 'pipe']);
-
-const type_isReadableStream = value => Object.prototype.toString.call(value) === '[object ReadableStream]';
-const type_isWritableStream = value => Object.prototype.toString.call(value) === '[object WritableStream]';
-const isWebStream = value => type_isReadableStream(value) || type_isWritableStream(value);
-const type_isTransformStream = value => type_isReadableStream(value?.readable) && type_isWritableStream(value?.writable);
-
-const isAsyncIterableObject = value => isObject(value) && typeof value[Symbol.asyncIterator] === 'function';
-const isIterableObject = value => isObject(value) && typeof value[Symbol.iterator] === 'function';
-const isObject = value => typeof value === 'object' && value !== null;
-
-// Types which modify `subprocess.std*`
-const TRANSFORM_TYPES = new Set(['generator', 'asyncGenerator', 'duplex', 'webTransform']);
-// Types which write to a file or a file descriptor
-const FILE_TYPES = new Set(['fileUrl', 'filePath', 'fileNumber']);
-// When two file descriptors of this type share the same target, we need to do some special logic
-const SPECIAL_DUPLICATE_TYPES_SYNC = new Set(['fileUrl', 'filePath']);
-const SPECIAL_DUPLICATE_TYPES = new Set([...SPECIAL_DUPLICATE_TYPES_SYNC, 'webStream', 'nodeStream']);
-// Do not allow two file descriptors of this type sharing the same target
-const FORBID_DUPLICATE_TYPES = new Set(['webTransform', 'duplex']);
-
-// Convert types to human-friendly strings for error messages
-const TYPE_TO_MESSAGE = {
-	generator: 'a generator',
-	asyncGenerator: 'an async generator',
-	fileUrl: 'a file URL',
-	filePath: 'a file path string',
-	fileNumber: 'a file descriptor number',
-	webStream: 'a web stream',
-	nodeStream: 'a Node.js stream',
-	webTransform: 'a web TransformStream',
-	duplex: 'a Duplex stream',
-	native: 'any value',
-	iterable: 'an iterable',
-	asyncIterable: 'an async iterable',
-	string: 'a string',
-	uint8Array: 'a Uint8Array',
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/object-mode.js
-
-
-/*
-Retrieve the `objectMode`s of a single transform.
-`objectMode` determines the return value's type, i.e. the `readableObjectMode`.
-The chunk argument's type is based on the previous generator's return value, i.e. the `writableObjectMode` is based on the previous `readableObjectMode`.
-The last input's generator is read by `subprocess.stdin` which:
-- should not be in `objectMode` for performance reasons.
-- can only be strings, Buffers and Uint8Arrays.
-Therefore its `readableObjectMode` must be `false`.
-The same applies to the first output's generator's `writableObjectMode`.
-*/
-const getTransformObjectModes = (objectMode, index, newTransforms, direction) => direction === 'output'
-	? getOutputObjectModes(objectMode, index, newTransforms)
-	: getInputObjectModes(objectMode, index, newTransforms);
-
-const getOutputObjectModes = (objectMode, index, newTransforms) => {
-	const writableObjectMode = index !== 0 && newTransforms[index - 1].value.readableObjectMode;
-	const readableObjectMode = objectMode ?? writableObjectMode;
-	return {writableObjectMode, readableObjectMode};
-};
-
-const getInputObjectModes = (objectMode, index, newTransforms) => {
-	const writableObjectMode = index === 0
-		? objectMode === true
-		: newTransforms[index - 1].value.readableObjectMode;
-	const readableObjectMode = index !== newTransforms.length - 1 && (objectMode ?? writableObjectMode);
-	return {writableObjectMode, readableObjectMode};
-};
-
-// Retrieve the `objectMode` of a file descriptor, e.g. `stdout` or `stderr`
-const getFdObjectMode = (stdioItems, direction) => {
-	const lastTransform = stdioItems.findLast(({type}) => TRANSFORM_TYPES.has(type));
-	if (lastTransform === undefined) {
-		return false;
-	}
-
-	return direction === 'input'
-		? lastTransform.value.writableObjectMode
-		: lastTransform.value.readableObjectMode;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/normalize.js
-
-
-
-
-
-// Transforms generators/duplex/TransformStream can have multiple shapes.
-// This normalizes it and applies default values.
-const normalizeTransforms = (stdioItems, optionName, direction, options) => [
-	...stdioItems.filter(({type}) => !TRANSFORM_TYPES.has(type)),
-	...getTransforms(stdioItems, optionName, direction, options),
-];
-
-const getTransforms = (stdioItems, optionName, direction, {encoding}) => {
-	const transforms = stdioItems.filter(({type}) => TRANSFORM_TYPES.has(type));
-	const newTransforms = Array.from({length: transforms.length});
-
-	for (const [index, stdioItem] of Object.entries(transforms)) {
-		newTransforms[index] = normalizeTransform({
-			stdioItem,
-			index: Number(index),
-			newTransforms,
-			optionName,
-			direction,
-			encoding,
-		});
-	}
-
-	return sortTransforms(newTransforms, direction);
-};
-
-const normalizeTransform = ({stdioItem, stdioItem: {type}, index, newTransforms, optionName, direction, encoding}) => {
-	if (type === 'duplex') {
-		return normalizeDuplex({stdioItem, optionName});
-	}
-
-	if (type === 'webTransform') {
-		return normalizeTransformStream({
-			stdioItem,
-			index,
-			newTransforms,
-			direction,
-		});
-	}
-
-	return normalizeGenerator({
-		stdioItem,
-		index,
-		newTransforms,
-		direction,
-		encoding,
-	});
-};
-
-const normalizeDuplex = ({
-	stdioItem,
-	stdioItem: {
-		value: {
-			transform,
-			transform: {writableObjectMode, readableObjectMode},
-			objectMode = readableObjectMode,
-		},
-	},
-	optionName,
-}) => {
-	if (objectMode && !readableObjectMode) {
-		throw new TypeError(`The \`${optionName}.objectMode\` option can only be \`true\` if \`new Duplex({objectMode: true})\` is used.`);
-	}
-
-	if (!objectMode && readableObjectMode) {
-		throw new TypeError(`The \`${optionName}.objectMode\` option cannot be \`false\` if \`new Duplex({objectMode: true})\` is used.`);
-	}
-
-	return {
-		...stdioItem,
-		value: {transform, writableObjectMode, readableObjectMode},
-	};
-};
-
-const normalizeTransformStream = ({stdioItem, stdioItem: {value}, index, newTransforms, direction}) => {
-	const {transform, objectMode} = isPlainObject(value) ? value : {transform: value};
-	const {writableObjectMode, readableObjectMode} = getTransformObjectModes(objectMode, index, newTransforms, direction);
-	return ({
-		...stdioItem,
-		value: {transform, writableObjectMode, readableObjectMode},
-	});
-};
-
-const normalizeGenerator = ({stdioItem, stdioItem: {value}, index, newTransforms, direction, encoding}) => {
-	const {
-		transform,
-		final,
-		binary: binaryOption = false,
-		preserveNewlines = false,
-		objectMode,
-	} = isPlainObject(value) ? value : {transform: value};
-	const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
-	const {writableObjectMode, readableObjectMode} = getTransformObjectModes(objectMode, index, newTransforms, direction);
-	return {
-		...stdioItem,
-		value: {
-			transform,
-			final,
-			binary,
-			preserveNewlines,
-			writableObjectMode,
-			readableObjectMode,
-		},
-	};
-};
-
-const sortTransforms = (newTransforms, direction) => direction === 'input' ? newTransforms.reverse() : newTransforms;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/direction.js
-
-
-
-
-// For `stdio[fdNumber]` beyond stdin/stdout/stderr, we need to guess whether the value passed is intended for inputs or outputs.
-// This allows us to know whether to pipe _into_ or _from_ the stream.
-// When `stdio[fdNumber]` is a single value, this guess is fairly straightforward.
-// However, when it is an array instead, we also need to make sure the different values are not incompatible with each other.
-const getStreamDirection = (stdioItems, fdNumber, optionName) => {
-	const directions = stdioItems.map(stdioItem => getStdioItemDirection(stdioItem, fdNumber));
-
-	if (directions.includes('input') && directions.includes('output')) {
-		throw new TypeError(`The \`${optionName}\` option must not be an array of both readable and writable values.`);
-	}
-
-	return directions.find(Boolean) ?? DEFAULT_DIRECTION;
-};
-
-const getStdioItemDirection = ({type, value}, fdNumber) => KNOWN_DIRECTIONS[fdNumber] ?? guessStreamDirection[type](value);
-
-// `stdin`/`stdout`/`stderr` have a known direction
-const KNOWN_DIRECTIONS = ['input', 'output', 'output'];
-
-const anyDirection = () => undefined;
-const alwaysInput = () => 'input';
-
-// `string` can only be added through the `input` option, i.e. does not need to be handled here
-const guessStreamDirection = {
-	generator: anyDirection,
-	asyncGenerator: anyDirection,
-	fileUrl: anyDirection,
-	filePath: anyDirection,
-	iterable: alwaysInput,
-	asyncIterable: alwaysInput,
-	uint8Array: alwaysInput,
-	webStream: value => type_isWritableStream(value) ? 'output' : 'input',
-	nodeStream(value) {
-		if (!isReadableStream(value, {checkOpen: false})) {
-			return 'output';
-		}
-
-		return isWritableStream(value, {checkOpen: false}) ? undefined : 'input';
-	},
-	webTransform: anyDirection,
-	duplex: anyDirection,
-	native(value) {
-		const standardStreamDirection = getStandardStreamDirection(value);
-		if (standardStreamDirection !== undefined) {
-			return standardStreamDirection;
-		}
-
-		if (isStream(value, {checkOpen: false})) {
-			return guessStreamDirection.nodeStream(value);
-		}
-	},
-};
-
-const getStandardStreamDirection = value => {
-	if ([0, external_node_process_.stdin].includes(value)) {
-		return 'input';
-	}
-
-	if ([1, 2, external_node_process_.stdout, external_node_process_.stderr].includes(value)) {
-		return 'output';
-	}
-};
-
-// When ambiguous, we initially keep the direction as `undefined`.
-// This allows arrays of `stdio` values to resolve the ambiguity.
-// For example, `stdio[3]: DuplexStream` is ambiguous, but `stdio[3]: [DuplexStream, WritableStream]` is not.
-// When the ambiguity remains, we default to `output` since it is the most common use case for additional file descriptors.
-const DEFAULT_DIRECTION = 'output';
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/array.js
-// The `ipc` option adds an `ipc` item to the `stdio` option
-const normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes('ipc')
-	? [...stdioArray, 'ipc']
-	: stdioArray;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/stdio-option.js
-
-
-
-
-// Add support for `stdin`/`stdout`/`stderr` as an alias for `stdio`.
-// Also normalize the `stdio` option.
-const normalizeStdioOption = ({stdio, ipc, buffer, ...options}, verboseInfo, isSync) => {
-	const stdioArray = getStdioArray(stdio, options).map((stdioOption, fdNumber) => stdio_option_addDefaultValue(stdioOption, fdNumber));
-	return isSync
-		? normalizeStdioSync(stdioArray, buffer, verboseInfo)
-		: normalizeIpcStdioArray(stdioArray, ipc);
-};
-
-const getStdioArray = (stdio, options) => {
-	if (stdio === undefined) {
-		return STANDARD_STREAMS_ALIASES.map(alias => options[alias]);
-	}
-
-	if (hasAlias(options)) {
-		throw new Error(`It's not possible to provide \`stdio\` in combination with one of ${STANDARD_STREAMS_ALIASES.map(alias => `\`${alias}\``).join(', ')}`);
-	}
-
-	if (typeof stdio === 'string') {
-		return [stdio, stdio, stdio];
-	}
-
-	if (!Array.isArray(stdio)) {
-		throw new TypeError(`Expected \`stdio\` to be of type \`string\` or \`Array\`, got \`${typeof stdio}\``);
-	}
-
-	const length = Math.max(stdio.length, STANDARD_STREAMS_ALIASES.length);
-	return Array.from({length}, (_, fdNumber) => stdio[fdNumber]);
-};
-
-const hasAlias = options => STANDARD_STREAMS_ALIASES.some(alias => options[alias] !== undefined);
-
-const stdio_option_addDefaultValue = (stdioOption, fdNumber) => {
-	if (Array.isArray(stdioOption)) {
-		return stdioOption.map(item => stdio_option_addDefaultValue(item, fdNumber));
-	}
-
-	if (stdioOption === null || stdioOption === undefined) {
-		return fdNumber >= STANDARD_STREAMS_ALIASES.length ? 'ignore' : 'pipe';
-	}
-
-	return stdioOption;
-};
-
-// Using `buffer: false` with synchronous methods implies `stdout`/`stderr`: `ignore`.
-// Unless the output is needed, e.g. due to `verbose: 'full'` or to redirecting to a file.
-const normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((stdioOption, fdNumber) =>
-	!buffer[fdNumber]
-	&& fdNumber !== 0
-	&& !isFullVerbose(verboseInfo, fdNumber)
-	&& isOutputPipeOnly(stdioOption)
-		? 'ignore'
-		: stdioOption);
-
-const isOutputPipeOnly = stdioOption => stdioOption === 'pipe'
-	|| (Array.isArray(stdioOption) && stdioOption.every(item => item === 'pipe'));
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/native.js
-
-
-
-
-
-
-
-// When we use multiple `stdio` values for the same streams, we pass 'pipe' to `child_process.spawn()`.
-// We then emulate the piping done by core Node.js.
-// To do so, we transform the following values:
-//  - Node.js streams are marked as `type: nodeStream`
-//  - 'inherit' becomes `process.stdin|stdout|stderr`
-//  - any file descriptor integer becomes `process.stdio[fdNumber]`
-// All of the above transformations tell Execa to perform manual piping.
-const handleNativeStream = ({stdioItem, stdioItem: {type}, isStdioArray, fdNumber, direction, isSync}) => {
-	if (!isStdioArray || type !== 'native') {
-		return stdioItem;
-	}
-
-	return isSync
-		? handleNativeStreamSync({stdioItem, fdNumber, direction})
-		: handleNativeStreamAsync({stdioItem, fdNumber});
-};
-
-// Synchronous methods use a different logic.
-// 'inherit', file descriptors and process.std* are handled by readFileSync()/writeFileSync().
-const handleNativeStreamSync = ({stdioItem, stdioItem: {value, optionName}, fdNumber, direction}) => {
-	const targetFd = getTargetFd({
-		value,
-		optionName,
-		fdNumber,
-		direction,
-	});
-	if (targetFd !== undefined) {
-		return targetFd;
-	}
-
-	if (isStream(value, {checkOpen: false})) {
-		throw new TypeError(`The \`${optionName}: Stream\` option cannot both be an array and include a stream with synchronous methods.`);
-	}
-
-	return stdioItem;
-};
-
-const getTargetFd = ({value, optionName, fdNumber, direction}) => {
-	const targetFdNumber = getTargetFdNumber(value, fdNumber);
-	if (targetFdNumber === undefined) {
-		return;
-	}
-
-	if (direction === 'output') {
-		return {type: 'fileNumber', value: targetFdNumber, optionName};
-	}
-
-	if (external_node_tty_namespaceObject.isatty(targetFdNumber)) {
-		throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
-	}
-
-	return {type: 'uint8Array', value: bufferToUint8Array((0,external_node_fs_.readFileSync)(targetFdNumber)), optionName};
-};
-
-const getTargetFdNumber = (value, fdNumber) => {
-	if (value === 'inherit') {
-		return fdNumber;
-	}
-
-	if (typeof value === 'number') {
-		return value;
-	}
-
-	const standardStreamIndex = STANDARD_STREAMS.indexOf(value);
-	if (standardStreamIndex !== -1) {
-		return standardStreamIndex;
-	}
-};
-
-const handleNativeStreamAsync = ({stdioItem, stdioItem: {value, optionName}, fdNumber}) => {
-	if (value === 'inherit') {
-		return {type: 'nodeStream', value: getStandardStream(fdNumber, value, optionName), optionName};
-	}
-
-	if (typeof value === 'number') {
-		return {type: 'nodeStream', value: getStandardStream(value, value, optionName), optionName};
-	}
-
-	if (isStream(value, {checkOpen: false})) {
-		return {type: 'nodeStream', value, optionName};
-	}
-
-	return stdioItem;
-};
-
-// Node.js does not allow to easily retrieve file descriptors beyond stdin/stdout/stderr as streams.
-//  - `fs.createReadStream()`/`fs.createWriteStream()` with the `fd` option do not work with character devices that use blocking reads/writes (such as interactive TTYs).
-//  - Using a TCP `Socket` would work but be rather complex to implement.
-// Since this is an edge case, we simply throw an error message.
-// See https://github.com/sindresorhus/execa/pull/643#discussion_r1435905707
-const getStandardStream = (fdNumber, value, optionName) => {
-	const standardStream = STANDARD_STREAMS[fdNumber];
-
-	if (standardStream === undefined) {
-		throw new TypeError(`The \`${optionName}: ${value}\` option is invalid: no such standard stream.`);
-	}
-
-	return standardStream;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/input-option.js
-
-
-
-
-// Append the `stdin` option with the `input` and `inputFile` options
-const handleInputOptions = ({input, inputFile}, fdNumber) => fdNumber === 0
-	? [
-		...handleInputOption(input),
-		...handleInputFileOption(inputFile),
-	]
-	: [];
-
-const handleInputOption = input => input === undefined ? [] : [{
-	type: getInputType(input),
-	value: input,
-	optionName: 'input',
-}];
-
-const getInputType = input => {
-	if (isReadableStream(input, {checkOpen: false})) {
-		return 'nodeStream';
-	}
-
-	if (typeof input === 'string') {
-		return 'string';
-	}
-
-	if (isUint8Array(input)) {
-		return 'uint8Array';
-	}
-
-	throw new Error('The `input` option must be a string, a Uint8Array or a Node.js Readable stream.');
-};
-
-const handleInputFileOption = inputFile => inputFile === undefined ? [] : [{
-	...getInputFileType(inputFile),
-	optionName: 'inputFile',
-}];
-
-const getInputFileType = inputFile => {
-	if (isUrl(inputFile)) {
-		return {type: 'fileUrl', value: inputFile};
-	}
-
-	if (isFilePathString(inputFile)) {
-		return {type: 'filePath', value: {file: inputFile}};
-	}
-
-	throw new Error('The `inputFile` option must be a file path string or a file URL.');
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/duplicate.js
-
-
-// Duplicates in the same file descriptor is most likely an error.
-// However, this can be useful with generators.
-const filterDuplicates = stdioItems => stdioItems.filter((stdioItemOne, indexOne) =>
-	stdioItems.every((stdioItemTwo, indexTwo) => stdioItemOne.value !== stdioItemTwo.value
-		|| indexOne >= indexTwo
-		|| stdioItemOne.type === 'generator'
-		|| stdioItemOne.type === 'asyncGenerator'));
-
-// Check if two file descriptors are sharing the same target.
-// For example `{stdout: {file: './output.txt'}, stderr: {file: './output.txt'}}`.
-const getDuplicateStream = ({stdioItem: {type, value, optionName}, direction, fileDescriptors, isSync}) => {
-	const otherStdioItems = getOtherStdioItems(fileDescriptors, type);
-	if (otherStdioItems.length === 0) {
-		return;
-	}
-
-	if (isSync) {
-		validateDuplicateStreamSync({
-			otherStdioItems,
-			type,
-			value,
-			optionName,
-			direction,
-		});
-		return;
-	}
-
-	if (SPECIAL_DUPLICATE_TYPES.has(type)) {
-		return getDuplicateStreamInstance({
-			otherStdioItems,
-			type,
-			value,
-			optionName,
-			direction,
-		});
-	}
-
-	if (FORBID_DUPLICATE_TYPES.has(type)) {
-		validateDuplicateTransform({
-			otherStdioItems,
-			type,
-			value,
-			optionName,
-		});
-	}
-};
-
-// Values shared by multiple file descriptors
-const getOtherStdioItems = (fileDescriptors, type) => fileDescriptors
-	.flatMap(({direction, stdioItems}) => stdioItems
-		.filter(stdioItem => stdioItem.type === type)
-		.map((stdioItem => ({...stdioItem, direction}))));
-
-// With `execaSync()`, do not allow setting a file path both in input and output
-const validateDuplicateStreamSync = ({otherStdioItems, type, value, optionName, direction}) => {
-	if (SPECIAL_DUPLICATE_TYPES_SYNC.has(type)) {
-		getDuplicateStreamInstance({
-			otherStdioItems,
-			type,
-			value,
-			optionName,
-			direction,
-		});
-	}
-};
-
-// When two file descriptors share the file or stream, we need to re-use the same underlying stream.
-// Otherwise, the stream would be closed twice when piping ends.
-// This is only an issue with output file descriptors.
-// This is not a problem with generator functions since those create a new instance for each file descriptor.
-// We also forbid input and output file descriptors sharing the same file or stream, since that does not make sense.
-const getDuplicateStreamInstance = ({otherStdioItems, type, value, optionName, direction}) => {
-	const duplicateStdioItems = otherStdioItems.filter(stdioItem => hasSameValue(stdioItem, value));
-	if (duplicateStdioItems.length === 0) {
-		return;
-	}
-
-	const differentStdioItem = duplicateStdioItems.find(stdioItem => stdioItem.direction !== direction);
-	throwOnDuplicateStream(differentStdioItem, optionName, type);
-
-	return direction === 'output' ? duplicateStdioItems[0].stream : undefined;
-};
-
-const hasSameValue = ({type, value}, secondValue) => {
-	if (type === 'filePath') {
-		return value.file === secondValue.file;
-	}
-
-	if (type === 'fileUrl') {
-		return value.href === secondValue.href;
-	}
-
-	return value === secondValue;
-};
-
-// We do not allow two file descriptors to share the same Duplex or TransformStream.
-// This is because those are set directly to `subprocess.std*`.
-// For example, this could result in `subprocess.stdout` and `subprocess.stderr` being the same value.
-// This means reading from either would get data from both stdout and stderr.
-const validateDuplicateTransform = ({otherStdioItems, type, value, optionName}) => {
-	const duplicateStdioItem = otherStdioItems.find(({value: {transform}}) => transform === value.transform);
-	throwOnDuplicateStream(duplicateStdioItem, optionName, type);
-};
-
-const throwOnDuplicateStream = (stdioItem, optionName, type) => {
-	if (stdioItem !== undefined) {
-		throw new TypeError(`The \`${stdioItem.optionName}\` and \`${optionName}\` options must not target ${TYPE_TO_MESSAGE[type]} that is the same.`);
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle.js
-
-
-
-
-
-
-
-
-
-
-// Handle `input`, `inputFile`, `stdin`, `stdout` and `stderr` options, before spawning, in async/sync mode
-// They are converted into an array of `fileDescriptors`.
-// Each `fileDescriptor` is normalized, validated and contains all information necessary for further handling.
-const handleStdio = (addProperties, options, verboseInfo, isSync) => {
-	const stdio = normalizeStdioOption(options, verboseInfo, isSync);
-	const initialFileDescriptors = stdio.map((stdioOption, fdNumber) => getFileDescriptor({
-		stdioOption,
-		fdNumber,
-		options,
-		isSync,
-	}));
-	const fileDescriptors = getFinalFileDescriptors({
-		initialFileDescriptors,
-		addProperties,
-		options,
-		isSync,
-	});
-	options.stdio = fileDescriptors.map(({stdioItems}) => forwardStdio(stdioItems));
-	return fileDescriptors;
-};
-
-const getFileDescriptor = ({stdioOption, fdNumber, options, isSync}) => {
-	const optionName = getStreamName(fdNumber);
-	const {stdioItems: initialStdioItems, isStdioArray} = initializeStdioItems({
-		stdioOption,
-		fdNumber,
-		options,
-		optionName,
-	});
-	const direction = getStreamDirection(initialStdioItems, fdNumber, optionName);
-	const stdioItems = initialStdioItems.map(stdioItem => handleNativeStream({
-		stdioItem,
-		isStdioArray,
-		fdNumber,
-		direction,
-		isSync,
-	}));
-	const normalizedStdioItems = normalizeTransforms(stdioItems, optionName, direction, options);
-	const objectMode = getFdObjectMode(normalizedStdioItems, direction);
-	validateFileObjectMode(normalizedStdioItems, objectMode);
-	return {direction, objectMode, stdioItems: normalizedStdioItems};
-};
-
-// We make sure passing an array with a single item behaves the same as passing that item without an array.
-// This is what users would expect.
-// For example, `stdout: ['ignore']` behaves the same as `stdout: 'ignore'`.
-const initializeStdioItems = ({stdioOption, fdNumber, options, optionName}) => {
-	const values = Array.isArray(stdioOption) ? stdioOption : [stdioOption];
-	const initialStdioItems = [
-		...values.map(value => initializeStdioItem(value, optionName)),
-		...handleInputOptions(options, fdNumber),
-	];
-
-	const stdioItems = filterDuplicates(initialStdioItems);
-	const isStdioArray = stdioItems.length > 1;
-	validateStdioArray(stdioItems, isStdioArray, optionName);
-	validateStreams(stdioItems);
-	return {stdioItems, isStdioArray};
-};
-
-const initializeStdioItem = (value, optionName) => ({
-	type: getStdioItemType(value, optionName),
-	value,
-	optionName,
-});
-
-const validateStdioArray = (stdioItems, isStdioArray, optionName) => {
-	if (stdioItems.length === 0) {
-		throw new TypeError(`The \`${optionName}\` option must not be an empty array.`);
-	}
-
-	if (!isStdioArray) {
-		return;
-	}
-
-	for (const {value, optionName} of stdioItems) {
-		if (INVALID_STDIO_ARRAY_OPTIONS.has(value)) {
-			throw new Error(`The \`${optionName}\` option must not include \`${value}\`.`);
-		}
-	}
-};
-
-// Using those `stdio` values together with others for the same stream does not make sense, so we make it fail.
-// However, we do allow it if the array has a single item.
-const INVALID_STDIO_ARRAY_OPTIONS = new Set(['ignore', 'ipc']);
-
-const validateStreams = stdioItems => {
-	for (const stdioItem of stdioItems) {
-		validateFileStdio(stdioItem);
-	}
-};
-
-const validateFileStdio = ({type, value, optionName}) => {
-	if (isRegularUrl(value)) {
-		throw new TypeError(`The \`${optionName}: URL\` option must use the \`file:\` scheme.
-For example, you can use the \`pathToFileURL()\` method of the \`url\` core module.`);
-	}
-
-	if (isUnknownStdioString(type, value)) {
-		throw new TypeError(`The \`${optionName}: { file: '...' }\` option must be used instead of \`${optionName}: '...'\`.`);
-	}
-};
-
-const validateFileObjectMode = (stdioItems, objectMode) => {
-	if (!objectMode) {
-		return;
-	}
-
-	const fileStdioItem = stdioItems.find(({type}) => FILE_TYPES.has(type));
-	if (fileStdioItem !== undefined) {
-		throw new TypeError(`The \`${fileStdioItem.optionName}\` option cannot use both files and transforms in objectMode.`);
-	}
-};
-
-// Some `stdio` values require Execa to create streams.
-// For example, file paths create file read/write streams.
-// Those transformations are specified in `addProperties`, which is both direction-specific and type-specific.
-const getFinalFileDescriptors = ({initialFileDescriptors, addProperties, options, isSync}) => {
-	const fileDescriptors = [];
-
-	try {
-		for (const fileDescriptor of initialFileDescriptors) {
-			fileDescriptors.push(getFinalFileDescriptor({
-				fileDescriptor,
-				fileDescriptors,
-				addProperties,
-				options,
-				isSync,
-			}));
-		}
-
-		return fileDescriptors;
-	} catch (error) {
-		cleanupCustomStreams(fileDescriptors);
-		throw error;
-	}
-};
-
-const getFinalFileDescriptor = ({
-	fileDescriptor: {direction, objectMode, stdioItems},
-	fileDescriptors,
-	addProperties,
-	options,
-	isSync,
-}) => {
-	const finalStdioItems = stdioItems.map(stdioItem => addStreamProperties({
-		stdioItem,
-		addProperties,
-		direction,
-		options,
-		fileDescriptors,
-		isSync,
-	}));
-	return {direction, objectMode, stdioItems: finalStdioItems};
-};
-
-const addStreamProperties = ({stdioItem, addProperties, direction, options, fileDescriptors, isSync}) => {
-	const duplicateStream = getDuplicateStream({
-		stdioItem,
-		direction,
-		fileDescriptors,
-		isSync,
-	});
-
-	if (duplicateStream !== undefined) {
-		return {...stdioItem, stream: duplicateStream};
-	}
-
-	return {
-		...stdioItem,
-		...addProperties[direction][stdioItem.type](stdioItem, options),
-	};
-};
-
-// The stream error handling is performed by the piping logic above, which cannot be performed before subprocess spawning.
-// If the subprocess spawning fails (e.g. due to an invalid command), the streams need to be manually destroyed.
-// We need to create those streams before subprocess spawning, in case their creation fails, e.g. when passing an invalid generator as argument.
-// Like this, an exception would be thrown, which would prevent spawning a subprocess.
-const cleanupCustomStreams = fileDescriptors => {
-	for (const {stdioItems} of fileDescriptors) {
-		for (const {stream} of stdioItems) {
-			if (stream !== undefined && !isStandardStream(stream)) {
-				stream.destroy();
-			}
-		}
-	}
-};
-
-// When the `std*: Iterable | WebStream | URL | filePath`, `input` or `inputFile` option is used, we pipe to `subprocess.std*`.
-// When the `std*: Array` option is used, we emulate some of the native values ('inherit', Node.js stream and file descriptor integer). To do so, we also need to pipe to `subprocess.std*`.
-// Therefore the `std*` options must be either `pipe` or `overlapped`. Other values do not set `subprocess.std*`.
-const forwardStdio = stdioItems => {
-	if (stdioItems.length > 1) {
-		return stdioItems.some(({value}) => value === 'overlapped') ? 'overlapped' : 'pipe';
-	}
-
-	const [{type, value}] = stdioItems;
-	return type === 'native' ? value : 'pipe';
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle-sync.js
-
-
-
-
-
-// Normalize `input`, `inputFile`, `stdin`, `stdout` and `stderr` options, before spawning, in sync mode
-const handleStdioSync = (options, verboseInfo) => handleStdio(addPropertiesSync, options, verboseInfo, true);
-
-const forbiddenIfSync = ({type, optionName}) => {
-	throwInvalidSyncValue(optionName, TYPE_TO_MESSAGE[type]);
-};
-
-const forbiddenNativeIfSync = ({optionName, value}) => {
-	if (value === 'ipc' || value === 'overlapped') {
-		throwInvalidSyncValue(optionName, `"${value}"`);
-	}
-
-	return {};
-};
-
-const throwInvalidSyncValue = (optionName, value) => {
-	throw new TypeError(`The \`${optionName}\` option cannot be ${value} with synchronous methods.`);
-};
-
-// Create streams used internally for redirecting when using specific values for the `std*` options, in sync mode.
-// For example, `stdin: {file}` reads the file synchronously, then passes it as the `input` option.
-const addProperties = {
-	generator() {},
-	asyncGenerator: forbiddenIfSync,
-	webStream: forbiddenIfSync,
-	nodeStream: forbiddenIfSync,
-	webTransform: forbiddenIfSync,
-	duplex: forbiddenIfSync,
-	asyncIterable: forbiddenIfSync,
-	native: forbiddenNativeIfSync,
-};
-
-const addPropertiesSync = {
-	input: {
-		...addProperties,
-		fileUrl: ({value}) => ({contents: [bufferToUint8Array((0,external_node_fs_.readFileSync)(value))]}),
-		filePath: ({value: {file}}) => ({contents: [bufferToUint8Array((0,external_node_fs_.readFileSync)(file))]}),
-		fileNumber: forbiddenIfSync,
-		iterable: ({value}) => ({contents: [...value]}),
-		string: ({value}) => ({contents: [value]}),
-		uint8Array: ({value}) => ({contents: [value]}),
-	},
-	output: {
-		...addProperties,
-		fileUrl: ({value}) => ({path: value}),
-		filePath: ({value: {file, append}}) => ({path: file, append}),
-		fileNumber: ({value}) => ({path: value}),
-		iterable: forbiddenIfSync,
-		string: forbiddenIfSync,
-		uint8Array: forbiddenIfSync,
-	},
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/strip-newline.js
-
-
-// Apply `stripFinalNewline` option, which applies to `result.stdout|stderr|all|stdio[*]`.
-// If the `lines` option is used, it is applied on each line, but using a different function.
-const stripNewline = (value, {stripFinalNewline}, fdNumber) => getStripFinalNewline(stripFinalNewline, fdNumber) && value !== undefined && !Array.isArray(value)
-	? strip_final_newline_stripFinalNewline(value)
-	: value;
-
-// Retrieve `stripFinalNewline` option value, including with `subprocess.all`
-const getStripFinalNewline = (stripFinalNewline, fdNumber) => fdNumber === 'all'
-	? stripFinalNewline[1] || stripFinalNewline[2]
-	: stripFinalNewline[fdNumber];
-
-;// CONCATENATED MODULE: external "node:stream"
-const external_node_stream_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/split.js
-// Split chunks line-wise for generators passed to the `std*` options
-const getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped
-	? undefined
-	: initializeSplitLines(preserveNewlines, state);
-
-// Same but for synchronous methods
-const splitLinesSync = (chunk, preserveNewlines, objectMode) => objectMode
-	? chunk.flatMap(item => splitLinesItemSync(item, preserveNewlines))
-	: splitLinesItemSync(chunk, preserveNewlines);
-
-const splitLinesItemSync = (chunk, preserveNewlines) => {
-	const {transform, final} = initializeSplitLines(preserveNewlines, {});
-	return [...transform(chunk), ...final()];
-};
-
-const initializeSplitLines = (preserveNewlines, state) => {
-	state.previousChunks = '';
-	return {
-		transform: splitGenerator.bind(undefined, state, preserveNewlines),
-		final: linesFinal.bind(undefined, state),
-	};
-};
-
-// This imperative logic is much faster than using `String.split()` and uses very low memory.
-const splitGenerator = function * (state, preserveNewlines, chunk) {
-	if (typeof chunk !== 'string') {
-		yield chunk;
-		return;
-	}
-
-	let {previousChunks} = state;
-	let start = -1;
-
-	for (let end = 0; end < chunk.length; end += 1) {
-		if (chunk[end] === '\n') {
-			const newlineLength = getNewlineLength(chunk, end, preserveNewlines, state);
-			let line = chunk.slice(start + 1, end + 1 - newlineLength);
-
-			if (previousChunks.length > 0) {
-				line = concatString(previousChunks, line);
-				previousChunks = '';
-			}
-
-			yield line;
-			start = end;
-		}
-	}
-
-	if (start !== chunk.length - 1) {
-		previousChunks = concatString(previousChunks, chunk.slice(start + 1));
-	}
-
-	state.previousChunks = previousChunks;
-};
-
-const getNewlineLength = (chunk, end, preserveNewlines, state) => {
-	if (preserveNewlines) {
-		return 0;
-	}
-
-	state.isWindowsNewline = end !== 0 && chunk[end - 1] === '\r';
-	return state.isWindowsNewline ? 2 : 1;
-};
-
-const linesFinal = function * ({previousChunks}) {
-	if (previousChunks.length > 0) {
-		yield previousChunks;
-	}
-};
-
-// Unless `preserveNewlines: true` is used, we strip the newline of each line.
-// This re-adds them after the user `transform` code has run.
-const getAppendNewlineGenerator = ({binary, preserveNewlines, readableObjectMode, state}) => binary || preserveNewlines || readableObjectMode
-	? undefined
-	: {transform: appendNewlineGenerator.bind(undefined, state)};
-
-const appendNewlineGenerator = function * ({isWindowsNewline = false}, chunk) {
-	const {unixNewline, windowsNewline, LF, concatBytes} = typeof chunk === 'string' ? linesStringInfo : linesUint8ArrayInfo;
-
-	if (chunk.at(-1) === LF) {
-		yield chunk;
-		return;
-	}
-
-	const newline = isWindowsNewline ? windowsNewline : unixNewline;
-	yield concatBytes(chunk, newline);
-};
-
-const concatString = (firstChunk, secondChunk) => `${firstChunk}${secondChunk}`;
-
-const linesStringInfo = {
-	windowsNewline: '\r\n',
-	unixNewline: '\n',
-	LF: '\n',
-	concatBytes: concatString,
-};
-
-const concatUint8Array = (firstChunk, secondChunk) => {
-	const chunk = new Uint8Array(firstChunk.length + secondChunk.length);
-	chunk.set(firstChunk, 0);
-	chunk.set(secondChunk, firstChunk.length);
-	return chunk;
-};
-
-const linesUint8ArrayInfo = {
-	windowsNewline: new Uint8Array([0x0D, 0x0A]),
-	unixNewline: new Uint8Array([0x0A]),
-	LF: 0x0A,
-	concatBytes: concatUint8Array,
-};
-
-;// CONCATENATED MODULE: external "node:buffer"
-const external_node_buffer_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:buffer");
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/validate.js
-
-
-
-// Validate the type of chunk argument passed to transform generators
-const getValidateTransformInput = (writableObjectMode, optionName) => writableObjectMode
-	? undefined
-	: validateStringTransformInput.bind(undefined, optionName);
-
-const validateStringTransformInput = function * (optionName, chunk) {
-	if (typeof chunk !== 'string' && !isUint8Array(chunk) && !external_node_buffer_namespaceObject.Buffer.isBuffer(chunk)) {
-		throw new TypeError(`The \`${optionName}\` option's transform must use "objectMode: true" to receive as input: ${typeof chunk}.`);
-	}
-
-	yield chunk;
-};
-
-// Validate the type of the value returned by transform generators
-const getValidateTransformReturn = (readableObjectMode, optionName) => readableObjectMode
-	? validateObjectTransformReturn.bind(undefined, optionName)
-	: validateStringTransformReturn.bind(undefined, optionName);
-
-const validateObjectTransformReturn = function * (optionName, chunk) {
-	validateEmptyReturn(optionName, chunk);
-	yield chunk;
-};
-
-const validateStringTransformReturn = function * (optionName, chunk) {
-	validateEmptyReturn(optionName, chunk);
-
-	if (typeof chunk !== 'string' && !isUint8Array(chunk)) {
-		throw new TypeError(`The \`${optionName}\` option's function must yield a string or an Uint8Array, not ${typeof chunk}.`);
-	}
-
-	yield chunk;
-};
-
-const validateEmptyReturn = (optionName, chunk) => {
-	if (chunk === null || chunk === undefined) {
-		throw new TypeError(`The \`${optionName}\` option's function must not call \`yield ${chunk}\`.
-Instead, \`yield\` should either be called with a value, or not be called at all. For example:
-  if (condition) { yield value; }`);
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/encoding-transform.js
-
-
-
-
-/*
-When using binary encodings, add an internal generator that converts chunks from `Buffer` to `string` or `Uint8Array`.
-Chunks might be Buffer, Uint8Array or strings since:
-- `subprocess.stdout|stderr` emits Buffers
-- `subprocess.stdin.write()` accepts Buffer, Uint8Array or string
-- Previous generators might return Uint8Array or string
-
-However, those are converted to Buffer:
-- on writes: `Duplex.writable` `decodeStrings: true` default option
-- on reads: `Duplex.readable` `readableEncoding: null` default option
-*/
-const getEncodingTransformGenerator = (binary, encoding, skipped) => {
-	if (skipped) {
-		return;
-	}
-
-	if (binary) {
-		return {transform: encodingUint8ArrayGenerator.bind(undefined, new TextEncoder())};
-	}
-
-	const stringDecoder = new external_node_string_decoder_namespaceObject.StringDecoder(encoding);
-	return {
-		transform: encodingStringGenerator.bind(undefined, stringDecoder),
-		final: encodingStringFinal.bind(undefined, stringDecoder),
-	};
-};
-
-const encodingUint8ArrayGenerator = function * (textEncoder, chunk) {
-	if (external_node_buffer_namespaceObject.Buffer.isBuffer(chunk)) {
-		yield bufferToUint8Array(chunk);
-	} else if (typeof chunk === 'string') {
-		yield textEncoder.encode(chunk);
-	} else {
-		yield chunk;
-	}
-};
-
-const encodingStringGenerator = function * (stringDecoder, chunk) {
-	yield isUint8Array(chunk) ? stringDecoder.write(chunk) : chunk;
-};
-
-const encodingStringFinal = function * (stringDecoder) {
-	const lastChunk = stringDecoder.end();
-	if (lastChunk !== '') {
-		yield lastChunk;
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/run-async.js
-
-
-// Applies a series of generator functions asynchronously
-const pushChunks = (0,external_node_util_namespaceObject.callbackify)(async (getChunks, state, getChunksArguments, transformStream) => {
-	state.currentIterable = getChunks(...getChunksArguments);
-
-	try {
-		for await (const chunk of state.currentIterable) {
-			transformStream.push(chunk);
-		}
-	} finally {
-		delete state.currentIterable;
-	}
-});
-
-// For each new chunk, apply each `transform()` method
-const transformChunk = async function * (chunk, generators, index) {
-	if (index === generators.length) {
-		yield chunk;
-		return;
-	}
-
-	const {transform = identityGenerator} = generators[index];
-	for await (const transformedChunk of transform(chunk)) {
-		yield * transformChunk(transformedChunk, generators, index + 1);
-	}
-};
-
-// At the end, apply each `final()` method, followed by the `transform()` method of the next transforms
-const finalChunks = async function * (generators) {
-	for (const [index, {final}] of Object.entries(generators)) {
-		yield * generatorFinalChunks(final, Number(index), generators);
-	}
-};
-
-const generatorFinalChunks = async function * (final, index, generators) {
-	if (final === undefined) {
-		return;
-	}
-
-	for await (const finalChunk of final()) {
-		yield * transformChunk(finalChunk, generators, index + 1);
-	}
-};
-
-// Cancel any ongoing async generator when the Transform is destroyed, e.g. when the subprocess errors
-const destroyTransform = (0,external_node_util_namespaceObject.callbackify)(async ({currentIterable}, error) => {
-	if (currentIterable !== undefined) {
-		await (error ? currentIterable.throw(error) : currentIterable.return());
-		return;
-	}
-
-	if (error) {
-		throw error;
-	}
-});
-
-const identityGenerator = function * (chunk) {
-	yield chunk;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/run-sync.js
-// Duplicate the code from `run-async.js` but as synchronous functions
-const pushChunksSync = (getChunksSync, getChunksArguments, transformStream, done) => {
-	try {
-		for (const chunk of getChunksSync(...getChunksArguments)) {
-			transformStream.push(chunk);
-		}
-
-		done();
-	} catch (error) {
-		done(error);
-	}
-};
-
-// Run synchronous generators with `execaSync()`
-const runTransformSync = (generators, chunks) => [
-	...chunks.flatMap(chunk => [...transformChunkSync(chunk, generators, 0)]),
-	...finalChunksSync(generators),
-];
-
-const transformChunkSync = function * (chunk, generators, index) {
-	if (index === generators.length) {
-		yield chunk;
-		return;
-	}
-
-	const {transform = run_sync_identityGenerator} = generators[index];
-	for (const transformedChunk of transform(chunk)) {
-		yield * transformChunkSync(transformedChunk, generators, index + 1);
-	}
-};
-
-const finalChunksSync = function * (generators) {
-	for (const [index, {final}] of Object.entries(generators)) {
-		yield * generatorFinalChunksSync(final, Number(index), generators);
-	}
-};
-
-const generatorFinalChunksSync = function * (final, index, generators) {
-	if (final === undefined) {
-		return;
-	}
-
-	for (const finalChunk of final()) {
-		yield * transformChunkSync(finalChunk, generators, index + 1);
-	}
-};
-
-const run_sync_identityGenerator = function * (chunk) {
-	yield chunk;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/generator.js
-
-
-
-
-
-
-
-
-/*
-Generators can be used to transform/filter standard streams.
-
-Generators have a simple syntax, yet allows all of the following:
-- Sharing `state` between chunks
-- Flushing logic, by using a `final` function
-- Asynchronous logic
-- Emitting multiple chunks from a single source chunk, even if spaced in time, by using multiple `yield`
-- Filtering, by using no `yield`
-
-Therefore, there is no need to allow Node.js or web transform streams.
-
-The `highWaterMark` is kept as the default value, since this is what `subprocess.std*` uses.
-
-Chunks are currently processed serially. We could add a `concurrency` option to parallelize in the future.
-
-Transform an array of generator functions into a `Transform` stream.
-`Duplex.from(generator)` cannot be used because it does not allow setting the `objectMode` and `highWaterMark`.
-*/
-const generatorToStream = ({
-	value,
-	value: {transform, final, writableObjectMode, readableObjectMode},
-	optionName,
-}, {encoding}) => {
-	const state = {};
-	const generators = addInternalGenerators(value, encoding, optionName);
-
-	const transformAsync = isAsyncGenerator(transform);
-	const finalAsync = isAsyncGenerator(final);
-	const transformMethod = transformAsync
-		? pushChunks.bind(undefined, transformChunk, state)
-		: pushChunksSync.bind(undefined, transformChunkSync);
-	const finalMethod = transformAsync || finalAsync
-		? pushChunks.bind(undefined, finalChunks, state)
-		: pushChunksSync.bind(undefined, finalChunksSync);
-	const destroyMethod = transformAsync || finalAsync
-		? destroyTransform.bind(undefined, state)
-		: undefined;
-
-	const stream = new external_node_stream_namespaceObject.Transform({
-		writableObjectMode,
-		writableHighWaterMark: (0,external_node_stream_namespaceObject.getDefaultHighWaterMark)(writableObjectMode),
-		readableObjectMode,
-		readableHighWaterMark: (0,external_node_stream_namespaceObject.getDefaultHighWaterMark)(readableObjectMode),
-		transform(chunk, encoding, done) {
-			transformMethod([chunk, generators, 0], this, done);
-		},
-		flush(done) {
-			finalMethod([generators], this, done);
-		},
-		destroy: destroyMethod,
-	});
-	return {stream};
-};
-
-// Applies transform generators in sync mode
-const runGeneratorsSync = (chunks, stdioItems, encoding, isInput) => {
-	const generators = stdioItems.filter(({type}) => type === 'generator');
-	const reversedGenerators = isInput ? generators.reverse() : generators;
-
-	for (const {value, optionName} of reversedGenerators) {
-		const generators = addInternalGenerators(value, encoding, optionName);
-		chunks = runTransformSync(generators, chunks);
-	}
-
-	return chunks;
-};
-
-// Generators used internally to convert the chunk type, validate it, and split into lines
-const addInternalGenerators = (
-	{transform, final, binary, writableObjectMode, readableObjectMode, preserveNewlines},
-	encoding,
-	optionName,
-) => {
-	const state = {};
-	return [
-		{transform: getValidateTransformInput(writableObjectMode, optionName)},
-		getEncodingTransformGenerator(binary, encoding, writableObjectMode),
-		getSplitLinesGenerator(binary, preserveNewlines, writableObjectMode, state),
-		{transform, final},
-		{transform: getValidateTransformReturn(readableObjectMode, optionName)},
-		getAppendNewlineGenerator({
-			binary,
-			preserveNewlines,
-			readableObjectMode,
-			state,
-		}),
-	].filter(Boolean);
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/input-sync.js
-
-
-
-
-// Apply `stdin`/`input`/`inputFile` options, before spawning, in sync mode, by converting it to the `input` option
-const addInputOptionsSync = (fileDescriptors, options) => {
-	for (const fdNumber of getInputFdNumbers(fileDescriptors)) {
-		addInputOptionSync(fileDescriptors, fdNumber, options);
-	}
-};
-
-const getInputFdNumbers = fileDescriptors => new Set(Object.entries(fileDescriptors)
-	.filter(([, {direction}]) => direction === 'input')
-	.map(([fdNumber]) => Number(fdNumber)));
-
-const addInputOptionSync = (fileDescriptors, fdNumber, options) => {
-	const {stdioItems} = fileDescriptors[fdNumber];
-	const allStdioItems = stdioItems.filter(({contents}) => contents !== undefined);
-	if (allStdioItems.length === 0) {
-		return;
-	}
-
-	if (fdNumber !== 0) {
-		const [{type, optionName}] = allStdioItems;
-		throw new TypeError(`Only the \`stdin\` option, not \`${optionName}\`, can be ${TYPE_TO_MESSAGE[type]} with synchronous methods.`);
-	}
-
-	const allContents = allStdioItems.map(({contents}) => contents);
-	const transformedContents = allContents.map(contents => applySingleInputGeneratorsSync(contents, stdioItems));
-	options.input = joinToUint8Array(transformedContents);
-};
-
-const applySingleInputGeneratorsSync = (contents, stdioItems) => {
-	const newContents = runGeneratorsSync(contents, stdioItems, 'utf8', true);
-	validateSerializable(newContents);
-	return joinToUint8Array(newContents);
-};
-
-const validateSerializable = newContents => {
-	const invalidItem = newContents.find(item => typeof item !== 'string' && !isUint8Array(item));
-	if (invalidItem !== undefined) {
-		throw new TypeError(`The \`stdin\` option is invalid: when passing objects as input, a transform must be used to serialize them to strings or Uint8Arrays: ${invalidItem}.`);
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/output.js
-
-
-
-
-
-// `ignore` opts-out of `verbose` for a specific stream.
-// `ipc` cannot use piping.
-// `inherit` would result in double printing.
-// They can also lead to double printing when passing file descriptor integers or `process.std*`.
-// This only leaves with `pipe` and `overlapped`.
-const shouldLogOutput = ({stdioItems, encoding, verboseInfo, fdNumber}) => fdNumber !== 'all'
-	&& isFullVerbose(verboseInfo, fdNumber)
-	&& !BINARY_ENCODINGS.has(encoding)
-	&& fdUsesVerbose(fdNumber)
-	&& (stdioItems.some(({type, value}) => type === 'native' && PIPED_STDIO_VALUES.has(value))
-	|| stdioItems.every(({type}) => TRANSFORM_TYPES.has(type)));
-
-// Printing input streams would be confusing.
-// Files and streams can produce big outputs, which we don't want to print.
-// We could print `stdio[3+]` but it often is redirected to files and streams, with the same issue.
-// So we only print stdout and stderr.
-const fdUsesVerbose = fdNumber => fdNumber === 1 || fdNumber === 2;
-
-const PIPED_STDIO_VALUES = new Set(['pipe', 'overlapped']);
-
-// `verbose: 'full'` printing logic with async methods
-const logLines = async (linesIterable, stream, fdNumber, verboseInfo) => {
-	for await (const line of linesIterable) {
-		if (!isPipingStream(stream)) {
-			logLine(line, fdNumber, verboseInfo);
-		}
-	}
-};
-
-// `verbose: 'full'` printing logic with sync methods
-const logLinesSync = (linesArray, fdNumber, verboseInfo) => {
-	for (const line of linesArray) {
-		logLine(line, fdNumber, verboseInfo);
-	}
-};
-
-// When `subprocess.stdout|stderr.pipe()` is called, `verbose` becomes a noop.
-// This prevents the following problems:
-//  - `.pipe()` achieves the same result as using `stdout: 'inherit'`, `stdout: stream`, etc. which also make `verbose` a noop.
-//    For example, `subprocess.stdout.pipe(process.stdin)` would print each line twice.
-//  - When chaining subprocesses with `subprocess.pipe(otherSubprocess)`, only the last one should print its output.
-// Detecting whether `.pipe()` is impossible without monkey-patching it, so we use the following undocumented property.
-// This is not a critical behavior since changes of the following property would only make `verbose` more verbose.
-const isPipingStream = stream => stream._readableState.pipes.length > 0;
-
-// When `verbose` is `full`, print stdout|stderr
-const logLine = (line, fdNumber, verboseInfo) => {
-	const verboseMessage = serializeVerboseMessage(line);
-	verboseLog({
-		type: 'output',
-		verboseMessage,
-		fdNumber,
-		verboseInfo,
-	});
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/output-sync.js
-
-
-
-
-
-
-
-
-// Apply `stdout`/`stderr` options, after spawning, in sync mode
-const transformOutputSync = ({fileDescriptors, syncResult: {output}, options, isMaxBuffer, verboseInfo}) => {
-	if (output === null) {
-		return {output: Array.from({length: 3})};
-	}
-
-	const state = {};
-	const outputFiles = new Set([]);
-	const transformedOutput = output.map((result, fdNumber) =>
-		transformOutputResultSync({
-			result,
-			fileDescriptors,
-			fdNumber,
-			state,
-			outputFiles,
-			isMaxBuffer,
-			verboseInfo,
-		}, options));
-	return {output: transformedOutput, ...state};
-};
-
-const transformOutputResultSync = (
-	{result, fileDescriptors, fdNumber, state, outputFiles, isMaxBuffer, verboseInfo},
-	{buffer, encoding, lines, stripFinalNewline, maxBuffer},
-) => {
-	if (result === null) {
-		return;
-	}
-
-	const truncatedResult = truncateMaxBufferSync(result, isMaxBuffer, maxBuffer);
-	const uint8ArrayResult = bufferToUint8Array(truncatedResult);
-	const {stdioItems, objectMode} = fileDescriptors[fdNumber];
-	const chunks = runOutputGeneratorsSync([uint8ArrayResult], stdioItems, encoding, state);
-	const {serializedResult, finalResult = serializedResult} = serializeChunks({
-		chunks,
-		objectMode,
-		encoding,
-		lines,
-		stripFinalNewline,
-		fdNumber,
-	});
-
-	logOutputSync({
-		serializedResult,
-		fdNumber,
-		state,
-		verboseInfo,
-		encoding,
-		stdioItems,
-		objectMode,
-	});
-
-	const returnedResult = buffer[fdNumber] ? finalResult : undefined;
-
-	try {
-		if (state.error === undefined) {
-			writeToFiles(serializedResult, stdioItems, outputFiles);
-		}
-
-		return returnedResult;
-	} catch (error) {
-		state.error = error;
-		return returnedResult;
-	}
-};
-
-// Applies transform generators to `stdout`/`stderr`
-const runOutputGeneratorsSync = (chunks, stdioItems, encoding, state) => {
-	try {
-		return runGeneratorsSync(chunks, stdioItems, encoding, false);
-	} catch (error) {
-		state.error = error;
-		return chunks;
-	}
-};
-
-// The contents is converted to three stages:
-//  - serializedResult: used when the target is a file path/URL or a file descriptor (including 'inherit')
-//  - finalResult/returnedResult: returned as `result.std*`
-const serializeChunks = ({chunks, objectMode, encoding, lines, stripFinalNewline, fdNumber}) => {
-	if (objectMode) {
-		return {serializedResult: chunks};
-	}
-
-	if (encoding === 'buffer') {
-		return {serializedResult: joinToUint8Array(chunks)};
-	}
-
-	const serializedResult = joinToString(chunks, encoding);
-	if (lines[fdNumber]) {
-		return {serializedResult, finalResult: splitLinesSync(serializedResult, !stripFinalNewline[fdNumber], objectMode)};
-	}
-
-	return {serializedResult};
-};
-
-const logOutputSync = ({serializedResult, fdNumber, state, verboseInfo, encoding, stdioItems, objectMode}) => {
-	if (!shouldLogOutput({
-		stdioItems,
-		encoding,
-		verboseInfo,
-		fdNumber,
-	})) {
-		return;
-	}
-
-	const linesArray = splitLinesSync(serializedResult, false, objectMode);
-
-	try {
-		logLinesSync(linesArray, fdNumber, verboseInfo);
-	} catch (error) {
-		state.error ??= error;
-	}
-};
-
-// When the `std*` target is a file path/URL or a file descriptor
-const writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-	for (const {path, append} of stdioItems.filter(({type}) => FILE_TYPES.has(type))) {
-		const pathString = typeof path === 'string' ? path : path.toString();
-		if (append || outputFiles.has(pathString)) {
-			(0,external_node_fs_.appendFileSync)(path, serializedResult);
-		} else {
-			outputFiles.add(pathString);
-			(0,external_node_fs_.writeFileSync)(path, serializedResult);
-		}
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/all-sync.js
-
-
-
-// Retrieve `result.all` with synchronous methods
-const getAllSync = ([, stdout, stderr], options) => {
-	if (!options.all) {
-		return;
-	}
-
-	if (stdout === undefined) {
-		return stderr;
-	}
-
-	if (stderr === undefined) {
-		return stdout;
-	}
-
-	if (Array.isArray(stdout)) {
-		return Array.isArray(stderr)
-			? [...stdout, ...stderr]
-			: [...stdout, stripNewline(stderr, options, 'all')];
-	}
-
-	if (Array.isArray(stderr)) {
-		return [stripNewline(stdout, options, 'all'), ...stderr];
-	}
-
-	if (isUint8Array(stdout) && isUint8Array(stderr)) {
-		return concatUint8Arrays([stdout, stderr]);
-	}
-
-	return `${stdout}${stderr}`;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/exit-async.js
-
-
-
-// If `error` is emitted before `spawn`, `exit` will never be emitted.
-// However, `error` might be emitted after `spawn`.
-// In that case, `exit` will still be emitted.
-// Since the `exit` event contains the signal name, we want to make sure we are listening for it.
-// This function also takes into account the following unlikely cases:
-//  - `exit` being emitted in the same microtask as `spawn`
-//  - `error` being emitted multiple times
-const waitForExit = async (subprocess, context) => {
-	const [exitCode, signal] = await waitForExitOrError(subprocess);
-	context.isForcefullyTerminated ??= false;
-	return [exitCode, signal];
-};
-
-const waitForExitOrError = async subprocess => {
-	const [spawnPayload, exitPayload] = await Promise.allSettled([
-		(0,external_node_events_.once)(subprocess, 'spawn'),
-		(0,external_node_events_.once)(subprocess, 'exit'),
-	]);
-
-	if (spawnPayload.status === 'rejected') {
-		return [];
-	}
-
-	return exitPayload.status === 'rejected'
-		? waitForSubprocessExit(subprocess)
-		: exitPayload.value;
-};
-
-const waitForSubprocessExit = async subprocess => {
-	try {
-		return await (0,external_node_events_.once)(subprocess, 'exit');
-	} catch {
-		return waitForSubprocessExit(subprocess);
-	}
-};
-
-// Retrieve the final exit code and|or signal name
-const waitForSuccessfulExit = async exitPromise => {
-	const [exitCode, signal] = await exitPromise;
-
-	if (!isSubprocessErrorExit(exitCode, signal) && isFailedExit(exitCode, signal)) {
-		throw new DiscardedError();
-	}
-
-	return [exitCode, signal];
-};
-
-// When the subprocess fails due to an `error` event
-const isSubprocessErrorExit = (exitCode, signal) => exitCode === undefined && signal === undefined;
-// When the subprocess fails due to a non-0 exit code or to a signal termination
-const isFailedExit = (exitCode, signal) => exitCode !== 0 || signal !== null;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/exit-sync.js
-
-
-
-
-// Retrieve exit code, signal name and error information, with synchronous methods
-const getExitResultSync = ({error, status: exitCode, signal, output}, {maxBuffer}) => {
-	const resultError = getResultError(error, exitCode, signal);
-	const timedOut = resultError?.code === 'ETIMEDOUT';
-	const isMaxBuffer = isMaxBufferSync(resultError, output, maxBuffer);
-	return {
-		resultError,
-		exitCode,
-		signal,
-		timedOut,
-		isMaxBuffer,
-	};
-};
-
-const getResultError = (error, exitCode, signal) => {
-	if (error !== undefined) {
-		return error;
-	}
-
-	return isFailedExit(exitCode, signal) ? new DiscardedError() : undefined;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/main-sync.js
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-// Main shared logic for all sync methods: `execaSync()`, `$.sync()`
-const execaCoreSync = (rawFile, rawArguments, rawOptions) => {
-	const {file, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors} = handleSyncArguments(rawFile, rawArguments, rawOptions);
-	const result = spawnSubprocessSync({
-		file,
-		commandArguments,
-		options,
-		command,
-		escapedCommand,
-		verboseInfo,
-		fileDescriptors,
-		startTime,
-	});
-	return handleResult(result, verboseInfo, options);
-};
-
-// Compute arguments to pass to `child_process.spawnSync()`
-const handleSyncArguments = (rawFile, rawArguments, rawOptions) => {
-	const {command, escapedCommand, startTime, verboseInfo} = handleCommand(rawFile, rawArguments, rawOptions);
-	const syncOptions = normalizeSyncOptions(rawOptions);
-	const {file, commandArguments, options} = normalizeOptions(rawFile, rawArguments, syncOptions);
-	validateSyncOptions(options);
-	const fileDescriptors = handleStdioSync(options, verboseInfo);
-	return {
-		file,
-		commandArguments,
-		command,
-		escapedCommand,
-		startTime,
-		verboseInfo,
-		options,
-		fileDescriptors,
-	};
-};
-
-// Options normalization logic specific to sync methods
-const normalizeSyncOptions = options => options.node && !options.ipc ? {...options, ipc: false} : options;
-
-// Options validation logic specific to sync methods
-const validateSyncOptions = ({ipc, ipcInput, detached, cancelSignal}) => {
-	if (ipcInput) {
-		throwInvalidSyncOption('ipcInput');
-	}
-
-	if (ipc) {
-		throwInvalidSyncOption('ipc: true');
-	}
-
-	if (detached) {
-		throwInvalidSyncOption('detached: true');
-	}
-
-	if (cancelSignal) {
-		throwInvalidSyncOption('cancelSignal');
-	}
-};
-
-const throwInvalidSyncOption = value => {
-	throw new TypeError(`The "${value}" option cannot be used with synchronous methods.`);
-};
-
-const spawnSubprocessSync = ({file, commandArguments, options, command, escapedCommand, verboseInfo, fileDescriptors, startTime}) => {
-	const syncResult = runSubprocessSync({
-		file,
-		commandArguments,
-		options,
-		command,
-		escapedCommand,
-		fileDescriptors,
-		startTime,
-	});
-	if (syncResult.failed) {
-		return syncResult;
-	}
-
-	const {resultError, exitCode, signal, timedOut, isMaxBuffer} = getExitResultSync(syncResult, options);
-	const {output, error = resultError} = transformOutputSync({
-		fileDescriptors,
-		syncResult,
-		options,
-		isMaxBuffer,
-		verboseInfo,
-	});
-	const stdio = output.map((stdioOutput, fdNumber) => stripNewline(stdioOutput, options, fdNumber));
-	const all = stripNewline(getAllSync(output, options), options, 'all');
-	return getSyncResult({
-		error,
-		exitCode,
-		signal,
-		timedOut,
-		isMaxBuffer,
-		stdio,
-		all,
-		options,
-		command,
-		escapedCommand,
-		startTime,
-	});
-};
-
-const runSubprocessSync = ({file, commandArguments, options, command, escapedCommand, fileDescriptors, startTime}) => {
-	try {
-		addInputOptionsSync(fileDescriptors, options);
-		const normalizedOptions = normalizeSpawnSyncOptions(options);
-		return (0,external_node_child_process_.spawnSync)(...concatenateShell(file, commandArguments, normalizedOptions));
-	} catch (error) {
-		return makeEarlyError({
-			error,
-			command,
-			escapedCommand,
-			fileDescriptors,
-			options,
-			startTime,
-			isSync: true,
-		});
-	}
-};
-
-// The `encoding` option is handled by Execa, not by `child_process.spawnSync()`
-const normalizeSpawnSyncOptions = ({encoding, maxBuffer, ...options}) => ({...options, encoding: 'buffer', maxBuffer: getMaxBufferSync(maxBuffer)});
-
-const getSyncResult = ({error, exitCode, signal, timedOut, isMaxBuffer, stdio, all, options, command, escapedCommand, startTime}) => error === undefined
-	? makeSuccessResult({
-		command,
-		escapedCommand,
-		stdio,
-		all,
-		ipcOutput: [],
-		options,
-		startTime,
-	})
-	: makeError({
-		error,
-		command,
-		escapedCommand,
-		timedOut,
-		isCanceled: false,
-		isGracefullyCanceled: false,
-		isMaxBuffer,
-		isForcefullyTerminated: false,
-		exitCode,
-		signal,
-		stdio,
-		all,
-		ipcOutput: [],
-		options,
-		startTime,
-		isSync: true,
-	});
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/get-one.js
-
-
-
-
-
-// Like `[sub]process.once('message')` but promise-based
-const getOneMessage = ({anyProcess, channel, isSubprocess, ipc}, {reference = true, filter} = {}) => {
-	validateIpcMethod({
-		methodName: 'getOneMessage',
-		isSubprocess,
-		ipc,
-		isConnected: isConnected(anyProcess),
-	});
-
-	return getOneMessageAsync({
-		anyProcess,
-		channel,
-		isSubprocess,
-		filter,
-		reference,
-	});
-};
-
-const getOneMessageAsync = async ({anyProcess, channel, isSubprocess, filter, reference}) => {
-	addReference(channel, reference);
-	const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
-	const controller = new AbortController();
-	try {
-		return await Promise.race([
-			getMessage(ipcEmitter, filter, controller),
-			get_one_throwOnDisconnect(ipcEmitter, isSubprocess, controller),
-			throwOnStrictError(ipcEmitter, isSubprocess, controller),
-		]);
-	} catch (error) {
-		disconnect(anyProcess);
-		throw error;
-	} finally {
-		controller.abort();
-		removeReference(channel, reference);
-	}
-};
-
-const getMessage = async (ipcEmitter, filter, {signal}) => {
-	if (filter === undefined) {
-		const [message] = await (0,external_node_events_.once)(ipcEmitter, 'message', {signal});
-		return message;
-	}
-
-	for await (const [message] of (0,external_node_events_.on)(ipcEmitter, 'message', {signal})) {
-		if (filter(message)) {
-			return message;
-		}
-	}
-};
-
-const get_one_throwOnDisconnect = async (ipcEmitter, isSubprocess, {signal}) => {
-	await (0,external_node_events_.once)(ipcEmitter, 'disconnect', {signal});
-	throwOnEarlyDisconnect(isSubprocess);
-};
-
-const throwOnStrictError = async (ipcEmitter, isSubprocess, {signal}) => {
-	const [error] = await (0,external_node_events_.once)(ipcEmitter, 'strict:error', {signal});
-	throw getStrictResponseError(error, isSubprocess);
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/get-each.js
-
-
-
-
-
-// Like `[sub]process.on('message')` but promise-based
-const getEachMessage = ({anyProcess, channel, isSubprocess, ipc}, {reference = true} = {}) => loopOnMessages({
-	anyProcess,
-	channel,
-	isSubprocess,
-	ipc,
-	shouldAwait: !isSubprocess,
-	reference,
-});
-
-// Same but used internally
-const loopOnMessages = ({anyProcess, channel, isSubprocess, ipc, shouldAwait, reference}) => {
-	validateIpcMethod({
-		methodName: 'getEachMessage',
-		isSubprocess,
-		ipc,
-		isConnected: isConnected(anyProcess),
-	});
-
-	addReference(channel, reference);
-	const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
-	const controller = new AbortController();
-	const state = {};
-	stopOnDisconnect(anyProcess, ipcEmitter, controller);
-	abortOnStrictError({
-		ipcEmitter,
-		isSubprocess,
-		controller,
-		state,
-	});
-	return iterateOnMessages({
-		anyProcess,
-		channel,
-		ipcEmitter,
-		isSubprocess,
-		shouldAwait,
-		controller,
-		state,
-		reference,
-	});
-};
-
-const stopOnDisconnect = async (anyProcess, ipcEmitter, controller) => {
-	try {
-		await (0,external_node_events_.once)(ipcEmitter, 'disconnect', {signal: controller.signal});
-		controller.abort();
-	} catch {}
-};
-
-const abortOnStrictError = async ({ipcEmitter, isSubprocess, controller, state}) => {
-	try {
-		const [error] = await (0,external_node_events_.once)(ipcEmitter, 'strict:error', {signal: controller.signal});
-		state.error = getStrictResponseError(error, isSubprocess);
-		controller.abort();
-	} catch {}
-};
-
-const iterateOnMessages = async function * ({anyProcess, channel, ipcEmitter, isSubprocess, shouldAwait, controller, state, reference}) {
-	try {
-		for await (const [message] of (0,external_node_events_.on)(ipcEmitter, 'message', {signal: controller.signal})) {
-			throwIfStrictError(state);
-			yield message;
-		}
-	} catch {
-		throwIfStrictError(state);
-	} finally {
-		controller.abort();
-		removeReference(channel, reference);
-
-		if (!isSubprocess) {
-			disconnect(anyProcess);
-		}
-
-		if (shouldAwait) {
-			await anyProcess;
-		}
-	}
-};
-
-const throwIfStrictError = ({error}) => {
-	if (error) {
-		throw error;
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/methods.js
-
-
-
-
-
-
-// Add promise-based IPC methods in current process
-const addIpcMethods = (subprocess, {ipc}) => {
-	Object.assign(subprocess, getIpcMethods(subprocess, false, ipc));
-};
-
-// Get promise-based IPC in the subprocess
-const getIpcExport = () => {
-	const anyProcess = external_node_process_;
-	const isSubprocess = true;
-	const ipc = external_node_process_.channel !== undefined;
-
-	return {
-		...getIpcMethods(anyProcess, isSubprocess, ipc),
-		getCancelSignal: getCancelSignal.bind(undefined, {
-			anyProcess,
-			channel: anyProcess.channel,
-			isSubprocess,
-			ipc,
-		}),
-	};
-};
-
-// Retrieve the `ipc` shared by both the current process and the subprocess
-const getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
-	sendMessage: sendMessage.bind(undefined, {
-		anyProcess,
-		channel: anyProcess.channel,
-		isSubprocess,
-		ipc,
-	}),
-	getOneMessage: getOneMessage.bind(undefined, {
-		anyProcess,
-		channel: anyProcess.channel,
-		isSubprocess,
-		ipc,
-	}),
-	getEachMessage: getEachMessage.bind(undefined, {
-		anyProcess,
-		channel: anyProcess.channel,
-		isSubprocess,
-		ipc,
-	}),
-});
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/return/early-error.js
-
-
-
-
-
-
-// When the subprocess fails to spawn.
-// We ensure the returned error is always both a promise and a subprocess.
-const handleEarlyError = ({error, command, escapedCommand, fileDescriptors, options, startTime, verboseInfo}) => {
-	cleanupCustomStreams(fileDescriptors);
-
-	const subprocess = new external_node_child_process_.ChildProcess();
-	createDummyStreams(subprocess, fileDescriptors);
-	Object.assign(subprocess, {readable, writable: early_error_writable, duplex});
-
-	const earlyError = makeEarlyError({
-		error,
-		command,
-		escapedCommand,
-		fileDescriptors,
-		options,
-		startTime,
-		isSync: false,
-	});
-	const promise = handleDummyPromise(earlyError, verboseInfo, options);
-	return {subprocess, promise};
-};
-
-const createDummyStreams = (subprocess, fileDescriptors) => {
-	const stdin = createDummyStream();
-	const stdout = createDummyStream();
-	const stderr = createDummyStream();
-	const extraStdio = Array.from({length: fileDescriptors.length - 3}, createDummyStream);
-	const all = createDummyStream();
-	const stdio = [stdin, stdout, stderr, ...extraStdio];
-	Object.assign(subprocess, {
-		stdin,
-		stdout,
-		stderr,
-		all,
-		stdio,
-	});
-};
-
-const createDummyStream = () => {
-	const stream = new external_node_stream_namespaceObject.PassThrough();
-	stream.end();
-	return stream;
-};
-
-const readable = () => new external_node_stream_namespaceObject.Readable({read() {}});
-const early_error_writable = () => new external_node_stream_namespaceObject.Writable({write() {}});
-const duplex = () => new external_node_stream_namespaceObject.Duplex({read() {}, write() {}});
-
-const handleDummyPromise = async (error, verboseInfo, options) => handleResult(error, verboseInfo, options);
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle-async.js
-
-
-
-
-
-
-
-// Handle `input`, `inputFile`, `stdin`, `stdout` and `stderr` options, before spawning, in async mode
-const handleStdioAsync = (options, verboseInfo) => handleStdio(addPropertiesAsync, options, verboseInfo, false);
-
-const forbiddenIfAsync = ({type, optionName}) => {
-	throw new TypeError(`The \`${optionName}\` option cannot be ${TYPE_TO_MESSAGE[type]}.`);
-};
-
-// Create streams used internally for piping when using specific values for the `std*` options, in async mode.
-// For example, `stdout: {file}` creates a file stream, which is piped from/to.
-const handle_async_addProperties = {
-	fileNumber: forbiddenIfAsync,
-	generator: generatorToStream,
-	asyncGenerator: generatorToStream,
-	nodeStream: ({value}) => ({stream: value}),
-	webTransform({value: {transform, writableObjectMode, readableObjectMode}}) {
-		const objectMode = writableObjectMode || readableObjectMode;
-		const stream = external_node_stream_namespaceObject.Duplex.fromWeb(transform, {objectMode});
-		return {stream};
-	},
-	duplex: ({value: {transform}}) => ({stream: transform}),
-	native() {},
-};
-
-const addPropertiesAsync = {
-	input: {
-		...handle_async_addProperties,
-		fileUrl: ({value}) => ({stream: (0,external_node_fs_.createReadStream)(value)}),
-		filePath: ({value: {file}}) => ({stream: (0,external_node_fs_.createReadStream)(file)}),
-		webStream: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.fromWeb(value)}),
-		iterable: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.from(value)}),
-		asyncIterable: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.from(value)}),
-		string: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.from(value)}),
-		uint8Array: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.from(external_node_buffer_namespaceObject.Buffer.from(value))}),
-	},
-	output: {
-		...handle_async_addProperties,
-		fileUrl: ({value}) => ({stream: (0,external_node_fs_.createWriteStream)(value)}),
-		filePath: ({value: {file, append}}) => ({stream: (0,external_node_fs_.createWriteStream)(file, append ? {flags: 'a'} : {})}),
-		webStream: ({value}) => ({stream: external_node_stream_namespaceObject.Writable.fromWeb(value)}),
-		iterable: forbiddenIfAsync,
-		asyncIterable: forbiddenIfAsync,
-		string: forbiddenIfAsync,
-		uint8Array: forbiddenIfAsync,
-	},
-};
-
-;// CONCATENATED MODULE: external "node:stream/promises"
-const external_node_stream_promises_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream/promises");
-;// CONCATENATED MODULE: ./node_modules/@sindresorhus/merge-streams/index.js
-
-
-
-
-function mergeStreams(streams) {
-	if (!Array.isArray(streams)) {
-		throw new TypeError(`Expected an array, got \`${typeof streams}\`.`);
-	}
-
-	for (const stream of streams) {
-		validateStream(stream);
-	}
-
-	const objectMode = streams.some(({readableObjectMode}) => readableObjectMode);
-	const highWaterMark = getHighWaterMark(streams, objectMode);
-	const passThroughStream = new MergedStream({
-		objectMode,
-		writableHighWaterMark: highWaterMark,
-		readableHighWaterMark: highWaterMark,
-	});
-
-	for (const stream of streams) {
-		passThroughStream.add(stream);
-	}
-
-	return passThroughStream;
-}
-
-const getHighWaterMark = (streams, objectMode) => {
-	if (streams.length === 0) {
-		return (0,external_node_stream_namespaceObject.getDefaultHighWaterMark)(objectMode);
-	}
-
-	const highWaterMarks = streams
-		.filter(({readableObjectMode}) => readableObjectMode === objectMode)
-		.map(({readableHighWaterMark}) => readableHighWaterMark);
-	return Math.max(...highWaterMarks);
-};
-
-class MergedStream extends external_node_stream_namespaceObject.PassThrough {
-	#streams = new Set([]);
-	#ended = new Set([]);
-	#aborted = new Set([]);
-	#onFinished;
-	#unpipeEvent = Symbol('unpipe');
-	#streamPromises = new WeakMap();
-
-	add(stream) {
-		validateStream(stream);
-
-		if (this.#streams.has(stream)) {
-			return;
-		}
-
-		this.#streams.add(stream);
-
-		this.#onFinished ??= onMergedStreamFinished(this, this.#streams, this.#unpipeEvent);
-		const streamPromise = endWhenStreamsDone({
-			passThroughStream: this,
-			stream,
-			streams: this.#streams,
-			ended: this.#ended,
-			aborted: this.#aborted,
-			onFinished: this.#onFinished,
-			unpipeEvent: this.#unpipeEvent,
-		});
-		this.#streamPromises.set(stream, streamPromise);
-
-		stream.pipe(this, {end: false});
-	}
-
-	async remove(stream) {
-		validateStream(stream);
-
-		if (!this.#streams.has(stream)) {
-			return false;
-		}
-
-		const streamPromise = this.#streamPromises.get(stream);
-		if (streamPromise === undefined) {
-			return false;
-		}
-
-		this.#streamPromises.delete(stream);
-
-		stream.unpipe(this);
-		await streamPromise;
-		return true;
-	}
-}
-
-const onMergedStreamFinished = async (passThroughStream, streams, unpipeEvent) => {
-	updateMaxListeners(passThroughStream, PASSTHROUGH_LISTENERS_COUNT);
-	const controller = new AbortController();
-
-	try {
-		await Promise.race([
-			onMergedStreamEnd(passThroughStream, controller),
-			onInputStreamsUnpipe(passThroughStream, streams, unpipeEvent, controller),
-		]);
-	} finally {
-		controller.abort();
-		updateMaxListeners(passThroughStream, -PASSTHROUGH_LISTENERS_COUNT);
-	}
-};
-
-const onMergedStreamEnd = async (passThroughStream, {signal}) => {
-	try {
-		await (0,external_node_stream_promises_namespaceObject.finished)(passThroughStream, {signal, cleanup: true});
-	} catch (error) {
-		errorOrAbortStream(passThroughStream, error);
-		throw error;
-	}
-};
-
-const onInputStreamsUnpipe = async (passThroughStream, streams, unpipeEvent, {signal}) => {
-	for await (const [unpipedStream] of (0,external_node_events_.on)(passThroughStream, 'unpipe', {signal})) {
-		if (streams.has(unpipedStream)) {
-			unpipedStream.emit(unpipeEvent);
-		}
-	}
-};
-
-const validateStream = stream => {
-	if (typeof stream?.pipe !== 'function') {
-		throw new TypeError(`Expected a readable stream, got: \`${typeof stream}\`.`);
-	}
-};
-
-const endWhenStreamsDone = async ({passThroughStream, stream, streams, ended, aborted, onFinished, unpipeEvent}) => {
-	updateMaxListeners(passThroughStream, PASSTHROUGH_LISTENERS_PER_STREAM);
-	const controller = new AbortController();
-
-	try {
-		await Promise.race([
-			afterMergedStreamFinished(onFinished, stream, controller),
-			onInputStreamEnd({
-				passThroughStream,
-				stream,
-				streams,
-				ended,
-				aborted,
-				controller,
-			}),
-			onInputStreamUnpipe({
-				stream,
-				streams,
-				ended,
-				aborted,
-				unpipeEvent,
-				controller,
-			}),
-		]);
-	} finally {
-		controller.abort();
-		updateMaxListeners(passThroughStream, -PASSTHROUGH_LISTENERS_PER_STREAM);
-	}
-
-	if (streams.size > 0 && streams.size === ended.size + aborted.size) {
-		if (ended.size === 0 && aborted.size > 0) {
-			abortStream(passThroughStream);
-		} else {
-			endStream(passThroughStream);
-		}
-	}
-};
-
-const afterMergedStreamFinished = async (onFinished, stream, {signal}) => {
-	try {
-		await onFinished;
-		if (!signal.aborted) {
-			abortStream(stream);
-		}
-	} catch (error) {
-		if (!signal.aborted) {
-			errorOrAbortStream(stream, error);
-		}
-	}
-};
-
-const onInputStreamEnd = async ({passThroughStream, stream, streams, ended, aborted, controller: {signal}}) => {
-	try {
-		await (0,external_node_stream_promises_namespaceObject.finished)(stream, {
-			signal,
-			cleanup: true,
-			readable: true,
-			writable: false,
-		});
-		if (streams.has(stream)) {
-			ended.add(stream);
-		}
-	} catch (error) {
-		if (signal.aborted || !streams.has(stream)) {
-			return;
-		}
-
-		if (isAbortError(error)) {
-			aborted.add(stream);
-		} else {
-			errorStream(passThroughStream, error);
-		}
-	}
-};
-
-const onInputStreamUnpipe = async ({stream, streams, ended, aborted, unpipeEvent, controller: {signal}}) => {
-	await (0,external_node_events_.once)(stream, unpipeEvent, {signal});
-
-	if (!stream.readable) {
-		return (0,external_node_events_.once)(signal, 'abort', {signal});
-	}
-
-	streams.delete(stream);
-	ended.delete(stream);
-	aborted.delete(stream);
-};
-
-const endStream = stream => {
-	if (stream.writable) {
-		stream.end();
-	}
-};
-
-const errorOrAbortStream = (stream, error) => {
-	if (isAbortError(error)) {
-		abortStream(stream);
-	} else {
-		errorStream(stream, error);
-	}
-};
-
-// This is the error thrown by `finished()` on `stream.destroy()`
-const isAbortError = error => error?.code === 'ERR_STREAM_PREMATURE_CLOSE';
-
-const abortStream = stream => {
-	if (stream.readable || stream.writable) {
-		stream.destroy();
-	}
-};
-
-// `stream.destroy(error)` crashes the process with `uncaughtException` if no `error` event listener exists on `stream`.
-// We take care of error handling on user behalf, so we do not want this to happen.
-const errorStream = (stream, error) => {
-	if (!stream.destroyed) {
-		stream.once('error', noop);
-		stream.destroy(error);
-	}
-};
-
-const noop = () => {};
-
-const updateMaxListeners = (passThroughStream, increment) => {
-	const maxListeners = passThroughStream.getMaxListeners();
-	if (maxListeners !== 0 && maxListeners !== Number.POSITIVE_INFINITY) {
-		passThroughStream.setMaxListeners(maxListeners + increment);
-	}
-};
-
-// Number of times `passThroughStream.on()` is called regardless of streams:
-//  - once due to `finished(passThroughStream)`
-//  - once due to `on(passThroughStream)`
-const PASSTHROUGH_LISTENERS_COUNT = 2;
-
-// Number of times `passThroughStream.on()` is called per stream:
-//  - once due to `stream.pipe(passThroughStream)`
-const PASSTHROUGH_LISTENERS_PER_STREAM = 1;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/pipeline.js
-
-
-
-// Similar to `Stream.pipeline(source, destination)`, but does not destroy standard streams
-const pipeStreams = (source, destination) => {
-	source.pipe(destination);
-	onSourceFinish(source, destination);
-	onDestinationFinish(source, destination);
-};
-
-// `source.pipe(destination)` makes `destination` end when `source` ends.
-// But it does not propagate aborts or errors. This function does it.
-const onSourceFinish = async (source, destination) => {
-	if (isStandardStream(source) || isStandardStream(destination)) {
-		return;
-	}
-
-	try {
-		await (0,external_node_stream_promises_namespaceObject.finished)(source, {cleanup: true, readable: true, writable: false});
-	} catch {}
-
-	endDestinationStream(destination);
-};
-
-const endDestinationStream = destination => {
-	if (destination.writable) {
-		destination.end();
-	}
-};
-
-// We do the same thing in the other direction as well.
-const onDestinationFinish = async (source, destination) => {
-	if (isStandardStream(source) || isStandardStream(destination)) {
-		return;
-	}
-
-	try {
-		await (0,external_node_stream_promises_namespaceObject.finished)(destination, {cleanup: true, readable: false, writable: true});
-	} catch {}
-
-	abortSourceStream(source);
-};
-
-const abortSourceStream = source => {
-	if (source.readable) {
-		source.destroy();
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/output-async.js
-
-
-
-
-
-
-// Handle `input`, `inputFile`, `stdin`, `stdout` and `stderr` options, after spawning, in async mode
-// When multiple input streams are used, we merge them to ensure the output stream ends only once each input stream has ended
-const pipeOutputAsync = (subprocess, fileDescriptors, controller) => {
-	const pipeGroups = new Map();
-
-	for (const [fdNumber, {stdioItems, direction}] of Object.entries(fileDescriptors)) {
-		for (const {stream} of stdioItems.filter(({type}) => TRANSFORM_TYPES.has(type))) {
-			pipeTransform(subprocess, stream, direction, fdNumber);
-		}
-
-		for (const {stream} of stdioItems.filter(({type}) => !TRANSFORM_TYPES.has(type))) {
-			pipeStdioItem({
-				subprocess,
-				stream,
-				direction,
-				fdNumber,
-				pipeGroups,
-				controller,
-			});
-		}
-	}
-
-	for (const [outputStream, inputStreams] of pipeGroups.entries()) {
-		const inputStream = inputStreams.length === 1 ? inputStreams[0] : mergeStreams(inputStreams);
-		pipeStreams(inputStream, outputStream);
-	}
-};
-
-// When using transforms, `subprocess.stdin|stdout|stderr|stdio` is directly mutated
-const pipeTransform = (subprocess, stream, direction, fdNumber) => {
-	if (direction === 'output') {
-		pipeStreams(subprocess.stdio[fdNumber], stream);
-	} else {
-		pipeStreams(stream, subprocess.stdio[fdNumber]);
-	}
-
-	const streamProperty = SUBPROCESS_STREAM_PROPERTIES[fdNumber];
-	if (streamProperty !== undefined) {
-		subprocess[streamProperty] = stream;
-	}
-
-	subprocess.stdio[fdNumber] = stream;
-};
-
-const SUBPROCESS_STREAM_PROPERTIES = ['stdin', 'stdout', 'stderr'];
-
-// Most `std*` option values involve piping `subprocess.std*` to a stream.
-// The stream is either passed by the user or created internally.
-const pipeStdioItem = ({subprocess, stream, direction, fdNumber, pipeGroups, controller}) => {
-	if (stream === undefined) {
-		return;
-	}
-
-	setStandardStreamMaxListeners(stream, controller);
-
-	const [inputStream, outputStream] = direction === 'output'
-		? [stream, subprocess.stdio[fdNumber]]
-		: [subprocess.stdio[fdNumber], stream];
-	const outputStreams = pipeGroups.get(inputStream) ?? [];
-	pipeGroups.set(inputStream, [...outputStreams, outputStream]);
-};
-
-// Multiple subprocesses might be piping from/to `process.std*` at the same time.
-// This is not necessarily an error and should not print a `maxListeners` warning.
-const setStandardStreamMaxListeners = (stream, {signal}) => {
-	if (isStandardStream(stream)) {
-		incrementMaxListeners(stream, MAX_LISTENERS_INCREMENT, signal);
-	}
-};
-
-// `source.pipe(destination)` adds at most 1 listener for each event.
-// If `stdin` option is an array, the values might be combined with `merge-streams`.
-// That library also listens for `source` end, which adds 1 more listener.
-const MAX_LISTENERS_INCREMENT = 2;
-
-;// CONCATENATED MODULE: ./node_modules/signal-exit/dist/mjs/signals.js
-/**
- * This is not the set of all possible signals.
- *
- * It IS, however, the set of all signals that trigger
- * an exit on either Linux or BSD systems.  Linux is a
- * superset of the signal names supported on BSD, and
- * the unknown signals just fail to register, so we can
- * catch that easily enough.
- *
- * Windows signals are a different set, since there are
- * signals that terminate Windows processes, but don't
- * terminate (or don't even exist) on Posix systems.
- *
- * Don't bother with SIGKILL.  It's uncatchable, which
- * means that we can't fire any callbacks anyway.
- *
- * If a user does happen to register a handler on a non-
- * fatal signal like SIGWINCH or something, and then
- * exit, it'll end up firing `process.emit('exit')`, so
- * the handler will be fired anyway.
- *
- * SIGBUS, SIGFPE, SIGSEGV and SIGILL, when not raised
- * artificially, inherently leave the process in a
- * state from which it is not safe to try and enter JS
- * listeners.
- */
-const signals = [];
-signals.push('SIGHUP', 'SIGINT', 'SIGTERM');
-if (process.platform !== 'win32') {
-    signals.push('SIGALRM', 'SIGABRT', 'SIGVTALRM', 'SIGXCPU', 'SIGXFSZ', 'SIGUSR2', 'SIGTRAP', 'SIGSYS', 'SIGQUIT', 'SIGIOT'
-    // should detect profiler and enable/disable accordingly.
-    // see #21
-    // 'SIGPROF'
-    );
-}
-if (process.platform === 'linux') {
-    signals.push('SIGIO', 'SIGPOLL', 'SIGPWR', 'SIGSTKFLT');
-}
-//# sourceMappingURL=signals.js.map
-;// CONCATENATED MODULE: ./node_modules/signal-exit/dist/mjs/index.js
-// Note: since nyc uses this module to output coverage, any lines
-// that are in the direct sync flow of nyc's outputCoverage are
-// ignored, since we can never get coverage for them.
-// grab a reference to node's real process object right away
-
-
-const processOk = (process) => !!process &&
-    typeof process === 'object' &&
-    typeof process.removeListener === 'function' &&
-    typeof process.emit === 'function' &&
-    typeof process.reallyExit === 'function' &&
-    typeof process.listeners === 'function' &&
-    typeof process.kill === 'function' &&
-    typeof process.pid === 'number' &&
-    typeof process.on === 'function';
-const kExitEmitter = Symbol.for('signal-exit emitter');
-const global = globalThis;
-const ObjectDefineProperty = Object.defineProperty.bind(Object);
-// teeny special purpose ee
-class Emitter {
-    emitted = {
-        afterExit: false,
-        exit: false,
-    };
-    listeners = {
-        afterExit: [],
-        exit: [],
-    };
-    count = 0;
-    id = Math.random();
-    constructor() {
-        if (global[kExitEmitter]) {
-            return global[kExitEmitter];
-        }
-        ObjectDefineProperty(global, kExitEmitter, {
-            value: this,
-            writable: false,
-            enumerable: false,
-            configurable: false,
-        });
-    }
-    on(ev, fn) {
-        this.listeners[ev].push(fn);
-    }
-    removeListener(ev, fn) {
-        const list = this.listeners[ev];
-        const i = list.indexOf(fn);
-        /* c8 ignore start */
-        if (i === -1) {
-            return;
-        }
-        /* c8 ignore stop */
-        if (i === 0 && list.length === 1) {
-            list.length = 0;
-        }
-        else {
-            list.splice(i, 1);
-        }
-    }
-    emit(ev, code, signal) {
-        if (this.emitted[ev]) {
-            return false;
-        }
-        this.emitted[ev] = true;
-        let ret = false;
-        for (const fn of this.listeners[ev]) {
-            ret = fn(code, signal) === true || ret;
-        }
-        if (ev === 'exit') {
-            ret = this.emit('afterExit', code, signal) || ret;
-        }
-        return ret;
-    }
-}
-class SignalExitBase {
-}
-const signalExitWrap = (handler) => {
-    return {
-        onExit(cb, opts) {
-            return handler.onExit(cb, opts);
-        },
-        load() {
-            return handler.load();
-        },
-        unload() {
-            return handler.unload();
-        },
-    };
-};
-class SignalExitFallback extends SignalExitBase {
-    onExit() {
-        return () => { };
-    }
-    load() { }
-    unload() { }
-}
-class SignalExit extends SignalExitBase {
-    // "SIGHUP" throws an `ENOSYS` error on Windows,
-    // so use a supported signal instead
-    /* c8 ignore start */
-    #hupSig = mjs_process.platform === 'win32' ? 'SIGINT' : 'SIGHUP';
-    /* c8 ignore stop */
-    #emitter = new Emitter();
-    #process;
-    #originalProcessEmit;
-    #originalProcessReallyExit;
-    #sigListeners = {};
-    #loaded = false;
-    constructor(process) {
-        super();
-        this.#process = process;
-        // { <signal>: <listener fn>, ... }
-        this.#sigListeners = {};
-        for (const sig of signals) {
-            this.#sigListeners[sig] = () => {
-                // If there are no other listeners, an exit is coming!
-                // Simplest way: remove us and then re-send the signal.
-                // We know that this will kill the process, so we can
-                // safely emit now.
-                const listeners = this.#process.listeners(sig);
-                let { count } = this.#emitter;
-                // This is a workaround for the fact that signal-exit v3 and signal
-                // exit v4 are not aware of each other, and each will attempt to let
-                // the other handle it, so neither of them do. To correct this, we
-                // detect if we're the only handler *except* for previous versions
-                // of signal-exit, and increment by the count of listeners it has
-                // created.
-                /* c8 ignore start */
-                const p = process;
-                if (typeof p.__signal_exit_emitter__ === 'object' &&
-                    typeof p.__signal_exit_emitter__.count === 'number') {
-                    count += p.__signal_exit_emitter__.count;
-                }
-                /* c8 ignore stop */
-                if (listeners.length === count) {
-                    this.unload();
-                    const ret = this.#emitter.emit('exit', null, sig);
-                    /* c8 ignore start */
-                    const s = sig === 'SIGHUP' ? this.#hupSig : sig;
-                    if (!ret)
-                        process.kill(process.pid, s);
-                    /* c8 ignore stop */
-                }
-            };
-        }
-        this.#originalProcessReallyExit = process.reallyExit;
-        this.#originalProcessEmit = process.emit;
-    }
-    onExit(cb, opts) {
-        /* c8 ignore start */
-        if (!processOk(this.#process)) {
-            return () => { };
-        }
-        /* c8 ignore stop */
-        if (this.#loaded === false) {
-            this.load();
-        }
-        const ev = opts?.alwaysLast ? 'afterExit' : 'exit';
-        this.#emitter.on(ev, cb);
-        return () => {
-            this.#emitter.removeListener(ev, cb);
-            if (this.#emitter.listeners['exit'].length === 0 &&
-                this.#emitter.listeners['afterExit'].length === 0) {
-                this.unload();
-            }
-        };
-    }
-    load() {
-        if (this.#loaded) {
-            return;
-        }
-        this.#loaded = true;
-        // This is the number of onSignalExit's that are in play.
-        // It's important so that we can count the correct number of
-        // listeners on signals, and don't wait for the other one to
-        // handle it instead of us.
-        this.#emitter.count += 1;
-        for (const sig of signals) {
-            try {
-                const fn = this.#sigListeners[sig];
-                if (fn)
-                    this.#process.on(sig, fn);
-            }
-            catch (_) { }
-        }
-        this.#process.emit = (ev, ...a) => {
-            return this.#processEmit(ev, ...a);
-        };
-        this.#process.reallyExit = (code) => {
-            return this.#processReallyExit(code);
-        };
-    }
-    unload() {
-        if (!this.#loaded) {
-            return;
-        }
-        this.#loaded = false;
-        signals.forEach(sig => {
-            const listener = this.#sigListeners[sig];
-            /* c8 ignore start */
-            if (!listener) {
-                throw new Error('Listener not defined for signal: ' + sig);
-            }
-            /* c8 ignore stop */
-            try {
-                this.#process.removeListener(sig, listener);
-                /* c8 ignore start */
-            }
-            catch (_) { }
-            /* c8 ignore stop */
-        });
-        this.#process.emit = this.#originalProcessEmit;
-        this.#process.reallyExit = this.#originalProcessReallyExit;
-        this.#emitter.count -= 1;
-    }
-    #processReallyExit(code) {
-        /* c8 ignore start */
-        if (!processOk(this.#process)) {
-            return 0;
-        }
-        this.#process.exitCode = code || 0;
-        /* c8 ignore stop */
-        this.#emitter.emit('exit', this.#process.exitCode, null);
-        return this.#originalProcessReallyExit.call(this.#process, this.#process.exitCode);
-    }
-    #processEmit(ev, ...args) {
-        const og = this.#originalProcessEmit;
-        if (ev === 'exit' && processOk(this.#process)) {
-            if (typeof args[0] === 'number') {
-                this.#process.exitCode = args[0];
-                /* c8 ignore start */
-            }
-            /* c8 ignore start */
-            const ret = og.call(this.#process, ev, ...args);
-            /* c8 ignore start */
-            this.#emitter.emit('exit', this.#process.exitCode, null);
-            /* c8 ignore stop */
-            return ret;
-        }
-        else {
-            return og.call(this.#process, ev, ...args);
-        }
-    }
-}
-const mjs_process = globalThis.process;
-// wrap so that we call the method on the actual handler, without
-// exporting it directly.
-const { 
-/**
- * Called when the process is exiting, whether via signal, explicit
- * exit, or running out of stuff to do.
- *
- * If the global process object is not suitable for instrumentation,
- * then this will be a no-op.
- *
- * Returns a function that may be used to unload signal-exit.
- */
-onExit, 
-/**
- * Load the listeners.  Likely you never need to call this, unless
- * doing a rather deep integration with signal-exit functionality.
- * Mostly exposed for the benefit of testing.
- *
- * @internal
- */
-load, 
-/**
- * Unload the listeners.  Likely you never need to call this, unless
- * doing a rather deep integration with signal-exit functionality.
- * Mostly exposed for the benefit of testing.
- *
- * @internal
- */
-unload, } = signalExitWrap(processOk(mjs_process) ? new SignalExit(mjs_process) : new SignalExitFallback());
-//# sourceMappingURL=index.js.map
-;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/cleanup.js
-
-
-
-// If the `cleanup` option is used, call `subprocess.kill()` when the parent process exits
-const cleanupOnExit = (subprocess, {cleanup, detached}, {signal}) => {
-	if (!cleanup || detached) {
-		return;
-	}
-
-	const removeExitHandler = onExit(() => {
-		subprocess.kill();
-	});
-	(0,external_node_events_.addAbortListener)(signal, () => {
-		removeExitHandler();
-	});
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/pipe-arguments.js
-
-
-
-
-
-// Normalize and validate arguments passed to `source.pipe(destination)`
-const normalizePipeArguments = ({source, sourcePromise, boundOptions, createNested}, ...pipeArguments) => {
-	const startTime = getStartTime();
-	const {
-		destination,
-		destinationStream,
-		destinationError,
-		from,
-		unpipeSignal,
-	} = getDestinationStream(boundOptions, createNested, pipeArguments);
-	const {sourceStream, sourceError} = getSourceStream(source, from);
-	const {options: sourceOptions, fileDescriptors} = SUBPROCESS_OPTIONS.get(source);
-	return {
-		sourcePromise,
-		sourceStream,
-		sourceOptions,
-		sourceError,
-		destination,
-		destinationStream,
-		destinationError,
-		unpipeSignal,
-		fileDescriptors,
-		startTime,
-	};
-};
-
-const getDestinationStream = (boundOptions, createNested, pipeArguments) => {
-	try {
-		const {
-			destination,
-			pipeOptions: {from, to, unpipeSignal} = {},
-		} = getDestination(boundOptions, createNested, ...pipeArguments);
-		const destinationStream = getToStream(destination, to);
-		return {
-			destination,
-			destinationStream,
-			from,
-			unpipeSignal,
-		};
-	} catch (error) {
-		return {destinationError: error};
-	}
-};
-
-// Piping subprocesses can use three syntaxes:
-//  - source.pipe('command', commandArguments, pipeOptionsOrDestinationOptions)
-//  - source.pipe`command commandArgument` or source.pipe(pipeOptionsOrDestinationOptions)`command commandArgument`
-//  - source.pipe(execa(...), pipeOptions)
-const getDestination = (boundOptions, createNested, firstArgument, ...pipeArguments) => {
-	if (Array.isArray(firstArgument)) {
-		const destination = createNested(mapDestinationArguments, boundOptions)(firstArgument, ...pipeArguments);
-		return {destination, pipeOptions: boundOptions};
-	}
-
-	if (typeof firstArgument === 'string' || firstArgument instanceof URL || isDenoExecPath(firstArgument)) {
-		if (Object.keys(boundOptions).length > 0) {
-			throw new TypeError('Please use .pipe("file", ..., options) or .pipe(execa("file", ..., options)) instead of .pipe(options)("file", ...).');
-		}
-
-		const [rawFile, rawArguments, rawOptions] = normalizeParameters(firstArgument, ...pipeArguments);
-		const destination = createNested(mapDestinationArguments)(rawFile, rawArguments, rawOptions);
-		return {destination, pipeOptions: rawOptions};
-	}
-
-	if (SUBPROCESS_OPTIONS.has(firstArgument)) {
-		if (Object.keys(boundOptions).length > 0) {
-			throw new TypeError('Please use .pipe(options)`command` or .pipe($(options)`command`) instead of .pipe(options)($`command`).');
-		}
-
-		return {destination: firstArgument, pipeOptions: pipeArguments[0]};
-	}
-
-	throw new TypeError(`The first argument must be a template string, an options object, or an Execa subprocess: ${firstArgument}`);
-};
-
-// Force `stdin: 'pipe'` with the destination subprocess
-const mapDestinationArguments = ({options}) => ({options: {...options, stdin: 'pipe', piped: true}});
-
-const getSourceStream = (source, from) => {
-	try {
-		const sourceStream = getFromStream(source, from);
-		return {sourceStream};
-	} catch (error) {
-		return {sourceError: error};
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/throw.js
-
-
-
-// When passing invalid arguments to `source.pipe()`, throw asynchronously.
-// We also abort both subprocesses.
-const handlePipeArgumentsError = ({
-	sourceStream,
-	sourceError,
-	destinationStream,
-	destinationError,
-	fileDescriptors,
-	sourceOptions,
-	startTime,
-}) => {
-	const error = getPipeArgumentsError({
-		sourceStream,
-		sourceError,
-		destinationStream,
-		destinationError,
-	});
-	if (error !== undefined) {
-		throw createNonCommandError({
-			error,
-			fileDescriptors,
-			sourceOptions,
-			startTime,
-		});
-	}
-};
-
-const getPipeArgumentsError = ({sourceStream, sourceError, destinationStream, destinationError}) => {
-	if (sourceError !== undefined && destinationError !== undefined) {
-		return destinationError;
-	}
-
-	if (destinationError !== undefined) {
-		abortSourceStream(sourceStream);
-		return destinationError;
-	}
-
-	if (sourceError !== undefined) {
-		endDestinationStream(destinationStream);
-		return sourceError;
-	}
-};
-
-// Specific error return value when passing invalid arguments to `subprocess.pipe()` or when using `unpipeSignal`
-const createNonCommandError = ({error, fileDescriptors, sourceOptions, startTime}) => makeEarlyError({
-	error,
-	command: PIPE_COMMAND_MESSAGE,
-	escapedCommand: PIPE_COMMAND_MESSAGE,
-	fileDescriptors,
-	options: sourceOptions,
-	startTime,
-	isSync: false,
-});
-
-const PIPE_COMMAND_MESSAGE = 'source.pipe(destination)';
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/sequence.js
-// Like Bash, we await both subprocesses. This is unlike some other shells which only await the destination subprocess.
-// Like Bash with the `pipefail` option, if either subprocess fails, the whole pipe fails.
-// Like Bash, if both subprocesses fail, we return the failure of the destination.
-// This ensures both subprocesses' errors are present, using `error.pipedFrom`.
-const waitForBothSubprocesses = async subprocessPromises => {
-	const [
-		{status: sourceStatus, reason: sourceReason, value: sourceResult = sourceReason},
-		{status: destinationStatus, reason: destinationReason, value: destinationResult = destinationReason},
-	] = await subprocessPromises;
-
-	if (!destinationResult.pipedFrom.includes(sourceResult)) {
-		destinationResult.pipedFrom.push(sourceResult);
-	}
-
-	if (destinationStatus === 'rejected') {
-		throw destinationResult;
-	}
-
-	if (sourceStatus === 'rejected') {
-		throw sourceResult;
-	}
-
-	return destinationResult;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/streaming.js
-
-
-
-
-
-// The piping behavior is like Bash.
-// In particular, when one subprocess exits, the other is not terminated by a signal.
-// Instead, its stdout (for the source) or stdin (for the destination) closes.
-// If the subprocess uses it, it will make it error with SIGPIPE or EPIPE (for the source) or end (for the destination).
-// If it does not use it, it will continue running.
-// This allows for subprocesses to gracefully exit and lower the coupling between subprocesses.
-const pipeSubprocessStream = (sourceStream, destinationStream, maxListenersController) => {
-	const mergedStream = MERGED_STREAMS.has(destinationStream)
-		? pipeMoreSubprocessStream(sourceStream, destinationStream)
-		: pipeFirstSubprocessStream(sourceStream, destinationStream);
-	incrementMaxListeners(sourceStream, SOURCE_LISTENERS_PER_PIPE, maxListenersController.signal);
-	incrementMaxListeners(destinationStream, DESTINATION_LISTENERS_PER_PIPE, maxListenersController.signal);
-	cleanupMergedStreamsMap(destinationStream);
-	return mergedStream;
-};
-
-// We use `merge-streams` to allow for multiple sources to pipe to the same destination.
-const pipeFirstSubprocessStream = (sourceStream, destinationStream) => {
-	const mergedStream = mergeStreams([sourceStream]);
-	pipeStreams(mergedStream, destinationStream);
-	MERGED_STREAMS.set(destinationStream, mergedStream);
-	return mergedStream;
-};
-
-const pipeMoreSubprocessStream = (sourceStream, destinationStream) => {
-	const mergedStream = MERGED_STREAMS.get(destinationStream);
-	mergedStream.add(sourceStream);
-	return mergedStream;
-};
-
-const cleanupMergedStreamsMap = async destinationStream => {
-	try {
-		await (0,external_node_stream_promises_namespaceObject.finished)(destinationStream, {cleanup: true, readable: false, writable: true});
-	} catch {}
-
-	MERGED_STREAMS.delete(destinationStream);
-};
-
-const MERGED_STREAMS = new WeakMap();
-
-// Number of listeners set up on `sourceStream` by each `sourceStream.pipe(destinationStream)`
-// Those are added by `merge-streams`
-const SOURCE_LISTENERS_PER_PIPE = 2;
-// Number of listeners set up on `destinationStream` by each `sourceStream.pipe(destinationStream)`
-// Those are added by `finished()` in `cleanupMergedStreamsMap()`
-const DESTINATION_LISTENERS_PER_PIPE = 1;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/abort.js
-
-
-
-// When passing an `unpipeSignal` option, abort piping when the signal is aborted.
-// However, do not terminate the subprocesses.
-const unpipeOnAbort = (unpipeSignal, unpipeContext) => unpipeSignal === undefined
-	? []
-	: [unpipeOnSignalAbort(unpipeSignal, unpipeContext)];
-
-const unpipeOnSignalAbort = async (unpipeSignal, {sourceStream, mergedStream, fileDescriptors, sourceOptions, startTime}) => {
-	await (0,external_node_util_namespaceObject.aborted)(unpipeSignal, sourceStream);
-	await mergedStream.remove(sourceStream);
-	const error = new Error('Pipe canceled by `unpipeSignal` option.');
-	throw createNonCommandError({
-		error,
-		fileDescriptors,
-		sourceOptions,
-		startTime,
-	});
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/setup.js
-
-
-
-
-
-
-
-// Pipe a subprocess' `stdout`/`stderr`/`stdio` into another subprocess' `stdin`
-const pipeToSubprocess = (sourceInfo, ...pipeArguments) => {
-	if (isPlainObject(pipeArguments[0])) {
-		return pipeToSubprocess.bind(undefined, {
-			...sourceInfo,
-			boundOptions: {...sourceInfo.boundOptions, ...pipeArguments[0]},
-		});
-	}
-
-	const {destination, ...normalizedInfo} = normalizePipeArguments(sourceInfo, ...pipeArguments);
-	const promise = handlePipePromise({...normalizedInfo, destination});
-	promise.pipe = pipeToSubprocess.bind(undefined, {
-		...sourceInfo,
-		source: destination,
-		sourcePromise: promise,
-		boundOptions: {},
-	});
-	return promise;
-};
-
-// Asynchronous logic when piping subprocesses
-const handlePipePromise = async ({
-	sourcePromise,
-	sourceStream,
-	sourceOptions,
-	sourceError,
-	destination,
-	destinationStream,
-	destinationError,
-	unpipeSignal,
-	fileDescriptors,
-	startTime,
-}) => {
-	const subprocessPromises = getSubprocessPromises(sourcePromise, destination);
-	handlePipeArgumentsError({
-		sourceStream,
-		sourceError,
-		destinationStream,
-		destinationError,
-		fileDescriptors,
-		sourceOptions,
-		startTime,
-	});
-	const maxListenersController = new AbortController();
-	try {
-		const mergedStream = pipeSubprocessStream(sourceStream, destinationStream, maxListenersController);
-		return await Promise.race([
-			waitForBothSubprocesses(subprocessPromises),
-			...unpipeOnAbort(unpipeSignal, {
-				sourceStream,
-				mergedStream,
-				sourceOptions,
-				fileDescriptors,
-				startTime,
-			}),
-		]);
-	} finally {
-		maxListenersController.abort();
-	}
-};
-
-// `.pipe()` awaits the subprocess promises.
-// When invalid arguments are passed to `.pipe()`, we throw an error, which prevents awaiting them.
-// We need to ensure this does not create unhandled rejections.
-const getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
-
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/utils.js
-const utils_identity = value => value;
-
-const utils_noop = () => undefined;
-
-const getContentsProperty = ({contents}) => contents;
-
-const throwObjectStream = chunk => {
-	throw new Error(`Streams in object mode are not supported: ${String(chunk)}`);
-};
-
-const getLengthProperty = convertedChunk => convertedChunk.length;
-
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/array.js
-
-
-
-async function getStreamAsArray(stream, options) {
-	return getStreamContents(stream, arrayMethods, options);
-}
-
-const initArray = () => ({contents: []});
-
-const increment = () => 1;
-
-const addArrayChunk = (convertedChunk, {contents}) => {
-	contents.push(convertedChunk);
-	return contents;
-};
-
-const arrayMethods = {
-	init: initArray,
-	convertChunk: {
-		string: utils_identity,
-		buffer: utils_identity,
-		arrayBuffer: utils_identity,
-		dataView: utils_identity,
-		typedArray: utils_identity,
-		others: utils_identity,
-	},
-	getSize: increment,
-	truncateChunk: utils_noop,
-	addChunk: addArrayChunk,
-	getFinalChunk: utils_noop,
-	finalize: getContentsProperty,
-};
-
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/array-buffer.js
-
-
-
-async function getStreamAsArrayBuffer(stream, options) {
-	return getStreamContents(stream, arrayBufferMethods, options);
-}
-
-const initArrayBuffer = () => ({contents: new ArrayBuffer(0)});
-
-const useTextEncoder = chunk => array_buffer_textEncoder.encode(chunk);
-const array_buffer_textEncoder = new TextEncoder();
-
-const useUint8Array = chunk => new Uint8Array(chunk);
-
-const useUint8ArrayWithOffset = chunk => new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-
-const truncateArrayBufferChunk = (convertedChunk, chunkSize) => convertedChunk.slice(0, chunkSize);
-
-// `contents` is an increasingly growing `Uint8Array`.
-const addArrayBufferChunk = (convertedChunk, {contents, length: previousLength}, length) => {
-	const newContents = hasArrayBufferResize() ? resizeArrayBuffer(contents, length) : resizeArrayBufferSlow(contents, length);
-	new Uint8Array(newContents).set(convertedChunk, previousLength);
-	return newContents;
-};
-
-// Without `ArrayBuffer.resize()`, `contents` size is always a power of 2.
-// This means its last bytes are zeroes (not stream data), which need to be
-// trimmed at the end with `ArrayBuffer.slice()`.
-const resizeArrayBufferSlow = (contents, length) => {
-	if (length <= contents.byteLength) {
-		return contents;
-	}
-
-	const arrayBuffer = new ArrayBuffer(getNewContentsLength(length));
-	new Uint8Array(arrayBuffer).set(new Uint8Array(contents), 0);
-	return arrayBuffer;
-};
-
-// With `ArrayBuffer.resize()`, `contents` size matches exactly the size of
-// the stream data. It does not include extraneous zeroes to trim at the end.
-// The underlying `ArrayBuffer` does allocate a number of bytes that is a power
-// of 2, but those bytes are only visible after calling `ArrayBuffer.resize()`.
-const resizeArrayBuffer = (contents, length) => {
-	if (length <= contents.maxByteLength) {
-		contents.resize(length);
-		return contents;
-	}
-
-	const arrayBuffer = new ArrayBuffer(length, {maxByteLength: getNewContentsLength(length)});
-	new Uint8Array(arrayBuffer).set(new Uint8Array(contents), 0);
-	return arrayBuffer;
-};
-
-// Retrieve the closest `length` that is both >= and a power of 2
-const getNewContentsLength = length => SCALE_FACTOR ** Math.ceil(Math.log(length) / Math.log(SCALE_FACTOR));
-
-const SCALE_FACTOR = 2;
-
-const finalizeArrayBuffer = ({contents, length}) => hasArrayBufferResize() ? contents : contents.slice(0, length);
-
-// `ArrayBuffer.slice()` is slow. When `ArrayBuffer.resize()` is available
-// (Node >=20.0.0, Safari >=16.4 and Chrome), we can use it instead.
-// eslint-disable-next-line no-warning-comments
-// TODO: remove after dropping support for Node 20.
-// eslint-disable-next-line no-warning-comments
-// TODO: use `ArrayBuffer.transferToFixedLength()` instead once it is available
-const hasArrayBufferResize = () => 'resize' in ArrayBuffer.prototype;
-
-const arrayBufferMethods = {
-	init: initArrayBuffer,
-	convertChunk: {
-		string: useTextEncoder,
-		buffer: useUint8Array,
-		arrayBuffer: useUint8Array,
-		dataView: useUint8ArrayWithOffset,
-		typedArray: useUint8ArrayWithOffset,
-		others: throwObjectStream,
-	},
-	getSize: getLengthProperty,
-	truncateChunk: truncateArrayBufferChunk,
-	addChunk: addArrayBufferChunk,
-	getFinalChunk: utils_noop,
-	finalize: finalizeArrayBuffer,
-};
-
-;// CONCATENATED MODULE: ./node_modules/get-stream/source/string.js
-
-
-
-async function getStreamAsString(stream, options) {
-	return getStreamContents(stream, stringMethods, options);
-}
-
-const initString = () => ({contents: '', textDecoder: new TextDecoder()});
-
-const useTextDecoder = (chunk, {textDecoder}) => textDecoder.decode(chunk, {stream: true});
-
-const addStringChunk = (convertedChunk, {contents}) => contents + convertedChunk;
-
-const truncateStringChunk = (convertedChunk, chunkSize) => convertedChunk.slice(0, chunkSize);
-
-const getFinalStringChunk = ({textDecoder}) => {
-	const finalChunk = textDecoder.decode();
-	return finalChunk === '' ? undefined : finalChunk;
-};
-
-const stringMethods = {
-	init: initString,
-	convertChunk: {
-		string: utils_identity,
-		buffer: useTextDecoder,
-		arrayBuffer: useTextDecoder,
-		dataView: useTextDecoder,
-		typedArray: useTextDecoder,
-		others: throwObjectStream,
-	},
-	getSize: getLengthProperty,
-	truncateChunk: truncateStringChunk,
-	addChunk: addStringChunk,
-	getFinalChunk: getFinalStringChunk,
-	finalize: getContentsProperty,
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/iterate.js
-
-
-
-
-
-
-// Iterate over lines of `subprocess.stdout`, used by `subprocess.readable|duplex|iterable()`
-const iterateOnSubprocessStream = ({subprocessStdout, subprocess, binary, shouldEncode, encoding, preserveNewlines}) => {
-	const controller = new AbortController();
-	stopReadingOnExit(subprocess, controller);
-	return iterateOnStream({
-		stream: subprocessStdout,
-		controller,
-		binary,
-		shouldEncode: !subprocessStdout.readableObjectMode && shouldEncode,
-		encoding,
-		shouldSplit: !subprocessStdout.readableObjectMode,
-		preserveNewlines,
-	});
-};
-
-const stopReadingOnExit = async (subprocess, controller) => {
-	try {
-		await subprocess;
-	} catch {} finally {
-		controller.abort();
-	}
-};
-
-// Iterate over lines of `subprocess.stdout`, used by `result.stdout` and the `verbose: 'full'` option.
-// Applies the `lines` and `encoding` options.
-const iterateForResult = ({stream, onStreamEnd, lines, encoding, stripFinalNewline, allMixed}) => {
-	const controller = new AbortController();
-	stopReadingOnStreamEnd(onStreamEnd, controller, stream);
-	const objectMode = stream.readableObjectMode && !allMixed;
-	return iterateOnStream({
-		stream,
-		controller,
-		binary: encoding === 'buffer',
-		shouldEncode: !objectMode,
-		encoding,
-		shouldSplit: !objectMode && lines,
-		preserveNewlines: !stripFinalNewline,
-	});
-};
-
-const stopReadingOnStreamEnd = async (onStreamEnd, controller, stream) => {
-	try {
-		await onStreamEnd;
-	} catch {
-		stream.destroy();
-	} finally {
-		controller.abort();
-	}
-};
-
-const iterateOnStream = ({stream, controller, binary, shouldEncode, encoding, shouldSplit, preserveNewlines}) => {
-	const onStdoutChunk = (0,external_node_events_.on)(stream, 'data', {
-		signal: controller.signal,
-		highWaterMark: HIGH_WATER_MARK,
-		// Backward compatibility with older name for this option
-		// See https://github.com/nodejs/node/pull/52080#discussion_r1525227861
-		// @todo Remove after removing support for Node 21
-		highWatermark: HIGH_WATER_MARK,
-	});
-	return iterateOnData({
-		onStdoutChunk,
-		controller,
-		binary,
-		shouldEncode,
-		encoding,
-		shouldSplit,
-		preserveNewlines,
-	});
-};
-
-const DEFAULT_OBJECT_HIGH_WATER_MARK = (0,external_node_stream_namespaceObject.getDefaultHighWaterMark)(true);
-
-// The `highWaterMark` of `events.on()` is measured in number of events, not in bytes.
-// Not knowing the average amount of bytes per `data` event, we use the same heuristic as streams in objectMode, since they have the same issue.
-// Therefore, we use the value of `getDefaultHighWaterMark(true)`.
-// Note: this option does not exist on Node 18, but this is ok since the logic works without it. It just consumes more memory.
-const HIGH_WATER_MARK = DEFAULT_OBJECT_HIGH_WATER_MARK;
-
-const iterateOnData = async function * ({onStdoutChunk, controller, binary, shouldEncode, encoding, shouldSplit, preserveNewlines}) {
-	const generators = getGenerators({
-		binary,
-		shouldEncode,
-		encoding,
-		shouldSplit,
-		preserveNewlines,
-	});
-
-	try {
-		for await (const [chunk] of onStdoutChunk) {
-			yield * transformChunkSync(chunk, generators, 0);
-		}
-	} catch (error) {
-		if (!controller.signal.aborted) {
-			throw error;
-		}
-	} finally {
-		yield * finalChunksSync(generators);
-	}
-};
-
-const getGenerators = ({binary, shouldEncode, encoding, shouldSplit, preserveNewlines}) => [
-	getEncodingTransformGenerator(binary, encoding, !shouldEncode),
-	getSplitLinesGenerator(binary, preserveNewlines, !shouldSplit, {}),
-].filter(Boolean);
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/io/contents.js
-
-
-
-
-
-
-
-
-// Retrieve `result.stdout|stderr|all|stdio[*]`
-const getStreamOutput = async ({stream, onStreamEnd, fdNumber, encoding, buffer, maxBuffer, lines, allMixed, stripFinalNewline, verboseInfo, streamInfo}) => {
-	const logPromise = logOutputAsync({
-		stream,
-		onStreamEnd,
-		fdNumber,
-		encoding,
-		allMixed,
-		verboseInfo,
-		streamInfo,
-	});
-
-	if (!buffer) {
-		await Promise.all([resumeStream(stream), logPromise]);
-		return;
-	}
-
-	const stripFinalNewlineValue = getStripFinalNewline(stripFinalNewline, fdNumber);
-	const iterable = iterateForResult({
-		stream,
-		onStreamEnd,
-		lines,
-		encoding,
-		stripFinalNewline: stripFinalNewlineValue,
-		allMixed,
-	});
-	const [output] = await Promise.all([
-		contents_getStreamContents({
-			stream,
-			iterable,
-			fdNumber,
-			encoding,
-			maxBuffer,
-			lines,
-		}),
-		logPromise,
-	]);
-	return output;
-};
-
-const logOutputAsync = async ({stream, onStreamEnd, fdNumber, encoding, allMixed, verboseInfo, streamInfo: {fileDescriptors}}) => {
-	if (!shouldLogOutput({
-		stdioItems: fileDescriptors[fdNumber]?.stdioItems,
-		encoding,
-		verboseInfo,
-		fdNumber,
-	})) {
-		return;
-	}
-
-	const linesIterable = iterateForResult({
-		stream,
-		onStreamEnd,
-		lines: true,
-		encoding,
-		stripFinalNewline: true,
-		allMixed,
-	});
-	await logLines(linesIterable, stream, fdNumber, verboseInfo);
-};
-
-// When using `buffer: false`, users need to read `subprocess.stdout|stderr|all` right away
-// See https://github.com/sindresorhus/execa/issues/730 and https://github.com/sindresorhus/execa/pull/729#discussion_r1465496310
-const resumeStream = async stream => {
-	await (0,promises_namespaceObject.setImmediate)();
-	if (stream.readableFlowing === null) {
-		stream.resume();
-	}
-};
-
-const contents_getStreamContents = async ({stream, stream: {readableObjectMode}, iterable, fdNumber, encoding, maxBuffer, lines}) => {
-	try {
-		if (readableObjectMode || lines) {
-			return await getStreamAsArray(iterable, {maxBuffer});
-		}
-
-		if (encoding === 'buffer') {
-			return new Uint8Array(await getStreamAsArrayBuffer(iterable, {maxBuffer}));
-		}
-
-		return await getStreamAsString(iterable, {maxBuffer});
-	} catch (error) {
-		return handleBufferedData(handleMaxBuffer({
-			error,
-			stream,
-			readableObjectMode,
-			lines,
-			encoding,
-			fdNumber,
-		}));
-	}
-};
-
-// On failure, `result.stdout|stderr|all` should contain the currently buffered stream
-// They are automatically closed and flushed by Node.js when the subprocess exits
-// When `buffer` is `false`, `streamPromise` is `undefined` and there is no buffered data to retrieve
-const getBufferedData = async streamPromise => {
-	try {
-		return await streamPromise;
-	} catch (error) {
-		return handleBufferedData(error);
-	}
-};
-
-// Ensure we are returning Uint8Arrays when using `encoding: 'buffer'`
-const handleBufferedData = ({bufferedData}) => isArrayBuffer(bufferedData)
-	? new Uint8Array(bufferedData)
-	: bufferedData;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/wait-stream.js
-
-
-// Wraps `finished(stream)` to handle the following case:
-//  - When the subprocess exits, Node.js automatically calls `subprocess.stdin.destroy()`, which we need to ignore.
-//  - However, we still need to throw if `subprocess.stdin.destroy()` is called before subprocess exit.
-const waitForStream = async (stream, fdNumber, streamInfo, {isSameDirection, stopOnExit = false} = {}) => {
-	const state = handleStdinDestroy(stream, streamInfo);
-	const abortController = new AbortController();
-	try {
-		await Promise.race([
-			...(stopOnExit ? [streamInfo.exitPromise] : []),
-			(0,external_node_stream_promises_namespaceObject.finished)(stream, {cleanup: true, signal: abortController.signal}),
-		]);
-	} catch (error) {
-		if (!state.stdinCleanedUp) {
-			handleStreamError(error, fdNumber, streamInfo, isSameDirection);
-		}
-	} finally {
-		abortController.abort();
-	}
-};
-
-// If `subprocess.stdin` is destroyed before being fully written to, it is considered aborted and should throw an error.
-// This can happen for example when user called `subprocess.stdin.destroy()` before `subprocess.stdin.end()`.
-// However, Node.js calls `subprocess.stdin.destroy()` on exit for cleanup purposes.
-// https://github.com/nodejs/node/blob/0b4cdb4b42956cbd7019058e409e06700a199e11/lib/internal/child_process.js#L278
-// This is normal and should not throw an error.
-// Therefore, we need to differentiate between both situations to know whether to throw an error.
-// Unfortunately, events (`close`, `error`, `end`, `exit`) cannot be used because `.destroy()` can take an arbitrary amount of time.
-// For example, `stdin: 'pipe'` is implemented as a TCP socket, and its `.destroy()` method waits for TCP disconnection.
-// Therefore `.destroy()` might end before or after subprocess exit, based on OS speed and load.
-// The only way to detect this is to spy on `subprocess.stdin._destroy()` by wrapping it.
-// If `subprocess.exitCode` or `subprocess.signalCode` is set, it means `.destroy()` is being called by Node.js itself.
-const handleStdinDestroy = (stream, {originalStreams: [originalStdin], subprocess}) => {
-	const state = {stdinCleanedUp: false};
-	if (stream === originalStdin) {
-		spyOnStdinDestroy(stream, subprocess, state);
-	}
-
-	return state;
-};
-
-const spyOnStdinDestroy = (subprocessStdin, subprocess, state) => {
-	const {_destroy} = subprocessStdin;
-	subprocessStdin._destroy = (...destroyArguments) => {
-		setStdinCleanedUp(subprocess, state);
-		_destroy.call(subprocessStdin, ...destroyArguments);
-	};
-};
-
-const setStdinCleanedUp = ({exitCode, signalCode}, state) => {
-	if (exitCode !== null || signalCode !== null) {
-		state.stdinCleanedUp = true;
-	}
-};
-
-// We ignore EPIPEs on writable streams and aborts on readable streams since those can happen normally.
-// When one stream errors, the error is propagated to the other streams on the same file descriptor.
-// Those other streams might have a different direction due to the above.
-// When this happens, the direction of both the initial stream and the others should then be taken into account.
-// Therefore, we keep track of whether a stream error is currently propagating.
-const handleStreamError = (error, fdNumber, streamInfo, isSameDirection) => {
-	if (!shouldIgnoreStreamError(error, fdNumber, streamInfo, isSameDirection)) {
-		throw error;
-	}
-};
-
-const shouldIgnoreStreamError = (error, fdNumber, streamInfo, isSameDirection = true) => {
-	if (streamInfo.propagating) {
-		return isStreamEpipe(error) || isStreamAbort(error);
-	}
-
-	streamInfo.propagating = true;
-	return isInputFileDescriptor(streamInfo, fdNumber) === isSameDirection
-		? isStreamEpipe(error)
-		: isStreamAbort(error);
-};
-
-// Unfortunately, we cannot use the stream's class or properties to know whether it is readable or writable.
-// For example, `subprocess.stdin` is technically a Duplex, but can only be used as a writable.
-// Therefore, we need to use the file descriptor's direction (`stdin` is input, `stdout` is output, etc.).
-// However, while `subprocess.std*` and transforms follow that direction, any stream passed the `std*` option has the opposite direction.
-// For example, `subprocess.stdin` is a writable, but the `stdin` option is a readable.
-const isInputFileDescriptor = ({fileDescriptors}, fdNumber) => fdNumber !== 'all' && fileDescriptors[fdNumber].direction === 'input';
-
-// When `stream.destroy()` is called without an `error` argument, stream is aborted.
-// This is the only way to abort a readable stream, which can be useful in some instances.
-// Therefore, we ignore this error on readable streams.
-const isStreamAbort = error => error?.code === 'ERR_STREAM_PREMATURE_CLOSE';
-
-// When `stream.write()` is called but the underlying source has been closed, `EPIPE` is emitted.
-// When piping subprocesses, the source subprocess usually decides when to stop piping.
-// However, there are some instances when the destination does instead, such as `... | head -n1`.
-// It notifies the source by using `EPIPE`.
-// Therefore, we ignore this error on writable streams.
-const isStreamEpipe = error => error?.code === 'EPIPE';
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/stdio.js
-
-
-
-// Read the contents of `subprocess.std*` and|or wait for its completion
-const waitForStdioStreams = ({subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline, verboseInfo, streamInfo}) => subprocess.stdio.map((stream, fdNumber) => waitForSubprocessStream({
-	stream,
-	fdNumber,
-	encoding,
-	buffer: buffer[fdNumber],
-	maxBuffer: maxBuffer[fdNumber],
-	lines: lines[fdNumber],
-	allMixed: false,
-	stripFinalNewline,
-	verboseInfo,
-	streamInfo,
-}));
-
-// Read the contents of `subprocess.std*` or `subprocess.all` and|or wait for its completion
-const waitForSubprocessStream = async ({stream, fdNumber, encoding, buffer, maxBuffer, lines, allMixed, stripFinalNewline, verboseInfo, streamInfo}) => {
-	if (!stream) {
-		return;
-	}
-
-	const onStreamEnd = waitForStream(stream, fdNumber, streamInfo);
-	if (isInputFileDescriptor(streamInfo, fdNumber)) {
-		await onStreamEnd;
-		return;
-	}
-
-	const [output] = await Promise.all([
-		getStreamOutput({
-			stream,
-			onStreamEnd,
-			fdNumber,
-			encoding,
-			buffer,
-			maxBuffer,
-			lines,
-			allMixed,
-			stripFinalNewline,
-			verboseInfo,
-			streamInfo,
-		}),
-		onStreamEnd,
-	]);
-	return output;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/all-async.js
-
-
-
-// `all` interleaves `stdout` and `stderr`
-const makeAllStream = ({stdout, stderr}, {all}) => all && (stdout || stderr)
-	? mergeStreams([stdout, stderr].filter(Boolean))
-	: undefined;
-
-// Read the contents of `subprocess.all` and|or wait for its completion
-const waitForAllStream = ({subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline, verboseInfo, streamInfo}) => waitForSubprocessStream({
-	...getAllStream(subprocess, buffer),
-	fdNumber: 'all',
-	encoding,
-	maxBuffer: maxBuffer[1] + maxBuffer[2],
-	lines: lines[1] || lines[2],
-	allMixed: getAllMixed(subprocess),
-	stripFinalNewline,
-	verboseInfo,
-	streamInfo,
-});
-
-const getAllStream = ({stdout, stderr, all}, [, bufferStdout, bufferStderr]) => {
-	const buffer = bufferStdout || bufferStderr;
-	if (!buffer) {
-		return {stream: all, buffer};
-	}
-
-	if (!bufferStdout) {
-		return {stream: stderr, buffer};
-	}
-
-	if (!bufferStderr) {
-		return {stream: stdout, buffer};
-	}
-
-	return {stream: all, buffer};
-};
-
-// When `subprocess.stdout` is in objectMode but not `subprocess.stderr` (or the opposite), we need to use both:
-//  - `getStreamAsArray()` for the chunks in objectMode, to return as an array without changing each chunk
-//  - `getStreamAsArrayBuffer()` or `getStream()` for the chunks not in objectMode, to convert them from Buffers to string or Uint8Array
-// We do this by emulating the Buffer -> string|Uint8Array conversion performed by `get-stream` with our own, which is identical.
-const getAllMixed = ({all, stdout, stderr}) => all
-	&& stdout
-	&& stderr
-	&& stdout.readableObjectMode !== stderr.readableObjectMode;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/ipc.js
-
-
-
-// When `verbose` is `'full'`, print IPC messages from the subprocess
-const shouldLogIpc = verboseInfo => isFullVerbose(verboseInfo, 'ipc');
-
-const logIpcOutput = (message, verboseInfo) => {
-	const verboseMessage = serializeVerboseMessage(message);
-	verboseLog({
-		type: 'ipc',
-		verboseMessage,
-		fdNumber: 'ipc',
-		verboseInfo,
-	});
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/buffer-messages.js
-
-
-
-
-
-// Iterate through IPC messages sent by the subprocess
-const waitForIpcOutput = async ({
-	subprocess,
-	buffer: bufferArray,
-	maxBuffer: maxBufferArray,
-	ipc,
-	ipcOutput,
-	verboseInfo,
-}) => {
-	if (!ipc) {
-		return ipcOutput;
-	}
-
-	const isVerbose = shouldLogIpc(verboseInfo);
-	const buffer = getFdSpecificValue(bufferArray, 'ipc');
-	const maxBuffer = getFdSpecificValue(maxBufferArray, 'ipc');
-
-	for await (const message of loopOnMessages({
-		anyProcess: subprocess,
-		channel: subprocess.channel,
-		isSubprocess: false,
-		ipc,
-		shouldAwait: false,
-		reference: true,
-	})) {
-		if (buffer) {
-			checkIpcMaxBuffer(subprocess, ipcOutput, maxBuffer);
-			ipcOutput.push(message);
-		}
-
-		if (isVerbose) {
-			logIpcOutput(message, verboseInfo);
-		}
-	}
-
-	return ipcOutput;
-};
-
-const getBufferedIpcOutput = async (ipcOutputPromise, ipcOutput) => {
-	await Promise.allSettled([ipcOutputPromise]);
-	return ipcOutput;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/wait-subprocess.js
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-// Retrieve result of subprocess: exit code, signal, error, streams (stdout/stderr/all)
-const waitForSubprocessResult = async ({
-	subprocess,
-	options: {
-		encoding,
-		buffer,
-		maxBuffer,
-		lines,
-		timeoutDuration: timeout,
-		cancelSignal,
-		gracefulCancel,
-		forceKillAfterDelay,
-		stripFinalNewline,
-		ipc,
-		ipcInput,
-	},
-	context,
-	verboseInfo,
-	fileDescriptors,
-	originalStreams,
-	onInternalError,
-	controller,
-}) => {
-	const exitPromise = waitForExit(subprocess, context);
-	const streamInfo = {
-		originalStreams,
-		fileDescriptors,
-		subprocess,
-		exitPromise,
-		propagating: false,
-	};
-
-	const stdioPromises = waitForStdioStreams({
-		subprocess,
-		encoding,
-		buffer,
-		maxBuffer,
-		lines,
-		stripFinalNewline,
-		verboseInfo,
-		streamInfo,
-	});
-	const allPromise = waitForAllStream({
-		subprocess,
-		encoding,
-		buffer,
-		maxBuffer,
-		lines,
-		stripFinalNewline,
-		verboseInfo,
-		streamInfo,
-	});
-	const ipcOutput = [];
-	const ipcOutputPromise = waitForIpcOutput({
-		subprocess,
-		buffer,
-		maxBuffer,
-		ipc,
-		ipcOutput,
-		verboseInfo,
-	});
-	const originalPromises = waitForOriginalStreams(originalStreams, subprocess, streamInfo);
-	const customStreamsEndPromises = waitForCustomStreamsEnd(fileDescriptors, streamInfo);
-
-	try {
-		return await Promise.race([
-			Promise.all([
-				{},
-				waitForSuccessfulExit(exitPromise),
-				Promise.all(stdioPromises),
-				allPromise,
-				ipcOutputPromise,
-				sendIpcInput(subprocess, ipcInput),
-				...originalPromises,
-				...customStreamsEndPromises,
-			]),
-			onInternalError,
-			throwOnSubprocessError(subprocess, controller),
-			...throwOnTimeout(subprocess, timeout, context, controller),
-			...throwOnCancel({
-				subprocess,
-				cancelSignal,
-				gracefulCancel,
-				context,
-				controller,
-			}),
-			...throwOnGracefulCancel({
-				subprocess,
-				cancelSignal,
-				gracefulCancel,
-				forceKillAfterDelay,
-				context,
-				controller,
-			}),
-		]);
-	} catch (error) {
-		context.terminationReason ??= 'other';
-		return Promise.all([
-			{error},
-			exitPromise,
-			Promise.all(stdioPromises.map(stdioPromise => getBufferedData(stdioPromise))),
-			getBufferedData(allPromise),
-			getBufferedIpcOutput(ipcOutputPromise, ipcOutput),
-			Promise.allSettled(originalPromises),
-			Promise.allSettled(customStreamsEndPromises),
-		]);
-	}
-};
-
-// Transforms replace `subprocess.std*`, which means they are not exposed to users.
-// However, we still want to wait for their completion.
-const waitForOriginalStreams = (originalStreams, subprocess, streamInfo) =>
-	originalStreams.map((stream, fdNumber) => stream === subprocess.stdio[fdNumber]
-		? undefined
-		: waitForStream(stream, fdNumber, streamInfo));
-
-// Some `stdin`/`stdout`/`stderr` options create a stream, e.g. when passing a file path.
-// The `.pipe()` method automatically ends that stream when `subprocess` ends.
-// This makes sure we wait for the completion of those streams, in order to catch any error.
-const waitForCustomStreamsEnd = (fileDescriptors, streamInfo) => fileDescriptors.flatMap(({stdioItems}, fdNumber) => stdioItems
-	.filter(({value, stream = value}) => isStream(stream, {checkOpen: false}) && !isStandardStream(stream))
-	.map(({type, value, stream = value}) => waitForStream(stream, fdNumber, streamInfo, {
-		isSameDirection: TRANSFORM_TYPES.has(type),
-		stopOnExit: type === 'native',
-	})));
-
-// Fails when the subprocess emits an `error` event
-const throwOnSubprocessError = async (subprocess, {signal}) => {
-	const [error] = await (0,external_node_events_.once)(subprocess, 'error', {signal});
-	throw error;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/concurrent.js
-
-
-// When using multiple `.readable()`/`.writable()`/`.duplex()`, `final` and `destroy` should wait for other streams
-const initializeConcurrentStreams = () => ({
-	readableDestroy: new WeakMap(),
-	writableFinal: new WeakMap(),
-	writableDestroy: new WeakMap(),
-});
-
-// Each file descriptor + `waitName` has its own array of promises.
-// Each promise is a single `.readable()`/`.writable()`/`.duplex()` call.
-const addConcurrentStream = (concurrentStreams, stream, waitName) => {
-	const weakMap = concurrentStreams[waitName];
-	if (!weakMap.has(stream)) {
-		weakMap.set(stream, []);
-	}
-
-	const promises = weakMap.get(stream);
-	const promise = createDeferred();
-	promises.push(promise);
-	const resolve = promise.resolve.bind(promise);
-	return {resolve, promises};
-};
-
-// Wait for other streams, but stop waiting when subprocess ends
-const waitForConcurrentStreams = async ({resolve, promises}, subprocess) => {
-	resolve();
-	const [isSubprocessExit] = await Promise.race([
-		Promise.allSettled([true, subprocess]),
-		Promise.all([false, ...promises]),
-	]);
-	return !isSubprocessExit;
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/shared.js
-
-
-
-const safeWaitForSubprocessStdin = async subprocessStdin => {
-	if (subprocessStdin === undefined) {
-		return;
-	}
-
-	try {
-		await waitForSubprocessStdin(subprocessStdin);
-	} catch {}
-};
-
-const safeWaitForSubprocessStdout = async subprocessStdout => {
-	if (subprocessStdout === undefined) {
-		return;
-	}
-
-	try {
-		await waitForSubprocessStdout(subprocessStdout);
-	} catch {}
-};
-
-const waitForSubprocessStdin = async subprocessStdin => {
-	await (0,external_node_stream_promises_namespaceObject.finished)(subprocessStdin, {cleanup: true, readable: false, writable: true});
-};
-
-const waitForSubprocessStdout = async subprocessStdout => {
-	await (0,external_node_stream_promises_namespaceObject.finished)(subprocessStdout, {cleanup: true, readable: true, writable: false});
-};
-
-// When `readable` or `writable` aborts/errors, awaits the subprocess, for the reason mentioned above
-const waitForSubprocess = async (subprocess, error) => {
-	await subprocess;
-	if (error) {
-		throw error;
-	}
-};
-
-const destroyOtherStream = (stream, isOpen, error) => {
-	if (error && !isStreamAbort(error)) {
-		stream.destroy(error);
-	} else if (isOpen) {
-		stream.destroy();
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/readable.js
-
-
-
-
-
-
-
-
-
-// Create a `Readable` stream that forwards from `stdout` and awaits the subprocess
-const createReadable = ({subprocess, concurrentStreams, encoding}, {from, binary: binaryOption = true, preserveNewlines = true} = {}) => {
-	const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
-	const {subprocessStdout, waitReadableDestroy} = getSubprocessStdout(subprocess, from, concurrentStreams);
-	const {readableEncoding, readableObjectMode, readableHighWaterMark} = getReadableOptions(subprocessStdout, binary);
-	const {read, onStdoutDataDone} = getReadableMethods({
-		subprocessStdout,
-		subprocess,
-		binary,
-		encoding,
-		preserveNewlines,
-	});
-	const readable = new external_node_stream_namespaceObject.Readable({
-		read,
-		destroy: (0,external_node_util_namespaceObject.callbackify)(onReadableDestroy.bind(undefined, {subprocessStdout, subprocess, waitReadableDestroy})),
-		highWaterMark: readableHighWaterMark,
-		objectMode: readableObjectMode,
-		encoding: readableEncoding,
-	});
-	onStdoutFinished({
-		subprocessStdout,
-		onStdoutDataDone,
-		readable,
-		subprocess,
-	});
-	return readable;
-};
-
-// Retrieve `stdout` (or other stream depending on `from`)
-const getSubprocessStdout = (subprocess, from, concurrentStreams) => {
-	const subprocessStdout = getFromStream(subprocess, from);
-	const waitReadableDestroy = addConcurrentStream(concurrentStreams, subprocessStdout, 'readableDestroy');
-	return {subprocessStdout, waitReadableDestroy};
-};
-
-const getReadableOptions = ({readableEncoding, readableObjectMode, readableHighWaterMark}, binary) => binary
-	? {readableEncoding, readableObjectMode, readableHighWaterMark}
-	: {readableEncoding, readableObjectMode: true, readableHighWaterMark: DEFAULT_OBJECT_HIGH_WATER_MARK};
-
-const getReadableMethods = ({subprocessStdout, subprocess, binary, encoding, preserveNewlines}) => {
-	const onStdoutDataDone = createDeferred();
-	const onStdoutData = iterateOnSubprocessStream({
-		subprocessStdout,
-		subprocess,
-		binary,
-		shouldEncode: !binary,
-		encoding,
-		preserveNewlines,
-	});
-
-	return {
-		read() {
-			onRead(this, onStdoutData, onStdoutDataDone);
-		},
-		onStdoutDataDone,
-	};
-};
-
-// Forwards data from `stdout` to `readable`
-const onRead = async (readable, onStdoutData, onStdoutDataDone) => {
-	try {
-		const {value, done} = await onStdoutData.next();
-		if (done) {
-			onStdoutDataDone.resolve();
-		} else {
-			readable.push(value);
-		}
-	} catch {}
-};
-
-// When `subprocess.stdout` ends/aborts/errors, do the same on `readable`.
-// Await the subprocess, for the same reason as above.
-const onStdoutFinished = async ({subprocessStdout, onStdoutDataDone, readable, subprocess, subprocessStdin}) => {
-	try {
-		await waitForSubprocessStdout(subprocessStdout);
-		await subprocess;
-		await safeWaitForSubprocessStdin(subprocessStdin);
-		await onStdoutDataDone;
-
-		if (readable.readable) {
-			readable.push(null);
-		}
-	} catch (error) {
-		await safeWaitForSubprocessStdin(subprocessStdin);
-		destroyOtherReadable(readable, error);
-	}
-};
-
-// When `readable` aborts/errors, do the same on `subprocess.stdout`
-const onReadableDestroy = async ({subprocessStdout, subprocess, waitReadableDestroy}, error) => {
-	if (await waitForConcurrentStreams(waitReadableDestroy, subprocess)) {
-		destroyOtherReadable(subprocessStdout, error);
-		await waitForSubprocess(subprocess, error);
-	}
-};
-
-const destroyOtherReadable = (stream, error) => {
-	destroyOtherStream(stream, stream.readable, error);
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/writable.js
-
-
-
-
-
-
-// Create a `Writable` stream that forwards to `stdin` and awaits the subprocess
-const createWritable = ({subprocess, concurrentStreams}, {to} = {}) => {
-	const {subprocessStdin, waitWritableFinal, waitWritableDestroy} = getSubprocessStdin(subprocess, to, concurrentStreams);
-	const writable = new external_node_stream_namespaceObject.Writable({
-		...getWritableMethods(subprocessStdin, subprocess, waitWritableFinal),
-		destroy: (0,external_node_util_namespaceObject.callbackify)(onWritableDestroy.bind(undefined, {
-			subprocessStdin,
-			subprocess,
-			waitWritableFinal,
-			waitWritableDestroy,
-		})),
-		highWaterMark: subprocessStdin.writableHighWaterMark,
-		objectMode: subprocessStdin.writableObjectMode,
-	});
-	onStdinFinished(subprocessStdin, writable);
-	return writable;
-};
-
-// Retrieve `stdin` (or other stream depending on `to`)
-const getSubprocessStdin = (subprocess, to, concurrentStreams) => {
-	const subprocessStdin = getToStream(subprocess, to);
-	const waitWritableFinal = addConcurrentStream(concurrentStreams, subprocessStdin, 'writableFinal');
-	const waitWritableDestroy = addConcurrentStream(concurrentStreams, subprocessStdin, 'writableDestroy');
-	return {subprocessStdin, waitWritableFinal, waitWritableDestroy};
-};
-
-const getWritableMethods = (subprocessStdin, subprocess, waitWritableFinal) => ({
-	write: onWrite.bind(undefined, subprocessStdin),
-	final: (0,external_node_util_namespaceObject.callbackify)(onWritableFinal.bind(undefined, subprocessStdin, subprocess, waitWritableFinal)),
-});
-
-// Forwards data from `writable` to `stdin`
-const onWrite = (subprocessStdin, chunk, encoding, done) => {
-	if (subprocessStdin.write(chunk, encoding)) {
-		done();
-	} else {
-		subprocessStdin.once('drain', done);
-	}
-};
-
-// Ensures that the writable `final` and readable `end` events awaits the subprocess.
-// Like this, any subprocess failure is propagated as a stream `error` event, instead of being lost.
-// The user does not need to `await` the subprocess anymore, but now needs to await the stream completion or error.
-// When multiple writables are targeting the same stream, they wait for each other, unless the subprocess ends first.
-const onWritableFinal = async (subprocessStdin, subprocess, waitWritableFinal) => {
-	if (await waitForConcurrentStreams(waitWritableFinal, subprocess)) {
-		if (subprocessStdin.writable) {
-			subprocessStdin.end();
-		}
-
-		await subprocess;
-	}
-};
-
-// When `subprocess.stdin` ends/aborts/errors, do the same on `writable`.
-const onStdinFinished = async (subprocessStdin, writable, subprocessStdout) => {
-	try {
-		await waitForSubprocessStdin(subprocessStdin);
-		if (writable.writable) {
-			writable.end();
-		}
-	} catch (error) {
-		await safeWaitForSubprocessStdout(subprocessStdout);
-		destroyOtherWritable(writable, error);
-	}
-};
-
-// When `writable` aborts/errors, do the same on `subprocess.stdin`
-const onWritableDestroy = async ({subprocessStdin, subprocess, waitWritableFinal, waitWritableDestroy}, error) => {
-	await waitForConcurrentStreams(waitWritableFinal, subprocess);
-	if (await waitForConcurrentStreams(waitWritableDestroy, subprocess)) {
-		destroyOtherWritable(subprocessStdin, error);
-		await waitForSubprocess(subprocess, error);
-	}
-};
-
-const destroyOtherWritable = (stream, error) => {
-	destroyOtherStream(stream, stream.writable, error);
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/duplex.js
-
-
-
-
-
-
-// Create a `Duplex` stream combining both `subprocess.readable()` and `subprocess.writable()`
-const createDuplex = ({subprocess, concurrentStreams, encoding}, {from, to, binary: binaryOption = true, preserveNewlines = true} = {}) => {
-	const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
-	const {subprocessStdout, waitReadableDestroy} = getSubprocessStdout(subprocess, from, concurrentStreams);
-	const {subprocessStdin, waitWritableFinal, waitWritableDestroy} = getSubprocessStdin(subprocess, to, concurrentStreams);
-	const {readableEncoding, readableObjectMode, readableHighWaterMark} = getReadableOptions(subprocessStdout, binary);
-	const {read, onStdoutDataDone} = getReadableMethods({
-		subprocessStdout,
-		subprocess,
-		binary,
-		encoding,
-		preserveNewlines,
-	});
-	const duplex = new external_node_stream_namespaceObject.Duplex({
-		read,
-		...getWritableMethods(subprocessStdin, subprocess, waitWritableFinal),
-		destroy: (0,external_node_util_namespaceObject.callbackify)(onDuplexDestroy.bind(undefined, {
-			subprocessStdout,
-			subprocessStdin,
-			subprocess,
-			waitReadableDestroy,
-			waitWritableFinal,
-			waitWritableDestroy,
-		})),
-		readableHighWaterMark,
-		writableHighWaterMark: subprocessStdin.writableHighWaterMark,
-		readableObjectMode,
-		writableObjectMode: subprocessStdin.writableObjectMode,
-		encoding: readableEncoding,
-	});
-	onStdoutFinished({
-		subprocessStdout,
-		onStdoutDataDone,
-		readable: duplex,
-		subprocess,
-		subprocessStdin,
-	});
-	onStdinFinished(subprocessStdin, duplex, subprocessStdout);
-	return duplex;
-};
-
-const onDuplexDestroy = async ({subprocessStdout, subprocessStdin, subprocess, waitReadableDestroy, waitWritableFinal, waitWritableDestroy}, error) => {
-	await Promise.all([
-		onReadableDestroy({subprocessStdout, subprocess, waitReadableDestroy}, error),
-		onWritableDestroy({
-			subprocessStdin,
-			subprocess,
-			waitWritableFinal,
-			waitWritableDestroy,
-		}, error),
-	]);
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/iterable.js
-
-
-
-
-// Convert the subprocess to an async iterable
-const createIterable = (subprocess, encoding, {
-	from,
-	binary: binaryOption = false,
-	preserveNewlines = false,
-} = {}) => {
-	const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
-	const subprocessStdout = getFromStream(subprocess, from);
-	const onStdoutData = iterateOnSubprocessStream({
-		subprocessStdout,
-		subprocess,
-		binary,
-		shouldEncode: true,
-		encoding,
-		preserveNewlines,
-	});
-	return iterateOnStdoutData(onStdoutData, subprocessStdout, subprocess);
-};
-
-const iterateOnStdoutData = async function * (onStdoutData, subprocessStdout, subprocess) {
-	try {
-		yield * onStdoutData;
-	} finally {
-		if (subprocessStdout.readable) {
-			subprocessStdout.destroy();
-		}
-
-		await subprocess;
-	}
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/add.js
-
-
-
-
-
-
-// Add methods to convert the subprocess to a stream or iterable
-const addConvertedStreams = (subprocess, {encoding}) => {
-	const concurrentStreams = initializeConcurrentStreams();
-	subprocess.readable = createReadable.bind(undefined, {subprocess, concurrentStreams, encoding});
-	subprocess.writable = createWritable.bind(undefined, {subprocess, concurrentStreams});
-	subprocess.duplex = createDuplex.bind(undefined, {subprocess, concurrentStreams, encoding});
-	subprocess.iterable = createIterable.bind(undefined, subprocess, encoding);
-	subprocess[Symbol.asyncIterator] = createIterable.bind(undefined, subprocess, encoding, {});
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/promise.js
-// The return value is a mixin of `subprocess` and `Promise`
-const mergePromise = (subprocess, promise) => {
-	for (const [property, descriptor] of descriptors) {
-		const value = descriptor.value.bind(promise);
-		Reflect.defineProperty(subprocess, property, {...descriptor, value});
-	}
-};
-
-// eslint-disable-next-line unicorn/prefer-top-level-await
-const nativePromisePrototype = (async () => {})().constructor.prototype;
-
-const descriptors = ['then', 'catch', 'finally'].map(property => [
-	property,
-	Reflect.getOwnPropertyDescriptor(nativePromisePrototype, property),
-]);
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/main-async.js
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-// Main shared logic for all async methods: `execa()`, `$`, `execaNode()`
-const execaCoreAsync = (rawFile, rawArguments, rawOptions, createNested) => {
-	const {file, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors} = handleAsyncArguments(rawFile, rawArguments, rawOptions);
-	const {subprocess, promise} = spawnSubprocessAsync({
-		file,
-		commandArguments,
-		options,
-		startTime,
-		verboseInfo,
-		command,
-		escapedCommand,
-		fileDescriptors,
-	});
-	subprocess.pipe = pipeToSubprocess.bind(undefined, {
-		source: subprocess,
-		sourcePromise: promise,
-		boundOptions: {},
-		createNested,
-	});
-	mergePromise(subprocess, promise);
-	SUBPROCESS_OPTIONS.set(subprocess, {options, fileDescriptors});
-	return subprocess;
-};
-
-// Compute arguments to pass to `child_process.spawn()`
-const handleAsyncArguments = (rawFile, rawArguments, rawOptions) => {
-	const {command, escapedCommand, startTime, verboseInfo} = handleCommand(rawFile, rawArguments, rawOptions);
-	const {file, commandArguments, options: normalizedOptions} = normalizeOptions(rawFile, rawArguments, rawOptions);
-	const options = handleAsyncOptions(normalizedOptions);
-	const fileDescriptors = handleStdioAsync(options, verboseInfo);
-	return {
-		file,
-		commandArguments,
-		command,
-		escapedCommand,
-		startTime,
-		verboseInfo,
-		options,
-		fileDescriptors,
-	};
-};
-
-// Options normalization logic specific to async methods.
-// Prevent passing the `timeout` option directly to `child_process.spawn()`.
-const handleAsyncOptions = ({timeout, signal, ...options}) => {
-	if (signal !== undefined) {
-		throw new TypeError('The "signal" option has been renamed to "cancelSignal" instead.');
-	}
-
-	return {...options, timeoutDuration: timeout};
-};
-
-const spawnSubprocessAsync = ({file, commandArguments, options, startTime, verboseInfo, command, escapedCommand, fileDescriptors}) => {
-	let subprocess;
-	try {
-		subprocess = (0,external_node_child_process_.spawn)(...concatenateShell(file, commandArguments, options));
-	} catch (error) {
-		return handleEarlyError({
-			error,
-			command,
-			escapedCommand,
-			fileDescriptors,
-			options,
-			startTime,
-			verboseInfo,
-		});
-	}
-
-	const controller = new AbortController();
-	(0,external_node_events_.setMaxListeners)(Number.POSITIVE_INFINITY, controller.signal);
-
-	const originalStreams = [...subprocess.stdio];
-	pipeOutputAsync(subprocess, fileDescriptors, controller);
-	cleanupOnExit(subprocess, options, controller);
-
-	const context = {};
-	const onInternalError = createDeferred();
-	subprocess.kill = subprocessKill.bind(undefined, {
-		kill: subprocess.kill.bind(subprocess),
-		options,
-		onInternalError,
-		context,
-		controller,
-	});
-	subprocess.all = makeAllStream(subprocess, options);
-	addConvertedStreams(subprocess, options);
-	addIpcMethods(subprocess, options);
-
-	const promise = handlePromise({
-		subprocess,
-		options,
-		startTime,
-		verboseInfo,
-		fileDescriptors,
-		originalStreams,
-		command,
-		escapedCommand,
-		context,
-		onInternalError,
-		controller,
-	});
-	return {subprocess, promise};
-};
-
-// Asynchronous logic, as opposed to the previous logic which can be run synchronously, i.e. can be returned to user right away
-const handlePromise = async ({subprocess, options, startTime, verboseInfo, fileDescriptors, originalStreams, command, escapedCommand, context, onInternalError, controller}) => {
-	const [
-		errorInfo,
-		[exitCode, signal],
-		stdioResults,
-		allResult,
-		ipcOutput,
-	] = await waitForSubprocessResult({
-		subprocess,
-		options,
-		context,
-		verboseInfo,
-		fileDescriptors,
-		originalStreams,
-		onInternalError,
-		controller,
-	});
-	controller.abort();
-	onInternalError.resolve();
-
-	const stdio = stdioResults.map((stdioResult, fdNumber) => stripNewline(stdioResult, options, fdNumber));
-	const all = stripNewline(allResult, options, 'all');
-	const result = getAsyncResult({
-		errorInfo,
-		exitCode,
-		signal,
-		stdio,
-		all,
-		ipcOutput,
-		context,
-		options,
-		command,
-		escapedCommand,
-		startTime,
-	});
-	return handleResult(result, verboseInfo, options);
-};
-
-const getAsyncResult = ({errorInfo, exitCode, signal, stdio, all, ipcOutput, context, options, command, escapedCommand, startTime}) => 'error' in errorInfo
-	? makeError({
-		error: errorInfo.error,
-		command,
-		escapedCommand,
-		timedOut: context.terminationReason === 'timeout',
-		isCanceled: context.terminationReason === 'cancel' || context.terminationReason === 'gracefulCancel',
-		isGracefullyCanceled: context.terminationReason === 'gracefulCancel',
-		isMaxBuffer: errorInfo.error instanceof MaxBufferError,
-		isForcefullyTerminated: context.isForcefullyTerminated,
-		exitCode,
-		signal,
-		stdio,
-		all,
-		ipcOutput,
-		options,
-		startTime,
-		isSync: false,
-	})
-	: makeSuccessResult({
-		command,
-		escapedCommand,
-		stdio,
-		all,
-		ipcOutput,
-		options,
-		startTime,
-	});
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/bind.js
-
-
-
-// Deep merge specific options like `env`. Shallow merge the other ones.
-const mergeOptions = (boundOptions, options) => {
-	const newOptions = Object.fromEntries(
-		Object.entries(options).map(([optionName, optionValue]) => [
-			optionName,
-			mergeOption(optionName, boundOptions[optionName], optionValue),
-		]),
-	);
-	return {...boundOptions, ...newOptions};
-};
-
-const mergeOption = (optionName, boundOptionValue, optionValue) => {
-	if (DEEP_OPTIONS.has(optionName) && isPlainObject(boundOptionValue) && isPlainObject(optionValue)) {
-		return {...boundOptionValue, ...optionValue};
-	}
-
-	return optionValue;
-};
-
-const DEEP_OPTIONS = new Set(['env', ...FD_SPECIFIC_OPTIONS]);
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/create.js
-
-
-
-
-
-
-
-// Wraps every exported methods to provide the following features:
-//  - template string syntax: execa`command argument`
-//  - options binding: boundExeca = execa(options)
-//  - optional argument/options: execa(file), execa(file, args), execa(file, options), execa(file, args, options)
-// `mapArguments()` and `setBoundExeca()` allows for method-specific logic.
-const createExeca = (mapArguments, boundOptions, deepOptions, setBoundExeca) => {
-	const createNested = (mapArguments, boundOptions, setBoundExeca) => createExeca(mapArguments, boundOptions, deepOptions, setBoundExeca);
-	const boundExeca = (...execaArguments) => callBoundExeca({
-		mapArguments,
-		deepOptions,
-		boundOptions,
-		setBoundExeca,
-		createNested,
-	}, ...execaArguments);
-
-	if (setBoundExeca !== undefined) {
-		setBoundExeca(boundExeca, createNested, boundOptions);
-	}
-
-	return boundExeca;
-};
-
-const callBoundExeca = ({mapArguments, deepOptions = {}, boundOptions = {}, setBoundExeca, createNested}, firstArgument, ...nextArguments) => {
-	if (isPlainObject(firstArgument)) {
-		return createNested(mapArguments, mergeOptions(boundOptions, firstArgument), setBoundExeca);
-	}
-
-	const {file, commandArguments, options, isSync} = parseArguments({
-		mapArguments,
-		firstArgument,
-		nextArguments,
-		deepOptions,
-		boundOptions,
-	});
-	return isSync
-		? execaCoreSync(file, commandArguments, options)
-		: execaCoreAsync(file, commandArguments, options, createNested);
-};
-
-const parseArguments = ({mapArguments, firstArgument, nextArguments, deepOptions, boundOptions}) => {
-	const callArguments = isTemplateString(firstArgument)
-		? parseTemplates(firstArgument, nextArguments)
-		: [firstArgument, ...nextArguments];
-	const [initialFile, initialArguments, initialOptions] = normalizeParameters(...callArguments);
-	const mergedOptions = mergeOptions(mergeOptions(deepOptions, boundOptions), initialOptions);
-	const {
-		file = initialFile,
-		commandArguments = initialArguments,
-		options = mergedOptions,
-		isSync = false,
-	} = mapArguments({file: initialFile, commandArguments: initialArguments, options: mergedOptions});
-	return {
-		file,
-		commandArguments,
-		options,
-		isSync,
-	};
-};
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/command.js
-// Main logic for `execaCommand()`
-const mapCommandAsync = ({file, commandArguments}) => parseCommand(file, commandArguments);
-
-// Main logic for `execaCommandSync()`
-const mapCommandSync = ({file, commandArguments}) => ({...parseCommand(file, commandArguments), isSync: true});
-
-// Convert `execaCommand(command)` into `execa(file, ...commandArguments)`
-const parseCommand = (command, unusedArguments) => {
-	if (unusedArguments.length > 0) {
-		throw new TypeError(`The command and its arguments must be passed as a single string: ${command} ${unusedArguments}.`);
-	}
-
-	const [file, ...commandArguments] = parseCommandString(command);
-	return {file, commandArguments};
-};
-
-// Convert `command` string into an array of file or arguments to pass to $`${...fileOrCommandArguments}`
-const parseCommandString = command => {
-	if (typeof command !== 'string') {
-		throw new TypeError(`The command must be a string: ${String(command)}.`);
-	}
-
-	const trimmedCommand = command.trim();
-	if (trimmedCommand === '') {
-		return [];
-	}
-
-	const tokens = [];
-	for (const token of trimmedCommand.split(SPACES_REGEXP)) {
-		// Allow spaces to be escaped by a backslash if not meant as a delimiter
-		const previousToken = tokens.at(-1);
-		if (previousToken && previousToken.endsWith('\\')) {
-			// Merge previous token with current one
-			tokens[tokens.length - 1] = `${previousToken.slice(0, -1)} ${token}`;
-		} else {
-			tokens.push(token);
-		}
-	}
-
-	return tokens;
-};
-
-const SPACES_REGEXP = / +/g;
-
-;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/script.js
-// Sets `$.sync` and `$.s`
-const setScriptSync = (boundExeca, createNested, boundOptions) => {
-	boundExeca.sync = createNested(mapScriptSync, boundOptions);
-	boundExeca.s = boundExeca.sync;
-};
-
-// Main logic for `$`
-const mapScriptAsync = ({options}) => getScriptOptions(options);
-
-// Main logic for `$.sync`
-const mapScriptSync = ({options}) => ({...getScriptOptions(options), isSync: true});
-
-// `$` is like `execa` but with script-friendly options: `{stdin: 'inherit', preferLocal: true}`
-const getScriptOptions = options => ({options: {...getScriptStdinOption(options), ...options}});
-
-const getScriptStdinOption = ({input, inputFile, stdio}) => input === undefined && inputFile === undefined && stdio === undefined
-	? {stdin: 'inherit'}
-	: {};
-
-// When using $(...).pipe(...), most script-friendly options should apply to both commands.
-// However, some options (like `stdin: 'inherit'`) would create issues with piping, i.e. cannot be deep.
-const deepScriptOptions = {preferLocal: true};
-
-;// CONCATENATED MODULE: ./node_modules/execa/index.js
-
-
-
-
-
-
-
-
-
-const execa = createExeca(() => ({}));
-const execaSync = createExeca(() => ({isSync: true}));
-const execaCommand = createExeca(mapCommandAsync);
-const execaCommandSync = createExeca(mapCommandSync);
-const execaNode = createExeca(mapNode);
-const $ = createExeca(mapScriptAsync, {}, deepScriptOptions, setScriptSync);
-
-const {
-	sendMessage: execa_sendMessage,
-	getOneMessage: execa_getOneMessage,
-	getEachMessage: execa_getEachMessage,
-	getCancelSignal: execa_getCancelSignal,
-} = getIpcExport();
-
-
-// EXTERNAL MODULE: ./src/core/packing.ts
-var packing = __nccwpck_require__(3448);
-;// CONCATENATED MODULE: external "node:readline"
-const external_node_readline_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:readline");
-;// CONCATENATED MODULE: ./src/engine/gpu-meter.ts
-
-
-
-
-/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
-function gpuNote(peak) {
-    return peak ? `, GPU peak ${(0,sizes/* formatBytes */.z3)(peak.peakBytes)}` : "";
-}
-const MIB = 1024 * 1024;
-/** The nvidia-smi to use: PROBEGATE_NVIDIA_SMI (tests, unusual installs), else the one on PATH. */
-function nvidiaSmiPath() {
-    return process.env.PROBEGATE_NVIDIA_SMI || "nvidia-smi";
-}
-/**
- * Parses nvidia-smi's `--query-gpu=index,memory.used --format=csv,noheader,nounits` lines
- * ("0, 1234": MiB). Returns null for a line that is not one (a warning, "[N/A]", a blank).
- */
-function parseUsedLine(line) {
-    const m = /^\s*(\d+)\s*,\s*(\d+(?:\.\d+)?)\s*$/.exec(line);
-    if (!m)
-        return null;
-    return { index: Number(m[1]), usedBytes: Math.round(Number(m[2]) * MIB) };
-}
-/**
- * Starts sampling `gpus` every `intervalMs` with one long-lived `nvidia-smi --loop-ms` (one process
- * for the whole phase, not one per sample). The first reading of each GPU is its baseline, so start
- * it before the phase's processes do: `ready` settles once every GPU has been read once (or after
- * `readyTimeoutMs`, when the meter gives up and `stop()` gives null). No GPUs: null at once.
- */
-async function startGpuMeter(gpus, opts = {}) {
-    const none = { overLimit: () => false, stop: async () => null };
-    if (gpus.length === 0)
-        return none;
-    const intervalMs = Math.max(50, Math.floor(opts.intervalMs ?? 200));
-    const wanted = new Set(gpus);
-    const baseline = new Map();
-    const latest = new Map();
-    let peak = 0;
-    let current = 0;
-    let samples = 0;
-    let failed = false;
-    let child;
-    try {
-        child = (0,external_node_child_process_.spawn)(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`, `--loop-ms=${intervalMs}`], {
-            stdio: ["ignore", "pipe", "ignore"],
-        });
-    }
-    catch {
-        return none;
-    }
-    let markReady = () => { };
-    const ready = new Promise((resolve) => (markReady = resolve));
-    const exited = new Promise((resolve) => {
-        child.once("error", () => {
-            failed = true;
-            resolve();
-            markReady();
-        });
-        child.once("exit", () => {
-            resolve();
-            markReady();
-        });
-    });
-    const lines = (0,external_node_readline_namespaceObject.createInterface)({ input: child.stdout });
-    lines.on("line", (line) => {
-        const r = parseUsedLine(line);
-        if (!r || !wanted.has(r.index))
-            return;
-        if (!baseline.has(r.index)) {
-            baseline.set(r.index, r.usedBytes);
-            if (baseline.size === wanted.size)
-                markReady();
-        }
-        latest.set(r.index, r.usedBytes);
-        samples += 1;
-        let sum = 0;
-        for (const [i, used] of latest)
-            sum += used - (baseline.get(i) ?? used);
-        current = sum;
-        peak = Math.max(peak, sum);
-    });
-    const timer = setTimeout(markReady, opts.readyTimeoutMs ?? 5000);
-    await ready;
-    clearTimeout(timer);
-    const limit = opts.limitBytes;
-    return {
-        overLimit: () => limit !== undefined && current > limit,
-        stop: async () => {
-            if (child.exitCode === null && child.signalCode === null) {
-                child.kill("SIGTERM");
-                const hard = setTimeout(() => child.kill("SIGKILL"), 2000);
-                await exited;
-                clearTimeout(hard);
-            }
-            await exited;
-            lines.close();
-            if (failed || baseline.size !== wanted.size)
-                return null;
-            let base = 0;
-            for (const b of baseline.values())
-                base += b;
-            return { gpus: [...gpus], baselineBytes: base, peakBytes: peak, samples, intervalMs };
-        },
-    };
-}
-/**
- * Memory used on each of `gpus` now (bytes), from one nvidia-smi query; null where the driver
- * cannot be read. The job pool takes each GPU's idle baseline with it, and gives a GPU to the next
- * job only once it reads back at that baseline.
- */
-async function readGpuUsed(gpus, opts = {}) {
-    if (gpus.length === 0)
-        return new Map();
-    const r = await execa(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`], {
-        reject: false,
-        timeout: opts.timeoutMs ?? 10_000,
-    });
-    if (r.exitCode !== 0 || typeof r.stdout !== "string")
-        return null;
-    const used = new Map();
-    for (const line of r.stdout.split("\n")) {
-        const u = parseUsedLine(line);
-        if (u && gpus.includes(u.index))
-            used.set(u.index, u.usedBytes);
-    }
-    return used.size === gpus.length ? used : null;
-}
-
-;// CONCATENATED MODULE: ./src/engine/host.ts
-
-
-
-
-
-
-/** The interpreter for `{python}`: the flag, `$PROBEGATE_PYTHON`, Debian's /usr/bin/python3, else python3 on PATH. */
-function choosePython(flag) {
-    if (flag)
-        return flag;
-    if (process.env.PROBEGATE_PYTHON)
-        return process.env.PROBEGATE_PYTHON;
-    return (0,external_node_fs_.existsSync)("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-}
-// Reads torch's version.py instead of importing torch: an import costs seconds per evaluation.
-const PY_PROBE = `
-import importlib.util, json, os, site, sys
-dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-dirs.update(getattr(site, "getsitepackages", lambda: [])())
-info = {"python": sys.version.split()[0], "torch": None, "cuda": None,
-        "prefixes": sorted(os.path.realpath(d) for d in dirs if d and os.path.isdir(d))}
-spec = importlib.util.find_spec("torch")
-if spec and spec.origin:
-    ns = {}
-    try:
-        with open(os.path.join(os.path.dirname(spec.origin), "version.py")) as f:
-            exec(f.read(), ns)
-        info["torch"] = ns.get("__version__")
-        info["cuda"] = ns.get("cuda")
-    except OSError:
-        pass
-print(json.dumps(info))
-`;
-const pythonCache = new Map();
-/** Version facts of the interpreter (cached per process: the demo evaluates many submissions). */
-function inspectPython(executable) {
-    let p = pythonCache.get(executable);
-    if (!p) {
-        p = (async () => {
-            const r = await execa(executable, ["-c", PY_PROBE], { reject: false, timeout: 120_000 });
-            if (r.exitCode !== 0) {
-                const why = r.code === "ENOENT" ? "not found" : `exit ${r.exitCode}: ${String(r.stderr).trim().split("\n").pop()}`;
-                throw new errors/* HarnessError */.t(`the Python interpreter '${executable}' does not run (${why}); set --python or PROBEGATE_PYTHON`, "environment");
-            }
-            const info = JSON.parse(String(r.stdout).trim().split("\n").pop() ?? "{}");
-            return { executable, ...info, prefixes: info.prefixes ?? [] };
-        })();
-        pythonCache.set(executable, p);
-        p.catch(() => pythonCache.delete(executable));
-    }
-    return p;
-}
-/** GPUs nvidia-smi reports (PROBEGATE_NVIDIA_SMI names another); none where there is no NVIDIA driver. */
-async function detectGpus() {
-    const r = await execa(nvidiaSmiPath(), ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
-        reject: false,
-        timeout: 30_000,
-    });
-    if (r.exitCode !== 0 || typeof r.stdout !== "string")
-        return [];
-    return r.stdout
-        .trim()
-        .split("\n")
-        .filter(Boolean)
-        .map((line) => {
-        const [index, model, mem, driver] = line.split(",").map((s) => s.trim());
-        return { index: Number(index), model: model ?? "unknown", memoryMiB: Number(mem), driver: driver ?? "unknown" };
-    });
-}
-function cpuCount() {
-    return Math.max(1, (0,external_node_os_namespaceObject.cpus)().length);
-}
-/**
- * The CPU ids this process may run on (its affinity, as /proc/self/status lists it), so packed
- * jobs are pinned only to cores that exist here; 0..n-1 where that file cannot be read.
- */
-function availableCpus() {
-    try {
-        const m = /^Cpus_allowed_list:\s*(\S+)/m.exec((0,external_node_fs_.readFileSync)("/proc/self/status", "utf8"));
-        const ids = m?.[1] ? (0,packing/* parseIdList */.hG)(m[1]) : null;
-        if (ids?.length)
-            return ids;
-    }
-    catch {
-        // not Linux, or no /proc
-    }
-    return Array.from({ length: cpuCount() }, (_, i) => i);
-}
-
+// EXTERNAL MODULE: ./src/engine/sandbox/cgroup.ts
+var cgroup = __nccwpck_require__(3680);
+// EXTERNAL MODULE: ./src/engine/host.ts
+var host = __nccwpck_require__(6022);
 ;// CONCATENATED MODULE: ./src/engine/leak-guard.ts
 
 
@@ -15211,137 +5689,545 @@ function probeFiles(dir) {
     return files(dir).sort();
 }
 
-;// CONCATENATED MODULE: ./src/engine/sandbox/sandbox.ts
+// EXTERNAL MODULE: ./src/engine/sandbox/sandbox.ts
+var sandbox = __nccwpck_require__(8865);
+// EXTERNAL MODULE: ./node_modules/execa/index.js + 139 modules
+var execa = __nccwpck_require__(5172);
+// EXTERNAL MODULE: ./src/engine/claims/runner-claims.ts
+var runner_claims = __nccwpck_require__(7818);
+;// CONCATENATED MODULE: ./src/engine/sandbox/disk-usage.ts
 
 
-/** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
-const SANDBOX_UID = 65534;
 /**
- * First of the uids evaluations run as, one per evaluation (its jobs share its workspace, so its
- * uid): RLIMIT_NPROC is per uid, so evaluations side by side under one uid (`nobody`) would share
- * one process budget — one submission's threads would starve another's (EAGAIN from
- * pthread_create) and a fork bomb would reach every evaluation on the runner. Far above any
- * account a distribution creates.
+ * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
+ * Sampled once a second against the disk limit; evaluation folders are small source trees.
  */
-const JOB_UID_BASE = 1_000_000_000;
-/**
- * The uid of the evaluation holding uid slot `slot`. Slots are claimed across the runner's probegate
- * processes (runner-claims.ts `claimEvaluationUid`), so no two running evaluations share a uid.
- */
-function evaluationUid(slot) {
-    return JOB_UID_BASE + slot;
-}
-/**
- * Top-level host folders a program needs to run; what is absent on a host is skipped. Not /opt,
- * /home or /root: runners keep their credentials there. An interpreter outside /usr is added on its own.
- */
-const SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
-/**
- * The command line that runs `command` in a sandbox: no network (own network namespace with only
- * loopback), own pid / ipc / uts namespaces, a private /tmp, a fresh /proc and a minimal /dev, and
- * nothing of the host's files but what `spec` names. As root it first becomes an unprivileged user
- * (setpriv), so the kernel sees a distinct uid for RLIMIT_NPROC and for file permissions. Pure.
- */
-function sandboxArgv(spec, command) {
-    if (command.length === 0)
-        throw new TypeError("empty command");
-    const out = [];
-    if (spec.dropToUid !== null) {
-        const id = String(spec.dropToUid);
-        out.push("setpriv", `--reuid=${id}`, `--regid=${id}`, "--clear-groups", "--inh-caps=-all", "--no-new-privs");
-    }
-    out.push("prlimit", `--fsize=${spec.maxFileBytes}`, "--core=0");
-    if (spec.maxProcesses !== null)
-        out.push(`--nproc=${spec.maxProcesses}`);
-    out.push("--", spec.bwrap, "--unshare-user", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try");
-    out.push("--hostname", "localhost", "--die-with-parent", "--disable-userns", "--cap-drop", "ALL");
-    if (spec.dropToUid !== null)
-        out.push("--uid", String(spec.dropToUid), "--gid", String(spec.dropToUid));
-    for (const l of spec.symlinks)
-        out.push("--symlink", l.target, l.path);
-    out.push("--proc", "/proc", "--dev", "/dev");
-    for (const d of spec.devices)
-        out.push("--dev-bind", d, d);
-    out.push("--size", String(spec.tmpBytes), "--tmpfs", "/tmp");
-    // Binds after the /tmp tmpfs: the evaluation folder usually lives under the host's /tmp.
-    for (const p of spec.readOnly)
-        out.push("--ro-bind", p, p);
-    for (const p of spec.readWrite)
-        out.push("--bind", p, p);
-    for (const p of spec.readOnlyInside)
-        out.push("--ro-bind", p, p);
-    out.push("--chdir", spec.cwd, "--", ...command);
-    return out;
-}
-/** The host's system folders and top-level symlinks, as `sandboxArgv` wants them. */
-function systemLayout() {
-    const readOnly = [];
-    const symlinks = [];
-    for (const p of SYSTEM_PATHS) {
+function treeBytes(paths) {
+    let total = 0;
+    const stack = [...paths];
+    while (stack.length) {
+        const p = stack.pop();
         let st;
         try {
             st = (0,external_node_fs_.lstatSync)(p);
         }
         catch {
+            continue; // Removed while walking.
+        }
+        if (st.isFile())
+            total += st.size;
+        else if (st.isDirectory()) {
+            try {
+                for (const name of (0,external_node_fs_.readdirSync)(p))
+                    stack.push((0,external_node_path_.join)(p, name));
+            }
+            catch {
+                // Unreadable: the sandbox made it so; nothing large can hide there for long.
+            }
+        }
+    }
+    return total;
+}
+
+// EXTERNAL MODULE: ./src/core/task-environment.ts
+var task_environment = __nccwpck_require__(4494);
+;// CONCATENATED MODULE: ./src/engine/environment/interpreter.ts
+
+
+
+
+/**
+ * Folders searched for python3.N, in order of preference. /usr/bin first: the sandbox's user must
+ * read the base interpreter, and one under /root (pyenv's) is closed to it.
+ */
+const SYSTEM_DIRS = ["/usr/bin", "/usr/local/bin"];
+function executable(p) {
+    try {
+        (0,external_node_fs_.accessSync)(p, external_node_fs_.constants.X_OK);
+        return true;
+    }
+    catch {
+        return false;
+    }
+}
+/** python3.N files of `dir`, the highest minor version first. */
+function pythonsIn(dir) {
+    let names;
+    try {
+        names = (0,external_node_fs_.readdirSync)(dir);
+    }
+    catch {
+        return [];
+    }
+    return names
+        .filter((n) => /^python3\.\d+$/.test(n))
+        .sort((a, b) => Number(b.slice(8)) - Number(a.slice(8)))
+        .map((n) => (0,external_node_path_.join)(dir, n))
+        .filter(executable);
+}
+/**
+ * Candidate base interpreters, most preferred first: `$PROBEGATE_ENV_PYTHONS` (colon-separated
+ * paths, for a runner whose interpreters live elsewhere), then /usr/bin and /usr/local/bin, then
+ * python3.N on PATH (last: pyenv's and the like may be closed to the sandbox's user). Duplicates
+ * (the same file by two names) are dropped.
+ */
+function candidateInterpreters(env = process.env) {
+    const explicit = (env.PROBEGATE_ENV_PYTHONS ?? "").split(":").filter(Boolean);
+    const system = SYSTEM_DIRS.flatMap(pythonsIn);
+    const onPath = (env.PATH ?? "").split(":").filter((d) => d && !SYSTEM_DIRS.includes(d)).flatMap(pythonsIn);
+    const seen = new Set();
+    const out = [];
+    for (const p of [...explicit, ...system, ...onPath]) {
+        let real;
+        try {
+            real = (0,external_node_fs_.realpathSync)(p);
+        }
+        catch {
             continue;
         }
-        if (st.isSymbolicLink())
-            symlinks.push({ path: p, target: (0,external_node_fs_.readlinkSync)(p) });
-        else if (st.isDirectory())
-            readOnly.push(p);
+        if (seen.has(real))
+            continue;
+        seen.add(real);
+        out.push(p);
     }
-    return { readOnly, symlinks };
+    return out;
 }
-/** /dev/nvidiaN for the given GPU indices plus the control devices CUDA opens; only those that exist. */
-function gpuDevices(indices) {
-    if (indices.length === 0 || !(0,external_node_fs_.existsSync)("/dev"))
-        return [];
-    const control = (0,external_node_fs_.readdirSync)("/dev")
-        .filter((n) => /^nvidia(ctl|-uvm|-uvm-tools|-modeset)$/.test(n))
-        .map((n) => `/dev/${n}`);
-    const own = indices.map((i) => `/dev/nvidia${i}`).filter((p) => (0,external_node_fs_.existsSync)(p));
-    const caps = (0,external_node_fs_.existsSync)("/dev/nvidia-caps") ? ["/dev/nvidia-caps"] : [];
-    return [...own, ...control, ...caps];
+const versions = new Map();
+/** The interpreter's full version, null where it does not run (cached per process). */
+function interpreterVersion(path) {
+    let v = versions.get(path);
+    if (!v) {
+        v = (0,execa/* execa */.Ho)(path, ["-I", "-c", "import platform; print(platform.python_version())"], { reject: false, timeout: 30_000 }).then((r) => r.exitCode === 0 && /^\d+\.\d+\.\d+/.test(String(r.stdout).trim()) ? String(r.stdout).trim() : null);
+        versions.set(path, v);
+    }
+    return v;
 }
-/** The bubblewrap executable: `$PROBEGATE_BWRAP`, else `bwrap` on PATH. */
-function bwrapPath() {
-    return process.env.PROBEGATE_BWRAP || "bwrap";
-}
-const support = new Map();
 /**
- * Detects once per process (and bubblewrap path) whether the sandbox works here, by running `true`
- * in it: bubblewrap, setpriv and prlimit must be installed and user namespaces allowed.
+ * The first candidate whose version is in `range`, with what was seen (for the error when none is).
+ * Candidates are probed in order of preference, so a later one runs only when no earlier one fits.
  */
-function detectSandbox(bwrap = bwrapPath()) {
-    const known = support.get(bwrap);
-    if (known)
-        return known;
-    const trial = (async () => {
-        const root = typeof process.getuid === "function" && process.getuid() === 0;
-        const spec = {
-            bwrap,
-            ...systemLayout(),
-            readWrite: [],
-            readOnlyInside: [],
-            devices: [],
-            tmpBytes: 1024 * 1024,
-            cwd: "/",
-            dropToUid: root ? SANDBOX_UID : null,
-            maxProcesses: null,
-            maxFileBytes: 1024 * 1024,
+async function chooseInterpreter(range, candidates = candidateInterpreters()) {
+    const seen = [];
+    for (const path of candidates) {
+        const version = await interpreterVersion(path);
+        if (version === null)
+            continue;
+        if ((0,task_environment/* inVersionRange */.LS)(version, range))
+            return { chosen: { path, version }, seen };
+        seen.push(`${path} (${version})`);
+    }
+    return { chosen: null, seen };
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/lock-file.ts
+
+/** sha256 of the lock's bytes: the environment's key, recorded in the result. */
+function lockHash(bytes) {
+    return (0,external_node_crypto_.createHash)("sha256").update(bytes).digest("hex");
+}
+/** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
+function normalizeName(name) {
+    return name.toLowerCase().replace(/[-_.]+/g, "-");
+}
+const REQUIREMENT = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$/;
+/**
+ * Reads a requirements lock (pip-tools' format: one requirement per logical line, `\` continues
+ * it, `#` comments, `--hash=sha256:…` options, and file-wide options such as `--find-links`).
+ * Pure. Flags what `uv pip sync --require-hashes` would refuse less clearly: a requirement not
+ * pinned with ==, or without a hash; a direct URL or editable (not reproducible from a hash here).
+ */
+function parseLock(text) {
+    const requirements = [];
+    const problems = [];
+    const lines = text.split(/\r?\n/);
+    for (let i = 0; i < lines.length; i++) {
+        const start = i + 1;
+        let logical = stripComment(lines[i]);
+        while (logical.trimEnd().endsWith("\\") && i + 1 < lines.length) {
+            logical = `${logical.trimEnd().slice(0, -1)} ${stripComment(lines[++i])}`;
+        }
+        const body = logical.trim();
+        if (!body)
+            continue;
+        if (body.startsWith("-"))
+            continue; // a file-wide option (--find-links, --index-url, --no-index)
+        if (/^(https?|file):|^\.{0,2}\//.test(body) || body.startsWith("-e ")) {
+            problems.push(`line ${start}: '${body.split(/\s/)[0]}' is a path or URL; a lock names each package by name==version with its --hash`);
+            continue;
+        }
+        const hashes = (body.match(/--hash[=\s]+sha256:[0-9a-f]{64}/g) ?? []).length;
+        const spec = body.replace(/--hash[=\s]+\S+/g, "").trim();
+        const m = REQUIREMENT.exec(spec);
+        if (!m) {
+            problems.push(`line ${start}: cannot read '${spec}' as a requirement`);
+            continue;
+        }
+        const name = m[1];
+        const pin = /^==\s*([^\s;,]+)\s*(;.*)?$/.exec((m[3] ?? "").trim());
+        const req = { name, text: spec, version: pin ? pin[1] : null, hashes, line: start };
+        requirements.push(req);
+        if (!pin)
+            problems.push(`line ${start}: ${name} is not pinned to one version (write ${name}==<version>; \`uv pip compile\` does)`);
+        if (hashes === 0)
+            problems.push(`line ${start}: ${name} has no --hash (compile the lock with --generate-hashes)`);
+    }
+    if (requirements.length === 0 && problems.length === 0)
+        problems.push("it names no package");
+    return { requirements, problems };
+}
+/** The problems of a lock as `file:line: what` (or `file: what` for one of the whole file). */
+function locatedProblems(file, problems) {
+    return problems.map((p) => {
+        const m = /^line (\d+): (.*)$/s.exec(p);
+        return m ? `${file}:${m[1]}: ${m[2]}` : `${file}: ${p}`;
+    });
+}
+function stripComment(line) {
+    // A comment starts at a '#' that begins the line or follows whitespace (a URL fragment does not).
+    const m = /(^|\s)#/.exec(line);
+    return m ? line.slice(0, m.index) : line;
+}
+/**
+ * The requirement of the lock that uv's error names first, to point at its line. uv names a
+ * package as `name==version`, `name` in backticks, or bare in a resolver's explanation ("there is
+ * no version of torch==0.0.1", "nosuchpkg was not found"); the earliest mention in its error
+ * wins, as the error starts with what failed. Null: uv's error names none of the lock's packages.
+ */
+function requirementNamedIn(uvError, requirements) {
+    const from = uvError.search(/^\s*(error|×)/m);
+    const text = from >= 0 ? uvError.slice(from) : uvError;
+    let best = null;
+    for (const req of requirements) {
+        const pattern = normalizeName(req.name)
+            .split("-")
+            .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+            .join("[-_.]+");
+        const m = new RegExp(`(?<![A-Za-z0-9_.-])${pattern}(?![A-Za-z0-9_-])`, "i").exec(text);
+        if (m && (!best || m.index < best.at))
+            best = { at: m.index, req };
+    }
+    if (!best)
+        return null;
+    // A name pinned twice (one version per Python range, as --universal writes): the one uv names.
+    const name = normalizeName(best.req.name);
+    const twins = requirements.filter((r) => normalizeName(r.name) === name);
+    return twins.find((r) => r.version !== null && new RegExp(`[=\\s]=?${r.version.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![0-9A-Za-z.])`).test(text)) ?? best.req;
+}
+/** uv's error as one line: its "error:" and "cause:" lines, without the "Using Python …" chatter. */
+function uvErrorSummary(stderr) {
+    const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+    const from = lines.findIndex((l) => /^(error|×)/.test(l));
+    const kept = (from >= 0 ? lines.slice(from) : lines.slice(-4)).filter((l) => !/^(Using|Resolved|Prepared|Installed|Audited)\b/.test(l));
+    const one = kept.join(" ").replace(/\s+/g, " ");
+    return one.length > 600 ? `${one.slice(0, 600)}…` : one;
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/environment-store.ts
+
+
+
+/** The file that marks a folder of the store as a complete environment. */
+const MANIFEST = "probegate-env.json";
+/**
+ * Where built environments live: `$PROBEGATE_ENV_DIR`, else /var/cache/probegate/envs. Not under
+ * /root or $HOME: the sandbox's unprivileged users must read (and so reach) every environment.
+ */
+function environmentRoot(env = process.env) {
+    return env.PROBEGATE_ENV_DIR || "/var/cache/probegate/envs";
+}
+/**
+ * The folder name of an environment: the lock's content hash (16 hex digits are plenty among one
+ * runner's locks; the manifest keeps all 64) and the base interpreter's version, since a venv runs
+ * only on the interpreter it was made with.
+ */
+function environmentKey(lockHash, pythonVersion) {
+    return `${lockHash.slice(0, 16)}-py${pythonVersion}`;
+}
+/** The manifest of the environment in `dir`, or null where it is not a complete one. */
+function readManifest(dir) {
+    const file = (0,external_node_path_.join)(dir, MANIFEST);
+    if (!(0,external_node_fs_.existsSync)(file))
+        return null;
+    try {
+        const parsed = task_environment/* EnvironmentManifestSchema */.q_.safeParse(JSON.parse((0,external_node_fs_.readFileSync)(file, "utf8")));
+        return parsed.success ? parsed.data : null;
+    }
+    catch {
+        return null;
+    }
+}
+/** Every complete environment under `root`, by folder name; builds in progress (dot folders) are left out. */
+function listEnvironments(root = environmentRoot()) {
+    let names;
+    try {
+        names = (0,external_node_fs_.readdirSync)(root);
+    }
+    catch {
+        return [];
+    }
+    return names
+        .filter((n) => !n.startsWith("."))
+        .sort()
+        .flatMap((n) => {
+        const dir = (0,external_node_path_.join)(root, n);
+        const manifest = readManifest(dir);
+        return manifest ? [{ dir, python: (0,external_node_path_.join)(dir, "bin", "python"), manifest }] : [];
+    });
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/uv.ts
+
+
+
+
+/** The uv version probegate is tested with; the install hint names it. */
+const UV_VERSION = "0.13.8";
+/** uv: `$PROBEGATE_UV`, else `uv` on PATH; a HarnessError saying how to install it where there is none. */
+function findUv(env = process.env) {
+    const explicit = env.PROBEGATE_UV;
+    const candidates = explicit ? [explicit] : (env.PATH ?? "").split(":").filter(Boolean).map((d) => (0,external_node_path_.join)(d, "uv"));
+    for (const c of candidates) {
+        try {
+            (0,external_node_fs_.accessSync)(c, external_node_fs_.constants.X_OK);
+            return c;
+        }
+        catch {
+            // next
+        }
+    }
+    throw new errors/* HarnessError */.t(explicit
+        ? `PROBEGATE_UV names ${explicit}, which is not an executable file. Point it at uv, or install uv: python3 -m pip install uv==${UV_VERSION}`
+        : `the task declares an environment, and building it needs uv, which is not on PATH. Install it (python3 -m pip install uv==${UV_VERSION}; with Debian's python3 add --break-system-packages, which puts it in /usr/local/bin) or set PROBEGATE_UV to its path.`, "environment");
+}
+/** What uv runs with: never download an interpreter (the base is a system one), plain output. */
+function uvEnv() {
+    return { UV_PYTHON_DOWNLOADS: "never", NO_COLOR: "1", UV_NO_PROGRESS: "1" };
+}
+const uvVersions = new Map();
+/** `uv --version`'s number (cached per process). */
+function uvVersion(uv) {
+    let v = uvVersions.get(uv);
+    if (!v) {
+        v = (0,execa/* execa */.Ho)(uv, ["--version"], { reject: false, timeout: 30_000 }).then((r) => (r.exitCode === 0 ? (String(r.stdout).trim().split(/\s+/)[1] ?? "unknown") : "unknown"));
+        uvVersions.set(uv, v);
+    }
+    return v;
+}
+/**
+ * Runs uv, passing on the summary lines of its output ("Resolved 30 packages", "Downloading torch
+ * (858.1MiB)", "Installed 30 packages in 2.1s") as they come: the rest is long and says nothing to
+ * a person waiting.
+ */
+async function runUv(uv, args, onLine, timeoutS) {
+    const child = (0,execa/* execa */.Ho)(uv, args, { reject: false, timeout: timeoutS * 1000, env: uvEnv(), stdin: "ignore", all: false });
+    let stderr = "";
+    let partial = "";
+    child.stderr?.on("data", (chunk) => {
+        stderr += chunk.toString();
+        partial += chunk.toString();
+        const lines = partial.split("\n");
+        partial = lines.pop() ?? "";
+        for (const l of lines)
+            if (/^\s*(Resolved|Downloading|Prepared|Installed|Uninstalled|Audited|warning)\b/.test(l))
+                onLine(l.trim());
+    });
+    const r = await child;
+    if (r.timedOut)
+        return { exitCode: 124, stderr: `${stderr}\nerror: uv ${args[0]} ${args[1] ?? ""} did not finish in ${timeoutS} s` };
+    return { exitCode: typeof r.exitCode === "number" ? r.exitCode : 1, stderr };
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/build-environment.ts
+
+
+
+
+
+
+
+
+
+
+
+
+/** Builds of this process in flight, by folder: evaluations side by side share one. */
+const inFlight = new Map();
+/**
+ * The environment of `req`, built once per runner: found in the store when built before, else
+ * built under a runner claim (`env-<key>` in `<root>/.claims`) so two processes never build one
+ * at once; the second waits for the first and reuses its build. A lock uv cannot install ends in
+ * a HarnessError (phase "environment") naming the package and its line in the lock.
+ */
+async function ensureEnvironment(req, opts = {}) {
+    const t0 = performance.now();
+    const progress = opts.onProgress ?? (() => { });
+    let bytes;
+    try {
+        bytes = (0,external_node_fs_.readFileSync)(req.lockFile);
+    }
+    catch (e) {
+        throw new errors/* HarnessError */.t(`cannot read the environment lock ${req.lockLabel} (${e.code ?? String(e)})`, "environment");
+    }
+    const lock = parseLock(bytes.toString("utf8"));
+    if (lock.problems.length) {
+        throw new errors/* HarnessError */.t(`the environment lock ${req.lockLabel} cannot be built: ${locatedProblems(req.lockLabel, lock.problems).join("; ")}`, "environment");
+    }
+    const { chosen, seen } = await chooseInterpreter(req.python);
+    if (!chosen) {
+        throw new errors/* HarnessError */.t(`no system interpreter matches python: "${req.python}" (environment.python in ${req.declaredIn}); found ${seen.length ? seen.join(", ") : "no python3.N in /usr/bin, /usr/local/bin or on PATH"}. Install one in the range (e.g. apt-get install python3.X), list it in PROBEGATE_ENV_PYTHONS, or widen the range.`, "environment");
+    }
+    const hash = lockHash(bytes);
+    const root = opts.root ?? environmentRoot();
+    const dir = (0,external_node_path_.join)(root, environmentKey(hash, chosen.version));
+    const claimant = opts.claimant ?? process.pid;
+    const memo = `${dir}\0${claimant}`;
+    let pending = inFlight.get(memo);
+    if (!pending) {
+        pending = obtain({ req, lock, hash, base: chosen, root, dir, progress, timeoutS: opts.timeoutS ?? 1800, pollMs: opts.pollMs ?? 500, claimant });
+        inFlight.set(memo, pending);
+        pending.then(() => inFlight.delete(memo), () => inFlight.delete(memo));
+    }
+    const got = await pending;
+    return { ...got, seconds: (performance.now() - t0) / 1000 };
+}
+function found(dir) {
+    const manifest = readManifest(dir);
+    return manifest ? { dir, python: (0,external_node_path_.join)(dir, "bin", "python"), manifest, reused: true, seconds: 0 } : null;
+}
+async function obtain(job) {
+    const ready = found(job.dir);
+    if (ready)
+        return ready;
+    // World-searchable: the sandbox's users reach the environments through it.
+    try {
+        (0,external_node_fs_.mkdirSync)(job.root, { recursive: true, mode: 0o755 });
+    }
+    catch (e) {
+        const code = e.code ?? String(e);
+        throw new errors/* HarnessError */.t(`cannot make the environment store ${job.root} (${code}). Create it (sudo install -d -m 0755 -o "$USER" ${job.root}) or set PROBEGATE_ENV_DIR to a folder this user can write and everyone can read.`, "environment");
+    }
+    const claims = new runner_claims/* RunnerClaims */.iT((0,external_node_path_.join)(job.root, ".claims"), { pid: job.claimant });
+    const key = `env-${job.dir.slice(job.root.length + 1)}`;
+    let announced = false;
+    for (;;) {
+        if (claims.claim(key)) {
+            try {
+                return found(job.dir) ?? (await build(job));
+            }
+            finally {
+                claims.release(key);
+            }
+        }
+        if (!announced) {
+            const holder = claims.holders([key]).get(key);
+            job.progress(`waiting for process ${holder ?? "?"}, which is building this environment`);
+            announced = true;
+        }
+        await new Promise((r) => setTimeout(r, job.pollMs));
+        const built = found(job.dir);
+        if (built)
+            return built;
+    }
+}
+/** Builds into a dot folder beside the final one, then renames it into place: never seen half built. */
+async function build(job) {
+    const { req, base, root, dir, progress } = job;
+    const t0 = performance.now();
+    const uv = findUv();
+    const name = dir.slice(root.length + 1);
+    // Holding the claim, any build folder of this key is a dead builder's; a folder of the final name
+    // reaches here only without a valid manifest: a broken leftover.
+    for (const n of (0,external_node_fs_.readdirSync)(root))
+        if (n.startsWith(`.build-${name}-`) || n === name)
+            await removeTree((0,external_node_path_.join)(root, n));
+    const tmp = (0,external_node_path_.join)(root, `.build-${name}-${process.pid}-${(0,external_node_crypto_.randomBytes)(3).toString("hex")}`);
+    progress(`building environment ${name} from ${req.lockLabel}: ${job.lock.requirements.length} pinned packages on ${base.path} (${base.version})`);
+    try {
+        // Relocatable: its scripts (pytest, torchrun) find their python by their own path, so the
+        // folder still works after the rename into place.
+        const venv = await runUv(uv, ["venv", "--relocatable", "--python", base.path, tmp], progress, job.timeoutS);
+        if (venv.exitCode !== 0)
+            throw new errors/* HarnessError */.t(`uv venv could not make a virtual environment on ${base.path}: ${uvErrorSummary(venv.stderr)}`, "environment");
+        progress("installing the lock (uv pip sync --require-hashes)");
+        const sync = await runUv(uv, ["pip", "sync", "--require-hashes", "--python", (0,external_node_path_.join)(tmp, "bin", "python"), req.lockFile], progress, job.timeoutS);
+        if (sync.exitCode !== 0)
+            throw lockFailure(job, sync.stderr);
+        const py = await (0,host/* inspectPython */.D5)((0,external_node_path_.join)(tmp, "bin", "python"));
+        const manifest = {
+            lockHash: job.hash,
+            lockFile: req.lockLabel,
+            interpreter: base.path,
+            python: py.python,
+            torch: py.torch,
+            cuda: py.cuda,
+            uv: await uvVersion(uv),
+            builtAt: new Date().toISOString(),
+            buildS: Math.round((performance.now() - t0) / 100) / 10,
+            sizeBytes: treeBytes([tmp]),
+            packages: countDistributions(tmp),
         };
-        const argv = sandboxArgv(spec, ["true"]);
-        const r = await execa(argv[0], argv.slice(1), { reject: false, timeout: 30_000, stdin: "ignore", env: { PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" } });
-        if (r.exitCode === 0)
-            return { ok: true, dropToUid: spec.dropToUid };
-        const said = String(r.stderr || r.shortMessage).trim().split("\n").slice(-2).join("; ");
-        return { ok: false, why: `a trial run of \`${argv.join(" ")}\` failed (${said}); the sandbox needs bubblewrap (${bwrap}), util-linux (setpriv, prlimit) and user namespaces` };
-    })();
-    support.set(bwrap, trial);
-    return trial;
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+        // Read-only for everyone, readable by everyone: the sandbox's users run it, none may change it.
+        const ro = await (0,execa/* execa */.Ho)("chmod", ["-R", "a-w,a+rX", tmp], { reject: false });
+        if (ro.exitCode !== 0)
+            throw new errors/* HarnessError */.t(`could not make the environment read-only: ${String(ro.stderr).trim()}`, "environment");
+        (0,external_node_fs_.renameSync)(tmp, dir);
+        progress(`built ${name} in ${manifest.buildS} s: python ${manifest.python}, torch ${manifest.torch ?? "none"}, ${(manifest.sizeBytes / 2 ** 20).toFixed(0)} MiB`);
+        return { dir, python: (0,external_node_path_.join)(dir, "bin", "python"), manifest, reused: false, seconds: 0 };
+    }
+    finally {
+        await removeTree(tmp);
+    }
+}
+/** Removes a (possibly read-only) tree. */
+async function removeTree(path) {
+    if (!(0,external_node_fs_.existsSync)(path))
+        return;
+    await (0,execa/* execa */.Ho)("chmod", ["-R", "u+w", path], { reject: false });
+    (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
+}
+/** The error of a lock uv could not install: the package uv names, its line in the lock, uv's reason. */
+function lockFailure(job, stderr) {
+    const req = requirementNamedIn(stderr, job.lock.requirements);
+    const where = req ? `${job.req.lockLabel}:${req.line} (${req.name}${req.version ? `==${req.version}` : ""})` : job.req.lockLabel;
+    return new errors/* HarnessError */.t(`the environment lock ${where} could not be installed: ${uvErrorSummary(stderr)}. Fix the lock (recompile it: uv pip compile --universal --generate-hashes); no test or probe was run.`, "environment");
+}
+/** Installed distributions (their .dist-info folders) in the venv's site-packages. */
+function countDistributions(venv) {
+    const lib = (0,external_node_path_.join)(venv, "lib");
+    let n = 0;
+    for (const py of (0,external_node_fs_.existsSync)(lib) ? (0,external_node_fs_.readdirSync)(lib) : []) {
+        const site = (0,external_node_path_.join)(lib, py, "site-packages");
+        if ((0,external_node_fs_.existsSync)(site))
+            n += (0,external_node_fs_.readdirSync)(site).filter((f) => f.endsWith(".dist-info")).length;
+    }
+    return n;
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/task-request.ts
+
+/**
+ * The environment a task declares (task.yml `environment:`), as a build request; null for a task
+ * without one, which runs on the runner's interpreter. Paths in messages are relative to the
+ * working folder, as a person typed them.
+ */
+function environmentRequest(task) {
+    const env = task.spec.environment;
+    if (!env)
+        return null;
+    const lockFile = (0,external_node_path_.resolve)(task.dir, env.lock);
+    const rel = (0,external_node_path_.relative)(process.cwd(), lockFile);
+    return {
+        lockFile,
+        lockLabel: rel && !rel.startsWith("..") ? rel : lockFile,
+        python: env.python,
+        declaredIn: task.file,
+    };
 }
 
 ;// CONCATENATED MODULE: ./src/engine/evaluation-context.ts
+
+
 
 
 
@@ -15355,14 +6241,23 @@ const DEFAULT_PROCESSES = 4096;
 /** Default bytes a run may write (workspace, HOME, its private /tmp). */
 const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
 /**
- * Starts reading the host's facts, so they are gathered while the workspace is built. A failure
- * surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness error of the evaluation.
+ * Starts reading the host's facts, so they are gathered while the workspace is built. A task that
+ * declares an environment gets it built (or found in the runner's store) meanwhile, and its python
+ * is the one inspected; `--python` (opts.python) overrides it, as an explicit choice for this run.
+ * A failure surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness
+ * error of the evaluation.
  */
-function gatherHostFacts(opts) {
-    const bwrap = bwrapPath();
-    const facts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)]);
+function gatherHostFacts(opts, onProgress) {
+    const bwrap = (0,sandbox/* bwrapPath */.Sj)();
+    const request = opts.python ? null : environmentRequest(opts.task);
+    if (opts.python && opts.task.spec.environment)
+        onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${opts.task.spec.environment.lock}`);
+    const environment = request ? ensureEnvironment(request, { onProgress }) : null;
+    environment?.catch(() => { });
+    const python = environment ? environment.then((env) => (0,host/* inspectPython */.D5)(env.python)) : (0,host/* inspectPython */.D5)((0,host/* choosePython */.Ik)(opts.python));
+    const facts = Promise.all([python, (0,host/* detectGpus */.RK)(), opts.unsandboxed ? null : (0,sandbox/* detectSandbox */.fd)(bwrap)]);
     facts.catch(() => { });
-    return { bwrap, facts };
+    return { bwrap, facts, environment };
 }
 /**
  * The clock of one evaluation. The task's wall clock counts from the start, less the time spent
@@ -15414,6 +6309,7 @@ function openEvaluation(opts) {
     // Every string that leaves the runner (events, the result) is checked against the probe sources.
     const secrets = readProbeSecrets(opts.task.probesDir);
     const rawEmit = opts.onEvent ?? (() => { });
+    const emit = (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value);
     return {
         opts,
         spec,
@@ -15421,12 +6317,12 @@ function openEvaluation(opts) {
         probeSet,
         params,
         secrets,
-        emit: (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value),
-        hostFacts: gatherHostFacts(opts),
-        cgroups: findControllers(),
+        emit,
+        hostFacts: gatherHostFacts(opts, (text) => emit({ type: "log", source: "environment", text })),
+        cgroups: (0,cgroup/* findControllers */.FF)(),
         processes: opts.runLimits?.processes ?? DEFAULT_PROCESSES,
         diskBytes: opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES,
-        record: { workspaceS: 0, host: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], probesS: 0, harnessError: null, releaseUid: null },
+        record: { workspaceS: 0, host: null, pythonEnv: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], guard: [], probesS: 0, harnessError: null, releaseUid: null },
     };
 }
 /**
@@ -15445,8 +6341,12 @@ function runLimits(ev, timeoutS, gpuMemoryExceeded) {
     };
 }
 
+// EXTERNAL MODULE: external "node:os"
+var external_node_os_ = __nccwpck_require__(8161);
 // EXTERNAL MODULE: ./src/core/verdict.ts
 var core_verdict = __nccwpck_require__(9478);
+// EXTERNAL MODULE: ./src/core/packing.ts
+var packing = __nccwpck_require__(3448);
 ;// CONCATENATED MODULE: ./src/core/probe-outcome.ts
 
 /** `probe_memory_state.py` → `memory`: the category a probe process is named for, else functional. */
@@ -15637,6 +6537,7 @@ function jobContextFor(base, job, lease) {
         port: lease.port,
         cpus: lease.cores,
         setupDir: base.setupDir,
+        envBin: base.envBin,
     };
 }
 
@@ -15688,7 +6589,7 @@ function toProbeResults(checks) {
 function assembleResult(ev) {
     const { opts, spec, record, ws } = ev;
     ev.emit({ type: "phase-start", phase: "verdict" });
-    const probes = toProbeResults(record.checks);
+    const probes = toProbeResults([...record.guard, ...record.checks]);
     const { verdict, reason } = (0,core_verdict/* decideVerdict */.A)({ harnessError: record.harnessError?.message, official: record.official, probes });
     const runner = record.runner;
     const records = [...(runner?.records ?? [])].sort((x, y) => x.startS - y.startS);
@@ -15701,6 +6602,7 @@ function assembleResult(ev) {
             repo: opts.submission.kind === "git" ? opts.submission.repo : null,
             ref: opts.submission.kind === "git" ? opts.submission.ref : null,
             sha: ws.submissionSha,
+            prBase: ws.prBase ? { asked: ws.prBase.asked, mergeBase: ws.prBase.mergeBase } : null,
         },
         evaluationKey: opts.evaluationKey ?? null,
         verdict,
@@ -15716,7 +6618,7 @@ function assembleResult(ev) {
             probes: runner ? runner.probesPeak() : null,
         }),
         environment: {
-            platform: `${(0,external_node_os_namespaceObject.platform)()}-${(0,external_node_os_namespaceObject.arch)()}`,
+            platform: `${(0,external_node_os_.platform)()}-${(0,external_node_os_.arch)()}`,
             node: process.version,
             python: record.host?.py.python ?? null,
             torch: record.host?.py.torch ?? null,
@@ -15726,6 +6628,7 @@ function assembleResult(ev) {
             gpus: record.host?.gpus ?? [],
             sandboxed: record.sandboxed,
             cgroup: ev.cgroups ? `v${ev.cgroups.version}` : null,
+            pythonEnv: record.pythonEnv,
         },
         jobs: runner ? records : null,
         startedAt: ev.clock.startedAt.toISOString(),
@@ -15738,9 +6641,13 @@ function assembleResult(ev) {
     return opts.signingKey ? (0,result_signature/* signResult */.xW)(clean, opts.signingKey) : clean;
 }
 
-// EXTERNAL MODULE: ./src/core/task-environment.ts
-var task_environment = __nccwpck_require__(4494);
+// EXTERNAL MODULE: ./src/engine/sandbox/gpu-devices.ts
+var gpu_devices = __nccwpck_require__(710);
+// EXTERNAL MODULE: ./src/engine/sandbox/uid-map.ts
+var uid_map = __nccwpck_require__(8755);
 ;// CONCATENATED MODULE: ./src/engine/sandbox/job-isolation.ts
+
+
 
 
 
@@ -15768,6 +6675,11 @@ function planIsolation(o) {
         return () => ({ ...base, sandbox: null });
     const uid = o.support.dropToUid === null ? null : (o.uid ?? o.support.dropToUid);
     if (uid !== null) {
+        // Found now: setpriv would fail before bubblewrap starts, and the run's exit 1 read as the submission's.
+        const map = (0,uid_map/* readUidMap */.Nw)();
+        if (map && !(0,uid_map/* uidsMapped */.Lt)(map, uid)) {
+            throw new errors/* HarnessError */.t(`the sandbox user (uid ${uid}) does not exist in this user namespace (uid_map: ${map.map((r) => `${r.inside}–${r.inside + r.count - 1}`).join(", ")}); a pod with hostUsers: false has only uids 0–65535. Run the runner as a non-root user, or where uids from ${uid} are mapped (docs/arc.md); \`probegate doctor\` checks this.`, "sandbox");
+        }
         // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
         (0,external_node_fs_.chmodSync)(o.evaluationRoot, 0o711);
         const closed = closedAncestor((0,external_node_path_.dirname)(o.evaluationRoot));
@@ -15775,7 +6687,7 @@ function planIsolation(o) {
             throw new errors/* HarnessError */.t(`the sandbox user (uid ${uid}) cannot reach the evaluation folder ${o.evaluationRoot}: ${closed} is not searchable by others. Run chmod o+x ${closed}, or point TMPDIR at a folder it can reach.`, "sandbox");
         }
     }
-    const layout = systemLayout();
+    const layout = (0,sandbox/* systemLayout */.eJ)();
     const covered = (p) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
     const interpreter = o.interpreterDirs.filter((p) => !covered(p));
     for (const dir of uid !== null ? interpreter : []) {
@@ -15786,17 +6698,21 @@ function planIsolation(o) {
         }
     }
     const readOnly = [...layout.readOnly, ...interpreter];
-    return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus) } });
+    const nodes = o.gpuNodes ?? [];
+    const { missing } = (0,gpu_devices/* resolveGpuNodes */.qi)(nodes.map((n) => n.index), nodes);
+    if (missing.length)
+        throw (0,gpu_devices/* missingGpuError */.zE)(missing);
+    return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: (0,sandbox/* gpuDevices */.w$)(gpus, nodes) } });
 }
 /**
  * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
- * the sandbox's user (it runs as `nobody`); the engine, as root, still reads it all afterwards.
+ * the sandbox's user (the evaluation's own uid); the engine, as root, still reads it all afterwards.
  */
 async function isolationFor(plan, mounts) {
     const sb = plan.sandbox;
     if (sb?.dropToUid != null && mounts.readWrite.length > 0) {
         const id = `${sb.dropToUid}:${sb.dropToUid}`;
-        const r = await execa("chown", ["-R", "--no-dereference", id, ...mounts.readWrite], { reject: false });
+        const r = await (0,execa/* execa */.Ho)("chown", ["-R", "--no-dereference", id, ...mounts.readWrite], { reject: false });
         if (r.exitCode !== 0)
             throw new errors/* HarnessError */.t(`could not hand the workspace to the sandbox user ${id}: ${String(r.stderr).trim()}`, "sandbox");
     }
@@ -15825,242 +6741,8 @@ async function isolationFor(plan, mounts) {
 
 ;// CONCATENATED MODULE: external "node:net"
 const external_node_net_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:net");
-;// CONCATENATED MODULE: ./src/engine/claims/runner-claims.ts
-
-
-
-
-
-/** How deep a takeover may chase takeover locks left by processes that died while holding one. */
-const MAX_TAKEOVER_DEPTH = 3;
-/**
- * Claims between the probegate processes of one runner, on what must be unique among everything
- * running on it at once:
- *  - rendezvous ports (`port-<n>`): a port nothing listens on can still be taken — it is handed out
- *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
- *    --power`, another runner service) checking it in that window would give it to its own job, whose
- *    ranks would then meet the first job's store;
- *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`);
- *  - GPUs (`gpu-<index>`) and pinned cores (`core-<id>`): held by a job of one process's job pool
- *    (job-pool.ts), so two processes never put their jobs on one GPU or pin them to one core.
- * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
- * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
- * taken over, see `removeStale`.
- *
- * Beside the claims, a job pool that waits for GPUs or cores announces it (`<id>.wait`), so the
- * pools of other processes can leave it its turn instead of handing what they free straight to
- * their own queues (job-pool.ts).
- */
-class RunnerClaims {
-    where;
-    /** The pid written into claims: this process's. Tests give two instances distinct live identities. */
-    pid;
-    constructor(where = defaultClaimDir(), opts = {}) {
-        this.where = where;
-        this.pid = opts.pid ?? process.pid;
-        (0,external_node_fs_.mkdirSync)(this.where, { recursive: true, mode: 0o700 });
-    }
-    /** True when this process now holds `key` (and must `release` it); false when a live process does. */
-    claim(key) {
-        return this.take(this.file(key), 0);
-    }
-    /**
-     * Claims every key or none: on the first key held elsewhere, gives back those it got and says
-     * which key it was and who holds it.
-     */
-    claimAll(keys) {
-        const got = [];
-        try {
-            for (const key of keys) {
-                if (!this.claim(key)) {
-                    this.releaseAll(got);
-                    return { key, pid: readHolder(this.file(key)) };
-                }
-                got.push(key);
-            }
-        }
-        catch (e) {
-            this.releaseAll(got);
-            throw e;
-        }
-        return null;
-    }
-    releaseAll(keys) {
-        for (const key of keys)
-            this.release(key);
-    }
-    release(key) {
-        this.drop(this.file(key));
-    }
-    /**
-     * Which of `keys` a live process holds now, with its pid (one listing of the folder, then one read
-     * per key that has a claim). A claim of a dead process is left out: claiming the key takes it over.
-     */
-    holders(keys) {
-        const wanted = new Set(keys);
-        const out = new Map();
-        for (const name of (0,external_node_fs_.readdirSync)(this.where)) {
-            if (!name.endsWith(".claim"))
-                continue;
-            const key = name.slice(0, -".claim".length);
-            if (!wanted.has(key))
-                continue;
-            const pid = readHolder((0,external_node_path_.join)(this.where, name));
-            if (pid !== null && alive(pid))
-                out.set(key, pid);
-        }
-        return out;
-    }
-    /**
-     * Says (or, with null, stops saying) that the pool `id` waits: replaced whole, never seen half
-     * written. A pool announces only while it has a job waiting.
-     */
-    announceWait(id, wait) {
-        const file = (0,external_node_path_.join)(this.where, `${id}.wait`);
-        if (!wait) {
-            (0,external_node_fs_.rmSync)(file, { force: true });
-            return;
-        }
-        const aside = `${file}.${(0,external_node_crypto_.randomBytes)(4).toString("hex")}.tmp`;
-        (0,external_node_fs_.writeFileSync)(aside, JSON.stringify({ id, pid: this.pid, ...wait }), { mode: 0o600 });
-        (0,external_node_fs_.renameSync)(aside, file);
-    }
-    /**
-     * The waits other pools announce (not `exceptId`'s), oldest first; those of processes that are
-     * gone are removed. One listing of the folder and one read per announcement.
-     */
-    waiters(exceptId) {
-        const out = [];
-        for (const name of (0,external_node_fs_.readdirSync)(this.where)) {
-            if (!name.endsWith(".wait") || name === `${exceptId}.wait`)
-                continue;
-            const file = (0,external_node_path_.join)(this.where, name);
-            let w;
-            try {
-                w = JSON.parse((0,external_node_fs_.readFileSync)(file, "utf8"));
-            }
-            catch {
-                continue; // given back meanwhile
-            }
-            if (!alive(w.pid)) {
-                (0,external_node_fs_.rmSync)(file, { force: true });
-                continue;
-            }
-            out.push(w);
-        }
-        return out.sort((a, b) => a.since - b.since || a.id.localeCompare(b.id));
-    }
-    take(file, depth) {
-        for (let attempt = 0; attempt < 3; attempt += 1) {
-            if (this.create(file))
-                return true;
-            const holder = readHolder(file);
-            if (holder === null)
-                continue; // given back meanwhile: try again
-            if (alive(holder))
-                return false;
-            if (depth >= MAX_TAKEOVER_DEPTH || !this.removeStale(file, holder, depth))
-                return false;
-        }
-        return false;
-    }
-    /**
-     * Removes `file` if it still names the dead `holder`. Two processes can both read the same stale
-     * claim; were each to remove what it finds, the slower one would remove the claim the faster one
-     * has just made, and both would hold the key. So the removal happens only under a takeover lock
-     * named for the dead holder (itself a claim, taken over the same way should its maker die holding
-     * it), and only after reading the claim again under that lock: whoever comes second finds the
-     * first one's live pid there and leaves it. False when another process is taking it over now.
-     */
-    removeStale(file, holder, depth) {
-        const lock = `${file}.takeover-${holder}`;
-        if (!this.take(lock, depth + 1))
-            return false;
-        try {
-            if (readHolder(file) === holder)
-                (0,external_node_fs_.rmSync)(file, { force: true });
-        }
-        finally {
-            this.drop(lock);
-        }
-        return true;
-    }
-    /** Makes `file` naming this process, unless it exists: written aside first, then hard-linked into place. */
-    create(file) {
-        const aside = `${file}.${this.pid}-${(0,external_node_crypto_.randomBytes)(4).toString("hex")}.tmp`;
-        (0,external_node_fs_.writeFileSync)(aside, String(this.pid), { mode: 0o600, flag: "wx" });
-        try {
-            (0,external_node_fs_.linkSync)(aside, file);
-            return true;
-        }
-        catch (e) {
-            if (e.code !== "EEXIST")
-                throw e;
-            return false;
-        }
-        finally {
-            (0,external_node_fs_.rmSync)(aside, { force: true });
-        }
-    }
-    /** Removes `file` if this process holds it (a claim taken over by someone else is theirs now). */
-    drop(file) {
-        if (readHolder(file) === this.pid)
-            (0,external_node_fs_.rmSync)(file, { force: true });
-    }
-    file(key) {
-        return (0,external_node_path_.join)(this.where, `${key}.claim`);
-    }
-}
-/** The pid a claim names; 0 for content that names none (a dead claim); null when there is no claim. */
-function readHolder(file) {
-    let text;
-    try {
-        text = (0,external_node_fs_.readFileSync)(file, "utf8").trim();
-    }
-    catch (e) {
-        const code = e.code;
-        if (code === "ENOENT")
-            return null;
-        throw new errors/* HarnessError */.t(`cannot read the runner claim ${file} (${code ?? String(e)}): every probegate process of a runner must be able to read its claim folder (PROBEGATE_CLAIMS)`, "packing");
-    }
-    const pid = Number(text);
-    return /^\d+$/.test(text) && Number.isSafeInteger(pid) ? pid : 0;
-}
-function alive(pid) {
-    if (pid <= 0)
-        return false; // kill(0) would signal our own process group
-    try {
-        process.kill(pid, 0);
-        return true;
-    }
-    catch (e) {
-        return e.code === "EPERM";
-    }
-}
-/**
- * One folder per user for the whole runner, not under $TMPDIR: two probegate processes with
- * different temp dirs must still see each other's claims. PROBEGATE_CLAIMS overrides it.
- */
-function defaultClaimDir() {
-    return process.env.PROBEGATE_CLAIMS || (0,external_node_path_.join)("/tmp", `probegate-claims-${(0,external_node_os_namespaceObject.userInfo)().uid}`);
-}
-/** Sandbox uid slots an evaluation may claim (uid = JOB_UID_BASE + slot). */
-const UID_SLOTS = 4096;
-/**
- * Claims a sandbox uid slot for one evaluation, from a random start so processes rarely collide
- * first. All jobs of an evaluation share its workspace and so its uid; two evaluations never share
- * one while both run. Throws when every slot is held by a live process.
- */
-function claimEvaluationUid(claims = new RunnerClaims()) {
-    const start = Math.floor(Math.random() * UID_SLOTS);
-    for (let i = 0; i < UID_SLOTS; i += 1) {
-        const slot = (start + i) % UID_SLOTS;
-        if (claims.claim(`uid-${slot}`))
-            return { slot, release: () => claims.release(`uid-${slot}`) };
-    }
-    throw new errors/* HarnessError */.t(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
-}
-
+// EXTERNAL MODULE: ./src/engine/gpu-meter.ts + 1 modules
+var gpu_meter = __nccwpck_require__(646);
 ;// CONCATENATED MODULE: ./src/engine/claims/slice-claims.ts
 
 /** The claim keys of a job slice's GPUs and cores (runner-claims.ts). */
@@ -16165,7 +6847,7 @@ function claimSlices(claims, starts) {
 
 
 
-const job_pool_MIB = 1024 * 1024;
+const MIB = 1024 * 1024;
 /** How often the queue is decided again while a job waits for something another process holds. */
 const FOREIGN_RECHECK_MS = 300;
 /** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
@@ -16218,7 +6900,7 @@ class JobPool {
         this.freeGpus = [...this.gpus];
         this.freeCores = [...this.cores];
         this.lastPort = (opts.portRange ?? PORTS).from - 1;
-        this.claims = new RunnerClaims(opts.claimDir);
+        this.claims = new runner_claims/* RunnerClaims */.iT(opts.claimDir);
     }
     /** A pool over these GPUs and cores; each GPU's idle memory is read when the pool first claims it. */
     static async create(opts) {
@@ -16402,7 +7084,7 @@ class JobPool {
         const fresh = gpus.filter((g) => !this.baselines.has(g));
         if (fresh.length === 0)
             return;
-        const used = await readGpuUsed(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
+        const used = await (0,gpu_meter/* readGpuUsed */.cL)(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
         for (const [g, bytes] of used ?? [])
             this.baselines.set(g, bytes);
     }
@@ -16432,13 +7114,13 @@ class JobPool {
     async drain(gpus) {
         if (gpus.length === 0)
             return;
-        const tolerance = this.opts.toleranceBytes ?? 64 * job_pool_MIB;
+        const tolerance = this.opts.toleranceBytes ?? 64 * MIB;
         const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
         const unknown = gpus.filter((g) => !this.baselines.has(g));
         let pending = gpus.filter((g) => this.baselines.has(g));
         let last = null;
         while (pending.length > 0) {
-            last = await readGpuUsed(pending, { nvidiaSmi: this.opts.nvidiaSmi });
+            last = await (0,gpu_meter/* readGpuUsed */.cL)(pending, { nvidiaSmi: this.opts.nvidiaSmi });
             if (last)
                 pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (this.baselines.get(g) ?? 0) + tolerance);
             if (pending.length === 0 || performance.now() > until)
@@ -16505,7 +7187,7 @@ class SliceRunner {
         this.active += 1;
         const started = performance.now();
         try {
-            const meter = await startGpuMeter(lease.gpus, { limitBytes: this.o.gpuLimitBytes });
+            const meter = await (0,gpu_meter/* startGpuMeter */.oL)(lease.gpus, { limitBytes: this.o.gpuLimitBytes });
             let value;
             try {
                 value = await body({ ctx: jobContextFor(this.o.base, job, lease), lease, gpuMemoryExceeded: () => meter.overLimit() });
@@ -16590,7 +7272,8 @@ function jobEnv(ctx, extra = {}) {
     return {
         ...NCCL_SAFE_DEFAULTS,
         ...env,
-        PATH: "/usr/local/bin:/usr/bin:/bin",
+        PATH: `${ctx.envBin ? `${ctx.envBin}:` : ""}/usr/local/bin:/usr/bin:/bin`,
+        ...(ctx.envBin ? { VIRTUAL_ENV: (0,external_node_path_.dirname)(ctx.envBin) } : {}),
         HOME: home,
         // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
         TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,
@@ -16614,698 +7297,6 @@ function jobEnv(ctx, extra = {}) {
 /** Replaces `{python}`, `{junit}`, `{probe}`, `{workspace}` in a command; unknown placeholders stay as written. */
 function expandCommand(argv, values) {
     return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
-}
-
-;// CONCATENATED MODULE: ./src/engine/sandbox/disk-usage.ts
-
-
-/**
- * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
- * Sampled once a second against the disk limit; evaluation folders are small source trees.
- */
-function treeBytes(paths) {
-    let total = 0;
-    const stack = [...paths];
-    while (stack.length) {
-        const p = stack.pop();
-        let st;
-        try {
-            st = (0,external_node_fs_.lstatSync)(p);
-        }
-        catch {
-            continue; // Removed while walking.
-        }
-        if (st.isFile())
-            total += st.size;
-        else if (st.isDirectory()) {
-            try {
-                for (const name of (0,external_node_fs_.readdirSync)(p))
-                    stack.push((0,external_node_path_.join)(p, name));
-            }
-            catch {
-                // Unreadable: the sandbox made it so; nothing large can hide there for long.
-            }
-        }
-    }
-    return total;
-}
-
-;// CONCATENATED MODULE: ./src/engine/sandbox/process-group.ts
-
-const PAGE_SIZE = 4096;
-function readStat(pid) {
-    try {
-        const stat = (0,external_node_fs_.readFileSync)(`/proc/${pid}/stat`, "utf8");
-        // comm may hold spaces and parens: fields resume after the last ')'.
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
-        if (fields[0] === "Z")
-            return null;
-        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
-    }
-    catch {
-        return null; // The process ended, or this is not Linux.
-    }
-}
-function childrenOf(pid) {
-    const out = [];
-    let tasks;
-    try {
-        tasks = (0,external_node_fs_.readdirSync)(`/proc/${pid}/task`);
-    }
-    catch {
-        return out;
-    }
-    for (const tid of tasks) {
-        try {
-            for (const c of (0,external_node_fs_.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
-                if (c)
-                    out.push(Number(c));
-        }
-        catch {
-            // The thread ended between readdir and read.
-        }
-    }
-    return out;
-}
-/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
-function scanGroup(pgid) {
-    let entries;
-    try {
-        entries = (0,external_node_fs_.readdirSync)("/proc");
-    }
-    catch {
-        return [];
-    }
-    const pids = [];
-    for (const name of entries) {
-        if (!/^\d+$/.test(name))
-            continue;
-        if (readStat(Number(name))?.pgid === pgid)
-            pids.push(Number(name));
-    }
-    return pids;
-}
-/**
- * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
- *
- * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
- * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
- * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
- * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
- * process found outside the tree is tracked as a root from then on.
- */
-class GroupMeter {
-    pgid;
-    fullScanEvery;
-    roots = new Set();
-    samples = 0;
-    constructor(pgid, fullScanEvery = 10) {
-        this.pgid = pgid;
-        this.fullScanEvery = fullScanEvery;
-        this.roots.add(pgid);
-    }
-    sample() {
-        if (this.samples++ % this.fullScanEvery === 0)
-            for (const pid of scanGroup(this.pgid))
-                this.roots.add(pid);
-        const seen = new Set();
-        let rssBytes = 0;
-        const stack = [...this.roots];
-        while (stack.length) {
-            const pid = stack.pop();
-            if (seen.has(pid))
-                continue;
-            const stat = readStat(pid);
-            if (!stat) {
-                this.roots.delete(pid);
-                continue;
-            }
-            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
-            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
-            seen.add(pid);
-            rssBytes += stat.rssBytes;
-            stack.push(...childrenOf(pid));
-        }
-        return { processes: seen.size, rssBytes };
-    }
-}
-/** Processes and resident bytes of one process group, from one full scan of /proc. */
-function groupUsage(pgid) {
-    return new GroupMeter(pgid, 1).sample();
-}
-/** SIGKILL to a whole process group; a group already gone is fine. */
-function killGroup(pgid) {
-    try {
-        process.kill(-pgid, "SIGKILL");
-    }
-    catch (e) {
-        if (e.code !== "ESRCH")
-            throw e;
-    }
-}
-
-;// CONCATENATED MODULE: ./src/engine/run-command.ts
-
-
-
-
-
-
-
-const KEEP = 64 * 1024;
-const SAMPLE_MS = 100;
-const DISK_SAMPLE_MS = 250;
-/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
-const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
-/**
- * Runs a command in its own process group with a clean environment, in the sandbox when one is
- * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
- * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
- * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
- * outside the sandbox.
- */
-async function runCommand(command, opts) {
-    if (command.length === 0)
-        throw new TypeError("empty command");
-    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
-    const cg = createJobCgroup(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
-    const sandboxed = iso.sandbox ? sandboxArgv(iso.sandbox, command) : [...command];
-    // Pinned from outside the sandbox; every process of the run inherits the mask.
-    const taskset = opts.cpus?.length ? tasksetPath() : null;
-    const inner = taskset ? [taskset, "-c", (0,packing/* formatIdList */.xD)(opts.cpus ?? []), ...sandboxed] : sandboxed;
-    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
-    const [file, ...args] = argv;
-    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
-    const started = performance.now();
-    const child = execa(file, args, {
-        cwd: opts.cwd,
-        env: opts.env,
-        extendEnv: false,
-        detached: true,
-        reject: false,
-        stdin: "ignore",
-        buffer: false,
-        stripFinalNewline: false,
-    });
-    let head = "";
-    let tail = "";
-    let total = 0;
-    let limit = null;
-    let peak = 0;
-    const pgid = child.pid;
-    const stop = (why) => {
-        if (limit)
-            return;
-        limit = why;
-        if (pgid)
-            killGroup(pgid);
-        cg?.killAll();
-    };
-    const onData = (chunk) => {
-        total += chunk.length;
-        if (head.length < KEEP)
-            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
-        else
-            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
-        if (total > opts.limits.outputBytes)
-            stop("output");
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
-    const meter = pgid ? new GroupMeter(pgid) : undefined;
-    const sampler = meter
-        ? setInterval(() => {
-            const { rssBytes, processes } = meter.sample();
-            peak = Math.max(peak, rssBytes);
-            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
-            // processes share once per process, so it decides only where there is no cgroup.
-            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
-            if (hit)
-                stop(hit);
-            else if (opts.limits.gpuMemoryExceeded?.())
-                stop("gpu-memory");
-        }, SAMPLE_MS)
-        : undefined;
-    const diskWatch = iso.writable.length
-        ? setInterval(() => {
-            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-                stop("disk");
-        }, DISK_SAMPLE_MS)
-        : undefined;
-    const result = await child;
-    const durationS = (performance.now() - started) / 1000;
-    clearTimeout(timer);
-    if (sampler)
-        clearInterval(sampler);
-    if (diskWatch)
-        clearInterval(diskWatch);
-    if (pgid)
-        killGroup(pgid);
-    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
-    const kernelLimit = cg?.limitHit() ?? null;
-    if (!limit && kernelLimit)
-        limit = kernelLimit;
-    if (!limit && result.signal === "SIGXFSZ")
-        limit = "disk";
-    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-        limit = "disk";
-    const cgroupPeak = cg?.memoryPeak() ?? null;
-    await cg?.remove();
-    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
-    const spawnError = joinFailed
-        ? "could not join the run's cgroup"
-        : result.failed && result.exitCode === undefined && !result.signal
-            ? (result.shortMessage ?? "could not start")
-            : null;
-    return {
-        exitCode: result.exitCode ?? null,
-        signal: result.signal ?? null,
-        limit,
-        durationS,
-        peakRssBytes: peak,
-        peakMemoryBytes: cgroupPeak ?? peak,
-        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
-        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
-        spawnError,
-    };
-}
-/** util-linux's taskset, where the machine has it (pins a run to the cores of its slice). */
-function tasksetPath() {
-    return ["/usr/bin/taskset", "/bin/taskset", "/usr/local/bin/taskset"].find((p) => (0,external_node_fs_.existsSync)(p)) ?? null;
-}
-
-;// CONCATENATED MODULE: ./src/engine/git.ts
-
-
-/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
-const GIT_ENV = {
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_AUTHOR_NAME: "probegate",
-    GIT_AUTHOR_EMAIL: "probegate@localhost",
-    GIT_COMMITTER_NAME: "probegate",
-    GIT_COMMITTER_EMAIL: "probegate@localhost",
-    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
-    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
-};
-/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
-async function git(cwd, args, opts = {}) {
-    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
-    const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
-        cwd,
-        env: GIT_ENV,
-        reject: false,
-        input: opts.input,
-        stripFinalNewline: true,
-    });
-    if (r.exitCode !== 0) {
-        const stderr = String(r.stderr || r.shortMessage || "").trim();
-        throw opts.onError ? opts.onError(stderr) : new errors/* InputError */.d(`git ${args[0]} failed in ${cwd}: ${stderr}`);
-    }
-    return String(r.stdout);
-}
-/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
-async function exportTree(repo, ref, dest, scratch, what) {
-    const fail = (stderr) => new errors/* InputError */.d(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
-    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
-    const gitDir = `${scratch}/src.git`;
-    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
-    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
-    if (tar.exitCode !== 0)
-        throw fail(Buffer.from(tar.stderr).toString());
-    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
-    if (untar.exitCode !== 0)
-        throw fail(String(untar.stderr));
-    return sha;
-}
-
-;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
-
-
-const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
-const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
-const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
-const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
-/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
-function pytestSection(text) {
-    const lines = text.split(/\r?\n/);
-    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
-    if (start < 0)
-        return "";
-    const rest = lines.slice(start + 1);
-    const end = rest.findIndex((l) => /^\s*\[/.test(l));
-    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
-}
-/**
- * Decides, for each path the submission added or changed relative to the base, whether it must be
- * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
- * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
- *
- * @param changed paths (posix, relative) that differ from the base, with their content now and in
- *   the base (null where the file does not exist)
- * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
- */
-function planJudgeReset(changed, officialGlobs, setupModules = []) {
-    const reserved = new Set(setupModules);
-    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
-    const actions = [];
-    for (const { path, content, baseContent } of changed) {
-        const name = external_node_path_.posix.basename(path);
-        const base = baseContent !== null;
-        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
-        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
-        if (reserved.has(top) && (base || content !== null)) {
-            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
-        }
-        else if (isOfficial(path)) {
-            if (base || content !== null)
-                put("official test files are restored from the base before the official tests run");
-        }
-        else if (name === "conftest.py") {
-            if (base || content !== null)
-                put("conftest.py is a test-time hook; only the task's own are kept");
-        }
-        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
-            if (content !== null)
-                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
-        }
-        else if (PYTEST_CONFIGS.has(name)) {
-            if (content !== null)
-                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
-        }
-        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
-            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
-        }
-    }
-    return actions;
-}
-
-;// CONCATENATED MODULE: ./src/engine/workspace.ts
-
-
-
-
-
-
-const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
-const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
-function emptyExceptGit(dir) {
-    for (const name of (0,external_node_fs_.readdirSync)(dir))
-        if (name !== ".git")
-            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(dir, name), { recursive: true, force: true });
-}
-async function applySubmission(ws, scratch, sub) {
-    switch (sub.kind) {
-        case "patch":
-            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
-            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
-                onError: (stderr) => new errors/* InputError */.d(`--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
-            });
-            return null;
-        case "folder":
-            emptyExceptGit(ws);
-            (0,external_node_fs_.cpSync)(sub.path, ws, { recursive: true, filter: copyFilter });
-            return null;
-        case "git": {
-            emptyExceptGit(ws);
-            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(scratch, "submission"));
-            return exportTree(sub.repo, sub.ref, ws, (0,external_node_path_.join)(scratch, "submission"), "--submission");
-        }
-    }
-}
-/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
-async function changedPaths(ws) {
-    const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
-    return out
-        .split("\0")
-        .filter((e) => e.length > 3)
-        .map((e) => e.slice(3));
-}
-/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
-function setupModules(setupDir) {
-    if (!setupDir)
-        return [];
-    return (0,external_node_fs_.readdirSync)(setupDir, { withFileTypes: true })
-        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
-        .map((e) => e.name.replace(/\.py$/, ""));
-}
-async function resetJudge(ws, officialGlobs, reserved = []) {
-    const changed = [];
-    for (const path of await changedPaths(ws)) {
-        let content = null;
-        try {
-            content = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(ws, path), "utf8");
-        }
-        catch {
-            content = null;
-        }
-        let baseContent = null;
-        try {
-            baseContent = await git(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
-        }
-        catch {
-            baseContent = null;
-        }
-        changed.push({ path, content, baseContent });
-    }
-    const actions = planJudgeReset(changed, officialGlobs, reserved);
-    for (const a of actions) {
-        if (a.action === "removed")
-            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(ws, a.path), { force: true });
-        else
-            await git(ws, ["checkout", "HEAD", "--", a.path]);
-    }
-    return actions;
-}
-/**
- * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
- * added or changed since the reset before the official tests, so nothing the official run wrote
- * runs first in a probe process. Official test files are left as the tests left them.
- */
-async function resetHooks(ws) {
-    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
-    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
-}
-/**
- * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
- * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
- * written to.
- */
-async function createWorkspace(task, sub) {
-    const root = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_namespaceObject.tmpdir)(), `probegate-${task.spec.id}-`));
-    const dispose = () => (0,external_node_fs_.rmSync)(root, { recursive: true, force: true });
-    try {
-        const dir = (0,external_node_path_.join)(root, "workspace");
-        const judgeDir = (0,external_node_path_.join)(root, "judge");
-        const scratch = (0,external_node_path_.join)(root, "scratch");
-        for (const d of [dir, judgeDir, scratch])
-            (0,external_node_fs_.mkdirSync)(d);
-        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
-        const setupDir = task.setupDir ? (0,external_node_path_.join)(root, "setup") : null;
-        if (task.setupDir && setupDir)
-            (0,external_node_fs_.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
-        if (task.base.kind === "folder")
-            (0,external_node_fs_.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
-        else {
-            await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
-            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
-            if (task.base.overlay)
-                (0,external_node_fs_.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
-        }
-        await git(dir, ["init", "--quiet", "--initial-branch=base"]);
-        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
-        await git(dir, ["add", "--all", "--force"]);
-        await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
-        const baseSha = await git(dir, ["rev-parse", "HEAD"]);
-        const submissionSha = await applySubmission(dir, scratch, sub);
-        const resets = await resetJudge(dir, task.spec.official.files, setupModules(setupDir));
-        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
-        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, dispose };
-    }
-    catch (e) {
-        dispose();
-        throw e;
-    }
-}
-
-;// CONCATENATED MODULE: ./src/engine/probe-phase.ts
-
-
-
-
-
-
-
-
-
-
-
-
-/** Copies a folder (the probes, the kit) into the evaluation folder, read-only for everyone. */
-function mountReadOnly(src, root, name) {
-    const dest = (0,external_node_path_.join)(root, name);
-    (0,external_node_fs_.cpSync)(src, dest, { recursive: true, filter: (p) => (0,external_node_path_.basename)(p) !== "__pycache__" });
-    const lock = (dir) => {
-        for (const e of (0,external_node_fs_.readdirSync)(dir)) {
-            const p = (0,external_node_path_.join)(dir, e);
-            if ((0,external_node_fs_.statSync)(p).isDirectory())
-                lock(p);
-            else
-                (0,external_node_fs_.chmodSync)(p, 0o444);
-        }
-        (0,external_node_fs_.chmodSync)(dir, 0o555);
-    };
-    lock(dest);
-    return dest;
-}
-/** The probe files of a task, in a stable order. */
-function listProbes(probesDir, pattern) {
-    const match = picomatch_default()(pattern, { dot: false });
-    return (0,external_node_fs_.readdirSync)(probesDir)
-        .filter((f) => match(f) && (0,external_node_fs_.statSync)((0,external_node_path_.join)(probesDir, f)).isFile())
-        .sort();
-}
-/**
- * Runs every probe process once (time probes up to three times), side by side as the job pool
- * allows, each on its own slice (GPUs, cores, rendezvous port), from a read-only copy of the probe
- * folder outside the workspace, mounted into the sandbox only now. Results come only from each
- * run's own results file (the one file of the judge folder that run can see) and exit status; what
- * a probe prints goes to the runner log alone. Checks come back in probe-file order, whatever
- * order the probes finished in.
- */
-async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
-    if (jobs.length === 0) {
-        throw new errors/* HarnessError */.t(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
-    }
-    // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
-    // sandbox's user can then reach it.
-    const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
-    const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
-    const resultsDir = (0,external_node_path_.join)(ctx.judgeDir, "results");
-    (0,external_node_fs_.mkdirSync)(resultsDir, { recursive: true });
-    const runOne = (job) => slices.run(job, async ({ ctx: jc, lease, gpuMemoryExceeded }) => {
-        const probe = job.name;
-        const runs = [];
-        let retried = [];
-        do {
-            const attempt = runs.length + 1;
-            events.probeStart(probe, attempt, JobPool.describe(lease) + (attempt === 1 ? JobPool.waitNote(lease) : ""));
-            const results = (0,external_node_path_.join)(resultsDir, `${probe}.${attempt}.jsonl`);
-            (0,external_node_fs_.writeFileSync)(results, "");
-            const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: (0,external_node_path_.join)(mounted, job.file ?? ""), workspace: ctx.workspace });
-            const env = jobEnv(jc, {
-                PROBEGATE_RESULTS: results,
-                PROBEGATE_PROBE_DIR: mounted,
-                PROBEGATE_SEED: String(ctx.params.seed),
-                PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
-                PYTHONPATH: jobPythonPath(jc, kit, mounted),
-            });
-            const isolation = await isolationFor(jc.isolation, {
-                cwd: ctx.workspace,
-                readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : [])],
-                readWrite: [ctx.workspace, env.HOME, results],
-                readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
-            });
-            const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus });
-            events.log(probe, run.log);
-            if (run.spawnError)
-                throw new errors/* HarnessError */.t(`probe ${probe} could not start: ${run.spawnError}`, "probes");
-            const resultsText = (0,external_node_fs_.existsSync)(results) ? (0,external_node_fs_.readFileSync)(results, "utf8") : "";
-            runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
-            if (attempt === 1)
-                retried = failedTimeChecks(runs[0] ?? []);
-        } while (retried.length > 0 && needsAnotherRun(runs, retried));
-        const merged = mergeRuns(runs);
-        events.probeEnd(probe, merged);
-        return merged;
-    });
-    const settled = await Promise.allSettled(jobs.map(runOne));
-    const failed = settled.find((s) => s.status === "rejected");
-    if (failed)
-        throw failed.reason;
-    return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
-}
-/** "2 GPUs and 16 cores" for the probe phase's progress line. */
-function describePool(pool) {
-    const s = pool.shape();
-    return s.gpus ? `${s.gpus} GPU${s.gpus === 1 ? "" : "s"} and ${s.cores} cores` : `${s.cores} core${s.cores === 1 ? "" : "s"}`;
-}
-/**
- * The probe phase of an evaluation: first the hooks the official run may have planted for the
- * probe processes (a sitecustomize.py, say) are reset, then every probe job runs, packed on the
- * runner's pool. Its duration is the phase's wall time, from its start line to its end line.
- */
-async function probePhase(ev, { runner, jobs, python, pool }) {
-    const { opts, spec, ws, record } = ev;
-    ws.resets.push(...(await resetHooks(ws)));
-    ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
-    const t = performance.now();
-    record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
-        probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
-        probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
-        log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
-    });
-    record.probesS = ev.clock.since(t);
-    const failed = record.checks.filter((x) => x.status === "failed").length;
-    ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${record.checks.length - failed} of ${record.checks.length} passed${gpuNote(runner.probesPeak())}` });
-}
-
-;// CONCATENATED MODULE: ./src/engine/evaluation-setup.ts
-
-
-
-
-
-
-
-
-
-
-
-/**
- * Everything between the workspace and the first job: the host facts, the refusal to run
- * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
- * ("requires"), the job pool, every job planned and checked against the runner (InputError where
- * one can never fit), and the isolation plan. No submission code runs before all of it passed.
- * Each fact is recorded as soon as it is known, so a later refusal still reports it.
- */
-async function setUpJobs(ev) {
-    const { opts, spec, ws, record } = ev;
-    const [py, gpus, support] = await ev.hostFacts.facts;
-    record.host = { py, gpus };
-    if (support && !support.ok) {
-        throw new errors/* HarnessError */.t(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
-    }
-    const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: availableCpus() }));
-    const unmet = (0,task_environment/* unmetRequirements */.yY)(spec.requires, { torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
-    if (unmet.length) {
-        throw new errors/* HarnessError */.t(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
-    }
-    const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: (0,external_node_crypto_.randomBytes)(4).toString("hex"), worldSize: opts.worldSize });
-    record.officialJob = jobs.official;
-    // Its own uid where the engine drops privileges: RLIMIT_NPROC and file ownership are per uid, and
-    // every job of this evaluation shares its workspace (sandbox.ts JOB_UID_BASE says why).
-    let uid;
-    if (support?.ok && support.dropToUid !== null) {
-        const claim = claimEvaluationUid();
-        record.releaseUid = claim.release;
-        uid = evaluationUid(claim.slot);
-    }
-    const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid });
-    record.sandboxed = isolation([]).sandbox !== null;
-    const runner = new SliceRunner({
-        pool,
-        t0: ev.clock.t0,
-        base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation },
-        gpuLimitBytes: spec.limits.gpuMemory,
-        onIdleWait: (ms) => ev.clock.addQueued(ms),
-    });
-    record.runner = runner;
-    return { python: py.executable, pool, jobs, runner };
 }
 
 ;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/util.js
@@ -24612,7 +14603,8 @@ const parser = new XMLParser({
     textNodeName: "#text",
     isArray: (name) => ["testsuite", "testcase", "failure", "error", "skipped"].includes(name),
     processEntities: true,
-    htmlEntities: false,
+    // Numeric character references too: pytest writes a multi-line message attribute with "&#10;".
+    htmlEntities: true,
 });
 function junit_text(node) {
     if (typeof node === "string")
@@ -24678,7 +14670,8 @@ function parseJunit(xml) {
                 counts.failed++;
             else
                 counts.errors++;
-            outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error" });
+            const message = typeof first === "object" && first && typeof first.message === "string" ? String(first.message) : "";
+            outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error", message, detail: detail.slice(0, 8000) });
         }
         else if ((tc.skipped ?? []).length) {
             counts.skipped++;
@@ -24692,7 +14685,777 @@ function parseJunit(xml) {
     return { counts, failing, suites, cases: outcomes };
 }
 
+;// CONCATENATED MODULE: ./src/engine/sandbox/process-group.ts
+
+const PAGE_SIZE = 4096;
+function readStat(pid) {
+    try {
+        const stat = (0,external_node_fs_.readFileSync)(`/proc/${pid}/stat`, "utf8");
+        // comm may hold spaces and parens: fields resume after the last ')'.
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
+        if (fields[0] === "Z")
+            return null;
+        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
+    }
+    catch {
+        return null; // The process ended, or this is not Linux.
+    }
+}
+function childrenOf(pid) {
+    const out = [];
+    let tasks;
+    try {
+        tasks = (0,external_node_fs_.readdirSync)(`/proc/${pid}/task`);
+    }
+    catch {
+        return out;
+    }
+    for (const tid of tasks) {
+        try {
+            for (const c of (0,external_node_fs_.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
+                if (c)
+                    out.push(Number(c));
+        }
+        catch {
+            // The thread ended between readdir and read.
+        }
+    }
+    return out;
+}
+/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
+function scanGroup(pgid) {
+    let entries;
+    try {
+        entries = (0,external_node_fs_.readdirSync)("/proc");
+    }
+    catch {
+        return [];
+    }
+    const pids = [];
+    for (const name of entries) {
+        if (!/^\d+$/.test(name))
+            continue;
+        if (readStat(Number(name))?.pgid === pgid)
+            pids.push(Number(name));
+    }
+    return pids;
+}
+/**
+ * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
+ *
+ * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
+ * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
+ * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
+ * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
+ * process found outside the tree is tracked as a root from then on.
+ */
+class GroupMeter {
+    pgid;
+    fullScanEvery;
+    roots = new Set();
+    samples = 0;
+    constructor(pgid, fullScanEvery = 10) {
+        this.pgid = pgid;
+        this.fullScanEvery = fullScanEvery;
+        this.roots.add(pgid);
+    }
+    sample() {
+        if (this.samples++ % this.fullScanEvery === 0)
+            for (const pid of scanGroup(this.pgid))
+                this.roots.add(pid);
+        const seen = new Set();
+        let rssBytes = 0;
+        const stack = [...this.roots];
+        while (stack.length) {
+            const pid = stack.pop();
+            if (seen.has(pid))
+                continue;
+            const stat = readStat(pid);
+            if (!stat) {
+                this.roots.delete(pid);
+                continue;
+            }
+            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
+            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
+            seen.add(pid);
+            rssBytes += stat.rssBytes;
+            stack.push(...childrenOf(pid));
+        }
+        return { processes: seen.size, rssBytes };
+    }
+}
+/** Processes and resident bytes of one process group, from one full scan of /proc. */
+function groupUsage(pgid) {
+    return new GroupMeter(pgid, 1).sample();
+}
+/** SIGKILL to a whole process group; a group already gone is fine. */
+function killGroup(pgid) {
+    try {
+        process.kill(-pgid, "SIGKILL");
+    }
+    catch (e) {
+        if (e.code !== "ESRCH")
+            throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/run-command.ts
+
+
+
+
+
+
+
+const KEEP = 64 * 1024;
+const SAMPLE_MS = 100;
+const DISK_SAMPLE_MS = 250;
+/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
+const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
+/**
+ * Runs a command in its own process group with a clean environment, in the sandbox when one is
+ * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
+ * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
+ * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
+ * outside the sandbox.
+ */
+async function runCommand(command, opts) {
+    if (command.length === 0)
+        throw new TypeError("empty command");
+    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
+    const cg = (0,cgroup/* createJobCgroup */.sZ)(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
+    const sandboxed = iso.sandbox ? (0,sandbox/* sandboxArgv */.aP)(iso.sandbox, command) : [...command];
+    // Pinned from outside the sandbox; every process of the run inherits the mask.
+    const taskset = opts.cpus?.length ? tasksetPath() : null;
+    const inner = taskset ? [taskset, "-c", (0,packing/* formatIdList */.xD)(opts.cpus ?? []), ...sandboxed] : sandboxed;
+    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
+    const [file, ...args] = argv;
+    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
+    const started = performance.now();
+    const child = (0,execa/* execa */.Ho)(file, args, {
+        cwd: opts.cwd,
+        env: opts.env,
+        extendEnv: false,
+        detached: true,
+        reject: false,
+        ...(opts.input !== undefined ? { input: opts.input } : { stdin: "ignore" }),
+        buffer: false,
+        stripFinalNewline: false,
+    });
+    let head = "";
+    let tail = "";
+    let total = 0;
+    let limit = null;
+    let peak = 0;
+    const pgid = child.pid;
+    const stop = (why) => {
+        if (limit)
+            return;
+        limit = why;
+        if (pgid)
+            killGroup(pgid);
+        cg?.killAll();
+    };
+    const onData = (chunk) => {
+        total += chunk.length;
+        if (head.length < KEEP)
+            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
+        else
+            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
+        if (total > opts.limits.outputBytes)
+            stop("output");
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
+    const meter = pgid ? new GroupMeter(pgid) : undefined;
+    const sampler = meter
+        ? setInterval(() => {
+            const { rssBytes, processes } = meter.sample();
+            peak = Math.max(peak, rssBytes);
+            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
+            // processes share once per process, so it decides only where there is no cgroup.
+            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
+            if (hit)
+                stop(hit);
+            else if (opts.limits.gpuMemoryExceeded?.())
+                stop("gpu-memory");
+        }, SAMPLE_MS)
+        : undefined;
+    const diskWatch = iso.writable.length
+        ? setInterval(() => {
+            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+                stop("disk");
+        }, DISK_SAMPLE_MS)
+        : undefined;
+    const result = await child;
+    const durationS = (performance.now() - started) / 1000;
+    clearTimeout(timer);
+    if (sampler)
+        clearInterval(sampler);
+    if (diskWatch)
+        clearInterval(diskWatch);
+    if (pgid)
+        killGroup(pgid);
+    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
+    const kernelLimit = cg?.limitHit() ?? null;
+    if (!limit && kernelLimit)
+        limit = kernelLimit;
+    if (!limit && result.signal === "SIGXFSZ")
+        limit = "disk";
+    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
+        limit = "disk";
+    const cgroupPeak = cg?.memoryPeak() ?? null;
+    await cg?.remove();
+    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
+    const spawnError = joinFailed
+        ? "could not join the run's cgroup"
+        : result.failed && result.exitCode === undefined && !result.signal
+            ? (result.shortMessage ?? "could not start")
+            : null;
+    return {
+        exitCode: result.exitCode ?? null,
+        signal: result.signal ?? null,
+        limit,
+        durationS,
+        peakRssBytes: peak,
+        peakMemoryBytes: cgroupPeak ?? peak,
+        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
+        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
+        spawnError,
+    };
+}
+/** util-linux's taskset, where the machine has it (pins a run to the cores of its slice). */
+function tasksetPath() {
+    return ["/usr/bin/taskset", "/bin/taskset", "/usr/local/bin/taskset"].find((p) => (0,external_node_fs_.existsSync)(p)) ?? null;
+}
+
+;// CONCATENATED MODULE: ./src/core/test-selection.ts
+
+/**
+ * Chooses the repository's tests for the paths a PR changed: the fixed list, then every
+ * `fromPaths` entry one of whose globs matches a changed path (a '!' glob excludes), each test once
+ * and in the order the task lists them. Pure.
+ */
+function selectTests(select, changedPaths) {
+    const tests = [];
+    const why = {};
+    const add = (t, reason) => {
+        if (t in why)
+            return;
+        tests.push(t);
+        why[t] = reason;
+    };
+    for (const t of select.tests)
+        add(t, "always");
+    for (const entry of select.fromPaths) {
+        const include = entry.paths.filter((g) => !g.startsWith("!"));
+        const exclude = entry.paths.filter((g) => g.startsWith("!")).map((g) => g.slice(1));
+        const inc = picomatch_default()(include, { dot: true });
+        const exc = exclude.length ? picomatch_default()(exclude, { dot: true }) : () => false;
+        const hit = changedPaths.find((p) => inc(p) && !exc(p));
+        if (hit !== undefined)
+            for (const t of entry.tests)
+                add(t, `changed ${hit}`);
+    }
+    return { tests, why };
+}
+/** Replaces a lone `{tests}` argument by the selected tests (one argument each). */
+function expandTests(argv, tests) {
+    return argv.flatMap((a) => (a === "{tests}" ? [...tests] : [a]));
+}
+
+;// CONCATENATED MODULE: ./src/core/guard/weakened-tests.ts
+
+/** The kinds of change to a base test that the guard reports (python/probegate_guard). */
+const WEAKENING_KINDS = ["deleted", "skipped", "deselected", "narrowed", "assertion-removed", "tolerance-loosened", "exception-widened", "unparsable"];
+const FindingSchema = schemas/* strictObject */.rej({
+    kind: schemas/* enum */.k5n(WEAKENING_KINDS),
+    test: schemas/* string */.YjP().min(1),
+    file: schemas/* string */.YjP().min(1),
+    line: schemas/* number */.aig().int().min(1),
+    message: schemas/* string */.YjP(),
+});
+/** What `python -m probegate_guard` prints. */
+const GuardReportSchema = schemas/* strictObject */.rej({
+    findings: schemas/* array */.YOg(FindingSchema),
+    allowed: schemas/* array */.YOg(FindingSchema),
+    files: schemas/* strictObject */.rej({ base: schemas/* number */.aig().int(), head: schemas/* number */.aig().int() }),
+    tests: schemas/* strictObject */.rej({ base: schemas/* number */.aig().int(), head: schemas/* number */.aig().int() }),
+});
+const safePath = (p) => (p.startsWith("/") || p.split("/").includes("..") ? undefined : p);
+/**
+ * The guard's report as checks of category `structure`: one failed check per finding (the test,
+ * the file and the line where it is), one passed check per change the task allows (said, never
+ * waived silently), and one passed check with the counts when nothing was weakened. Pure.
+ */
+function guardChecks(report, durationS) {
+    const base = { probe: "weakened-tests", category: "structure", attempts: 1, durationS };
+    const measured = { baseTests: report.tests.base, headTests: report.tests.head, baseFiles: report.files.base };
+    const checks = report.findings.map((f, i) => {
+        const path = safePath(f.file);
+        return {
+            ...base,
+            id: `weakened-tests.${f.kind}-${i + 1}`,
+            status: "failed",
+            message: `${f.test}: ${f.message}`,
+            location: path ? { path, line: f.line } : null,
+            measured: { kind: f.kind },
+        };
+    });
+    report.allowed.forEach((f, i) => {
+        const path = safePath(f.file);
+        checks.push({ ...base, id: `weakened-tests.allowed-${i + 1}`, status: "passed", message: `allowed by the task: ${f.test}: ${f.message}`, location: path ? { path, line: f.line } : null, measured: { kind: f.kind } });
+    });
+    if (report.findings.length === 0) {
+        checks.push({ ...base, id: "weakened-tests", status: "passed", message: `the head keeps all ${report.tests.base} tests of the base's ${report.files.base} selected test files, unweakened`, measured });
+    }
+    return checks;
+}
+
+// EXTERNAL MODULE: external "node:url"
+var external_node_url_ = __nccwpck_require__(3136);
+;// CONCATENATED MODULE: ./src/engine/package-paths.ts
+
+
+/**
+ * The package root: two levels above this file both in the source tree (src/cli/) and in the
+ * bundle (dist/cli/index.js), so the demo finds tasks/, examples/ and the probe kit either way.
+ */
+const PACKAGE_ROOT = (0,external_node_path_.resolve)((0,external_node_path_.dirname)((0,external_node_url_.fileURLToPath)(import.meta.url)), "..", "..");
+const KIT_DIR = (0,external_node_path_.resolve)(PACKAGE_ROOT, "probes", "kit");
+
+;// CONCATENATED MODULE: ./src/engine/guard/weakened-tests.ts
+
+
+
+
+
+/** Where the guard's Python package lives (python/probegate_guard), in the source tree and beside dist/ alike. */
+const GUARD_PATH = (0,external_node_path_.resolve)(PACKAGE_ROOT, "python");
+/**
+ * Compares the head's tests with the base's (deleted, skipped, deselected, narrowed, weakened) and
+ * returns the findings as `structure` checks. The guard only parses files, but the head's are
+ * hostile: it runs with a time limit and bounded output, and its own failure is a harness error,
+ * never a pass.
+ */
+async function weakenedTestChecks(opts) {
+    const t0 = performance.now();
+    // -I: no user site, no PYTHON* variables, no cwd on sys.path; the package's folder is put there by hand.
+    const boot = `import sys; sys.path.insert(0, ${JSON.stringify(GUARD_PATH)}); from probegate_guard.__main__ import main; sys.exit(main())`;
+    const args = ["-I", "-c", boot, "--base", opts.baseDir, "--head", opts.headDir, "--tests", ...opts.tests];
+    if (opts.allow?.length)
+        args.push("--allow", ...opts.allow);
+    const r = await (0,execa/* execa */.Ho)(opts.python, args, { reject: false, timeout: (opts.timeoutS ?? 120) * 1000, maxBuffer: 64 * 1024 * 1024, env: { PYTHONDONTWRITEBYTECODE: "1" }, extendEnv: false });
+    if (r.exitCode !== 0) {
+        const why = r.timedOut ? `timed out after ${opts.timeoutS ?? 120} s` : `exit ${r.exitCode}: ${String(r.stderr).trim().split("\n").slice(-2).join(" ")}`;
+        throw new errors/* HarnessError */.t(`the weakened-test guard failed (${why})`, "official");
+    }
+    let parsed;
+    try {
+        parsed = JSON.parse(String(r.stdout));
+    }
+    catch (e) {
+        throw new errors/* HarnessError */.t(`the weakened-test guard printed something that is not JSON: ${e.message}`, "official");
+    }
+    const report = GuardReportSchema.safeParse(parsed);
+    if (!report.success)
+        throw new errors/* HarnessError */.t(`the weakened-test guard's report breaks its schema: ${report.error.issues[0]?.message ?? "?"}`, "official");
+    return guardChecks(report.data, (performance.now() - t0) / 1000);
+}
+
+;// CONCATENATED MODULE: ./src/engine/git.ts
+
+
+/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
+const GIT_ENV = {
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_AUTHOR_NAME: "probegate",
+    GIT_AUTHOR_EMAIL: "probegate@localhost",
+    GIT_COMMITTER_NAME: "probegate",
+    GIT_COMMITTER_EMAIL: "probegate@localhost",
+    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
+    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
+};
+/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
+async function git(cwd, args, opts = {}) {
+    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
+    const r = await (0,execa/* execa */.Ho)("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
+        cwd,
+        env: GIT_ENV,
+        reject: false,
+        input: opts.input,
+        stripFinalNewline: true,
+    });
+    if (r.exitCode !== 0) {
+        const stderr = String(r.stderr || r.shortMessage || "").trim();
+        throw opts.onError ? opts.onError(stderr) : new errors/* InputError */.d(`git ${args[0]} failed in ${cwd}: ${stderr}`);
+    }
+    return String(r.stdout);
+}
+/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
+async function exportTree(repo, ref, dest, scratch, what) {
+    const fail = (stderr) => new errors/* InputError */.d(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
+    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
+    const gitDir = `${scratch}/src.git`;
+    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
+    const tar = await (0,execa/* execa */.Ho)("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
+    if (tar.exitCode !== 0)
+        throw fail(Buffer.from(tar.stderr).toString());
+    const untar = await (0,execa/* execa */.Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw fail(String(untar.stderr));
+    return sha;
+}
+
+;// CONCATENATED MODULE: ./src/engine/import/snapshot-refusal.ts
+
+
+/** The paths a patch edits, deletes or renames from: files the tree must already hold. */
+function pathsPatchNeeds(patch) {
+    const out = new Set();
+    for (const line of patch.split("\n")) {
+        const m = /^(?:--- (?:"?a\/)|rename from |copy from )(.+?)"?\s*$/.exec(line);
+        if (m?.[1] && !line.startsWith("--- /dev/null"))
+            out.add(m[1].replace(/\t.*$/, ""));
+    }
+    return [...out];
+}
+/**
+ * Why a patch does not apply onto a task's folder base, when the reason is a file the base lacks:
+ * names the files and, for an imported task (its base a pruned snapshot), says that real PRs edit
+ * any file of the repository and that `--base-as git` gates them. Null when every file is there
+ * (the patch does not apply for another reason, which git's message says).
+ */
+function snapshotRefusal(patchPath, basePath, taskDir) {
+    let patch;
+    try {
+        patch = (0,external_node_fs_.readFileSync)(patchPath, "utf8");
+    }
+    catch {
+        return null;
+    }
+    const missing = pathsPatchNeeds(patch).filter((p) => !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(basePath, p)));
+    if (missing.length === 0)
+        return null;
+    const names = `${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ` and ${missing.length - 5} more` : ""}`;
+    const base = (0,external_node_path_.relative)(process.cwd(), basePath) || basePath;
+    const imported = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(taskDir, "import.yml"));
+    const what = imported
+        ? `the task's base (${base}) is a pruned snapshot that probegate task import kept (import.yml), not the whole repository, so a patch can only edit the files it holds`
+        : `the task's base folder (${base}) does not hold ${missing.length === 1 ? "it" : "them"}`;
+    const fix = imported
+        ? "To gate real PRs, which may edit any file of the repository, re-import the task with `probegate task import --base-as git` (the base is then the repository at the PR's base commit); to keep the snapshot, add the file with --keep when importing"
+        : "Add the file to the base folder, or use a git base (base: { git: { repo, ref } }) that holds the whole repository";
+    return `--submission: patch ${patchPath} does not apply onto the base: it edits ${names}, which the base does not have; ${what}. ${fix}.`;
+}
+
+;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
+
+
+const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
+const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
+const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
+const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
+/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
+function pytestSection(text) {
+    const lines = text.split(/\r?\n/);
+    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
+    if (start < 0)
+        return "";
+    const rest = lines.slice(start + 1);
+    const end = rest.findIndex((l) => /^\s*\[/.test(l));
+    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
+}
+/**
+ * Decides, for each path the submission added or changed relative to the base, whether it must be
+ * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
+ * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
+ *
+ * @param changed paths (posix, relative) that differ from the base, with their content now and in
+ *   the base (null where the file does not exist)
+ * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
+ * @param repoGate a repository gate's PR: its conftest.py files and pytest configuration are the
+ *   repository's own and stay as the head has them (the weakened-test guard reports what they
+ *   change); interpreter start-up hooks are still removed
+ */
+function planJudgeReset(changed, officialGlobs, setupModules = [], repoGate = false) {
+    const reserved = new Set(setupModules);
+    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
+    const actions = [];
+    for (const { path, content, baseContent } of changed) {
+        const name = external_node_path_.posix.basename(path);
+        const base = baseContent !== null;
+        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
+        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
+        if (reserved.has(top) && (base || content !== null)) {
+            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
+        }
+        else if (isOfficial(path)) {
+            if (base || content !== null)
+                put("official test files are restored from the base before the official tests run");
+        }
+        else if (repoGate && (name === "conftest.py" || PYTEST_CONFIGS.has(name) || SHARED_CONFIGS.has(name))) {
+            continue;
+        }
+        else if (name === "conftest.py") {
+            if (base || content !== null)
+                put("conftest.py is a test-time hook; only the task's own are kept");
+        }
+        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
+            if (content !== null)
+                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
+        }
+        else if (PYTEST_CONFIGS.has(name)) {
+            if (content !== null)
+                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
+        }
+        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
+            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
+        }
+    }
+    return actions;
+}
+
+;// CONCATENATED MODULE: ./src/engine/repo-gate/pr-trees.ts
+
+
+
+
+
+/**
+ * Clones the PR's repository once and resolves its head and base. Refuses, naming both commits, a
+ * base that shares no history with the head (the wrong repository, or the SHAs swapped for an
+ * unrelated pair).
+ */
+async function resolvePrCommits(sub, prBase, scratch) {
+    if (sub.kind !== "git") {
+        throw new errors/* InputError */.d(`--submission: a repository gate evaluates the PR's head as repo@sha (a git URL or path and the head commit), not a ${sub.kind}.`, { field: "--submission" });
+    }
+    const fail = (what) => (stderr) => new errors/* InputError */.d(`${what}: cannot read ${sub.repo}: ${stderr.split("\n")[0]}`, { field: what });
+    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", sub.repo, "pr.git"], { onError: fail("--submission") });
+    const gitDir = (0,external_node_path_.join)(scratch, "pr.git");
+    const rev = (ref, what) => git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: () => new errors/* InputError */.d(`${what}: '${ref}' is not a commit of ${sub.repo}.`, { field: what }) });
+    const head = await rev(sub.ref, "--submission");
+    const asked = await rev(prBase, "--pr-base");
+    const mergeBase = await git(scratch, ["--git-dir", gitDir, "merge-base", asked, head], {
+        onError: () => new errors/* InputError */.d(`--pr-base ${asked.slice(0, 12)} and the head ${head.slice(0, 12)} share no history: is --pr-base the PR's base commit, of the same repository?`, { field: "--pr-base" }),
+    });
+    if (mergeBase === head && asked !== head) {
+        throw new errors/* InputError */.d(`--pr-base ${asked.slice(0, 12)} comes after the head ${head.slice(0, 12)} (the head is its ancestor): are --pr-base and the head swapped?`, { field: "--pr-base" });
+    }
+    return { gitDir, head, asked, mergeBase };
+}
+/** Writes the tree of `sha` from a bare clone into `dest`. */
+async function archiveInto(gitDir, sha, dest) {
+    const tar = await (0,execa/* execa */.Ho)("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false, maxBuffer: 4 * 1024 ** 3 });
+    if (tar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot export ${sha.slice(0, 12)}: ${Buffer.from(tar.stderr).toString().split("\n")[0]}`);
+    const untar = await (0,execa/* execa */.Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot unpack ${sha.slice(0, 12)}: ${String(untar.stderr)}`);
+}
+/** Makes a tree read-only for everyone (the base beside the workspace: the guard and differential probes read it, nothing writes it). */
+function makeReadOnly(dir) {
+    for (const e of (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })) {
+        const p = (0,external_node_path_.join)(dir, e.name);
+        if (e.isDirectory())
+            makeReadOnly(p);
+        else if (e.isFile())
+            (0,external_node_fs_.chmodSync)(p, (0,external_node_fs_.statSync)(p).mode & 0o555);
+    }
+    (0,external_node_fs_.chmodSync)(dir, 0o555);
+}
+
+;// CONCATENATED MODULE: ./src/engine/workspace.ts
+
+
+
+
+
+
+
+
+const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
+const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
+function emptyExceptGit(dir) {
+    for (const name of (0,external_node_fs_.readdirSync)(dir))
+        if (name !== ".git")
+            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(dir, name), { recursive: true, force: true });
+}
+async function applySubmission(task, ws, scratch, sub) {
+    switch (sub.kind) {
+        case "patch":
+            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
+            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
+                onError: (stderr) => new errors/* InputError */.d((task.base.kind === "folder" && snapshotRefusal(sub.path, task.base.path, task.dir)) || `--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
+            });
+            return null;
+        case "folder":
+            emptyExceptGit(ws);
+            (0,external_node_fs_.cpSync)(sub.path, ws, { recursive: true, filter: copyFilter });
+            return null;
+        case "git": {
+            emptyExceptGit(ws);
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(scratch, "submission"));
+            return exportTree(sub.repo, sub.ref, ws, (0,external_node_path_.join)(scratch, "submission"), "--submission");
+        }
+    }
+}
+/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
+async function changedPaths(ws) {
+    const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
+    return out
+        .split("\0")
+        .filter((e) => e.length > 3)
+        .map((e) => e.slice(3));
+}
+/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
+function setupModules(setupDir) {
+    if (!setupDir)
+        return [];
+    return (0,external_node_fs_.readdirSync)(setupDir, { withFileTypes: true })
+        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+        .map((e) => e.name.replace(/\.py$/, ""));
+}
+async function resetJudge(ws, officialGlobs, reserved = [], repoGate = false) {
+    const changed = [];
+    for (const path of await changedPaths(ws)) {
+        let content = null;
+        try {
+            content = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(ws, path), "utf8");
+        }
+        catch {
+            content = null;
+        }
+        let baseContent = null;
+        try {
+            baseContent = await git(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
+        }
+        catch {
+            baseContent = null;
+        }
+        changed.push({ path, content, baseContent });
+    }
+    const actions = planJudgeReset(changed, officialGlobs, reserved, repoGate);
+    for (const a of actions) {
+        if (a.action === "removed")
+            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(ws, a.path), { force: true });
+        else
+            await git(ws, ["checkout", "HEAD", "--", a.path]);
+    }
+    return actions;
+}
+/**
+ * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
+ * added or changed since the reset before the official tests, so nothing the official run wrote
+ * runs first in a probe process. Official test files are left as the tests left them.
+ */
+async function resetHooks(ws) {
+    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
+    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
+}
+/**
+ * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
+ * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
+ * written to.
+ */
+async function createWorkspace(task, sub, prBase) {
+    const root = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `probegate-${task.spec.id}-`));
+    const dispose = () => (0,external_node_fs_.rmSync)(root, { recursive: true, force: true });
+    try {
+        const dir = (0,external_node_path_.join)(root, "workspace");
+        const judgeDir = (0,external_node_path_.join)(root, "judge");
+        const scratch = (0,external_node_path_.join)(root, "scratch");
+        for (const d of [dir, judgeDir, scratch])
+            (0,external_node_fs_.mkdirSync)(d);
+        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
+        const setupDir = task.setupDir ? (0,external_node_path_.join)(root, "setup") : null;
+        if (task.setupDir && setupDir)
+            (0,external_node_fs_.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
+        let pr = null;
+        let prHead = null;
+        if (task.base.kind === "pr") {
+            if (!prBase)
+                throw new errors/* InputError */.d(`${task.file}: task ${task.spec.id} is a repository gate (base: {pr: true}): give the PR's base commit with --pr-base <sha>.`, { file: task.file, field: "--pr-base" });
+            const commits = await resolvePrCommits(sub, prBase, scratch);
+            await archiveInto(commits.gitDir, commits.mergeBase, dir);
+            const baseDir = (0,external_node_path_.join)(root, "pr-base");
+            (0,external_node_fs_.mkdirSync)(baseDir);
+            await archiveInto(commits.gitDir, commits.mergeBase, baseDir);
+            makeReadOnly(baseDir);
+            pr = { dir: baseDir, asked: commits.asked, mergeBase: commits.mergeBase };
+            prHead = { gitDir: commits.gitDir, sha: commits.head };
+        }
+        else if (prBase) {
+            throw new errors/* InputError */.d(`--pr-base is for repository gates (base: {pr: true}); task ${task.spec.id} has a fixed base (${task.file}).`, { field: "--pr-base" });
+        }
+        else if (task.base.kind === "folder")
+            (0,external_node_fs_.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
+        else {
+            await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
+            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
+            if (task.base.overlay)
+                (0,external_node_fs_.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
+        }
+        await git(dir, ["init", "--quiet", "--initial-branch=base"]);
+        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
+        await git(dir, ["add", "--all", "--force"]);
+        await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
+        const baseSha = await git(dir, ["rev-parse", "HEAD"]);
+        let submissionSha;
+        if (prHead) {
+            emptyExceptGit(dir);
+            await archiveInto(prHead.gitDir, prHead.sha, dir);
+            submissionSha = prHead.sha;
+        }
+        else
+            submissionSha = await applySubmission(task, dir, scratch, sub);
+        // A repository gate keeps the head's own tests and test configuration (the guard compares them with the base's).
+        const resets = await resetJudge(dir, pr ? [] : task.spec.official.files, setupModules(setupDir), pr !== null);
+        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, prBase: pr, dispose };
+    }
+    catch (e) {
+        dispose();
+        throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/repo-gate/gate-official.ts
+
+
+
+
+/**
+ * For a repository gate: the paths the PR changes (head against the merge base), the repository
+ * tests they select for `{tests}`, and the weakened-test guard's findings on the selected test
+ * files. Null for an assignment. A selection that comes out empty is a harness error naming the
+ * task's fields: running no test would be a pass nobody earned.
+ */
+async function gateOfficial(ev, python) {
+    const { ws, spec } = ev;
+    if (!ws.prBase)
+        return null;
+    const changed = await changedPaths(ws.dir);
+    let selected = null;
+    if (spec.official.select) {
+        selected = selectTests(spec.official.select, changed);
+        if (selected.tests.length === 0) {
+            throw new errors/* HarnessError */.t(`no repository test is selected for this PR's ${changed.length} changed paths (${changed.slice(0, 3).join(", ")}${changed.length > 3 ? ", …" : ""}): add official.select.tests, or a fromPaths entry whose paths match, in ${ev.opts.task.file}`, "official");
+        }
+    }
+    const guard = await weakenedTestChecks({ baseDir: ws.prBase.dir, headDir: ws.dir, tests: spec.official.files, allow: spec.official.allowChanged, python });
+    return { changed, selected, guard };
+}
+
 ;// CONCATENATED MODULE: ./src/engine/official-phase.ts
+
+
 
 
 
@@ -24740,11 +15503,13 @@ function runsPytest(argv) {
  * is gone, and (under pytest) must carry the suite name the engine drew at random for this run, so
  * a report a submission wrote before exiting 0 is not taken for the real one.
  */
-async function runOfficial(task, ctx, limits, log) {
+async function runOfficial(task, ctx, limits, log, 
+/** A repository gate's selected tests, for `{tests}` in the command. */
+tests = []) {
     const reportDir = (0,external_node_path_.join)(ctx.judgeDir, "official");
     (0,external_node_fs_.mkdirSync)(reportDir, { recursive: true });
     const junit = (0,external_node_path_.join)(reportDir, "junit.xml");
-    const argv = expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace });
+    const argv = expandTests(expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace }), tests);
     const suite = runsPytest(argv) ? `probegate-${(0,external_node_crypto_.randomBytes)(12).toString("hex")}` : null;
     const plugins = suite ? (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("") : "";
     const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {});
@@ -24791,16 +15556,359 @@ async function runOfficial(task, ctx, limits, log) {
 async function officialPhase(ev, { runner, jobs, python }) {
     const { opts, spec, ws, record } = ev;
     const o = jobs.official;
+    const gate = await gateOfficial(ev, python);
+    if (gate) {
+        record.guard = gate.guard;
+        const weakened = gate.guard.filter((c) => c.status === "failed").length;
+        const tests = gate.selected ? `; ${gate.selected.tests.length} test selections (${gate.selected.tests.slice(0, 3).join(", ")}${gate.selected.tests.length > 3 ? ", …" : ""})` : "";
+        ev.emit({ type: "log", source: "official", text: `repository gate: ${gate.changed.length} paths changed against ${ws.prBase?.mergeBase.slice(0, 12)}${tests}; weakened-test guard: ${weakened ? `${weakened} findings` : "nothing weakened"}\n` });
+    }
     const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
         const queued = lease.waitedS >= 1 ? `, queued ${(0,sizes/* formatSeconds */.Xo)(lease.waitedS)}` : "";
         ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
-        return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }));
+        return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
     });
     record.official = official;
     record.officialS = official.durationS;
     const peak = runner.peaks.get("official") ?? null;
-    ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(peak) });
+    ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + (0,gpu_meter/* gpuNote */.RQ)(peak) });
     return official;
+}
+
+;// CONCATENATED MODULE: ./src/engine/probe-guard.ts
+
+
+
+
+/**
+ * The engine's side of the gaming defences (issue 29; docs/sandbox.md, "Gaming defences"): the kit
+ * copied under a per-evaluation package name behind its public one, the launcher each probe process
+ * starts through, its configuration (on stdin, so it is in no environment and no file), and the
+ * check that every results line of a kit-based probe carries the seal only the kit and the guard
+ * can make.
+ */
+/** The public name probes import the kit by. */
+const KIT_PUBLIC_NAME = "probegate_probe";
+/** The launcher file, beside the kit's packages. */
+const LAUNCHER = "probegate_launch.py";
+/** A per-evaluation package name: an identifier that says nothing about probes. */
+function kitAlias() {
+    return `_m${(0,external_node_crypto_.randomBytes)(5).toString("hex")}`;
+}
+/**
+ * Copies the kit folder to `dest` with its package renamed to `alias`, and a `probegate_probe`
+ * package that only hands out that one (so probes import it as always, and the guard can take the
+ * public name out of sys.modules before the submission is imported). The caller locks it read-only.
+ */
+function copyKit(kitDir, dest, alias = kitAlias()) {
+    (0,external_node_fs_.cpSync)(kitDir, dest, { recursive: true, filter: (p) => (0,external_node_path_.basename)(p) !== "__pycache__" && (0,external_node_path_.basename)(p) !== "tests" });
+    (0,external_node_fs_.renameSync)((0,external_node_path_.join)(dest, KIT_PUBLIC_NAME), (0,external_node_path_.join)(dest, alias));
+    (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dest, KIT_PUBLIC_NAME));
+    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dest, KIT_PUBLIC_NAME, "__init__.py"), [
+        "# The probe kit's public name: the kit itself lives under this evaluation's own package name.",
+        "import importlib as _importlib",
+        "import sys as _sys",
+        "",
+        `_kit = _importlib.import_module(${JSON.stringify(alias)})`,
+        "for _name, _module in list(_sys.modules.items()):",
+        `    if _name.startswith(${JSON.stringify(`${alias}.`)}):`,
+        `        _sys.modules[${JSON.stringify(KIT_PUBLIC_NAME)} + _name[${alias.length}:]] = _module`,
+        "_sys.modules[__name__] = _kit",
+        "",
+    ].join("\n"));
+    return { dir: dest, alias, launcher: (0,external_node_path_.join)(dest, LAUNCHER) };
+}
+/**
+ * The probe command run through the launcher: `python PROBE args` becomes `python LAUNCHER PROBE
+ * args`. A command that does not name the probe file as an argument (a custom runner) is left as
+ * it is, and gets no guard.
+ */
+function launchedArgv(argv, probePath, launcher) {
+    const at = argv.indexOf(probePath);
+    if (at < 1)
+        return { argv: [...argv], launched: false };
+    return { argv: [...argv.slice(0, at), launcher, ...argv.slice(at)], launched: true };
+}
+const SEALED = /^(\{.*), "seal": "([0-9a-f]{64})"\}$/;
+function sealOk(body, seal, key) {
+    const want = (0,external_node_crypto_.createHmac)("sha256", key).update(body, "utf8").digest();
+    const got = Buffer.from(seal, "hex");
+    return got.length === want.length && (0,external_node_crypto_.timingSafeEqual)(got, want);
+}
+/**
+ * Checks the seals of one probe run's results and returns the text the probe protocol parser gets:
+ * sealed lines without their seal, the kit's marker dropped, and every line that is not sealed by
+ * the kit (once the kit announced itself) or carries a wrong seal replaced by a failed check
+ * `<probe>.forged-line-N` — only code in the probe process, that is the submission, can have written
+ * it. A probe that never imported the kit writes plain lines, which pass as they are.
+ */
+function unsealResults(text, key, probe) {
+    const lines = text.split("\n");
+    const parsed = lines.map((raw) => {
+        const line = raw.trim();
+        if (!line)
+            return { kind: "blank", line };
+        const m = SEALED.exec(line);
+        if (!m)
+            return { kind: "plain", line };
+        const body = `${m[1]}}`;
+        if (!sealOk(body, m[2], key))
+            return { kind: "bad", line };
+        let marker = false;
+        try {
+            marker = JSON.parse(body).probegate !== undefined;
+        }
+        catch {
+            return { kind: "bad", line };
+        }
+        return { kind: marker ? "marker" : "sealed", line: body };
+    });
+    const kit = parsed.some((p) => p.kind === "marker");
+    const id = probe.replace(/_/g, "-").toLowerCase();
+    let forged = 0;
+    const out = parsed.map((p, i) => {
+        if (p.kind === "blank" || p.kind === "marker")
+            return "";
+        if (p.kind === "sealed" || (p.kind === "plain" && !kit))
+            return p.line;
+        forged++;
+        return JSON.stringify({
+            id: `${id}.forged-line-${i + 1}`,
+            category: categoryFromName(probe),
+            status: "failed",
+            message: `results line ${i + 1} was not written by the probe kit (${p.kind === "bad" ? "its seal does not match" : "it has no seal"}): something else in the probe process — the submission — wrote or changed the probe's results`,
+        });
+    });
+    return { text: out.filter((l) => l !== "").join("\n") + (out.length ? "\n" : ""), forged };
+}
+/** A fresh seal key for one probe run. */
+function sealKey() {
+    return (0,external_node_crypto_.randomBytes)(32);
+}
+
+;// CONCATENATED MODULE: ./src/engine/probe-phase.ts
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+/** Copies a folder (the probes) into the evaluation folder, read-only for everyone. */
+function mountReadOnly(src, root, name) {
+    const dest = (0,external_node_path_.join)(root, name);
+    (0,external_node_fs_.cpSync)(src, dest, { recursive: true, filter: (p) => (0,external_node_path_.basename)(p) !== "__pycache__" });
+    lockReadOnly(dest);
+    return dest;
+}
+/** Makes a copied folder read-only for everyone, the sandbox's user included. */
+function lockReadOnly(dest) {
+    const lock = (dir) => {
+        for (const e of (0,external_node_fs_.readdirSync)(dir)) {
+            const p = (0,external_node_path_.join)(dir, e);
+            if ((0,external_node_fs_.statSync)(p).isDirectory())
+                lock(p);
+            else
+                (0,external_node_fs_.chmodSync)(p, 0o444);
+        }
+        (0,external_node_fs_.chmodSync)(dir, 0o555);
+    };
+    lock(dest);
+}
+/** The probe files of a task, in a stable order. */
+function listProbes(probesDir, pattern) {
+    const match = picomatch_default()(pattern, { dot: false });
+    return (0,external_node_fs_.readdirSync)(probesDir)
+        .filter((f) => match(f) && (0,external_node_fs_.statSync)((0,external_node_path_.join)(probesDir, f)).isFile())
+        .sort();
+}
+/**
+ * Runs every probe process once (time probes up to three times), side by side as the job pool
+ * allows, each on its own slice (GPUs, cores, rendezvous port), from a read-only copy of the probe
+ * folder outside the workspace, mounted into the sandbox only now. Results come only from each
+ * run's own results file (the one file of the judge folder that run can see) and exit status; what
+ * a probe prints goes to the runner log alone. Checks come back in probe-file order, whatever
+ * order the probes finished in.
+ */
+async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
+    if (jobs.length === 0) {
+        throw new errors/* HarnessError */.t(`no probe in ${task.probesDir} matches '${task.spec.probes.pattern}' (${task.file}: probes.pattern)`, "probes");
+    }
+    // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
+    // sandbox's user can then reach it.
+    const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
+    // The kit under this evaluation's own package name, behind its public one, with the launcher
+    // every probe process starts through (probe-guard.ts; docs/sandbox.md, "Gaming defences").
+    const kitCopy = copyKit(ctx.kitDir, (0,external_node_path_.join)(ctx.root, "kit"));
+    lockReadOnly(kitCopy.dir);
+    const kit = kitCopy.dir;
+    // What the official run's argv and environment looked like: the probe's are made to match.
+    const officialArgv = expandCommand(task.spec.official.command, { python: ctx.python, junit: (0,external_node_path_.join)(ctx.judgeDir, "official", "junit.xml"), workspace: ctx.workspace });
+    const pytestLike = runsPytest(officialArgv);
+    const resultsDir = (0,external_node_path_.join)(ctx.judgeDir, "results");
+    (0,external_node_fs_.mkdirSync)(resultsDir, { recursive: true });
+    const runOne = (job) => slices.run(job, async ({ ctx: jc, lease, gpuMemoryExceeded }) => {
+        const probe = job.name;
+        const runs = [];
+        let retried = [];
+        do {
+            const attempt = runs.length + 1;
+            events.probeStart(probe, attempt, JobPool.describe(lease) + (attempt === 1 ? JobPool.waitNote(lease) : ""));
+            const results = (0,external_node_path_.join)(resultsDir, `${probe}.${attempt}.jsonl`);
+            (0,external_node_fs_.writeFileSync)(results, "");
+            const probePath = (0,external_node_path_.join)(mounted, job.file ?? "");
+            const launch = launchedArgv(expandCommand(task.spec.probes.command, { python: ctx.python, probe: probePath, workspace: ctx.workspace }), probePath, kitCopy.launcher);
+            const key = sealKey();
+            const suite = `probegate-${(0,external_node_crypto_.randomBytes)(12).toString("hex")}`;
+            const plugins = (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("");
+            const env = jobEnv(jc, {
+                // The same shape as the official run's environment (a fresh suite name of the same form).
+                ...(pytestLike ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {}),
+                PROBEGATE_RESULTS: results,
+                PROBEGATE_PROBE_DIR: mounted,
+                PROBEGATE_SEED: String(ctx.params.seed),
+                PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
+                PYTHONPATH: jobPythonPath(jc, kit, mounted),
+                ...(ctx.baseTree ? { PROBEGATE_BASE_TREE: ctx.baseTree } : {}),
+            });
+            const isolation = await isolationFor(jc.isolation, {
+                cwd: ctx.workspace,
+                readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : []), ...(ctx.baseTree ? [ctx.baseTree] : [])],
+                readWrite: [ctx.workspace, env.HOME, results],
+                readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
+            });
+            const guard = {
+                key: key.toString("hex"),
+                kit: kitCopy.alias,
+                command: officialArgv,
+                pythonpath: jobPythonPath(jc),
+                workspace: ctx.workspace,
+                watched: [kit, mounted, results],
+            };
+            const input = launch.launched ? `${JSON.stringify(guard)}\n` : undefined;
+            const run = await runCommand(launch.argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus, input });
+            events.log(probe, run.log);
+            if (run.spawnError)
+                throw new errors/* HarnessError */.t(`probe ${probe} could not start: ${run.spawnError}`, "probes");
+            const rawResults = (0,external_node_fs_.existsSync)(results) ? (0,external_node_fs_.readFileSync)(results, "utf8") : "";
+            // Only lines the kit sealed count once the kit announced itself (probe-guard.ts).
+            const resultsText = launch.launched ? unsealResults(rawResults, key, probe).text : rawResults;
+            runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
+            if (attempt === 1)
+                retried = failedTimeChecks(runs[0] ?? []);
+        } while (retried.length > 0 && needsAnotherRun(runs, retried));
+        const merged = mergeRuns(runs);
+        events.probeEnd(probe, merged);
+        return merged;
+    });
+    const settled = await Promise.allSettled(jobs.map(runOne));
+    const failed = settled.find((s) => s.status === "rejected");
+    if (failed)
+        throw failed.reason;
+    return settled.flatMap((s) => (s.status === "fulfilled" ? s.value : []));
+}
+/** "1 of 4 passed, 3 errored": every check counted as what it ended as (an error is no pass). */
+function checkTally(checks) {
+    const n = (s) => checks.filter((c) => c.status === s).length;
+    const rest = [n("failed") && `${n("failed")} failed`, n("error") && `${n("error")} errored`, n("skipped") && `${n("skipped")} skipped`].filter(Boolean);
+    return `${n("passed")} of ${checks.length} passed${rest.length ? `, ${rest.join(", ")}` : ""}`;
+}
+/** "2 GPUs and 16 cores" for the probe phase's progress line. */
+function describePool(pool) {
+    const s = pool.shape();
+    return s.gpus ? `${s.gpus} GPU${s.gpus === 1 ? "" : "s"} and ${s.cores} cores` : `${s.cores} core${s.cores === 1 ? "" : "s"}`;
+}
+/**
+ * The probe phase of an evaluation: first the hooks the official run may have planted for the
+ * probe processes (a sitecustomize.py, say) are reset, then every probe job runs, packed on the
+ * runner's pool. Its duration is the phase's wall time, from its start line to its end line.
+ */
+async function probePhase(ev, { runner, jobs, python, pool }) {
+    const { opts, spec, ws, record } = ev;
+    ws.resets.push(...(await resetHooks(ws)));
+    ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
+    const t = performance.now();
+    record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params, baseTree: ws.prBase?.dir ?? null }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
+        probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
+        probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
+        log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
+    });
+    record.probesS = ev.clock.since(t);
+    ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${checkTally(record.checks)}${(0,gpu_meter/* gpuNote */.RQ)(runner.probesPeak())}` });
+}
+
+;// CONCATENATED MODULE: ./src/engine/evaluation-setup.ts
+
+
+
+
+
+
+
+
+
+
+
+
+
+/**
+ * Everything between the workspace and the first job: the host facts, the refusal to run
+ * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
+ * ("requires"), the job pool, every job planned and checked against the runner (InputError where
+ * one can never fit), and the isolation plan. No submission code runs before all of it passed.
+ * Each fact is recorded as soon as it is known, so a later refusal still reports it.
+ */
+async function setUpJobs(ev) {
+    const { opts, spec, ws, record } = ev;
+    // A first build of the task's environment can take minutes: the time waited for it once the
+    // workspace was ready is the runner's, not the submission's wall clock.
+    const waitFrom = performance.now();
+    const env = ev.hostFacts.environment ? await ev.hostFacts.environment : null;
+    ev.clock.addQueued(performance.now() - waitFrom);
+    if (env)
+        record.pythonEnv = { lockHash: env.manifest.lockHash, python: env.manifest.python, interpreter: env.manifest.interpreter };
+    const [py, gpus, support] = await ev.hostFacts.facts;
+    record.host = { py, gpus };
+    if (support && !support.ok) {
+        throw new errors/* HarnessError */.t(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+    }
+    const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: (0,host/* availableCpus */.d5)() }));
+    const pythonFrom = env ? `the task's environment (${spec.environment?.lock}, ${env.dir})` : undefined;
+    const unmet = (0,task_environment/* unmetRequirements */.yY)(spec.requires, { pythonFrom, torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
+    if (unmet.length) {
+        throw new errors/* HarnessError */.t(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
+    }
+    const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: (0,external_node_crypto_.randomBytes)(4).toString("hex"), worldSize: opts.worldSize });
+    record.officialJob = jobs.official;
+    // Its own uid where the engine drops privileges: RLIMIT_NPROC and file ownership are per uid, and
+    // every job of this evaluation shares its workspace (sandbox.ts JOB_UID_BASE says why).
+    let uid;
+    if (support?.ok && support.dropToUid !== null) {
+        const claim = (0,runner_claims/* claimEvaluationUid */.TR)();
+        record.releaseUid = claim.release;
+        uid = (0,sandbox/* evaluationUid */.tH)(claim.slot);
+    }
+    // The sandbox binds each GPU's /dev/nvidiaN by the driver's minor number, not its index.
+    const gpuNodes = support?.ok && pool.gpus.length > 0 ? await (0,gpu_devices/* readGpuNodes */.we)(pool.gpus) : [];
+    const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid, gpuNodes });
+    record.sandboxed = isolation([]).sandbox !== null;
+    const runner = new SliceRunner({
+        pool,
+        t0: ev.clock.t0,
+        base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation, envBin: env ? (0,external_node_path_.join)(env.dir, "bin") : undefined },
+        gpuLimitBytes: spec.limits.gpuMemory,
+        onIdleWait: (ms) => ev.clock.addQueued(ms),
+    });
+    record.runner = runner;
+    return { python: py.executable, pool, jobs, runner };
 }
 
 ;// CONCATENATED MODULE: ./src/engine/evaluate.ts
@@ -24821,7 +15929,7 @@ async function officialPhase(ev, { runner, jobs, python }) {
 async function workspacePhase(opened) {
     const { opts, emit, record, clock } = opened;
     emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
-    const ws = await createWorkspace(opts.task, opts.submission);
+    const ws = await createWorkspace(opts.task, opts.submission, opts.prBase);
     record.workspaceS = clock.since();
     emit({ type: "phase-end", phase: "workspace", durationS: record.workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
     return { ...opened, ws };
@@ -24921,6 +16029,7 @@ function parseWith(src, schema, what) {
 
 
 
+
 function mustExist(path, kind, file, field, line) {
     const ok = (0,external_node_fs_.existsSync)(path) && (kind === "dir" ? (0,external_node_fs_.statSync)(path).isDirectory() : (0,external_node_fs_.statSync)(path).isFile());
     if (!ok) {
@@ -24947,6 +16056,9 @@ function loadTask(dirOrFile, probesOverride) {
         const path = (0,external_node_path_.resolve)(dir, spec.base.path);
         mustExist(path, "dir", file, "base.path", lineOf(src, ["base", "path"]));
         base = { kind: "folder", path };
+    }
+    else if ("pr" in spec.base) {
+        base = { kind: "pr" };
     }
     else {
         const repo = /^[a-z]+:\/\//.test(spec.base.git.repo) ? spec.base.git.repo : (0,external_node_path_.resolve)(dir, spec.base.git.repo);
@@ -24978,18 +16090,18 @@ function loadTask(dirOrFile, probesOverride) {
             }
         }
     }
+    if (spec.environment) {
+        const lockFile = (0,external_node_path_.resolve)(dir, spec.environment.lock);
+        mustExist(lockFile, "file", file, "environment.lock", lineOf(src, ["environment", "lock"]));
+        // What uv would refuse with less to go on (an unpinned or unhashed line) is bad input, found
+        // here: `probegate validate` reports it before any runner builds anything.
+        const { problems } = parseLock((0,external_node_fs_.readFileSync)(lockFile, "utf8"));
+        if (problems.length) {
+            throw new errors/* InputError */.d(`not a lock the engine can build (environment.lock in ${file}): ${locatedProblems(lockFile, problems).join("; ")}.`, { file: lockFile, field: "environment.lock" });
+        }
+    }
     return { spec, dir, file, promptFile, base, probesDir, setupDir };
 }
-
-;// CONCATENATED MODULE: ./src/engine/package-paths.ts
-
-
-/**
- * The package root: two levels above this file both in the source tree (src/cli/) and in the
- * bundle (dist/cli/index.js), so the demo finds tasks/, examples/ and the probe kit either way.
- */
-const PACKAGE_ROOT = (0,external_node_path_.resolve)((0,external_node_path_.dirname)((0,external_node_url_namespaceObject.fileURLToPath)(import.meta.url)), "..", "..");
-const KIT_DIR = (0,external_node_path_.resolve)(PACKAGE_ROOT, "probes", "kit");
 
 ;// CONCATENATED MODULE: ./src/engine/progress-lines.ts
 
@@ -25026,7 +16138,10 @@ function progressPrinter(write, opts = {}) {
                 break;
             }
             case "log":
-                if (opts.verbose && e.text.trim())
+                // The task's environment being built: phase lines a person waits on, not a runner's output.
+                if (e.source === "environment")
+                    write(`${p}  · environment: ${e.text}\n`);
+                else if (opts.verbose && e.text.trim())
                     write(`${p}--- ${e.source} output ---\n${e.text.trimEnd()}\n${p}--- end ---\n`);
                 break;
         }
@@ -25073,11 +16188,11 @@ function parseCores(value, available) {
  */
 async function poolFromFlags(flags) {
     const wanted = parseGpus(flags.gpus);
-    const present = (await detectGpus()).map((g) => g.index);
+    const present = (await (0,host/* detectGpus */.RK)()).map((g) => g.index);
     const absent = (wanted ?? []).filter((g) => !present.includes(g));
     if (absent.length)
         throw new errors/* InputError */.d(`--gpus: GPU ${absent.join(", ")} is not on this runner (nvidia-smi lists ${present.length ? present.join(", ") : "none"}).`, { field: "--gpus" });
-    const cores = parseCores(flags.cores, availableCpus());
+    const cores = parseCores(flags.cores, (0,host/* availableCpus */.d5)());
     let jobs;
     if (flags.jobs !== undefined) {
         jobs = Number(flags.jobs);
@@ -25178,7 +16293,7 @@ function demoSet(examples, opts = {}) {
     }
     return quick;
 }
-const demo_command_count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+const count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 /**
  * `probegate demo` (the README's first command): evaluates the quick set of the task pack's example
  * submissions (every one with `--all`), shows progress, prints the verdict table, and writes each
@@ -25195,7 +16310,7 @@ async function demoCommand(flags, io) {
         return 0;
     }
     const outDir = (0,external_node_path_.resolve)(flags.outDir);
-    const ofTasks = `${demo_command_count(examples.length, "example submission")} of ${demo_command_count(new Set(examples.map((c) => c.task.spec.id)).size, "task")}`;
+    const ofTasks = `${count(examples.length, "example submission")} of ${count(new Set(examples.map((c) => c.task.spec.id)).size, "task")}`;
     const which = flags.all ? `all ${ofTasks} (--all)` : `the quick set, ${cases.length} of ${ofTasks} (--all for every one)`;
     io.stderr(`probegate demo: ${which}; reports go to ${outDir}\n`);
     const { pool, evaluations } = await poolFromFlags(flags);
@@ -25251,11 +16366,138 @@ async function demoCommand(flags, io) {
     return wrong ? 1 : 0;
 }
 
+;// CONCATENATED MODULE: ./src/cli/env-command.ts
+
+
+
+
+
+
+
+function row(task, lock, env) {
+    const m = env.manifest;
+    return { task, lockHash: m.lockHash, lock, dir: env.dir, python: m.python, interpreter: m.interpreter, torch: m.torch, status: env.reused ? "reused" : "built", seconds: Math.round(env.seconds * 10) / 10, sizeBytes: m.sizeBytes, error: null };
+}
+/** A plain text table, columns padded to their widest cell. */
+function textTable(head, rows) {
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+    const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+    return `${[line(head), ...rows.map(line)].join("\n")}\n`;
+}
+/**
+ * `probegate env build <task dir>…`: builds (or finds already built) each task's environment in the
+ * runner's store, one task at a time, with phase lines on stderr; then a table (or JSON) of what
+ * each task has. Exit 0 when every declared environment is ready, 3 when one could not be built
+ * (its error names the package and the lock's line), 2 for a task folder that does not load.
+ */
+async function envBuildCommand(dirs, flags, io) {
+    const tasks = dirs.map((d) => loadTask(d));
+    const rows = [];
+    for (const task of tasks) {
+        const req = environmentRequest(task);
+        if (!req) {
+            rows.push({ task: task.spec.id, lockHash: null, lock: null, dir: null, python: null, interpreter: null, torch: null, status: "none", seconds: 0, sizeBytes: null, error: null });
+            continue;
+        }
+        io.stderr(`▸ ${task.spec.id}: environment ${req.lockLabel}\n`);
+        try {
+            const env = await ensureEnvironment(req, { onProgress: (line) => io.stderr(`  · ${line}\n`) });
+            rows.push(row(task.spec.id, req.lockLabel, env));
+            io.stderr(`  ✓ ${env.reused ? "reused" : "built"} ${env.dir}\n`);
+        }
+        catch (e) {
+            if (!(e instanceof errors/* HarnessError */.t))
+                throw e;
+            io.stderr(`  ✗ ${e.message}\n`);
+            rows.push({ task: task.spec.id, lockHash: null, lock: req.lockLabel, dir: null, python: null, interpreter: null, torch: null, status: "failed", seconds: 0, sizeBytes: null, error: e.message });
+        }
+    }
+    if (flags.json)
+        io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
+    else {
+        io.stdout(textTable(["task", "lock hash", "python", "torch", "status", "seconds", "size on disk"], rows.map((r) => [r.task, r.lockHash?.slice(0, 16) ?? "-", r.python ?? "-", r.torch ?? "-", r.status === "none" ? "none declared" : r.status, r.status === "none" || r.status === "failed" ? "-" : r.seconds.toFixed(1), r.sizeBytes === null ? "-" : (0,sizes/* formatBytes */.z3)(r.sizeBytes)])));
+    }
+    return rows.some((r) => r.status === "failed") ? 3 : 0;
+}
+/** `probegate env list`: the environments built on this runner (the store at $PROBEGATE_ENV_DIR). */
+function envListCommand(flags, io) {
+    const root = environmentRoot();
+    const envs = listEnvironments(root);
+    if (flags.json) {
+        io.stdout(`${JSON.stringify(envs.map((e) => ({ dir: e.dir, executable: e.python, ...e.manifest })), null, 2)}\n`);
+        return 0;
+    }
+    if (envs.length === 0) {
+        io.stdout(`no environment built in ${root} (probegate env build <task dir> builds one)\n`);
+        return 0;
+    }
+    io.stdout(textTable(["folder", "lock", "python", "torch", "packages", "built", "build s", "size on disk"], envs.map((e) => [(0,external_node_path_.relative)(root, e.dir), e.manifest.lockFile, e.manifest.python, e.manifest.torch ?? "-", String(e.manifest.packages), e.manifest.builtAt.slice(0, 19).replace("T", " "), e.manifest.buildS.toFixed(1), (0,sizes/* formatBytes */.z3)(e.manifest.sizeBytes)])));
+    return 0;
+}
+
+;// CONCATENATED MODULE: ./src/core/test-split.ts
+/**
+ * The pytest node id of a JUnit testcase: pytest writes classname "pkg.test_mod.TestClass" and
+ * name "test_x[param]"; the test file is the one whose dotted path starts the classname.
+ */
+function nodeId(tc, testFiles) {
+    const byLength = [...testFiles].sort((a, b) => b.length - a.length);
+    // A file that could not be collected: pytest reports it with no classname and the module as name.
+    const uncollected = tc.classname === "" ? byLength.find((f) => f.replace(/\.py$/, "").split("/").join(".") === tc.name) : undefined;
+    if (uncollected)
+        return uncollected;
+    for (const file of byLength) {
+        const dotted = file.replace(/\.py$/, "").split("/").join(".");
+        if (tc.classname === dotted || tc.classname.startsWith(`${dotted}.`)) {
+            const classes = tc.classname.slice(dotted.length).split(".").filter(Boolean);
+            return [file, ...classes, tc.name].join("::");
+        }
+    }
+    return [tc.classname.split(".").join("/") + ".py", tc.name].join("::");
+}
+/** Sorts every test into fail-to-pass, pass-to-pass, failing after, or left out (skipped). */
+function classifyTests(before, after) {
+    const out = { failToPass: [], passToPass: [], failAfter: [], leftOut: [] };
+    // A report entry only before the change (a test it removes, or a file that could not be collected) is in neither set.
+    for (const [id, b] of before)
+        if (!after.has(id))
+            out.leftOut.push({ id, why: `only in the report before the change (${b} there)` });
+    for (const id of after.keys()) {
+        const a = after.get(id);
+        const b = before.get(id);
+        if (a === "skipped")
+            out.leftOut.push({ id, why: "skipped after the change" });
+        else if (a !== "passed")
+            out.failAfter.push({ id, outcome: a ?? "absent" });
+        else if (b === "passed")
+            out.passToPass.push(id);
+        else if (b === "skipped")
+            out.leftOut.push({ id, why: "skipped before the change" });
+        else
+            out.failToPass.push(id);
+    }
+    return out;
+}
+
 ;// CONCATENATED MODULE: ./src/cli/result-table.ts
 
 
 
+
 const ICON = { passed: "✓", failed: "✗", error: "!", skipped: "-" };
+const SHOWN = 10;
+/** One line per failing official test: its pytest id, where it failed, and its message's first line. */
+function failingLines(failing) {
+    const lines = failing.slice(0, SHOWN).map((f) => {
+        const id = nodeId({ classname: f.classname, name: f.name }, f.file ? [f.file] : []);
+        const where = f.file && f.line ? ` (${f.file}:${f.line})` : "";
+        const first = f.message.split("\n").find((l) => l.trim())?.trim() ?? "";
+        return `  ${ICON[f.kind === "failure" ? "failed" : "error"]} ${id}${where}${first ? ` — ${first}` : ""}`;
+    });
+    if (failing.length > SHOWN)
+        lines.push(`  … and ${failing.length - SHOWN} more (--format json lists them all)`);
+    return lines;
+}
 /** The terminal view of one result: a header, then a table of every probe check. */
 function renderResultTable(result) {
     const lines = [];
@@ -25264,6 +16506,7 @@ function renderResultTable(result) {
     if (o) {
         const c = o.counts;
         lines.push(`official tests: ${c.passed} passed, ${c.failed} failed, ${c.errors} errors, ${c.skipped} skipped in ${(0,sizes/* formatSeconds */.Xo)(o.durationS)}${o.reason ? ` (${o.reason})` : ""}`);
+        lines.push(...failingLines(o.failing));
     }
     const memory = (0,check_run_render/* renderMemoryOfRecord */.SL)(result);
     if (memory)
@@ -25373,6 +16616,7 @@ async function evalCommand(flags, io) {
     const results = await mapConcurrent(submissions, evaluations, (submission, i) => evaluate({
         task,
         submission,
+        prBase: flags.prBase,
         kitDir: KIT_DIR,
         python: flags.python,
         worldSize,
@@ -25771,30 +17015,159 @@ function renderPowerMarkdown(report) {
     return out.join("\n");
 }
 
+;// CONCATENATED MODULE: ./src/engine/import/pr-description.ts
+
+
+/** Where GitHub looks for a repository's pull request template, in its order. */
+const TEMPLATE_PLACES = ["", ".github", "docs"].flatMap((d) => ["pull_request_template.md", "PULL_REQUEST_TEMPLATE.md"].map((f) => (d ? `${d}/${f}` : f)));
+/** The repository's pull request template(s) in an exported tree, joined; null when it has none. */
+function readPrTemplate(tree) {
+    const found = TEMPLATE_PLACES.filter((p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(tree, p))).map((p) => (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(tree, p), "utf8"));
+    for (const dir of [".github/PULL_REQUEST_TEMPLATE", "PULL_REQUEST_TEMPLATE", "docs/PULL_REQUEST_TEMPLATE"]) {
+        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(tree, dir)))
+            continue;
+        for (const f of (0,external_node_fs_.readdirSync)((0,external_node_path_.join)(tree, dir)))
+            if (f.endsWith(".md"))
+                found.push((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(tree, dir, f), "utf8"));
+    }
+    return found.length ? found.join("\n\n") : null;
+}
+const squash = (s) => s.replace(/\s+/g, " ").trim();
+/**
+ * Words only, lower case, on one line: GitHub re-wraps a squashed PR's description, and templates
+ * change a little over time ("…is complex." in the PR, "…is complex, and list…" in today's template).
+ */
+const words = (s) => squash(s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " "));
+const heading = (line) => /^(#{1,6})\s+(.*)$/.exec(line);
+/** Sections of a template that are the author's to-do list, never the change's description. */
+const BOILERPLATE_SECTION = /checklist|before submitting|before you submit|pr checklist|contributor/i;
+const CHECKBOX = /^\s*(?:[-*+]|\d+[.)])\s+\[[ xX]\]/;
+const LIST_ITEM = /^\s*(?:[-*+]|\d+[.)])\s+/;
+/** Blocks of text separated by blank lines, headings and fenced code kept as blocks of their own. */
+function blocks(lines) {
+    const out = [];
+    let cur = [];
+    let fence = false;
+    const flush = () => {
+        if (cur.length)
+            out.push(cur);
+        cur = [];
+    };
+    for (const line of lines) {
+        if (/^\s*(```|~~~)/.test(line)) {
+            if (!fence)
+                flush();
+            cur.push(line);
+            fence = !fence;
+            if (!fence)
+                flush();
+            continue;
+        }
+        if (fence)
+            cur.push(line);
+        else if (!line.trim())
+            flush();
+        else if (heading(line)) {
+            flush();
+            out.push([line]);
+        }
+        else
+            cur.push(line);
+    }
+    flush();
+    return out;
+}
+/**
+ * A pull request's description without its template's boilerplate, for the prompt skeleton: drops
+ * HTML comments, checkbox lists (and their wrapped lines), "Checklist"/"Before submitting"
+ * sections, text copied unchanged from the repository's template (its guidance under each
+ * heading), and headings left with nothing under them. The author's own prose stays.
+ */
+function cleanPrDescription(text, template = null) {
+    const noComments = text.replace(/<!--[\s\S]*?(-->|$)/g, "");
+    const tmpl = template ? ` ${words(template.replace(/<!--[\s\S]*?(-->|$)/g, ""))} ` : "";
+    const kept = [];
+    let skipLevel = 0; // inside a boilerplate section of this heading level (0: not)
+    for (const block of blocks(noComments.split("\n"))) {
+        const h = heading(block[0] ?? "");
+        if (h && block.length === 1) {
+            const level = (h[1] ?? "").length;
+            if (skipLevel && level > skipLevel)
+                continue;
+            skipLevel = BOILERPLATE_SECTION.test(h[2] ?? "") ? level : 0;
+            if (!skipLevel)
+                kept.push(block);
+            continue;
+        }
+        if (skipLevel)
+            continue;
+        // A checkbox item runs on over the lines GitHub wrapped, up to the next list item.
+        const lines = [];
+        let inCheckbox = false;
+        for (const line of block) {
+            if (CHECKBOX.test(line))
+                inCheckbox = true;
+            else if (LIST_ITEM.test(line) && !/^\s{2,}/.test(line))
+                inCheckbox = false;
+            if (!inCheckbox)
+                lines.push(line);
+        }
+        if (!lines.length)
+            continue;
+        // Guidance the template wrote under a heading ("> List the specific changes.") is no description.
+        const body = words(lines.join("\n"));
+        if (tmpl && body.length >= 12 && tmpl.includes(` ${body} `))
+            continue;
+        kept.push(lines);
+    }
+    // A heading is empty when the next kept block is a heading of the same or a higher level (or none follows).
+    const out = [];
+    for (let i = kept.length - 1; i >= 0; i--) {
+        const block = kept[i] ?? [];
+        const h = heading(block[0] ?? "");
+        if (h && block.length === 1) {
+            const next = out[0];
+            const nh = next ? heading(next[0] ?? "") : null;
+            if (!next || (nh && next.length === 1 && (nh[1] ?? "").length <= (h[1] ?? "").length))
+                continue;
+        }
+        out.unshift(block);
+    }
+    return out.map((b) => b.join("\n")).join("\n\n").trim();
+}
+
 ;// CONCATENATED MODULE: ./src/cli/task-skeleton.ts
+
 
 
 /** Marks text `task import` wrote for the author to finish; `probegate validate` refuses a task that still holds it. */
 const SKELETON_MARK = "PROBEGATE-SKELETON";
+/** Says that a task's official tests are pass-to-pass only; `probegate validate` reads it from import.yml. */
+const PASS_TO_PASS_ONLY = "pass-to-pass only: no test fails before the change; the official tests check that nothing breaks, and the hidden probes carry the requirement";
 /** task.yml of an imported task, with the change's provenance as a comment on top. */
 function taskYaml(spec, imp, repo) {
+    const c = imp.classification;
     const head = [
-        `# Imported by probegate task import from ${repo}`,
+        `# Imported by probegate task import from ${repo.url ?? "a local clone with no known URL (see import.yml)"}`,
         `#   base ${imp.baseSha}  head ${imp.headSha}  "${imp.subject}"`,
-        `#   ${imp.classification.failToPass.length} fail-to-pass and ${imp.classification.passToPass.length} pass-to-pass tests (import.yml lists them)`,
+        `#   ${c.failToPass.length} fail-to-pass and ${c.passToPass.length} pass-to-pass tests (import.yml lists them)`,
+        ...(c.failToPass.length ? [] : [`#   official tests: ${PASS_TO_PASS_ONLY}`]),
     ];
     return `${head.join("\n")}\n${(0,dist/* stringify */.As)(spec, { lineWidth: 0 })}`;
 }
 /** import.yml: where the task came from and which test is which, for the author and for re-imports. */
 function importRecord(imp, repo, snapshot) {
     return (0,dist/* stringify */.As)({
-        repo,
+        repo: repo.url,
+        repo_from: repo.source,
+        ...(repo.warning ? { repo_warning: repo.warning } : {}),
         base: imp.baseSha,
         head: imp.headSha,
         subject: imp.subject,
         sources: imp.sources,
         tests: imp.tests,
-        base_as: snapshot ? `pruned snapshot of ${imp.snapshot.length} files` : "git ref, with the PR's test files as overlay",
+        base_as: snapshot ? `pruned snapshot of ${imp.snapshot.length} of ${imp.baseFileCount} files (a submission patch may edit only these; --base-as git gates real PRs)` : "git ref, with the PR's test files as overlay",
+        official: imp.classification.failToPass.length ? "fail-to-pass and pass-to-pass" : PASS_TO_PASS_ONLY,
         fail_to_pass: imp.classification.failToPass,
         pass_to_pass: imp.classification.passToPass,
         left_out: imp.classification.leftOut,
@@ -25805,7 +17178,7 @@ function promptSkeleton(imp) {
     return `<!-- ${SKELETON_MARK}: written by probegate task import. Rewrite it as the request an agent gets, then delete this line. -->
 # ${imp.subject}
 
-${imp.message.trim() || "(the commit message has no body)"}
+${cleanPrDescription(imp.message, imp.prTemplate) || "(the commit message has no body)"}
 
 ## What to change
 
@@ -25817,9 +17190,18 @@ names in task.yml \`interfaces:\`; \`probegate validate\` checks each appears he
 
 ## Tests
 
-The official tests are ${imp.tests.map((t) => `\`${t}\``).join(", ")}: ${imp.classification.failToPass.length} fail before the change and must pass,
-${imp.classification.passToPass.length} pass before and must keep passing.
+${testsParagraph(imp)}
 `;
+}
+function testsParagraph(imp) {
+    const c = imp.classification;
+    const files = imp.tests.length > 8 ? `${imp.tests.length} test files (import.yml lists them)` : imp.tests.map((t) => `\`${t}\``).join(", ");
+    if (c.failToPass.length === 0) {
+        return `The official tests are ${files}: ${c.passToPass.length} ${c.passToPass.length === 1 ? "passes" : "pass"} before the change and must keep passing. None fails before it
+(imported with --pass-to-pass-only): state the requirement here so that the hidden probes can check it.`;
+    }
+    return `The official tests are ${files}: ${c.failToPass.length} fail before the change and must pass,
+${c.passToPass.length} pass before and must keep passing.`;
 }
 /** A probe that reports `error` until written: an unfinished task never resolves a submission. */
 function probeSkeleton(id) {
@@ -25835,11 +17217,16 @@ from probegate_probe import emit
 emit("not-written", "functional", "error", "this task's hidden probe is still the skeleton probegate task import wrote")
 `;
 }
-/** expected.yml of the two examples every import has: the merged change and no change at all. */
-function expectedYaml() {
+/**
+ * expected.yml of the two examples every import has: the merged change and no change at all. With
+ * no fail-to-pass test, no change passes the official tests: the probes must reject it.
+ */
+function expectedYaml(passToPassOnly = false) {
     return (0,dist/* stringify */.As)([
         { submission: "reference.patch", verdict: "resolved", why: "the change as merged" },
-        { submission: "base.patch", verdict: "official-failed", why: "no change: the fail-to-pass tests fail" },
+        passToPassOnly
+            ? { submission: "base.patch", verdict: "probe-rejected", why: "no change: the official tests are pass-to-pass only, so the hidden probes must reject it" }
+            : { submission: "base.patch", verdict: "official-failed", why: "no change: the fail-to-pass tests fail" },
     ]);
 }
 
@@ -25903,6 +17290,7 @@ function requirementCoverage(declared, taskFile, sources) {
 }
 
 ;// CONCATENATED MODULE: ./src/cli/validate-command.ts
+
 
 
 
@@ -25978,6 +17366,26 @@ function validateTask(task) {
     }
     return problems;
 }
+/**
+ * The note for a task imported with no fail-to-pass test (import.yml's `fail_to_pass: []`): its
+ * official tests only check that nothing breaks, so the requirement rests on the probes. Null otherwise.
+ */
+function passToPassOnlyNote(task) {
+    const file = (0,external_node_path_.join)(task.dir, "import.yml");
+    if (!(0,external_node_fs_.existsSync)(file))
+        return null;
+    let record;
+    try {
+        record = (0,dist/* parse */.qg)((0,external_node_fs_.readFileSync)(file, "utf8"));
+    }
+    catch {
+        return null;
+    }
+    const f2p = record?.fail_to_pass;
+    if (!Array.isArray(f2p) || f2p.length)
+        return null;
+    return `official tests are pass-to-pass only (${(0,external_node_path_.relative)(process.cwd(), file) || file}: no test fails before the change): they check that nothing breaks, and the hidden probes carry the requirement (${task.spec.requirements.length} requirements, each named by a probe)`;
+}
 /** `probegate validate <task dir>…`: 0 when every task is valid, 2 otherwise. */
 function validateCommand(dirs, io) {
     let bad = 0;
@@ -25992,10 +17400,14 @@ function validateCommand(dirs, io) {
             const problems = validateTask(task);
             if (problems.length) {
                 bad++;
-                io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n`);
+                const note = passToPassOnlyNote(task);
+                io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n${note ? `  note: ${note}\n` : ""}`);
             }
             else {
                 io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${task.spec.requirements.length} requirements named by probes, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
+                const note = passToPassOnlyNote(task);
+                if (note)
+                    io.stdout(`  note: ${note}\n`);
             }
         }
         catch (e) {
@@ -26246,6 +17658,552 @@ function mergePowerCommand(files, flags, io) {
     return merged.every((m) => m.report.ok && m.problems.length === 0) ? 0 : 1;
 }
 
+;// CONCATENATED MODULE: ./src/core/mutants/mutants-file.ts
+
+/**
+ * A mutant's stable id: operator, file, line and which of that operator's mutations on that line
+ * (`core/ReplaceComparisonOperator_Gt_GtE@pkg/mod.py:12#0`). It does not move when other lines of
+ * the file change, so a mark in mutants.yml keeps naming the same mutant.
+ */
+function mutantId(m) {
+    return `${m.operator}@${m.path}:${m.line}#${m.occurrence}`;
+}
+const MUTANT_ID = /^[\w.-]+\/[\w.-]+@[^:\s]+:\d+#\d+$/;
+/** One equivalent mutant: its id and why nothing the prompt states tells it from the reference. */
+const EquivalentMarkSchema = schemas/* strictObject */.rej({
+    id: schemas/* string */.YjP().regex(MUTANT_ID, "a mutant id: operator@path:line#occurrence, as validate --mutants prints it"),
+    reason: schemas/* string */.YjP().trim().min(1, "say why nothing the prompt states tells this mutant from the reference"),
+});
+/** A task folder's `mutants.yml`: the probe-score threshold and the equivalent mutants. */
+const MutantsFileSchema = schemas/* strictObject */.rej({
+    threshold: schemas/* number */.aig().min(0).max(1).default(0.9).describe("validate --mutants fails when probeScore is under it"),
+    equivalent: schemas/* array */.YOg(EquivalentMarkSchema).default([]).describe("mutants that cannot be told apart from the reference by anything the prompt states"),
+});
+/** What a task without mutants.yml gets. */
+const DEFAULT_MUTANTS_FILE = { threshold: 0.9, equivalent: [] };
+
+;// CONCATENATED MODULE: ./src/core/mutants/mutants-report.ts
+/** The report's view of one mutant. */
+function summarise(r) {
+    return { id: r.id, location: `${r.path}:${r.line}:${r.column + 1}`, change: r.change, detail: r.detail, diff: r.diff };
+}
+const pct = (x) => (x === null ? "n/a" : `${(100 * x).toFixed(1)}%`);
+const score = (x) => (x === null ? "n/a (nothing to kill)" : x.toFixed(3));
+function findingLines(findings) {
+    return findings.map((f) => `${f.level === "error" ? "✗" : "!"} ${f.message}`);
+}
+/** The report as text for a terminal. */
+function renderMutantsText(r) {
+    const m = r.mutants;
+    const lines = [
+        `${r.ok ? "✓" : "✗"} ${r.task}: ${m.total} mutants of the reference change — ${m.killedByOfficial} killed by the official tests, ${m.killedByProbes} by the probes, ${m.survived} survived, ${m.equivalent} equivalent, ${m.timedOut} timed out`,
+        `  officialSurvivalRate ${pct(m.officialSurvivalRate)} (pass the official tests)   probeScore ${score(m.probeScore)} (threshold ${r.threshold})`,
+        `  ${r.run.evaluated} evaluated, ${r.run.cached} from the cache${r.run.notEvaluated ? `, ${r.run.notEvaluated} not evaluated (--budget)` : ""}; ${r.run.mutantsPerMinute === null ? "" : `${r.run.mutantsPerMinute.toFixed(1)} mutants/min at --jobs ${r.run.jobs}; `}mutant wall clock ${r.run.mutantTimeoutS} s`,
+    ];
+    for (const s of r.survivors)
+        lines.push(`  survived ${s.id} at ${s.location}`, `    - ${s.change.before}`, `    + ${s.change.after}`);
+    for (const s of r.timedOut)
+        lines.push(`  timed out ${s.id} at ${s.location}: ${s.detail}`);
+    for (const e of r.equivalents)
+        lines.push(`  equivalent ${e.id}: ${e.reason}`);
+    lines.push(...findingLines(r.findings).map((l) => `  ${l}`));
+    return `${lines.join("\n")}\n`;
+}
+/** The report as markdown (a PR comment or bench/RESULTS.md). */
+function renderMutantsMarkdown(r) {
+    const m = r.mutants;
+    const lines = [
+        `### ${r.ok ? "✅" : "❌"} ${r.task}: mutants of the reference change`,
+        "",
+        "| mutants | killed by official | killed by probes | survived | equivalent | timed out | officialSurvivalRate | probeScore |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        `| ${m.total} | ${m.killedByOfficial} | ${m.killedByProbes} | ${m.survived} | ${m.equivalent} | ${m.timedOut} | ${pct(m.officialSurvivalRate)} | ${score(m.probeScore)} |`,
+        "",
+    ];
+    if (r.survivors.length) {
+        lines.push("**Survivors** (pass the official tests and every probe):", "");
+        for (const s of r.survivors)
+            lines.push(`- \`${s.id}\` at \`${s.location}\``, "", "```diff", `- ${s.change.before}`, `+ ${s.change.after}`, "```", "");
+    }
+    lines.push(...findingLines(r.findings).map((l) => `- ${l}`));
+    return `${lines.join("\n")}\n`;
+}
+
+;// CONCATENATED MODULE: ./src/core/mutants/mutants-score.ts
+/**
+ * Scores the evaluated mutants of one task. A survivor is equivalent only when mutants.yml marks
+ * it (an unmarked one is never dropped); a mark on a mutant the tests or probes kill is an error
+ * (the mark is wrong: something tells it apart), and a mark that names no mutant is a warning (a
+ * run cut by --budget may not have made it; otherwise the mark is stale). `ok` when the probe
+ * score reaches the threshold (or nothing is left to kill), no mutant ended in an error, and no
+ * mark is wrong.
+ */
+function scoreMutants(records, marks, threshold, complete) {
+    const byId = new Map(records.map((r) => [r.id, r]));
+    const findings = [];
+    const equivalentIds = new Map();
+    for (const mark of marks) {
+        const mutant = byId.get(mark.id);
+        if (!mutant) {
+            findings.push({ level: "warning", message: `mutants.yml marks ${mark.id} equivalent, but no mutant has that id${complete ? " (a stale mark: remove it or fix the id)" : " in this run (cut short by --budget)"}` });
+            continue;
+        }
+        if (mutant.outcome === "killedByOfficial" || mutant.outcome === "killedByProbes") {
+            findings.push({ level: "error", message: `mutants.yml marks ${mark.id} equivalent, but it is ${mutant.outcome === "killedByOfficial" ? "killed by the official tests" : "killed by the probes"} (${mutant.detail}): something does tell it apart; remove the mark` });
+            continue;
+        }
+        if (mutant.outcome === "survived")
+            equivalentIds.set(mark.id, mark.reason);
+    }
+    const is = (o) => records.filter((r) => r.outcome === o);
+    const survivorsAll = is("survived");
+    const survivors = survivorsAll.filter((r) => !equivalentIds.has(r.id));
+    const equivalents = survivorsAll.filter((r) => equivalentIds.has(r.id)).map((mutant) => ({ mutant, reason: equivalentIds.get(mutant.id) }));
+    const killedByProbes = is("killedByProbes").length;
+    const passedOfficial = records.filter((r) => r.passedOfficial).length;
+    // Timed out or errored after passing the official tests: neither a kill nor a survivor.
+    const undecided = records.filter((r) => r.passedOfficial && (r.outcome === "timedOut" || r.outcome === "error")).length;
+    const toKill = passedOfficial - equivalents.length - undecided;
+    const probeScore = toKill > 0 ? killedByProbes / toKill : null;
+    const errors = is("error");
+    for (const e of errors)
+        findings.push({ level: "error", message: `${e.id}: the evaluation ended in an error (${e.detail}); the mutant is not scored` });
+    const mutants = {
+        total: records.length,
+        killedByOfficial: is("killedByOfficial").length,
+        killedByProbes,
+        survived: survivors.length,
+        equivalent: equivalents.length,
+        timedOut: is("timedOut").length,
+        officialSurvivalRate: records.length ? passedOfficial / records.length : null,
+        probeScore,
+    };
+    if (probeScore !== null && probeScore < threshold) {
+        findings.push({ level: "error", message: `probeScore ${probeScore.toFixed(3)} is under the threshold ${threshold}: ${survivors.length} mutants pass the official tests and every probe; strengthen the probes against what the prompt states, or mark a mutant equivalent in mutants.yml with the reason` });
+    }
+    const ok = findings.every((f) => f.level !== "error");
+    return { mutants, survivors, equivalents, timedOut: is("timedOut"), errors, threshold, ok, findings };
+}
+
+;// CONCATENATED MODULE: ./src/engine/mutants/mutant-cache.ts
+
+
+
+
+
+/** What the cache keeps of one evaluated mutant (or of the reference). */
+const CachedOutcomeSchema = schemas/* strictObject */.rej({
+    outcome: schemas/* enum */.k5n(["killedByOfficial", "killedByProbes", "survived", "timedOut", "error"]),
+    passedOfficial: schemas/* boolean */.zMY(),
+    detail: schemas/* string */.YjP(),
+    durationS: schemas/* number */.aig().min(0),
+    /** The phases' own durations (the reference's set the mutants' wall clock). */
+    officialS: schemas/* number */.aig().min(0),
+    probesS: schemas/* number */.aig().min(0),
+});
+const CacheFileSchema = schemas/* strictObject */.rej({ version: schemas/* literal */.euz(1), entries: schemas/* record */.g1P(schemas/* string */.YjP(), CachedOutcomeSchema) });
+/**
+ * The key of one evaluation: the submission's content (the mutant's diff), the probe-set version,
+ * the task spec's hash and the wall clock it ran under. Anything else that changes (another
+ * mutant, a new operator) leaves it alone, so a second run evaluates only what changed.
+ */
+function cacheKey(parts) {
+    const h = (0,external_node_crypto_.createHash)("sha256");
+    for (const p of [parts.diff, parts.probeSet, parts.specHash, String(parts.timeoutS)])
+        h.update(p).update("\0");
+    return h.digest("hex");
+}
+/** `sha256:` of the task spec file's bytes. */
+function specHash(taskFile) {
+    return `sha256:${(0,external_node_crypto_.createHash)("sha256").update((0,external_node_fs_.readFileSync)(taskFile)).digest("hex")}`;
+}
+/** A JSON file of evaluated mutants per task under the cache folder (`.probegate/mutants/<task>.json`). */
+class MutantCache {
+    file;
+    entries;
+    constructor(file, entries) {
+        this.file = file;
+        this.entries = entries;
+    }
+    /** Opens (or starts) the cache file of `task` in `dir`; a file that is not a cache is refused, naming it. */
+    static open(dir, task) {
+        const file = (0,external_node_path_.join)(dir, `${task}.json`);
+        if (!(0,external_node_fs_.existsSync)(file))
+            return new MutantCache(file, {});
+        let parsed;
+        try {
+            parsed = JSON.parse((0,external_node_fs_.readFileSync)(file, "utf8"));
+        }
+        catch (e) {
+            throw new errors/* InputError */.d(`${file}: not JSON (${e.message}); delete it to start the mutant cache afresh`, { file });
+        }
+        const r = CacheFileSchema.safeParse(parsed);
+        if (!r.success)
+            throw new errors/* InputError */.d(`${file}: not a mutant cache (${r.error.issues[0]?.message ?? "bad shape"} at ${r.error.issues[0]?.path.join(".") ?? ""}); delete it to start afresh`, { file });
+        return new MutantCache(file, r.data.entries);
+    }
+    get(key) {
+        return this.entries[key];
+    }
+    /** Records one outcome and writes the file (atomically: a run cut short keeps what finished). */
+    put(key, value) {
+        this.entries[key] = value;
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(this.file, ".."), { recursive: true });
+        const tmp = `${this.file}.${process.pid}.tmp`;
+        (0,external_node_fs_.writeFileSync)(tmp, `${JSON.stringify({ version: 1, entries: this.entries }, null, 1)}\n`);
+        (0,external_node_fs_.renameSync)(tmp, this.file);
+    }
+}
+
+;// CONCATENATED MODULE: ./src/core/mutants/patch-lines.ts
+function unquote(raw) {
+    const name = raw.trim().replace(/\t.*$/, "");
+    // git quotes paths with unusual characters: "b/a\tb.py".
+    return name.startsWith('"') ? JSON.parse(name) : name;
+}
+/**
+ * The added lines of each file a unified diff (git's or plain `diff -u`) leaves in place: for each
+ * hunk, the `+` lines counted from its `@@ -a,b +c,d @@` post-image start. A deleted file
+ * (`+++ /dev/null`) has none and is left out; a modified line is a `-` line and a `+` line, so it
+ * is counted once, as added. Throws on a hunk header it cannot read, naming its line in the patch.
+ */
+function addedLines(patch) {
+    const out = [];
+    let current = null;
+    let next = 0;
+    let remainingNew = 0;
+    let remainingOld = 0;
+    const text = patch.split("\n");
+    text.forEach((line, i) => {
+        if (remainingNew > 0 || remainingOld > 0) {
+            if (line.startsWith("+")) {
+                current?.lines.push(next);
+                next++;
+                remainingNew--;
+                return;
+            }
+            if (line.startsWith("-")) {
+                remainingOld--;
+                return;
+            }
+            if (line.startsWith(" ") || line === "") {
+                next++;
+                remainingNew--;
+                remainingOld--;
+                return;
+            }
+            if (line.startsWith("\\"))
+                return; // "\ No newline at end of file"
+        }
+        if (line.startsWith("+++ ")) {
+            const name = unquote(line.slice(4));
+            current = name === "/dev/null" ? null : { path: name.replace(/^b\//, ""), lines: [] };
+            if (current)
+                out.push(current);
+            return;
+        }
+        if (line.startsWith("@@")) {
+            const m = /^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(line);
+            if (!m)
+                throw new Error(`line ${i + 1}: cannot read the hunk header '${line.slice(0, 60)}'`);
+            remainingOld = m[1] === undefined ? 1 : Number(m[1]);
+            next = Number(m[2]);
+            remainingNew = m[3] === undefined ? 1 : Number(m[3]);
+        }
+    });
+    return out.filter((f) => f.lines.length > 0);
+}
+
+;// CONCATENATED MODULE: ./src/engine/mutants/generate-mutants.ts
+
+
+
+
+
+
+
+
+/**
+ * The interpreter that runs the mutation library (cosmic-ray with the probegate_mutants provider):
+ * `--mutation-python`, else $PROBEGATE_MUTATION_PYTHON, else the CI's venv built from
+ * python/probegate_mutants/requirements.lock.
+ */
+const DEFAULT_MUTATION_PYTHON = "/var/cache/probegate/mutation/bin/python";
+async function runGenerator(python, files) {
+    if (!(0,external_node_fs_.existsSync)(python)) {
+        throw new errors/* InputError */.d(`mutation library: no interpreter at ${python}; build it with uv (python/probegate_mutants/requirements.lock, then the package itself: see docs/mutants.md) or pass --mutation-python`, { field: "--mutation-python" });
+    }
+    const r = await (0,execa/* execa */.Ho)(python, ["-m", "probegate_mutants.generate"], { input: JSON.stringify({ files }), reject: false, maxBuffer: 512 * 2 ** 20 });
+    if (r.exitCode !== 0)
+        throw new errors/* InputError */.d(`mutation library: ${python} -m probegate_mutants.generate failed (exit ${r.exitCode}): ${String(r.stderr).trim().split("\n").slice(-3).join("; ")}`, { field: "--mutation-python" });
+    return JSON.parse(String(r.stdout));
+}
+const generate_mutants_lineOf = (source, line) => (source.split("\n")[line - 1] ?? "").trim();
+/**
+ * Makes the mutants of a task's reference change: the base with the reference applied (the
+ * engine's own workspace, judge files reset), then cosmic-ray's operators and probegate's on the
+ * Python lines the reference adds or modifies, each mutant written back as a unified diff against
+ * the base. Only generation: nothing of the task runs here.
+ */
+async function generateMutants(task, referencePatch, python) {
+    let patchText;
+    try {
+        patchText = (0,external_node_fs_.readFileSync)(referencePatch, "utf8");
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`${referencePatch}: cannot read the reference change (${e.code ?? String(e)}); validate --mutants mutates <examples>/<task>/reference.patch`, { file: referencePatch });
+    }
+    let changed;
+    try {
+        changed = addedLines(patchText);
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`${referencePatch}: ${e.message}`, { file: referencePatch });
+    }
+    const ws = await createWorkspace(task, { kind: "patch", path: referencePatch });
+    try {
+        const reset = new Set(ws.resets.map((r) => r.path));
+        // Judge files the engine resets (official tests) and non-Python files are not mutated.
+        const files = changed.filter((f) => f.path.endsWith(".py") && !reset.has(f.path) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(ws.dir, f.path)));
+        const sources = new Map(files.map((f) => [f.path, (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(ws.dir, f.path), "utf8")]));
+        const raw = await runGenerator(python, files.map((f) => ({ path: f.path, source: sources.get(f.path), lines: f.lines })));
+        const mutants = [];
+        for (const m of raw.mutants) {
+            const file = (0,external_node_path_.join)(ws.dir, m.path);
+            const original = sources.get(m.path);
+            (0,external_node_fs_.writeFileSync)(file, m.source);
+            try {
+                await git(ws.dir, ["add", "--all", "--force"]);
+                const diff = await git(ws.dir, ["diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "HEAD"]);
+                mutants.push({ id: mutantId(m), operator: m.operator, path: m.path, line: m.line, column: m.column, occurrence: m.occurrence, diff: `${diff}\n`, change: { before: generate_mutants_lineOf(original, m.line), after: generate_mutants_lineOf(m.source, m.line) } });
+            }
+            finally {
+                (0,external_node_fs_.writeFileSync)(file, original);
+            }
+        }
+        return { mutants, operators: raw.operators.length, invalid: raw.invalid, duplicate: raw.duplicate, files };
+    }
+    finally {
+        ws.dispose();
+    }
+}
+
+;// CONCATENATED MODULE: ./src/core/mutants/mutant-outcome.ts
+const stoppedByClock = (message) => /wall-clock limit/.test(message);
+/**
+ * A mutant's evaluation → its outcome. A run stopped by the wall clock is `timedOut`, never a
+ * kill: a hang says nothing about what the tests or probes check. A probe phase whose only
+ * failures are wall-clock stops is timed out too; one real failed check beside them is a kill.
+ * A probe that crashes on the mutant (a check in `error`, no harness fault) is a kill by the
+ * probes: the reference ran the same probes to a result, and the gate does not resolve it.
+ * Only a harness fault (the result's `error`) leaves the mutant unscored.
+ */
+function classifyMutant(result) {
+    const official = result.official;
+    if (result.error || !official)
+        return { outcome: "error", passedOfficial: official?.passed ?? false, detail: result.error?.message ?? result.reason };
+    if (official && !official.passed) {
+        if (official.limit === "wall-clock")
+            return { outcome: "timedOut", passedOfficial: false, detail: "official tests stopped by the wall-clock limit" };
+        const tests = official.failing.map((t) => t.name).slice(0, 3);
+        return { outcome: "killedByOfficial", passedOfficial: false, detail: tests.length ? `fails ${tests.join(", ")}${official.failing.length > 3 ? ", …" : ""}` : (official.reason ?? "official tests failed") };
+    }
+    const failed = result.probes.filter((c) => c.status === "failed");
+    const real = failed.filter((c) => !stoppedByClock(c.message));
+    if (real.length)
+        return { outcome: "killedByProbes", passedOfficial: true, detail: `fails ${real.map((c) => c.id).join(", ")}` };
+    if (failed.length)
+        return { outcome: "timedOut", passedOfficial: true, detail: `probes stopped by the wall-clock limit (${failed.map((c) => c.id).join(", ")})` };
+    const crashed = result.probes.filter((c) => c.status === "error");
+    if (crashed.length)
+        return { outcome: "killedByProbes", passedOfficial: true, detail: `probe crashed: ${crashed.map((c) => `${c.id} (${c.message.slice(0, 80)})`).join(", ")}` };
+    return { outcome: "survived", passedOfficial: true, detail: result.reason };
+}
+
+;// CONCATENATED MODULE: ./src/engine/mutants/run-mutants.ts
+
+
+
+
+
+
+
+
+
+
+
+/** The reference's own phases bound a mutant's: 3× the slower phase and 10 s to spare, at least 15 s. */
+function mutantTimeout(reference) {
+    return Math.max(15, Math.ceil(3 * Math.max(reference.officialS, reference.probesS)) + 10);
+}
+/** The task as the mutants see it: its test and probe runs stopped after `timeoutS` (never later than the task says). */
+function tightened(task, timeoutS) {
+    const s = task.spec;
+    return { ...task, spec: { ...s, official: { ...s.official, timeout: Math.min(s.official.timeout, timeoutS) }, probes: { ...s.probes, timeout: Math.min(s.probes.timeout, timeoutS) } } };
+}
+function outcomeOf(result) {
+    const c = classifyMutant(result);
+    return { outcome: c.outcome, passedOfficial: c.passedOfficial, detail: c.detail, durationS: result.durations.totalS, officialS: result.durations.officialS, probesS: result.durations.probesS };
+}
+/**
+ * Makes the mutants of a task's reference change and evaluates each as a submission on the
+ * shared job pool (official tests first; the engine runs the probes only for those that pass
+ * them), `jobs` at a time. The reference is evaluated first (it must resolve: mutants of a change
+ * the gate rejects measure nothing) and its durations set the mutants' wall clock. Outcomes are
+ * cached by mutant content, probe-set version, task spec hash and wall clock; errors are not.
+ */
+async function runMutants(o) {
+    const started = Date.now();
+    const generation = await generateMutants(o.task, o.referencePatch, o.mutationPython);
+    const probeSet = probeSetVersion(o.task.probesDir);
+    const spec = specHash(o.task.file);
+    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `probegate-mutants-${o.task.spec.id}-`));
+    let evaluated = 0;
+    let cached = 0;
+    let notEvaluated = 0;
+    const evaluateOne = async (task, patch) => evaluate({ task, submission: { kind: "patch", path: patch }, kitDir: KIT_DIR, python: o.python, unsandboxed: o.unsandboxed, pool: o.pool });
+    try {
+        const refKey = cacheKey({ diff: (0,external_node_fs_.readFileSync)(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
+        let reference = o.cache.get(refKey);
+        if (!reference) {
+            o.log(`  reference ${o.referencePatch} …`);
+            const result = await evaluateOne(o.task, o.referencePatch);
+            if (result.verdict !== "resolved") {
+                throw new errors/* InputError */.d(`${o.task.spec.id}: the reference change ${o.referencePatch} is not resolved (${result.verdict}: ${result.reason}); its mutants would measure nothing — fix the task or the reference first`, { file: o.referencePatch });
+            }
+            reference = outcomeOf(result);
+            o.cache.put(refKey, reference);
+        }
+        const timeoutS = o.mutantTimeoutS ?? mutantTimeout(reference);
+        const task = tightened(o.task, timeoutS);
+        o.log(`probegate validate --mutants ${o.task.spec.id}: ${generation.mutants.length} mutants of ${generation.files.map((f) => `${f.path} (${f.lines.length} lines)`).join(", ")}; ${o.jobs} at a time, ${timeoutS} s wall clock each`);
+        const records = generation.mutants.map(() => null);
+        // Evaluated in an order fixed by a hash of each id, not operator by operator: a run cut short by
+        // --budget then covers a spread of operators and lines, and the next run picks up the rest.
+        const order = generation.mutants.map((m, i) => ({ i, h: (0,external_node_crypto_.createHash)("sha256").update(m.id).digest("hex") })).sort((a, b) => (a.h < b.h ? -1 : 1)).map((x) => x.i);
+        let next = 0;
+        let done = 0;
+        const worker = async () => {
+            while (next < order.length) {
+                const i = order[next++];
+                const m = generation.mutants[i];
+                const key = cacheKey({ diff: m.diff, probeSet, specHash: spec, timeoutS });
+                let out = o.cache.get(key);
+                const fromCache = out !== undefined;
+                if (!out) {
+                    if (Date.now() > o.deadline || o.signal?.aborted) {
+                        notEvaluated++;
+                        continue;
+                    }
+                    const file = (0,external_node_path_.join)(scratch, `mutant-${i}.patch`);
+                    (0,external_node_fs_.writeFileSync)(file, m.diff);
+                    out = outcomeOf(await evaluateOne(task, file));
+                    if (out.outcome !== "error")
+                        o.cache.put(key, out);
+                    evaluated++;
+                }
+                else
+                    cached++;
+                done++;
+                records[i] = { ...m, outcome: out.outcome, passedOfficial: out.passedOfficial, detail: out.detail, durationS: out.durationS, cached: fromCache };
+                o.log(`  [${done}/${generation.mutants.length}] ${m.id} → ${out.outcome}${fromCache ? " (cached)" : ""} ${out.detail ? `(${out.detail.slice(0, 100)})` : ""}`);
+            }
+        };
+        await Promise.all(Array.from({ length: Math.max(1, Math.min(o.jobs, generation.mutants.length)) }, worker));
+        return { records: records.filter((r) => r !== null), generation, probeSet, evaluated, cached, notEvaluated, timeoutS, wallS: (Date.now() - started) / 1000 };
+    }
+    finally {
+        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+    }
+}
+
+;// CONCATENATED MODULE: ./src/cli/mutants-command.ts
+
+
+
+
+
+
+
+
+
+
+
+
+function mutants_command_wholeNumber(name, value, min) {
+    if (value === undefined)
+        return undefined;
+    if (!/^\d+$/.test(value) || Number(value) < min)
+        throw new errors/* InputError */.d(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
+    return Number(value);
+}
+/** The task's mutants.yml (threshold, equivalent marks), or the defaults when it has none. */
+function readMutantsFile(task) {
+    const file = (0,external_node_path_.join)(task.dir, "mutants.yml");
+    if (!(0,external_node_fs_.existsSync)(file))
+        return DEFAULT_MUTANTS_FILE;
+    return parseWith(readYaml(file, "mutants file"), MutantsFileSchema, "mutants file");
+}
+function referenceOf(task, examples) {
+    const dir = examples ? (0,external_node_path_.join)((0,external_node_path_.resolve)(examples), task.spec.id) : (0,external_node_path_.resolve)(task.dir, "..", "..", "examples", "submissions", task.spec.id);
+    const file = (0,external_node_path_.join)(dir, "reference.patch");
+    if (!(0,external_node_fs_.existsSync)(file))
+        throw new errors/* InputError */.d(`${task.spec.id}: no reference change at ${file}; --mutants mutates it (pass --examples <dir> holding <task>/reference.patch).`, { file });
+    return file;
+}
+/**
+ * `probegate validate --mutants <task>…`: makes the mutants of each task's reference change
+ * (cosmic-ray and probegate's operators, on the lines it adds or modifies), evaluates each as a
+ * submission on the job pool, and reports per task what killed them, the official survival rate
+ * and the probe score. Exit 0 when every task reaches its threshold, 1 when one does not (or its
+ * marks are wrong, or a mutant ended in an error); a signal stops it with what finished.
+ */
+async function mutantsCommand(dirs, flags, io, signal) {
+    if (!["text", "json", "markdown"].includes(flags.format))
+        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
+    const budget = mutants_command_wholeNumber("--budget", flags.budget, 1);
+    const mutantTimeoutS = mutants_command_wholeNumber("--mutant-timeout", flags.mutantTimeout, 1);
+    const tasks = dirs.map((dir) => {
+        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory())
+            throw new errors/* InputError */.d(`${dir}: no such task folder`);
+        const task = loadTask(dir);
+        return { task, marks: readMutantsFile(task), reference: referenceOf(task, flags.examples) };
+    });
+    const { pool, evaluations } = await poolFromFlags({ gpus: flags.gpus, cores: flags.cores, jobs: flags.jobs });
+    const jobs = mutants_command_wholeNumber("--jobs", flags.jobs, 1) ?? evaluations;
+    const cacheDir = (0,external_node_path_.resolve)(flags.cache ?? (0,external_node_path_.join)(".probegate", "mutants"));
+    const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
+    const mutationPython = flags.mutationPython ?? process.env.PROBEGATE_MUTATION_PYTHON ?? DEFAULT_MUTATION_PYTHON;
+    const reports = [];
+    for (const { task, marks, reference } of tasks) {
+        const run = await runMutants({ task, referencePatch: reference, mutationPython, pool, jobs, cache: MutantCache.open(cacheDir, task.spec.id), deadline, mutantTimeoutS, python: flags.python, unsandboxed: flags.unsandboxed, signal, log: (l) => io.stderr(`${l}\n`) });
+        const score = scoreMutants(run.records, marks.equivalent, marks.threshold, run.notEvaluated === 0);
+        const report = {
+            task: task.spec.id,
+            probeSet: run.probeSet,
+            ...score,
+            survivors: score.survivors.map(summarise),
+            equivalents: score.equivalents.map((e) => ({ ...summarise(e.mutant), reason: e.reason })),
+            timedOut: score.timedOut.map(summarise),
+            errors: score.errors.map(summarise),
+            generation: { operators: run.generation.operators, invalid: run.generation.invalid, duplicate: run.generation.duplicate, files: run.generation.files },
+            run: { evaluated: run.evaluated, cached: run.cached, notEvaluated: run.notEvaluated, mutantTimeoutS: run.timeoutS, wallS: run.wallS, mutantsPerMinute: run.evaluated ? (60 * run.evaluated) / run.wallS : null, jobs },
+        };
+        if (run.notEvaluated)
+            report.findings.push({ level: "warning", message: `--budget of ${budget} s reached: ${run.notEvaluated} of ${run.generation.mutants.length} mutants not evaluated; the figures cover the ${run.records.length} that were (a next run takes them from the cache and evaluates the rest)` });
+        reports.push(report);
+        if (flags.format === "text")
+            io.stdout(renderMutantsText(report));
+        else if (flags.format === "markdown")
+            io.stdout(renderMutantsMarkdown(report));
+    }
+    if (flags.format === "json")
+        io.stdout(`${JSON.stringify({ tasks: reports }, null, 2)}\n`);
+    const failed = reports.filter((r) => !r.ok).length;
+    io.stderr(`${reports.length - failed} of ${reports.length} tasks reach their probe-score threshold on mutants of the reference\n`);
+    return failed ? 1 : 0;
+}
+
 // EXTERNAL MODULE: ./node_modules/zod/v4/core/json-schema-processors.js
 var json_schema_processors = __nccwpck_require__(8439);
 ;// CONCATENATED MODULE: ./src/core/app-config.ts
@@ -26270,6 +18228,12 @@ const RouteSchema = schemas/* strictObject */.rej({
     marker: schemas/* boolean */.zMY()
         .default(false)
         .describe("whether a PR-body line `probegate-task: <task>` (or `probegate-suite: <suite>`) selects the route"),
+    gpus: schemas/* number */.aig()
+        .int()
+        .min(0)
+        .max(64)
+        .optional()
+        .describe("GPUs the target needs, for choosing a runner from `runners`; default: the `gpus` of tasks/<task>/task.yml in the evaluator repository"),
 })
     .superRefine((r, ctx) => {
     if ((r.task === undefined) === (r.suite === undefined)) {
@@ -26284,12 +18248,37 @@ const EvaluatorSchema = schemas/* strictObject */.rej({
     workflow: schemas/* string */.YjP().min(1).describe("workflow file name (e.g. evaluate.yml) or id"),
     ref: schemas/* string */.YjP().min(1).default("main").describe("branch or tag to dispatch the workflow on"),
     timeoutMinutes: schemas/* number */.aig().positive().max(24 * 60).default(120).describe("an evaluation not finished after this long is timed out"),
+    tasksPath: schemas/* string */.YjP().min(1).default("tasks").describe("folder of the evaluator repository holding <task>/task.yml, read for a task's GPU count when `runners` is set"),
 });
 const RERUN_DEFAULTS = { perPrPerHour: 3, allowAgent: false };
 const RerunsSchema = schemas/* strictObject */.rej({
     perPrPerHour: schemas/* number */.aig().int().min(0).max(100).default(RERUN_DEFAULTS.perPrPerHour).describe("accepted reruns per PR in any hour; 0 turns reruns off"),
     allowAgent: schemas/* boolean */.zMY().default(RERUN_DEFAULTS.allowAgent).describe("whether the agent that wrote the PR may ask for reruns of it"),
 });
+const BUDGET_DEFAULTS = { perPrPerHour: 4 };
+const BudgetSchema = schemas/* strictObject */.rej({
+    perPrPerHour: schemas/* number */.aig()
+        .int()
+        .min(1, "must be at least 1 (a PR must be evaluated at some point)")
+        .max(1000)
+        .default(BUDGET_DEFAULTS.perPrPerHour)
+        .describe("PR heads evaluated per PR in any rolling hour; a push beyond it is evaluated when the window frees up (repeated pushes are an oracle on the hidden probes)"),
+});
+const AGENT_DETAIL = ["categories", "full"];
+const FEEDBACK_DEFAULTS = { agentDetail: "categories" };
+const FeedbackSchema = schemas/* strictObject */.rej({
+    agentDetail: schemas/* enum */.k5n(AGENT_DETAIL)
+        .default(FEEDBACK_DEFAULTS.agentDetail)
+        .describe("what the check run of an agent-authored PR shows of the hidden probes: `categories` (counts per category, no probe ids, messages or locations) or `full`; maintainers always see the full messages in the evaluator run and the store"),
+});
+const AllowUnsandboxedSchema = schemas/* strictObject */.rej({
+    reason: schemas/* string */.YjP()
+        .trim()
+        .min(10, "say why this repository accepts results made without the sandbox (at least 10 characters); it is shown at the top of every such check run"),
+});
+/** `runners:` keys are GPU counts; YAML reads `2:` as the number 2, which an object keeps as the key "2". */
+const RunnersSchema = schemas/* record */.g1P(schemas/* string */.YjP().regex(/^\d+$/, "a GPU count (a whole number), e.g. 2"), schemas/* string */.YjP().trim().min(1, "a runner label or ARC scale-set name"))
+    .refine((m) => Object.keys(m).length > 0, "name at least one runner, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`");
 /** `.github/probegate.yml` in the watched repository, read from its default branch. */
 const AppConfigSchema = schemas/* strictObject */.rej({
     enabled: schemas/* boolean */.zMY().default(true),
@@ -26300,6 +18289,10 @@ const AppConfigSchema = schemas/* strictObject */.rej({
     gate: schemas/* boolean */.zMY()
         .default(false)
         .describe("post one 'probegate / gate' check run on every PR head (passing when no evaluation is needed or all resolved), to make required in branch protection"),
+    budget: BudgetSchema.default(BUDGET_DEFAULTS),
+    feedback: FeedbackSchema.default(FEEDBACK_DEFAULTS),
+    allowUnsandboxed: AllowUnsandboxedSchema.optional().describe("accept results whose submission ran without the sandbox (it ran as the user holding the signing key, so it could have forged its result); without this, such a result is refused"),
+    runners: RunnersSchema.optional().describe("GPU count → runner label or ARC scale-set name, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`; each evaluation is dispatched with the smallest that fits (the evaluator workflow's `runner` input)"),
 })
     .describe("probegate app config (.github/probegate.yml)");
 const MARKER = /^\s*(?:<!--\s*)?probegate-(task|suite)\s*:\s*([^\s>]+?)\s*(?:-->)?\s*$/i;
@@ -26360,10 +18353,13 @@ function routeTasks(pr, config) {
             continue;
         const key = `${kind}:${targetId}`;
         const seen = targets.get(key);
-        if (seen)
+        if (seen) {
             seen.why.push(...why.filter((w) => !seen.why.includes(w)));
+            if (route.gpus !== undefined)
+                seen.gpus = Math.max(seen.gpus ?? 0, route.gpus);
+        }
         else
-            targets.set(key, { kind, id: targetId, why });
+            targets.set(key, { kind, id: targetId, why, ...(route.gpus !== undefined ? { gpus: route.gpus } : {}) });
     }
     const ignoredMarkers = markers
         .filter((m) => !usedMarkers.has(m.text))
@@ -26408,51 +18404,7 @@ function schemaCommand(dir) {
     return 0;
 }
 
-;// CONCATENATED MODULE: ./src/core/test-split.ts
-/**
- * The pytest node id of a JUnit testcase: pytest writes classname "pkg.test_mod.TestClass" and
- * name "test_x[param]"; the test file is the one whose dotted path starts the classname.
- */
-function nodeId(tc, testFiles) {
-    const byLength = [...testFiles].sort((a, b) => b.length - a.length);
-    // A file that could not be collected: pytest reports it with no classname and the module as name.
-    const uncollected = tc.classname === "" ? byLength.find((f) => f.replace(/\.py$/, "").split("/").join(".") === tc.name) : undefined;
-    if (uncollected)
-        return uncollected;
-    for (const file of byLength) {
-        const dotted = file.replace(/\.py$/, "").split("/").join(".");
-        if (tc.classname === dotted || tc.classname.startsWith(`${dotted}.`)) {
-            const classes = tc.classname.slice(dotted.length).split(".").filter(Boolean);
-            return [file, ...classes, tc.name].join("::");
-        }
-    }
-    return [tc.classname.split(".").join("/") + ".py", tc.name].join("::");
-}
-/** Sorts every test into fail-to-pass, pass-to-pass, failing after, or left out (skipped). */
-function classifyTests(before, after) {
-    const out = { failToPass: [], passToPass: [], failAfter: [], leftOut: [] };
-    // A report entry only before the change (a test it removes, or a file that could not be collected) is in neither set.
-    for (const [id, b] of before)
-        if (!after.has(id))
-            out.leftOut.push({ id, why: `only in the report before the change (${b} there)` });
-    for (const id of after.keys()) {
-        const a = after.get(id);
-        const b = before.get(id);
-        if (a === "skipped")
-            out.leftOut.push({ id, why: "skipped after the change" });
-        else if (a !== "passed")
-            out.failAfter.push({ id, outcome: a ?? "absent" });
-        else if (b === "passed")
-            out.passToPass.push(id);
-        else if (b === "skipped")
-            out.leftOut.push({ id, why: "skipped before the change" });
-        else
-            out.failToPass.push(id);
-    }
-    return out;
-}
-
-;// CONCATENATED MODULE: ./src/engine/pr-import.ts
+;// CONCATENATED MODULE: ./src/engine/import/snapshot.ts
 
 
 
@@ -26460,167 +18412,12 @@ function classifyTests(before, after) {
 
 
 
-
-
-
-
-
-
-/** The pytest command the task will run: the fail-to-pass and pass-to-pass ids, nothing else. */
-function officialCommand(ids) {
-    return ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml={junit}", ...ids];
-}
-async function resolveCommit(gitDir, sha, flag, repo) {
-    return git(gitDir, ["rev-parse", "--verify", "--quiet", `${sha}^{commit}`], {
-        onError: () => new errors/* InputError */.d(`${flag}: commit '${sha}' is not in the repository ${repo}. Fetch it there first (git fetch origin ${sha}), or check the SHA.`, { field: flag }),
-    });
-}
-async function exportCommit(gitDir, sha, dest) {
-    (0,external_node_fs_.mkdirSync)(dest, { recursive: true });
-    const tar = await execa("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
-    if (tar.exitCode !== 0)
-        throw new errors/* InputError */.d(`cannot export ${sha}: ${Buffer.from(tar.stderr).toString().trim()}`);
-    const untar = await execa("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
-    if (untar.exitCode !== 0)
-        throw new errors/* InputError */.d(`cannot unpack ${sha}: ${String(untar.stderr).trim()}`);
-}
-/** Runs the candidate tests in one tree, as the official phase will (same env, limits, JUnit). */
-async function runTests(req, tree, root, tests, label) {
-    const junit = (0,external_node_path_.join)(root, `${label}.xml`);
-    const ctx = {
-        workspace: tree,
-        root,
-        backend: req.worldSize > 0 && process.env.PROBEGATE_BACKEND === "nccl" ? "nccl" : "gloo",
-        worldSize: req.worldSize,
-        cudaVisibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? "",
-        threadsPerRank: 1,
-        isolation: { sandbox: null, cgroups: null, processes: 4096, diskBytes: 4 * 1024 ** 3 },
-        setupDir: req.setupDir ?? null,
-    };
-    const plugins = req.pytestPlugins.map((p) => ` -p ${p}`).join("");
-    const env = jobEnv(ctx, plugins ? { PYTEST_ADDOPTS: plugins.trim() } : {});
-    // One file that fails to collect must not stop the others from running: a test that passes both
-    // before and after would otherwise be taken for fail-to-pass.
-    const argv = expandCommand([...officialCommand(tests), "--continue-on-collection-errors"], { python: choosePython(req.python), junit, workspace: tree });
-    const run = await runCommand(argv, {
-        cwd: tree,
-        env,
-        limits: { timeoutS: req.timeoutS, outputBytes: 16 * 2 ** 20, memoryBytes: 16 * 2 ** 30, processes: 4096, diskBytes: 4 * 1024 ** 3 },
-    });
-    if (run.spawnError)
-        throw new errors/* InputError */.d(`the tests could not start at ${label}: ${run.spawnError}`);
-    if (run.limit)
-        throw new errors/* InputError */.d(`the tests at ${label} were stopped by the ${run.limit} limit (--timeout ${req.timeoutS}).`);
-    const outcomes = new Map();
-    if ((0,external_node_fs_.existsSync)(junit)) {
-        for (const tc of parseJunit((0,external_node_fs_.readFileSync)(junit, "utf8")).cases)
-            outcomes.set(nodeId(tc, tests), tc.outcome);
-    }
-    return { outcomes, log: run.log, exitCode: run.exitCode };
-}
-const lastLines = (log) => log.trim().split("\n").slice(-15).join("\n");
-/**
- * Reads a change from a repository and runs its tests before and after it: the test files of the
- * head over the base tree (before), then the head (after). Throws InputError, naming the test and
- * the commit, for a SHA the repository lacks, a change with no test file or no source file, no
- * test that fails before, or a test that does not pass after. Writes only to a temporary folder.
- */
-async function importPullRequest(req, progress) {
-    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_namespaceObject.tmpdir)(), "probegate-import-"));
-    const dispose = () => (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
-    try {
-        const gitDir = (0,external_node_path_.join)(scratch, "src.git");
-        progress(`reading ${req.repo}`);
-        await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", req.repo, gitDir], {
-            onError: (e) => new errors/* InputError */.d(`--repo: cannot read the repository ${req.repo}: ${e.split("\n")[0]}`, { field: "--repo" }),
-        });
-        const baseSha = await resolveCommit(gitDir, req.base, "--pr-base", req.repo);
-        const headSha = await resolveCommit(gitDir, req.head, "--pr-head", req.repo);
-        const changed = (await git(gitDir, ["diff", "--name-only", "--no-renames", baseSha, headSha])).split("\n").filter(Boolean);
-        const isTest = picomatch_default()(req.tests, { dot: true });
-        const tests = changed.filter((p) => isTest(p));
-        const sources = changed.filter((p) => !isTest(p));
-        const shortB = baseSha.slice(0, 12);
-        const shortH = headSha.slice(0, 12);
-        if (tests.length === 0)
-            throw new errors/* InputError */.d(`--tests: no file the change ${shortB}..${shortH} touches matches ${req.tests.join(", ")} (it touches ${changed.join(", ") || "nothing"}).`, { field: "--tests" });
-        if (sources.length === 0)
-            throw new errors/* InputError */.d(`the change ${shortB}..${shortH} touches only test files (${tests.join(", ")}): there is no change for a submission to make.`, { field: "--tests" });
-        const pyTests = tests.filter((t) => t.endsWith(".py") && /(^|\/)test_[^/]*\.py$|_test\.py$/.test(t));
-        if (pyTests.length === 0)
-            throw new errors/* InputError */.d(`--tests: none of ${tests.join(", ")} is a pytest file (test_*.py or *_test.py).`, { field: "--tests" });
-        const subject = await git(gitDir, ["log", "-1", "--format=%s", headSha]);
-        const message = await git(gitDir, ["log", "-1", "--format=%b", headSha]);
-        const referencePatch = await git(gitDir, ["diff", "--no-renames", "--full-index", "--binary", baseSha, headSha, "--", ...sources]);
-        const baseTree = (0,external_node_path_.join)(scratch, "before");
-        const headTree = (0,external_node_path_.join)(scratch, "after");
-        await exportCommit(gitDir, baseSha, baseTree);
-        await exportCommit(gitDir, headSha, headTree);
-        // "Before" is the base with the PR's test files, as the task's workspace will be.
-        for (const t of tests) {
-            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(baseTree, t), { force: true });
-            if ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(headTree, t))) {
-                (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(baseTree, t, ".."), { recursive: true });
-                await execa("cp", ["-p", (0,external_node_path_.join)(headTree, t), (0,external_node_path_.join)(baseTree, t)]);
-            }
-        }
-        const snapshot = await snapshotPaths(req, baseTree, [...sources, ...tests], progress);
-        // A snapshot task runs its tests in the snapshot: so do these runs, which also proves the snapshot holds what they import.
-        let runBefore = baseTree;
-        let runAfter = headTree;
-        if (req.prune) {
-            runBefore = (0,external_node_path_.join)(scratch, "pruned-before");
-            runAfter = (0,external_node_path_.join)(scratch, "pruned-after");
-            for (const [from, to] of [[baseTree, runBefore], [headTree, runAfter]]) {
-                for (const p of new Set([...snapshot, ...(from === headTree ? sources : [])])) {
-                    if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(from, p)))
-                        continue;
-                    (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(to, p, ".."), { recursive: true });
-                    await execa("cp", ["-p", (0,external_node_path_.join)(from, p), (0,external_node_path_.join)(to, p)]);
-                }
-            }
-        }
-        const runRoot = (0,external_node_path_.join)(scratch, "runs");
-        (0,external_node_fs_.mkdirSync)(runRoot);
-        progress(`running ${pyTests.join(", ")} before the change (base ${shortB} + the PR's tests)`);
-        const before = await runTests(req, runBefore, runRoot, pyTests, `base ${shortB}`);
-        progress(`  ${summarise(before.outcomes)}`);
-        progress(`running ${pyTests.join(", ")} after the change (head ${shortH})`);
-        const after = await runTests(req, runAfter, runRoot, pyTests, `head ${shortH}`);
-        progress(`  ${summarise(after.outcomes)}`);
-        if (after.outcomes.size === 0) {
-            throw new errors/* InputError */.d(`no test of ${pyTests.join(", ")} ran at head ${headSha} (pytest exit ${after.exitCode}); its output ends:\n${lastLines(after.log)}`);
-        }
-        const excluded = (id) => req.exclude.some((x) => id.includes(x));
-        const keepOnly = (m) => new Map([...m].filter(([id]) => !excluded(id)));
-        const classification = classifyTests(keepOnly(before.outcomes), keepOnly(after.outcomes));
-        const dropped = [...after.outcomes.keys()].filter(excluded);
-        if (req.exclude.length && dropped.length === 0)
-            throw new errors/* InputError */.d(`--exclude: no test id holds ${req.exclude.map((x) => `'${x}'`).join(" or ")}.`, { field: "--exclude" });
-        classification.leftOut.push(...dropped.map((id) => ({ id, why: `excluded (--exclude): ${after.outcomes.get(id)} after the change` })));
-        if (classification.failAfter.length) {
-            const list = classification.failAfter.slice(0, 10).map((t) => `${t.id} (${t.outcome})`).join(", ");
-            throw new errors/* InputError */.d(`${classification.failAfter.length} test(s) do not pass after the change, at head ${headSha}: ${list}${classification.failAfter.length > 10 ? ", …" : ""}. A task needs tests that pass on the merged change; narrow --tests, or fix the runner (its output ends:\n${lastLines(after.log)})`);
-        }
-        if (classification.failToPass.length === 0) {
-            throw new errors/* InputError */.d(`no test fails before the change: at base ${baseSha} with the PR's tests, ${classification.passToPass.join(", ") || "every test"} already pass${classification.passToPass.length === 1 ? "es" : ""}. A task needs at least one fail-to-pass test; name the tests the change makes pass (--tests).`);
-        }
-        return { baseSha, headSha, subject, message, tests, sources, referencePatch: referencePatch.endsWith("\n") ? referencePatch : `${referencePatch}\n`, snapshot, classification, baseTree, headTree, dispose };
-    }
-    catch (e) {
-        dispose();
-        throw e;
-    }
-}
-function summarise(outcomes) {
-    const n = (o) => [...outcomes.values()].filter((x) => x === o).length;
-    return `${outcomes.size} tests: ${n("passed")} passed, ${n("failed") + n("error")} failed, ${n("skipped")} skipped`;
-}
-function pr_import_walk(dir, rel = "", out = []) {
+/** Every file under `dir`, relative, with '/' separators. */
+function snapshot_walk(dir, rel = "", out = []) {
     for (const e of (0,external_node_fs_.readdirSync)((0,external_node_path_.join)(dir, rel), { withFileTypes: true })) {
         const p = rel ? `${rel}/${e.name}` : e.name;
         if (e.isDirectory())
-            pr_import_walk(dir, p, out);
+            snapshot_walk(dir, p, out);
         else
             out.push(p);
     }
@@ -26630,8 +18427,7 @@ function pr_import_walk(dir, rel = "", out = []) {
  * Paths of the base a pruned snapshot keeps: the change's files and its tests (those the base
  * has), what --keep names, and with --trace-imports the Python files they import from the tree.
  */
-async function snapshotPaths(req, baseTree, changed, progress) {
-    const all = pr_import_walk(baseTree);
+async function snapshotPaths(req, all, baseTree, changed, progress) {
     const keep = new Set(changed.filter((p) => all.includes(p)));
     if (req.keep.length) {
         const isKept = picomatch_default()(req.keep, { dot: true });
@@ -26643,7 +18439,7 @@ async function snapshotPaths(req, baseTree, changed, progress) {
     }
     if (req.traceImports) {
         const entries = [...keep].filter((p) => p.endsWith(".py"));
-        const r = await execa(choosePython(req.python), [(0,external_node_path_.join)(PACKAGE_ROOT, "scripts", "import_closure.py"), baseTree, ...entries], { reject: false });
+        const r = await (0,execa/* execa */.Ho)((0,host/* choosePython */.Ik)(req.python), [(0,external_node_path_.join)(PACKAGE_ROOT, "scripts", "import_closure.py"), baseTree, ...entries], { reject: false });
         if (r.exitCode !== 0)
             throw new errors/* InputError */.d(`--trace-imports: the import trace failed: ${String(r.stderr).trim().split("\n").pop()}`);
         const traced = String(r.stdout).split("\n").filter(Boolean);
@@ -26653,8 +18449,377 @@ async function snapshotPaths(req, baseTree, changed, progress) {
     }
     return [...keep].sort();
 }
+/** Copies `paths` (those `from` has) into the folder `to`, keeping modes. */
+async function copyPaths(from, to, paths) {
+    for (const p of new Set(paths)) {
+        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(from, p)))
+            continue;
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(to, p, ".."), { recursive: true });
+        await (0,execa/* execa */.Ho)("cp", ["-p", (0,external_node_path_.join)(from, p), (0,external_node_path_.join)(to, p)]);
+    }
+}
+/**
+ * The files of the whole tree a missing module could be: `a.b` → a/b.py or a/b/__init__.py, under
+ * the root or a src/ layout. Empty when the repository has no such file (the runner lacks a package).
+ */
+function moduleFiles(tree, dotted) {
+    const rel = dotted.split(".").join("/");
+    return [`${rel}.py`, `${rel}/__init__.py`, `src/${rel}.py`, `src/${rel}/__init__.py`].filter((p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(tree, p)));
+}
+
+;// CONCATENATED MODULE: ./src/engine/import/advice.ts
+
+const quote = (s) => `'${s.replace(/'/g, "'\\''")}'`;
+/**
+ * The flags that fix tests that do not pass at the head, from what they say: `--keep` (or
+ * --trace-imports) for a repository module the snapshot left out, an interpreter or `--setup` for a
+ * package the runner lacks, and `--exclude` for tests this runner cannot run.
+ */
+function adviseFailures(f) {
+    const advice = [];
+    const keep = new Set();
+    const absent = new Set();
+    const other = [];
+    for (const { id, message } of f.failing) {
+        const mod = /No module named '([\w.]+)'/.exec(message)?.[1];
+        if (!mod) {
+            other.push(id);
+            continue;
+        }
+        const files = moduleFiles(f.headTree, mod);
+        if (files.length && f.prune)
+            for (const p of files)
+                keep.add(p);
+        else if (!files.length)
+            absent.add(mod);
+        else
+            other.push(id);
+    }
+    if (keep.size) {
+        const list = [...keep];
+        advice.push(`the snapshot lacks ${list.join(", ")}, which the tests import: add --keep ${list.map(quote).join(" ")} (or --trace-imports, which keeps what the change and its tests import at module level), or take the whole tree with --base-as git`);
+    }
+    if (absent.size) {
+        advice.push(`${[...absent].map((m) => `'${m}'`).join(", ")} ${absent.size === 1 ? "is" : "are"} not part of the repository: the runner's Python lacks ${absent.size === 1 ? "it" : "them"}; give an interpreter that has ${absent.size === 1 ? "it" : "them"} (--python, the task's environment) or a stand-in module with --setup`);
+    }
+    if (other.length) {
+        const example = other[0] ?? "";
+        advice.push(`if ${other.length === 1 ? "it needs" : "they need"} what this runner lacks (GPUs, more ranks, a data set), leave ${other.length === 1 ? "it" : "them"} out with --exclude ${quote(example.includes("::") ? (example.split("::").pop() ?? example) : example)}${other.length > 1 ? " …" : ""} (the excluded ids never run; import.yml lists them)` +
+            (f.prune ? `; if ${other.length === 1 ? "it reads" : "they read"} a file of the repository the snapshot left out, add it with --keep` : ""));
+    }
+    return advice;
+}
+/** A collection failure at the head, in pytest's words, with what to do. */
+function collectionMessage(failures, headSha, facts) {
+    const list = failures.map((c) => `  ${c.file}: ${c.why}`).join("\n");
+    const advice = adviseFailures({ ...facts, failing: failures.map((c) => ({ id: c.file, message: c.why })) });
+    return `pytest could not collect ${failures.length === 1 ? "a test file" : `${failures.length} test files`} at head ${headSha}, so none of ${failures.length === 1 ? "its" : "their"} tests ran (collection failure, not a test failure):\n${list}\nFix: ${advice.join("; ")}.`;
+}
+
+;// CONCATENATED MODULE: ./src/engine/import/types.ts
+/** The pytest command the task will run: the fail-to-pass and pass-to-pass ids, nothing else. */
+function officialCommand(ids) {
+    return ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml={junit}", ...ids];
+}
+
+;// CONCATENATED MODULE: ./src/engine/import/test-runs.ts
+
+
+
+
+
+
+
+
+
+
+const PLUGIN = "probegate_import_exclude";
+/** What pytest said about a collection error: the `E   ` lines, else the last non-blank line. */
+function pytestWhy(detail) {
+    const lines = detail.split("\n").map((l) => l.trimEnd());
+    const e = lines.filter((l) => /^E\s/.test(l)).map((l) => l.replace(/^E\s+/, ""));
+    if (e.length)
+        return e.join(" / ");
+    return lines.filter((l) => l.trim()).at(-1)?.trim() ?? "(pytest gave no message)";
+}
+/** Runs the candidate tests in one tree, as the official phase will (same env, limits, JUnit). */
+async function runTests(req, tree, root, tests, label) {
+    const slug = label.replace(/[^A-Za-z0-9]+/g, "-");
+    const junit = (0,external_node_path_.join)(root, `${slug}.xml`);
+    const ctx = {
+        workspace: tree,
+        root,
+        backend: req.worldSize > 0 && process.env.PROBEGATE_BACKEND === "nccl" ? "nccl" : "gloo",
+        worldSize: req.worldSize,
+        cudaVisibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? "",
+        threadsPerRank: 1,
+        isolation: { sandbox: null, cgroups: null, processes: 4096, diskBytes: 4 * 1024 ** 3 },
+        setupDir: req.setupDir ?? null,
+    };
+    const plugins = req.pytestPlugins.map((p) => `-p ${p}`);
+    const extra = {};
+    const deselectedFile = (0,external_node_path_.join)(root, `${slug}.deselected`);
+    if (req.exclude.length) {
+        // The plugin goes in a folder of its own, last on PYTHONPATH: nothing else of scripts/ is importable.
+        const pluginDir = (0,external_node_path_.join)(root, "plugin");
+        (0,external_node_fs_.mkdirSync)(pluginDir, { recursive: true });
+        (0,external_node_fs_.copyFileSync)((0,external_node_path_.join)(PACKAGE_ROOT, "scripts", `${PLUGIN}.py`), (0,external_node_path_.join)(pluginDir, `${PLUGIN}.py`));
+        plugins.push(`-p ${PLUGIN}`);
+        Object.assign(extra, { PYTHONPATH: jobPythonPath(ctx, pluginDir), PROBEGATE_IMPORT_EXCLUDE: JSON.stringify(req.exclude), PROBEGATE_IMPORT_DESELECTED: deselectedFile });
+    }
+    if (plugins.length)
+        extra.PYTEST_ADDOPTS = plugins.join(" ");
+    const env = jobEnv(ctx, extra);
+    // One file that fails to collect must not stop the others from running: a test that passes both
+    // before and after would otherwise be taken for fail-to-pass.
+    const argv = expandCommand([...officialCommand(tests), "--continue-on-collection-errors"], { python: (0,host/* choosePython */.Ik)(req.python), junit, workspace: tree });
+    const run = await runCommand(argv, {
+        cwd: tree,
+        env,
+        limits: { timeoutS: req.timeoutS, outputBytes: 16 * 2 ** 20, memoryBytes: 16 * 2 ** 30, processes: 4096, diskBytes: 4 * 1024 ** 3 },
+    });
+    if (run.spawnError)
+        throw new errors/* InputError */.d(`the tests could not start at ${label}: ${run.spawnError}`);
+    if (run.limit)
+        throw new errors/* InputError */.d(`the tests at ${label} were stopped by the ${run.limit} limit (--timeout ${req.timeoutS}).`);
+    const out = { outcomes: new Map(), messages: new Map(), collectionFailures: [], deselected: [], log: run.log, exitCode: run.exitCode };
+    if ((0,external_node_fs_.existsSync)(junit)) {
+        for (const tc of parseJunit((0,external_node_fs_.readFileSync)(junit, "utf8")).cases) {
+            const id = nodeId(tc, tests);
+            out.outcomes.set(id, tc.outcome);
+            if (tc.outcome === "failed" || tc.outcome === "error")
+                out.messages.set(id, firstLine(tc.message || tc.detail || ""));
+            // pytest reports a module it could not import as a testcase with no classname, named for the module.
+            if (tc.classname === "" && tc.outcome === "error" && tests.includes(id))
+                out.collectionFailures.push({ file: id, why: pytestWhy(tc.detail || tc.message || "") });
+        }
+    }
+    if ((0,external_node_fs_.existsSync)(deselectedFile))
+        out.deselected = (0,external_node_fs_.readFileSync)(deselectedFile, "utf8").split("\n").filter(Boolean);
+    return out;
+}
+/** The first non-blank line of a message (pytest's assertion messages run over many). */
+function firstLine(message) {
+    return message.split("\n").find((l) => l.trim())?.trim() ?? "";
+}
+/** "4 tests: 1 passed, 0 failed, 3 errors, 0 skipped" — every outcome counted as what it was. */
+function test_runs_summarise(run) {
+    const n = (o) => [...run.outcomes.values()].filter((x) => x === o).length;
+    const parts = [`${run.outcomes.size} tests: ${n("passed")} passed, ${n("failed")} failed, ${n("error")} errors, ${n("skipped")} skipped`];
+    if (run.collectionFailures.length)
+        parts.push(`${run.collectionFailures.length} file${run.collectionFailures.length === 1 ? "" : "s"} not collected (counted as errors)`);
+    if (run.deselected.length)
+        parts.push(`${run.deselected.length} deselected by --exclude (not run)`);
+    return parts.join("; ");
+}
+/** The last lines of a run's output, for an error message. */
+const lastLines = (log, n = 15) => log.trim().split("\n").slice(-n).join("\n");
+
+;// CONCATENATED MODULE: ./src/engine/import/pr-import.ts
+
+
+
+
+
+
+
+
+
+
+
+
+
+async function resolveCommit(gitDir, sha, flag, repo) {
+    return git(gitDir, ["rev-parse", "--verify", "--quiet", `${sha}^{commit}`], {
+        onError: () => new errors/* InputError */.d(`${flag}: commit '${sha}' is not in the repository ${repo}. Fetch it there first (git fetch origin ${sha}), or check the SHA.`, { field: flag }),
+    });
+}
+const isAncestor = async (gitDir, a, b) => git(gitDir, ["merge-base", "--is-ancestor", a, b], { onError: () => new Error("no") }).then(() => true, () => false);
+/** Refuses a base that is not an ancestor of the head: the diff would undo what the base has and the head lacks. */
+async function checkAncestry(gitDir, baseSha, headSha) {
+    if (await isAncestor(gitDir, baseSha, headSha))
+        return;
+    const swapped = await isAncestor(gitDir, headSha, baseSha);
+    const mergeBase = swapped ? "" : await git(gitDir, ["merge-base", baseSha, headSha], { onError: () => new Error("none") }).catch(() => "");
+    const hint = swapped
+        ? `the reverse holds (${headSha} is an ancestor of ${baseSha}): the two look swapped; give the PR's parent as --pr-base and its head or merge commit as --pr-head`
+        : mergeBase
+            ? `they diverged from ${mergeBase} (git merge-base): give that, or the merge commit's first parent, as --pr-base`
+            : "they share no history";
+    throw new errors/* InputError */.d(`--pr-base ${baseSha} is not an ancestor of --pr-head ${headSha}: the change between them would also undo what the base has and the head lacks; ${hint}.`, { field: "--pr-base" });
+}
+async function exportCommit(gitDir, sha, dest) {
+    (0,external_node_fs_.mkdirSync)(dest, { recursive: true });
+    const tar = await (0,execa/* execa */.Ho)("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
+    if (tar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot export ${sha}: ${Buffer.from(tar.stderr).toString().trim()}`);
+    const untar = await (0,execa/* execa */.Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot unpack ${sha}: ${String(untar.stderr).trim()}`);
+}
+const isPytestFile = (t) => t.endsWith(".py") && /(^|\/)test_[^/]*\.py$|_test\.py$/.test(t);
+const P2P_HINT = "If the change is one no test can tell apart (a performance PR), import it with --pass-to-pass-only: the official tests are then the pass-to-pass ones and the hidden probes carry the requirement.";
+/**
+ * Reads a change from a repository and runs its tests before and after it: the test files of the
+ * head over the base tree (before), then the head (after). Throws InputError, naming the test and
+ * the commit, for a SHA the repository lacks, a base that is not an ancestor of the head, a change
+ * with no test file or no source file, a test file pytest cannot collect at the head, no test that
+ * fails before (unless pass-to-pass only), or a test that does not pass after. Writes only to a
+ * temporary folder.
+ */
+async function importPullRequest(req, progress) {
+    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), "probegate-import-"));
+    const dispose = () => (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+    try {
+        const gitDir = (0,external_node_path_.join)(scratch, "src.git");
+        progress(`reading ${req.repo}`);
+        await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", req.repo, gitDir], {
+            onError: (e) => new errors/* InputError */.d(`--repo: cannot read the repository ${req.repo}: ${e.split("\n")[0]}`, { field: "--repo" }),
+        });
+        const baseSha = await resolveCommit(gitDir, req.base, "--pr-base", req.repo);
+        const headSha = await resolveCommit(gitDir, req.head, "--pr-head", req.repo);
+        await checkAncestry(gitDir, baseSha, headSha);
+        const shortB = baseSha.slice(0, 12);
+        const shortH = headSha.slice(0, 12);
+        const changed = (await git(gitDir, ["diff", "--name-only", "--no-renames", baseSha, headSha])).split("\n").filter(Boolean);
+        const isTest = picomatch_default()(req.tests, { dot: true });
+        const baseTree = (0,external_node_path_.join)(scratch, "before");
+        const headTree = (0,external_node_path_.join)(scratch, "after");
+        await exportCommit(gitDir, baseSha, baseTree);
+        await exportCommit(gitDir, headSha, headTree);
+        let tests = changed.filter((p) => isTest(p));
+        const testsChanged = tests.length > 0;
+        const sources = changed.filter((p) => !isTest(p));
+        if (!testsChanged) {
+            if (!req.passToPassOnly)
+                throw new errors/* InputError */.d(`--tests: no file the change ${shortB}..${shortH} touches matches ${req.tests.join(", ")} (it touches ${changed.join(", ") || "nothing"}). If the PR adds no test, name the existing tests it must keep passing with --tests and add --pass-to-pass-only.`, { field: "--tests" });
+            // A PR with no test of its own: the official tests are the head's files --tests names.
+            tests = snapshot_walk(headTree).filter((p) => isTest(p)).sort();
+            if (tests.length === 0)
+                throw new errors/* InputError */.d(`--tests: no file of the head ${shortH} matches ${req.tests.join(", ")}.`, { field: "--tests" });
+            progress(`the change touches no test file: running the head's ${tests.length} file${tests.length === 1 ? "" : "s"} that --tests names (--pass-to-pass-only)`);
+        }
+        if (sources.length === 0)
+            throw new errors/* InputError */.d(`the change ${shortB}..${shortH} touches only test files (${tests.join(", ")}): there is no change for a submission to make.`, { field: "--tests" });
+        const pyTests = tests.filter(isPytestFile);
+        if (pyTests.length === 0)
+            throw new errors/* InputError */.d(`--tests: none of ${tests.slice(0, 10).join(", ")} is a pytest file (test_*.py or *_test.py).`, { field: "--tests" });
+        const subject = await git(gitDir, ["log", "-1", "--format=%s", headSha]);
+        const message = await git(gitDir, ["log", "-1", "--format=%b", headSha]);
+        const referencePatch = await git(gitDir, ["diff", "--no-renames", "--full-index", "--binary", baseSha, headSha, "--", ...sources]);
+        // "Before" is the base with the PR's test files, as the task's workspace will be.
+        for (const t of tests) {
+            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(baseTree, t), { force: true });
+            if ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(headTree, t))) {
+                (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(baseTree, t, ".."), { recursive: true });
+                await (0,execa/* execa */.Ho)("cp", ["-p", (0,external_node_path_.join)(headTree, t), (0,external_node_path_.join)(baseTree, t)]);
+            }
+        }
+        const baseFiles = snapshot_walk(baseTree);
+        const snapshot = await snapshotPaths(req, baseFiles, baseTree, [...sources, ...tests], progress);
+        // A snapshot task runs its tests in the snapshot: so do these runs, which also proves the snapshot holds what they import.
+        let runBefore = baseTree;
+        let runAfter = headTree;
+        if (req.prune) {
+            runBefore = (0,external_node_path_.join)(scratch, "pruned-before");
+            runAfter = (0,external_node_path_.join)(scratch, "pruned-after");
+            await copyPaths(baseTree, runBefore, snapshot);
+            await copyPaths(headTree, runAfter, [...snapshot, ...sources]);
+        }
+        const runRoot = (0,external_node_path_.join)(scratch, "runs");
+        (0,external_node_fs_.mkdirSync)(runRoot);
+        const listed = pyTests.length > 6 ? `${pyTests.length} test files` : pyTests.join(", ");
+        progress(`running ${listed} before the change (base ${shortB} + the PR's tests)`);
+        const before = await runTests(req, runBefore, runRoot, pyTests, `base ${shortB}`);
+        progress(`  ${test_runs_summarise(before)}`);
+        progress(`running ${listed} after the change (head ${shortH})`);
+        const after = await runTests(req, runAfter, runRoot, pyTests, `head ${shortH}`);
+        progress(`  ${test_runs_summarise(after)}`);
+        const facts = { prune: req.prune, headTree };
+        if (after.collectionFailures.length)
+            throw new errors/* InputError */.d(collectionMessage(after.collectionFailures, headSha, facts));
+        if (after.outcomes.size === 0 && after.deselected.length === 0) {
+            throw new errors/* InputError */.d(`no test of ${listed} ran at head ${headSha} (pytest exit ${after.exitCode}); its output ends:\n${lastLines(after.log)}`);
+        }
+        const dropped = [...new Set([...after.deselected, ...before.deselected])].sort();
+        if (req.exclude.length && dropped.length === 0) {
+            throw new errors/* InputError */.d(`--exclude: no test id collected at head ${shortH} holds ${req.exclude.map((x) => `'${x}'`).join(" or ")} (${after.outcomes.size} ran, e.g. ${[...after.outcomes.keys()].slice(0, 3).join(", ")}).`, { field: "--exclude" });
+        }
+        if (after.outcomes.size === 0)
+            throw new errors/* InputError */.d(`--exclude: it deselected every test at head ${shortH} (${dropped.length}); nothing is left to be official.`, { field: "--exclude" });
+        const classification = classifyTests(before.outcomes, after.outcomes);
+        classification.leftOut.push(...dropped.map((id) => ({ id, why: "excluded (--exclude): deselected, not run" })));
+        if (classification.failAfter.length) {
+            const fa = classification.failAfter;
+            const list = fa.slice(0, 10).map((t) => `  ${t.id} (${t.outcome})${after.messages.get(t.id) ? `: ${after.messages.get(t.id)}` : ""}`).join("\n");
+            const advice = adviseFailures({ ...facts, failing: fa.map((t) => ({ id: t.id, message: after.messages.get(t.id) ?? "" })) });
+            throw new errors/* InputError */.d(`${fa.length} test(s) do not pass after the change, at head ${headSha}:\n${list}${fa.length > 10 ? "\n  …" : ""}\nA task's official tests must pass on the merged change. Fix: ${advice.join("; ")}. pytest's output ends:\n${lastLines(after.log)}`);
+        }
+        if (classification.failToPass.length === 0 && !req.passToPassOnly) {
+            throw new errors/* InputError */.d(`no test fails before the change: at base ${baseSha} with the PR's tests, ${classification.passToPass.join(", ") || "every test"} already pass${classification.passToPass.length === 1 ? "es" : ""}. A task needs at least one fail-to-pass test; name the tests the change makes pass (--tests). ${P2P_HINT}`);
+        }
+        if (classification.failToPass.length + classification.passToPass.length === 0) {
+            throw new errors/* InputError */.d(`no test passes at head ${headSha} that also ran before the change: there is nothing to be official (${test_runs_summarise(after)}).`);
+        }
+        return {
+            baseSha,
+            headSha,
+            subject,
+            message,
+            // The template at the base too: the PR was written against it, and templates change.
+            prTemplate: [readPrTemplate(baseTree), readPrTemplate(headTree)].filter(Boolean).join("\n\n") || null,
+            tests,
+            testsChanged,
+            sources,
+            referencePatch: referencePatch.endsWith("\n") ? referencePatch : `${referencePatch}\n`,
+            snapshot,
+            baseFileCount: baseFiles.length,
+            classification,
+            baseTree,
+            headTree,
+            dispose,
+        };
+    }
+    catch (e) {
+        dispose();
+        throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/import/repo-url.ts
+
+
+/** Whether git would take `repo` for a URL (scheme://… or user@host:path), not a folder. */
+function isUrl(repo) {
+    return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/]+@[^:/]+:/.test(repo);
+}
+/**
+ * The repository a task records: `--repo-url` when given, `--repo` when it is a URL, else the local
+ * clone's `origin` remote. Never a relative local path: a task folder moves, a clone stays behind.
+ */
+async function recordedRepo(repo, explicit) {
+    if (explicit) {
+        if (isUrl(explicit))
+            return { url: explicit, source: "--repo-url", warning: null };
+        const path = (0,external_node_path_.resolve)(explicit);
+        return { url: path, source: "--repo-url", warning: `--repo-url ${explicit} is a local path (${path}): the task can be evaluated only on a machine that has it there` };
+    }
+    if (isUrl(repo))
+        return { url: repo, source: "--repo", warning: null };
+    const local = (0,external_node_path_.resolve)(repo);
+    const origin = await git(local, ["config", "--get", "remote.origin.url"], { onError: () => new Error("no origin") }).catch(() => "");
+    if (origin && isUrl(origin))
+        return { url: origin, source: "origin remote", warning: null };
+    if (origin) {
+        // A clone of a clone: origin is a folder (relative to the clone when relative).
+        const path = (0,external_node_path_.isAbsolute)(origin) ? origin : (0,external_node_path_.resolve)(local, origin);
+        return { url: path, source: "origin remote", warning: `the origin remote of ${local} is a local folder (${path}), not a URL: give the repository's URL with --repo-url` };
+    }
+    return { url: null, source: "none", warning: `${local} has no origin remote, so the repository's URL is unknown: give it with --repo-url` };
+}
 
 ;// CONCATENATED MODULE: ./src/cli/task-import-command.ts
+
 
 
 
@@ -26693,7 +18858,7 @@ function specFor(flags, id, imp, repoForSpec) {
         title: flags.title ?? imp.subject,
         area: flags.area,
         prompt: "prompt.md",
-        base: flags.baseAs === "git" ? { git: { repo: repoForSpec, ref: imp.baseSha }, overlay: "overlay" } : { path: "base" },
+        base: flags.baseAs === "git" && repoForSpec ? { git: { repo: repoForSpec, ref: imp.baseSha }, overlay: "overlay" } : { path: "base" },
         gpus: positiveInt(flags.gpus, "--gpus"),
         official: { command: officialCommand(ids), timeout: positiveInt(flags.timeout, "--timeout", 1), files: imp.tests },
         probes: { path: `../../probes/${id}` },
@@ -26723,9 +18888,14 @@ async function taskImportCommand(flags, io) {
         throw new errors/* InputError */.d(`--setup: folder ${setupDir} does not exist.`, { field: "--setup" });
     if (flags.pytestPlugin?.length && !setupDir)
         throw new errors/* InputError */.d("--pytest-plugin names a module of the --setup folder; give --setup too.", { field: "--pytest-plugin" });
-    // A local repository is recorded by absolute path; a URL as given.
-    const localRepo = !/^[a-z][a-z0-9+.-]*:\/\//.test(flags.repo) && !/^[^/]+@[^:]+:/.test(flags.repo);
-    const repo = localRepo ? (0,external_node_path_.resolve)(flags.repo) : flags.repo;
+    const repo = isUrl(flags.repo) ? flags.repo : (0,external_node_path_.resolve)(flags.repo);
+    // What task.yml and import.yml record: a URL that travels with the task, never the local clone's path.
+    const recorded = await recordedRepo(repo, flags.repoUrl);
+    if (flags.baseAs === "git" && !recorded.url) {
+        throw new errors/* InputError */.d(`--base-as git: task.yml must say where to clone the base from, and ${recorded.warning}.`, { field: "--repo-url" });
+    }
+    if (recorded.warning)
+        io.stderr(`  warning: ${recorded.warning}${flags.baseAs === "git" ? "" : recorded.url ? " (import.yml records it)" : " (import.yml records none)"}.\n`);
     const imp = await importPullRequest({
         repo,
         base: flags.prBase,
@@ -26740,6 +18910,7 @@ async function taskImportCommand(flags, io) {
         worldSize: positiveInt(flags.worldSize, "--world-size", 1),
         exclude: flags.exclude ?? [],
         prune: flags.baseAs === "snapshot",
+        passToPassOnly: flags.passToPassOnly ?? false,
     }, (line) => io.stderr(`  ${line}\n`));
     // Staged beside the target (the same file system), so the three folders are moved into place whole.
     (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(t.task), { recursive: true });
@@ -26756,14 +18927,13 @@ async function taskImportCommand(flags, io) {
         }
         if (setupDir)
             (0,external_node_fs_.cpSync)(setupDir, (0,external_node_path_.join)(st.task, "setup"), { recursive: true });
-        const repoForSpec = localRepo ? (0,external_node_path_.relative)(t.task, repo) : repo;
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "task.yml"), taskYaml(specFor(flags, t.id, imp, repoForSpec), imp, repo));
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "import.yml"), importRecord(imp, repo, flags.baseAs === "snapshot"));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "task.yml"), taskYaml(specFor(flags, t.id, imp, recorded.url), imp, recorded));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "import.yml"), importRecord(imp, recorded, flags.baseAs === "snapshot"));
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "prompt.md"), promptSkeleton(imp));
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.probes, "probe_functional.py"), probeSkeleton(t.id));
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "reference.patch"), imp.referencePatch);
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "base.patch"), "");
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "expected.yml"), expectedYaml());
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "expected.yml"), expectedYaml(imp.classification.failToPass.length === 0));
         for (const [from, to] of [[st.task, t.task], [st.probes, t.probes], [st.examples, t.examples]]) {
             (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(to), { recursive: true });
             (0,external_node_fs_.renameSync)(from, to);
@@ -26774,12 +18944,18 @@ async function taskImportCommand(flags, io) {
         imp.dispose();
     }
     const c = imp.classification;
+    const excluded = c.leftOut.filter((l) => l.why.startsWith("excluded")).length;
+    const rel = (p) => (0,external_node_path_.relative)(process.cwd(), p);
     io.stdout([
-        `✓ ${t.id}: ${imp.sources.length} source files changed, ${imp.tests.length} test files`,
-        `  fail-to-pass ${c.failToPass.length}, pass-to-pass ${c.passToPass.length}${c.leftOut.length ? `, left out ${c.leftOut.length} (skipped)` : ""}`,
-        `  base: ${flags.baseAs === "git" ? `git ${imp.baseSha}` : `snapshot of ${imp.snapshot.length} files`}`,
-        `  wrote ${(0,external_node_path_.relative)(process.cwd(), t.task)}, ${(0,external_node_path_.relative)(process.cwd(), t.probes)}, ${(0,external_node_path_.relative)(process.cwd(), t.examples)}`,
-        `  next: finish prompt.md and the probe, then: probegate validate ${(0,external_node_path_.relative)(process.cwd(), t.task)}`,
+        `✓ ${t.id}: ${imp.sources.length} source files changed, ${imp.tests.length} test files${imp.testsChanged ? "" : " (existing ones: the change touches none)"}`,
+        `  fail-to-pass ${c.failToPass.length}, pass-to-pass ${c.passToPass.length}${c.leftOut.length ? `, left out ${c.leftOut.length} (${excluded} by --exclude, ${c.leftOut.length - excluded} skipped or gone; import.yml says why)` : ""}`,
+        ...(c.failToPass.length ? [] : ["  no test fails before the change: the official tests only check that nothing breaks; the hidden probes must carry the requirement"]),
+        `  repository: ${recorded.url ?? "unknown (give --repo-url)"}${recorded.url ? ` (${recorded.source})` : ""}`,
+        flags.baseAs === "git"
+            ? `  base: git ${imp.baseSha}, the PR's test files as overlay`
+            : `  base: pruned snapshot of ${imp.snapshot.length} of the repository's ${imp.baseFileCount} files: a submission patch may edit only these. To gate real PRs, which may touch any file, import with --base-as git.`,
+        `  wrote ${rel(t.task)}, ${rel(t.probes)}, ${rel(t.examples)}`,
+        `  next: finish prompt.md and the probe, then: probegate validate ${rel(t.task)}`,
         "",
     ].join("\n"));
     return 0;
@@ -26818,6 +18994,8 @@ function verifyCommand(file, io) {
 }
 
 ;// CONCATENATED MODULE: ./src/cli/main.ts
+
+
 
 
 
@@ -26869,10 +19047,11 @@ function main_program(io, done) {
         .description("evaluate one or more submissions against one task, packed onto the runner; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error (the worst of several)")
         .requiredOption("--task <dir>", "task folder (holding task.yml)")
         .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref; repeat it to evaluate several side by side", collect)
+        .option("--pr-base <sha>", "a repository gate (task base: {pr: true}): the PR's base commit; the submission is then the PR's head as repo@sha")
         .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
         .option("--out <file>", "write the result JSON here")
         .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
-        .option("--python <path>", "interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+        .option("--python <path>", "interpreter for {python}, over the task's environment (default: the task's environment when task.yml declares one, else $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
         .option("--world-size <n>", "ranks to use (default: the task's gpus)")
         .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1 (default: all nvidia-smi lists)", "all")
         .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
@@ -26901,8 +19080,22 @@ function main_program(io, done) {
         .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
         .option("--unsandboxed", "run submission code without the sandbox, with --power")
         .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
-        .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
+        .option("--mutants", "make mutants of each task's reference change and report what the official tests and the probes kill (officialSurvivalRate, probeScore); exit 1 under the task's threshold (mutants.yml)")
+        .option("--cache <dir>", "with --mutants: cache of evaluated mutants (default .probegate/mutants)")
+        .option("--mutant-timeout <seconds>", "with --mutants: wall clock of each mutant's test and probe runs (default: from the reference's own durations)")
+        .option("--mutation-python <path>", "with --mutants: interpreter with cosmic-ray and probegate_mutants (default: $PROBEGATE_MUTATION_PYTHON, /var/cache/probegate/mutation/bin/python)")
+        .option("--python <path>", "with --mutants: interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+        .addOption(new Option("--format <format>", "what to print on stdout, with --power or --mutants").choices(["text", "json", "markdown"]).default("text"))
         .action(async (dirs, flags) => {
+        const mutantsOnly = ["cache", "mutantTimeout", "mutationPython", "python"].filter((k) => flags[k] !== undefined);
+        if (flags.mutants) {
+            const wrong = [flags.power && "--power", ...["db", "seed", "correctOnly"].filter((k) => flags[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), flags.runs !== "1" && "--runs"].filter(Boolean);
+            if (wrong.length)
+                throw new errors/* InputError */.d(`validate --mutants: ${wrong.join(", ")} only mean something with --power.`);
+            return done(await interruptible((signal) => mutantsCommand(dirs, flags, io, signal)));
+        }
+        if (mutantsOnly.length)
+            throw new errors/* InputError */.d(`validate: ${mutantsOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(", ")} only mean something with --mutants.`);
         if (flags.power)
             return done(await interruptible((signal) => powerCommand(dirs, flags, io, signal)));
         const powerOnly = ["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores", "correctOnly"].filter((k) => flags[k] !== undefined);
@@ -26940,7 +19133,9 @@ function main_program(io, done) {
         .requiredOption("--pr-head <sha>", "the commit with the change (the PR's head or merge)")
         .requiredOption("--tests <globs...>", "the change's test files (paths or globs); the rest of the change is the submission's")
         .requiredOption("--out <dir>", "the new task folder, tasks/<id> of a task pack")
-        .option("--exclude <strings...>", "leave out test ids holding any of these (tests this kind of runner cannot run); listed in import.yml")
+        .option("--exclude <strings...>", "deselect test ids holding any of these (tests this kind of runner cannot run): they never run; listed in import.yml")
+        .option("--repo-url <url>", "the repository URL task.yml and import.yml record (default: --repo when a URL, else the clone's origin remote)")
+        .option("--pass-to-pass-only", "allow a change no test fails before (a performance PR): the official tests are the pass-to-pass ones (with no changed test file: the head's files --tests names), and the hidden probes carry the requirement")
         .option("--keep <globs...>", "more files of the base to keep in the snapshot (a LICENSE, data the tests read)")
         .option("--trace-imports", "keep the Python files the change and its tests import from the base (a static trace)")
         .addOption(new Option("--base-as <how>", "the base: a pruned snapshot in the task, or the git ref (with the PR's tests as overlay)").choices(["snapshot", "git"]).default("snapshot"))
@@ -26956,6 +19151,18 @@ function main_program(io, done) {
         .option("--world-size <n>", "PROBEGATE_WORLD_SIZE for the test runs", "1")
         .option("--timeout <s>", "seconds per test run, and the task's official.timeout", "600")
         .action(async (flags) => done(await taskImportCommand(flags, io)));
+    const env = p.command("env").description("the tasks' pinned Python environments (task.yml environment:), built once per runner in $PROBEGATE_ENV_DIR (default /var/cache/probegate/envs)");
+    env
+        .command("build")
+        .description("build each task's environment from its lock with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
+        .argument("<taskDirs...>")
+        .option("--json", "print the table as JSON")
+        .action(async (dirs, flags) => done(await envBuildCommand(dirs, flags, io)));
+    env
+        .command("list")
+        .description("the environments built on this runner")
+        .option("--json", "print them as JSON")
+        .action((flags) => done(envListCommand(flags, io)));
     p.command("scorecard")
         .description("how each agent does, from the app's store or a folder of result files: a table, JSON, markdown, or an HTML page with charts")
         .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
@@ -26964,6 +19171,7 @@ function main_program(io, done) {
         .addOption(new Option("--basis <basis>", "which attempts count per PR and task").choices(["first-attempt", "best-of-n", "all"]).default("first-attempt"))
         .option("--repo <owner[/name]>", "only this owner or repository")
         .option("--since <date>", "only PRs whose first attempt finished on or after this date (2026-11-01)")
+        .option("--probe-set <version>", "only attempts judged by this probe set: a prefix of the evaluator commit, the probes repository's commit, or the probe folder's hash")
         .addOption(new Option("--format <format>", "what to write").choices(["table", "json", "markdown", "html"]).default("table"))
         .option("--out <file>", "write to this file instead of stdout (for --format html: a page to open in a browser)")
         .option("--server-url <url>", "where PR links in the HTML page point (default: $GITHUB_SERVER_URL, else https://github.com)")
@@ -26972,6 +19180,28 @@ function main_program(io, done) {
         // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
         const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(818)]).then(__nccwpck_require__.bind(__nccwpck_require__, 3818));
         done(scorecardCommand(flags, io));
+    });
+    p.command("doctor")
+        .description("check that this runner can sandbox an evaluation, and print what it lacks with the fix for each; exit 0 only when it can")
+        .option("--python <path>", "the interpreter task commands run with, whose torch, CUDA and NCCL are checked (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+        .option("--gpus <n>", "GPUs this runner must have (a GPU runner's count); fewer is a failure")
+        .option("--disk <path>", "where evaluations write (default: $TMPDIR, else /tmp)")
+        .addOption(new Option("--format <format>", "what to print").choices(["table", "json"]).default("table"))
+        .option("--json", "same as --format json")
+        .action(async (flags) => {
+        const { doctorCommand } = await __nccwpck_require__.e(/* import() */ 492).then(__nccwpck_require__.bind(__nccwpck_require__, 1492));
+        done(await doctorCommand(flags, io));
+    });
+    const store = p.command("store").description("the app's SQLite store");
+    store
+        .command("backup")
+        .description("copy the live store (the app may keep running) to a new file, with SQLite's online backup API, checked before it is named")
+        .argument("<dest>", "the backup file to write (must not exist)")
+        .option("--db <file>", "the app's store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
+        .action(async (dest, flags) => {
+        // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
+        const { storeBackupCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(731)]).then(__nccwpck_require__.bind(__nccwpck_require__, 5731));
+        done(await storeBackupCommand(dest, flags, io));
     });
     p.command("verify")
         .description("check a result file's schema and signature (key from $PROBEGATE_SIGNING_KEY)")
@@ -27021,7 +19251,7 @@ __nccwpck_require__.d(__webpack_exports__, {
   zF: () => (/* binding */ renderTitle)
 });
 
-// UNUSED EXPORTS: ANNOTATIONS_PER_REQUEST, batchAnnotations, categoryTable
+// UNUSED EXPORTS: ANNOTATIONS_PER_REQUEST, CATEGORIES_ONLY_NOTE, batchAnnotations, categoryTable
 
 // EXTERNAL MODULE: ./src/core/probe-check.ts
 var probe_check = __nccwpck_require__(6448);
@@ -27154,11 +19384,13 @@ function officialLine(result) {
     const why = !o.passed && o.reason ? ` — ${o.reason}` : "";
     return `${icon} ${parts.join(", ")} (${(0,sizes/* formatSeconds */.Xo)(o.durationS)})${why}`;
 }
+/** The note that replaces the failed checks' rows when only categories are shown. */
+const CATEGORIES_ONLY_NOTE = "> 🔒 Hidden-probe details are withheld from agent-authored pull requests (`feedback.agentDetail: categories` in .github/probegate.yml): only the category of each failed check is shown. Maintainers see the full messages in the evaluator run.";
 /**
  * The markdown summary: verdict, facts table, probes by category, then the failing rows.
  * Rows are dropped from the end, with a note, so the summary never exceeds GitHub's limit.
  */
-function renderSummary(result, limit = SUMMARY_LIMIT) {
+function renderSummary(result, limit = SUMMARY_LIMIT, detail = "full") {
     const head = [];
     head.push(`### ${VERDICT_ICON[result.verdict]} ${VERDICT_LABEL[result.verdict]} — ${result.reason}`, "");
     const sub = result.submission;
@@ -27172,7 +19404,9 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
         ? [`${tally.p} passed`, tally.f && `${tally.f} failed`, tally.e && `${tally.e} error`, tally.s && `${tally.s} skipped`].filter(Boolean).join(" · ")
         : "not run";
     head.push(`| Hidden probes | ${probeLine} |`);
-    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\` |`);
+    const source = result.probeSetVersion;
+    const commits = [source?.evaluatorCommit && `evaluator \`${source.evaluatorCommit.slice(0, 12)}\``, source?.probesCommit && `probes \`${source.probesCommit.slice(0, 12)}\``].filter(Boolean);
+    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\`${commits.length ? ` (${commits.join(", ")})` : ""} |`);
     const env = result.environment;
     const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
     head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
@@ -27190,7 +19424,9 @@ function renderSummary(result, limit = SUMMARY_LIMIT) {
     }
     const rows = [];
     const bad = result.probes.filter((p) => p.status === "failed" || p.status === "error");
-    if (bad.length) {
+    if (bad.length && detail === "categories")
+        rows.push(CATEGORIES_ONLY_NOTE, "");
+    else if (bad.length) {
         rows.push("#### Probes that did not pass", "", "| Probe | Category | Status | Where | What was found |", "|---|---|---|---|---|");
         for (const p of bad)
             rows.push(`| \`${p.id}\` | ${p.category} | ${p.status} | ${where(p)} | ${cell(p.message)} |`);
@@ -27236,9 +19472,9 @@ function fitToLimit(head, rows, limit) {
  * official tests (failure), and undone edits to the judge (notice). Checks without a location
  * appear only in the summary, since GitHub requires a path.
  */
-function renderAnnotations(result) {
+function renderAnnotations(result, detail = "full") {
     const out = [];
-    for (const p of result.probes) {
+    for (const p of detail === "full" ? result.probes : []) {
         if (!p.location || (p.status !== "failed" && p.status !== "error"))
             continue;
         const line = p.location.line ?? 1;
@@ -27278,13 +19514,16 @@ function batchAnnotations(annotations, size = ANNOTATIONS_PER_REQUEST) {
         batches.push(annotations.slice(i, i + size));
     return batches;
 }
-/** Everything a check run shows, from one result: the CLI, the Action and the app all call this. */
-function renderCheckRun(result) {
+/**
+ * Everything a check run shows, from one result: the CLI, the Action and the app all call this.
+ * `detail: categories` leaves out the hidden checks' ids, locations and messages.
+ */
+function renderCheckRun(result, detail = "full") {
     return {
         conclusion: conclusionFor(result.verdict),
         title: renderTitle(result),
-        summary: renderSummary(result),
-        annotations: renderAnnotations(result),
+        summary: renderSummary(result, SUMMARY_LIMIT, detail),
+        annotations: renderAnnotations(result, detail),
     };
 }
 
@@ -27543,7 +19782,7 @@ __nccwpck_require__.d(__webpack_exports__, {
   rP: () => (/* binding */ verifyResult)
 });
 
-// UNUSED EXPORTS: keyId
+// UNUSED EXPORTS: keyId, verifyResultWithKeys
 
 // EXTERNAL MODULE: external "node:crypto"
 var external_node_crypto_ = __nccwpck_require__(7598);
@@ -27597,6 +19836,21 @@ function verifyResult(result, key) {
     if (got.length !== want.length || !(0,external_node_crypto_.timingSafeEqual)(got, want))
         return { ok: false, why: "the signature does not match the result's content" };
     return { ok: true };
+}
+/**
+ * Whether a result carries a valid signature by any of `keys` (the current key first, then the
+ * previous ones a rotation keeps for results in flight). The key is picked by the signature's key
+ * id, so an unknown key is refused naming the ids that are accepted.
+ */
+function verifyResultWithKeys(result, keys) {
+    const sig = result.signature;
+    if (!sig)
+        return { ok: false, why: "the result is not signed" };
+    const index = keys.findIndex((k) => keyId(k) === sig.keyId);
+    if (index < 0)
+        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keys.map(keyId).join(" or ")})` };
+    const checked = verifyResult(result, keys[index]);
+    return checked.ok ? { ok: true, keyIndex: index } : checked;
 }
 
 
@@ -27702,6 +19956,17 @@ const EnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .r
     sandboxed: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
     /** The cgroup version that limited and metered each run; null where none was usable. */
     cgroup: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["v1", "v2"]).nullish(),
+    /**
+     * The task's own Python environment (task.yml `environment:`) the jobs ran in: the sha256 of its
+     * lock, its Python version and the system interpreter it is built on. Absent or null: the runner's
+     * interpreter (no environment declared, or --python named one).
+     */
+    pythonEnv: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        lockHash: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
+        python: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        interpreter: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    })
+        .nullish(),
 });
 const SignatureSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
     algorithm: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz("hmac-sha256"),
@@ -27724,7 +19989,15 @@ const EvaluationResultSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject 
         repo: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
         ref: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
         sha: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+        /** Repository gates: the PR base asked for, and the merge base the head was compared with. */
+        prBase: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ asked: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), mergeBase: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() }).nullish(),
     }),
+    /**
+     * Where the probe set came from, as checked out on the runner (the Action fills it before
+     * signing): the evaluator repository's commit (tasks and workflow) and the probes repository's
+     * commit. Null where a folder was not a git checkout. Scorecards split by these.
+     */
+    probeSetVersion: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ evaluatorCommit: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullable(), probesCommit: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullable() }).nullish(),
     /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
     evaluationKey: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
     verdict: VerdictSchema,
@@ -27864,12 +20137,15 @@ function formatSeconds(seconds) {
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 /* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   LS: () => (/* binding */ inVersionRange),
 /* harmony export */   j$: () => (/* binding */ SetupSchema),
 /* harmony export */   jn: () => (/* binding */ VERSION_RANGE),
 /* harmony export */   qR: () => (/* binding */ RequiresSchema),
-/* harmony export */   yY: () => (/* binding */ unmetRequirements)
+/* harmony export */   q_: () => (/* binding */ EnvironmentManifestSchema),
+/* harmony export */   yY: () => (/* binding */ unmetRequirements),
+/* harmony export */   zS: () => (/* binding */ PythonEnvironmentSchema)
 /* harmony export */ });
-/* unused harmony export inVersionRange */
+/* unused harmony export PYTHON_RANGE_DEFAULT */
 /* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2311);
 
 /** A comparator list such as ">=2.1", ">=2.1,<3" or "==2.11.0"; versions are dotted numbers. */
@@ -27897,6 +20173,45 @@ const RequiresSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej(
     cuda: zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY().optional().describe("torch must be a CUDA build and see a GPU"),
 })
     .default({});
+/** A version range of the interpreter, as for torch: ">=3.11,<3.13", "==3.11". */
+const PYTHON_RANGE_DEFAULT = ">=3,<4";
+/**
+ * The task's own Python environment: a pinned, hash-checked lock (pip-tools' requirements format,
+ * as `uv pip compile --generate-hashes` writes it) and the interpreter range it is built for. The
+ * engine builds a virtual environment from it once per runner (cached by the lock's content hash
+ * and the interpreter's version) and runs `{python}` from it; without it, the runner's interpreter.
+ */
+const PythonEnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    lock: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
+        .min(1)
+        .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
+        .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it"),
+    python: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
+        .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
+        .default(PYTHON_RANGE_DEFAULT)
+        .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
+});
+/**
+ * What a built environment's folder says about itself (`probegate-env.json`, written last, before
+ * the folder is moved into place): an environment folder without it is not one.
+ */
+const EnvironmentManifestSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    /** sha256 of the lock file's bytes. */
+    lockHash: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
+    /** The lock file it was built from, as the first task that built it named it (for people). */
+    lockFile: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    /** The base interpreter the venv runs on (a system interpreter). */
+    interpreter: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    python: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    torch: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().nullable(),
+    cuda: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().nullable(),
+    uv: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    builtAt: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    buildS: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().min(0),
+    /** Bytes of its files (hard links into uv's cache counted in full). */
+    sizeBytes: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
+    packages: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
+});
 function numbers(v) {
     return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
 }
@@ -27929,15 +20244,17 @@ function inVersionRange(version, range) {
 /** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
 function unmetRequirements(req, host) {
     const unmet = [];
+    // Without an environment the wording stays the runner's (the demo's skip lines quote it).
+    const from = host.pythonFrom;
     if (req.torch !== undefined) {
         if (host.torch === null)
-            unmet.push(`torch ${req.torch} (the runner's Python has no torch)`);
+            unmet.push(`torch ${req.torch} (${from ?? "the runner's Python"} has no torch)`);
         else if (!inVersionRange(host.torch, req.torch))
-            unmet.push(`torch ${req.torch} (the runner has torch ${host.torch})`);
+            unmet.push(`torch ${req.torch} (${from ?? "the runner"} has torch ${host.torch})`);
     }
     if (req.cuda) {
         if (host.cuda === null)
-            unmet.push(`cuda: true (the runner's torch${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
+            unmet.push(`cuda: true (${from ? `the torch of ${from}` : "the runner's torch"}${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
         else if (host.gpus === 0)
             unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
     }
@@ -27957,7 +20274,7 @@ function unmetRequirements(req, host) {
 /* harmony export */   S2: () => (/* binding */ TaskSpecSchema),
 /* harmony export */   pw: () => (/* binding */ ID_PATTERN)
 /* harmony export */ });
-/* unused harmony exports RequirementSchema, BaseSchema, ProbeJobSchema */
+/* unused harmony exports RequirementSchema, BaseSchema, TestSelectionSchema, ProbeJobSchema */
 /* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(2311);
 /* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(8532);
 /* harmony import */ var _sizes_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9013);
@@ -27999,7 +20316,23 @@ const BaseSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .union */ .KCZ([
         }),
         overlay: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
     }),
+    zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        pr: zod__WEBPACK_IMPORTED_MODULE_3__/* .literal */ .euz(true).describe("a repository gate: the workspace is the PR's head (--submission repo@head), its base commit (--pr-base) sits beside it read-only"),
+    }),
 ]);
+/**
+ * Which of the repository's own tests a repository gate runs: a fixed list, tests mapped from the
+ * paths the PR changes, or both. They replace `{tests}` in `official.command`.
+ */
+const TestSelectionSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+    tests: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).default([]).describe("test files, folders or ids that always run"),
+    fromPaths: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        paths: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).describe("globs of changed paths (a leading '!' excludes)"),
+        tests: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).describe("tests to run when a changed path matches"),
+    }))
+        .default([])
+        .describe("tests mapped from the paths the PR changes"),
+});
 /** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
 const ProbeJobSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
     gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
@@ -28022,7 +20355,9 @@ const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej(
     official: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
         command,
         timeout: seconds.default(600),
-        files: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).default(["tests/**"]).describe("globs of official test files, restored from the base"),
+        files: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).default(["tests/**"]).describe("globs of official test files: restored from the base (assignments); compared with the base by the weakened-test guard (repository gates)"),
+        select: TestSelectionSchema.optional().describe("repository gates: which of the repository's tests replace {tests} in the command"),
+        allowChanged: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).default([]).describe("repository gates: test ids or file globs the PR may change, delete or weaken; the guard reports such changes as allowed, never silently"),
     }),
     probes: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
         path: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("folder of the hidden probes, relative to the task folder"),
@@ -28045,6 +20380,7 @@ const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej(
     requirements: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: _probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .ProbeParamsSchema */ .wR.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
     setup: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .SetupSchema */ .j$.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    environment: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .PythonEnvironmentSchema */ .zS.optional().describe("the task's pinned Python environment (a hash-checked lock), built once per runner; without it, {python} is the runner's interpreter"),
     requires: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .RequiresSchema */ .qR.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
 })
     .superRefine((t, ctx) => {
@@ -28054,6 +20390,17 @@ const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej(
             ctx.addIssue({ code: "custom", path: ["requirements", i, "id"], message: `'${r.id}' is listed twice` });
         seen.add(r.id);
     });
+    const gate = "pr" in t.base;
+    const usesTests = t.official.command.some((a) => a.includes("{tests}"));
+    if (t.official.select && !usesTests) {
+        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "selects tests, but official.command has no {tests} to put them in" });
+    }
+    if (gate && usesTests && !t.official.select) {
+        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "is required: official.command has {tests} and a repository gate (base: {pr: true}) chooses them from select.tests and select.fromPaths" });
+    }
+    if (!gate && (t.official.select || t.official.allowChanged.length)) {
+        ctx.addIssue({ code: "custom", path: ["official", t.official.select ? "select" : "allowChanged"], message: "is for repository gates (base: {pr: true}); an assignment runs its own official command on its fixed base" });
+    }
     if (t.gpus > 0 && t.minRanks > t.gpus) {
         ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
     }
@@ -28101,6 +20448,261 @@ function decideVerdict(input) {
 
 /***/ }),
 
+/***/ 7818:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   TR: () => (/* binding */ claimEvaluationUid),
+/* harmony export */   iT: () => (/* binding */ RunnerClaims),
+/* harmony export */   ns: () => (/* binding */ UID_SLOTS)
+/* harmony export */ });
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7598);
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_crypto__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(8161);
+/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_2___default = /*#__PURE__*/__nccwpck_require__.n(node_os__WEBPACK_IMPORTED_MODULE_2__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_3___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_3__);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(7679);
+
+
+
+
+
+/** How deep a takeover may chase takeover locks left by processes that died while holding one. */
+const MAX_TAKEOVER_DEPTH = 3;
+/**
+ * Claims between the probegate processes of one runner, on what must be unique among everything
+ * running on it at once:
+ *  - rendezvous ports (`port-<n>`): a port nothing listens on can still be taken — it is handed out
+ *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
+ *    --power`, another runner service) checking it in that window would give it to its own job, whose
+ *    ranks would then meet the first job's store;
+ *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`);
+ *  - GPUs (`gpu-<index>`) and pinned cores (`core-<id>`): held by a job of one process's job pool
+ *    (job-pool.ts), so two processes never put their jobs on one GPU or pin them to one core.
+ * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
+ * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
+ * taken over, see `removeStale`.
+ *
+ * Beside the claims, a job pool that waits for GPUs or cores announces it (`<id>.wait`), so the
+ * pools of other processes can leave it its turn instead of handing what they free straight to
+ * their own queues (job-pool.ts).
+ */
+class RunnerClaims {
+    where;
+    /** The pid written into claims: this process's. Tests give two instances distinct live identities. */
+    pid;
+    constructor(where = defaultClaimDir(), opts = {}) {
+        this.where = where;
+        this.pid = opts.pid ?? process.pid;
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.mkdirSync)(this.where, { recursive: true, mode: 0o700 });
+    }
+    /** True when this process now holds `key` (and must `release` it); false when a live process does. */
+    claim(key) {
+        return this.take(this.file(key), 0);
+    }
+    /**
+     * Claims every key or none: on the first key held elsewhere, gives back those it got and says
+     * which key it was and who holds it.
+     */
+    claimAll(keys) {
+        const got = [];
+        try {
+            for (const key of keys) {
+                if (!this.claim(key)) {
+                    this.releaseAll(got);
+                    return { key, pid: readHolder(this.file(key)) };
+                }
+                got.push(key);
+            }
+        }
+        catch (e) {
+            this.releaseAll(got);
+            throw e;
+        }
+        return null;
+    }
+    releaseAll(keys) {
+        for (const key of keys)
+            this.release(key);
+    }
+    release(key) {
+        this.drop(this.file(key));
+    }
+    /**
+     * Which of `keys` a live process holds now, with its pid (one listing of the folder, then one read
+     * per key that has a claim). A claim of a dead process is left out: claiming the key takes it over.
+     */
+    holders(keys) {
+        const wanted = new Set(keys);
+        const out = new Map();
+        for (const name of (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readdirSync)(this.where)) {
+            if (!name.endsWith(".claim"))
+                continue;
+            const key = name.slice(0, -".claim".length);
+            if (!wanted.has(key))
+                continue;
+            const pid = readHolder((0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, name));
+            if (pid !== null && alive(pid))
+                out.set(key, pid);
+        }
+        return out;
+    }
+    /**
+     * Says (or, with null, stops saying) that the pool `id` waits: replaced whole, never seen half
+     * written. A pool announces only while it has a job waiting.
+     */
+    announceWait(id, wait) {
+        const file = (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, `${id}.wait`);
+        if (!wait) {
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
+            return;
+        }
+        const aside = `${file}.${(0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.randomBytes)(4).toString("hex")}.tmp`;
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.writeFileSync)(aside, JSON.stringify({ id, pid: this.pid, ...wait }), { mode: 0o600 });
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.renameSync)(aside, file);
+    }
+    /**
+     * The waits other pools announce (not `exceptId`'s), oldest first; those of processes that are
+     * gone are removed. One listing of the folder and one read per announcement.
+     */
+    waiters(exceptId) {
+        const out = [];
+        for (const name of (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readdirSync)(this.where)) {
+            if (!name.endsWith(".wait") || name === `${exceptId}.wait`)
+                continue;
+            const file = (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, name);
+            let w;
+            try {
+                w = JSON.parse((0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readFileSync)(file, "utf8"));
+            }
+            catch {
+                continue; // given back meanwhile
+            }
+            if (!alive(w.pid)) {
+                (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
+                continue;
+            }
+            out.push(w);
+        }
+        return out.sort((a, b) => a.since - b.since || a.id.localeCompare(b.id));
+    }
+    take(file, depth) {
+        for (let attempt = 0; attempt < 3; attempt += 1) {
+            if (this.create(file))
+                return true;
+            const holder = readHolder(file);
+            if (holder === null)
+                continue; // given back meanwhile: try again
+            if (alive(holder))
+                return false;
+            if (depth >= MAX_TAKEOVER_DEPTH || !this.removeStale(file, holder, depth))
+                return false;
+        }
+        return false;
+    }
+    /**
+     * Removes `file` if it still names the dead `holder`. Two processes can both read the same stale
+     * claim; were each to remove what it finds, the slower one would remove the claim the faster one
+     * has just made, and both would hold the key. So the removal happens only under a takeover lock
+     * named for the dead holder (itself a claim, taken over the same way should its maker die holding
+     * it), and only after reading the claim again under that lock: whoever comes second finds the
+     * first one's live pid there and leaves it. False when another process is taking it over now.
+     */
+    removeStale(file, holder, depth) {
+        const lock = `${file}.takeover-${holder}`;
+        if (!this.take(lock, depth + 1))
+            return false;
+        try {
+            if (readHolder(file) === holder)
+                (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
+        }
+        finally {
+            this.drop(lock);
+        }
+        return true;
+    }
+    /** Makes `file` naming this process, unless it exists: written aside first, then hard-linked into place. */
+    create(file) {
+        const aside = `${file}.${this.pid}-${(0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.randomBytes)(4).toString("hex")}.tmp`;
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.writeFileSync)(aside, String(this.pid), { mode: 0o600, flag: "wx" });
+        try {
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.linkSync)(aside, file);
+            return true;
+        }
+        catch (e) {
+            if (e.code !== "EEXIST")
+                throw e;
+            return false;
+        }
+        finally {
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(aside, { force: true });
+        }
+    }
+    /** Removes `file` if this process holds it (a claim taken over by someone else is theirs now). */
+    drop(file) {
+        if (readHolder(file) === this.pid)
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
+    }
+    file(key) {
+        return (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, `${key}.claim`);
+    }
+}
+/** The pid a claim names; 0 for content that names none (a dead claim); null when there is no claim. */
+function readHolder(file) {
+    let text;
+    try {
+        text = (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readFileSync)(file, "utf8").trim();
+    }
+    catch (e) {
+        const code = e.code;
+        if (code === "ENOENT")
+            return null;
+        throw new _errors_js__WEBPACK_IMPORTED_MODULE_4__/* .HarnessError */ .t(`cannot read the runner claim ${file} (${code ?? String(e)}): every probegate process of a runner must be able to read its claim folder (PROBEGATE_CLAIMS)`, "packing");
+    }
+    const pid = Number(text);
+    return /^\d+$/.test(text) && Number.isSafeInteger(pid) ? pid : 0;
+}
+function alive(pid) {
+    if (pid <= 0)
+        return false; // kill(0) would signal our own process group
+    try {
+        process.kill(pid, 0);
+        return true;
+    }
+    catch (e) {
+        return e.code === "EPERM";
+    }
+}
+/**
+ * One folder per user for the whole runner, not under $TMPDIR: two probegate processes with
+ * different temp dirs must still see each other's claims. PROBEGATE_CLAIMS overrides it.
+ */
+function defaultClaimDir() {
+    return process.env.PROBEGATE_CLAIMS || (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)("/tmp", `probegate-claims-${(0,node_os__WEBPACK_IMPORTED_MODULE_2__.userInfo)().uid}`);
+}
+/** Sandbox uid slots an evaluation may claim (uid = JOB_UID_BASE + slot). */
+const UID_SLOTS = 4096;
+/**
+ * Claims a sandbox uid slot for one evaluation, from a random start so processes rarely collide
+ * first. All jobs of an evaluation share its workspace and so its uid; two evaluations never share
+ * one while both run. Throws when every slot is held by a live process.
+ */
+function claimEvaluationUid(claims = new RunnerClaims()) {
+    const start = Math.floor(Math.random() * UID_SLOTS);
+    for (let i = 0; i < UID_SLOTS; i += 1) {
+        const slot = (start + i) % UID_SLOTS;
+        if (claims.claim(`uid-${slot}`))
+            return { slot, release: () => claims.release(`uid-${slot}`) };
+    }
+    throw new _errors_js__WEBPACK_IMPORTED_MODULE_4__/* .HarnessError */ .t(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
+}
+
+
+/***/ }),
+
 /***/ 7679:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
@@ -28127,6 +20729,802 @@ class HarnessError extends Error {
     constructor(message, phase) {
         super(message);
         this.phase = phase;
+    }
+}
+
+
+/***/ }),
+
+/***/ 646:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  RQ: () => (/* binding */ gpuNote),
+  Ae: () => (/* binding */ nvidiaSmiPath),
+  cL: () => (/* binding */ readGpuUsed),
+  oL: () => (/* binding */ startGpuMeter)
+});
+
+// UNUSED EXPORTS: parseUsedLine
+
+// EXTERNAL MODULE: external "node:child_process"
+var external_node_child_process_ = __nccwpck_require__(1421);
+// EXTERNAL MODULE: ./node_modules/execa/index.js + 139 modules
+var execa = __nccwpck_require__(5172);
+;// CONCATENATED MODULE: external "node:readline"
+const external_node_readline_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:readline");
+// EXTERNAL MODULE: ./src/core/sizes.ts
+var sizes = __nccwpck_require__(9013);
+;// CONCATENATED MODULE: ./src/engine/gpu-meter.ts
+
+
+
+
+/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
+function gpuNote(peak) {
+    return peak ? `, GPU peak ${(0,sizes/* formatBytes */.z3)(peak.peakBytes)}` : "";
+}
+const MIB = 1024 * 1024;
+/** The nvidia-smi to use: PROBEGATE_NVIDIA_SMI (tests, unusual installs), else the one on PATH. */
+function nvidiaSmiPath() {
+    return process.env.PROBEGATE_NVIDIA_SMI || "nvidia-smi";
+}
+/**
+ * Parses nvidia-smi's `--query-gpu=index,memory.used --format=csv,noheader,nounits` lines
+ * ("0, 1234": MiB). Returns null for a line that is not one (a warning, "[N/A]", a blank).
+ */
+function parseUsedLine(line) {
+    const m = /^\s*(\d+)\s*,\s*(\d+(?:\.\d+)?)\s*$/.exec(line);
+    if (!m)
+        return null;
+    return { index: Number(m[1]), usedBytes: Math.round(Number(m[2]) * MIB) };
+}
+/**
+ * Starts sampling `gpus` every `intervalMs` with one long-lived `nvidia-smi --loop-ms` (one process
+ * for the whole phase, not one per sample). The first reading of each GPU is its baseline, so start
+ * it before the phase's processes do: `ready` settles once every GPU has been read once (or after
+ * `readyTimeoutMs`, when the meter gives up and `stop()` gives null). No GPUs: null at once.
+ */
+async function startGpuMeter(gpus, opts = {}) {
+    const none = { overLimit: () => false, stop: async () => null };
+    if (gpus.length === 0)
+        return none;
+    const intervalMs = Math.max(50, Math.floor(opts.intervalMs ?? 200));
+    const wanted = new Set(gpus);
+    const baseline = new Map();
+    const latest = new Map();
+    let peak = 0;
+    let current = 0;
+    let samples = 0;
+    let failed = false;
+    let child;
+    try {
+        child = (0,external_node_child_process_.spawn)(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`, `--loop-ms=${intervalMs}`], {
+            stdio: ["ignore", "pipe", "ignore"],
+        });
+    }
+    catch {
+        return none;
+    }
+    let markReady = () => { };
+    const ready = new Promise((resolve) => (markReady = resolve));
+    const exited = new Promise((resolve) => {
+        child.once("error", () => {
+            failed = true;
+            resolve();
+            markReady();
+        });
+        child.once("exit", () => {
+            resolve();
+            markReady();
+        });
+    });
+    const lines = (0,external_node_readline_namespaceObject.createInterface)({ input: child.stdout });
+    lines.on("line", (line) => {
+        const r = parseUsedLine(line);
+        if (!r || !wanted.has(r.index))
+            return;
+        if (!baseline.has(r.index)) {
+            baseline.set(r.index, r.usedBytes);
+            if (baseline.size === wanted.size)
+                markReady();
+        }
+        latest.set(r.index, r.usedBytes);
+        samples += 1;
+        let sum = 0;
+        for (const [i, used] of latest)
+            sum += used - (baseline.get(i) ?? used);
+        current = sum;
+        peak = Math.max(peak, sum);
+    });
+    const timer = setTimeout(markReady, opts.readyTimeoutMs ?? 5000);
+    await ready;
+    clearTimeout(timer);
+    const limit = opts.limitBytes;
+    return {
+        overLimit: () => limit !== undefined && current > limit,
+        stop: async () => {
+            if (child.exitCode === null && child.signalCode === null) {
+                child.kill("SIGTERM");
+                const hard = setTimeout(() => child.kill("SIGKILL"), 2000);
+                await exited;
+                clearTimeout(hard);
+            }
+            await exited;
+            lines.close();
+            if (failed || baseline.size !== wanted.size)
+                return null;
+            let base = 0;
+            for (const b of baseline.values())
+                base += b;
+            return { gpus: [...gpus], baselineBytes: base, peakBytes: peak, samples, intervalMs };
+        },
+    };
+}
+/**
+ * Memory used on each of `gpus` now (bytes), from one nvidia-smi query; null where the driver
+ * cannot be read. The job pool takes each GPU's idle baseline with it, and gives a GPU to the next
+ * job only once it reads back at that baseline.
+ */
+async function readGpuUsed(gpus, opts = {}) {
+    if (gpus.length === 0)
+        return new Map();
+    const r = await (0,execa/* execa */.Ho)(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`], {
+        reject: false,
+        timeout: opts.timeoutMs ?? 10_000,
+    });
+    if (r.exitCode !== 0 || typeof r.stdout !== "string")
+        return null;
+    const used = new Map();
+    for (const line of r.stdout.split("\n")) {
+        const u = parseUsedLine(line);
+        if (u && gpus.includes(u.index))
+            used.set(u.index, u.usedBytes);
+    }
+    return used.size === gpus.length ? used : null;
+}
+
+
+/***/ }),
+
+/***/ 6022:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   D5: () => (/* binding */ inspectPython),
+/* harmony export */   Ik: () => (/* binding */ choosePython),
+/* harmony export */   RK: () => (/* binding */ detectGpus),
+/* harmony export */   d5: () => (/* binding */ availableCpus)
+/* harmony export */ });
+/* unused harmony export cpuCount */
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(8161);
+/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_os__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(5172);
+/* harmony import */ var _core_packing_js__WEBPACK_IMPORTED_MODULE_5__ = __nccwpck_require__(3448);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
+/* harmony import */ var _gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(646);
+
+
+
+
+
+
+/** The interpreter for `{python}`: the flag, `$PROBEGATE_PYTHON`, Debian's /usr/bin/python3, else python3 on PATH. */
+function choosePython(flag) {
+    if (flag)
+        return flag;
+    if (process.env.PROBEGATE_PYTHON)
+        return process.env.PROBEGATE_PYTHON;
+    return (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+// Reads torch's version.py instead of importing torch: an import costs seconds per evaluation.
+const PY_PROBE = `
+import importlib.util, json, os, site, sys
+dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+dirs.update(getattr(site, "getsitepackages", lambda: [])())
+info = {"python": sys.version.split()[0], "torch": None, "cuda": None,
+        "prefixes": sorted(os.path.realpath(d) for d in dirs if d and os.path.isdir(d))}
+spec = importlib.util.find_spec("torch")
+if spec and spec.origin:
+    ns = {}
+    try:
+        with open(os.path.join(os.path.dirname(spec.origin), "version.py")) as f:
+            exec(f.read(), ns)
+        info["torch"] = ns.get("__version__")
+        info["cuda"] = ns.get("cuda")
+    except OSError:
+        pass
+print(json.dumps(info))
+`;
+const pythonCache = new Map();
+/** Version facts of the interpreter (cached per process: the demo evaluates many submissions). */
+function inspectPython(executable) {
+    let p = pythonCache.get(executable);
+    if (!p) {
+        p = (async () => {
+            const r = await (0,execa__WEBPACK_IMPORTED_MODULE_4__/* .execa */ .Ho)(executable, ["-c", PY_PROBE], { reject: false, timeout: 120_000 });
+            if (r.exitCode !== 0) {
+                const why = r.code === "ENOENT" ? "not found" : `exit ${r.exitCode}: ${String(r.stderr).trim().split("\n").pop()}`;
+                throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`the Python interpreter '${executable}' does not run (${why}); set --python or PROBEGATE_PYTHON`, "environment");
+            }
+            const info = JSON.parse(String(r.stdout).trim().split("\n").pop() ?? "{}");
+            return { executable, ...info, prefixes: info.prefixes ?? [] };
+        })();
+        pythonCache.set(executable, p);
+        p.catch(() => pythonCache.delete(executable));
+    }
+    return p;
+}
+/** GPUs nvidia-smi reports (PROBEGATE_NVIDIA_SMI names another); none where there is no NVIDIA driver. */
+async function detectGpus() {
+    const r = await (0,execa__WEBPACK_IMPORTED_MODULE_4__/* .execa */ .Ho)((0,_gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__/* .nvidiaSmiPath */ .Ae)(), ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
+        reject: false,
+        timeout: 30_000,
+    });
+    if (r.exitCode !== 0 || typeof r.stdout !== "string")
+        return [];
+    return r.stdout
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => {
+        const [index, model, mem, driver] = line.split(",").map((s) => s.trim());
+        return { index: Number(index), model: model ?? "unknown", memoryMiB: Number(mem), driver: driver ?? "unknown" };
+    });
+}
+function cpuCount() {
+    return Math.max(1, (0,node_os__WEBPACK_IMPORTED_MODULE_1__.cpus)().length);
+}
+/**
+ * The CPU ids this process may run on (its affinity, as /proc/self/status lists it), so packed
+ * jobs are pinned only to cores that exist here; 0..n-1 where that file cannot be read.
+ */
+function availableCpus() {
+    try {
+        const m = /^Cpus_allowed_list:\s*(\S+)/m.exec((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)("/proc/self/status", "utf8"));
+        const ids = m?.[1] ? (0,_core_packing_js__WEBPACK_IMPORTED_MODULE_5__/* .parseIdList */ .hG)(m[1]) : null;
+        if (ids?.length)
+            return ids;
+    }
+    catch {
+        // not Linux, or no /proc
+    }
+    return Array.from({ length: cpuCount() }, (_, i) => i);
+}
+
+
+/***/ }),
+
+/***/ 3680:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   FF: () => (/* binding */ findControllers),
+/* harmony export */   Yv: () => (/* binding */ ownCgroupPath),
+/* harmony export */   sZ: () => (/* binding */ createJobCgroup)
+/* harmony export */ });
+/* unused harmony export keyedCount */
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+
+
+const FILES = {
+    1: { memMax: "memory.limit_in_bytes", memPeak: "memory.max_usage_in_bytes", memEvents: "memory.oom_control" },
+    2: { memMax: "memory.max", memPeak: "memory.peak", memEvents: "memory.events" },
+};
+/** The cgroup path of this process for one v1 controller ("" for v2), from /proc/self/cgroup. */
+function ownCgroupPath(procSelfCgroup, controller) {
+    for (const line of procSelfCgroup.split("\n")) {
+        const [, names, path] = line.split(":");
+        if (names === undefined || path === undefined)
+            continue;
+        if (controller === null ? names === "" && line.startsWith("0::") : names.split(",").includes(controller))
+            return path;
+    }
+    return null;
+}
+/** Reads `key N` from a flat keyed cgroup file ("oom_kill 3", "max 12"); 0 when absent. */
+function keyedCount(text, key) {
+    const m = text.match(new RegExp(`^${key} (\\d+)$`, "m"));
+    return m ? Number(m[1]) : 0;
+}
+const writable = (dir) => {
+    try {
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.accessSync)(dir, node_fs__WEBPACK_IMPORTED_MODULE_0__.constants.W_OK);
+        return true;
+    }
+    catch {
+        return false;
+    }
+};
+const read = (p) => {
+    try {
+        return (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)(p, "utf8");
+    }
+    catch {
+        return "";
+    }
+};
+/**
+ * Finds usable memory and pids controllers under `root`: cgroup v2 when this process's own group
+ * delegates both to children and is writable, else v1 hierarchies writable here. Null where neither is.
+ */
+function findControllers(root = "/sys/fs/cgroup", procSelfCgroup = read("/proc/self/cgroup")) {
+    const v2own = ownCgroupPath(procSelfCgroup, null);
+    const v2root = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(root, "cgroup.controllers")) ? root : (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(root, "unified", "cgroup.controllers")) ? (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(root, "unified") : null;
+    if (v2root && v2own !== null) {
+        const parent = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(v2root, v2own);
+        const delegated = read((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(parent, "cgroup.subtree_control")).split(/\s+/);
+        if (delegated.includes("memory") && delegated.includes("pids") && writable(parent))
+            return { version: 2, parent };
+    }
+    const mem = ownCgroupPath(procSelfCgroup, "memory");
+    const pids = ownCgroupPath(procSelfCgroup, "pids");
+    if (mem !== null && pids !== null && (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(root, "memory", "cgroup.procs")) && (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(root, "pids", "cgroup.procs"))) {
+        const ctl = { version: 1, memory: (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(root, "memory", mem), pids: (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(root, "pids", pids) };
+        if (writable(ctl.memory) && writable(ctl.pids))
+            return ctl;
+    }
+    return null;
+}
+let counter = 0;
+/**
+ * Makes a cgroup for one run with memory and pids limits. Null when the controllers cannot be used
+ * here (not writable, not delegated): the caller then falls back to sampling from /proc.
+ */
+function createJobCgroup(ctl, limits) {
+    if (!ctl)
+        return null;
+    const name = `probegate-${process.pid}-${++counter}-${Math.random().toString(36).slice(2, 8)}`;
+    const memDir = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(ctl.version === 2 ? ctl.parent : ctl.memory, name);
+    const pidsDir = ctl.version === 2 ? memDir : (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(ctl.pids, name);
+    const dirs = [...new Set([memDir, pidsDir])];
+    const f = FILES[ctl.version];
+    try {
+        for (const d of dirs)
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.mkdirSync)(d);
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.writeFileSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(memDir, f.memMax), String(limits.memoryBytes));
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.writeFileSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(pidsDir, "pids.max"), String(limits.pids));
+    }
+    catch {
+        for (const d of dirs) {
+            try {
+                (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.rmdirSync)(d);
+            }
+            catch {
+                // It was never made.
+            }
+        }
+        return null;
+    }
+    // No swap: a memory bomb must meet the limit, not page the runner to a crawl. Not every kernel has it.
+    const swap = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(memDir, ctl.version === 2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes");
+    try {
+        if ((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)(swap))
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.writeFileSync)(swap, ctl.version === 2 ? "0" : String(limits.memoryBytes));
+    }
+    catch {
+        // Swap accounting off: the memory limit still holds for resident memory.
+    }
+    const pidsOf = () => dirs.flatMap((d) => read((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(d, "cgroup.procs"))
+        .split("\n")
+        .filter(Boolean)
+        .map(Number));
+    const killAll = () => {
+        for (const pid of pidsOf()) {
+            try {
+                process.kill(pid, "SIGKILL");
+            }
+            catch {
+                // Already gone.
+            }
+        }
+    };
+    return {
+        procsFiles: dirs.map((d) => (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(d, "cgroup.procs")),
+        memoryPeak: () => {
+            const v = Number(read((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(memDir, f.memPeak)).trim());
+            return Number.isFinite(v) && v > 0 ? v : null;
+        },
+        limitHit: () => {
+            if (keyedCount(read((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(memDir, f.memEvents)), "oom_kill") > 0)
+                return "memory";
+            if (keyedCount(read((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(pidsDir, "pids.events")), "max") > 0)
+                return "pids";
+            return null;
+        },
+        killAll,
+        remove: async () => {
+            for (let i = 0; i < 50 && pidsOf().length > 0; i++) {
+                killAll();
+                await new Promise((r) => setTimeout(r, 20));
+            }
+            for (const d of dirs) {
+                try {
+                    (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.rmdirSync)(d);
+                }
+                catch {
+                    // A process that would not die keeps its group; the kernel frees it when it does.
+                }
+            }
+        },
+    };
+}
+
+
+/***/ }),
+
+/***/ 710:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Vc: () => (/* binding */ controlDevices),
+/* harmony export */   qi: () => (/* binding */ resolveGpuNodes),
+/* harmony export */   we: () => (/* binding */ readGpuNodes),
+/* harmony export */   zE: () => (/* binding */ missingGpuError)
+/* harmony export */ });
+/* unused harmony exports normalizeBusId, parseIndexBusIds, parseSmiQueryMinors, parseProcInformation, joinGpuNodes */
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(5172);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
+/* harmony import */ var _gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(646);
+
+
+
+
+
+/** `00000000:17:00.0` (nvidia-smi) and `0000:17:00.0` (/proc, sysfs) both become `0000:17:00.0`. */
+function normalizeBusId(raw) {
+    const m = /^\s*([0-9a-f]+):([0-9a-f]{2}):([0-9a-f]{2})\.([0-9a-f])\s*$/i.exec(raw);
+    if (!m)
+        return null;
+    const domain = Number.parseInt(m[1], 16).toString(16).padStart(4, "0");
+    return `${domain}:${m[2]}:${m[3]}.${m[4]}`.toLowerCase();
+}
+/** Parses `nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader` lines into index → bus id. */
+function parseIndexBusIds(csv) {
+    const out = new Map();
+    for (const line of csv.split("\n")) {
+        const [index, bus] = line.split(",").map((s) => s.trim());
+        const busId = bus ? normalizeBusId(bus) : null;
+        if (index && /^\d+$/.test(index) && busId)
+            out.set(Number(index), busId);
+    }
+    return out;
+}
+/**
+ * Parses `nvidia-smi -q` into bus id → minor number: each GPU's section starts with a line
+ * `GPU 00000000:17:00.0` and holds `Minor Number : 4` (`N/A` on drivers that have no device file
+ * for it, e.g. some MIG or WSL set-ups: left out, so the GPU is reported as unknown).
+ */
+function parseSmiQueryMinors(text) {
+    const out = new Map();
+    let bus = null;
+    for (const line of text.split("\n")) {
+        const head = /^GPU\s+([0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$/.exec(line);
+        if (head) {
+            bus = normalizeBusId(head[1]);
+            continue;
+        }
+        const minor = /^\s+Minor Number\s*:\s*(\d+)\s*$/.exec(line);
+        if (minor && bus)
+            out.set(bus, Number(minor[1]));
+    }
+    return out;
+}
+/** Reads `Device Minor: N` from `/proc/driver/nvidia/gpus/<bus>/information`; null without it. */
+function parseProcInformation(text) {
+    const m = /^Device Minor:\s*(\d+)\s*$/m.exec(text);
+    return m ? Number(m[1]) : null;
+}
+/**
+ * Joins what the driver said into one node per GPU index. `procMinors` (from /proc/driver/nvidia)
+ * wins over `smiMinors` (from `nvidia-smi -q`): both come from the driver, /proc is cheaper.
+ */
+function joinGpuNodes(indices, busIds, procMinors, smiMinors) {
+    return indices.map((index) => {
+        const busId = busIds.get(index) ?? null;
+        const proc = busId === null ? undefined : procMinors.get(busId);
+        if (proc !== undefined)
+            return { index, busId, minor: proc, source: "proc" };
+        const smi = busId === null ? undefined : smiMinors.get(busId);
+        if (smi !== undefined)
+            return { index, busId, minor: smi, source: "nvidia-smi -q" };
+        return { index, busId, minor: null, source: null };
+    });
+}
+/** The control devices CUDA opens besides a GPU's own node (`/dev/nvidiactl`, `-uvm`, …), those that exist under `dev`. */
+function controlDevices(dev = "/dev") {
+    if (!(0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)(dev))
+        return [];
+    const control = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readdirSync)(dev)
+        .filter((n) => /^nvidia(ctl|-uvm|-uvm-tools|-modeset)$/.test(n))
+        .sort()
+        .map((n) => (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dev, n));
+    return (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dev, "nvidia-caps")) ? [...control, (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dev, "nvidia-caps")] : control;
+}
+/**
+ * The device nodes of `indices` (through the driver's minor numbers) and, separately, each GPU
+ * whose node cannot be named or does not exist. Pure but for `exists`, which tests replace.
+ */
+function resolveGpuNodes(indices, nodes, dev = "/dev", exists = node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync) {
+    const devices = [];
+    const missing = [];
+    for (const index of indices) {
+        const node = nodes.find((n) => n.index === index);
+        const bus = node?.busId ? ` (PCI ${node.busId})` : "";
+        if (!node || node.minor === null) {
+            missing.push({ index, why: `GPU ${index}${bus}: the driver gave no minor number for it (neither /proc/driver/nvidia/gpus nor \`nvidia-smi -q\` "Minor Number"), so its /dev/nvidiaN is unknown` });
+            continue;
+        }
+        const path = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dev, `nvidia${node.minor}`);
+        if (!exists(path)) {
+            missing.push({ index, why: `GPU ${index}${bus}: its device node ${path} (minor number ${node.minor}, from ${node.source}) does not exist` });
+            continue;
+        }
+        devices.push(path);
+    }
+    return { devices, missing };
+}
+/** The error an evaluation ends in when a GPU it was given has no device node for the sandbox. */
+function missingGpuError(missing) {
+    return new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`the sandbox cannot be given ${missing.length === 1 ? "a GPU" : "GPUs"} of this runner: ${missing.map((m) => m.why).join("; ")}. CUDA would fail inside the sandbox, so nothing was run. Give the runner (container) the device node of each GPU it sees (with the NVIDIA container toolkit: the GPU's /dev/nvidiaN with /dev/nvidiactl and /dev/nvidia-uvm), or pass --gpus to leave the GPU out; \`probegate doctor\` checks this.`, "sandbox");
+}
+const nodesCache = new Map();
+/**
+ * Asks the driver for each GPU's minor number: nvidia-smi for index → PCI bus id, then
+ * `/proc/driver/nvidia/gpus/<bus>/information`, and `nvidia-smi -q` for any GPU /proc did not
+ * cover (containers often mask /proc/driver). Cached per process and nvidia-smi: GPUs do not move.
+ */
+function readGpuNodes(indices, smi = (0,_gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__/* .nvidiaSmiPath */ .Ae)(), procRoot = "/proc/driver/nvidia/gpus") {
+    const key = `${smi}\0${procRoot}`;
+    let all = nodesCache.get(key);
+    if (!all) {
+        all = (async () => {
+            const q = await (0,execa__WEBPACK_IMPORTED_MODULE_4__/* .execa */ .Ho)(smi, ["--query-gpu=index,pci.bus_id", "--format=csv,noheader"], { reject: false, timeout: 30_000 });
+            const busIds = q.exitCode === 0 ? parseIndexBusIds(String(q.stdout)) : new Map();
+            const procMinors = new Map();
+            if ((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)(procRoot)) {
+                for (const name of (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readdirSync)(procRoot)) {
+                    const bus = normalizeBusId(name);
+                    let minor = null;
+                    try {
+                        minor = parseProcInformation((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(procRoot, name, "information"), "utf8"));
+                    }
+                    catch {
+                        // Unreadable: nvidia-smi -q below.
+                    }
+                    if (bus && minor !== null)
+                        procMinors.set(bus, minor);
+                }
+            }
+            let smiMinors = new Map();
+            if ([...busIds.values()].some((b) => !procMinors.has(b))) {
+                const full = await (0,execa__WEBPACK_IMPORTED_MODULE_4__/* .execa */ .Ho)(smi, ["-q"], { reject: false, timeout: 60_000 });
+                if (full.exitCode === 0)
+                    smiMinors = parseSmiQueryMinors(String(full.stdout));
+            }
+            return joinGpuNodes([...busIds.keys()].sort((a, b) => a - b), busIds, procMinors, smiMinors);
+        })();
+        nodesCache.set(key, all);
+        all.catch(() => nodesCache.delete(key));
+    }
+    return all.then((nodes) => indices.map((index) => nodes.find((n) => n.index === index) ?? { index, busId: null, minor: null, source: null }));
+}
+
+
+/***/ }),
+
+/***/ 8865:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Sj: () => (/* binding */ bwrapPath),
+/* harmony export */   aP: () => (/* binding */ sandboxArgv),
+/* harmony export */   eJ: () => (/* binding */ systemLayout),
+/* harmony export */   fd: () => (/* binding */ detectSandbox),
+/* harmony export */   tH: () => (/* binding */ evaluationUid),
+/* harmony export */   w$: () => (/* binding */ gpuDevices)
+/* harmony export */ });
+/* unused harmony exports SANDBOX_UID, JOB_UID_BASE */
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(5172);
+/* harmony import */ var _gpu_devices_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(710);
+
+
+
+/**
+ * The user of the engine's one trial run of the sandbox (`detectSandbox`) when it is root: `nobody`,
+ * which owns nothing of the runner's. Evaluations themselves run as a uid of their own (`evaluationUid`).
+ */
+const SANDBOX_UID = 65534;
+/**
+ * First of the uids evaluations run as, one per evaluation (its jobs share its workspace, so its
+ * uid): RLIMIT_NPROC is per uid, so evaluations side by side under one uid (`nobody`) would share
+ * one process budget — one submission's threads would starve another's (EAGAIN from
+ * pthread_create) and a fork bomb would reach every evaluation on the runner. Far above any
+ * account a distribution creates.
+ */
+const JOB_UID_BASE = 1_000_000_000;
+/**
+ * The uid of the evaluation holding uid slot `slot`. Slots are claimed across the runner's probegate
+ * processes (runner-claims.ts `claimEvaluationUid`), so no two running evaluations share a uid.
+ */
+function evaluationUid(slot) {
+    return JOB_UID_BASE + slot;
+}
+/**
+ * Top-level host folders a program needs to run; what is absent on a host is skipped. Not /opt,
+ * /home or /root: runners keep their credentials there. An interpreter outside /usr is added on its own.
+ */
+const SYSTEM_PATHS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
+/**
+ * The command line that runs `command` in a sandbox: no network (own network namespace with only
+ * loopback), own pid / ipc / uts namespaces, a private /tmp, a fresh /proc and a minimal /dev, and
+ * nothing of the host's files but what `spec` names. As root it first becomes an unprivileged user
+ * (setpriv), so the kernel sees a distinct uid for RLIMIT_NPROC and for file permissions. Pure.
+ */
+function sandboxArgv(spec, command) {
+    if (command.length === 0)
+        throw new TypeError("empty command");
+    const out = [];
+    if (spec.dropToUid !== null) {
+        const id = String(spec.dropToUid);
+        out.push("setpriv", `--reuid=${id}`, `--regid=${id}`, "--clear-groups", "--inh-caps=-all", "--no-new-privs");
+    }
+    out.push("prlimit", `--fsize=${spec.maxFileBytes}`, "--core=0");
+    if (spec.maxProcesses !== null)
+        out.push(`--nproc=${spec.maxProcesses}`);
+    out.push("--", spec.bwrap, "--unshare-user", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try");
+    out.push("--hostname", "localhost", "--die-with-parent", "--disable-userns", "--cap-drop", "ALL");
+    if (spec.dropToUid !== null)
+        out.push("--uid", String(spec.dropToUid), "--gid", String(spec.dropToUid));
+    for (const l of spec.symlinks)
+        out.push("--symlink", l.target, l.path);
+    out.push("--proc", "/proc", "--dev", "/dev");
+    for (const d of spec.devices)
+        out.push("--dev-bind", d, d);
+    out.push("--size", String(spec.tmpBytes), "--tmpfs", "/tmp");
+    // Binds after the /tmp tmpfs: the evaluation folder usually lives under the host's /tmp.
+    for (const p of spec.readOnly)
+        out.push("--ro-bind", p, p);
+    for (const p of spec.readWrite)
+        out.push("--bind", p, p);
+    for (const p of spec.readOnlyInside)
+        out.push("--ro-bind", p, p);
+    out.push("--chdir", spec.cwd, "--", ...command);
+    return out;
+}
+/** The host's system folders and top-level symlinks, as `sandboxArgv` wants them. */
+function systemLayout() {
+    const readOnly = [];
+    const symlinks = [];
+    for (const p of SYSTEM_PATHS) {
+        let st;
+        try {
+            st = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.lstatSync)(p);
+        }
+        catch {
+            continue;
+        }
+        if (st.isSymbolicLink())
+            symlinks.push({ path: p, target: (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readlinkSync)(p) });
+        else if (st.isDirectory())
+            readOnly.push(p);
+    }
+    return { readOnly, symlinks };
+}
+/**
+ * The device nodes of the given GPUs (nvidia-smi indices), found through the driver's minor numbers
+ * (`nodes`, gpu-devices.ts `readGpuNodes`), not the index: in a container the two differ. Plus the
+ * control devices CUDA opens. A GPU whose node is unknown or missing is an error naming it, never
+ * dropped: CUDA would fail in the sandbox and the submission would be blamed.
+ */
+function gpuDevices(indices, nodes) {
+    if (indices.length === 0)
+        return [];
+    const { devices, missing } = (0,_gpu_devices_js__WEBPACK_IMPORTED_MODULE_1__/* .resolveGpuNodes */ .qi)(indices, nodes);
+    if (missing.length)
+        throw (0,_gpu_devices_js__WEBPACK_IMPORTED_MODULE_1__/* .missingGpuError */ .zE)(missing);
+    return [...devices, ...(0,_gpu_devices_js__WEBPACK_IMPORTED_MODULE_1__/* .controlDevices */ .Vc)()];
+}
+/** The bubblewrap executable: `$PROBEGATE_BWRAP`, else `bwrap` on PATH. */
+function bwrapPath() {
+    return process.env.PROBEGATE_BWRAP || "bwrap";
+}
+const support = new Map();
+/**
+ * Detects once per process (and bubblewrap path) whether the sandbox works here, by running `true`
+ * in it: bubblewrap, setpriv and prlimit must be installed and user namespaces allowed.
+ */
+function detectSandbox(bwrap = bwrapPath()) {
+    const known = support.get(bwrap);
+    if (known)
+        return known;
+    const trial = (async () => {
+        const root = typeof process.getuid === "function" && process.getuid() === 0;
+        const spec = {
+            bwrap,
+            ...systemLayout(),
+            readWrite: [],
+            readOnlyInside: [],
+            devices: [],
+            tmpBytes: 1024 * 1024,
+            cwd: "/",
+            dropToUid: root ? SANDBOX_UID : null,
+            maxProcesses: null,
+            maxFileBytes: 1024 * 1024,
+        };
+        const argv = sandboxArgv(spec, ["true"]);
+        const r = await (0,execa__WEBPACK_IMPORTED_MODULE_2__/* .execa */ .Ho)(argv[0], argv.slice(1), { reject: false, timeout: 30_000, stdin: "ignore", env: { PATH: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" } });
+        if (r.exitCode === 0)
+            return { ok: true, dropToUid: spec.dropToUid };
+        const said = String(r.stderr || r.shortMessage).trim().split("\n").slice(-2).join("; ");
+        return { ok: false, why: `a trial run of \`${argv.join(" ")}\` failed (${said}); the sandbox needs bubblewrap (${bwrap}), util-linux (setpriv, prlimit) and user namespaces` };
+    })();
+    support.set(bwrap, trial);
+    return trial;
+}
+
+
+/***/ }),
+
+/***/ 8755:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Lt: () => (/* binding */ uidsMapped),
+/* harmony export */   Nw: () => (/* binding */ readUidMap)
+/* harmony export */ });
+/* unused harmony export parseUidMap */
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+
+/** Parses /proc/self/uid_map (`inside outside count` a line). */
+function parseUidMap(text) {
+    return text
+        .split("\n")
+        .map((l) => l.trim().split(/\s+/).map(Number))
+        .filter((f) => f.length === 3 && f.every((n) => Number.isInteger(n) && n >= 0))
+        .map(([inside, outside, count]) => ({ inside: inside, outside: outside, count: count }));
+}
+/**
+ * Whether every uid of [first, first + count) exists in this user namespace. A pod with
+ * `hostUsers: false` maps only 65,536 uids (0–65535): there a uid outside them cannot be
+ * switched to (setpriv fails with EINVAL before the sandbox starts).
+ */
+function uidsMapped(map, first, count = 1) {
+    let next = first;
+    const end = first + count;
+    // Ranges may be listed in any order and may adjoin: walk forward through them.
+    for (let moved = true; next < end && moved;) {
+        moved = false;
+        for (const r of map) {
+            if (next >= r.inside && next < r.inside + r.count) {
+                next = r.inside + r.count;
+                moved = true;
+            }
+        }
+    }
+    return next >= end;
+}
+/** This process's uid map; null where it cannot be read (not Linux). */
+function readUidMap(file = "/proc/self/uid_map") {
+    try {
+        return parseUidMap((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)(file, "utf8"));
+    }
+    catch {
+        return null;
     }
 }
 
@@ -28189,6 +21587,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:module"
 
 /***/ }),
 
+/***/ 8161:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:os");
+
+/***/ }),
+
 /***/ 6760:
 /***/ ((module) => {
 
@@ -28200,6 +21605,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:path");
 /***/ ((module) => {
 
 module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:process");
+
+/***/ }),
+
+/***/ 3136:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:url");
 
 /***/ }),
 
@@ -35147,7 +28559,7 @@ __webpack_unused_export__ = cst;
 __webpack_unused_export__ = lexer.Lexer;
 exports.HN = lineCounter.LineCounter;
 __webpack_unused_export__ = parser.Parser;
-__webpack_unused_export__ = publicApi.parse;
+exports.qg = publicApi.parse;
 __webpack_unused_export__ = publicApi.parseAllDocuments;
 exports.Tp = publicApi.parseDocument;
 exports.As = publicApi.stringify;
@@ -41061,6 +34473,9181 @@ function replaceNode(key, path, node) {
 
 exports.visit = visit;
 exports.visitAsync = visitAsync;
+
+
+/***/ }),
+
+/***/ 5172:
+/***/ ((__unused_webpack___webpack_module__, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  Ho: () => (/* binding */ execa)
+});
+
+// UNUSED EXPORTS: $, ExecaError, ExecaSyncError, execaCommand, execaCommandSync, execaNode, execaSync, getCancelSignal, getEachMessage, getOneMessage, parseCommandString, sendMessage
+
+;// CONCATENATED MODULE: ./node_modules/is-plain-obj/index.js
+function isPlainObject(value) {
+	if (typeof value !== 'object' || value === null) {
+		return false;
+	}
+
+	const prototype = Object.getPrototypeOf(value);
+	return (prototype === null || prototype === Object.prototype || Object.getPrototypeOf(prototype) === null) && !(Symbol.toStringTag in value) && !(Symbol.iterator in value);
+}
+
+// EXTERNAL MODULE: external "node:url"
+var external_node_url_ = __nccwpck_require__(3136);
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/file-url.js
+
+
+// Allow some arguments/options to be either a file path string or a file URL
+const safeNormalizeFileUrl = (file, name) => {
+	const fileString = normalizeFileUrl(normalizeDenoExecPath(file));
+
+	if (typeof fileString !== 'string') {
+		throw new TypeError(`${name} must be a string or a file URL: ${fileString}.`);
+	}
+
+	return fileString;
+};
+
+// In Deno node:process execPath is a special object, not just a string:
+// https://github.com/denoland/deno/blob/f460188e583f00144000aa0d8ade08218d47c3c1/ext/node/polyfills/process.ts#L344
+const normalizeDenoExecPath = file => isDenoExecPath(file)
+	? file.toString()
+	: file;
+
+const isDenoExecPath = file => typeof file !== 'string'
+	&& file
+	&& Object.getPrototypeOf(file) === String.prototype;
+
+// Same but also allows other values, e.g. `boolean` for the `shell` option
+const normalizeFileUrl = file => file instanceof URL ? (0,external_node_url_.fileURLToPath)(file) : file;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/parameters.js
+
+
+
+// The command `arguments` and `options` are both optional.
+// This also does basic validation on them and on the command file.
+const normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
+	const filePath = safeNormalizeFileUrl(rawFile, 'First argument');
+	const [commandArguments, options] = isPlainObject(rawArguments)
+		? [[], rawArguments]
+		: [rawArguments, rawOptions];
+
+	if (!Array.isArray(commandArguments)) {
+		throw new TypeError(`Second argument must be either an array of arguments or an options object: ${commandArguments}`);
+	}
+
+	if (commandArguments.some(commandArgument => typeof commandArgument === 'object' && commandArgument !== null)) {
+		throw new TypeError(`Second argument must be an array of strings: ${commandArguments}`);
+	}
+
+	const normalizedArguments = commandArguments.map(String);
+	const nullByteArgument = normalizedArguments.find(normalizedArgument => normalizedArgument.includes('\0'));
+	if (nullByteArgument !== undefined) {
+		throw new TypeError(`Arguments cannot contain null bytes ("\\0"): ${nullByteArgument}`);
+	}
+
+	if (!isPlainObject(options)) {
+		throw new TypeError(`Last argument must be an options object: ${options}`);
+	}
+
+	return [filePath, normalizedArguments, options];
+};
+
+// EXTERNAL MODULE: external "node:child_process"
+var external_node_child_process_ = __nccwpck_require__(1421);
+;// CONCATENATED MODULE: external "node:string_decoder"
+const external_node_string_decoder_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:string_decoder");
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/uint-array.js
+
+
+const {toString: objectToString} = Object.prototype;
+
+const isArrayBuffer = value => objectToString.call(value) === '[object ArrayBuffer]';
+
+// Is either Uint8Array or Buffer
+const isUint8Array = value => objectToString.call(value) === '[object Uint8Array]';
+
+const bufferToUint8Array = buffer => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+
+const textEncoder = new TextEncoder();
+const stringToUint8Array = string => textEncoder.encode(string);
+
+const textDecoder = new TextDecoder();
+const uint8ArrayToString = uint8Array => textDecoder.decode(uint8Array);
+
+const joinToString = (uint8ArraysOrStrings, encoding) => {
+	const strings = uint8ArraysToStrings(uint8ArraysOrStrings, encoding);
+	return strings.join('');
+};
+
+const uint8ArraysToStrings = (uint8ArraysOrStrings, encoding) => {
+	if (encoding === 'utf8' && uint8ArraysOrStrings.every(uint8ArrayOrString => typeof uint8ArrayOrString === 'string')) {
+		return uint8ArraysOrStrings;
+	}
+
+	const decoder = new external_node_string_decoder_namespaceObject.StringDecoder(encoding);
+	const strings = uint8ArraysOrStrings
+		.map(uint8ArrayOrString => typeof uint8ArrayOrString === 'string'
+			? stringToUint8Array(uint8ArrayOrString)
+			: uint8ArrayOrString)
+		.map(uint8Array => decoder.write(uint8Array));
+	const finalString = decoder.end();
+	return finalString === '' ? strings : [...strings, finalString];
+};
+
+const joinToUint8Array = uint8ArraysOrStrings => {
+	if (uint8ArraysOrStrings.length === 1 && isUint8Array(uint8ArraysOrStrings[0])) {
+		return uint8ArraysOrStrings[0];
+	}
+
+	return concatUint8Arrays(stringsToUint8Arrays(uint8ArraysOrStrings));
+};
+
+const stringsToUint8Arrays = uint8ArraysOrStrings => uint8ArraysOrStrings.map(uint8ArrayOrString => typeof uint8ArrayOrString === 'string'
+	? stringToUint8Array(uint8ArrayOrString)
+	: uint8ArrayOrString);
+
+const concatUint8Arrays = uint8Arrays => {
+	const result = new Uint8Array(getJoinLength(uint8Arrays));
+
+	let index = 0;
+	for (const uint8Array of uint8Arrays) {
+		result.set(uint8Array, index);
+		index += uint8Array.length;
+	}
+
+	return result;
+};
+
+const getJoinLength = uint8Arrays => {
+	let joinLength = 0;
+	for (const uint8Array of uint8Arrays) {
+		joinLength += uint8Array.length;
+	}
+
+	return joinLength;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/template.js
+
+
+
+
+// Check whether the template string syntax is being used
+const isTemplateString = templates => Array.isArray(templates) && Array.isArray(templates.raw);
+
+// Convert execa`file ...commandArguments` to execa(file, commandArguments)
+const parseTemplates = (templates, expressions) => {
+	let tokens = [];
+
+	for (const [index, template] of templates.entries()) {
+		tokens = parseTemplate({
+			templates,
+			expressions,
+			tokens,
+			index,
+			template,
+		});
+	}
+
+	if (tokens.length === 0) {
+		throw new TypeError('Template script must not be empty');
+	}
+
+	const [file, ...commandArguments] = tokens;
+	return [file, commandArguments, {}];
+};
+
+const parseTemplate = ({templates, expressions, tokens, index, template}) => {
+	if (template === undefined) {
+		throw new TypeError(`Invalid backslash sequence: ${templates.raw[index]}`);
+	}
+
+	const {nextTokens, leadingWhitespaces, trailingWhitespaces} = splitByWhitespaces(template, templates.raw[index]);
+	const newTokens = concatTokens(tokens, nextTokens, leadingWhitespaces);
+
+	if (index === expressions.length) {
+		return newTokens;
+	}
+
+	const expression = expressions[index];
+	const expressionTokens = Array.isArray(expression)
+		? expression.map(expression => parseExpression(expression))
+		: [parseExpression(expression)];
+	return concatTokens(newTokens, expressionTokens, trailingWhitespaces);
+};
+
+// Like `string.split(/[ \t\r\n]+/)` except newlines and tabs are:
+//  - ignored when input as a backslash sequence like: `echo foo\n bar`
+//  - not ignored when input directly
+// The only way to distinguish those in JavaScript is to use a tagged template and compare:
+//  - the first array argument, which does not escape backslash sequences
+//  - its `raw` property, which escapes them
+const splitByWhitespaces = (template, rawTemplate) => {
+	if (rawTemplate.length === 0) {
+		return {nextTokens: [], leadingWhitespaces: false, trailingWhitespaces: false};
+	}
+
+	const nextTokens = [];
+	let templateStart = 0;
+	const leadingWhitespaces = DELIMITERS.has(rawTemplate[0]);
+
+	for (
+		let templateIndex = 0, rawIndex = 0;
+		templateIndex < template.length;
+		templateIndex += 1, rawIndex += 1
+	) {
+		const rawCharacter = rawTemplate[rawIndex];
+		if (DELIMITERS.has(rawCharacter)) {
+			if (templateStart !== templateIndex) {
+				nextTokens.push(template.slice(templateStart, templateIndex));
+			}
+
+			templateStart = templateIndex + 1;
+		} else if (rawCharacter === '\\') {
+			const nextRawCharacter = rawTemplate[rawIndex + 1];
+			if (nextRawCharacter === '\n') {
+				// Handles escaped newlines in templates
+				templateIndex -= 1;
+				rawIndex += 1;
+			} else if (nextRawCharacter === 'u' && rawTemplate[rawIndex + 2] === '{') {
+				rawIndex = rawTemplate.indexOf('}', rawIndex + 3);
+			} else {
+				rawIndex += ESCAPE_LENGTH[nextRawCharacter] ?? 1;
+			}
+		}
+	}
+
+	const trailingWhitespaces = templateStart === template.length;
+	if (!trailingWhitespaces) {
+		nextTokens.push(template.slice(templateStart));
+	}
+
+	return {nextTokens, leadingWhitespaces, trailingWhitespaces};
+};
+
+const DELIMITERS = new Set([' ', '\t', '\r', '\n']);
+
+// Number of characters in backslash escape sequences: \0 \xXX or \uXXXX
+// \cX is allowed in RegExps but not in strings
+// Octal sequences are not allowed in strict mode
+const ESCAPE_LENGTH = {x: 3, u: 5};
+
+const concatTokens = (tokens, nextTokens, isSeparated) => isSeparated
+	|| tokens.length === 0
+	|| nextTokens.length === 0
+	? [...tokens, ...nextTokens]
+	: [
+		...tokens.slice(0, -1),
+		`${tokens.at(-1)}${nextTokens[0]}`,
+		...nextTokens.slice(1),
+	];
+
+// Handle `${expression}` inside the template string syntax
+const parseExpression = expression => {
+	const typeOfExpression = typeof expression;
+
+	if (typeOfExpression === 'string') {
+		return expression;
+	}
+
+	if (typeOfExpression === 'number') {
+		return String(expression);
+	}
+
+	if (isPlainObject(expression) && ('stdout' in expression || 'isMaxBuffer' in expression)) {
+		return getSubprocessResult(expression);
+	}
+
+	if (expression instanceof external_node_child_process_.ChildProcess || Object.prototype.toString.call(expression) === '[object Promise]') {
+		// eslint-disable-next-line no-template-curly-in-string
+		throw new TypeError('Unexpected subprocess in template expression. Please use ${await subprocess} instead of ${subprocess}.');
+	}
+
+	throw new TypeError(`Unexpected "${typeOfExpression}" in template expression`);
+};
+
+const getSubprocessResult = ({stdout}) => {
+	if (typeof stdout === 'string') {
+		return stdout;
+	}
+
+	if (isUint8Array(stdout)) {
+		return uint8ArrayToString(stdout);
+	}
+
+	if (stdout === undefined) {
+		throw new TypeError('Missing result.stdout in template expression. This is probably due to the previous subprocess\' "stdout" option.');
+	}
+
+	throw new TypeError(`Unexpected "${typeof stdout}" stdout in template expression`);
+};
+
+;// CONCATENATED MODULE: external "node:util"
+const external_node_util_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:util");
+// EXTERNAL MODULE: external "node:process"
+var external_node_process_ = __nccwpck_require__(1708);
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/standard-stream.js
+
+
+const isStandardStream = stream => STANDARD_STREAMS.includes(stream);
+const STANDARD_STREAMS = [external_node_process_.stdin, external_node_process_.stdout, external_node_process_.stderr];
+const STANDARD_STREAMS_ALIASES = ['stdin', 'stdout', 'stderr'];
+const getStreamName = fdNumber => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/specific.js
+
+
+
+
+// Some options can have different values for `stdout`/`stderr`/`fd3`.
+// This normalizes those to array of values.
+// For example, `{verbose: {stdout: 'none', stderr: 'full'}}` becomes `{verbose: ['none', 'none', 'full']}`
+const normalizeFdSpecificOptions = options => {
+	const optionsCopy = {...options};
+
+	for (const optionName of FD_SPECIFIC_OPTIONS) {
+		optionsCopy[optionName] = normalizeFdSpecificOption(options, optionName);
+	}
+
+	return optionsCopy;
+};
+
+const normalizeFdSpecificOption = (options, optionName) => {
+	const optionBaseArray = Array.from({length: getStdioLength(options) + 1});
+	const optionArray = normalizeFdSpecificValue(options[optionName], optionBaseArray, optionName);
+	return addDefaultValue(optionArray, optionName);
+};
+
+const getStdioLength = ({stdio}) => Array.isArray(stdio)
+	? Math.max(stdio.length, STANDARD_STREAMS_ALIASES.length)
+	: STANDARD_STREAMS_ALIASES.length;
+
+const normalizeFdSpecificValue = (optionValue, optionArray, optionName) => isPlainObject(optionValue)
+	? normalizeOptionObject(optionValue, optionArray, optionName)
+	: optionArray.fill(optionValue);
+
+const normalizeOptionObject = (optionValue, optionArray, optionName) => {
+	for (const fdName of Object.keys(optionValue).sort(compareFdName)) {
+		for (const fdNumber of parseFdName(fdName, optionName, optionArray)) {
+			optionArray[fdNumber] = optionValue[fdName];
+		}
+	}
+
+	return optionArray;
+};
+
+// Ensure priority order when setting both `stdout`/`stderr`, `fd1`/`fd2`, and `all`
+const compareFdName = (fdNameA, fdNameB) => getFdNameOrder(fdNameA) < getFdNameOrder(fdNameB) ? 1 : -1;
+
+const getFdNameOrder = fdName => {
+	if (fdName === 'stdout' || fdName === 'stderr') {
+		return 0;
+	}
+
+	return fdName === 'all' ? 2 : 1;
+};
+
+const parseFdName = (fdName, optionName, optionArray) => {
+	if (fdName === 'ipc') {
+		return [optionArray.length - 1];
+	}
+
+	const fdNumber = parseFd(fdName);
+	if (fdNumber === undefined || fdNumber === 0) {
+		throw new TypeError(`"${optionName}.${fdName}" is invalid.
+It must be "${optionName}.stdout", "${optionName}.stderr", "${optionName}.all", "${optionName}.ipc", or "${optionName}.fd3", "${optionName}.fd4" (and so on).`);
+	}
+
+	if (fdNumber >= optionArray.length) {
+		throw new TypeError(`"${optionName}.${fdName}" is invalid: that file descriptor does not exist.
+Please set the "stdio" option to ensure that file descriptor exists.`);
+	}
+
+	return fdNumber === 'all' ? [1, 2] : [fdNumber];
+};
+
+// Use the same syntax for fd-specific options and the `from`/`to` options
+const parseFd = fdName => {
+	if (fdName === 'all') {
+		return fdName;
+	}
+
+	if (STANDARD_STREAMS_ALIASES.includes(fdName)) {
+		return STANDARD_STREAMS_ALIASES.indexOf(fdName);
+	}
+
+	const regexpResult = FD_REGEXP.exec(fdName);
+	if (regexpResult !== null) {
+		return Number(regexpResult[1]);
+	}
+};
+
+const FD_REGEXP = /^fd(\d+)$/;
+
+const addDefaultValue = (optionArray, optionName) => optionArray.map(optionValue => optionValue === undefined
+	? DEFAULT_OPTIONS[optionName]
+	: optionValue);
+
+// Default value for the `verbose` option
+const verboseDefault = (0,external_node_util_namespaceObject.debuglog)('execa').enabled ? 'full' : 'none';
+
+const DEFAULT_OPTIONS = {
+	lines: false,
+	buffer: true,
+	maxBuffer: 1000 * 1000 * 100,
+	verbose: verboseDefault,
+	stripFinalNewline: true,
+};
+
+// List of options which can have different values for `stdout`/`stderr`
+const FD_SPECIFIC_OPTIONS = ['lines', 'buffer', 'maxBuffer', 'verbose', 'stripFinalNewline'];
+
+// Retrieve fd-specific option
+const getFdSpecificValue = (optionArray, fdNumber) => fdNumber === 'ipc'
+	? optionArray.at(-1)
+	: optionArray[fdNumber];
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/values.js
+
+
+// The `verbose` option can have different values for `stdout`/`stderr`
+const isVerbose = ({verbose}, fdNumber) => getFdVerbose(verbose, fdNumber) !== 'none';
+
+// Whether IPC and output and logged
+const isFullVerbose = ({verbose}, fdNumber) => !['none', 'short'].includes(getFdVerbose(verbose, fdNumber));
+
+// The `verbose` option can be a function to customize logging
+const getVerboseFunction = ({verbose}, fdNumber) => {
+	const fdVerbose = getFdVerbose(verbose, fdNumber);
+	return isVerboseFunction(fdVerbose) ? fdVerbose : undefined;
+};
+
+// When using `verbose: {stdout, stderr, fd3, ipc}`:
+//  - `verbose.stdout|stderr|fd3` is used for 'output'
+//  - `verbose.ipc` is only used for 'ipc'
+//  - highest `verbose.*` value is used for 'command', 'error' and 'duration'
+const getFdVerbose = (verbose, fdNumber) => fdNumber === undefined
+	? getFdGenericVerbose(verbose)
+	: getFdSpecificValue(verbose, fdNumber);
+
+// When using `verbose: {stdout, stderr, fd3, ipc}` and logging is not specific to a file descriptor.
+// We then use the highest `verbose.*` value, using the following order:
+//  - function > 'full' > 'short' > 'none'
+//  - if several functions are defined: stdout > stderr > fd3 > ipc
+const getFdGenericVerbose = verbose => verbose.find(fdVerbose => isVerboseFunction(fdVerbose))
+	?? VERBOSE_VALUES.findLast(fdVerbose => verbose.includes(fdVerbose));
+
+// Whether the `verbose` option is customized using a function
+const isVerboseFunction = fdVerbose => typeof fdVerbose === 'function';
+
+const VERBOSE_VALUES = ['none', 'short', 'full'];
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/escape.js
+
+
+
+// Compute `result.command` and `result.escapedCommand`
+const joinCommand = (filePath, rawArguments) => {
+	const fileAndArguments = [filePath, ...rawArguments];
+	const command = fileAndArguments.join(' ');
+	const escapedCommand = fileAndArguments
+		.map(fileAndArgument => quoteString(escapeControlCharacters(fileAndArgument)))
+		.join(' ');
+	return {command, escapedCommand};
+};
+
+// Remove ANSI sequences and escape control characters and newlines
+const escapeLines = lines => (0,external_node_util_namespaceObject.stripVTControlCharacters)(lines)
+	.split('\n')
+	.map(line => escapeControlCharacters(line))
+	.join('\n');
+
+const escapeControlCharacters = line => line.replaceAll(SPECIAL_CHAR_REGEXP, character => escapeControlCharacter(character));
+
+const escapeControlCharacter = character => {
+	const commonEscape = COMMON_ESCAPES[character];
+	if (commonEscape !== undefined) {
+		return commonEscape;
+	}
+
+	const codepoint = character.codePointAt(0);
+	const codepointHex = codepoint.toString(16);
+	return codepoint <= ASTRAL_START
+		? `\\u${codepointHex.padStart(4, '0')}`
+		: `\\U${codepointHex}`;
+};
+
+// Characters that would create issues when printed are escaped using the \u or \U notation.
+// Those include control characters and newlines.
+// The \u and \U notation is Bash specific, but there is no way to do this in a shell-agnostic way.
+// Some shells do not even have a way to print those characters in an escaped fashion.
+// Therefore, we prioritize printing those safely, instead of allowing those to be copy-pasted.
+// List of Unicode character categories: https://www.fileformat.info/info/unicode/category/index.htm
+const getSpecialCharRegExp = () => {
+	try {
+		// This throws when using Node.js without ICU support.
+		// When using a RegExp literal, this would throw at parsing-time, instead of runtime.
+		// eslint-disable-next-line prefer-regex-literals
+		return new RegExp('\\p{Separator}|\\p{Other}', 'gu');
+	} catch {
+		// Similar to the above RegExp, but works even when Node.js has been built without ICU support.
+		// Unlike the above RegExp, it only covers whitespaces and C0/C1 control characters.
+		// It does not cover some edge cases, such as Unicode reserved characters.
+		// See https://github.com/sindresorhus/execa/issues/1143
+		// eslint-disable-next-line no-control-regex
+		return /[\s\u0000-\u001F\u007F-\u009F\u00AD]/g;
+	}
+};
+
+const SPECIAL_CHAR_REGEXP = getSpecialCharRegExp();
+
+// Accepted by $'...' in Bash.
+// Exclude \a \e \v which are accepted in Bash but not in JavaScript (except \v) and JSON.
+const COMMON_ESCAPES = {
+	' ': ' ',
+	'\b': '\\b',
+	'\f': '\\f',
+	'\n': '\\n',
+	'\r': '\\r',
+	'\t': '\\t',
+};
+
+// Up until that codepoint, \u notation can be used instead of \U
+const ASTRAL_START = 65_535;
+
+// Some characters are shell-specific, i.e. need to be escaped when the command is copy-pasted then run.
+// Escaping is shell-specific. We cannot know which shell is used: `process.platform` detection is not enough.
+// For example, Windows users could be using `cmd.exe`, Powershell or Bash for Windows which all use different escaping.
+// We use '...' on Unix, which is POSIX shell compliant and escape all characters but ' so this is fairly safe.
+// On Windows, we assume cmd.exe is used and escape with "...", which also works with Powershell.
+const quoteString = escapedArgument => {
+	if (NO_ESCAPE_REGEXP.test(escapedArgument)) {
+		return escapedArgument;
+	}
+
+	return external_node_process_.platform === 'win32'
+		? `"${escapedArgument.replaceAll('"', '""')}"`
+		: `'${escapedArgument.replaceAll('\'', '\'\\\'\'')}'`;
+};
+
+const NO_ESCAPE_REGEXP = /^[\w./-]+$/;
+
+;// CONCATENATED MODULE: ./node_modules/is-unicode-supported/index.js
+
+
+function isUnicodeSupported() {
+	const {env} = external_node_process_;
+	const {TERM, TERM_PROGRAM} = env;
+
+	if (external_node_process_.platform !== 'win32') {
+		return TERM !== 'linux'; // Linux console (kernel)
+	}
+
+	return Boolean(env.WT_SESSION) // Windows Terminal
+		|| Boolean(env.TERMINUS_SUBLIME) // Terminus (<0.2.27)
+		|| env.ConEmuTask === '{cmd::Cmder}' // ConEmu and cmder
+		|| TERM_PROGRAM === 'Terminus-Sublime'
+		|| TERM_PROGRAM === 'vscode'
+		|| TERM === 'xterm-256color'
+		|| TERM === 'alacritty'
+		|| TERM === 'rxvt-unicode'
+		|| TERM === 'rxvt-unicode-256color'
+		|| env.TERMINAL_EMULATOR === 'JetBrains-JediTerm';
+}
+
+;// CONCATENATED MODULE: ./node_modules/figures/index.js
+
+
+const common = {
+	circleQuestionMark: '(?)',
+	questionMarkPrefix: '(?)',
+	square: '█',
+	squareDarkShade: '▓',
+	squareMediumShade: '▒',
+	squareLightShade: '░',
+	squareTop: '▀',
+	squareBottom: '▄',
+	squareLeft: '▌',
+	squareRight: '▐',
+	squareCenter: '■',
+	bullet: '●',
+	dot: '․',
+	ellipsis: '…',
+	pointerSmall: '›',
+	triangleUp: '▲',
+	triangleUpSmall: '▴',
+	triangleDown: '▼',
+	triangleDownSmall: '▾',
+	triangleLeftSmall: '◂',
+	triangleRightSmall: '▸',
+	home: '⌂',
+	heart: '♥',
+	musicNote: '♪',
+	musicNoteBeamed: '♫',
+	arrowUp: '↑',
+	arrowDown: '↓',
+	arrowLeft: '←',
+	arrowRight: '→',
+	arrowLeftRight: '↔',
+	arrowUpDown: '↕',
+	almostEqual: '≈',
+	notEqual: '≠',
+	lessOrEqual: '≤',
+	greaterOrEqual: '≥',
+	identical: '≡',
+	infinity: '∞',
+	subscriptZero: '₀',
+	subscriptOne: '₁',
+	subscriptTwo: '₂',
+	subscriptThree: '₃',
+	subscriptFour: '₄',
+	subscriptFive: '₅',
+	subscriptSix: '₆',
+	subscriptSeven: '₇',
+	subscriptEight: '₈',
+	subscriptNine: '₉',
+	oneHalf: '½',
+	oneThird: '⅓',
+	oneQuarter: '¼',
+	oneFifth: '⅕',
+	oneSixth: '⅙',
+	oneEighth: '⅛',
+	twoThirds: '⅔',
+	twoFifths: '⅖',
+	threeQuarters: '¾',
+	threeFifths: '⅗',
+	threeEighths: '⅜',
+	fourFifths: '⅘',
+	fiveSixths: '⅚',
+	fiveEighths: '⅝',
+	sevenEighths: '⅞',
+	line: '─',
+	lineBold: '━',
+	lineDouble: '═',
+	lineDashed0: '┄',
+	lineDashed1: '┅',
+	lineDashed2: '┈',
+	lineDashed3: '┉',
+	lineDashed4: '╌',
+	lineDashed5: '╍',
+	lineDashed6: '╴',
+	lineDashed7: '╶',
+	lineDashed8: '╸',
+	lineDashed9: '╺',
+	lineDashed10: '╼',
+	lineDashed11: '╾',
+	lineDashed12: '−',
+	lineDashed13: '–',
+	lineDashed14: '‐',
+	lineDashed15: '⁃',
+	lineVertical: '│',
+	lineVerticalBold: '┃',
+	lineVerticalDouble: '║',
+	lineVerticalDashed0: '┆',
+	lineVerticalDashed1: '┇',
+	lineVerticalDashed2: '┊',
+	lineVerticalDashed3: '┋',
+	lineVerticalDashed4: '╎',
+	lineVerticalDashed5: '╏',
+	lineVerticalDashed6: '╵',
+	lineVerticalDashed7: '╷',
+	lineVerticalDashed8: '╹',
+	lineVerticalDashed9: '╻',
+	lineVerticalDashed10: '╽',
+	lineVerticalDashed11: '╿',
+	lineDownLeft: '┐',
+	lineDownLeftArc: '╮',
+	lineDownBoldLeftBold: '┓',
+	lineDownBoldLeft: '┒',
+	lineDownLeftBold: '┑',
+	lineDownDoubleLeftDouble: '╗',
+	lineDownDoubleLeft: '╖',
+	lineDownLeftDouble: '╕',
+	lineDownRight: '┌',
+	lineDownRightArc: '╭',
+	lineDownBoldRightBold: '┏',
+	lineDownBoldRight: '┎',
+	lineDownRightBold: '┍',
+	lineDownDoubleRightDouble: '╔',
+	lineDownDoubleRight: '╓',
+	lineDownRightDouble: '╒',
+	lineUpLeft: '┘',
+	lineUpLeftArc: '╯',
+	lineUpBoldLeftBold: '┛',
+	lineUpBoldLeft: '┚',
+	lineUpLeftBold: '┙',
+	lineUpDoubleLeftDouble: '╝',
+	lineUpDoubleLeft: '╜',
+	lineUpLeftDouble: '╛',
+	lineUpRight: '└',
+	lineUpRightArc: '╰',
+	lineUpBoldRightBold: '┗',
+	lineUpBoldRight: '┖',
+	lineUpRightBold: '┕',
+	lineUpDoubleRightDouble: '╚',
+	lineUpDoubleRight: '╙',
+	lineUpRightDouble: '╘',
+	lineUpDownLeft: '┤',
+	lineUpBoldDownBoldLeftBold: '┫',
+	lineUpBoldDownBoldLeft: '┨',
+	lineUpDownLeftBold: '┥',
+	lineUpBoldDownLeftBold: '┩',
+	lineUpDownBoldLeftBold: '┪',
+	lineUpDownBoldLeft: '┧',
+	lineUpBoldDownLeft: '┦',
+	lineUpDoubleDownDoubleLeftDouble: '╣',
+	lineUpDoubleDownDoubleLeft: '╢',
+	lineUpDownLeftDouble: '╡',
+	lineUpDownRight: '├',
+	lineUpBoldDownBoldRightBold: '┣',
+	lineUpBoldDownBoldRight: '┠',
+	lineUpDownRightBold: '┝',
+	lineUpBoldDownRightBold: '┡',
+	lineUpDownBoldRightBold: '┢',
+	lineUpDownBoldRight: '┟',
+	lineUpBoldDownRight: '┞',
+	lineUpDoubleDownDoubleRightDouble: '╠',
+	lineUpDoubleDownDoubleRight: '╟',
+	lineUpDownRightDouble: '╞',
+	lineDownLeftRight: '┬',
+	lineDownBoldLeftBoldRightBold: '┳',
+	lineDownLeftBoldRightBold: '┯',
+	lineDownBoldLeftRight: '┰',
+	lineDownBoldLeftBoldRight: '┱',
+	lineDownBoldLeftRightBold: '┲',
+	lineDownLeftRightBold: '┮',
+	lineDownLeftBoldRight: '┭',
+	lineDownDoubleLeftDoubleRightDouble: '╦',
+	lineDownDoubleLeftRight: '╥',
+	lineDownLeftDoubleRightDouble: '╤',
+	lineUpLeftRight: '┴',
+	lineUpBoldLeftBoldRightBold: '┻',
+	lineUpLeftBoldRightBold: '┷',
+	lineUpBoldLeftRight: '┸',
+	lineUpBoldLeftBoldRight: '┹',
+	lineUpBoldLeftRightBold: '┺',
+	lineUpLeftRightBold: '┶',
+	lineUpLeftBoldRight: '┵',
+	lineUpDoubleLeftDoubleRightDouble: '╩',
+	lineUpDoubleLeftRight: '╨',
+	lineUpLeftDoubleRightDouble: '╧',
+	lineUpDownLeftRight: '┼',
+	lineUpBoldDownBoldLeftBoldRightBold: '╋',
+	lineUpDownBoldLeftBoldRightBold: '╈',
+	lineUpBoldDownLeftBoldRightBold: '╇',
+	lineUpBoldDownBoldLeftRightBold: '╊',
+	lineUpBoldDownBoldLeftBoldRight: '╉',
+	lineUpBoldDownLeftRight: '╀',
+	lineUpDownBoldLeftRight: '╁',
+	lineUpDownLeftBoldRight: '┽',
+	lineUpDownLeftRightBold: '┾',
+	lineUpBoldDownBoldLeftRight: '╂',
+	lineUpDownLeftBoldRightBold: '┿',
+	lineUpBoldDownLeftBoldRight: '╃',
+	lineUpBoldDownLeftRightBold: '╄',
+	lineUpDownBoldLeftBoldRight: '╅',
+	lineUpDownBoldLeftRightBold: '╆',
+	lineUpDoubleDownDoubleLeftDoubleRightDouble: '╬',
+	lineUpDoubleDownDoubleLeftRight: '╫',
+	lineUpDownLeftDoubleRightDouble: '╪',
+	lineCross: '╳',
+	lineBackslash: '╲',
+	lineSlash: '╱',
+};
+
+const specialMainSymbols = {
+	tick: '✔',
+	info: 'ℹ',
+	warning: '⚠',
+	cross: '✘',
+	squareSmall: '◻',
+	squareSmallFilled: '◼',
+	circle: '◯',
+	circleFilled: '◉',
+	circleDotted: '◌',
+	circleDouble: '◎',
+	circleCircle: 'ⓞ',
+	circleCross: 'ⓧ',
+	circlePipe: 'Ⓘ',
+	radioOn: '◉',
+	radioOff: '◯',
+	checkboxOn: '☒',
+	checkboxOff: '☐',
+	checkboxCircleOn: 'ⓧ',
+	checkboxCircleOff: 'Ⓘ',
+	pointer: '❯',
+	triangleUpOutline: '△',
+	triangleLeft: '◀',
+	triangleRight: '▶',
+	lozenge: '◆',
+	lozengeOutline: '◇',
+	hamburger: '☰',
+	smiley: '㋡',
+	mustache: '෴',
+	star: '★',
+	play: '▶',
+	nodejs: '⬢',
+	oneSeventh: '⅐',
+	oneNinth: '⅑',
+	oneTenth: '⅒',
+};
+
+const specialFallbackSymbols = {
+	tick: '√',
+	info: 'i',
+	warning: '‼',
+	cross: '×',
+	squareSmall: '□',
+	squareSmallFilled: '■',
+	circle: '( )',
+	circleFilled: '(*)',
+	circleDotted: '( )',
+	circleDouble: '( )',
+	circleCircle: '(○)',
+	circleCross: '(×)',
+	circlePipe: '(│)',
+	radioOn: '(*)',
+	radioOff: '( )',
+	checkboxOn: '[×]',
+	checkboxOff: '[ ]',
+	checkboxCircleOn: '(×)',
+	checkboxCircleOff: '( )',
+	pointer: '>',
+	triangleUpOutline: '∆',
+	triangleLeft: '◄',
+	triangleRight: '►',
+	lozenge: '♦',
+	lozengeOutline: '◊',
+	hamburger: '≡',
+	smiley: '☺',
+	mustache: '┌─┐',
+	star: '✶',
+	play: '►',
+	nodejs: '♦',
+	oneSeventh: '1/7',
+	oneNinth: '1/9',
+	oneTenth: '1/10',
+};
+
+const mainSymbols = {...common, ...specialMainSymbols};
+const fallbackSymbols = {...common, ...specialFallbackSymbols};
+
+const shouldUseMain = isUnicodeSupported();
+const figures = shouldUseMain ? mainSymbols : fallbackSymbols;
+/* harmony default export */ const node_modules_figures = (figures);
+
+const replacements = Object.entries(specialMainSymbols);
+
+// On terminals which do not support Unicode symbols, substitute them to other symbols
+const replaceSymbols = (string, {useFallback = !shouldUseMain} = {}) => {
+	if (useFallback) {
+		for (const [key, mainSymbol] of replacements) {
+			string = string.replaceAll(mainSymbol, fallbackSymbols[key]);
+		}
+	}
+
+	return string;
+};
+
+;// CONCATENATED MODULE: external "node:tty"
+const external_node_tty_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:tty");
+;// CONCATENATED MODULE: ./node_modules/yoctocolors/base.js
+
+
+// eslint-disable-next-line no-warning-comments
+// TODO: Use a better method when it's added to Node.js (https://github.com/nodejs/node/pull/40240)
+// Lots of optionals here to support Deno.
+const hasColors = external_node_tty_namespaceObject?.WriteStream?.prototype?.hasColors?.() ?? false;
+
+const format = (open, close) => {
+	if (!hasColors) {
+		return input => input;
+	}
+
+	const openCode = `\u001B[${open}m`;
+	const closeCode = `\u001B[${close}m`;
+
+	return input => {
+		const string = input + ''; // eslint-disable-line no-implicit-coercion -- This is faster.
+		let index = string.indexOf(closeCode);
+
+		if (index === -1) {
+			// Note: Intentionally not using string interpolation for performance reasons.
+			return openCode + string + closeCode;
+		}
+
+		// Handle nested colors.
+
+		// We could have done this, but it's too slow (as of Node.js 22).
+		// return openCode + string.replaceAll(closeCode, (close === 22 ? closeCode : '') + openCode) + closeCode;
+
+		let result = openCode;
+		let lastIndex = 0;
+
+		// SGR 22 resets both bold (1) and dim (2). When we encounter a nested
+		// close for styles that use 22, we need to re-open the outer style.
+		const reopenOnNestedClose = close === 22;
+		const replaceCode = (reopenOnNestedClose ? closeCode : '') + openCode;
+
+		while (index !== -1) {
+			result += string.slice(lastIndex, index) + replaceCode;
+			lastIndex = index + closeCode.length;
+			index = string.indexOf(closeCode, lastIndex);
+		}
+
+		result += string.slice(lastIndex) + closeCode;
+
+		return result;
+	};
+};
+
+const base_reset = format(0, 0);
+const bold = format(1, 22);
+const dim = format(2, 22);
+const italic = format(3, 23);
+const underline = format(4, 24);
+// Extended underline styles (`SGR 4:x` sub-parameters).
+const underlineDouble = format('4:2', 24);
+const underlineCurly = format('4:3', 24);
+const underlineDotted = format('4:4', 24);
+const underlineDashed = format('4:5', 24);
+const overline = format(53, 55);
+const inverse = format(7, 27);
+const base_hidden = format(8, 28);
+const strikethrough = format(9, 29);
+
+const black = format(30, 39);
+const red = format(31, 39);
+const green = format(32, 39);
+const yellow = format(33, 39);
+const blue = format(34, 39);
+const magenta = format(35, 39);
+const cyan = format(36, 39);
+const white = format(37, 39);
+const gray = format(90, 39);
+
+const bgBlack = format(40, 49);
+const bgRed = format(41, 49);
+const bgGreen = format(42, 49);
+const bgYellow = format(43, 49);
+const bgBlue = format(44, 49);
+const bgMagenta = format(45, 49);
+const bgCyan = format(46, 49);
+const bgWhite = format(47, 49);
+const bgGray = format(100, 49);
+
+const redBright = format(91, 39);
+const greenBright = format(92, 39);
+const yellowBright = format(93, 39);
+const blueBright = format(94, 39);
+const magentaBright = format(95, 39);
+const cyanBright = format(96, 39);
+const whiteBright = format(97, 39);
+
+const bgRedBright = format(101, 49);
+const bgGreenBright = format(102, 49);
+const bgYellowBright = format(103, 49);
+const bgBlueBright = format(104, 49);
+const bgMagentaBright = format(105, 49);
+const bgCyanBright = format(106, 49);
+const bgWhiteBright = format(107, 49);
+
+// Underline color (`SGR 58`/`59`). It has no basic 16-color form, so the palette index is used.
+const underlineBlack = format('58;5;0', 59);
+const underlineRed = format('58;5;1', 59);
+const underlineGreen = format('58;5;2', 59);
+const underlineYellow = format('58;5;3', 59);
+const underlineBlue = format('58;5;4', 59);
+const underlineMagenta = format('58;5;5', 59);
+const underlineCyan = format('58;5;6', 59);
+const underlineWhite = format('58;5;7', 59);
+const underlineGray = format('58;5;8', 59);
+
+const underlineRedBright = format('58;5;9', 59);
+const underlineGreenBright = format('58;5;10', 59);
+const underlineYellowBright = format('58;5;11', 59);
+const underlineBlueBright = format('58;5;12', 59);
+const underlineMagentaBright = format('58;5;13', 59);
+const underlineCyanBright = format('58;5;14', 59);
+const underlineWhiteBright = format('58;5;15', 59);
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/default.js
+
+
+
+// Default when `verbose` is not a function
+const defaultVerboseFunction = ({
+	type,
+	message,
+	timestamp,
+	piped,
+	commandId,
+	result: {failed = false} = {},
+	options: {reject = true},
+}) => {
+	const timestampString = serializeTimestamp(timestamp);
+	const icon = ICONS[type]({failed, reject, piped});
+	const color = COLORS[type]({reject});
+	return `${gray(`[${timestampString}]`)} ${gray(`[${commandId}]`)} ${color(icon)} ${color(message)}`;
+};
+
+// Prepending the timestamp allows debugging the slow paths of a subprocess
+const serializeTimestamp = timestamp => `${padField(timestamp.getHours(), 2)}:${padField(timestamp.getMinutes(), 2)}:${padField(timestamp.getSeconds(), 2)}.${padField(timestamp.getMilliseconds(), 3)}`;
+
+const padField = (field, padding) => String(field).padStart(padding, '0');
+
+const getFinalIcon = ({failed, reject}) => {
+	if (!failed) {
+		return node_modules_figures.tick;
+	}
+
+	return reject ? node_modules_figures.cross : node_modules_figures.warning;
+};
+
+const ICONS = {
+	command: ({piped}) => piped ? '|' : '$',
+	output: () => ' ',
+	ipc: () => '*',
+	error: getFinalIcon,
+	duration: getFinalIcon,
+};
+
+const identity = string => string;
+
+const COLORS = {
+	command: () => bold,
+	output: () => identity,
+	ipc: () => identity,
+	error: ({reject}) => reject ? redBright : yellowBright,
+	duration: () => gray,
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/custom.js
+
+
+// Apply the `verbose` function on each line
+const applyVerboseOnLines = (printedLines, verboseInfo, fdNumber) => {
+	const verboseFunction = getVerboseFunction(verboseInfo, fdNumber);
+	return printedLines
+		.map(({verboseLine, verboseObject}) => applyVerboseFunction(verboseLine, verboseObject, verboseFunction))
+		.filter(printedLine => printedLine !== undefined)
+		.map(printedLine => appendNewline(printedLine))
+		.join('');
+};
+
+const applyVerboseFunction = (verboseLine, verboseObject, verboseFunction) => {
+	if (verboseFunction === undefined) {
+		return verboseLine;
+	}
+
+	const printedLine = verboseFunction(verboseLine, verboseObject);
+	if (typeof printedLine === 'string') {
+		return printedLine;
+	}
+};
+
+const appendNewline = printedLine => printedLine.endsWith('\n')
+	? printedLine
+	: `${printedLine}\n`;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/log.js
+
+
+
+
+
+// This prints on stderr.
+// If the subprocess prints on stdout and is using `stdout: 'inherit'`,
+// there is a chance both writes will compete (introducing a race condition).
+// This means their respective order is not deterministic.
+// In particular, this means the verbose command lines might be after the start of the subprocess output.
+// Using synchronous I/O does not solve this problem.
+// However, this only seems to happen when the stdout/stderr target
+// (e.g. a terminal) is being written to by many subprocesses at once, which is unlikely in real scenarios.
+const verboseLog = ({type, verboseMessage, fdNumber, verboseInfo, result}) => {
+	const verboseObject = getVerboseObject({type, result, verboseInfo});
+	const printedLines = getPrintedLines(verboseMessage, verboseObject);
+	const finalLines = applyVerboseOnLines(printedLines, verboseInfo, fdNumber);
+	if (finalLines !== '') {
+		console.warn(finalLines.slice(0, -1));
+	}
+};
+
+const getVerboseObject = ({
+	type,
+	result,
+	verboseInfo: {escapedCommand, commandId, rawOptions: {piped = false, ...options}},
+}) => ({
+	type,
+	escapedCommand,
+	commandId: `${commandId}`,
+	timestamp: new Date(),
+	piped,
+	result,
+	options,
+});
+
+const getPrintedLines = (verboseMessage, verboseObject) => verboseMessage
+	.split('\n')
+	.map(message => getPrintedLine({...verboseObject, message}));
+
+const getPrintedLine = verboseObject => {
+	const verboseLine = defaultVerboseFunction(verboseObject);
+	return {verboseLine, verboseObject};
+};
+
+// Serialize any type to a line string, for logging
+const serializeVerboseMessage = message => {
+	const messageString = typeof message === 'string' ? message : (0,external_node_util_namespaceObject.inspect)(message);
+	const escapedMessage = escapeLines(messageString);
+	return escapedMessage.replaceAll('\t', ' '.repeat(TAB_SIZE));
+};
+
+// Same as `util.inspect()`
+const TAB_SIZE = 2;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/start.js
+
+
+
+// When `verbose` is `short|full|custom`, print each command
+const logCommand = (escapedCommand, verboseInfo) => {
+	if (!isVerbose(verboseInfo)) {
+		return;
+	}
+
+	verboseLog({
+		type: 'command',
+		verboseMessage: escapedCommand,
+		verboseInfo,
+	});
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/info.js
+
+
+// Information computed before spawning, used by the `verbose` option
+const getVerboseInfo = (verbose, escapedCommand, rawOptions) => {
+	validateVerbose(verbose);
+	const commandId = getCommandId(verbose);
+	return {
+		verbose,
+		escapedCommand,
+		commandId,
+		rawOptions,
+	};
+};
+
+const getCommandId = verbose => isVerbose({verbose}) ? COMMAND_ID++ : undefined;
+
+// Prepending the `pid` is useful when multiple commands print their output at the same time.
+// However, we cannot use the real PID since this is not available with `child_process.spawnSync()`.
+// Also, we cannot use the real PID if we want to print it before `child_process.spawn()` is run.
+// As a pro, it is shorter than a normal PID and never re-uses the same id.
+// As a con, it cannot be used to send signals.
+let COMMAND_ID = 0n;
+
+const validateVerbose = verbose => {
+	for (const fdVerbose of verbose) {
+		if (fdVerbose === false) {
+			throw new TypeError('The "verbose: false" option was renamed to "verbose: \'none\'".');
+		}
+
+		if (fdVerbose === true) {
+			throw new TypeError('The "verbose: true" option was renamed to "verbose: \'short\'".');
+		}
+
+		if (!VERBOSE_VALUES.includes(fdVerbose) && !isVerboseFunction(fdVerbose)) {
+			const allowedValues = VERBOSE_VALUES.map(allowedValue => `'${allowedValue}'`).join(', ');
+			throw new TypeError(`The "verbose" option must not be ${fdVerbose}. Allowed values are: ${allowedValues} or a function.`);
+		}
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/duration.js
+
+
+// Start counting time before spawning the subprocess
+const getStartTime = () => external_node_process_.hrtime.bigint();
+
+// Compute duration after the subprocess ended.
+// Printed by the `verbose` option.
+const getDurationMs = startTime => Number(external_node_process_.hrtime.bigint() - startTime) / 1e6;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/command.js
+
+
+
+
+
+
+// Compute `result.command`, `result.escapedCommand` and `verbose`-related information
+const handleCommand = (filePath, rawArguments, rawOptions) => {
+	const startTime = getStartTime();
+	const {command, escapedCommand} = joinCommand(filePath, rawArguments);
+	const verbose = normalizeFdSpecificOption(rawOptions, 'verbose');
+	const verboseInfo = getVerboseInfo(verbose, escapedCommand, {...rawOptions});
+	logCommand(escapedCommand, verboseInfo);
+	return {
+		command,
+		escapedCommand,
+		startTime,
+		verboseInfo,
+	};
+};
+
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __nccwpck_require__(6760);
+// EXTERNAL MODULE: ./node_modules/cross-spawn/index.js
+var cross_spawn = __nccwpck_require__(546);
+;// CONCATENATED MODULE: ./node_modules/npm-run-path/node_modules/path-key/index.js
+function pathKey(options = {}) {
+	const {
+		env = process.env,
+		platform = process.platform
+	} = options;
+
+	if (platform !== 'win32') {
+		return 'PATH';
+	}
+
+	return Object.keys(env).reverse().find(key => key.toUpperCase() === 'PATH') || 'Path';
+}
+
+;// CONCATENATED MODULE: ./node_modules/unicorn-magic/node.js
+
+
+
+
+
+const execFileOriginal = (0,external_node_util_namespaceObject.promisify)(external_node_child_process_.execFile);
+
+function toPath(urlOrPath) {
+	return urlOrPath instanceof URL ? (0,external_node_url_.fileURLToPath)(urlOrPath) : urlOrPath;
+}
+
+function rootDirectory(pathInput) {
+	return path.parse(toPath(pathInput)).root;
+}
+
+function traversePathUp(startPath) {
+	return {
+		* [Symbol.iterator]() {
+			let currentPath = external_node_path_.resolve(toPath(startPath));
+			let previousPath;
+
+			while (previousPath !== currentPath) {
+				yield currentPath;
+				previousPath = currentPath;
+				currentPath = external_node_path_.resolve(currentPath, '..');
+			}
+		},
+	};
+}
+
+const TEN_MEGABYTES_IN_BYTES = (/* unused pure expression or super */ null && (10 * 1024 * 1024));
+
+async function execFile(file, arguments_, options = {}) {
+	return execFileOriginal(file, arguments_, {
+		maxBuffer: TEN_MEGABYTES_IN_BYTES,
+		...options,
+	});
+}
+
+function execFileSync(file, arguments_ = [], options = {}) {
+	return execFileSyncOriginal(file, arguments_, {
+		maxBuffer: TEN_MEGABYTES_IN_BYTES,
+		encoding: 'utf8',
+		stdio: 'pipe',
+		...options,
+	});
+}
+
+
+
+;// CONCATENATED MODULE: ./node_modules/npm-run-path/index.js
+
+
+
+
+
+const npmRunPath = ({
+	cwd = external_node_process_.cwd(),
+	path: pathOption = external_node_process_.env[pathKey()],
+	preferLocal = true,
+	execPath = external_node_process_.execPath,
+	addExecPath = true,
+} = {}) => {
+	const cwdPath = external_node_path_.resolve(toPath(cwd));
+	const result = [];
+	const pathParts = pathOption.split(external_node_path_.delimiter);
+
+	if (preferLocal) {
+		applyPreferLocal(result, pathParts, cwdPath);
+	}
+
+	if (addExecPath) {
+		applyExecPath(result, pathParts, execPath, cwdPath);
+	}
+
+	return pathOption === '' || pathOption === external_node_path_.delimiter
+		? `${result.join(external_node_path_.delimiter)}${pathOption}`
+		: [...result, pathOption].join(external_node_path_.delimiter);
+};
+
+const applyPreferLocal = (result, pathParts, cwdPath) => {
+	for (const directory of traversePathUp(cwdPath)) {
+		const pathPart = external_node_path_.join(directory, 'node_modules/.bin');
+		if (!pathParts.includes(pathPart)) {
+			result.push(pathPart);
+		}
+	}
+};
+
+// Ensure the running `node` binary is used
+const applyExecPath = (result, pathParts, execPath, cwdPath) => {
+	const pathPart = external_node_path_.resolve(cwdPath, toPath(execPath), '..');
+	if (!pathParts.includes(pathPart)) {
+		result.push(pathPart);
+	}
+};
+
+const npmRunPathEnv = ({env = external_node_process_.env, ...options} = {}) => {
+	env = {...env};
+
+	const pathName = pathKey({env});
+	options.path = env[pathName];
+	env[pathName] = npmRunPath(options);
+
+	return env;
+};
+
+;// CONCATENATED MODULE: external "node:timers/promises"
+const promises_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:timers/promises");
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/final-error.js
+// When the subprocess fails, this is the error instance being returned.
+// If another error instance is being thrown, it is kept as `error.cause`.
+const getFinalError = (originalError, message, isSync) => {
+	const ErrorClass = isSync ? ExecaSyncError : ExecaError;
+	const options = originalError instanceof DiscardedError ? {} : {cause: originalError};
+	return new ErrorClass(message, options);
+};
+
+// Indicates that the error is used only to interrupt control flow, but not in the return value
+class DiscardedError extends Error {}
+
+// Proper way to set `error.name`: it should be inherited and non-enumerable
+const setErrorName = (ErrorClass, value) => {
+	Object.defineProperty(ErrorClass.prototype, 'name', {
+		value,
+		writable: true,
+		enumerable: false,
+		configurable: true,
+	});
+	Object.defineProperty(ErrorClass.prototype, execaErrorSymbol, {
+		value: true,
+		writable: false,
+		enumerable: false,
+		configurable: false,
+	});
+};
+
+// Unlike `instanceof`, this works across realms
+const isExecaError = error => isErrorInstance(error) && execaErrorSymbol in error;
+
+const execaErrorSymbol = Symbol('isExecaError');
+
+const isErrorInstance = value => Object.prototype.toString.call(value) === '[object Error]';
+
+// We use two different Error classes for async/sync methods since they have slightly different shape and types
+class ExecaError extends Error {}
+setErrorName(ExecaError, ExecaError.name);
+
+class ExecaSyncError extends Error {}
+setErrorName(ExecaSyncError, ExecaSyncError.name);
+
+// EXTERNAL MODULE: external "node:os"
+var external_node_os_ = __nccwpck_require__(8161);
+;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/realtime.js
+
+const getRealtimeSignals=()=>{
+const length=SIGRTMAX-SIGRTMIN+1;
+return Array.from({length},getRealtimeSignal)
+};
+
+const getRealtimeSignal=(value,index)=>({
+name:`SIGRT${index+1}`,
+number:SIGRTMIN+index,
+action:"terminate",
+description:"Application-specific signal (realtime)",
+standard:"posix"
+});
+
+const SIGRTMIN=34;
+const SIGRTMAX=64;
+;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/core.js
+
+
+const SIGNALS=[
+{
+name:"SIGHUP",
+number:1,
+action:"terminate",
+description:"Terminal closed",
+standard:"posix"
+},
+{
+name:"SIGINT",
+number:2,
+action:"terminate",
+description:"User interruption with CTRL-C",
+standard:"ansi"
+},
+{
+name:"SIGQUIT",
+number:3,
+action:"core",
+description:"User interruption with CTRL-\\",
+standard:"posix"
+},
+{
+name:"SIGILL",
+number:4,
+action:"core",
+description:"Invalid machine instruction",
+standard:"ansi"
+},
+{
+name:"SIGTRAP",
+number:5,
+action:"core",
+description:"Debugger breakpoint",
+standard:"posix"
+},
+{
+name:"SIGABRT",
+number:6,
+action:"core",
+description:"Aborted",
+standard:"ansi"
+},
+{
+name:"SIGIOT",
+number:6,
+action:"core",
+description:"Aborted",
+standard:"bsd"
+},
+{
+name:"SIGBUS",
+number:7,
+action:"core",
+description:
+"Bus error due to misaligned, non-existing address or paging error",
+standard:"bsd"
+},
+{
+name:"SIGEMT",
+number:7,
+action:"terminate",
+description:"Command should be emulated but is not implemented",
+standard:"other"
+},
+{
+name:"SIGFPE",
+number:8,
+action:"core",
+description:"Floating point arithmetic error",
+standard:"ansi"
+},
+{
+name:"SIGKILL",
+number:9,
+action:"terminate",
+description:"Forced termination",
+standard:"posix",
+forced:true
+},
+{
+name:"SIGUSR1",
+number:10,
+action:"terminate",
+description:"Application-specific signal",
+standard:"posix"
+},
+{
+name:"SIGSEGV",
+number:11,
+action:"core",
+description:"Segmentation fault",
+standard:"ansi"
+},
+{
+name:"SIGUSR2",
+number:12,
+action:"terminate",
+description:"Application-specific signal",
+standard:"posix"
+},
+{
+name:"SIGPIPE",
+number:13,
+action:"terminate",
+description:"Broken pipe or socket",
+standard:"posix"
+},
+{
+name:"SIGALRM",
+number:14,
+action:"terminate",
+description:"Timeout or timer",
+standard:"posix"
+},
+{
+name:"SIGTERM",
+number:15,
+action:"terminate",
+description:"Termination",
+standard:"ansi"
+},
+{
+name:"SIGSTKFLT",
+number:16,
+action:"terminate",
+description:"Stack is empty or overflowed",
+standard:"other"
+},
+{
+name:"SIGCHLD",
+number:17,
+action:"ignore",
+description:"Child process terminated, paused or unpaused",
+standard:"posix"
+},
+{
+name:"SIGCLD",
+number:17,
+action:"ignore",
+description:"Child process terminated, paused or unpaused",
+standard:"other"
+},
+{
+name:"SIGCONT",
+number:18,
+action:"unpause",
+description:"Unpaused",
+standard:"posix",
+forced:true
+},
+{
+name:"SIGSTOP",
+number:19,
+action:"pause",
+description:"Paused",
+standard:"posix",
+forced:true
+},
+{
+name:"SIGTSTP",
+number:20,
+action:"pause",
+description:"Paused using CTRL-Z or \"suspend\"",
+standard:"posix"
+},
+{
+name:"SIGTTIN",
+number:21,
+action:"pause",
+description:"Background process cannot read terminal input",
+standard:"posix"
+},
+{
+name:"SIGBREAK",
+number:21,
+action:"terminate",
+description:"User interruption with CTRL-BREAK",
+standard:"other"
+},
+{
+name:"SIGTTOU",
+number:22,
+action:"pause",
+description:"Background process cannot write to terminal output",
+standard:"posix"
+},
+{
+name:"SIGURG",
+number:23,
+action:"ignore",
+description:"Socket received out-of-band data",
+standard:"bsd"
+},
+{
+name:"SIGXCPU",
+number:24,
+action:"core",
+description:"Process timed out",
+standard:"bsd"
+},
+{
+name:"SIGXFSZ",
+number:25,
+action:"core",
+description:"File too big",
+standard:"bsd"
+},
+{
+name:"SIGVTALRM",
+number:26,
+action:"terminate",
+description:"Timeout or timer",
+standard:"bsd"
+},
+{
+name:"SIGPROF",
+number:27,
+action:"terminate",
+description:"Timeout or timer",
+standard:"bsd"
+},
+{
+name:"SIGWINCH",
+number:28,
+action:"ignore",
+description:"Terminal window size changed",
+standard:"bsd"
+},
+{
+name:"SIGIO",
+number:29,
+action:"terminate",
+description:"I/O is available",
+standard:"other"
+},
+{
+name:"SIGPOLL",
+number:29,
+action:"terminate",
+description:"Watched event",
+standard:"other"
+},
+{
+name:"SIGINFO",
+number:29,
+action:"ignore",
+description:"Request for process information",
+standard:"other"
+},
+{
+name:"SIGPWR",
+number:30,
+action:"terminate",
+description:"Device running out of power",
+standard:"systemv"
+},
+{
+name:"SIGSYS",
+number:31,
+action:"core",
+description:"Invalid system call",
+standard:"other"
+},
+{
+name:"SIGUNUSED",
+number:31,
+action:"terminate",
+description:"Invalid system call",
+standard:"other"
+}];
+;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/signals.js
+
+
+
+
+
+
+
+const getSignals=()=>{
+const realtimeSignals=getRealtimeSignals();
+const signals=[...SIGNALS,...realtimeSignals].map(normalizeSignal);
+return signals
+};
+
+
+
+
+
+
+
+const normalizeSignal=({
+name,
+number:defaultNumber,
+description,
+action,
+forced=false,
+standard
+})=>{
+const{
+signals:{[name]:constantSignal}
+}=external_node_os_.constants;
+const supported=constantSignal!==undefined;
+const number=supported?constantSignal:defaultNumber;
+return{name,number,description,supported,action,forced,standard}
+};
+;// CONCATENATED MODULE: ./node_modules/human-signals/build/src/main.js
+
+
+
+
+
+
+
+const getSignalsByName=()=>{
+const signals=getSignals();
+return Object.fromEntries(signals.map(getSignalByName))
+};
+
+const getSignalByName=({
+name,
+number,
+description,
+supported,
+action,
+forced,
+standard
+})=>[name,{name,number,description,supported,action,forced,standard}];
+
+const signalsByName=getSignalsByName();
+
+
+
+
+const getSignalsByNumber=()=>{
+const signals=getSignals();
+const length=SIGRTMAX+1;
+const signalsA=Array.from({length},(value,number)=>
+getSignalByNumber(number,signals)
+);
+return Object.assign({},...signalsA)
+};
+
+const getSignalByNumber=(number,signals)=>{
+const signal=findSignalByNumber(number,signals);
+
+if(signal===undefined){
+return{}
+}
+
+const{name,description,supported,action,forced,standard}=signal;
+return{
+[number]:{
+name,
+number,
+description,
+supported,
+action,
+forced,
+standard
+}
+}
+};
+
+
+
+const findSignalByNumber=(number,signals)=>{
+const signal=signals.find(({name})=>external_node_os_.constants.signals[name]===number);
+
+if(signal!==undefined){
+return signal
+}
+
+return signals.find((signalA)=>signalA.number===number)
+};
+
+const signalsByNumber=getSignalsByNumber();
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/signal.js
+
+
+
+// Normalize signals for comparison purpose.
+// Also validate the signal exists.
+const normalizeKillSignal = killSignal => {
+	const optionName = 'option `killSignal`';
+	if (killSignal === 0) {
+		throw new TypeError(`Invalid ${optionName}: 0 cannot be used.`);
+	}
+
+	return signal_normalizeSignal(killSignal, optionName);
+};
+
+const normalizeSignalArgument = signal => signal === 0
+	? signal
+	: signal_normalizeSignal(signal, '`subprocess.kill()`\'s argument');
+
+const signal_normalizeSignal = (signalNameOrInteger, optionName) => {
+	if (Number.isInteger(signalNameOrInteger)) {
+		return normalizeSignalInteger(signalNameOrInteger, optionName);
+	}
+
+	if (typeof signalNameOrInteger === 'string') {
+		return normalizeSignalName(signalNameOrInteger, optionName);
+	}
+
+	throw new TypeError(`Invalid ${optionName} ${String(signalNameOrInteger)}: it must be a string or an integer.\n${getAvailableSignals()}`);
+};
+
+const normalizeSignalInteger = (signalInteger, optionName) => {
+	if (signalsIntegerToName.has(signalInteger)) {
+		return signalsIntegerToName.get(signalInteger);
+	}
+
+	throw new TypeError(`Invalid ${optionName} ${signalInteger}: this signal integer does not exist.\n${getAvailableSignals()}`);
+};
+
+const getSignalsIntegerToName = () => new Map(Object.entries(external_node_os_.constants.signals)
+	.reverse()
+	.map(([signalName, signalInteger]) => [signalInteger, signalName]));
+
+const signalsIntegerToName = getSignalsIntegerToName();
+
+const normalizeSignalName = (signalName, optionName) => {
+	if (signalName in external_node_os_.constants.signals) {
+		return signalName;
+	}
+
+	if (signalName.toUpperCase() in external_node_os_.constants.signals) {
+		throw new TypeError(`Invalid ${optionName} '${signalName}': please rename it to '${signalName.toUpperCase()}'.`);
+	}
+
+	throw new TypeError(`Invalid ${optionName} '${signalName}': this signal name does not exist.\n${getAvailableSignals()}`);
+};
+
+const getAvailableSignals = () => `Available signal names: ${getAvailableSignalNames()}.
+Available signal numbers: ${getAvailableSignalIntegers()}.`;
+
+const getAvailableSignalNames = () => Object.keys(external_node_os_.constants.signals)
+	.sort()
+	.map(signalName => `'${signalName}'`)
+	.join(', ');
+
+const getAvailableSignalIntegers = () => [...new Set(Object.values(external_node_os_.constants.signals)
+	.sort((signalInteger, signalIntegerTwo) => signalInteger - signalIntegerTwo))]
+	.join(', ');
+
+// Human-friendly description of a signal
+const getSignalDescription = signal => signalsByName[signal].description;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/kill.js
+
+
+
+
+// Normalize the `forceKillAfterDelay` option
+const normalizeForceKillAfterDelay = forceKillAfterDelay => {
+	if (forceKillAfterDelay === false) {
+		return forceKillAfterDelay;
+	}
+
+	if (forceKillAfterDelay === true) {
+		return DEFAULT_FORCE_KILL_TIMEOUT;
+	}
+
+	if (!Number.isFinite(forceKillAfterDelay) || forceKillAfterDelay < 0) {
+		throw new TypeError(`Expected the \`forceKillAfterDelay\` option to be a non-negative integer, got \`${forceKillAfterDelay}\` (${typeof forceKillAfterDelay})`);
+	}
+
+	return forceKillAfterDelay;
+};
+
+const DEFAULT_FORCE_KILL_TIMEOUT = 1000 * 5;
+
+// Monkey-patches `subprocess.kill()` to add `forceKillAfterDelay` behavior and `.kill(error)`
+const subprocessKill = (
+	{kill, options: {forceKillAfterDelay, killSignal}, onInternalError, context, controller},
+	signalOrError,
+	errorArgument,
+) => {
+	const {signal, error} = parseKillArguments(signalOrError, errorArgument, killSignal);
+	emitKillError(error, onInternalError);
+	const killResult = kill(signal);
+	setKillTimeout({
+		kill,
+		signal,
+		forceKillAfterDelay,
+		killSignal,
+		killResult,
+		context,
+		controller,
+	});
+	return killResult;
+};
+
+const parseKillArguments = (signalOrError, errorArgument, killSignal) => {
+	const [signal = killSignal, error] = isErrorInstance(signalOrError)
+		? [undefined, signalOrError]
+		: [signalOrError, errorArgument];
+
+	if (typeof signal !== 'string' && !Number.isInteger(signal)) {
+		throw new TypeError(`The first argument must be an error instance or a signal name string/integer: ${String(signal)}`);
+	}
+
+	if (error !== undefined && !isErrorInstance(error)) {
+		throw new TypeError(`The second argument is optional. If specified, it must be an error instance: ${error}`);
+	}
+
+	return {signal: normalizeSignalArgument(signal), error};
+};
+
+// Fails right away when calling `subprocess.kill(error)`.
+// Does not wait for actual signal termination.
+// Uses a deferred promise instead of the `error` event on the subprocess, as this is less intrusive.
+const emitKillError = (error, onInternalError) => {
+	if (error !== undefined) {
+		onInternalError.reject(error);
+	}
+};
+
+const setKillTimeout = async ({kill, signal, forceKillAfterDelay, killSignal, killResult, context, controller}) => {
+	if (signal === killSignal && killResult) {
+		killOnTimeout({
+			kill,
+			forceKillAfterDelay,
+			context,
+			controllerSignal: controller.signal,
+		});
+	}
+};
+
+// Forcefully terminate a subprocess after a timeout
+const killOnTimeout = async ({kill, forceKillAfterDelay, context, controllerSignal}) => {
+	if (forceKillAfterDelay === false) {
+		return;
+	}
+
+	try {
+		await (0,promises_namespaceObject.setTimeout)(forceKillAfterDelay, undefined, {signal: controllerSignal});
+		if (kill('SIGKILL')) {
+			context.isForcefullyTerminated ??= true;
+		}
+	} catch {}
+};
+
+// EXTERNAL MODULE: external "node:events"
+var external_node_events_ = __nccwpck_require__(8474);
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/abort-signal.js
+
+
+// Combines `util.aborted()` and `events.addAbortListener()`: promise-based and cleaned up with a stop signal
+const onAbortedSignal = async (mainSignal, stopSignal) => {
+	if (!mainSignal.aborted) {
+		await (0,external_node_events_.once)(mainSignal, 'abort', {signal: stopSignal});
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/cancel.js
+
+
+// Validate the `cancelSignal` option
+const validateCancelSignal = ({cancelSignal}) => {
+	if (cancelSignal !== undefined && Object.prototype.toString.call(cancelSignal) !== '[object AbortSignal]') {
+		throw new Error(`The \`cancelSignal\` option must be an AbortSignal: ${String(cancelSignal)}`);
+	}
+};
+
+// Terminate the subprocess when aborting the `cancelSignal` option and `gracefulSignal` is `false`
+const throwOnCancel = ({subprocess, cancelSignal, gracefulCancel, context, controller}) => cancelSignal === undefined || gracefulCancel
+	? []
+	: [terminateOnCancel(subprocess, cancelSignal, context, controller)];
+
+const terminateOnCancel = async (subprocess, cancelSignal, context, {signal}) => {
+	await onAbortedSignal(cancelSignal, signal);
+	context.terminationReason ??= 'cancel';
+	subprocess.kill();
+	throw cancelSignal.reason;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/validation.js
+// Validate the IPC channel is connected before receiving/sending messages
+const validateIpcMethod = ({methodName, isSubprocess, ipc, isConnected}) => {
+	validateIpcOption(methodName, isSubprocess, ipc);
+	validateConnection(methodName, isSubprocess, isConnected);
+};
+
+// Better error message when forgetting to set `ipc: true` and using the IPC methods
+const validateIpcOption = (methodName, isSubprocess, ipc) => {
+	if (!ipc) {
+		throw new Error(`${getMethodName(methodName, isSubprocess)} can only be used if the \`ipc\` option is \`true\`.`);
+	}
+};
+
+// Better error message when one process does not send/receive messages once the other process has disconnected.
+// This also makes it clear that any buffered messages are lost once either process has disconnected.
+// Also when aborting `cancelSignal` after disconnecting the IPC.
+const validateConnection = (methodName, isSubprocess, isConnected) => {
+	if (!isConnected) {
+		throw new Error(`${getMethodName(methodName, isSubprocess)} cannot be used: the ${getOtherProcessName(isSubprocess)} has already exited or disconnected.`);
+	}
+};
+
+// When `getOneMessage()` could not complete due to an early disconnection
+const throwOnEarlyDisconnect = isSubprocess => {
+	throw new Error(`${getMethodName('getOneMessage', isSubprocess)} could not complete: the ${getOtherProcessName(isSubprocess)} exited or disconnected.`);
+};
+
+// When both processes use `sendMessage()` with `strict` at the same time
+const throwOnStrictDeadlockError = isSubprocess => {
+	throw new Error(`${getMethodName('sendMessage', isSubprocess)} failed: the ${getOtherProcessName(isSubprocess)} is sending a message too, instead of listening to incoming messages.
+This can be fixed by both sending a message and listening to incoming messages at the same time:
+
+const [receivedMessage] = await Promise.all([
+	${getMethodName('getOneMessage', isSubprocess)},
+	${getMethodName('sendMessage', isSubprocess, 'message, {strict: true}')},
+]);`);
+};
+
+// When the other process used `strict` but the current process had I/O error calling `sendMessage()` for the response
+const getStrictResponseError = (error, isSubprocess) => new Error(`${getMethodName('sendMessage', isSubprocess)} failed when sending an acknowledgment response to the ${getOtherProcessName(isSubprocess)}.`, {cause: error});
+
+// When using `strict` but the other process was not listening for messages
+const throwOnMissingStrict = isSubprocess => {
+	throw new Error(`${getMethodName('sendMessage', isSubprocess)} failed: the ${getOtherProcessName(isSubprocess)} is not listening to incoming messages.`);
+};
+
+// When using `strict` but the other process disconnected before receiving the message
+const throwOnStrictDisconnect = isSubprocess => {
+	throw new Error(`${getMethodName('sendMessage', isSubprocess)} failed: the ${getOtherProcessName(isSubprocess)} exited without listening to incoming messages.`);
+};
+
+// When the current process disconnects while the subprocess is listening to `cancelSignal`
+const getAbortDisconnectError = () => new Error(`\`cancelSignal\` aborted: the ${getOtherProcessName(true)} disconnected.`);
+
+// When the subprocess uses `cancelSignal` but not the current process
+const throwOnMissingParent = () => {
+	throw new Error('`getCancelSignal()` cannot be used without setting the `cancelSignal` subprocess option.');
+};
+
+// EPIPE can happen when sending a message to a subprocess that is closing but has not disconnected yet
+const handleEpipeError = ({error, methodName, isSubprocess}) => {
+	if (error.code === 'EPIPE') {
+		throw new Error(`${getMethodName(methodName, isSubprocess)} cannot be used: the ${getOtherProcessName(isSubprocess)} is disconnecting.`, {cause: error});
+	}
+};
+
+// Better error message when sending messages which cannot be serialized.
+// Works with both `serialization: 'advanced'` and `serialization: 'json'`.
+const handleSerializationError = ({error, methodName, isSubprocess, message}) => {
+	if (isSerializationError(error)) {
+		throw new Error(`${getMethodName(methodName, isSubprocess)}'s argument type is invalid: the message cannot be serialized: ${String(message)}.`, {cause: error});
+	}
+};
+
+const isSerializationError = ({code, message}) => SERIALIZATION_ERROR_CODES.has(code)
+	|| SERIALIZATION_ERROR_MESSAGES.some(serializationErrorMessage => message.includes(serializationErrorMessage));
+
+// `error.code` set by Node.js when it failed to serialize the message
+const SERIALIZATION_ERROR_CODES = new Set([
+	// Message is `undefined`
+	'ERR_MISSING_ARGS',
+	// Message is a function, a bigint, a symbol
+	'ERR_INVALID_ARG_TYPE',
+]);
+
+// `error.message` set by Node.js when it failed to serialize the message
+const SERIALIZATION_ERROR_MESSAGES = [
+	// Message is a promise or a proxy, with `serialization: 'advanced'`
+	'could not be cloned',
+	// Message has cycles, with `serialization: 'json'`
+	'circular structure',
+	// Message has cycles inside toJSON(), with `serialization: 'json'`
+	'call stack size exceeded',
+];
+
+const getMethodName = (methodName, isSubprocess, parameters = '') => methodName === 'cancelSignal'
+	? '`cancelSignal`\'s `controller.abort()`'
+	: `${getNamespaceName(isSubprocess)}${methodName}(${parameters})`;
+
+const getNamespaceName = isSubprocess => isSubprocess ? '' : 'subprocess.';
+
+const getOtherProcessName = isSubprocess => isSubprocess ? 'parent process' : 'subprocess';
+
+// When any error arises, we disconnect the IPC.
+// Otherwise, it is likely that one of the processes will stop sending/receiving messages.
+// This would leave the other process hanging.
+const disconnect = anyProcess => {
+	if (anyProcess.connected) {
+		anyProcess.disconnect();
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/deferred.js
+const createDeferred = () => {
+	const methods = {};
+	const promise = new Promise((resolve, reject) => {
+		Object.assign(methods, {resolve, reject});
+	});
+	return Object.assign(promise, methods);
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/fd-options.js
+
+
+// Retrieve stream targeted by the `to` option
+const getToStream = (destination, to = 'stdin') => {
+	const isWritable = true;
+	const {options, fileDescriptors} = SUBPROCESS_OPTIONS.get(destination);
+	const fdNumber = getFdNumber(fileDescriptors, to, isWritable);
+	const destinationStream = destination.stdio[fdNumber];
+
+	if (destinationStream === null) {
+		throw new TypeError(getInvalidStdioOptionMessage(fdNumber, to, options, isWritable));
+	}
+
+	return destinationStream;
+};
+
+// Retrieve stream targeted by the `from` option
+const getFromStream = (source, from = 'stdout') => {
+	const isWritable = false;
+	const {options, fileDescriptors} = SUBPROCESS_OPTIONS.get(source);
+	const fdNumber = getFdNumber(fileDescriptors, from, isWritable);
+	const sourceStream = fdNumber === 'all' ? source.all : source.stdio[fdNumber];
+
+	if (sourceStream === null || sourceStream === undefined) {
+		throw new TypeError(getInvalidStdioOptionMessage(fdNumber, from, options, isWritable));
+	}
+
+	return sourceStream;
+};
+
+// Keeps track of the options passed to each Execa call
+const SUBPROCESS_OPTIONS = new WeakMap();
+
+const getFdNumber = (fileDescriptors, fdName, isWritable) => {
+	const fdNumber = parseFdNumber(fdName, isWritable);
+	validateFdNumber(fdNumber, fdName, isWritable, fileDescriptors);
+	return fdNumber;
+};
+
+const parseFdNumber = (fdName, isWritable) => {
+	const fdNumber = parseFd(fdName);
+	if (fdNumber !== undefined) {
+		return fdNumber;
+	}
+
+	const {validOptions, defaultValue} = isWritable
+		? {validOptions: '"stdin"', defaultValue: 'stdin'}
+		: {validOptions: '"stdout", "stderr", "all"', defaultValue: 'stdout'};
+	throw new TypeError(`"${getOptionName(isWritable)}" must not be "${fdName}".
+It must be ${validOptions} or "fd3", "fd4" (and so on).
+It is optional and defaults to "${defaultValue}".`);
+};
+
+const validateFdNumber = (fdNumber, fdName, isWritable, fileDescriptors) => {
+	const fileDescriptor = fileDescriptors[getUsedDescriptor(fdNumber)];
+	if (fileDescriptor === undefined) {
+		throw new TypeError(`"${getOptionName(isWritable)}" must not be ${fdName}. That file descriptor does not exist.
+Please set the "stdio" option to ensure that file descriptor exists.`);
+	}
+
+	if (fileDescriptor.direction === 'input' && !isWritable) {
+		throw new TypeError(`"${getOptionName(isWritable)}" must not be ${fdName}. It must be a readable stream, not writable.`);
+	}
+
+	if (fileDescriptor.direction !== 'input' && isWritable) {
+		throw new TypeError(`"${getOptionName(isWritable)}" must not be ${fdName}. It must be a writable stream, not readable.`);
+	}
+};
+
+const getInvalidStdioOptionMessage = (fdNumber, fdName, options, isWritable) => {
+	if (fdNumber === 'all' && !options.all) {
+		return 'The "all" option must be true to use "from: \'all\'".';
+	}
+
+	const {optionName, optionValue} = getInvalidStdioOption(fdNumber, options);
+	return `The "${optionName}: ${serializeOptionValue(optionValue)}" option is incompatible with using "${getOptionName(isWritable)}: ${serializeOptionValue(fdName)}".
+Please set this option with "pipe" instead.`;
+};
+
+const getInvalidStdioOption = (fdNumber, {stdin, stdout, stderr, stdio}) => {
+	const usedDescriptor = getUsedDescriptor(fdNumber);
+
+	if (usedDescriptor === 0 && stdin !== undefined) {
+		return {optionName: 'stdin', optionValue: stdin};
+	}
+
+	if (usedDescriptor === 1 && stdout !== undefined) {
+		return {optionName: 'stdout', optionValue: stdout};
+	}
+
+	if (usedDescriptor === 2 && stderr !== undefined) {
+		return {optionName: 'stderr', optionValue: stderr};
+	}
+
+	return {optionName: `stdio[${usedDescriptor}]`, optionValue: stdio[usedDescriptor]};
+};
+
+const getUsedDescriptor = fdNumber => fdNumber === 'all' ? 1 : fdNumber;
+
+const getOptionName = isWritable => isWritable ? 'to' : 'from';
+
+const serializeOptionValue = value => {
+	if (typeof value === 'string') {
+		return `'${value}'`;
+	}
+
+	return typeof value === 'number' ? `${value}` : 'Stream';
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/utils/max-listeners.js
+
+
+// Temporarily increase the maximum number of listeners on an eventEmitter
+const incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
+	const maxListeners = eventEmitter.getMaxListeners();
+	if (maxListeners === 0 || maxListeners === Number.POSITIVE_INFINITY) {
+		return;
+	}
+
+	eventEmitter.setMaxListeners(maxListeners + maxListenersIncrement);
+	(0,external_node_events_.addAbortListener)(signal, () => {
+		eventEmitter.setMaxListeners(eventEmitter.getMaxListeners() - maxListenersIncrement);
+	});
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/reference.js
+// By default, Node.js keeps the subprocess alive while it has a `message` or `disconnect` listener.
+// We replicate the same logic for the events that we proxy.
+// This ensures the subprocess is kept alive while `getOneMessage()` and `getEachMessage()` are ongoing.
+// This is not a problem with `sendMessage()` since Node.js handles that method automatically.
+// We do not use `anyProcess.channel.ref()` since this would prevent the automatic `.channel.refCounted()` Node.js is doing.
+// We keep a reference to `anyProcess.channel` since it might be `null` while `getOneMessage()` or `getEachMessage()` is still processing debounced messages.
+// See https://github.com/nodejs/node/blob/2aaeaa863c35befa2ebaa98fb7737ec84df4d8e9/lib/internal/child_process.js#L547
+const addReference = (channel, reference) => {
+	if (reference) {
+		addReferenceCount(channel);
+	}
+};
+
+const addReferenceCount = channel => {
+	channel.refCounted();
+};
+
+const removeReference = (channel, reference) => {
+	if (reference) {
+		removeReferenceCount(channel);
+	}
+};
+
+const removeReferenceCount = channel => {
+	channel.unrefCounted();
+};
+
+// To proxy events, we setup some global listeners on the `message` and `disconnect` events.
+// Those should not keep the subprocess alive, so we remove the automatic counting that Node.js is doing.
+// See https://github.com/nodejs/node/blob/1b965270a9c273d4cf70e8808e9d28b9ada7844f/lib/child_process.js#L180
+const undoAddedReferences = (channel, isSubprocess) => {
+	if (isSubprocess) {
+		removeReferenceCount(channel);
+		removeReferenceCount(channel);
+	}
+};
+
+// Reverse it during `disconnect`
+const redoAddedReferences = (channel, isSubprocess) => {
+	if (isSubprocess) {
+		addReferenceCount(channel);
+		addReferenceCount(channel);
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/incoming.js
+
+
+
+
+
+
+
+// By default, Node.js buffers `message` events.
+//  - Buffering happens when there is a `message` event is emitted but there is no handler.
+//  - As soon as a `message` event handler is set, all buffered `message` events are emitted, emptying the buffer.
+//  - This happens both in the current process and the subprocess.
+//  - See https://github.com/nodejs/node/blob/501546e8f37059cd577041e23941b640d0d4d406/lib/internal/child_process.js#L719
+// This is helpful. Notably, this allows sending messages to a subprocess that's still initializing.
+// However, it has several problems.
+//  - This works with `events.on()` but not `events.once()` since all buffered messages are emitted at once.
+//    For example, users cannot call `await getOneMessage()`/`getEachMessage()` multiple times in a row.
+//  - When a user intentionally starts listening to `message` at a specific point in time, past `message` events are replayed, which might be unexpected.
+//  - Buffering is unlimited, which might lead to an out-of-memory crash.
+//  - This does not work well with multiple consumers.
+//    For example, Execa consumes events with both `result.ipcOutput` and manual IPC calls like `getOneMessage()`.
+//    Since `result.ipcOutput` reads all incoming messages, no buffering happens for manual IPC calls.
+//  - Forgetting to setup a `message` listener, or setting it up too late, is a programming mistake.
+//    The default behavior does not allow users to realize they made that mistake.
+// To solve those problems, instead of buffering messages, we debounce them.
+// The `message` event so it is emitted at most once per macrotask.
+const onMessage = async ({anyProcess, channel, isSubprocess, ipcEmitter}, wrappedMessage) => {
+	if (handleStrictResponse(wrappedMessage) || handleAbort(wrappedMessage)) {
+		return;
+	}
+
+	if (!INCOMING_MESSAGES.has(anyProcess)) {
+		INCOMING_MESSAGES.set(anyProcess, []);
+	}
+
+	const incomingMessages = INCOMING_MESSAGES.get(anyProcess);
+	incomingMessages.push(wrappedMessage);
+
+	if (incomingMessages.length > 1) {
+		return;
+	}
+
+	while (incomingMessages.length > 0) {
+		// eslint-disable-next-line no-await-in-loop
+		await waitForOutgoingMessages(anyProcess, ipcEmitter, wrappedMessage);
+		// eslint-disable-next-line no-await-in-loop
+		await promises_namespaceObject.scheduler.yield();
+
+		// eslint-disable-next-line no-await-in-loop
+		const message = await handleStrictRequest({
+			wrappedMessage: incomingMessages[0],
+			anyProcess,
+			channel,
+			isSubprocess,
+			ipcEmitter,
+		});
+
+		incomingMessages.shift();
+		ipcEmitter.emit('message', message);
+		ipcEmitter.emit('message:done');
+	}
+};
+
+// If the `message` event is currently debounced, the `disconnect` event must wait for it
+const onDisconnect = async ({anyProcess, channel, isSubprocess, ipcEmitter, boundOnMessage}) => {
+	abortOnDisconnect();
+
+	const incomingMessages = INCOMING_MESSAGES.get(anyProcess);
+	while (incomingMessages?.length > 0) {
+		// eslint-disable-next-line no-await-in-loop
+		await (0,external_node_events_.once)(ipcEmitter, 'message:done');
+	}
+
+	anyProcess.removeListener('message', boundOnMessage);
+	redoAddedReferences(channel, isSubprocess);
+	ipcEmitter.connected = false;
+	ipcEmitter.emit('disconnect');
+};
+
+const INCOMING_MESSAGES = new WeakMap();
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/forward.js
+
+
+
+
+// Forward the `message` and `disconnect` events from the process and subprocess to a proxy emitter.
+// This prevents the `error` event from stopping IPC.
+// This also allows debouncing the `message` event.
+const getIpcEmitter = (anyProcess, channel, isSubprocess) => {
+	if (IPC_EMITTERS.has(anyProcess)) {
+		return IPC_EMITTERS.get(anyProcess);
+	}
+
+	// Use an `EventEmitter`, like the `process` that is being proxied
+	// eslint-disable-next-line unicorn/prefer-event-target
+	const ipcEmitter = new external_node_events_.EventEmitter();
+	ipcEmitter.connected = true;
+	IPC_EMITTERS.set(anyProcess, ipcEmitter);
+	forwardEvents({
+		ipcEmitter,
+		anyProcess,
+		channel,
+		isSubprocess,
+	});
+	return ipcEmitter;
+};
+
+const IPC_EMITTERS = new WeakMap();
+
+// The `message` and `disconnect` events are buffered in the subprocess until the first listener is setup.
+// However, unbuffering happens after one tick, so this give enough time for the caller to setup the listener on the proxy emitter first.
+// See https://github.com/nodejs/node/blob/2aaeaa863c35befa2ebaa98fb7737ec84df4d8e9/lib/internal/child_process.js#L721
+const forwardEvents = ({ipcEmitter, anyProcess, channel, isSubprocess}) => {
+	const boundOnMessage = onMessage.bind(undefined, {
+		anyProcess,
+		channel,
+		isSubprocess,
+		ipcEmitter,
+	});
+	anyProcess.on('message', boundOnMessage);
+	anyProcess.once('disconnect', onDisconnect.bind(undefined, {
+		anyProcess,
+		channel,
+		isSubprocess,
+		ipcEmitter,
+		boundOnMessage,
+	}));
+	undoAddedReferences(channel, isSubprocess);
+};
+
+// Check whether there might still be some `message` events to receive
+const isConnected = anyProcess => {
+	const ipcEmitter = IPC_EMITTERS.get(anyProcess);
+	return ipcEmitter === undefined
+		? anyProcess.channel !== null
+		: ipcEmitter.connected;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/strict.js
+
+
+
+
+
+
+
+
+// When using the `strict` option, wrap the message with metadata during `sendMessage()`
+const handleSendStrict = ({anyProcess, channel, isSubprocess, message, strict}) => {
+	if (!strict) {
+		return message;
+	}
+
+	const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
+	const hasListeners = hasMessageListeners(anyProcess, ipcEmitter);
+	return {
+		id: count++,
+		type: REQUEST_TYPE,
+		message,
+		hasListeners,
+	};
+};
+
+let count = 0n;
+
+// Handles when both processes are calling `sendMessage()` with `strict` at the same time.
+// If neither process is listening, this would create a deadlock. We detect it and throw.
+const validateStrictDeadlock = (outgoingMessages, wrappedMessage) => {
+	if (wrappedMessage?.type !== REQUEST_TYPE || wrappedMessage.hasListeners) {
+		return;
+	}
+
+	for (const {id} of outgoingMessages) {
+		if (id !== undefined) {
+			STRICT_RESPONSES[id].resolve({isDeadlock: true, hasListeners: false});
+		}
+	}
+};
+
+// The other process then sends the acknowledgment back as a response
+const handleStrictRequest = async ({wrappedMessage, anyProcess, channel, isSubprocess, ipcEmitter}) => {
+	if (wrappedMessage?.type !== REQUEST_TYPE || !anyProcess.connected) {
+		return wrappedMessage;
+	}
+
+	const {id, message} = wrappedMessage;
+	const response = {id, type: RESPONSE_TYPE, message: hasMessageListeners(anyProcess, ipcEmitter)};
+
+	try {
+		await sendMessage({
+			anyProcess,
+			channel,
+			isSubprocess,
+			ipc: true,
+		}, response);
+	} catch (error) {
+		ipcEmitter.emit('strict:error', error);
+	}
+
+	return message;
+};
+
+// Reception of the acknowledgment response
+const handleStrictResponse = wrappedMessage => {
+	if (wrappedMessage?.type !== RESPONSE_TYPE) {
+		return false;
+	}
+
+	const {id, message: hasListeners} = wrappedMessage;
+	STRICT_RESPONSES[id]?.resolve({isDeadlock: false, hasListeners});
+	return true;
+};
+
+// Wait for the other process to receive the message from `sendMessage()`
+const waitForStrictResponse = async (wrappedMessage, anyProcess, isSubprocess) => {
+	if (wrappedMessage?.type !== REQUEST_TYPE) {
+		return;
+	}
+
+	const deferred = createDeferred();
+	STRICT_RESPONSES[wrappedMessage.id] = deferred;
+	const controller = new AbortController();
+
+	try {
+		const {isDeadlock, hasListeners} = await Promise.race([
+			deferred,
+			throwOnDisconnect(anyProcess, isSubprocess, controller),
+		]);
+
+		if (isDeadlock) {
+			throwOnStrictDeadlockError(isSubprocess);
+		}
+
+		if (!hasListeners) {
+			throwOnMissingStrict(isSubprocess);
+		}
+	} finally {
+		controller.abort();
+		delete STRICT_RESPONSES[wrappedMessage.id];
+	}
+};
+
+const STRICT_RESPONSES = {};
+
+const throwOnDisconnect = async (anyProcess, isSubprocess, {signal}) => {
+	incrementMaxListeners(anyProcess, 1, signal);
+	await (0,external_node_events_.once)(anyProcess, 'disconnect', {signal});
+	throwOnStrictDisconnect(isSubprocess);
+};
+
+const REQUEST_TYPE = 'execa:ipc:request';
+const RESPONSE_TYPE = 'execa:ipc:response';
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/outgoing.js
+
+
+
+
+
+// When `sendMessage()` is ongoing, any `message` being received waits before being emitted.
+// This allows calling one or multiple `await sendMessage()` followed by `await getOneMessage()`/`await getEachMessage()`.
+// Without running into a race condition when the other process sends a response too fast, before the current process set up a listener.
+const startSendMessage = (anyProcess, wrappedMessage, strict) => {
+	if (!OUTGOING_MESSAGES.has(anyProcess)) {
+		OUTGOING_MESSAGES.set(anyProcess, new Set());
+	}
+
+	const outgoingMessages = OUTGOING_MESSAGES.get(anyProcess);
+	const onMessageSent = createDeferred();
+	const id = strict ? wrappedMessage.id : undefined;
+	const outgoingMessage = {onMessageSent, id};
+	outgoingMessages.add(outgoingMessage);
+	return {outgoingMessages, outgoingMessage};
+};
+
+const endSendMessage = ({outgoingMessages, outgoingMessage}) => {
+	outgoingMessages.delete(outgoingMessage);
+	outgoingMessage.onMessageSent.resolve();
+};
+
+// Await while `sendMessage()` is ongoing, unless there is already a `message` listener
+const waitForOutgoingMessages = async (anyProcess, ipcEmitter, wrappedMessage) => {
+	while (!hasMessageListeners(anyProcess, ipcEmitter) && OUTGOING_MESSAGES.get(anyProcess)?.size > 0) {
+		const outgoingMessages = [...OUTGOING_MESSAGES.get(anyProcess)];
+		validateStrictDeadlock(outgoingMessages, wrappedMessage);
+		// eslint-disable-next-line no-await-in-loop
+		await Promise.all(outgoingMessages.map(({onMessageSent}) => onMessageSent));
+	}
+};
+
+const OUTGOING_MESSAGES = new WeakMap();
+
+// Whether any `message` listener is setup
+const hasMessageListeners = (anyProcess, ipcEmitter) => ipcEmitter.listenerCount('message') > getMinListenerCount(anyProcess);
+
+// When `buffer` is `false`, we set up a `message` listener that should be ignored.
+// That listener is only meant to intercept `strict` acknowledgement responses.
+const getMinListenerCount = anyProcess => SUBPROCESS_OPTIONS.has(anyProcess)
+	&& !getFdSpecificValue(SUBPROCESS_OPTIONS.get(anyProcess).options.buffer, 'ipc')
+	? 1
+	: 0;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/send.js
+
+
+
+
+
+// Like `[sub]process.send()` but promise-based.
+// We do not `await subprocess` during `.sendMessage()` nor `.getOneMessage()` since those methods are transient.
+// Users would still need to `await subprocess` after the method is done.
+// Also, this would prevent `unhandledRejection` event from being emitted, making it silent.
+const sendMessage = ({anyProcess, channel, isSubprocess, ipc}, message, {strict = false} = {}) => {
+	const methodName = 'sendMessage';
+	validateIpcMethod({
+		methodName,
+		isSubprocess,
+		ipc,
+		isConnected: anyProcess.connected,
+	});
+
+	return sendMessageAsync({
+		anyProcess,
+		channel,
+		methodName,
+		isSubprocess,
+		message,
+		strict,
+	});
+};
+
+const sendMessageAsync = async ({anyProcess, channel, methodName, isSubprocess, message, strict}) => {
+	const wrappedMessage = handleSendStrict({
+		anyProcess,
+		channel,
+		isSubprocess,
+		message,
+		strict,
+	});
+	const outgoingMessagesState = startSendMessage(anyProcess, wrappedMessage, strict);
+	try {
+		await sendOneMessage({
+			anyProcess,
+			methodName,
+			isSubprocess,
+			wrappedMessage,
+			message,
+		});
+	} catch (error) {
+		disconnect(anyProcess);
+		throw error;
+	} finally {
+		endSendMessage(outgoingMessagesState);
+	}
+};
+
+// Used internally by `cancelSignal`
+const sendOneMessage = async ({anyProcess, methodName, isSubprocess, wrappedMessage, message}) => {
+	const sendMethod = getSendMethod(anyProcess);
+
+	try {
+		await Promise.all([
+			waitForStrictResponse(wrappedMessage, anyProcess, isSubprocess),
+			sendMethod(wrappedMessage),
+		]);
+	} catch (error) {
+		handleEpipeError({error, methodName, isSubprocess});
+		handleSerializationError({
+			error,
+			methodName,
+			isSubprocess,
+			message,
+		});
+		throw error;
+	}
+};
+
+// [sub]process.send() promisified, memoized
+const getSendMethod = anyProcess => {
+	if (PROCESS_SEND_METHODS.has(anyProcess)) {
+		return PROCESS_SEND_METHODS.get(anyProcess);
+	}
+
+	const sendMethod = (0,external_node_util_namespaceObject.promisify)(anyProcess.send.bind(anyProcess));
+	PROCESS_SEND_METHODS.set(anyProcess, sendMethod);
+	return sendMethod;
+};
+
+const PROCESS_SEND_METHODS = new WeakMap();
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/graceful.js
+
+
+
+
+
+// Send an IPC message so the subprocess performs a graceful termination
+const sendAbort = (subprocess, message) => {
+	const methodName = 'cancelSignal';
+	validateConnection(methodName, false, subprocess.connected);
+	return sendOneMessage({
+		anyProcess: subprocess,
+		methodName,
+		isSubprocess: false,
+		wrappedMessage: {type: GRACEFUL_CANCEL_TYPE, message},
+		message,
+	});
+};
+
+// When the signal is being used, start listening for incoming messages.
+// Unbuffering messages takes one microtask to complete, so this must be async.
+const getCancelSignal = async ({anyProcess, channel, isSubprocess, ipc}) => {
+	await startIpc({
+		anyProcess,
+		channel,
+		isSubprocess,
+		ipc,
+	});
+	return cancelController.signal;
+};
+
+const startIpc = async ({anyProcess, channel, isSubprocess, ipc}) => {
+	if (cancelListening) {
+		return;
+	}
+
+	cancelListening = true;
+
+	if (!ipc) {
+		throwOnMissingParent();
+		return;
+	}
+
+	if (channel === null) {
+		abortOnDisconnect();
+		return;
+	}
+
+	getIpcEmitter(anyProcess, channel, isSubprocess);
+	await promises_namespaceObject.scheduler.yield();
+};
+
+let cancelListening = false;
+
+// Reception of IPC message to perform a graceful termination
+const handleAbort = wrappedMessage => {
+	if (wrappedMessage?.type !== GRACEFUL_CANCEL_TYPE) {
+		return false;
+	}
+
+	cancelController.abort(wrappedMessage.message);
+	return true;
+};
+
+const GRACEFUL_CANCEL_TYPE = 'execa:ipc:cancel';
+
+// When the current process disconnects early, the subprocess `cancelSignal` is aborted.
+// Otherwise, the signal would never be able to be aborted later on.
+const abortOnDisconnect = () => {
+	cancelController.abort(getAbortDisconnectError());
+};
+
+const cancelController = new AbortController();
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/graceful.js
+
+
+
+
+// Validate the `gracefulCancel` option
+const validateGracefulCancel = ({gracefulCancel, cancelSignal, ipc, serialization}) => {
+	if (!gracefulCancel) {
+		return;
+	}
+
+	if (cancelSignal === undefined) {
+		throw new Error('The `cancelSignal` option must be defined when setting the `gracefulCancel` option.');
+	}
+
+	if (!ipc) {
+		throw new Error('The `ipc` option cannot be false when setting the `gracefulCancel` option.');
+	}
+
+	if (serialization === 'json') {
+		throw new Error('The `serialization` option cannot be \'json\' when setting the `gracefulCancel` option.');
+	}
+};
+
+// Send abort reason to the subprocess when aborting the `cancelSignal` option and `gracefulCancel` is `true`
+const throwOnGracefulCancel = ({
+	subprocess,
+	cancelSignal,
+	gracefulCancel,
+	forceKillAfterDelay,
+	context,
+	controller,
+}) => gracefulCancel
+	? [sendOnAbort({
+		subprocess,
+		cancelSignal,
+		forceKillAfterDelay,
+		context,
+		controller,
+	})]
+	: [];
+
+const sendOnAbort = async ({subprocess, cancelSignal, forceKillAfterDelay, context, controller: {signal}}) => {
+	await onAbortedSignal(cancelSignal, signal);
+	const reason = getReason(cancelSignal);
+	await sendAbort(subprocess, reason);
+	killOnTimeout({
+		kill: subprocess.kill,
+		forceKillAfterDelay,
+		context,
+		controllerSignal: signal,
+	});
+	context.terminationReason ??= 'gracefulCancel';
+	throw cancelSignal.reason;
+};
+
+// The default `reason` is a DOMException, which is not serializable with V8
+// See https://github.com/nodejs/node/issues/53225
+const getReason = ({reason}) => {
+	if (!(reason instanceof DOMException)) {
+		return reason;
+	}
+
+	const error = new Error(reason.message);
+	Object.defineProperty(error, 'stack', {
+		value: reason.stack,
+		enumerable: false,
+		configurable: true,
+		writable: true,
+	});
+	return error;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/timeout.js
+
+
+
+// Validate `timeout` option
+const validateTimeout = ({timeout}) => {
+	if (timeout !== undefined && (!Number.isFinite(timeout) || timeout < 0)) {
+		throw new TypeError(`Expected the \`timeout\` option to be a non-negative integer, got \`${timeout}\` (${typeof timeout})`);
+	}
+};
+
+// Fails when the `timeout` option is exceeded
+const throwOnTimeout = (subprocess, timeout, context, controller) => timeout === 0 || timeout === undefined
+	? []
+	: [killAfterTimeout(subprocess, timeout, context, controller)];
+
+const killAfterTimeout = async (subprocess, timeout, context, {signal}) => {
+	await (0,promises_namespaceObject.setTimeout)(timeout, undefined, {signal});
+	context.terminationReason ??= 'timeout';
+	subprocess.kill();
+	throw new DiscardedError();
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/node.js
+
+
+
+
+// `execaNode()` is a shortcut for `execa(..., {node: true})`
+const mapNode = ({options}) => {
+	if (options.node === false) {
+		throw new TypeError('The "node" option cannot be false with `execaNode()`.');
+	}
+
+	return {options: {...options, node: true}};
+};
+
+// Applies the `node: true` option, and the related `nodePath`/`nodeOptions` options.
+// Modifies the file commands/arguments to ensure the same Node binary and flags are re-used.
+// Also adds `ipc: true` and `shell: false`.
+const handleNodeOption = (file, commandArguments, {
+	node: shouldHandleNode = false,
+	nodePath = external_node_process_.execPath,
+	nodeOptions = external_node_process_.execArgv.filter(nodeOption => !nodeOption.startsWith('--inspect')),
+	cwd,
+	execPath: formerNodePath,
+	...options
+}) => {
+	if (formerNodePath !== undefined) {
+		throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
+	}
+
+	const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
+	const resolvedNodePath = external_node_path_.resolve(cwd, normalizedNodePath);
+	const newOptions = {
+		...options,
+		nodePath: resolvedNodePath,
+		node: shouldHandleNode,
+		cwd,
+	};
+
+	if (!shouldHandleNode) {
+		return [file, commandArguments, newOptions];
+	}
+
+	if (external_node_path_.basename(file, '.exe') === 'node') {
+		throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
+	}
+
+	return [
+		resolvedNodePath,
+		[...nodeOptions, file, ...commandArguments],
+		{ipc: true, ...newOptions, shell: false},
+	];
+};
+
+;// CONCATENATED MODULE: external "node:v8"
+const external_node_v8_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:v8");
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/ipc-input.js
+
+
+// Validate the `ipcInput` option
+const validateIpcInputOption = ({ipcInput, ipc, serialization}) => {
+	if (ipcInput === undefined) {
+		return;
+	}
+
+	if (!ipc) {
+		throw new Error('The `ipcInput` option cannot be set unless the `ipc` option is `true`.');
+	}
+
+	validateIpcInput[serialization](ipcInput);
+};
+
+const validateAdvancedInput = ipcInput => {
+	try {
+		(0,external_node_v8_namespaceObject.serialize)(ipcInput);
+	} catch (error) {
+		throw new Error('The `ipcInput` option is not serializable with a structured clone.', {cause: error});
+	}
+};
+
+const validateJsonInput = ipcInput => {
+	try {
+		JSON.stringify(ipcInput);
+	} catch (error) {
+		throw new Error('The `ipcInput` option is not serializable with JSON.', {cause: error});
+	}
+};
+
+const validateIpcInput = {
+	advanced: validateAdvancedInput,
+	json: validateJsonInput,
+};
+
+// When the `ipcInput` option is set, it is sent as an initial IPC message to the subprocess
+const sendIpcInput = async (subprocess, ipcInput) => {
+	if (ipcInput === undefined) {
+		return;
+	}
+
+	await subprocess.sendMessage(ipcInput);
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/encoding-option.js
+// Validate `encoding` option
+const validateEncoding = ({encoding}) => {
+	if (ENCODINGS.has(encoding)) {
+		return;
+	}
+
+	const correctEncoding = getCorrectEncoding(encoding);
+	if (correctEncoding !== undefined) {
+		throw new TypeError(`Invalid option \`encoding: ${serializeEncoding(encoding)}\`.
+Please rename it to ${serializeEncoding(correctEncoding)}.`);
+	}
+
+	const correctEncodings = [...ENCODINGS].map(correctEncoding => serializeEncoding(correctEncoding)).join(', ');
+	throw new TypeError(`Invalid option \`encoding: ${serializeEncoding(encoding)}\`.
+Please rename it to one of: ${correctEncodings}.`);
+};
+
+const TEXT_ENCODINGS = new Set(['utf8', 'utf16le']);
+const BINARY_ENCODINGS = new Set(['buffer', 'hex', 'base64', 'base64url', 'latin1', 'ascii']);
+const ENCODINGS = new Set([...TEXT_ENCODINGS, ...BINARY_ENCODINGS]);
+
+const getCorrectEncoding = encoding => {
+	if (encoding === null) {
+		return 'buffer';
+	}
+
+	if (typeof encoding !== 'string') {
+		return;
+	}
+
+	const lowerEncoding = encoding.toLowerCase();
+	if (lowerEncoding in ENCODING_ALIASES) {
+		return ENCODING_ALIASES[lowerEncoding];
+	}
+
+	if (ENCODINGS.has(lowerEncoding)) {
+		return lowerEncoding;
+	}
+};
+
+const ENCODING_ALIASES = {
+	// eslint-disable-next-line unicorn/text-encoding-identifier-case
+	'utf-8': 'utf8',
+	'utf-16le': 'utf16le',
+	'ucs-2': 'utf16le',
+	ucs2: 'utf16le',
+	binary: 'latin1',
+};
+
+const serializeEncoding = encoding => typeof encoding === 'string' ? `"${encoding}"` : String(encoding);
+
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __nccwpck_require__(3024);
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/cwd.js
+
+
+
+
+
+// Normalize `cwd` option
+const normalizeCwd = (cwd = getDefaultCwd()) => {
+	const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
+	return external_node_path_.resolve(cwdString);
+};
+
+const getDefaultCwd = () => {
+	try {
+		return external_node_process_.cwd();
+	} catch (error) {
+		error.message = `The current directory does not exist.\n${error.message}`;
+		throw error;
+	}
+};
+
+// When `cwd` option has an invalid value, provide with a better error message
+const fixCwdError = (originalMessage, cwd) => {
+	if (cwd === getDefaultCwd()) {
+		return originalMessage;
+	}
+
+	let cwdStat;
+	try {
+		cwdStat = (0,external_node_fs_.statSync)(cwd);
+	} catch (error) {
+		return `The "cwd" option is invalid: ${cwd}.\n${error.message}\n${originalMessage}`;
+	}
+
+	if (!cwdStat.isDirectory()) {
+		return `The "cwd" option is not a directory: ${cwd}.\n${originalMessage}`;
+	}
+
+	return originalMessage;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/options.js
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+// Normalize the options object, and sometimes also the file paths and arguments.
+// Applies default values, validate allowed options, normalize them.
+const normalizeOptions = (filePath, rawArguments, rawOptions) => {
+	rawOptions.cwd = normalizeCwd(rawOptions.cwd);
+	const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
+
+	const {command: file, args: commandArguments, options: initialOptions} = cross_spawn._parse(processedFile, processedArguments, processedOptions);
+
+	const fdOptions = normalizeFdSpecificOptions(initialOptions);
+	const options = addDefaultOptions(fdOptions);
+	validateTimeout(options);
+	validateEncoding(options);
+	validateIpcInputOption(options);
+	validateCancelSignal(options);
+	validateGracefulCancel(options);
+	options.shell = normalizeFileUrl(options.shell);
+	options.env = getEnv(options);
+	options.killSignal = normalizeKillSignal(options.killSignal);
+	options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
+	options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
+
+	if (external_node_process_.platform === 'win32' && external_node_path_.basename(file, '.exe') === 'cmd') {
+		// #116
+		commandArguments.unshift('/q');
+	}
+
+	return {file, commandArguments, options};
+};
+
+const addDefaultOptions = ({
+	extendEnv = true,
+	preferLocal = false,
+	cwd,
+	localDir: localDirectory = cwd,
+	encoding = 'utf8',
+	reject = true,
+	cleanup = true,
+	all = false,
+	windowsHide = true,
+	killSignal = 'SIGTERM',
+	forceKillAfterDelay = true,
+	gracefulCancel = false,
+	ipcInput,
+	ipc = ipcInput !== undefined || gracefulCancel,
+	serialization = 'advanced',
+	...options
+}) => ({
+	...options,
+	extendEnv,
+	preferLocal,
+	cwd,
+	localDirectory,
+	encoding,
+	reject,
+	cleanup,
+	all,
+	windowsHide,
+	killSignal,
+	forceKillAfterDelay,
+	gracefulCancel,
+	ipcInput,
+	ipc,
+	serialization,
+});
+
+const getEnv = ({env: envOption, extendEnv, preferLocal, node, localDirectory, nodePath}) => {
+	const env = extendEnv ? {...external_node_process_.env, ...envOption} : envOption;
+
+	if (preferLocal || node) {
+		return npmRunPathEnv({
+			env,
+			cwd: localDirectory,
+			execPath: nodePath,
+			preferLocal,
+			addExecPath: node,
+		});
+	}
+
+	return env;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/arguments/shell.js
+// When the `shell` option is set, any command argument is concatenated as a single string by Node.js:
+// https://github.com/nodejs/node/blob/e38ce27f3ca0a65f68a31cedd984cddb927d4002/lib/child_process.js#L614-L624
+// However, since Node 24, it also prints a deprecation warning.
+// To avoid this warning, we perform that same operation before calling `node:child_process`.
+// Shells only understand strings, which is why Node.js performs that concatenation.
+// However, we rely on users splitting command arguments as an array.
+// For example, this allows us to easily detect which arguments are passed.
+// So we do want users to pass array of arguments even with `shell: true`, but we also want to avoid any warning.
+const concatenateShell = (file, commandArguments, options) => options.shell && commandArguments.length > 0
+	? [[file, ...commandArguments].join(' '), [], options]
+	: [file, commandArguments, options];
+
+;// CONCATENATED MODULE: ./node_modules/strip-final-newline/index.js
+function strip_final_newline_stripFinalNewline(input) {
+	if (typeof input === 'string') {
+		return stripFinalNewlineString(input);
+	}
+
+	if (!(ArrayBuffer.isView(input) && input.BYTES_PER_ELEMENT === 1)) {
+		throw new Error('Input must be a string or a Uint8Array');
+	}
+
+	return stripFinalNewlineBinary(input);
+}
+
+const stripFinalNewlineString = input =>
+	input.at(-1) === LF
+		? input.slice(0, input.at(-2) === CR ? -2 : -1)
+		: input;
+
+const stripFinalNewlineBinary = input =>
+	input.at(-1) === LF_BINARY
+		? input.subarray(0, input.at(-2) === CR_BINARY ? -2 : -1)
+		: input;
+
+const LF = '\n';
+const LF_BINARY = LF.codePointAt(0);
+const CR = '\r';
+const CR_BINARY = CR.codePointAt(0);
+
+;// CONCATENATED MODULE: ./node_modules/is-stream/index.js
+function isStream(stream, {checkOpen = true} = {}) {
+	return stream !== null
+		&& typeof stream === 'object'
+		&& (stream.writable || stream.readable || !checkOpen || (stream.writable === undefined && stream.readable === undefined))
+		&& typeof stream.pipe === 'function';
+}
+
+function isWritableStream(stream, {checkOpen = true} = {}) {
+	return isStream(stream, {checkOpen})
+		&& (stream.writable || !checkOpen)
+		&& typeof stream.write === 'function'
+		&& typeof stream.end === 'function'
+		&& typeof stream.writable === 'boolean'
+		&& typeof stream.writableObjectMode === 'boolean'
+		&& typeof stream.destroy === 'function'
+		&& typeof stream.destroyed === 'boolean';
+}
+
+function isReadableStream(stream, {checkOpen = true} = {}) {
+	return isStream(stream, {checkOpen})
+		&& (stream.readable || !checkOpen)
+		&& typeof stream.read === 'function'
+		&& typeof stream.readable === 'boolean'
+		&& typeof stream.readableObjectMode === 'boolean'
+		&& typeof stream.destroy === 'function'
+		&& typeof stream.destroyed === 'boolean';
+}
+
+function isDuplexStream(stream, options) {
+	return isWritableStream(stream, options)
+		&& isReadableStream(stream, options);
+}
+
+function isTransformStream(stream, options) {
+	return isDuplexStream(stream, options)
+		&& typeof stream._transform === 'function';
+}
+
+;// CONCATENATED MODULE: ./node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
+const a = Object.getPrototypeOf(
+  Object.getPrototypeOf(
+    /* istanbul ignore next */
+    async function* () {
+    }
+  ).prototype
+);
+class c {
+  #t;
+  #n;
+  #r = !1;
+  #e = void 0;
+  constructor(e, t) {
+    this.#t = e, this.#n = t;
+  }
+  next() {
+    const e = () => this.#s();
+    return this.#e = this.#e ? this.#e.then(e, e) : e(), this.#e;
+  }
+  return(e) {
+    const t = () => this.#i(e);
+    return this.#e ? this.#e.then(t, t) : t();
+  }
+  async #s() {
+    if (this.#r)
+      return {
+        done: !0,
+        value: void 0
+      };
+    let e;
+    try {
+      e = await this.#t.read();
+    } catch (t) {
+      throw this.#e = void 0, this.#r = !0, this.#t.releaseLock(), t;
+    }
+    return e.done && (this.#e = void 0, this.#r = !0, this.#t.releaseLock()), e;
+  }
+  async #i(e) {
+    if (this.#r)
+      return {
+        done: !0,
+        value: e
+      };
+    if (this.#r = !0, !this.#n) {
+      const t = this.#t.cancel(e);
+      return this.#t.releaseLock(), await t, {
+        done: !0,
+        value: e
+      };
+    }
+    return this.#t.releaseLock(), {
+      done: !0,
+      value: e
+    };
+  }
+}
+const n = Symbol();
+function i() {
+  return this[n].next();
+}
+Object.defineProperty(i, "name", { value: "next" });
+function o(r) {
+  return this[n].return(r);
+}
+Object.defineProperty(o, "name", { value: "return" });
+const u = Object.create(a, {
+  next: {
+    enumerable: !0,
+    configurable: !0,
+    writable: !0,
+    value: i
+  },
+  return: {
+    enumerable: !0,
+    configurable: !0,
+    writable: !0,
+    value: o
+  }
+});
+function h({ preventCancel: r = !1 } = {}) {
+  const e = this.getReader(), t = new c(
+    e,
+    r
+  ), s = Object.create(u);
+  return s[n] = t, s;
+}
+
+
+;// CONCATENATED MODULE: ./node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js
+
+
+
+
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/stream.js
+
+
+
+const getAsyncIterable = stream => {
+	if (isReadableStream(stream, {checkOpen: false}) && nodeImports.on !== undefined) {
+		return getStreamIterable(stream);
+	}
+
+	if (typeof stream?.[Symbol.asyncIterator] === 'function') {
+		return stream;
+	}
+
+	// `ReadableStream[Symbol.asyncIterator]` support is missing in multiple browsers, so we ponyfill it
+	if (stream_toString.call(stream) === '[object ReadableStream]') {
+		return h.call(stream);
+	}
+
+	throw new TypeError('The first argument must be a Readable, a ReadableStream, or an async iterable.');
+};
+
+const {toString: stream_toString} = Object.prototype;
+
+// The default iterable for Node.js streams does not allow for multiple readers at once, so we re-implement it
+const getStreamIterable = async function * (stream) {
+	const controller = new AbortController();
+	const state = {};
+	handleStreamEnd(stream, controller, state);
+
+	try {
+		for await (const [chunk] of nodeImports.on(stream, 'data', {signal: controller.signal})) {
+			yield chunk;
+		}
+	} catch (error) {
+		// Stream failure, for example due to `stream.destroy(error)`
+		if (state.error !== undefined) {
+			throw state.error;
+		// `error` event directly emitted on stream
+		} else if (!controller.signal.aborted) {
+			throw error;
+		// Otherwise, stream completed successfully
+		}
+		// The `finally` block also runs when the caller throws, for example due to the `maxBuffer` option
+	} finally {
+		stream.destroy();
+	}
+};
+
+const handleStreamEnd = async (stream, controller, state) => {
+	try {
+		await nodeImports.finished(stream, {
+			cleanup: true,
+			readable: true,
+			writable: false,
+			error: false,
+		});
+	} catch (error) {
+		state.error = error;
+	} finally {
+		controller.abort();
+	}
+};
+
+// Loaded by the Node entrypoint, but not by the browser one.
+// This prevents using dynamic imports.
+const nodeImports = {};
+
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/contents.js
+
+
+const getStreamContents = async (stream, {init, convertChunk, getSize, truncateChunk, addChunk, getFinalChunk, finalize}, {maxBuffer = Number.POSITIVE_INFINITY} = {}) => {
+	const asyncIterable = getAsyncIterable(stream);
+
+	const state = init();
+	state.length = 0;
+
+	try {
+		for await (const chunk of asyncIterable) {
+			const chunkType = getChunkType(chunk);
+			const convertedChunk = convertChunk[chunkType](chunk, state);
+			appendChunk({
+				convertedChunk,
+				state,
+				getSize,
+				truncateChunk,
+				addChunk,
+				maxBuffer,
+			});
+		}
+
+		appendFinalChunk({
+			state,
+			convertChunk,
+			getSize,
+			truncateChunk,
+			addChunk,
+			getFinalChunk,
+			maxBuffer,
+		});
+		return finalize(state);
+	} catch (error) {
+		const normalizedError = typeof error === 'object' && error !== null ? error : new Error(error);
+		normalizedError.bufferedData = finalize(state);
+		throw normalizedError;
+	}
+};
+
+const appendFinalChunk = ({state, getSize, truncateChunk, addChunk, getFinalChunk, maxBuffer}) => {
+	const convertedChunk = getFinalChunk(state);
+	if (convertedChunk !== undefined) {
+		appendChunk({
+			convertedChunk,
+			state,
+			getSize,
+			truncateChunk,
+			addChunk,
+			maxBuffer,
+		});
+	}
+};
+
+const appendChunk = ({convertedChunk, state, getSize, truncateChunk, addChunk, maxBuffer}) => {
+	const chunkSize = getSize(convertedChunk);
+	const newLength = state.length + chunkSize;
+
+	if (newLength <= maxBuffer) {
+		addNewChunk(convertedChunk, state, addChunk, newLength);
+		return;
+	}
+
+	const truncatedChunk = truncateChunk(convertedChunk, maxBuffer - state.length);
+
+	if (truncatedChunk !== undefined) {
+		addNewChunk(truncatedChunk, state, addChunk, maxBuffer);
+	}
+
+	throw new MaxBufferError();
+};
+
+const addNewChunk = (convertedChunk, state, addChunk, newLength) => {
+	state.contents = addChunk(convertedChunk, state, newLength);
+	state.length = newLength;
+};
+
+const getChunkType = chunk => {
+	const typeOfChunk = typeof chunk;
+
+	if (typeOfChunk === 'string') {
+		return 'string';
+	}
+
+	if (typeOfChunk !== 'object' || chunk === null) {
+		return 'others';
+	}
+
+	if (globalThis.Buffer?.isBuffer(chunk)) {
+		return 'buffer';
+	}
+
+	const prototypeName = contents_objectToString.call(chunk);
+
+	if (prototypeName === '[object ArrayBuffer]') {
+		return 'arrayBuffer';
+	}
+
+	if (prototypeName === '[object DataView]') {
+		return 'dataView';
+	}
+
+	if (
+		Number.isInteger(chunk.byteLength)
+		&& Number.isInteger(chunk.byteOffset)
+		&& contents_objectToString.call(chunk.buffer) === '[object ArrayBuffer]'
+	) {
+		return 'typedArray';
+	}
+
+	return 'others';
+};
+
+const {toString: contents_objectToString} = Object.prototype;
+
+class MaxBufferError extends Error {
+	name = 'MaxBufferError';
+
+	constructor() {
+		super('maxBuffer exceeded');
+	}
+}
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/max-buffer.js
+
+
+
+
+// When the `maxBuffer` option is hit, a MaxBufferError is thrown.
+// The stream is aborted, then specific information is kept for the error message.
+const handleMaxBuffer = ({error, stream, readableObjectMode, lines, encoding, fdNumber}) => {
+	if (!(error instanceof MaxBufferError)) {
+		throw error;
+	}
+
+	if (fdNumber === 'all') {
+		return error;
+	}
+
+	const unit = getMaxBufferUnit(readableObjectMode, lines, encoding);
+	error.maxBufferInfo = {fdNumber, unit};
+	stream.destroy();
+	throw error;
+};
+
+const getMaxBufferUnit = (readableObjectMode, lines, encoding) => {
+	if (readableObjectMode) {
+		return 'objects';
+	}
+
+	if (lines) {
+		return 'lines';
+	}
+
+	if (encoding === 'buffer') {
+		return 'bytes';
+	}
+
+	return 'characters';
+};
+
+// Check the `maxBuffer` option with `result.ipcOutput`
+const checkIpcMaxBuffer = (subprocess, ipcOutput, maxBuffer) => {
+	if (ipcOutput.length !== maxBuffer) {
+		return;
+	}
+
+	const error = new MaxBufferError();
+	error.maxBufferInfo = {fdNumber: 'ipc'};
+	throw error;
+};
+
+// Error message when `maxBuffer` is hit
+const getMaxBufferMessage = (error, maxBuffer) => {
+	const {streamName, threshold, unit} = getMaxBufferInfo(error, maxBuffer);
+	return `Command's ${streamName} was larger than ${threshold} ${unit}`;
+};
+
+const getMaxBufferInfo = (error, maxBuffer) => {
+	if (error?.maxBufferInfo === undefined) {
+		return {streamName: 'output', threshold: maxBuffer[1], unit: 'bytes'};
+	}
+
+	const {maxBufferInfo: {fdNumber, unit}} = error;
+	delete error.maxBufferInfo;
+
+	const threshold = getFdSpecificValue(maxBuffer, fdNumber);
+	if (fdNumber === 'ipc') {
+		return {streamName: 'IPC output', threshold, unit: 'messages'};
+	}
+
+	return {streamName: getStreamName(fdNumber), threshold, unit};
+};
+
+// The only way to apply `maxBuffer` with `spawnSync()` is to use the native `maxBuffer` option Node.js provides.
+// However, this has multiple limitations, and cannot behave the exact same way as the async behavior.
+// When the `maxBuffer` is hit, a `ENOBUFS` error is thrown.
+const isMaxBufferSync = (resultError, output, maxBuffer) => resultError?.code === 'ENOBUFS'
+	&& output !== null
+	&& output.some(result => result !== null && result.length > getMaxBufferSync(maxBuffer));
+
+// When `maxBuffer` is hit, ensure the result is truncated
+const truncateMaxBufferSync = (result, isMaxBuffer, maxBuffer) => {
+	if (!isMaxBuffer) {
+		return result;
+	}
+
+	const maxBufferValue = getMaxBufferSync(maxBuffer);
+	return result.length > maxBufferValue ? result.slice(0, maxBufferValue) : result;
+};
+
+// `spawnSync()` does not allow differentiating `maxBuffer` per file descriptor, so we always use `stdout`
+const getMaxBufferSync = ([, stdoutMaxBuffer]) => stdoutMaxBuffer;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/message.js
+
+
+
+
+
+
+
+
+
+// Computes `error.message`, `error.shortMessage` and `error.originalMessage`
+const createMessages = ({
+	stdio,
+	all,
+	ipcOutput,
+	originalError,
+	signal,
+	signalDescription,
+	exitCode,
+	escapedCommand,
+	timedOut,
+	isCanceled,
+	isGracefullyCanceled,
+	isMaxBuffer,
+	isForcefullyTerminated,
+	forceKillAfterDelay,
+	killSignal,
+	maxBuffer,
+	timeout,
+	cwd,
+}) => {
+	const errorCode = originalError?.code;
+	const prefix = getErrorPrefix({
+		originalError,
+		timedOut,
+		timeout,
+		isMaxBuffer,
+		maxBuffer,
+		errorCode,
+		signal,
+		signalDescription,
+		exitCode,
+		isCanceled,
+		isGracefullyCanceled,
+		isForcefullyTerminated,
+		forceKillAfterDelay,
+		killSignal,
+	});
+	const originalMessage = getOriginalMessage(originalError, cwd);
+	const suffix = originalMessage === undefined ? '' : `\n${originalMessage}`;
+	const shortMessage = `${prefix}: ${escapedCommand}${suffix}`;
+	const messageStdio = all === undefined ? [stdio[2], stdio[1]] : [all];
+	const message = [
+		shortMessage,
+		...messageStdio,
+		...stdio.slice(3),
+		ipcOutput.map(ipcMessage => serializeIpcMessage(ipcMessage)).join('\n'),
+	]
+		.map(messagePart => escapeLines(strip_final_newline_stripFinalNewline(serializeMessagePart(messagePart))))
+		.filter(Boolean)
+		.join('\n\n');
+	return {originalMessage, shortMessage, message};
+};
+
+const getErrorPrefix = ({
+	originalError,
+	timedOut,
+	timeout,
+	isMaxBuffer,
+	maxBuffer,
+	errorCode,
+	signal,
+	signalDescription,
+	exitCode,
+	isCanceled,
+	isGracefullyCanceled,
+	isForcefullyTerminated,
+	forceKillAfterDelay,
+	killSignal,
+}) => {
+	const forcefulSuffix = getForcefulSuffix(isForcefullyTerminated, forceKillAfterDelay);
+
+	if (timedOut) {
+		return `Command timed out after ${timeout} milliseconds${forcefulSuffix}`;
+	}
+
+	if (isGracefullyCanceled) {
+		if (signal === undefined) {
+			return `Command was gracefully canceled with exit code ${exitCode}`;
+		}
+
+		return isForcefullyTerminated
+			? `Command was gracefully canceled${forcefulSuffix}`
+			: `Command was gracefully canceled with ${signal} (${signalDescription})`;
+	}
+
+	if (isCanceled) {
+		return `Command was canceled${forcefulSuffix}`;
+	}
+
+	if (isMaxBuffer) {
+		return `${getMaxBufferMessage(originalError, maxBuffer)}${forcefulSuffix}`;
+	}
+
+	if (errorCode !== undefined) {
+		return `Command failed with ${errorCode}${forcefulSuffix}`;
+	}
+
+	if (isForcefullyTerminated) {
+		return `Command was killed with ${killSignal} (${getSignalDescription(killSignal)})${forcefulSuffix}`;
+	}
+
+	if (signal !== undefined) {
+		return `Command was killed with ${signal} (${signalDescription})`;
+	}
+
+	if (exitCode !== undefined) {
+		return `Command failed with exit code ${exitCode}`;
+	}
+
+	return 'Command failed';
+};
+
+const getForcefulSuffix = (isForcefullyTerminated, forceKillAfterDelay) => isForcefullyTerminated
+	? ` and was forcefully terminated after ${forceKillAfterDelay} milliseconds`
+	: '';
+
+const getOriginalMessage = (originalError, cwd) => {
+	if (originalError instanceof DiscardedError) {
+		return;
+	}
+
+	const originalMessage = isExecaError(originalError)
+		? originalError.originalMessage
+		: String(originalError?.message ?? originalError);
+	const escapedOriginalMessage = escapeLines(fixCwdError(originalMessage, cwd));
+	return escapedOriginalMessage === '' ? undefined : escapedOriginalMessage;
+};
+
+const serializeIpcMessage = ipcMessage => typeof ipcMessage === 'string'
+	? ipcMessage
+	: (0,external_node_util_namespaceObject.inspect)(ipcMessage);
+
+const serializeMessagePart = messagePart => Array.isArray(messagePart)
+	? messagePart.map(messageItem => strip_final_newline_stripFinalNewline(serializeMessageItem(messageItem))).filter(Boolean).join('\n')
+	: serializeMessageItem(messagePart);
+
+const serializeMessageItem = messageItem => {
+	if (typeof messageItem === 'string') {
+		return messageItem;
+	}
+
+	if (isUint8Array(messageItem)) {
+		return uint8ArrayToString(messageItem);
+	}
+
+	return '';
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/result.js
+
+
+
+
+
+// Object returned on subprocess success
+const makeSuccessResult = ({
+	command,
+	escapedCommand,
+	stdio,
+	all,
+	ipcOutput,
+	options: {cwd},
+	startTime,
+}) => omitUndefinedProperties({
+	command,
+	escapedCommand,
+	cwd,
+	durationMs: getDurationMs(startTime),
+	failed: false,
+	timedOut: false,
+	isCanceled: false,
+	isGracefullyCanceled: false,
+	isTerminated: false,
+	isMaxBuffer: false,
+	isForcefullyTerminated: false,
+	exitCode: 0,
+	stdout: stdio[1],
+	stderr: stdio[2],
+	all,
+	stdio,
+	ipcOutput,
+	pipedFrom: [],
+});
+
+// Object returned on subprocess failure before spawning
+const makeEarlyError = ({
+	error,
+	command,
+	escapedCommand,
+	fileDescriptors,
+	options,
+	startTime,
+	isSync,
+}) => makeError({
+	error,
+	command,
+	escapedCommand,
+	startTime,
+	timedOut: false,
+	isCanceled: false,
+	isGracefullyCanceled: false,
+	isMaxBuffer: false,
+	isForcefullyTerminated: false,
+	stdio: Array.from({length: fileDescriptors.length}),
+	ipcOutput: [],
+	options,
+	isSync,
+});
+
+// Object returned on subprocess failure
+const makeError = ({
+	error: originalError,
+	command,
+	escapedCommand,
+	startTime,
+	timedOut,
+	isCanceled,
+	isGracefullyCanceled,
+	isMaxBuffer,
+	isForcefullyTerminated,
+	exitCode: rawExitCode,
+	signal: rawSignal,
+	stdio,
+	all,
+	ipcOutput,
+	options: {
+		timeoutDuration,
+		timeout = timeoutDuration,
+		forceKillAfterDelay,
+		killSignal,
+		cwd,
+		maxBuffer,
+	},
+	isSync,
+}) => {
+	const {exitCode, signal, signalDescription} = normalizeExitPayload(rawExitCode, rawSignal);
+	const {originalMessage, shortMessage, message} = createMessages({
+		stdio,
+		all,
+		ipcOutput,
+		originalError,
+		signal,
+		signalDescription,
+		exitCode,
+		escapedCommand,
+		timedOut,
+		isCanceled,
+		isGracefullyCanceled,
+		isMaxBuffer,
+		isForcefullyTerminated,
+		forceKillAfterDelay,
+		killSignal,
+		maxBuffer,
+		timeout,
+		cwd,
+	});
+	const error = getFinalError(originalError, message, isSync);
+	Object.assign(error, getErrorProperties({
+		error,
+		command,
+		escapedCommand,
+		startTime,
+		timedOut,
+		isCanceled,
+		isGracefullyCanceled,
+		isMaxBuffer,
+		isForcefullyTerminated,
+		exitCode,
+		signal,
+		signalDescription,
+		stdio,
+		all,
+		ipcOutput,
+		cwd,
+		originalMessage,
+		shortMessage,
+	}));
+	return error;
+};
+
+const getErrorProperties = ({
+	error,
+	command,
+	escapedCommand,
+	startTime,
+	timedOut,
+	isCanceled,
+	isGracefullyCanceled,
+	isMaxBuffer,
+	isForcefullyTerminated,
+	exitCode,
+	signal,
+	signalDescription,
+	stdio,
+	all,
+	ipcOutput,
+	cwd,
+	originalMessage,
+	shortMessage,
+}) => omitUndefinedProperties({
+	shortMessage,
+	originalMessage,
+	command,
+	escapedCommand,
+	cwd,
+	durationMs: getDurationMs(startTime),
+	failed: true,
+	timedOut,
+	isCanceled,
+	isGracefullyCanceled,
+	isTerminated: signal !== undefined,
+	isMaxBuffer,
+	isForcefullyTerminated,
+	exitCode,
+	signal,
+	signalDescription,
+	code: error.cause?.code,
+	stdout: stdio[1],
+	stderr: stdio[2],
+	all,
+	stdio,
+	ipcOutput,
+	pipedFrom: [],
+});
+
+const omitUndefinedProperties = result => Object.fromEntries(Object.entries(result).filter(([, value]) => value !== undefined));
+
+// `signal` and `exitCode` emitted on `subprocess.on('exit')` event can be `null`.
+// We normalize them to `undefined`
+const normalizeExitPayload = (rawExitCode, rawSignal) => {
+	const exitCode = rawExitCode === null ? undefined : rawExitCode;
+	const signal = rawSignal === null ? undefined : rawSignal;
+	const signalDescription = signal === undefined ? undefined : getSignalDescription(rawSignal);
+	return {exitCode, signal, signalDescription};
+};
+
+;// CONCATENATED MODULE: ./node_modules/parse-ms/index.js
+const toZeroIfInfinity = value => Number.isFinite(value) ? value : 0;
+
+function parseNumber(milliseconds) {
+	return {
+		days: Math.trunc(milliseconds / 86_400_000),
+		hours: Math.trunc(milliseconds / 3_600_000 % 24),
+		minutes: Math.trunc(milliseconds / 60_000 % 60),
+		seconds: Math.trunc(milliseconds / 1000 % 60),
+		milliseconds: Math.trunc(milliseconds % 1000),
+		microseconds: Math.trunc(toZeroIfInfinity(milliseconds * 1000) % 1000),
+		nanoseconds: Math.trunc(toZeroIfInfinity(milliseconds * 1e6) % 1000),
+	};
+}
+
+function parseBigint(milliseconds) {
+	return {
+		days: milliseconds / 86_400_000n,
+		hours: milliseconds / 3_600_000n % 24n,
+		minutes: milliseconds / 60_000n % 60n,
+		seconds: milliseconds / 1000n % 60n,
+		milliseconds: milliseconds % 1000n,
+		microseconds: 0n,
+		nanoseconds: 0n,
+	};
+}
+
+function parseMilliseconds(milliseconds) {
+	switch (typeof milliseconds) {
+		case 'number': {
+			if (Number.isFinite(milliseconds)) {
+				return parseNumber(milliseconds);
+			}
+
+			break;
+		}
+
+		case 'bigint': {
+			return parseBigint(milliseconds);
+		}
+
+		// No default
+	}
+
+	throw new TypeError('Expected a finite number or bigint');
+}
+
+;// CONCATENATED MODULE: ./node_modules/pretty-ms/index.js
+
+
+const isZero = value => value === 0 || value === 0n;
+const pluralize = (word, count) => (count === 1 || count === 1n) ? word : `${word}s`;
+
+const SECOND_ROUNDING_EPSILON = 0.000_000_1;
+const ONE_DAY_IN_MILLISECONDS = 24n * 60n * 60n * 1000n;
+
+function prettyMilliseconds(milliseconds, options) {
+	const isBigInt = typeof milliseconds === 'bigint';
+	if (!isBigInt && !Number.isFinite(milliseconds)) {
+		throw new TypeError('Expected a finite number or bigint');
+	}
+
+	options = {...options};
+
+	const sign = milliseconds < 0 ? '-' : '';
+	milliseconds = milliseconds < 0 ? -milliseconds : milliseconds; // Cannot use `Math.abs()` because of BigInt support.
+
+	if (options.colonNotation) {
+		options.compact = false;
+		options.formatSubMilliseconds = false;
+		options.separateMilliseconds = false;
+		options.verbose = false;
+	}
+
+	if (options.compact) {
+		options.unitCount = 1;
+		options.secondsDecimalDigits = 0;
+		options.millisecondsDecimalDigits = 0;
+	}
+
+	let result = [];
+
+	const floorDecimals = (value, decimalDigits) => {
+		const flooredInterimValue = Math.floor((value * (10 ** decimalDigits)) + SECOND_ROUNDING_EPSILON);
+		const flooredValue = Math.round(flooredInterimValue) / (10 ** decimalDigits);
+		return flooredValue.toFixed(decimalDigits);
+	};
+
+	const add = (value, long, short, valueString) => {
+		if (
+			(result.length === 0 || !options.colonNotation)
+			&& isZero(value)
+			&& !(options.colonNotation && short === 'm')) {
+			return;
+		}
+
+		valueString ??= String(value);
+		if (options.colonNotation) {
+			const wholeDigits = valueString.includes('.') ? valueString.split('.')[0].length : valueString.length;
+			const minLength = result.length > 0 ? 2 : 1;
+			valueString = '0'.repeat(Math.max(0, minLength - wholeDigits)) + valueString;
+		} else {
+			valueString += options.verbose ? ' ' + pluralize(long, value) : short;
+		}
+
+		result.push(valueString);
+	};
+
+	const parsed = parseMilliseconds(milliseconds);
+	const days = BigInt(parsed.days);
+
+	if (options.hideYearAndDays) {
+		add((BigInt(days) * 24n) + BigInt(parsed.hours), 'hour', 'h');
+	} else {
+		if (options.hideYear) {
+			add(days, 'day', 'd');
+		} else {
+			add(days / 365n, 'year', 'y');
+			add(days % 365n, 'day', 'd');
+		}
+
+		add(Number(parsed.hours), 'hour', 'h');
+	}
+
+	add(Number(parsed.minutes), 'minute', 'm');
+
+	if (!options.hideSeconds) {
+		if (
+			options.separateMilliseconds
+			|| options.formatSubMilliseconds
+			|| (!options.colonNotation && milliseconds < 1000 && !options.subSecondsAsDecimals)
+		) {
+			const seconds = Number(parsed.seconds);
+			const milliseconds = Number(parsed.milliseconds);
+			const microseconds = Number(parsed.microseconds);
+			const nanoseconds = Number(parsed.nanoseconds);
+
+			add(seconds, 'second', 's');
+
+			if (options.formatSubMilliseconds) {
+				add(milliseconds, 'millisecond', 'ms');
+				add(microseconds, 'microsecond', 'µs');
+				add(nanoseconds, 'nanosecond', 'ns');
+			} else {
+				const millisecondsAndBelow
+					= milliseconds
+					+ (microseconds / 1000)
+					+ (nanoseconds / 1e6);
+
+				const millisecondsDecimalDigits
+					= typeof options.millisecondsDecimalDigits === 'number'
+						? options.millisecondsDecimalDigits
+						: 0;
+
+				const roundedMilliseconds = millisecondsAndBelow >= 1
+					? Math.round(millisecondsAndBelow)
+					: Math.ceil(millisecondsAndBelow);
+				const maximumMilliseconds = 1000 - (10 ** -millisecondsDecimalDigits);
+
+				const millisecondsString = millisecondsDecimalDigits
+					? Math.min(millisecondsAndBelow, maximumMilliseconds).toFixed(millisecondsDecimalDigits)
+					: Math.min(roundedMilliseconds, maximumMilliseconds);
+
+				add(
+					Number.parseFloat(millisecondsString),
+					'millisecond',
+					'ms',
+					millisecondsString,
+				);
+			}
+		} else {
+			const seconds = (
+				(isBigInt ? Number(milliseconds % ONE_DAY_IN_MILLISECONDS) : milliseconds)
+				/ 1000
+			) % 60;
+			const secondsDecimalDigits
+				= typeof options.secondsDecimalDigits === 'number'
+					? options.secondsDecimalDigits
+					: 1;
+			const secondsFixed = floorDecimals(seconds, secondsDecimalDigits);
+			const secondsString = options.keepDecimalsOnWholeSeconds
+				? secondsFixed
+				: secondsFixed.replace(/\.0+$/, '');
+			add(Number.parseFloat(secondsString), 'second', 's', secondsString);
+		}
+	}
+
+	if (result.length === 0) {
+		return sign + '0' + (options.verbose ? ' milliseconds' : 'ms');
+	}
+
+	const separator = options.colonNotation ? ':' : ' ';
+	if (typeof options.unitCount === 'number') {
+		result = result.slice(0, Math.max(options.unitCount, 1));
+	}
+
+	return sign + result.join(separator);
+}
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/error.js
+
+
+// When `verbose` is `short|full|custom`, print each command's error when it fails
+const logError = (result, verboseInfo) => {
+	if (result.failed) {
+		verboseLog({
+			type: 'error',
+			verboseMessage: result.shortMessage,
+			verboseInfo,
+			result,
+		});
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/complete.js
+
+
+
+
+
+// When `verbose` is `short|full|custom`, print each command's completion, duration and error
+const logResult = (result, verboseInfo) => {
+	if (!isVerbose(verboseInfo)) {
+		return;
+	}
+
+	logError(result, verboseInfo);
+	logDuration(result, verboseInfo);
+};
+
+const logDuration = (result, verboseInfo) => {
+	const verboseMessage = `(done in ${prettyMilliseconds(result.durationMs)})`;
+	verboseLog({
+		type: 'duration',
+		verboseMessage,
+		verboseInfo,
+		result,
+	});
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/reject.js
+
+
+// Applies the `reject` option.
+// Also print the final log line with `verbose`.
+const handleResult = (result, verboseInfo, {reject}) => {
+	logResult(result, verboseInfo);
+
+	if (result.failed && reject) {
+		throw result;
+	}
+
+	return result;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/type.js
+
+
+
+
+// The `stdin`/`stdout`/`stderr` option can be of many types. This detects it.
+const getStdioItemType = (value, optionName) => {
+	if (isAsyncGenerator(value)) {
+		return 'asyncGenerator';
+	}
+
+	if (isSyncGenerator(value)) {
+		return 'generator';
+	}
+
+	if (isUrl(value)) {
+		return 'fileUrl';
+	}
+
+	if (isFilePathObject(value)) {
+		return 'filePath';
+	}
+
+	if (isWebStream(value)) {
+		return 'webStream';
+	}
+
+	if (isStream(value, {checkOpen: false})) {
+		return 'native';
+	}
+
+	if (isUint8Array(value)) {
+		return 'uint8Array';
+	}
+
+	if (isAsyncIterableObject(value)) {
+		return 'asyncIterable';
+	}
+
+	if (isIterableObject(value)) {
+		return 'iterable';
+	}
+
+	if (type_isTransformStream(value)) {
+		return getTransformStreamType({transform: value}, optionName);
+	}
+
+	if (isTransformOptions(value)) {
+		return getTransformObjectType(value, optionName);
+	}
+
+	return 'native';
+};
+
+const getTransformObjectType = (value, optionName) => {
+	if (isDuplexStream(value.transform, {checkOpen: false})) {
+		return getDuplexType(value, optionName);
+	}
+
+	if (type_isTransformStream(value.transform)) {
+		return getTransformStreamType(value, optionName);
+	}
+
+	return getGeneratorObjectType(value, optionName);
+};
+
+const getDuplexType = (value, optionName) => {
+	validateNonGeneratorType(value, optionName, 'Duplex stream');
+	return 'duplex';
+};
+
+const getTransformStreamType = (value, optionName) => {
+	validateNonGeneratorType(value, optionName, 'web TransformStream');
+	return 'webTransform';
+};
+
+const validateNonGeneratorType = ({final, binary, objectMode}, optionName, typeName) => {
+	checkUndefinedOption(final, `${optionName}.final`, typeName);
+	checkUndefinedOption(binary, `${optionName}.binary`, typeName);
+	checkBooleanOption(objectMode, `${optionName}.objectMode`);
+};
+
+const checkUndefinedOption = (value, optionName, typeName) => {
+	if (value !== undefined) {
+		throw new TypeError(`The \`${optionName}\` option can only be defined when using a generator, not a ${typeName}.`);
+	}
+};
+
+const getGeneratorObjectType = ({transform, final, binary, objectMode}, optionName) => {
+	if (transform !== undefined && !isGenerator(transform)) {
+		throw new TypeError(`The \`${optionName}.transform\` option must be a generator, a Duplex stream or a web TransformStream.`);
+	}
+
+	if (isDuplexStream(final, {checkOpen: false})) {
+		throw new TypeError(`The \`${optionName}.final\` option must not be a Duplex stream.`);
+	}
+
+	if (type_isTransformStream(final)) {
+		throw new TypeError(`The \`${optionName}.final\` option must not be a web TransformStream.`);
+	}
+
+	if (final !== undefined && !isGenerator(final)) {
+		throw new TypeError(`The \`${optionName}.final\` option must be a generator.`);
+	}
+
+	checkBooleanOption(binary, `${optionName}.binary`);
+	checkBooleanOption(objectMode, `${optionName}.objectMode`);
+
+	return isAsyncGenerator(transform) || isAsyncGenerator(final) ? 'asyncGenerator' : 'generator';
+};
+
+const checkBooleanOption = (value, optionName) => {
+	if (value !== undefined && typeof value !== 'boolean') {
+		throw new TypeError(`The \`${optionName}\` option must use a boolean.`);
+	}
+};
+
+const isGenerator = value => isAsyncGenerator(value) || isSyncGenerator(value);
+const isAsyncGenerator = value => Object.prototype.toString.call(value) === '[object AsyncGeneratorFunction]';
+const isSyncGenerator = value => Object.prototype.toString.call(value) === '[object GeneratorFunction]';
+const isTransformOptions = value => isPlainObject(value)
+	&& (value.transform !== undefined || value.final !== undefined);
+
+const isUrl = value => Object.prototype.toString.call(value) === '[object URL]';
+const isRegularUrl = value => isUrl(value) && value.protocol !== 'file:';
+
+const isFilePathObject = value => isPlainObject(value)
+	&& Object.keys(value).length > 0
+	&& Object.keys(value).every(key => FILE_PATH_KEYS.has(key))
+	&& isFilePathString(value.file);
+const FILE_PATH_KEYS = new Set(['file', 'append']);
+const isFilePathString = file => typeof file === 'string';
+
+const isUnknownStdioString = (type, value) => type === 'native'
+	&& typeof value === 'string'
+	&& !KNOWN_STDIO_STRINGS.has(value);
+const KNOWN_STDIO_STRINGS = new Set(['ipc', 'ignore', 'inherit', 'overlapped', 'pipe']);
+
+const type_isReadableStream = value => Object.prototype.toString.call(value) === '[object ReadableStream]';
+const type_isWritableStream = value => Object.prototype.toString.call(value) === '[object WritableStream]';
+const isWebStream = value => type_isReadableStream(value) || type_isWritableStream(value);
+const type_isTransformStream = value => type_isReadableStream(value?.readable) && type_isWritableStream(value?.writable);
+
+const isAsyncIterableObject = value => isObject(value) && typeof value[Symbol.asyncIterator] === 'function';
+const isIterableObject = value => isObject(value) && typeof value[Symbol.iterator] === 'function';
+const isObject = value => typeof value === 'object' && value !== null;
+
+// Types which modify `subprocess.std*`
+const TRANSFORM_TYPES = new Set(['generator', 'asyncGenerator', 'duplex', 'webTransform']);
+// Types which write to a file or a file descriptor
+const FILE_TYPES = new Set(['fileUrl', 'filePath', 'fileNumber']);
+// When two file descriptors of this type share the same target, we need to do some special logic
+const SPECIAL_DUPLICATE_TYPES_SYNC = new Set(['fileUrl', 'filePath']);
+const SPECIAL_DUPLICATE_TYPES = new Set([...SPECIAL_DUPLICATE_TYPES_SYNC, 'webStream', 'nodeStream']);
+// Do not allow two file descriptors of this type sharing the same target
+const FORBID_DUPLICATE_TYPES = new Set(['webTransform', 'duplex']);
+
+// Convert types to human-friendly strings for error messages
+const TYPE_TO_MESSAGE = {
+	generator: 'a generator',
+	asyncGenerator: 'an async generator',
+	fileUrl: 'a file URL',
+	filePath: 'a file path string',
+	fileNumber: 'a file descriptor number',
+	webStream: 'a web stream',
+	nodeStream: 'a Node.js stream',
+	webTransform: 'a web TransformStream',
+	duplex: 'a Duplex stream',
+	native: 'any value',
+	iterable: 'an iterable',
+	asyncIterable: 'an async iterable',
+	string: 'a string',
+	uint8Array: 'a Uint8Array',
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/object-mode.js
+
+
+/*
+Retrieve the `objectMode`s of a single transform.
+`objectMode` determines the return value's type, i.e. the `readableObjectMode`.
+The chunk argument's type is based on the previous generator's return value, i.e. the `writableObjectMode` is based on the previous `readableObjectMode`.
+The last input's generator is read by `subprocess.stdin` which:
+- should not be in `objectMode` for performance reasons.
+- can only be strings, Buffers and Uint8Arrays.
+Therefore its `readableObjectMode` must be `false`.
+The same applies to the first output's generator's `writableObjectMode`.
+*/
+const getTransformObjectModes = (objectMode, index, newTransforms, direction) => direction === 'output'
+	? getOutputObjectModes(objectMode, index, newTransforms)
+	: getInputObjectModes(objectMode, index, newTransforms);
+
+const getOutputObjectModes = (objectMode, index, newTransforms) => {
+	const writableObjectMode = index !== 0 && newTransforms[index - 1].value.readableObjectMode;
+	const readableObjectMode = objectMode ?? writableObjectMode;
+	return {writableObjectMode, readableObjectMode};
+};
+
+const getInputObjectModes = (objectMode, index, newTransforms) => {
+	const writableObjectMode = index === 0
+		? objectMode === true
+		: newTransforms[index - 1].value.readableObjectMode;
+	const readableObjectMode = index !== newTransforms.length - 1 && (objectMode ?? writableObjectMode);
+	return {writableObjectMode, readableObjectMode};
+};
+
+// Retrieve the `objectMode` of a file descriptor, e.g. `stdout` or `stderr`
+const getFdObjectMode = (stdioItems, direction) => {
+	const lastTransform = stdioItems.findLast(({type}) => TRANSFORM_TYPES.has(type));
+	if (lastTransform === undefined) {
+		return false;
+	}
+
+	return direction === 'input'
+		? lastTransform.value.writableObjectMode
+		: lastTransform.value.readableObjectMode;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/normalize.js
+
+
+
+
+
+// Transforms generators/duplex/TransformStream can have multiple shapes.
+// This normalizes it and applies default values.
+const normalizeTransforms = (stdioItems, optionName, direction, options) => [
+	...stdioItems.filter(({type}) => !TRANSFORM_TYPES.has(type)),
+	...getTransforms(stdioItems, optionName, direction, options),
+];
+
+const getTransforms = (stdioItems, optionName, direction, {encoding}) => {
+	const transforms = stdioItems.filter(({type}) => TRANSFORM_TYPES.has(type));
+	const newTransforms = Array.from({length: transforms.length});
+
+	for (const [index, stdioItem] of Object.entries(transforms)) {
+		newTransforms[index] = normalizeTransform({
+			stdioItem,
+			index: Number(index),
+			newTransforms,
+			optionName,
+			direction,
+			encoding,
+		});
+	}
+
+	return sortTransforms(newTransforms, direction);
+};
+
+const normalizeTransform = ({stdioItem, stdioItem: {type}, index, newTransforms, optionName, direction, encoding}) => {
+	if (type === 'duplex') {
+		return normalizeDuplex({stdioItem, optionName});
+	}
+
+	if (type === 'webTransform') {
+		return normalizeTransformStream({
+			stdioItem,
+			index,
+			newTransforms,
+			direction,
+		});
+	}
+
+	return normalizeGenerator({
+		stdioItem,
+		index,
+		newTransforms,
+		direction,
+		encoding,
+	});
+};
+
+const normalizeDuplex = ({
+	stdioItem,
+	stdioItem: {
+		value: {
+			transform,
+			transform: {writableObjectMode, readableObjectMode},
+			objectMode = readableObjectMode,
+		},
+	},
+	optionName,
+}) => {
+	if (objectMode && !readableObjectMode) {
+		throw new TypeError(`The \`${optionName}.objectMode\` option can only be \`true\` if \`new Duplex({objectMode: true})\` is used.`);
+	}
+
+	if (!objectMode && readableObjectMode) {
+		throw new TypeError(`The \`${optionName}.objectMode\` option cannot be \`false\` if \`new Duplex({objectMode: true})\` is used.`);
+	}
+
+	return {
+		...stdioItem,
+		value: {transform, writableObjectMode, readableObjectMode},
+	};
+};
+
+const normalizeTransformStream = ({stdioItem, stdioItem: {value}, index, newTransforms, direction}) => {
+	const {transform, objectMode} = isPlainObject(value) ? value : {transform: value};
+	const {writableObjectMode, readableObjectMode} = getTransformObjectModes(objectMode, index, newTransforms, direction);
+	return ({
+		...stdioItem,
+		value: {transform, writableObjectMode, readableObjectMode},
+	});
+};
+
+const normalizeGenerator = ({stdioItem, stdioItem: {value}, index, newTransforms, direction, encoding}) => {
+	const {
+		transform,
+		final,
+		binary: binaryOption = false,
+		preserveNewlines = false,
+		objectMode,
+	} = isPlainObject(value) ? value : {transform: value};
+	const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
+	const {writableObjectMode, readableObjectMode} = getTransformObjectModes(objectMode, index, newTransforms, direction);
+	return {
+		...stdioItem,
+		value: {
+			transform,
+			final,
+			binary,
+			preserveNewlines,
+			writableObjectMode,
+			readableObjectMode,
+		},
+	};
+};
+
+const sortTransforms = (newTransforms, direction) => direction === 'input' ? newTransforms.reverse() : newTransforms;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/direction.js
+
+
+
+
+// For `stdio[fdNumber]` beyond stdin/stdout/stderr, we need to guess whether the value passed is intended for inputs or outputs.
+// This allows us to know whether to pipe _into_ or _from_ the stream.
+// When `stdio[fdNumber]` is a single value, this guess is fairly straightforward.
+// However, when it is an array instead, we also need to make sure the different values are not incompatible with each other.
+const getStreamDirection = (stdioItems, fdNumber, optionName) => {
+	const directions = stdioItems.map(stdioItem => getStdioItemDirection(stdioItem, fdNumber));
+
+	if (directions.includes('input') && directions.includes('output')) {
+		throw new TypeError(`The \`${optionName}\` option must not be an array of both readable and writable values.`);
+	}
+
+	return directions.find(Boolean) ?? DEFAULT_DIRECTION;
+};
+
+const getStdioItemDirection = ({type, value}, fdNumber) => KNOWN_DIRECTIONS[fdNumber] ?? guessStreamDirection[type](value);
+
+// `stdin`/`stdout`/`stderr` have a known direction
+const KNOWN_DIRECTIONS = ['input', 'output', 'output'];
+
+const anyDirection = () => undefined;
+const alwaysInput = () => 'input';
+
+// `string` can only be added through the `input` option, i.e. does not need to be handled here
+const guessStreamDirection = {
+	generator: anyDirection,
+	asyncGenerator: anyDirection,
+	fileUrl: anyDirection,
+	filePath: anyDirection,
+	iterable: alwaysInput,
+	asyncIterable: alwaysInput,
+	uint8Array: alwaysInput,
+	webStream: value => type_isWritableStream(value) ? 'output' : 'input',
+	nodeStream(value) {
+		if (!isReadableStream(value, {checkOpen: false})) {
+			return 'output';
+		}
+
+		return isWritableStream(value, {checkOpen: false}) ? undefined : 'input';
+	},
+	webTransform: anyDirection,
+	duplex: anyDirection,
+	native(value) {
+		const standardStreamDirection = getStandardStreamDirection(value);
+		if (standardStreamDirection !== undefined) {
+			return standardStreamDirection;
+		}
+
+		if (isStream(value, {checkOpen: false})) {
+			return guessStreamDirection.nodeStream(value);
+		}
+	},
+};
+
+const getStandardStreamDirection = value => {
+	if ([0, external_node_process_.stdin].includes(value)) {
+		return 'input';
+	}
+
+	if ([1, 2, external_node_process_.stdout, external_node_process_.stderr].includes(value)) {
+		return 'output';
+	}
+};
+
+// When ambiguous, we initially keep the direction as `undefined`.
+// This allows arrays of `stdio` values to resolve the ambiguity.
+// For example, `stdio[3]: DuplexStream` is ambiguous, but `stdio[3]: [DuplexStream, WritableStream]` is not.
+// When the ambiguity remains, we default to `output` since it is the most common use case for additional file descriptors.
+const DEFAULT_DIRECTION = 'output';
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/array.js
+// The `ipc` option adds an `ipc` item to the `stdio` option
+const normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes('ipc')
+	? [...stdioArray, 'ipc']
+	: stdioArray;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/stdio-option.js
+
+
+
+
+// Add support for `stdin`/`stdout`/`stderr` as an alias for `stdio`.
+// Also normalize the `stdio` option.
+const normalizeStdioOption = ({stdio, ipc, buffer, ...options}, verboseInfo, isSync) => {
+	const stdioArray = getStdioArray(stdio, options).map((stdioOption, fdNumber) => stdio_option_addDefaultValue(stdioOption, fdNumber));
+	return isSync
+		? normalizeStdioSync(stdioArray, buffer, verboseInfo)
+		: normalizeIpcStdioArray(stdioArray, ipc);
+};
+
+const getStdioArray = (stdio, options) => {
+	if (stdio === undefined) {
+		return STANDARD_STREAMS_ALIASES.map(alias => options[alias]);
+	}
+
+	if (hasAlias(options)) {
+		throw new Error(`It's not possible to provide \`stdio\` in combination with one of ${STANDARD_STREAMS_ALIASES.map(alias => `\`${alias}\``).join(', ')}`);
+	}
+
+	if (typeof stdio === 'string') {
+		return [stdio, stdio, stdio];
+	}
+
+	if (!Array.isArray(stdio)) {
+		throw new TypeError(`Expected \`stdio\` to be of type \`string\` or \`Array\`, got \`${typeof stdio}\``);
+	}
+
+	const length = Math.max(stdio.length, STANDARD_STREAMS_ALIASES.length);
+	return Array.from({length}, (_, fdNumber) => stdio[fdNumber]);
+};
+
+const hasAlias = options => STANDARD_STREAMS_ALIASES.some(alias => options[alias] !== undefined);
+
+const stdio_option_addDefaultValue = (stdioOption, fdNumber) => {
+	if (Array.isArray(stdioOption)) {
+		return stdioOption.map(item => stdio_option_addDefaultValue(item, fdNumber));
+	}
+
+	if (stdioOption === null || stdioOption === undefined) {
+		return fdNumber >= STANDARD_STREAMS_ALIASES.length ? 'ignore' : 'pipe';
+	}
+
+	return stdioOption;
+};
+
+// Using `buffer: false` with synchronous methods implies `stdout`/`stderr`: `ignore`.
+// Unless the output is needed, e.g. due to `verbose: 'full'` or to redirecting to a file.
+const normalizeStdioSync = (stdioArray, buffer, verboseInfo) => stdioArray.map((stdioOption, fdNumber) =>
+	!buffer[fdNumber]
+	&& fdNumber !== 0
+	&& !isFullVerbose(verboseInfo, fdNumber)
+	&& isOutputPipeOnly(stdioOption)
+		? 'ignore'
+		: stdioOption);
+
+const isOutputPipeOnly = stdioOption => stdioOption === 'pipe'
+	|| (Array.isArray(stdioOption) && stdioOption.every(item => item === 'pipe'));
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/native.js
+
+
+
+
+
+
+
+// When we use multiple `stdio` values for the same streams, we pass 'pipe' to `child_process.spawn()`.
+// We then emulate the piping done by core Node.js.
+// To do so, we transform the following values:
+//  - Node.js streams are marked as `type: nodeStream`
+//  - 'inherit' becomes `process.stdin|stdout|stderr`
+//  - any file descriptor integer becomes `process.stdio[fdNumber]`
+// All of the above transformations tell Execa to perform manual piping.
+const handleNativeStream = ({stdioItem, stdioItem: {type}, isStdioArray, fdNumber, direction, isSync}) => {
+	if (!isStdioArray || type !== 'native') {
+		return stdioItem;
+	}
+
+	return isSync
+		? handleNativeStreamSync({stdioItem, fdNumber, direction})
+		: handleNativeStreamAsync({stdioItem, fdNumber});
+};
+
+// Synchronous methods use a different logic.
+// 'inherit', file descriptors and process.std* are handled by readFileSync()/writeFileSync().
+const handleNativeStreamSync = ({stdioItem, stdioItem: {value, optionName}, fdNumber, direction}) => {
+	const targetFd = getTargetFd({
+		value,
+		optionName,
+		fdNumber,
+		direction,
+	});
+	if (targetFd !== undefined) {
+		return targetFd;
+	}
+
+	if (isStream(value, {checkOpen: false})) {
+		throw new TypeError(`The \`${optionName}: Stream\` option cannot both be an array and include a stream with synchronous methods.`);
+	}
+
+	return stdioItem;
+};
+
+const getTargetFd = ({value, optionName, fdNumber, direction}) => {
+	const targetFdNumber = getTargetFdNumber(value, fdNumber);
+	if (targetFdNumber === undefined) {
+		return;
+	}
+
+	if (direction === 'output') {
+		return {type: 'fileNumber', value: targetFdNumber, optionName};
+	}
+
+	if (external_node_tty_namespaceObject.isatty(targetFdNumber)) {
+		throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
+	}
+
+	return {type: 'uint8Array', value: bufferToUint8Array((0,external_node_fs_.readFileSync)(targetFdNumber)), optionName};
+};
+
+const getTargetFdNumber = (value, fdNumber) => {
+	if (value === 'inherit') {
+		return fdNumber;
+	}
+
+	if (typeof value === 'number') {
+		return value;
+	}
+
+	const standardStreamIndex = STANDARD_STREAMS.indexOf(value);
+	if (standardStreamIndex !== -1) {
+		return standardStreamIndex;
+	}
+};
+
+const handleNativeStreamAsync = ({stdioItem, stdioItem: {value, optionName}, fdNumber}) => {
+	if (value === 'inherit') {
+		return {type: 'nodeStream', value: getStandardStream(fdNumber, value, optionName), optionName};
+	}
+
+	if (typeof value === 'number') {
+		return {type: 'nodeStream', value: getStandardStream(value, value, optionName), optionName};
+	}
+
+	if (isStream(value, {checkOpen: false})) {
+		return {type: 'nodeStream', value, optionName};
+	}
+
+	return stdioItem;
+};
+
+// Node.js does not allow to easily retrieve file descriptors beyond stdin/stdout/stderr as streams.
+//  - `fs.createReadStream()`/`fs.createWriteStream()` with the `fd` option do not work with character devices that use blocking reads/writes (such as interactive TTYs).
+//  - Using a TCP `Socket` would work but be rather complex to implement.
+// Since this is an edge case, we simply throw an error message.
+// See https://github.com/sindresorhus/execa/pull/643#discussion_r1435905707
+const getStandardStream = (fdNumber, value, optionName) => {
+	const standardStream = STANDARD_STREAMS[fdNumber];
+
+	if (standardStream === undefined) {
+		throw new TypeError(`The \`${optionName}: ${value}\` option is invalid: no such standard stream.`);
+	}
+
+	return standardStream;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/input-option.js
+
+
+
+
+// Append the `stdin` option with the `input` and `inputFile` options
+const handleInputOptions = ({input, inputFile}, fdNumber) => fdNumber === 0
+	? [
+		...handleInputOption(input),
+		...handleInputFileOption(inputFile),
+	]
+	: [];
+
+const handleInputOption = input => input === undefined ? [] : [{
+	type: getInputType(input),
+	value: input,
+	optionName: 'input',
+}];
+
+const getInputType = input => {
+	if (isReadableStream(input, {checkOpen: false})) {
+		return 'nodeStream';
+	}
+
+	if (typeof input === 'string') {
+		return 'string';
+	}
+
+	if (isUint8Array(input)) {
+		return 'uint8Array';
+	}
+
+	throw new Error('The `input` option must be a string, a Uint8Array or a Node.js Readable stream.');
+};
+
+const handleInputFileOption = inputFile => inputFile === undefined ? [] : [{
+	...getInputFileType(inputFile),
+	optionName: 'inputFile',
+}];
+
+const getInputFileType = inputFile => {
+	if (isUrl(inputFile)) {
+		return {type: 'fileUrl', value: inputFile};
+	}
+
+	if (isFilePathString(inputFile)) {
+		return {type: 'filePath', value: {file: inputFile}};
+	}
+
+	throw new Error('The `inputFile` option must be a file path string or a file URL.');
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/duplicate.js
+
+
+// Duplicates in the same file descriptor is most likely an error.
+// However, this can be useful with generators.
+const filterDuplicates = stdioItems => stdioItems.filter((stdioItemOne, indexOne) =>
+	stdioItems.every((stdioItemTwo, indexTwo) => stdioItemOne.value !== stdioItemTwo.value
+		|| indexOne >= indexTwo
+		|| stdioItemOne.type === 'generator'
+		|| stdioItemOne.type === 'asyncGenerator'));
+
+// Check if two file descriptors are sharing the same target.
+// For example `{stdout: {file: './output.txt'}, stderr: {file: './output.txt'}}`.
+const getDuplicateStream = ({stdioItem: {type, value, optionName}, direction, fileDescriptors, isSync}) => {
+	const otherStdioItems = getOtherStdioItems(fileDescriptors, type);
+	if (otherStdioItems.length === 0) {
+		return;
+	}
+
+	if (isSync) {
+		validateDuplicateStreamSync({
+			otherStdioItems,
+			type,
+			value,
+			optionName,
+			direction,
+		});
+		return;
+	}
+
+	if (SPECIAL_DUPLICATE_TYPES.has(type)) {
+		return getDuplicateStreamInstance({
+			otherStdioItems,
+			type,
+			value,
+			optionName,
+			direction,
+		});
+	}
+
+	if (FORBID_DUPLICATE_TYPES.has(type)) {
+		validateDuplicateTransform({
+			otherStdioItems,
+			type,
+			value,
+			optionName,
+		});
+	}
+};
+
+// Values shared by multiple file descriptors
+const getOtherStdioItems = (fileDescriptors, type) => fileDescriptors
+	.flatMap(({direction, stdioItems}) => stdioItems
+		.filter(stdioItem => stdioItem.type === type)
+		.map((stdioItem => ({...stdioItem, direction}))));
+
+// With `execaSync()`, do not allow setting a file path both in input and output
+const validateDuplicateStreamSync = ({otherStdioItems, type, value, optionName, direction}) => {
+	if (SPECIAL_DUPLICATE_TYPES_SYNC.has(type)) {
+		getDuplicateStreamInstance({
+			otherStdioItems,
+			type,
+			value,
+			optionName,
+			direction,
+		});
+	}
+};
+
+// When two file descriptors share the file or stream, we need to re-use the same underlying stream.
+// Otherwise, the stream would be closed twice when piping ends.
+// This is only an issue with output file descriptors.
+// This is not a problem with generator functions since those create a new instance for each file descriptor.
+// We also forbid input and output file descriptors sharing the same file or stream, since that does not make sense.
+const getDuplicateStreamInstance = ({otherStdioItems, type, value, optionName, direction}) => {
+	const duplicateStdioItems = otherStdioItems.filter(stdioItem => hasSameValue(stdioItem, value));
+	if (duplicateStdioItems.length === 0) {
+		return;
+	}
+
+	const differentStdioItem = duplicateStdioItems.find(stdioItem => stdioItem.direction !== direction);
+	throwOnDuplicateStream(differentStdioItem, optionName, type);
+
+	return direction === 'output' ? duplicateStdioItems[0].stream : undefined;
+};
+
+const hasSameValue = ({type, value}, secondValue) => {
+	if (type === 'filePath') {
+		return value.file === secondValue.file;
+	}
+
+	if (type === 'fileUrl') {
+		return value.href === secondValue.href;
+	}
+
+	return value === secondValue;
+};
+
+// We do not allow two file descriptors to share the same Duplex or TransformStream.
+// This is because those are set directly to `subprocess.std*`.
+// For example, this could result in `subprocess.stdout` and `subprocess.stderr` being the same value.
+// This means reading from either would get data from both stdout and stderr.
+const validateDuplicateTransform = ({otherStdioItems, type, value, optionName}) => {
+	const duplicateStdioItem = otherStdioItems.find(({value: {transform}}) => transform === value.transform);
+	throwOnDuplicateStream(duplicateStdioItem, optionName, type);
+};
+
+const throwOnDuplicateStream = (stdioItem, optionName, type) => {
+	if (stdioItem !== undefined) {
+		throw new TypeError(`The \`${stdioItem.optionName}\` and \`${optionName}\` options must not target ${TYPE_TO_MESSAGE[type]} that is the same.`);
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle.js
+
+
+
+
+
+
+
+
+
+
+// Handle `input`, `inputFile`, `stdin`, `stdout` and `stderr` options, before spawning, in async/sync mode
+// They are converted into an array of `fileDescriptors`.
+// Each `fileDescriptor` is normalized, validated and contains all information necessary for further handling.
+const handleStdio = (addProperties, options, verboseInfo, isSync) => {
+	const stdio = normalizeStdioOption(options, verboseInfo, isSync);
+	const initialFileDescriptors = stdio.map((stdioOption, fdNumber) => getFileDescriptor({
+		stdioOption,
+		fdNumber,
+		options,
+		isSync,
+	}));
+	const fileDescriptors = getFinalFileDescriptors({
+		initialFileDescriptors,
+		addProperties,
+		options,
+		isSync,
+	});
+	options.stdio = fileDescriptors.map(({stdioItems}) => forwardStdio(stdioItems));
+	return fileDescriptors;
+};
+
+const getFileDescriptor = ({stdioOption, fdNumber, options, isSync}) => {
+	const optionName = getStreamName(fdNumber);
+	const {stdioItems: initialStdioItems, isStdioArray} = initializeStdioItems({
+		stdioOption,
+		fdNumber,
+		options,
+		optionName,
+	});
+	const direction = getStreamDirection(initialStdioItems, fdNumber, optionName);
+	const stdioItems = initialStdioItems.map(stdioItem => handleNativeStream({
+		stdioItem,
+		isStdioArray,
+		fdNumber,
+		direction,
+		isSync,
+	}));
+	const normalizedStdioItems = normalizeTransforms(stdioItems, optionName, direction, options);
+	const objectMode = getFdObjectMode(normalizedStdioItems, direction);
+	validateFileObjectMode(normalizedStdioItems, objectMode);
+	return {direction, objectMode, stdioItems: normalizedStdioItems};
+};
+
+// We make sure passing an array with a single item behaves the same as passing that item without an array.
+// This is what users would expect.
+// For example, `stdout: ['ignore']` behaves the same as `stdout: 'ignore'`.
+const initializeStdioItems = ({stdioOption, fdNumber, options, optionName}) => {
+	const values = Array.isArray(stdioOption) ? stdioOption : [stdioOption];
+	const initialStdioItems = [
+		...values.map(value => initializeStdioItem(value, optionName)),
+		...handleInputOptions(options, fdNumber),
+	];
+
+	const stdioItems = filterDuplicates(initialStdioItems);
+	const isStdioArray = stdioItems.length > 1;
+	validateStdioArray(stdioItems, isStdioArray, optionName);
+	validateStreams(stdioItems);
+	return {stdioItems, isStdioArray};
+};
+
+const initializeStdioItem = (value, optionName) => ({
+	type: getStdioItemType(value, optionName),
+	value,
+	optionName,
+});
+
+const validateStdioArray = (stdioItems, isStdioArray, optionName) => {
+	if (stdioItems.length === 0) {
+		throw new TypeError(`The \`${optionName}\` option must not be an empty array.`);
+	}
+
+	if (!isStdioArray) {
+		return;
+	}
+
+	for (const {value, optionName} of stdioItems) {
+		if (INVALID_STDIO_ARRAY_OPTIONS.has(value)) {
+			throw new Error(`The \`${optionName}\` option must not include \`${value}\`.`);
+		}
+	}
+};
+
+// Using those `stdio` values together with others for the same stream does not make sense, so we make it fail.
+// However, we do allow it if the array has a single item.
+const INVALID_STDIO_ARRAY_OPTIONS = new Set(['ignore', 'ipc']);
+
+const validateStreams = stdioItems => {
+	for (const stdioItem of stdioItems) {
+		validateFileStdio(stdioItem);
+	}
+};
+
+const validateFileStdio = ({type, value, optionName}) => {
+	if (isRegularUrl(value)) {
+		throw new TypeError(`The \`${optionName}: URL\` option must use the \`file:\` scheme.
+For example, you can use the \`pathToFileURL()\` method of the \`url\` core module.`);
+	}
+
+	if (isUnknownStdioString(type, value)) {
+		throw new TypeError(`The \`${optionName}: { file: '...' }\` option must be used instead of \`${optionName}: '...'\`.`);
+	}
+};
+
+const validateFileObjectMode = (stdioItems, objectMode) => {
+	if (!objectMode) {
+		return;
+	}
+
+	const fileStdioItem = stdioItems.find(({type}) => FILE_TYPES.has(type));
+	if (fileStdioItem !== undefined) {
+		throw new TypeError(`The \`${fileStdioItem.optionName}\` option cannot use both files and transforms in objectMode.`);
+	}
+};
+
+// Some `stdio` values require Execa to create streams.
+// For example, file paths create file read/write streams.
+// Those transformations are specified in `addProperties`, which is both direction-specific and type-specific.
+const getFinalFileDescriptors = ({initialFileDescriptors, addProperties, options, isSync}) => {
+	const fileDescriptors = [];
+
+	try {
+		for (const fileDescriptor of initialFileDescriptors) {
+			fileDescriptors.push(getFinalFileDescriptor({
+				fileDescriptor,
+				fileDescriptors,
+				addProperties,
+				options,
+				isSync,
+			}));
+		}
+
+		return fileDescriptors;
+	} catch (error) {
+		cleanupCustomStreams(fileDescriptors);
+		throw error;
+	}
+};
+
+const getFinalFileDescriptor = ({
+	fileDescriptor: {direction, objectMode, stdioItems},
+	fileDescriptors,
+	addProperties,
+	options,
+	isSync,
+}) => {
+	const finalStdioItems = stdioItems.map(stdioItem => addStreamProperties({
+		stdioItem,
+		addProperties,
+		direction,
+		options,
+		fileDescriptors,
+		isSync,
+	}));
+	return {direction, objectMode, stdioItems: finalStdioItems};
+};
+
+const addStreamProperties = ({stdioItem, addProperties, direction, options, fileDescriptors, isSync}) => {
+	const duplicateStream = getDuplicateStream({
+		stdioItem,
+		direction,
+		fileDescriptors,
+		isSync,
+	});
+
+	if (duplicateStream !== undefined) {
+		return {...stdioItem, stream: duplicateStream};
+	}
+
+	return {
+		...stdioItem,
+		...addProperties[direction][stdioItem.type](stdioItem, options),
+	};
+};
+
+// The stream error handling is performed by the piping logic above, which cannot be performed before subprocess spawning.
+// If the subprocess spawning fails (e.g. due to an invalid command), the streams need to be manually destroyed.
+// We need to create those streams before subprocess spawning, in case their creation fails, e.g. when passing an invalid generator as argument.
+// Like this, an exception would be thrown, which would prevent spawning a subprocess.
+const cleanupCustomStreams = fileDescriptors => {
+	for (const {stdioItems} of fileDescriptors) {
+		for (const {stream} of stdioItems) {
+			if (stream !== undefined && !isStandardStream(stream)) {
+				stream.destroy();
+			}
+		}
+	}
+};
+
+// When the `std*: Iterable | WebStream | URL | filePath`, `input` or `inputFile` option is used, we pipe to `subprocess.std*`.
+// When the `std*: Array` option is used, we emulate some of the native values ('inherit', Node.js stream and file descriptor integer). To do so, we also need to pipe to `subprocess.std*`.
+// Therefore the `std*` options must be either `pipe` or `overlapped`. Other values do not set `subprocess.std*`.
+const forwardStdio = stdioItems => {
+	if (stdioItems.length > 1) {
+		return stdioItems.some(({value}) => value === 'overlapped') ? 'overlapped' : 'pipe';
+	}
+
+	const [{type, value}] = stdioItems;
+	return type === 'native' ? value : 'pipe';
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle-sync.js
+
+
+
+
+
+// Normalize `input`, `inputFile`, `stdin`, `stdout` and `stderr` options, before spawning, in sync mode
+const handleStdioSync = (options, verboseInfo) => handleStdio(addPropertiesSync, options, verboseInfo, true);
+
+const forbiddenIfSync = ({type, optionName}) => {
+	throwInvalidSyncValue(optionName, TYPE_TO_MESSAGE[type]);
+};
+
+const forbiddenNativeIfSync = ({optionName, value}) => {
+	if (value === 'ipc' || value === 'overlapped') {
+		throwInvalidSyncValue(optionName, `"${value}"`);
+	}
+
+	return {};
+};
+
+const throwInvalidSyncValue = (optionName, value) => {
+	throw new TypeError(`The \`${optionName}\` option cannot be ${value} with synchronous methods.`);
+};
+
+// Create streams used internally for redirecting when using specific values for the `std*` options, in sync mode.
+// For example, `stdin: {file}` reads the file synchronously, then passes it as the `input` option.
+const addProperties = {
+	generator() {},
+	asyncGenerator: forbiddenIfSync,
+	webStream: forbiddenIfSync,
+	nodeStream: forbiddenIfSync,
+	webTransform: forbiddenIfSync,
+	duplex: forbiddenIfSync,
+	asyncIterable: forbiddenIfSync,
+	native: forbiddenNativeIfSync,
+};
+
+const addPropertiesSync = {
+	input: {
+		...addProperties,
+		fileUrl: ({value}) => ({contents: [bufferToUint8Array((0,external_node_fs_.readFileSync)(value))]}),
+		filePath: ({value: {file}}) => ({contents: [bufferToUint8Array((0,external_node_fs_.readFileSync)(file))]}),
+		fileNumber: forbiddenIfSync,
+		iterable: ({value}) => ({contents: [...value]}),
+		string: ({value}) => ({contents: [value]}),
+		uint8Array: ({value}) => ({contents: [value]}),
+	},
+	output: {
+		...addProperties,
+		fileUrl: ({value}) => ({path: value}),
+		filePath: ({value: {file, append}}) => ({path: file, append}),
+		fileNumber: ({value}) => ({path: value}),
+		iterable: forbiddenIfSync,
+		string: forbiddenIfSync,
+		uint8Array: forbiddenIfSync,
+	},
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/strip-newline.js
+
+
+// Apply `stripFinalNewline` option, which applies to `result.stdout|stderr|all|stdio[*]`.
+// If the `lines` option is used, it is applied on each line, but using a different function.
+const stripNewline = (value, {stripFinalNewline}, fdNumber) => getStripFinalNewline(stripFinalNewline, fdNumber) && value !== undefined && !Array.isArray(value)
+	? strip_final_newline_stripFinalNewline(value)
+	: value;
+
+// Retrieve `stripFinalNewline` option value, including with `subprocess.all`
+const getStripFinalNewline = (stripFinalNewline, fdNumber) => fdNumber === 'all'
+	? stripFinalNewline[1] || stripFinalNewline[2]
+	: stripFinalNewline[fdNumber];
+
+;// CONCATENATED MODULE: external "node:stream"
+const external_node_stream_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream");
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/split.js
+// Split chunks line-wise for generators passed to the `std*` options
+const getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped
+	? undefined
+	: initializeSplitLines(preserveNewlines, state);
+
+// Same but for synchronous methods
+const splitLinesSync = (chunk, preserveNewlines, objectMode) => objectMode
+	? chunk.flatMap(item => splitLinesItemSync(item, preserveNewlines))
+	: splitLinesItemSync(chunk, preserveNewlines);
+
+const splitLinesItemSync = (chunk, preserveNewlines) => {
+	const {transform, final} = initializeSplitLines(preserveNewlines, {});
+	return [...transform(chunk), ...final()];
+};
+
+const initializeSplitLines = (preserveNewlines, state) => {
+	state.previousChunks = '';
+	return {
+		transform: splitGenerator.bind(undefined, state, preserveNewlines),
+		final: linesFinal.bind(undefined, state),
+	};
+};
+
+// This imperative logic is much faster than using `String.split()` and uses very low memory.
+const splitGenerator = function * (state, preserveNewlines, chunk) {
+	if (typeof chunk !== 'string') {
+		yield chunk;
+		return;
+	}
+
+	let {previousChunks} = state;
+	let start = -1;
+
+	for (let end = 0; end < chunk.length; end += 1) {
+		if (chunk[end] === '\n') {
+			const newlineLength = getNewlineLength(chunk, end, preserveNewlines, state);
+			let line = chunk.slice(start + 1, end + 1 - newlineLength);
+
+			if (previousChunks.length > 0) {
+				line = concatString(previousChunks, line);
+				previousChunks = '';
+			}
+
+			yield line;
+			start = end;
+		}
+	}
+
+	if (start !== chunk.length - 1) {
+		previousChunks = concatString(previousChunks, chunk.slice(start + 1));
+	}
+
+	state.previousChunks = previousChunks;
+};
+
+const getNewlineLength = (chunk, end, preserveNewlines, state) => {
+	if (preserveNewlines) {
+		return 0;
+	}
+
+	state.isWindowsNewline = end !== 0 && chunk[end - 1] === '\r';
+	return state.isWindowsNewline ? 2 : 1;
+};
+
+const linesFinal = function * ({previousChunks}) {
+	if (previousChunks.length > 0) {
+		yield previousChunks;
+	}
+};
+
+// Unless `preserveNewlines: true` is used, we strip the newline of each line.
+// This re-adds them after the user `transform` code has run.
+const getAppendNewlineGenerator = ({binary, preserveNewlines, readableObjectMode, state}) => binary || preserveNewlines || readableObjectMode
+	? undefined
+	: {transform: appendNewlineGenerator.bind(undefined, state)};
+
+const appendNewlineGenerator = function * ({isWindowsNewline = false}, chunk) {
+	const {unixNewline, windowsNewline, LF, concatBytes} = typeof chunk === 'string' ? linesStringInfo : linesUint8ArrayInfo;
+
+	if (chunk.at(-1) === LF) {
+		yield chunk;
+		return;
+	}
+
+	const newline = isWindowsNewline ? windowsNewline : unixNewline;
+	yield concatBytes(chunk, newline);
+};
+
+const concatString = (firstChunk, secondChunk) => `${firstChunk}${secondChunk}`;
+
+const linesStringInfo = {
+	windowsNewline: '\r\n',
+	unixNewline: '\n',
+	LF: '\n',
+	concatBytes: concatString,
+};
+
+const concatUint8Array = (firstChunk, secondChunk) => {
+	const chunk = new Uint8Array(firstChunk.length + secondChunk.length);
+	chunk.set(firstChunk, 0);
+	chunk.set(secondChunk, firstChunk.length);
+	return chunk;
+};
+
+const linesUint8ArrayInfo = {
+	windowsNewline: new Uint8Array([0x0D, 0x0A]),
+	unixNewline: new Uint8Array([0x0A]),
+	LF: 0x0A,
+	concatBytes: concatUint8Array,
+};
+
+;// CONCATENATED MODULE: external "node:buffer"
+const external_node_buffer_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:buffer");
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/validate.js
+
+
+
+// Validate the type of chunk argument passed to transform generators
+const getValidateTransformInput = (writableObjectMode, optionName) => writableObjectMode
+	? undefined
+	: validateStringTransformInput.bind(undefined, optionName);
+
+const validateStringTransformInput = function * (optionName, chunk) {
+	if (typeof chunk !== 'string' && !isUint8Array(chunk) && !external_node_buffer_namespaceObject.Buffer.isBuffer(chunk)) {
+		throw new TypeError(`The \`${optionName}\` option's transform must use "objectMode: true" to receive as input: ${typeof chunk}.`);
+	}
+
+	yield chunk;
+};
+
+// Validate the type of the value returned by transform generators
+const getValidateTransformReturn = (readableObjectMode, optionName) => readableObjectMode
+	? validateObjectTransformReturn.bind(undefined, optionName)
+	: validateStringTransformReturn.bind(undefined, optionName);
+
+const validateObjectTransformReturn = function * (optionName, chunk) {
+	validateEmptyReturn(optionName, chunk);
+	yield chunk;
+};
+
+const validateStringTransformReturn = function * (optionName, chunk) {
+	validateEmptyReturn(optionName, chunk);
+
+	if (typeof chunk !== 'string' && !isUint8Array(chunk)) {
+		throw new TypeError(`The \`${optionName}\` option's function must yield a string or an Uint8Array, not ${typeof chunk}.`);
+	}
+
+	yield chunk;
+};
+
+const validateEmptyReturn = (optionName, chunk) => {
+	if (chunk === null || chunk === undefined) {
+		throw new TypeError(`The \`${optionName}\` option's function must not call \`yield ${chunk}\`.
+Instead, \`yield\` should either be called with a value, or not be called at all. For example:
+  if (condition) { yield value; }`);
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/encoding-transform.js
+
+
+
+
+/*
+When using binary encodings, add an internal generator that converts chunks from `Buffer` to `string` or `Uint8Array`.
+Chunks might be Buffer, Uint8Array or strings since:
+- `subprocess.stdout|stderr` emits Buffers
+- `subprocess.stdin.write()` accepts Buffer, Uint8Array or string
+- Previous generators might return Uint8Array or string
+
+However, those are converted to Buffer:
+- on writes: `Duplex.writable` `decodeStrings: true` default option
+- on reads: `Duplex.readable` `readableEncoding: null` default option
+*/
+const getEncodingTransformGenerator = (binary, encoding, skipped) => {
+	if (skipped) {
+		return;
+	}
+
+	if (binary) {
+		return {transform: encodingUint8ArrayGenerator.bind(undefined, new TextEncoder())};
+	}
+
+	const stringDecoder = new external_node_string_decoder_namespaceObject.StringDecoder(encoding);
+	return {
+		transform: encodingStringGenerator.bind(undefined, stringDecoder),
+		final: encodingStringFinal.bind(undefined, stringDecoder),
+	};
+};
+
+const encodingUint8ArrayGenerator = function * (textEncoder, chunk) {
+	if (external_node_buffer_namespaceObject.Buffer.isBuffer(chunk)) {
+		yield bufferToUint8Array(chunk);
+	} else if (typeof chunk === 'string') {
+		yield textEncoder.encode(chunk);
+	} else {
+		yield chunk;
+	}
+};
+
+const encodingStringGenerator = function * (stringDecoder, chunk) {
+	yield isUint8Array(chunk) ? stringDecoder.write(chunk) : chunk;
+};
+
+const encodingStringFinal = function * (stringDecoder) {
+	const lastChunk = stringDecoder.end();
+	if (lastChunk !== '') {
+		yield lastChunk;
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/run-async.js
+
+
+// Applies a series of generator functions asynchronously
+const pushChunks = (0,external_node_util_namespaceObject.callbackify)(async (getChunks, state, getChunksArguments, transformStream) => {
+	state.currentIterable = getChunks(...getChunksArguments);
+
+	try {
+		for await (const chunk of state.currentIterable) {
+			transformStream.push(chunk);
+		}
+	} finally {
+		delete state.currentIterable;
+	}
+});
+
+// For each new chunk, apply each `transform()` method
+const transformChunk = async function * (chunk, generators, index) {
+	if (index === generators.length) {
+		yield chunk;
+		return;
+	}
+
+	const {transform = identityGenerator} = generators[index];
+	for await (const transformedChunk of transform(chunk)) {
+		yield * transformChunk(transformedChunk, generators, index + 1);
+	}
+};
+
+// At the end, apply each `final()` method, followed by the `transform()` method of the next transforms
+const finalChunks = async function * (generators) {
+	for (const [index, {final}] of Object.entries(generators)) {
+		yield * generatorFinalChunks(final, Number(index), generators);
+	}
+};
+
+const generatorFinalChunks = async function * (final, index, generators) {
+	if (final === undefined) {
+		return;
+	}
+
+	for await (const finalChunk of final()) {
+		yield * transformChunk(finalChunk, generators, index + 1);
+	}
+};
+
+// Cancel any ongoing async generator when the Transform is destroyed, e.g. when the subprocess errors
+const destroyTransform = (0,external_node_util_namespaceObject.callbackify)(async ({currentIterable}, error) => {
+	if (currentIterable !== undefined) {
+		await (error ? currentIterable.throw(error) : currentIterable.return());
+		return;
+	}
+
+	if (error) {
+		throw error;
+	}
+});
+
+const identityGenerator = function * (chunk) {
+	yield chunk;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/run-sync.js
+// Duplicate the code from `run-async.js` but as synchronous functions
+const pushChunksSync = (getChunksSync, getChunksArguments, transformStream, done) => {
+	try {
+		for (const chunk of getChunksSync(...getChunksArguments)) {
+			transformStream.push(chunk);
+		}
+
+		done();
+	} catch (error) {
+		done(error);
+	}
+};
+
+// Run synchronous generators with `execaSync()`
+const runTransformSync = (generators, chunks) => [
+	...chunks.flatMap(chunk => [...transformChunkSync(chunk, generators, 0)]),
+	...finalChunksSync(generators),
+];
+
+const transformChunkSync = function * (chunk, generators, index) {
+	if (index === generators.length) {
+		yield chunk;
+		return;
+	}
+
+	const {transform = run_sync_identityGenerator} = generators[index];
+	for (const transformedChunk of transform(chunk)) {
+		yield * transformChunkSync(transformedChunk, generators, index + 1);
+	}
+};
+
+const finalChunksSync = function * (generators) {
+	for (const [index, {final}] of Object.entries(generators)) {
+		yield * generatorFinalChunksSync(final, Number(index), generators);
+	}
+};
+
+const generatorFinalChunksSync = function * (final, index, generators) {
+	if (final === undefined) {
+		return;
+	}
+
+	for (const finalChunk of final()) {
+		yield * transformChunkSync(finalChunk, generators, index + 1);
+	}
+};
+
+const run_sync_identityGenerator = function * (chunk) {
+	yield chunk;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/transform/generator.js
+
+
+
+
+
+
+
+
+/*
+Generators can be used to transform/filter standard streams.
+
+Generators have a simple syntax, yet allows all of the following:
+- Sharing `state` between chunks
+- Flushing logic, by using a `final` function
+- Asynchronous logic
+- Emitting multiple chunks from a single source chunk, even if spaced in time, by using multiple `yield`
+- Filtering, by using no `yield`
+
+Therefore, there is no need to allow Node.js or web transform streams.
+
+The `highWaterMark` is kept as the default value, since this is what `subprocess.std*` uses.
+
+Chunks are currently processed serially. We could add a `concurrency` option to parallelize in the future.
+
+Transform an array of generator functions into a `Transform` stream.
+`Duplex.from(generator)` cannot be used because it does not allow setting the `objectMode` and `highWaterMark`.
+*/
+const generatorToStream = ({
+	value,
+	value: {transform, final, writableObjectMode, readableObjectMode},
+	optionName,
+}, {encoding}) => {
+	const state = {};
+	const generators = addInternalGenerators(value, encoding, optionName);
+
+	const transformAsync = isAsyncGenerator(transform);
+	const finalAsync = isAsyncGenerator(final);
+	const transformMethod = transformAsync
+		? pushChunks.bind(undefined, transformChunk, state)
+		: pushChunksSync.bind(undefined, transformChunkSync);
+	const finalMethod = transformAsync || finalAsync
+		? pushChunks.bind(undefined, finalChunks, state)
+		: pushChunksSync.bind(undefined, finalChunksSync);
+	const destroyMethod = transformAsync || finalAsync
+		? destroyTransform.bind(undefined, state)
+		: undefined;
+
+	const stream = new external_node_stream_namespaceObject.Transform({
+		writableObjectMode,
+		writableHighWaterMark: (0,external_node_stream_namespaceObject.getDefaultHighWaterMark)(writableObjectMode),
+		readableObjectMode,
+		readableHighWaterMark: (0,external_node_stream_namespaceObject.getDefaultHighWaterMark)(readableObjectMode),
+		transform(chunk, encoding, done) {
+			transformMethod([chunk, generators, 0], this, done);
+		},
+		flush(done) {
+			finalMethod([generators], this, done);
+		},
+		destroy: destroyMethod,
+	});
+	return {stream};
+};
+
+// Applies transform generators in sync mode
+const runGeneratorsSync = (chunks, stdioItems, encoding, isInput) => {
+	const generators = stdioItems.filter(({type}) => type === 'generator');
+	const reversedGenerators = isInput ? generators.reverse() : generators;
+
+	for (const {value, optionName} of reversedGenerators) {
+		const generators = addInternalGenerators(value, encoding, optionName);
+		chunks = runTransformSync(generators, chunks);
+	}
+
+	return chunks;
+};
+
+// Generators used internally to convert the chunk type, validate it, and split into lines
+const addInternalGenerators = (
+	{transform, final, binary, writableObjectMode, readableObjectMode, preserveNewlines},
+	encoding,
+	optionName,
+) => {
+	const state = {};
+	return [
+		{transform: getValidateTransformInput(writableObjectMode, optionName)},
+		getEncodingTransformGenerator(binary, encoding, writableObjectMode),
+		getSplitLinesGenerator(binary, preserveNewlines, writableObjectMode, state),
+		{transform, final},
+		{transform: getValidateTransformReturn(readableObjectMode, optionName)},
+		getAppendNewlineGenerator({
+			binary,
+			preserveNewlines,
+			readableObjectMode,
+			state,
+		}),
+	].filter(Boolean);
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/input-sync.js
+
+
+
+
+// Apply `stdin`/`input`/`inputFile` options, before spawning, in sync mode, by converting it to the `input` option
+const addInputOptionsSync = (fileDescriptors, options) => {
+	for (const fdNumber of getInputFdNumbers(fileDescriptors)) {
+		addInputOptionSync(fileDescriptors, fdNumber, options);
+	}
+};
+
+const getInputFdNumbers = fileDescriptors => new Set(Object.entries(fileDescriptors)
+	.filter(([, {direction}]) => direction === 'input')
+	.map(([fdNumber]) => Number(fdNumber)));
+
+const addInputOptionSync = (fileDescriptors, fdNumber, options) => {
+	const {stdioItems} = fileDescriptors[fdNumber];
+	const allStdioItems = stdioItems.filter(({contents}) => contents !== undefined);
+	if (allStdioItems.length === 0) {
+		return;
+	}
+
+	if (fdNumber !== 0) {
+		const [{type, optionName}] = allStdioItems;
+		throw new TypeError(`Only the \`stdin\` option, not \`${optionName}\`, can be ${TYPE_TO_MESSAGE[type]} with synchronous methods.`);
+	}
+
+	const allContents = allStdioItems.map(({contents}) => contents);
+	const transformedContents = allContents.map(contents => applySingleInputGeneratorsSync(contents, stdioItems));
+	options.input = joinToUint8Array(transformedContents);
+};
+
+const applySingleInputGeneratorsSync = (contents, stdioItems) => {
+	const newContents = runGeneratorsSync(contents, stdioItems, 'utf8', true);
+	validateSerializable(newContents);
+	return joinToUint8Array(newContents);
+};
+
+const validateSerializable = newContents => {
+	const invalidItem = newContents.find(item => typeof item !== 'string' && !isUint8Array(item));
+	if (invalidItem !== undefined) {
+		throw new TypeError(`The \`stdin\` option is invalid: when passing objects as input, a transform must be used to serialize them to strings or Uint8Arrays: ${invalidItem}.`);
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/output.js
+
+
+
+
+
+// `ignore` opts-out of `verbose` for a specific stream.
+// `ipc` cannot use piping.
+// `inherit` would result in double printing.
+// They can also lead to double printing when passing file descriptor integers or `process.std*`.
+// This only leaves with `pipe` and `overlapped`.
+const shouldLogOutput = ({stdioItems, encoding, verboseInfo, fdNumber}) => fdNumber !== 'all'
+	&& isFullVerbose(verboseInfo, fdNumber)
+	&& !BINARY_ENCODINGS.has(encoding)
+	&& fdUsesVerbose(fdNumber)
+	&& (stdioItems.some(({type, value}) => type === 'native' && PIPED_STDIO_VALUES.has(value))
+	|| stdioItems.every(({type}) => TRANSFORM_TYPES.has(type)));
+
+// Printing input streams would be confusing.
+// Files and streams can produce big outputs, which we don't want to print.
+// We could print `stdio[3+]` but it often is redirected to files and streams, with the same issue.
+// So we only print stdout and stderr.
+const fdUsesVerbose = fdNumber => fdNumber === 1 || fdNumber === 2;
+
+const PIPED_STDIO_VALUES = new Set(['pipe', 'overlapped']);
+
+// `verbose: 'full'` printing logic with async methods
+const logLines = async (linesIterable, stream, fdNumber, verboseInfo) => {
+	for await (const line of linesIterable) {
+		if (!isPipingStream(stream)) {
+			logLine(line, fdNumber, verboseInfo);
+		}
+	}
+};
+
+// `verbose: 'full'` printing logic with sync methods
+const logLinesSync = (linesArray, fdNumber, verboseInfo) => {
+	for (const line of linesArray) {
+		logLine(line, fdNumber, verboseInfo);
+	}
+};
+
+// When `subprocess.stdout|stderr.pipe()` is called, `verbose` becomes a noop.
+// This prevents the following problems:
+//  - `.pipe()` achieves the same result as using `stdout: 'inherit'`, `stdout: stream`, etc. which also make `verbose` a noop.
+//    For example, `subprocess.stdout.pipe(process.stdin)` would print each line twice.
+//  - When chaining subprocesses with `subprocess.pipe(otherSubprocess)`, only the last one should print its output.
+// Detecting whether `.pipe()` is impossible without monkey-patching it, so we use the following undocumented property.
+// This is not a critical behavior since changes of the following property would only make `verbose` more verbose.
+const isPipingStream = stream => stream._readableState.pipes.length > 0;
+
+// When `verbose` is `full`, print stdout|stderr
+const logLine = (line, fdNumber, verboseInfo) => {
+	const verboseMessage = serializeVerboseMessage(line);
+	verboseLog({
+		type: 'output',
+		verboseMessage,
+		fdNumber,
+		verboseInfo,
+	});
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/output-sync.js
+
+
+
+
+
+
+
+
+// Apply `stdout`/`stderr` options, after spawning, in sync mode
+const transformOutputSync = ({fileDescriptors, syncResult: {output}, options, isMaxBuffer, verboseInfo}) => {
+	if (output === null) {
+		return {output: Array.from({length: 3})};
+	}
+
+	const state = {};
+	const outputFiles = new Set([]);
+	const transformedOutput = output.map((result, fdNumber) =>
+		transformOutputResultSync({
+			result,
+			fileDescriptors,
+			fdNumber,
+			state,
+			outputFiles,
+			isMaxBuffer,
+			verboseInfo,
+		}, options));
+	return {output: transformedOutput, ...state};
+};
+
+const transformOutputResultSync = (
+	{result, fileDescriptors, fdNumber, state, outputFiles, isMaxBuffer, verboseInfo},
+	{buffer, encoding, lines, stripFinalNewline, maxBuffer},
+) => {
+	if (result === null) {
+		return;
+	}
+
+	const truncatedResult = truncateMaxBufferSync(result, isMaxBuffer, maxBuffer);
+	const uint8ArrayResult = bufferToUint8Array(truncatedResult);
+	const {stdioItems, objectMode} = fileDescriptors[fdNumber];
+	const chunks = runOutputGeneratorsSync([uint8ArrayResult], stdioItems, encoding, state);
+	const {serializedResult, finalResult = serializedResult} = serializeChunks({
+		chunks,
+		objectMode,
+		encoding,
+		lines,
+		stripFinalNewline,
+		fdNumber,
+	});
+
+	logOutputSync({
+		serializedResult,
+		fdNumber,
+		state,
+		verboseInfo,
+		encoding,
+		stdioItems,
+		objectMode,
+	});
+
+	const returnedResult = buffer[fdNumber] ? finalResult : undefined;
+
+	try {
+		if (state.error === undefined) {
+			writeToFiles(serializedResult, stdioItems, outputFiles);
+		}
+
+		return returnedResult;
+	} catch (error) {
+		state.error = error;
+		return returnedResult;
+	}
+};
+
+// Applies transform generators to `stdout`/`stderr`
+const runOutputGeneratorsSync = (chunks, stdioItems, encoding, state) => {
+	try {
+		return runGeneratorsSync(chunks, stdioItems, encoding, false);
+	} catch (error) {
+		state.error = error;
+		return chunks;
+	}
+};
+
+// The contents is converted to three stages:
+//  - serializedResult: used when the target is a file path/URL or a file descriptor (including 'inherit')
+//  - finalResult/returnedResult: returned as `result.std*`
+const serializeChunks = ({chunks, objectMode, encoding, lines, stripFinalNewline, fdNumber}) => {
+	if (objectMode) {
+		return {serializedResult: chunks};
+	}
+
+	if (encoding === 'buffer') {
+		return {serializedResult: joinToUint8Array(chunks)};
+	}
+
+	const serializedResult = joinToString(chunks, encoding);
+	if (lines[fdNumber]) {
+		return {serializedResult, finalResult: splitLinesSync(serializedResult, !stripFinalNewline[fdNumber], objectMode)};
+	}
+
+	return {serializedResult};
+};
+
+const logOutputSync = ({serializedResult, fdNumber, state, verboseInfo, encoding, stdioItems, objectMode}) => {
+	if (!shouldLogOutput({
+		stdioItems,
+		encoding,
+		verboseInfo,
+		fdNumber,
+	})) {
+		return;
+	}
+
+	const linesArray = splitLinesSync(serializedResult, false, objectMode);
+
+	try {
+		logLinesSync(linesArray, fdNumber, verboseInfo);
+	} catch (error) {
+		state.error ??= error;
+	}
+};
+
+// When the `std*` target is a file path/URL or a file descriptor
+const writeToFiles = (serializedResult, stdioItems, outputFiles) => {
+	for (const {path, append} of stdioItems.filter(({type}) => FILE_TYPES.has(type))) {
+		const pathString = typeof path === 'string' ? path : path.toString();
+		if (append || outputFiles.has(pathString)) {
+			(0,external_node_fs_.appendFileSync)(path, serializedResult);
+		} else {
+			outputFiles.add(pathString);
+			(0,external_node_fs_.writeFileSync)(path, serializedResult);
+		}
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/all-sync.js
+
+
+
+// Retrieve `result.all` with synchronous methods
+const getAllSync = ([, stdout, stderr], options) => {
+	if (!options.all) {
+		return;
+	}
+
+	if (stdout === undefined) {
+		return stderr;
+	}
+
+	if (stderr === undefined) {
+		return stdout;
+	}
+
+	if (Array.isArray(stdout)) {
+		return Array.isArray(stderr)
+			? [...stdout, ...stderr]
+			: [...stdout, stripNewline(stderr, options, 'all')];
+	}
+
+	if (Array.isArray(stderr)) {
+		return [stripNewline(stdout, options, 'all'), ...stderr];
+	}
+
+	if (isUint8Array(stdout) && isUint8Array(stderr)) {
+		return concatUint8Arrays([stdout, stderr]);
+	}
+
+	return `${stdout}${stderr}`;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/exit-async.js
+
+
+
+// If `error` is emitted before `spawn`, `exit` will never be emitted.
+// However, `error` might be emitted after `spawn`.
+// In that case, `exit` will still be emitted.
+// Since the `exit` event contains the signal name, we want to make sure we are listening for it.
+// This function also takes into account the following unlikely cases:
+//  - `exit` being emitted in the same microtask as `spawn`
+//  - `error` being emitted multiple times
+const waitForExit = async (subprocess, context) => {
+	const [exitCode, signal] = await waitForExitOrError(subprocess);
+	context.isForcefullyTerminated ??= false;
+	return [exitCode, signal];
+};
+
+const waitForExitOrError = async subprocess => {
+	const [spawnPayload, exitPayload] = await Promise.allSettled([
+		(0,external_node_events_.once)(subprocess, 'spawn'),
+		(0,external_node_events_.once)(subprocess, 'exit'),
+	]);
+
+	if (spawnPayload.status === 'rejected') {
+		return [];
+	}
+
+	return exitPayload.status === 'rejected'
+		? waitForSubprocessExit(subprocess)
+		: exitPayload.value;
+};
+
+const waitForSubprocessExit = async subprocess => {
+	try {
+		return await (0,external_node_events_.once)(subprocess, 'exit');
+	} catch {
+		return waitForSubprocessExit(subprocess);
+	}
+};
+
+// Retrieve the final exit code and|or signal name
+const waitForSuccessfulExit = async exitPromise => {
+	const [exitCode, signal] = await exitPromise;
+
+	if (!isSubprocessErrorExit(exitCode, signal) && isFailedExit(exitCode, signal)) {
+		throw new DiscardedError();
+	}
+
+	return [exitCode, signal];
+};
+
+// When the subprocess fails due to an `error` event
+const isSubprocessErrorExit = (exitCode, signal) => exitCode === undefined && signal === undefined;
+// When the subprocess fails due to a non-0 exit code or to a signal termination
+const isFailedExit = (exitCode, signal) => exitCode !== 0 || signal !== null;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/exit-sync.js
+
+
+
+
+// Retrieve exit code, signal name and error information, with synchronous methods
+const getExitResultSync = ({error, status: exitCode, signal, output}, {maxBuffer}) => {
+	const resultError = getResultError(error, exitCode, signal);
+	const timedOut = resultError?.code === 'ETIMEDOUT';
+	const isMaxBuffer = isMaxBufferSync(resultError, output, maxBuffer);
+	return {
+		resultError,
+		exitCode,
+		signal,
+		timedOut,
+		isMaxBuffer,
+	};
+};
+
+const getResultError = (error, exitCode, signal) => {
+	if (error !== undefined) {
+		return error;
+	}
+
+	return isFailedExit(exitCode, signal) ? new DiscardedError() : undefined;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/main-sync.js
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+// Main shared logic for all sync methods: `execaSync()`, `$.sync()`
+const execaCoreSync = (rawFile, rawArguments, rawOptions) => {
+	const {file, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors} = handleSyncArguments(rawFile, rawArguments, rawOptions);
+	const result = spawnSubprocessSync({
+		file,
+		commandArguments,
+		options,
+		command,
+		escapedCommand,
+		verboseInfo,
+		fileDescriptors,
+		startTime,
+	});
+	return handleResult(result, verboseInfo, options);
+};
+
+// Compute arguments to pass to `child_process.spawnSync()`
+const handleSyncArguments = (rawFile, rawArguments, rawOptions) => {
+	const {command, escapedCommand, startTime, verboseInfo} = handleCommand(rawFile, rawArguments, rawOptions);
+	const syncOptions = normalizeSyncOptions(rawOptions);
+	const {file, commandArguments, options} = normalizeOptions(rawFile, rawArguments, syncOptions);
+	validateSyncOptions(options);
+	const fileDescriptors = handleStdioSync(options, verboseInfo);
+	return {
+		file,
+		commandArguments,
+		command,
+		escapedCommand,
+		startTime,
+		verboseInfo,
+		options,
+		fileDescriptors,
+	};
+};
+
+// Options normalization logic specific to sync methods
+const normalizeSyncOptions = options => options.node && !options.ipc ? {...options, ipc: false} : options;
+
+// Options validation logic specific to sync methods
+const validateSyncOptions = ({ipc, ipcInput, detached, cancelSignal}) => {
+	if (ipcInput) {
+		throwInvalidSyncOption('ipcInput');
+	}
+
+	if (ipc) {
+		throwInvalidSyncOption('ipc: true');
+	}
+
+	if (detached) {
+		throwInvalidSyncOption('detached: true');
+	}
+
+	if (cancelSignal) {
+		throwInvalidSyncOption('cancelSignal');
+	}
+};
+
+const throwInvalidSyncOption = value => {
+	throw new TypeError(`The "${value}" option cannot be used with synchronous methods.`);
+};
+
+const spawnSubprocessSync = ({file, commandArguments, options, command, escapedCommand, verboseInfo, fileDescriptors, startTime}) => {
+	const syncResult = runSubprocessSync({
+		file,
+		commandArguments,
+		options,
+		command,
+		escapedCommand,
+		fileDescriptors,
+		startTime,
+	});
+	if (syncResult.failed) {
+		return syncResult;
+	}
+
+	const {resultError, exitCode, signal, timedOut, isMaxBuffer} = getExitResultSync(syncResult, options);
+	const {output, error = resultError} = transformOutputSync({
+		fileDescriptors,
+		syncResult,
+		options,
+		isMaxBuffer,
+		verboseInfo,
+	});
+	const stdio = output.map((stdioOutput, fdNumber) => stripNewline(stdioOutput, options, fdNumber));
+	const all = stripNewline(getAllSync(output, options), options, 'all');
+	return getSyncResult({
+		error,
+		exitCode,
+		signal,
+		timedOut,
+		isMaxBuffer,
+		stdio,
+		all,
+		options,
+		command,
+		escapedCommand,
+		startTime,
+	});
+};
+
+const runSubprocessSync = ({file, commandArguments, options, command, escapedCommand, fileDescriptors, startTime}) => {
+	try {
+		addInputOptionsSync(fileDescriptors, options);
+		const normalizedOptions = normalizeSpawnSyncOptions(options);
+		return (0,external_node_child_process_.spawnSync)(...concatenateShell(file, commandArguments, normalizedOptions));
+	} catch (error) {
+		return makeEarlyError({
+			error,
+			command,
+			escapedCommand,
+			fileDescriptors,
+			options,
+			startTime,
+			isSync: true,
+		});
+	}
+};
+
+// The `encoding` option is handled by Execa, not by `child_process.spawnSync()`
+const normalizeSpawnSyncOptions = ({encoding, maxBuffer, ...options}) => ({...options, encoding: 'buffer', maxBuffer: getMaxBufferSync(maxBuffer)});
+
+const getSyncResult = ({error, exitCode, signal, timedOut, isMaxBuffer, stdio, all, options, command, escapedCommand, startTime}) => error === undefined
+	? makeSuccessResult({
+		command,
+		escapedCommand,
+		stdio,
+		all,
+		ipcOutput: [],
+		options,
+		startTime,
+	})
+	: makeError({
+		error,
+		command,
+		escapedCommand,
+		timedOut,
+		isCanceled: false,
+		isGracefullyCanceled: false,
+		isMaxBuffer,
+		isForcefullyTerminated: false,
+		exitCode,
+		signal,
+		stdio,
+		all,
+		ipcOutput: [],
+		options,
+		startTime,
+		isSync: true,
+	});
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/get-one.js
+
+
+
+
+
+// Like `[sub]process.once('message')` but promise-based
+const getOneMessage = ({anyProcess, channel, isSubprocess, ipc}, {reference = true, filter} = {}) => {
+	validateIpcMethod({
+		methodName: 'getOneMessage',
+		isSubprocess,
+		ipc,
+		isConnected: isConnected(anyProcess),
+	});
+
+	return getOneMessageAsync({
+		anyProcess,
+		channel,
+		isSubprocess,
+		filter,
+		reference,
+	});
+};
+
+const getOneMessageAsync = async ({anyProcess, channel, isSubprocess, filter, reference}) => {
+	addReference(channel, reference);
+	const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
+	const controller = new AbortController();
+	try {
+		return await Promise.race([
+			getMessage(ipcEmitter, filter, controller),
+			get_one_throwOnDisconnect(ipcEmitter, isSubprocess, controller),
+			throwOnStrictError(ipcEmitter, isSubprocess, controller),
+		]);
+	} catch (error) {
+		disconnect(anyProcess);
+		throw error;
+	} finally {
+		controller.abort();
+		removeReference(channel, reference);
+	}
+};
+
+const getMessage = async (ipcEmitter, filter, {signal}) => {
+	if (filter === undefined) {
+		const [message] = await (0,external_node_events_.once)(ipcEmitter, 'message', {signal});
+		return message;
+	}
+
+	for await (const [message] of (0,external_node_events_.on)(ipcEmitter, 'message', {signal})) {
+		if (filter(message)) {
+			return message;
+		}
+	}
+};
+
+const get_one_throwOnDisconnect = async (ipcEmitter, isSubprocess, {signal}) => {
+	await (0,external_node_events_.once)(ipcEmitter, 'disconnect', {signal});
+	throwOnEarlyDisconnect(isSubprocess);
+};
+
+const throwOnStrictError = async (ipcEmitter, isSubprocess, {signal}) => {
+	const [error] = await (0,external_node_events_.once)(ipcEmitter, 'strict:error', {signal});
+	throw getStrictResponseError(error, isSubprocess);
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/get-each.js
+
+
+
+
+
+// Like `[sub]process.on('message')` but promise-based
+const getEachMessage = ({anyProcess, channel, isSubprocess, ipc}, {reference = true} = {}) => loopOnMessages({
+	anyProcess,
+	channel,
+	isSubprocess,
+	ipc,
+	shouldAwait: !isSubprocess,
+	reference,
+});
+
+// Same but used internally
+const loopOnMessages = ({anyProcess, channel, isSubprocess, ipc, shouldAwait, reference}) => {
+	validateIpcMethod({
+		methodName: 'getEachMessage',
+		isSubprocess,
+		ipc,
+		isConnected: isConnected(anyProcess),
+	});
+
+	addReference(channel, reference);
+	const ipcEmitter = getIpcEmitter(anyProcess, channel, isSubprocess);
+	const controller = new AbortController();
+	const state = {};
+	stopOnDisconnect(anyProcess, ipcEmitter, controller);
+	abortOnStrictError({
+		ipcEmitter,
+		isSubprocess,
+		controller,
+		state,
+	});
+	return iterateOnMessages({
+		anyProcess,
+		channel,
+		ipcEmitter,
+		isSubprocess,
+		shouldAwait,
+		controller,
+		state,
+		reference,
+	});
+};
+
+const stopOnDisconnect = async (anyProcess, ipcEmitter, controller) => {
+	try {
+		await (0,external_node_events_.once)(ipcEmitter, 'disconnect', {signal: controller.signal});
+		controller.abort();
+	} catch {}
+};
+
+const abortOnStrictError = async ({ipcEmitter, isSubprocess, controller, state}) => {
+	try {
+		const [error] = await (0,external_node_events_.once)(ipcEmitter, 'strict:error', {signal: controller.signal});
+		state.error = getStrictResponseError(error, isSubprocess);
+		controller.abort();
+	} catch {}
+};
+
+const iterateOnMessages = async function * ({anyProcess, channel, ipcEmitter, isSubprocess, shouldAwait, controller, state, reference}) {
+	try {
+		for await (const [message] of (0,external_node_events_.on)(ipcEmitter, 'message', {signal: controller.signal})) {
+			throwIfStrictError(state);
+			yield message;
+		}
+	} catch {
+		throwIfStrictError(state);
+	} finally {
+		controller.abort();
+		removeReference(channel, reference);
+
+		if (!isSubprocess) {
+			disconnect(anyProcess);
+		}
+
+		if (shouldAwait) {
+			await anyProcess;
+		}
+	}
+};
+
+const throwIfStrictError = ({error}) => {
+	if (error) {
+		throw error;
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/methods.js
+
+
+
+
+
+
+// Add promise-based IPC methods in current process
+const addIpcMethods = (subprocess, {ipc}) => {
+	Object.assign(subprocess, getIpcMethods(subprocess, false, ipc));
+};
+
+// Get promise-based IPC in the subprocess
+const getIpcExport = () => {
+	const anyProcess = external_node_process_;
+	const isSubprocess = true;
+	const ipc = external_node_process_.channel !== undefined;
+
+	return {
+		...getIpcMethods(anyProcess, isSubprocess, ipc),
+		getCancelSignal: getCancelSignal.bind(undefined, {
+			anyProcess,
+			channel: anyProcess.channel,
+			isSubprocess,
+			ipc,
+		}),
+	};
+};
+
+// Retrieve the `ipc` shared by both the current process and the subprocess
+const getIpcMethods = (anyProcess, isSubprocess, ipc) => ({
+	sendMessage: sendMessage.bind(undefined, {
+		anyProcess,
+		channel: anyProcess.channel,
+		isSubprocess,
+		ipc,
+	}),
+	getOneMessage: getOneMessage.bind(undefined, {
+		anyProcess,
+		channel: anyProcess.channel,
+		isSubprocess,
+		ipc,
+	}),
+	getEachMessage: getEachMessage.bind(undefined, {
+		anyProcess,
+		channel: anyProcess.channel,
+		isSubprocess,
+		ipc,
+	}),
+});
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/return/early-error.js
+
+
+
+
+
+
+// When the subprocess fails to spawn.
+// We ensure the returned error is always both a promise and a subprocess.
+const handleEarlyError = ({error, command, escapedCommand, fileDescriptors, options, startTime, verboseInfo}) => {
+	cleanupCustomStreams(fileDescriptors);
+
+	const subprocess = new external_node_child_process_.ChildProcess();
+	createDummyStreams(subprocess, fileDescriptors);
+	Object.assign(subprocess, {readable, writable, duplex});
+
+	const earlyError = makeEarlyError({
+		error,
+		command,
+		escapedCommand,
+		fileDescriptors,
+		options,
+		startTime,
+		isSync: false,
+	});
+	const promise = handleDummyPromise(earlyError, verboseInfo, options);
+	return {subprocess, promise};
+};
+
+const createDummyStreams = (subprocess, fileDescriptors) => {
+	const stdin = createDummyStream();
+	const stdout = createDummyStream();
+	const stderr = createDummyStream();
+	const extraStdio = Array.from({length: fileDescriptors.length - 3}, createDummyStream);
+	const all = createDummyStream();
+	const stdio = [stdin, stdout, stderr, ...extraStdio];
+	Object.assign(subprocess, {
+		stdin,
+		stdout,
+		stderr,
+		all,
+		stdio,
+	});
+};
+
+const createDummyStream = () => {
+	const stream = new external_node_stream_namespaceObject.PassThrough();
+	stream.end();
+	return stream;
+};
+
+const readable = () => new external_node_stream_namespaceObject.Readable({read() {}});
+const writable = () => new external_node_stream_namespaceObject.Writable({write() {}});
+const duplex = () => new external_node_stream_namespaceObject.Duplex({read() {}, write() {}});
+
+const handleDummyPromise = async (error, verboseInfo, options) => handleResult(error, verboseInfo, options);
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/stdio/handle-async.js
+
+
+
+
+
+
+
+// Handle `input`, `inputFile`, `stdin`, `stdout` and `stderr` options, before spawning, in async mode
+const handleStdioAsync = (options, verboseInfo) => handleStdio(addPropertiesAsync, options, verboseInfo, false);
+
+const forbiddenIfAsync = ({type, optionName}) => {
+	throw new TypeError(`The \`${optionName}\` option cannot be ${TYPE_TO_MESSAGE[type]}.`);
+};
+
+// Create streams used internally for piping when using specific values for the `std*` options, in async mode.
+// For example, `stdout: {file}` creates a file stream, which is piped from/to.
+const handle_async_addProperties = {
+	fileNumber: forbiddenIfAsync,
+	generator: generatorToStream,
+	asyncGenerator: generatorToStream,
+	nodeStream: ({value}) => ({stream: value}),
+	webTransform({value: {transform, writableObjectMode, readableObjectMode}}) {
+		const objectMode = writableObjectMode || readableObjectMode;
+		const stream = external_node_stream_namespaceObject.Duplex.fromWeb(transform, {objectMode});
+		return {stream};
+	},
+	duplex: ({value: {transform}}) => ({stream: transform}),
+	native() {},
+};
+
+const addPropertiesAsync = {
+	input: {
+		...handle_async_addProperties,
+		fileUrl: ({value}) => ({stream: (0,external_node_fs_.createReadStream)(value)}),
+		filePath: ({value: {file}}) => ({stream: (0,external_node_fs_.createReadStream)(file)}),
+		webStream: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.fromWeb(value)}),
+		iterable: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.from(value)}),
+		asyncIterable: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.from(value)}),
+		string: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.from(value)}),
+		uint8Array: ({value}) => ({stream: external_node_stream_namespaceObject.Readable.from(external_node_buffer_namespaceObject.Buffer.from(value))}),
+	},
+	output: {
+		...handle_async_addProperties,
+		fileUrl: ({value}) => ({stream: (0,external_node_fs_.createWriteStream)(value)}),
+		filePath: ({value: {file, append}}) => ({stream: (0,external_node_fs_.createWriteStream)(file, append ? {flags: 'a'} : {})}),
+		webStream: ({value}) => ({stream: external_node_stream_namespaceObject.Writable.fromWeb(value)}),
+		iterable: forbiddenIfAsync,
+		asyncIterable: forbiddenIfAsync,
+		string: forbiddenIfAsync,
+		uint8Array: forbiddenIfAsync,
+	},
+};
+
+;// CONCATENATED MODULE: external "node:stream/promises"
+const external_node_stream_promises_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:stream/promises");
+;// CONCATENATED MODULE: ./node_modules/@sindresorhus/merge-streams/index.js
+
+
+
+
+function mergeStreams(streams) {
+	if (!Array.isArray(streams)) {
+		throw new TypeError(`Expected an array, got \`${typeof streams}\`.`);
+	}
+
+	for (const stream of streams) {
+		validateStream(stream);
+	}
+
+	const objectMode = streams.some(({readableObjectMode}) => readableObjectMode);
+	const highWaterMark = getHighWaterMark(streams, objectMode);
+	const passThroughStream = new MergedStream({
+		objectMode,
+		writableHighWaterMark: highWaterMark,
+		readableHighWaterMark: highWaterMark,
+	});
+
+	for (const stream of streams) {
+		passThroughStream.add(stream);
+	}
+
+	return passThroughStream;
+}
+
+const getHighWaterMark = (streams, objectMode) => {
+	if (streams.length === 0) {
+		return (0,external_node_stream_namespaceObject.getDefaultHighWaterMark)(objectMode);
+	}
+
+	const highWaterMarks = streams
+		.filter(({readableObjectMode}) => readableObjectMode === objectMode)
+		.map(({readableHighWaterMark}) => readableHighWaterMark);
+	return Math.max(...highWaterMarks);
+};
+
+class MergedStream extends external_node_stream_namespaceObject.PassThrough {
+	#streams = new Set([]);
+	#ended = new Set([]);
+	#aborted = new Set([]);
+	#onFinished;
+	#unpipeEvent = Symbol('unpipe');
+	#streamPromises = new WeakMap();
+
+	add(stream) {
+		validateStream(stream);
+
+		if (this.#streams.has(stream)) {
+			return;
+		}
+
+		this.#streams.add(stream);
+
+		this.#onFinished ??= onMergedStreamFinished(this, this.#streams, this.#unpipeEvent);
+		const streamPromise = endWhenStreamsDone({
+			passThroughStream: this,
+			stream,
+			streams: this.#streams,
+			ended: this.#ended,
+			aborted: this.#aborted,
+			onFinished: this.#onFinished,
+			unpipeEvent: this.#unpipeEvent,
+		});
+		this.#streamPromises.set(stream, streamPromise);
+
+		stream.pipe(this, {end: false});
+	}
+
+	async remove(stream) {
+		validateStream(stream);
+
+		if (!this.#streams.has(stream)) {
+			return false;
+		}
+
+		const streamPromise = this.#streamPromises.get(stream);
+		if (streamPromise === undefined) {
+			return false;
+		}
+
+		this.#streamPromises.delete(stream);
+
+		stream.unpipe(this);
+		await streamPromise;
+		return true;
+	}
+}
+
+const onMergedStreamFinished = async (passThroughStream, streams, unpipeEvent) => {
+	updateMaxListeners(passThroughStream, PASSTHROUGH_LISTENERS_COUNT);
+	const controller = new AbortController();
+
+	try {
+		await Promise.race([
+			onMergedStreamEnd(passThroughStream, controller),
+			onInputStreamsUnpipe(passThroughStream, streams, unpipeEvent, controller),
+		]);
+	} finally {
+		controller.abort();
+		updateMaxListeners(passThroughStream, -PASSTHROUGH_LISTENERS_COUNT);
+	}
+};
+
+const onMergedStreamEnd = async (passThroughStream, {signal}) => {
+	try {
+		await (0,external_node_stream_promises_namespaceObject.finished)(passThroughStream, {signal, cleanup: true});
+	} catch (error) {
+		errorOrAbortStream(passThroughStream, error);
+		throw error;
+	}
+};
+
+const onInputStreamsUnpipe = async (passThroughStream, streams, unpipeEvent, {signal}) => {
+	for await (const [unpipedStream] of (0,external_node_events_.on)(passThroughStream, 'unpipe', {signal})) {
+		if (streams.has(unpipedStream)) {
+			unpipedStream.emit(unpipeEvent);
+		}
+	}
+};
+
+const validateStream = stream => {
+	if (typeof stream?.pipe !== 'function') {
+		throw new TypeError(`Expected a readable stream, got: \`${typeof stream}\`.`);
+	}
+};
+
+const endWhenStreamsDone = async ({passThroughStream, stream, streams, ended, aborted, onFinished, unpipeEvent}) => {
+	updateMaxListeners(passThroughStream, PASSTHROUGH_LISTENERS_PER_STREAM);
+	const controller = new AbortController();
+
+	try {
+		await Promise.race([
+			afterMergedStreamFinished(onFinished, stream, controller),
+			onInputStreamEnd({
+				passThroughStream,
+				stream,
+				streams,
+				ended,
+				aborted,
+				controller,
+			}),
+			onInputStreamUnpipe({
+				stream,
+				streams,
+				ended,
+				aborted,
+				unpipeEvent,
+				controller,
+			}),
+		]);
+	} finally {
+		controller.abort();
+		updateMaxListeners(passThroughStream, -PASSTHROUGH_LISTENERS_PER_STREAM);
+	}
+
+	if (streams.size > 0 && streams.size === ended.size + aborted.size) {
+		if (ended.size === 0 && aborted.size > 0) {
+			abortStream(passThroughStream);
+		} else {
+			endStream(passThroughStream);
+		}
+	}
+};
+
+const afterMergedStreamFinished = async (onFinished, stream, {signal}) => {
+	try {
+		await onFinished;
+		if (!signal.aborted) {
+			abortStream(stream);
+		}
+	} catch (error) {
+		if (!signal.aborted) {
+			errorOrAbortStream(stream, error);
+		}
+	}
+};
+
+const onInputStreamEnd = async ({passThroughStream, stream, streams, ended, aborted, controller: {signal}}) => {
+	try {
+		await (0,external_node_stream_promises_namespaceObject.finished)(stream, {
+			signal,
+			cleanup: true,
+			readable: true,
+			writable: false,
+		});
+		if (streams.has(stream)) {
+			ended.add(stream);
+		}
+	} catch (error) {
+		if (signal.aborted || !streams.has(stream)) {
+			return;
+		}
+
+		if (isAbortError(error)) {
+			aborted.add(stream);
+		} else {
+			errorStream(passThroughStream, error);
+		}
+	}
+};
+
+const onInputStreamUnpipe = async ({stream, streams, ended, aborted, unpipeEvent, controller: {signal}}) => {
+	await (0,external_node_events_.once)(stream, unpipeEvent, {signal});
+
+	if (!stream.readable) {
+		return (0,external_node_events_.once)(signal, 'abort', {signal});
+	}
+
+	streams.delete(stream);
+	ended.delete(stream);
+	aborted.delete(stream);
+};
+
+const endStream = stream => {
+	if (stream.writable) {
+		stream.end();
+	}
+};
+
+const errorOrAbortStream = (stream, error) => {
+	if (isAbortError(error)) {
+		abortStream(stream);
+	} else {
+		errorStream(stream, error);
+	}
+};
+
+// This is the error thrown by `finished()` on `stream.destroy()`
+const isAbortError = error => error?.code === 'ERR_STREAM_PREMATURE_CLOSE';
+
+const abortStream = stream => {
+	if (stream.readable || stream.writable) {
+		stream.destroy();
+	}
+};
+
+// `stream.destroy(error)` crashes the process with `uncaughtException` if no `error` event listener exists on `stream`.
+// We take care of error handling on user behalf, so we do not want this to happen.
+const errorStream = (stream, error) => {
+	if (!stream.destroyed) {
+		stream.once('error', noop);
+		stream.destroy(error);
+	}
+};
+
+const noop = () => {};
+
+const updateMaxListeners = (passThroughStream, increment) => {
+	const maxListeners = passThroughStream.getMaxListeners();
+	if (maxListeners !== 0 && maxListeners !== Number.POSITIVE_INFINITY) {
+		passThroughStream.setMaxListeners(maxListeners + increment);
+	}
+};
+
+// Number of times `passThroughStream.on()` is called regardless of streams:
+//  - once due to `finished(passThroughStream)`
+//  - once due to `on(passThroughStream)`
+const PASSTHROUGH_LISTENERS_COUNT = 2;
+
+// Number of times `passThroughStream.on()` is called per stream:
+//  - once due to `stream.pipe(passThroughStream)`
+const PASSTHROUGH_LISTENERS_PER_STREAM = 1;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/pipeline.js
+
+
+
+// Similar to `Stream.pipeline(source, destination)`, but does not destroy standard streams
+const pipeStreams = (source, destination) => {
+	source.pipe(destination);
+	onSourceFinish(source, destination);
+	onDestinationFinish(source, destination);
+};
+
+// `source.pipe(destination)` makes `destination` end when `source` ends.
+// But it does not propagate aborts or errors. This function does it.
+const onSourceFinish = async (source, destination) => {
+	if (isStandardStream(source) || isStandardStream(destination)) {
+		return;
+	}
+
+	try {
+		await (0,external_node_stream_promises_namespaceObject.finished)(source, {cleanup: true, readable: true, writable: false});
+	} catch {}
+
+	endDestinationStream(destination);
+};
+
+const endDestinationStream = destination => {
+	if (destination.writable) {
+		destination.end();
+	}
+};
+
+// We do the same thing in the other direction as well.
+const onDestinationFinish = async (source, destination) => {
+	if (isStandardStream(source) || isStandardStream(destination)) {
+		return;
+	}
+
+	try {
+		await (0,external_node_stream_promises_namespaceObject.finished)(destination, {cleanup: true, readable: false, writable: true});
+	} catch {}
+
+	abortSourceStream(source);
+};
+
+const abortSourceStream = source => {
+	if (source.readable) {
+		source.destroy();
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/output-async.js
+
+
+
+
+
+
+// Handle `input`, `inputFile`, `stdin`, `stdout` and `stderr` options, after spawning, in async mode
+// When multiple input streams are used, we merge them to ensure the output stream ends only once each input stream has ended
+const pipeOutputAsync = (subprocess, fileDescriptors, controller) => {
+	const pipeGroups = new Map();
+
+	for (const [fdNumber, {stdioItems, direction}] of Object.entries(fileDescriptors)) {
+		for (const {stream} of stdioItems.filter(({type}) => TRANSFORM_TYPES.has(type))) {
+			pipeTransform(subprocess, stream, direction, fdNumber);
+		}
+
+		for (const {stream} of stdioItems.filter(({type}) => !TRANSFORM_TYPES.has(type))) {
+			pipeStdioItem({
+				subprocess,
+				stream,
+				direction,
+				fdNumber,
+				pipeGroups,
+				controller,
+			});
+		}
+	}
+
+	for (const [outputStream, inputStreams] of pipeGroups.entries()) {
+		const inputStream = inputStreams.length === 1 ? inputStreams[0] : mergeStreams(inputStreams);
+		pipeStreams(inputStream, outputStream);
+	}
+};
+
+// When using transforms, `subprocess.stdin|stdout|stderr|stdio` is directly mutated
+const pipeTransform = (subprocess, stream, direction, fdNumber) => {
+	if (direction === 'output') {
+		pipeStreams(subprocess.stdio[fdNumber], stream);
+	} else {
+		pipeStreams(stream, subprocess.stdio[fdNumber]);
+	}
+
+	const streamProperty = SUBPROCESS_STREAM_PROPERTIES[fdNumber];
+	if (streamProperty !== undefined) {
+		subprocess[streamProperty] = stream;
+	}
+
+	subprocess.stdio[fdNumber] = stream;
+};
+
+const SUBPROCESS_STREAM_PROPERTIES = ['stdin', 'stdout', 'stderr'];
+
+// Most `std*` option values involve piping `subprocess.std*` to a stream.
+// The stream is either passed by the user or created internally.
+const pipeStdioItem = ({subprocess, stream, direction, fdNumber, pipeGroups, controller}) => {
+	if (stream === undefined) {
+		return;
+	}
+
+	setStandardStreamMaxListeners(stream, controller);
+
+	const [inputStream, outputStream] = direction === 'output'
+		? [stream, subprocess.stdio[fdNumber]]
+		: [subprocess.stdio[fdNumber], stream];
+	const outputStreams = pipeGroups.get(inputStream) ?? [];
+	pipeGroups.set(inputStream, [...outputStreams, outputStream]);
+};
+
+// Multiple subprocesses might be piping from/to `process.std*` at the same time.
+// This is not necessarily an error and should not print a `maxListeners` warning.
+const setStandardStreamMaxListeners = (stream, {signal}) => {
+	if (isStandardStream(stream)) {
+		incrementMaxListeners(stream, MAX_LISTENERS_INCREMENT, signal);
+	}
+};
+
+// `source.pipe(destination)` adds at most 1 listener for each event.
+// If `stdin` option is an array, the values might be combined with `merge-streams`.
+// That library also listens for `source` end, which adds 1 more listener.
+const MAX_LISTENERS_INCREMENT = 2;
+
+;// CONCATENATED MODULE: ./node_modules/signal-exit/dist/mjs/signals.js
+/**
+ * This is not the set of all possible signals.
+ *
+ * It IS, however, the set of all signals that trigger
+ * an exit on either Linux or BSD systems.  Linux is a
+ * superset of the signal names supported on BSD, and
+ * the unknown signals just fail to register, so we can
+ * catch that easily enough.
+ *
+ * Windows signals are a different set, since there are
+ * signals that terminate Windows processes, but don't
+ * terminate (or don't even exist) on Posix systems.
+ *
+ * Don't bother with SIGKILL.  It's uncatchable, which
+ * means that we can't fire any callbacks anyway.
+ *
+ * If a user does happen to register a handler on a non-
+ * fatal signal like SIGWINCH or something, and then
+ * exit, it'll end up firing `process.emit('exit')`, so
+ * the handler will be fired anyway.
+ *
+ * SIGBUS, SIGFPE, SIGSEGV and SIGILL, when not raised
+ * artificially, inherently leave the process in a
+ * state from which it is not safe to try and enter JS
+ * listeners.
+ */
+const signals = [];
+signals.push('SIGHUP', 'SIGINT', 'SIGTERM');
+if (process.platform !== 'win32') {
+    signals.push('SIGALRM', 'SIGABRT', 'SIGVTALRM', 'SIGXCPU', 'SIGXFSZ', 'SIGUSR2', 'SIGTRAP', 'SIGSYS', 'SIGQUIT', 'SIGIOT'
+    // should detect profiler and enable/disable accordingly.
+    // see #21
+    // 'SIGPROF'
+    );
+}
+if (process.platform === 'linux') {
+    signals.push('SIGIO', 'SIGPOLL', 'SIGPWR', 'SIGSTKFLT');
+}
+//# sourceMappingURL=signals.js.map
+;// CONCATENATED MODULE: ./node_modules/signal-exit/dist/mjs/index.js
+// Note: since nyc uses this module to output coverage, any lines
+// that are in the direct sync flow of nyc's outputCoverage are
+// ignored, since we can never get coverage for them.
+// grab a reference to node's real process object right away
+
+
+const processOk = (process) => !!process &&
+    typeof process === 'object' &&
+    typeof process.removeListener === 'function' &&
+    typeof process.emit === 'function' &&
+    typeof process.reallyExit === 'function' &&
+    typeof process.listeners === 'function' &&
+    typeof process.kill === 'function' &&
+    typeof process.pid === 'number' &&
+    typeof process.on === 'function';
+const kExitEmitter = Symbol.for('signal-exit emitter');
+const global = globalThis;
+const ObjectDefineProperty = Object.defineProperty.bind(Object);
+// teeny special purpose ee
+class Emitter {
+    emitted = {
+        afterExit: false,
+        exit: false,
+    };
+    listeners = {
+        afterExit: [],
+        exit: [],
+    };
+    count = 0;
+    id = Math.random();
+    constructor() {
+        if (global[kExitEmitter]) {
+            return global[kExitEmitter];
+        }
+        ObjectDefineProperty(global, kExitEmitter, {
+            value: this,
+            writable: false,
+            enumerable: false,
+            configurable: false,
+        });
+    }
+    on(ev, fn) {
+        this.listeners[ev].push(fn);
+    }
+    removeListener(ev, fn) {
+        const list = this.listeners[ev];
+        const i = list.indexOf(fn);
+        /* c8 ignore start */
+        if (i === -1) {
+            return;
+        }
+        /* c8 ignore stop */
+        if (i === 0 && list.length === 1) {
+            list.length = 0;
+        }
+        else {
+            list.splice(i, 1);
+        }
+    }
+    emit(ev, code, signal) {
+        if (this.emitted[ev]) {
+            return false;
+        }
+        this.emitted[ev] = true;
+        let ret = false;
+        for (const fn of this.listeners[ev]) {
+            ret = fn(code, signal) === true || ret;
+        }
+        if (ev === 'exit') {
+            ret = this.emit('afterExit', code, signal) || ret;
+        }
+        return ret;
+    }
+}
+class SignalExitBase {
+}
+const signalExitWrap = (handler) => {
+    return {
+        onExit(cb, opts) {
+            return handler.onExit(cb, opts);
+        },
+        load() {
+            return handler.load();
+        },
+        unload() {
+            return handler.unload();
+        },
+    };
+};
+class SignalExitFallback extends SignalExitBase {
+    onExit() {
+        return () => { };
+    }
+    load() { }
+    unload() { }
+}
+class SignalExit extends SignalExitBase {
+    // "SIGHUP" throws an `ENOSYS` error on Windows,
+    // so use a supported signal instead
+    /* c8 ignore start */
+    #hupSig = mjs_process.platform === 'win32' ? 'SIGINT' : 'SIGHUP';
+    /* c8 ignore stop */
+    #emitter = new Emitter();
+    #process;
+    #originalProcessEmit;
+    #originalProcessReallyExit;
+    #sigListeners = {};
+    #loaded = false;
+    constructor(process) {
+        super();
+        this.#process = process;
+        // { <signal>: <listener fn>, ... }
+        this.#sigListeners = {};
+        for (const sig of signals) {
+            this.#sigListeners[sig] = () => {
+                // If there are no other listeners, an exit is coming!
+                // Simplest way: remove us and then re-send the signal.
+                // We know that this will kill the process, so we can
+                // safely emit now.
+                const listeners = this.#process.listeners(sig);
+                let { count } = this.#emitter;
+                // This is a workaround for the fact that signal-exit v3 and signal
+                // exit v4 are not aware of each other, and each will attempt to let
+                // the other handle it, so neither of them do. To correct this, we
+                // detect if we're the only handler *except* for previous versions
+                // of signal-exit, and increment by the count of listeners it has
+                // created.
+                /* c8 ignore start */
+                const p = process;
+                if (typeof p.__signal_exit_emitter__ === 'object' &&
+                    typeof p.__signal_exit_emitter__.count === 'number') {
+                    count += p.__signal_exit_emitter__.count;
+                }
+                /* c8 ignore stop */
+                if (listeners.length === count) {
+                    this.unload();
+                    const ret = this.#emitter.emit('exit', null, sig);
+                    /* c8 ignore start */
+                    const s = sig === 'SIGHUP' ? this.#hupSig : sig;
+                    if (!ret)
+                        process.kill(process.pid, s);
+                    /* c8 ignore stop */
+                }
+            };
+        }
+        this.#originalProcessReallyExit = process.reallyExit;
+        this.#originalProcessEmit = process.emit;
+    }
+    onExit(cb, opts) {
+        /* c8 ignore start */
+        if (!processOk(this.#process)) {
+            return () => { };
+        }
+        /* c8 ignore stop */
+        if (this.#loaded === false) {
+            this.load();
+        }
+        const ev = opts?.alwaysLast ? 'afterExit' : 'exit';
+        this.#emitter.on(ev, cb);
+        return () => {
+            this.#emitter.removeListener(ev, cb);
+            if (this.#emitter.listeners['exit'].length === 0 &&
+                this.#emitter.listeners['afterExit'].length === 0) {
+                this.unload();
+            }
+        };
+    }
+    load() {
+        if (this.#loaded) {
+            return;
+        }
+        this.#loaded = true;
+        // This is the number of onSignalExit's that are in play.
+        // It's important so that we can count the correct number of
+        // listeners on signals, and don't wait for the other one to
+        // handle it instead of us.
+        this.#emitter.count += 1;
+        for (const sig of signals) {
+            try {
+                const fn = this.#sigListeners[sig];
+                if (fn)
+                    this.#process.on(sig, fn);
+            }
+            catch (_) { }
+        }
+        this.#process.emit = (ev, ...a) => {
+            return this.#processEmit(ev, ...a);
+        };
+        this.#process.reallyExit = (code) => {
+            return this.#processReallyExit(code);
+        };
+    }
+    unload() {
+        if (!this.#loaded) {
+            return;
+        }
+        this.#loaded = false;
+        signals.forEach(sig => {
+            const listener = this.#sigListeners[sig];
+            /* c8 ignore start */
+            if (!listener) {
+                throw new Error('Listener not defined for signal: ' + sig);
+            }
+            /* c8 ignore stop */
+            try {
+                this.#process.removeListener(sig, listener);
+                /* c8 ignore start */
+            }
+            catch (_) { }
+            /* c8 ignore stop */
+        });
+        this.#process.emit = this.#originalProcessEmit;
+        this.#process.reallyExit = this.#originalProcessReallyExit;
+        this.#emitter.count -= 1;
+    }
+    #processReallyExit(code) {
+        /* c8 ignore start */
+        if (!processOk(this.#process)) {
+            return 0;
+        }
+        this.#process.exitCode = code || 0;
+        /* c8 ignore stop */
+        this.#emitter.emit('exit', this.#process.exitCode, null);
+        return this.#originalProcessReallyExit.call(this.#process, this.#process.exitCode);
+    }
+    #processEmit(ev, ...args) {
+        const og = this.#originalProcessEmit;
+        if (ev === 'exit' && processOk(this.#process)) {
+            if (typeof args[0] === 'number') {
+                this.#process.exitCode = args[0];
+                /* c8 ignore start */
+            }
+            /* c8 ignore start */
+            const ret = og.call(this.#process, ev, ...args);
+            /* c8 ignore start */
+            this.#emitter.emit('exit', this.#process.exitCode, null);
+            /* c8 ignore stop */
+            return ret;
+        }
+        else {
+            return og.call(this.#process, ev, ...args);
+        }
+    }
+}
+const mjs_process = globalThis.process;
+// wrap so that we call the method on the actual handler, without
+// exporting it directly.
+const { 
+/**
+ * Called when the process is exiting, whether via signal, explicit
+ * exit, or running out of stuff to do.
+ *
+ * If the global process object is not suitable for instrumentation,
+ * then this will be a no-op.
+ *
+ * Returns a function that may be used to unload signal-exit.
+ */
+onExit, 
+/**
+ * Load the listeners.  Likely you never need to call this, unless
+ * doing a rather deep integration with signal-exit functionality.
+ * Mostly exposed for the benefit of testing.
+ *
+ * @internal
+ */
+load, 
+/**
+ * Unload the listeners.  Likely you never need to call this, unless
+ * doing a rather deep integration with signal-exit functionality.
+ * Mostly exposed for the benefit of testing.
+ *
+ * @internal
+ */
+unload, } = signalExitWrap(processOk(mjs_process) ? new SignalExit(mjs_process) : new SignalExitFallback());
+//# sourceMappingURL=index.js.map
+;// CONCATENATED MODULE: ./node_modules/execa/lib/terminate/cleanup.js
+
+
+
+// If the `cleanup` option is used, call `subprocess.kill()` when the parent process exits
+const cleanupOnExit = (subprocess, {cleanup, detached}, {signal}) => {
+	if (!cleanup || detached) {
+		return;
+	}
+
+	const removeExitHandler = onExit(() => {
+		subprocess.kill();
+	});
+	(0,external_node_events_.addAbortListener)(signal, () => {
+		removeExitHandler();
+	});
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/pipe-arguments.js
+
+
+
+
+
+// Normalize and validate arguments passed to `source.pipe(destination)`
+const normalizePipeArguments = ({source, sourcePromise, boundOptions, createNested}, ...pipeArguments) => {
+	const startTime = getStartTime();
+	const {
+		destination,
+		destinationStream,
+		destinationError,
+		from,
+		unpipeSignal,
+	} = getDestinationStream(boundOptions, createNested, pipeArguments);
+	const {sourceStream, sourceError} = getSourceStream(source, from);
+	const {options: sourceOptions, fileDescriptors} = SUBPROCESS_OPTIONS.get(source);
+	return {
+		sourcePromise,
+		sourceStream,
+		sourceOptions,
+		sourceError,
+		destination,
+		destinationStream,
+		destinationError,
+		unpipeSignal,
+		fileDescriptors,
+		startTime,
+	};
+};
+
+const getDestinationStream = (boundOptions, createNested, pipeArguments) => {
+	try {
+		const {
+			destination,
+			pipeOptions: {from, to, unpipeSignal} = {},
+		} = getDestination(boundOptions, createNested, ...pipeArguments);
+		const destinationStream = getToStream(destination, to);
+		return {
+			destination,
+			destinationStream,
+			from,
+			unpipeSignal,
+		};
+	} catch (error) {
+		return {destinationError: error};
+	}
+};
+
+// Piping subprocesses can use three syntaxes:
+//  - source.pipe('command', commandArguments, pipeOptionsOrDestinationOptions)
+//  - source.pipe`command commandArgument` or source.pipe(pipeOptionsOrDestinationOptions)`command commandArgument`
+//  - source.pipe(execa(...), pipeOptions)
+const getDestination = (boundOptions, createNested, firstArgument, ...pipeArguments) => {
+	if (Array.isArray(firstArgument)) {
+		const destination = createNested(mapDestinationArguments, boundOptions)(firstArgument, ...pipeArguments);
+		return {destination, pipeOptions: boundOptions};
+	}
+
+	if (typeof firstArgument === 'string' || firstArgument instanceof URL || isDenoExecPath(firstArgument)) {
+		if (Object.keys(boundOptions).length > 0) {
+			throw new TypeError('Please use .pipe("file", ..., options) or .pipe(execa("file", ..., options)) instead of .pipe(options)("file", ...).');
+		}
+
+		const [rawFile, rawArguments, rawOptions] = normalizeParameters(firstArgument, ...pipeArguments);
+		const destination = createNested(mapDestinationArguments)(rawFile, rawArguments, rawOptions);
+		return {destination, pipeOptions: rawOptions};
+	}
+
+	if (SUBPROCESS_OPTIONS.has(firstArgument)) {
+		if (Object.keys(boundOptions).length > 0) {
+			throw new TypeError('Please use .pipe(options)`command` or .pipe($(options)`command`) instead of .pipe(options)($`command`).');
+		}
+
+		return {destination: firstArgument, pipeOptions: pipeArguments[0]};
+	}
+
+	throw new TypeError(`The first argument must be a template string, an options object, or an Execa subprocess: ${firstArgument}`);
+};
+
+// Force `stdin: 'pipe'` with the destination subprocess
+const mapDestinationArguments = ({options}) => ({options: {...options, stdin: 'pipe', piped: true}});
+
+const getSourceStream = (source, from) => {
+	try {
+		const sourceStream = getFromStream(source, from);
+		return {sourceStream};
+	} catch (error) {
+		return {sourceError: error};
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/throw.js
+
+
+
+// When passing invalid arguments to `source.pipe()`, throw asynchronously.
+// We also abort both subprocesses.
+const handlePipeArgumentsError = ({
+	sourceStream,
+	sourceError,
+	destinationStream,
+	destinationError,
+	fileDescriptors,
+	sourceOptions,
+	startTime,
+}) => {
+	const error = getPipeArgumentsError({
+		sourceStream,
+		sourceError,
+		destinationStream,
+		destinationError,
+	});
+	if (error !== undefined) {
+		throw createNonCommandError({
+			error,
+			fileDescriptors,
+			sourceOptions,
+			startTime,
+		});
+	}
+};
+
+const getPipeArgumentsError = ({sourceStream, sourceError, destinationStream, destinationError}) => {
+	if (sourceError !== undefined && destinationError !== undefined) {
+		return destinationError;
+	}
+
+	if (destinationError !== undefined) {
+		abortSourceStream(sourceStream);
+		return destinationError;
+	}
+
+	if (sourceError !== undefined) {
+		endDestinationStream(destinationStream);
+		return sourceError;
+	}
+};
+
+// Specific error return value when passing invalid arguments to `subprocess.pipe()` or when using `unpipeSignal`
+const createNonCommandError = ({error, fileDescriptors, sourceOptions, startTime}) => makeEarlyError({
+	error,
+	command: PIPE_COMMAND_MESSAGE,
+	escapedCommand: PIPE_COMMAND_MESSAGE,
+	fileDescriptors,
+	options: sourceOptions,
+	startTime,
+	isSync: false,
+});
+
+const PIPE_COMMAND_MESSAGE = 'source.pipe(destination)';
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/sequence.js
+// Like Bash, we await both subprocesses. This is unlike some other shells which only await the destination subprocess.
+// Like Bash with the `pipefail` option, if either subprocess fails, the whole pipe fails.
+// Like Bash, if both subprocesses fail, we return the failure of the destination.
+// This ensures both subprocesses' errors are present, using `error.pipedFrom`.
+const waitForBothSubprocesses = async subprocessPromises => {
+	const [
+		{status: sourceStatus, reason: sourceReason, value: sourceResult = sourceReason},
+		{status: destinationStatus, reason: destinationReason, value: destinationResult = destinationReason},
+	] = await subprocessPromises;
+
+	if (!destinationResult.pipedFrom.includes(sourceResult)) {
+		destinationResult.pipedFrom.push(sourceResult);
+	}
+
+	if (destinationStatus === 'rejected') {
+		throw destinationResult;
+	}
+
+	if (sourceStatus === 'rejected') {
+		throw sourceResult;
+	}
+
+	return destinationResult;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/streaming.js
+
+
+
+
+
+// The piping behavior is like Bash.
+// In particular, when one subprocess exits, the other is not terminated by a signal.
+// Instead, its stdout (for the source) or stdin (for the destination) closes.
+// If the subprocess uses it, it will make it error with SIGPIPE or EPIPE (for the source) or end (for the destination).
+// If it does not use it, it will continue running.
+// This allows for subprocesses to gracefully exit and lower the coupling between subprocesses.
+const pipeSubprocessStream = (sourceStream, destinationStream, maxListenersController) => {
+	const mergedStream = MERGED_STREAMS.has(destinationStream)
+		? pipeMoreSubprocessStream(sourceStream, destinationStream)
+		: pipeFirstSubprocessStream(sourceStream, destinationStream);
+	incrementMaxListeners(sourceStream, SOURCE_LISTENERS_PER_PIPE, maxListenersController.signal);
+	incrementMaxListeners(destinationStream, DESTINATION_LISTENERS_PER_PIPE, maxListenersController.signal);
+	cleanupMergedStreamsMap(destinationStream);
+	return mergedStream;
+};
+
+// We use `merge-streams` to allow for multiple sources to pipe to the same destination.
+const pipeFirstSubprocessStream = (sourceStream, destinationStream) => {
+	const mergedStream = mergeStreams([sourceStream]);
+	pipeStreams(mergedStream, destinationStream);
+	MERGED_STREAMS.set(destinationStream, mergedStream);
+	return mergedStream;
+};
+
+const pipeMoreSubprocessStream = (sourceStream, destinationStream) => {
+	const mergedStream = MERGED_STREAMS.get(destinationStream);
+	mergedStream.add(sourceStream);
+	return mergedStream;
+};
+
+const cleanupMergedStreamsMap = async destinationStream => {
+	try {
+		await (0,external_node_stream_promises_namespaceObject.finished)(destinationStream, {cleanup: true, readable: false, writable: true});
+	} catch {}
+
+	MERGED_STREAMS.delete(destinationStream);
+};
+
+const MERGED_STREAMS = new WeakMap();
+
+// Number of listeners set up on `sourceStream` by each `sourceStream.pipe(destinationStream)`
+// Those are added by `merge-streams`
+const SOURCE_LISTENERS_PER_PIPE = 2;
+// Number of listeners set up on `destinationStream` by each `sourceStream.pipe(destinationStream)`
+// Those are added by `finished()` in `cleanupMergedStreamsMap()`
+const DESTINATION_LISTENERS_PER_PIPE = 1;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/abort.js
+
+
+
+// When passing an `unpipeSignal` option, abort piping when the signal is aborted.
+// However, do not terminate the subprocesses.
+const unpipeOnAbort = (unpipeSignal, unpipeContext) => unpipeSignal === undefined
+	? []
+	: [unpipeOnSignalAbort(unpipeSignal, unpipeContext)];
+
+const unpipeOnSignalAbort = async (unpipeSignal, {sourceStream, mergedStream, fileDescriptors, sourceOptions, startTime}) => {
+	await (0,external_node_util_namespaceObject.aborted)(unpipeSignal, sourceStream);
+	await mergedStream.remove(sourceStream);
+	const error = new Error('Pipe canceled by `unpipeSignal` option.');
+	throw createNonCommandError({
+		error,
+		fileDescriptors,
+		sourceOptions,
+		startTime,
+	});
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/pipe/setup.js
+
+
+
+
+
+
+
+// Pipe a subprocess' `stdout`/`stderr`/`stdio` into another subprocess' `stdin`
+const pipeToSubprocess = (sourceInfo, ...pipeArguments) => {
+	if (isPlainObject(pipeArguments[0])) {
+		return pipeToSubprocess.bind(undefined, {
+			...sourceInfo,
+			boundOptions: {...sourceInfo.boundOptions, ...pipeArguments[0]},
+		});
+	}
+
+	const {destination, ...normalizedInfo} = normalizePipeArguments(sourceInfo, ...pipeArguments);
+	const promise = handlePipePromise({...normalizedInfo, destination});
+	promise.pipe = pipeToSubprocess.bind(undefined, {
+		...sourceInfo,
+		source: destination,
+		sourcePromise: promise,
+		boundOptions: {},
+	});
+	return promise;
+};
+
+// Asynchronous logic when piping subprocesses
+const handlePipePromise = async ({
+	sourcePromise,
+	sourceStream,
+	sourceOptions,
+	sourceError,
+	destination,
+	destinationStream,
+	destinationError,
+	unpipeSignal,
+	fileDescriptors,
+	startTime,
+}) => {
+	const subprocessPromises = getSubprocessPromises(sourcePromise, destination);
+	handlePipeArgumentsError({
+		sourceStream,
+		sourceError,
+		destinationStream,
+		destinationError,
+		fileDescriptors,
+		sourceOptions,
+		startTime,
+	});
+	const maxListenersController = new AbortController();
+	try {
+		const mergedStream = pipeSubprocessStream(sourceStream, destinationStream, maxListenersController);
+		return await Promise.race([
+			waitForBothSubprocesses(subprocessPromises),
+			...unpipeOnAbort(unpipeSignal, {
+				sourceStream,
+				mergedStream,
+				sourceOptions,
+				fileDescriptors,
+				startTime,
+			}),
+		]);
+	} finally {
+		maxListenersController.abort();
+	}
+};
+
+// `.pipe()` awaits the subprocess promises.
+// When invalid arguments are passed to `.pipe()`, we throw an error, which prevents awaiting them.
+// We need to ensure this does not create unhandled rejections.
+const getSubprocessPromises = (sourcePromise, destination) => Promise.allSettled([sourcePromise, destination]);
+
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/utils.js
+const utils_identity = value => value;
+
+const utils_noop = () => undefined;
+
+const getContentsProperty = ({contents}) => contents;
+
+const throwObjectStream = chunk => {
+	throw new Error(`Streams in object mode are not supported: ${String(chunk)}`);
+};
+
+const getLengthProperty = convertedChunk => convertedChunk.length;
+
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/array.js
+
+
+
+async function getStreamAsArray(stream, options) {
+	return getStreamContents(stream, arrayMethods, options);
+}
+
+const initArray = () => ({contents: []});
+
+const increment = () => 1;
+
+const addArrayChunk = (convertedChunk, {contents}) => {
+	contents.push(convertedChunk);
+	return contents;
+};
+
+const arrayMethods = {
+	init: initArray,
+	convertChunk: {
+		string: utils_identity,
+		buffer: utils_identity,
+		arrayBuffer: utils_identity,
+		dataView: utils_identity,
+		typedArray: utils_identity,
+		others: utils_identity,
+	},
+	getSize: increment,
+	truncateChunk: utils_noop,
+	addChunk: addArrayChunk,
+	getFinalChunk: utils_noop,
+	finalize: getContentsProperty,
+};
+
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/array-buffer.js
+
+
+
+async function getStreamAsArrayBuffer(stream, options) {
+	return getStreamContents(stream, arrayBufferMethods, options);
+}
+
+const initArrayBuffer = () => ({contents: new ArrayBuffer(0)});
+
+const useTextEncoder = chunk => array_buffer_textEncoder.encode(chunk);
+const array_buffer_textEncoder = new TextEncoder();
+
+const useUint8Array = chunk => new Uint8Array(chunk);
+
+const useUint8ArrayWithOffset = chunk => new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+
+const truncateArrayBufferChunk = (convertedChunk, chunkSize) => convertedChunk.slice(0, chunkSize);
+
+// `contents` is an increasingly growing `Uint8Array`.
+const addArrayBufferChunk = (convertedChunk, {contents, length: previousLength}, length) => {
+	const newContents = hasArrayBufferResize() ? resizeArrayBuffer(contents, length) : resizeArrayBufferSlow(contents, length);
+	new Uint8Array(newContents).set(convertedChunk, previousLength);
+	return newContents;
+};
+
+// Without `ArrayBuffer.resize()`, `contents` size is always a power of 2.
+// This means its last bytes are zeroes (not stream data), which need to be
+// trimmed at the end with `ArrayBuffer.slice()`.
+const resizeArrayBufferSlow = (contents, length) => {
+	if (length <= contents.byteLength) {
+		return contents;
+	}
+
+	const arrayBuffer = new ArrayBuffer(getNewContentsLength(length));
+	new Uint8Array(arrayBuffer).set(new Uint8Array(contents), 0);
+	return arrayBuffer;
+};
+
+// With `ArrayBuffer.resize()`, `contents` size matches exactly the size of
+// the stream data. It does not include extraneous zeroes to trim at the end.
+// The underlying `ArrayBuffer` does allocate a number of bytes that is a power
+// of 2, but those bytes are only visible after calling `ArrayBuffer.resize()`.
+const resizeArrayBuffer = (contents, length) => {
+	if (length <= contents.maxByteLength) {
+		contents.resize(length);
+		return contents;
+	}
+
+	const arrayBuffer = new ArrayBuffer(length, {maxByteLength: getNewContentsLength(length)});
+	new Uint8Array(arrayBuffer).set(new Uint8Array(contents), 0);
+	return arrayBuffer;
+};
+
+// Retrieve the closest `length` that is both >= and a power of 2
+const getNewContentsLength = length => SCALE_FACTOR ** Math.ceil(Math.log(length) / Math.log(SCALE_FACTOR));
+
+const SCALE_FACTOR = 2;
+
+const finalizeArrayBuffer = ({contents, length}) => hasArrayBufferResize() ? contents : contents.slice(0, length);
+
+// `ArrayBuffer.slice()` is slow. When `ArrayBuffer.resize()` is available
+// (Node >=20.0.0, Safari >=16.4 and Chrome), we can use it instead.
+// eslint-disable-next-line no-warning-comments
+// TODO: remove after dropping support for Node 20.
+// eslint-disable-next-line no-warning-comments
+// TODO: use `ArrayBuffer.transferToFixedLength()` instead once it is available
+const hasArrayBufferResize = () => 'resize' in ArrayBuffer.prototype;
+
+const arrayBufferMethods = {
+	init: initArrayBuffer,
+	convertChunk: {
+		string: useTextEncoder,
+		buffer: useUint8Array,
+		arrayBuffer: useUint8Array,
+		dataView: useUint8ArrayWithOffset,
+		typedArray: useUint8ArrayWithOffset,
+		others: throwObjectStream,
+	},
+	getSize: getLengthProperty,
+	truncateChunk: truncateArrayBufferChunk,
+	addChunk: addArrayBufferChunk,
+	getFinalChunk: utils_noop,
+	finalize: finalizeArrayBuffer,
+};
+
+;// CONCATENATED MODULE: ./node_modules/get-stream/source/string.js
+
+
+
+async function getStreamAsString(stream, options) {
+	return getStreamContents(stream, stringMethods, options);
+}
+
+const initString = () => ({contents: '', textDecoder: new TextDecoder()});
+
+const useTextDecoder = (chunk, {textDecoder}) => textDecoder.decode(chunk, {stream: true});
+
+const addStringChunk = (convertedChunk, {contents}) => contents + convertedChunk;
+
+const truncateStringChunk = (convertedChunk, chunkSize) => convertedChunk.slice(0, chunkSize);
+
+const getFinalStringChunk = ({textDecoder}) => {
+	const finalChunk = textDecoder.decode();
+	return finalChunk === '' ? undefined : finalChunk;
+};
+
+const stringMethods = {
+	init: initString,
+	convertChunk: {
+		string: utils_identity,
+		buffer: useTextDecoder,
+		arrayBuffer: useTextDecoder,
+		dataView: useTextDecoder,
+		typedArray: useTextDecoder,
+		others: throwObjectStream,
+	},
+	getSize: getLengthProperty,
+	truncateChunk: truncateStringChunk,
+	addChunk: addStringChunk,
+	getFinalChunk: getFinalStringChunk,
+	finalize: getContentsProperty,
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/iterate.js
+
+
+
+
+
+
+// Iterate over lines of `subprocess.stdout`, used by `subprocess.readable|duplex|iterable()`
+const iterateOnSubprocessStream = ({subprocessStdout, subprocess, binary, shouldEncode, encoding, preserveNewlines}) => {
+	const controller = new AbortController();
+	stopReadingOnExit(subprocess, controller);
+	return iterateOnStream({
+		stream: subprocessStdout,
+		controller,
+		binary,
+		shouldEncode: !subprocessStdout.readableObjectMode && shouldEncode,
+		encoding,
+		shouldSplit: !subprocessStdout.readableObjectMode,
+		preserveNewlines,
+	});
+};
+
+const stopReadingOnExit = async (subprocess, controller) => {
+	try {
+		await subprocess;
+	} catch {} finally {
+		controller.abort();
+	}
+};
+
+// Iterate over lines of `subprocess.stdout`, used by `result.stdout` and the `verbose: 'full'` option.
+// Applies the `lines` and `encoding` options.
+const iterateForResult = ({stream, onStreamEnd, lines, encoding, stripFinalNewline, allMixed}) => {
+	const controller = new AbortController();
+	stopReadingOnStreamEnd(onStreamEnd, controller, stream);
+	const objectMode = stream.readableObjectMode && !allMixed;
+	return iterateOnStream({
+		stream,
+		controller,
+		binary: encoding === 'buffer',
+		shouldEncode: !objectMode,
+		encoding,
+		shouldSplit: !objectMode && lines,
+		preserveNewlines: !stripFinalNewline,
+	});
+};
+
+const stopReadingOnStreamEnd = async (onStreamEnd, controller, stream) => {
+	try {
+		await onStreamEnd;
+	} catch {
+		stream.destroy();
+	} finally {
+		controller.abort();
+	}
+};
+
+const iterateOnStream = ({stream, controller, binary, shouldEncode, encoding, shouldSplit, preserveNewlines}) => {
+	const onStdoutChunk = (0,external_node_events_.on)(stream, 'data', {
+		signal: controller.signal,
+		highWaterMark: HIGH_WATER_MARK,
+		// Backward compatibility with older name for this option
+		// See https://github.com/nodejs/node/pull/52080#discussion_r1525227861
+		// @todo Remove after removing support for Node 21
+		highWatermark: HIGH_WATER_MARK,
+	});
+	return iterateOnData({
+		onStdoutChunk,
+		controller,
+		binary,
+		shouldEncode,
+		encoding,
+		shouldSplit,
+		preserveNewlines,
+	});
+};
+
+const DEFAULT_OBJECT_HIGH_WATER_MARK = (0,external_node_stream_namespaceObject.getDefaultHighWaterMark)(true);
+
+// The `highWaterMark` of `events.on()` is measured in number of events, not in bytes.
+// Not knowing the average amount of bytes per `data` event, we use the same heuristic as streams in objectMode, since they have the same issue.
+// Therefore, we use the value of `getDefaultHighWaterMark(true)`.
+// Note: this option does not exist on Node 18, but this is ok since the logic works without it. It just consumes more memory.
+const HIGH_WATER_MARK = DEFAULT_OBJECT_HIGH_WATER_MARK;
+
+const iterateOnData = async function * ({onStdoutChunk, controller, binary, shouldEncode, encoding, shouldSplit, preserveNewlines}) {
+	const generators = getGenerators({
+		binary,
+		shouldEncode,
+		encoding,
+		shouldSplit,
+		preserveNewlines,
+	});
+
+	try {
+		for await (const [chunk] of onStdoutChunk) {
+			yield * transformChunkSync(chunk, generators, 0);
+		}
+	} catch (error) {
+		if (!controller.signal.aborted) {
+			throw error;
+		}
+	} finally {
+		yield * finalChunksSync(generators);
+	}
+};
+
+const getGenerators = ({binary, shouldEncode, encoding, shouldSplit, preserveNewlines}) => [
+	getEncodingTransformGenerator(binary, encoding, !shouldEncode),
+	getSplitLinesGenerator(binary, preserveNewlines, !shouldSplit, {}),
+].filter(Boolean);
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/io/contents.js
+
+
+
+
+
+
+
+
+// Retrieve `result.stdout|stderr|all|stdio[*]`
+const getStreamOutput = async ({stream, onStreamEnd, fdNumber, encoding, buffer, maxBuffer, lines, allMixed, stripFinalNewline, verboseInfo, streamInfo}) => {
+	const logPromise = logOutputAsync({
+		stream,
+		onStreamEnd,
+		fdNumber,
+		encoding,
+		allMixed,
+		verboseInfo,
+		streamInfo,
+	});
+
+	if (!buffer) {
+		await Promise.all([resumeStream(stream), logPromise]);
+		return;
+	}
+
+	const stripFinalNewlineValue = getStripFinalNewline(stripFinalNewline, fdNumber);
+	const iterable = iterateForResult({
+		stream,
+		onStreamEnd,
+		lines,
+		encoding,
+		stripFinalNewline: stripFinalNewlineValue,
+		allMixed,
+	});
+	const [output] = await Promise.all([
+		contents_getStreamContents({
+			stream,
+			iterable,
+			fdNumber,
+			encoding,
+			maxBuffer,
+			lines,
+		}),
+		logPromise,
+	]);
+	return output;
+};
+
+const logOutputAsync = async ({stream, onStreamEnd, fdNumber, encoding, allMixed, verboseInfo, streamInfo: {fileDescriptors}}) => {
+	if (!shouldLogOutput({
+		stdioItems: fileDescriptors[fdNumber]?.stdioItems,
+		encoding,
+		verboseInfo,
+		fdNumber,
+	})) {
+		return;
+	}
+
+	const linesIterable = iterateForResult({
+		stream,
+		onStreamEnd,
+		lines: true,
+		encoding,
+		stripFinalNewline: true,
+		allMixed,
+	});
+	await logLines(linesIterable, stream, fdNumber, verboseInfo);
+};
+
+// When using `buffer: false`, users need to read `subprocess.stdout|stderr|all` right away
+// See https://github.com/sindresorhus/execa/issues/730 and https://github.com/sindresorhus/execa/pull/729#discussion_r1465496310
+const resumeStream = async stream => {
+	await (0,promises_namespaceObject.setImmediate)();
+	if (stream.readableFlowing === null) {
+		stream.resume();
+	}
+};
+
+const contents_getStreamContents = async ({stream, stream: {readableObjectMode}, iterable, fdNumber, encoding, maxBuffer, lines}) => {
+	try {
+		if (readableObjectMode || lines) {
+			return await getStreamAsArray(iterable, {maxBuffer});
+		}
+
+		if (encoding === 'buffer') {
+			return new Uint8Array(await getStreamAsArrayBuffer(iterable, {maxBuffer}));
+		}
+
+		return await getStreamAsString(iterable, {maxBuffer});
+	} catch (error) {
+		return handleBufferedData(handleMaxBuffer({
+			error,
+			stream,
+			readableObjectMode,
+			lines,
+			encoding,
+			fdNumber,
+		}));
+	}
+};
+
+// On failure, `result.stdout|stderr|all` should contain the currently buffered stream
+// They are automatically closed and flushed by Node.js when the subprocess exits
+// When `buffer` is `false`, `streamPromise` is `undefined` and there is no buffered data to retrieve
+const getBufferedData = async streamPromise => {
+	try {
+		return await streamPromise;
+	} catch (error) {
+		return handleBufferedData(error);
+	}
+};
+
+// Ensure we are returning Uint8Arrays when using `encoding: 'buffer'`
+const handleBufferedData = ({bufferedData}) => isArrayBuffer(bufferedData)
+	? new Uint8Array(bufferedData)
+	: bufferedData;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/wait-stream.js
+
+
+// Wraps `finished(stream)` to handle the following case:
+//  - When the subprocess exits, Node.js automatically calls `subprocess.stdin.destroy()`, which we need to ignore.
+//  - However, we still need to throw if `subprocess.stdin.destroy()` is called before subprocess exit.
+const waitForStream = async (stream, fdNumber, streamInfo, {isSameDirection, stopOnExit = false} = {}) => {
+	const state = handleStdinDestroy(stream, streamInfo);
+	const abortController = new AbortController();
+	try {
+		await Promise.race([
+			...(stopOnExit ? [streamInfo.exitPromise] : []),
+			(0,external_node_stream_promises_namespaceObject.finished)(stream, {cleanup: true, signal: abortController.signal}),
+		]);
+	} catch (error) {
+		if (!state.stdinCleanedUp) {
+			handleStreamError(error, fdNumber, streamInfo, isSameDirection);
+		}
+	} finally {
+		abortController.abort();
+	}
+};
+
+// If `subprocess.stdin` is destroyed before being fully written to, it is considered aborted and should throw an error.
+// This can happen for example when user called `subprocess.stdin.destroy()` before `subprocess.stdin.end()`.
+// However, Node.js calls `subprocess.stdin.destroy()` on exit for cleanup purposes.
+// https://github.com/nodejs/node/blob/0b4cdb4b42956cbd7019058e409e06700a199e11/lib/internal/child_process.js#L278
+// This is normal and should not throw an error.
+// Therefore, we need to differentiate between both situations to know whether to throw an error.
+// Unfortunately, events (`close`, `error`, `end`, `exit`) cannot be used because `.destroy()` can take an arbitrary amount of time.
+// For example, `stdin: 'pipe'` is implemented as a TCP socket, and its `.destroy()` method waits for TCP disconnection.
+// Therefore `.destroy()` might end before or after subprocess exit, based on OS speed and load.
+// The only way to detect this is to spy on `subprocess.stdin._destroy()` by wrapping it.
+// If `subprocess.exitCode` or `subprocess.signalCode` is set, it means `.destroy()` is being called by Node.js itself.
+const handleStdinDestroy = (stream, {originalStreams: [originalStdin], subprocess}) => {
+	const state = {stdinCleanedUp: false};
+	if (stream === originalStdin) {
+		spyOnStdinDestroy(stream, subprocess, state);
+	}
+
+	return state;
+};
+
+const spyOnStdinDestroy = (subprocessStdin, subprocess, state) => {
+	const {_destroy} = subprocessStdin;
+	subprocessStdin._destroy = (...destroyArguments) => {
+		setStdinCleanedUp(subprocess, state);
+		_destroy.call(subprocessStdin, ...destroyArguments);
+	};
+};
+
+const setStdinCleanedUp = ({exitCode, signalCode}, state) => {
+	if (exitCode !== null || signalCode !== null) {
+		state.stdinCleanedUp = true;
+	}
+};
+
+// We ignore EPIPEs on writable streams and aborts on readable streams since those can happen normally.
+// When one stream errors, the error is propagated to the other streams on the same file descriptor.
+// Those other streams might have a different direction due to the above.
+// When this happens, the direction of both the initial stream and the others should then be taken into account.
+// Therefore, we keep track of whether a stream error is currently propagating.
+const handleStreamError = (error, fdNumber, streamInfo, isSameDirection) => {
+	if (!shouldIgnoreStreamError(error, fdNumber, streamInfo, isSameDirection)) {
+		throw error;
+	}
+};
+
+const shouldIgnoreStreamError = (error, fdNumber, streamInfo, isSameDirection = true) => {
+	if (streamInfo.propagating) {
+		return isStreamEpipe(error) || isStreamAbort(error);
+	}
+
+	streamInfo.propagating = true;
+	return isInputFileDescriptor(streamInfo, fdNumber) === isSameDirection
+		? isStreamEpipe(error)
+		: isStreamAbort(error);
+};
+
+// Unfortunately, we cannot use the stream's class or properties to know whether it is readable or writable.
+// For example, `subprocess.stdin` is technically a Duplex, but can only be used as a writable.
+// Therefore, we need to use the file descriptor's direction (`stdin` is input, `stdout` is output, etc.).
+// However, while `subprocess.std*` and transforms follow that direction, any stream passed the `std*` option has the opposite direction.
+// For example, `subprocess.stdin` is a writable, but the `stdin` option is a readable.
+const isInputFileDescriptor = ({fileDescriptors}, fdNumber) => fdNumber !== 'all' && fileDescriptors[fdNumber].direction === 'input';
+
+// When `stream.destroy()` is called without an `error` argument, stream is aborted.
+// This is the only way to abort a readable stream, which can be useful in some instances.
+// Therefore, we ignore this error on readable streams.
+const isStreamAbort = error => error?.code === 'ERR_STREAM_PREMATURE_CLOSE';
+
+// When `stream.write()` is called but the underlying source has been closed, `EPIPE` is emitted.
+// When piping subprocesses, the source subprocess usually decides when to stop piping.
+// However, there are some instances when the destination does instead, such as `... | head -n1`.
+// It notifies the source by using `EPIPE`.
+// Therefore, we ignore this error on writable streams.
+const isStreamEpipe = error => error?.code === 'EPIPE';
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/stdio.js
+
+
+
+// Read the contents of `subprocess.std*` and|or wait for its completion
+const waitForStdioStreams = ({subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline, verboseInfo, streamInfo}) => subprocess.stdio.map((stream, fdNumber) => waitForSubprocessStream({
+	stream,
+	fdNumber,
+	encoding,
+	buffer: buffer[fdNumber],
+	maxBuffer: maxBuffer[fdNumber],
+	lines: lines[fdNumber],
+	allMixed: false,
+	stripFinalNewline,
+	verboseInfo,
+	streamInfo,
+}));
+
+// Read the contents of `subprocess.std*` or `subprocess.all` and|or wait for its completion
+const waitForSubprocessStream = async ({stream, fdNumber, encoding, buffer, maxBuffer, lines, allMixed, stripFinalNewline, verboseInfo, streamInfo}) => {
+	if (!stream) {
+		return;
+	}
+
+	const onStreamEnd = waitForStream(stream, fdNumber, streamInfo);
+	if (isInputFileDescriptor(streamInfo, fdNumber)) {
+		await onStreamEnd;
+		return;
+	}
+
+	const [output] = await Promise.all([
+		getStreamOutput({
+			stream,
+			onStreamEnd,
+			fdNumber,
+			encoding,
+			buffer,
+			maxBuffer,
+			lines,
+			allMixed,
+			stripFinalNewline,
+			verboseInfo,
+			streamInfo,
+		}),
+		onStreamEnd,
+	]);
+	return output;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/all-async.js
+
+
+
+// `all` interleaves `stdout` and `stderr`
+const makeAllStream = ({stdout, stderr}, {all}) => all && (stdout || stderr)
+	? mergeStreams([stdout, stderr].filter(Boolean))
+	: undefined;
+
+// Read the contents of `subprocess.all` and|or wait for its completion
+const waitForAllStream = ({subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline, verboseInfo, streamInfo}) => waitForSubprocessStream({
+	...getAllStream(subprocess, buffer),
+	fdNumber: 'all',
+	encoding,
+	maxBuffer: maxBuffer[1] + maxBuffer[2],
+	lines: lines[1] || lines[2],
+	allMixed: getAllMixed(subprocess),
+	stripFinalNewline,
+	verboseInfo,
+	streamInfo,
+});
+
+const getAllStream = ({stdout, stderr, all}, [, bufferStdout, bufferStderr]) => {
+	const buffer = bufferStdout || bufferStderr;
+	if (!buffer) {
+		return {stream: all, buffer};
+	}
+
+	if (!bufferStdout) {
+		return {stream: stderr, buffer};
+	}
+
+	if (!bufferStderr) {
+		return {stream: stdout, buffer};
+	}
+
+	return {stream: all, buffer};
+};
+
+// When `subprocess.stdout` is in objectMode but not `subprocess.stderr` (or the opposite), we need to use both:
+//  - `getStreamAsArray()` for the chunks in objectMode, to return as an array without changing each chunk
+//  - `getStreamAsArrayBuffer()` or `getStream()` for the chunks not in objectMode, to convert them from Buffers to string or Uint8Array
+// We do this by emulating the Buffer -> string|Uint8Array conversion performed by `get-stream` with our own, which is identical.
+const getAllMixed = ({all, stdout, stderr}) => all
+	&& stdout
+	&& stderr
+	&& stdout.readableObjectMode !== stderr.readableObjectMode;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/verbose/ipc.js
+
+
+
+// When `verbose` is `'full'`, print IPC messages from the subprocess
+const shouldLogIpc = verboseInfo => isFullVerbose(verboseInfo, 'ipc');
+
+const logIpcOutput = (message, verboseInfo) => {
+	const verboseMessage = serializeVerboseMessage(message);
+	verboseLog({
+		type: 'ipc',
+		verboseMessage,
+		fdNumber: 'ipc',
+		verboseInfo,
+	});
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/ipc/buffer-messages.js
+
+
+
+
+
+// Iterate through IPC messages sent by the subprocess
+const waitForIpcOutput = async ({
+	subprocess,
+	buffer: bufferArray,
+	maxBuffer: maxBufferArray,
+	ipc,
+	ipcOutput,
+	verboseInfo,
+}) => {
+	if (!ipc) {
+		return ipcOutput;
+	}
+
+	const isVerbose = shouldLogIpc(verboseInfo);
+	const buffer = getFdSpecificValue(bufferArray, 'ipc');
+	const maxBuffer = getFdSpecificValue(maxBufferArray, 'ipc');
+
+	for await (const message of loopOnMessages({
+		anyProcess: subprocess,
+		channel: subprocess.channel,
+		isSubprocess: false,
+		ipc,
+		shouldAwait: false,
+		reference: true,
+	})) {
+		if (buffer) {
+			checkIpcMaxBuffer(subprocess, ipcOutput, maxBuffer);
+			ipcOutput.push(message);
+		}
+
+		if (isVerbose) {
+			logIpcOutput(message, verboseInfo);
+		}
+	}
+
+	return ipcOutput;
+};
+
+const getBufferedIpcOutput = async (ipcOutputPromise, ipcOutput) => {
+	await Promise.allSettled([ipcOutputPromise]);
+	return ipcOutput;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/resolve/wait-subprocess.js
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+// Retrieve result of subprocess: exit code, signal, error, streams (stdout/stderr/all)
+const waitForSubprocessResult = async ({
+	subprocess,
+	options: {
+		encoding,
+		buffer,
+		maxBuffer,
+		lines,
+		timeoutDuration: timeout,
+		cancelSignal,
+		gracefulCancel,
+		forceKillAfterDelay,
+		stripFinalNewline,
+		ipc,
+		ipcInput,
+	},
+	context,
+	verboseInfo,
+	fileDescriptors,
+	originalStreams,
+	onInternalError,
+	controller,
+}) => {
+	const exitPromise = waitForExit(subprocess, context);
+	const streamInfo = {
+		originalStreams,
+		fileDescriptors,
+		subprocess,
+		exitPromise,
+		propagating: false,
+	};
+
+	const stdioPromises = waitForStdioStreams({
+		subprocess,
+		encoding,
+		buffer,
+		maxBuffer,
+		lines,
+		stripFinalNewline,
+		verboseInfo,
+		streamInfo,
+	});
+	const allPromise = waitForAllStream({
+		subprocess,
+		encoding,
+		buffer,
+		maxBuffer,
+		lines,
+		stripFinalNewline,
+		verboseInfo,
+		streamInfo,
+	});
+	const ipcOutput = [];
+	const ipcOutputPromise = waitForIpcOutput({
+		subprocess,
+		buffer,
+		maxBuffer,
+		ipc,
+		ipcOutput,
+		verboseInfo,
+	});
+	const originalPromises = waitForOriginalStreams(originalStreams, subprocess, streamInfo);
+	const customStreamsEndPromises = waitForCustomStreamsEnd(fileDescriptors, streamInfo);
+
+	try {
+		return await Promise.race([
+			Promise.all([
+				{},
+				waitForSuccessfulExit(exitPromise),
+				Promise.all(stdioPromises),
+				allPromise,
+				ipcOutputPromise,
+				sendIpcInput(subprocess, ipcInput),
+				...originalPromises,
+				...customStreamsEndPromises,
+			]),
+			onInternalError,
+			throwOnSubprocessError(subprocess, controller),
+			...throwOnTimeout(subprocess, timeout, context, controller),
+			...throwOnCancel({
+				subprocess,
+				cancelSignal,
+				gracefulCancel,
+				context,
+				controller,
+			}),
+			...throwOnGracefulCancel({
+				subprocess,
+				cancelSignal,
+				gracefulCancel,
+				forceKillAfterDelay,
+				context,
+				controller,
+			}),
+		]);
+	} catch (error) {
+		context.terminationReason ??= 'other';
+		return Promise.all([
+			{error},
+			exitPromise,
+			Promise.all(stdioPromises.map(stdioPromise => getBufferedData(stdioPromise))),
+			getBufferedData(allPromise),
+			getBufferedIpcOutput(ipcOutputPromise, ipcOutput),
+			Promise.allSettled(originalPromises),
+			Promise.allSettled(customStreamsEndPromises),
+		]);
+	}
+};
+
+// Transforms replace `subprocess.std*`, which means they are not exposed to users.
+// However, we still want to wait for their completion.
+const waitForOriginalStreams = (originalStreams, subprocess, streamInfo) =>
+	originalStreams.map((stream, fdNumber) => stream === subprocess.stdio[fdNumber]
+		? undefined
+		: waitForStream(stream, fdNumber, streamInfo));
+
+// Some `stdin`/`stdout`/`stderr` options create a stream, e.g. when passing a file path.
+// The `.pipe()` method automatically ends that stream when `subprocess` ends.
+// This makes sure we wait for the completion of those streams, in order to catch any error.
+const waitForCustomStreamsEnd = (fileDescriptors, streamInfo) => fileDescriptors.flatMap(({stdioItems}, fdNumber) => stdioItems
+	.filter(({value, stream = value}) => isStream(stream, {checkOpen: false}) && !isStandardStream(stream))
+	.map(({type, value, stream = value}) => waitForStream(stream, fdNumber, streamInfo, {
+		isSameDirection: TRANSFORM_TYPES.has(type),
+		stopOnExit: type === 'native',
+	})));
+
+// Fails when the subprocess emits an `error` event
+const throwOnSubprocessError = async (subprocess, {signal}) => {
+	const [error] = await (0,external_node_events_.once)(subprocess, 'error', {signal});
+	throw error;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/concurrent.js
+
+
+// When using multiple `.readable()`/`.writable()`/`.duplex()`, `final` and `destroy` should wait for other streams
+const initializeConcurrentStreams = () => ({
+	readableDestroy: new WeakMap(),
+	writableFinal: new WeakMap(),
+	writableDestroy: new WeakMap(),
+});
+
+// Each file descriptor + `waitName` has its own array of promises.
+// Each promise is a single `.readable()`/`.writable()`/`.duplex()` call.
+const addConcurrentStream = (concurrentStreams, stream, waitName) => {
+	const weakMap = concurrentStreams[waitName];
+	if (!weakMap.has(stream)) {
+		weakMap.set(stream, []);
+	}
+
+	const promises = weakMap.get(stream);
+	const promise = createDeferred();
+	promises.push(promise);
+	const resolve = promise.resolve.bind(promise);
+	return {resolve, promises};
+};
+
+// Wait for other streams, but stop waiting when subprocess ends
+const waitForConcurrentStreams = async ({resolve, promises}, subprocess) => {
+	resolve();
+	const [isSubprocessExit] = await Promise.race([
+		Promise.allSettled([true, subprocess]),
+		Promise.all([false, ...promises]),
+	]);
+	return !isSubprocessExit;
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/shared.js
+
+
+
+const safeWaitForSubprocessStdin = async subprocessStdin => {
+	if (subprocessStdin === undefined) {
+		return;
+	}
+
+	try {
+		await waitForSubprocessStdin(subprocessStdin);
+	} catch {}
+};
+
+const safeWaitForSubprocessStdout = async subprocessStdout => {
+	if (subprocessStdout === undefined) {
+		return;
+	}
+
+	try {
+		await waitForSubprocessStdout(subprocessStdout);
+	} catch {}
+};
+
+const waitForSubprocessStdin = async subprocessStdin => {
+	await (0,external_node_stream_promises_namespaceObject.finished)(subprocessStdin, {cleanup: true, readable: false, writable: true});
+};
+
+const waitForSubprocessStdout = async subprocessStdout => {
+	await (0,external_node_stream_promises_namespaceObject.finished)(subprocessStdout, {cleanup: true, readable: true, writable: false});
+};
+
+// When `readable` or `writable` aborts/errors, awaits the subprocess, for the reason mentioned above
+const waitForSubprocess = async (subprocess, error) => {
+	await subprocess;
+	if (error) {
+		throw error;
+	}
+};
+
+const destroyOtherStream = (stream, isOpen, error) => {
+	if (error && !isStreamAbort(error)) {
+		stream.destroy(error);
+	} else if (isOpen) {
+		stream.destroy();
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/readable.js
+
+
+
+
+
+
+
+
+
+// Create a `Readable` stream that forwards from `stdout` and awaits the subprocess
+const createReadable = ({subprocess, concurrentStreams, encoding}, {from, binary: binaryOption = true, preserveNewlines = true} = {}) => {
+	const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
+	const {subprocessStdout, waitReadableDestroy} = getSubprocessStdout(subprocess, from, concurrentStreams);
+	const {readableEncoding, readableObjectMode, readableHighWaterMark} = getReadableOptions(subprocessStdout, binary);
+	const {read, onStdoutDataDone} = getReadableMethods({
+		subprocessStdout,
+		subprocess,
+		binary,
+		encoding,
+		preserveNewlines,
+	});
+	const readable = new external_node_stream_namespaceObject.Readable({
+		read,
+		destroy: (0,external_node_util_namespaceObject.callbackify)(onReadableDestroy.bind(undefined, {subprocessStdout, subprocess, waitReadableDestroy})),
+		highWaterMark: readableHighWaterMark,
+		objectMode: readableObjectMode,
+		encoding: readableEncoding,
+	});
+	onStdoutFinished({
+		subprocessStdout,
+		onStdoutDataDone,
+		readable,
+		subprocess,
+	});
+	return readable;
+};
+
+// Retrieve `stdout` (or other stream depending on `from`)
+const getSubprocessStdout = (subprocess, from, concurrentStreams) => {
+	const subprocessStdout = getFromStream(subprocess, from);
+	const waitReadableDestroy = addConcurrentStream(concurrentStreams, subprocessStdout, 'readableDestroy');
+	return {subprocessStdout, waitReadableDestroy};
+};
+
+const getReadableOptions = ({readableEncoding, readableObjectMode, readableHighWaterMark}, binary) => binary
+	? {readableEncoding, readableObjectMode, readableHighWaterMark}
+	: {readableEncoding, readableObjectMode: true, readableHighWaterMark: DEFAULT_OBJECT_HIGH_WATER_MARK};
+
+const getReadableMethods = ({subprocessStdout, subprocess, binary, encoding, preserveNewlines}) => {
+	const onStdoutDataDone = createDeferred();
+	const onStdoutData = iterateOnSubprocessStream({
+		subprocessStdout,
+		subprocess,
+		binary,
+		shouldEncode: !binary,
+		encoding,
+		preserveNewlines,
+	});
+
+	return {
+		read() {
+			onRead(this, onStdoutData, onStdoutDataDone);
+		},
+		onStdoutDataDone,
+	};
+};
+
+// Forwards data from `stdout` to `readable`
+const onRead = async (readable, onStdoutData, onStdoutDataDone) => {
+	try {
+		const {value, done} = await onStdoutData.next();
+		if (done) {
+			onStdoutDataDone.resolve();
+		} else {
+			readable.push(value);
+		}
+	} catch {}
+};
+
+// When `subprocess.stdout` ends/aborts/errors, do the same on `readable`.
+// Await the subprocess, for the same reason as above.
+const onStdoutFinished = async ({subprocessStdout, onStdoutDataDone, readable, subprocess, subprocessStdin}) => {
+	try {
+		await waitForSubprocessStdout(subprocessStdout);
+		await subprocess;
+		await safeWaitForSubprocessStdin(subprocessStdin);
+		await onStdoutDataDone;
+
+		if (readable.readable) {
+			readable.push(null);
+		}
+	} catch (error) {
+		await safeWaitForSubprocessStdin(subprocessStdin);
+		destroyOtherReadable(readable, error);
+	}
+};
+
+// When `readable` aborts/errors, do the same on `subprocess.stdout`
+const onReadableDestroy = async ({subprocessStdout, subprocess, waitReadableDestroy}, error) => {
+	if (await waitForConcurrentStreams(waitReadableDestroy, subprocess)) {
+		destroyOtherReadable(subprocessStdout, error);
+		await waitForSubprocess(subprocess, error);
+	}
+};
+
+const destroyOtherReadable = (stream, error) => {
+	destroyOtherStream(stream, stream.readable, error);
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/writable.js
+
+
+
+
+
+
+// Create a `Writable` stream that forwards to `stdin` and awaits the subprocess
+const createWritable = ({subprocess, concurrentStreams}, {to} = {}) => {
+	const {subprocessStdin, waitWritableFinal, waitWritableDestroy} = getSubprocessStdin(subprocess, to, concurrentStreams);
+	const writable = new external_node_stream_namespaceObject.Writable({
+		...getWritableMethods(subprocessStdin, subprocess, waitWritableFinal),
+		destroy: (0,external_node_util_namespaceObject.callbackify)(onWritableDestroy.bind(undefined, {
+			subprocessStdin,
+			subprocess,
+			waitWritableFinal,
+			waitWritableDestroy,
+		})),
+		highWaterMark: subprocessStdin.writableHighWaterMark,
+		objectMode: subprocessStdin.writableObjectMode,
+	});
+	onStdinFinished(subprocessStdin, writable);
+	return writable;
+};
+
+// Retrieve `stdin` (or other stream depending on `to`)
+const getSubprocessStdin = (subprocess, to, concurrentStreams) => {
+	const subprocessStdin = getToStream(subprocess, to);
+	const waitWritableFinal = addConcurrentStream(concurrentStreams, subprocessStdin, 'writableFinal');
+	const waitWritableDestroy = addConcurrentStream(concurrentStreams, subprocessStdin, 'writableDestroy');
+	return {subprocessStdin, waitWritableFinal, waitWritableDestroy};
+};
+
+const getWritableMethods = (subprocessStdin, subprocess, waitWritableFinal) => ({
+	write: onWrite.bind(undefined, subprocessStdin),
+	final: (0,external_node_util_namespaceObject.callbackify)(onWritableFinal.bind(undefined, subprocessStdin, subprocess, waitWritableFinal)),
+});
+
+// Forwards data from `writable` to `stdin`
+const onWrite = (subprocessStdin, chunk, encoding, done) => {
+	if (subprocessStdin.write(chunk, encoding)) {
+		done();
+	} else {
+		subprocessStdin.once('drain', done);
+	}
+};
+
+// Ensures that the writable `final` and readable `end` events awaits the subprocess.
+// Like this, any subprocess failure is propagated as a stream `error` event, instead of being lost.
+// The user does not need to `await` the subprocess anymore, but now needs to await the stream completion or error.
+// When multiple writables are targeting the same stream, they wait for each other, unless the subprocess ends first.
+const onWritableFinal = async (subprocessStdin, subprocess, waitWritableFinal) => {
+	if (await waitForConcurrentStreams(waitWritableFinal, subprocess)) {
+		if (subprocessStdin.writable) {
+			subprocessStdin.end();
+		}
+
+		await subprocess;
+	}
+};
+
+// When `subprocess.stdin` ends/aborts/errors, do the same on `writable`.
+const onStdinFinished = async (subprocessStdin, writable, subprocessStdout) => {
+	try {
+		await waitForSubprocessStdin(subprocessStdin);
+		if (writable.writable) {
+			writable.end();
+		}
+	} catch (error) {
+		await safeWaitForSubprocessStdout(subprocessStdout);
+		destroyOtherWritable(writable, error);
+	}
+};
+
+// When `writable` aborts/errors, do the same on `subprocess.stdin`
+const onWritableDestroy = async ({subprocessStdin, subprocess, waitWritableFinal, waitWritableDestroy}, error) => {
+	await waitForConcurrentStreams(waitWritableFinal, subprocess);
+	if (await waitForConcurrentStreams(waitWritableDestroy, subprocess)) {
+		destroyOtherWritable(subprocessStdin, error);
+		await waitForSubprocess(subprocess, error);
+	}
+};
+
+const destroyOtherWritable = (stream, error) => {
+	destroyOtherStream(stream, stream.writable, error);
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/duplex.js
+
+
+
+
+
+
+// Create a `Duplex` stream combining both `subprocess.readable()` and `subprocess.writable()`
+const createDuplex = ({subprocess, concurrentStreams, encoding}, {from, to, binary: binaryOption = true, preserveNewlines = true} = {}) => {
+	const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
+	const {subprocessStdout, waitReadableDestroy} = getSubprocessStdout(subprocess, from, concurrentStreams);
+	const {subprocessStdin, waitWritableFinal, waitWritableDestroy} = getSubprocessStdin(subprocess, to, concurrentStreams);
+	const {readableEncoding, readableObjectMode, readableHighWaterMark} = getReadableOptions(subprocessStdout, binary);
+	const {read, onStdoutDataDone} = getReadableMethods({
+		subprocessStdout,
+		subprocess,
+		binary,
+		encoding,
+		preserveNewlines,
+	});
+	const duplex = new external_node_stream_namespaceObject.Duplex({
+		read,
+		...getWritableMethods(subprocessStdin, subprocess, waitWritableFinal),
+		destroy: (0,external_node_util_namespaceObject.callbackify)(onDuplexDestroy.bind(undefined, {
+			subprocessStdout,
+			subprocessStdin,
+			subprocess,
+			waitReadableDestroy,
+			waitWritableFinal,
+			waitWritableDestroy,
+		})),
+		readableHighWaterMark,
+		writableHighWaterMark: subprocessStdin.writableHighWaterMark,
+		readableObjectMode,
+		writableObjectMode: subprocessStdin.writableObjectMode,
+		encoding: readableEncoding,
+	});
+	onStdoutFinished({
+		subprocessStdout,
+		onStdoutDataDone,
+		readable: duplex,
+		subprocess,
+		subprocessStdin,
+	});
+	onStdinFinished(subprocessStdin, duplex, subprocessStdout);
+	return duplex;
+};
+
+const onDuplexDestroy = async ({subprocessStdout, subprocessStdin, subprocess, waitReadableDestroy, waitWritableFinal, waitWritableDestroy}, error) => {
+	await Promise.all([
+		onReadableDestroy({subprocessStdout, subprocess, waitReadableDestroy}, error),
+		onWritableDestroy({
+			subprocessStdin,
+			subprocess,
+			waitWritableFinal,
+			waitWritableDestroy,
+		}, error),
+	]);
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/iterable.js
+
+
+
+
+// Convert the subprocess to an async iterable
+const createIterable = (subprocess, encoding, {
+	from,
+	binary: binaryOption = false,
+	preserveNewlines = false,
+} = {}) => {
+	const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
+	const subprocessStdout = getFromStream(subprocess, from);
+	const onStdoutData = iterateOnSubprocessStream({
+		subprocessStdout,
+		subprocess,
+		binary,
+		shouldEncode: true,
+		encoding,
+		preserveNewlines,
+	});
+	return iterateOnStdoutData(onStdoutData, subprocessStdout, subprocess);
+};
+
+const iterateOnStdoutData = async function * (onStdoutData, subprocessStdout, subprocess) {
+	try {
+		yield * onStdoutData;
+	} finally {
+		if (subprocessStdout.readable) {
+			subprocessStdout.destroy();
+		}
+
+		await subprocess;
+	}
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/convert/add.js
+
+
+
+
+
+
+// Add methods to convert the subprocess to a stream or iterable
+const addConvertedStreams = (subprocess, {encoding}) => {
+	const concurrentStreams = initializeConcurrentStreams();
+	subprocess.readable = createReadable.bind(undefined, {subprocess, concurrentStreams, encoding});
+	subprocess.writable = createWritable.bind(undefined, {subprocess, concurrentStreams});
+	subprocess.duplex = createDuplex.bind(undefined, {subprocess, concurrentStreams, encoding});
+	subprocess.iterable = createIterable.bind(undefined, subprocess, encoding);
+	subprocess[Symbol.asyncIterator] = createIterable.bind(undefined, subprocess, encoding, {});
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/promise.js
+// The return value is a mixin of `subprocess` and `Promise`
+const mergePromise = (subprocess, promise) => {
+	for (const [property, descriptor] of descriptors) {
+		const value = descriptor.value.bind(promise);
+		Reflect.defineProperty(subprocess, property, {...descriptor, value});
+	}
+};
+
+// eslint-disable-next-line unicorn/prefer-top-level-await
+const nativePromisePrototype = (async () => {})().constructor.prototype;
+
+const descriptors = ['then', 'catch', 'finally'].map(property => [
+	property,
+	Reflect.getOwnPropertyDescriptor(nativePromisePrototype, property),
+]);
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/main-async.js
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+// Main shared logic for all async methods: `execa()`, `$`, `execaNode()`
+const execaCoreAsync = (rawFile, rawArguments, rawOptions, createNested) => {
+	const {file, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors} = handleAsyncArguments(rawFile, rawArguments, rawOptions);
+	const {subprocess, promise} = spawnSubprocessAsync({
+		file,
+		commandArguments,
+		options,
+		startTime,
+		verboseInfo,
+		command,
+		escapedCommand,
+		fileDescriptors,
+	});
+	subprocess.pipe = pipeToSubprocess.bind(undefined, {
+		source: subprocess,
+		sourcePromise: promise,
+		boundOptions: {},
+		createNested,
+	});
+	mergePromise(subprocess, promise);
+	SUBPROCESS_OPTIONS.set(subprocess, {options, fileDescriptors});
+	return subprocess;
+};
+
+// Compute arguments to pass to `child_process.spawn()`
+const handleAsyncArguments = (rawFile, rawArguments, rawOptions) => {
+	const {command, escapedCommand, startTime, verboseInfo} = handleCommand(rawFile, rawArguments, rawOptions);
+	const {file, commandArguments, options: normalizedOptions} = normalizeOptions(rawFile, rawArguments, rawOptions);
+	const options = handleAsyncOptions(normalizedOptions);
+	const fileDescriptors = handleStdioAsync(options, verboseInfo);
+	return {
+		file,
+		commandArguments,
+		command,
+		escapedCommand,
+		startTime,
+		verboseInfo,
+		options,
+		fileDescriptors,
+	};
+};
+
+// Options normalization logic specific to async methods.
+// Prevent passing the `timeout` option directly to `child_process.spawn()`.
+const handleAsyncOptions = ({timeout, signal, ...options}) => {
+	if (signal !== undefined) {
+		throw new TypeError('The "signal" option has been renamed to "cancelSignal" instead.');
+	}
+
+	return {...options, timeoutDuration: timeout};
+};
+
+const spawnSubprocessAsync = ({file, commandArguments, options, startTime, verboseInfo, command, escapedCommand, fileDescriptors}) => {
+	let subprocess;
+	try {
+		subprocess = (0,external_node_child_process_.spawn)(...concatenateShell(file, commandArguments, options));
+	} catch (error) {
+		return handleEarlyError({
+			error,
+			command,
+			escapedCommand,
+			fileDescriptors,
+			options,
+			startTime,
+			verboseInfo,
+		});
+	}
+
+	const controller = new AbortController();
+	(0,external_node_events_.setMaxListeners)(Number.POSITIVE_INFINITY, controller.signal);
+
+	const originalStreams = [...subprocess.stdio];
+	pipeOutputAsync(subprocess, fileDescriptors, controller);
+	cleanupOnExit(subprocess, options, controller);
+
+	const context = {};
+	const onInternalError = createDeferred();
+	subprocess.kill = subprocessKill.bind(undefined, {
+		kill: subprocess.kill.bind(subprocess),
+		options,
+		onInternalError,
+		context,
+		controller,
+	});
+	subprocess.all = makeAllStream(subprocess, options);
+	addConvertedStreams(subprocess, options);
+	addIpcMethods(subprocess, options);
+
+	const promise = handlePromise({
+		subprocess,
+		options,
+		startTime,
+		verboseInfo,
+		fileDescriptors,
+		originalStreams,
+		command,
+		escapedCommand,
+		context,
+		onInternalError,
+		controller,
+	});
+	return {subprocess, promise};
+};
+
+// Asynchronous logic, as opposed to the previous logic which can be run synchronously, i.e. can be returned to user right away
+const handlePromise = async ({subprocess, options, startTime, verboseInfo, fileDescriptors, originalStreams, command, escapedCommand, context, onInternalError, controller}) => {
+	const [
+		errorInfo,
+		[exitCode, signal],
+		stdioResults,
+		allResult,
+		ipcOutput,
+	] = await waitForSubprocessResult({
+		subprocess,
+		options,
+		context,
+		verboseInfo,
+		fileDescriptors,
+		originalStreams,
+		onInternalError,
+		controller,
+	});
+	controller.abort();
+	onInternalError.resolve();
+
+	const stdio = stdioResults.map((stdioResult, fdNumber) => stripNewline(stdioResult, options, fdNumber));
+	const all = stripNewline(allResult, options, 'all');
+	const result = getAsyncResult({
+		errorInfo,
+		exitCode,
+		signal,
+		stdio,
+		all,
+		ipcOutput,
+		context,
+		options,
+		command,
+		escapedCommand,
+		startTime,
+	});
+	return handleResult(result, verboseInfo, options);
+};
+
+const getAsyncResult = ({errorInfo, exitCode, signal, stdio, all, ipcOutput, context, options, command, escapedCommand, startTime}) => 'error' in errorInfo
+	? makeError({
+		error: errorInfo.error,
+		command,
+		escapedCommand,
+		timedOut: context.terminationReason === 'timeout',
+		isCanceled: context.terminationReason === 'cancel' || context.terminationReason === 'gracefulCancel',
+		isGracefullyCanceled: context.terminationReason === 'gracefulCancel',
+		isMaxBuffer: errorInfo.error instanceof MaxBufferError,
+		isForcefullyTerminated: context.isForcefullyTerminated,
+		exitCode,
+		signal,
+		stdio,
+		all,
+		ipcOutput,
+		options,
+		startTime,
+		isSync: false,
+	})
+	: makeSuccessResult({
+		command,
+		escapedCommand,
+		stdio,
+		all,
+		ipcOutput,
+		options,
+		startTime,
+	});
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/bind.js
+
+
+
+// Deep merge specific options like `env`. Shallow merge the other ones.
+const mergeOptions = (boundOptions, options) => {
+	const newOptions = Object.fromEntries(
+		Object.entries(options).map(([optionName, optionValue]) => [
+			optionName,
+			mergeOption(optionName, boundOptions[optionName], optionValue),
+		]),
+	);
+	return {...boundOptions, ...newOptions};
+};
+
+const mergeOption = (optionName, boundOptionValue, optionValue) => {
+	if (DEEP_OPTIONS.has(optionName) && isPlainObject(boundOptionValue) && isPlainObject(optionValue)) {
+		return {...boundOptionValue, ...optionValue};
+	}
+
+	return optionValue;
+};
+
+const DEEP_OPTIONS = new Set(['env', ...FD_SPECIFIC_OPTIONS]);
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/create.js
+
+
+
+
+
+
+
+// Wraps every exported methods to provide the following features:
+//  - template string syntax: execa`command argument`
+//  - options binding: boundExeca = execa(options)
+//  - optional argument/options: execa(file), execa(file, args), execa(file, options), execa(file, args, options)
+// `mapArguments()` and `setBoundExeca()` allows for method-specific logic.
+const createExeca = (mapArguments, boundOptions, deepOptions, setBoundExeca) => {
+	const createNested = (mapArguments, boundOptions, setBoundExeca) => createExeca(mapArguments, boundOptions, deepOptions, setBoundExeca);
+	const boundExeca = (...execaArguments) => callBoundExeca({
+		mapArguments,
+		deepOptions,
+		boundOptions,
+		setBoundExeca,
+		createNested,
+	}, ...execaArguments);
+
+	if (setBoundExeca !== undefined) {
+		setBoundExeca(boundExeca, createNested, boundOptions);
+	}
+
+	return boundExeca;
+};
+
+const callBoundExeca = ({mapArguments, deepOptions = {}, boundOptions = {}, setBoundExeca, createNested}, firstArgument, ...nextArguments) => {
+	if (isPlainObject(firstArgument)) {
+		return createNested(mapArguments, mergeOptions(boundOptions, firstArgument), setBoundExeca);
+	}
+
+	const {file, commandArguments, options, isSync} = parseArguments({
+		mapArguments,
+		firstArgument,
+		nextArguments,
+		deepOptions,
+		boundOptions,
+	});
+	return isSync
+		? execaCoreSync(file, commandArguments, options)
+		: execaCoreAsync(file, commandArguments, options, createNested);
+};
+
+const parseArguments = ({mapArguments, firstArgument, nextArguments, deepOptions, boundOptions}) => {
+	const callArguments = isTemplateString(firstArgument)
+		? parseTemplates(firstArgument, nextArguments)
+		: [firstArgument, ...nextArguments];
+	const [initialFile, initialArguments, initialOptions] = normalizeParameters(...callArguments);
+	const mergedOptions = mergeOptions(mergeOptions(deepOptions, boundOptions), initialOptions);
+	const {
+		file = initialFile,
+		commandArguments = initialArguments,
+		options = mergedOptions,
+		isSync = false,
+	} = mapArguments({file: initialFile, commandArguments: initialArguments, options: mergedOptions});
+	return {
+		file,
+		commandArguments,
+		options,
+		isSync,
+	};
+};
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/command.js
+// Main logic for `execaCommand()`
+const mapCommandAsync = ({file, commandArguments}) => parseCommand(file, commandArguments);
+
+// Main logic for `execaCommandSync()`
+const mapCommandSync = ({file, commandArguments}) => ({...parseCommand(file, commandArguments), isSync: true});
+
+// Convert `execaCommand(command)` into `execa(file, ...commandArguments)`
+const parseCommand = (command, unusedArguments) => {
+	if (unusedArguments.length > 0) {
+		throw new TypeError(`The command and its arguments must be passed as a single string: ${command} ${unusedArguments}.`);
+	}
+
+	const [file, ...commandArguments] = parseCommandString(command);
+	return {file, commandArguments};
+};
+
+// Convert `command` string into an array of file or arguments to pass to $`${...fileOrCommandArguments}`
+const parseCommandString = command => {
+	if (typeof command !== 'string') {
+		throw new TypeError(`The command must be a string: ${String(command)}.`);
+	}
+
+	const trimmedCommand = command.trim();
+	if (trimmedCommand === '') {
+		return [];
+	}
+
+	const tokens = [];
+	for (const token of trimmedCommand.split(SPACES_REGEXP)) {
+		// Allow spaces to be escaped by a backslash if not meant as a delimiter
+		const previousToken = tokens.at(-1);
+		if (previousToken && previousToken.endsWith('\\')) {
+			// Merge previous token with current one
+			tokens[tokens.length - 1] = `${previousToken.slice(0, -1)} ${token}`;
+		} else {
+			tokens.push(token);
+		}
+	}
+
+	return tokens;
+};
+
+const SPACES_REGEXP = / +/g;
+
+;// CONCATENATED MODULE: ./node_modules/execa/lib/methods/script.js
+// Sets `$.sync` and `$.s`
+const setScriptSync = (boundExeca, createNested, boundOptions) => {
+	boundExeca.sync = createNested(mapScriptSync, boundOptions);
+	boundExeca.s = boundExeca.sync;
+};
+
+// Main logic for `$`
+const mapScriptAsync = ({options}) => getScriptOptions(options);
+
+// Main logic for `$.sync`
+const mapScriptSync = ({options}) => ({...getScriptOptions(options), isSync: true});
+
+// `$` is like `execa` but with script-friendly options: `{stdin: 'inherit', preferLocal: true}`
+const getScriptOptions = options => ({options: {...getScriptStdinOption(options), ...options}});
+
+const getScriptStdinOption = ({input, inputFile, stdio}) => input === undefined && inputFile === undefined && stdio === undefined
+	? {stdin: 'inherit'}
+	: {};
+
+// When using $(...).pipe(...), most script-friendly options should apply to both commands.
+// However, some options (like `stdin: 'inherit'`) would create issues with piping, i.e. cannot be deep.
+const deepScriptOptions = {preferLocal: true};
+
+;// CONCATENATED MODULE: ./node_modules/execa/index.js
+
+
+
+
+
+
+
+
+
+const execa = createExeca(() => ({}));
+const execaSync = createExeca(() => ({isSync: true}));
+const execaCommand = createExeca(mapCommandAsync);
+const execaCommandSync = createExeca(mapCommandSync);
+const execaNode = createExeca(mapNode);
+const $ = createExeca(mapScriptAsync, {}, deepScriptOptions, setScriptSync);
+
+const {
+	sendMessage: execa_sendMessage,
+	getOneMessage: execa_getOneMessage,
+	getEachMessage: execa_getEachMessage,
+	getCancelSignal: execa_getCancelSignal,
+} = getIpcExport();
+
 
 
 /***/ }),

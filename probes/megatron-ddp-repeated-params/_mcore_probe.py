@@ -6,21 +6,42 @@ collective per bucket group, launched from the backward hook once every contribu
 iteration is in (from the second iteration on). The model here has such a parameter: `shared`
 gets a gradient from the model's loss and again from an auxiliary loss that is backpropagated
 on its own, as models with a shared layer, or multi-token prediction heads, do.
+
+Where the probes run: on a job with a GPU, one NCCL rank on it (NCCL refuses two ranks on one
+GPU); on a CPU runner, PROBEGATE_WORLD_SIZE gloo ranks and at least two, each rank with batches
+of its own, through the task's setup shim (probegate_cpu_shim: Megatron's CUDA placement and
+streams onto the CPU). Every judgement is the same at any world size: what a bucket holds when
+its reduction is issued is the rank's full local gradient (scaled by 1/n, as Megatron does
+before a SUM, or not), main_grad after finish_grad_sync is the ranks' mean gradient, and each
+rank issues one reduction per bucket group per iteration.
 """
 # PROBEGATE-CANARY-MCORE-DDP-5e1b7a
 import copy
 import os
-import tempfile
 
 import torch
-import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from probegate_probe import emit, locate  # bound before the submission is imported
+from probegate_probe import RankError, emit, locate, run_ranks  # bound before the submission is imported
 
 DIM = 96
 ITERATIONS = 4
 GRAD_FILE = "megatron/core/distributed/param_and_grad_buffer.py"
+RANK_TIMEOUT_S = 240
+
+
+def world():
+    """(ranks, backend): one NCCL rank on the job's GPU; on the CPU, gloo and at least two ranks."""
+    backend = os.environ.get("PROBEGATE_BACKEND") or ("nccl" if torch.cuda.is_available() else "gloo")
+    if backend == "nccl" and torch.cuda.is_available():
+        return 1, "nccl"
+    return max(2, int(os.environ.get("PROBEGATE_WORLD_SIZE") or 2)), "gloo"
+
+
+def run(fn, *args):
+    """fn(rank, n, *args) on this job's ranks (run_ranks: it raises RankError when a rank fails)."""
+    n, backend = world()
+    return run_ranks(fn, world_size=n, args=args, backend=backend, timeout=RANK_TIMEOUT_S)
 
 
 class Repeated(torch.nn.Module):
@@ -35,33 +56,41 @@ class Repeated(torch.nn.Module):
         return self.head(torch.tanh(self.shared(x)))
 
 
-def backward_passes(module, x1, x2):
+def backward_passes(module, x1, x2, between=None):
     """The iteration's two backward passes: the model's loss, then an auxiliary loss on `shared`."""
     module(x1).square().mean().backward()
+    if between is not None:
+        between()
     module.shared(x2).square().mean().backward()
 
 
-def init_distributed():
-    """One NCCL rank on the job's GPU (the probes run where the task's requires: holds)."""
-    torch.cuda.set_device(0)
-    rdzv = os.path.join(tempfile.mkdtemp(prefix="pg-mcore-"), "rdzv")
-    dist.init_process_group("nccl", init_method=f"file://{rdzv}", rank=0, world_size=1)
+def device():
+    return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+
+
+def init_rank():
+    """In a rank whose process group run_ranks made: the CPU shim (no-op on a GPU), Megatron's groups."""
+    import probegate_cpu_shim
+
+    probegate_cpu_shim.install()
     from megatron.core import parallel_state
 
     parallel_state.initialize_model_parallel()
 
 
-def batches(seed=1234):
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    return [(torch.randn(8, DIM, generator=g).cuda(), torch.randn(8, DIM, generator=g).cuda()) for _ in range(ITERATIONS)]
+def batches(rank, seed=1234):
+    """Rank `rank`'s batches: every rank can rebuild every other rank's data."""
+    g = torch.Generator(device="cpu").manual_seed(seed + 1000 * rank)
+    return [(torch.randn(8, DIM, generator=g).to(device()), torch.randn(8, DIM, generator=g).to(device()))
+            for _ in range(ITERATIONS)]
 
 
 def make_model(seed=7):
     torch.manual_seed(seed)
-    return Repeated().cuda()
+    return Repeated().to(device())
 
 
-def expected_gradients(model, data):
+def local_gradients(model, data):
     """Each iteration's full local gradient per parameter name, by plain autograd (no submission code)."""
     plain = copy.deepcopy(model)
     out = []
@@ -72,14 +101,20 @@ def expected_gradients(model, data):
     return out
 
 
-def wrap(model):
-    """Megatron's DDP with overlapped gradient reduction, one bucket, fp32 gradient buffer, SUM."""
+def mean_gradients(model, n, seed=1234):
+    """Each iteration's gradient averaged over the n ranks' batches: main_grad after the reduction."""
+    per_rank = [local_gradients(model, batches(r, seed)) for r in range(n)]
+    return [{k: sum(g[it][k] for g in per_rank) / n for k in per_rank[0][it]} for it in range(ITERATIONS)]
+
+
+def wrap(model, overlap=True):
+    """Megatron's DDP, one bucket, fp32 gradient buffer, SUM (each rank's gradient scaled by 1/n first)."""
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
     from megatron.core.transformer import TransformerConfig
 
     ddp_config = DistributedDataParallelConfig(
         grad_reduce_in_fp32=True,
-        overlap_grad_reduce=True,
+        overlap_grad_reduce=overlap,
         use_distributed_optimizer=False,
         bucket_size=None,
         average_in_collective=False,
@@ -98,6 +133,11 @@ def param_slices(ddp):
                 where[name] = (i, start, p.numel())
                 break
     return where
+
+
+def holds_full_gradient(got, want, n) -> bool:
+    """The rank's whole local gradient, as issued: scaled by 1/n before a SUM, or not scaled."""
+    return any(torch.allclose(got, want * s, rtol=1e-4, atol=1e-6) for s in {1.0, 1.0 / n})
 
 
 def is_reduction(func) -> bool:
@@ -133,5 +173,17 @@ def grad_location():
         return {"path": GRAD_FILE}
 
 
-def report_crash(check_id, category, exc):
-    emit(check_id, category, "failed", f"training with a repeated parameter and overlap_grad_reduce=True raised {type(exc).__name__}: {str(exc)[:300]}", location=grad_location())
+def rank_failure(exc: RankError) -> str:
+    """A failed or hung rank, in words for the check's message."""
+    if exc.timed_out:
+        return f"a rank hung: {exc.summary}"
+    return f"rank {exc.rank} raised {exc.summary[:300]}"
+
+
+def report_crash(check_ids, category, exc, requirements):
+    """Every check of this probe failed: training with a repeated parameter did not complete."""
+    what = rank_failure(exc) if isinstance(exc, RankError) else f"{type(exc).__name__}: {str(exc)[:300]}"
+    for check_id in check_ids:
+        emit(check_id, category, "failed",
+             f"training with a repeated parameter and overlap_grad_reduce=True failed: {what}",
+             location=grad_location(), requirements=requirements)

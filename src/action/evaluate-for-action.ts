@@ -17,6 +17,13 @@ import type { GitHubClient } from "../github/client.js";
 import { progressPrinter } from "../engine/progress-lines.js";
 import { contextPath, pullRequestContext, readPullRequestEvent, type PullRequestTarget } from "./pull-request-event.js";
 import type { ActionSettings } from "./settings.js";
+import { checkTrustedWorkflow } from "./trusted-workflow.js";
+import { probeSetSource } from "./probe-set-source.js";
+
+/** The workflow running the Action is not the trusted one: nothing was read or signed. */
+export class UntrustedWorkflowError extends Error {
+  override readonly name = "UntrustedWorkflowError";
+}
 
 /** What the runner gives the Action besides its inputs: the workflow's environment and its log. */
 export interface ActionHost {
@@ -56,11 +63,20 @@ function submissionFrom(s: ActionSettings, env: NodeJS.ProcessEnv): string {
 }
 
 /**
- * One evaluation as the Action runs it: the task and submission from the inputs, in standalone
+ * One evaluation as the Action runs it: first the running workflow checked against
+ * `trusted-workflow` (required in standalone mode), then the task and submission from the inputs, in standalone
  * mode a check run (in progress, then completed with the result — or `neutral` with the error, so
  * it is never left in progress), the engine, the signature, and the result file.
  */
 export async function evaluateForAction(s: ActionSettings, host: ActionHost): Promise<ActionOutcome> {
+  // Before anything reads the probes or could sign: is this the workflow the probes are for?
+  if (s["trusted-workflow"]) {
+    const prHeadSha = s.mode === "standalone" ? readPullRequestEvent(host.env.GITHUB_EVENT_NAME, host.env.GITHUB_EVENT_PATH).headSha : undefined;
+    // For pull_request, GITHUB_SHA is the PR's merge commit; for a dispatch it is the workflow's own commit.
+    const sha = s.mode === "standalone" ? host.env.GITHUB_SHA : undefined;
+    const trusted = checkTrustedWorkflow(s["trusted-workflow"], { workflowRef: host.env.GITHUB_WORKFLOW_REF, workflowSha: host.env.GITHUB_WORKFLOW_SHA, sha, prHeadSha });
+    if (!trusted.ok) throw new UntrustedWorkflowError(trusted.why);
+  }
   const task = loadTaskFromInputs(s);
   const submission = parseSubmission(submissionFrom(s, host.env));
   let gh: GitHubClient | undefined;
@@ -78,8 +94,10 @@ export async function evaluateForAction(s: ActionSettings, host: ActionHost): Pr
     checkRunId = created.id;
     host.checkRunCreated(created.id);
   }
+  // Read before the run: the probes folder is removed when the step ends.
+  const source = probeSetSource(task.dir, task.probesDir, host.env, s.mode);
   try {
-    const result = await host.group(`probegate: ${task.spec.id}`, () =>
+    const evaluated = await host.group(`probegate: ${task.spec.id}`, () =>
       evaluate({
         task,
         submission,
@@ -93,6 +111,7 @@ export async function evaluateForAction(s: ActionSettings, host: ActionHost): Pr
         onEvent: progressPrinter((t) => process.stdout.write(t), { verbose: false }),
       }),
     );
+    const result = { ...evaluated, probeSetVersion: source };
     const signed = s["signing-key"] ? signResult(result, s["signing-key"]) : result;
     const resultPath = resolve(s["result-path"] ?? join(host.env.RUNNER_TEMP ?? tmpdir(), "probegate-result.json"));
     mkdirSync(dirname(resultPath), { recursive: true });

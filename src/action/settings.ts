@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { FAIL_ON } from "../core/gate.js";
+import { parseWorkflowRef } from "./trusted-workflow.js";
 
 const optional = z
   .string()
@@ -30,6 +31,7 @@ export const ActionSettingsSchema = z
     "remove-probes": z.enum(["true", "false"], { error: () => "expected true or false" }).transform((v) => v === "true"),
     // Empty (an older workflow that does not pass it) is the default: sandboxed.
     unsandboxed: z.enum(["true", "false", ""], { error: () => "expected true or false" }).transform((v) => v === "true"),
+    "trusted-workflow": optional.refine((v) => v === undefined || parseWorkflowRef(v) !== null, "expected owner/repo/.github/workflows/file.yml@ref"),
   })
   .superRefine((s, ctx) => {
     if (s.mode === "runner" && !s["signing-key"]) {
@@ -37,6 +39,14 @@ export const ActionSettingsSchema = z
     }
     if (s.mode === "runner" && !s.submission) {
       ctx.addIssue({ code: "custom", path: ["submission"], message: "is required in runner mode: the checked-out submission folder, or repo@sha" });
+    }
+    if (s.mode === "standalone" && !s["trusted-workflow"]) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["trusted-workflow"],
+        message:
+          "is required in standalone mode: the workflow allowed to read the probes and sign, as owner/repo/.github/workflows/file.yml@ref (a pull_request workflow runs the file from the PR, which its author can edit)",
+      });
     }
     if (s.mode === "standalone" && !s["github-token"]) {
       ctx.addIssue({ code: "custom", path: ["github-token"], message: "is required in standalone mode to post the check run (the default is the job's token)" });

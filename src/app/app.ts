@@ -3,10 +3,13 @@ import type { ApplicationFunction, Context, Probot } from "probot";
 import type { GitHubClient } from "../github/client.js";
 import type { Evaluator } from "../github/evaluator.js";
 import type { StoreDb } from "../store/db.js";
-import { forgetDelivery, pruneDeliveries, recordDelivery } from "../store/deliveries.js";
+import { DELIVERY_TAKEOVER_MS, forgetDelivery, handled, markDeliveryHandled, pruneDeliveries, recordDelivery } from "../store/deliveries.js";
 import { listPendingEvaluations } from "../store/evaluations.js";
 import type { AppDeps } from "./deps.js";
-import { resumeQueued, sweepOverdue } from "./evaluation-runner.js";
+import { onMergeGroup } from "./handle-merge-group.js";
+import { DISPATCH_LEASE_MS } from "./evaluation-runner.js";
+import { reconcileQuiet, repostCheckOutputs, resumeQueued, sweepOverdue } from "./sweep.js";
+import { redeliverFailed } from "./redelivery.js";
 import { onPullRequest, PULL_REQUEST_ACTIONS } from "./handle-pull-request.js";
 import { onCheckRunRerun } from "./handle-check-run.js";
 import { onCheckSuiteRerun } from "./handle-check-suite.js";
@@ -17,6 +20,23 @@ import { onWorkflowRun } from "./handle-workflow-run.js";
 export interface ProbegateOptions {
   db: StoreDb;
   signingKey: string;
+  /** Keys of earlier rotations: results signed with them still verify (results in flight when the key changed). */
+  previousSigningKeys?: ReadonlyArray<string>;
+  /** How long an evaluator run may be quiet before the sweep asks GitHub about it (default 10 minutes). */
+  reconcileAfterMs?: number;
+  /**
+   * How often the sweep asks GitHub for failed webhook deliveries and has them redelivered (GitHub
+   * does not by itself); 0 (the default here; the server's settings turn it on) leaves them.
+   */
+  redeliverEveryMs?: number;
+  /** How far back failed deliveries are looked for (default 1 hour; GitHub keeps them 3 days). */
+  redeliverLookbackMs?: number;
+  /** The least time between two requests to redeliver one delivery (default 1 minute). */
+  redeliverGapMs?: number;
+  /** How long a dispatch claim holds (default DISPATCH_LEASE_MS): a process that died mid-dispatch blocks its attempt that long. */
+  dispatchLeaseMs?: number;
+  /** How long an unfinished delivery is left to its handler before a redelivery takes it over (default 5 minutes). */
+  deliveryTakeoverMs?: number;
   defaultEvaluator?: Evaluator | null;
   defaultTimeoutS?: number;
   /** How often the timer sweeps for overdue evaluations; 0 leaves only the sweep on each event. */
@@ -34,6 +54,8 @@ export interface Probegate {
   app: ApplicationFunction;
   /** Times out overdue evaluations now; resolves to how many. */
   sweep(): Promise<number>;
+  /** Asks GitHub to redeliver the app's failed webhook deliveries now (the timer does it every `redeliverEveryMs`); resolves to their ids. */
+  redeliver(): Promise<string[]>;
   /** Settles when the evaluations a restart left queued have been started again. */
   resumed(): Promise<number>;
   /** Stops the sweep timer (the store is the caller's to close). */
@@ -64,11 +86,37 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     throw new RangeError(`deliveryRetentionMs is ${retentionMs}; it must be at least ${MIN_DELIVERY_RETENTION_MS} (3 days: GitHub can redeliver a webhook for 3 days).`);
   }
   let lastPrune = -Infinity;
+  // The first look for failed deliveries waits one period: a process starting is not held up by it.
+  let lastRedelivery = now().getTime();
+  const redeliverEveryMs = opts.redeliverEveryMs ?? 0;
+
+  /** Asks GitHub to redeliver the failed webhook deliveries now; resolves to their ids. */
+  const redeliver = async (): Promise<string[]> => {
+    if (!deps) throw new Error("the probegate app is not loaded yet");
+    lastRedelivery = now().getTime();
+    return redeliverFailed(deps, opts.redeliverLookbackMs ?? 3600_000, opts.redeliverGapMs);
+  };
+
+  /**
+   * Has failed deliveries redelivered, at most every `redeliverEveryMs`; on the timer only, so no
+   * webhook waits for it. A failure is logged, not thrown.
+   */
+  const redeliverIfDue = async (): Promise<void> => {
+    if (!deps || redeliverEveryMs <= 0 || now().getTime() - lastRedelivery < redeliverEveryMs) return;
+    try {
+      await redeliver();
+    } catch (e) {
+      deps.log.error({ err: e }, `asking GitHub for failed webhook deliveries failed: ${(e as Error).message}`);
+    }
+  };
 
   const sweep = async (): Promise<number> => {
     if (!deps) throw new Error("the probegate app is not loaded yet");
     lastSweep = now().getTime();
     const timedOut = await sweepOverdue(deps);
+    // Runs whose workflow_run webhook may have been lost: asked about, and finished as the webhook would.
+    await reconcileQuiet(deps);
+    await repostCheckOutputs(deps);
     // Attempts left queued by a process that died mid-dispatch, once its claim ran out.
     const resumed = await resumeQueued(deps, listPendingEvaluations(deps.db));
     if (resumed > 0) deps.log.info(`sweep: resumed ${resumed} evaluation(s) left queued`);
@@ -93,11 +141,14 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     const d: AppDeps = {
       db: opts.db,
       now,
-      signingKey: opts.signingKey,
+      signingKeys: [opts.signingKey, ...(opts.previousSigningKeys ?? [])],
+      reconcileAfterMs: opts.reconcileAfterMs ?? 10 * 60_000,
+      dispatchLeaseMs: opts.dispatchLeaseMs ?? DISPATCH_LEASE_MS,
       defaultEvaluator: opts.defaultEvaluator ?? null,
       defaultTimeoutS: opts.defaultTimeoutS ?? 120 * 60,
       instance: randomUUID(),
       auth: async (id) => (await probot.auth(id)) as unknown as GitHubClient,
+      appAuth: async () => (await probot.auth()) as unknown as GitHubClient,
       log: probot.log,
     };
     deps = d;
@@ -107,12 +158,16 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
       async (context: C): Promise<void> => {
         if (now().getTime() - lastSweep >= EVENT_SWEEP_GAP_MS) await sweep();
         const action = (context.payload as { action?: string }).action;
-        if (!recordDelivery(d.db, { id: context.id, event: action ? `${context.name}.${action}` : context.name }, now())) {
+        if (!recordDelivery(d.db, { id: context.id, event: action ? `${context.name}.${action}` : context.name }, now(), opts.deliveryTakeoverMs ?? DELIVERY_TAKEOVER_MS)) {
+          // Still being handled (or its handler died a moment ago): answer with an error, so GitHub
+          // keeps it as failed and the redelivery sweep brings it back once it can be taken over.
+          if (!handled(d.db, context.id)) throw new Error(`delivery ${context.id} (${context.name}) is still being handled; not acted on twice`);
           context.log.info(`delivery ${context.id} (${context.name}) was handled before; ignored`);
           return;
         }
         try {
           await handler(context, d);
+          markDeliveryHandled(d.db, context.id, now());
         } catch (e) {
           forgetDelivery(d.db, context.id);
           throw e;
@@ -127,12 +182,14 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
     probot.on(["check_run.rerequested", "check_run.requested_action"], once(onCheckRunRerun));
     probot.on(["issue_comment.created", "issue_comment.edited"], once(onIssueComment));
     probot.on("check_suite.rerequested", once(onCheckSuiteRerun));
+    probot.on("merge_group.checks_requested", once(onMergeGroup));
 
     const every = opts.sweepEveryMs ?? 60_000;
     if (every > 0) {
       timer = setInterval(() => {
         pruneIfDue();
         void sweep().catch((e: Error) => d.log.error({ err: e }, `sweep failed: ${e.message}`));
+        void redeliverIfDue();
       }, every);
       timer.unref();
     }
@@ -142,6 +199,7 @@ export function createProbegate(opts: ProbegateOptions): Probegate {
   return {
     app,
     sweep,
+    redeliver,
     resumed: () => resuming,
     stop: () => {
       if (timer) clearInterval(timer);

@@ -32,7 +32,7 @@ export function authorized(header: string | undefined, token: string): boolean {
 
 /** The scorecard filter of a dashboard URL's query (`basis`, `repo`, `since`); a string says what is wrong. */
 export function filterOf(query: URLSearchParams): ScorecardFilter | string {
-  const parsed = parseScorecardFilter({ basis: query.get("basis"), repo: query.get("repo"), since: query.get("since") });
+  const parsed = parseScorecardFilter({ basis: query.get("basis"), repo: query.get("repo"), since: query.get("since"), probeSet: query.get("probe-set") });
   return parsed.ok ? parsed.filter : `${parsed.field} ${parsed.message}`;
 }
 

@@ -7,7 +7,12 @@ import type { StoreDb } from "../store/db.js";
 export interface AppDeps {
   db: StoreDb;
   now: () => Date;
-  signingKey: string;
+  /** The keys a result may be signed with: the current one first, then previous ones kept through a rotation. */
+  signingKeys: ReadonlyArray<string>;
+  /** How long a dispatch claim holds before another process may take the attempt over. */
+  dispatchLeaseMs: number;
+  /** How long an evaluator run may be quiet before the sweep asks GitHub about it (a webhook may be lost). */
+  reconcileAfterMs: number;
   defaultEvaluator: Evaluator | null;
   defaultTimeoutS: number;
   /**
@@ -17,6 +22,8 @@ export interface AppDeps {
   instance: string;
   /** An Octokit for an installation (Probot's `app.auth`), for work not driven by that installation's event. */
   auth: (installationId: number) => Promise<GitHubClient>;
+  /** An Octokit authenticated as the app itself (its JWT), for app-level endpoints such as its webhook deliveries. */
+  appAuth: () => Promise<GitHubClient>;
   log: Logger;
 }
 

@@ -1,15 +1,14 @@
-import { checkRunName, closedOutput, endedWhileStartingOutput, noResultOutput, queuedOutput, RERUN_ACTION, supersededOutput, timedOutOutput } from "../core/app-check-outputs.js";
+import { checkRunName, closedOutput, endedWhileStartingOutput, noResultOutput, queuedOutput, RERUN_ACTION, supersededOutput } from "../core/app-check-outputs.js";
+import { deferredOutput } from "../core/app-policy/evaluation-budget.js";
 import type { CheckRunOutput } from "../core/check-run-render.js";
-import { readWithQuarantine } from "../core/quarantine.js";
-import { renderCheckRunWithQuarantine } from "../core/quarantine-check-run.js";
 import { evaluationKey } from "../core/evaluation-key.js";
 import { IllegalTransitionError, isTerminal } from "../core/evaluation-state.js";
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
-import { cancelEvaluation, dispatchEvaluation, type Evaluator } from "../github/evaluator.js";
+import { cancelEvaluation, dispatchEvaluation, findDispatchedRun, type Evaluator } from "../github/evaluator.js";
 import { linkDelivery } from "../store/deliveries.js";
-import { quarantinedChecksOf } from "../store/probe-health.js";
-import { getDispatchContext, recordProbeFailures, setDispatchContext, setRunUrl, timeOutOverdue } from "../store/dispatch-context.js";
+import { getDispatchContext, setDispatchContext, setRunUrl } from "../store/dispatch-context.js";
+import { deferEvaluation, setEvaluationPolicy, type EvaluationPolicy } from "../store/evaluation-policy.js";
 import {
   cancelPendingOfPr,
   claimDispatch,
@@ -22,7 +21,6 @@ import {
   type EvaluationRecord,
   type TransitionPatch,
 } from "../store/evaluations.js";
-import type { EvaluationResult } from "../core/result.js";
 import type { AppDeps } from "./deps.js";
 import { refreshGate } from "./gate.js";
 
@@ -41,9 +39,17 @@ export interface StartRequest {
   /** A rerun starts a finished evaluation of the key again; an ordinary event leaves it alone. */
   rerun: boolean;
   deliveryId: string | null;
+  /** The repository's rules for the evaluation (sandbox, probe detail), kept with it. */
+  policy: EvaluationPolicy;
+  /** The runner label or scale-set name to dispatch to; null: the workflow's own default. */
+  runner: string | null;
+  /** The PR is over its evaluation budget: queue the attempt with its check run and start it then. */
+  deferUntil?: { nextAt: Date; used: number; limit: number } | null;
+  /** The evaluation cannot be started at all (no runner fits): it ends as `error` with this reason. */
+  blocked?: { title: string; problems: string[] } | null;
 }
 
-export type StartOutcome = "dispatched" | "already-running" | "already-done" | "superseded" | "cancelled" | "dispatch-failed";
+export type StartOutcome = "dispatched" | "deferred" | "blocked" | "already-running" | "already-done" | "superseded" | "cancelled" | "dispatch-failed";
 
 /**
  * How long a dispatch claim holds: far longer than creating a check run and dispatching a workflow
@@ -84,25 +90,62 @@ export async function startEvaluation(gh: GitHubClient, deps: AppDeps, req: Star
       }
     }
   }
-  if (!claimDispatch(deps.db, key, deps.instance, deps.now(), DISPATCH_LEASE_MS)) return { key, outcome: "already-running" };
+  if (!claimDispatch(deps.db, key, deps.instance, deps.now(), deps.dispatchLeaseMs)) return { key, outcome: "already-running" };
   try {
     setDispatchContext(deps.db, key, { installationId: req.installationId, evaluatorRepo: req.evaluator.repository, workflow: req.evaluator.workflow, ref: req.evaluator.ref, deadlineS: req.timeoutS });
+    setEvaluationPolicy(deps.db, key, req.policy, req.runner);
+    if (req.blocked) return { key, outcome: await block(gh, deps, e, req, req.blocked) };
+    if (req.deferUntil) return { key, outcome: await defer(gh, deps, e, req, req.deferUntil) };
     return { key, outcome: await dispatch(gh, deps, e, req) };
   } finally {
     releaseClaim(deps.db, key, deps.instance);
   }
 }
 
+/** The attempt waits for the PR's budget: a queued check run says until when; the sweep starts it then. */
+async function defer(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, req: StartRequest, d: { nextAt: Date; used: number; limit: number }): Promise<StartOutcome> {
+  const target = { ...req.repo, name: checkRunName(req.task), headSha: req.headSha, externalId: e.key };
+  const check = await ensureCheckRun(gh, target, { status: "queued", ...deferredOutput(d) }, { pendingOnly: true });
+  deferEvaluation(deps.db, e.key, d.nextAt, check.id);
+  deps.log.info({ key: e.key }, `evaluation ${e.key} deferred until ${d.nextAt.toISOString()} (PR #${req.pr} over its budget of ${d.limit} an hour)`);
+  return "deferred";
+}
+
+/** The attempt cannot start (no runner fits the task): one check run says why, and it ends as `error`. */
+async function block(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, req: StartRequest, why: { title: string; problems: string[] }): Promise<StartOutcome> {
+  const target = { ...req.repo, name: checkRunName(req.task), headSha: req.headSha, externalId: e.key };
+  const check = await ensureCheckRun(gh, target, { status: "in_progress", title: why.title, summary: "" }, { pendingOnly: true });
+  const ended = endIfStill(deps, e.key, "fail", { checkRunId: check.id, error: `${why.title}: ${why.problems.join("; ")}` });
+  if (ended) return endedMeanwhile(gh, deps, req, ended, check.id, null);
+  await completeCheckRun(gh, { ...req.repo, checkRunId: check.id }, noResultOutput(why.title, why.problems), { actions: [RERUN_ACTION] });
+  await refreshGate(gh, deps, { ...req.repo, headSha: req.headSha });
+  return "blocked";
+}
+
 async function dispatch(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, req: StartRequest): Promise<StartOutcome> {
   const target = { ...req.repo, name: checkRunName(req.task), headSha: req.headSha, externalId: e.key };
   const queued = queuedOutput({ task: req.task, why: req.why, agent: req.agent, evaluator: `${req.evaluator.repository}:${req.evaluator.workflow}@${req.evaluator.ref}`, attempt: e.attempt });
   const check = await ensureCheckRun(gh, target, { status: "queued", ...queued }, { pendingOnly: true });
+  // A deferred attempt's check run still says it waits: it says what runs now.
+  if (!check.created && e.deferredUntil !== null) await gh.rest.checks.update({ ...req.repo, check_run_id: check.id, status: "queued", output: queued });
   // The PR may have been closed, or pushed to, while the check run was being made.
   const before = getEvaluation(deps.db, e.key);
+  // Another process dispatched it meanwhile (its claim lapsed while this one was slow): it is that one's.
+  if (before && !isTerminal(before.state) && before.state !== "queued") return "already-running";
   if (before && before.state !== "queued") return endedMeanwhile(gh, deps, req, before, check.id, null);
   let run: { runId: number; htmlUrl: string };
   try {
-    run = await dispatchEvaluation(gh, req.evaluator, { repository: `${req.repo.owner}/${req.repo.repo}`, sha: req.headSha, task: req.task, evaluationKey: e.key });
+    // A process that held the claim died (it never released it) after making the check run: it may
+    // have dispatched, too, before it could record the run. Find that run rather than start another.
+    const diedMidDispatch = !check.created && e.claimUntil !== null;
+    const earlier = !diedMidDispatch ? null : await findDispatchedRun(gh, req.evaluator, e.key, new Date(e.attemptStartedAt.getTime() - 60_000));
+    run = earlier ?? await dispatchEvaluation(gh, req.evaluator, {
+      repository: `${req.repo.owner}/${req.repo.repo}`,
+      sha: req.headSha,
+      task: req.task,
+      evaluationKey: e.key,
+      ...(req.runner ? { runner: req.runner } : {}),
+    });
   } catch (err) {
     // No answer: the run may or may not exist. The evaluation stays queued, so a redelivery or
     // the next start resumes it; an answer (4xx/5xx after retries) ends the attempt.
@@ -184,92 +227,3 @@ async function stopRuns(gh: GitHubClient, deps: AppDeps, repo: RepoRef, ended: R
   for (const head of new Set(ended.map((e) => e.headSha))) await refreshGate(gh, deps, { ...repo, headSha: head });
 }
 
-/**
- * Reports a verified result: the verdict's conclusion, summary, annotations and the rerun button.
- * Checks the store has quarantined for the result's probe set are read as warnings; the verdict
- * kept (and so the gate and the scorecard) is that reading, the signed result stays as it came.
- */
-export async function finishWithResult(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, result: EvaluationResult): Promise<void> {
-  const quarantined = quarantinedChecksOf(deps.db, { task: result.task.id, probeSet: result.task.probeSet });
-  const { output, verdict } = renderCheckRunWithQuarantine(result, quarantined);
-  const done = transitionEvaluation(deps.db, e.key, "complete", {
-    now: deps.now(),
-    expectedVersion: e.version,
-    patch: { verdict, area: result.task.area, durationS: result.durations.totalS, gpuSeconds: result.gpuSeconds },
-  });
-  // A quarantined check's failure is a warning on the check run, so it is no rejection category in
-  // the scorecard either. It is left out (probe_failures holds failures and errors only), which
-  // also keeps it out of `/probegate explain`, as it is out of the check run's failures.
-  const setAside = new Set(readWithQuarantine(result, quarantined).warnings.map((w) => w.probe));
-  recordProbeFailures(deps.db, e.key, e.attempt, result.probes.filter((p) => !setAside.has(p)));
-  if (done.checkRunId !== null) {
-    const url = getDispatchContext(deps.db, e.key)?.runUrl ?? undefined;
-    await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, output, { actions: [RERUN_ACTION], ...(url ? { detailsUrl: url } : {}) });
-  }
-  await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
-}
-
-/** Ends an attempt without a usable result (`error`); its check run says why and is never a success. */
-export async function finishWithoutResult(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, title: string, problems: string[]): Promise<void> {
-  const done = transitionEvaluation(deps.db, e.key, "fail", { now: deps.now(), expectedVersion: e.version, patch: { error: `${title}: ${problems.join("; ")}` } });
-  if (done.checkRunId !== null) await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: done.checkRunId }, noResultOutput(title, problems), { actions: [RERUN_ACTION] });
-  await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
-}
-
-/**
- * Times out the evaluations past their deadline: cancels their runs (a late result is not taken)
- * and completes their check runs as timed out, with the rerun button. Returns how many.
- */
-export async function sweepOverdue(deps: AppDeps): Promise<number> {
-  const overdue = timeOutOverdue(deps.db, deps.now(), deps.defaultTimeoutS);
-  for (const e of overdue) {
-    const ctx = getDispatchContext(deps.db, e.key);
-    try {
-      if (!ctx) throw new Error("the store has no installation for it");
-      const gh = await deps.auth(ctx.installationId);
-      if (e.workflowRunId !== null) await cancelEvaluation(gh, ctx.evaluatorRepo, e.workflowRunId);
-      if (e.checkRunId !== null) await completeCheckRun(gh, { owner: e.owner, repo: e.repo, checkRunId: e.checkRunId }, timedOutOutput(e.error ?? "past its deadline"), { actions: [RERUN_ACTION] });
-      await refreshGate(gh, deps, { owner: e.owner, repo: e.repo, headSha: e.headSha });
-    } catch (err) {
-      deps.log.error({ key: e.key, err }, `evaluation ${e.key} timed out, but its check run could not be updated: ${(err as Error).message}`);
-    }
-  }
-  return overdue.length;
-}
-
-/**
- * After a restart, and on each sweep: starts again the evaluations a crash left queued without a
- * run and without a live dispatch claim. Dispatched and running ones need nothing: their
- * `workflow_run` events find them in the store, and the sweep times out those whose runner died.
- */
-export async function resumeQueued(deps: AppDeps, pending: ReadonlyArray<EvaluationRecord>): Promise<number> {
-  let resumed = 0;
-  const now = deps.now().getTime();
-  for (const e of pending) {
-    if (e.state !== "queued" || e.workflowRunId !== null || e.pr === null) continue;
-    if (e.claimUntil !== null && e.claimUntil.getTime() > now) continue;
-    const ctx = getDispatchContext(deps.db, e.key);
-    if (!ctx) continue;
-    try {
-      const gh = await deps.auth(ctx.installationId);
-      const { outcome } = await startEvaluation(gh, deps, {
-        repo: { owner: e.owner, repo: e.repo },
-        pr: e.pr,
-        headSha: e.headSha,
-        installationId: ctx.installationId,
-        agent: e.agent ?? "an agent",
-        task: e.task,
-        why: ["resumed after the app restarted"],
-        evaluator: { repository: ctx.evaluatorRepo, workflow: ctx.workflow, ref: ctx.ref },
-        probeSet: e.probeSet,
-        timeoutS: ctx.deadlineS,
-        rerun: false,
-        deliveryId: null,
-      });
-      if (outcome === "dispatched") resumed += 1;
-    } catch (err) {
-      deps.log.error({ key: e.key, err }, `could not resume evaluation ${e.key}: ${(err as Error).message}`);
-    }
-  }
-  return resumed;
-}

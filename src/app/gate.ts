@@ -2,7 +2,8 @@ import { decideGate, GATE_CHECK_NAME, gateExternalId, gateNotNeededOutput } from
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import type { EvaluationRecord } from "../store/evaluations.js";
-import { concludeGate, evaluationsAtHead, getGate, openGateRecord } from "../store/gates.js";
+import { commitTree } from "../github/merge-group.js";
+import { concludeGate, evaluationsAtHead, getGate, openGateRecord, recordGateOutcome } from "../store/gates.js";
 import type { AppDeps } from "./deps.js";
 
 /** The newest evaluation of each task (an evaluator ref change makes a new key for the same task). */
@@ -33,7 +34,8 @@ export async function openGate(gh: GitHubClient, deps: AppDeps, repo: RepoRef, p
 
 /**
  * Posts the head's gate conclusion once every evaluation of it has ended; does nothing while any is
- * pending, or where the repository has no gate. Called after every evaluation of a head ends.
+ * pending, or where the repository has no gate. Called after every evaluation of a head ends. A
+ * passed gate keeps its head's tree, so a merge group holding exactly that tree passes on it.
  */
 export async function refreshGate(gh: GitHubClient, deps: AppDeps, at: RepoRef & { headSha: string }): Promise<void> {
   const gate = getGate(deps.db, at);
@@ -42,6 +44,8 @@ export async function refreshGate(gh: GitHubClient, deps: AppDeps, at: RepoRef &
   if (decision.kind === "pending") return;
   if (!concludeGate(deps.db, { ...at, checkRunId: gate.checkRunId })) return;
   await completeCheckRun(gh, { owner: at.owner, repo: at.repo, checkRunId: gate.checkRunId }, decision.output);
+  const tree = decision.output.conclusion === "success" ? await commitTree(gh, { owner: at.owner, repo: at.repo }, at.headSha) : null;
+  recordGateOutcome(deps.db, at, decision.output.conclusion, tree);
 }
 
 /** The gate of a head that needs no evaluation (a person's PR, no route): it passes, saying why. */

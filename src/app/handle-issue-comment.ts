@@ -4,15 +4,27 @@ import { renderExplain } from "../core/probe-explain.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import { replyOnThread } from "../github/pull-request-facts.js";
 import { evaluationsOfPr, probeFailures } from "../store/dispatch-context.js";
+import { getEvaluationPolicy } from "../store/evaluation-policy.js";
 import { installationIdOf, type AppDeps } from "./deps.js";
 import { rerun } from "./rerun-request.js";
 
-/** Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. */
+/**
+ * Sends `/probegate explain`'s answer: the failed probe categories of the PR's current head. The
+ * reply is on the PR's thread, which the agent reads, so it shows no more than the evaluation's
+ * check run may (its policy's detail level), whoever asked.
+ */
 async function explain(gh: GitHubClient, deps: AppDeps, repo: RepoRef, prNumber: number): Promise<void> {
   const { data: pull } = await gh.rest.pulls.get({ ...repo, pull_number: prNumber });
   const ofHead = evaluationsOfPr(deps.db, { ...repo, pr: prNumber }).filter((e) => e.headSha === pull.head.sha);
   const body = renderExplain(
-    ofHead.map((e) => ({ task: e.task, headSha: e.headSha, state: e.state, verdict: e.verdict, failures: e.verdict ? probeFailures(deps.db, e.key, e.attempt) : [] })),
+    ofHead.map((e) => ({
+      task: e.task,
+      headSha: e.headSha,
+      state: e.state,
+      verdict: e.verdict,
+      failures: e.verdict ? probeFailures(deps.db, e.key, e.attempt) : [],
+      detail: getEvaluationPolicy(deps.db, e.key).agentDetail,
+    })),
   );
   await replyOnThread(gh, { ...repo, number: prNumber }, body);
 }

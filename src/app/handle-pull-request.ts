@@ -8,20 +8,24 @@ import { installationIdOf, type AppDeps } from "./deps.js";
 import { openGate, passGate } from "./gate.js";
 import { cancelForClosedPr, startEvaluation, supersedeOlder, type StartOutcome } from "./evaluation-runner.js";
 import { planEvaluations, pullRequestFacts, type PullRequestFacts } from "./plan.js";
+import { budgetWait, policyOf, runnerFor } from "./evaluation-options.js";
+import { recordEvaluationRound } from "../store/evaluation-policy.js";
 
 /** The `pull_request` actions that can start an evaluation. */
 export const PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "ready_for_review", "labeled", "closed"] as const;
 
 /**
- * Plans and starts the evaluations of one PR head. Shared by PR events and reruns: `rerun` starts
- * finished evaluations of the head again. Returns what happened to each target.
+ * Plans and starts the evaluations of one PR head. Shared by PR events, reruns and merge groups:
+ * `rerun` starts finished evaluations of the head again. A head over the PR's evaluation budget is
+ * queued to start when the budget frees up (reruns, asked by maintainers and limited on their own,
+ * and merge groups do not count). Returns what happened to each target.
  */
 export async function evaluateHead(
   gh: GitHubClient,
   deps: AppDeps,
   repo: RepoRef,
   pr: PullRequestFacts,
-  opts: { installationId: number; rerun: boolean; deliveryId: string | null; onlyTask?: string | null; config?: RepoConfig },
+  opts: { installationId: number; rerun: boolean; deliveryId: string | null; onlyTask?: string | null; config?: RepoConfig; budgetExempt?: boolean },
 ): Promise<{ kind: "skipped"; why: string } | { kind: "config-error" } | { kind: "started"; outcomes: Array<{ task: string; key: string; outcome: StartOutcome }> }> {
   const plan = await planEvaluations(gh, deps, repo, pr, opts.config);
   if (plan.kind === "skip") {
@@ -42,8 +46,12 @@ export async function evaluateHead(
   const targets = opts.onlyTask ? plan.targets.filter((t) => t.id === opts.onlyTask) : plan.targets;
   if (targets.length === 0) return { kind: "skipped", why: `task ${opts.onlyTask} is not one this PR maps to (it maps to ${plan.targets.map((t) => t.id).join(", ")})` };
   const probeSet = await probeSetVersion(gh, plan.evaluator);
+  const head = { ...repo, pr: pr.number, headSha: pr.headSha };
+  const deferUntil = opts.rerun || opts.budgetExempt ? null : budgetWait(deps, head, plan.config);
+  const policy = policyOf(plan.config);
   const outcomes = [];
   for (const t of targets) {
+    const { runner, blocked } = await runnerFor(gh, plan.config, plan.evaluator, probeSet, t);
     const { key, outcome } = await startEvaluation(gh, deps, {
       repo,
       pr: pr.number,
@@ -57,9 +65,14 @@ export async function evaluateHead(
       timeoutS: plan.timeoutS,
       rerun: opts.rerun,
       deliveryId: opts.deliveryId,
+      policy,
+      runner,
+      deferUntil,
+      blocked,
     });
     outcomes.push({ task: t.id, key, outcome });
   }
+  if (!opts.budgetExempt && outcomes.some((o) => o.outcome === "dispatched")) recordEvaluationRound(deps.db, head, deps.now());
   if (plan.config.gate) await openGate(gh, deps, repo, pr.number, pr.headSha);
   return { kind: "started", outcomes };
 }

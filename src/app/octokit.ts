@@ -15,7 +15,7 @@ type Throttled = { method: string; url: string; request: { retryCount: number } 
 
 /**
  * Probot's Octokit with retry and throttling on and rate limits retried: Probot's own defaults do
- * not retry a secondary rate limit, and SECURITY.md asks for retries that honour `retry-after`
+ * not retry a secondary rate limit, and docs/security.md asks for retries that honour `retry-after`
  * (the throttling plugin waits that long before each retry). The options are applied last, so
  * Probot's per-installation defaults cannot switch them back.
  */

@@ -20,6 +20,13 @@ const EnvSchema = z.object({
   PROBEGATE_SIGNING_KEY: z
     .string({ error: "is not set: the app checks the evaluator's signed results with it (the Action's signing-key)" })
     .min(16, "must be at least 16 characters (the Action's signing-key)"),
+  PROBEGATE_PREVIOUS_SIGNING_KEYS: z
+    .string()
+    .optional()
+    .transform((s) => (s ?? "").split(",").map((k) => k.trim()).filter(Boolean))
+    .refine((keys) => keys.every((k) => k.length >= 16), "must be a comma-separated list of keys of at least 16 characters each (the keys used before the current PROBEGATE_SIGNING_KEY)"),
+  PROBEGATE_RECONCILE_MINUTES: z.coerce.number({ error: "must be a number of minutes" }).min(1).max(24 * 60).default(10),
+  PROBEGATE_REDELIVER_MINUTES: z.coerce.number({ error: "must be a number of minutes (0 turns redelivery off)" }).min(0).max(24 * 60).default(2),
   PROBEGATE_DB: z.string().min(1).optional(),
   PROBEGATE_EVALUATOR: z
     .string()
@@ -39,6 +46,12 @@ const EnvSchema = z.object({
 export interface AppSettings {
   webhookSecret: string;
   signingKey: string;
+  /** Keys of earlier rotations, still accepted on results (PROBEGATE_PREVIOUS_SIGNING_KEYS). */
+  previousSigningKeys: string[];
+  /** How long an evaluator run may be quiet before the sweep asks GitHub about it. */
+  reconcileAfterMs: number;
+  /** How often failed webhook deliveries are looked for and redelivered (0: never). */
+  redeliverEveryMs: number;
   dbFile: string;
   /** The evaluator of repositories whose config names none. */
   defaultEvaluator: Evaluator | null;
@@ -65,6 +78,9 @@ export function readAppSettings(env: NodeJS.ProcessEnv, cwd: string): AppSetting
   return {
     webhookSecret: e.WEBHOOK_SECRET,
     signingKey: e.PROBEGATE_SIGNING_KEY,
+    previousSigningKeys: e.PROBEGATE_PREVIOUS_SIGNING_KEYS,
+    reconcileAfterMs: e.PROBEGATE_RECONCILE_MINUTES * 60_000,
+    redeliverEveryMs: e.PROBEGATE_REDELIVER_MINUTES * 60_000,
     dbFile: e.PROBEGATE_DB ?? join(cwd, "probegate.sqlite"),
     defaultEvaluator: m ? { repository: m[1] as string, workflow: m[2] as string, ref: m[3] ?? "main" } : null,
     defaultTimeoutS: e.PROBEGATE_TIMEOUT_MINUTES * 60,

@@ -1,8 +1,10 @@
 import { Command, CommanderError, Option } from "commander";
 import { InputError } from "../engine/errors.js";
 import { demoCommand } from "./demo-command.js";
+import { envBuildCommand, envListCommand } from "./env-command.js";
 import { evalCommand } from "./eval-command.js";
 import { mergePowerCommand, powerCommand, type PowerFlags } from "./power-command.js";
+import { mutantsCommand, type MutantsFlags } from "./mutants-command.js";
 import { schemaCommand } from "./schema-command.js";
 import { taskImportCommand } from "./task-import-command.js";
 import { validateCommand } from "./validate-command.js";
@@ -58,7 +60,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
     .option("--out <file>", "write the result JSON here")
     .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
-    .option("--python <path>", "interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .option("--python <path>", "interpreter for {python}, over the task's environment (default: the task's environment when task.yml declares one, else $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
     .option("--world-size <n>", "ranks to use (default: the task's gpus)")
     .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1 (default: all nvidia-smi lists)", "all")
     .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
@@ -87,8 +89,20 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
     .option("--unsandboxed", "run submission code without the sandbox, with --power")
     .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
-    .addOption(new Option("--format <format>", "what to print on stdout, with --power").choices(["text", "json", "markdown"]).default("text"))
-    .action(async (dirs: string[], flags: PowerFlags & { power?: boolean }) => {
+    .option("--mutants", "make mutants of each task's reference change and report what the official tests and the probes kill (officialSurvivalRate, probeScore); exit 1 under the task's threshold (mutants.yml)")
+    .option("--cache <dir>", "with --mutants: cache of evaluated mutants (default .probegate/mutants)")
+    .option("--mutant-timeout <seconds>", "with --mutants: wall clock of each mutant's test and probe runs (default: from the reference's own durations)")
+    .option("--mutation-python <path>", "with --mutants: interpreter with cosmic-ray and probegate_mutants (default: $PROBEGATE_MUTATION_PYTHON, /var/cache/probegate/mutation/bin/python)")
+    .option("--python <path>", "with --mutants: interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .addOption(new Option("--format <format>", "what to print on stdout, with --power or --mutants").choices(["text", "json", "markdown"]).default("text"))
+    .action(async (dirs: string[], flags: PowerFlags & MutantsFlags & { power?: boolean; mutants?: boolean }) => {
+      const mutantsOnly = (["cache", "mutantTimeout", "mutationPython", "python"] as const).filter((k) => flags[k] !== undefined);
+      if (flags.mutants) {
+        const wrong = [flags.power && "--power", ...(["db", "seed", "correctOnly"] as const).filter((k) => flags[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), flags.runs !== "1" && "--runs"].filter(Boolean);
+        if (wrong.length) throw new InputError(`validate --mutants: ${wrong.join(", ")} only mean something with --power.`);
+        return done(await interruptible((signal) => mutantsCommand(dirs, flags, io, signal)));
+      }
+      if (mutantsOnly.length) throw new InputError(`validate: ${mutantsOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(", ")} only mean something with --mutants.`);
       if (flags.power) return done(await interruptible((signal) => powerCommand(dirs, flags, io, signal)));
       const powerOnly = (["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores", "correctOnly"] as const).filter((k) => flags[k] !== undefined);
       if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
@@ -143,6 +157,18 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--world-size <n>", "PROBEGATE_WORLD_SIZE for the test runs", "1")
     .option("--timeout <s>", "seconds per test run, and the task's official.timeout", "600")
     .action(async (flags) => done(await taskImportCommand(flags, io)));
+  const env = p.command("env").description("the tasks' pinned Python environments (task.yml environment:), built once per runner in $PROBEGATE_ENV_DIR (default /var/cache/probegate/envs)");
+  env
+    .command("build")
+    .description("build each task's environment from its lock with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
+    .argument("<taskDirs...>")
+    .option("--json", "print the table as JSON")
+    .action(async (dirs: string[], flags: { json?: boolean }) => done(await envBuildCommand(dirs, flags, io)));
+  env
+    .command("list")
+    .description("the environments built on this runner")
+    .option("--json", "print them as JSON")
+    .action((flags: { json?: boolean }) => done(envListCommand(flags, io)));
   p.command("scorecard")
     .description("how each agent does, from the app's store or a folder of result files: a table, JSON, markdown, or an HTML page with charts")
     .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
@@ -151,6 +177,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .addOption(new Option("--basis <basis>", "which attempts count per PR and task").choices(["first-attempt", "best-of-n", "all"]).default("first-attempt"))
     .option("--repo <owner[/name]>", "only this owner or repository")
     .option("--since <date>", "only PRs whose first attempt finished on or after this date (2026-11-01)")
+    .option("--probe-set <version>", "only attempts judged by this probe set: a prefix of the evaluator commit, the probes repository's commit, or the probe folder's hash")
     .addOption(new Option("--format <format>", "what to write").choices(["table", "json", "markdown", "html"]).default("table"))
     .option("--out <file>", "write to this file instead of stdout (for --format html: a page to open in a browser)")
     .option("--server-url <url>", "where PR links in the HTML page point (default: $GITHUB_SERVER_URL, else https://github.com)")
@@ -159,6 +186,28 @@ function program(io: Io, done: (code: number) => void): Command {
       // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
       const { scorecardCommand } = await import("./scorecard-command.js");
       done(scorecardCommand(flags, io));
+    });
+  p.command("doctor")
+    .description("check that this runner can sandbox an evaluation, and print what it lacks with the fix for each; exit 0 only when it can")
+    .option("--python <path>", "the interpreter task commands run with, whose torch, CUDA and NCCL are checked (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .option("--gpus <n>", "GPUs this runner must have (a GPU runner's count); fewer is a failure")
+    .option("--disk <path>", "where evaluations write (default: $TMPDIR, else /tmp)")
+    .addOption(new Option("--format <format>", "what to print").choices(["table", "json"]).default("table"))
+    .option("--json", "same as --format json")
+    .action(async (flags) => {
+      const { doctorCommand } = await import("./doctor-command.js");
+      done(await doctorCommand(flags, io));
+    });
+  const store = p.command("store").description("the app's SQLite store");
+  store
+    .command("backup")
+    .description("copy the live store (the app may keep running) to a new file, with SQLite's online backup API, checked before it is named")
+    .argument("<dest>", "the backup file to write (must not exist)")
+    .option("--db <file>", "the app's store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
+    .action(async (dest: string, flags: { db?: string }) => {
+      // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
+      const { storeBackupCommand } = await import("./store-command.js");
+      done(await storeBackupCommand(dest, flags, io));
     });
   p.command("verify")
     .description("check a result file's schema and signature (key from $PROBEGATE_SIGNING_KEY)")

@@ -2,7 +2,7 @@ import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Table from "cli-table3";
 import { ChartLibraryMissingError, chartJsSource } from "../assets/chart-js.js";
-import { isCounted, parseScorecardFilter, scopeOf, buildScorecard, type Scorecard, type ScorecardBasis, type ScorecardFilter } from "../core/scorecard/scorecard.js";
+import { isCounted, judgedByProbeSet, parseScorecardFilter, scopeOf, buildScorecard, type Scorecard, type ScorecardBasis, type ScorecardFilter } from "../core/scorecard/scorecard.js";
 import { latestPerAgent, type EvaluationLine } from "../core/scorecard/scorecard-drilldown.js";
 import { renderScorecardHtml } from "../core/scorecard/scorecard-html.js";
 import { RANKING_HEAD, rankingCells, renderScorecardMarkdown } from "../core/scorecard/scorecard-markdown.js";
@@ -20,6 +20,8 @@ export interface ScorecardFlags {
   basis: ScorecardBasis;
   repo?: string;
   since?: string;
+  /** Only attempts judged by this probe set (a commit or probe-set hash prefix). */
+  probeSet?: string;
   format: "table" | "json" | "markdown" | "html";
   out?: string;
   serverUrl?: string;
@@ -60,7 +62,8 @@ function fromResults(flags: ScorecardFlags, filter: ScorecardFilter, io: Io): Sc
   const key = process.env[keyName];
   if (flags.keyEnv && !key) throw new InputError(`--key-env ${keyName}: that variable is not set, so no signature can be checked.`, { field: "--key-env" });
   const read = readResultsFolder(dir, { key, onProgress: (n, total) => io.stderr(`read ${n}/${total} result files\n`) });
-  const { facts, lines, skipped } = factsOfResults(read.files);
+  const probeSet = filter.probeSet;
+  const { facts, lines, skipped } = factsOfResults(probeSet ? read.files.filter((f) => judgedByProbeSet(f.result, probeSet)) : read.files);
   const inScope = (l: EvaluationLine) => !filter.owner || (l.owner === filter.owner && (!filter.repo || l.repo === filter.repo));
   const since = filter.since?.getTime();
   const keep = facts.map((f, i) => inScope(lines[i] as EvaluationLine));

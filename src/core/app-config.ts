@@ -25,6 +25,13 @@ export const RouteSchema = z
       .boolean()
       .default(false)
       .describe("whether a PR-body line `probegate-task: <task>` (or `probegate-suite: <suite>`) selects the route"),
+    gpus: z
+      .number()
+      .int()
+      .min(0)
+      .max(64)
+      .optional()
+      .describe("GPUs the target needs, for choosing a runner from `runners`; default: the `gpus` of tasks/<task>/task.yml in the evaluator repository"),
   })
   .superRefine((r, ctx) => {
     if ((r.task === undefined) === (r.suite === undefined)) {
@@ -41,6 +48,7 @@ export const EvaluatorSchema = z.strictObject({
   workflow: z.string().min(1).describe("workflow file name (e.g. evaluate.yml) or id"),
   ref: z.string().min(1).default("main").describe("branch or tag to dispatch the workflow on"),
   timeoutMinutes: z.number().positive().max(24 * 60).default(120).describe("an evaluation not finished after this long is timed out"),
+  tasksPath: z.string().min(1).default("tasks").describe("folder of the evaluator repository holding <task>/task.yml, read for a task's GPU count when `runners` is set"),
 });
 
 const RERUN_DEFAULTS = { perPrPerHour: 3, allowAgent: false };
@@ -48,6 +56,39 @@ export const RerunsSchema = z.strictObject({
   perPrPerHour: z.number().int().min(0).max(100).default(RERUN_DEFAULTS.perPrPerHour).describe("accepted reruns per PR in any hour; 0 turns reruns off"),
   allowAgent: z.boolean().default(RERUN_DEFAULTS.allowAgent).describe("whether the agent that wrote the PR may ask for reruns of it"),
 });
+
+const BUDGET_DEFAULTS = { perPrPerHour: 4 };
+export const BudgetSchema = z.strictObject({
+  perPrPerHour: z
+    .number()
+    .int()
+    .min(1, "must be at least 1 (a PR must be evaluated at some point)")
+    .max(1000)
+    .default(BUDGET_DEFAULTS.perPrPerHour)
+    .describe("PR heads evaluated per PR in any rolling hour; a push beyond it is evaluated when the window frees up (repeated pushes are an oracle on the hidden probes)"),
+});
+
+export const AGENT_DETAIL = ["categories", "full"] as const;
+export type AgentDetail = (typeof AGENT_DETAIL)[number];
+const FEEDBACK_DEFAULTS = { agentDetail: "categories" as AgentDetail };
+export const FeedbackSchema = z.strictObject({
+  agentDetail: z
+    .enum(AGENT_DETAIL)
+    .default(FEEDBACK_DEFAULTS.agentDetail)
+    .describe("what the check run of an agent-authored PR shows of the hidden probes: `categories` (counts per category, no probe ids, messages or locations) or `full`; maintainers always see the full messages in the evaluator run and the store"),
+});
+
+export const AllowUnsandboxedSchema = z.strictObject({
+  reason: z
+    .string()
+    .trim()
+    .min(10, "say why this repository accepts results made without the sandbox (at least 10 characters); it is shown at the top of every such check run"),
+});
+
+/** `runners:` keys are GPU counts; YAML reads `2:` as the number 2, which an object keeps as the key "2". */
+export const RunnersSchema = z
+  .record(z.string().regex(/^\d+$/, "a GPU count (a whole number), e.g. 2"), z.string().trim().min(1, "a runner label or ARC scale-set name"))
+  .refine((m) => Object.keys(m).length > 0, "name at least one runner, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`");
 
 /** `.github/probegate.yml` in the watched repository, read from its default branch. */
 export const AppConfigSchema = z
@@ -61,6 +102,14 @@ export const AppConfigSchema = z
       .boolean()
       .default(false)
       .describe("post one 'probegate / gate' check run on every PR head (passing when no evaluation is needed or all resolved), to make required in branch protection"),
+    budget: BudgetSchema.default(BUDGET_DEFAULTS),
+    feedback: FeedbackSchema.default(FEEDBACK_DEFAULTS),
+    allowUnsandboxed: AllowUnsandboxedSchema.optional().describe(
+      "accept results whose submission ran without the sandbox (it ran as the user holding the signing key, so it could have forged its result); without this, such a result is refused",
+    ),
+    runners: RunnersSchema.optional().describe(
+      "GPU count → runner label or ARC scale-set name, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`; each evaluation is dispatched with the smallest that fits (the evaluator workflow's `runner` input)",
+    ),
   })
   .describe("probegate app config (.github/probegate.yml)");
 
@@ -82,6 +131,8 @@ export interface RoutedTarget {
   kind: RouteTargetKind;
   id: string;
   why: string[];
+  /** The GPUs a route that chose it declared (`gpus:`); the largest, when several did. */
+  gpus?: number;
 }
 
 /** The routing decision: the targets, and PR-body markers that chose nothing (to tell the author). */
@@ -146,8 +197,10 @@ export function routeTasks(pr: RoutablePr, config: Pick<AppConfig, "routes">): R
     if (why.length === 0) continue;
     const key = `${kind}:${targetId}`;
     const seen = targets.get(key);
-    if (seen) seen.why.push(...why.filter((w) => !seen.why.includes(w)));
-    else targets.set(key, { kind, id: targetId, why });
+    if (seen) {
+      seen.why.push(...why.filter((w) => !seen.why.includes(w)));
+      if (route.gpus !== undefined) seen.gpus = Math.max(seen.gpus ?? 0, route.gpus);
+    } else targets.set(key, { kind, id: targetId, why, ...(route.gpus !== undefined ? { gpus: route.gpus } : {}) });
   }
   const ignoredMarkers = markers
     .filter((m) => !usedMarkers.has(m.text))

@@ -123,10 +123,22 @@ function officialLine(result: EvaluationResult): string {
 }
 
 /**
+ * How much of the hidden probes a check run shows. `full`: each failed check's id, category,
+ * location and message. `categories`: counts per category only, so an agent that pushes again and
+ * again cannot read off what a check looks for; maintainers read the full messages in the
+ * evaluator run's job summary and in the store.
+ */
+export type ProbeDetail = "full" | "categories";
+
+/** The note that replaces the failed checks' rows when only categories are shown. */
+export const CATEGORIES_ONLY_NOTE =
+  "> 🔒 Hidden-probe details are withheld from agent-authored pull requests (`feedback.agentDetail: categories` in .github/probegate.yml): only the category of each failed check is shown. Maintainers see the full messages in the evaluator run.";
+
+/**
  * The markdown summary: verdict, facts table, probes by category, then the failing rows.
  * Rows are dropped from the end, with a note, so the summary never exceeds GitHub's limit.
  */
-export function renderSummary(result: EvaluationResult, limit = SUMMARY_LIMIT): string {
+export function renderSummary(result: EvaluationResult, limit = SUMMARY_LIMIT, detail: ProbeDetail = "full"): string {
   const head: string[] = [];
   head.push(`### ${VERDICT_ICON[result.verdict]} ${VERDICT_LABEL[result.verdict]} — ${result.reason}`, "");
   const sub = result.submission;
@@ -143,7 +155,9 @@ export function renderSummary(result: EvaluationResult, limit = SUMMARY_LIMIT): 
     ? [`${tally.p} passed`, tally.f && `${tally.f} failed`, tally.e && `${tally.e} error`, tally.s && `${tally.s} skipped`].filter(Boolean).join(" · ")
     : "not run";
   head.push(`| Hidden probes | ${probeLine} |`);
-  head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\` |`);
+  const source = result.probeSetVersion;
+  const commits = [source?.evaluatorCommit && `evaluator \`${source.evaluatorCommit.slice(0, 12)}\``, source?.probesCommit && `probes \`${source.probesCommit.slice(0, 12)}\``].filter(Boolean);
+  head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\`${commits.length ? ` (${commits.join(", ")})` : ""} |`);
   const env = result.environment;
   const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
   head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
@@ -161,7 +175,8 @@ export function renderSummary(result: EvaluationResult, limit = SUMMARY_LIMIT): 
 
   const rows: string[] = [];
   const bad = result.probes.filter((p) => p.status === "failed" || p.status === "error");
-  if (bad.length) {
+  if (bad.length && detail === "categories") rows.push(CATEGORIES_ONLY_NOTE, "");
+  else if (bad.length) {
     rows.push("#### Probes that did not pass", "", "| Probe | Category | Status | Where | What was found |", "|---|---|---|---|---|");
     for (const p of bad) rows.push(`| \`${p.id}\` | ${p.category} | ${p.status} | ${where(p)} | ${cell(p.message)} |`);
     rows.push("");
@@ -205,9 +220,9 @@ function fitToLimit(head: string, rows: string[], limit: number): string {
  * official tests (failure), and undone edits to the judge (notice). Checks without a location
  * appear only in the summary, since GitHub requires a path.
  */
-export function renderAnnotations(result: EvaluationResult): CheckAnnotation[] {
+export function renderAnnotations(result: EvaluationResult, detail: ProbeDetail = "full"): CheckAnnotation[] {
   const out: CheckAnnotation[] = [];
-  for (const p of result.probes) {
+  for (const p of detail === "full" ? result.probes : []) {
     if (!p.location || (p.status !== "failed" && p.status !== "error")) continue;
     const line = p.location.line ?? 1;
     out.push({
@@ -245,12 +260,15 @@ export function batchAnnotations<T>(annotations: readonly T[], size = ANNOTATION
   return batches;
 }
 
-/** Everything a check run shows, from one result: the CLI, the Action and the app all call this. */
-export function renderCheckRun(result: EvaluationResult): CheckRunOutput {
+/**
+ * Everything a check run shows, from one result: the CLI, the Action and the app all call this.
+ * `detail: categories` leaves out the hidden checks' ids, locations and messages.
+ */
+export function renderCheckRun(result: EvaluationResult, detail: ProbeDetail = "full"): CheckRunOutput {
   return {
     conclusion: conclusionFor(result.verdict),
     title: renderTitle(result),
-    summary: renderSummary(result),
-    annotations: renderAnnotations(result),
+    summary: renderSummary(result, SUMMARY_LIMIT, detail),
+    annotations: renderAnnotations(result, detail),
   };
 }

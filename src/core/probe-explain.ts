@@ -25,6 +25,8 @@ export interface ExplainInput {
   state: string;
   verdict: string | null;
   failures: ReadonlyArray<ExplainedFailure>;
+  /** `categories`: the reply shows the categories and counts, not the checks' ids or messages (agent PRs read this thread). */
+  detail?: "full" | "categories";
 }
 
 const MESSAGE_LIMIT = 300;
@@ -52,12 +54,14 @@ export function renderExplain(evaluations: ReadonlyArray<ExplainInput>): string 
       const of = e.failures.filter((f) => f.category === category);
       if (of.length === 0) continue;
       lines.push(`- **${category}** (${of.length}) — checks ${CATEGORY_PURPOSE[category]}.`);
+      if (e.detail === "categories") continue;
       for (const f of of) {
         const message = f.message.replace(/\s+/g, " ").trim();
         const short = message.length > MESSAGE_LIMIT ? `${message.slice(0, MESSAGE_LIMIT - 1)}…` : message;
         lines.push(`  - \`${f.probeId}\` ${f.status}${short ? `: ${short}` : ""}`);
       }
     }
+    if (e.detail === "categories") lines.push("", "_The checks' messages are withheld on this thread (`feedback.agentDetail: categories`); maintainers read them in the evaluator run linked from the check run._");
     parts.push(lines.join("\n"));
   }
   return parts.join("\n\n");

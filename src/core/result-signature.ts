@@ -31,3 +31,17 @@ export function verifyResult(result: EvaluationResult, key: string | Buffer): { 
   if (got.length !== want.length || !timingSafeEqual(got, want)) return { ok: false, why: "the signature does not match the result's content" };
   return { ok: true };
 }
+
+/**
+ * Whether a result carries a valid signature by any of `keys` (the current key first, then the
+ * previous ones a rotation keeps for results in flight). The key is picked by the signature's key
+ * id, so an unknown key is refused naming the ids that are accepted.
+ */
+export function verifyResultWithKeys(result: EvaluationResult, keys: ReadonlyArray<string | Buffer>): { ok: true; keyIndex: number } | { ok: false; why: string } {
+  const sig = result.signature;
+  if (!sig) return { ok: false, why: "the result is not signed" };
+  const index = keys.findIndex((k) => keyId(k) === sig.keyId);
+  if (index < 0) return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keys.map(keyId).join(" or ")})` };
+  const checked = verifyResult(result, keys[index] as string | Buffer);
+  return checked.ok ? { ok: true, keyIndex: index } : checked;
+}

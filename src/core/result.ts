@@ -99,6 +99,18 @@ export const EnvironmentSchema = z.strictObject({
   sandboxed: z.boolean(),
   /** The cgroup version that limited and metered each run; null where none was usable. */
   cgroup: z.enum(["v1", "v2"]).nullish(),
+  /**
+   * The task's own Python environment (task.yml `environment:`) the jobs ran in: the sha256 of its
+   * lock, its Python version and the system interpreter it is built on. Absent or null: the runner's
+   * interpreter (no environment declared, or --python named one).
+   */
+  pythonEnv: z
+    .strictObject({
+      lockHash: z.string().regex(/^[0-9a-f]{64}$/),
+      python: z.string(),
+      interpreter: z.string(),
+    })
+    .nullish(),
 });
 export type Environment = z.infer<typeof EnvironmentSchema>;
 
@@ -127,6 +139,12 @@ export const EvaluationResultSchema = z.strictObject({
     /** Repository gates: the PR base asked for, and the merge base the head was compared with. */
     prBase: z.strictObject({ asked: z.string(), mergeBase: z.string() }).nullish(),
   }),
+  /**
+   * Where the probe set came from, as checked out on the runner (the Action fills it before
+   * signing): the evaluator repository's commit (tasks and workflow) and the probes repository's
+   * commit. Null where a folder was not a git checkout. Scorecards split by these.
+   */
+  probeSetVersion: z.strictObject({ evaluatorCommit: z.string().nullable(), probesCommit: z.string().nullable() }).nullish(),
   /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
   evaluationKey: z.string().nullish(),
   verdict: VerdictSchema,

@@ -32,8 +32,56 @@ export const RequiresSchema = z
   .default({});
 export type TaskRequires = z.infer<typeof RequiresSchema>;
 
+/** A version range of the interpreter, as for torch: ">=3.11,<3.13", "==3.11". */
+export const PYTHON_RANGE_DEFAULT = ">=3,<4";
+
+/**
+ * The task's own Python environment: a pinned, hash-checked lock (pip-tools' requirements format,
+ * as `uv pip compile --generate-hashes` writes it) and the interpreter range it is built for. The
+ * engine builds a virtual environment from it once per runner (cached by the lock's content hash
+ * and the interpreter's version) and runs `{python}` from it; without it, the runner's interpreter.
+ */
+export const PythonEnvironmentSchema = z.strictObject({
+  lock: z
+    .string()
+    .min(1)
+    .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
+    .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it"),
+  python: z
+    .string()
+    .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
+    .default(PYTHON_RANGE_DEFAULT)
+    .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
+});
+export type PythonEnvironment = z.infer<typeof PythonEnvironmentSchema>;
+
+/**
+ * What a built environment's folder says about itself (`probegate-env.json`, written last, before
+ * the folder is moved into place): an environment folder without it is not one.
+ */
+export const EnvironmentManifestSchema = z.strictObject({
+  /** sha256 of the lock file's bytes. */
+  lockHash: z.string().regex(/^[0-9a-f]{64}$/),
+  /** The lock file it was built from, as the first task that built it named it (for people). */
+  lockFile: z.string(),
+  /** The base interpreter the venv runs on (a system interpreter). */
+  interpreter: z.string(),
+  python: z.string(),
+  torch: z.string().nullable(),
+  cuda: z.string().nullable(),
+  uv: z.string(),
+  builtAt: z.string(),
+  buildS: z.number().min(0),
+  /** Bytes of its files (hard links into uv's cache counted in full). */
+  sizeBytes: z.number().int().min(0),
+  packages: z.number().int().min(0),
+});
+export type EnvironmentManifest = z.infer<typeof EnvironmentManifestSchema>;
+
 /** What the engine found on the runner. */
 export interface HostFacts {
+  /** Whose interpreter torch was read from, for the message: default "the runner's Python". */
+  pythonFrom?: string;
   torch: string | null;
   cuda: string | null;
   gpus: number;
@@ -72,12 +120,14 @@ export function inVersionRange(version: string, range: string): boolean {
 /** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
 export function unmetRequirements(req: TaskRequires, host: HostFacts): string[] {
   const unmet: string[] = [];
+  // Without an environment the wording stays the runner's (the demo's skip lines quote it).
+  const from = host.pythonFrom;
   if (req.torch !== undefined) {
-    if (host.torch === null) unmet.push(`torch ${req.torch} (the runner's Python has no torch)`);
-    else if (!inVersionRange(host.torch, req.torch)) unmet.push(`torch ${req.torch} (the runner has torch ${host.torch})`);
+    if (host.torch === null) unmet.push(`torch ${req.torch} (${from ?? "the runner's Python"} has no torch)`);
+    else if (!inVersionRange(host.torch, req.torch)) unmet.push(`torch ${req.torch} (${from ?? "the runner"} has torch ${host.torch})`);
   }
   if (req.cuda) {
-    if (host.cuda === null) unmet.push(`cuda: true (the runner's torch${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
+    if (host.cuda === null) unmet.push(`cuda: true (${from ? `the torch of ${from}` : "the runner's torch"}${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
     else if (host.gpus === 0) unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
   }
   if (req.gpus !== undefined && host.gpus < req.gpus) {

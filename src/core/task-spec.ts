@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { parseByteSize } from "./sizes.js";
 import { ProbeParamsSchema } from "./probe-params.js";
-import { RequiresSchema, SetupSchema } from "./task-environment.js";
+import { PythonEnvironmentSchema, RequiresSchema, SetupSchema } from "./task-environment.js";
 
 /** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
 export const ID_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
@@ -117,6 +117,7 @@ export const TaskSpecSchema = z
     requirements: z.array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
     setup: SetupSchema.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    environment: PythonEnvironmentSchema.optional().describe("the task's pinned Python environment (a hash-checked lock), built once per runner; without it, {python} is the runner's interpreter"),
     requires: RequiresSchema.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
   })
   .superRefine((t, ctx) => {

@@ -14,6 +14,8 @@ import { probeSetVersion } from "./probe-set.js";
 import type { RunLimits } from "./run-command.js";
 import { bwrapPath, detectSandbox, type SandboxSupport } from "./sandbox/sandbox.js";
 import type { Workspace } from "./workspace.js";
+import { ensureEnvironment, type BuiltEnvironment } from "./environment/build-environment.js";
+import { environmentRequest } from "./environment/task-request.js";
 
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
 export const DEFAULT_PROCESSES = 4096;
@@ -24,17 +26,30 @@ export const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
 export interface PendingHostFacts {
   bwrap: string;
   facts: Promise<readonly [PythonInfo, GpuInfo[], SandboxSupport | null]>;
+  /**
+   * The task's own environment (task.yml `environment:`), being built or found; its python is the
+   * facts' Python. Null for a task without one, or when `--python` names the interpreter.
+   */
+  environment: Promise<BuiltEnvironment> | null;
 }
 
 /**
- * Starts reading the host's facts, so they are gathered while the workspace is built. A failure
- * surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness error of the evaluation.
+ * Starts reading the host's facts, so they are gathered while the workspace is built. A task that
+ * declares an environment gets it built (or found in the runner's store) meanwhile, and its python
+ * is the one inspected; `--python` (opts.python) overrides it, as an explicit choice for this run.
+ * A failure surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness
+ * error of the evaluation.
  */
-export function gatherHostFacts(opts: Pick<EvaluateOptions, "python" | "unsandboxed">): PendingHostFacts {
+export function gatherHostFacts(opts: Pick<EvaluateOptions, "python" | "unsandboxed" | "task">, onProgress?: (line: string) => void): PendingHostFacts {
   const bwrap = bwrapPath();
-  const facts = Promise.all([inspectPython(choosePython(opts.python)), detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)] as const);
+  const request = opts.python ? null : environmentRequest(opts.task);
+  if (opts.python && opts.task.spec.environment) onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${opts.task.spec.environment.lock}`);
+  const environment = request ? ensureEnvironment(request, { onProgress }) : null;
+  environment?.catch(() => {});
+  const python = environment ? environment.then((env) => inspectPython(env.python)) : inspectPython(choosePython(opts.python));
+  const facts = Promise.all([python, detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)] as const);
   facts.catch(() => {});
-  return { bwrap, facts };
+  return { bwrap, facts, environment };
 }
 
 /**
@@ -83,6 +98,8 @@ export interface EvaluationRecord {
   workspaceS: number;
   /** This runner's Python (with torch, CUDA) and GPUs; null where they could not be read. */
   host: { py: PythonInfo; gpus: GpuInfo[] } | null;
+  /** The task's environment the jobs ran in (its lock's hash, base interpreter); null: the runner's Python. */
+  pythonEnv: { lockHash: string; python: string; interpreter: string } | null;
   /** The official job as planned: its backend and ranks are the result's environment. */
   officialJob: PlannedJob | null;
   sandboxed: boolean;
@@ -144,6 +161,7 @@ export function openEvaluation(opts: EvaluateOptions): Omit<EvaluationContext, "
   // Every string that leaves the runner (events, the result) is checked against the probe sources.
   const secrets = readProbeSecrets(opts.task.probesDir);
   const rawEmit = opts.onEvent ?? (() => {});
+  const emit = (e: EvaluationEvent) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value);
   return {
     opts,
     spec,
@@ -151,12 +169,12 @@ export function openEvaluation(opts: EvaluateOptions): Omit<EvaluationContext, "
     probeSet,
     params,
     secrets,
-    emit: (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value),
-    hostFacts: gatherHostFacts(opts),
+    emit,
+    hostFacts: gatherHostFacts(opts, (text) => emit({ type: "log", source: "environment", text })),
     cgroups: findControllers(),
     processes: opts.runLimits?.processes ?? DEFAULT_PROCESSES,
     diskBytes: opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES,
-    record: { workspaceS: 0, host: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], guard: [], probesS: 0, harnessError: null, releaseUid: null },
+    record: { workspaceS: 0, host: null, pythonEnv: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], guard: [], probesS: 0, harnessError: null, releaseUid: null },
   };
 }
 

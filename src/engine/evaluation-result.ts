@@ -82,6 +82,7 @@ export function assembleResult(ev: EvaluationContext): EvaluationResult {
       gpus: record.host?.gpus ?? [],
       sandboxed: record.sandboxed,
       cgroup: ev.cgroups ? `v${ev.cgroups.version}` : null,
+      pythonEnv: record.pythonEnv,
     },
     jobs: runner ? records : null,
     startedAt: ev.clock.startedAt.toISOString(),

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import picomatch from "picomatch";
@@ -13,6 +14,8 @@ import { expandCommand, jobEnv, jobPythonPath, type JobContext } from "./jobs/jo
 import type { PlannedJob } from "./jobs/job-plan.js";
 import type { SliceRunner } from "./jobs/job-slice.js";
 import { JobPool } from "./jobs/job-pool.js";
+import { runsPytest } from "./official-phase.js";
+import { copyKit, launchedArgv, sealKey, unsealResults, type GuardConfig } from "./probe-guard.js";
 import { runCommand, type RunLimits } from "./run-command.js";
 import { resetHooks } from "./workspace.js";
 
@@ -34,10 +37,16 @@ export interface ProbeEvents {
   log(probe: string, text: string): void;
 }
 
-/** Copies a folder (the probes, the kit) into the evaluation folder, read-only for everyone. */
+/** Copies a folder (the probes) into the evaluation folder, read-only for everyone. */
 function mountReadOnly(src: string, root: string, name: string): string {
   const dest = join(root, name);
   cpSync(src, dest, { recursive: true, filter: (p) => basename(p) !== "__pycache__" });
+  lockReadOnly(dest);
+  return dest;
+}
+
+/** Makes a copied folder read-only for everyone, the sandbox's user included. */
+function lockReadOnly(dest: string): void {
   const lock = (dir: string) => {
     for (const e of readdirSync(dir)) {
       const p = join(dir, e);
@@ -47,7 +56,6 @@ function mountReadOnly(src: string, root: string, name: string): string {
     chmodSync(dir, 0o555);
   };
   lock(dest);
-  return dest;
 }
 
 /** The probe files of a task, in a stable order. */
@@ -80,7 +88,14 @@ export async function runProbes(
   // Copied in only now, outside the workspace. The kit is copied too: wherever it is installed, the
   // sandbox's user can then reach it.
   const mounted = mountReadOnly(task.probesDir, ctx.root, "probes");
-  const kit = mountReadOnly(ctx.kitDir, ctx.root, "kit");
+  // The kit under this evaluation's own package name, behind its public one, with the launcher
+  // every probe process starts through (probe-guard.ts; docs/sandbox.md, "Gaming defences").
+  const kitCopy = copyKit(ctx.kitDir, join(ctx.root, "kit"));
+  lockReadOnly(kitCopy.dir);
+  const kit = kitCopy.dir;
+  // What the official run's argv and environment looked like: the probe's are made to match.
+  const officialArgv = expandCommand(task.spec.official.command, { python: ctx.python, junit: join(ctx.judgeDir, "official", "junit.xml"), workspace: ctx.workspace });
+  const pytestLike = runsPytest(officialArgv);
   const resultsDir = join(ctx.judgeDir, "results");
   mkdirSync(resultsDir, { recursive: true });
   const runOne = (job: PlannedJob) =>
@@ -93,8 +108,14 @@ export async function runProbes(
         events.probeStart(probe, attempt, JobPool.describe(lease) + (attempt === 1 ? JobPool.waitNote(lease) : ""));
         const results = join(resultsDir, `${probe}.${attempt}.jsonl`);
         writeFileSync(results, "");
-        const argv = expandCommand(task.spec.probes.command, { python: ctx.python, probe: join(mounted, job.file ?? ""), workspace: ctx.workspace });
+        const probePath = join(mounted, job.file ?? "");
+        const launch = launchedArgv(expandCommand(task.spec.probes.command, { python: ctx.python, probe: probePath, workspace: ctx.workspace }), probePath, kitCopy.launcher);
+        const key = sealKey();
+        const suite = `probegate-${randomBytes(12).toString("hex")}`;
+        const plugins = (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("");
         const env = jobEnv(jc, {
+          // The same shape as the official run's environment (a fresh suite name of the same form).
+          ...(pytestLike ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {}),
           PROBEGATE_RESULTS: results,
           PROBEGATE_PROBE_DIR: mounted,
           PROBEGATE_SEED: String(ctx.params.seed),
@@ -108,10 +129,21 @@ export async function runProbes(
           readWrite: [ctx.workspace, env.HOME as string, results],
           readOnlyInside: [join(ctx.workspace, ".git")],
         });
-        const run = await runCommand(argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus });
+        const guard: GuardConfig = {
+          key: key.toString("hex"),
+          kit: kitCopy.alias,
+          command: officialArgv,
+          pythonpath: jobPythonPath(jc),
+          workspace: ctx.workspace,
+          watched: [kit, mounted, results],
+        };
+        const input = launch.launched ? `${JSON.stringify(guard)}\n` : undefined;
+        const run = await runCommand(launch.argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus, input });
         events.log(probe, run.log);
         if (run.spawnError) throw new HarnessError(`probe ${probe} could not start: ${run.spawnError}`, "probes");
-        const resultsText = existsSync(results) ? readFileSync(results, "utf8") : "";
+        const rawResults = existsSync(results) ? readFileSync(results, "utf8") : "";
+        // Only lines the kit sealed count once the kit announced itself (probe-guard.ts).
+        const resultsText = launch.launched ? unsealResults(rawResults, key, probe).text : rawResults;
         runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
         if (attempt === 1) retried = failedTimeChecks(runs[0] ?? []);
       } while (retried.length > 0 && needsAnotherRun(runs, retried));

@@ -33,7 +33,9 @@ export function progressPrinter(write: (s: string) => void, opts: { verbose?: bo
         break;
       }
       case "log":
-        if (opts.verbose && e.text.trim()) write(`${p}--- ${e.source} output ---\n${e.text.trimEnd()}\n${p}--- end ---\n`);
+        // The task's environment being built: phase lines a person waits on, not a runner's output.
+        if (e.source === "environment") write(`${p}  · environment: ${e.text}\n`);
+        else if (opts.verbose && e.text.trim()) write(`${p}--- ${e.source} output ---\n${e.text.trimEnd()}\n${p}--- end ---\n`);
         break;
     }
   };

@@ -67,7 +67,15 @@ const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null ||
  */
 export async function runCommand(
   command: readonly string[],
-  opts: { cwd: string; env: Record<string, string>; limits: RunLimits; isolation?: RunIsolation; cpus?: readonly number[] },
+  opts: {
+    cwd: string;
+    env: Record<string, string>;
+    limits: RunLimits;
+    isolation?: RunIsolation;
+    cpus?: readonly number[];
+    /** Written to the command's stdin, which is then closed (the probe launcher's configuration); none: /dev/null. */
+    input?: string;
+  },
 ): Promise<RunOutcome> {
   if (command.length === 0) throw new TypeError("empty command");
   const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
@@ -86,7 +94,7 @@ export async function runCommand(
     extendEnv: false,
     detached: true,
     reject: false,
-    stdin: "ignore",
+    ...(opts.input !== undefined ? { input: opts.input } : { stdin: "ignore" as const }),
     buffer: false,
     stripFinalNewline: false,
   });

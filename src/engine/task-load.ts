@@ -1,6 +1,7 @@
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { TaskSpecSchema, type TaskSpec } from "../core/task-spec.js";
+import { locatedProblems, parseLock } from "./environment/lock-file.js";
 import { InputError } from "./errors.js";
 import { lineOf, parseWith, readYaml } from "./yaml-file.js";
 
@@ -76,6 +77,16 @@ export function loadTask(dirOrFile: string, probesOverride?: string): LoadedTask
         const line = lineOf(src, ["setup", "pytestPlugins", i]);
         throw new InputError(`${file}${line ? `:${line}` : ""}: setup.pytestPlugins: module '${plugin}' is not in ${setupDir} (no ${rel}.py or ${rel}/__init__.py).`, { file, field: "setup.pytestPlugins", line });
       }
+    }
+  }
+  if (spec.environment) {
+    const lockFile = resolve(dir, spec.environment.lock);
+    mustExist(lockFile, "file", file, "environment.lock", lineOf(src, ["environment", "lock"]));
+    // What uv would refuse with less to go on (an unpinned or unhashed line) is bad input, found
+    // here: `probegate validate` reports it before any runner builds anything.
+    const { problems } = parseLock(readFileSync(lockFile, "utf8"));
+    if (problems.length) {
+      throw new InputError(`not a lock the engine can build (environment.lock in ${file}): ${locatedProblems(lockFile, problems).join("; ")}.`, { file: lockFile, field: "environment.lock" });
     }
   }
   return { spec, dir, file, promptFile, base, probesDir, setupDir };

@@ -30,7 +30,8 @@ export interface DispatchInputs {
   sha: string;
   task: string;
   evaluationKey: string;
-  gpus?: string;
+  /** The runner label or ARC scale-set name for the task's GPU count (the workflow's `runs-on`). */
+  runner?: string;
 }
 
 /**
@@ -47,7 +48,7 @@ export async function dispatchEvaluation(gh: GitHubClient, ev: Evaluator, inputs
       sha: inputs.sha,
       task: inputs.task,
       "evaluation-key": inputs.evaluationKey,
-      ...(inputs.gpus ? { gpus: inputs.gpus } : {}),
+      ...(inputs.runner ? { runner: inputs.runner } : {}),
     },
     return_run_details: true,
   });
@@ -56,6 +57,43 @@ export async function dispatchEvaluation(gh: GitHubClient, ev: Evaluator, inputs
     throw new Error(`GitHub accepted the dispatch of ${ev.repository}/${ev.workflow} but returned no run id (status ${res.status}); it may not support return_run_details`);
   }
   return { runId: data.workflow_run_id, htmlUrl: data.html_url ?? "" };
+}
+
+/** What the sweep needs of an evaluator run: whether it ended, how, and its page. */
+export interface EvaluatorRunState {
+  id: number;
+  status: string;
+  conclusion: string | null;
+  htmlUrl: string;
+}
+
+/** The state of an evaluator run, asked when its webhook may have been lost; null when the run no longer exists. */
+export async function getEvaluatorRun(gh: GitHubClient, evaluatorRepo: string, runId: number): Promise<EvaluatorRunState | null> {
+  try {
+    const { data } = await gh.rest.actions.getWorkflowRun({ ...repoRef(evaluatorRepo), run_id: runId });
+    return { id: data.id, status: data.status ?? "unknown", conclusion: data.conclusion ?? null, htmlUrl: data.html_url };
+  } catch (e) {
+    if ((e as { status?: number }).status === 404) return null;
+    throw e;
+  }
+}
+
+/**
+ * A run of the evaluator workflow dispatched at or after `since` whose name carries this
+ * evaluation key (the example workflow's `run-name: probegate <task> <evaluation-key>`), so a run
+ * whose dispatch answer was lost — the app died between GitHub starting it and recording its id —
+ * is found again instead of dispatched twice. Null when there is none.
+ */
+export async function findDispatchedRun(gh: GitHubClient, ev: Evaluator, evaluationKey: string, since: Date): Promise<{ runId: number; htmlUrl: string } | null> {
+  const { data } = await gh.rest.actions.listWorkflowRuns({
+    ...repoRef(ev.repository),
+    workflow_id: ev.workflow,
+    event: "workflow_dispatch",
+    created: `>=${since.toISOString().replace(/\.\d{3}Z$/, "Z")}`,
+    per_page: 100,
+  });
+  const run = data.workflow_runs.find((r) => (r.display_title ?? "").split(/\s+/).includes(evaluationKey));
+  return run ? { runId: run.id, htmlUrl: run.html_url } : null;
 }
 
 /** Cancels an evaluator run; a run that already finished (409) is left as it is. */

@@ -1,6 +1,6 @@
 import { unzipSync } from "fflate";
 import { readResult, type EvaluationResult } from "../core/result.js";
-import { verifyResult } from "../core/result-signature.js";
+import { verifyResultWithKeys } from "../core/result-signature.js";
 
 /** The artifact the evaluator workflow uploads (examples/workflows/probegate-evaluator.yml). */
 export const RESULT_ARTIFACT = "probegate-result";
@@ -12,7 +12,8 @@ export interface ExpectedResult {
   evaluationKey: string;
   headSha: string;
   task: string;
-  signingKey: string;
+  /** The keys a result may be signed with: the current one, then previous ones kept through a rotation. */
+  signingKeys: ReadonlyArray<string>;
 }
 
 export type CheckedResult = { ok: true; result: EvaluationResult } | { ok: false; problems: string[] };
@@ -61,7 +62,7 @@ export function checkResult(text: string, expected: ExpectedResult): CheckedResu
   const result = read.result;
   const problems: string[] = [];
   // The signature covers the document as it came, fields this version does not know included.
-  const verified = verifyResult(json as EvaluationResult, expected.signingKey);
+  const verified = verifyResultWithKeys(json as EvaluationResult, expected.signingKeys);
   const bad = verified.ok ? null : verified.why;
   if (bad) problems.push(bad);
   if (result.evaluationKey !== expected.evaluationKey) {

@@ -9,19 +9,42 @@ export interface DeliveryRecord {
 }
 
 /**
- * Records a webhook delivery once. Returns true for the first sight of `id` and false for a
- * redelivery (concurrent or later), which the app must then not act on a second time.
+ * How long a delivery whose handling has not finished is left to its handler: after this, the
+ * handler is taken to have died with its process (killed mid-handling, before it could answer or
+ * forget the delivery), and a redelivery of it is acted on.
  */
-export function recordDelivery(db: StoreDb, delivery: { id: string; event: string }, now: Date): boolean {
+export const DELIVERY_TAKEOVER_MS = 5 * 60_000;
+
+/**
+ * Records a webhook delivery once. Returns true for the first sight of `id` and false for a
+ * redelivery (concurrent or later), which the app must then not act on a second time — unless the
+ * first handling never finished and began more than `takeOverAfterMs` ago (its process died), when
+ * this caller takes it over (true for exactly one caller: one conditional upsert).
+ */
+export function recordDelivery(db: StoreDb, delivery: { id: string; event: string }, now: Date, takeOverAfterMs = DELIVERY_TAKEOVER_MS): boolean {
   const info = db
-    .prepare("INSERT INTO deliveries (id, event, received_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING")
-    .run(delivery.id, delivery.event, now.getTime());
+    .prepare(
+      `INSERT INTO deliveries (id, event, received_at) VALUES (?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET received_at = excluded.received_at
+       WHERE deliveries.handled_at IS NULL AND deliveries.received_at <= excluded.received_at - ?`,
+    )
+    .run(delivery.id, delivery.event, now.getTime(), takeOverAfterMs);
   return info.changes === 1;
+}
+
+/** Notes that a delivery's handling finished (acted on, or found nothing to do). */
+export function markDeliveryHandled(db: StoreDb, id: string, now: Date): void {
+  db.prepare("UPDATE deliveries SET handled_at = ? WHERE id = ?").run(now.getTime(), id);
 }
 
 /** Whether a delivery with this id was recorded. */
 export function seen(db: StoreDb, id: string): boolean {
   return db.prepare("SELECT 1 FROM deliveries WHERE id = ?").get(id) !== undefined;
+}
+
+/** Whether a delivery with this id was acted on to the end. */
+export function handled(db: StoreDb, id: string): boolean {
+  return db.prepare("SELECT 1 FROM deliveries WHERE id = ? AND handled_at IS NOT NULL").get(id) !== undefined;
 }
 
 /**
@@ -80,4 +103,26 @@ export function pruneDeliveries(db: StoreDb, olderThan: Date): number {
   // IMMEDIATE: the write lock is taken first, so both DELETEs see one state of the store and
   // another process of the app waits for them instead of failing to upgrade its lock.
   return prune.immediate();
+}
+
+/**
+ * Takes the right to ask GitHub to redeliver `guid` now: true for exactly one caller (one
+ * conditional upsert), and only when it was never asked for, or last asked `gapMs` or more ago,
+ * and fewer than `maxAsks` times in all.
+ */
+export function claimRedelivery(db: StoreDb, guid: string, now: Date, gapMs: number, maxAsks: number): boolean {
+  const t = now.getTime();
+  const info = db
+    .prepare(
+      `INSERT INTO redelivery_asks (guid, asked_at, asks) VALUES (?, ?, 1)
+       ON CONFLICT (guid) DO UPDATE SET asked_at = excluded.asked_at, asks = redelivery_asks.asks + 1
+       WHERE redelivery_asks.asked_at <= ? AND redelivery_asks.asks < ?`,
+    )
+    .run(guid, t, t - gapMs, maxAsks);
+  return info.changes === 1;
+}
+
+/** Forgets redelivery requests older than `olderThan` (GitHub keeps deliveries 3 days). */
+export function pruneRedeliveryAsks(db: StoreDb, olderThan: Date): number {
+  return db.prepare("DELETE FROM redelivery_asks WHERE asked_at < ?").run(olderThan.getTime()).changes;
 }

@@ -37,6 +37,8 @@ export interface EvaluationRecord extends NewEvaluation {
   version: number;
   /** Until when one app process holds the right to dispatch this queued attempt (null: nobody). */
   claimUntil: Date | null;
+  /** A queued attempt over its PR's evaluation budget waits until then (null: not deferred). */
+  deferredUntil: Date | null;
 }
 
 /** Someone else changed the evaluation between our read and our write; re-read and decide again. */
@@ -78,6 +80,7 @@ interface Row {
   attempt_started_at: number;
   version: number;
   claim_until: number | null;
+  deferred_until: number | null;
 }
 
 function fromRow(r: Row): EvaluationRecord {
@@ -101,6 +104,7 @@ function fromRow(r: Row): EvaluationRecord {
     attemptStartedAt: new Date(r.attempt_started_at),
     version: r.version,
     claimUntil: r.claim_until === null ? null : new Date(r.claim_until),
+    deferredUntil: r.deferred_until === null ? null : new Date(r.deferred_until),
   };
 }
 
@@ -141,6 +145,8 @@ export interface TransitionPatch {
   area?: string;
   durationS?: number;
   gpuSeconds?: number;
+  /** With `complete`: the probe set the result was judged by (folder hash, evaluator and probes commits run). */
+  probeSet?: { hash: string; evaluatorCommit: string | null; probesCommit: string | null };
 }
 
 /**
@@ -173,7 +179,8 @@ export function transitionEvaluation(
            check_run_id = COALESCE(?, check_run_id),
            workflow_run_id = CASE WHEN ? THEN NULL ELSE COALESCE(?, workflow_run_id) END,
            verdict = CASE WHEN ? THEN NULL ELSE COALESCE(?, verdict) END,
-           error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END
+           error = CASE WHEN ? THEN NULL ELSE COALESCE(?, error) END,
+           deferred_until = NULL
          WHERE key = ? AND version = ? AND state = ?`,
       )
       .run(
@@ -194,7 +201,9 @@ export function transitionEvaluation(
       );
     if (info.changes !== 1) throw new StaleEvaluationError(key, expected);
     if (event === "complete" && patch.verdict) {
-      db.prepare("INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
+      db.prepare(
+        "INSERT INTO attempt_results (evaluation_key, attempt, verdict, finished_at, area, duration_s, gpu_seconds, probe_set_hash, evaluator_commit, probes_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      ).run(
         key,
         current.attempt,
         patch.verdict,
@@ -202,6 +211,9 @@ export function transitionEvaluation(
         patch.area ?? null,
         patch.durationS ?? null,
         patch.gpuSeconds ?? null,
+        patch.probeSet?.hash ?? null,
+        patch.probeSet?.evaluatorCommit ?? null,
+        patch.probeSet?.probesCommit ?? null,
       );
     }
     const updated = getEvaluation(db, key);

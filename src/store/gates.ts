@@ -39,6 +39,20 @@ export function concludeGate(db: StoreDb, at: { owner: string; repo: string; hea
   );
 }
 
+/** Records the conclusion the gate was posted with and, for a passed one, the tree its head holds. */
+export function recordGateOutcome(db: StoreDb, at: { owner: string; repo: string; headSha: string }, conclusion: string, treeSha: string | null): void {
+  db.prepare("UPDATE gates SET conclusion = ?, tree_sha = ? WHERE owner = ? AND repo = ? AND head_sha = ?").run(conclusion, treeSha, at.owner, at.repo, at.headSha);
+}
+
+/** The passed gates of a repository whose head holds one of these trees. */
+export function passedGatesWithTrees(db: StoreDb, repo: { owner: string; repo: string }, trees: ReadonlyArray<string>): Array<{ pr: number; headSha: string; tree: string }> {
+  if (trees.length === 0) return [];
+  const rows = db
+    .prepare(`SELECT pr, head_sha, tree_sha FROM gates WHERE owner = ? AND repo = ? AND conclusion = 'success' AND tree_sha IN (${trees.map(() => "?").join(", ")})`)
+    .all(repo.owner, repo.repo, ...trees) as Array<{ pr: number; head_sha: string; tree_sha: string }>;
+  return rows.map((r) => ({ pr: r.pr, headSha: r.head_sha, tree: r.tree_sha }));
+}
+
 /** The evaluations of one PR head, every task, in task order. */
 export function evaluationsAtHead(db: StoreDb, at: { owner: string; repo: string; pr: number; headSha: string }): EvaluationRecord[] {
   return evaluationsOfPr(db, at)

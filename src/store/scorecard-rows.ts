@@ -40,6 +40,17 @@ function where(filter: ScorecardFilter, which: "counted" | "first-or-best", p = 
     else if (which === "counted") clauses.push(`${p}finished_at >= ?`), params.push(since);
     else clauses.push(`(${p}finished_at >= ? OR ${p}group_first_at >= ?)`), params.push(since, since);
   }
+  if (filter.probeSet) {
+    // The app keys an evaluation by the evaluator commit; the result names the commits it ran and the folder's hash.
+    const row = p || "scorecard_rows.";
+    clauses.push(
+      `EXISTS (SELECT 1 FROM attempt_results a JOIN evaluations ev ON ev.key = a.evaluation_key
+         WHERE a.evaluation_key = ${row}evaluation_key AND a.attempt = ${row}attempt
+           AND (ev.probe_set LIKE ? OR a.evaluator_commit LIKE ? OR a.probes_commit LIKE ? OR a.probe_set_hash LIKE ?))`,
+    );
+    const prefix = `${filter.probeSet}%`;
+    params.push(prefix, prefix, prefix, `sha256:${prefix}`);
+  }
   return { sql: clauses.length ? `WHERE ${clauses.join(" AND ")}` : "", params };
 }
 
@@ -51,7 +62,7 @@ function where(filter: ScorecardFilter, which: "counted" | "first-or-best", p = 
  * group start and their duration histograms not per repository.
  */
 export function scorecardOf(db: StoreDb, filter: ScorecardFilter): Scorecard {
-  if (filter.owner || filter.since) return scorecardScan(db, filter);
+  if (filter.owner || filter.since || filter.probeSet) return scorecardScan(db, filter);
   return scorecardFromCells(db, filter.basis, { unlessScanIsCheaper: true }) ?? scorecardScan(db, filter);
 }
 

@@ -12,6 +12,8 @@ import { FIXTURES, ROOT, TINY_SUBS, TINY_TASK, tmp } from "../helpers.js";
 const DIST = join(ROOT, "dist", "action", "index.js");
 const API = "https://api.github.com";
 const KEY = "test-signing-key-0123456789abcdef";
+/** The central workflow these runs come from (GITHUB_WORKFLOW_REF), and so the one trusted with the probes. */
+const TRUSTED = "octo-org/ci-policies/.github/workflows/probegate.yml@refs/heads/main";
 let runs = 0;
 
 interface ActionRun {
@@ -35,10 +37,15 @@ async function runAction(inputs: Record<string, string>, env: Record<string, str
   const dir = tmp("pg-action-");
   const files = { GITHUB_OUTPUT: join(dir, "output"), GITHUB_STEP_SUMMARY: join(dir, "summary"), RUNNER_TEMP: dir };
   for (const f of [files.GITHUB_OUTPUT, files.GITHUB_STEP_SUMMARY]) writeFileSync(f, "");
-  const defaults = { "fail-on": "probe-rejected", "check-name": "probegate", gpus: "all", "remove-probes": "false", "github-token": "ghs_test" };
+  const defaults = { "fail-on": "probe-rejected", "check-name": "probegate", gpus: "all", "remove-probes": "false", "github-token": "ghs_test", "trusted-workflow": TRUSTED };
   const saved = { ...process.env };
   for (const [k, v] of Object.entries({ ...defaults, ...inputs })) process.env[`INPUT_${k.toUpperCase()}`] = v;
-  Object.assign(process.env, files, { GITHUB_API_URL: API, GITHUB_SERVER_URL: "https://github.com", GITHUB_ACTIONS: "true" }, env);
+  Object.assign(
+    process.env,
+    files,
+    { GITHUB_API_URL: API, GITHUB_SERVER_URL: "https://github.com", GITHUB_ACTIONS: "true", GITHUB_WORKFLOW_REF: TRUSTED, GITHUB_WORKFLOW_SHA: "5".repeat(40) },
+    env,
+  );
   let stdout = "";
   const write = process.stdout.write.bind(process.stdout);
   process.stdout.write = ((chunk: string) => ((stdout += String(chunk)), true)) as typeof process.stdout.write;
@@ -159,6 +166,22 @@ describe("standalone mode", () => {
     expect(r.outputs["check-run-id"]).toBe("99");
   });
 
+  it("refuses to read the probes or sign in a workflow that came from the PR", async () => {
+    const ev = pullRequestEvent();
+    const probes = join(tmp(), "private-probes");
+    cpSync(join(FIXTURES, "probes", "tiny-sum"), probes, { recursive: true });
+    const fromPr = `${ev.owner}/${ev.repo}/.github/workflows/probegate.yml@refs/pull/2/merge`;
+    const r = await runAction(
+      { mode: "standalone", task: TINY_TASK, probes, "remove-probes": "true", "signing-key": KEY, submission: checkout("tiny-sum", {}) },
+      { GITHUB_EVENT_NAME: "pull_request", GITHUB_EVENT_PATH: ev.path, GITHUB_WORKFLOW_REF: fromPr, GITHUB_WORKFLOW_SHA: "6".repeat(40), GITHUB_SHA: "6".repeat(40) },
+    );
+    expect(r.failed).toBe(true);
+    expect(r.stdout).toContain(`this step runs in ${fromPr}`);
+    expect(r.stdout).toContain(`trusted-workflow is ${TRUSTED}`);
+    expect(r.outputs["result-path"]).toBeUndefined();
+    expect(existsSync(probes)).toBe(false);
+  });
+
   it("refuses pull_request_target", async () => {
     const ev = pullRequestEvent();
     const r = await runAction({ mode: "standalone", task: TINY_TASK, submission: checkout("tiny-sum", {}) }, { GITHUB_EVENT_NAME: "pull_request_target", GITHUB_EVENT_PATH: ev.path });
@@ -216,7 +239,7 @@ describe("bad inputs fail the step with a message naming the input", () => {
     ["missing task", { mode: "runner", task: "", submission: TINY_SUBS, "signing-key": KEY }, /Input 'task' is required/],
     ["task that does not exist", { mode: "runner", task: "/nonexistent/task", submission: TINY_SUBS, "signing-key": KEY }, /Input 'task': Cannot read task spec/],
     ["probes path that does not exist", { mode: "runner", task: TINY_TASK, submission: TINY_SUBS, "signing-key": KEY, probes: "/nonexistent/probes" }, /Input 'probes': folder \/nonexistent\/probes does not exist/],
-    ["invalid fail-on", { mode: "runner", task: TINY_TASK, submission: TINY_SUBS, "signing-key": KEY, "fail-on": "sometimes" }, /Input 'fail-on' is invalid: expected one of probe-rejected, official-failed, any, never, got 'sometimes'/],
+    ["invalid fail-on", { mode: "runner", task: TINY_TASK, submission: TINY_SUBS, "signing-key": KEY, "fail-on": "sometimes" }, /Input 'fail-on' is invalid: expected one of probe-rejected, official-failed, any, never, probe-rejected-only, official-failed-only, got 'sometimes'/],
     ["runner without a signing key", { mode: "runner", task: TINY_TASK, submission: TINY_SUBS }, /Input 'signing-key' is required in runner mode/],
   ];
   it.each(cases)("%s", async (_n, inputs, message) => {

@@ -40,6 +40,16 @@ reruns:
   perPrPerHour: 2
 `;
 
+/** The config with the hidden probes' full messages on agent PRs' check runs (the default shows categories only). */
+export const FULL_DETAIL_YAML = `${CONFIG_YAML}feedback:
+  agentDetail: full
+`;
+
+/** The tree of a commit, as the gate asks for it when it passes (so a merge group can pass on it). */
+export function mockTree(sha: string, tree: string): void {
+  nock(API).get(`${repoPath}/git/commits/${sha}`).reply(200, { sha, tree: { sha: tree, url: "" } });
+}
+
 /** A settable clock for the app. */
 export class Clock {
   t = T0.getTime();
@@ -62,7 +72,9 @@ export interface LoadedApp {
  * The app loaded into a Probot that talks to nock. Retry is off unless asked for (then with tiny
  * delays); throttling is off unless asked for, because its write spacing of 1 s would slow every test.
  */
-export async function loadApp(opts: { file?: string; clock?: Clock; retry?: boolean; throttle?: boolean; retryAfterBaseValue?: number } = {}): Promise<LoadedApp> {
+export async function loadApp(
+  opts: { file?: string; clock?: Clock; retry?: boolean; throttle?: boolean; retryAfterBaseValue?: number; previousSigningKeys?: string[]; redeliverEveryMs?: number } = {},
+): Promise<LoadedApp> {
   const file = opts.file ?? join(tmp("pg-app-"), "probegate.sqlite");
   const clock = opts.clock ?? new Clock();
   const db = openStore(file);
@@ -73,7 +85,9 @@ export async function loadApp(opts: { file?: string; clock?: Clock; retry?: bool
     logLevel: "fatal",
     Octokit: probegateOctokit({ retry: opts.retry ?? false, throttle: opts.throttle ?? false, retryAfterBaseValue: opts.retryAfterBaseValue ?? 1 }),
   });
-  const probegate = createProbegate({ db, signingKey: SIGNING_KEY, now: clock.now, sweepEveryMs: 0 });
+  const probegate = createProbegate({ db, signingKey: SIGNING_KEY, now: clock.now, sweepEveryMs: 0, ...(opts.previousSigningKeys ? { previousSigningKeys: opts.previousSigningKeys } : {}),
+    ...(opts.redeliverEveryMs ? { redeliverEveryMs: opts.redeliverEveryMs } : {}),
+  });
   await probot.load(probegate.app);
   await probegate.resumed();
   const app = {
@@ -192,16 +206,16 @@ export function mockRerunAsk(user: string, permission: string, sha = HEAD): void
 }
 
 /** What an agent PR's event asks GitHub before the check run is made: token, config, probe set, then `createOpts`'s lookup (and create). */
-export function mockUntilCheckRun(createOpts: Parameters<typeof mockCheckRunCreate>[0] = {}, token = true): any[] {
+export function mockUntilCheckRun(createOpts: Parameters<typeof mockCheckRunCreate>[0] = {}, token = true, config: string = CONFIG_YAML): any[] {
   if (token) mockToken();
-  mockConfig();
+  mockConfig(config);
   mockProbeSet();
   return mockCheckRunCreate(createOpts);
 }
 
 /** Everything GitHub sees when an agent PR is opened: config, probe set, check run, dispatch. */
-export function mockStart(opts: { checkRunId: number; runId: number; sha?: string; token?: boolean }): { created: any[]; dispatched: any[] } {
-  const created = mockUntilCheckRun({ sha: opts.sha, createId: opts.checkRunId }, opts.token ?? true);
+export function mockStart(opts: { checkRunId: number; runId: number; sha?: string; token?: boolean; config?: string }): { created: any[]; dispatched: any[] } {
+  const created = mockUntilCheckRun({ sha: opts.sha, createId: opts.checkRunId }, opts.token ?? true, opts.config);
   const dispatched = mockDispatch(opts.runId);
   return { created, dispatched };
 }
@@ -213,8 +227,11 @@ export function resultZip(result: unknown, name = "probegate-result.json"): Uint
 
 /** A result of the evaluation of the example PR, signed with the app's key unless told otherwise. */
 export function signedResult(over: Partial<EvaluationResult> = {}, key: string | null = SIGNING_KEY): EvaluationResult {
+  const base = sampleResult();
   const r = sampleResult({
     evaluationKey: keyFor(),
+    // A runner that sandboxes: the app refuses unsandboxed results unless a repository opts in.
+    environment: { ...base.environment, sandboxed: true },
     submission: { kind: "git", source: `${OWNER}/${REPO}@${HEAD}`, repo: `${OWNER}/${REPO}`, ref: "changes", sha: HEAD },
     ...over,
   });
@@ -303,9 +320,9 @@ export function expectAllMocksUsed(): void {
 }
 
 /** An app whose evaluation of the example PR finished probe-rejected (check run 61, run 9001). */
-export async function finishedApp(): Promise<LoadedApp> {
+export async function finishedApp(config?: string): Promise<LoadedApp> {
   const a = await loadApp();
-  mockStart({ checkRunId: 61, runId: 9001 });
+  mockStart({ checkRunId: 61, runId: 9001, ...(config ? { config } : {}) });
   await deliver(a, "pull_request", pullRequestPayload("opened"));
   mockArtifact(9001, resultZip(signedResult()));
   mockCheckRunUpdate(61);

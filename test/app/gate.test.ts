@@ -17,6 +17,7 @@ import {
   mockDispatch,
   mockProbeSet,
   mockToken,
+  mockTree,
   OWNER,
   pullRequestPayload,
   REPO,
@@ -79,8 +80,11 @@ describe("the gate check run (gate: true)", () => {
     mockArtifact(7102, resultZip(resolved));
     mockCheckRunUpdate(42);
     const gateDone = mockCheckRunUpdate(92);
+    mockTree(HEAD, "a".repeat(40));
     await deliver(app, "workflow_run", workflowRunPayload(7102));
     expect(gateDone[0]).toMatchObject({ conclusion: "success", output: { title: "All 1 evaluation resolved" } });
+    // The passed gate keeps its head's tree, for merge groups that hold exactly that tree.
+    expect(getGate(app.db, { owner: OWNER, repo: REPO, headSha: HEAD })?.concluded).toBe(true);
   });
 
   it("is cancelled with the head's evaluations when the PR is closed", async () => {

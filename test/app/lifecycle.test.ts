@@ -180,9 +180,36 @@ describe("several app processes on one store", () => {
     app.clock.advance(DISPATCH_LEASE_MS / 60_000 + 1);
     mockToken();
     mockCheckRunCreate({ existing: [{ id: 67, external_id: keyFor(), status: "queued" }] });
+    // It first looks for a run the dead process may have started (named by the evaluation key): none.
+    nock(API).get(`/repos/${EVALUATOR_REPO}/actions/workflows/evaluate.yml/runs`).query(true).reply(200, { total_count: 0, workflow_runs: [] });
     const dispatched = mockDispatch(8007);
     await app.probegate.sweep();
     expect(dispatched).toHaveLength(1);
     expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", checkRunId: 67, workflowRunId: 8007, claimUntil: null });
+  });
+
+  it("adopts the run a process that died had dispatched, found by the evaluation key in its name, instead of dispatching again", async () => {
+    const first = await loadApp();
+    mockUntilCheckRun({ createId: 68 });
+    nock(API).post(`/repos/${EVALUATOR_REPO}/actions/workflows/evaluate.yml/dispatches`).replyWithError("socket hang up");
+    await expect(deliver(first, "pull_request", pullRequestPayload("opened"))).rejects.toThrow();
+    expect(claimDispatch(first.db, keyFor(), "dead-process", first.clock.now(), DISPATCH_LEASE_MS)).toBe(true);
+    first.close();
+    const app = await loadApp({ file: first.file, clock: first.clock });
+    app.clock.advance(DISPATCH_LEASE_MS / 60_000 + 1);
+    mockToken();
+    mockCheckRunCreate({ existing: [{ id: 68, external_id: keyFor(), status: "queued" }] });
+    nock(API)
+      .get(`/repos/${EVALUATOR_REPO}/actions/workflows/evaluate.yml/runs`)
+      .query((q) => q.event === "workflow_dispatch" && String(q.created).startsWith(">="))
+      .reply(200, {
+        total_count: 2,
+        workflow_runs: [
+          { id: 8100, display_title: "probegate sharded-optimizer someone/else@0000000000000000000000000000000000000000:sharded-optimizer:x", html_url: "https://github.com/x/8100" },
+          { id: 8101, display_title: `probegate sharded-optimizer ${keyFor()}`, html_url: "https://github.com/x/8101" },
+        ],
+      });
+    await app.probegate.sweep();
+    expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", checkRunId: 68, workflowRunId: 8101 });
   });
 });

@@ -83,7 +83,11 @@ describe("pull_request events", () => {
     const app = await loadApp();
     mockStart({ checkRunId: 44, runId: 7004 });
     const payload = pullRequestPayload("opened");
-    await Promise.all([deliver(app, "pull_request", payload, "dup-1"), deliver(app, "pull_request", payload, "dup-1")]);
+    const both = await Promise.allSettled([deliver(app, "pull_request", payload, "dup-1"), deliver(app, "pull_request", payload, "dup-1")]);
+    // The one that came while the other was being handled is answered with an error (GitHub keeps
+    // it as failed, to redeliver if the first handler died); it is not acted on.
+    expect(both.map((r) => r.status).sort()).toEqual(["fulfilled", "rejected"]);
+    expect(String((both.find((r) => r.status === "rejected") as PromiseRejectedResult).reason)).toContain("is still being handled");
     await deliver(app, "pull_request", payload, "dup-1");
     expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", workflowRunId: 7004 });
   });

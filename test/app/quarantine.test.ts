@@ -4,7 +4,7 @@ import { getEvaluation } from "../../src/store/evaluations.js";
 import { recordKnownGoodOutcomes } from "../../src/store/probe-health.js";
 import type { StoreDb } from "../../src/store/db.js";
 import { sampleResult } from "../helpers.js";
-import { deliver, keyFor, loadApp, mockArtifact, mockCheckRunUpdate, mockStart, pullRequestPayload, resultZip, signedResult, T0, TASK, useAppTests, workflowRunPayload, type LoadedApp } from "./app-harness.js";
+import { deliver, FULL_DETAIL_YAML, keyFor, loadApp, mockArtifact, mockCheckRunUpdate, mockStart, pullRequestPayload, resultZip, signedResult, T0, TASK, useAppTests, workflowRunPayload, type LoadedApp } from "./app-harness.js";
 
 useAppTests();
 
@@ -24,7 +24,7 @@ function knownGood(db: StoreDb, probeSet: string, failures: number): void {
 }
 
 async function finish(app: LoadedApp): Promise<any> {
-  mockStart({ checkRunId: CHECK, runId: RUN });
+  mockStart({ checkRunId: CHECK, runId: RUN, config: FULL_DETAIL_YAML });
   await deliver(app, "pull_request", pullRequestPayload("opened"));
   mockArtifact(RUN, resultZip(signedResult()));
   const updates = mockCheckRunUpdate(CHECK);

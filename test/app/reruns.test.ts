@@ -30,6 +30,7 @@ import {
   TASK,
   workflowRunPayload,
   finishedApp,
+  FULL_DETAIL_YAML,
 } from "./app-harness.js";
 
 useAppTests();
@@ -176,7 +177,7 @@ describe("check_run rerequested / requested_action", () => {
 
 describe("/probegate explain", () => {
   it("replies with the failed probes' categories and what they check, without probe source", async () => {
-    const app = await finishedApp();
+    const app = await finishedApp(FULL_DETAIL_YAML);
     mockPullGet();
     const replies = mockReply();
     await deliver(app, "issue_comment", commentPayload("/probegate explain"));
@@ -186,6 +187,18 @@ describe("/probegate explain", () => {
     expect(body).toContain("`state-sharded` failed: optimizer state per rank is 64.0 MiB");
     expect(body).not.toContain("structure");
     expect(body).not.toMatch(/def |import /);
+  });
+
+  it("shows categories only, on this thread the agent reads, when the repository withholds details (the default)", async () => {
+    const app = await finishedApp();
+    mockPullGet();
+    const replies = mockReply();
+    await deliver(app, "issue_comment", commentPayload("/probegate explain"));
+    const body = replies[0].body as string;
+    expect(body).toContain("- **memory** (1) — checks peak memory");
+    expect(body).not.toContain("state-sharded");
+    expect(body).not.toContain("64.0 MiB");
+    expect(body).toContain("maintainers read them in the evaluator run");
   });
 });
 

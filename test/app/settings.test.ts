@@ -25,3 +25,17 @@ describe("PROBEGATE_DELIVERY_RETENTION_DAYS", () => {
     expect(() => readAppSettings({ ...BASE, PROBEGATE_DELIVERY_RETENTION_DAYS: "a week" }, "/srv")).toThrow(/PROBEGATE_DELIVERY_RETENTION_DAYS must be a number of days/);
   });
 });
+
+describe("key rotation and reconciliation settings", () => {
+  it("reads previous signing keys (comma-separated) and the reconcile threshold, 10 minutes by default", () => {
+    const s = readAppSettings({ ...BASE, PROBEGATE_PREVIOUS_SIGNING_KEYS: "old-key-one-0123456789, old-key-two-0123456789" }, "/srv");
+    expect(s.previousSigningKeys).toEqual(["old-key-one-0123456789", "old-key-two-0123456789"]);
+    expect(s.reconcileAfterMs).toBe(10 * 60_000);
+    expect(readAppSettings({ ...BASE, PROBEGATE_RECONCILE_MINUTES: "3" }, "/srv").reconcileAfterMs).toBe(3 * 60_000);
+    expect(readAppSettings(BASE, "/srv").previousSigningKeys).toEqual([]);
+  });
+
+  it("refuses a short previous key, naming the variable", () => {
+    expect(() => readAppSettings({ ...BASE, PROBEGATE_PREVIOUS_SIGNING_KEYS: "short" }, "/srv")).toThrow(/PROBEGATE_PREVIOUS_SIGNING_KEYS must be a comma-separated list of keys of at least 16 characters/);
+  });
+});

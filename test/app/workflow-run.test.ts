@@ -5,6 +5,7 @@ import { getEvaluation } from "../../src/store/evaluations.js";
 import {
   API,
   deliver,
+  FULL_DETAIL_YAML,
   useAppTests,
   type LoadedApp,
   HEAD,
@@ -30,9 +31,9 @@ useAppTests();
 const CHECK = 51;
 const RUN = 8001;
 
-async function dispatched(): Promise<LoadedApp> {
+async function dispatched(config?: string): Promise<LoadedApp> {
   const a = await loadApp();
-  mockStart({ checkRunId: CHECK, runId: RUN });
+  mockStart({ checkRunId: CHECK, runId: RUN, ...(config ? { config } : {}) });
   await deliver(a, "pull_request", pullRequestPayload("opened"));
   expect(getEvaluation(a.db, keyFor())?.state).toBe("dispatched");
   return a;
@@ -48,7 +49,7 @@ describe("workflow_run events", () => {
   });
 
   it("reports a signed probe-rejected result: failure, title, summary table, annotations and the rerun button", async () => {
-    const app = await dispatched();
+    const app = await dispatched(FULL_DETAIL_YAML);
     mockArtifact(RUN, resultZip(signedResult()));
     const updates = mockCheckRunUpdate(CHECK);
     await deliver(app, "workflow_run", workflowRunPayload(RUN));

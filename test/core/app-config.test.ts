@@ -48,7 +48,7 @@ describe("AppConfigSchema through readYaml/parseWith", () => {
     const c = load(GOOD);
     expect(c.agents).toEqual({ defaults: true, authors: { "acme-coder[bot]": "acme" }, coAuthors: {}, branchPrefixes: {}, labels: { "agent:codex": "codex" } });
     expect(c.routes[1]).toEqual({ suite: "traffic-basics", labels: [], paths: ["**/*.cu"], marker: false });
-    expect(c.evaluator).toEqual({ repository: "acme/probegate-evaluator", workflow: "evaluate.yml", ref: "main", timeoutMinutes: 120 });
+    expect(c.evaluator).toEqual({ repository: "acme/probegate-evaluator", workflow: "evaluate.yml", ref: "main", timeoutMinutes: 120, tasksPath: "tasks" });
     expect(c.reruns).toEqual({ perPrPerHour: 2, allowAgent: false });
   });
 
@@ -66,6 +66,8 @@ describe("AppConfigSchema through readYaml/parseWith", () => {
       routes: [],
       reruns: { perPrPerHour: 3, allowAgent: false },
       gate: false,
+      budget: { perPrPerHour: 4 },
+      feedback: { agentDetail: "categories" },
     });
   });
 
@@ -103,7 +105,7 @@ describe("AppConfigSchema through readYaml/parseWith", () => {
   it("is published as app-config.schema.json", () => {
     const schema = jsonSchemas()["app-config.schema.json"] as { $id: string; properties: Record<string, unknown>; additionalProperties: boolean };
     expect(schema.$id).toBe("https://probegate.dev/schema/app-config.schema.json");
-    expect(Object.keys(schema.properties)).toEqual(["enabled", "agents", "routes", "evaluator", "reruns", "gate"]);
+    expect(Object.keys(schema.properties)).toEqual(["enabled", "agents", "routes", "evaluator", "reruns", "gate", "budget", "feedback", "allowUnsandboxed", "runners"]);
     expect(schema.additionalProperties).toBe(false);
   });
 });

@@ -100,6 +100,8 @@ describe("GPU memory of record (nvidia-smi, outside the sandbox)", () => {
         task,
         submission: { kind: "patch", path: join(TINY_SUBS, "reference.patch") },
         kitDir: KIT,
+        // A fake GPU has no /dev/nvidiaN: the sandbox would refuse it (gpu-devices.test.ts), so this runs unsandboxed.
+        unsandboxed: true,
         gpus: [0],
         onEvent: (e) => {
           if (e.type === "phase-end") ends.push(`${e.phase}: ${e.detail ?? ""}`);
@@ -161,7 +163,8 @@ done
     process.env.PROBEGATE_NVIDIA_SMI = smiPath;
     process.env.TMPDIR = own;
     try {
-      const r = await evaluate({ task, submission: { kind: "folder", path: sub }, kitDir: KIT });
+      // Unsandboxed: the fake GPU has no device node for the sandbox to bind (gpu-devices.test.ts).
+      const r = await evaluate({ task, submission: { kind: "folder", path: sub }, kitDir: KIT, unsandboxed: true });
       expect(r.verdict).toBe("official-failed");
       expect(r.official).toMatchObject({ limit: "gpu-memory", reason: "stopped by the gpu-memory limit" });
       // Killed soon after 256 MiB, long before the 1 GiB the submission would have reached.

@@ -7,7 +7,7 @@ import { sampleResult } from "../helpers.js";
 const KEY = "result-artifact-test-key-0123";
 const SHA = "0123456789abcdef0123456789abcdef01234567";
 const EVAL = `octo/repo@${SHA}:sharded-optimizer:aaaaaaaaaaaaaaaa`;
-const expected = { evaluationKey: EVAL, headSha: SHA, task: "sharded-optimizer", signingKey: KEY };
+const expected = { evaluationKey: EVAL, headSha: SHA, task: "sharded-optimizer", signingKeys: [KEY] };
 const signed = (over = {}) => signResult(sampleResult({ evaluationKey: EVAL, ...over }), KEY);
 
 describe("resultFileFromZip", () => {

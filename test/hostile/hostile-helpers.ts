@@ -37,10 +37,10 @@ export const WRONG = sumlib([], ["return 0"]);
 export const MUTATES = sumlib([], ["s = 0", "while xs:", "    s += xs.pop()", "return s"]);
 export const SLOW = sumlib(["import time as _t"], ["_t.sleep(0.05)", "return sum(xs)"]);
 
-/** A whole-tree submission: the task's base with `files` written over it. */
-export function submission(files: Record<string, string>): string {
+/** A whole-tree submission: the task's base (tiny-sum's unless `base` names another) with `files` written over it. */
+export function submission(files: Record<string, string>, base = join(TINY_TASK, "base")): string {
   const dir = join(tmp("pg-hostile-sub-"), "sub");
-  cpSync(join(TINY_TASK, "base"), dir, { recursive: true });
+  cpSync(base, dir, { recursive: true });
   for (const [path, content] of Object.entries(files)) writeFileSync(join(dir, path), content);
   return dir;
 }
@@ -55,12 +55,12 @@ export interface Outcome {
   annotations: string;
 }
 
-/** Runs `probegate eval` in this process, as an operator would, with tight run limits. */
-export async function evalCli(sub: string, extra: string[] = []): Promise<Outcome> {
+/** Runs `probegate eval` in this process, as an operator would, with tight run limits (the hostile task unless `task` names another). */
+export async function evalCli(sub: string, extra: string[] = [], task = HOSTILE_TASK): Promise<Outcome> {
   const out = join(tmp("pg-hostile-out-"), "result.json");
   let stdout = "";
   let stderr = "";
-  const args = ["eval", "--task", HOSTILE_TASK, "--submission", sub, "--format", "markdown", "--out", out, "--max-processes", "128", "--max-disk", "64MiB", ...extra];
+  const args = ["eval", "--task", task, "--submission", sub, "--format", "markdown", "--out", out, "--max-processes", "128", "--max-disk", "64MiB", ...extra];
   const exitCode = await main(args, { stdout: (s) => (stdout += s), stderr: (s) => (stderr += s) });
   expect(existsSync(out), `no result file; stderr:\n${stderr}`).toBe(true);
   const result = EvaluationResultSchema.parse(JSON.parse(readFileSync(out, "utf8")));

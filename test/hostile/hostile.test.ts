@@ -194,10 +194,15 @@ describe("hostile submissions: reaching for what it must not see", () => {
       "    raise RuntimeError(f'the probes are visible during the official tests: {_found}')",
     ];
     const o = await hostile({ "sumlib/__init__.py": sumlib(searcher, ["if _found:", "    raise AssertionError(_found[0][1])", "return sum(xs)"]) });
-    // Not found during the official tests (they pass); found in the probe phase, where the probes
-    // are mounted, and thrown into a probe message, which is withheld.
+    // Not found during the official tests (they pass). In the probe phase the walk itself is seen
+    // (the guard's audit hook, docs/sandbox.md "Gaming defences"): a failed integrity check naming
+    // it. The submission, which told the phases apart by $PROBEGATE_RESULTS, no longer can (the
+    // guard took it out of os.environ) and raises with what it found: that text stays in the runner
+    // log, and nothing of the probes is in the result (expectNoLeak above).
     expect(o.result.official?.passed).toBe(true);
-    expect(o.result.probes.find((p) => p.id === "total-value")).toMatchObject({ status: "failed", message: WITHHELD });
+    expect(o.result.verdict).toBe("probe-rejected");
+    expect(o.result.probes.find((p) => p.id === "probe-state.integrity")).toMatchObject({ status: "failed", message: expect.stringMatching(/^submission code listed \/ \(sumlib\/__init__.py:\d+\)/) });
+    expect(o.result.probes.some((p) => p.message === WITHHELD || p.message.includes("CANARY"))).toBe(false);
   });
 
   it("tries to open network connections: there is no network", async () => {

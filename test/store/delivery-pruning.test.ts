@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { StoreDb } from "../../src/store/db.js";
-import { deliveriesFor, linkDelivery, pruneDeliveries, recordDelivery, seen } from "../../src/store/deliveries.js";
+import { deliveriesFor, linkDelivery, pruneDeliveries, recordDelivery, seen, markDeliveryHandled } from "../../src/store/deliveries.js";
 import { insertOrGetEvaluation, transitionEvaluation } from "../../src/store/evaluations.js";
 import { at, freshStore, newEvaluation, T0 } from "./store-helpers.js";
 
@@ -39,6 +39,8 @@ function seeded(db: StoreDb): { done: string; pending: string } {
   recordDelivery(db, { id: "old-pending", event: "pull_request.labeled" }, at(2 * DAY));
   recordDelivery(db, { id: "at-cutoff", event: "workflow_run.completed" }, CUTOFF);
   recordDelivery(db, { id: "recent", event: "workflow_run.completed" }, at(3 * DAY + 1));
+  // Each was acted on to the end (an unfinished one could be taken over by a redelivery).
+  for (const id of ["old-done", "old-bare", "old-pending", "at-cutoff", "recent"]) markDeliveryHandled(db, id, at(3 * DAY + 1));
   linkDelivery(db, "old-done", done);
   // Linked to a finished and to a pending evaluation: the pending one keeps it, with both links.
   linkDelivery(db, "old-pending", done);
@@ -79,6 +81,7 @@ describe("pruneDeliveries", () => {
     pruneDeliveries(db, CUTOFF);
     expect(seen(db, "old-done")).toBe(false);
     expect(recordDelivery(db, { id: "old-done", event: "pull_request.opened" }, at(3 * DAY + 6))).toBe(true);
+    markDeliveryHandled(db, "old-done", at(3 * DAY + 6));
     expect(recordDelivery(db, { id: "old-done", event: "pull_request.opened" }, at(3 * DAY + 7))).toBe(false);
   });
 

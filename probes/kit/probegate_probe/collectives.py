@@ -82,7 +82,9 @@ class _CountingMode(TorchDispatchMode):
         if rule is None:
             return func(*args, **kwargs)
         _tls.seen = True
+        seq = _total_sequence()
         result = func(*args, **kwargs)  # a collective the backend refuses moves nothing
+        self.counter._issued_seen(seq)
         try:
             self._count(rule, list(args) + list(kwargs.values()))
         except Exception as exc:  # counting must never break the submission's collective
@@ -136,11 +138,14 @@ def _make_patch(name, original):
         if not counters or getattr(_tls, "inside", False):
             return original(self, *args, **kwargs)
         _tls.inside, _tls.group, _tls.seen = True, self, False
+        seq = _total_sequence()
         try:
             result = original(self, *args, **kwargs)
         finally:
             _tls.inside, _tls.group = False, None
         if not _tls.seen:  # the dispatcher did not see it (no c10d op on this torch): count here
+            for counter in counters:
+                counter._issued_seen(seq)
             try:
                 op, payload, wire = _wire.pg_bytes(name, list(args) + list(kwargs.values()),
                                                    int(self.size()), int(self.rank()))
@@ -189,6 +194,39 @@ def _remove_patches():
         _patched.clear()
 
 
+def _groups() -> list:
+    """Every process group this process created (WORLD and subgroups)."""
+    c10d = dist.distributed_c10d
+    world = getattr(c10d, "_world", None)
+    pg_map = getattr(world, "pg_map", None) if world is not None else None
+    if pg_map is None:
+        pg_map = getattr(c10d, "_pg_map", {})
+    return [g for g in list(pg_map) if g is not None]
+
+
+def _total_sequence():
+    """The sum of every group's sequence number (None where the backend keeps none)."""
+    numbers = _sequence_numbers()
+    return sum(seq for _, seq in numbers.values()) if numbers else None
+
+
+def _sequence_numbers() -> dict:
+    """id(group) -> (group, collectives issued on it so far), where the backend keeps count."""
+    out = {}
+    try:
+        if not (dist.is_available() and dist.is_initialized()):
+            return out
+        groups = _groups()
+    except Exception:
+        return out
+    for g in groups:
+        try:
+            out[id(g)] = (g, int(g._get_sequence_number_for_group()))
+        except Exception:  # a backend without sequence numbers: nothing to compare
+            pass
+    return out
+
+
 class CollectiveCounter:
     """Context manager counting this process's collective traffic while active.
 
@@ -204,6 +242,8 @@ class CollectiveCounter:
         self._payload = 0
         self.events = []  # (op, payload S, wire bytes) in issue order, for messages
         self.uncounted = []  # "op: why" for collectives seen but not sized (a kit gap: report error)
+        self.hidden = 0  # collectives issued in the window that the counter did not see (issue 29)
+        self._seq_seen = 0  # sequence numbers the counted calls themselves used (an op may use more than one)
         patched = _needs_patches()
         self.mode = "dispatch+pg-methods" if patched else "dispatch"
         self.note = _NOTE_113 if patched else _NOTE_DISPATCH
@@ -215,11 +255,17 @@ class CollectiveCounter:
         if len(self.events) < 10000:
             self.events.append((op, int(payload), int(round(wire))))
 
+    def _issued_seen(self, before) -> None:
+        after = _total_sequence() if before is not None else None
+        if after is not None:
+            self._seq_seen += max(0, after - before)
+
     def _uncounted(self, name, exc):
         if len(self.uncounted) < 100:
             self.uncounted.append(f"{name}: {type(exc).__name__}: {exc}")
 
     def __enter__(self):
+        self._seq_before = _sequence_numbers()
         _install_patches()
         self._mode_ctx = _CountingMode(self)
         self._mode_ctx.__enter__()
@@ -232,7 +278,29 @@ class CollectiveCounter:
         finally:
             _counters().remove(self)
             _remove_patches()
+            self._check_sequence()
         return False
+
+    def _check_sequence(self) -> None:
+        """Collectives the process groups issued (their sequence numbers) against those counted: more
+        issued than seen were hidden from the counter — issued on another thread, with the dispatch
+        mode disabled, or through a method bound before the counter — and are reported as uncounted."""
+        after = _sequence_numbers()
+        if not after:
+            return
+        issued = 0
+        for key, (group, seq) in after.items():
+            base = self._seq_before.get(key)
+            issued += seq - (base[1] if base is not None and base[0] is group else 0)
+        # Sequence numbers used while a counted call ran are the counted calls' (gloo's reduce_scatter
+        # on torch 2 uses two); the rest were issued where the counter did not look.
+        seen = self._seq_seen
+        if issued > seen:
+            self.hidden = issued - seen
+            self.uncounted.append(
+                f"{self.hidden} collective(s) not seen by the counter: the process groups' sequence numbers advanced "
+                f"by {issued}, {seen} of them inside counted calls (the rest were issued on another thread, with the "
+                "dispatch mode disabled, or through a method bound before the counter)")
 
     @property
     def total_bytes(self) -> int:

@@ -20,6 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from . import _conf
 from .emit import emit
 from .ranks import guard_child_import, run_ranks, world_size as default_world_size
 
@@ -29,7 +30,7 @@ SIDES = ("base", "head")
 
 def base_tree() -> str:
     """The PR's base tree (read-only), which the engine mounts for a repository gate's probes."""
-    path = os.environ.get(BASE_TREE_ENV)
+    path = _conf.get(BASE_TREE_ENV)  # the kit's copy: the guard takes PROBEGATE_* out of os.environ
     if not path or not os.path.isdir(path):
         raise RuntimeError(f"${BASE_TREE_ENV} is not set: differential probes run only in a repository gate (task base: {{pr: true}})")
     return path

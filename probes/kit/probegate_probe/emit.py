@@ -9,6 +9,7 @@ import sys
 import traceback
 from typing import Optional
 
+from . import _conf
 from .location import frames_in_workspace, normalize_location
 
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -132,8 +133,8 @@ def emit(id, category, status, message="", location=None, measured=None, require
     reqs = _normalize_requirements(requirements)
     if reqs is not None:
         record["requirements"] = reqs
-    line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
-    target = os.environ.get("PROBEGATE_RESULTS")
+    line = sealed_line(record)
+    target = _conf.get("PROBEGATE_RESULTS")
     if target:
         # One write() on an O_APPEND descriptor: lines from several processes never interleave,
         # and each line is on disk before the probe can crash.
@@ -146,6 +147,16 @@ def emit(id, category, status, message="", location=None, measured=None, require
         sys.stdout.write(line)
         sys.stdout.flush()
     return record
+
+
+def sealed_line(record: dict) -> str:
+    """One JSON line; sealed (a trailing `"seal"` HMAC the engine checks) when the engine asked for it,
+    so a line something else in the probe process wrote is told apart from the kit's."""
+    body = json.dumps(record, ensure_ascii=False, allow_nan=False)
+    seal = _conf.seal(body.encode("utf-8"))
+    if seal is not None:
+        body = body[:-1] + ', "seal": "' + seal + '"}'
+    return body + "\n"
 
 
 def exception_frames(exc) -> list:

@@ -9,22 +9,24 @@ import sys
 import types
 from typing import Iterable, Optional, Sequence, Tuple
 
+from . import _conf
+
 _KIT_DIR = pathlib.Path(__file__).resolve().parent
 
 
 def workspace() -> pathlib.Path:
     """The submission's tree: $PROBEGATE_WORKSPACE, else the current directory."""
-    return pathlib.Path(os.environ.get("PROBEGATE_WORKSPACE") or os.getcwd()).resolve()
+    return pathlib.Path(_conf.get("PROBEGATE_WORKSPACE") or os.getcwd()).resolve()
 
 
 def _excluded_roots() -> list:
     # Frames of the kit and of the probe itself are never "the submission", even when a manual
     # run uses a workspace (cwd) that happens to contain them.
     roots = [_KIT_DIR]
-    probe_dir = os.environ.get("PROBEGATE_PROBE_DIR")
+    probe_dir = _conf.get("PROBEGATE_PROBE_DIR")
     if probe_dir:
         roots.append(pathlib.Path(probe_dir).resolve())
-    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    main_file = _conf.main_file() or getattr(sys.modules.get("__main__"), "__file__", None)
     if main_file and not main_file.endswith("__main__.py"):  # the probe script, not `python -m x`
         roots.append(pathlib.Path(main_file).resolve())
     return roots

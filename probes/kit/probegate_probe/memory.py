@@ -4,6 +4,8 @@ from __future__ import annotations
 import gc
 import resource
 import sys
+from dataclasses import dataclass, field
+from typing import List, Optional
 
 _caveat = None  # set when the CPU figure is only a lower bound
 
@@ -99,3 +101,97 @@ def peak_memory(fn, *args, device=None, **kwargs):
 def peak_memory_caveat():
     """None when the last CPU measurement was exact, else why it is a lower bound."""
     return _caveat
+
+
+@dataclass
+class MemoryRecord:
+    """What one call needed, seen every way the kit can (issue 29: memory outside the allocator).
+
+    peak_bytes: the figure of record — on CUDA the larger of the allocator's peak and the device's
+    growth as the driver sees it (memory cupy, raw cudaMalloc or NCCL took beside the allocator);
+    on CPU the larger of the resident growth and the anonymous memory the call touched, read or
+    written, wherever it was allocated (numpy, mmap, a buffer made at import): scratch held before
+    the call is no longer free. host_bytes: the CPU figure also for a CUDA call (pinned host buffers).
+    """
+
+    result: object
+    peak_bytes: int
+    allocator_bytes: Optional[int]
+    rss_bytes: int
+    touched_bytes: Optional[int]
+    device_bytes: Optional[int]
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def host_bytes(self) -> int:
+        return max(self.rss_bytes, self.touched_bytes or 0)
+
+    def measured(self, prefix="") -> dict:
+        out = {f"{prefix}peak_bytes": self.peak_bytes, f"{prefix}rss_bytes": self.rss_bytes}
+        for name in ("allocator_bytes", "touched_bytes", "device_bytes"):
+            if getattr(self, name) is not None:
+                out[f"{prefix}{name}"] = getattr(self, name)
+        return out
+
+
+def _clear_referenced() -> bool:
+    # Writing 1 to clear_refs clears the referenced bit of every page: /proc/self/smaps' Referenced
+    # then counts what was touched since, pre-existing memory included.
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("1")
+        return True
+    except OSError:
+        return False
+
+
+def touched_anonymous_bytes() -> Optional[int]:
+    """Anonymous memory (heap, numpy, mmap, stacks) referenced since the last clear, from smaps."""
+    total, anon = 0, False
+    try:
+        with open("/proc/self/smaps") as fh:
+            for line in fh:
+                head = line.split(None, 5)
+                if len(head) >= 5 and "-" in head[0] and ":" in head[3]:
+                    name = head[5].strip() if len(head) > 5 else ""
+                    anon = head[4] == "0" and (not name or name.startswith(("[heap", "[stack", "[anon")))
+                elif anon and line.startswith("Referenced:"):
+                    total += int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return total
+
+
+def memory_record(fn, *args, device=None, **kwargs) -> MemoryRecord:
+    """fn(*args, **kwargs) measured as a MemoryRecord (peak_memory's figure and what it cannot see)."""
+    import torch
+
+    dev = _resolve_device(device)
+    notes: List[str] = []
+    gc.collect()
+    allocator = device_growth = None
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(dev)
+        resting = torch.cuda.memory_allocated(dev)
+        free_before, _ = torch.cuda.mem_get_info(dev)
+    _fresh_pages_for_large_blocks()
+    exact = _reset_hwm()
+    touched_ok = _clear_referenced()
+    rss_before = _status_kib("VmRSS")
+    result = fn(*args, **kwargs)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+        allocator = int(torch.cuda.max_memory_allocated(dev) - resting)
+        free_after, _ = torch.cuda.mem_get_info(dev)
+        device_growth = max(0, int(free_before - free_after))
+        notes.append("device growth is what the driver holds after the call (a lower bound of its peak)")
+    rss = max(0, _status_kib("VmHWM" if exact else "VmRSS") - rss_before) * 1024
+    touched = touched_anonymous_bytes() if touched_ok else None
+    if not exact:
+        notes.append("clear_refs not writable: resident growth after the call only, no touched figure")
+    host = max(rss, touched or 0)
+    peak = max(allocator or 0, device_growth or 0) if dev.type == "cuda" else host
+    return MemoryRecord(result=result, peak_bytes=peak, allocator_bytes=allocator, rss_bytes=rss,
+                        touched_bytes=touched, device_bytes=device_growth, notes=notes)

@@ -11,12 +11,14 @@ import json
 import os
 import random
 
+from . import _conf
+
 _MISSING = object()
 
 
 def params() -> dict:
     """Every drawn value (an empty dict when the engine drew none, e.g. a probe run by hand)."""
-    raw = os.environ.get("PROBEGATE_PARAMS")
+    raw = _conf.get("PROBEGATE_PARAMS")
     if not raw:
         return {}
     values = json.loads(raw)
@@ -42,7 +44,7 @@ def param(name: str, default=_MISSING):
 
 def seed(default: int = 0) -> int:
     """The evaluation's seed: use it (or `rng()`) for any further random choice a probe makes."""
-    raw = os.environ.get("PROBEGATE_SEED")
+    raw = _conf.get("PROBEGATE_SEED")
     return int(raw) if raw else default
 
 

@@ -1,6 +1,7 @@
 """Run a function on N ranks of a fresh process group (spawned processes; the engine's port, else file://)."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import faulthandler
 import io
@@ -14,6 +15,8 @@ import tempfile
 import time
 import traceback
 from typing import Optional
+
+from . import _conf
 
 _START_ENV = "PROBEGATE_START_METHOD"
 _PORT_ENV = "PROBEGATE_RENDEZVOUS_PORT"
@@ -41,12 +44,12 @@ class RankError(RuntimeError):
 
 
 def world_size(default: int = 2) -> int:
-    value = os.environ.get("PROBEGATE_WORLD_SIZE")
+    value = _conf.get("PROBEGATE_WORLD_SIZE")
     return int(value) if value else int(default)
 
 
 def backend() -> str:
-    value = os.environ.get("PROBEGATE_BACKEND")
+    value = _conf.get("PROBEGATE_BACKEND")
     if value:
         if value not in ("gloo", "nccl"):
             raise ValueError(f"PROBEGATE_BACKEND must be gloo or nccl, got {value!r}")
@@ -82,11 +85,11 @@ def _context():
     """
     import multiprocessing
 
-    method = os.environ.get(_START_ENV) or (
+    method = _conf.get(_START_ENV) or (
         "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
     ctx = multiprocessing.get_context(method)
     if method == "forkserver":
-        ctx.set_forkserver_preload(["torch", "torch.distributed", "probegate_probe"])
+        ctx.set_forkserver_preload(["torch", "torch.distributed", __package__])
     return ctx
 
 
@@ -133,10 +136,18 @@ def _error_info(exc) -> dict:
     return info
 
 
-def _child(rank, n, backend_name, init_method, fn, args, results, stack_file, timeout, env):
+def _child(rank, n, backend_name, init_method, fn, args, results, stack_file, timeout, env, guard_conf=None):
     os.environ.clear()
     os.environ.update(env)
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(n)})
+    if guard_conf is not None:
+        # As in the parent: the kit configured, its public name gone, the audit hook on, before fn
+        # imports the submission (issue 29).
+        import sys
+
+        from . import _guard
+
+        _guard.start_rank(guard_conf, sys.modules[__package__], rank)
     # On timeout the parent sends SIGUSR1: every thread's stack lands in stack_file, so a hang
     # inside the submission is reported where it waits.
     stack_fh = open(stack_file, "w")
@@ -229,12 +240,17 @@ def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[s
     results = ctx.Queue()
     procs = []
     env = dict(os.environ)  # forkserver children would otherwise see the server's environment
+    from . import _guard
+
+    guard = _guard.active()
+    guard_conf = guard.rank_conf() if guard is not None else None
     try:
         for rank in range(n):
             p = ctx.Process(target=_child, name=f"probegate-rank{rank}",
                             args=(rank, n, backend_name, init_method, fn, tuple(args), results,
-                                  os.path.join(tmp, f"stack{rank}.txt"), timeout, env))
-            p.start()  # pickles fn and args: an unpicklable one fails here, before any rank runs
+                                  os.path.join(tmp, f"stack{rank}.txt"), timeout, env, guard_conf))
+            with (guard.as_launched() if guard is not None else contextlib.nullcontext()):
+                p.start()  # pickles fn and args: an unpicklable one fails here, before any rank runs
             procs.append(p)
         return _collect(procs, results, n, timeout, tmp)
     finally:
@@ -253,7 +269,7 @@ def rendezvous(tmp: str) -> str:
     The engine packs jobs side by side and hands each its own port ($PROBEGATE_RENDEZVOUS_PORT,
     also MASTER_PORT), so two probes never meet on torch's default 29500.
     """
-    port = os.environ.get(_PORT_ENV, "").strip()
+    port = _conf.get(_PORT_ENV, "").strip()
     if port:
         if not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError(f"{_PORT_ENV} must be a port number, got {port!r}")

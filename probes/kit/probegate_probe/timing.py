@@ -1,12 +1,14 @@
 """Interleaved A/B timing against a reference in the same process (PROBES.md, Time)."""
 from __future__ import annotations
 
+import os
 import statistics
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
-from .emit import RunnerBusy
+from .emit import ProbeFailure, RunnerBusy
 
 # A measurement was contended when its reference calls spent more than this share of their wall
 # time waiting on a run queue (runnable, but another task had the CPU). The reference is the probe's
@@ -37,6 +39,89 @@ class TimeRatio:
         if self.reference_wait_share is not None:
             out[f"{prefix}reference_wait_share"] = round(self.reference_wait_share, 4)
         return out
+
+
+# How long the timed window waits, after a call returned, for the threads and processes the call
+# started: their work is the call's (issue 29: a background thread finishing after the timer).
+SETTLE_S = 30.0
+
+
+def _child_pids() -> set:
+    """Children of this process (every thread's), from /proc; empty where /proc does not say."""
+    pids = set()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/children") as fh:
+                    pids.update(int(p) for p in fh.read().split())
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _plain(value):
+    """A plain tensor with the values of `value`: through the subclass's own __torch_function__
+    (clone), so a lazy or pending result does what it deferred; `as_subclass` is no torch function
+    (1.13 hands it the buffer as it is)."""
+    import torch
+
+    if type(value) in (torch.Tensor, torch.nn.Parameter):
+        return value
+    out = torch.Tensor.clone(value)
+    return torch.Tensor.as_subclass(out, torch.Tensor) if isinstance(out, torch.Tensor) else out
+
+
+def _materialize(value, depth=0):
+    """Forces a result into plain values inside the timed window: a tensor subclass (a lazy or
+    pending result) is turned into a plain tensor, which runs whatever it deferred."""
+    if depth > 4:
+        return
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and isinstance(value, torch.Tensor):
+        _plain(value)
+        return
+    if isinstance(value, (list, tuple)):
+        for v in list(value)[:64]:
+            _materialize(v, depth + 1)
+    elif isinstance(value, dict):
+        for v in list(value.values())[:64]:
+            _materialize(v, depth + 1)
+
+
+class _Settle:
+    """What a call left running: threads and child processes it started, waited for in the window."""
+
+    def __init__(self):
+        self.threads = set(threading.enumerate())
+        self.children = _child_pids()
+
+    def wait(self, deadline: float) -> List[str]:
+        """Waits for them until `deadline` (monotonic); returns what was still running then."""
+        left = []
+        for t in threading.enumerate():
+            if t not in self.threads and t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.monotonic()))
+                if t.is_alive():
+                    left.append(f"thread {t.name!r}")
+        for pid in _child_pids() - self.children:
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            if _alive(pid):
+                left.append(f"process {pid}")
+        return left
 
 
 def thread_run_delay() -> Optional[float]:
@@ -72,9 +157,42 @@ def _sm_clock() -> Optional[int]:
         return None
 
 
+def _same(a, b) -> Optional[str]:
+    """None when two outputs agree (tensors: allclose, NaN in the same places), else what differs."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        a = _plain(a).detach()
+        b = _plain(b).detach()
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"shape/dtype {tuple(a.shape)} {a.dtype} vs {tuple(b.shape)} {b.dtype}"
+        if a.is_floating_point() or a.is_complex():
+            ok = torch.allclose(a.cpu(), b.cpu(), rtol=1e-4, atol=1e-6, equal_nan=True)
+        else:
+            ok = torch.equal(a.cpu(), b.cpu())
+        if ok:
+            return None
+        diff = (a.cpu().double() - b.cpu().double()).abs()
+        return f"max abs diff {float(diff.max()):.3g}"
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = _same(x, y)
+            if found:
+                return f"[{i}]: {found}"
+        return None
+    try:
+        return None if bool(a == b) else f"{a!r:.60} vs {b!r:.60}"
+    except Exception:
+        return None if repr(a) == repr(b) else "outputs differ"
+
+
 def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warmup: int = 3,
                margin: float = 1.25, sync: Optional[Callable] = None,
-               run_delay: Callable[[], Optional[float]] = thread_run_delay) -> TimeRatio:
+               run_delay: Callable[[], Optional[float]] = thread_run_delay,
+               inputs: Optional[Callable[[int], tuple]] = None,
+               equal: Optional[Callable] = None) -> TimeRatio:
     """Time candidate against reference, interleaved, alternating which runs first.
 
     `sync` (e.g. dist.barrier) runs before each timed call so ranks stay in lockstep. Never time
@@ -86,6 +204,15 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     contention, and RunnerBusy is raised (an `error` check, which the engine measures again) instead.
     A pass stays a pass: both arms ran under the same contention. No pair is left out, which would
     bias the ratio toward the arm that happened to wait.
+
+    The timed window of each call (issue 29) ends only when its result is plain (a tensor subclass,
+    a lazy or pending result, is forced to a plain tensor inside the window) and the threads and
+    child processes the call started have finished (a candidate's still running SETTLE_S later
+    fails the check). `inputs(i)` gives the arguments of call i (warm-up calls first): each call
+    gets its own, made before any timing, so a cache of earlier answers has nothing to answer, and
+    each candidate output is compared with the reference's on the same input (`equal(a, b)` → bool,
+    default: allclose for tensors, == otherwise), so a fast wrong answer on a probe-looking input
+    fails too. Without `inputs` both are called with no arguments, as before.
     """
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
@@ -93,35 +220,59 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     if cuda:
         import torch
 
-    def timed(fn, watch=False):
+    calls = [tuple(inputs(i)) for i in range(warmup + repeats)] if inputs is not None else None
+    outputs = {}
+
+    def timed(fn, call, watch=False, arm="candidate"):
         """Seconds fn took, and with `watch` how long this thread waited for a CPU meanwhile (None: unknown)."""
+        args = calls[call] if calls is not None else ()
         if sync is not None:
             sync()
         if cuda:
             torch.cuda.synchronize()
         before = run_delay() if watch else None
+        settle = _Settle()
         start = time.perf_counter()
-        fn()
+        out = fn(*args)
+        _materialize(out)
+        left = settle.wait(time.monotonic() + SETTLE_S)
         if cuda:
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
+        if left and arm == "candidate":
+            raise ProbeFailure(f"the candidate's call {call + 1} left {', '.join(left[:3])} running {SETTLE_S:g} s after it "
+                               "returned: its work is outside the timed window")
+        if calls is not None:
+            outputs[arm] = out
         if not watch:
             return elapsed
         after = run_delay()
         return elapsed, (None if before is None or after is None else max(0.0, after - before))
 
-    for _ in range(warmup):
-        timed(candidate)
-        timed(reference)
+    def compare(call):
+        if calls is None:
+            return
+        a, b = outputs.pop("candidate", None), outputs.pop("reference", None)
+        differs = (None if equal(a, b) else "equal() said no") if equal is not None else _same(a, b)
+        if differs:
+            raise ProbeFailure(f"on timed input {call + 1} the candidate's output differs from the reference's ({differs}): "
+                               "a fast answer must also be the right one")
+
+    for w in range(warmup):
+        timed(candidate, w)
+        timed(reference, w, arm="reference")
+        compare(w)
     ratios, cand_times, ref_times = [], [], []
     ref_wait, measurable = 0.0, True
     for i in range(repeats):
+        call = warmup + i
         if i % 2 == 0:
-            tc = timed(candidate)
-            tr, wr = timed(reference, watch=True)
+            tc = timed(candidate, call)
+            tr, wr = timed(reference, call, watch=True, arm="reference")
         else:
-            tr, wr = timed(reference, watch=True)
-            tc = timed(candidate)
+            tr, wr = timed(reference, call, watch=True, arm="reference")
+            tc = timed(candidate, call)
+        compare(call)
         if wr is None:
             measurable = False
         else:

@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { IsolationPlan } from "../sandbox/job-isolation.js";
 
 /** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
@@ -20,6 +20,11 @@ export interface JobContext {
   cpus?: readonly number[];
   /** The task's setup files beside the workspace, first on PYTHONPATH (null or absent: none). */
   setupDir?: string | null;
+  /**
+   * The bin folder of the task's environment, first on PATH, as an activated venv has it: a test
+   * that starts `python` or `torchrun` by name gets the environment's, not the system's.
+   */
+  envBin?: string;
 }
 
 /** PYTHONPATH of a job: the task's setup files first (the submission cannot shadow them), then the workspace, then `more`. */
@@ -52,7 +57,8 @@ export function jobEnv(ctx: JobContext, extra: Record<string, string> = {}): Rec
   return {
     ...NCCL_SAFE_DEFAULTS,
     ...env,
-    PATH: "/usr/local/bin:/usr/bin:/bin",
+    PATH: `${ctx.envBin ? `${ctx.envBin}:` : ""}/usr/local/bin:/usr/bin:/bin`,
+    ...(ctx.envBin ? { VIRTUAL_ENV: dirname(ctx.envBin) } : {}),
     HOME: home,
     // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
     TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,

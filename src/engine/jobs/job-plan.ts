@@ -85,6 +85,8 @@ export interface JobBase {
   setupDir: string | null;
   totalCores: number;
   isolation: (gpus: number[]) => IsolationPlan;
+  /** The bin folder of the task's environment (task.yml `environment:`), first on PATH; absent: none. */
+  envBin?: string;
 }
 
 /** The environment facts of one job on the slice it was given. */
@@ -105,5 +107,6 @@ export function jobContextFor(
     port: lease.port,
     cpus: lease.cores,
     setupDir: base.setupDir,
+    envBin: base.envBin,
   };
 }

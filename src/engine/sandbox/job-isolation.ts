@@ -4,6 +4,8 @@ import { execa } from "execa";
 import type { CgroupControllers } from "./cgroup.js";
 import { HarnessError } from "../errors.js";
 import type { RunIsolation } from "../run-command.js";
+import { missingGpuError, resolveGpuNodes, type GpuNode } from "./gpu-devices.js";
+import { readUidMap, uidsMapped } from "./uid-map.js";
 import { gpuDevices, systemLayout, type SandboxSpec, type SandboxSupport } from "./sandbox.js";
 
 /** How every run of one evaluation is isolated; made once per evaluation from what the machine offers. */
@@ -50,11 +52,21 @@ export function planIsolation(o: {
   processes: number;
   diskBytes: number;
   uid?: number;
+  /**
+   * The driver's view (index, minor number) of every GPU the evaluation may be given. Each must
+   * have its device node, checked here, before any job runs: a missing one is an error naming it.
+   */
+  gpuNodes?: readonly GpuNode[];
 }): (gpus: number[]) => IsolationPlan {
   const base = { cgroups: o.cgroups, processes: o.processes, diskBytes: o.diskBytes };
   if (!o.support?.ok) return () => ({ ...base, sandbox: null });
   const uid = o.support.dropToUid === null ? null : (o.uid ?? o.support.dropToUid);
   if (uid !== null) {
+    // Found now: setpriv would fail before bubblewrap starts, and the run's exit 1 read as the submission's.
+    const map = readUidMap();
+    if (map && !uidsMapped(map, uid)) {
+      throw new HarnessError(`the sandbox user (uid ${uid}) does not exist in this user namespace (uid_map: ${map.map((r) => `${r.inside}–${r.inside + r.count - 1}`).join(", ")}); a pod with hostUsers: false has only uids 0–65535. Run the runner as a non-root user, or where uids from ${uid} are mapped (docs/arc.md); \`probegate doctor\` checks this.`, "sandbox");
+    }
     // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
     chmodSync(o.evaluationRoot, 0o711);
     const closed = closedAncestor(dirname(o.evaluationRoot));
@@ -73,7 +85,10 @@ export function planIsolation(o: {
     }
   }
   const readOnly = [...layout.readOnly, ...interpreter];
-  return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus) } });
+  const nodes = o.gpuNodes ?? [];
+  const { missing } = resolveGpuNodes(nodes.map((n) => n.index), nodes);
+  if (missing.length) throw missingGpuError(missing);
+  return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: gpuDevices(gpus, nodes) } });
 }
 
 /** What one phase may see: its working folder, what it reads and what it writes (host paths). */
@@ -87,7 +102,7 @@ export interface PhaseMounts {
 
 /**
  * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
- * the sandbox's user (it runs as `nobody`); the engine, as root, still reads it all afterwards.
+ * the sandbox's user (the evaluation's own uid); the engine, as root, still reads it all afterwards.
  */
 export async function isolationFor(plan: IsolationPlan, mounts: PhaseMounts): Promise<RunIsolation> {
   const sb = plan.sandbox;

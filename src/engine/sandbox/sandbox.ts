@@ -1,5 +1,6 @@
-import { existsSync, lstatSync, readlinkSync, readdirSync } from "node:fs";
+import { lstatSync, readlinkSync } from "node:fs";
 import { execa } from "execa";
+import { controlDevices, missingGpuError, resolveGpuNodes, type GpuNode } from "./gpu-devices.js";
 
 /**
  * What one sandboxed command may see and use. Host paths keep their names inside, so the paths in
@@ -29,7 +30,10 @@ export interface SandboxSpec {
   maxFileBytes: number;
 }
 
-/** The user submission code runs as when the engine is root: `nobody`, which owns nothing of the runner's. */
+/**
+ * The user of the engine's one trial run of the sandbox (`detectSandbox`) when it is root: `nobody`,
+ * which owns nothing of the runner's. Evaluations themselves run as a uid of their own (`evaluationUid`).
+ */
 export const SANDBOX_UID = 65534;
 
 /**
@@ -102,15 +106,17 @@ export function systemLayout(): Pick<SandboxSpec, "readOnly" | "symlinks"> {
   return { readOnly, symlinks };
 }
 
-/** /dev/nvidiaN for the given GPU indices plus the control devices CUDA opens; only those that exist. */
-export function gpuDevices(indices: readonly number[]): string[] {
-  if (indices.length === 0 || !existsSync("/dev")) return [];
-  const control = readdirSync("/dev")
-    .filter((n) => /^nvidia(ctl|-uvm|-uvm-tools|-modeset)$/.test(n))
-    .map((n) => `/dev/${n}`);
-  const own = indices.map((i) => `/dev/nvidia${i}`).filter((p) => existsSync(p));
-  const caps = existsSync("/dev/nvidia-caps") ? ["/dev/nvidia-caps"] : [];
-  return [...own, ...control, ...caps];
+/**
+ * The device nodes of the given GPUs (nvidia-smi indices), found through the driver's minor numbers
+ * (`nodes`, gpu-devices.ts `readGpuNodes`), not the index: in a container the two differ. Plus the
+ * control devices CUDA opens. A GPU whose node is unknown or missing is an error naming it, never
+ * dropped: CUDA would fail in the sandbox and the submission would be blamed.
+ */
+export function gpuDevices(indices: readonly number[], nodes: readonly GpuNode[]): string[] {
+  if (indices.length === 0) return [];
+  const { devices, missing } = resolveGpuNodes(indices, nodes);
+  if (missing.length) throw missingGpuError(missing);
+  return [...devices, ...controlDevices()];
 }
 
 /** The bubblewrap executable: `$PROBEGATE_BWRAP`, else `bwrap` on PATH. */

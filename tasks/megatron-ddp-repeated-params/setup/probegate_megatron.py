@@ -2,11 +2,16 @@
 
 Megatron runs its unit tests under torchrun, which sets WORLD_SIZE, LOCAL_RANK and MASTER_PORT; its
 tests/unit_tests/conftest.py (left out of this task: it downloads data sets and needs Transformer
-Engine) does the rest. probegate runs the official tests as one process on the GPU it gives the
-job, so this plugin sets what torchrun would for a world of one rank, on a port of this run's own,
-before the tests import tests/unit_tests/test_utilities.py (which reads them at import), and tears
-the process group down at the end so NCCL does not warn or hang at exit. It changes no Megatron
-code and no test.
+Engine) does the rest. probegate runs the official tests as one process, so this plugin sets what
+torchrun would for a world of one rank, on a port of this run's own, before the tests import
+tests/unit_tests/test_utilities.py (which reads them at import), and tears the process group down at
+the end so NCCL does not warn or hang at exit.
+
+One rank on a GPU runner (NCCL refuses two ranks on one GPU) and one rank on a CPU runner as well:
+the tests' expectations depend on the world size (with two ranks test_grad_sync[1-False-True-True]
+catches a bucket reduce-scattered twice, which one rank cannot see), so the official verdict means
+the same on both. On a job without a GPU, probegate_cpu_shim maps Megatron's CUDA/NCCL assumptions
+onto the CPU and gloo first; on a job with one it does nothing. It changes no Megatron code and no test.
 """
 import os
 import socket
@@ -19,6 +24,10 @@ def _free_port() -> int:
 
 
 def pytest_configure(config):
+    # On a job without a GPU: Megatron's CUDA/NCCL assumptions onto the CPU and gloo (nothing on a GPU).
+    import probegate_cpu_shim
+
+    probegate_cpu_shim.install()
     # One process: the official tests are run as one rank (NCCL refuses two ranks on one GPU).
     os.environ["WORLD_SIZE"] = "1"
     os.environ["LOCAL_RANK"] = "0"

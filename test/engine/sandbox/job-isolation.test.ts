@@ -37,8 +37,9 @@ describe("planIsolation", () => {
 
   it("drops to the evaluation's own uid where the engine drops privileges, and to none where it does not", () => {
     const own = planIsolation({ ...base, support: ok, interpreterDirs: [], evaluationRoot: evaluationRoot(), uid: 1_000_000_007 });
-    // Every job of the evaluation, whatever its GPUs, runs as that one uid (they share its workspace).
-    expect([own([]).sandbox?.dropToUid, own([0]).sandbox?.dropToUid]).toEqual([1_000_000_007, 1_000_000_007]);
+    // Every job of the evaluation runs as that one uid (they share its workspace). A job with GPUs
+    // needs their device nodes, which this machine lacks: gpu-devices.test.ts.
+    expect(own([]).sandbox?.dropToUid).toBe(1_000_000_007);
     const caller = planIsolation({ ...base, support: { ok: true, dropToUid: null }, interpreterDirs: [], evaluationRoot: evaluationRoot(), uid: 1_000_000_007 });
     expect(caller([]).sandbox?.dropToUid).toBeNull();
   });

@@ -59,7 +59,7 @@ describe("sandboxArgv", () => {
   });
 
   it("lists no GPU devices for a job without GPUs", () => {
-    expect(gpuDevices([])).toEqual([]);
+    expect(gpuDevices([], [])).toEqual([]);
   });
 });
 

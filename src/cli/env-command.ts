@@ -1,0 +1,96 @@
+import { relative } from "node:path";
+import { formatBytes } from "../core/sizes.js";
+import { ensureEnvironment, type BuiltEnvironment } from "../engine/environment/build-environment.js";
+import { environmentRoot, listEnvironments } from "../engine/environment/environment-store.js";
+import { environmentRequest } from "../engine/environment/task-request.js";
+import { HarnessError } from "../engine/errors.js";
+import { loadTask } from "../engine/task-load.js";
+import type { Io } from "./main.js";
+
+/** One row of `probegate env build`: a task and its environment, or why it has none. */
+export interface EnvBuildRow {
+  task: string;
+  /** Null: the task declares no environment (it runs on the runner's interpreter). */
+  lockHash: string | null;
+  lock: string | null;
+  dir: string | null;
+  python: string | null;
+  interpreter: string | null;
+  torch: string | null;
+  /** "built", "reused", "none" (no environment declared) or "failed". */
+  status: "built" | "reused" | "none" | "failed";
+  seconds: number;
+  sizeBytes: number | null;
+  error: string | null;
+}
+
+function row(task: string, lock: string, env: BuiltEnvironment): EnvBuildRow {
+  const m = env.manifest;
+  return { task, lockHash: m.lockHash, lock, dir: env.dir, python: m.python, interpreter: m.interpreter, torch: m.torch, status: env.reused ? "reused" : "built", seconds: Math.round(env.seconds * 10) / 10, sizeBytes: m.sizeBytes, error: null };
+}
+
+/** A plain text table, columns padded to their widest cell. */
+export function textTable(head: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] as number)).join("  ").trimEnd();
+  return `${[line(head), ...rows.map(line)].join("\n")}\n`;
+}
+
+/**
+ * `probegate env build <task dir>…`: builds (or finds already built) each task's environment in the
+ * runner's store, one task at a time, with phase lines on stderr; then a table (or JSON) of what
+ * each task has. Exit 0 when every declared environment is ready, 3 when one could not be built
+ * (its error names the package and the lock's line), 2 for a task folder that does not load.
+ */
+export async function envBuildCommand(dirs: readonly string[], flags: { json?: boolean }, io: Io): Promise<number> {
+  const tasks = dirs.map((d) => loadTask(d));
+  const rows: EnvBuildRow[] = [];
+  for (const task of tasks) {
+    const req = environmentRequest(task);
+    if (!req) {
+      rows.push({ task: task.spec.id, lockHash: null, lock: null, dir: null, python: null, interpreter: null, torch: null, status: "none", seconds: 0, sizeBytes: null, error: null });
+      continue;
+    }
+    io.stderr(`▸ ${task.spec.id}: environment ${req.lockLabel}\n`);
+    try {
+      const env = await ensureEnvironment(req, { onProgress: (line) => io.stderr(`  · ${line}\n`) });
+      rows.push(row(task.spec.id, req.lockLabel, env));
+      io.stderr(`  ✓ ${env.reused ? "reused" : "built"} ${env.dir}\n`);
+    } catch (e) {
+      if (!(e instanceof HarnessError)) throw e;
+      io.stderr(`  ✗ ${e.message}\n`);
+      rows.push({ task: task.spec.id, lockHash: null, lock: req.lockLabel, dir: null, python: null, interpreter: null, torch: null, status: "failed", seconds: 0, sizeBytes: null, error: e.message });
+    }
+  }
+  if (flags.json) io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
+  else {
+    io.stdout(
+      textTable(
+        ["task", "lock hash", "python", "torch", "status", "seconds", "size on disk"],
+        rows.map((r) => [r.task, r.lockHash?.slice(0, 16) ?? "-", r.python ?? "-", r.torch ?? "-", r.status === "none" ? "none declared" : r.status, r.status === "none" || r.status === "failed" ? "-" : r.seconds.toFixed(1), r.sizeBytes === null ? "-" : formatBytes(r.sizeBytes)]),
+      ),
+    );
+  }
+  return rows.some((r) => r.status === "failed") ? 3 : 0;
+}
+
+/** `probegate env list`: the environments built on this runner (the store at $PROBEGATE_ENV_DIR). */
+export function envListCommand(flags: { json?: boolean }, io: Io): number {
+  const root = environmentRoot();
+  const envs = listEnvironments(root);
+  if (flags.json) {
+    io.stdout(`${JSON.stringify(envs.map((e) => ({ dir: e.dir, executable: e.python, ...e.manifest })), null, 2)}\n`);
+    return 0;
+  }
+  if (envs.length === 0) {
+    io.stdout(`no environment built in ${root} (probegate env build <task dir> builds one)\n`);
+    return 0;
+  }
+  io.stdout(
+    textTable(
+      ["folder", "lock", "python", "torch", "packages", "built", "build s", "size on disk"],
+      envs.map((e) => [relative(root, e.dir), e.manifest.lockFile, e.manifest.python, e.manifest.torch ?? "-", String(e.manifest.packages), e.manifest.builtAt.slice(0, 19).replace("T", " "), e.manifest.buildS.toFixed(1), formatBytes(e.manifest.sizeBytes)]),
+    ),
+  );
+  return 0;
+}

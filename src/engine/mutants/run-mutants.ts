@@ -1,0 +1,131 @@
+import { createHash } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { classifyMutant } from "../../core/mutants/mutant-outcome.js";
+import type { MutantRecord } from "../../core/mutants/mutants-score.js";
+import type { EvaluationResult } from "../../core/result.js";
+import { InputError } from "../errors.js";
+import { evaluate } from "../evaluate.js";
+import type { JobPool } from "../jobs/job-pool.js";
+import { KIT_DIR } from "../package-paths.js";
+import { probeSetVersion } from "../probe-set.js";
+import type { LoadedTask } from "../task-load.js";
+import { cacheKey, specHash, type CachedOutcome, type MutantCache } from "./mutant-cache.js";
+import { generateMutants, type Generation } from "./generate-mutants.js";
+
+/** What one task's mutant run needs. */
+export interface MutantRunOptions {
+  task: LoadedTask;
+  referencePatch: string;
+  mutationPython: string;
+  pool: JobPool;
+  /** Evaluations in progress at once. */
+  jobs: number;
+  cache: MutantCache;
+  /** Start no evaluation once this instant (ms since the epoch) has passed. */
+  deadline: number;
+  /** Wall clock of each mutant's test and probe runs; default: from the reference's own durations. */
+  mutantTimeoutS?: number;
+  python?: string;
+  unsandboxed?: boolean;
+  signal?: AbortSignal;
+  log: (line: string) => void;
+}
+
+/** The evaluated mutants of one task and how the run went. */
+export interface MutantRun {
+  records: MutantRecord[];
+  generation: Generation;
+  probeSet: string;
+  evaluated: number;
+  cached: number;
+  notEvaluated: number;
+  timeoutS: number;
+  wallS: number;
+}
+
+/** The reference's own phases bound a mutant's: 3× the slower phase and 10 s to spare, at least 15 s. */
+export function mutantTimeout(reference: { officialS: number; probesS: number }): number {
+  return Math.max(15, Math.ceil(3 * Math.max(reference.officialS, reference.probesS)) + 10);
+}
+
+/** The task as the mutants see it: its test and probe runs stopped after `timeoutS` (never later than the task says). */
+function tightened(task: LoadedTask, timeoutS: number): LoadedTask {
+  const s = task.spec;
+  return { ...task, spec: { ...s, official: { ...s.official, timeout: Math.min(s.official.timeout, timeoutS) }, probes: { ...s.probes, timeout: Math.min(s.probes.timeout, timeoutS) } } };
+}
+
+function outcomeOf(result: EvaluationResult): CachedOutcome {
+  const c = classifyMutant(result);
+  return { outcome: c.outcome, passedOfficial: c.passedOfficial, detail: c.detail, durationS: result.durations.totalS, officialS: result.durations.officialS, probesS: result.durations.probesS };
+}
+
+/**
+ * Makes the mutants of a task's reference change and evaluates each as a submission on the
+ * shared job pool (official tests first; the engine runs the probes only for those that pass
+ * them), `jobs` at a time. The reference is evaluated first (it must resolve: mutants of a change
+ * the gate rejects measure nothing) and its durations set the mutants' wall clock. Outcomes are
+ * cached by mutant content, probe-set version, task spec hash and wall clock; errors are not.
+ */
+export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
+  const started = Date.now();
+  const generation = await generateMutants(o.task, o.referencePatch, o.mutationPython);
+  const probeSet = probeSetVersion(o.task.probesDir);
+  const spec = specHash(o.task.file);
+  const scratch = mkdtempSync(join(tmpdir(), `probegate-mutants-${o.task.spec.id}-`));
+  let evaluated = 0;
+  let cached = 0;
+  let notEvaluated = 0;
+  const evaluateOne = async (task: LoadedTask, patch: string): Promise<EvaluationResult> =>
+    evaluate({ task, submission: { kind: "patch", path: patch }, kitDir: KIT_DIR, python: o.python, unsandboxed: o.unsandboxed, pool: o.pool });
+  try {
+    const refKey = cacheKey({ diff: readFileSync(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
+    let reference = o.cache.get(refKey);
+    if (!reference) {
+      o.log(`  reference ${o.referencePatch} …`);
+      const result = await evaluateOne(o.task, o.referencePatch);
+      if (result.verdict !== "resolved") {
+        throw new InputError(`${o.task.spec.id}: the reference change ${o.referencePatch} is not resolved (${result.verdict}: ${result.reason}); its mutants would measure nothing — fix the task or the reference first`, { file: o.referencePatch });
+      }
+      reference = outcomeOf(result);
+      o.cache.put(refKey, reference);
+    }
+    const timeoutS = o.mutantTimeoutS ?? mutantTimeout(reference);
+    const task = tightened(o.task, timeoutS);
+    o.log(`probegate validate --mutants ${o.task.spec.id}: ${generation.mutants.length} mutants of ${generation.files.map((f) => `${f.path} (${f.lines.length} lines)`).join(", ")}; ${o.jobs} at a time, ${timeoutS} s wall clock each`);
+    const records: Array<MutantRecord | null> = generation.mutants.map(() => null);
+    // Evaluated in an order fixed by a hash of each id, not operator by operator: a run cut short by
+    // --budget then covers a spread of operators and lines, and the next run picks up the rest.
+    const order = generation.mutants.map((m, i) => ({ i, h: createHash("sha256").update(m.id).digest("hex") })).sort((a, b) => (a.h < b.h ? -1 : 1)).map((x) => x.i);
+    let next = 0;
+    let done = 0;
+    const worker = async () => {
+      while (next < order.length) {
+        const i = order[next++] as number;
+        const m = generation.mutants[i] as (typeof generation.mutants)[number];
+        const key = cacheKey({ diff: m.diff, probeSet, specHash: spec, timeoutS });
+        let out = o.cache.get(key);
+        const fromCache = out !== undefined;
+        if (!out) {
+          if (Date.now() > o.deadline || o.signal?.aborted) {
+            notEvaluated++;
+            continue;
+          }
+          const file = join(scratch, `mutant-${i}.patch`);
+          writeFileSync(file, m.diff);
+          out = outcomeOf(await evaluateOne(task, file));
+          if (out.outcome !== "error") o.cache.put(key, out);
+          evaluated++;
+        } else cached++;
+        done++;
+        records[i] = { ...m, outcome: out.outcome, passedOfficial: out.passedOfficial, detail: out.detail, durationS: out.durationS, cached: fromCache };
+        o.log(`  [${done}/${generation.mutants.length}] ${m.id} → ${out.outcome}${fromCache ? " (cached)" : ""} ${out.detail ? `(${out.detail.slice(0, 100)})` : ""}`);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(o.jobs, generation.mutants.length)) }, worker));
+    return { records: records.filter((r): r is MutantRecord => r !== null), generation, probeSet, evaluated, cached, notEvaluated, timeoutS, wallS: (Date.now() - started) / 1000 };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
