@@ -4,6 +4,7 @@ import type { GitHubClient, RepoRef } from "../github/client.js";
 import type { EvaluationRecord } from "../store/evaluations.js";
 import { commitTree } from "../github/merge-group.js";
 import { concludeGate, evaluationsAtHead, getGate, openGateRecord, recordGateOutcome } from "../store/gates.js";
+import { fullyAccepted } from "../store/acceptances.js";
 import type { AppDeps } from "./deps.js";
 
 /** The newest evaluation of each task (an evaluator ref change makes a new key for the same task). */
@@ -40,9 +41,29 @@ export async function openGate(gh: GitHubClient, deps: AppDeps, repo: RepoRef, p
 export async function refreshGate(gh: GitHubClient, deps: AppDeps, at: RepoRef & { headSha: string }): Promise<void> {
   const gate = getGate(deps.db, at);
   if (!gate || gate.concluded) return;
-  const decision = decideGate(latestPerTask(evaluationsAtHead(deps.db, { ...at, pr: gate.pr })));
+  const decision = decideGate(effectiveVerdicts(deps, latestPerTask(evaluationsAtHead(deps.db, { ...at, pr: gate.pr }))));
   if (decision.kind === "pending") return;
   if (!concludeGate(deps.db, { ...at, checkRunId: gate.checkRunId })) return;
+  await completeCheckRun(gh, { owner: at.owner, repo: at.repo, checkRunId: gate.checkRunId }, decision.output);
+  const tree = decision.output.conclusion === "success" ? await commitTree(gh, { owner: at.owner, repo: at.repo }, at.headSha) : null;
+  recordGateOutcome(deps.db, at, decision.output.conclusion, tree);
+}
+
+/** An evaluation every failed check of which a person accepted counts as resolved at the gate (its signed verdict stays). */
+function effectiveVerdicts(deps: AppDeps, evals: EvaluationRecord[]): EvaluationRecord[] {
+  return evals.map((e) => (fullyAccepted(deps.db, e) ? { ...e, verdict: "resolved" as const } : e));
+}
+
+/**
+ * Decides a head's gate again after an acceptance: a gate already concluded is posted anew with the
+ * accepted evaluations counted as resolved; one still open concludes as usual once all have ended.
+ */
+export async function reconcludeGate(gh: GitHubClient, deps: AppDeps, at: RepoRef & { headSha: string }): Promise<void> {
+  const gate = getGate(deps.db, at);
+  if (!gate) return;
+  if (!gate.concluded) return refreshGate(gh, deps, at);
+  const decision = decideGate(effectiveVerdicts(deps, latestPerTask(evaluationsAtHead(deps.db, { ...at, pr: gate.pr }))));
+  if (decision.kind === "pending") return;
   await completeCheckRun(gh, { owner: at.owner, repo: at.repo, checkRunId: gate.checkRunId }, decision.output);
   const tree = decision.output.conclusion === "success" ? await commitTree(gh, { owner: at.owner, repo: at.repo }, at.headSha) : null;
   recordGateOutcome(deps.db, at, decision.output.conclusion, tree);

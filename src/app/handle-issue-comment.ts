@@ -6,6 +6,7 @@ import { replyOnThread } from "../github/pull-request-facts.js";
 import { evaluationsOfPr, probeFailures } from "../store/dispatch-context.js";
 import { getEvaluationPolicy } from "../store/evaluation-policy.js";
 import { installationIdOf, type AppDeps } from "./deps.js";
+import { acceptDifference } from "./accept-request.js";
 import { rerun } from "./rerun-request.js";
 
 /**
@@ -29,7 +30,7 @@ async function explain(gh: GitHubClient, deps: AppDeps, repo: RepoRef, prNumber:
   await replyOnThread(gh, { ...repo, number: prNumber }, body);
 }
 
-/** `issue_comment` created / edited: `/probegate rerun [task]` and `/probegate explain`. */
+/** `issue_comment` created / edited: `/probegate rerun [task]`, `/probegate explain` and `/probegate accept <check-id> <reason>`. */
 export async function onIssueComment(context: Context<"issue_comment">, deps: AppDeps): Promise<void> {
   const { payload } = context;
   const repo = { owner: payload.repository.owner.login, repo: payload.repository.name };
@@ -55,6 +56,19 @@ export async function onIssueComment(context: Context<"issue_comment">, deps: Ap
       return;
     }
     await explain(gh, deps, repo, payload.issue.number);
+    return;
+  }
+  if (command.kind === "accept") {
+    await acceptDifference(gh, deps, {
+      repo,
+      pr: payload.issue.number,
+      task: command.task,
+      checkId: command.checkId,
+      reason: command.reason,
+      requester: { login: payload.comment.user?.login ?? "ghost", type: payload.comment.user?.type ?? null },
+      isEdited: payload.action === "edited",
+      commentId: payload.comment.id,
+    });
     return;
   }
   await rerun(gh, deps, {
