@@ -44328,6 +44328,26 @@ const MIGRATIONS = [
       ) STRICT;
     `,
     },
+    {
+        version: 11,
+        name: "acceptances: a person's acceptance of a measured difference (a failed check) for one head",
+        // The signed result is never changed: who accepted which check of which attempt, and why, is
+        // kept here, and the check run, the gate and the scorecards read it beside the verdict.
+        sql: `
+      CREATE TABLE acceptances (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        attempt INTEGER NOT NULL,
+        head_sha TEXT NOT NULL,
+        check_id TEXT NOT NULL,
+        accepted_by TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        comment_id INTEGER,
+        accepted_at INTEGER NOT NULL,
+        UNIQUE (evaluation_key, attempt, check_id)
+      ) STRICT;
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts
@@ -48969,7 +48989,32 @@ async function downloadResultArtifact(gh, evaluatorRepo, runId) {
     return { ok: true, zip: new Uint8Array(data) };
 }
 
+;// CONCATENATED MODULE: ./src/store/acceptances.ts
+
+/** Records an acceptance; a second one of the same check of the same attempt replaces the first (the newest reason stands). */
+function recordAcceptance(db, a) {
+    db.prepare(`INSERT INTO acceptances (evaluation_key, attempt, head_sha, check_id, accepted_by, reason, comment_id, accepted_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (evaluation_key, attempt, check_id) DO UPDATE SET accepted_by = excluded.accepted_by, reason = excluded.reason, comment_id = excluded.comment_id, accepted_at = excluded.accepted_at`).run(a.evaluationKey, a.attempt, a.headSha, a.checkId, a.by, a.reason, a.commentId, a.at.getTime());
+}
+/** The acceptances of one attempt of an evaluation, oldest first. */
+function acceptancesOf(db, key, attempt) {
+    const rows = db
+        .prepare("SELECT evaluation_key, attempt, head_sha, check_id, accepted_by, reason, comment_id, accepted_at FROM acceptances WHERE evaluation_key = ? AND attempt = ? ORDER BY id")
+        .all(key, attempt);
+    return rows.map((r) => ({ evaluationKey: r.evaluation_key, attempt: r.attempt, headSha: r.head_sha, checkId: r.check_id, by: r.accepted_by, reason: r.reason, commentId: r.comment_id, at: new Date(r.accepted_at) }));
+}
+/** Whether every failed check of an evaluation's attempt is accepted (and none errored): it then passes the gate as accepted. */
+function fullyAccepted(db, e) {
+    if (e.verdict !== "probe-rejected")
+        return false;
+    const failures = probeFailures(db, e.key, e.attempt);
+    const accepted = new Set(acceptancesOf(db, e.key, e.attempt).map((a) => a.checkId));
+    return failures.length > 0 && failures.every((f) => f.status === "failed" && accepted.has(f.probeId));
+}
+
 ;// CONCATENATED MODULE: ./src/app/gate.ts
+
 
 
 
@@ -49004,10 +49049,31 @@ async function refreshGate(gh, deps, at) {
     const gate = getGate(deps.db, at);
     if (!gate || gate.concluded)
         return;
-    const decision = decideGate(latestPerTask(evaluationsAtHead(deps.db, { ...at, pr: gate.pr })));
+    const decision = decideGate(effectiveVerdicts(deps, latestPerTask(evaluationsAtHead(deps.db, { ...at, pr: gate.pr }))));
     if (decision.kind === "pending")
         return;
     if (!concludeGate(deps.db, { ...at, checkRunId: gate.checkRunId }))
+        return;
+    await completeCheckRun(gh, { owner: at.owner, repo: at.repo, checkRunId: gate.checkRunId }, decision.output);
+    const tree = decision.output.conclusion === "success" ? await commitTree(gh, { owner: at.owner, repo: at.repo }, at.headSha) : null;
+    recordGateOutcome(deps.db, at, decision.output.conclusion, tree);
+}
+/** An evaluation every failed check of which a person accepted counts as resolved at the gate (its signed verdict stays). */
+function effectiveVerdicts(deps, evals) {
+    return evals.map((e) => (fullyAccepted(deps.db, e) ? { ...e, verdict: "resolved" } : e));
+}
+/**
+ * Decides a head's gate again after an acceptance: a gate already concluded is posted anew with the
+ * accepted evaluations counted as resolved; one still open concludes as usual once all have ended.
+ */
+async function reconcludeGate(gh, deps, at) {
+    const gate = getGate(deps.db, at);
+    if (!gate)
+        return;
+    if (!gate.concluded)
+        return refreshGate(gh, deps, at);
+    const decision = decideGate(effectiveVerdicts(deps, latestPerTask(evaluationsAtHead(deps.db, { ...at, pr: gate.pr }))));
+    if (decision.kind === "pending")
         return;
     await completeCheckRun(gh, { owner: at.owner, repo: at.repo, checkRunId: gate.checkRunId }, decision.output);
     const tree = decision.output.conclusion === "success" ? await commitTree(gh, { owner: at.owner, repo: at.repo }, at.headSha) : null;
@@ -50629,6 +50695,7 @@ const COMMAND_HELP = [
     "`/probegate rerun` re-evaluates the PR's current head against every task it maps to.",
     "`/probegate rerun <task>` re-evaluates it against one task.",
     "`/probegate explain` lists the categories of the failed probes and what they check.",
+    "`/probegate accept <check-id> <reason>` accepts a measured difference the change means to make (write permission; this head only).",
 ].join("\n");
 /** A `/probegate` line that is not a valid command; `reply` is the comment the app answers with. */
 class CommandError extends Error {
@@ -50679,6 +50746,20 @@ function parseCommentCommand(body) {
                     throw new CommandError("bad-argument", `\`${args[0]}\` is not a task id (lower-case letters, digits, '.', '_' and '-').`, line);
                 }
                 return { kind: "rerun", task };
+            }
+            case "accept": {
+                const [target, ...why] = args;
+                if (target === undefined)
+                    throw new CommandError("bad-argument", "`/probegate accept` needs the id of the failed check and a reason, e.g. `/probegate accept grad-sync-bytes the new overlap adds one all-gather per bucket`.", line);
+                const [task, checkId] = target.includes("/") ? target.split("/", 2) : [null, target];
+                for (const id of [task, checkId]) {
+                    if (id !== null && !ID_PATTERN.test(id.toLowerCase()))
+                        throw new CommandError("bad-argument", `\`${target}\` is not a check id (or task/check-id).`, line);
+                }
+                const reason = why.join(" ").trim();
+                if (reason.length < 8)
+                    throw new CommandError("bad-argument", "`/probegate accept` needs a reason that says why the difference is meant (at least a few words); it is recorded with your name.", line);
+                return { kind: "accept", task: task?.toLowerCase() ?? null, checkId: checkId.toLowerCase(), reason };
             }
             case "explain":
                 if (args.length > 0)
@@ -50743,7 +50824,70 @@ function renderExplain(evaluations) {
     return parts.join("\n\n");
 }
 
+;// CONCATENATED MODULE: ./src/app/accept-request.ts
+
+
+
+
+
+
+
+const WRITERS = new Set(["admin", "maintain", "write"]);
+/**
+ * A measured difference the change means to make (a feature that adds a collective) accepted for
+ * the PR's current head by someone with write permission, never the agent. The signed result is
+ * left as it is; the acceptance is stored with who and why, and once every failed check of the
+ * evaluation is accepted its check run and the gate pass, saying so. A new push needs a new one.
+ */
+async function acceptDifference(gh, deps, ask) {
+    const thread = { ...ask.repo, number: ask.pr };
+    const who = `@${ask.requester.login}`;
+    const refuse = (why) => replyOnThread(gh, thread, `${who}: ${why}`);
+    if (ask.isEdited)
+        return refuse("commands in edited comments are ignored. Post `/probegate accept …` as a new comment.");
+    const { data: pull } = await gh.rest.pulls.get({ ...ask.repo, pull_number: ask.pr });
+    const pr = pullRequestFacts(pull);
+    const loaded = await loadRepoConfig(gh, { ...ask.repo, defaultBranch: pr.defaultBranch });
+    const agents = loaded.kind === "ok" ? loaded.config.agents : undefined;
+    const permission = await repoPermission(gh, ask.repo, ask.requester.login);
+    const requesterAgent = detectAgent({ author: ask.requester }, agents);
+    const prAgent = detectAgent({ author: pr.author, headRef: pr.headRef, labels: pr.labels }, agents);
+    if (requesterAgent !== null || (prAgent !== null && ask.requester.login.toLowerCase() === pr.author.login.toLowerCase())) {
+        return refuse("an agent cannot accept a difference its own change makes; a maintainer with write permission can.");
+    }
+    if (!WRITERS.has(permission))
+        return refuse(`accepting a measured difference needs write permission on this repository; you have \`${permission}\`.`);
+    const candidates = evaluationsOfPr(deps.db, { ...ask.repo, pr: ask.pr }).filter((e) => e.headSha === pr.headSha && (ask.task === null || e.task === ask.task) && e.state === "completed" && e.verdict === "probe-rejected" && probeFailures(deps.db, e.key, e.attempt).some((f) => f.status === "failed" && f.probeId === ask.checkId));
+    const head = pr.headSha.slice(0, 7);
+    if (candidates.length === 0)
+        return refuse(`no failed check \`${ask.checkId}\`${ask.task ? ` of task \`${ask.task}\`` : ""} on the current head \`${head}\`; nothing was accepted. (An acceptance holds for one head: after a push, accept again.)`);
+    if (candidates.length > 1)
+        return refuse(`\`${ask.checkId}\` failed in ${candidates.length} tasks (${candidates.map((e) => e.task).join(", ")}); write \`/probegate accept <task>/${ask.checkId} <reason>\`.`);
+    const e = candidates[0];
+    recordAcceptance(deps.db, { evaluationKey: e.key, attempt: e.attempt, headSha: e.headSha, checkId: ask.checkId, by: ask.requester.login, reason: ask.reason, commentId: ask.commentId, at: deps.now() });
+    const accepted = acceptancesOf(deps.db, e.key, e.attempt);
+    const open = probeFailures(deps.db, e.key, e.attempt).filter((f) => !(f.status === "failed" && accepted.some((a) => a.checkId === f.probeId)));
+    const lines = accepted.map((a) => `- \`${a.checkId}\`: accepted by @${a.by} — ${a.reason}`);
+    if (open.length > 0 || e.checkRunId === null) {
+        return replyOnThread(gh, thread, `${who} accepted \`${ask.checkId}\` of \`${e.task}\` for \`${head}\`. ${open.length} other check${open.length === 1 ? "" : "s"} still fail${open.length === 1 ? "s" : ""}, so the check stays failed.`);
+    }
+    const { data: run } = await gh.rest.checks.get({ ...ask.repo, check_run_id: e.checkRunId });
+    const before = run.output?.summary ?? "";
+    await gh.rest.checks.update({
+        ...ask.repo,
+        check_run_id: e.checkRunId,
+        conclusion: "success",
+        output: {
+            title: `Accepted: ${accepted.length} measured difference${accepted.length === 1 ? "" : "s"} (${run.output?.title ?? "probe-rejected"})`.slice(0, 250),
+            summary: `**Passed as accepted.** Every failed check of this head was accepted by someone with write permission; the signed result still says probe-rejected.\n\n${lines.join("\n")}\n\n---\n\n${before}`.slice(0, 65_000),
+        },
+    });
+    await reconcludeGate(gh, deps, { ...ask.repo, headSha: e.headSha });
+    return replyOnThread(gh, thread, `${who} accepted \`${ask.checkId}\` of \`${e.task}\` for \`${head}\`: every failed check of it is now accepted, and its check run passes as accepted.`);
+}
+
 ;// CONCATENATED MODULE: ./src/app/handle-issue-comment.ts
+
 
 
 
@@ -50769,7 +50913,7 @@ async function explain(gh, deps, repo, prNumber) {
     })));
     await replyOnThread(gh, { ...repo, number: prNumber }, body);
 }
-/** `issue_comment` created / edited: `/probegate rerun [task]` and `/probegate explain`. */
+/** `issue_comment` created / edited: `/probegate rerun [task]`, `/probegate explain` and `/probegate accept <check-id> <reason>`. */
 async function onIssueComment(context, deps) {
     const { payload } = context;
     const repo = { owner: payload.repository.owner.login, repo: payload.repository.name };
@@ -50799,6 +50943,19 @@ async function onIssueComment(context, deps) {
             return;
         }
         await explain(gh, deps, repo, payload.issue.number);
+        return;
+    }
+    if (command.kind === "accept") {
+        await acceptDifference(gh, deps, {
+            repo,
+            pr: payload.issue.number,
+            task: command.task,
+            checkId: command.checkId,
+            reason: command.reason,
+            requester: { login: payload.comment.user?.login ?? "ghost", type: payload.comment.user?.type ?? null },
+            isEdited: payload.action === "edited",
+            commentId: payload.comment.id,
+        });
         return;
     }
     await rerun(gh, deps, {

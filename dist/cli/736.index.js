@@ -540,6 +540,26 @@ const MIGRATIONS = [
       ) STRICT;
     `,
     },
+    {
+        version: 11,
+        name: "acceptances: a person's acceptance of a measured difference (a failed check) for one head",
+        // The signed result is never changed: who accepted which check of which attempt, and why, is
+        // kept here, and the check run, the gate and the scorecards read it beside the verdict.
+        sql: `
+      CREATE TABLE acceptances (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        evaluation_key TEXT NOT NULL REFERENCES evaluations (key),
+        attempt INTEGER NOT NULL,
+        head_sha TEXT NOT NULL,
+        check_id TEXT NOT NULL,
+        accepted_by TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        comment_id INTEGER,
+        accepted_at INTEGER NOT NULL,
+        UNIQUE (evaluation_key, attempt, check_id)
+      ) STRICT;
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts
