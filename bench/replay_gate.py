@@ -28,18 +28,66 @@ def git(mirror, *args):
     return subprocess.run(["git", "--git-dir", mirror, *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def evaluate(args, sha):
-    full = git(args.mirror, "rev-parse", sha)
-    parent = git(args.mirror, "rev-parse", f"{full}^1")
-    out = os.path.join(args.out_dir, f"{full[:9]}.json")
+def evaluate(args, sha, repo=None, parent=None, tag=""):
+    repo = repo or args.mirror
+    full = git(args.mirror, "rev-parse", sha) if not tag else sha
+    parent = parent or git(args.mirror, "rev-parse", f"{full}^1")
+    out = os.path.join(args.out_dir, f"{tag}{full[:9]}.json")
     if not (args.reuse and os.path.exists(out)):
         t0 = time.time()
-        cmd = ["node", "dist/cli/index.js", "eval", "--task", args.task, "--submission", f"{args.mirror}@{full}",
+        cmd = ["node", "dist/cli/index.js", "eval", "--task", args.task, "--submission", f"{repo}@{full}",
                "--pr-base", parent, "--seed", str(args.seed), "--out", out, "--always-probe"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         with open(out + ".log", "w") as fh:
             fh.write(f"$ {' '.join(cmd)}\nexit {proc.returncode} after {time.time() - t0:.0f} s\n{proc.stdout}\n{proc.stderr}")
     return full, parent, out
+
+
+TF, ALGOS, TEST = "verl/utils/torch_functional.py", "verl/trainer/ppo/core_algos.py", "tests/trainer/ppo/test_core_algos_on_cpu.py"
+# Regressions injected on top of a real PR's merge commit: name -> (category the gate must flag,
+# what it is, [(file, text to find (first occurrence), replacement)]).
+INJECTIONS = {
+    "extra-collective": ("traffic", "distributed_masked_mean all-reduces an element count it never uses", [
+        (TF, "    torch.distributed.all_reduce(local_num, op=torch.distributed.ReduceOp.SUM)\n",
+         "    torch.distributed.all_reduce(local_num, op=torch.distributed.ReduceOp.SUM)\n"
+         "    local_count = torch.tensor(float(local_mask.numel()))\n"
+         "    torch.distributed.all_reduce(local_count, op=torch.distributed.ReduceOp.SUM)\n")]),
+    "per-element-loop": ("time", "masked_whiten checks every selected element for finiteness in a Python loop", [
+        (TF, "    whitened = (values - mean) * torch.rsqrt(var + 1e-8)\n",
+         "    for v in values[mask.bool()]:\n"
+         "        if not torch.isfinite(v):\n"
+         "            raise ValueError('non-finite value under the mask')\n"
+         "    whitened = (values - mean) * torch.rsqrt(var + 1e-8)\n")]),
+    "leaked-buffer": ("memory", "masked_mean keeps a float64 copy of every input in a module-level list", [
+        (TF, "def masked_mean(", "_MEAN_INPUTS = []  # for debugging\n\n\ndef masked_mean("),
+        (TF, "    return s / (mask.sum(axis=axis) + 1e-8)\n",
+         "    _MEAN_INPUTS.append(values.detach().double())\n    return s / (mask.sum(axis=axis) + 1e-8)\n")]),
+    "changed-default": ("functional", "compute_grpo_outcome_advantage defaults to norm_adv_by_std_in_grpo=False", [
+        (ALGOS, "    norm_adv_by_std_in_grpo: bool = True,", "    norm_adv_by_std_in_grpo: bool = False,")]),
+    "weakened-tests": ("structure", "a test renamed away (deleted), a test skipped, a tolerance loosened", [
+        (TEST, "def test_multi_turn_compute_gae_advantage_return():", "def _check_multi_turn_compute_gae_advantage_return():"),
+        (TEST, "def test_rloo_and_vectorized_equivalence(", "@pytest.mark.skip(reason=\"slow on CI\")\ndef test_rloo_and_vectorized_equivalence("),
+        # the second occurrence: test_grpo_and_vectorized_equivalence's (the first test is skipped above)
+        (TEST, "    assert torch.allclose(adv1, adv2, rtol=1e-5, atol=1e-6)", "    assert torch.allclose(adv1, adv2, rtol=1e-3, atol=1e-3)", 2)]),
+}
+
+
+def inject(clone, name, sha):
+    """Commits injection `name` on top of `sha` in the work-tree clone `clone`; returns the new sha."""
+    run = lambda *a: subprocess.run(["git", "-C", clone, *a], check=True, capture_output=True, text=True).stdout.strip()
+    run("checkout", "-q", "-B", f"inject/{name}", sha)
+    for rel, old, new, *nth in INJECTIONS[name][2]:
+        path = os.path.join(clone, rel)
+        with open(path) as fh:
+            text = fh.read()
+        n = nth[0] if nth else 1
+        parts = text.split(old)
+        if len(parts) <= n:
+            raise SystemExit(f"injection {name}: {rel} at {sha[:9]} has fewer than {n} of {old!r}")
+        with open(path, "w") as fh:
+            fh.write(old.join(parts[:n]) + new + old.join(parts[n:]))
+    run("-c", "user.name=replay", "-c", "user.email=replay@localhost", "commit", "-qam", f"inject {name}: {INJECTIONS[name][1]}")
+    return run("rev-parse", "HEAD")
 
 
 def numbers(result):
@@ -79,7 +127,13 @@ def main():
     ap.add_argument("--out-dir", default="/tmp/verl-gate-runs")
     ap.add_argument("--table", default="-")
     ap.add_argument("--reuse", action="store_true", help="keep result JSONs already in --out-dir")
+    ap.add_argument("--inject", nargs="*", default=[], metavar="NAME@SHA",
+                    help=f"instead of a replay: commit injection NAME ({', '.join(INJECTIONS)}) on top of merge commit SHA in --clone "
+                         "and evaluate it against the PR's base (SHA's first parent)")
+    ap.add_argument("--clone", help="a work-tree clone of the mirror, for --inject (scratch branches inject/NAME)")
     args = ap.parse_args()
+    if args.inject:
+        return main_inject(args)
     shas = list(args.shas)
     if args.shas_from_log:
         shas += git(args.mirror, "log", "--first-parent", "--format=%H", f"-{args.limit}", "HEAD", "--", *args.shas_from_log).split()
@@ -113,6 +167,35 @@ def main():
         esc = lambda t: t.replace("|", "\\|")
         lines.append(f"| {i} | {'#' + pr.group(1) if pr else ''} `{full[:9]}` (`{parent[:9]}`) | {esc(title[:90])} | "
                      f"{esc(', '.join(watched)) or '–'} ({len(watched)}/{len(changed)}) | **{verdict}** | {'; '.join(nums)} | {esc('<br>'.join(failed)) or '–'} |")
+    text = "\n".join(lines) + "\n"
+    if args.table == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.table, "w") as fh:
+            fh.write(text)
+
+
+def main_inject(args):
+    """Evaluates each injected regression and prints one table row per injection."""
+    if not args.clone:
+        sys.exit("--inject needs --clone (a work-tree clone of --mirror)")
+    os.makedirs(args.out_dir, exist_ok=True)
+    lines = ["| injection | on top of | category expected | verdict | caught by (failed checks) | key numbers |", "|---|---|---|---|---|---|"]
+    for spec in args.inject:
+        name, sha = spec.split("@")
+        full = git(args.mirror, "rev-parse", sha)
+        head = inject(args.clone, name, full)
+        _, parent, out = evaluate(args, head, repo=args.clone, parent=git(args.mirror, "rev-parse", f"{full}^1"), tag=f"inject-{name}-")
+        with open(out) as fh:
+            result = json.load(fh)
+        nums, failed = numbers(result)
+        cat = INJECTIONS[name][0]
+        caught = [f for f in failed if f"({cat})" in f]
+        title = git(args.mirror, "log", "-1", "--format=%s", full)
+        esc = lambda t: t.replace("|", "\\|")
+        lines.append(f"| {name}: {INJECTIONS[name][1]} | `{full[:9]}` {esc(title[:60])} | {cat} | **{result['verdict']}** | "
+                     f"{esc('<br>'.join(failed)) or '–'} {'(caught in its category)' if caught else '(NOT caught in its category)'} | {'; '.join(nums)} |")
+        print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.table == "-":
         sys.stdout.write(text)
