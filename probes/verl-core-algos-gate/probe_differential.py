@@ -115,8 +115,15 @@ def scenario(rank, world, rep, common, rows, cols, base_seed):
         if "compute_rewards" in common:
             call(prefix + "rewards", ca.compute_rewards, x["scores"], x["old_logp"], x["ref_logp"], 0.1)
         if "compute_policy_loss_vanilla" in common:
-            cfg = Cfg(clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=3.0, loss_agg_mode="token-mean",
-                      policy_loss=Cfg(loss_mode="vanilla"), tis_imp_ratio_cap=-1, loss_scale_factor=None)
+            # The tree's own ActorConfig with its defaults (what a trainer passes), so a field a PR
+            # adds and reads comes with the default that PR gave it.
+            try:
+                from verl.workers.config import ActorConfig
+
+                cfg = ActorConfig(strategy="fsdp", ppo_micro_batch_size_per_gpu=1, ppo_mini_batch_size=4, use_dynamic_bsz=False, rollout_n=1, clip_ratio_high=0.28)
+            except Exception:  # noqa: BLE001 - a tree without a constructible ActorConfig: a plain stand-in
+                cfg = Cfg(clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=3.0, loss_agg_mode="token-mean",
+                          policy_loss=Cfg(loss_mode="vanilla"), global_batch_info={})
             call(prefix + "policy_loss_vanilla", ca.compute_policy_loss_vanilla, old_log_prob=x["old_logp"], log_prob=x["logp"],
                  advantages=x["values"], response_mask=m, loss_agg_mode="token-mean", config=cfg)
         lm = m[:, : x["logits"].shape[1]]
