@@ -33,7 +33,7 @@ def evaluate(args, sha, repo=None, parent=None, tag=""):
     full = git(args.mirror, "rev-parse", sha) if not tag else sha
     parent = parent or git(args.mirror, "rev-parse", f"{full}^1")
     out = os.path.join(args.out_dir, f"{tag}{full[:9]}.json")
-    if not (args.reuse and os.path.exists(out)):
+    if not ((args.reuse or args.table_only) and os.path.exists(out)) and not args.table_only:
         t0 = time.time()
         cmd = ["node", "dist/cli/index.js", "eval", "--task", args.task, "--submission", f"{repo}@{full}",
                "--pr-base", parent, "--seed", str(args.seed), "--out", out, "--always-probe"]
@@ -127,6 +127,7 @@ def main():
     ap.add_argument("--out-dir", default="/tmp/verl-gate-runs")
     ap.add_argument("--table", default="-")
     ap.add_argument("--reuse", action="store_true", help="keep result JSONs already in --out-dir")
+    ap.add_argument("--table-only", action="store_true", help="evaluate nothing: tabulate the result JSONs already in --out-dir")
     ap.add_argument("--inject", nargs="*", default=[], metavar="NAME@SHA",
                     help=f"instead of a replay: commit injection NAME ({', '.join(INJECTIONS)}) on top of merge commit SHA in --clone "
                          "and evaluate it against the PR's base (SHA's first parent)")
@@ -163,7 +164,7 @@ def main():
             if result.get("reason") and verdict != "resolved":
                 failed.append(result["reason"][:220])
         except (OSError, ValueError) as e:
-            verdict, nums, failed = "no result", [], [str(e)]
+            verdict, nums, failed = "not run", [], [] if args.table_only else [str(e)]
         esc = lambda t: t.replace("|", "\\|")
         lines.append(f"| {i} | {'#' + pr.group(1) if pr else ''} `{full[:9]}` (`{parent[:9]}`) | {esc(title[:90])} | "
                      f"{esc(', '.join(watched)) or '–'} ({len(watched)}/{len(changed)}) | **{verdict}** | {'; '.join(nums)} | {esc('<br>'.join(failed)) or '–'} |")
