@@ -48,10 +48,11 @@ TF, ALGOS, TEST = "verl/utils/torch_functional.py", "verl/trainer/ppo/core_algos
 # what it is, [(file, text to find (first occurrence), replacement)]).
 INJECTIONS = {
     "extra-collective": ("traffic", "distributed_masked_mean all-reduces an element count it never uses", [
+        # the second occurrence: distributed_masked_mean's (the first is distributed_mean_max_min_std's)
         (TF, "    torch.distributed.all_reduce(local_num, op=torch.distributed.ReduceOp.SUM)\n",
          "    torch.distributed.all_reduce(local_num, op=torch.distributed.ReduceOp.SUM)\n"
          "    local_count = torch.tensor(float(local_mask.numel()))\n"
-         "    torch.distributed.all_reduce(local_count, op=torch.distributed.ReduceOp.SUM)\n")]),
+         "    torch.distributed.all_reduce(local_count, op=torch.distributed.ReduceOp.SUM)\n", 2)]),
     "per-element-loop": ("time", "masked_whiten checks every selected element for finiteness in a Python loop", [
         (TF, "    whitened = (values - mean) * torch.rsqrt(var + 1e-8)\n",
          "    for v in values[mask.bool()]:\n"
