@@ -1,18 +1,22 @@
 import type { MutantOutcome } from "./mutant-outcome.js";
 import type { EquivalentMark } from "./mutants-file.js";
 
-/** One evaluated mutant, as the report keeps it. */
-export interface MutantRecord {
+/** One mutant of the reference change, as a submission (the generator's output). */
+export interface GeneratedMutant {
   id: string;
   operator: string;
   path: string;
   line: number;
   column: number;
   occurrence: number;
-  /** The mutant as a submission: a unified diff against the task's base. */
+  /** Unified diff from the task's base to the reference change with this one mutation. */
   diff: string;
   /** Just the mutated line(s): the reference's line and the mutant's. */
   change: { before: string; after: string };
+}
+
+/** One evaluated mutant, as the report keeps it. */
+export interface MutantRecord extends GeneratedMutant {
   outcome: MutantOutcome;
   passedOfficial: boolean;
   detail: string;

@@ -1,3 +1,4 @@
+import type { GeneratedMutant } from "../../core/mutants/mutants-score.js";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -14,19 +15,6 @@ import { createWorkspace } from "../workspace.js";
  * python/probegate_mutants/requirements.lock.
  */
 export const DEFAULT_MUTATION_PYTHON = "/var/cache/probegate/mutation/bin/python";
-
-/** One mutant of the reference change, as a submission. */
-export interface GeneratedMutant {
-  id: string;
-  operator: string;
-  path: string;
-  line: number;
-  column: number;
-  occurrence: number;
-  /** Unified diff from the task's base to the reference change with this one mutation. */
-  diff: string;
-  change: { before: string; after: string };
-}
 
 /** Every mutant of a reference change, and what was left out. */
 export interface Generation {
