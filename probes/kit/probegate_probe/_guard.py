@@ -206,7 +206,14 @@ class Guard:
             return
         if event == "object.__setattr__":
             if len(args) > 1 and args[1] in _CODE_ATTRS:
-                who = self._nearest(sys._getframe(2))
+                # A submission may set its own functions' defaults or code, and the standard library
+                # does so for it (a NamedTuple with defaults): only a swap that submission code makes
+                # itself, of a function defined outside the workspace (the kit, the probe, a library),
+                # is the patching this watches for.
+                frame = sys._getframe(2)
+                code = getattr(args[0], "__code__", None)
+                own = code is not None and self._is_submission(code.co_filename)
+                who = frame if self._is_submission(frame.f_code.co_filename) and not own else None
                 if who is not None:
                     target = getattr(args[0], "__qualname__", type(args[0]).__name__)
                     owner = getattr(args[0], "__module__", "") or ""

@@ -132,3 +132,36 @@ def test_ranks_get_the_drawn_values_and_the_same_hiding(tmp_path):
         assert n == 7, ranks  # the probe's top level saw the drawn value in the rank too
         assert seen["env"] == [] and seen["module"] is False, seen
         assert seen["argv0"].endswith(os.path.join("pytest", "__main__.py")), seen
+
+
+OWN_DEFAULTS = '''
+from typing import NamedTuple
+class Request(NamedTuple):
+    fn: object = None
+    args: tuple = ()
+def scale(x, k=1):
+    return x * k
+scale.__defaults__ = (2,)
+SEEN = {"ok": Request().args == () and scale(3) == 6}
+'''
+
+OWN_PROBE = '''
+import json
+from probegate_probe import emit
+import sub
+emit("own", "functional", "passed" if sub.SEEN["ok"] else "failed")
+'''
+
+
+def test_a_submission_setting_its_own_defaults_is_not_gaming(tmp_path):
+    """A NamedTuple with defaults (the standard library sets __new__.__defaults__) and a submission
+    changing its own function's defaults are ordinary code, not a swap of the kit's or the probe's."""
+    kit, ws, probes = _layout(tmp_path)
+    (ws / "sub.py").write_text(OWN_DEFAULTS)
+    (probes / "probe_look.py").write_text(OWN_PROBE)
+    key = os.urandom(32)
+    run, lines = _run(tmp_path, kit, ws, probes, key)
+    assert run.returncode == 0, run.stderr
+    records = [_unseal(line, key) for line in lines]
+    assert [r["id"] for r in records if r.get("id")] == ["own"], records
+    assert next(r for r in records if r.get("id") == "own")["status"] == "passed"
