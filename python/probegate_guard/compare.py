@@ -32,6 +32,18 @@ def _loosened(base_value: float | None, head_value: float | None, inverse: bool)
     return head_value < base_value if inverse else head_value > base_value
 
 
+def _by_occurrence(tolerances) -> dict:
+    """Tolerances keyed by (call, keyword, k-th such call in the test): two `allclose` calls in one
+    test are compared each with its own counterpart, not the last with both."""
+    seen: dict = {}
+    out = {}
+    for t in tolerances:
+        k = seen.get((t.call, t.name), 0)
+        seen[(t.call, t.name)] = k + 1
+        out[(t.call, t.name, k)] = t
+    return out
+
+
 def compare_test(base: TestFn, head: TestFn, head_file: str) -> list[Finding]:
     """What the head did to one test that exists on both sides."""
     out: list[Finding] = []
@@ -58,8 +70,8 @@ def compare_test(base: TestFn, head: TestFn, head_file: str) -> list[Finding]:
             head_asserts.remove(a)
             continue
         f("assertion-removed", head.line, f"{head.name} no longer checks `{a}` (base line {line})")
-    head_tols = {(t.call, t.name): t for t in head.tolerances}
-    base_tols = {(t.call, t.name): t for t in base.tolerances}
+    head_tols = _by_occurrence(head.tolerances)
+    base_tols = _by_occurrence(base.tolerances)
     for key, t in head_tols.items():
         b = base_tols.get(key)
         inverse = t.name in ("places", "decimal")

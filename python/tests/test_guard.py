@@ -181,3 +181,15 @@ def test_cli_prints_json_and_refuses_a_missing_tree(tmp_path):
     assert json.loads(out.stdout)["findings"][0]["kind"] == "narrowed"
     bad = subprocess.run([sys.executable, "-m", "probegate_guard", "--base", str(tmp_path / "nope"), "--head", head, "--tests", "x"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "is not a folder" in bad.stderr
+
+
+def test_two_tolerances_in_one_test_are_compared_each_with_its_own(tmp_path):
+    base = BASE_TEST.replace(
+        "    torch.testing.assert_close(x.mean(), torch.tensor(1.0), atol=1e-6, rtol=0)\n",
+        "    assert torch.allclose(x.mean(), torch.tensor(1.0), atol=1e-6)\n    assert torch.allclose(x.sum(), torch.tensor(float(n)), atol=1e-5)\n",
+    )
+    head = base.replace("atol=1e-6", "atol=1e-1")
+    r = run(tree(tmp_path, "b", {"tests/test_x.py": base}), tree(tmp_path, "h", {"tests/test_x.py": head}), ["tests/**"], [])
+    # One finding: the first call's loosening; not an assertion removed, not the second call.
+    assert [(f["kind"], f["line"]) for f in r["findings"]] == [("tolerance-loosened", 9)]
+    assert "from 1e-6 to 1e-1" in r["findings"][0]["message"]
