@@ -16374,15 +16374,16 @@ async function demoCommand(flags, io) {
 
 
 
+
 function row(task, lock, env) {
     const m = env.manifest;
     return { task, lockHash: m.lockHash, lock, dir: env.dir, python: m.python, interpreter: m.interpreter, torch: m.torch, status: env.reused ? "reused" : "built", seconds: Math.round(env.seconds * 10) / 10, sizeBytes: m.sizeBytes, error: null };
 }
-/** A plain text table, columns padded to their widest cell. */
-function textTable(head, rows) {
-    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-    const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
-    return `${[line(head), ...rows.map(line)].join("\n")}\n`;
+/** A summary table as the rest of the CLI prints them (cli-table3, no colours). */
+function table(head, rows) {
+    const t = new (cli_table3_default())({ head, style: { head: [], border: [] } });
+    t.push(...rows);
+    return `${t.toString()}\n`;
 }
 /**
  * `probegate env build <task dir>…`: builds (or finds already built) each task's environment in the
@@ -16415,7 +16416,7 @@ async function envBuildCommand(dirs, flags, io) {
     if (flags.json)
         io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
     else {
-        io.stdout(textTable(["task", "lock hash", "python", "torch", "status", "seconds", "size on disk"], rows.map((r) => [r.task, r.lockHash?.slice(0, 16) ?? "-", r.python ?? "-", r.torch ?? "-", r.status === "none" ? "none declared" : r.status, r.status === "none" || r.status === "failed" ? "-" : r.seconds.toFixed(1), r.sizeBytes === null ? "-" : (0,sizes/* formatBytes */.z3)(r.sizeBytes)])));
+        io.stdout(table(["task", "lock hash", "python", "torch", "status", "seconds", "size on disk"], rows.map((r) => [r.task, r.lockHash?.slice(0, 16) ?? "-", r.python ?? "-", r.torch ?? "-", r.status === "none" ? "none declared" : r.status, r.status === "none" || r.status === "failed" ? "-" : r.seconds.toFixed(1), r.sizeBytes === null ? "-" : (0,sizes/* formatBytes */.z3)(r.sizeBytes)])));
     }
     return rows.some((r) => r.status === "failed") ? 3 : 0;
 }
@@ -16431,7 +16432,7 @@ function envListCommand(flags, io) {
         io.stdout(`no environment built in ${root} (probegate env build <task dir> builds one)\n`);
         return 0;
     }
-    io.stdout(textTable(["folder", "lock", "python", "torch", "packages", "built", "build s", "size on disk"], envs.map((e) => [(0,external_node_path_.relative)(root, e.dir), e.manifest.lockFile, e.manifest.python, e.manifest.torch ?? "-", String(e.manifest.packages), e.manifest.builtAt.slice(0, 19).replace("T", " "), e.manifest.buildS.toFixed(1), (0,sizes/* formatBytes */.z3)(e.manifest.sizeBytes)])));
+    io.stdout(table(["folder", "lock", "python", "torch", "packages", "built", "build s", "size on disk"], envs.map((e) => [(0,external_node_path_.relative)(root, e.dir), e.manifest.lockFile, e.manifest.python, e.manifest.torch ?? "-", String(e.manifest.packages), e.manifest.builtAt.slice(0, 19).replace("T", " "), e.manifest.buildS.toFixed(1), (0,sizes/* formatBytes */.z3)(e.manifest.sizeBytes)])));
     return 0;
 }
 

@@ -1,3 +1,4 @@
+import Table from "cli-table3";
 import { relative } from "node:path";
 import { formatBytes } from "../core/sizes.js";
 import { ensureEnvironment, type BuiltEnvironment } from "../engine/environment/build-environment.js";
@@ -29,11 +30,11 @@ function row(task: string, lock: string, env: BuiltEnvironment): EnvBuildRow {
   return { task, lockHash: m.lockHash, lock, dir: env.dir, python: m.python, interpreter: m.interpreter, torch: m.torch, status: env.reused ? "reused" : "built", seconds: Math.round(env.seconds * 10) / 10, sizeBytes: m.sizeBytes, error: null };
 }
 
-/** A plain text table, columns padded to their widest cell. */
-export function textTable(head: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] as number)).join("  ").trimEnd();
-  return `${[line(head), ...rows.map(line)].join("\n")}\n`;
+/** A summary table as the rest of the CLI prints them (cli-table3, no colours). */
+function table(head: string[], rows: string[][]): string {
+  const t = new Table({ head, style: { head: [], border: [] } });
+  t.push(...rows);
+  return `${t.toString()}\n`;
 }
 
 /**
@@ -65,7 +66,7 @@ export async function envBuildCommand(dirs: readonly string[], flags: { json?: b
   if (flags.json) io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
   else {
     io.stdout(
-      textTable(
+      table(
         ["task", "lock hash", "python", "torch", "status", "seconds", "size on disk"],
         rows.map((r) => [r.task, r.lockHash?.slice(0, 16) ?? "-", r.python ?? "-", r.torch ?? "-", r.status === "none" ? "none declared" : r.status, r.status === "none" || r.status === "failed" ? "-" : r.seconds.toFixed(1), r.sizeBytes === null ? "-" : formatBytes(r.sizeBytes)]),
       ),
@@ -87,7 +88,7 @@ export function envListCommand(flags: { json?: boolean }, io: Io): number {
     return 0;
   }
   io.stdout(
-    textTable(
+    table(
       ["folder", "lock", "python", "torch", "packages", "built", "build s", "size on disk"],
       envs.map((e) => [relative(root, e.dir), e.manifest.lockFile, e.manifest.python, e.manifest.torch ?? "-", String(e.manifest.packages), e.manifest.builtAt.slice(0, 19).replace("T", " "), e.manifest.buildS.toFixed(1), formatBytes(e.manifest.sizeBytes)]),
     ),

@@ -16,9 +16,9 @@ describe.skipIf(!REAL_UV)(`probegate env${REAL_UV ? "" : " (skipped: uv is not i
     expect(first.err).toMatch(/▸ tiny-env: environment .*requirements\.lock\n  · building environment [0-9a-f]{16}-py3\.11\.2 from /);
     expect(first.err).toMatch(/  ✓ built /);
     const lines = first.out.trim().split("\n");
-    expect(lines[0]).toMatch(/^task\s+lock hash\s+python\s+torch\s+status\s+seconds\s+size on disk$/);
-    expect(lines[1]).toMatch(/^tiny-env\s+[0-9a-f]{16}\s+3\.11\.2\s+2\.15\.0\s+built\s+\d+\.\d\s+\d/);
-    expect(lines[2]).toMatch(/^tiny-sum\s+-\s+-\s+-\s+none declared\s+-\s+-$/);
+    expect(lines[1]).toMatch(/^│ task\s+│ lock hash\s+│ python\s+│ torch\s+│ status\s+│ seconds\s+│ size on disk\s+│$/);
+    expect(lines[3]).toMatch(/^│ tiny-env\s+│ [0-9a-f]{16}\s+│ 3\.11\.2\s+│ 2\.15\.0\s+│ built\s+│ \d+\.\d\s+│ \d/);
+    expect(lines[5]).toMatch(/^│ tiny-sum\s+│ -\s+│ -\s+│ -\s+│ none declared\s+│ -\s+│ -\s+│$/);
 
     const again = await cli("env", "build", "--json", dir);
     expect(again.code).toBe(0);
@@ -28,7 +28,7 @@ describe.skipIf(!REAL_UV)(`probegate env${REAL_UV ? "" : " (skipped: uv is not i
 
     const list = await cli("env", "list");
     expect(list.code).toBe(0);
-    expect(list.out).toMatch(/^folder\s+lock\s+python\s+torch\s+packages\s+built\s+build s\s+size on disk\n[0-9a-f]{16}-py3\.11\.2\s+.*requirements\.lock\s+3\.11\.2\s+2\.15\.0\s+2\s/);
+    expect(list.out).toMatch(/│ folder\s+│ lock\s+│ python\s+│ torch\s+│ packages\s+│ built\s+│ build s\s+│ size on disk\s+│\n.*\n│ [0-9a-f]{16}-py3\.11\.2\s+│ .*requirements\.lock\s+│ 3\.11\.2\s+│ 2\.15\.0\s+│ 2\s/);
   });
 
   it("env build exits 3 naming the lock line of a package that cannot be installed", async () => {
@@ -36,7 +36,7 @@ describe.skipIf(!REAL_UV)(`probegate env${REAL_UV ? "" : " (skipped: uv is not i
     const r = await cli("env", "build", dir);
     expect(r.code).toBe(3);
     expect(r.err).toMatch(/✗ the environment lock .*requirements\.lock:5 \(tinypkg==7\.0\) could not be installed/);
-    expect(r.out).toMatch(/^tiny-env\s+-\s+-\s+-\s+failed/m);
+    expect(r.out).toMatch(/^│ tiny-env\s+│ -\s+│ -\s+│ -\s+│ failed/m);
   });
 
   it("a task folder whose lock is missing is bad input (exit 2) naming the field", async () => {
