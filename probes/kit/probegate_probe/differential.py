@@ -45,10 +45,15 @@ def _head_tree() -> str:
 def _use_tree(tree: str, other: str) -> None:
     """Makes `tree` the only copy of the code under test that this process can import."""
     real_other = os.path.realpath(other)
-    sys.path[:] = [tree] + [p for p in sys.path if not os.path.realpath(p or os.getcwd()).startswith(real_other)]
+
+    def inside(path: str) -> bool:
+        real = os.path.realpath(path)
+        return real == real_other or real.startswith(real_other + os.sep)
+
+    sys.path[:] = [tree] + [p for p in sys.path if not inside(p or os.getcwd())]
     for name, mod in list(sys.modules.items()):
         file = getattr(mod, "__file__", None) or ""
-        if file and os.path.realpath(file).startswith(real_other):
+        if file and inside(file):
             del sys.modules[name]
     os.chdir(tree)
 
