@@ -56,6 +56,7 @@ export async function evaluateHead(
       repo,
       pr: pr.number,
       headSha: pr.headSha,
+      baseSha: pr.baseSha,
       installationId: opts.installationId,
       agent: plan.agent.agent,
       task: t.id,

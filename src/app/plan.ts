@@ -11,6 +11,8 @@ import type { AppDeps } from "./deps.js";
 export interface PullRequestFacts {
   number: number;
   headSha: string;
+  /** The base commit the PR is compared with (`base.sha`); a merge group's is its `base_sha`. */
+  baseSha: string;
   headRef: string;
   author: { login: string; type?: string | null };
   labels: string[];
@@ -25,11 +27,12 @@ export function pullRequestFacts(pr: {
   user: { login: string; type?: string } | null;
   labels?: Array<{ name?: string }>;
   body?: string | null;
-  base: { repo: { default_branch: string } };
+  base: { sha: string; repo: { default_branch: string } };
 }): PullRequestFacts {
   return {
     number: pr.number,
     headSha: pr.head.sha,
+    baseSha: pr.base.sha,
     headRef: pr.head.ref,
     author: { login: pr.user?.login ?? "ghost", type: pr.user?.type ?? null },
     labels: (pr.labels ?? []).map((l) => l.name ?? "").filter(Boolean),

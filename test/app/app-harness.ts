@@ -137,6 +137,8 @@ export function pullRequestPayload(action = "opened", over: { sha?: string; auth
 }
 
 export const HEAD = pullRequestPayload().pull_request.head.sha as string;
+/** The example PR's base commit (`pull_request.base.sha`), which every dispatch carries. */
+export const BASE = pullRequestPayload().pull_request.base.sha as string;
 export const PR_NUMBER = pullRequestPayload().pull_request.number as number;
 
 /** The evaluation key the app uses for the example PR at `sha`. */
@@ -276,10 +278,11 @@ export function commentPayload(body: string, opts: { user?: string; action?: str
   return p;
 }
 
-/** `pulls.get` of the example PR at `sha`. */
-export function mockPullGet(sha = HEAD): void {
+/** `pulls.get` of the example PR at `sha` (and its base at `base`, when the base branch moved on). */
+export function mockPullGet(sha = HEAD, base?: string): void {
   const pr = pullRequestPayload().pull_request;
   pr.head.sha = sha;
+  if (base) pr.base.sha = base;
   nock(API).get(`${repoPath}/pulls/${PR_NUMBER}`).reply(200, pr);
 }
 
