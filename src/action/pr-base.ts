@@ -38,8 +38,9 @@ function git(dir: string, args: string[]): string | null {
  * the checkout step that fills it.
  */
 function checkoutAt(folder: string, head: string | null, base: string, mode: "runner" | "standalone"): SubmissionSource {
-  const headSha = head ?? git(folder, ["rev-parse", "HEAD"]);
-  if (!headSha) {
+  const checkedOut = git(folder, ["rev-parse", "HEAD"]);
+  const headSha = head ?? checkedOut;
+  if (!checkedOut || !headSha) {
     throw new InputError(`Input 'submission': ${folder} is not a git checkout; a repository gate needs the PR's repository with its head and base commits (${WORKFLOW_HINT}), or repo@sha.`, { field: "submission" });
   }
   const missing = [

@@ -55,6 +55,7 @@ describe("the Action's base-sha: a repository gate's base commit", () => {
     expect(() => resolveGateInputs(gate(), shallow, { mode: "runner", baseShaInput: pr.base })).toThrow(/is shallow, so the history joining the base .* is missing: check out with `fetch-depth: 0`/);
     const plain = tmp("pg-not-git-");
     expect(() => resolveGateInputs(gate(), plain, { mode: "runner", baseShaInput: pr.base })).toThrow(/Input 'submission': .* is not a git checkout/);
+    expect(() => resolveGateInputs(gate(), plain, { mode: "standalone", baseShaInput: undefined, pr: { headSha: pr.head, baseSha: pr.base } })).toThrow(/is not a git checkout/);
     const patch = join(tmp(), "change.patch");
     writeFileSync(patch, "");
     expect(() => resolveGateInputs(gate(), patch, { mode: "runner", baseShaInput: pr.base })).toThrow(InputError);
