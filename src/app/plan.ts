@@ -1,6 +1,6 @@
 import { detectAgent, type DetectedAgent } from "../core/agent-detect.js";
 import type { ConfigIssue } from "../core/app-check-outputs.js";
-import { routeTasks, type AppConfig, type RoutedTarget } from "../core/app-config.js";
+import { pathMatcher, routeTasks, type AppConfig, type RoutedTarget } from "../core/app-config.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import type { Evaluator } from "../github/evaluator.js";
 import { changedPaths, commitMessages } from "../github/pull-request-facts.js";
@@ -45,7 +45,16 @@ export function pullRequestFacts(pr: {
 export type Plan =
   | { kind: "skip"; why: string; config?: AppConfig }
   | { kind: "config-error"; ref: string; issues: ConfigIssue[] }
-  | { kind: "evaluate"; config: AppConfig; agent: DetectedAgent; targets: RoutedTarget[]; evaluator: Evaluator; timeoutS: number };
+  | {
+      kind: "evaluate";
+      config: AppConfig;
+      agent: DetectedAgent;
+      targets: RoutedTarget[];
+      evaluator: Evaluator;
+      timeoutS: number;
+      /** The `task:` targets a `paths:` route chose (changed files matched it): each should be a repository gate. */
+      pathRouted: string[];
+    };
 
 /**
  * Decides whether and against what a PR is evaluated: reads the repository's config, detects the
@@ -65,7 +74,8 @@ export async function planEvaluations(gh: GitHubClient, deps: AppDeps, repo: Rep
   if (!agent) return { kind: "skip", why: "not written by a known agent", config };
 
   const needsPaths = config.routes.some((r) => r.paths.length > 0);
-  const routed = routeTasks({ labels: pr.labels, body: pr.body, changedPaths: needsPaths ? await changedPaths(gh, prRef) : [] }, config);
+  const changed = needsPaths ? await changedPaths(gh, prRef) : [];
+  const routed = routeTasks({ labels: pr.labels, body: pr.body, changedPaths: changed }, config);
   if (routed.targets.length === 0) return { kind: "skip", why: "no route in .github/probegate.yml matches the PR", config };
 
   const evaluator = config.evaluator ?? deps.defaultEvaluator;
@@ -77,5 +87,8 @@ export async function planEvaluations(gh: GitHubClient, deps: AppDeps, repo: Rep
     };
   }
   const timeoutS = config.evaluator ? config.evaluator.timeoutMinutes * 60 : deps.defaultTimeoutS;
-  return { kind: "evaluate", config, agent, targets: routed.targets, evaluator: { repository: evaluator.repository, workflow: evaluator.workflow, ref: evaluator.ref }, timeoutS };
+  const pathRouted = routed.targets
+    .filter((t) => t.kind === "task" && config.routes.some((r) => r.task === t.id && r.paths.length > 0 && changed.some(pathMatcher(r.paths))))
+    .map((t) => t.id);
+  return { kind: "evaluate", config, agent, targets: routed.targets, evaluator: { repository: evaluator.repository, workflow: evaluator.workflow, ref: evaluator.ref }, timeoutS, pathRouted };
 }

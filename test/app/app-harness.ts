@@ -161,6 +161,13 @@ export function mockConfig(yaml: string | null = CONFIG_YAML): void {
   else scope.reply(200, { type: "file", encoding: "base64", name: "probegate.yml", path: ".github/probegate.yml", content: Buffer.from(yaml).toString("base64") });
 }
 
+/** `tasks/<task>/task.yml` in the evaluator repository at the probe-set commit (404 when `yaml` is null). */
+export function mockTaskYml(task: string, yaml: string | null): void {
+  const scope = nock(API).get(`${evaluatorPath}/contents/tasks%2F${task}%2Ftask.yml`).query({ ref: PROBE_SET });
+  if (yaml === null) scope.reply(404, { message: "Not Found" });
+  else scope.reply(200, { type: "file", encoding: "base64", name: "task.yml", path: `tasks/${task}/task.yml`, content: Buffer.from(yaml).toString("base64") });
+}
+
 /** The evaluator ref resolves to PROBE_SET. */
 export function mockProbeSet(): void {
   nock(API).get(`${evaluatorPath}/commits/main`).query({ per_page: "1" }).reply(200, { sha: PROBE_SET });

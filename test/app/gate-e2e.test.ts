@@ -20,6 +20,7 @@ import {
   mockConfig,
   mockDispatch,
   mockProbeSet,
+  mockTaskYml,
   mockToken,
   OWNER,
   PROBE_SET,
@@ -81,6 +82,9 @@ describe("a repository gate end to end: agent PR → app dispatch with the base 
     mockProbeSet();
     const created = mockCheckRunCreate({ sha: pr.head, name: `probegate / ${TASK}`, createId: 501 });
     const dispatched = mockDispatch(9501);
+    const task = gateTaskDir();
+    // The app reads the path-routed task's task.yml: a repository gate, so no `probegate / config` warning.
+    mockTaskYml(TASK, readFileSync(join(task, "task.yml"), "utf8"));
     await deliver(app, "pull_request", payload);
     expect(created[0]).toMatchObject({ name: `probegate / ${TASK}`, head_sha: pr.head, external_id: key, status: "queued" });
     expect(dispatched[0].inputs).toEqual({ repository: `${OWNER}/${REPO}`, sha: pr.head, "base-sha": pr.base, task: TASK, "evaluation-key": key });
@@ -88,7 +92,6 @@ describe("a repository gate end to end: agent PR → app dispatch with the base 
 
     // 2. The evaluator run: the example workflow's checkouts and its probegate step, with the dispatch's inputs.
     const runner = tmp("pg-runner-");
-    const task = gateTaskDir();
     mkdirSync(join(runner, "evaluator", "tasks"), { recursive: true });
     cpSync(task, join(runner, "evaluator", "tasks", TASK), { recursive: true, filter: (p) => !p.includes("/probes") });
     cpSync(join(task, "probes"), join(runner, "probes", TASK), { recursive: true });
