@@ -25,8 +25,8 @@ export async function probeSetVersion(gh: GitHubClient, ev: Evaluator): Promise<
 }
 
 /**
- * The inputs of examples/workflows/probegate-evaluator.yml. Six of GitHub's ten
- * workflow_dispatch inputs: keep it within that limit.
+ * The inputs of examples/workflows/probegate-evaluator.yml: six, within the ten a
+ * workflow_dispatch has long been allowed (so older GitHub Enterprise Servers take it too).
  */
 export interface DispatchInputs {
   repository: string;
