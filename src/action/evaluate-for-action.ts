@@ -9,7 +9,6 @@ import { evaluate } from "../engine/evaluate.js";
 import { InputError } from "../engine/errors.js";
 import { probeSetVersion } from "../engine/probe-set.js";
 import { signResult } from "../engine/sign.js";
-import { parseSubmission } from "../engine/submission.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
 import { KIT_DIR } from "../engine/package-paths.js";
 import { completeCheckRun, ensureCheckRun } from "../github/check-runs.js";
@@ -19,6 +18,7 @@ import { contextPath, pullRequestContext, readPullRequestEvent, type PullRequest
 import type { ActionSettings } from "./settings.js";
 import { checkTrustedWorkflow } from "./trusted-workflow.js";
 import { probeSetSource } from "./probe-set-source.js";
+import { resolveGateInputs } from "./pr-base.js";
 
 /** The workflow running the Action is not the trusted one: nothing was read or signed. */
 export class UntrustedWorkflowError extends Error {
@@ -78,12 +78,12 @@ export async function evaluateForAction(s: ActionSettings, host: ActionHost): Pr
     if (!trusted.ok) throw new UntrustedWorkflowError(trusted.why);
   }
   const task = loadTaskFromInputs(s);
-  const submission = parseSubmission(submissionFrom(s, host.env));
+  const pr: PullRequestTarget | undefined = s.mode === "standalone" ? readPullRequestEvent(host.env.GITHUB_EVENT_NAME, host.env.GITHUB_EVENT_PATH) : undefined;
+  const { submission, prBase, note } = resolveGateInputs(task, submissionFrom(s, host.env), { mode: s.mode, baseShaInput: s["base-sha"], ...(pr ? { pr } : {}) });
+  if (note) host.info(note);
   let gh: GitHubClient | undefined;
-  let pr: PullRequestTarget | undefined;
   let checkRunId: number | null = null;
-  if (s.mode === "standalone") {
-    pr = readPullRequestEvent(host.env.GITHUB_EVENT_NAME, host.env.GITHUB_EVENT_PATH);
+  if (pr) {
     gh = getOctokit(s["github-token"] ?? "", { request: { fetch: globalThis.fetch } });
     const externalId = evaluationKey({ ...pr, task: task.spec.id, probeSet: probeSetVersion(task.probesDir) });
     const created = await ensureCheckRun(gh, { ...pr, name: s["check-name"], externalId }, {
@@ -101,6 +101,7 @@ export async function evaluateForAction(s: ActionSettings, host: ActionHost): Pr
       evaluate({
         task,
         submission,
+        ...(prBase ? { prBase } : {}),
         kitDir: KIT_DIR,
         python: s.python,
         evaluationKey: s["evaluation-key"],

@@ -5,6 +5,8 @@ export interface PullRequestTarget {
   owner: string;
   repo: string;
   headSha: string;
+  /** `pull_request.base.sha`: what a repository gate compares the head with. */
+  baseSha: string | null;
   number: number;
 }
 
@@ -18,13 +20,13 @@ export function readPullRequestEvent(eventName: string | undefined, eventPath: s
   }
   if (!eventPath) throw new Error("GITHUB_EVENT_PATH is not set: standalone mode reads the pull request from the event payload");
   const payload = JSON.parse(readFileSync(eventPath, "utf8")) as {
-    pull_request?: { number: number; head: { sha: string } };
+    pull_request?: { number: number; head: { sha: string }; base?: { sha?: string } };
     repository?: { name: string; owner: { login: string } };
   };
   const pr = payload.pull_request;
   const repo = payload.repository;
   if (!pr?.head?.sha || !repo?.owner?.login) throw new Error(`${eventPath}: not a pull_request payload (no pull_request.head.sha or repository.owner.login)`);
-  return { owner: repo.owner.login, repo: repo.name, headSha: pr.head.sha, number: pr.number };
+  return { owner: repo.owner.login, repo: repo.name, headSha: pr.head.sha, baseSha: pr.base?.sha ?? null, number: pr.number };
 }
 
 /**

@@ -20,6 +20,7 @@ export const ActionSettingsSchema = z
     "check-name": z.string().trim().min(1),
     "result-path": optional,
     "evaluation-key": optional,
+    "base-sha": optional.refine((v) => v === undefined || /^[0-9a-f]{7,64}$/i.test(v), "expected the PR's base commit SHA (hex)"),
     python: optional,
     "world-size": z
       .string()

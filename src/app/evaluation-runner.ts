@@ -29,6 +29,11 @@ export interface StartRequest {
   repo: RepoRef;
   pr: number;
   headSha: string;
+  /**
+   * The PR's base commit now (or the merge group's base). The store keeps the first one it is
+   * given for the evaluation, and the dispatch sends that one, so a rerun is judged as before.
+   */
+  baseSha: string;
   installationId: number;
   agent: string;
   task: string;
@@ -68,7 +73,7 @@ export async function startEvaluation(gh: GitHubClient, deps: AppDeps, req: Star
   const key = evaluationKey({ owner: req.repo.owner, repo: req.repo.repo, headSha: req.headSha, task: req.task, probeSet: req.probeSet });
   const { evaluation, created } = insertOrGetEvaluation(
     deps.db,
-    { owner: req.repo.owner, repo: req.repo.repo, pr: req.pr, headSha: req.headSha, task: req.task, probeSet: req.probeSet, agent: req.agent },
+    { owner: req.repo.owner, repo: req.repo.repo, pr: req.pr, headSha: req.headSha, task: req.task, probeSet: req.probeSet, agent: req.agent, baseSha: req.baseSha },
     deps.now(),
   );
   if (req.deliveryId) linkDelivery(deps.db, req.deliveryId, key);
@@ -142,6 +147,7 @@ async function dispatch(gh: GitHubClient, deps: AppDeps, e: EvaluationRecord, re
     run = earlier ?? await dispatchEvaluation(gh, req.evaluator, {
       repository: `${req.repo.owner}/${req.repo.repo}`,
       sha: req.headSha,
+      baseSha: e.baseSha ?? req.baseSha,
       task: req.task,
       evaluationKey: e.key,
       ...(req.runner ? { runner: req.runner } : {}),

@@ -37,7 +37,8 @@ export async function onMergeGroup(context: Context<"merge_group">, deps: AppDep
   const number = mergeQueuePr(group.head_ref);
   if (number === null) throw new Error(`merge group ${group.head_sha.slice(0, 7)}: its branch ${group.head_ref} does not name a pull request (gh-readonly-queue/<base>/pr-<number>-<sha>)`);
   const { data: pull } = await gh.rest.pulls.get({ ...repo, pull_number: number });
-  const facts = { ...pullRequestFacts(pull), headSha: group.head_sha };
+  // The group commit is judged against what the queue built it on, not the PR's own base.
+  const facts = { ...pullRequestFacts(pull), headSha: group.head_sha, baseSha: group.base_sha };
   const done = await evaluateHead(gh, deps, repo, facts, { installationId: installationIdOf(context.payload, context.id), rerun: false, deliveryId: context.id, config, budgetExempt: true });
   context.log.info({ done, unmatched: decision.unmatched }, `merge group ${group.head_sha.slice(0, 7)} (PR #${number}): ${done.kind}`);
 }

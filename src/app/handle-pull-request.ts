@@ -10,6 +10,7 @@ import { cancelForClosedPr, startEvaluation, supersedeOlder, type StartOutcome }
 import { planEvaluations, pullRequestFacts, type PullRequestFacts } from "./plan.js";
 import { budgetWait, policyOf, runnerFor } from "./evaluation-options.js";
 import { recordEvaluationRound } from "../store/evaluation-policy.js";
+import { warnAssignmentsRoutedByPaths } from "./route-warnings.js";
 
 /** The `pull_request` actions that can start an evaluation. */
 export const PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "ready_for_review", "labeled", "closed"] as const;
@@ -56,6 +57,7 @@ export async function evaluateHead(
       repo,
       pr: pr.number,
       headSha: pr.headSha,
+      baseSha: pr.baseSha,
       installationId: opts.installationId,
       agent: plan.agent.agent,
       task: t.id,
@@ -73,6 +75,8 @@ export async function evaluateHead(
     outcomes.push({ task: t.id, key, outcome });
   }
   if (!opts.budgetExempt && outcomes.some((o) => o.outcome === "dispatched")) recordEvaluationRound(deps.db, head, deps.now());
+  // After the dispatches, so an advisory read of task.yml never delays or blocks an evaluation.
+  await warnAssignmentsRoutedByPaths(gh, deps, { ...repo, headSha: pr.headSha }, plan, probeSet);
   if (plan.config.gate) await openGate(gh, deps, repo, pr.number, pr.headSha);
   return { kind: "started", outcomes };
 }

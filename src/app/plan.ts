@@ -1,6 +1,6 @@
 import { detectAgent, type DetectedAgent } from "../core/agent-detect.js";
 import type { ConfigIssue } from "../core/app-check-outputs.js";
-import { routeTasks, type AppConfig, type RoutedTarget } from "../core/app-config.js";
+import { pathMatcher, routeTasks, type AppConfig, type RoutedTarget } from "../core/app-config.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import type { Evaluator } from "../github/evaluator.js";
 import { changedPaths, commitMessages } from "../github/pull-request-facts.js";
@@ -11,6 +11,8 @@ import type { AppDeps } from "./deps.js";
 export interface PullRequestFacts {
   number: number;
   headSha: string;
+  /** The base commit the PR is compared with (`base.sha`); a merge group's is its `base_sha`. */
+  baseSha: string;
   headRef: string;
   author: { login: string; type?: string | null };
   labels: string[];
@@ -25,11 +27,12 @@ export function pullRequestFacts(pr: {
   user: { login: string; type?: string } | null;
   labels?: Array<{ name?: string }>;
   body?: string | null;
-  base: { repo: { default_branch: string } };
+  base: { sha: string; repo: { default_branch: string } };
 }): PullRequestFacts {
   return {
     number: pr.number,
     headSha: pr.head.sha,
+    baseSha: pr.base.sha,
     headRef: pr.head.ref,
     author: { login: pr.user?.login ?? "ghost", type: pr.user?.type ?? null },
     labels: (pr.labels ?? []).map((l) => l.name ?? "").filter(Boolean),
@@ -42,7 +45,16 @@ export function pullRequestFacts(pr: {
 export type Plan =
   | { kind: "skip"; why: string; config?: AppConfig }
   | { kind: "config-error"; ref: string; issues: ConfigIssue[] }
-  | { kind: "evaluate"; config: AppConfig; agent: DetectedAgent; targets: RoutedTarget[]; evaluator: Evaluator; timeoutS: number };
+  | {
+      kind: "evaluate";
+      config: AppConfig;
+      agent: DetectedAgent;
+      targets: RoutedTarget[];
+      evaluator: Evaluator;
+      timeoutS: number;
+      /** The `task:` targets a `paths:` route chose (changed files matched it): each should be a repository gate. */
+      pathRouted: string[];
+    };
 
 /**
  * Decides whether and against what a PR is evaluated: reads the repository's config, detects the
@@ -62,7 +74,8 @@ export async function planEvaluations(gh: GitHubClient, deps: AppDeps, repo: Rep
   if (!agent) return { kind: "skip", why: "not written by a known agent", config };
 
   const needsPaths = config.routes.some((r) => r.paths.length > 0);
-  const routed = routeTasks({ labels: pr.labels, body: pr.body, changedPaths: needsPaths ? await changedPaths(gh, prRef) : [] }, config);
+  const changed = needsPaths ? await changedPaths(gh, prRef) : [];
+  const routed = routeTasks({ labels: pr.labels, body: pr.body, changedPaths: changed }, config);
   if (routed.targets.length === 0) return { kind: "skip", why: "no route in .github/probegate.yml matches the PR", config };
 
   const evaluator = config.evaluator ?? deps.defaultEvaluator;
@@ -74,5 +87,8 @@ export async function planEvaluations(gh: GitHubClient, deps: AppDeps, repo: Rep
     };
   }
   const timeoutS = config.evaluator ? config.evaluator.timeoutMinutes * 60 : deps.defaultTimeoutS;
-  return { kind: "evaluate", config, agent, targets: routed.targets, evaluator: { repository: evaluator.repository, workflow: evaluator.workflow, ref: evaluator.ref }, timeoutS };
+  const pathRouted = routed.targets
+    .filter((t) => t.kind === "task" && config.routes.some((r) => r.task === t.id && r.paths.length > 0 && changed.some(pathMatcher(r.paths))))
+    .map((t) => t.id);
+  return { kind: "evaluate", config, agent, targets: routed.targets, evaluator: { repository: evaluator.repository, workflow: evaluator.workflow, ref: evaluator.ref }, timeoutS, pathRouted };
 }

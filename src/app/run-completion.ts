@@ -31,7 +31,7 @@ export async function finishFromRun(evaluatorGh: GitHubClient, prGh: GitHubClien
     await finishWithoutResult(prGh, deps, e, "Result rejected", file.problems);
     return;
   }
-  const checked = checkResult(file.text, { evaluationKey: e.key, headSha: e.headSha, task: e.task, signingKeys: deps.signingKeys });
+  const checked = checkResult(file.text, { evaluationKey: e.key, headSha: e.headSha, baseSha: e.baseSha, task: e.task, signingKeys: deps.signingKeys });
   if (!checked.ok) {
     deps.log.warn({ key: e.key, problems: checked.problems }, `rejected the result of workflow run ${run.id}`);
     await finishWithoutResult(prGh, deps, e, "Result rejected", checked.problems.map((p) => `${file.name}: ${p}`));

@@ -1,6 +1,7 @@
 import { RERUN_ACTION, timedOutOutput } from "../core/app-check-outputs.js";
 import { completeCheckRun } from "../github/check-runs.js";
 import { cancelEvaluation, getEvaluatorRun } from "../github/evaluator.js";
+import { pullRequestBase } from "../github/pull-request-facts.js";
 import { getDispatchContext, timeOutOverdue } from "../store/dispatch-context.js";
 import { getEvaluationPolicy, getRunner, markReconciled, quietRuns, recordEvaluationRound } from "../store/evaluation-policy.js";
 import { getEvaluation, StaleEvaluationError, transitionEvaluation, type EvaluationRecord } from "../store/evaluations.js";
@@ -81,6 +82,8 @@ export async function resumeQueued(deps: AppDeps, pending: ReadonlyArray<Evaluat
         repo: { owner: e.owner, repo: e.repo },
         pr: e.pr,
         headSha: e.headSha,
+        // Queued before the store kept the base (migration 12): the PR's base now.
+        baseSha: e.baseSha ?? (await pullRequestBase(gh, { owner: e.owner, repo: e.repo, number: e.pr })),
         installationId: ctx.installationId,
         agent: e.agent ?? "an agent",
         task: e.task,

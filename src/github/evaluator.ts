@@ -24,10 +24,19 @@ export async function probeSetVersion(gh: GitHubClient, ev: Evaluator): Promise<
   return data.sha;
 }
 
-/** The inputs of examples/workflows/probegate-evaluator.yml. */
+/**
+ * The inputs of examples/workflows/probegate-evaluator.yml: six, within the ten a
+ * workflow_dispatch has long been allowed (so older GitHub Enterprise Servers take it too).
+ */
 export interface DispatchInputs {
   repository: string;
   sha: string;
+  /**
+   * The PR's base commit, sent for every evaluation: a repository gate (`base: { pr: true }`)
+   * compares the head with it, an assignment task ignores it. The app cannot tell which a task is
+   * without reading it, and the evaluator workflow needs it to fetch both commits.
+   */
+  baseSha: string;
   task: string;
   evaluationKey: string;
   /** The runner label or ARC scale-set name for the task's GPU count (the workflow's `runs-on`). */
@@ -46,6 +55,7 @@ export async function dispatchEvaluation(gh: GitHubClient, ev: Evaluator, inputs
     inputs: {
       repository: inputs.repository,
       sha: inputs.sha,
+      "base-sha": inputs.baseSha,
       task: inputs.task,
       "evaluation-key": inputs.evaluationKey,
       ...(inputs.runner ? { runner: inputs.runner } : {}),

@@ -7,6 +7,12 @@ export async function commitMessages(gh: GitHubClient, pr: RepoRef & { number: n
   return commits.map((c) => c.commit.message);
 }
 
+/** The commit a PR's base is at now (`base.sha`), for an evaluation queued before the store kept it. */
+export async function pullRequestBase(gh: GitHubClient, pr: RepoRef & { number: number }): Promise<string> {
+  const { data } = await gh.rest.pulls.get({ owner: pr.owner, repo: pr.repo, pull_number: pr.number });
+  return data.base.sha;
+}
+
 /** The paths a PR changes (renames count by their new path), for path routes. */
 export async function changedPaths(gh: GitHubClient, pr: RepoRef & { number: number }): Promise<string[]> {
   const files = await gh.paginate(gh.rest.pulls.listFiles, { owner: pr.owner, repo: pr.repo, pull_number: pr.number, per_page: 100 });

@@ -11,6 +11,8 @@ export const RESULT_MAX_BYTES = 8 * 1024 * 1024;
 export interface ExpectedResult {
   evaluationKey: string;
   headSha: string;
+  /** The base commit the dispatch sent; a repository gate's result must have been judged against it. */
+  baseSha?: string | null;
   task: string;
   /** The keys a result may be signed with: the current one, then previous ones kept through a rotation. */
   signingKeys: ReadonlyArray<string>;
@@ -47,8 +49,9 @@ export function resultFileFromZip(zip: Uint8Array): { ok: true; name: string; te
 
 /**
  * Decides whether a result document may be reported: valid JSON, valid against the result schema,
- * signed with the app's key, and about this very attempt (evaluation key, head SHA, task), so a
- * signed result of another evaluation cannot be replayed here. Every problem found is listed.
+ * signed with the app's key, and about this very attempt (evaluation key, head SHA, task, and for
+ * a repository gate the base commit the app sent), so a signed result of another evaluation cannot
+ * be replayed here. Every problem found is listed.
  */
 export function checkResult(text: string, expected: ExpectedResult): CheckedResult {
   let json: unknown;
@@ -69,6 +72,8 @@ export function checkResult(text: string, expected: ExpectedResult): CheckedResu
     problems.push(`the result is for evaluation ${JSON.stringify(result.evaluationKey ?? null)}, not ${JSON.stringify(expected.evaluationKey)}`);
   }
   if (result.submission.sha && result.submission.sha !== expected.headSha) problems.push(`the result judged commit ${result.submission.sha}, not ${expected.headSha}`);
+  const prBase = result.submission.prBase;
+  if (prBase && expected.baseSha && prBase.asked !== expected.baseSha) problems.push(`the result compared the head with base ${prBase.asked}, not ${expected.baseSha}`);
   if (result.task.id !== expected.task) problems.push(`the result is for task ${result.task.id}, not ${expected.task}`);
   return problems.length ? { ok: false, problems } : { ok: true, result };
 }

@@ -7,6 +7,14 @@ export class TaskGpusError extends Error {
   override readonly name = "TaskGpusError";
 }
 
+/** What the app reads of a task in the evaluator repository. */
+export interface TaskFacts {
+  /** The GPUs the task needs (its own `gpus`, or a probe's, whichever is more). */
+  gpus: number;
+  /** `base: { pr: true }`: a repository gate, which a `paths:` route should name. */
+  repositoryGate: boolean;
+}
+
 /**
  * The GPUs a task needs, read from `<tasksPath>/<task>/task.yml` in the evaluator repository at
  * the commit the evaluation is keyed by (so the count is the one the evaluator will run with):
@@ -14,6 +22,11 @@ export class TaskGpusError extends Error {
  * for more. The app has no task specs of its own; the evaluator repository is where they live.
  */
 export async function taskGpus(gh: GitHubClient, ev: Evaluator & { tasksPath: string }, commit: string, task: string): Promise<number> {
+  return (await taskFacts(gh, ev, commit, task)).gpus;
+}
+
+/** The task's GPU count (as `taskGpus`) and whether it is a repository gate, from its task.yml in the evaluator repository. */
+export async function taskFacts(gh: GitHubClient, ev: Evaluator & { tasksPath: string }, commit: string, task: string): Promise<TaskFacts> {
   const path = `${ev.tasksPath.replace(/\/+$/, "")}/${task}/task.yml`;
   let text: string;
   try {
@@ -32,9 +45,9 @@ export async function taskGpus(gh: GitHubClient, ev: Evaluator & { tasksPath: st
   } catch (e) {
     throw new TaskGpusError(`${ev.repository}/${path} is not valid YAML: ${(e as Error).message.split("\n")[0]}`);
   }
-  const spec = (doc ?? {}) as { gpus?: unknown; probes?: unknown };
+  const spec = (doc ?? {}) as { gpus?: unknown; probes?: unknown; base?: { pr?: unknown } | null };
   const own = spec.gpus === undefined ? 1 : spec.gpus;
   if (typeof own !== "number" || !Number.isInteger(own) || own < 0) throw new TaskGpusError(`${ev.repository}/${path}: \`gpus\` is ${JSON.stringify(own)}, not a whole number`);
   const probes = Array.isArray(spec.probes) ? (spec.probes as Array<{ gpus?: unknown }>) : [];
-  return Math.max(own, ...probes.map((p) => (typeof p?.gpus === "number" ? p.gpus : 0)));
+  return { gpus: Math.max(own, ...probes.map((p) => (typeof p?.gpus === "number" ? p.gpus : 0))), repositoryGate: spec.base?.pr === true };
 }

@@ -20,11 +20,18 @@ export interface NewEvaluation {
   probeSet: string;
   /** The normalised agent name (agent detection), or null when not an agent PR. */
   agent: string | null;
+  /**
+   * The PR's base commit when the evaluation was queued (`pull_request.base.sha`; a merge group's
+   * `base_sha`): every dispatch sends it, and a repository gate compares the head with it.
+   */
+  baseSha?: string | null;
 }
 
 /** One evaluation row. `version` grows with every change, for optimistic updates. */
 export interface EvaluationRecord extends NewEvaluation {
   key: string;
+  /** Null only for rows queued before the store kept it (migration 12) and not seen since. */
+  baseSha: string | null;
   state: EvaluationState;
   attempt: number;
   checkRunId: number | null;
@@ -81,6 +88,7 @@ interface Row {
   version: number;
   claim_until: number | null;
   deferred_until: number | null;
+  base_sha: string | null;
 }
 
 function fromRow(r: Row): EvaluationRecord {
@@ -105,6 +113,7 @@ function fromRow(r: Row): EvaluationRecord {
     version: r.version,
     claimUntil: r.claim_until === null ? null : new Date(r.claim_until),
     deferredUntil: r.deferred_until === null ? null : new Date(r.deferred_until),
+    baseSha: r.base_sha,
   };
 }
 
@@ -117,17 +126,20 @@ export function getEvaluation(db: StoreDb, key: string): EvaluationRecord | null
 /**
  * The evaluation of this (repo, head SHA, task, probe set), created `queued` if there is none.
  * Exactly one row per key even when several processes race: the insert is a no-op on conflict,
- * and `created` is true only for the caller whose insert made the row.
+ * and `created` is true only for the caller whose insert made the row. The base commit is the one
+ * first recorded: a rerun of the head is dispatched against the base it was first evaluated on.
  */
 export function insertOrGetEvaluation(db: StoreDb, e: NewEvaluation, now: Date): { evaluation: EvaluationRecord; created: boolean } {
   const key = evaluationKey(e);
   const t = now.getTime();
   const info = db
     .prepare(
-      `INSERT INTO evaluations (key, owner, repo, pr, head_sha, task, probe_set, agent, state, created_at, updated_at, attempt_started_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+      `INSERT INTO evaluations (key, owner, repo, pr, head_sha, task, probe_set, agent, state, created_at, updated_at, attempt_started_at, base_sha)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
     )
-    .run(key, e.owner, e.repo, e.pr, e.headSha, e.task, e.probeSet, e.agent, t, t, t);
+    .run(key, e.owner, e.repo, e.pr, e.headSha, e.task, e.probeSet, e.agent, t, t, t, e.baseSha ?? null);
+  // A row from before the store kept the base learns it now; a known base is never replaced.
+  if (info.changes === 0 && e.baseSha) db.prepare("UPDATE evaluations SET base_sha = ? WHERE key = ? AND base_sha IS NULL").run(e.baseSha, key);
   const evaluation = getEvaluation(db, key);
   if (!evaluation) throw new UnknownEvaluationError(key);
   return { evaluation, created: info.changes === 1 };

@@ -137,6 +137,8 @@ export function pullRequestPayload(action = "opened", over: { sha?: string; auth
 }
 
 export const HEAD = pullRequestPayload().pull_request.head.sha as string;
+/** The example PR's base commit (`pull_request.base.sha`), which every dispatch carries. */
+export const BASE = pullRequestPayload().pull_request.base.sha as string;
 export const PR_NUMBER = pullRequestPayload().pull_request.number as number;
 
 /** The evaluation key the app uses for the example PR at `sha`. */
@@ -157,6 +159,13 @@ export function mockConfig(yaml: string | null = CONFIG_YAML): void {
   const scope = nock(API).get(`${repoPath}/contents/.github%2Fprobegate.yml`).query({ ref: "master" });
   if (yaml === null) scope.reply(404, { message: "Not Found" });
   else scope.reply(200, { type: "file", encoding: "base64", name: "probegate.yml", path: ".github/probegate.yml", content: Buffer.from(yaml).toString("base64") });
+}
+
+/** `tasks/<task>/task.yml` in the evaluator repository at the probe-set commit (404 when `yaml` is null). */
+export function mockTaskYml(task: string, yaml: string | null): void {
+  const scope = nock(API).get(`${evaluatorPath}/contents/tasks%2F${task}%2Ftask.yml`).query({ ref: PROBE_SET });
+  if (yaml === null) scope.reply(404, { message: "Not Found" });
+  else scope.reply(200, { type: "file", encoding: "base64", name: "task.yml", path: `tasks/${task}/task.yml`, content: Buffer.from(yaml).toString("base64") });
 }
 
 /** The evaluator ref resolves to PROBE_SET. */
@@ -276,10 +285,11 @@ export function commentPayload(body: string, opts: { user?: string; action?: str
   return p;
 }
 
-/** `pulls.get` of the example PR at `sha`. */
-export function mockPullGet(sha = HEAD): void {
+/** `pulls.get` of the example PR at `sha` (and its base at `base`, when the base branch moved on). */
+export function mockPullGet(sha = HEAD, base?: string): void {
   const pr = pullRequestPayload().pull_request;
   pr.head.sha = sha;
+  if (base) pr.base.sha = base;
   nock(API).get(`${repoPath}/pulls/${PR_NUMBER}`).reply(200, pr);
 }
 

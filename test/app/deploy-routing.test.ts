@@ -215,7 +215,8 @@ describe("merge queues (merge_group)", () => {
     const dispatched = mockDispatch(8224);
     const gate = mockCheckRunCreate({ sha: GROUP_HEAD, name: GATE_CHECK_NAME, createId: 225 });
     await deliver(app, "merge_group", mergeGroupPayload());
-    expect(dispatched[0].inputs).toMatchObject({ sha: GROUP_HEAD, task: TASK });
+    // Judged against what the queue built the group on, not the PR's own base.
+    expect(dispatched[0].inputs).toMatchObject({ sha: GROUP_HEAD, "base-sha": GROUP_BASE, task: TASK });
     expect(gate[0]).toMatchObject({ status: "in_progress", head_sha: GROUP_HEAD });
     expect(getEvaluation(app.db, keyFor(GROUP_HEAD))).toMatchObject({ state: "dispatched", pr: PR_NUMBER });
   });

@@ -5,6 +5,7 @@ import { rerunAttempts } from "../../src/store/reruns.js";
 import { assertValidBody } from "../github/openapi.js";
 import {
   API,
+  BASE,
   commentPayload,
   deliver,
   useAppTests,
@@ -15,6 +16,7 @@ import {
   mockCheckRunUpdate,
   mockDispatch,
   mockProbeSet,
+  mockPullGet,
   mockReaction,
   mockRerunAsk,
   mockStart,
@@ -157,7 +159,28 @@ describe("restarts", () => {
     mockCheckRunCreate({ existing: [{ id: 88, external_id: keyFor(), status: "queued" }] });
     const dispatched = mockDispatch(9108);
     const app = await loadApp({ file: first.file });
-    expect(dispatched[0].inputs).toMatchObject({ sha: HEAD, "evaluation-key": keyFor() });
+    expect(dispatched[0].inputs).toMatchObject({ sha: HEAD, "base-sha": BASE, "evaluation-key": keyFor() });
     expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", checkRunId: 88, workflowRunId: 9108 });
+  });
+
+  it("resumes a queued evaluation from before the store kept the PR's base: asks GitHub for the PR's base and sends it", async () => {
+    const first = await loadApp();
+    mockUntilCheckRun({ createId: 89 });
+    nock(API)
+      .post("/repos/octo-org/probegate-evaluator/actions/workflows/evaluate.yml/dispatches", (b) => assertValidBody("post", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", b))
+      .replyWithError("socket hang up");
+    await expect(deliver(first, "pull_request", pullRequestPayload("opened"))).rejects.toThrow();
+    // As a row queued by a version before migration 12 looks.
+    first.db.prepare("UPDATE evaluations SET base_sha = NULL").run();
+    first.close();
+
+    const moved = "5".repeat(40);
+    mockToken();
+    mockPullGet(HEAD, moved);
+    mockCheckRunCreate({ existing: [{ id: 89, external_id: keyFor(), status: "queued" }] });
+    const dispatched = mockDispatch(9109);
+    const app = await loadApp({ file: first.file });
+    expect(dispatched[0].inputs).toMatchObject({ sha: HEAD, "base-sha": moved });
+    expect(getEvaluation(app.db, keyFor())).toMatchObject({ state: "dispatched", workflowRunId: 9109, baseSha: moved });
   });
 });

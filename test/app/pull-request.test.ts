@@ -4,6 +4,7 @@ import { deliveriesFor } from "../../src/store/deliveries.js";
 import { getEvaluation, listPendingEvaluations } from "../../src/store/evaluations.js";
 import {
   API,
+  BASE,
   deliver,
   useAppTests,
   HEAD,
@@ -35,10 +36,10 @@ describe("pull_request events", () => {
     expect(dispatched[0]).toEqual({
       ref: "main",
       return_run_details: true,
-      inputs: { repository: `${OWNER}/${REPO}`, sha: HEAD, task: "sharded-optimizer", "evaluation-key": keyFor() },
+      inputs: { repository: `${OWNER}/${REPO}`, sha: HEAD, "base-sha": BASE, task: "sharded-optimizer", "evaluation-key": keyFor() },
     });
     const e = getEvaluation(app.db, keyFor());
-    expect(e).toMatchObject({ state: "dispatched", checkRunId: 41, workflowRunId: 7001, agent: "copilot", pr: PR_NUMBER });
+    expect(e).toMatchObject({ state: "dispatched", checkRunId: 41, workflowRunId: 7001, agent: "copilot", pr: PR_NUMBER, baseSha: BASE });
     expect(deliveriesFor(app.db, keyFor()).map((d) => d.id)).toEqual(["d-open"]);
   });
 

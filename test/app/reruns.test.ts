@@ -3,6 +3,7 @@ import { getEvaluation } from "../../src/store/evaluations.js";
 import { attemptSummary, rerunAttempts } from "../../src/store/reruns.js";
 import { webhookExample } from "../github/webhook-examples.js";
 import {
+  BASE,
   commentPayload,
   CONFIG_YAML,
   deliver,
@@ -15,6 +16,7 @@ import {
   mockCheckRunUpdate,
   mockConfig,
   mockDispatch,
+  mockPermission,
   mockProbeSet,
   mockPullGet,
   mockReaction,
@@ -65,6 +67,20 @@ describe("/probegate rerun", () => {
     const summary = attemptSummary(app.db, { ...PR, task: TASK });
     expect(summary).toMatchObject({ attempts: 2, first: { verdict: "probe-rejected", attempt: 1 }, best: { verdict: "resolved", attempt: 2 } });
     expect(rerunAttempts(app.db, PR)).toEqual([expect.objectContaining({ requestedBy: "maintainer", source: "comment", accepted: true, evaluationKeys: [keyFor()] })]);
+  });
+
+  it("dispatches a rerun against the base the head was first evaluated on, though the PR's base branch moved on", async () => {
+    const app = await finishedApp();
+    mockPullGet(HEAD, "7".repeat(40));
+    mockConfig();
+    mockPermission("maintainer", "write");
+    mockReaction(778);
+    mockProbeSet();
+    mockCheckRunCreate({ createId: 63, existing: [{ id: 61, external_id: keyFor(), status: "completed" }] });
+    const dispatched = mockDispatch(9004);
+    await deliver(app, "issue_comment", commentPayload("/probegate rerun", { commentId: 778 }));
+    expect(dispatched[0].inputs).toMatchObject({ sha: HEAD, "base-sha": BASE });
+    expect(getEvaluation(app.db, keyFor())).toMatchObject({ attempt: 2, baseSha: BASE });
   });
 
   it("refuses a user with read permission (asked of GitHub), with a reply that says why", async () => {

@@ -55,8 +55,11 @@ describe("AppConfigSchema through readYaml/parseWith", () => {
   it("accepts the example config in examples/probegate.yml, routing as its comments say", () => {
     const c = parseWith(readYaml(join(ROOT, "examples", "probegate.yml"), "probegate config"), AppConfigSchema, "probegate config");
     expect(c).toMatchObject({ gate: true, evaluator: { repository: "acme/probegate-evaluator", timeoutMinutes: 90 } });
-    const routed = routeTasks({ labels: [], body: "Fixes the sync.\nprobegate-task: weight-sync", changedPaths: ["megatron/core/optimizer/distrib_optimizer.py", "docs/x.md"] }, c);
-    expect(routed.targets.map((t) => t.id)).toEqual(["sharded-optimizer", "weight-sync"]);
+    // Real upstream paths reach repository gates only; an assignment task only by label or marker.
+    const routed = routeTasks({ labels: [], body: "Fixes the sync.\nprobegate-task: weight-sync", changedPaths: ["megatron/core/distributed/param_and_grad_buffer.py", "verl/utils/torch_functional.py", "docs/x.md"] }, c);
+    expect(routed.targets.map((t) => t.id)).toEqual(["megatron-ddp-gate", "verl-core-algos-gate", "weight-sync"]);
+    const optimizer = routeTasks({ labels: ["probegate:sharded-optimizer"], body: null, changedPaths: ["megatron/core/optimizer/distrib_optimizer.py", "vllm/v1/core/block_pool.py", "vllm/v1/core/README.md"] }, c);
+    expect(optimizer.targets.map((t) => t.id)).toEqual(["vllm-block-pool-gate", "sharded-optimizer"]);
   });
 
   it("an empty file is a valid config with every default", () => {

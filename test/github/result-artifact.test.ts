@@ -45,6 +45,14 @@ describe("checkResult", () => {
     ]);
   });
 
+  it("refuses a repository gate's result judged against another base than the one dispatched; an assignment's has none to compare", () => {
+    const base = "b".repeat(40);
+    const gate = (asked: string) => signed({ submission: { kind: "git", source: "s", sha: SHA, prBase: { asked, mergeBase: asked } } });
+    expect(checkResult(JSON.stringify(gate(base)), { ...expected, baseSha: base }).ok).toBe(true);
+    expect(checkResult(JSON.stringify(gate("c".repeat(40))), { ...expected, baseSha: base })).toEqual({ ok: false, problems: [`the result compared the head with base ${"c".repeat(40)}, not ${base}`] });
+    expect(checkResult(JSON.stringify(signed()), { ...expected, baseSha: base }).ok).toBe(true);
+  });
+
   it("reads a newer Action's result with fields it does not know, signed over them, and drops them", () => {
     // As a newer probegate of the same schema version would write it: extra fields, signed as sent.
     const base = sampleResult({ evaluationKey: EVAL }) as Record<string, any>;

@@ -82,8 +82,8 @@ describe("openStore and migrations", () => {
     expect(v3.pragma("foreign_keys", { simple: true })).toBe(1);
     expect(v3.pragma("foreign_key_check")).toEqual([]);
     const after = v3.prepare("SELECT * FROM evaluations ORDER BY key").all() as Array<Record<string, unknown>>;
-    // Columns of later migrations (8: policy, deferral, reconciliation, runner) start empty.
-    expect(after).toEqual(before.map((r) => ({ ...r, claim_token: null, claim_until: null, policy: null, deferred_until: null, reconciled_at: null, runner: null })));
+    // Columns of later migrations (8: policy, deferral, reconciliation, runner; 12: base) start empty.
+    expect(after).toEqual(before.map((r) => ({ ...r, claim_token: null, claim_until: null, policy: null, deferred_until: null, reconciled_at: null, runner: null, base_sha: null })));
     expect(v3.prepare("SELECT COUNT(*) AS n FROM delivery_evaluations").get()).toEqual({ n: 2 });
     expect(v3.prepare("SELECT COUNT(*) AS n FROM probe_failures").get()).toEqual({ n: 1 });
     // The rebuilt table takes the new state, keeps its CHECK, and its references still bind.

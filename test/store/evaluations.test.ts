@@ -47,6 +47,23 @@ describe("evaluations", () => {
     expect(db.prepare("SELECT COUNT(*) AS n FROM evaluations").get()).toEqual({ n: 2 });
   });
 
+  it("keeps the PR's base commit first given, fills it into a row that had none, and keeps it through a retry", () => {
+    const { db } = store();
+    const base = "b".repeat(40);
+    const { evaluation } = insertOrGetEvaluation(db, newEvaluation({ baseSha: base }), T0);
+    expect(evaluation.baseSha).toBe(base);
+    // The PR's base moved on (main got commits) before a rerun of the same head: the base judged stays.
+    expect(insertOrGetEvaluation(db, newEvaluation({ baseSha: "c".repeat(40) }), at(1)).evaluation.baseSha).toBe(base);
+    transitionEvaluation(db, evaluation.key, "dispatch", { now: at(2), patch: { checkRunId: 1, workflowRunId: 2 } });
+    transitionEvaluation(db, evaluation.key, "fail", { now: at(3), patch: { error: "runner died" } });
+    expect(transitionEvaluation(db, evaluation.key, "retry", { now: at(4) }).baseSha).toBe(base);
+    // A row queued before the store kept bases (migration 12) learns it from the PR's next event.
+    const legacy = insertOrGetEvaluation(db, newEvaluation({ task: "paged-kv-cache" }), T0).evaluation;
+    expect(legacy.baseSha).toBeNull();
+    const filled = insertOrGetEvaluation(db, newEvaluation({ task: "paged-kv-cache", baseSha: base }), at(5));
+    expect(filled).toMatchObject({ created: false, evaluation: { key: legacy.key, baseSha: base, version: legacy.version } });
+  });
+
   it("walks the state machine, recording run ids, verdict and the attempt result", () => {
     const { db } = store();
     const { evaluation } = insertOrGetEvaluation(db, newEvaluation(), T0);
