@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from "commander";
+import { PROBEGATE_VERSION } from "../core/version.js";
 import { InputError } from "../engine/errors.js";
 import { demoCommand } from "./demo-command.js";
 import { envBuildCommand, envListCommand } from "./env-command.js";
@@ -49,7 +50,7 @@ async function interruptible(run: (signal: AbortSignal) => Promise<number>): Pro
 function program(io: Io, done: (code: number) => void): Command {
   const p = new Command("probegate")
     .description("Gate agent-written pull requests: official tests plus hidden probes (structure, state, functional, memory, time, traffic).")
-    .version("0.1.0")
+    .version(PROBEGATE_VERSION)
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   p.command("eval")

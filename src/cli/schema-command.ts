@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { AppConfigSchema } from "../core/app-config.js";
 import { EvaluationResultSchema } from "../core/result.js";
+import { MutantsFileSchema } from "../core/mutants/mutants-file.js";
 import { ProbeLineSchema } from "../core/probe-check.js";
 import { TaskSpecSchema } from "../core/task-spec.js";
 
@@ -17,6 +18,7 @@ export function jsonSchemas(): Record<string, unknown> {
     "result.schema.json": gen(EvaluationResultSchema, "result.schema.json", "output"),
     "probe-line.schema.json": gen(ProbeLineSchema, "probe-line.schema.json", "input"),
     "app-config.schema.json": gen(AppConfigSchema, "app-config.schema.json", "input"),
+    "mutants.schema.json": gen(MutantsFileSchema, "mutants.schema.json", "input"),
   };
 }
 

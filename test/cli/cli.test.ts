@@ -122,7 +122,8 @@ describe("the built bundle", () => {
     expect(JSON.parse(ok.stdout).verdict).toBe("resolved");
     const bad = spawnSync(process.execPath, [bin, "eval", "--task", "/nope", "--submission", "x"], { encoding: "utf8" });
     expect(bad.status).toBe(2);
-    expect(execFileSync(process.execPath, [bin, "--version"]).toString().trim()).toBe("0.1.0");
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+    expect(execFileSync(process.execPath, [bin, "--version"]).toString().trim()).toBe(pkg.version);
   });
 
   it("stops quietly when the reader closes the pipe early (| head)", () => {

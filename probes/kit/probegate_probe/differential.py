@@ -58,7 +58,7 @@ def _use_tree(tree: str, other: str) -> None:
     os.chdir(tree)
 
 
-def _side_worker(rank, world, tree, other, scenario, mode, reps, args):
+def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=None):
     _use_tree(tree, other)
     if mode == "count":
         from .collectives import CollectiveCounter
@@ -73,11 +73,27 @@ def _side_worker(rank, world, tree, other, scenario, mode, reps, args):
         return {"peak": peak}
     scenario(rank, world, 0, *args)  # warm-up: imports, caches, first-touch allocations
     times = []
+    start = time.perf_counter()
     for rep in range(1, reps + 1):  # distinct inputs per repetition: a cache of the last answer does not help
+        if limit is not None and times and _agree_to_stop(time.perf_counter() - start > limit):
+            break  # the side is far past the base already: more repetitions only cost the runner time
         t0 = time.perf_counter()
         scenario(rank, world, rep, *args)
         times.append(time.perf_counter() - t0)
-    return {"times": times}
+    return {"times": times, "asked": reps}
+
+
+def _agree_to_stop(mine: bool) -> bool:
+    """Every rank stops at the same repetition (one stopping alone would leave the others waiting in a
+    collective): the flags are max-reduced, outside the timed window."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return mine
+    flag = torch.tensor([1.0 if mine else 0.0])
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
 
 
 @dataclass
@@ -89,6 +105,7 @@ class Sides:
     peaks: dict = field(default_factory=dict)  # side -> max peak bytes over ranks
     times: dict = field(default_factory=dict)  # side -> [seconds per repetition, slowest rank]
     wall: dict = field(default_factory=dict)  # side -> seconds of wall time spent on it
+    stopped: dict = field(default_factory=dict)  # side -> (repetitions measured, asked) when its time cap stopped it
 
     def _traffic(self, side):
         ranks = self.counts[side]
@@ -128,8 +145,13 @@ class Sides:
         ratio = statistics.median(h) / statistics.median(b)
         p = mann_whitney_greater(h, b)
         measured = {"base_median_s": statistics.median(b), "head_median_s": statistics.median(h), "time_ratio": ratio, "rank_test_p": p, "margin": margin, "repetitions": len(h)}
+        stopped = self.stopped.get("head")
+        reps = f"{len(h)} interleaved repetitions"
+        if stopped:
+            measured["head_repetitions_asked"] = stopped[1]
+            reps = f"{len(h)} of {stopped[1]} interleaved repetitions: the head was stopped past its time cap"
         if ratio > margin and p < alpha:
-            return emit(id, "time", "failed", f"head takes {ratio:.2f}× the time of base (median {statistics.median(h) * 1e3:.1f} ms against {statistics.median(b) * 1e3:.1f} ms over {len(h)} interleaved repetitions; rank test p={p:.3f}; margin {margin}×)", location, measured, requirements)
+            return emit(id, "time", "failed", f"head takes {ratio:.2f}× the time of base (median {statistics.median(h) * 1e3:.1f} ms against {statistics.median(b) * 1e3:.1f} ms over {reps}; rank test p={p:.3f}; margin {margin}×)", location, measured, requirements)
         return emit(id, "time", "passed", f"head takes {ratio:.2f}× the time of base (margin {margin}×, p={p:.3f})", location, measured, requirements)
 
     def check_outputs(self, id, atol=0.0, rtol=0.0, requirements=None, location=None):
@@ -183,12 +205,26 @@ def mann_whitney_greater(xs, ys) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "outputs", "memory", "time"), args=(), timeout=300, base=None, head=None) -> Sides:
+def _time_cap(base_times, reps, time_cap):
+    """Seconds a side's timed round may run before it stops starting repetitions: `time_cap` × what the
+    base took for as many (its median repetition), at least 5 s. None until the base has been timed."""
+    if not base_times or time_cap is None:
+        return None
+    return max(5.0, time_cap * statistics.median(base_times) * reps)
+
+
+def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "outputs", "memory", "time"), args=(), timeout=300, base=None, head=None, time_cap=20.0) -> Sides:
     """Runs `scenario(rank, world_size, rep, *args)` on the base tree and the head tree.
 
     scenario must import the code under test inside the function (each side imports its own
     tree) and be module-level (it is sent to fresh rank processes). rep is 0 for the counted and
     memory runs and 1…repetitions for the timed ones, so a timed loop sees distinct inputs.
+
+    time_cap: a head that has spent `time_cap` × the base's time for a round stops starting
+    repetitions (each round still measures at least one, so the two rounds give the rank test
+    two head repetitions: p ≈ 0.02 against 7 base ones when both are slower than every base one).
+    A per-element loop that makes a step 100× slower then ends in minutes, not hours, and the
+    check says how many repetitions it measured. None measures every repetition.
     """
     guard_child_import("differential()")
     n = world_size or default_world_size()
@@ -204,7 +240,8 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
             for side in order:
                 t0 = time.perf_counter()
                 reps = max(1, (repetitions + 1 - r) // 2) if mode == "time" else 0
-                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args)), timeout=timeout))
+                limit = _time_cap(_slowest(got["base"]), reps, time_cap) if mode == "time" and side == "head" else None
+                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit), timeout=timeout))
                 sides.wall[side] += time.perf_counter() - t0
         for side in SIDES:
             if mode == "count":
@@ -212,7 +249,13 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
             elif mode == "memory":
                 sides.peaks[side] = max(r["peak"] for r in got[side][0])
             else:
-                # The time of record of a repetition is its slowest rank's.
-                per_round = [[max(ts) for ts in zip(*(r["times"] for r in ranks))] for ranks in got[side]]
-                sides.times[side] = [t for ts in per_round for t in ts]
+                sides.times[side] = _slowest(got[side])
+                asked = sum(ranks[0]["asked"] for ranks in got[side])
+                if len(sides.times[side]) < asked:
+                    sides.stopped[side] = (len(sides.times[side]), asked)
     return sides
+
+
+def _slowest(rounds):
+    """The time of record of each repetition: its slowest rank's (a rank stopped early ends the round)."""
+    return [max(ts) for ranks in rounds for ts in zip(*(r["times"] for r in ranks))]

@@ -93,3 +93,25 @@ def test_rank_test():
     assert mann_whitney_greater([5, 6, 7, 8], [1, 2, 3, 4]) < 0.05
     assert mann_whitney_greater([1, 2, 3, 4], [5, 6, 7, 8]) > 0.9
     assert mann_whitney_greater([], [1]) == 1.0
+
+
+SLOW_HEAD = BASE_LIB.replace("    return t\n", "    import time\n    time.sleep(0.01 if t[0] < 2 else 2.6)\n    return t\n")
+
+
+def test_a_head_far_past_the_base_is_stopped_and_still_fails_in_numbers(tmp_path, results):
+    # The head sleeps 2.6 s per timed repetition (rep >= 1) where the base takes milliseconds: past the
+    # cap's 5 s floor each round stops starting repetitions after its second, 4 of the 9 asked.
+    t = _trees(tmp_path, SLOW_HEAD)
+    sides = differential(_scenario, world_size=2, repetitions=9, base=t["base"], head=t["head"], measure=("time",), time_cap=20.0)
+    sides.check_time("step-time", margin=2.0)
+    got = _lines(results)["step-time"]
+    assert sides.stopped["head"] == (4, 9) and len(sides.times["head"]) == 4
+    assert len(sides.times["base"]) == 9
+    assert got["status"] == "failed" and "the head was stopped past its time cap" in got["message"]
+    assert got["measured"]["head_repetitions_asked"] == 9 and got["measured"]["rank_test_p"] < 0.05
+
+
+def test_without_a_time_cap_every_repetition_runs(tmp_path):
+    t = _trees(tmp_path, BASE_LIB)
+    sides = differential(_scenario, world_size=2, repetitions=5, base=t["base"], head=t["head"], measure=("time",), time_cap=None)
+    assert len(sides.times["head"]) == len(sides.times["base"]) == 5 and sides.stopped == {}
