@@ -61,7 +61,7 @@ def evaluate(args, sha, repo=None, parent=None, tag=""):
     if not ((args.reuse or args.table_only) and os.path.exists(out)) and not args.table_only:
         t0 = time.time()
         cmd = ["node", "dist/cli/index.js", "eval", "--task", args.task, "--submission", f"{repo}@{full}",
-               "--pr-base", parent, "--seed", str(args.seed), "--out", out, "--always-probe"]
+               "--pr-base", parent, "--seed", str(args.seed), "--out", out, "--always-probe", *args.eval_args]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         with open(out + ".log", "w") as fh:
             fh.write(f"$ {' '.join(cmd)}\nexit {proc.returncode} after {time.time() - t0:.0f} s\n{proc.stdout}\n{proc.stderr}")
@@ -116,6 +116,7 @@ def main():
     ap.add_argument("--watch", nargs="*", default=None, help="path prefixes listed in the changed-paths column (default: the suite's WATCH)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=1, help="evaluations at once")
+    ap.add_argument("--eval-args", nargs="*", default=[], help="more arguments for each `probegate eval` (e.g. --python PATH --unsandboxed on the GPU machine)")
     ap.add_argument("--out-dir", default="/tmp/verl-gate-runs")
     ap.add_argument("--table", default="-")
     ap.add_argument("--reuse", action="store_true", help="keep result JSONs already in --out-dir")

@@ -190,8 +190,8 @@ def check_interface(base, head):
     removed = sorted(public_names(base) - public_names(head))
     where = {"path": f"{DIST}/__init__.py"}
     if removed:
-        return emit("interface-kept", "functional", "failed", f"head removes {len(removed)} public name(s) the base has: {', '.join(removed)[:900]}", where, {"removed": removed}, ["interface-kept"])
-    return emit("interface-kept", "functional", "passed", f"every public name of the base's {DIST} ({len(public_names(base))}) is still defined", where, None, ["interface-kept"])
+        return emit("interface-kept", "functional", "failed", f"head removes {len(removed)} public name(s) the base has: {', '.join(removed)[:900]}", where, {"removed": removed}, requirements=["interface-kept"])
+    return emit("interface-kept", "functional", "passed", f"every public name of the base's {DIST} ({len(public_names(base))}) is still defined", where, None, requirements=["interface-kept"])
 
 
 def check_defaults(sides):
@@ -199,10 +199,10 @@ def check_defaults(sides):
     changed = [f"{k}: {h[k]} (base {b[k]})" for k in sorted(set(b) & set(h)) if b[k] != h[k]]
     where = {"path": f"{DIST}/distributed_data_parallel_config.py"}
     if changed:
-        return emit("defaults-kept", "functional", "failed", f"head changes the default of {len(changed)} DistributedDataParallelConfig field(s): {'; '.join(changed)}", where, {"changed": changed}, ["defaults-kept"])
+        return emit("defaults-kept", "functional", "failed", f"head changes the default of {len(changed)} DistributedDataParallelConfig field(s): {'; '.join(changed)}", where, {"changed": changed}, requirements=["defaults-kept"])
     new = sorted(set(h) - set(b))
     extra = f"; new fields: {', '.join(new)}" if new else ""
-    return emit("defaults-kept", "functional", "passed", f"all {len(set(b) & set(h))} fields both define keep the base's default{extra}", where, None, ["defaults-kept"])
+    return emit("defaults-kept", "functional", "passed", f"all {len(set(b) & set(h))} fields both define keep the base's default{extra}", where, None, requirements=["defaults-kept"])
 
 
 def _view(sides, fn):
@@ -218,14 +218,14 @@ def check_traffic(sides):
         # Per bucket: the (collective, payload) multiset of the busiest rank, exact.
         b, h = (max((r["outputs"]["facts"]["traffic"][name]["events"] for r in sides.counts[s]), key=len) for s in ("base", "head"))
         if b == h:
-            emit(f"bucket-traffic.{name}", "traffic", "passed", f"head issues the base's {len(b) // ITERATIONS} collectives per step with the same payloads", None, None, ["traffic-preserved"])
+            emit(f"bucket-traffic.{name}", "traffic", "passed", f"head issues the base's {len(b) // ITERATIONS} collectives per step with the same payloads", None, None, requirements=["traffic-preserved"])
         else:
             def per_step(events):
                 counts = {}
                 for op, size in events:
                     counts[(op, size)] = counts.get((op, size), 0) + 1
                 return ", ".join(f"{n // ITERATIONS}× {op} of {size} B" for (op, size), n in sorted(counts.items()))
-            emit(f"bucket-traffic.{name}", "traffic", "failed", f"per step head issues [{per_step(h)}], base [{per_step(b)}]", {"path": f"{DIST}/param_and_grad_buffer.py"}, None, ["traffic-preserved"])
+            emit(f"bucket-traffic.{name}", "traffic", "failed", f"per step head issues [{per_step(h)}], base [{per_step(b)}]", {"path": f"{DIST}/param_and_grad_buffer.py"}, None, requirements=["traffic-preserved"])
 
 
 def check_memory(sides):
@@ -235,9 +235,9 @@ def check_memory(sides):
     measured = {"base_buffer_bytes": b, "head_buffer_bytes": h, "allowed_extra_bytes": int(allowed)}
     where = {"path": f"{DIST}/param_and_grad_buffer.py"}
     if h - b > allowed:
-        emit("buffer-bytes", "memory", "failed", f"head's grad and param buffers hold {h - b} bytes more than base's ({h} against {b}; allowed {int(allowed)})", where, measured, ["memory-preserved"])
+        emit("buffer-bytes", "memory", "failed", f"head's grad and param buffers hold {h - b} bytes more than base's ({h} against {b}; allowed {int(allowed)})", where, measured, requirements=["memory-preserved"])
     else:
-        emit("buffer-bytes", "memory", "passed", f"head's grad and param buffers hold {h} bytes, base {b}", where, measured, ["memory-preserved"])
+        emit("buffer-bytes", "memory", "passed", f"head's grad and param buffers hold {h} bytes, base {b}", where, measured, requirements=["memory-preserved"])
     peaks = _view(sides, lambda r: r)
     peaks.peaks = {s: max(r["outputs"]["facts"]["peak"] for r in sides.counts[s]) for s in ("base", "head")}
     peaks.check_memory("step-peak-memory", tolerance_bytes=8 << 20, tolerance_ratio=0.10, requirements=["memory-preserved"])
