@@ -128,15 +128,19 @@ def scenario(rank, world, rep, batch, base_seed):
                 _steps(ddp, cfg, batches, rank, world)
             return ddp, counter
 
-        if measure:
-            (ddp, counter), peak = peak_memory(run)
-            facts["peak"] = max(facts["peak"], peak)
-            facts["traffic"][name] = {"calls": dict(counter.calls), "by_op": {k: float(v) for k, v in counter.by_op.items()},
-                                      "bytes": float(counter.total_bytes), "events": sorted((op, s) for op, s, _ in counter.events)}
-            facts["buffer_bytes"][name] = sum(t.numel() * t.element_size() for b in _buffers(ddp)
-                                              for t in (getattr(b, "grad_data", None), getattr(b, "param_data", None)) if t is not None)
-        else:
-            ddp, _ = run()
+        try:
+            if measure:
+                (ddp, counter), peak = peak_memory(run)
+                facts["peak"] = max(facts["peak"], peak)
+                facts["traffic"][name] = {"calls": dict(counter.calls), "by_op": {k: float(v) for k, v in counter.by_op.items()},
+                                          "bytes": float(counter.total_bytes), "events": sorted((op, s) for op, s, _ in counter.events)}
+                facts["buffer_bytes"][name] = sum(t.numel() * t.element_size() for b in _buffers(ddp)
+                                                  for t in (getattr(b, "grad_data", None), getattr(b, "param_data", None)) if t is not None)
+            else:
+                ddp, _ = run()
+        except Exception as e:  # noqa: BLE001 - an exception is an outcome: both sides must raise alike
+            outputs[name] = {"grads": f"raised {type(e).__name__}: {str(e)[:200]}", "params": f"raised {type(e).__name__}"}
+            continue
         # As numpy arrays: megatron.core replaces torch.storage._load_from_bytes at import, so a pickled
         # tensor would name a megatron function, which the kit's parent process (no tree) cannot load.
         outputs[name] = {
@@ -213,6 +217,11 @@ def _view(sides, fn):
 
 def check_traffic(sides):
     for name in CONFIGS:
+        raised = [s for s in ("base", "head") if any(name not in r["outputs"]["facts"]["traffic"] for r in sides.counts[s])]
+        if raised:
+            for check in (f"traffic.{name}", f"bucket-traffic.{name}"):
+                emit(check, "traffic", "skipped", f"the {name} step raised on the {' and '.join(raised)} side (outputs.{name}.grads says what): no traffic to compare", requirements=["traffic-preserved"])
+            continue
         view = _view(sides, lambda r: {**r["outputs"]["facts"]["traffic"][name]})
         view.check_traffic(f"traffic.{name}", per="step", steps=ITERATIONS, requirements=["traffic-preserved"], location={"path": f"{DIST}/param_and_grad_buffer.py"})
         # Per bucket: the (collective, payload) multiset of the busiest rank, exact.
@@ -250,7 +259,10 @@ def check_outputs(sides):
         for what in ("grads", "params"):
             if name == "ddp-overlap" and what == "params":
                 continue  # plain DDP leaves parameters to the optimizer: nothing is gathered
-            view = _view(sides, lambda r: {**r, "outputs": {k: torch.from_numpy(v) for k, v in r["outputs"]["outputs"][name][what].items()}})
+            def tensors(value):  # numpy arrays back to tensors (see scenario); an exception stays its text
+                return {k: torch.from_numpy(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+            view = _view(sides, lambda r: {**r, "outputs": tensors(r["outputs"]["outputs"][name][what])})
             view.check_outputs(f"outputs.{name}.{what}", atol=0, rtol=0, requirements=["outputs-preserved"])
 
 
