@@ -23,8 +23,12 @@ cd "$(dirname "$0")/.."
 DEV=.devnode/megatron-gate
 # Replayed on the device (newest first): small, resolved on the dev box's CPU replay; the injections go
 # on top of the first one.
+# GATE_PRS / GATE_INJECT (space-separated) narrow them on the device (one command runs at most 10 min
+# there: about 3-4 min an evaluation); the bundle holds the PRS below.
 PRS=(dd8c825b3a 87cc590ba0 23b2ff22ee 88e7ab0918)
 INJECT=(extra-collective leaked-buffer)
+[ "${1:-}" != --make-bundle ] && [ -n "${GATE_PRS:-}" ] && read -r -a PRS <<< "$GATE_PRS"
+[ -n "${GATE_INJECT+x}" ] && read -r -a INJECT <<< "$GATE_INJECT"
 
 if [ "${1:-}" = --make-bundle ]; then
   MIRROR=${MEGATRON_MIRROR:-/work/.mirror/NVIDIA+Megatron-LM/repo}
@@ -93,7 +97,7 @@ python3 bench/replay_gate.py --mirror "$REPO" --task tasks/megatron-ddp-gate --s
 cat "$OUT/replay.md"
 specs=()
 for name in "${INJECT[@]}"; do specs+=("$name@${tips[0]}"); done
-python3 bench/replay_gate.py --mirror "$REPO" --task tasks/megatron-ddp-gate --inject "${specs[@]}" --clone "$CLONE" --seed 1 \
+[ ${#specs[@]} -gt 0 ] && python3 bench/replay_gate.py --mirror "$REPO" --task tasks/megatron-ddp-gate --inject "${specs[@]}" --clone "$CLONE" --seed 1 \
   --out-dir "$OUT/runs" --table "$OUT/inject.md" --eval-args --python "$VENV/bin/python" --verbose $UNSB 2> "$OUT/inject.log"
 cat "$OUT/inject.md"
 pack_out "$OUT"
