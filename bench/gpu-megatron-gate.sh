@@ -80,8 +80,12 @@ if ! $PY -c 'import torch, numpy, packaging, pytest; assert torch.cuda.device_co
 fi
 # The conftest's imports, from the carried wheels, in a venv that sees the device's torch.
 VENV=$PWD/out/megatron-gate-venv
+# --without-pip: the device's python may lack ensurepip; the wheels are pure Python, so unzipping them
+# into the venv's site-packages installs them.
 if [ ! -x "$VENV/bin/python" ]; then
-  $PY -m venv --system-site-packages "$VENV" && "$VENV/bin/python" -m pip install -q --no-index --find-links "$DEV/wheels" click requests \
+  $PY -m venv --without-pip --system-site-packages "$VENV" \
+    && SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+    && for w in "$DEV"/wheels/*.whl; do "$VENV/bin/python" -m zipfile -e "$w" "$SITE" || exit 2; done \
     || { echo "gpu-megatron-gate: could not make $VENV with click and requests from $DEV/wheels" >&2; exit 2; }
 fi
 "$VENV/bin/python" -c 'import sys, torch, click, requests; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "gpus", torch.cuda.device_count(), torch.cuda.get_device_name(0))' | tee "$OUT/facts.txt"
