@@ -13,15 +13,40 @@ fill in from the PR's own title/description/code.
 
 --shas-from-log PATHS... takes the first-parent history of main touching those paths instead
 (newest first, --limit of them). Run from the probegate checkout after `node scripts/build.mjs`.
+
+What differs between gates lives beside this script, one module per suite in bench/gate_injections/
+(verl.py, megatron.py): TASK (the task id it is for), WATCH (path prefixes for the changed-paths
+column), INJECTIONS (the regressions --inject commits on top of a real PR) and key_numbers(probe)
+(the table's figures). The suite is the one whose TASK is the --task folder's name, or --suite NAME.
 """
 import argparse
 import concurrent.futures as cf
+import importlib
 import json
 import os
+import pkgutil
 import re
 import subprocess
 import sys
 import time
+
+SUITES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gate_injections")
+
+
+def load_suite(task, name=None):
+    """The suite module for --task (its TASK equals the task folder's name), or the one named."""
+    sys.path.insert(0, os.path.dirname(SUITES_DIR))
+    names = [m.name for m in pkgutil.iter_modules([SUITES_DIR])]
+    if name:
+        if name not in names:
+            sys.exit(f"--suite {name}: no bench/gate_injections/{name}.py (there are: {', '.join(sorted(names))})")
+        return importlib.import_module(f"gate_injections.{name}")
+    task_id = os.path.basename(os.path.normpath(task))
+    for n in sorted(names):
+        mod = importlib.import_module(f"gate_injections.{n}")
+        if getattr(mod, "TASK", None) == task_id:
+            return mod
+    sys.exit(f"no suite in bench/gate_injections/ has TASK = {task_id!r}: add one, or name it with --suite")
 
 
 def git(mirror, *args):
@@ -36,48 +61,18 @@ def evaluate(args, sha, repo=None, parent=None, tag=""):
     if not ((args.reuse or args.table_only) and os.path.exists(out)) and not args.table_only:
         t0 = time.time()
         cmd = ["node", "dist/cli/index.js", "eval", "--task", args.task, "--submission", f"{repo}@{full}",
-               "--pr-base", parent, "--seed", str(args.seed), "--out", out, "--always-probe"]
+               "--pr-base", parent, "--seed", str(args.seed), "--out", out, "--always-probe", *args.eval_args]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         with open(out + ".log", "w") as fh:
             fh.write(f"$ {' '.join(cmd)}\nexit {proc.returncode} after {time.time() - t0:.0f} s\n{proc.stdout}\n{proc.stderr}")
     return full, parent, out
 
 
-TF, ALGOS, TEST = "verl/utils/torch_functional.py", "verl/trainer/ppo/core_algos.py", "tests/trainer/ppo/test_core_algos_on_cpu.py"
-# Regressions injected on top of a real PR's merge commit: name -> (category the gate must flag,
-# what it is, [(file, text to find (first occurrence), replacement)]).
-INJECTIONS = {
-    "extra-collective": ("traffic", "distributed_masked_mean all-reduces an element count it never uses", [
-        # the second occurrence: distributed_masked_mean's (the first is distributed_mean_max_min_std's)
-        (TF, "    torch.distributed.all_reduce(local_num, op=torch.distributed.ReduceOp.SUM)\n",
-         "    torch.distributed.all_reduce(local_num, op=torch.distributed.ReduceOp.SUM)\n"
-         "    local_count = torch.tensor(float(local_mask.numel()))\n"
-         "    torch.distributed.all_reduce(local_count, op=torch.distributed.ReduceOp.SUM)\n", 2)]),
-    "per-element-loop": ("time", "masked_whiten checks every selected element for finiteness in a Python loop", [
-        (TF, "    whitened = (values - mean) * torch.rsqrt(var + 1e-8)\n",
-         "    for v in values[mask.bool()]:\n"
-         "        if not torch.isfinite(v):\n"
-         "            raise ValueError('non-finite value under the mask')\n"
-         "    whitened = (values - mean) * torch.rsqrt(var + 1e-8)\n")]),
-    "leaked-buffer": ("memory", "masked_mean keeps a float64 copy of every input in a module-level list", [
-        (TF, "def masked_mean(", "_MEAN_INPUTS = []  # for debugging\n\n\ndef masked_mean("),
-        (TF, "    return s / (mask.sum(axis=axis) + 1e-8)\n",
-         "    _MEAN_INPUTS.append(values.detach().double())\n    return s / (mask.sum(axis=axis) + 1e-8)\n")]),
-    "changed-default": ("functional", "compute_grpo_outcome_advantage defaults to norm_adv_by_std_in_grpo=False", [
-        (ALGOS, "    norm_adv_by_std_in_grpo: bool = True,", "    norm_adv_by_std_in_grpo: bool = False,")]),
-    "weakened-tests": ("structure", "a test renamed away (deleted), a test skipped, a tolerance loosened", [
-        (TEST, "def test_multi_turn_compute_gae_advantage_return():", "def _check_multi_turn_compute_gae_advantage_return():"),
-        (TEST, "def test_rloo_and_vectorized_equivalence(", "@pytest.mark.skip(reason=\"slow on CI\")\ndef test_rloo_and_vectorized_equivalence("),
-        # the second occurrence: test_grpo_and_vectorized_equivalence's (the first test is skipped above)
-        (TEST, "    assert torch.allclose(adv1, adv2, rtol=1e-5, atol=1e-6)", "    assert torch.allclose(adv1, adv2, rtol=1e-3, atol=1e-3)", 2)]),
-}
-
-
-def inject(clone, name, sha):
+def inject(clone, name, sha, injections):
     """Commits injection `name` on top of `sha` in the work-tree clone `clone`; returns the new sha."""
     run = lambda *a: subprocess.run(["git", "-C", clone, *a], check=True, capture_output=True, text=True).stdout.strip()
     run("checkout", "-q", "-B", f"inject/{name}", sha)
-    for rel, old, new, *nth in INJECTIONS[name][2]:
+    for rel, old, new, *nth in injections[name][2]:
         path = os.path.join(clone, rel)
         with open(path) as fh:
             text = fh.read()
@@ -87,25 +82,21 @@ def inject(clone, name, sha):
             raise SystemExit(f"injection {name}: {rel} at {sha[:9]} has fewer than {n} of {old!r}")
         with open(path, "w") as fh:
             fh.write(old.join(parts[:n]) + new + old.join(parts[n:]))
-    run("-c", "user.name=replay", "-c", "user.email=replay@localhost", "commit", "-qam", f"inject {name}: {INJECTIONS[name][1]}")
+    run("-c", "user.name=replay", "-c", "user.email=replay@localhost", "commit", "-qam", f"inject {name}: {injections[name][1]}")
     return run("rev-parse", "HEAD")
 
 
-def numbers(result):
-    """The key figures of one evaluation: test counts, memory and time of the step, failures."""
+def numbers(result, suite):
+    """The key figures of one evaluation: test counts, the suite's key checks, failures."""
     nums, failed = [], []
     off = result.get("official") or {}
     if off.get("counts"):
         c = off["counts"]
         nums.append(f"tests {c['passed']}/{c['total']}")
     for p in result.get("probes", []):
-        m = p.get("measured") or {}
-        if p["id"] == "step-peak-memory" and "head_peak_bytes" in m:
-            nums.append(f"peak {m['head_peak_bytes'] / 2**20:.0f}/{m['base_peak_bytes'] / 2**20:.0f} MiB")
-        if p["id"] == "step-time" and "time_ratio" in m:
-            nums.append(f"time ×{m['time_ratio']:.2f} (p={m['rank_test_p']:.2f})")
-        if p["id"] == "distributed-reduction-traffic" and "head_bytes_per_step" in m:
-            nums.append(f"traffic {m['head_bytes_per_step']:.0f}/{m['base_bytes_per_step']:.0f} B")
+        figure = suite.key_numbers(p)
+        if figure:
+            nums.append(figure)
         if p["status"] not in ("passed", "skipped"):
             failed.append(f"{p['id']} ({p['category']}): {p.get('message', '')[:220]}")
     outs = [p for p in result.get("probes", []) if p["id"].startswith("outputs.")]
@@ -121,21 +112,24 @@ def main():
     ap.add_argument("--shas", nargs="*", default=[])
     ap.add_argument("--shas-from-log", nargs="*", default=[], help="paths: take first-parent commits of HEAD touching them")
     ap.add_argument("--limit", type=int, default=25)
-    ap.add_argument("--watch", nargs="*", default=["verl/trainer/ppo/core_algos.py", "verl/utils/torch_functional.py", "tests/"],
-                    help="path prefixes listed in the changed-paths column")
+    ap.add_argument("--suite", help="bench/gate_injections/NAME.py (default: the one whose TASK is --task's folder name)")
+    ap.add_argument("--watch", nargs="*", default=None, help="path prefixes listed in the changed-paths column (default: the suite's WATCH)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=1, help="evaluations at once")
+    ap.add_argument("--eval-args", nargs="*", default=[], help="more arguments for each `probegate eval` (e.g. --python PATH --unsandboxed on the GPU machine)")
     ap.add_argument("--out-dir", default="/tmp/verl-gate-runs")
     ap.add_argument("--table", default="-")
     ap.add_argument("--reuse", action="store_true", help="keep result JSONs already in --out-dir")
     ap.add_argument("--table-only", action="store_true", help="evaluate nothing: tabulate the result JSONs already in --out-dir")
     ap.add_argument("--inject", nargs="*", default=[], metavar="NAME@SHA",
-                    help=f"instead of a replay: commit injection NAME ({', '.join(INJECTIONS)}) on top of merge commit SHA in --clone "
+                    help="instead of a replay: commit injection NAME (the suite's INJECTIONS) on top of merge commit SHA in --clone "
                          "and evaluate it against the PR's base (SHA's first parent)")
     ap.add_argument("--clone", help="a work-tree clone of the mirror, for --inject (scratch branches inject/NAME)")
     args = ap.parse_args()
+    suite = load_suite(args.task, args.suite)
+    args.watch = args.watch if args.watch is not None else list(suite.WATCH)
     if args.inject:
-        return main_inject(args)
+        return main_inject(args, suite)
     shas = list(args.shas)
     if args.shas_from_log:
         shas += git(args.mirror, "log", "--first-parent", "--format=%H", f"-{args.limit}", "HEAD", "--", *args.shas_from_log).split()
@@ -161,7 +155,7 @@ def main():
             with open(out) as fh:
                 result = json.load(fh)
             verdict = result["verdict"]
-            nums, failed = numbers(result)
+            nums, failed = numbers(result, suite)
             if result.get("reason") and verdict != "resolved":
                 failed.append(result["reason"][:220])
         except (OSError, ValueError) as e:
@@ -177,7 +171,7 @@ def main():
             fh.write(text)
 
 
-def main_inject(args):
+def main_inject(args, suite):
     """Evaluates each injected regression and prints one table row per injection."""
     if not args.clone:
         sys.exit("--inject needs --clone (a work-tree clone of --mirror)")
@@ -186,16 +180,18 @@ def main_inject(args):
     for spec in args.inject:
         name, sha = spec.split("@")
         full = git(args.mirror, "rev-parse", sha)
-        head = inject(args.clone, name, full)
+        if name not in suite.INJECTIONS:
+            sys.exit(f"--inject {name}: the suite has {', '.join(suite.INJECTIONS)}")
+        head = inject(args.clone, name, full, suite.INJECTIONS)
         _, parent, out = evaluate(args, head, repo=args.clone, parent=git(args.mirror, "rev-parse", f"{full}^1"), tag=f"inject-{name}-")
         with open(out) as fh:
             result = json.load(fh)
-        nums, failed = numbers(result)
-        cat = INJECTIONS[name][0]
+        nums, failed = numbers(result, suite)
+        cat = suite.INJECTIONS[name][0]
         caught = [f for f in failed if f"({cat})" in f]
         title = git(args.mirror, "log", "-1", "--format=%s", full)
         esc = lambda t: t.replace("|", "\\|")
-        lines.append(f"| {name}: {INJECTIONS[name][1]} | `{full[:9]}` {esc(title[:60])} | {cat} | **{result['verdict']}** | "
+        lines.append(f"| {name}: {suite.INJECTIONS[name][1]} | `{full[:9]}` {esc(title[:60])} | {cat} | **{result['verdict']}** | "
                      f"{esc('<br>'.join(failed)) or '–'} {'(caught in its category)' if caught else '(NOT caught in its category)'} | {'; '.join(nums)} |")
         print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
