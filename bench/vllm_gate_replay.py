@@ -116,11 +116,25 @@ def inject(name, on):
 
 
 def summarize(path):
-    """Verdict, official counts and every failed check (id: message) of one result JSON."""
+    """Verdict, official test counts, key numbers and every failed check of one result JSON."""
     r = json.load(open(path))
-    checks = [c for c in r.get("probes", {}).get("checks", r.get("checks", [])) if isinstance(c, dict)]
-    failed = [f"{c.get('id')} ({c.get('category')}): {c.get('message', '')}" for c in checks if c.get("status") == "failed"]
-    return r.get("verdict") or r.get("outcome"), r, failed
+    checks = r.get("probes") or []
+    failed = [f"{c['id']} ({c['category']}, {c['status']}): {c.get('message', '')}" for c in checks if c.get("status") != "passed"]
+    byid = {c["id"]: c for c in checks}
+    nums = []
+    for cid in ("blocks-per-sequence", "prefix-hits", "heap-per-block.pool", "heap-per-block.manager", "allocate-free-time"):
+        m = byid.get(cid, {}).get("measured") or {}
+        if cid == "blocks-per-sequence" and m:
+            nums.append(f"blocks/seq {m['head_blocks_per_sequence']:.2f} vs {m['base_blocks_per_sequence']:.2f}")
+        elif cid.startswith("heap") and m:
+            nums.append(f"{cid.split('.')[1]} heap {m['head_bytes_per_block']:.0f} vs {m['base_bytes_per_block']:.0f} B/block")
+        elif cid == "allocate-free-time" and m:
+            nums.append(f"time {m['time_ratio']:.2f}x (p={m['rank_test_p']:.3f})")
+        elif cid == "prefix-hits" and cid in byid:
+            nums.append(byid[cid]["message"].split(": ", 1)[-1])
+    off = r.get("official") or {}
+    tests = off.get("summary") or off.get("counts") or {}
+    return r.get("verdict"), r.get("reason", ""), tests, nums, failed
 
 
 def main():
@@ -142,8 +156,8 @@ def main():
     elif cmd == "table":
         for f in sorted(os.listdir(OUT)):
             if f.endswith(".json"):
-                verdict, _, failed = summarize(os.path.join(OUT, f))
-                print(f"| {f[:-5]} | {verdict} | {'; '.join(failed) or '-'} |")
+                verdict, reason, tests, nums, failed = summarize(os.path.join(OUT, f))
+                print(f"| {f[:-5]} | {verdict} | {reason} | {'; '.join(nums)} | {'<br>'.join(failed) or '-'} |")
 
 
 if __name__ == "__main__":

@@ -153,12 +153,17 @@ def manager_scenario(rng, num_blocks):
             kv_cache_utils.init_none_hash(hash_fn)
         except TypeError:
             kv_cache_utils.init_none_hash()
-    config = tpc.make_kv_cache_config(BLOCK, num_blocks)
-    maker = getattr(tpc, "make_kv_cache_manager", None)
     from vllm.v1.core.kv_cache_manager import KVCacheManager
 
-    kw = _kwargs_for(KVCacheManager.__init__, {"max_model_len": 8192, "enable_caching": True, "hash_block_size": BLOCK})
-    manager = maker(config, **kw) if maker else KVCacheManager(config, **kw)
+    # num_preallocate_tokens=0 where a release still has it (0.8.0 .. 0.8.4): the schedule asks for what
+    # it needs, so releases with and without preallocation hold comparable blocks.
+    kw = _kwargs_for(KVCacheManager.__init__, {"max_model_len": 8192, "enable_caching": True, "hash_block_size": BLOCK, "num_preallocate_tokens": 0})
+    if hasattr(tpc, "make_kv_cache_config"):
+        config = tpc.make_kv_cache_config(BLOCK, num_blocks)
+        maker = getattr(tpc, "make_kv_cache_manager", None)
+        manager = maker(config, **kw) if maker else KVCacheManager(config, **kw)
+    else:  # 0.8.0 .. 0.8.2: the manager took the block size and count itself, as their tests construct it
+        manager = KVCacheManager(**kw, **_kwargs_for(KVCacheManager.__init__, {"block_size": BLOCK, "num_gpu_blocks": num_blocks, "sliding_window": None}))
     mr = inspect.signature(tpc.make_request).parameters
     alloc = inspect.signature(manager.allocate_slots).parameters
     out = {"hits": [], "blocks": [], "free": []}
