@@ -1,4 +1,4 @@
-import { cpSync, existsSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { FIXTURES, tmp } from "../../helpers.js";
@@ -17,7 +17,7 @@ const run = (c: ReturnType<typeof copy>, ...more: string[]) =>
   cli("validate", "--mutants", c.task, "--examples", c.examples, "--cache", c.cache, "--format", "json", "--jobs", "2", "--mutant-timeout", "20", ...more);
 
 describe("probegate validate --mutants", () => {
-  it("kills a known share of tiny-mutants' mutants: exact counts and score, survivors with their diffs, a hang timed out, the equivalent mark; exit 1 under the threshold; a second run evaluates nothing", async () => {
+  it("kills a known share of tiny-mutants' mutants: exact counts and score, survivors with their diffs, a hang timed out, the equivalent mark; exit 1 under the threshold; a second run evaluates nothing; a changed probe re-runs only what reached the probes", async () => {
     const c = copy();
     const first = await run(c);
     const [report] = JSON.parse(first.out).tasks;
@@ -51,6 +51,15 @@ describe("probegate validate --mutants", () => {
     expect(again.mutants).toEqual(report.mutants);
     expect(second.err).not.toMatch(/^  reference .* …$/m);
     expect(first.err).toMatch(/^  reference .*reference\.patch …$/m);
+
+    // A changed probe re-keys the mutants that reached the probes (8) and the official hang (its
+    // wall clock may change with the probes); the 13 the official tests killed stay cached.
+    const probe = join(c.task, "..", "..", "probes", "tiny-mutants", "probe_total.py");
+    writeFileSync(probe, `${readFileSync(probe, "utf8")}\n# a changed probe set\n`);
+    const third = await run(c);
+    const [changed] = JSON.parse(third.out).tasks;
+    expect(changed.run).toMatchObject({ evaluated: 9, cached: 13 });
+    expect(changed.mutants).toEqual(report.mutants);
 
   }, 300_000);
 
