@@ -86,6 +86,12 @@ export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
   try {
     const refKey = cacheKey({ diff: readFileSync(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
     let reference = o.cache.get(refKey);
+    if (!reference && (Date.now() > o.deadline || o.signal?.aborted)) {
+      // The budget ran out on an earlier task: the reference would start past it (minutes of
+      // official tests and probes) only to evaluate no mutant. Nothing of this task is evaluated.
+      o.log(`  ${o.task.spec.id}: --budget reached before its reference was evaluated; none of its ${generation.mutants.length} mutants evaluated`);
+      return { records: [], generation, probeSet, evaluated: 0, cached: 0, notEvaluated: generation.mutants.length, timeoutS: o.mutantTimeoutS ?? 0, wallS: (Date.now() - started) / 1000 };
+    }
     if (!reference) {
       o.log(`  reference ${o.referencePatch} …`);
       const result = await evaluateOne(o.task, o.referencePatch);

@@ -63,6 +63,23 @@ describe("probegate validate --mutants", () => {
 
   }, 300_000);
 
+  it("starts no reference past --budget: a task reached after the deadline is reported as not evaluated (exit 1), not evaluated anyway", async () => {
+    const c = copy();
+    // A second task: the same files under another spec (its own hash), so its reference is not cached either.
+    const other = join(c.task, "..", "..", "again", "tiny-mutants");
+    cpSync(c.task, other, { recursive: true });
+    writeFileSync(join(other, "task.yml"), `${readFileSync(join(other, "task.yml"), "utf8")}\n# another spec\n`);
+    const r = await cli("validate", "--mutants", c.task, other, "--examples", c.examples, "--cache", c.cache, "--format", "json", "--jobs", "1", "--mutant-timeout", "20", "--budget", "1");
+    expect(r.code).toBe(1);
+    const [, second] = JSON.parse(r.out).tasks;
+    expect(second.mutants.total).toBe(0);
+    expect(second.run).toMatchObject({ evaluated: 0, cached: 0, notEvaluated: 22 });
+    expect(second.ok).toBe(false);
+    expect(second.findings).toContainEqual({ level: "error", message: expect.stringContaining("reached before tiny-mutants's reference was evaluated: none of its 22 mutants evaluated") });
+    // Under load the generation alone may pass the 1 s, so the first task may be skipped as well; the second always is.
+    expect(r.err.trimEnd().split("\n").at(-2)).toBe("  tiny-mutants: --budget reached before its reference was evaluated; none of its 22 mutants evaluated");
+  }, 120_000);
+
   it("reports a mark that names no mutant and refuses a mark without a reason, naming the file", async () => {
     const c = copy();
     const marks = join(c.task, "mutants.yml");
