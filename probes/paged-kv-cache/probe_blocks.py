@@ -119,55 +119,67 @@ def check_manager_contract():
                requirements=["bm-pool", "bm-allocate", "bm-append-slot", "bm-slot-layout", "bm-getters"]) as c:
         manager_cls = api("BlockManager")
         c.location = locate(manager_cls)
-        m = manager_cls(POOL, BS)
-        n = min(param("num_tokens", 13), (POOL // 2) * BS)
-        c.measured.update(num_blocks=POOL, block_size=BS, num_tokens=n)
-        expect(m.get_num_free_blocks() == POOL, f"BlockManager({POOL}, {BS}) starts with "
-               f"{m.get_num_free_blocks()} free blocks, expected {POOL}", manager_cls.__init__)
-        counts = [m.get_ref_count(b) for b in range(POOL)]
-        expect(counts == [0] * POOL, f"free blocks must have ref count 0, got {sorted(set(counts))}",
-               manager_cls.get_ref_count)
-        table = m.allocate(7, n)
-        want = ceil_div(n, BS)
-        expect(isinstance(table, list) and len(table) == want and len(set(table)) == want
-               and all(isinstance(b, int) and 0 <= b < POOL for b in table),
-               f"allocate(7, {n}) with block_size {BS} returned {table!r}; expected a list of {want} distinct "
-               f"block ids in [0, {POOL})", manager_cls.allocate)
-        expect(m.get_block_table(7) == table and m.get_seq_len(7) == n,
-               f"after allocate(7, {n}) get_block_table/get_seq_len give {m.get_block_table(7)}/"
-               f"{m.get_seq_len(7)}, expected {table}/{n}", manager_cls.allocate)
-        expect(m.get_num_free_blocks() == POOL - want, f"allocate(7, {n}) left {m.get_num_free_blocks()} "
-               f"free blocks, expected {POOL - want}", manager_cls.allocate)
-        refs = [m.get_ref_count(b) for b in table]
-        expect(refs == [1] * want, f"blocks held by exactly one sequence report ref counts {refs}; "
-               "get_ref_count is the number of sequences referencing the block", manager_cls.get_ref_count)
-        empty = m.allocate(8, 0)
-        expect(empty == [] and m.get_seq_len(8) == 0 and m.get_num_free_blocks() == POOL - want,
-               f"allocate(8, 0) returned {empty!r} and left {m.get_num_free_blocks()} free blocks; a sequence "
-               f"of 0 tokens gets ceil(0 / {BS}) = 0 blocks", manager_cls.allocate)
-        gen = rng("contract")
-        for seq_id, start in ((8, 0), (7, n)):
-            for p in range(start, start + gen.randint(1, 2 * BS + 1)):
-                result = m.append_slot(seq_id)
-                expect(isinstance(result, tuple) and len(result) == 2,
-                       f"append_slot({seq_id}) returned {result!r}, expected a (slot, copy) pair",
-                       manager_cls.append_slot)
-                slot, copy = result
-                table = m.get_block_table(seq_id)
-                expect(copy is None, f"append_slot({seq_id}) on an unshared sequence returned copy={copy!r}, "
-                       "expected None", manager_cls.append_slot)
-                expect(len(table) == ceil_div(p + 1, BS), f"after {p + 1} tokens sequence {seq_id} holds "
-                       f"{len(table)} blocks of {BS} slots, expected {ceil_div(p + 1, BS)}: a new block is "
-                       "taken only when the last one is full", manager_cls.append_slot)
-                want_slot = table[p // BS] * BS + p % BS
-                expect(slot == want_slot, f"append_slot({seq_id}) for token {p} returned slot {slot}, expected "
-                       f"table[{p} // {BS}] * {BS} + {p} % {BS} = {want_slot} (block size {BS}, table {table})",
-                       manager_cls.append_slot, block_size=BS, position=p)
-                expect(m.get_seq_len(seq_id) == p + 1, f"get_seq_len({seq_id}) is {m.get_seq_len(seq_id)} "
-                       f"after {p + 1} tokens", manager_cls.get_seq_len)
-        used = len(m.get_block_table(7)) + len(m.get_block_table(8))
-        expect(m.get_num_free_blocks() == POOL - used, f"{m.get_num_free_blocks()} free blocks with {used} "
-               f"of {POOL} in use", manager_cls.get_num_free_blocks)
+        # The drawn block size, and 1, the smallest positive one (a block of one slot: every token
+        # takes a new block), which the draw reaches only now and then.
+        for bs in sorted({BS, 1}):
+            manager_contract(manager_cls, bs, c)
+
+
+def manager_contract(manager_cls, bs, c):
+    """The contract of each BlockManager method on one manager of block size bs."""
+    try:
+        m = manager_cls(POOL, bs)
+    except Exception as e:
+        raise ProbeFailure(f"BlockManager({POOL}, {bs}) raised {type(e).__name__}: {e}; any positive "
+                           "num_blocks and block_size make a pool", location=locate(manager_cls.__init__))
+    n = min(param("num_tokens", 13), (POOL // 2) * bs)
+    c.measured.update(num_blocks=POOL, block_size=bs, num_tokens=n)
+    expect(m.get_num_free_blocks() == POOL, f"BlockManager({POOL}, {bs}) starts with "
+           f"{m.get_num_free_blocks()} free blocks, expected {POOL}", manager_cls.__init__)
+    counts = [m.get_ref_count(b) for b in range(POOL)]
+    expect(counts == [0] * POOL, f"free blocks must have ref count 0, got {sorted(set(counts))}",
+           manager_cls.get_ref_count)
+    table = m.allocate(7, n)
+    want = ceil_div(n, bs)
+    expect(isinstance(table, list) and len(table) == want and len(set(table)) == want
+           and all(isinstance(b, int) and 0 <= b < POOL for b in table),
+           f"allocate(7, {n}) with block_size {bs} returned {table!r}; expected a list of {want} distinct "
+           f"block ids in [0, {POOL})", manager_cls.allocate)
+    expect(m.get_block_table(7) == table and m.get_seq_len(7) == n,
+           f"after allocate(7, {n}) get_block_table/get_seq_len give {m.get_block_table(7)}/"
+           f"{m.get_seq_len(7)}, expected {table}/{n}", manager_cls.allocate)
+    expect(m.get_num_free_blocks() == POOL - want, f"allocate(7, {n}) left {m.get_num_free_blocks()} "
+           f"free blocks, expected {POOL - want}", manager_cls.allocate)
+    refs = [m.get_ref_count(b) for b in table]
+    expect(refs == [1] * want, f"blocks held by exactly one sequence report ref counts {refs}; "
+           "get_ref_count is the number of sequences referencing the block", manager_cls.get_ref_count)
+    empty = m.allocate(8, 0)
+    expect(empty == [] and m.get_seq_len(8) == 0 and m.get_num_free_blocks() == POOL - want,
+           f"allocate(8, 0) returned {empty!r} and left {m.get_num_free_blocks()} free blocks; a sequence "
+           f"of 0 tokens gets ceil(0 / {bs}) = 0 blocks", manager_cls.allocate)
+    gen = rng("contract")
+    for seq_id, start in ((8, 0), (7, n)):
+        for p in range(start, start + gen.randint(1, 2 * bs + 1)):
+            result = m.append_slot(seq_id)
+            expect(isinstance(result, tuple) and len(result) == 2,
+                   f"append_slot({seq_id}) returned {result!r}, expected a (slot, copy) pair",
+                   manager_cls.append_slot)
+            slot, copy = result
+            table = m.get_block_table(seq_id)
+            expect(copy is None, f"append_slot({seq_id}) on an unshared sequence returned copy={copy!r}, "
+                   "expected None", manager_cls.append_slot)
+            expect(len(table) == ceil_div(p + 1, bs), f"after {p + 1} tokens sequence {seq_id} holds "
+                   f"{len(table)} blocks of {bs} slots, expected {ceil_div(p + 1, bs)}: a new block is "
+                   "taken only when the last one is full", manager_cls.append_slot)
+            want_slot = table[p // bs] * bs + p % bs
+            expect(slot == want_slot, f"append_slot({seq_id}) for token {p} returned slot {slot}, expected "
+                   f"table[{p} // {bs}] * {bs} + {p} % {bs} = {want_slot} (block size {bs}, table {table})",
+                   manager_cls.append_slot, block_size=bs, position=p)
+            expect(m.get_seq_len(seq_id) == p + 1, f"get_seq_len({seq_id}) is {m.get_seq_len(seq_id)} "
+                   f"after {p + 1} tokens", manager_cls.get_seq_len)
+    used = len(m.get_block_table(7)) + len(m.get_block_table(8))
+    expect(m.get_num_free_blocks() == POOL - used, f"{m.get_num_free_blocks()} free blocks with {used} "
+           f"of {POOL} in use", manager_cls.get_num_free_blocks)
 
 
 def check_cache_contract():

@@ -142,8 +142,25 @@ def check_free():
                f"after every sequence is freed {POOL - m.get_num_free_blocks()} of {POOL} blocks are still in "
                f"use (blocks with a non-zero ref count: {leaked[:8]}); blocks shared by forked sequences "
                "are never returned to the pool", manager_cls.free)
+        # free forgets the sequence: its id then answers as one never registered, not with the
+        # length or table it had (state left behind would also grow with every sequence served).
+        unknown = {name: _answer(getattr(m, name), 10_000 + POOL) for name in ("get_seq_len", "get_block_table")}
+        for seq in range(sharers):
+            for name, want in unknown.items():
+                got = _answer(getattr(m, name), seq)
+                expect(got[0] == "raised" and want[0] == "raised" or got == want,
+                       f"after free({seq}), {name}({seq}) {got[0]} {got[1]}, while for a sequence id never "
+                       f"registered it {want[0]} {want[1]}: free must forget the sequence", manager_cls.free)
         m.allocate(99, POOL * BS)
         expect(m.get_num_free_blocks() == 0, "the whole pool could not be reused after freeing", manager_cls.free)
+
+
+def _answer(getter, seq_id):
+    """What a getter does for seq_id: ("returned", its value) or ("raised", the exception's type)."""
+    try:
+        return "returned", repr(getter(seq_id))
+    except Exception as e:
+        return "raised", type(e).__name__
 
 
 def snapshot(m, seqs):

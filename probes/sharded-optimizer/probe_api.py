@@ -9,7 +9,7 @@ drawn per evaluation (task.yml `params:`).
 import torch
 from torch import nn
 
-from probegate_probe import check, device_for_rank, emit, locate, param, require_signature, run_ranks
+from probegate_probe import check, device_for_rank, emit, locate, param, require_signature, rng, run_ranks
 from _shared import (drawn_hyper, drawn_shapes, local_grads, make_params, mismatch, numel, one_thread_on_cpu,
                      reference_adam, set_grads)
 
@@ -24,7 +24,7 @@ def _describe(exc):
     return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
 
 
-def _ranks(rank, world_size, shapes, hyper, steps):
+def _ranks(rank, world_size, shapes, hyper, steps, without_grad):
     dev = one_thread_on_cpu(device_for_rank(rank))
     everyone = list(range(world_size))
     params = make_params(shapes, seed=3, device=dev)
@@ -67,16 +67,46 @@ def _ranks(rank, world_size, shapes, hyper, steps):
         set_grads(params, local_grads(shapes, rank, 2, dev))
         kept = [p.grad for p in params]
         optimizer.zero_grad(set_to_none=False)
-        if any(p.grad is not g for p, g in zip(params, kept)):
-            found["zero_grad(set_to_none=False)"] = "gradient tensors replaced or dropped"
-        elif any(bool(g.any()) for g in kept):
-            found["zero_grad(set_to_none=False)"] = "non-zero gradients left"
-        else:
-            found["zero_grad(set_to_none=False)"] = "the same tensors, zeroed"
+        found["zero_grad(set_to_none=False)"] = _zeroed_in_place(params, kept)
+        # A parameter without a gradient (frozen, or unused by this step's loss) among others with
+        # one: dpopt.Adam.zero_grad skips it and still clears every other gradient.
+        for call, kwargs in (("zero_grad()", {}), ("zero_grad(set_to_none=False)", {"set_to_none": False})):
+            set_grads(params, local_grads(shapes, rank, 3, dev))
+            for i in without_grad:
+                params[i].grad = None
+            kept = [p.grad for p in params]
+            optimizer.zero_grad(**kwargs)
+            found[f"{call}, parameters {without_grad} without a gradient"] = (
+                _zeroed_in_place(params, kept) if kwargs else
+                "gradients set to None" if all(p.grad is None for p in params) else "gradients kept")
         out["zero_grad"] = found
     except Exception as e:
         out["zero_grad_error"] = _describe(e)
+
+    # One parameter is an iterable of parameters too (a model of a single tensor, or a parameter
+    # group of one): its size is not a multiple of the world size either.
+    try:
+        single_shape = [(numel(shapes),)]
+        single = make_params(single_shape, seed=8, device=dev)
+        want = reference_adam(single, single_shape, everyone, steps, **hyper)
+        lone = ShardedAdam(single, **hyper)
+        for step in range(steps):
+            set_grads(single, local_grads(single_shape, rank, step, dev))
+            lone.step()
+        out["single"] = mismatch(single, want, ATOL, RTOL)
+    except Exception as e:
+        out["single_error"] = _describe(e)
     return out
+
+
+def _zeroed_in_place(params, kept):
+    """What zero_grad(set_to_none=False) did: dpopt.Adam zeroes each existing gradient tensor in
+    place and leaves a missing one missing."""
+    if any(p.grad is not g for p, g in zip(params, kept)):
+        return "gradient tensors replaced or dropped"
+    if any(g is not None and bool(g.any()) for g in kept):
+        return "non-zero gradients left"
+    return "the same tensors, zeroed"
 
 
 ZERO_GRAD_WANTED = {"zero_grad()": "gradients set to None", "zero_grad(set_to_none=True)": "gradients set to None",
@@ -131,6 +161,12 @@ def _location(name):
         return None
 
 
+def _without_grad(shapes):
+    """Parameters left without a gradient in the zero_grad scenario: the first and one drawn other
+    (never the last, so some gradient follows each of them)."""
+    return [0, rng("zero_grad").randint(1, len(shapes) - 2)]
+
+
 def _main_checks(shapes, hyper, steps):
     results = None
     total = numel(shapes)
@@ -140,7 +176,7 @@ def _main_checks(shapes, hyper, steps):
         c.measured.update(steps=steps, parameter_elements=total, tensors=len(shapes), lr=hyper["lr"],
                           beta1=hyper["betas"][0], beta2=hyper["betas"][1], eps=hyper["eps"],
                           weight_decay=hyper["weight_decay"])
-        results = run_ranks(_ranks, args=(shapes, hyper, steps), timeout=120)
+        results = run_ranks(_ranks, args=(shapes, hyper, steps, _without_grad(shapes)), timeout=120)
         c.location = _location("step")
         n = len(results)
         bad = [(r, out["worst"]) for r, out in enumerate(results) if out["worst"]["bad_elements"]]
@@ -189,10 +225,22 @@ def _follow_up_checks(results):
         for rank, out in enumerate(results):
             if "zero_grad_error" in out:
                 c.fail(f"rank {rank}: zero_grad failed: {out['zero_grad_error']}")
-            wrong = {call: got for call, got in out["zero_grad"].items() if got != ZERO_GRAD_WANTED[call]}
+            wanted = {call: ZERO_GRAD_WANTED[call.split(",")[0]] for call in out["zero_grad"]}
+            wrong = {call: got for call, got in out["zero_grad"].items() if got != wanted[call]}
             if wrong:
                 c.fail(f"rank {rank}: zero_grad does not behave like dpopt.Adam.zero_grad: " + "; ".join(
-                    f"{call} gave {got}, expected {ZERO_GRAD_WANTED[call]}" for call, got in wrong.items()))
+                    f"{call} gave {got}, expected {wanted[call]}" for call, got in wrong.items()))
+
+    with check("sharded-adam-one-parameter", "functional", location=_location("__init__"),
+               requirements=["init-params-iterable", "step-matches-adam", "init-uneven-total"]) as c:
+        for rank, out in enumerate(results):
+            if "single_error" in out:
+                c.fail(f"rank {rank}: ShardedAdam over a single parameter failed: {out['single_error']}")
+            w = out["single"]
+            if w["bad_elements"]:
+                c.measured.update(max_abs_diff=w["abs_diff"], mismatched_elements=w["bad_elements"])
+                c.fail(f"rank {rank}: ShardedAdam over a single parameter tensor does not step as Adam on the "
+                       f"averaged gradients: {w['bad_elements']} elements differ, up to {w['abs_diff']:.3g}")
 
 
 def _trainer_check(hyper, steps):
@@ -224,7 +272,7 @@ def main():
     results = _main_checks(shapes, hyper, steps)
     if results is None:
         for name, category in (("ranks-agree-after-step", "functional"), ("defaults-as-adam", "structure"),
-                               ("zero-grad-as-adam", "structure")):
+                               ("zero-grad-as-adam", "structure"), ("sharded-adam-one-parameter", "functional")):
             emit(name, category, "skipped", "ShardedAdam did not complete the steps (see sharded-adam-matches-adam)")
     else:
         _follow_up_checks(results)

@@ -49,6 +49,13 @@ def main():
         v = torch.randn(rows, cols, generator=g)
         m = M.random_mask(g, (rows, cols), "float32", weighted=True)
         weighted.append((v, m, axis, M.expect_sum(v, m, axis), M.expect_mean(v, m, axis)))
+    # Small weights (a weighting mask need not reach 1 anywhere): the mean is then Σ v·m over a
+    # denominator of the order of 1e-6, in which the stated + 1e-8 is a visible part. The values sit
+    # away from 0 so that the mean is far from 0 and a relative difference shows in absolute terms.
+    for axis in (None, -1):
+        v = torch.randn(rows, cols, generator=g) + 2.0
+        m = M.random_mask(g, (rows, cols), "float32", weighted=True) * 1e-7
+        weighted.append((v, m, axis, M.expect_sum(v, m, axis), M.expect_mean(v, m, axis)))
     empty_v = torch.randn(rows, cols, generator=g)
     empty_m = M.random_mask(g, (rows, cols), "int64")
     empty_rows = sorted(M.rng("empty").sample(range(rows), max(1, rows // 3)))
@@ -65,7 +72,8 @@ def main():
 
     with check("weighted-mask", "functional", requirements=["sums-means"]):
         for v, m, axis, want_sum, want_mean in weighted:
-            label = "a float mask weighting the selected values, %s" % M.axis_name(axis)
+            size = "small weights (sum %.3g)" % float(m.sum()) if float(m.max()) < 1e-3 else "weights in (0.1, 1]"
+            label = "a float mask weighting the selected values, %s, %s" % (size, M.axis_name(axis))
             M.compare(tf.masked_sum(v, m, axis), want_sum, "masked_sum with " + label, F32, v.numel(), M.where_is(tf, "masked_sum"))
             M.compare(tf.masked_mean(v, m, axis), want_mean, "masked_mean with " + label, F32, v.numel(), M.where_is(tf, "masked_mean"))
 

@@ -84,7 +84,11 @@ export async function mutantsCommand(dirs: string[], flags: MutantsFlags, io: Io
       generation: { operators: run.generation.operators, invalid: run.generation.invalid, duplicate: run.generation.duplicate, files: run.generation.files },
       run: { evaluated: run.evaluated, cached: run.cached, notEvaluated: run.notEvaluated, mutantTimeoutS: run.timeoutS, wallS: run.wallS, mutantsPerMinute: run.evaluated ? (60 * run.evaluated) / run.wallS : null, jobs },
     };
-    if (run.notEvaluated) report.findings.push({ level: "warning", message: `--budget of ${budget} s reached: ${run.notEvaluated} of ${run.generation.mutants.length} mutants not evaluated; the figures cover the ${run.records.length} that were (a next run takes them from the cache and evaluates the rest)` });
+    if (run.notEvaluated && !run.records.length) {
+      // Nothing scored is not a score that reaches the threshold.
+      report.ok = false;
+      report.findings.push({ level: "error", message: `--budget of ${budget} s reached before ${task.spec.id}'s reference was evaluated: none of its ${run.notEvaluated} mutants evaluated, so its probe score is unknown; run it again (the cache keeps what finished) or raise --budget` });
+    } else if (run.notEvaluated) report.findings.push({ level: "warning", message: `--budget of ${budget} s reached: ${run.notEvaluated} of ${run.generation.mutants.length} mutants not evaluated; the figures cover the ${run.records.length} that were (a next run takes them from the cache and evaluates the rest)` });
     reports.push(report);
     if (flags.format === "text") io.stdout(renderMutantsText(report));
     else if (flags.format === "markdown") io.stdout(renderMutantsMarkdown(report));

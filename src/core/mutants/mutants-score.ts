@@ -92,6 +92,10 @@ export function scoreMutants(records: readonly MutantRecord[], marks: readonly E
   // Timed out or errored after passing the official tests: neither a kill nor a survivor.
   const undecided = records.filter((r) => r.passedOfficial && (r.outcome === "timedOut" || r.outcome === "error")).length;
   const toKill = passedOfficial - equivalents.length - undecided;
+  // A hang in the probes is left out of the score, not dropped from sight: the gate does not
+  // resolve such a mutant, but the probes did not tell it apart either (it may be a survivor).
+  const probeHangs = records.filter((r) => r.passedOfficial && r.outcome === "timedOut");
+  if (probeHangs.length) findings.push({ level: "warning", message: `${probeHangs.length} mutant${probeHangs.length === 1 ? "" : "s"} passed the official tests and then hung in the probes (${probeHangs.map((r) => r.id).join(", ")}): neither a kill nor a survivor, left out of probeScore; each is listed under timedOut with its diff` });
   const probeScore = toKill > 0 ? killedByProbes / toKill : null;
   const errors = is("error");
   for (const e of errors) findings.push({ level: "error", message: `${e.id}: the evaluation ended in an error (${e.detail}); the mutant is not scored` });

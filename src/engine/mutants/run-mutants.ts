@@ -45,6 +45,9 @@ export interface MutantRun {
   wallS: number;
 }
 
+/** Stands for the probe set in the key of a mutant the official tests killed (the probes never ran). */
+const OFFICIAL_PHASE = "official-phase";
+
 /** The reference's own phases bound a mutant's: 3× the slower phase and 10 s to spare, at least 15 s. */
 export function mutantTimeout(reference: { officialS: number; probesS: number }): number {
   return Math.max(15, Math.ceil(3 * Math.max(reference.officialS, reference.probesS)) + 10);
@@ -66,7 +69,8 @@ function outcomeOf(result: EvaluationResult): CachedOutcome {
  * shared job pool (official tests first; the engine runs the probes only for those that pass
  * them), `jobs` at a time. The reference is evaluated first (it must resolve: mutants of a change
  * the gate rejects measure nothing) and its durations set the mutants' wall clock. Outcomes are
- * cached by mutant content, probe-set version, task spec hash and wall clock; errors are not.
+ * cached by mutant content, probe-set version, task spec hash and wall clock (a kill by the official
+ * tests without the probe set and the wall clock: the probes never ran); errors are not.
  */
 export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
   const started = Date.now();
@@ -82,6 +86,12 @@ export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
   try {
     const refKey = cacheKey({ diff: readFileSync(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
     let reference = o.cache.get(refKey);
+    if (!reference && (Date.now() > o.deadline || o.signal?.aborted)) {
+      // The budget ran out on an earlier task: the reference would start past it (minutes of
+      // official tests and probes) only to evaluate no mutant. Nothing of this task is evaluated.
+      o.log(`  ${o.task.spec.id}: --budget reached before its reference was evaluated; none of its ${generation.mutants.length} mutants evaluated`);
+      return { records: [], generation, probeSet, evaluated: 0, cached: 0, notEvaluated: generation.mutants.length, timeoutS: o.mutantTimeoutS ?? 0, wallS: (Date.now() - started) / 1000 };
+    }
     if (!reference) {
       o.log(`  reference ${o.referencePatch} …`);
       const result = await evaluateOne(o.task, o.referencePatch);
@@ -105,7 +115,13 @@ export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
         const i = order[next++] as number;
         const m = generation.mutants[i] as (typeof generation.mutants)[number];
         const key = cacheKey({ diff: m.diff, probeSet, specHash: spec, timeoutS });
-        let out = o.cache.get(key);
+        // A failing official test decides a mutant without the probes: that outcome is kept under a
+        // key without the probe set and the wall clock (which follows the reference's probe time), so
+        // a changed probe re-runs only the mutants that reached it. It holds for any wall clock the
+        // tests finished within.
+        const officialKey = cacheKey({ diff: m.diff, probeSet: OFFICIAL_PHASE, specHash: spec, timeoutS: null });
+        const decided = o.cache.get(officialKey);
+        let out = o.cache.get(key) ?? (decided && decided.officialS <= timeoutS ? decided : undefined);
         const fromCache = out !== undefined;
         if (!out) {
           if (Date.now() > o.deadline || o.signal?.aborted) {
@@ -115,9 +131,13 @@ export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
           const file = join(scratch, `mutant-${i}.patch`);
           writeFileSync(file, m.diff);
           out = outcomeOf(await evaluateOne(task, file));
-          if (out.outcome !== "error") o.cache.put(key, out);
+          if (out.outcome !== "error") o.cache.put(out.outcome === "killedByOfficial" ? officialKey : key, out);
           evaluated++;
-        } else cached++;
+        } else {
+          cached++;
+          // A cache written before kills were kept apart: keep this one apart now.
+          if (out.outcome === "killedByOfficial" && !decided) o.cache.put(officialKey, out);
+        }
         done++;
         records[i] = { ...m, outcome: out.outcome, passedOfficial: out.passedOfficial, detail: out.detail, durationS: out.durationS, cached: fromCache };
         o.log(`  [${done}/${generation.mutants.length}] ${m.id} → ${out.outcome}${fromCache ? " (cached)" : ""} ${out.detail ? `(${out.detail.slice(0, 100)})` : ""}`);

@@ -1,4 +1,4 @@
-import { cpSync, existsSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { FIXTURES, tmp } from "../../helpers.js";
@@ -17,7 +17,7 @@ const run = (c: ReturnType<typeof copy>, ...more: string[]) =>
   cli("validate", "--mutants", c.task, "--examples", c.examples, "--cache", c.cache, "--format", "json", "--jobs", "2", "--mutant-timeout", "20", ...more);
 
 describe("probegate validate --mutants", () => {
-  it("kills a known share of tiny-mutants' mutants: exact counts and score, survivors with their diffs, a hang timed out, the equivalent mark; exit 1 under the threshold; a second run evaluates nothing", async () => {
+  it("kills a known share of tiny-mutants' mutants: exact counts and score, survivors with their diffs, a hang timed out, the equivalent mark; exit 1 under the threshold; a second run evaluates nothing; a changed probe re-runs only what reached the probes", async () => {
     const c = copy();
     const first = await run(c);
     const [report] = JSON.parse(first.out).tasks;
@@ -52,7 +52,33 @@ describe("probegate validate --mutants", () => {
     expect(second.err).not.toMatch(/^  reference .* …$/m);
     expect(first.err).toMatch(/^  reference .*reference\.patch …$/m);
 
+    // A changed probe re-keys the mutants that reached the probes (8) and the official hang (its
+    // wall clock may change with the probes); the 13 the official tests killed stay cached.
+    const probe = join(c.task, "..", "..", "probes", "tiny-mutants", "probe_total.py");
+    writeFileSync(probe, `${readFileSync(probe, "utf8")}\n# a changed probe set\n`);
+    const third = await run(c);
+    const [changed] = JSON.parse(third.out).tasks;
+    expect(changed.run).toMatchObject({ evaluated: 9, cached: 13 });
+    expect(changed.mutants).toEqual(report.mutants);
+
   }, 300_000);
+
+  it("starts no reference past --budget: a task reached after the deadline is reported as not evaluated (exit 1), not evaluated anyway", async () => {
+    const c = copy();
+    // A second task: the same files under another spec (its own hash), so its reference is not cached either.
+    const other = join(c.task, "..", "..", "again", "tiny-mutants");
+    cpSync(c.task, other, { recursive: true });
+    writeFileSync(join(other, "task.yml"), `${readFileSync(join(other, "task.yml"), "utf8")}\n# another spec\n`);
+    const r = await cli("validate", "--mutants", c.task, other, "--examples", c.examples, "--cache", c.cache, "--format", "json", "--jobs", "1", "--mutant-timeout", "20", "--budget", "1");
+    expect(r.code).toBe(1);
+    const [, second] = JSON.parse(r.out).tasks;
+    expect(second.mutants.total).toBe(0);
+    expect(second.run).toMatchObject({ evaluated: 0, cached: 0, notEvaluated: 22 });
+    expect(second.ok).toBe(false);
+    expect(second.findings).toContainEqual({ level: "error", message: expect.stringContaining("reached before tiny-mutants's reference was evaluated: none of its 22 mutants evaluated") });
+    // Under load the generation alone may pass the 1 s, so the first task may be skipped as well; the second always is.
+    expect(r.err.trimEnd().split("\n").at(-2)).toBe("  tiny-mutants: --budget reached before its reference was evaluated; none of its 22 mutants evaluated");
+  }, 120_000);
 
   it("reports a mark that names no mutant and refuses a mark without a reason, naming the file", async () => {
     const c = copy();

@@ -56,6 +56,9 @@ describe("scoreMutants", () => {
     expect(s.mutants).toEqual({ total: 6, killedByOfficial: 1, killedByProbes: 1, survived: 1, equivalent: 1, timedOut: 2, officialSurvivalRate: 4 / 6, probeScore: 0.5 });
     expect(s.ok).toBe(true);
     expect(s.survivors.map((r) => r.line)).toEqual([3]);
+    // The hang in the probes is named, not silently dropped; the one in the official tests is not a probe matter.
+    expect(s.findings).toEqual([{ level: "warning", message: expect.stringContaining("1 mutant passed the official tests and then hung in the probes (core/AddNot@m.py:5#0)") }]);
+    expect(s.timedOut.map((r) => r.line)).toEqual([5, 6]);
   });
 
   it("fails under the threshold, on a mark of a killed mutant; warns on a mark that names none", () => {
@@ -63,7 +66,7 @@ describe("scoreMutants", () => {
     expect(s.mutants.equivalent).toBe(0);
     expect(s.mutants.probeScore).toBeCloseTo(1 / 3);
     expect(s.ok).toBe(false);
-    expect(s.findings.map((f) => f.level)).toEqual(["error", "warning", "error"]);
+    expect(s.findings.map((f) => f.level)).toEqual(["error", "warning", "warning", "error"]);
     expect(s.findings[0]?.message).toContain("killed by the probes");
     expect(s.findings[1]?.message).toContain("stale mark");
   });
