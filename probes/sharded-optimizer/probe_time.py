@@ -73,8 +73,29 @@ def _ranks(rank, world_size, hyper):
     params = make_params(SHAPES, seed=21, device=dev)
     set_grads(params, grads)
     candidate = ShardedAdam(params, **hyper)
+    repeats, warmup = 9, 1
+
+    def arms(i):
+        # Every step gets gradients of its own, made before timing, one copy per arm (a step may
+        # change its gradients in place): a cached or skipped step has nothing to answer with, and
+        # each step's parameters are compared with the reference's.
+        return local_grads(SHAPES, rank, i + 1, dev), local_grads(SHAPES, rank, i + 1, dev)
+
+    def candidate_step(grads, _):
+        for p, g in zip(params, grads):
+            p.grad = g
+        candidate.step()
+        return params
+
+    def reference_step(_, grads):
+        for p, g in zip(ref_params, grads):
+            p.grad = g
+        reference.step()
+        return ref_params
+
     # time_ratio synchronises CUDA itself; the barrier keeps the ranks' timed calls aligned.
-    r = time_ratio(candidate.step, reference.step, repeats=9, warmup=1, margin=MARGIN, sync=dist.barrier)
+    r = time_ratio(candidate_step, reference_step, repeats=repeats, warmup=warmup, margin=MARGIN, sync=dist.barrier,
+                   inputs=arms)
     return {"median": r.median, "candidate_s": r.candidate_s, "reference_s": r.reference_s}
 
 

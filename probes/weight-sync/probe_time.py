@@ -62,14 +62,39 @@ def time_rank(rank, world_size, specs):
     WeightSyncer = W.import_syncer()
 
     syncer = WeightSyncer(model, bucket_bytes=BUCKET, src=0)
+    params = list(model.parameters())
     versions, ref_versions = itertools.count(1), itertools.count(1)
-    # Every call carries a new version, so a correct syncer really transfers each time.
+    repeats, warmup = 11, 2
+    # Every call carries a new version and new trainer weights, made before timing (issue 29): a
+    # correct syncer really transfers each time, one that resends what it cached or skips buckets it
+    # believes unchanged has nothing to answer with, and the rollout ranks' received weights are
+    # compared with the reference's after every call. The trainer copies the call's weights into its
+    # model inside the window, the same copy in both arms.
     if rank == 0:
-        candidate = lambda: syncer.sync(next(versions))
-    else:
-        candidate = lambda: syncer.sync()
-    reference = lambda: reference_sync(ref_params, plan, rank == 0, next(ref_versions), device)
-    result = time_ratio(candidate, reference, repeats=11, warmup=2, margin=MARGIN, sync=_barrier)
+        fresh = W.build(specs, seed=1000 + rank, device=device)
+        weights = [[p.detach().clone().add_(i) for p in fresh.parameters()] for i in range(warmup + repeats)]
+    inputs = (lambda i: (weights[i],)) if rank == 0 else (lambda i: (None,))
+
+    @torch.no_grad()
+    def candidate(new):
+        if new is None:
+            syncer.sync()
+            return params
+        for p, w in zip(params, new):
+            p.copy_(w)
+        syncer.sync(next(versions))
+        return None
+
+    @torch.no_grad()
+    def reference(new):
+        if new is not None:
+            for p, w in zip(ref_params, new):
+                p.copy_(w)
+        reference_sync(ref_params, plan, rank == 0, next(ref_versions), device)
+        return ref_params if new is None else None
+
+    result = time_ratio(candidate, reference, repeats=repeats, warmup=warmup, margin=MARGIN, sync=_barrier,
+                        inputs=inputs)
     return {"median": result.median, "candidate_s": result.candidate_s, "reference_s": result.reference_s,
             "passed": result.passed}
 
