@@ -188,6 +188,20 @@ def _same(a, b) -> Optional[str]:
         return None if repr(a) == repr(b) else "outputs differ"
 
 
+# Below this median CPU time of a reference call (seconds), CPU-time ratios are noise (a call that
+# mostly sleeps or waits: wake-ups and cold caches alone moved a 2 ms sleep's CPU time 2x).
+MIN_CPU_S = 5e-4
+
+
+def _cpu_ratio(cpu_times: dict, warmup: int) -> Optional[float]:
+    """Median process CPU time (every thread's) of the timed candidate calls over the reference's;
+    None when the reference's is too small to compare (MIN_CPU_S)."""
+    cand, ref = cpu_times["candidate"][warmup:], cpu_times["reference"][warmup:]
+    if not cand or not ref or statistics.median(ref) < MIN_CPU_S:
+        return None
+    return statistics.median(cand) / statistics.median(ref)
+
+
 def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warmup: int = 3,
                margin: float = 1.25, sync: Optional[Callable] = None,
                run_delay: Callable[[], Optional[float]] = thread_run_delay,
@@ -203,7 +217,13 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     of their time and the candidate is over the margin, the failure cannot be told from the
     contention, and RunnerBusy is raised (an `error` check, which the engine measures again) instead.
     A pass stays a pass: both arms ran under the same contention. No pair is left out, which would
-    bias the ratio toward the arm that happened to wait.
+    bias the ratio toward the arm that happened to wait. A busy runner does not excuse work: on CPU,
+    when the candidate's process CPU time (every thread's, the call's own threads included) is also
+    over the margin against the reference's, waiting cannot explain it, and the check fails
+    (ProbeFailure naming both ratios) instead of RunnerBusy — so a trick that makes the candidate
+    slow (a cache defeated by `inputs`, work forced back into the window) is a failure on a busy
+    box too. Under CUDA the rule is not applied (the work is the device's, and synchronisation may
+    spin a CPU).
 
     The timed window of each call (issue 29) ends only when its result is plain (a tensor subclass,
     a lazy or pending result, is forced to a plain tensor inside the window) and the threads and
@@ -222,6 +242,7 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
 
     calls = [tuple(inputs(i)) for i in range(warmup + repeats)] if inputs is not None else None
     outputs = {}
+    cpu_times = {"candidate": [], "reference": []}
 
     def timed(fn, call, watch=False, arm="candidate"):
         """Seconds fn took, and with `watch` how long this thread waited for a CPU meanwhile (None: unknown)."""
@@ -232,6 +253,7 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
             torch.cuda.synchronize()
         before = run_delay() if watch else None
         settle = _Settle()
+        cpu_start = time.process_time()
         start = time.perf_counter()
         out = fn(*args)
         _materialize(out)
@@ -239,6 +261,7 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
         if cuda:
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
+        cpu_times[arm].append(time.process_time() - cpu_start)
         if left and arm == "candidate":
             raise ProbeFailure(f"the candidate's call {call + 1} left {', '.join(left[:3])} running {SETTLE_S:g} s after it "
                                "returned: its work is outside the timed window")
@@ -284,6 +307,14 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     share = ref_wait / sum(ref_times) if measurable and sum(ref_times) > 0 else None
     passed = median <= margin
     if not passed and share is not None and share > CONTENDED_SHARE:
+        cpu = _cpu_ratio(cpu_times, warmup) if not cuda else None
+        if cpu is not None and cpu > margin:
+            raise ProbeFailure(
+                f"the candidate took {median:.2f}x the time of the reference (allowed {margin:g}) and {cpu:.2f}x its CPU time: "
+                f"the runner was busy (the reference calls spent {share:.0%} of their time waiting for a CPU), but "
+                "CPU time does not grow by waiting, so the candidate's calls do that much more work",
+                measured={"ratio": round(median, 4), "cpu_ratio": round(cpu, 4), "margin": margin,
+                          "reference_wait_share": round(share, 4)})
         raise RunnerBusy(
             f"the runner's CPUs were oversubscribed while timing: the reference calls spent {share:.0%} of their time "
             f"waiting for a CPU (more than {CONTENDED_SHARE:.0%}), so the measured ratio {median:.2f} (allowed {margin:g}) "
