@@ -188,18 +188,22 @@ def _same(a, b) -> Optional[str]:
         return None if repr(a) == repr(b) else "outputs differ"
 
 
-# Below this median CPU time of a reference call (seconds), CPU-time ratios are noise (a call that
-# mostly sleeps or waits: wake-ups and cold caches alone moved a 2 ms sleep's CPU time 2x).
-MIN_CPU_S = 5e-4
+# A candidate's CPU time counts as more work only when it exceeds the reference's by at least this
+# much per call (seconds) as well as by the margin: calls that mostly sleep or wait have CPU times of
+# tens of microseconds, whose ratio is noise (wake-ups and cold caches alone moved a 2 ms sleep's 2x).
+MIN_EXTRA_CPU_S = 1e-3
 
 
 def _cpu_ratio(cpu_times: dict, warmup: int) -> Optional[float]:
     """Median process CPU time (every thread's) of the timed candidate calls over the reference's;
-    None when the reference's is too small to compare (MIN_CPU_S)."""
+    None when the candidate's is not MIN_EXTRA_CPU_S above the reference's (too little to judge)."""
     cand, ref = cpu_times["candidate"][warmup:], cpu_times["reference"][warmup:]
-    if not cand or not ref or statistics.median(ref) < MIN_CPU_S:
+    if not cand or not ref:
         return None
-    return statistics.median(cand) / statistics.median(ref)
+    c, r = statistics.median(cand), statistics.median(ref)
+    if c - r < MIN_EXTRA_CPU_S:
+        return None
+    return c / r if r > 0 else float("inf")
 
 
 def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warmup: int = 3,
