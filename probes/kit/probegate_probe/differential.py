@@ -183,12 +183,16 @@ def mann_whitney_greater(xs, ys) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "outputs", "memory", "time"), args=(), timeout=300, base=None, head=None) -> Sides:
+def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "outputs", "memory", "time"), args=(), timeout=300, base=None, head=None,
+                 preload=()) -> Sides:
     """Runs `scenario(rank, world_size, rep, *args)` on the base tree and the head tree.
 
     scenario must import the code under test inside the function (each side imports its own
     tree) and be module-level (it is sent to fresh rank processes). rep is 0 for the counted and
     memory runs and 1…repetitions for the timed ones, so a timed loop sees distinct inputs.
+    `preload`: packages of the task's environment the rank server imports once for both sides
+    (run_ranks' `preload`, which says what that means for the guard); never either tree's code,
+    which each side must import for itself.
     """
     guard_child_import("differential()")
     n = world_size or default_world_size()
@@ -204,7 +208,8 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
             for side in order:
                 t0 = time.perf_counter()
                 reps = max(1, (repetitions + 1 - r) // 2) if mode == "time" else 0
-                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args)), timeout=timeout))
+                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args)), timeout=timeout,
+                                           preload=preload))
                 sides.wall[side] += time.perf_counter() - t0
         for side in SIDES:
             if mode == "count":
