@@ -159,6 +159,7 @@ def main():
                 "Python instead of gathering whole blocks with tensor ops")
     reference_cache = ReferencePagedCache(NUM_BLOCKS, device)
     prefill(reference_cache, device)
+    mismatches = None
     with check("decode-step-time", "time", requirements=["decode-time"]) as c:
         pagedkv, cache_cls, config = submission_cache(c)
         model = pagedkv.TinyDecoder(config, make_weights(), device=device)
@@ -174,7 +175,9 @@ def main():
         sync = torch.cuda.synchronize if device.type == "cuda" else None
         timing = time_ratio(lambda tokens: model.decode_step(tokens, seqs, cache),
                             lambda tokens: model.decode_step(tokens, seqs, reference_cache),
-                            repeats=repeats, warmup=warmup, margin=MARGIN, sync=sync, inputs=lambda i: (steps[i],))
+                            repeats=repeats, warmup=warmup, margin=MARGIN, sync=sync, inputs=lambda i: (steps[i],),
+                            mismatch="record")
+        mismatches, timed_steps = timing.mismatches, len(steps)
         c.measured.update(timing.measured())
         c.measured.update(batch=BATCH, history_tokens=HISTORY, backend=backend())
         if not timing.passed:
@@ -184,6 +187,18 @@ def main():
                 f"with a reference paged cache (median ratio {timing.median:.2f}, allowed {MARGIN:g}): "
                 "the cache's per-step work (append_token, write, read) should gather whole blocks with "
                 "tensor indexing; per-token Python loops over a sequence's history make decoding slow")
+
+    if mismatches is None:
+        return
+    # The timed steps' logits against the reference cache's (same model, same tokens): a step that is
+    # fast because it skipped or cached work shows here. A check of its own, in the category of the
+    # value checks: a wrong cache is not a slow one.
+    with check("timed-decode-matches-reference", "functional", requirements=["decode-equivalence"]) as c:
+        pagedkv, cache_cls, config = submission_cache(c)
+        c.measured.update(mismatched_steps=len(mismatches), steps=timed_steps)
+        if mismatches:
+            raise ProbeFailure(f"in {len(mismatches)} of the timed decode steps the logits with PagedKVCache differ from "
+                               f"those with a reference paged cache holding the same history: {mismatches[0]}")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ class TimeRatio:
     sm_clock_mhz: Optional[int] = None
     notes: List[str] = field(default_factory=list)
     reference_wait_share: Optional[float] = None  # run-queue wait / wall time of the reference calls; None: not measurable here
+    mismatches: List[str] = field(default_factory=list)  # with mismatch="record": the timed inputs whose outputs differed
 
     def measured(self, prefix="") -> dict:
         out = {f"{prefix}ratio": round(self.median, 4), f"{prefix}candidate_s": self.candidate_s,
@@ -210,7 +211,7 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
                margin: float = 1.25, sync: Optional[Callable] = None,
                run_delay: Callable[[], Optional[float]] = thread_run_delay,
                inputs: Optional[Callable[[int], tuple]] = None,
-               equal: Optional[Callable] = None) -> TimeRatio:
+               equal: Optional[Callable] = None, mismatch: str = "raise") -> TimeRatio:
     """Time candidate against reference, interleaved, alternating which runs first.
 
     `sync` (e.g. dist.barrier) runs before each timed call so ranks stay in lockstep. Never time
@@ -236,10 +237,16 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     gets its own, made before any timing, so a cache of earlier answers has nothing to answer, and
     each candidate output is compared with the reference's on the same input (`equal(a, b)` → bool,
     default: allclose for tensors, == otherwise), so a fast wrong answer on a probe-looking input
-    fails too. Without `inputs` both are called with no arguments, as before.
+    fails too. Without `inputs` both are called with no arguments, as before. `mismatch="record"`
+    lists the differing inputs in `TimeRatio.mismatches` instead of raising, for a probe that reports
+    wrong outputs as a check of their own (a value flaw is not a time flaw) — the probe must then
+    emit that check, failed when the list is not empty.
     """
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
+    if mismatch not in ("raise", "record"):
+        raise ValueError(f"mismatch must be 'raise' or 'record', got {mismatch!r}")
+    mismatches: List[str] = []
     cuda = _cuda_active()
     if cuda:
         import torch
@@ -282,8 +289,11 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
         a, b = outputs.pop("candidate", None), outputs.pop("reference", None)
         differs = (None if equal(a, b) else "equal() said no") if equal is not None else _same(a, b)
         if differs:
-            raise ProbeFailure(f"on timed input {call + 1} the candidate's output differs from the reference's ({differs}): "
-                               "a fast answer must also be the right one")
+            text = f"on timed input {call + 1} the candidate's output differs from the reference's ({differs})"
+            if mismatch == "record":
+                mismatches.append(text)
+                return
+            raise ProbeFailure(f"{text}: a fast answer must also be the right one")
 
     for w in range(warmup):
         timed(candidate, w)
@@ -327,4 +337,4 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     return TimeRatio(median=median, ratios=ratios, candidate_s=statistics.median(cand_times),
                      reference_s=statistics.median(ref_times), margin=margin,
                      passed=passed, sm_clock_mhz=_sm_clock() if cuda else None,
-                     reference_wait_share=share)
+                     reference_wait_share=share, mismatches=mismatches)
