@@ -159,17 +159,25 @@ def main():
                 "Python instead of gathering whole blocks with tensor ops")
     reference_cache = ReferencePagedCache(NUM_BLOCKS, device)
     prefill(reference_cache, device)
+    mismatches = None
     with check("decode-step-time", "time", requirements=["decode-time"]) as c:
         pagedkv, cache_cls, config = submission_cache(c)
         model = pagedkv.TinyDecoder(config, make_weights(), device=device)
         cache = cache_cls(config, NUM_BLOCKS, BLOCK_SIZE, device=device)
         prefill(cache, device)
         seqs = list(range(BATCH))
-        tokens = torch.arange(BATCH)
+        repeats, warmup = 15, 3
+        # Every step decodes tokens of its own, drawn before timing (issue 29): a step cannot be
+        # answered from a cache of earlier ones, and the candidate's logits are compared with the
+        # reference arm's, whose cache has seen the same tokens.
+        gen = torch.Generator().manual_seed(17)
+        steps = [torch.randint(0, CONFIG["vocab_size"], (BATCH,), generator=gen) for _ in range(warmup + repeats)]
         sync = torch.cuda.synchronize if device.type == "cuda" else None
-        timing = time_ratio(lambda: model.decode_step(tokens, seqs, cache),
-                            lambda: model.decode_step(tokens, seqs, reference_cache),
-                            repeats=15, warmup=3, margin=MARGIN, sync=sync)
+        timing = time_ratio(lambda tokens: model.decode_step(tokens, seqs, cache),
+                            lambda tokens: model.decode_step(tokens, seqs, reference_cache),
+                            repeats=repeats, warmup=warmup, margin=MARGIN, sync=sync, inputs=lambda i: (steps[i],),
+                            mismatch="record")
+        mismatches, timed_steps = timing.mismatches, len(steps)
         c.measured.update(timing.measured())
         c.measured.update(batch=BATCH, history_tokens=HISTORY, backend=backend())
         if not timing.passed:
@@ -179,6 +187,18 @@ def main():
                 f"with a reference paged cache (median ratio {timing.median:.2f}, allowed {MARGIN:g}): "
                 "the cache's per-step work (append_token, write, read) should gather whole blocks with "
                 "tensor indexing; per-token Python loops over a sequence's history make decoding slow")
+
+    if mismatches is None:
+        return
+    # The timed steps' logits against the reference cache's (same model, same tokens): a step that is
+    # fast because it skipped or cached work shows here. A check of its own, in the category of the
+    # value checks: a wrong cache is not a slow one.
+    with check("timed-decode-matches-reference", "functional", requirements=["decode-equivalence"]) as c:
+        pagedkv, cache_cls, config = submission_cache(c)
+        c.measured.update(mismatched_steps=len(mismatches), steps=timed_steps)
+        if mismatches:
+            raise ProbeFailure(f"in {len(mismatches)} of the timed decode steps the logits with PagedKVCache differ from "
+                               f"those with a reference paged cache holding the same history: {mismatches[0]}")
 
 
 if __name__ == "__main__":

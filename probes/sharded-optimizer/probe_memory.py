@@ -7,7 +7,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from probegate_probe import check, device_for_rank, locate, param, peak_memory, rng, run_ranks
+from probegate_probe import check, device_for_rank, locate, memory_record, param, rng, run_ranks
 from _shared import drawn_hyper, held_tensor_bytes, mib, one_thread_on_cpu, resident_bytes, unmap_freed_blocks
 
 # About 8 MiB of fp32 parameters: replicated Adam state (16 MiB) against at most 3/n of it (12 MiB
@@ -55,7 +55,8 @@ def _ranks(rank, world_size, shapes, hyper):
 
     _warm_up_collectives(dev)
     before = resident_bytes(dev)
-    optimizer, peak = peak_memory(build_and_step, device=dev)
+    rec = memory_record(build_and_step, device=dev)
+    optimizer, peak = rec.result, rec.peak_bytes
     # gloo's worker threads drop their references to a collective's buffers a moment after the
     # caller sees it complete: a full-size receive buffer can look retained. Let them settle.
     dist.barrier()
@@ -71,7 +72,7 @@ def _ranks(rank, world_size, shapes, hyper):
     buf = io.BytesIO()
     torch.save(optimizer.state_dict(), buf)
     del optimizer
-    return {"retained": retained, "held": held, "peak": peak, "checkpoint": len(buf.getvalue()),
+    return {"retained": retained, "held": held, "peak": peak, "record": rec.measured(), "checkpoint": len(buf.getvalue()),
             "param_bytes": sum(p.numel() * p.element_size() for p in params)}
 
 
@@ -97,6 +98,11 @@ def main():
         kept = max(out["retained"], out["held"])
         c.measured.update(retained_bytes=out["retained"], held_tensor_bytes=out["held"], allowed_bytes=allowed,
                           param_bytes=param_bytes, world_size=n, peak_bytes=max(o["peak"] for o in results))
+        # What construction and two steps needed, every way the kit sees it (memory_record: resident
+        # growth, anonymous memory touched, device): recorded, not gated. The touched figure counts the
+        # parameters and gradients the step reads, and on the dev box it separated the reference (27 MiB)
+        # from replicated state (35-47 MiB) by too little to gate it without false rejections.
+        c.measured.update({f"step_{k}": v for k, v in out["record"].items()})
         if kept > allowed:
             c.fail(
                 f"optimizer state is not sharded: with {mib(param_bytes)} of parameters on {n} ranks, ShardedAdam "

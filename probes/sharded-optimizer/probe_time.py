@@ -73,20 +73,47 @@ def _ranks(rank, world_size, hyper):
     params = make_params(SHAPES, seed=21, device=dev)
     set_grads(params, grads)
     candidate = ShardedAdam(params, **hyper)
+    repeats, warmup = 9, 1
+
+    def arms(i):
+        # Every step gets gradients of its own, made before timing, one copy per arm (a step may
+        # change its gradients in place): a cached or skipped step has nothing to answer with, and
+        # each step's parameters are compared with the reference's.
+        return local_grads(SHAPES, rank, i + 1, dev), local_grads(SHAPES, rank, i + 1, dev)
+
+    def candidate_step(grads, _):
+        for p, g in zip(params, grads):
+            p.grad = g
+        candidate.step()
+        return params
+
+    def reference_step(_, grads):
+        for p, g in zip(ref_params, grads):
+            p.grad = g
+        reference.step()
+        return ref_params
+
     # time_ratio synchronises CUDA itself; the barrier keeps the ranks' timed calls aligned.
-    r = time_ratio(candidate.step, reference.step, repeats=9, warmup=1, margin=MARGIN, sync=dist.barrier)
-    return {"median": r.median, "candidate_s": r.candidate_s, "reference_s": r.reference_s}
+    r = time_ratio(candidate_step, reference_step, repeats=repeats, warmup=warmup, margin=MARGIN, sync=dist.barrier,
+                   inputs=arms, mismatch="record")
+    return {"median": r.median, "candidate_s": r.candidate_s, "reference_s": r.reference_s, "mismatches": r.mismatches,
+            "steps": warmup + repeats}
+
+
+def _step_location():
+    try:
+        import dpopt
+
+        return locate(dpopt.ShardedAdam.step)
+    except Exception:
+        return None
 
 
 def main():
+    results = None
     with check("step-time", "time", requirements=["time-step", "traffic-bucketed"]) as c:
         results = run_ranks(_ranks, args=(drawn_hyper(),))
-        try:
-            import dpopt
-
-            c.location = locate(dpopt.ShardedAdam.step)
-        except Exception:
-            pass
+        c.location = _step_location()
         # Collectives keep the ranks in lock-step, so their ratios agree; the mean smooths the noise.
         ratio = sum(out["median"] for out in results) / len(results)
         c.measured.update(median_ratio=round(ratio, 3), margin=MARGIN, tensors=len(SHAPES),
@@ -97,6 +124,19 @@ def main():
                 f"ZeRO-1 step (one reduce-scatter, one shard update, one all-gather; allowed {MARGIN}×): "
                 f"per-tensor collectives or per-tensor updates dominate the step"
             )
+
+    if results is None:
+        return
+    # The timed steps' parameters against the reference's on the same gradients: a step that is fast
+    # because it skipped or cached work shows here. A check of its own, in the category of the value
+    # checks: a wrong update is not a slow one.
+    with check("timed-steps-match-reference", "functional", location=_step_location(),
+               requirements=["step-matches-adam"]) as c:
+        bad = [f"rank {rank}: {m}" for rank, out in enumerate(results) for m in out["mismatches"]]
+        c.measured.update(mismatched_steps=len(bad), steps=results[0]["steps"] * len(results))
+        if bad:
+            c.fail(f"after {len(bad)} of the timed steps the parameters differ from a flat ZeRO-1 Adam's on the same "
+                   f"gradients (allclose, rtol 1e-4): {bad[0]}")
 
 
 if __name__ == "__main__":

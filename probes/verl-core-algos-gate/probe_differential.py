@@ -162,26 +162,15 @@ def scenario(rank, world, rep, common, rows, cols, base_seed):
     return outputs
 
 
-def _preload_environment():
-    """Rank processes fork from the kit's forkserver, which imports torch once. verl's own imports
-    pull in tensordict, ray, pandas and transformers (10-20 s per process on a loaded 2-core box):
-    they come from the task's environment, identical for both sides, so the forkserver imports them
-    once too. Nothing of either tree is preloaded (verl itself is imported inside the scenario)."""
-    from probegate_probe import ranks
-
-    make = ranks._context
-
-    def context():
-        ctx = make()
-        if ctx.get_start_method() == "forkserver":
-            ctx.set_forkserver_preload(["torch", "torch.distributed", "probegate_probe", "numpy", "pandas", "tensordict", "ray", "omegaconf", "transformers", "codetiming"])
-        return ctx
-
-    ranks._context = context
+# Rank processes fork from the kit's forkserver, which imports torch once. verl's own imports pull
+# in tensordict, ray, pandas and transformers (10-20 s per process on a loaded 2-core box): they come
+# from the task's environment, identical for both sides, so the forkserver imports them once too
+# (differential's `preload`). Nothing of either tree is preloaded (verl itself is imported inside
+# the scenario).
+PRELOAD = ["numpy", "pandas", "tensordict", "ray", "omegaconf", "transformers", "codetiming"]
 
 
 def main():
-    _preload_environment()
     base, head = base_tree(), str(workspace())
     common, removed = [], []
     for rel, names in WATCHED.items():
@@ -193,7 +182,8 @@ def main():
     else:
         emit("interface-kept", "functional", "passed", "every public function of the base's core_algos.py and torch_functional.py is still defined", requirements=["interface-kept"])
     args = (tuple(common), param("rows", 12), param("cols", 40), seed(0))
-    sides = differential(scenario, world_size=2, repetitions=int(os.environ.get("VERL_GATE_REPS", "9")), args=args, timeout=900)
+    sides = differential(scenario, world_size=2, repetitions=int(os.environ.get("VERL_GATE_REPS", "9")), args=args, timeout=900,
+                         preload=PRELOAD)
     # One outputs check per function, so a failure names what changed.
     keys = sorted(set(sides.counts["base"][0]["outputs"]) | set(sides.counts["head"][0]["outputs"]))
     for key in keys:

@@ -62,16 +62,41 @@ def time_rank(rank, world_size, specs):
     WeightSyncer = W.import_syncer()
 
     syncer = WeightSyncer(model, bucket_bytes=BUCKET, src=0)
+    params = list(model.parameters())  # the trainer's: it writes each call's weights into these
     versions, ref_versions = itertools.count(1), itertools.count(1)
-    # Every call carries a new version, so a correct syncer really transfers each time.
+    repeats, warmup = 11, 2
+    # Every call carries a new version and new trainer weights, made before timing (issue 29): a
+    # correct syncer really transfers each time, one that resends what it cached or skips buckets it
+    # believes unchanged has nothing to answer with, and the rollout ranks' received weights are
+    # compared with the reference's after every call. The trainer copies the call's weights into its
+    # model inside the window, the same copy in both arms.
     if rank == 0:
-        candidate = lambda: syncer.sync(next(versions))
-    else:
-        candidate = lambda: syncer.sync()
-    reference = lambda: reference_sync(ref_params, plan, rank == 0, next(ref_versions), device)
-    result = time_ratio(candidate, reference, repeats=11, warmup=2, margin=MARGIN, sync=_barrier)
+        fresh = W.build(specs, seed=1000 + rank, device=device)
+        weights = [[p.detach().clone().add_(i) for p in fresh.parameters()] for i in range(warmup + repeats)]
+    inputs = (lambda i: (weights[i],)) if rank == 0 else (lambda i: (None,))
+
+    @torch.no_grad()
+    def candidate(new):
+        if new is None:
+            syncer.sync()
+            return list(model.parameters())  # read again: a syncer may replace the tensors
+        for p, w in zip(params, new):
+            p.copy_(w)
+        syncer.sync(next(versions))
+        return None
+
+    @torch.no_grad()
+    def reference(new):
+        if new is not None:
+            for p, w in zip(ref_params, new):
+                p.copy_(w)
+        reference_sync(ref_params, plan, rank == 0, next(ref_versions), device)
+        return ref_params if new is None else None
+
+    result = time_ratio(candidate, reference, repeats=repeats, warmup=warmup, margin=MARGIN, sync=_barrier,
+                        inputs=inputs, mismatch="record")
     return {"median": result.median, "candidate_s": result.candidate_s, "reference_s": result.reference_s,
-            "passed": result.passed}
+            "passed": result.passed, "mismatches": result.mismatches, "syncs": warmup + repeats}
 
 
 def main():
@@ -91,6 +116,18 @@ def main():
                    "bucketed sync (%.1f ms; allowed %.1fx); issue one collective per bucket, not per tensor"
                    % (len(specs), W.mib(W.nbytes(specs)), W.mib(BUCKET), trainer["candidate_s"] * 1e3,
                       trainer["median"], trainer["reference_s"] * 1e3, MARGIN))
+
+    if failure:
+        return
+    # What the rollout ranks received in the timed syncs against the reference's: a sync that is fast
+    # because it skipped or cached buckets shows here. A check of its own, in the category of the
+    # value checks: wrong weights are not a slow sync.
+    with check("timed-syncs-deliver-trainer-weights", "functional", location=loc, requirements=["exact-weights"]) as c:
+        bad = [f"rank {rank}: {m}" for rank, out in enumerate(results) for m in out["mismatches"]]
+        c.measured.update(mismatched_syncs=len(bad), syncs=results[0]["syncs"], rollout_ranks=len(results) - 1)
+        if bad:
+            c.fail("after %d of the timed syncs a rollout rank's weights differ from what a plain bucketed broadcast "
+                   "delivered from the same trainer weights: %s" % (len(bad), bad[0]))
 
 
 if __name__ == "__main__":

@@ -16,11 +16,16 @@ it runs for probes that never import the kit too. What it does, before the submi
 
 Every line the guard writes is sealed with the key the engine handed over on stdin; the engine
 drops any line that is not (docs/task-format.md).
+
+Three files, one idea each: this one holds the guard's state, what it writes and what it does to the
+process (`hide`, `as_launched`, `finish`); `_watch.py` the audit hook, `_switch.py` the meta-path
+finder that decides when to hide.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.util
 import json
 import os
 import re
@@ -28,28 +33,33 @@ import sys
 import sysconfig
 import threading
 
-_PROC = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(cmdline|environ|exe|cwd|root|fd|fdinfo|mem|maps|smaps|smaps_rollup|"
-                   r"mountinfo|mounts|stack|syscall|wchan|map_files)(/|$)")
-_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_globals", "f_locals", "__globals__"})
-_CODE_ATTRS = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
-_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "gc.get_objects",
-                     "gc.get_referrers", "gc.get_referents", "object.__getattr__", "object.__setattr__", "open",
-                     "os.listdir", "os.scandir", "import"})
-_STACK_READERS = ("/inspect.py", "/traceback.py")
-PUBLIC_NAME = "probegate_probe"
+
+def _sibling(name: str):
+    """A module of the kit's folder, loaded from its file without importing the kit: the launcher
+    loads this file before anything else (the kit's __init__ imports torch, and its import must go
+    through the guard's finder)."""
+    package = __name__.rpartition(".")[0]
+    full = f"{package}.{name}" if package else name
+    module = sys.modules.get(full)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(full, os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+_watch = _sibling("_watch")
+_switch = _sibling("_switch")
+PUBLIC_NAME = _watch.PUBLIC_NAME
+_real = _watch._real
 
 _active = None  # the guard of this process, once started
 
 
-def _real(path) -> str:
-    try:
-        return os.path.realpath(path)
-    except (OSError, ValueError):
-        return str(path)
-
-
-class Guard:
-    """One process's guard: configuration from the engine, the results descriptor, what was seen."""
+class Guard(_watch.AuditWatch, _switch.ImportSwitch):
+    """One process's guard: configuration from the engine, the results descriptor, what was seen;
+    the audit hook (`hook`) and the meta-path finder (`find_spec`) come from the two mixins."""
 
     def __init__(self, conf: dict, probe: str):
         self.conf = conf
@@ -115,153 +125,6 @@ class Guard:
         rel = os.path.relpath(name, self.workspace) if name.startswith(self.workspace + "/") else name
         return rel, max(1, frame.f_lineno or 1)
 
-    # ---- attribution ----------------------------------------------------------------------------
-    def _is_submission(self, filename: str) -> bool:
-        return filename.startswith(self.workspace + "/") and not filename.startswith(self.watched)
-
-    def _nearest(self, frame, through_import: bool = False):
-        """The submission frame on whose behalf `frame` runs: itself, or the first frame past the
-        standard library; None when a third-party library, the kit, the probe or the import system
-        (finding modules on sys.path) is in between."""
-        f = frame
-        while f is not None:
-            name = f.f_code.co_filename
-            if self._is_submission(name):
-                return f
-            if name.startswith("<frozen importlib") or "/importlib/" in name:
-                if not through_import:
-                    return None
-            elif not (name.startswith(self.stdlib) or name.startswith("<frozen")):
-                return None
-            f = f.f_back
-        return None
-
-    def _stack_reader(self, caller):
-        """A submission frame that asked for frames: directly, or through inspect / traceback."""
-        if caller is None:
-            return None
-        if self._is_submission(caller.f_code.co_filename):
-            return caller
-        if caller.f_code.co_filename.endswith(_STACK_READERS):
-            return self._nearest(caller)
-        return None
-
-    def _watched_path(self, path: str) -> bool:
-        return bool(_PROC.match(path)) or (self.watched and path.startswith(self.watched)) or path in self.watched
-
-    # ---- the audit hook ---------------------------------------------------------------------------
-    def hook(self, event, args):
-        if event not in _EVENTS or self.hidden is False:
-            return
-        tls = self.tls
-        if getattr(tls, "busy", False):
-            return
-        tls.busy = True
-        try:
-            self._audit(event, args)
-        except Exception:  # the guard must never break the probe
-            pass
-        finally:
-            tls.busy = False
-
-    def _audit(self, event, args):
-        if event == "open":
-            path = args[0]
-            if isinstance(path, bytes):
-                path = os.fsdecode(path)
-            if not isinstance(path, str):
-                return
-            full = os.path.abspath(path)
-            if not self._watched_path(full) and not self._watched_path(_real(full)):
-                return
-            who = self._nearest(sys._getframe(2))
-            if who is not None:
-                mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
-                self.report(f"{'wrote' if any(c in mode for c in 'wax+') else 'read'} {full}", who)
-            return
-        if event in ("os.listdir", "os.scandir"):
-            path = args[0] if args else "."
-            if isinstance(path, bytes):
-                path = os.fsdecode(path)
-            if not isinstance(path, str):
-                return
-            full = _real(path or ".")
-            around = self.workspace.startswith(full.rstrip("/") + "/") or full == "/proc" or self._watched_path(full + "/")
-            if around and (who := self._nearest(sys._getframe(2))) is not None:
-                self.report(f"listed {full}", who)
-            return
-        if event == "import":
-            name = str(args[0])
-            if name == PUBLIC_NAME or name.startswith(PUBLIC_NAME + ".") or name == self.alias or name.startswith(self.alias + "."):
-                who = self._nearest(sys._getframe(2), through_import=True)
-                if who is not None:
-                    self.report(f"imported the probe kit ({name})", who)
-            return
-        if event == "object.__getattr__":
-            if len(args) > 1 and args[1] in _FRAME_ATTRS:
-                caller = sys._getframe(2)
-                who = caller if self._is_submission(caller.f_code.co_filename) else None
-                if who is not None:
-                    self.report(f"inspected the call stack ({type(args[0]).__name__}.{args[1]})", who)
-            return
-        if event == "object.__setattr__":
-            if len(args) > 1 and args[1] in _CODE_ATTRS:
-                # A submission may set its own functions' defaults or code, and the standard library
-                # does so for it (a NamedTuple with defaults): only a swap that submission code makes
-                # itself, of a function defined outside the workspace (the kit, the probe, a library),
-                # is the patching this watches for.
-                frame = sys._getframe(2)
-                code = getattr(args[0], "__code__", None)
-                own = code is not None and self._is_submission(code.co_filename)
-                who = frame if self._is_submission(frame.f_code.co_filename) and not own else None
-                if who is not None:
-                    target = getattr(args[0], "__qualname__", type(args[0]).__name__)
-                    owner = getattr(args[0], "__module__", "") or ""
-                    kit = owner == self.alias or owner.startswith(self.alias + ".") or owner.startswith(PUBLIC_NAME)
-                    self.report(f"replaced {args[1]} of {'the probe kit' + chr(39) + 's ' if kit else ''}{target}", who)
-            return
-        if event in ("sys._getframe", "sys._current_frames"):
-            who = self._stack_reader(sys._getframe(2))
-            if who is not None:
-                self.report(f"inspected the call stack ({event})", who)
-            return
-        # tracers and heap walks see every frame and object of the probe
-        who = self._nearest(sys._getframe(2))
-        if who is not None:
-            self.report(f"{'installed a tracer' if event.startswith('sys.') else 'searched the heap'} ({event})", who)
-
-    # ---- the import-time switch ------------------------------------------------------------------
-    def find_spec(self, name, path=None, target=None):
-        """A meta-path finder that finds nothing itself: it notices the kit's import (to configure it)
-        and the first import of a workspace module (to hide the probe before it runs)."""
-        if self.hidden or "." in name and not name.startswith(self.alias + "."):
-            return None
-        from importlib.machinery import PathFinder
-
-        if name == self.alias and self.kit is None:
-            spec = PathFinder.find_spec(name, path)
-            if spec is not None and spec.loader is not None:
-                spec.loader = _ConfiguringLoader(spec.loader, self)
-            return spec
-        if "." in name:
-            return None
-        spec = PathFinder.find_spec(name, path)
-        if spec is None:
-            return None
-        places = [spec.origin] if spec.origin else list(spec.submodule_search_locations or [])
-        if any(p and _real(p).startswith(self.workspace + "/") for p in places):
-            self.hide()
-        return None
-
-    def kit_loaded(self, module) -> None:
-        """The kit was imported: hand it its configuration and say so in the results (sealed), so the
-        engine knows every later line must be sealed too."""
-        self.kit = module
-        module._conf.install(self.env, self.key, os.path.abspath(self.probe))
-        self.kit_code = {n: getattr(module, n).__code__ for n in getattr(module, "__all__", [])
-                         if hasattr(getattr(module, n, None), "__code__")}
-        self.write({"probegate": "kit"})
-
     def hide(self) -> None:
         """The submission is about to be imported: make the process look like the official run's."""
         if self.hidden:
@@ -319,22 +182,6 @@ class Guard:
     def rank_conf(self) -> dict:
         """What a rank process needs to guard itself the same way (run_ranks hands it over)."""
         return dict(self.conf, env=self.env, probe=self.probe)
-
-
-class _ConfiguringLoader:
-    def __init__(self, loader, guard):
-        self.loader = loader
-        self.guard = guard
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        self.guard.kit_loaded(module)
-
-    def __getattr__(self, name):
-        return getattr(self.loader, name)
 
 
 def start(conf: dict, probe: str) -> Guard:

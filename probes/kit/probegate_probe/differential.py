@@ -213,7 +213,8 @@ def _time_cap(base_times, reps, time_cap):
     return max(5.0, time_cap * statistics.median(base_times) * reps)
 
 
-def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "outputs", "memory", "time"), args=(), timeout=300, base=None, head=None, time_cap=20.0) -> Sides:
+def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "outputs", "memory", "time"), args=(), timeout=300, base=None, head=None, time_cap=20.0,
+                 preload=()) -> Sides:
     """Runs `scenario(rank, world_size, rep, *args)` on the base tree and the head tree.
 
     scenario must import the code under test inside the function (each side imports its own
@@ -225,6 +226,9 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
     two head repetitions: p ≈ 0.02 against 7 base ones when both are slower than every base one).
     A per-element loop that makes a step 100× slower then ends in minutes, not hours, and the
     check says how many repetitions it measured. None measures every repetition.
+    `preload`: packages of the task's environment the rank server imports once for both sides
+    (run_ranks' `preload`, which says what that means for the guard); never either tree's code,
+    which each side must import for itself.
     """
     guard_child_import("differential()")
     n = world_size or default_world_size()
@@ -241,7 +245,8 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
                 t0 = time.perf_counter()
                 reps = max(1, (repetitions + 1 - r) // 2) if mode == "time" else 0
                 limit = _time_cap(_slowest(got["base"]), reps, time_cap) if mode == "time" and side == "head" else None
-                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit), timeout=timeout))
+                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit), timeout=timeout,
+                                           preload=preload))
                 sides.wall[side] += time.perf_counter() - t0
         for side in SIDES:
             if mode == "count":

@@ -17,8 +17,8 @@ import traceback
 from typing import Optional
 
 from . import _conf
+from ._server import _check_preload, _context
 
-_START_ENV = "PROBEGATE_START_METHOD"
 _PORT_ENV = "PROBEGATE_RENDEZVOUS_PORT"
 
 
@@ -74,23 +74,6 @@ def importing_in_child() -> bool:
     import multiprocessing
 
     return bool(getattr(multiprocessing.current_process(), "_inheriting", False))
-
-
-def _context():
-    """A forkserver that has imported torch once (fast ranks on a 2-core CI runner), else spawn.
-
-    Both start ranks from a process that never touched CUDA or a process group, and both
-    import the probe's __main__ as __mp_main__ in each rank. $PROBEGATE_START_METHOD=spawn
-    forces spawn.
-    """
-    import multiprocessing
-
-    method = _conf.get(_START_ENV) or (
-        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
-    ctx = multiprocessing.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(["torch", "torch.distributed", __package__])
-    return ctx
 
 
 def guard_child_import(what: str) -> None:
@@ -219,7 +202,7 @@ def _pick_error(errors: dict):
 
 
 def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[str] = None,
-              timeout: float = 180):
+              timeout: float = 180, preload=()):
     """fn(rank, world_size, *args) on each rank; returns the per-rank values (tensors on CPU).
 
     `timeout` bounds fn, counted from when all ranks have joined the process group (spawning
@@ -227,14 +210,28 @@ def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[s
     fn must be a module-level function (it is pickled by reference). A probe file run as a
     script works: spawned ranks import it as `__mp_main__`, so its top-level code must sit
     under `if __name__ == "__main__":`. Raises RankError when a rank fails or on timeout.
+
+    `preload`: module names the rank server imports once, beside torch and the kit, so that each
+    rank forks with them loaded (a heavy package of the task's environment, e.g. verl's pandas,
+    ray and transformers: seconds per rank saved). The server starts on the process's first
+    run_ranks call and keeps what it preloaded then: give the same list on every call (names
+    asked for later are imported by each rank when it needs them, as without preload).
+    What it means for the guard (issue 29): preloaded modules are imported in the server, before
+    any rank's guard starts and before the submission is imported, in an environment that is the
+    probe's (PROBEGATE_* set, `__main__` the probe file) and without the audit hook. So a module
+    of the workspace is refused (ValueError): the submission would run unwatched where it can tell
+    it is probed. A library preloaded is only a module already in `sys.modules` when the
+    submission is imported — which the submission can see, as it sees torch there; preload only
+    what the official run imports too.
     """
     guard_child_import("run_ranks()")
+    preload = _check_preload(preload)
     n = world_size if world_size is not None else globals()["world_size"]()
     backend_name = backend or globals()["backend"]()
     if getattr(fn, "__qualname__", "").count("<") or not getattr(fn, "__module__", None):
         raise TypeError("run_ranks needs a module-level function (lambdas and nested functions "
                         "cannot be sent to spawned ranks)")
-    ctx = _context()
+    ctx = _context(preload)
     tmp = tempfile.mkdtemp(prefix="probegate-ranks-")
     init_method = rendezvous(tmp)
     results = ctx.Queue()

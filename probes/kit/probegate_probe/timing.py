@@ -1,13 +1,12 @@
 """Interleaved A/B timing against a reference in the same process (PROBES.md, Time)."""
 from __future__ import annotations
 
-import os
 import statistics
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
+from ._window import _Settle, _materialize, _plain
 from .emit import ProbeFailure, RunnerBusy
 
 # A measurement was contended when its reference calls spent more than this share of their wall
@@ -29,6 +28,7 @@ class TimeRatio:
     sm_clock_mhz: Optional[int] = None
     notes: List[str] = field(default_factory=list)
     reference_wait_share: Optional[float] = None  # run-queue wait / wall time of the reference calls; None: not measurable here
+    mismatches: List[str] = field(default_factory=list)  # with mismatch="record": the timed inputs whose outputs differed
 
     def measured(self, prefix="") -> dict:
         out = {f"{prefix}ratio": round(self.median, 4), f"{prefix}candidate_s": self.candidate_s,
@@ -44,84 +44,6 @@ class TimeRatio:
 # How long the timed window waits, after a call returned, for the threads and processes the call
 # started: their work is the call's (issue 29: a background thread finishing after the timer).
 SETTLE_S = 30.0
-
-
-def _child_pids() -> set:
-    """Children of this process (every thread's), from /proc; empty where /proc does not say."""
-    pids = set()
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{tid}/children") as fh:
-                    pids.update(int(p) for p in fh.read().split())
-            except OSError:
-                pass
-    except OSError:
-        pass
-    return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return False
-
-
-def _plain(value):
-    """A plain tensor with the values of `value`: through the subclass's own __torch_function__
-    (clone), so a lazy or pending result does what it deferred; `as_subclass` is no torch function
-    (1.13 hands it the buffer as it is)."""
-    import torch
-
-    if type(value) in (torch.Tensor, torch.nn.Parameter):
-        return value
-    out = torch.Tensor.clone(value)
-    return torch.Tensor.as_subclass(out, torch.Tensor) if isinstance(out, torch.Tensor) else out
-
-
-def _materialize(value, depth=0):
-    """Forces a result into plain values inside the timed window: a tensor subclass (a lazy or
-    pending result) is turned into a plain tensor, which runs whatever it deferred."""
-    if depth > 4:
-        return
-    try:
-        import torch
-    except ImportError:
-        torch = None
-    if torch is not None and isinstance(value, torch.Tensor):
-        _plain(value)
-        return
-    if isinstance(value, (list, tuple)):
-        for v in list(value)[:64]:
-            _materialize(v, depth + 1)
-    elif isinstance(value, dict):
-        for v in list(value.values())[:64]:
-            _materialize(v, depth + 1)
-
-
-class _Settle:
-    """What a call left running: threads and child processes it started, waited for in the window."""
-
-    def __init__(self):
-        self.threads = set(threading.enumerate())
-        self.children = _child_pids()
-
-    def wait(self, deadline: float) -> List[str]:
-        """Waits for them until `deadline` (monotonic); returns what was still running then."""
-        left = []
-        for t in threading.enumerate():
-            if t not in self.threads and t is not threading.current_thread():
-                t.join(max(0.0, deadline - time.monotonic()))
-                if t.is_alive():
-                    left.append(f"thread {t.name!r}")
-        for pid in _child_pids() - self.children:
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.001)
-            if _alive(pid):
-                left.append(f"process {pid}")
-        return left
 
 
 def thread_run_delay() -> Optional[float]:
@@ -188,11 +110,29 @@ def _same(a, b) -> Optional[str]:
         return None if repr(a) == repr(b) else "outputs differ"
 
 
+# A candidate's CPU time counts as more work only when it exceeds the reference's by at least this
+# much per call (seconds) as well as by the margin: calls that mostly sleep or wait have CPU times of
+# tens of microseconds, whose ratio is noise (wake-ups and cold caches alone moved a 2 ms sleep's 2x).
+MIN_EXTRA_CPU_S = 1e-3
+
+
+def _cpu_ratio(cpu_times: dict, warmup: int) -> Optional[float]:
+    """Median process CPU time (every thread's) of the timed candidate calls over the reference's;
+    None when the candidate's is not MIN_EXTRA_CPU_S above the reference's (too little to judge)."""
+    cand, ref = cpu_times["candidate"][warmup:], cpu_times["reference"][warmup:]
+    if not cand or not ref:
+        return None
+    c, r = statistics.median(cand), statistics.median(ref)
+    if c - r < MIN_EXTRA_CPU_S:
+        return None
+    return c / r if r > 0 else float("inf")
+
+
 def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warmup: int = 3,
                margin: float = 1.25, sync: Optional[Callable] = None,
                run_delay: Callable[[], Optional[float]] = thread_run_delay,
                inputs: Optional[Callable[[int], tuple]] = None,
-               equal: Optional[Callable] = None) -> TimeRatio:
+               equal: Optional[Callable] = None, mismatch: str = "raise") -> TimeRatio:
     """Time candidate against reference, interleaved, alternating which runs first.
 
     `sync` (e.g. dist.barrier) runs before each timed call so ranks stay in lockstep. Never time
@@ -203,7 +143,13 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     of their time and the candidate is over the margin, the failure cannot be told from the
     contention, and RunnerBusy is raised (an `error` check, which the engine measures again) instead.
     A pass stays a pass: both arms ran under the same contention. No pair is left out, which would
-    bias the ratio toward the arm that happened to wait.
+    bias the ratio toward the arm that happened to wait. A busy runner does not excuse work: on CPU,
+    when the candidate's process CPU time (every thread's, the call's own threads included) is also
+    over the margin against the reference's, waiting cannot explain it, and the check fails
+    (ProbeFailure naming both ratios) instead of RunnerBusy — so a trick that makes the candidate
+    slow (a cache defeated by `inputs`, work forced back into the window) is a failure on a busy
+    box too. Under CUDA the rule is not applied (the work is the device's, and synchronisation may
+    spin a CPU).
 
     The timed window of each call (issue 29) ends only when its result is plain (a tensor subclass,
     a lazy or pending result, is forced to a plain tensor inside the window) and the threads and
@@ -212,16 +158,23 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     gets its own, made before any timing, so a cache of earlier answers has nothing to answer, and
     each candidate output is compared with the reference's on the same input (`equal(a, b)` → bool,
     default: allclose for tensors, == otherwise), so a fast wrong answer on a probe-looking input
-    fails too. Without `inputs` both are called with no arguments, as before.
+    fails too. Without `inputs` both are called with no arguments, as before. `mismatch="record"`
+    lists the differing inputs in `TimeRatio.mismatches` instead of raising, for a probe that reports
+    wrong outputs as a check of their own (a value flaw is not a time flaw) — the probe must then
+    emit that check, failed when the list is not empty.
     """
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
+    if mismatch not in ("raise", "record"):
+        raise ValueError(f"mismatch must be 'raise' or 'record', got {mismatch!r}")
+    mismatches: List[str] = []
     cuda = _cuda_active()
     if cuda:
         import torch
 
     calls = [tuple(inputs(i)) for i in range(warmup + repeats)] if inputs is not None else None
     outputs = {}
+    cpu_times = {"candidate": [], "reference": []}
 
     def timed(fn, call, watch=False, arm="candidate"):
         """Seconds fn took, and with `watch` how long this thread waited for a CPU meanwhile (None: unknown)."""
@@ -232,6 +185,7 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
             torch.cuda.synchronize()
         before = run_delay() if watch else None
         settle = _Settle()
+        cpu_start = time.process_time()
         start = time.perf_counter()
         out = fn(*args)
         _materialize(out)
@@ -239,6 +193,7 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
         if cuda:
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
+        cpu_times[arm].append(time.process_time() - cpu_start)
         if left and arm == "candidate":
             raise ProbeFailure(f"the candidate's call {call + 1} left {', '.join(left[:3])} running {SETTLE_S:g} s after it "
                                "returned: its work is outside the timed window")
@@ -255,8 +210,11 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
         a, b = outputs.pop("candidate", None), outputs.pop("reference", None)
         differs = (None if equal(a, b) else "equal() said no") if equal is not None else _same(a, b)
         if differs:
-            raise ProbeFailure(f"on timed input {call + 1} the candidate's output differs from the reference's ({differs}): "
-                               "a fast answer must also be the right one")
+            text = f"on timed input {call + 1} the candidate's output differs from the reference's ({differs})"
+            if mismatch == "record":
+                mismatches.append(text)
+                return
+            raise ProbeFailure(f"{text}: a fast answer must also be the right one")
 
     for w in range(warmup):
         timed(candidate, w)
@@ -284,6 +242,14 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     share = ref_wait / sum(ref_times) if measurable and sum(ref_times) > 0 else None
     passed = median <= margin
     if not passed and share is not None and share > CONTENDED_SHARE:
+        cpu = _cpu_ratio(cpu_times, warmup) if not cuda else None
+        if cpu is not None and cpu > margin:
+            raise ProbeFailure(
+                f"the candidate took {median:.2f}x the time of the reference (allowed {margin:g}) and {cpu:.2f}x its CPU time: "
+                f"the runner was busy (the reference calls spent {share:.0%} of their time waiting for a CPU), but "
+                "CPU time does not grow by waiting, so the candidate's calls do that much more work",
+                measured={"ratio": round(median, 4), "cpu_ratio": round(cpu, 4), "margin": margin,
+                          "reference_wait_share": round(share, 4)})
         raise RunnerBusy(
             f"the runner's CPUs were oversubscribed while timing: the reference calls spent {share:.0%} of their time "
             f"waiting for a CPU (more than {CONTENDED_SHARE:.0%}), so the measured ratio {median:.2f} (allowed {margin:g}) "
@@ -292,4 +258,4 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     return TimeRatio(median=median, ratios=ratios, candidate_s=statistics.median(cand_times),
                      reference_s=statistics.median(ref_times), margin=margin,
                      passed=passed, sm_clock_mhz=_sm_clock() if cuda else None,
-                     reference_wait_share=share)
+                     reference_wait_share=share, mismatches=mismatches)

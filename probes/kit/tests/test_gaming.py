@@ -127,6 +127,24 @@ def test_a_fast_wrong_answer_on_a_probe_shaped_input_fails():
         time_ratio(shaped, _reference, repeats=3, warmup=1, inputs=lambda i: (ones * (i + 1),))
 
 
+def test_recorded_mismatches_are_listed_instead_of_raised():
+    # A probe that reports wrong outputs as a check of its own (a value flaw is not a time flaw).
+    def shaped(v):
+        flat = v.reshape(-1)
+        return torch.zeros_like(v) if bool((flat[::97] == flat[0]).all()) else _reference(v)
+
+    ones = torch.ones(10_000)
+    r = time_ratio(shaped, _reference, repeats=3, warmup=1, margin=1e9, run_delay=NO_WAIT,
+                   inputs=lambda i: (ones * (i + 1),), mismatch="record")
+    assert len(r.mismatches) == 4 and r.mismatches[0].startswith("on timed input 1 the candidate's output differs")
+    g = torch.Generator().manual_seed(2)
+    data = [torch.randn(1000, generator=g) for _ in range(4)]
+    assert time_ratio(_reference, _reference, repeats=3, warmup=1, margin=1e9, run_delay=NO_WAIT,
+                      inputs=lambda i: (data[i],), mismatch="record").mismatches == []
+    with pytest.raises(ValueError, match="mismatch must be"):
+        time_ratio(_reference, _reference, repeats=1, warmup=0, inputs=lambda i: (data[i],), mismatch="ignore")
+
+
 def test_inputs_keep_a_right_answer_passing():
     g = torch.Generator().manual_seed(1)
     data = [torch.randn(50_000, generator=g) for _ in range(8)]
