@@ -32523,7 +32523,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9084);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6207);
 
 await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .run */ .e)();
 
@@ -32532,7 +32532,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 9084:
+/***/ 6207:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -72587,7 +72587,7 @@ function readPullRequestEvent(eventName, eventPath) {
     const repo = payload.repository;
     if (!pr?.head?.sha || !repo?.owner?.login)
         throw new Error(`${eventPath}: not a pull_request payload (no pull_request.head.sha or repository.owner.login)`);
-    return { owner: repo.owner.login, repo: repo.name, headSha: pr.head.sha, number: pr.number };
+    return { owner: repo.owner.login, repo: repo.name, headSha: pr.head.sha, baseSha: pr.base?.sha ?? null, number: pr.number };
 }
 /**
  * The sidecar a standalone run writes beside its result (`NAME.context.json`), so a scorecard
@@ -72685,6 +72685,79 @@ function probeSetSource(taskDir, probesDir, env, mode) {
     return { evaluatorCommit, probesCommit: probesDir ? gitHead(probesDir) : null };
 }
 
+;// CONCATENATED MODULE: ./src/action/pr-base.ts
+
+
+
+const WORKFLOW_HINT = "examples/workflows/probegate-evaluator.yml and probegate-standalone.yml check out the PR with `fetch-depth: 0` and fetch the base SHA";
+function pr_base_git(dir, args) {
+    try {
+        return (0,external_node_child_process_namespaceObject.execFileSync)("git", ["-C", dir, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 60_000 }).trim();
+    }
+    catch {
+        return null;
+    }
+}
+/**
+ * A checked-out folder, turned into the `<git dir>@<head>` a repository gate evaluates: the
+ * folder must be a git checkout holding the head, the base and the history between them (the
+ * engine compares the head with their merge base). Each gap is an error naming the input and
+ * the checkout step that fills it.
+ */
+function checkoutAt(folder, head, base, mode) {
+    const checkedOut = pr_base_git(folder, ["rev-parse", "HEAD"]);
+    const headSha = head ?? checkedOut;
+    if (!checkedOut || !headSha) {
+        throw new InputError(`Input 'submission': ${folder} is not a git checkout; a repository gate needs the PR's repository with its head and base commits (${WORKFLOW_HINT}), or repo@sha.`, { field: "submission" });
+    }
+    const missing = [
+        ["head", headSha],
+        ["base", base],
+    ].filter(([, sha]) => pr_base_git(folder, ["cat-file", "-e", `${sha}^{commit}`]) === null);
+    if (missing.length) {
+        const what = missing.map(([name, sha]) => `the PR's ${name} commit ${sha}`).join(" and ");
+        const from = mode === "standalone" ? "" : " (input 'base-sha')";
+        throw new InputError(`Input 'submission': the checkout ${folder} lacks ${what}${from}: ${WORKFLOW_HINT}.`, { field: "submission" });
+    }
+    if (pr_base_git(folder, ["merge-base", base, headSha]) === null) {
+        const shallow = pr_base_git(folder, ["rev-parse", "--is-shallow-repository"]) === "true";
+        throw new InputError(shallow
+            ? `Input 'submission': the checkout ${folder} is shallow, so the history joining the base ${base.slice(0, 12)} and the head ${headSha.slice(0, 12)} is missing: check out with \`fetch-depth: 0\` (${WORKFLOW_HINT}).`
+            : `Input 'base-sha': ${base.slice(0, 12)} and the head ${headSha.slice(0, 12)} share no history in ${folder}: is it the PR's base commit, of the same repository?`, { field: shallow ? "submission" : "base-sha" });
+    }
+    return { kind: "git", repo: folder, ref: headSha };
+}
+/**
+ * Decides the submission and base commit of one evaluation. A repository gate needs the PR's
+ * base: the `base-sha` input, else (standalone mode) the event's `pull_request.base.sha`; none is
+ * an error naming the input. Its submission is the PR's head as `<git dir>@<sha>`: a checked-out
+ * folder becomes the checkout at its head (standalone: the PR's head SHA, since a `pull_request`
+ * checkout is the merge commit by default). An assignment task has a fixed base: a `base-sha`
+ * given is ignored, and the note says so (the app sends it for every task).
+ */
+function resolveGateInputs(task, submissionText, src) {
+    const submission = parseSubmission(submissionText);
+    if (task.base.kind !== "pr") {
+        const note = src.baseShaInput
+            ? `base-sha ${src.baseShaInput.slice(0, 12)} is not used: task ${task.spec.id} is an assignment with a fixed base (${task.file}); only a repository gate (base: {pr: true}) compares the head with the PR's base.`
+            : null;
+        return { submission, note };
+    }
+    const base = src.baseShaInput ?? src.pr?.baseSha ?? undefined;
+    if (!base) {
+        throw new InputError(`Input 'base-sha' is required: task ${task.spec.id} is a repository gate (base: {pr: true} in ${task.file}) and compares the PR's head with its base commit. Pass the dispatch's input (\`base-sha: \${{ inputs.base-sha }}\`) or, in a pull_request workflow, \`\${{ github.event.pull_request.base.sha }}\`.`, { field: "base-sha" });
+    }
+    const via = src.baseShaInput ? "input 'base-sha'" : "the pull_request event";
+    if (submission.kind === "git")
+        return { submission, prBase: base, note: `repository gate ${task.spec.id}: ${describeSubmission(submission)} against base ${base.slice(0, 12)} (${via})` };
+    if (submission.kind === "patch") {
+        throw new InputError(`Input 'submission': task ${task.spec.id} is a repository gate and evaluates the PR's head commit, not a patch (${submission.path}): give the PR's checkout or repo@sha.`, { field: "submission" });
+    }
+    const head = src.mode === "standalone" ? (src.pr?.headSha ?? null) : null;
+    const atHead = checkoutAt(submission.path, head, base, src.mode);
+    return { submission: atHead, prBase: base, note: `repository gate ${task.spec.id}: ${describeSubmission(atHead)} against base ${base.slice(0, 12)} (${via})` };
+}
+
 ;// CONCATENATED MODULE: ./src/action/evaluate-for-action.ts
 
 
@@ -72746,12 +72819,13 @@ async function evaluateForAction(s, host) {
             throw new UntrustedWorkflowError(trusted.why);
     }
     const task = loadTaskFromInputs(s);
-    const submission = parseSubmission(submissionFrom(s, host.env));
+    const pr = s.mode === "standalone" ? readPullRequestEvent(host.env.GITHUB_EVENT_NAME, host.env.GITHUB_EVENT_PATH) : undefined;
+    const { submission, prBase, note } = resolveGateInputs(task, submissionFrom(s, host.env), { mode: s.mode, baseShaInput: s["base-sha"], ...(pr ? { pr } : {}) });
+    if (note)
+        host.info(note);
     let gh;
-    let pr;
     let checkRunId = null;
-    if (s.mode === "standalone") {
-        pr = readPullRequestEvent(host.env.GITHUB_EVENT_NAME, host.env.GITHUB_EVENT_PATH);
+    if (pr) {
         gh = getOctokit(s["github-token"] ?? "", { request: { fetch: globalThis.fetch } });
         const externalId = evaluationKey({ ...pr, task: task.spec.id, probeSet: probeSetVersion(task.probesDir) });
         const created = await ensureCheckRun(gh, { ...pr, name: s["check-name"], externalId }, {
@@ -72768,6 +72842,7 @@ async function evaluateForAction(s, host) {
         const evaluated = await host.group(`probegate: ${task.spec.id}`, () => evaluate({
             task,
             submission,
+            ...(prBase ? { prBase } : {}),
             kitDir: KIT_DIR,
             python: s.python,
             evaluationKey: s["evaluation-key"],
@@ -72826,6 +72901,7 @@ const ActionSettingsSchema = object({
     "check-name": schemas_string().trim().min(1),
     "result-path": settings_optional,
     "evaluation-key": settings_optional,
+    "base-sha": settings_optional.refine((v) => v === undefined || /^[0-9a-f]{7,64}$/i.test(v), "expected the PR's base commit SHA (hex)"),
     python: settings_optional,
     "world-size": schemas_string()
         .trim()

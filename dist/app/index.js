@@ -44348,6 +44348,15 @@ const MIGRATIONS = [
       ) STRICT;
     `,
     },
+    {
+        version: 12,
+        name: "evaluations: the PR's base commit, sent with every dispatch (a repository gate compares the head with it)",
+        // Rows from before have none: the app fills it in from the PR's next event, and a resumed
+        // attempt without one asks GitHub for the PR's base (src/app/sweep.ts).
+        sql: `
+      ALTER TABLE evaluations ADD COLUMN base_sha TEXT;
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts
@@ -44680,6 +44689,7 @@ function fromRow(r) {
         version: r.version,
         claimUntil: r.claim_until === null ? null : new Date(r.claim_until),
         deferredUntil: r.deferred_until === null ? null : new Date(r.deferred_until),
+        baseSha: r.base_sha,
     };
 }
 /** The evaluation with this key, or null. */
@@ -44690,15 +44700,19 @@ function getEvaluation(db, key) {
 /**
  * The evaluation of this (repo, head SHA, task, probe set), created `queued` if there is none.
  * Exactly one row per key even when several processes race: the insert is a no-op on conflict,
- * and `created` is true only for the caller whose insert made the row.
+ * and `created` is true only for the caller whose insert made the row. The base commit is the one
+ * first recorded: a rerun of the head is dispatched against the base it was first evaluated on.
  */
 function insertOrGetEvaluation(db, e, now) {
     const key = evaluationKey(e);
     const t = now.getTime();
     const info = db
-        .prepare(`INSERT INTO evaluations (key, owner, repo, pr, head_sha, task, probe_set, agent, state, created_at, updated_at, attempt_started_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?) ON CONFLICT (key) DO NOTHING`)
-        .run(key, e.owner, e.repo, e.pr, e.headSha, e.task, e.probeSet, e.agent, t, t, t);
+        .prepare(`INSERT INTO evaluations (key, owner, repo, pr, head_sha, task, probe_set, agent, state, created_at, updated_at, attempt_started_at, base_sha)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`)
+        .run(key, e.owner, e.repo, e.pr, e.headSha, e.task, e.probeSet, e.agent, t, t, t, e.baseSha ?? null);
+    // A row from before the store kept the base learns it now; a known base is never replaced.
+    if (info.changes === 0 && e.baseSha)
+        db.prepare("UPDATE evaluations SET base_sha = ? WHERE key = ? AND base_sha IS NULL").run(e.baseSha, key);
     const evaluation = getEvaluation(db, key);
     if (!evaluation)
         throw new UnknownEvaluationError(key);
@@ -48865,8 +48879,9 @@ function resultFileFromZip(zip) {
 }
 /**
  * Decides whether a result document may be reported: valid JSON, valid against the result schema,
- * signed with the app's key, and about this very attempt (evaluation key, head SHA, task), so a
- * signed result of another evaluation cannot be replayed here. Every problem found is listed.
+ * signed with the app's key, and about this very attempt (evaluation key, head SHA, task, and for
+ * a repository gate the base commit the app sent), so a signed result of another evaluation cannot
+ * be replayed here. Every problem found is listed.
  */
 function checkResult(text, expected) {
     let json;
@@ -48891,6 +48906,9 @@ function checkResult(text, expected) {
     }
     if (result.submission.sha && result.submission.sha !== expected.headSha)
         problems.push(`the result judged commit ${result.submission.sha}, not ${expected.headSha}`);
+    const prBase = result.submission.prBase;
+    if (prBase && expected.baseSha && prBase.asked !== expected.baseSha)
+        problems.push(`the result compared the head with base ${prBase.asked}, not ${expected.baseSha}`);
     if (result.task.id !== expected.task)
         problems.push(`the result is for task ${result.task.id}, not ${expected.task}`);
     return problems.length ? { ok: false, problems } : { ok: true, result };
@@ -48924,6 +48942,7 @@ async function dispatchEvaluation(gh, ev, inputs) {
         inputs: {
             repository: inputs.repository,
             sha: inputs.sha,
+            "base-sha": inputs.baseSha,
             task: inputs.task,
             "evaluation-key": inputs.evaluationKey,
             ...(inputs.runner ? { runner: inputs.runner } : {}),
@@ -49206,7 +49225,7 @@ const DISPATCH_LEASE_MS = 10 * 60_000;
  */
 async function startEvaluation(gh, deps, req) {
     const key = evaluationKey({ owner: req.repo.owner, repo: req.repo.repo, headSha: req.headSha, task: req.task, probeSet: req.probeSet });
-    const { evaluation, created } = insertOrGetEvaluation(deps.db, { owner: req.repo.owner, repo: req.repo.repo, pr: req.pr, headSha: req.headSha, task: req.task, probeSet: req.probeSet, agent: req.agent }, deps.now());
+    const { evaluation, created } = insertOrGetEvaluation(deps.db, { owner: req.repo.owner, repo: req.repo.repo, pr: req.pr, headSha: req.headSha, task: req.task, probeSet: req.probeSet, agent: req.agent, baseSha: req.baseSha }, deps.now());
     if (req.deliveryId)
         linkDelivery(deps.db, req.deliveryId, key);
     let e = evaluation;
@@ -49289,6 +49308,7 @@ async function dispatch(gh, deps, e, req) {
         run = earlier ?? await dispatchEvaluation(gh, req.evaluator, {
             repository: `${req.repo.owner}/${req.repo.repo}`,
             sha: req.headSha,
+            baseSha: e.baseSha ?? req.baseSha,
             task: req.task,
             evaluationKey: e.key,
             ...(req.runner ? { runner: req.runner } : {}),
@@ -49541,6 +49561,11 @@ async function commitMessages(gh, pr) {
     const commits = await gh.paginate(gh.rest.pulls.listCommits, { owner: pr.owner, repo: pr.repo, pull_number: pr.number, per_page: 100 });
     return commits.map((c) => c.commit.message);
 }
+/** The commit a PR's base is at now (`base.sha`), for an evaluation queued before the store kept it. */
+async function pullRequestBase(gh, pr) {
+    const { data } = await gh.rest.pulls.get({ owner: pr.owner, repo: pr.repo, pull_number: pr.number });
+    return data.base.sha;
+}
 /** The paths a PR changes (renames count by their new path), for path routes. */
 async function changedPaths(gh, pr) {
     const files = await gh.paginate(gh.rest.pulls.listFiles, { owner: pr.owner, repo: pr.repo, pull_number: pr.number, per_page: 100 });
@@ -49585,6 +49610,7 @@ function pullRequestFacts(pr) {
     return {
         number: pr.number,
         headSha: pr.head.sha,
+        baseSha: pr.base.sha,
         headRef: pr.head.ref,
         author: { login: pr.user?.login ?? "ghost", type: pr.user?.type ?? null },
         labels: (pr.labels ?? []).map((l) => l.name ?? "").filter(Boolean),
@@ -49612,7 +49638,8 @@ async function planEvaluations(gh, deps, repo, pr, preloaded) {
     if (!agent)
         return { kind: "skip", why: "not written by a known agent", config };
     const needsPaths = config.routes.some((r) => r.paths.length > 0);
-    const routed = routeTasks({ labels: pr.labels, body: pr.body, changedPaths: needsPaths ? await changedPaths(gh, prRef) : [] }, config);
+    const changed = needsPaths ? await changedPaths(gh, prRef) : [];
+    const routed = routeTasks({ labels: pr.labels, body: pr.body, changedPaths: changed }, config);
     if (routed.targets.length === 0)
         return { kind: "skip", why: "no route in .github/probegate.yml matches the PR", config };
     const evaluator = config.evaluator ?? deps.defaultEvaluator;
@@ -49624,7 +49651,10 @@ async function planEvaluations(gh, deps, repo, pr, preloaded) {
         };
     }
     const timeoutS = config.evaluator ? config.evaluator.timeoutMinutes * 60 : deps.defaultTimeoutS;
-    return { kind: "evaluate", config, agent, targets: routed.targets, evaluator: { repository: evaluator.repository, workflow: evaluator.workflow, ref: evaluator.ref }, timeoutS };
+    const pathRouted = routed.targets
+        .filter((t) => t.kind === "task" && config.routes.some((r) => r.task === t.id && r.paths.length > 0 && changed.some(pathMatcher(r.paths))))
+        .map((t) => t.id);
+    return { kind: "evaluate", config, agent, targets: routed.targets, evaluator: { repository: evaluator.repository, workflow: evaluator.workflow, ref: evaluator.ref }, timeoutS, pathRouted };
 }
 
 ;// CONCATENATED MODULE: ./src/core/app-policy/runner-route.ts
@@ -49657,6 +49687,10 @@ class TaskGpusError extends Error {
  * for more. The app has no task specs of its own; the evaluator repository is where they live.
  */
 async function taskGpus(gh, ev, commit, task) {
+    return (await taskFacts(gh, ev, commit, task)).gpus;
+}
+/** The task's GPU count (as `taskGpus`) and whether it is a repository gate, from its task.yml in the evaluator repository. */
+async function taskFacts(gh, ev, commit, task) {
     const path = `${ev.tasksPath.replace(/\/+$/, "")}/${task}/task.yml`;
     let text;
     try {
@@ -49683,7 +49717,7 @@ async function taskGpus(gh, ev, commit, task) {
     if (typeof own !== "number" || !Number.isInteger(own) || own < 0)
         throw new TaskGpusError(`${ev.repository}/${path}: \`gpus\` is ${JSON.stringify(own)}, not a whole number`);
     const probes = Array.isArray(spec.probes) ? spec.probes : [];
-    return Math.max(own, ...probes.map((p) => (typeof p?.gpus === "number" ? p.gpus : 0)));
+    return { gpus: Math.max(own, ...probes.map((p) => (typeof p?.gpus === "number" ? p.gpus : 0))), repositoryGate: spec.base?.pr === true };
 }
 
 ;// CONCATENATED MODULE: ./src/app/evaluation-options.ts
@@ -49734,7 +49768,61 @@ async function runnerFor(gh, config, evaluator, probeSet, target) {
     return choice.ok ? { runner: choice.label, blocked: null } : blocked(choice.why);
 }
 
+;// CONCATENATED MODULE: ./src/app/route-warnings.ts
+
+
+
+
+/**
+ * The neutral `probegate / config` output for `paths:` routes that name assignment tasks: the
+ * evaluations still run, but a PR against a moving main does not apply to a fixed base, so they
+ * judge the PR by the task's own package and tests, not by the code the PR changes.
+ */
+function assignmentRoutedByPathsOutput(tasks, taskFiles) {
+    const names = tasks.map((t) => `\`${t}\``).join(", ");
+    return {
+        conclusion: "neutral",
+        title: `A paths route names ${tasks.length === 1 ? "an assignment task" : `${tasks.length} assignment tasks`}: ${tasks.join(", ")}`.slice(0, 255),
+        summary: [
+            `\`${CONFIG_PATH}\` routes this PR by its changed files to ${names}, whose task.yml has a fixed base (${taskFiles.map((f) => `\`${f}\``).join(", ")}). An assignment task judges one asked-for change against its own base: a PR against a moving main does not apply to it, so its check run says little about the code this PR changes.`,
+            "",
+            "Route these paths to a repository gate (`base: { pr: true }`: the PR's own base, the repository's tests, head-vs-base probes), and reach the assignment by a label or the PR-body marker (docs/app-config.md, \"Which kind of task a route names\"). The evaluations were started as configured.",
+        ].join("\n"),
+        annotations: [],
+    };
+}
+/**
+ * Warns, once per head, when a `paths:` route chose an assignment task for this PR, reading each
+ * such task's task.yml in the evaluator repository at the probe-set commit. Advisory: a task.yml
+ * that cannot be read, or GitHub failing, is logged and warns nothing. Returns the tasks warned about.
+ */
+async function warnAssignmentsRoutedByPaths(gh, deps, head, plan, probeSet) {
+    if (plan.pathRouted.length === 0)
+        return [];
+    const tasksPath = (plan.config.evaluator?.tasksPath ?? "tasks").replace(/\/+$/, "");
+    try {
+        const assignments = [];
+        for (const id of plan.pathRouted) {
+            if (!(await taskFacts(gh, { ...plan.evaluator, tasksPath }, probeSet, id)).repositoryGate)
+                assignments.push(id);
+        }
+        if (assignments.length === 0)
+            return [];
+        // Any config check of this head (a redelivery's, or one already completed) means it was said.
+        const check = await ensureCheckRun(gh, { ...head, name: CONFIG_CHECK_NAME, headSha: head.headSha, externalId: `config:${head.headSha}` }, { status: "in_progress", title: "Reading .github/probegate.yml", summary: "" });
+        const files = assignments.map((id) => `${plan.evaluator.repository}/${tasksPath}/${id}/task.yml`);
+        if (check.created)
+            await completeCheckRun(gh, { ...head, checkRunId: check.id }, assignmentRoutedByPathsOutput(assignments, files));
+        return assignments;
+    }
+    catch (e) {
+        deps.log.warn({ head: head.headSha }, `could not check whether the paths routes of ${head.owner}/${head.repo}@${head.headSha.slice(0, 7)} name repository gates: ${e.message}`);
+        return [];
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/app/handle-pull-request.ts
+
 
 
 
@@ -49786,6 +49874,7 @@ async function evaluateHead(gh, deps, repo, pr, opts) {
             repo,
             pr: pr.number,
             headSha: pr.headSha,
+            baseSha: pr.baseSha,
             installationId: opts.installationId,
             agent: plan.agent.agent,
             task: t.id,
@@ -49804,6 +49893,8 @@ async function evaluateHead(gh, deps, repo, pr, opts) {
     }
     if (!opts.budgetExempt && outcomes.some((o) => o.outcome === "dispatched"))
         recordEvaluationRound(deps.db, head, deps.now());
+    // After the dispatches, so an advisory read of task.yml never delays or blocks an evaluation.
+    await warnAssignmentsRoutedByPaths(gh, deps, { ...repo, headSha: pr.headSha }, plan, probeSet);
     if (plan.config.gate)
         await openGate(gh, deps, repo, pr.number, pr.headSha);
     return { kind: "started", outcomes };
@@ -49874,7 +49965,8 @@ async function onMergeGroup(context, deps) {
     if (number === null)
         throw new Error(`merge group ${group.head_sha.slice(0, 7)}: its branch ${group.head_ref} does not name a pull request (gh-readonly-queue/<base>/pr-<number>-<sha>)`);
     const { data: pull } = await gh.rest.pulls.get({ ...repo, pull_number: number });
-    const facts = { ...pullRequestFacts(pull), headSha: group.head_sha };
+    // The group commit is judged against what the queue built it on, not the PR's own base.
+    const facts = { ...pullRequestFacts(pull), headSha: group.head_sha, baseSha: group.base_sha };
     const done = await evaluateHead(gh, deps, repo, facts, { installationId: installationIdOf(context.payload, context.id), rerun: false, deliveryId: context.id, config, budgetExempt: true });
     context.log.info({ done, unmatched: decision.unmatched }, `merge group ${group.head_sha.slice(0, 7)} (PR #${number}): ${done.kind}`);
 }
@@ -50185,7 +50277,7 @@ async function finishFromRun(evaluatorGh, prGh, deps, e, evaluatorRepo, run) {
         await finishWithoutResult(prGh, deps, e, "Result rejected", file.problems);
         return;
     }
-    const checked = checkResult(file.text, { evaluationKey: e.key, headSha: e.headSha, task: e.task, signingKeys: deps.signingKeys });
+    const checked = checkResult(file.text, { evaluationKey: e.key, headSha: e.headSha, baseSha: e.baseSha, task: e.task, signingKeys: deps.signingKeys });
     if (!checked.ok) {
         deps.log.warn({ key: e.key, problems: checked.problems }, `rejected the result of workflow run ${run.id}`);
         await finishWithoutResult(prGh, deps, e, "Result rejected", checked.problems.map((p) => `${file.name}: ${p}`));
@@ -50195,6 +50287,7 @@ async function finishFromRun(evaluatorGh, prGh, deps, e, evaluatorRepo, run) {
 }
 
 ;// CONCATENATED MODULE: ./src/app/sweep.ts
+
 
 
 
@@ -50283,6 +50376,8 @@ async function resumeQueued(deps, pending) {
                 repo: { owner: e.owner, repo: e.repo },
                 pr: e.pr,
                 headSha: e.headSha,
+                // Queued before the store kept the base (migration 12): the PR's base now.
+                baseSha: e.baseSha ?? (await pullRequestBase(gh, { owner: e.owner, repo: e.repo, number: e.pr })),
                 installationId: ctx.installationId,
                 agent: e.agent ?? "an agent",
                 task: e.task,

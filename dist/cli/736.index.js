@@ -560,6 +560,15 @@ const MIGRATIONS = [
       ) STRICT;
     `,
     },
+    {
+        version: 12,
+        name: "evaluations: the PR's base commit, sent with every dispatch (a repository gate compares the head with it)",
+        // Rows from before have none: the app fills it in from the PR's next event, and a resumed
+        // attempt without one asks GitHub for the PR's base (src/app/sweep.ts).
+        sql: `
+      ALTER TABLE evaluations ADD COLUMN base_sha TEXT;
+    `,
+    },
 ];
 
 ;// CONCATENATED MODULE: ./src/store/db.ts

@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3210);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8984);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5449,7 +5449,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 3210:
+/***/ 8984:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5477,6 +5477,13 @@ const {
   /* Option */ "c$": Option,
   /* Help */ "_V": Help,
 } = commander;
+
+;// CONCATENATED MODULE: ./package.json
+const package_namespaceObject = {"rE":"0.1.0"};
+;// CONCATENATED MODULE: ./src/core/version.ts
+
+/** probegate's own version, from package.json (bundled into dist/ at build time): `probegate --version`. */
+const PROBEGATE_VERSION = package_namespaceObject.rE;
 
 // EXTERNAL MODULE: ./src/engine/errors.ts
 var errors = __nccwpck_require__(7679);
@@ -17765,6 +17772,11 @@ function scoreMutants(records, marks, threshold, complete) {
     // Timed out or errored after passing the official tests: neither a kill nor a survivor.
     const undecided = records.filter((r) => r.passedOfficial && (r.outcome === "timedOut" || r.outcome === "error")).length;
     const toKill = passedOfficial - equivalents.length - undecided;
+    // A hang in the probes is left out of the score, not dropped from sight: the gate does not
+    // resolve such a mutant, but the probes did not tell it apart either (it may be a survivor).
+    const probeHangs = records.filter((r) => r.passedOfficial && r.outcome === "timedOut");
+    if (probeHangs.length)
+        findings.push({ level: "warning", message: `${probeHangs.length} mutant${probeHangs.length === 1 ? "" : "s"} passed the official tests and then hung in the probes (${probeHangs.map((r) => r.id).join(", ")}): neither a kill nor a survivor, left out of probeScore; each is listed under timedOut with its diff` });
     const probeScore = toKill > 0 ? killedByProbes / toKill : null;
     const errors = is("error");
     for (const e of errors)
@@ -18033,6 +18045,8 @@ function classifyMutant(result) {
 
 
 
+/** Stands for the probe set in the key of a mutant the official tests killed (the probes never ran). */
+const OFFICIAL_PHASE = "official-phase";
 /** The reference's own phases bound a mutant's: 3× the slower phase and 10 s to spare, at least 15 s. */
 function mutantTimeout(reference) {
     return Math.max(15, Math.ceil(3 * Math.max(reference.officialS, reference.probesS)) + 10);
@@ -18051,7 +18065,8 @@ function outcomeOf(result) {
  * shared job pool (official tests first; the engine runs the probes only for those that pass
  * them), `jobs` at a time. The reference is evaluated first (it must resolve: mutants of a change
  * the gate rejects measure nothing) and its durations set the mutants' wall clock. Outcomes are
- * cached by mutant content, probe-set version, task spec hash and wall clock; errors are not.
+ * cached by mutant content, probe-set version, task spec hash and wall clock (a kill by the official
+ * tests without the probe set and the wall clock: the probes never ran); errors are not.
  */
 async function runMutants(o) {
     const started = Date.now();
@@ -18066,6 +18081,12 @@ async function runMutants(o) {
     try {
         const refKey = cacheKey({ diff: (0,external_node_fs_.readFileSync)(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
         let reference = o.cache.get(refKey);
+        if (!reference && (Date.now() > o.deadline || o.signal?.aborted)) {
+            // The budget ran out on an earlier task: the reference would start past it (minutes of
+            // official tests and probes) only to evaluate no mutant. Nothing of this task is evaluated.
+            o.log(`  ${o.task.spec.id}: --budget reached before its reference was evaluated; none of its ${generation.mutants.length} mutants evaluated`);
+            return { records: [], generation, probeSet, evaluated: 0, cached: 0, notEvaluated: generation.mutants.length, timeoutS: o.mutantTimeoutS ?? 0, wallS: (Date.now() - started) / 1000 };
+        }
         if (!reference) {
             o.log(`  reference ${o.referencePatch} …`);
             const result = await evaluateOne(o.task, o.referencePatch);
@@ -18089,7 +18110,13 @@ async function runMutants(o) {
                 const i = order[next++];
                 const m = generation.mutants[i];
                 const key = cacheKey({ diff: m.diff, probeSet, specHash: spec, timeoutS });
-                let out = o.cache.get(key);
+                // A failing official test decides a mutant without the probes: that outcome is kept under a
+                // key without the probe set and the wall clock (which follows the reference's probe time), so
+                // a changed probe re-runs only the mutants that reached it. It holds for any wall clock the
+                // tests finished within.
+                const officialKey = cacheKey({ diff: m.diff, probeSet: OFFICIAL_PHASE, specHash: spec, timeoutS: null });
+                const decided = o.cache.get(officialKey);
+                let out = o.cache.get(key) ?? (decided && decided.officialS <= timeoutS ? decided : undefined);
                 const fromCache = out !== undefined;
                 if (!out) {
                     if (Date.now() > o.deadline || o.signal?.aborted) {
@@ -18100,11 +18127,15 @@ async function runMutants(o) {
                     (0,external_node_fs_.writeFileSync)(file, m.diff);
                     out = outcomeOf(await evaluateOne(task, file));
                     if (out.outcome !== "error")
-                        o.cache.put(key, out);
+                        o.cache.put(out.outcome === "killedByOfficial" ? officialKey : key, out);
                     evaluated++;
                 }
-                else
+                else {
                     cached++;
+                    // A cache written before kills were kept apart: keep this one apart now.
+                    if (out.outcome === "killedByOfficial" && !decided)
+                        o.cache.put(officialKey, out);
+                }
                 done++;
                 records[i] = { ...m, outcome: out.outcome, passedOfficial: out.passedOfficial, detail: out.detail, durationS: out.durationS, cached: fromCache };
                 o.log(`  [${done}/${generation.mutants.length}] ${m.id} → ${out.outcome}${fromCache ? " (cached)" : ""} ${out.detail ? `(${out.detail.slice(0, 100)})` : ""}`);
@@ -18190,7 +18221,12 @@ async function mutantsCommand(dirs, flags, io, signal) {
             generation: { operators: run.generation.operators, invalid: run.generation.invalid, duplicate: run.generation.duplicate, files: run.generation.files },
             run: { evaluated: run.evaluated, cached: run.cached, notEvaluated: run.notEvaluated, mutantTimeoutS: run.timeoutS, wallS: run.wallS, mutantsPerMinute: run.evaluated ? (60 * run.evaluated) / run.wallS : null, jobs },
         };
-        if (run.notEvaluated)
+        if (run.notEvaluated && !run.records.length) {
+            // Nothing scored is not a score that reaches the threshold.
+            report.ok = false;
+            report.findings.push({ level: "error", message: `--budget of ${budget} s reached before ${task.spec.id}'s reference was evaluated: none of its ${run.notEvaluated} mutants evaluated, so its probe score is unknown; run it again (the cache keeps what finished) or raise --budget` });
+        }
+        else if (run.notEvaluated)
             report.findings.push({ level: "warning", message: `--budget of ${budget} s reached: ${run.notEvaluated} of ${run.generation.mutants.length} mutants not evaluated; the figures cover the ${run.records.length} that were (a next run takes them from the cache and evaluates the rest)` });
         reports.push(report);
         if (flags.format === "text")
@@ -18384,6 +18420,7 @@ function routeTasks(pr, config) {
 
 
 
+
 /** The JSON Schemas published for editors and for other implementations, generated from zod. */
 function jsonSchemas() {
     const gen = (schema, id, io) => ({
@@ -18395,6 +18432,7 @@ function jsonSchemas() {
         "result.schema.json": gen(core_result/* EvaluationResultSchema */.Re, "result.schema.json", "output"),
         "probe-line.schema.json": gen(probe_check/* ProbeLineSchema */.mK, "probe-line.schema.json", "input"),
         "app-config.schema.json": gen(AppConfigSchema, "app-config.schema.json", "input"),
+        "mutants.schema.json": gen(MutantsFileSchema, "mutants.schema.json", "input"),
     };
 }
 /** `probegate schema <dir>`: writes the JSON Schemas (npm run build keeps schema/ current). */
@@ -19006,6 +19044,7 @@ function verifyCommand(file, io) {
 
 
 
+
 /** Commander's way to take a repeated option as a list. */
 function collect(value, previous) {
     return [...(previous ?? []), value];
@@ -19041,7 +19080,7 @@ async function interruptible(run) {
 function main_program(io, done) {
     const p = new Command("probegate")
         .description("Gate agent-written pull requests: official tests plus hidden probes (structure, state, functional, memory, time, traffic).")
-        .version("0.1.0")
+        .version(PROBEGATE_VERSION)
         .exitOverride()
         .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
     p.command("eval")
