@@ -1,83 +1,11 @@
 import type { Expectation } from "../demo-expectation.js";
-import type { Category, CheckStatus } from "../probe-check.js";
-import type { EvaluationResult, Verdict } from "../result.js";
+import type { CheckStatus } from "../probe-check.js";
+import type { Verdict } from "../result.js";
+import { catchFindings, correctnessFindings, falseRejections, flawFindings, requirementFindings, whyNot } from "./probe-power-findings.js";
+import type { PowerCell, PowerColumn, PowerColumnInput, PowerFinding, PowerInterruption, PowerReport, PowerRow, PowerScope } from "./probe-power-types.js";
 
-/** One example submission of a task and every evaluation of it (a correct one may run N times). */
-export interface PowerColumnInput {
-  /** The example's file name, as expected.yml names it. */
-  submission: string;
-  expectation: Expectation;
-  results: ReadonlyArray<EvaluationResult>;
-}
-
-/** A column of the matrix: one example submission, what it should be and what it was. */
-export interface PowerColumn {
-  submission: string;
-  /** Expected `resolved`: the reference or an alternative-correct design. */
-  correct: boolean;
-  expected: { verdict: Verdict; failedCategories: Category[]; why?: string };
-  runs: number;
-  verdicts: Partial<Record<Verdict, number>>;
-  /** Why the first run with another verdict than the expected one got it (whyNot), where one did. */
-  unexpected?: string;
-}
-
-/** How one check did on one column: counts over that column's runs (absent: the check did not report). */
-export interface PowerCell {
-  passed: number;
-  failed: number;
-  error: number;
-  skipped: number;
-  absent: number;
-}
-
-/** A row of the matrix: one check of one probe file. */
-export interface PowerRow {
-  probe: string;
-  check: string;
-  category: Category;
-  requirements: string[];
-  cells: PowerCell[];
-}
-
-/** Something validation found; `error` fails it, `warning` is reported only. */
-export interface PowerFinding {
-  level: "error" | "warning";
-  kind: "probe-catches-nothing" | "check-catches-nothing" | "fails-correct" | "flaw-not-caught" | "unexpected-verdict" | "not-evaluated" | "interrupted" | "requirement-unchecked" | "requirement-undeclared";
-  /** The probe file, check id, submission or requirement it is about. */
-  subject: string;
-  message: string;
-}
-
-/** False rejections of one correct submission over its runs. */
-export interface FalseRejections {
-  submission: string;
-  runs: number;
-  rejected: number;
-  /** Per check id: in how many runs it failed or errored. */
-  byCheck: Record<string, number>;
-}
-
-/**
- * What a power run evaluated: `all` the examples (the probes' power and their false rejections), or
- * `correct-only` — only the correct ones, for more runs of them after a full run: false rejections
- * only, nothing about what the probes catch.
- */
-export type PowerScope = "all" | "correct-only";
-
-/** The power report of one task: the probes × submissions matrix and what it shows. */
-export interface PowerReport {
-  task: string;
-  scope: PowerScope;
-  probeSet: string | null;
-  /** The requirement ids task.yml declares: what requirement coverage was judged against. */
-  requirements: string[];
-  columns: PowerColumn[];
-  rows: PowerRow[];
-  falseRejections: FalseRejections[];
-  findings: PowerFinding[];
-  ok: boolean;
-}
+export type * from "./probe-power-types.js";
+export { whyNot } from "./probe-power-findings.js";
 
 const isCorrect = (e: Expectation) => e.verdict === "resolved";
 const emptyCell = (): PowerCell => ({ passed: 0, failed: 0, error: 0, skipped: 0, absent: 0 });
@@ -111,144 +39,6 @@ function buildRows(inputs: ReadonlyArray<PowerColumnInput>): PowerRow[] {
   return sorted;
 }
 
-/** Flawed examples the probes ran on (at least once): they are what a probe can catch. */
-function probedFlaws(columns: ReadonlyArray<PowerColumn>): number[] {
-  return columns.flatMap((col, c) => (col.expected.verdict === "probe-rejected" && col.runs > 0 ? [c] : []));
-}
-
-function catchFindings(rows: PowerRow[], columns: ReadonlyArray<PowerColumn>): PowerFinding[] {
-  const flaws = probedFlaws(columns);
-  const catches = (row: PowerRow) => flaws.some((c) => (row.cells[c]?.failed ?? 0) > 0);
-  const findings: PowerFinding[] = [];
-  const byProbe = new Map<string, PowerRow[]>();
-  for (const row of rows) byProbe.set(row.probe, [...(byProbe.get(row.probe) ?? []), row]);
-  for (const [probe, checks] of byProbe) {
-    if (!checks.some(catches)) {
-      findings.push({
-        level: "error",
-        kind: "probe-catches-nothing",
-        subject: probe,
-        message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples${flaws.length < columns.filter((col) => col.expected.verdict === "probe-rejected").length ? " that were evaluated" : ""}`,
-      });
-      continue;
-    }
-    for (const row of checks.filter((r) => !catches(r))) {
-      findings.push({ level: "warning", kind: "check-catches-nothing", subject: `${probe}/${row.check}`, message: `check ${row.check} (${probe}, ${row.category}) fails none of the flawed examples` });
-    }
-  }
-  return findings;
-}
-
-function correctnessFindings(rows: PowerRow[], columns: ReadonlyArray<PowerColumn>): PowerFinding[] {
-  const findings: PowerFinding[] = [];
-  columns.forEach((col, c) => {
-    if (!col.correct) return;
-    for (const row of rows) {
-      const cell = row.cells[c] as PowerCell;
-      const bad = cell.failed + cell.error;
-      if (bad === 0) continue;
-      const what = [cell.failed && `failed ${cell.failed}`, cell.error && `errored ${cell.error}`].filter(Boolean).join(" and ");
-      findings.push({
-        level: "error",
-        kind: "fails-correct",
-        subject: `${row.probe}/${row.check}`,
-        message: `check ${row.check} (${row.probe}, ${row.category}) ${what} of ${col.runs} runs of the correct submission ${col.submission}`,
-      });
-    }
-  });
-  return findings;
-}
-
-/**
- * Why a run got its verdict, specific enough to act on from the report alone (the evaluation's own
- * result may be gone): which official test failed and how, which check failed, or the harness error.
- */
-export function whyNot(r: EvaluationResult): string {
-  const clip = (s: string) => (s.length > 160 ? `${s.slice(0, 157)}…` : s);
-  if (r.verdict === "error" && r.error) return clip(`${r.reason}: ${r.error.message}`);
-  if (r.verdict === "official-failed" && r.official) {
-    const first = r.official.failing[0];
-    const more = r.official.failing.length > 1 ? ` (+${r.official.failing.length - 1} more)` : "";
-    const detail = first ? `; first: ${first.name}${first.message ? ` — ${clip(first.message.split("\n")[0] ?? "")}` : ""}${more}` : "";
-    return `${r.official.reason ?? r.reason}${detail}`;
-  }
-  const failed = r.probes.filter((p) => p.status === "failed" || p.status === "error");
-  if (failed.length) return `${r.reason}: ${failed.map((p) => `${p.id} ${p.status}`).join(", ")}`;
-  return r.reason;
-}
-
-function flawFindings(rows: PowerRow[], columns: ReadonlyArray<PowerColumn>, cutBy: string): PowerFinding[] {
-  const findings: PowerFinding[] = [];
-  columns.forEach((col, c) => {
-    const want = col.expected;
-    if (col.runs === 0) {
-      // Cut off by --budget or a signal: what the probes do on it is unknown, which is not the same as "not caught".
-      findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (${cutBy} first): nothing is known of it; run again with more time` });
-      return;
-    }
-    const wrong = col.runs - (col.verdicts[want.verdict] ?? 0);
-    if (wrong > 0) {
-      const tally = Object.entries(col.verdicts)
-        .filter(([v]) => v !== want.verdict)
-        .map(([v, n]) => `${v} ${n}×`)
-        .join(", ");
-      const runs = col.runs > 1 ? `${wrong} of ${col.runs} runs` : "its run";
-      findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally})${col.unexpected ? ` — ${col.unexpected}` : ""}` });
-    }
-    if (want.verdict !== "probe-rejected") return;
-    for (const category of new Set(want.failedCategories)) {
-      const caught = rows.some((row) => row.category === category && (row.cells[c]?.failed ?? 0) > 0);
-      if (!caught) {
-        findings.push({
-          level: "error",
-          kind: "flaw-not-caught",
-          subject: col.submission,
-          message: `flawed example ${col.submission} is not caught by any ${category} check (expected: ${want.failedCategories.join(", ")}${want.why ? ` — ${want.why}` : ""})`,
-        });
-      }
-    }
-  });
-  return findings;
-}
-
-/**
- * Every requirement must be named by a check that ran (passed or failed, not skipped) on the
- * reference — the example called `reference.*`, else every correct example — and every id a
- * check names must be declared.
- */
-function requirementFindings(rows: PowerRow[], columns: ReadonlyArray<PowerColumn>, declared: ReadonlyArray<string>): PowerFinding[] {
-  const correct = columns.flatMap((col, c) => (col.correct ? [c] : []));
-  const reference = correct.filter((c) => /^reference\b/.test(columns[c]?.submission ?? ""));
-  const on = reference.length ? reference : correct;
-  const ran = new Set<string>();
-  for (const row of rows) {
-    if (on.some((c) => ((row.cells[c]?.passed ?? 0) + (row.cells[c]?.failed ?? 0)) > 0)) for (const r of row.requirements) ran.add(r);
-  }
-  const where = reference.length ? "the reference" : "any correct submission";
-  const findings: PowerFinding[] = declared
-    .filter((id) => !ran.has(id))
-    .map((id) => ({ level: "error" as const, kind: "requirement-unchecked" as const, subject: id, message: `requirement ${id} is named by no check that ran on ${where}` }));
-  const known = new Set(declared);
-  for (const row of rows) {
-    for (const r of row.requirements.filter((id) => !known.has(id))) {
-      findings.push({ level: "error", kind: "requirement-undeclared", subject: r, message: `check ${row.check} (${row.probe}) names requirement ${r}, which task.yml does not declare` });
-    }
-  }
-  return findings;
-}
-
-function falseRejections(columns: ReadonlyArray<PowerColumn>, rows: PowerRow[]): FalseRejections[] {
-  return columns.flatMap((col, c) => {
-    if (!col.correct) return [];
-    const byCheck: Record<string, number> = {};
-    for (const row of rows) {
-      const cell = row.cells[c] as PowerCell;
-      if (cell.failed + cell.error > 0) byCheck[row.check] = (byCheck[row.check] ?? 0) + cell.failed + cell.error;
-    }
-    return [{ submission: col.submission, runs: col.runs, rejected: col.runs - (col.verdicts.resolved ?? 0), byCheck }];
-  });
-}
-
 /**
  * The power of a task's probes, from evaluations of its examples: which check passes the correct
  * submissions and which flaw each catches, in which category. A probe file none of whose checks
@@ -263,13 +53,6 @@ function falseRejections(columns: ReadonlyArray<PowerColumn>, rows: PowerRow[]):
  * A run `interrupted` by a signal is judged on the evaluations that finished, and fails validation
  * saying how many it abandoned and never started.
  */
-/** A power run stopped by a signal: the evaluations it abandoned mid-way and those it never started. */
-export interface PowerInterruption {
-  signal: string;
-  abandoned: number;
-  notStarted: number;
-}
-
 export function analysePower(task: string, allInputs: ReadonlyArray<PowerColumnInput>, requirements: ReadonlyArray<string>, scope: PowerScope = "all", interrupted?: PowerInterruption): PowerReport {
   const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
   const columns: PowerColumn[] = inputs.map((col) => {

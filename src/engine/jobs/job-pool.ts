@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
-import { formatIdList, nextPort, pickStarts, type JobDemand, type RunningJob, type WaitingJob } from "../../core/packing.js";
+import { formatIdList, pickStarts, type JobDemand, type RunningJob, type WaitingJob } from "../../core/packing.js";
 import { formatBytes } from "../../core/sizes.js";
 import { HarnessError } from "../errors.js";
 import { readGpuUsed } from "../gpu-meter.js";
 import { RunnerClaims } from "../claims/runner-claims.js";
+import { RendezvousPorts } from "./ports.js";
 import { claimSlices, coreKey, gpuKey, HeldElsewhere, sliceKeys } from "../claims/slice-claims.js";
 
 /** A job's slice of the runner, held from `acquire` until `release`. */
@@ -58,15 +58,6 @@ const MIB = 1024 * 1024;
 /** How often the queue is decided again while a job waits for something another process holds. */
 const FOREIGN_RECHECK_MS = 300;
 
-/** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once("error", () => resolve(false));
-    s.listen({ port, host: "127.0.0.1", exclusive: true }, () => s.close(() => resolve(true)));
-  });
-}
-
 /**
  * The runner's GPUs, cores and rendezvous ports, shared by every job of every evaluation this
  * process runs. Jobs queue with what they need; the packing decision (core/packing.ts) says which
@@ -87,9 +78,8 @@ export class JobPool {
   private freeCores: number[];
   private readonly running = new Map<string, RunningJob>();
   private readonly waiting: Waiter[] = [];
-  private readonly ports = new Set<number>();
+  private readonly ports: RendezvousPorts;
   private readonly claims: RunnerClaims;
-  private lastPort: number;
   private seq = 0;
   private scheduled = false;
   /** Each GPU's idle memory, read when this pool first claimed it (`readBaselines` says why then). */
@@ -107,8 +97,8 @@ export class JobPool {
     this.cores = [...opts.cores].sort((a, b) => a - b);
     this.freeGpus = [...this.gpus];
     this.freeCores = [...this.cores];
-    this.lastPort = (opts.portRange ?? PORTS).from - 1;
     this.claims = new RunnerClaims(opts.claimDir);
+    this.ports = new RendezvousPorts(this.claims, opts.portRange);
   }
 
   /** A pool over these GPUs and cores; each GPU's idle memory is read when the pool first claims it. */
@@ -240,7 +230,7 @@ export class JobPool {
     let port: number;
     try {
       await this.readBaselines(gpus);
-      port = await this.takePort();
+      port = await this.ports.take();
     } catch (e) {
       // Nothing ran on the slice: it is free again at once, here and across the runner.
       this.running.delete(w.id);
@@ -261,8 +251,7 @@ export class JobPool {
       release: async () => {
         if (released) return;
         released = true;
-        this.ports.delete(port);
-        this.claims.release(`port-${port}`);
+        this.ports.give(port);
         for (const c of cores) this.claims.release(coreKey(c));
         this.freeCores.push(...cores);
         this.running.delete(w.id);
@@ -288,23 +277,6 @@ export class JobPool {
     if (fresh.length === 0) return;
     const used = await readGpuUsed(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
     for (const [g, bytes] of used ?? []) this.baselines.set(g, bytes);
-  }
-
-  private async takePort(): Promise<number> {
-    const range = this.opts.portRange ?? PORTS;
-    for (let tries = 0; tries <= range.to - range.from; tries += 1) {
-      const p = nextPort(this.ports, this.lastPort, range);
-      if (p === null) break;
-      this.lastPort = p;
-      this.ports.add(p);
-      // Claimed first (no other probegate process on this runner hands it out), then checked free.
-      if (this.claims.claim(`port-${p}`)) {
-        if (await portFree(p)) return p;
-        this.claims.release(`port-${p}`);
-      }
-      this.ports.delete(p);
-    }
-    throw new HarnessError(`no free rendezvous port in ${range.from}-${range.to} on 127.0.0.1`, "packing");
   }
 
   /**
@@ -354,6 +326,3 @@ export class JobPool {
     return l.blockedBy.length ? `, behind another probegate process (${l.blockedBy.join(", ")})` : "";
   }
 }
-
-/** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
-export const PORTS = { from: 29600, to: 29999 };
