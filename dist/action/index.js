@@ -32523,7 +32523,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6207);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7561);
 
 await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .run */ .e)();
 
@@ -32532,7 +32532,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 6207:
+/***/ 7561:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -62416,6 +62416,59 @@ async function isolationFor(plan, mounts) {
 
 // EXTERNAL MODULE: external "node:net"
 var external_node_net_ = __nccwpck_require__(7030);
+;// CONCATENATED MODULE: ./src/engine/jobs/ports.ts
+
+
+
+/** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
+const PORTS = { from: 29600, to: 29999 };
+/** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
+function portFree(port) {
+    return new Promise((resolve) => {
+        const s = (0,external_node_net_.createServer)();
+        s.once("error", () => resolve(false));
+        s.listen({ port, host: "127.0.0.1", exclusive: true }, () => s.close(() => resolve(true)));
+    });
+}
+/**
+ * A pool's rendezvous ports: handed out round-robin over the range, each claimed across the runner's
+ * probegate processes (the claim folder) before it is checked free on 127.0.0.1, and given back when
+ * the job that held it is released.
+ */
+class RendezvousPorts {
+    claims;
+    range;
+    held = new Set();
+    last;
+    constructor(claims, range = PORTS) {
+        this.claims = claims;
+        this.range = range;
+        this.last = range.from - 1;
+    }
+    async take() {
+        const { range } = this;
+        for (let tries = 0; tries <= range.to - range.from; tries += 1) {
+            const p = nextPort(this.held, this.last, range);
+            if (p === null)
+                break;
+            this.last = p;
+            this.held.add(p);
+            // Claimed first (no other probegate process on this runner hands it out), then checked free.
+            if (this.claims.claim(`port-${p}`)) {
+                if (await portFree(p))
+                    return p;
+                this.claims.release(`port-${p}`);
+            }
+            this.held.delete(p);
+        }
+        throw new HarnessError(`no free rendezvous port in ${range.from}-${range.to} on 127.0.0.1`, "packing");
+    }
+    give(port) {
+        this.held.delete(port);
+        this.claims.release(`port-${port}`);
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/engine/claims/slice-claims.ts
 
 /** The claim keys of a job slice's GPUs and cores (runner-claims.ts). */
@@ -62523,14 +62576,6 @@ function claimSlices(claims, starts) {
 const job_pool_MIB = 1024 * 1024;
 /** How often the queue is decided again while a job waits for something another process holds. */
 const FOREIGN_RECHECK_MS = 300;
-/** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
-function portFree(port) {
-    return new Promise((resolve) => {
-        const s = (0,external_node_net_.createServer)();
-        s.once("error", () => resolve(false));
-        s.listen({ port, host: "127.0.0.1", exclusive: true }, () => s.close(() => resolve(true)));
-    });
-}
 /**
  * The runner's GPUs, cores and rendezvous ports, shared by every job of every evaluation this
  * process runs. Jobs queue with what they need; the packing decision (core/packing.ts) says which
@@ -62552,9 +62597,8 @@ class JobPool {
     freeCores;
     running = new Map();
     waiting = [];
-    ports = new Set();
+    ports;
     claims;
-    lastPort;
     seq = 0;
     scheduled = false;
     /** Each GPU's idle memory, read when this pool first claimed it (`readBaselines` says why then). */
@@ -62572,8 +62616,8 @@ class JobPool {
         this.cores = [...opts.cores].sort((a, b) => a - b);
         this.freeGpus = [...this.gpus];
         this.freeCores = [...this.cores];
-        this.lastPort = (opts.portRange ?? PORTS).from - 1;
         this.claims = new RunnerClaims(opts.claimDir);
+        this.ports = new RendezvousPorts(this.claims, opts.portRange);
     }
     /** A pool over these GPUs and cores; each GPU's idle memory is read when the pool first claims it. */
     static async create(opts) {
@@ -62707,7 +62751,7 @@ class JobPool {
         let port;
         try {
             await this.readBaselines(gpus);
-            port = await this.takePort();
+            port = await this.ports.take();
         }
         catch (e) {
             // Nothing ran on the slice: it is free again at once, here and across the runner.
@@ -62730,8 +62774,7 @@ class JobPool {
                 if (released)
                     return;
                 released = true;
-                this.ports.delete(port);
-                this.claims.release(`port-${port}`);
+                this.ports.give(port);
                 for (const c of cores)
                     this.claims.release(coreKey(c));
                 this.freeCores.push(...cores);
@@ -62760,24 +62803,6 @@ class JobPool {
         const used = await readGpuUsed(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
         for (const [g, bytes] of used ?? [])
             this.baselines.set(g, bytes);
-    }
-    async takePort() {
-        const range = this.opts.portRange ?? PORTS;
-        for (let tries = 0; tries <= range.to - range.from; tries += 1) {
-            const p = nextPort(this.ports, this.lastPort, range);
-            if (p === null)
-                break;
-            this.lastPort = p;
-            this.ports.add(p);
-            // Claimed first (no other probegate process on this runner hands it out), then checked free.
-            if (this.claims.claim(`port-${p}`)) {
-                if (await portFree(p))
-                    return p;
-                this.claims.release(`port-${p}`);
-            }
-            this.ports.delete(p);
-        }
-        throw new HarnessError(`no free rendezvous port in ${range.from}-${range.to} on 127.0.0.1`, "packing");
     }
     /**
      * Waits until each GPU reads back at its baseline, then frees it here and gives back its claim; one
@@ -62828,8 +62853,6 @@ class JobPool {
         return l.blockedBy.length ? `, behind another probegate process (${l.blockedBy.join(", ")})` : "";
     }
 }
-/** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
-const PORTS = { from: 29600, to: 29999 };
 
 ;// CONCATENATED MODULE: ./src/engine/jobs/job-slice.ts
 

@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8984);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3340);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5449,7 +5449,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 8984:
+/***/ 3340:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -6746,10 +6746,63 @@ async function isolationFor(plan, mounts) {
     };
 }
 
-;// CONCATENATED MODULE: external "node:net"
-const external_node_net_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:net");
 // EXTERNAL MODULE: ./src/engine/gpu-meter.ts + 1 modules
 var gpu_meter = __nccwpck_require__(646);
+;// CONCATENATED MODULE: external "node:net"
+const external_node_net_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:net");
+;// CONCATENATED MODULE: ./src/engine/jobs/ports.ts
+
+
+
+/** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
+const PORTS = { from: 29600, to: 29999 };
+/** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
+function portFree(port) {
+    return new Promise((resolve) => {
+        const s = (0,external_node_net_namespaceObject.createServer)();
+        s.once("error", () => resolve(false));
+        s.listen({ port, host: "127.0.0.1", exclusive: true }, () => s.close(() => resolve(true)));
+    });
+}
+/**
+ * A pool's rendezvous ports: handed out round-robin over the range, each claimed across the runner's
+ * probegate processes (the claim folder) before it is checked free on 127.0.0.1, and given back when
+ * the job that held it is released.
+ */
+class RendezvousPorts {
+    claims;
+    range;
+    held = new Set();
+    last;
+    constructor(claims, range = PORTS) {
+        this.claims = claims;
+        this.range = range;
+        this.last = range.from - 1;
+    }
+    async take() {
+        const { range } = this;
+        for (let tries = 0; tries <= range.to - range.from; tries += 1) {
+            const p = (0,packing/* nextPort */.F3)(this.held, this.last, range);
+            if (p === null)
+                break;
+            this.last = p;
+            this.held.add(p);
+            // Claimed first (no other probegate process on this runner hands it out), then checked free.
+            if (this.claims.claim(`port-${p}`)) {
+                if (await portFree(p))
+                    return p;
+                this.claims.release(`port-${p}`);
+            }
+            this.held.delete(p);
+        }
+        throw new errors/* HarnessError */.t(`no free rendezvous port in ${range.from}-${range.to} on 127.0.0.1`, "packing");
+    }
+    give(port) {
+        this.held.delete(port);
+        this.claims.release(`port-${port}`);
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/engine/claims/slice-claims.ts
 
 /** The claim keys of a job slice's GPUs and cores (runner-claims.ts). */
@@ -6857,14 +6910,6 @@ function claimSlices(claims, starts) {
 const MIB = 1024 * 1024;
 /** How often the queue is decided again while a job waits for something another process holds. */
 const FOREIGN_RECHECK_MS = 300;
-/** Whether nothing listens on 127.0.0.1:port now (so a rank 0 can bind it). */
-function portFree(port) {
-    return new Promise((resolve) => {
-        const s = (0,external_node_net_namespaceObject.createServer)();
-        s.once("error", () => resolve(false));
-        s.listen({ port, host: "127.0.0.1", exclusive: true }, () => s.close(() => resolve(true)));
-    });
-}
 /**
  * The runner's GPUs, cores and rendezvous ports, shared by every job of every evaluation this
  * process runs. Jobs queue with what they need; the packing decision (core/packing.ts) says which
@@ -6886,9 +6931,8 @@ class JobPool {
     freeCores;
     running = new Map();
     waiting = [];
-    ports = new Set();
+    ports;
     claims;
-    lastPort;
     seq = 0;
     scheduled = false;
     /** Each GPU's idle memory, read when this pool first claimed it (`readBaselines` says why then). */
@@ -6906,8 +6950,8 @@ class JobPool {
         this.cores = [...opts.cores].sort((a, b) => a - b);
         this.freeGpus = [...this.gpus];
         this.freeCores = [...this.cores];
-        this.lastPort = (opts.portRange ?? PORTS).from - 1;
         this.claims = new runner_claims/* RunnerClaims */.iT(opts.claimDir);
+        this.ports = new RendezvousPorts(this.claims, opts.portRange);
     }
     /** A pool over these GPUs and cores; each GPU's idle memory is read when the pool first claims it. */
     static async create(opts) {
@@ -7041,7 +7085,7 @@ class JobPool {
         let port;
         try {
             await this.readBaselines(gpus);
-            port = await this.takePort();
+            port = await this.ports.take();
         }
         catch (e) {
             // Nothing ran on the slice: it is free again at once, here and across the runner.
@@ -7064,8 +7108,7 @@ class JobPool {
                 if (released)
                     return;
                 released = true;
-                this.ports.delete(port);
-                this.claims.release(`port-${port}`);
+                this.ports.give(port);
                 for (const c of cores)
                     this.claims.release(coreKey(c));
                 this.freeCores.push(...cores);
@@ -7094,24 +7137,6 @@ class JobPool {
         const used = await (0,gpu_meter/* readGpuUsed */.cL)(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
         for (const [g, bytes] of used ?? [])
             this.baselines.set(g, bytes);
-    }
-    async takePort() {
-        const range = this.opts.portRange ?? PORTS;
-        for (let tries = 0; tries <= range.to - range.from; tries += 1) {
-            const p = (0,packing/* nextPort */.F3)(this.ports, this.lastPort, range);
-            if (p === null)
-                break;
-            this.lastPort = p;
-            this.ports.add(p);
-            // Claimed first (no other probegate process on this runner hands it out), then checked free.
-            if (this.claims.claim(`port-${p}`)) {
-                if (await portFree(p))
-                    return p;
-                this.claims.release(`port-${p}`);
-            }
-            this.ports.delete(p);
-        }
-        throw new errors/* HarnessError */.t(`no free rendezvous port in ${range.from}-${range.to} on 127.0.0.1`, "packing");
     }
     /**
      * Waits until each GPU reads back at its baseline, then frees it here and gives back its claim; one
@@ -7162,8 +7187,6 @@ class JobPool {
         return l.blockedBy.length ? `, behind another probegate process (${l.blockedBy.join(", ")})` : "";
     }
 }
-/** Rendezvous ports handed to jobs: above torch's default 29500, which other software assumes. */
-const PORTS = { from: 29600, to: 29999 };
 
 ;// CONCATENATED MODULE: ./src/engine/jobs/job-slice.ts
 
@@ -16653,39 +16676,9 @@ async function evalCommand(flags, io) {
     return worstExitCode(results.map((r, i) => reads[i] ?? r));
 }
 
-;// CONCATENATED MODULE: ./src/core/probe-power/probe-power.ts
-const isCorrect = (e) => e.verdict === "resolved";
-const emptyCell = () => ({ passed: 0, failed: 0, error: 0, skipped: 0, absent: 0 });
-const rowKey = (probe, check) => `${probe}\u0000${check}`;
-function buildRows(inputs) {
-    const rows = new Map();
-    inputs.forEach((col, c) => {
-        for (const result of col.results) {
-            for (const p of result.probes) {
-                const key = rowKey(p.probe, p.id);
-                let row = rows.get(key);
-                if (!row) {
-                    row = { probe: p.probe, check: p.id, category: p.category, requirements: [], cells: inputs.map(emptyCell) };
-                    rows.set(key, row);
-                }
-                for (const r of p.requirements ?? [])
-                    if (!row.requirements.includes(r))
-                        row.requirements.push(r);
-                const cell = row.cells[c];
-                cell[p.status] += 1;
-            }
-        }
-    });
-    const sorted = [...rows.values()].sort((a, b) => a.probe.localeCompare(b.probe) || a.check.localeCompare(b.check));
-    for (const row of sorted) {
-        row.requirements.sort();
-        row.cells.forEach((cell, c) => {
-            const runs = inputs[c]?.results.length ?? 0;
-            cell.absent = runs - (cell.passed + cell.failed + cell.error + cell.skipped);
-        });
-    }
-    return sorted;
-}
+;// CONCATENATED MODULE: ./src/core/probe-power/probe-power-findings.ts
+// What validation finds in a power matrix: flaws no check catches, checks that catch nothing, correct
+// examples rejected, requirements no check covers.
 /** Flawed examples the probes ran on (at least once): they are what a probe can catch. */
 function probedFlaws(columns) {
     return columns.flatMap((col, c) => (col.expected.verdict === "probe-rejected" && col.runs > 0 ? [c] : []));
@@ -16827,6 +16820,56 @@ function falseRejections(columns, rows) {
         return [{ submission: col.submission, runs: col.runs, rejected: col.runs - (col.verdicts.resolved ?? 0), byCheck }];
     });
 }
+
+;// CONCATENATED MODULE: ./src/core/probe-power/probe-power.ts
+
+
+const isCorrect = (e) => e.verdict === "resolved";
+const emptyCell = () => ({ passed: 0, failed: 0, error: 0, skipped: 0, absent: 0 });
+const rowKey = (probe, check) => `${probe}\u0000${check}`;
+function buildRows(inputs) {
+    const rows = new Map();
+    inputs.forEach((col, c) => {
+        for (const result of col.results) {
+            for (const p of result.probes) {
+                const key = rowKey(p.probe, p.id);
+                let row = rows.get(key);
+                if (!row) {
+                    row = { probe: p.probe, check: p.id, category: p.category, requirements: [], cells: inputs.map(emptyCell) };
+                    rows.set(key, row);
+                }
+                for (const r of p.requirements ?? [])
+                    if (!row.requirements.includes(r))
+                        row.requirements.push(r);
+                const cell = row.cells[c];
+                cell[p.status] += 1;
+            }
+        }
+    });
+    const sorted = [...rows.values()].sort((a, b) => a.probe.localeCompare(b.probe) || a.check.localeCompare(b.check));
+    for (const row of sorted) {
+        row.requirements.sort();
+        row.cells.forEach((cell, c) => {
+            const runs = inputs[c]?.results.length ?? 0;
+            cell.absent = runs - (cell.passed + cell.failed + cell.error + cell.skipped);
+        });
+    }
+    return sorted;
+}
+/**
+ * The power of a task's probes, from evaluations of its examples: which check passes the correct
+ * submissions and which flaw each catches, in which category. A probe file none of whose checks
+ * fails a flawed example, a check that fails or errors on a correct submission, a flawed example no
+ * check of its expected category catches, a verdict other than the expected one, and a declared
+ * requirement no check ran on fail validation; a single check that catches nothing is a warning.
+ *
+ * With scope `correct-only` the flawed examples were left out by choice: their inputs (and any
+ * results they carry) are dropped, and so are the findings only they can give (catches nothing,
+ * flaw not caught); what the correct ones show is judged as in a full run.
+ *
+ * A run `interrupted` by a signal is judged on the evaluations that finished, and fails validation
+ * saying how many it abandoned and never started.
+ */
 function analysePower(task, allInputs, requirements, scope = "all", interrupted) {
     const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
     const columns = inputs.map((col) => {
