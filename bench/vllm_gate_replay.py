@@ -84,6 +84,9 @@ INJECTIONS = {
         ("vllm/v1/core/block_pool.py", "        ret: list[KVCacheBlock] = self.free_block_queue.popleft_n(num_blocks)\n",
          "        ret: list[KVCacheBlock] = self.free_block_queue.popleft_n(num_blocks)\n"
          "        self._slots = [block.block_id * 16 + i for block in ret for i in range(16)]\n")]),
+    "leaked-buffer": ("memory", "BlockPool keeps a 64-byte metadata buffer per block that nothing reads (Python heap per block up)", [
+        ("vllm/v1/core/block_pool.py", "        # All kv-cache blocks.\n",
+         "        self._block_meta = [bytearray(64) for _ in range(num_gpu_blocks)]\n        # All kv-cache blocks.\n")]),
     "changed-default": ("functional", "KVCacheManager defaults to use_eagle=True (drops the last matched block of every prefix hit)", [
         ("vllm/v1/core/kv_cache_manager.py", "        use_eagle: bool = False,\n", "        use_eagle: bool = True,\n")]),
     "deleted-test": ("structure", "test_decode deleted (renamed away)", [
@@ -92,6 +95,9 @@ INJECTIONS = {
         ("tests/v1/core/test_prefix_caching.py", "def test_evict(", "@pytest.mark.skip(reason=\"flaky\")\ndef test_evict(")]),
     "weakened-assertion": ("structure", "test_prefill loses an assertion (the computed-token count of the first request)", [
         ("tests/v1/core/test_prefix_caching.py", "    assert num_computed_tokens == 0\n", "", 1)]),
+    "loosened-tolerance": ("structure", "test_prefill's exact prefix-hit count becomes pytest.approx with abs=16 (one block of slack)", [
+        ("tests/v1/core/test_prefix_caching.py", "    assert num_computed_tokens == 3 * 16\n",
+         "    assert num_computed_tokens == pytest.approx(3 * 16, abs=16)\n", 1)]),
 }
 # The three test-weakening injections in one evaluation: the guard reports each as its own finding.
 INJECTIONS["weakened-tests"] = ("structure", "test_decode deleted, test_evict skipped, an assertion of test_prefill removed",
