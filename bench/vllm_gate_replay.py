@@ -99,9 +99,11 @@ INJECTIONS = {
         ("tests/v1/core/test_prefix_caching.py", "    assert num_computed_tokens == 3 * 16\n",
          "    assert num_computed_tokens == pytest.approx(3 * 16, abs=16)\n", 1)]),
 }
-# The three test-weakening injections in one evaluation: the guard reports each as its own finding.
-INJECTIONS["weakened-tests"] = ("structure", "test_decode deleted, test_evict skipped, an assertion of test_prefill removed",
-                                INJECTIONS["deleted-test"][2] + INJECTIONS["skipped-test"][2] + INJECTIONS["weakened-assertion"][2])
+# The four test-weakening injections in one evaluation: the guard reports each as its own finding.
+INJECTIONS["weakened-tests"] = ("structure", "test_decode deleted, test_evict skipped, an assertion of test_prefill removed, "
+                                "another of its asserts given pytest.approx(abs=16)",
+                                INJECTIONS["deleted-test"][2] + INJECTIONS["skipped-test"][2] + INJECTIONS["weakened-assertion"][2]
+                                + INJECTIONS["loosened-tolerance"][2])
 
 
 def inject(name, on):
@@ -160,11 +162,26 @@ def main():
         name, on = sys.argv[2], (sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--on" else "v0.20.1")
         evaluate(f"inject-{name}", inject(name, on), on)
     elif cmd == "table":
+        print("| pair (release granularity) | watched files changed | official tests | verdict | key numbers (head vs base) | every non-passed check |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for b, h, changed, skip in pairs():
+            files = ", ".join(p.rsplit("/", 1)[-1] for p in changed) or "none"
+            row = os.path.join(OUT, f"{h}.json")
+            if skip or not changed or not os.path.exists(row):
+                why = f"skipped: {skip}" if skip else ("no watched path changed" if not changed else "not run")
+                print(f"| {b}..{h} | {files} | - | {why} | - | - |")
+                continue
+            print(f"| {b}..{h} | {files} | {_row(row)}")
         for f in sorted(os.listdir(OUT)):
-            if f.endswith(".json"):
-                verdict, reason, tests, nums, failed = summarize(os.path.join(OUT, f))
-                print(f"| {f[:-5]} | {verdict} | {reason} | {'; '.join(nums)} | {'<br>'.join(failed) or '-'} |")
+            if f.startswith("inject-") and f.endswith(".json"):
+                name = f[len("inject-"):-5]
+                print(f"| inject {name} ({INJECTIONS[name][0]} expected) | {INJECTIONS[name][1]} | {_row(os.path.join(OUT, f))}")
 
+
+def _row(path):
+    verdict, reason, tests, nums, failed = summarize(path)
+    t = f"{tests.get('passed', '?')}/{tests.get('total', '?')} passed" if tests else "-"
+    return f"{t} | {verdict}: {reason} | {'; '.join(nums)} | {'<br>'.join(x.replace('|', '/') for x in failed) or '-'} |"
 
 if __name__ == "__main__":
     main()
