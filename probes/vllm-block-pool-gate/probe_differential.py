@@ -140,7 +140,7 @@ def pool_scenario(rng, num_blocks, seqs):
     return out
 
 
-def manager_scenario(rng, num_blocks):
+def manager_scenario(rng, num_blocks, keep=None):
     """The KV-cache manager on shared-prefix prompts under pressure, through the tree's own test helpers."""
     import importlib
 
@@ -186,6 +186,8 @@ def manager_scenario(rng, num_blocks):
         if len(live) > 5:  # frees in drawn order keep the pool under pressure
             manager.free(live.pop(rng.randrange(len(live))))
         out["free"].append(manager.block_pool.get_num_free_blocks())
+    if keep is not None:  # the heap measure holds the manager itself, not only its outputs
+        keep.append(manager)
     return out
 
 
@@ -232,8 +234,13 @@ def heap_per_block(base_seed, blocks=4096):
         pool_bytes = tracemalloc.get_traced_memory()[0] - t0
         try:
             t1 = tracemalloc.get_traced_memory()[0]
-            mgr = manager_scenario(random.Random(base_seed), blocks)
+            # Measured with the manager alive and unreachable objects collected: the manager itself, not
+            # what its block list's reference cycles happen to keep around after it is dropped.
+            held = []
+            mgr = manager_scenario(random.Random(base_seed), blocks, keep=held)
+            gc.collect()
             manager_bytes = tracemalloc.get_traced_memory()[0] - t1
+            del held
         except Exception:  # noqa: BLE001 - the manager's outcome is compared by prefix-hits
             mgr, manager_bytes = None, None
         del pool, mgr
