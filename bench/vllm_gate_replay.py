@@ -168,7 +168,7 @@ def main():
             files = ", ".join(p.rsplit("/", 1)[-1] for p in changed) or "none"
             row = os.path.join(OUT, f"{h}.json")
             if skip or not changed or not os.path.exists(row):
-                why = f"skipped: {skip}" if skip else ("no watched path changed" if not changed else "not run")
+                why = f"skipped: {skip.split(': ')[0]}" if skip else ("no watched path changed" if not changed else "not run (out of time)")
                 print(f"| {b}..{h} | {files} | - | {why} | - | - |")
                 continue
             print(f"| {b}..{h} | {files} | {_row(row)}")
@@ -181,7 +181,8 @@ def main():
 def _row(path):
     verdict, reason, tests, nums, failed = summarize(path)
     t = f"{tests.get('passed', '?')}/{tests.get('total', '?')} passed" if tests else "-"
-    return f"{t} | {verdict}: {reason} | {'; '.join(nums)} | {'<br>'.join(x.replace('|', '/') for x in failed) or '-'} |"
+    probe_set = json.load(open(path))["task"]["probeSet"][len("sha256:"):][:12]
+    return f"{t} | {verdict}: {reason} (probe set {probe_set}) | {'; '.join(nums)} | {'<br>'.join(x.replace('|', '/') for x in failed) or '-'} |"
 
 if __name__ == "__main__":
     main()
