@@ -84,6 +84,9 @@ INJECTIONS = {
         ("vllm/v1/core/block_pool.py", "        ret: list[KVCacheBlock] = self.free_block_queue.popleft_n(num_blocks)\n",
          "        ret: list[KVCacheBlock] = self.free_block_queue.popleft_n(num_blocks)\n"
          "        self._slots = [block.block_id * 16 + i for block in ret for i in range(16)]\n")]),
+    "leaked-buffer": ("memory", "BlockPool keeps a 64-byte metadata buffer per block that nothing reads (Python heap per block up)", [
+        ("vllm/v1/core/block_pool.py", "        # All kv-cache blocks.\n",
+         "        self._block_meta = [bytearray(64) for _ in range(num_gpu_blocks)]\n        # All kv-cache blocks.\n")]),
     "changed-default": ("functional", "KVCacheManager defaults to use_eagle=True (drops the last matched block of every prefix hit)", [
         ("vllm/v1/core/kv_cache_manager.py", "        use_eagle: bool = False,\n", "        use_eagle: bool = True,\n")]),
     "deleted-test": ("structure", "test_decode deleted (renamed away)", [
@@ -92,10 +95,15 @@ INJECTIONS = {
         ("tests/v1/core/test_prefix_caching.py", "def test_evict(", "@pytest.mark.skip(reason=\"flaky\")\ndef test_evict(")]),
     "weakened-assertion": ("structure", "test_prefill loses an assertion (the computed-token count of the first request)", [
         ("tests/v1/core/test_prefix_caching.py", "    assert num_computed_tokens == 0\n", "", 1)]),
+    "loosened-tolerance": ("structure", "test_prefill's exact prefix-hit count becomes pytest.approx with abs=16 (one block of slack)", [
+        ("tests/v1/core/test_prefix_caching.py", "    assert num_computed_tokens == 3 * 16\n",
+         "    assert num_computed_tokens == pytest.approx(3 * 16, abs=16)\n", 1)]),
 }
-# The three test-weakening injections in one evaluation: the guard reports each as its own finding.
-INJECTIONS["weakened-tests"] = ("structure", "test_decode deleted, test_evict skipped, an assertion of test_prefill removed",
-                                INJECTIONS["deleted-test"][2] + INJECTIONS["skipped-test"][2] + INJECTIONS["weakened-assertion"][2])
+# The four test-weakening injections in one evaluation: the guard reports each as its own finding.
+INJECTIONS["weakened-tests"] = ("structure", "test_decode deleted, test_evict skipped, an assertion of test_prefill removed, "
+                                "another of its asserts given pytest.approx(abs=16)",
+                                INJECTIONS["deleted-test"][2] + INJECTIONS["skipped-test"][2] + INJECTIONS["weakened-assertion"][2]
+                                + INJECTIONS["loosened-tolerance"][2])
 
 
 def inject(name, on):
@@ -154,11 +162,27 @@ def main():
         name, on = sys.argv[2], (sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--on" else "v0.20.1")
         evaluate(f"inject-{name}", inject(name, on), on)
     elif cmd == "table":
+        print("| pair (release granularity) | watched files changed | official tests | verdict | key numbers (head vs base) | every non-passed check |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for b, h, changed, skip in pairs():
+            files = ", ".join(p.rsplit("/", 1)[-1] for p in changed) or "none"
+            row = os.path.join(OUT, f"{h}.json")
+            if skip or not changed or not os.path.exists(row):
+                why = f"skipped: {skip.split(': ')[0]}" if skip else ("no watched path changed" if not changed else "not run (out of time)")
+                print(f"| {b}..{h} | {files} | - | {why} | - | - |")
+                continue
+            print(f"| {b}..{h} | {files} | {_row(row)}")
         for f in sorted(os.listdir(OUT)):
-            if f.endswith(".json"):
-                verdict, reason, tests, nums, failed = summarize(os.path.join(OUT, f))
-                print(f"| {f[:-5]} | {verdict} | {reason} | {'; '.join(nums)} | {'<br>'.join(failed) or '-'} |")
+            if f.startswith("inject-") and f.endswith(".json"):
+                name = f[len("inject-"):-5]
+                print(f"| inject {name} ({INJECTIONS[name][0]} expected) | {INJECTIONS[name][1]} | {_row(os.path.join(OUT, f))}")
 
+
+def _row(path):
+    verdict, reason, tests, nums, failed = summarize(path)
+    t = f"{tests.get('passed', '?')}/{tests.get('total', '?')} passed" if tests else "-"
+    probe_set = json.load(open(path))["task"]["probeSet"][len("sha256:"):][:12]
+    return f"{t} | {verdict}: {reason} (probe set {probe_set}) | {'; '.join(nums)} | {'<br>'.join(x.replace('|', '/') for x in failed) or '-'} |"
 
 if __name__ == "__main__":
     main()

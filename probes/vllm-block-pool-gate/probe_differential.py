@@ -140,7 +140,7 @@ def pool_scenario(rng, num_blocks, seqs):
     return out
 
 
-def manager_scenario(rng, num_blocks):
+def manager_scenario(rng, num_blocks, keep=None):
     """The KV-cache manager on shared-prefix prompts under pressure, through the tree's own test helpers."""
     import importlib
 
@@ -186,6 +186,8 @@ def manager_scenario(rng, num_blocks):
         if len(live) > 5:  # frees in drawn order keep the pool under pressure
             manager.free(live.pop(rng.randrange(len(live))))
         out["free"].append(manager.block_pool.get_num_free_blocks())
+    if keep is not None:  # the heap measure holds the manager itself, not only its outputs
+        keep.append(manager)
     return out
 
 
@@ -232,8 +234,13 @@ def heap_per_block(base_seed, blocks=4096):
         pool_bytes = tracemalloc.get_traced_memory()[0] - t0
         try:
             t1 = tracemalloc.get_traced_memory()[0]
-            mgr = manager_scenario(random.Random(base_seed), blocks)
+            # Measured with the manager alive and unreachable objects collected: the manager itself, not
+            # what its block list's reference cycles happen to keep around after it is dropped.
+            held = []
+            mgr = manager_scenario(random.Random(base_seed), blocks, keep=held)
+            gc.collect()
             manager_bytes = tracemalloc.get_traced_memory()[0] - t1
+            del held
         except Exception:  # noqa: BLE001 - the manager's outcome is compared by prefix-hits
             mgr, manager_bytes = None, None
         del pool, mgr
@@ -274,26 +281,14 @@ def check_heap(b, h, ratio=0.10, slack=8):
              requirements=["memory-preserved"], measured={"base_bytes_per_block": bb, "head_bytes_per_block": hb, "allowed_extra_bytes_per_block": allowed})
 
 
-def _preload_environment():
-    """Rank processes fork from the kit's forkserver, which imports torch once; vLLM's import chain also
-    pulls transformers, pydantic, msgspec, zmq (10-20 s per process on the loaded 2-core box). They come
-    from the task's environment, identical for both sides, so the forkserver imports them once too.
-    Nothing of either tree is preloaded (vllm is registered and imported inside the scenario)."""
-    from probegate_probe import ranks
-
-    make = ranks._context
-
-    def context():
-        ctx = make()
-        if ctx.get_start_method() == "forkserver":
-            ctx.set_forkserver_preload(["torch", "probegate_probe", "numpy", "transformers", "pydantic", "msgspec", "zmq", "pytest", "cloudpickle", "psutil"])
-        return ctx
-
-    ranks._context = context
+# Packages of the task's environment (identical for both sides) that the kit's rank server imports once,
+# so each rank forks with them loaded: vLLM's import chain pulls transformers, pydantic, msgspec, zmq
+# (10-20 s per process on the loaded 2-core box). Nothing of either tree (vllm is registered and imported
+# inside the scenario); the kit refuses a name under the workspace.
+PRELOAD = ["numpy", "transformers", "pydantic", "msgspec", "zmq", "pytest", "cloudpickle", "psutil"]
 
 
 def main():
-    _preload_environment()
     base, head = base_tree(), str(workspace())
     removed = []
     for rel, cls in ((POOL, "BlockPool"), (MANAGER, "KVCacheManager")):
@@ -303,7 +298,7 @@ def main():
     else:
         emit("interface-kept", "functional", "passed", "every public method of the base's BlockPool and KVCacheManager is still defined", requirements=["interface-kept"])
     s, seqs = seed(0), param("sequences", 24)
-    counts = differential(scenario, world_size=1, measure=("outputs",), args=(s, seqs, "count"), timeout=600)
+    counts = differential(scenario, world_size=1, measure=("outputs",), args=(s, seqs, "count"), timeout=600, preload=PRELOAD)
     b, h = _numbers(counts, "base"), _numbers(counts, "head")
     bp, hp = b["pool"], h["pool"]
     if isinstance(bp, str) or isinstance(hp, str):
@@ -325,7 +320,7 @@ def main():
         one = Sides(world_size=1, counts={"base": [{"outputs": bm}], "head": [{"outputs": hm}]})
         one.check_outputs("manager-outputs", atol=0, rtol=0, requirements=["outputs-preserved"])
     check_heap(b["heap"], h["heap"])
-    t = differential(scenario, world_size=1, repetitions=int(os.environ.get("VLLM_GATE_REPS", "9")), measure=("time",), args=(s, seqs, "time"), timeout=600)
+    t = differential(scenario, world_size=1, repetitions=int(os.environ.get("VLLM_GATE_REPS", "9")), measure=("time",), args=(s, seqs, "time"), timeout=600, preload=PRELOAD)
     t.check_time("allocate-free-time", margin=float(os.environ.get("VLLM_GATE_TIME_MARGIN", "1.5")), requirements=["time-preserved"])
 
 

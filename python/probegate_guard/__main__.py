@@ -61,6 +61,14 @@ def _tests_of(root: str, files: list[str], unparsable: list[Finding], side: str)
     return out
 
 
+def _applies_to(conftest: str, tests: list[str]) -> bool:
+    """Whether pytest would load this conftest.py for one of the watched test files: it applies to the
+    tests in its own folder and below (the root's to every test). One in a sibling folder (vLLM's
+    tests/evals/mrcr/conftest.py beside tests/v1/core/) is never loaded for them, so it is no finding."""
+    folder = conftest.rsplit("/", 1)[0] + "/" if "/" in conftest else ""
+    return any(t.startswith(folder) for t in tests)
+
+
 def _allowed(f: Finding, allow: list[str]) -> bool:
     return any(f.test == a or fnmatch.fnmatchcase(f.file, a) or fnmatch.fnmatchcase(f.test, a) or a == f"{f.kind}:{f.test}" for a in allow)
 
@@ -79,7 +87,7 @@ def run(base: str, head: str, globs: list[str], allow: list[str]) -> dict:
             head_src = _read(head, rel)
             if head_src is not None:
                 findings.extend(compare_config(rel, _read(base, rel), head_src))
-        elif name == "conftest.py":
+        elif name == "conftest.py" and _applies_to(rel, sel_base + sel_head):
             head_src = _read(head, rel)
             if head_src is not None:
                 findings.extend(compare_conftest(rel, _read(base, rel), head_src))

@@ -115,6 +115,14 @@ def test_pyproject_testpaths_and_conftest_hook(tmp_path):
     assert got == {("deselected", "pyproject.toml", 2), ("deselected", "tests/conftest.py", 1)}
 
 
+def test_conftest_outside_the_watched_tests_is_no_finding(tmp_path):
+    hook = "def pytest_generate_tests(metafunc):\n    pass\n"
+    base = tree(tmp_path, "base", {"tests/core/test_x.py": BASE_TEST})
+    head = tree(tmp_path, "head", {"tests/core/test_x.py": BASE_TEST, "tests/evals/conftest.py": hook, "tests/conftest.py": hook})
+    r = run(base, head, ["tests/core/**"], [])
+    assert {(f["kind"], f["file"]) for f in r["findings"]} == {("deselected", "tests/conftest.py")}
+
+
 def test_narrowed_parametrization(tmp_path):
     r = guard(tmp_path, BASE_TEST.replace("[1, 2, 4, 8]", "[1, 2]"))
     [f] = r["findings"]
