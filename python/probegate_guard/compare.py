@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .rewrites import extension_keeps, keeps_assertion, skip_spares_base_cases
 from .tests_model import TestFn
 
 KINDS = ("deleted", "skipped", "deselected", "narrowed", "assertion-removed", "tolerance-loosened", "exception-widened", "unparsable")
@@ -49,7 +50,12 @@ def compare_test(base: TestFn, head: TestFn, head_file: str) -> list[Finding]:
     out: list[Finding] = []
     f = lambda kind, line, msg: out.append(Finding(kind, head.id, head_file, line, msg))  # noqa: E731
     base_skips = {s for s, _ in base.skips}
+    base_pv = [(names, values) for names, values, _ in base.params]
+    head_pv = [(names, values) for names, values, _ in head.params]
     for s, line in head.skips:
+        conds = head.skip_conditions.get(line, [])
+        if any(skip_spares_base_cases(c, base_pv, head_pv) for c in conds):
+            continue  # one of the `if`s around it is false for every base case: it skips only cases the head added
         if s not in base_skips:
             f("skipped", line, f"{head.name} is now skipped or expected to fail: {s}")
     base_params = {names: values for names, values, _ in base.params}
@@ -63,11 +69,20 @@ def compare_test(base: TestFn, head: TestFn, head_file: str) -> list[Finding]:
     head_params = {names for names, _, _ in head.params}
     for names, values, line in base.params:
         if names not in head_params and len(values) > 1:
+            if any(extension_keeps(names, values, hn, hv) for hn, hv in head_pv):
+                continue  # parametrized over more names, every base case kept
             f("narrowed", head.line, f"{head.name} is no longer parametrized over {names} ({len(values)} cases at the base, line {line})")
     head_asserts = [a for a, _ in head.asserts]
+    gone = []
     for a, line in base.asserts:
         if a in head_asserts:
             head_asserts.remove(a)
+        else:
+            gone.append((a, line))
+    for a, line in gone:  # exact matches first, then checks rewritten in place (rewrites.keeps_assertion)
+        kept = next((h for h in head_asserts if keeps_assertion(a, h)), None)
+        if kept is not None:
+            head_asserts.remove(kept)
             continue
         f("assertion-removed", head.line, f"{head.name} no longer checks `{a}` (base line {line})")
     head_tols = _by_occurrence(head.tolerances)

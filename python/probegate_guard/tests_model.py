@@ -64,6 +64,8 @@ class TestFn:
     asserts: list[tuple[str, int]] = field(default_factory=list)
     tolerances: list[Tolerance] = field(default_factory=list)
     raises: list[Raises] = field(default_factory=list)
+    # line of a skip call in the body -> the conditions of the `if`s it sits in (rewrites.skip_spares_base_cases)
+    skip_conditions: dict[int, list[str]] = field(default_factory=dict)
 
 
 def _skip_of(dec: ast.expr) -> str | None:
@@ -99,7 +101,21 @@ def _without_tolerances(node: ast.AST) -> str:
     return text(_DropTolerances().visit(ast.parse(text(node), mode="eval" if isinstance(node, ast.expr) else "exec")))
 
 
+def _if_conditions(body: list[ast.stmt]) -> dict[int, list[str]]:
+    """id of each node in the body of `if` statements (not their else) -> every such `if`'s condition
+    text: the node runs only when all of them are true."""
+    out: dict[int, list[str]] = {}
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.If):
+            cond = text(node.test)
+            for stmt in node.body:
+                for inner in ast.walk(stmt):
+                    out.setdefault(id(inner), []).append(cond)
+    return out
+
+
 def _scan_body(fn: TestFn, body: list[ast.stmt], source: str) -> None:
+    conditions = _if_conditions(body)
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
         if isinstance(node, ast.Assert):
             fn.asserts.append((_without_tolerances(node.test), node.lineno))
@@ -108,6 +124,8 @@ def _scan_body(fn: TestFn, body: list[ast.stmt], source: str) -> None:
             last = name.rsplit(".", 1)[-1]
             if last in ("skip", "xfail") and name.startswith("pytest."):
                 fn.skips.append((text(node), node.lineno))
+                if id(node) in conditions:
+                    fn.skip_conditions[node.lineno] = conditions[id(node)]
             elif last in ("skipTest",):
                 fn.skips.append((text(node), node.lineno))
             if last in RAISES_CALLS:

@@ -1,0 +1,73 @@
+"""Changes the weakened-test guard must not report (they keep every base check), beside the ones it must.
+
+Each keeping case is a shape met in a real merged PR the gates replayed (bench/results/*-gate-replay.md):
+vLLM 0.14.0's call that gained an argument, 0.11.0's narrowed Optional, Megatron-LM #6080's
+parametrization over more names with a skip for a new case only."""
+from test_guard import BASE_TEST, guard, kinds
+
+PARAM_BASE = '''
+import pytest
+
+@pytest.mark.parametrize(("tp", "etp"), [(2, 1), (1, 2)])
+def test_sync(tp, etp):
+    assert sync(tp, etp) == 4
+'''
+
+
+def p_guard(tmp_path, head):
+    return guard(tmp_path, BASE_TEST, extra_base={"tests/test_p.py": PARAM_BASE}, extra_head={"tests/test_p.py": head})
+
+
+def test_call_that_gained_an_argument_keeps_its_check(tmp_path):
+    r = guard(tmp_path, BASE_TEST.replace("assert grad_of(2) is not None", "assert grad_of(2, 0) is not None"))
+    assert r["findings"] == []
+
+
+def test_check_narrowed_with_and_is_kept(tmp_path):
+    r = guard(tmp_path, BASE_TEST.replace("assert grad_of(2) is not None", "assert grad_of is not None and grad_of(2) is not None"))
+    assert r["findings"] == []
+
+
+def test_attribute_appended_to_the_subject_is_kept(tmp_path):
+    r = guard(tmp_path, BASE_TEST.replace("assert x.sum() == n", "assert x.sum().data == n"))
+    assert r["findings"] == []
+
+
+def test_changed_expected_value_is_still_reported(tmp_path):
+    r = guard(tmp_path, BASE_TEST.replace("assert grad_of(2) is not None", "assert grad_of(2, 0) is None"))
+    assert kinds(r) == [("assertion-removed", "tests/test_x.py::TestBuffer::test_keeps_grad")]
+
+
+def test_argument_replaced_rather_than_appended_is_still_reported(tmp_path):
+    r = guard(tmp_path, BASE_TEST.replace("assert grad_of(2) is not None", "assert grad_of(3) is not None"))
+    assert kinds(r) == [("assertion-removed", "tests/test_x.py::TestBuffer::test_keeps_grad")]
+
+
+def test_parametrization_over_more_names_keeping_every_case_is_fine(tmp_path):
+    head = PARAM_BASE.replace('("tp", "etp"), [(2, 1), (1, 2)]', '("tp", "etp", "remat"), [(2, 1, 1), (1, 2, 1), (1, 1, 2)]').replace(
+        "def test_sync(tp, etp):", "def test_sync(tp, etp, remat):")
+    assert p_guard(tmp_path, head)["findings"] == []
+
+
+def test_parametrization_over_more_names_losing_a_case_is_narrowed(tmp_path):
+    head = PARAM_BASE.replace('("tp", "etp"), [(2, 1), (1, 2)]', '("tp", "etp", "remat"), [(2, 1, 1), (1, 1, 2)]')
+    assert kinds(p_guard(tmp_path, head)) == [("narrowed", "tests/test_p.py::test_sync")]
+
+
+EXTENDED = PARAM_BASE.replace('("tp", "etp"), [(2, 1), (1, 2)]', '("tp", "etp", "remat"), [(2, 1, 1), (1, 2, 1), (1, 1, 2)]').replace(
+    "def test_sync(tp, etp):", "def test_sync(tp, etp, remat):")
+
+
+def test_skip_only_for_a_case_the_head_added_is_fine(tmp_path):
+    head = EXTENDED.replace("    assert sync", "    if remat > 1:\n        if not HAVE_REMAT:\n            pytest.skip('needs remat')\n    assert sync")
+    assert p_guard(tmp_path, head)["findings"] == []
+
+
+def test_skip_under_a_condition_a_base_case_meets_is_reported(tmp_path):
+    head = EXTENDED.replace("    assert sync", "    if tp > 1:\n        pytest.skip('slow')\n    assert sync")
+    assert kinds(p_guard(tmp_path, head)) == [("skipped", "tests/test_p.py::test_sync")]
+
+
+def test_skip_under_a_condition_that_is_not_only_parameters_is_reported(tmp_path):
+    head = EXTENDED.replace("    assert sync", "    if not HAVE_REMAT:\n        pytest.skip('needs remat')\n    assert sync")
+    assert kinds(p_guard(tmp_path, head)) == [("skipped", "tests/test_p.py::test_sync")]
