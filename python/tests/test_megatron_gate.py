@@ -1,10 +1,14 @@
-"""tasks/megatron-ddp-gate/setup/probegate_modelopt_stub.py: ModelOpt stand-ins for one importer only."""
+"""tasks/megatron-ddp-gate: the setup's ModelOpt stand-ins (one importer only), and the probe's failing
+interface/defaults checks (they emit a failed check, not a crashed probe)."""
 import os
 import subprocess
 import sys
+import json
 import textwrap
 
-SETUP = os.path.join(os.path.dirname(__file__), "..", "..", "tasks", "megatron-ddp-gate", "setup")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SETUP = os.path.join(ROOT, "tasks", "megatron-ddp-gate", "setup")
+PROBE_PATH = os.pathsep.join([os.path.join(ROOT, "probes", "kit"), os.path.join(ROOT, "probes", "megatron-ddp-gate")])
 
 
 def _tree(tmp_path, real_modelopt=False):
@@ -66,3 +70,27 @@ def test_real_modelopt_is_left_alone(tmp_path):
     """)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+def test_probe_failed_interface_and_defaults_are_checks_not_crashes(tmp_path):
+    """A changed default (the changed-default injection on #6438) crashed the probe: its measured
+    values were lists, which emit() refuses; the checks must fail with counts as their figures."""
+    for side, names in (("base", "a, b"), ("head", "a")):
+        d = tmp_path / side / "megatron" / "core" / "distributed"
+        d.mkdir(parents=True)
+        (d / "__init__.py").write_text(f"from .x import {names}\n")
+    code = textwrap.dedent(f"""
+        import probe_differential as pd
+        from probegate_probe.differential import Sides
+        pd.check_interface({str(tmp_path / "base")!r}, {str(tmp_path / "head")!r})
+        facts = lambda d: [{{"outputs": {{"facts": {{"defaults": d}}}}}}]
+        pd.check_defaults(Sides(world_size=1, counts={{"base": facts({{"x": "False", "y": "1"}}), "head": facts({{"x": "True", "y": "1"}})}}))
+    """)
+    env = {**os.environ, "PYTHONPATH": PROBE_PATH}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    checks = {c["id"]: c for c in map(json.loads, proc.stdout.strip().splitlines())}
+    assert checks["interface-kept"]["status"] == "failed" and checks["interface-kept"]["measured"] == {"removed_names": 1}
+    assert "__init__:b" in checks["interface-kept"]["message"]
+    assert checks["defaults-kept"]["status"] == "failed" and checks["defaults-kept"]["measured"] == {"changed_defaults": 1}
+    assert "x: True (base False)" in checks["defaults-kept"]["message"]
