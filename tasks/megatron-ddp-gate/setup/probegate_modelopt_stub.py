@@ -3,7 +3,7 @@
 The repository's test harness (tests/unit_tests/conftest.py -> tests/unit_tests/dist_checkpointing ->
 megatron.training) imports megatron.training.checkpointing, which imports
 megatron.post_training.utils lazily (inside a function), except in the window between upstream's
-bf71c142b5 (#6247, 2026-08-05 10:36 UTC) and its revert a54bd8cc17 (#6302, the same day), where it
+bf71c142b5 (#6247, 2026-08-05 10:36 UTC) and its revert a54bd8cc17 (#6302, 2026-08-06 02:00 UTC), where it
 imports it at module level; that module imports `modelopt` at module level. ModelOpt is not in the
 task's environment (a CUDA quantization toolkit; the DDP subsystem and its tests never use it), so
 in that window conftest.py cannot load and the official tests do not run, at the PR's base and
