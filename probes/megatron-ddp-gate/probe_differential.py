@@ -194,7 +194,7 @@ def check_interface(base, head):
     removed = sorted(public_names(base) - public_names(head))
     where = {"path": f"{DIST}/__init__.py"}
     if removed:
-        return emit("interface-kept", "functional", "failed", f"head removes {len(removed)} public name(s) the base has: {', '.join(removed)[:900]}", where, {"removed": removed}, requirements=["interface-kept"])
+        return emit("interface-kept", "functional", "failed", f"head removes {len(removed)} public name(s) the base has: {', '.join(removed)[:900]}", where, {"removed_names": len(removed)}, requirements=["interface-kept"])
     return emit("interface-kept", "functional", "passed", f"every public name of the base's {DIST} ({len(public_names(base))}) is still defined", where, None, requirements=["interface-kept"])
 
 
@@ -203,7 +203,7 @@ def check_defaults(sides):
     changed = [f"{k}: {h[k]} (base {b[k]})" for k in sorted(set(b) & set(h)) if b[k] != h[k]]
     where = {"path": f"{DIST}/distributed_data_parallel_config.py"}
     if changed:
-        return emit("defaults-kept", "functional", "failed", f"head changes the default of {len(changed)} DistributedDataParallelConfig field(s): {'; '.join(changed)}", where, {"changed": changed}, requirements=["defaults-kept"])
+        return emit("defaults-kept", "functional", "failed", f"head changes the default of {len(changed)} DistributedDataParallelConfig field(s): {'; '.join(changed)}", where, {"changed_defaults": len(changed)}, requirements=["defaults-kept"])
     new = sorted(set(h) - set(b))
     extra = f"; new fields: {', '.join(new)}" if new else ""
     return emit("defaults-kept", "functional", "passed", f"all {len(set(b) & set(h))} fields both define keep the base's default{extra}", where, None, requirements=["defaults-kept"])

@@ -10,7 +10,9 @@ On a job without a GPU, probegate_cpu_shim maps Megatron's CUDA/NCCL assumptions
 gloo first; on a job with one it does nothing. Megatron-LM requires Python >= 3.12 since
 2026-03-30 (#3826), but the runner's base interpreter is 3.11: probegate_py311 gives 3.11 the one
 3.12 name the tree's import closure uses (typing.override, an identity decorator). It changes no
-Megatron code and no test, and it is the same for the base and the head.
+Megatron code and no test, and it is the same for the base and the head. probegate_modelopt_stub
+lets the harness import megatron.training in the trees where it reaches NVIDIA ModelOpt (not in the
+environment; the subsystem never uses it) at module level.
 """
 import os
 import socket
@@ -19,6 +21,11 @@ import socket
 import probegate_py311
 
 probegate_py311.install()
+# ModelOpt for megatron.post_training.utils alone, where a tree imports it at module level from the
+# harness's import closure (upstream's #6247 window; see probegate_modelopt_stub).
+import probegate_modelopt_stub
+
+probegate_modelopt_stub.install()
 
 
 def _free_port() -> int:
