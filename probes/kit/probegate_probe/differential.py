@@ -106,6 +106,8 @@ class Sides:
     times: dict = field(default_factory=dict)  # side -> [seconds per repetition, slowest rank]
     wall: dict = field(default_factory=dict)  # side -> seconds of wall time spent on it
     stopped: dict = field(default_factory=dict)  # side -> (repetitions measured, asked) when its time cap stopped it
+    # side -> (its counted run's wall s, the base's, the cap) when that run alone was past the time cap: no timed rounds ran
+    capped: dict = field(default_factory=dict)
 
     def _traffic(self, side):
         ranks = self.counts[side]
@@ -140,7 +142,12 @@ class Sides:
         return emit(id, "memory", "failed", f"head holds {(h - b) / 2**20:.1f} MiB more than base at its peak ({h / 2**20:.1f} MiB against {b / 2**20:.1f} MiB; allowed {allowed / 2**20:.1f} MiB)", location, measured, requirements)
 
     def check_time(self, id, margin=1.25, alpha=0.05, requirements=None, location=None):
-        """Fails only when the head's median is over `margin` × the base's AND a rank test says the head is slower."""
+        """Fails only when the head's median is over `margin` × the base's AND a rank test says the head is slower;
+        or when the head's counted run alone was past the time cap (its timed rounds were then not run)."""
+        if "head" in self.capped:
+            hw, bw, cap = self.capped["head"]
+            measured = {"head_counted_run_s": hw, "base_counted_run_s": bw, "time_ratio": hw / bw if bw else float("inf"), "time_cap": cap, "margin": margin}
+            return emit(id, "time", "failed", f"head's counted run took {hw / bw:.1f}× the wall time of base's ({hw:.1f} s against {bw:.1f} s, start-up included), past the time cap of {cap:g}×: its timed repetitions were not run", location, measured, requirements)
         b, h = self.times["base"], self.times["head"]
         ratio = statistics.median(h) / statistics.median(b)
         p = mann_whitney_greater(h, b)
@@ -225,7 +232,10 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
     repetitions (each round still measures at least one, so the two rounds give the rank test
     two head repetitions: p ≈ 0.02 against 7 base ones when both are slower than every base one).
     A per-element loop that makes a step 100× slower then ends in minutes, not hours, and the
-    check says how many repetitions it measured. None measures every repetition.
+    check says how many repetitions it measured. None measures every repetition. A head whose counted
+    run alone (one call of the scenario, start-up included) took past `time_cap` × the base's gets no
+    timed rounds at all (`Sides.capped`), and check_time fails on that ratio: a per-element loop that
+    makes one call take minutes cannot run the repetitions a rank test needs within a probe's limit.
     `preload`: packages of the task's environment the rank server imports once for both sides
     (run_ranks' `preload`, which says what that means for the guard); never either tree's code,
     which each side must import for itself.
@@ -235,8 +245,11 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
     trees = {"base": base or base_tree(), "head": head or _head_tree()}
     other = {"base": trees["head"], "head": trees["base"]}
     sides = Sides(world_size=n, wall={s: 0.0 for s in SIDES})
+    count_wall = {}
     modes = (["count"] if {"traffic", "outputs"} & set(measure) else []) + [m for m in ("memory", "time") if m in measure]
     for mode in modes:
+        if mode == "time" and sides.capped:
+            break  # the head's counted run alone was past the cap: timed rounds would only cost the runner hours
         rounds = 1 if mode != "time" else 2
         got = {s: [] for s in SIDES}
         for r in range(rounds):  # ABBA: base first, then head first
@@ -248,6 +261,10 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
                 got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit), timeout=timeout,
                                            preload=preload))
                 sides.wall[side] += time.perf_counter() - t0
+                if mode == "count":
+                    count_wall[side] = time.perf_counter() - t0
+        if mode == "count" and "time" in measure and time_cap is not None and count_wall["head"] > max(5.0, time_cap * count_wall["base"]):
+            sides.capped["head"] = (count_wall["head"], count_wall["base"], time_cap)
         for side in SIDES:
             if mode == "count":
                 sides.counts[side] = got[side][0]

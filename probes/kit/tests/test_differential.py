@@ -115,3 +115,18 @@ def test_without_a_time_cap_every_repetition_runs(tmp_path):
     t = _trees(tmp_path, BASE_LIB)
     sides = differential(_scenario, world_size=2, repetitions=5, base=t["base"], head=t["head"], measure=("time",), time_cap=None)
     assert len(sides.times["head"]) == len(sides.times["base"]) == 5 and sides.stopped == {}
+
+
+STALLED_HEAD = BASE_LIB.replace("    return t\n", "    import time\n    time.sleep(9.0)\n    return t\n")
+
+
+def test_a_head_whose_counted_run_is_past_the_cap_gets_no_timed_rounds_and_fails(tmp_path, results):
+    # One call of the head's scenario takes 9 s where the base's takes milliseconds: with a cap of 2× (the
+    # 5 s floor binding) the counted run alone is past it, so the timed rounds (at least 4 more calls) are skipped.
+    t = _trees(tmp_path, STALLED_HEAD)
+    sides = differential(_scenario, world_size=2, repetitions=5, base=t["base"], head=t["head"], measure=("traffic", "time"), time_cap=2.0)
+    sides.check_time("step-time", margin=2.0)
+    got = _lines(results)["step-time"]
+    assert "head" in sides.capped and sides.times == {}
+    assert got["status"] == "failed" and "past the time cap of 2×: its timed repetitions were not run" in got["message"]
+    assert got["measured"]["head_counted_run_s"] > 9.0 > got["measured"]["base_counted_run_s"]
