@@ -52,7 +52,8 @@ def keeps_assertion(base_src: str, head_src: str) -> bool:
     base, head = _expr(base_src), _expr(head_src)
     if base is None or head is None:
         return False
-    if base_src in _conjuncts(head) and len(_conjuncts(head)) > 1:
+    conjuncts = _conjuncts(head)
+    if len(conjuncts) > 1 and base_src in conjuncts:
         return True
     if isinstance(base, ast.Compare) and isinstance(head, ast.Compare):
         same_expected = [type(o) for o in base.ops] == [type(o) for o in head.ops] and [ast.dump(c) for c in base.comparators] == [
@@ -91,7 +92,7 @@ def case_values(case_src: str, n: int) -> list[str] | None:
     return None
 
 
-def projected_cases(base_names: list[str], head_names: list[str], head_cases: list[str]) -> list[dict[str, str]] | None:
+def projected_cases(head_names: list[str], head_cases: list[str]) -> list[dict[str, str]] | None:
     """Each head case as {name: value text}; None when a case cannot be read."""
     out = []
     for c in head_cases:
@@ -107,7 +108,7 @@ def extension_keeps(base_names_src: str, base_cases: list[str], head_names_src: 
     b, h = argnames(base_names_src), argnames(head_names_src)
     if not b or not h or not set(b) < set(h):
         return False
-    cases = projected_cases(b, h, head_cases)
+    cases = projected_cases(h, head_cases)
     if cases is None:
         return False
     have = {tuple(c[n] for n in b) for c in cases}
@@ -138,7 +139,7 @@ def skip_spares_base_cases(cond_src: str, base_params: list[tuple[str, list[str]
             return False
         bnames, bcases = base
         want = {tuple(v) for c in bcases if (v := case_values(c, len(bnames))) is not None}
-        cases = projected_cases(bnames, hn, hcases)
+        cases = projected_cases(hn, hcases)
         if cases is None:
             return False
         code = compile(ast.Expression(body=tree), "<skip condition>", "eval")
