@@ -3,5 +3,5 @@
 export { chartJsSource } from "../src/assets/chart-js.js";
 export { renderScorecardHtml } from "../src/core/scorecard/scorecard-html.js";
 export { openStore, schemaVersion } from "../src/store/db.js";
-export { MIGRATIONS } from "../src/store/migrations.js";
+export { MIGRATIONS } from "../src/store/migrations/index.js";
 export { scorecardOf, scorecardRows, scorecardScan, scorecardView } from "../src/store/scorecard-rows.js";

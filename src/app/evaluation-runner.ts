@@ -9,14 +9,13 @@ import { cancelEvaluation, dispatchEvaluation, findDispatchedRun, type Evaluator
 import { linkDelivery } from "../store/deliveries.js";
 import { getDispatchContext, setDispatchContext, setRunUrl } from "../store/dispatch-context.js";
 import { deferEvaluation, setEvaluationPolicy, type EvaluationPolicy } from "../store/evaluation-policy.js";
+import { cancelPendingOfPr, supersedeOlderHeads } from "../store/evaluation-endings.js";
 import {
-  cancelPendingOfPr,
   claimDispatch,
   getEvaluation,
   insertOrGetEvaluation,
   releaseClaim,
   StaleEvaluationError,
-  supersedeOlderHeads,
   transitionEvaluation,
   type EvaluationRecord,
   type TransitionPatch,

@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { MIGRATIONS, type Migration } from "./migrations.js";
+import { MIGRATIONS, type Migration } from "./migrations/index.js";
 
 /** An open store connection. */
 export type StoreDb = Database.Database;

@@ -1,7 +1,11 @@
 import type { Category } from "../core/probe-check.js";
 import type { ProbeResult } from "../core/result.js";
 import type { StoreDb } from "./db.js";
-import { getEvaluation, markTimedOut, type EvaluationRecord } from "./evaluations.js";
+import { markTimedOut } from "./evaluation-endings.js";
+import {
+  getEvaluation,
+  type EvaluationRecord,
+} from "./evaluations.js";
 
 /**
  * Where and how an evaluation runs, as the app decided when it queued it: the installation whose

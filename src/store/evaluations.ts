@@ -249,67 +249,13 @@ export function findEvaluationByWorkflowRun(db: StoreDb, workflowRunId: number):
   return row ? fromRow(row) : null;
 }
 
-/**
- * Marks every pending evaluation whose attempt began more than its deadline ago as timed out, and
- * returns them (the app then finishes their check runs). The deadline is `deadlineS` seconds, or
- * what `deadlineS(evaluation)` says for each. One that changed meanwhile is skipped: whoever
- * changed it decided its fate.
- */
-export function markTimedOut(db: StoreDb, now: Date, deadlineS: number | ((e: EvaluationRecord) => number)): EvaluationRecord[] {
-  const out: EvaluationRecord[] = [];
-  for (const e of listPendingEvaluations(db)) {
-    const limit = typeof deadlineS === "number" ? deadlineS : deadlineS(e);
-    if (!timedOut(e, now, limit)) continue;
-    try {
-      out.push(
-        transitionEvaluation(db, e.key, "time-out", {
-          now,
-          expectedVersion: e.version,
-          patch: { error: `no result ${limit} s after the attempt began (state was '${e.state}')` },
-        }),
-      );
-    } catch (err) {
-      if (!(err instanceof StaleEvaluationError)) throw err;
-    }
-  }
-  return out;
-}
-
-/**
- * Supersedes the pending evaluations of a PR that are for another head SHA (a newer push took
- * their place) and returns them, so the app can cancel their runs and say so on their check runs.
- */
-export function supersedeOlderHeads(db: StoreDb, pr: { owner: string; repo: string; pr: number; headSha: string }, now: Date): EvaluationRecord[] {
+/** The pending evaluations of one PR (of any head but `exceptHead`, when given). */
+export function pendingOfPr(db: StoreDb, pr: { owner: string; repo: string; pr: number }, exceptHead?: string): EvaluationRecord[] {
   const marks = PENDING_STATES.map(() => "?").join(", ");
-  const rows = db
-    .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND head_sha <> ? AND state IN (${marks})`)
-    .all(pr.owner, pr.repo, pr.pr, pr.headSha, ...PENDING_STATES) as Row[];
-  return endAll(db, rows.map(fromRow), "supersede", `superseded by ${pr.headSha.slice(0, 7)}`, now);
-}
-
-/**
- * Cancels every pending evaluation of a PR (it was closed) and returns them, so the app can cancel
- * their runs and say so on their check runs. Reopening the PR retries them.
- */
-export function cancelPendingOfPr(db: StoreDb, pr: { owner: string; repo: string; pr: number }, why: string, now: Date): EvaluationRecord[] {
-  const marks = PENDING_STATES.map(() => "?").join(", ");
-  const rows = db
-    .prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ? AND state IN (${marks})`)
-    .all(pr.owner, pr.repo, pr.pr, ...PENDING_STATES) as Row[];
-  return endAll(db, rows.map(fromRow), "cancel", why, now);
-}
-
-/** Ends each attempt with `event`; one that changed meanwhile is skipped (whoever changed it decided). */
-function endAll(db: StoreDb, pending: EvaluationRecord[], event: "supersede" | "cancel", error: string, now: Date): EvaluationRecord[] {
-  const out: EvaluationRecord[] = [];
-  for (const e of pending) {
-    try {
-      out.push(transitionEvaluation(db, e.key, event, { now, expectedVersion: e.version, patch: { error } }));
-    } catch (err) {
-      if (!(err instanceof StaleEvaluationError)) throw err;
-    }
-  }
-  return out;
+  const head = exceptHead === undefined ? "" : " AND head_sha <> ?";
+  const args: unknown[] = [pr.owner, pr.repo, pr.pr, ...(exceptHead === undefined ? [] : [exceptHead]), ...PENDING_STATES];
+  const rows = db.prepare(`SELECT * FROM evaluations WHERE owner = ? AND repo = ? AND pr = ?${head} AND state IN (${marks})`).all(...args) as Row[];
+  return rows.map(fromRow);
 }
 
 /**

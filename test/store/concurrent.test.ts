@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { openStore } from "../../src/store/db.js";
-import { MIGRATIONS } from "../../src/store/migrations.js";
+import { MIGRATIONS } from "../../src/store/migrations/index.js";
 import { tmp } from "../helpers.js";
 import { runNodeScript as run, transpiledSources } from "../transpiled-sources.js";
 

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { migrate, openStore, schemaVersion, StoreError, type StoreDb } from "../../src/store/db.js";
-import { MIGRATIONS } from "../../src/store/migrations.js";
+import { MIGRATIONS } from "../../src/store/migrations/index.js";
 import { tmp } from "../helpers.js";
 import { freshStore } from "./store-helpers.js";
 

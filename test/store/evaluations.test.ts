@@ -1,17 +1,15 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { IllegalTransitionError } from "../../src/core/evaluation-state.js";
 import { openStore, type StoreDb } from "../../src/store/db.js";
+import { cancelPendingOfPr, markTimedOut, supersedeOlderHeads } from "../../src/store/evaluation-endings.js";
 import {
-  cancelPendingOfPr,
   claimDispatch,
   findEvaluationByWorkflowRun,
   getEvaluation,
   insertOrGetEvaluation,
   listPendingEvaluations,
-  markTimedOut,
   releaseClaim,
   StaleEvaluationError,
-  supersedeOlderHeads,
   transitionEvaluation,
   UnknownEvaluationError,
 } from "../../src/store/evaluations.js";

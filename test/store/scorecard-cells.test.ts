@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { bucketOf, EXACT_LIMIT } from "../../src/core/median-sketch.js";
 import type { Scorecard, ScorecardBasis } from "../../src/core/scorecard/scorecard.js";
 import { openStore, type StoreDb } from "../../src/store/db.js";
-import { MIGRATIONS } from "../../src/store/migrations.js";
+import { MIGRATIONS } from "../../src/store/migrations/index.js";
 import { scorecardFromCells } from "../../src/store/scorecard-cells.js";
 import { scorecardOf, scorecardScan } from "../../src/store/scorecard-rows.js";
 import { tmp } from "../helpers.js";

@@ -4,7 +4,7 @@ import type { ProbeResult } from "../../src/core/result.js";
 import { openStore, type StoreDb } from "../../src/store/db.js";
 import { recordProbeFailures } from "../../src/store/dispatch-context.js";
 import { insertOrGetEvaluation, transitionEvaluation, type NewEvaluation } from "../../src/store/evaluations.js";
-import { MIGRATIONS } from "../../src/store/migrations.js";
+import { MIGRATIONS } from "../../src/store/migrations/index.js";
 import { recentEvaluations, scorecardOf, scorecardView } from "../../src/store/scorecard-rows.js";
 import { CATEGORIES } from "../../src/core/probe-check.js";
 import { tmp } from "../helpers.js";

@@ -1,5 +1,5 @@
-import { BUCKETS, FLOOR } from "../core/median-sketch.js";
-import { CATEGORIES } from "../core/probe-check.js";
+import { BUCKETS, FLOOR } from "../../core/median-sketch.js";
+import { CATEGORIES } from "../../core/probe-check.js";
 
 /**
  * Migration 7's SQL: pre-counted scorecard cells, kept by triggers on scorecard_rows, so a scorecard
