@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .rewrites import extension_keeps, keeps_assertion, skip_spares_base_cases
+from .rewrites import expectation_changed, extension_keeps, keeps_assertion, skip_spares_base_cases
 from .tests_model import TestFn
 
-KINDS = ("deleted", "skipped", "deselected", "narrowed", "assertion-removed", "tolerance-loosened", "exception-widened", "unparsable")
+KINDS = ("deleted", "skipped", "deselected", "narrowed", "assertion-removed", "expectation-changed", "tolerance-loosened", "exception-widened", "unparsable")
 BROAD_EXCEPTIONS = {"Exception", "BaseException", "object"}
 
 
@@ -72,17 +72,25 @@ def compare_test(base: TestFn, head: TestFn, head_file: str) -> list[Finding]:
             if any(extension_keeps(names, values, hn, hv) for hn, hv in head_pv):
                 continue  # parametrized over more names, every base case kept
             f("narrowed", head.line, f"{head.name} is no longer parametrized over {names} ({len(values)} cases at the base, line {line})")
-    head_asserts = [a for a, _ in head.asserts]
+    head_asserts = list(head.asserts)
     gone = []
     for a, line in base.asserts:
-        if a in head_asserts:
-            head_asserts.remove(a)
+        same = next((h for h in head_asserts if h[0] == a), None)
+        if same is not None:
+            head_asserts.remove(same)
         else:
             gone.append((a, line))
-    for a, line in gone:  # exact matches first, then checks rewritten in place (rewrites.keeps_assertion)
-        kept = next((h for h in head_asserts if keeps_assertion(a, h)), None)
+    # Exact matches first, then checks rewritten in place (rewrites.keeps_assertion), then the same
+    # check against another expected value (reported with both values), then what is simply gone.
+    for a, line in gone:
+        kept = next((h for h in head_asserts if keeps_assertion(a, h[0])), None)
         if kept is not None:
             head_asserts.remove(kept)
+            continue
+        changed = next((h for h in head_asserts if expectation_changed(a, h[0])), None)
+        if changed is not None:
+            head_asserts.remove(changed)
+            f("expectation-changed", changed[1], f"{head.name} now checks `{changed[0]}` where the base checked `{a}` (base line {line})")
             continue
         f("assertion-removed", head.line, f"{head.name} no longer checks `{a}` (base line {line})")
     head_tols = _by_occurrence(head.tolerances)

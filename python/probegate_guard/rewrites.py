@@ -63,6 +63,22 @@ def keeps_assertion(base_src: str, head_src: str) -> bool:
     return False
 
 
+def expectation_changed(base_src: str, head_src: str) -> bool:
+    """The head checks the same subject the same way against another expected value: `x == 5` →
+    `x == 6`, `assertEqual(x, 5)` → `assertEqual(x, 6)`. Still a finding (an agent can rewrite an
+    expectation to match its bug), reported as `expectation-changed` with both values so a reviewer
+    sees at once what the test now expects."""
+    base, head = _expr(base_src), _expr(head_src)
+    if base is None or head is None or ast.dump(base) == ast.dump(head):
+        return False
+    if isinstance(base, ast.Compare) and isinstance(head, ast.Compare):
+        return ast.dump(base.left) == ast.dump(head.left) and [type(o) for o in base.ops] == [type(o) for o in head.ops]
+    if isinstance(base, ast.Call) and isinstance(head, ast.Call) and len(base.args) >= 2 and len(head.args) == len(base.args):
+        same = ast.dump(base.func) == ast.dump(head.func) and ast.dump(base.args[0]) == ast.dump(head.args[0])
+        return same and sorted(ast.dump(k) for k in base.keywords) == sorted(ast.dump(k) for k in head.keywords)
+    return False
+
+
 def argnames(names_src: str) -> list[str] | None:
     """`"a,b"`, `("a", "b")` or `["a", "b"]` as a list of names; None when not literal."""
     node = _expr(names_src)

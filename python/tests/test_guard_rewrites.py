@@ -71,3 +71,24 @@ def test_skip_under_a_condition_a_base_case_meets_is_reported(tmp_path):
 def test_skip_under_a_condition_that_is_not_only_parameters_is_reported(tmp_path):
     head = EXTENDED.replace("    assert sync", "    if not HAVE_REMAT:\n        pytest.skip('needs remat')\n    assert sync")
     assert kinds(p_guard(tmp_path, head)) == [("skipped", "tests/test_p.py::test_sync")]
+
+
+def test_changed_expectation_names_both_values_at_the_head_line(tmp_path):
+    """vLLM 0.8.5 rewrote `blocks == [1, 2, 3, 4, 5]` to `[1, 2, 3, 4]` when it dropped preallocation:
+    still a finding (an agent can rewrite an expectation to match its bug), but one that says what the
+    test now expects, where."""
+    r = guard(tmp_path, BASE_TEST.replace("assert x.sum() == n", "assert x.sum() == n + 1"))
+    [f] = r["findings"]
+    assert (f["kind"], f["test"], f["line"]) == ("expectation-changed", "tests/test_x.py::test_sum", 8)
+    assert "now checks `x.sum() == n + 1` where the base checked `x.sum() == n`" in f["message"]
+
+
+def test_changed_expectation_of_an_assert_call(tmp_path):
+    base = "def test_eq(self):\n    self.assertEqual(pool.free(), 10)\n"
+    r = guard(tmp_path, BASE_TEST, extra_base={"tests/test_u.py": base}, extra_head={"tests/test_u.py": base.replace("10)", "9)")})
+    assert kinds(r) == [("expectation-changed", "tests/test_u.py::test_eq")]
+
+
+def test_other_operator_on_the_same_subject_is_a_removed_check(tmp_path):
+    r = guard(tmp_path, BASE_TEST.replace("assert x.sum() == n", "assert x.sum() >= n"))
+    assert kinds(r) == [("assertion-removed", "tests/test_x.py::test_sum")]

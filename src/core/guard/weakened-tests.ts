@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { ProbeCheck } from "../probe-outcome.js";
 
 /** The kinds of change to a base test that the guard reports (python/probegate_guard). */
-export const WEAKENING_KINDS = ["deleted", "skipped", "deselected", "narrowed", "assertion-removed", "tolerance-loosened", "exception-widened", "unparsable"] as const;
+export const WEAKENING_KINDS = ["deleted", "skipped", "deselected", "narrowed", "assertion-removed", "expectation-changed", "tolerance-loosened", "exception-widened", "unparsable"] as const;
 
 const FindingSchema = z.strictObject({
   kind: z.enum(WEAKENING_KINDS),
