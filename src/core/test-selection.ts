@@ -6,6 +6,8 @@ export interface SelectedTests {
   tests: string[];
   /** For each test: "always" or the changed path that mapped to it. */
   why: Record<string, string>;
+  /** Selected tests whose file the head does not have (the PR deleted or renamed it), left out of the run. */
+  gone: string[];
 }
 
 /**
@@ -30,7 +32,19 @@ export function selectTests(select: TestSelection, changedPaths: readonly string
     const hit = changedPaths.find((p) => inc(p) && !exc(p));
     if (hit !== undefined) for (const t of entry.tests) add(t, `changed ${hit}`);
   }
-  return { tests, why };
+  return { tests, why, gone: [] };
+}
+
+/**
+ * Leaves out the selected tests whose file (the part before `::`) is not in the head's tree: a PR
+ * that renames `test_a.py` to `test_b.py` still maps its changed paths to `test_a.py`, and pytest
+ * would stop with a usage error on the missing file. Whether the removal weakened the tests is the
+ * guard's to say (it compares every watched base test with the head's). Pure: `exists` asks the tree.
+ */
+export function dropMissing(selected: SelectedTests, exists: (path: string) => boolean): SelectedTests {
+  const keep = selected.tests.filter((t) => exists(t.split("::")[0] ?? t));
+  const gone = selected.tests.filter((t) => !keep.includes(t));
+  return { tests: keep, why: selected.why, gone: [...selected.gone, ...gone] };
 }
 
 /** Replaces a lone `{tests}` argument by the selected tests (one argument each). */

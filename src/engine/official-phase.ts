@@ -112,7 +112,9 @@ export async function officialPhase(ev: EvaluationContext, { runner, jobs, pytho
   if (gate) {
     record.guard = gate.guard;
     const weakened = gate.guard.filter((c) => c.status === "failed").length;
-    const tests = gate.selected ? `; ${gate.selected.tests.length} test selections (${gate.selected.tests.slice(0, 3).join(", ")}${gate.selected.tests.length > 3 ? ", …" : ""})` : "";
+    const sel = gate.selected;
+    const gone = sel?.gone.length ? `; not in the head, left to the guard: ${sel.gone.join(", ")}` : "";
+    const tests = sel ? `; ${sel.tests.length} test selections (${sel.tests.slice(0, 3).join(", ")}${sel.tests.length > 3 ? ", …" : ""})${gone}` : "";
     ev.emit({ type: "log", source: "official", text: `repository gate: ${gate.changed.length} paths changed against ${ws.prBase?.mergeBase.slice(0, 12)}${tests}; weakened-test guard: ${weakened ? `${weakened} findings` : "nothing weakened"}\n` });
   }
   const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {

@@ -1,5 +1,7 @@
 import type { ProbeCheck } from "../../core/probe-outcome.js";
-import { selectTests, type SelectedTests } from "../../core/test-selection.js";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { dropMissing, selectTests, type SelectedTests } from "../../core/test-selection.js";
 import { HarnessError } from "../errors.js";
 import type { EvaluationContext } from "../evaluation-context.js";
 import { weakenedTestChecks } from "../guard/weakened-tests.js";
@@ -15,7 +17,7 @@ export interface GateOfficial {
 /**
  * For a repository gate: the paths the PR changes (head against the merge base), the repository
  * tests they select for `{tests}`, and the weakened-test guard's findings on the selected test
- * files. Null for an assignment. A selection that comes out empty is a harness error naming the
+ * files. Selected tests the head no longer has are left out and named. Null for an assignment. A selection that comes out empty is a harness error naming the
  * task's fields: running no test would be a pass nobody earned.
  */
 export async function gateOfficial(ev: EvaluationContext, python: string): Promise<GateOfficial | null> {
@@ -24,10 +26,11 @@ export async function gateOfficial(ev: EvaluationContext, python: string): Promi
   const changed = await changedPaths(ws.dir);
   let selected: SelectedTests | null = null;
   if (spec.official.select) {
-    selected = selectTests(spec.official.select, changed);
+    selected = dropMissing(selectTests(spec.official.select, changed), (p) => existsSync(join(ws.dir, p)));
     if (selected.tests.length === 0) {
+      const gone = selected.gone.length ? ` (selected but gone from the head: ${selected.gone.join(", ")})` : "";
       throw new HarnessError(
-        `no repository test is selected for this PR's ${changed.length} changed paths (${changed.slice(0, 3).join(", ")}${changed.length > 3 ? ", …" : ""}): add official.select.tests, or a fromPaths entry whose paths match, in ${ev.opts.task.file}`,
+        `no repository test is selected for this PR's ${changed.length} changed paths (${changed.slice(0, 3).join(", ")}${changed.length > 3 ? ", …" : ""})${gone}: add official.select.tests, or a fromPaths entry whose paths match, in ${ev.opts.task.file}`,
         "official",
       );
     }

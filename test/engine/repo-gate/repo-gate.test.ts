@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EvaluationResultSchema } from "../../../src/core/result.js";
@@ -23,8 +23,13 @@ ok = ops.add(2, 2) == 4
 out.write(json.dumps({"id": "add-works", "category": "functional", "status": "passed" if ok else "failed", "message": "" if ok else "add(2, 2) != 4"}) + "\\n")
 `;
 
-function write(root: string, files: Record<string, string>): void {
+/** Writes each file; a null text deletes it. */
+function write(root: string, files: Record<string, string | null>): void {
   for (const [rel, text] of Object.entries(files)) {
+    if (text === null) {
+      rmSync(join(root, rel));
+      continue;
+    }
     mkdirSync(dirname(join(root, rel)), { recursive: true });
     writeFileSync(join(root, rel), text);
   }
@@ -34,7 +39,7 @@ const gitIn = (cwd: string, ...args: string[]) =>
   execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args], { cwd, encoding: "utf8" }).trim();
 
 /** A repository with a base commit on main and a PR branch whose head changes `head` files. */
-function repo(head: Record<string, string>, baseFiles: Record<string, string> = {}): { dir: string; base: string; head: string } {
+function repo(head: Record<string, string | null>, baseFiles: Record<string, string> = {}): { dir: string; base: string; head: string } {
   const dir = tmp("pg-gate-repo-");
   gitIn(dir, "init", "-q");
   write(dir, { "calc/__init__.py": "", "calc/ops.py": OPS, "tests/test_ops.py": TEST, "docs/readme.md": "calc\n", ...baseFiles });
@@ -48,7 +53,11 @@ function repo(head: Record<string, string>, baseFiles: Record<string, string> = 
   return { dir, base, head: gitIn(dir, "rev-parse", "HEAD") };
 }
 
-function gateTask(probes: Record<string, string> = { "probes/probe_functional.py": PROBE }): ReturnType<typeof loadTask> {
+const SELECT = `    fromPaths:
+      - paths: ["calc/**"]
+        tests: ["tests/test_ops.py"]`;
+
+function gateTask(probes: Record<string, string> = { "probes/probe_functional.py": PROBE }, select = SELECT): ReturnType<typeof loadTask> {
   const dir = join(tmp("pg-gate-task-"), "calc-gate");
   write(dir, {
     "task.yml": `id: calc-gate
@@ -61,9 +70,7 @@ official:
   timeout: 60
   files: ["tests/**"]
   select:
-    fromPaths:
-      - paths: ["calc/**"]
-        tests: ["tests/test_ops.py"]
+${select}
 probes:
   path: probes
   timeout: 30
@@ -116,6 +123,20 @@ describe("a repository gate: base from the PR, the repository's tests, the weake
     expect(result.verdict).toBe("error");
     expect(result.reason).toMatch(/no repository test is selected .*docs\/readme.md.*official.select.tests/);
   }, 60_000);
+
+  it("leaves out a selected test file the PR renamed away (pytest would stop on it) and says so; the guard sees the move", async () => {
+    const OLD = "def test_old():\n    assert 1 + 1 == 2\n";
+    const r = repo({ "calc/ops.py": OPS + "# touched\n", "tests/test_old.py": null, "tests/test_new.py": OLD }, { "tests/test_old.py": OLD });
+    const select = `    tests: ["tests/test_ops.py"]
+    fromPaths:
+      - paths: ["tests/test_old.py", "tests/test_new.py"]
+        tests: ["tests/test_old.py", "tests/test_new.py"]`;
+    const logs: string[] = [];
+    const result = await evaluate({ task: gateTask(undefined, select), submission: { kind: "git", repo: r.dir, ref: r.head }, prBase: r.base, kitDir: KIT, onEvent: (e) => void (e.type === "log" && logs.push(e.text)) });
+    expect(result.official?.counts.passed).toBe(4);
+    expect(result.verdict).toBe("resolved");
+    expect(logs.join("")).toContain("not in the head, left to the guard: tests/test_old.py");
+  }, 120_000);
 
   it("refuses --pr-base where it does not belong, and asks for it where it does", async () => {
     const r = repo({ "calc/ops.py": OPS + "# touched\n" });
