@@ -79,6 +79,25 @@ def expectation_changed(base_src: str, head_src: str) -> bool:
     return False
 
 
+def bound_to_base_value(base_src: str, head_src: str, calls: list[dict[str, str]]) -> bool:
+    """The head's check is a helper's `X == n` where `n` is one of the helper's parameters, and every
+    call of the helper from the test passes the base's expected value for it (literally, or through a
+    name the test assigns that literal once): the check was generalised, not changed (vLLM 0.16.0's
+    `len(req.block_hashes) == 3` became `== num_full_blocks` with `num_full_blocks = 3`)."""
+    base, head = _expr(base_src), _expr(head_src)
+    if not (isinstance(base, ast.Compare) and isinstance(head, ast.Compare) and len(head.comparators) == 1 and len(base.comparators) == 1):
+        return False
+    name = head.comparators[0]
+    if not isinstance(name, ast.Name) or not calls:
+        return False
+    want = ast.dump(base.comparators[0])
+    for bound in calls:
+        got = _expr(bound.get(name.id, ""))
+        if got is None or ast.dump(got) != want:
+            return False
+    return True
+
+
 def argnames(names_src: str) -> list[str] | None:
     """`"a,b"`, `("a", "b")` or `["a", "b"]` as a list of names; None when not literal."""
     node = _expr(names_src)

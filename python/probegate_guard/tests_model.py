@@ -2,7 +2,7 @@
 
 Parsing only: nothing of the file is imported or run (the head's files are the submission's and
 hostile). A test is a `test*` function at module level or in a `Test*`/`unittest.TestCase` class;
-its id is pytest's (`path::Class::name`).
+its id is pytest's (`path::Class::name`). Its checks include those of the file's helpers it calls.
 """
 from __future__ import annotations
 
@@ -66,6 +66,9 @@ class TestFn:
     raises: list[Raises] = field(default_factory=list)
     # line of a skip call in the body -> the conditions of the `if`s it sits in (rewrites.skip_spares_base_cases)
     skip_conditions: dict[int, list[str]] = field(default_factory=dict)
+    # checks that come from a helper the test calls: (text, line) -> what each call passed for each of
+    # the helper's parameters, as literal text where the test's own `name = literal` says what it is
+    helper_args: dict[tuple[str, int], list[dict[str, str]]] = field(default_factory=dict)
 
 
 def _skip_of(dec: ast.expr) -> str | None:
@@ -181,21 +184,106 @@ def module_skips(tree: ast.Module) -> list[tuple[str, int]]:
     return out
 
 
+def _helpers(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    return {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("test")}
+
+
+def _constants(f: ast.AST) -> dict[str, str]:
+    """`name = <literal>` assigned exactly once in the function: name -> the literal's text."""
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(f):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            value = getattr(node, "value", None) if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    literal = value is not None and _is_literal(value)
+                    found.setdefault(t.id, []).append(text(value) if literal else "")
+    return {k: v[0] for k, v in found.items() if len(v) == 1 and v[0]}
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+
+
+def _call_sites(f: ast.AST, target: tuple[str, ast.FunctionDef | ast.AsyncFunctionDef], constants: dict[str, str]) -> list[dict[str, str]]:
+    """For each call of the helper in `f`: parameter -> the argument's text, a Name replaced by the
+    literal the function assigns it once. Calls with *args or **kwargs bind nothing."""
+    prefix, helper = target
+    params = [a.arg for a in helper.args.posonlyargs + helper.args.args]
+    if prefix == "self." and params:
+        params = params[1:]
+    out = []
+    for node in ast.walk(f):
+        if not isinstance(node, ast.Call):
+            continue
+        fn_text = text(node.func)
+        if fn_text != prefix + helper.name:
+            continue
+        bound: dict[str, str] = {}
+        if not any(isinstance(a, ast.Starred) for a in node.args) and all(k.arg for k in node.keywords):
+            pairs = list(zip(params, node.args)) + [(k.arg, k.value) for k in node.keywords]
+            for name, value in pairs:
+                v = text(value)
+                bound[name] = constants.get(v, v) if isinstance(value, ast.Name) else v
+        out.append(bound)
+    return out
+
+
+def _add_helper_checks(fn: TestFn, f: ast.AST, funcs: dict, methods: dict, source: str) -> None:
+    """Adds the checks of the helpers the test calls (`helper(...)` at module level, `self.helper(...)`
+    in its class), and of the helpers those call, each once: a PR that moves a test's asserts into a
+    helper keeps them (vLLM 0.16.0 moved a nested `test_partial_request_hit` to module level)."""
+    seen: set[str] = set()
+    constants = _constants(f)
+    todo = [f]
+    while todo and len(seen) < 50:
+        for node in ast.walk(todo.pop()):
+            if not isinstance(node, ast.Call):
+                continue
+            target = None
+            if isinstance(node.func, ast.Name) and node.func.id in funcs:
+                target = ("", funcs[node.func.id])
+            elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id in ("self", "cls") and node.func.attr in methods:
+                target = ("self.", methods[node.func.attr])
+            if target is None or target[0] + target[1].name in seen:
+                continue
+            seen.add(target[0] + target[1].name)
+            inner = TestFn(id="", name="", line=0, body_key="")
+            _scan_body(inner, target[1].body, source)
+            calls = _call_sites(f, target, constants)
+            for a in inner.asserts:
+                fn.helper_args[a] = calls
+            fn.asserts.extend(inner.asserts)
+            fn.tolerances.extend(inner.tolerances)
+            fn.raises.extend(inner.raises)
+            todo.append(target[1])
+
+
 def parse_tests(path: str, source: str) -> dict[str, TestFn]:
-    """The tests of one file by id. Raises SyntaxError (and RecursionError on absurd nesting)."""
+    """The tests of one file by id, each with the checks of the helpers it calls. Raises SyntaxError
+    (and RecursionError on absurd nesting)."""
     tree = ast.parse(source, filename=path)
     mod_skips = module_skips(tree)
+    funcs = _helpers(tree.body)
     tests: dict[str, TestFn] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
             t = _test(path, node, mod_skips, source)
+            _add_helper_checks(t, node, funcs, {}, source)
             tests[t.id] = t
         elif isinstance(node, ast.ClassDef) and _is_testcase(node):
             class_skips = mod_skips + [(s, d.lineno) for d in node.decorator_list if (s := _skip_of(d))]
             class_params = [p for d in node.decorator_list if (p := _params_of(d))]
+            methods = _helpers(node.body)
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
                     t = _test(f"{path}::{node.name}", item, class_skips, source)
                     t.params.extend((n, v, node.lineno) for n, v in class_params)
+                    _add_helper_checks(t, item, funcs, methods, source)
                     tests[t.id] = t
     return tests

@@ -92,3 +92,52 @@ def test_changed_expectation_of_an_assert_call(tmp_path):
 def test_other_operator_on_the_same_subject_is_a_removed_check(tmp_path):
     r = guard(tmp_path, BASE_TEST.replace("assert x.sum() == n", "assert x.sum() >= n"))
     assert kinds(r) == [("assertion-removed", "tests/test_x.py::test_sum")]
+
+
+NESTED = '''
+def test_hits():
+    def check(n):
+        assert hit(n) == n * 16
+    check(1)
+    check(2)
+'''
+
+
+def test_asserts_moved_into_a_module_level_helper_are_kept(tmp_path):
+    """vLLM 0.16.0 moved the nested `test_partial_request_hit` of test_prefill_hybrid_model to a
+    module-level `_test_partial_request_hit(manager, ...)`: the test still checks everything."""
+    head = "def _check(n):\n    assert hit(n) == n * 16\n\ndef test_hits():\n    _check(1)\n    _check(2)\n"
+    r = guard(tmp_path, BASE_TEST, extra_base={"tests/test_h.py": NESTED}, extra_head={"tests/test_h.py": head})
+    assert r["findings"] == []
+
+
+def test_a_helper_that_stops_checking_weakens_the_tests_that_call_it(tmp_path):
+    base = "class TestPool:\n    def _check(self, n):\n        assert hit(n) == n * 16\n\n    def test_hits(self):\n        self._check(1)\n"
+    r = guard(tmp_path, BASE_TEST, extra_base={"tests/test_h.py": base}, extra_head={"tests/test_h.py": base.replace("assert hit(n) == n * 16", "hit(n)")})
+    assert kinds(r) == [("assertion-removed", "tests/test_h.py::TestPool::test_hits")]
+
+
+GENERAL_HEAD = '''
+def _check(n, full):
+    assert len(hashes(n)) == full
+
+def test_hits():
+    full = 3
+    _check(1, full)
+    _check(2, full=3)
+'''
+
+
+def test_expected_value_generalised_into_a_helper_parameter_is_kept(tmp_path):
+    """vLLM 0.16.0: `len(req.block_hashes) == 3` became a helper's `== num_full_blocks`, every call
+    passing `num_full_blocks = 3`."""
+    base = "def test_hits():\n    def check(n):\n        assert len(hashes(n)) == 3\n    check(1)\n    check(2)\n"
+    r = guard(tmp_path, BASE_TEST, extra_base={"tests/test_h.py": base}, extra_head={"tests/test_h.py": GENERAL_HEAD})
+    assert r["findings"] == []
+
+
+def test_a_call_passing_another_value_to_the_generalised_check_is_reported(tmp_path):
+    base = "def test_hits():\n    def check(n):\n        assert len(hashes(n)) == 3\n    check(1)\n    check(2)\n"
+    head = GENERAL_HEAD.replace("_check(2, full=3)", "_check(2, full=4)")
+    r = guard(tmp_path, BASE_TEST, extra_base={"tests/test_h.py": base}, extra_head={"tests/test_h.py": head})
+    assert kinds(r) == [("expectation-changed", "tests/test_h.py::test_hits")]
