@@ -70655,7 +70655,18 @@ function selectTests(select, changedPaths) {
             for (const t of entry.tests)
                 add(t, `changed ${hit}`);
     }
-    return { tests, why };
+    return { tests, why, gone: [] };
+}
+/**
+ * Leaves out the selected tests whose file (the part before `::`) is not in the head's tree: a PR
+ * that renames `test_a.py` to `test_b.py` still maps its changed paths to `test_a.py`, and pytest
+ * would stop with a usage error on the missing file. Whether the removal weakened the tests is the
+ * guard's to say (it compares every watched base test with the head's). Pure: `exists` asks the tree.
+ */
+function dropMissing(selected, exists) {
+    const keep = selected.tests.filter((t) => exists(t.split("::")[0] ?? t));
+    const gone = selected.tests.filter((t) => !keep.includes(t));
+    return { tests: keep, why: selected.why, gone: [...selected.gone, ...gone] };
 }
 /** Replaces a lone `{tests}` argument by the selected tests (one argument each). */
 function expandTests(argv, tests) {
@@ -70665,7 +70676,7 @@ function expandTests(argv, tests) {
 ;// CONCATENATED MODULE: ./src/core/guard/weakened-tests.ts
 
 /** The kinds of change to a base test that the guard reports (python/probegate_guard). */
-const WEAKENING_KINDS = ["deleted", "skipped", "deselected", "narrowed", "assertion-removed", "tolerance-loosened", "exception-widened", "unparsable"];
+const WEAKENING_KINDS = ["deleted", "skipped", "deselected", "narrowed", "assertion-removed", "expectation-changed", "tolerance-loosened", "exception-widened", "unparsable"];
 const FindingSchema = strictObject({
     kind: schemas_enum(WEAKENING_KINDS),
     test: schemas_string().min(1),
@@ -71125,10 +71136,12 @@ async function createWorkspace(task, sub, prBase) {
 
 
 
+
+
 /**
  * For a repository gate: the paths the PR changes (head against the merge base), the repository
  * tests they select for `{tests}`, and the weakened-test guard's findings on the selected test
- * files. Null for an assignment. A selection that comes out empty is a harness error naming the
+ * files. Selected tests the head no longer has are left out and named. Null for an assignment. A selection that comes out empty is a harness error naming the
  * task's fields: running no test would be a pass nobody earned.
  */
 async function gateOfficial(ev, python) {
@@ -71138,9 +71151,10 @@ async function gateOfficial(ev, python) {
     const changed = await changedPaths(ws.dir);
     let selected = null;
     if (spec.official.select) {
-        selected = selectTests(spec.official.select, changed);
+        selected = dropMissing(selectTests(spec.official.select, changed), (p) => (0,external_node_fs_namespaceObject.existsSync)((0,external_node_path_namespaceObject.join)(ws.dir, p)));
         if (selected.tests.length === 0) {
-            throw new HarnessError(`no repository test is selected for this PR's ${changed.length} changed paths (${changed.slice(0, 3).join(", ")}${changed.length > 3 ? ", …" : ""}): add official.select.tests, or a fromPaths entry whose paths match, in ${ev.opts.task.file}`, "official");
+            const gone = selected.gone.length ? ` (selected but gone from the head: ${selected.gone.join(", ")})` : "";
+            throw new HarnessError(`no repository test is selected for this PR's ${changed.length} changed paths (${changed.slice(0, 3).join(", ")}${changed.length > 3 ? ", …" : ""})${gone}: add official.select.tests, or a fromPaths entry whose paths match, in ${ev.opts.task.file}`, "official");
         }
     }
     const guard = await weakenedTestChecks({ baseDir: ws.prBase.dir, headDir: ws.dir, tests: spec.official.files, allow: spec.official.allowChanged, python });
@@ -71254,7 +71268,9 @@ async function officialPhase(ev, { runner, jobs, python }) {
     if (gate) {
         record.guard = gate.guard;
         const weakened = gate.guard.filter((c) => c.status === "failed").length;
-        const tests = gate.selected ? `; ${gate.selected.tests.length} test selections (${gate.selected.tests.slice(0, 3).join(", ")}${gate.selected.tests.length > 3 ? ", …" : ""})` : "";
+        const sel = gate.selected;
+        const gone = sel?.gone.length ? `; not in the head, left to the guard: ${sel.gone.join(", ")}` : "";
+        const tests = sel ? `; ${sel.tests.length} test selections (${sel.tests.slice(0, 3).join(", ")}${sel.tests.length > 3 ? ", …" : ""})${gone}` : "";
         ev.emit({ type: "log", source: "official", text: `repository gate: ${gate.changed.length} paths changed against ${ws.prBase?.mergeBase.slice(0, 12)}${tests}; weakened-test guard: ${weakened ? `${weakened} findings` : "nothing weakened"}\n` });
     }
     const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {

@@ -13,7 +13,7 @@ __webpack_require__.r(__webpack_exports__);
 /* harmony export */ });
 /* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_0__ = __webpack_require__(6760);
 /* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__webpack_require__.n(node_path__WEBPACK_IMPORTED_MODULE_0__);
-/* harmony import */ var _store_db_js__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(1736);
+/* harmony import */ var _store_db_js__WEBPACK_IMPORTED_MODULE_1__ = __webpack_require__(664);
 /* harmony import */ var _store_probe_health_js__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(8042);
 
 

@@ -74,8 +74,8 @@ function renderCheckRunWithQuarantine(result, quarantined, detail = "full") {
     return { output: { conclusion: (0,check_run_render/* conclusionFor */.H1)(reading.verdict), title, summary, annotations }, verdict: reading.verdict };
 }
 
-// EXTERNAL MODULE: ./src/store/db.ts + 2 modules
-var store_db = __webpack_require__(1736);
+// EXTERNAL MODULE: ./src/store/db.ts + 4 modules
+var store_db = __webpack_require__(664);
 // EXTERNAL MODULE: ./src/store/probe-health.ts
 var probe_health = __webpack_require__(8042);
 ;// CONCATENATED MODULE: ./src/cli/eval-quarantine.ts

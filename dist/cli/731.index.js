@@ -16,7 +16,7 @@ export const modules = {
 /* harmony import */ var better_sqlite3__WEBPACK_IMPORTED_MODULE_2__ = __webpack_require__(4918);
 /* harmony import */ var better_sqlite3__WEBPACK_IMPORTED_MODULE_2___default = /*#__PURE__*/__webpack_require__.n(better_sqlite3__WEBPACK_IMPORTED_MODULE_2__);
 /* harmony import */ var _engine_errors_js__WEBPACK_IMPORTED_MODULE_3__ = __webpack_require__(7679);
-/* harmony import */ var _store_db_js__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(1736);
+/* harmony import */ var _store_db_js__WEBPACK_IMPORTED_MODULE_4__ = __webpack_require__(664);
 
 
 

@@ -1118,8 +1118,8 @@ function factsOfResults(files) {
 
 // EXTERNAL MODULE: ./src/engine/errors.ts
 var errors = __webpack_require__(7679);
-// EXTERNAL MODULE: ./src/store/db.ts + 2 modules
-var store_db = __webpack_require__(1736);
+// EXTERNAL MODULE: ./src/store/db.ts + 4 modules
+var store_db = __webpack_require__(664);
 ;// CONCATENATED MODULE: ./src/store/scorecard-cells.ts
 
 

@@ -14989,7 +14989,18 @@ function selectTests(select, changedPaths) {
             for (const t of entry.tests)
                 add(t, `changed ${hit}`);
     }
-    return { tests, why };
+    return { tests, why, gone: [] };
+}
+/**
+ * Leaves out the selected tests whose file (the part before `::`) is not in the head's tree: a PR
+ * that renames `test_a.py` to `test_b.py` still maps its changed paths to `test_a.py`, and pytest
+ * would stop with a usage error on the missing file. Whether the removal weakened the tests is the
+ * guard's to say (it compares every watched base test with the head's). Pure: `exists` asks the tree.
+ */
+function dropMissing(selected, exists) {
+    const keep = selected.tests.filter((t) => exists(t.split("::")[0] ?? t));
+    const gone = selected.tests.filter((t) => !keep.includes(t));
+    return { tests: keep, why: selected.why, gone: [...selected.gone, ...gone] };
 }
 /** Replaces a lone `{tests}` argument by the selected tests (one argument each). */
 function expandTests(argv, tests) {
@@ -14999,7 +15010,7 @@ function expandTests(argv, tests) {
 ;// CONCATENATED MODULE: ./src/core/guard/weakened-tests.ts
 
 /** The kinds of change to a base test that the guard reports (python/probegate_guard). */
-const WEAKENING_KINDS = ["deleted", "skipped", "deselected", "narrowed", "assertion-removed", "tolerance-loosened", "exception-widened", "unparsable"];
+const WEAKENING_KINDS = ["deleted", "skipped", "deselected", "narrowed", "assertion-removed", "expectation-changed", "tolerance-loosened", "exception-widened", "unparsable"];
 const FindingSchema = schemas/* strictObject */.rej({
     kind: schemas/* enum */.k5n(WEAKENING_KINDS),
     test: schemas/* string */.YjP().min(1),
@@ -15461,10 +15472,12 @@ async function createWorkspace(task, sub, prBase) {
 
 
 
+
+
 /**
  * For a repository gate: the paths the PR changes (head against the merge base), the repository
  * tests they select for `{tests}`, and the weakened-test guard's findings on the selected test
- * files. Null for an assignment. A selection that comes out empty is a harness error naming the
+ * files. Selected tests the head no longer has are left out and named. Null for an assignment. A selection that comes out empty is a harness error naming the
  * task's fields: running no test would be a pass nobody earned.
  */
 async function gateOfficial(ev, python) {
@@ -15474,9 +15487,10 @@ async function gateOfficial(ev, python) {
     const changed = await changedPaths(ws.dir);
     let selected = null;
     if (spec.official.select) {
-        selected = selectTests(spec.official.select, changed);
+        selected = dropMissing(selectTests(spec.official.select, changed), (p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(ws.dir, p)));
         if (selected.tests.length === 0) {
-            throw new errors/* HarnessError */.t(`no repository test is selected for this PR's ${changed.length} changed paths (${changed.slice(0, 3).join(", ")}${changed.length > 3 ? ", …" : ""}): add official.select.tests, or a fromPaths entry whose paths match, in ${ev.opts.task.file}`, "official");
+            const gone = selected.gone.length ? ` (selected but gone from the head: ${selected.gone.join(", ")})` : "";
+            throw new errors/* HarnessError */.t(`no repository test is selected for this PR's ${changed.length} changed paths (${changed.slice(0, 3).join(", ")}${changed.length > 3 ? ", …" : ""})${gone}: add official.select.tests, or a fromPaths entry whose paths match, in ${ev.opts.task.file}`, "official");
         }
     }
     const guard = await weakenedTestChecks({ baseDir: ws.prBase.dir, headDir: ws.dir, tests: spec.official.files, allow: spec.official.allowChanged, python });
@@ -15590,7 +15604,9 @@ async function officialPhase(ev, { runner, jobs, python }) {
     if (gate) {
         record.guard = gate.guard;
         const weakened = gate.guard.filter((c) => c.status === "failed").length;
-        const tests = gate.selected ? `; ${gate.selected.tests.length} test selections (${gate.selected.tests.slice(0, 3).join(", ")}${gate.selected.tests.length > 3 ? ", …" : ""})` : "";
+        const sel = gate.selected;
+        const gone = sel?.gone.length ? `; not in the head, left to the guard: ${sel.gone.join(", ")}` : "";
+        const tests = sel ? `; ${sel.tests.length} test selections (${sel.tests.slice(0, 3).join(", ")}${sel.tests.length > 3 ? ", …" : ""})${gone}` : "";
         ev.emit({ type: "log", source: "official", text: `repository gate: ${gate.changed.length} paths changed against ${ws.prBase?.mergeBase.slice(0, 12)}${tests}; weakened-test guard: ${weakened ? `${weakened} findings` : "nothing weakened"}\n` });
     }
     const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
@@ -16664,7 +16680,7 @@ async function evalCommand(flags, io) {
     if (flags.out)
         (0,external_node_fs_.writeFileSync)(flags.out, `${JSON.stringify(out, null, 2)}\n`);
     // Loaded on use: the store's native module is needed only with --db.
-    const quarantine = flags.db ? (await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(659)]).then(__nccwpck_require__.bind(__nccwpck_require__, 1659))).readThroughStore : null;
+    const quarantine = flags.db ? (await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(659)]).then(__nccwpck_require__.bind(__nccwpck_require__, 1659))).readThroughStore : null;
     const reads = results.map((result, i) => (quarantine && flags.db ? quarantine(flags.db, result, { knownGood: !!flags.knownGood, submission: sources[i] }, io.stderr) : null));
     const markdown = results.map((r, i) => reads[i]?.markdown ?? (0,check_run_render/* renderSummary */.Br)(r));
     if (flags.format === "json")
@@ -17612,7 +17628,7 @@ async function powerCommand(dirs, flags, io, signal) {
         return loadTask(dir);
     });
     // Loaded on use: the store's native module is needed only with --db.
-    const store = flags.db ? await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(103)]).then(__nccwpck_require__.bind(__nccwpck_require__, 103)) : null;
+    const store = flags.db ? await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(103)]).then(__nccwpck_require__.bind(__nccwpck_require__, 103)) : null;
     const db = store && flags.db ? store.openPowerStore(flags.db) : null;
     const { pool } = await poolFromFlags({ gpus: flags.gpus, cores: flags.cores });
     let failed = 0;
@@ -19261,7 +19277,7 @@ function main_program(io, done) {
         .option("--strict", "with --results: exit 1 when any file was left out (unreadable, invalid, unsigned, duplicate)")
         .action(async (flags) => {
         // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
-        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(818)]).then(__nccwpck_require__.bind(__nccwpck_require__, 3818));
+        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(818)]).then(__nccwpck_require__.bind(__nccwpck_require__, 3818));
         done(scorecardCommand(flags, io));
     });
     p.command("doctor")
@@ -19283,7 +19299,7 @@ function main_program(io, done) {
         .option("--db <file>", "the app's store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
         .action(async (dest, flags) => {
         // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
-        const { storeBackupCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(736), __nccwpck_require__.e(731)]).then(__nccwpck_require__.bind(__nccwpck_require__, 5731));
+        const { storeBackupCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(731)]).then(__nccwpck_require__.bind(__nccwpck_require__, 5731));
         done(await storeBackupCommand(dest, flags, io));
     });
     p.command("verify")
