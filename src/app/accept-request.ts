@@ -1,4 +1,5 @@
 import { detectAgent } from "../core/agent-detect.js";
+import { acceptMatches } from "../core/comment-command.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
 import { repoPermission, replyOnThread } from "../github/pull-request-facts.js";
 import { loadRepoConfig } from "../github/repo-config.js";
@@ -45,19 +46,23 @@ export async function acceptDifference(gh: GitHubClient, deps: AppDeps, ask: Acc
     return refuse("an agent cannot accept a difference its own change makes; a maintainer with write permission can.");
   }
   if (!WRITERS.has(permission)) return refuse(`accepting a measured difference needs write permission on this repository; you have \`${permission}\`.`);
+  const named = (e: EvaluationRecord) => probeFailures(deps.db, e.key, e.attempt).filter((f) => f.status === "failed" && acceptMatches(ask.checkId, f.probeId)).map((f) => f.probeId);
   const candidates = evaluationsOfPr(deps.db, { ...ask.repo, pr: ask.pr }).filter(
-    (e) => e.headSha === pr.headSha && (ask.task === null || e.task === ask.task) && e.state === "completed" && e.verdict === "probe-rejected" && probeFailures(deps.db, e.key, e.attempt).some((f) => f.status === "failed" && f.probeId === ask.checkId),
+    (e) => e.headSha === pr.headSha && (ask.task === null || e.task === ask.task) && e.state === "completed" && e.verdict === "probe-rejected" && named(e).length > 0,
   );
   const head = pr.headSha.slice(0, 7);
   if (candidates.length === 0) return refuse(`no failed check \`${ask.checkId}\`${ask.task ? ` of task \`${ask.task}\`` : ""} on the current head \`${head}\`; nothing was accepted. (An acceptance holds for one head: after a push, accept again.)`);
   if (candidates.length > 1) return refuse(`\`${ask.checkId}\` failed in ${candidates.length} tasks (${candidates.map((e) => e.task).join(", ")}); write \`/probegate accept <task>/${ask.checkId} <reason>\`.`);
   const e = candidates[0] as EvaluationRecord;
-  recordAcceptance(deps.db, { evaluationKey: e.key, attempt: e.attempt, headSha: e.headSha, checkId: ask.checkId, by: ask.requester.login, reason: ask.reason, commentId: ask.commentId, at: deps.now() });
+  // A pattern is stored as the checks it named now: a later attempt's new failures need a new acceptance.
+  const ids = named(e);
+  for (const checkId of ids) recordAcceptance(deps.db, { evaluationKey: e.key, attempt: e.attempt, headSha: e.headSha, checkId, by: ask.requester.login, reason: ask.reason, commentId: ask.commentId, at: deps.now() });
+  const what = ask.checkId.endsWith("*") ? `${ids.length} check${ids.length === 1 ? "" : "s"} matching \`${ask.checkId}\` (${ids.slice(0, 10).map((i) => `\`${i}\``).join(", ")}${ids.length > 10 ? ", …" : ""})` : `\`${ask.checkId}\``;
   const accepted = acceptancesOf(deps.db, e.key, e.attempt);
   const open = probeFailures(deps.db, e.key, e.attempt).filter((f) => !(f.status === "failed" && accepted.some((a) => a.checkId === f.probeId)));
   const lines = accepted.map((a) => `- \`${a.checkId}\`: accepted by @${a.by} — ${a.reason}`);
   if (open.length > 0 || e.checkRunId === null) {
-    return replyOnThread(gh, thread, `${who} accepted \`${ask.checkId}\` of \`${e.task}\` for \`${head}\`. ${open.length} other check${open.length === 1 ? "" : "s"} still fail${open.length === 1 ? "s" : ""}, so the check stays failed.`);
+    return replyOnThread(gh, thread, `${who} accepted ${what} of \`${e.task}\` for \`${head}\`. ${open.length} other check${open.length === 1 ? "" : "s"} still fail${open.length === 1 ? "s" : ""}, so the check stays failed.`);
   }
   const { data: run } = await gh.rest.checks.get({ ...ask.repo, check_run_id: e.checkRunId });
   const before = run.output?.summary ?? "";
@@ -71,5 +76,5 @@ export async function acceptDifference(gh: GitHubClient, deps: AppDeps, ask: Acc
     },
   });
   await reconcludeGate(gh, deps, { ...ask.repo, headSha: e.headSha });
-  return replyOnThread(gh, thread, `${who} accepted \`${ask.checkId}\` of \`${e.task}\` for \`${head}\`: every failed check of it is now accepted, and its check run passes as accepted.`);
+  return replyOnThread(gh, thread, `${who} accepted ${what} of \`${e.task}\` for \`${head}\`: every failed check of it is now accepted, and its check run passes as accepted.`);
 }

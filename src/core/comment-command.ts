@@ -1,5 +1,13 @@
 import { ID_PATTERN } from "./task-spec.js";
 
+/** Characters a `/probegate accept` pattern must have before its `*`. */
+export const MIN_PATTERN_STEM = 6;
+
+/** Whether an accepted check id (or `prefix*` pattern) names the check `id`. */
+export function acceptMatches(accepted: string, id: string): boolean {
+  return accepted.endsWith("*") ? id.startsWith(accepted.slice(0, -1)) : id === accepted;
+}
+
 /** A command given in a PR comment. `task: null` reruns every task the PR maps to. */
 export type CommentCommand =
   | { kind: "rerun"; task: string | null }
@@ -12,7 +20,7 @@ export const COMMAND_HELP = [
   "`/probegate rerun` re-evaluates the PR's current head against every task it maps to.",
   "`/probegate rerun <task>` re-evaluates it against one task.",
   "`/probegate explain` lists the categories of the failed probes and what they check.",
-  "`/probegate accept <check-id> <reason>` accepts a measured difference the change means to make (write permission; this head only).",
+  "`/probegate accept <check-id> <reason>` accepts a measured difference the change means to make (write permission; this head only); a `<check-id>` ending in `*` accepts every failed check whose id starts so (`weakened-tests.expectation-changed-*`).",
 ].join("\n");
 
 /** A `/probegate` line that is not a valid command; `reply` is the comment the app answers with. */
@@ -69,8 +77,15 @@ export function parseCommentCommand(body: string): CommentCommand | null {
         const [target, ...why] = args;
         if (target === undefined) throw new CommandError("bad-argument", "`/probegate accept` needs the id of the failed check and a reason, e.g. `/probegate accept grad-sync-bytes the new overlap adds one all-gather per bucket`.", line);
         const [task, checkId] = target.includes("/") ? (target.split("/", 2) as [string, string]) : [null, target];
-        for (const id of [task, checkId]) {
-          if (id !== null && !ID_PATTERN.test(id.toLowerCase())) throw new CommandError("bad-argument", `\`${target}\` is not a check id (or task/check-id).`, line);
+        // A trailing `*` accepts every failed check whose id starts with what precedes it (the guard's
+        // `weakened-tests.expectation-changed-*` of a release that shifts every expected block id);
+        // the prefix must name a family, not everything.
+        const stem = checkId.endsWith("*") ? checkId.slice(0, -1) : checkId;
+        if (checkId.endsWith("*") && stem.length < MIN_PATTERN_STEM) {
+          throw new CommandError("bad-argument", `\`${target}\`: a check-id pattern needs at least ${MIN_PATTERN_STEM} characters before its \`*\` (e.g. \`weakened-tests.expectation-changed-*\`).`, line);
+        }
+        for (const id of [task, stem]) {
+          if (id !== null && !ID_PATTERN.test(id.toLowerCase())) throw new CommandError("bad-argument", `\`${target}\` is not a check id (or task/check-id, or a check-id ending in \`*\`).`, line);
         }
         const reason = why.join(" ").trim();
         if (reason.length < 8) throw new CommandError("bad-argument", "`/probegate accept` needs a reason that says why the difference is meant (at least a few words); it is recorded with your name.", line);

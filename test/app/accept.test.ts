@@ -2,7 +2,7 @@ import nock from "nock";
 import { describe, expect, it } from "vitest";
 import { acceptancesOf, fullyAccepted } from "../../src/store/acceptances.js";
 import { getEvaluation } from "../../src/store/evaluations.js";
-import { API, commentPayload, deliver, expectAllMocksUsed, finishedApp, HEAD, keyFor, mockCheckRunUpdate, mockReply, mockRerunAsk, OWNER, REPO, useAppTests } from "./app-harness.js";
+import { API, commentPayload, deliver, expectAllMocksUsed, finishedApp, HEAD, keyFor, mockCheckRunUpdate, mockReply, mockRerunAsk, OWNER, REPO, signedResult, useAppTests } from "./app-harness.js";
 
 useAppTests();
 
@@ -32,6 +32,23 @@ describe("/probegate accept", () => {
     expect(patched[0]).toMatchObject({ conclusion: "success", output: { title: expect.stringMatching(/^Accepted: 1 measured difference/) } });
     expect(patched[0].output.summary).toContain("`state-sharded`: accepted by @maintainer — the new layout keeps one replica of the state on purpose");
     expect(replies[0].body).toMatch(/@maintainer accepted `state-sharded` of `sharded-optimizer`/);
+  });
+
+  it("accepts every failed check a `prefix*` pattern names, each stored with the same who and why", async () => {
+    const base = signedResult({}, null);
+    const guard = (n: number) => ({ ...base.probes[0]!, id: `weakened-tests.expectation-changed-${n}`, category: "structure" as const, status: "failed" as const, message: `test_prefill now checks \`ids == [${n}]\` where the base checked \`ids == [${n - 1}]\``, measured: {} });
+    const app = await finishedApp(undefined, { probes: [...base.probes, guard(1), guard(2)] });
+    mockRerunAsk("maintainer", "write");
+    const replies = mockReply();
+    await deliver(app, "issue_comment", commentPayload("/probegate accept weakened-tests.expectation-changed-* v0.8.3 reserves block 0 as the null block: every id moves by one"));
+    expectAllMocksUsed();
+    expect(acceptancesOf(app.db, keyFor(), 1).map((a) => [a.checkId, a.by])).toEqual([
+      ["weakened-tests.expectation-changed-1", "maintainer"],
+      ["weakened-tests.expectation-changed-2", "maintainer"],
+    ]);
+    // state-sharded still fails: the pattern named only the guard's two checks.
+    expect(fullyAccepted(app.db, getEvaluation(app.db, keyFor())!)).toBe(false);
+    expect(replies[0].body).toMatch(/accepted 2 checks matching `weakened-tests.expectation-changed-\*` \(`weakened-tests.expectation-changed-1`, `weakened-tests.expectation-changed-2`\) of `sharded-optimizer`.* 1 other check still fails/);
   });
 
   it("refuses someone without write permission, and the agent that wrote the PR", async () => {

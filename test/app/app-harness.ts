@@ -330,11 +330,11 @@ export function expectAllMocksUsed(): void {
 }
 
 /** An app whose evaluation of the example PR finished probe-rejected (check run 61, run 9001). */
-export async function finishedApp(config?: string): Promise<LoadedApp> {
+export async function finishedApp(config?: string, result: Partial<EvaluationResult> = {}): Promise<LoadedApp> {
   const a = await loadApp();
   mockStart({ checkRunId: 61, runId: 9001, ...(config ? { config } : {}) });
   await deliver(a, "pull_request", pullRequestPayload("opened"));
-  mockArtifact(9001, resultZip(signedResult()));
+  mockArtifact(9001, resultZip(signedResult(result)));
   mockCheckRunUpdate(61);
   await deliver(a, "workflow_run", workflowRunPayload(9001));
   expect(getEvaluation(a.db, keyFor())?.state).toBe("completed");

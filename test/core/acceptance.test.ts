@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { applyAcceptances, type Acceptance } from "../../src/core/acceptance.js";
-import { CommandError, parseCommentCommand } from "../../src/core/comment-command.js";
+import { acceptMatches, CommandError, parseCommentCommand } from "../../src/core/comment-command.js";
 
 const probe = (id: string, status: "passed" | "failed" | "error", category: "traffic" | "memory" | "functional" = "traffic") => ({ id, category, status, message: "", probe: "probe_x", attempts: 1, durationS: 1 });
 const result = (probes: ReturnType<typeof probe>[], verdict: "probe-rejected" | "resolved" | "official-failed" = "probe-rejected") => ({
@@ -22,6 +22,16 @@ describe("/probegate accept", () => {
     expect(() => parseCommentCommand("/probegate accept")).toThrow(/needs the id of the failed check and a reason/);
     expect(() => parseCommentCommand("/probegate accept grad-sync-bytes ok")).toThrow(CommandError);
     expect(() => parseCommentCommand("/probegate accept grad-sync! because it is fine")).toThrow(/is not a check id/);
+  });
+
+  it("reads a check-id ending in `*` as a pattern over a family of checks, and refuses one too broad to mean anything", () => {
+    expect(parseCommentCommand("/probegate accept weakened-tests.expectation-changed-* the release shifts every block id by the null block")).toMatchObject({ checkId: "weakened-tests.expectation-changed-*" });
+    expect(acceptMatches("weakened-tests.expectation-changed-*", "weakened-tests.expectation-changed-12")).toBe(true);
+    expect(acceptMatches("weakened-tests.expectation-changed-*", "weakened-tests.deleted-1")).toBe(false);
+    expect(acceptMatches("state-sharded", "state-sharded-2")).toBe(false);
+    expect(() => parseCommentCommand("/probegate accept * everything is fine, trust me")).toThrow(/at least 6 characters before its `\*`/);
+    expect(() => parseCommentCommand("/probegate accept wea* everything is fine, trust me")).toThrow(/at least 6 characters/);
+    expect(() => parseCommentCommand("/probegate accept weak*ened-* everything is fine")).toThrow(/is not a check id/);
   });
 });
 
