@@ -50804,12 +50804,18 @@ async function onCheckSuiteRerun(context, deps) {
 
 ;// CONCATENATED MODULE: ./src/core/comment-command.ts
 
+/** Characters a `/probegate accept` pattern must have before its `*`. */
+const MIN_PATTERN_STEM = 6;
+/** Whether an accepted check id (or `prefix*` pattern) names the check `id`. */
+function acceptMatches(accepted, id) {
+    return accepted.endsWith("*") ? id.startsWith(accepted.slice(0, -1)) : id === accepted;
+}
 /** The usage lines the app replies with when a command is not understood. */
 const COMMAND_HELP = [
     "`/probegate rerun` re-evaluates the PR's current head against every task it maps to.",
     "`/probegate rerun <task>` re-evaluates it against one task.",
     "`/probegate explain` lists the categories of the failed probes and what they check.",
-    "`/probegate accept <check-id> <reason>` accepts a measured difference the change means to make (write permission; this head only).",
+    "`/probegate accept <check-id> <reason>` accepts a measured difference the change means to make (write permission; this head only); a `<check-id>` ending in `*` accepts every failed check whose id starts so (`weakened-tests.expectation-changed-*`).",
 ].join("\n");
 /** A `/probegate` line that is not a valid command; `reply` is the comment the app answers with. */
 class CommandError extends Error {
@@ -50866,9 +50872,16 @@ function parseCommentCommand(body) {
                 if (target === undefined)
                     throw new CommandError("bad-argument", "`/probegate accept` needs the id of the failed check and a reason, e.g. `/probegate accept grad-sync-bytes the new overlap adds one all-gather per bucket`.", line);
                 const [task, checkId] = target.includes("/") ? target.split("/", 2) : [null, target];
-                for (const id of [task, checkId]) {
+                // A trailing `*` accepts every failed check whose id starts with what precedes it (the guard's
+                // `weakened-tests.expectation-changed-*` of a release that shifts every expected block id);
+                // the prefix must name a family, not everything.
+                const stem = checkId.endsWith("*") ? checkId.slice(0, -1) : checkId;
+                if (checkId.endsWith("*") && stem.length < MIN_PATTERN_STEM) {
+                    throw new CommandError("bad-argument", `\`${target}\`: a check-id pattern needs at least ${MIN_PATTERN_STEM} characters before its \`*\` (e.g. \`weakened-tests.expectation-changed-*\`).`, line);
+                }
+                for (const id of [task, stem]) {
                     if (id !== null && !ID_PATTERN.test(id.toLowerCase()))
-                        throw new CommandError("bad-argument", `\`${target}\` is not a check id (or task/check-id).`, line);
+                        throw new CommandError("bad-argument", `\`${target}\` is not a check id (or task/check-id, or a check-id ending in \`*\`).`, line);
                 }
                 const reason = why.join(" ").trim();
                 if (reason.length < 8)
@@ -50946,6 +50959,7 @@ function renderExplain(evaluations) {
 
 
 
+
 const WRITERS = new Set(["admin", "maintain", "write"]);
 /**
  * A measured difference the change means to make (a feature that adds a collective) accepted for
@@ -50971,19 +50985,24 @@ async function acceptDifference(gh, deps, ask) {
     }
     if (!WRITERS.has(permission))
         return refuse(`accepting a measured difference needs write permission on this repository; you have \`${permission}\`.`);
-    const candidates = evaluationsOfPr(deps.db, { ...ask.repo, pr: ask.pr }).filter((e) => e.headSha === pr.headSha && (ask.task === null || e.task === ask.task) && e.state === "completed" && e.verdict === "probe-rejected" && probeFailures(deps.db, e.key, e.attempt).some((f) => f.status === "failed" && f.probeId === ask.checkId));
+    const named = (e) => probeFailures(deps.db, e.key, e.attempt).filter((f) => f.status === "failed" && acceptMatches(ask.checkId, f.probeId)).map((f) => f.probeId);
+    const candidates = evaluationsOfPr(deps.db, { ...ask.repo, pr: ask.pr }).filter((e) => e.headSha === pr.headSha && (ask.task === null || e.task === ask.task) && e.state === "completed" && e.verdict === "probe-rejected" && named(e).length > 0);
     const head = pr.headSha.slice(0, 7);
     if (candidates.length === 0)
         return refuse(`no failed check \`${ask.checkId}\`${ask.task ? ` of task \`${ask.task}\`` : ""} on the current head \`${head}\`; nothing was accepted. (An acceptance holds for one head: after a push, accept again.)`);
     if (candidates.length > 1)
         return refuse(`\`${ask.checkId}\` failed in ${candidates.length} tasks (${candidates.map((e) => e.task).join(", ")}); write \`/probegate accept <task>/${ask.checkId} <reason>\`.`);
     const e = candidates[0];
-    recordAcceptance(deps.db, { evaluationKey: e.key, attempt: e.attempt, headSha: e.headSha, checkId: ask.checkId, by: ask.requester.login, reason: ask.reason, commentId: ask.commentId, at: deps.now() });
+    // A pattern is stored as the checks it named now: a later attempt's new failures need a new acceptance.
+    const ids = named(e);
+    for (const checkId of ids)
+        recordAcceptance(deps.db, { evaluationKey: e.key, attempt: e.attempt, headSha: e.headSha, checkId, by: ask.requester.login, reason: ask.reason, commentId: ask.commentId, at: deps.now() });
+    const what = ask.checkId.endsWith("*") ? `${ids.length} check${ids.length === 1 ? "" : "s"} matching \`${ask.checkId}\` (${ids.slice(0, 10).map((i) => `\`${i}\``).join(", ")}${ids.length > 10 ? ", …" : ""})` : `\`${ask.checkId}\``;
     const accepted = acceptancesOf(deps.db, e.key, e.attempt);
     const open = probeFailures(deps.db, e.key, e.attempt).filter((f) => !(f.status === "failed" && accepted.some((a) => a.checkId === f.probeId)));
     const lines = accepted.map((a) => `- \`${a.checkId}\`: accepted by @${a.by} — ${a.reason}`);
     if (open.length > 0 || e.checkRunId === null) {
-        return replyOnThread(gh, thread, `${who} accepted \`${ask.checkId}\` of \`${e.task}\` for \`${head}\`. ${open.length} other check${open.length === 1 ? "" : "s"} still fail${open.length === 1 ? "s" : ""}, so the check stays failed.`);
+        return replyOnThread(gh, thread, `${who} accepted ${what} of \`${e.task}\` for \`${head}\`. ${open.length} other check${open.length === 1 ? "" : "s"} still fail${open.length === 1 ? "s" : ""}, so the check stays failed.`);
     }
     const { data: run } = await gh.rest.checks.get({ ...ask.repo, check_run_id: e.checkRunId });
     const before = run.output?.summary ?? "";
@@ -50997,7 +51016,7 @@ async function acceptDifference(gh, deps, ask) {
         },
     });
     await reconcludeGate(gh, deps, { ...ask.repo, headSha: e.headSha });
-    return replyOnThread(gh, thread, `${who} accepted \`${ask.checkId}\` of \`${e.task}\` for \`${head}\`: every failed check of it is now accepted, and its check run passes as accepted.`);
+    return replyOnThread(gh, thread, `${who} accepted ${what} of \`${e.task}\` for \`${head}\`: every failed check of it is now accepted, and its check run passes as accepted.`);
 }
 
 ;// CONCATENATED MODULE: ./src/app/handle-issue-comment.ts
