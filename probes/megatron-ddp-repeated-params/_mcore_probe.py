@@ -56,6 +56,21 @@ class Repeated(torch.nn.Module):
         return self.head(torch.tanh(self.shared(x)))
 
 
+class OneParam(torch.nn.Module):
+    """One parameter, in both backward passes: a bucket group that holds a single parameter, which
+    reports twice per iteration (what is asked holds for every model, whatever its groups hold)."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared = torch.nn.Linear(DIM, DIM, bias=False)
+
+    def forward(self, x):
+        return torch.tanh(self.shared(x))
+
+
+MODELS = {"repeated": Repeated, "one-param": OneParam}
+
+
 def backward_passes(module, x1, x2, between=None):
     """The iteration's two backward passes: the model's loss, then an auxiliary loss on `shared`."""
     module(x1).square().mean().backward()
@@ -85,9 +100,9 @@ def batches(rank, seed=1234):
             for _ in range(ITERATIONS)]
 
 
-def make_model(seed=7):
+def make_model(seed=7, kind="repeated"):
     torch.manual_seed(seed)
-    return Repeated().to(device())
+    return MODELS[kind]().to(device())
 
 
 def local_gradients(model, data):

@@ -1,6 +1,7 @@
 """Functional: with overlap_grad_reduce, a repeated parameter's bucket is reduced once all of the
-iteration's contributions are in, and (from the second iteration) from the backward hook; what
-held before the change still holds."""
+iteration's contributions are in, and (from the second iteration) from the backward hook, on a
+two-layer model and on one whose bucket group holds a single parameter; what held before the
+change still holds."""
 # PROBEGATE-CANARY-MCORE-FUNCTIONAL-a4c2d9
 import _mcore_probe as H
 from probegate_probe import RankError, emit
@@ -11,10 +12,10 @@ EARLY = "finish-before-launch-asserts"
 NO_OVERLAP = "no-overlap-path-unchanged"
 
 
-def overlapped(rank, n):
+def overlapped(rank, n, kind="repeated"):
     """Train with overlap_grad_reduce; judge each iteration's first reduction and main_grad after it."""
     H.init_rank()
-    model = H.make_model()
+    model = H.make_model(kind=kind)
     data = H.batches(rank)
     local = H.local_gradients(model, data)
     mean = H.mean_gradients(model, n)
@@ -116,9 +117,21 @@ def early_and_plain(rank, n):
     return out
 
 
+def both_models():
+    """overlapped() on the two-layer model, then on a model whose one bucket group holds a single
+    parameter that reports twice: per rank, the problems of both, the second's named."""
+    results = H.run(overlapped)
+    single = H.run(overlapped, "one-param")
+    for r, s in zip(results, single):
+        r["unseen"] = sorted(set(r["unseen"]) | set(s["unseen"]))
+        r["problems"] += [f"with a bucket group of one parameter: {p}" for p in s["problems"]]
+        r["wrong"] += [f"with a bucket group of one parameter: {w}" for w in s["wrong"]]
+    return results
+
+
 def main():
     try:
-        results = H.run(overlapped)
+        results = both_models()
     except RankError as exc:  # the parent's "Cannot set grad twice", say
         H.report_crash([CHECK, VALUES], "functional", exc,
                        requirements=["repeated-report-allowed", "launch-after-last-contribution", "first-iteration-at-finish",
