@@ -1,5 +1,6 @@
 """State and functional checks of WeightSyncer: exact weights, in-place update, versions (also after
-a trainer resumes from an older checkpoint), the bucket plan. Sizes, dtypes and versions are drawn
+a trainer resumes from an older checkpoint), the bucket plan (also at its bounds), a model of one
+non-contiguous parameter. Sizes, dtypes and versions are drawn
 per evaluation (task.yml `params:`), so a submission tuned to the sizes the examples use is caught."""
 import torch
 
@@ -67,7 +68,43 @@ def state_rank(rank, world_size, specs, small, bucket, v1, v2):
     out["other_return"] = do_sync(other_syncer, 0, rank == other_src)
     out["other_version"] = other_syncer.version
     out["other_diff"] = W.first_difference(small_model, other)
+    out["edges"] = edge_plans(rank, device, WeightSyncer)
+    out["lone"] = lone_parameter(rank, device, WeightSyncer, do_sync)
     return out
+
+
+# Packings at the bound the prompt states ("at most bucket_bytes", "as few buckets as a simple in-order
+# greedy packing gives", "a parameter larger than bucket_bytes gets a bucket of its own"): four 1 KiB
+# tensors fill 2 KiB buckets exactly; two of them are one byte over a 2047-byte bucket; bucket_bytes=1
+# gives every tensor a bucket of its own. name -> (specs, bucket_bytes, expected number of buckets)
+EDGES = {"exact-fit": ([((256,), F32)] * 4, 2048, 2), "one-byte-over": ([((256,), F32)] * 2, 2047, 2),
+         "one-byte-buckets": ([((256,), F32)] * 3, 1, 3)}
+LONE = [((5, 6), F32, "t")]  # a model of one parameter, transposed (not contiguous): "any torch.nn.Module"
+
+
+def edge_plans(rank, device, WeightSyncer):
+    """Each edge case's bucket plan, or the error constructing it raised."""
+    out = {}
+    for name, (specs, bucket_bytes, _) in EDGES.items():
+        try:
+            out[name] = {"plan": WeightSyncer(W.build(specs, seed=300, device=device), bucket_bytes=bucket_bytes).buckets}
+        except Exception as exc:  # noqa: BLE001 - the submission's error, reported by the check
+            out[name] = {"error": "%s: %s" % (type(exc).__name__, str(exc)[:160])}
+    return out
+
+
+def lone_parameter(rank, device, WeightSyncer, do_sync):
+    """A one-parameter, non-contiguous model synced from rank 0: the weights that arrive, or the error."""
+    want = W.values(LONE, 14)
+    model = W.build(LONE, seed=400 + rank, device=device)
+    if rank == 0:
+        W.load(model, want)
+    try:
+        syncer = WeightSyncer(model, bucket_bytes=64, src=0)
+        do_sync(syncer, 1, rank == 0)
+    except Exception as exc:  # noqa: BLE001
+        return {"error": "%s: %s" % (type(exc).__name__, str(exc)[:160])}
+    return {"diff": W.first_difference(model, want)}
 
 
 def _plan_shape_error(plan):
@@ -196,6 +233,32 @@ def main():
                    % (len(over[0]), sum(sizes.get(nm, 0) for nm in over[0]), drawn))
         if len(plan) > allowed:
             c.fail("%d buckets for a model an in-order greedy packing fits in %d (%s)" % (len(plan), allowed, drawn))
+
+    with check("bucket-packing-bounds", "functional", location=W.syncer_location("buckets"),
+               requirements=["bucket-bound", "bucket-count-greedy"]) as c:
+        if failure:
+            raise failure
+        for name, (specs, bucket_bytes, want) in EDGES.items():
+            got = results[0]["edges"][name]
+            what = "%d float32 tensors of 1 KiB with bucket_bytes=%d" % (len(specs), bucket_bytes)
+            if "error" in got:
+                c.fail("%s (%s): WeightSyncer raised %s" % (name, what, got["error"]))
+            elif not isinstance(got["plan"], (list, tuple)) or len(got["plan"]) != want:
+                c.fail("%s (%s): %s buckets, expected %d: a bucket may hold up to bucket_bytes bytes and no more, "
+                       "packed in order" % (name, what, len(got["plan"]) if isinstance(got["plan"], (list, tuple)) else "no", want))
+        c.measured.update(cases=len(EDGES))
+
+    with check("one-parameter-model", "functional", location=W.syncer_location("sync"),
+               requirements=["any-module", "exact-weights"]) as c:
+        if failure:
+            raise failure
+        for r in results:
+            lone = r["lone"]
+            if "error" in lone:
+                c.fail("rank %d: syncing a model of one non-contiguous parameter raised %s" % (r["rank"], lone["error"]))
+            elif lone["diff"]:
+                c.fail("rank %d: after syncing a model of one non-contiguous parameter, parameter '%s' %s"
+                       % (r["rank"], lone["diff"]["name"], lone["diff"]["detail"]))
 
 
 if __name__ == "__main__":
