@@ -50985,16 +50985,18 @@ async function acceptDifference(gh, deps, ask) {
     }
     if (!WRITERS.has(permission))
         return refuse(`accepting a measured difference needs write permission on this repository; you have \`${permission}\`.`);
-    const named = (e) => probeFailures(deps.db, e.key, e.attempt).filter((f) => f.status === "failed" && acceptMatches(ask.checkId, f.probeId)).map((f) => f.probeId);
-    const candidates = evaluationsOfPr(deps.db, { ...ask.repo, pr: ask.pr }).filter((e) => e.headSha === pr.headSha && (ask.task === null || e.task === ask.task) && e.state === "completed" && e.verdict === "probe-rejected" && named(e).length > 0);
+    // Each rejected evaluation of this head with the failed checks the id (or `prefix*` pattern) names.
+    const candidates = evaluationsOfPr(deps.db, { ...ask.repo, pr: ask.pr })
+        .filter((e) => e.headSha === pr.headSha && (ask.task === null || e.task === ask.task) && e.state === "completed" && e.verdict === "probe-rejected")
+        .map((e) => ({ e, ids: probeFailures(deps.db, e.key, e.attempt).filter((f) => f.status === "failed" && acceptMatches(ask.checkId, f.probeId)).map((f) => f.probeId) }))
+        .filter((c) => c.ids.length > 0);
     const head = pr.headSha.slice(0, 7);
     if (candidates.length === 0)
         return refuse(`no failed check \`${ask.checkId}\`${ask.task ? ` of task \`${ask.task}\`` : ""} on the current head \`${head}\`; nothing was accepted. (An acceptance holds for one head: after a push, accept again.)`);
     if (candidates.length > 1)
-        return refuse(`\`${ask.checkId}\` failed in ${candidates.length} tasks (${candidates.map((e) => e.task).join(", ")}); write \`/probegate accept <task>/${ask.checkId} <reason>\`.`);
-    const e = candidates[0];
+        return refuse(`\`${ask.checkId}\` failed in ${candidates.length} tasks (${candidates.map((c) => c.e.task).join(", ")}); write \`/probegate accept <task>/${ask.checkId} <reason>\`.`);
     // A pattern is stored as the checks it named now: a later attempt's new failures need a new acceptance.
-    const ids = named(e);
+    const { e, ids } = candidates[0];
     for (const checkId of ids)
         recordAcceptance(deps.db, { evaluationKey: e.key, attempt: e.attempt, headSha: e.headSha, checkId, by: ask.requester.login, reason: ask.reason, commentId: ask.commentId, at: deps.now() });
     const what = ask.checkId.endsWith("*") ? `${ids.length} check${ids.length === 1 ? "" : "s"} matching \`${ask.checkId}\` (${ids.slice(0, 10).map((i) => `\`${i}\``).join(", ")}${ids.length > 10 ? ", …" : ""})` : `\`${ask.checkId}\``;

@@ -189,17 +189,22 @@ def _helpers(body: list[ast.stmt]) -> dict[str, ast.FunctionDef | ast.AsyncFunct
 
 
 def _constants(f: ast.AST) -> dict[str, str]:
-    """`name = <literal>` assigned exactly once in the function: name -> the literal's text."""
-    found: dict[str, list[str]] = {}
+    """`name = <literal>` that is the only binding of `name` in the function (no other assignment,
+    unpacking, loop or `with` target, walrus, augmented assignment or parameter of that name):
+    name -> the literal's text."""
+    stores: dict[str, int] = {}
     for node in ast.walk(f):
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            value = getattr(node, "value", None) if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-            for t in targets:
-                if isinstance(t, ast.Name):
-                    literal = value is not None and _is_literal(value)
-                    found.setdefault(t.id, []).append(text(value) if literal else "")
-    return {k: v[0] for k, v in found.items() if len(v) == 1 and v[0]}
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, ast.arg):
+            stores[node.arg] = stores.get(node.arg, 0) + 2  # a parameter is a binding of its own
+    out: dict[str, str] = {}
+    for node in ast.walk(f):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if stores.get(name) == 1 and _is_literal(node.value):
+                out[name] = text(node.value)
+    return out
 
 
 def _is_literal(node: ast.expr) -> bool:

@@ -141,3 +141,11 @@ def test_a_call_passing_another_value_to_the_generalised_check_is_reported(tmp_p
     head = GENERAL_HEAD.replace("_check(2, full=3)", "_check(2, full=4)")
     r = guard(tmp_path, BASE_TEST, extra_base={"tests/test_h.py": base}, extra_head={"tests/test_h.py": head})
     assert kinds(r) == [("expectation-changed", "tests/test_h.py::test_hits")]
+
+
+def test_a_name_bound_again_is_not_read_as_the_base_literal(tmp_path):
+    """`full = 3` counts only when it is the name's one binding: unpacked again to 4, the call passes 4."""
+    base = "def test_hits():\n    def check(n):\n        assert len(hashes(n)) == 3\n    check(1)\n    check(2)\n"
+    head = GENERAL_HEAD.replace("    full = 3\n", "    full = 3\n    full, other = 4, 0\n").replace("_check(2, full=3)", "_check(2, full)")
+    r = guard(tmp_path, BASE_TEST, extra_base={"tests/test_h.py": base}, extra_head={"tests/test_h.py": head})
+    assert kinds(r) == [("expectation-changed", "tests/test_h.py::test_hits")]

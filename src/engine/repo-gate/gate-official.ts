@@ -16,9 +16,9 @@ export interface GateOfficial {
 
 /**
  * For a repository gate: the paths the PR changes (head against the merge base), the repository
- * tests they select for `{tests}`, and the weakened-test guard's findings on the selected test
- * files. Selected tests the head no longer has are left out and named. Null for an assignment. A selection that comes out empty is a harness error naming the
- * task's fields: running no test would be a pass nobody earned.
+ * tests they select for `{tests}` (less those the head no longer has, named), and the weakened-test
+ * guard's findings on the selected test files. Null for an assignment. A selection that comes out
+ * empty is a harness error naming the task's fields: running no test would be a pass nobody earned.
  */
 export async function gateOfficial(ev: EvaluationContext, python: string): Promise<GateOfficial | null> {
   const { ws, spec } = ev;
