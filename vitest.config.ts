@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    setupFiles: ["test/claim-folder.setup.ts"],
+    setupFiles: ["test/setup.ts"],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     // Evaluations spawn Python process trees; two cores are shared with them.

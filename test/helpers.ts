@@ -9,8 +9,14 @@ export const TINY_TASK = join(FIXTURES, "tasks", "tiny-sum");
 export const TINY_SUBS = join(FIXTURES, "submissions", "tiny-sum");
 export const KIT = join(ROOT, "probes", "kit");
 
+/** The folders `tmp` made in this test file, removed after it by test/setup.ts. */
+export const madeFolders: string[] = ((globalThis as { __pgTmp?: string[] }).__pgTmp ??= []);
+
+/** A fresh folder under the OS temp dir, removed when the test file ends. */
 export function tmp(prefix = "pg-test-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  madeFolders.push(dir);
+  return dir;
 }
 
 /**
