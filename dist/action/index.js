@@ -32523,7 +32523,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7561);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(4119);
 
 await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .run */ .e)();
 
@@ -32532,7 +32532,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 7561:
+/***/ 4119:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -62414,6 +62414,71 @@ async function isolationFor(plan, mounts) {
     };
 }
 
+;// CONCATENATED MODULE: ./src/engine/jobs/gpu-return.ts
+
+
+const gpu_return_MIB = 1024 * 1024;
+/**
+ * Whether a GPU a job held is back at its idle memory, so the pool can give it to the next job: each
+ * GPU's baseline is read when the pool first claims it, and one that does not get back to it in time
+ * (or whose memory cannot be read) is withdrawn for the rest of the pool's life, with a note.
+ */
+class GpuReturn {
+    opts;
+    notes;
+    /** Each GPU's idle memory, read when the pool first claimed it (`readBaselines` says why then). */
+    baselines = new Map();
+    withdrawn = new Set();
+    constructor(opts, 
+    /** Where a withdrawal is said (the pool's notes, which a result repeats). */
+    notes) {
+        this.opts = opts;
+        this.notes = notes;
+    }
+    /**
+     * Reads the idle memory of those of `gpus` this pool has not claimed before, while it holds their
+     * claims: no other probegate process's job is on them then, since a claim is given back only once
+     * its GPU is back at its holder's baseline, whereas when the pool is made another process's job
+     * may be. It is read once per pool and GPU, not again at each claim, so memory a job leaves within
+     * the tolerance does not become the next baseline; and it is not recorded in the claim folder for
+     * later processes, where it would outlive what it measured (a display server or MPS daemon
+     * started since, a driver upgrade) with nothing to say it went stale.
+     */
+    async readBaselines(gpus) {
+        const fresh = gpus.filter((g) => !this.baselines.has(g));
+        if (fresh.length === 0)
+            return;
+        const used = await readGpuUsed(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
+        for (const [g, bytes] of used ?? [])
+            this.baselines.set(g, bytes);
+    }
+    /**
+     * Waits until each GPU reads back at its baseline and returns those that did; one that does not, or
+     * whose idle memory could not be read, is withdrawn.
+     */
+    async waitBack(gpus) {
+        const tolerance = this.opts.toleranceBytes ?? 64 * gpu_return_MIB;
+        const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
+        const unknown = gpus.filter((g) => !this.baselines.has(g));
+        let pending = gpus.filter((g) => this.baselines.has(g));
+        let last = null;
+        while (pending.length > 0) {
+            last = await readGpuUsed(pending, { nvidiaSmi: this.opts.nvidiaSmi });
+            if (last)
+                pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (this.baselines.get(g) ?? 0) + tolerance);
+            if (pending.length === 0 || performance.now() > until)
+                break;
+            await new Promise((r) => setTimeout(r, 250));
+        }
+        for (const g of [...unknown, ...pending]) {
+            this.withdrawn.add(g);
+            const used = last?.get(g);
+            this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${formatBytes(Math.max(0, used - (this.baselines.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
+        }
+        return gpus.filter((g) => !this.withdrawn.has(g));
+    }
+}
+
 // EXTERNAL MODULE: external "node:net"
 var external_node_net_ = __nccwpck_require__(7030);
 ;// CONCATENATED MODULE: ./src/engine/jobs/ports.ts
@@ -62572,8 +62637,6 @@ function claimSlices(claims, starts) {
 
 
 
-
-const job_pool_MIB = 1024 * 1024;
 /** How often the queue is decided again while a job waits for something another process holds. */
 const FOREIGN_RECHECK_MS = 300;
 /**
@@ -62601,9 +62664,8 @@ class JobPool {
     claims;
     seq = 0;
     scheduled = false;
-    /** Each GPU's idle memory, read when this pool first claimed it (`readBaselines` says why then). */
-    baselines = new Map();
-    withdrawn = new Set();
+    /** Whether a GPU is back at its idle memory after a job, and which never came back. */
+    returns;
     /** The next look at the claims, set only while a job waits for something another process holds. */
     recheck = null;
     /** This pool's name in wait announcements (one process may run several pools). */
@@ -62618,6 +62680,7 @@ class JobPool {
         this.freeCores = [...this.cores];
         this.claims = new RunnerClaims(opts.claimDir);
         this.ports = new RendezvousPorts(this.claims, opts.portRange);
+        this.returns = new GpuReturn(opts, this.notes);
     }
     /** A pool over these GPUs and cores; each GPU's idle memory is read when the pool first claims it. */
     static async create(opts) {
@@ -62625,7 +62688,7 @@ class JobPool {
     }
     /** GPUs and cores jobs can still be given (withdrawn GPUs left out). */
     shape() {
-        return { gpus: this.gpus.length - this.withdrawn.size, cores: this.cores.length };
+        return { gpus: this.gpus.length - this.returns.withdrawn.size, cores: this.cores.length };
     }
     /** Waits for a slice that fits `demand` (its id must be unique among the jobs queued or running). */
     acquire(demand) {
@@ -62640,7 +62703,7 @@ class JobPool {
     neverFits(d) {
         const s = this.shape();
         if (d.gpus > s.gpus)
-            return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.withdrawn.size ? ` (GPU ${[...this.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
+            return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.returns.withdrawn.size ? ` (GPU ${[...this.returns.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
         if (d.cores > s.cores)
             return `${d.id} needs ${d.cores} cores; this runner has ${s.cores}`;
         return null;
@@ -62750,7 +62813,7 @@ class JobPool {
     async handOut(w, gpus, cores) {
         let port;
         try {
-            await this.readBaselines(gpus);
+            await this.returns.readBaselines(gpus);
             port = await this.ports.take();
         }
         catch (e) {
@@ -62788,49 +62851,14 @@ class JobPool {
         };
     }
     /**
-     * Reads the idle memory of those of `gpus` this pool has not claimed before, while it holds their
-     * claims: no other probegate process's job is on them then, since a claim is given back only once
-     * its GPU is back at its holder's baseline, whereas when the pool is made another process's job
-     * may be. It is read once per pool and GPU, not again at each claim, so memory a job leaves within
-     * the tolerance does not become the next baseline; and it is not recorded in the claim folder for
-     * later processes, where it would outlive what it measured (a display server or MPS daemon
-     * started since, a driver upgrade) with nothing to say it went stale.
-     */
-    async readBaselines(gpus) {
-        const fresh = gpus.filter((g) => !this.baselines.has(g));
-        if (fresh.length === 0)
-            return;
-        const used = await readGpuUsed(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
-        for (const [g, bytes] of used ?? [])
-            this.baselines.set(g, bytes);
-    }
-    /**
-     * Waits until each GPU reads back at its baseline, then frees it here and gives back its claim; one
-     * that does not, or whose idle memory could not be read, is withdrawn. A withdrawn GPU keeps its
-     * claim while this process lives, so no other process puts a job beside what still holds its memory.
+     * Waits until each GPU reads back at its baseline (GpuReturn), then frees it here and gives back its
+     * claim. A withdrawn GPU keeps its claim while this process lives, so no other process puts a job
+     * beside what still holds its memory.
      */
     async drain(gpus) {
         if (gpus.length === 0)
             return;
-        const tolerance = this.opts.toleranceBytes ?? 64 * job_pool_MIB;
-        const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
-        const unknown = gpus.filter((g) => !this.baselines.has(g));
-        let pending = gpus.filter((g) => this.baselines.has(g));
-        let last = null;
-        while (pending.length > 0) {
-            last = await readGpuUsed(pending, { nvidiaSmi: this.opts.nvidiaSmi });
-            if (last)
-                pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (this.baselines.get(g) ?? 0) + tolerance);
-            if (pending.length === 0 || performance.now() > until)
-                break;
-            await new Promise((r) => setTimeout(r, 250));
-        }
-        for (const g of [...unknown, ...pending]) {
-            this.withdrawn.add(g);
-            const used = last?.get(g);
-            this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${formatBytes(Math.max(0, used - (this.baselines.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
-        }
-        const back = gpus.filter((g) => !this.withdrawn.has(g));
+        const back = await this.returns.waitBack(gpus);
         for (const g of back)
             this.claims.release(gpuKey(g));
         this.freeGpus.push(...back);
@@ -72277,12 +72305,8 @@ class scorecard_tally_AgentTally {
     }
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard/scorecard.ts
-
-
-
-/** The verdicts in the order a scorecard shows them: best first. */
-const VERDICT_ORDER = (/* unused pure expression or super */ null && (["resolved", "probe-rejected", "official-failed", "error"]));
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-filter.ts
+/** Which attempts of which repositories a scorecard counts, from flags or a URL's query, and in words. */
 const BASES = (/* unused pure expression or super */ null && (["first-attempt", "best-of-n", "all"]));
 /**
  * A scorecard filter from text (CLI flags, a dashboard URL's query). On bad input, the field
@@ -72315,6 +72339,33 @@ function parseScorecardFilter(input) {
     }
     return { ok: true, filter };
 }
+/** Whether a result was judged by the probe set a filter names (a prefix of either commit or of the folder's hash). */
+function judgedByProbeSet(result, probeSet) {
+    const v = result.probeSetVersion;
+    return [result.task.probeSet.replace(/^sha256:/, ""), v?.evaluatorCommit, v?.probesCommit].some((x) => typeof x === "string" && x.toLowerCase().startsWith(probeSet));
+}
+/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
+function scopeOf(filter) {
+    const where = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+    return filter.probeSet ? `${where}, probe set ${filter.probeSet}` : where;
+}
+const BASIS_WORDS = {
+    "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
+    "best-of-n": "best attempt per PR and task (after reruns and pushes)",
+    all: "every finished attempt",
+};
+/** What a scorecard counted, in words. */
+function describeBasis(basis) {
+    return BASIS_WORDS[basis];
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard.ts
+
+
+
+
+/** The verdicts in the order a scorecard shows them: best first. */
+const VERDICT_ORDER = (/* unused pure expression or super */ null && (["resolved", "probe-rejected", "official-failed", "error"]));
 /** The dimensions an agent's figures are broken down by. */
 const scorecard_DIMENSIONS = (/* unused pure expression or super */ null && (["repository", "task", "area", "week"]));
 /** How a scorecard names the attempts no agent was detected on. */
@@ -72474,25 +72525,6 @@ function scorecard_categoryMask(categories) {
             m |= 1 << i;
     }
     return m;
-}
-/** Whether a result was judged by the probe set a filter names (a prefix of either commit or of the folder's hash). */
-function judgedByProbeSet(result, probeSet) {
-    const v = result.probeSetVersion;
-    return [result.task.probeSet.replace(/^sha256:/, ""), v?.evaluatorCommit, v?.probesCommit].some((x) => typeof x === "string" && x.toLowerCase().startsWith(probeSet));
-}
-/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
-function scopeOf(filter) {
-    const where = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
-    return filter.probeSet ? `${where}, probe set ${filter.probeSet}` : where;
-}
-const BASIS_WORDS = {
-    "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
-    "best-of-n": "best attempt per PR and task (after reruns and pushes)",
-    all: "every finished attempt",
-};
-/** What a scorecard counted, in words. */
-function describeBasis(basis) {
-    return BASIS_WORDS[basis];
 }
 
 ;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-results.ts

@@ -63201,12 +63201,8 @@ class AgentTally {
     }
 }
 
-;// CONCATENATED MODULE: ./src/core/scorecard/scorecard.ts
-
-
-
-/** The verdicts in the order a scorecard shows them: best first. */
-const VERDICT_ORDER = ["resolved", "probe-rejected", "official-failed", "error"];
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-filter.ts
+/** Which attempts of which repositories a scorecard counts, from flags or a URL's query, and in words. */
 const BASES = ["first-attempt", "best-of-n", "all"];
 /**
  * A scorecard filter from text (CLI flags, a dashboard URL's query). On bad input, the field
@@ -63239,6 +63235,33 @@ function parseScorecardFilter(input) {
     }
     return { ok: true, filter };
 }
+/** Whether a result was judged by the probe set a filter names (a prefix of either commit or of the folder's hash). */
+function judgedByProbeSet(result, probeSet) {
+    const v = result.probeSetVersion;
+    return [result.task.probeSet.replace(/^sha256:/, ""), v?.evaluatorCommit, v?.probesCommit].some((x) => typeof x === "string" && x.toLowerCase().startsWith(probeSet));
+}
+/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
+function scopeOf(filter) {
+    const where = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
+    return filter.probeSet ? `${where}, probe set ${filter.probeSet}` : where;
+}
+const BASIS_WORDS = {
+    "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
+    "best-of-n": "best attempt per PR and task (after reruns and pushes)",
+    all: "every finished attempt",
+};
+/** What a scorecard counted, in words. */
+function scorecard_filter_describeBasis(basis) {
+    return BASIS_WORDS[basis];
+}
+
+;// CONCATENATED MODULE: ./src/core/scorecard/scorecard.ts
+
+
+
+
+/** The verdicts in the order a scorecard shows them: best first. */
+const VERDICT_ORDER = ["resolved", "probe-rejected", "official-failed", "error"];
 /** The dimensions an agent's figures are broken down by. */
 const DIMENSIONS = ["repository", "task", "area", "week"];
 /** How a scorecard names the attempts no agent was detected on. */
@@ -63398,25 +63421,6 @@ function categoryMask(categories) {
             m |= 1 << i;
     }
     return m;
-}
-/** Whether a result was judged by the probe set a filter names (a prefix of either commit or of the folder's hash). */
-function judgedByProbeSet(result, probeSet) {
-    const v = result.probeSetVersion;
-    return [result.task.probeSet.replace(/^sha256:/, ""), v?.evaluatorCommit, v?.probesCommit].some((x) => typeof x === "string" && x.toLowerCase().startsWith(probeSet));
-}
-/** Words for what a filter covers: "all repositories", "octo", "octo/gpu-lib". */
-function scopeOf(filter) {
-    const where = filter.owner ? `${filter.owner}${filter.repo ? `/${filter.repo}` : ""}` : "all repositories";
-    return filter.probeSet ? `${where}, probe set ${filter.probeSet}` : where;
-}
-const BASIS_WORDS = {
-    "first-attempt": "first attempt per PR and task (what the agent delivered unaided)",
-    "best-of-n": "best attempt per PR and task (after reruns and pushes)",
-    all: "every finished attempt",
-};
-/** What a scorecard counted, in words. */
-function scorecard_describeBasis(basis) {
-    return BASIS_WORDS[basis];
 }
 
 ;// CONCATENATED MODULE: ./src/core/scorecard/scorecard-chart-data.ts
@@ -63756,7 +63760,7 @@ ${card.agents.map((a, i) => drillDown(a, i, opts.drill.get(a.agent === NO_AGENT 
 </head>
 <body>
 <h1>${e(opts.title)}</h1>
-<p class="meta">${e(opts.scope)} · counted: ${e(scorecard_describeBasis(card.basis))}${card.since ? ` · groups from ${e(card.since.slice(0, 10))}` : ""} · ${t.evaluations} evaluations · generated ${e(opts.generatedAt)}</p>
+<p class="meta">${e(opts.scope)} · counted: ${e(scorecard_filter_describeBasis(card.basis))}${card.since ? ` · groups from ${e(card.since.slice(0, 10))}` : ""} · ${t.evaluations} evaluations · generated ${e(opts.generatedAt)}</p>
 ${skipped}
 ${charts}
 <script type="application/json" id="scorecard-data">${scriptJson(data)}</script>

@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3340);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8592);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5449,7 +5449,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 3340:
+/***/ 8592:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -6748,6 +6748,71 @@ async function isolationFor(plan, mounts) {
 
 // EXTERNAL MODULE: ./src/engine/gpu-meter.ts + 1 modules
 var gpu_meter = __nccwpck_require__(646);
+;// CONCATENATED MODULE: ./src/engine/jobs/gpu-return.ts
+
+
+const MIB = 1024 * 1024;
+/**
+ * Whether a GPU a job held is back at its idle memory, so the pool can give it to the next job: each
+ * GPU's baseline is read when the pool first claims it, and one that does not get back to it in time
+ * (or whose memory cannot be read) is withdrawn for the rest of the pool's life, with a note.
+ */
+class GpuReturn {
+    opts;
+    notes;
+    /** Each GPU's idle memory, read when the pool first claimed it (`readBaselines` says why then). */
+    baselines = new Map();
+    withdrawn = new Set();
+    constructor(opts, 
+    /** Where a withdrawal is said (the pool's notes, which a result repeats). */
+    notes) {
+        this.opts = opts;
+        this.notes = notes;
+    }
+    /**
+     * Reads the idle memory of those of `gpus` this pool has not claimed before, while it holds their
+     * claims: no other probegate process's job is on them then, since a claim is given back only once
+     * its GPU is back at its holder's baseline, whereas when the pool is made another process's job
+     * may be. It is read once per pool and GPU, not again at each claim, so memory a job leaves within
+     * the tolerance does not become the next baseline; and it is not recorded in the claim folder for
+     * later processes, where it would outlive what it measured (a display server or MPS daemon
+     * started since, a driver upgrade) with nothing to say it went stale.
+     */
+    async readBaselines(gpus) {
+        const fresh = gpus.filter((g) => !this.baselines.has(g));
+        if (fresh.length === 0)
+            return;
+        const used = await (0,gpu_meter/* readGpuUsed */.cL)(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
+        for (const [g, bytes] of used ?? [])
+            this.baselines.set(g, bytes);
+    }
+    /**
+     * Waits until each GPU reads back at its baseline and returns those that did; one that does not, or
+     * whose idle memory could not be read, is withdrawn.
+     */
+    async waitBack(gpus) {
+        const tolerance = this.opts.toleranceBytes ?? 64 * MIB;
+        const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
+        const unknown = gpus.filter((g) => !this.baselines.has(g));
+        let pending = gpus.filter((g) => this.baselines.has(g));
+        let last = null;
+        while (pending.length > 0) {
+            last = await (0,gpu_meter/* readGpuUsed */.cL)(pending, { nvidiaSmi: this.opts.nvidiaSmi });
+            if (last)
+                pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (this.baselines.get(g) ?? 0) + tolerance);
+            if (pending.length === 0 || performance.now() > until)
+                break;
+            await new Promise((r) => setTimeout(r, 250));
+        }
+        for (const g of [...unknown, ...pending]) {
+            this.withdrawn.add(g);
+            const used = last?.get(g);
+            this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${(0,sizes/* formatBytes */.z3)(Math.max(0, used - (this.baselines.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
+        }
+        return gpus.filter((g) => !this.withdrawn.has(g));
+    }
+}
+
 ;// CONCATENATED MODULE: external "node:net"
 const external_node_net_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:net");
 ;// CONCATENATED MODULE: ./src/engine/jobs/ports.ts
@@ -6906,8 +6971,6 @@ function claimSlices(claims, starts) {
 
 
 
-
-const MIB = 1024 * 1024;
 /** How often the queue is decided again while a job waits for something another process holds. */
 const FOREIGN_RECHECK_MS = 300;
 /**
@@ -6935,9 +6998,8 @@ class JobPool {
     claims;
     seq = 0;
     scheduled = false;
-    /** Each GPU's idle memory, read when this pool first claimed it (`readBaselines` says why then). */
-    baselines = new Map();
-    withdrawn = new Set();
+    /** Whether a GPU is back at its idle memory after a job, and which never came back. */
+    returns;
     /** The next look at the claims, set only while a job waits for something another process holds. */
     recheck = null;
     /** This pool's name in wait announcements (one process may run several pools). */
@@ -6952,6 +7014,7 @@ class JobPool {
         this.freeCores = [...this.cores];
         this.claims = new runner_claims/* RunnerClaims */.iT(opts.claimDir);
         this.ports = new RendezvousPorts(this.claims, opts.portRange);
+        this.returns = new GpuReturn(opts, this.notes);
     }
     /** A pool over these GPUs and cores; each GPU's idle memory is read when the pool first claims it. */
     static async create(opts) {
@@ -6959,7 +7022,7 @@ class JobPool {
     }
     /** GPUs and cores jobs can still be given (withdrawn GPUs left out). */
     shape() {
-        return { gpus: this.gpus.length - this.withdrawn.size, cores: this.cores.length };
+        return { gpus: this.gpus.length - this.returns.withdrawn.size, cores: this.cores.length };
     }
     /** Waits for a slice that fits `demand` (its id must be unique among the jobs queued or running). */
     acquire(demand) {
@@ -6974,7 +7037,7 @@ class JobPool {
     neverFits(d) {
         const s = this.shape();
         if (d.gpus > s.gpus)
-            return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.withdrawn.size ? ` (GPU ${[...this.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
+            return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.returns.withdrawn.size ? ` (GPU ${[...this.returns.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
         if (d.cores > s.cores)
             return `${d.id} needs ${d.cores} cores; this runner has ${s.cores}`;
         return null;
@@ -7084,7 +7147,7 @@ class JobPool {
     async handOut(w, gpus, cores) {
         let port;
         try {
-            await this.readBaselines(gpus);
+            await this.returns.readBaselines(gpus);
             port = await this.ports.take();
         }
         catch (e) {
@@ -7122,49 +7185,14 @@ class JobPool {
         };
     }
     /**
-     * Reads the idle memory of those of `gpus` this pool has not claimed before, while it holds their
-     * claims: no other probegate process's job is on them then, since a claim is given back only once
-     * its GPU is back at its holder's baseline, whereas when the pool is made another process's job
-     * may be. It is read once per pool and GPU, not again at each claim, so memory a job leaves within
-     * the tolerance does not become the next baseline; and it is not recorded in the claim folder for
-     * later processes, where it would outlive what it measured (a display server or MPS daemon
-     * started since, a driver upgrade) with nothing to say it went stale.
-     */
-    async readBaselines(gpus) {
-        const fresh = gpus.filter((g) => !this.baselines.has(g));
-        if (fresh.length === 0)
-            return;
-        const used = await (0,gpu_meter/* readGpuUsed */.cL)(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
-        for (const [g, bytes] of used ?? [])
-            this.baselines.set(g, bytes);
-    }
-    /**
-     * Waits until each GPU reads back at its baseline, then frees it here and gives back its claim; one
-     * that does not, or whose idle memory could not be read, is withdrawn. A withdrawn GPU keeps its
-     * claim while this process lives, so no other process puts a job beside what still holds its memory.
+     * Waits until each GPU reads back at its baseline (GpuReturn), then frees it here and gives back its
+     * claim. A withdrawn GPU keeps its claim while this process lives, so no other process puts a job
+     * beside what still holds its memory.
      */
     async drain(gpus) {
         if (gpus.length === 0)
             return;
-        const tolerance = this.opts.toleranceBytes ?? 64 * MIB;
-        const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
-        const unknown = gpus.filter((g) => !this.baselines.has(g));
-        let pending = gpus.filter((g) => this.baselines.has(g));
-        let last = null;
-        while (pending.length > 0) {
-            last = await (0,gpu_meter/* readGpuUsed */.cL)(pending, { nvidiaSmi: this.opts.nvidiaSmi });
-            if (last)
-                pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (this.baselines.get(g) ?? 0) + tolerance);
-            if (pending.length === 0 || performance.now() > until)
-                break;
-            await new Promise((r) => setTimeout(r, 250));
-        }
-        for (const g of [...unknown, ...pending]) {
-            this.withdrawn.add(g);
-            const used = last?.get(g);
-            this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${(0,sizes/* formatBytes */.z3)(Math.max(0, used - (this.baselines.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
-        }
-        const back = gpus.filter((g) => !this.withdrawn.has(g));
+        const back = await this.returns.waitBack(gpus);
         for (const g of back)
             this.claims.release(gpuKey(g));
         this.freeGpus.push(...back);
@@ -19277,7 +19305,7 @@ function main_program(io, done) {
         .option("--strict", "with --results: exit 1 when any file was left out (unreadable, invalid, unsigned, duplicate)")
         .action(async (flags) => {
         // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
-        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(818)]).then(__nccwpck_require__.bind(__nccwpck_require__, 3818));
+        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(712)]).then(__nccwpck_require__.bind(__nccwpck_require__, 2712));
         done(scorecardCommand(flags, io));
     });
     p.command("doctor")

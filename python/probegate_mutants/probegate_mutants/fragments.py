@@ -1,6 +1,7 @@
 """Building replacement parso nodes from source text (cosmic-ray's operators edit parso trees)."""
 
 import parso
+from parso.python.tree import Keyword
 
 
 def expression(code, prefix):
@@ -49,3 +50,13 @@ def enclosing_function(node):
             return parent.name.value
         parent = parent.parent
     return None
+
+
+def pass_statement(prefix):
+    """A `pass` keyword that keeps the replaced statement's whitespace and comments."""
+    return Keyword("pass", (0, 0), prefix=prefix)
+
+
+def only_statement(node):
+    """The one statement of a `simple_stmt` (None when it holds several, `a; b`)."""
+    return node.children[0] if node.type == "simple_stmt" and len(node.children) == 2 else None

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { formatIdList, pickStarts, type JobDemand, type RunningJob, type WaitingJob } from "../../core/packing.js";
-import { formatBytes } from "../../core/sizes.js";
 import { HarnessError } from "../errors.js";
-import { readGpuUsed } from "../gpu-meter.js";
+import { GpuReturn, type GpuReturnOptions } from "./gpu-return.js";
 import { RunnerClaims } from "../claims/runner-claims.js";
 import { RendezvousPorts } from "./ports.js";
 import { claimSlices, coreKey, gpuKey, HeldElsewhere, sliceKeys } from "../claims/slice-claims.js";
@@ -23,18 +22,13 @@ export interface JobLease {
   release(): Promise<void>;
 }
 
-export interface JobPoolOptions {
+export interface JobPoolOptions extends GpuReturnOptions {
   /** GPU indices (as nvidia-smi numbers them) the pool may hand out. */
   gpus: readonly number[];
   /** CPU ids the pool may hand out. */
   cores: readonly number[];
   /** At most this many jobs at once (`--jobs`); default: as many as the GPUs and cores allow. */
   maxJobs?: number;
-  nvidiaSmi?: string;
-  /** How long a GPU may take to get back to its baseline before it is withdrawn (default 60 s). */
-  reuseTimeoutMs?: number;
-  /** Memory above the idle baseline that still counts as "back" (default 64 MiB). */
-  toleranceBytes?: number;
   portRange?: { from: number; to: number };
   /**
    * Folder of the claims (ports, sandbox uids, GPUs, cores) shared by the probegate processes of this
@@ -54,7 +48,6 @@ interface Waiter extends WaitingJob {
   reject: (e: Error) => void;
 }
 
-const MIB = 1024 * 1024;
 /** How often the queue is decided again while a job waits for something another process holds. */
 const FOREIGN_RECHECK_MS = 300;
 
@@ -82,9 +75,8 @@ export class JobPool {
   private readonly claims: RunnerClaims;
   private seq = 0;
   private scheduled = false;
-  /** Each GPU's idle memory, read when this pool first claimed it (`readBaselines` says why then). */
-  private readonly baselines = new Map<number, number>();
-  private withdrawn = new Set<number>();
+  /** Whether a GPU is back at its idle memory after a job, and which never came back. */
+  private readonly returns: GpuReturn;
   /** The next look at the claims, set only while a job waits for something another process holds. */
   private recheck: NodeJS.Timeout | null = null;
   /** This pool's name in wait announcements (one process may run several pools). */
@@ -99,6 +91,7 @@ export class JobPool {
     this.freeCores = [...this.cores];
     this.claims = new RunnerClaims(opts.claimDir);
     this.ports = new RendezvousPorts(this.claims, opts.portRange);
+    this.returns = new GpuReturn(opts, this.notes);
   }
 
   /** A pool over these GPUs and cores; each GPU's idle memory is read when the pool first claims it. */
@@ -108,7 +101,7 @@ export class JobPool {
 
   /** GPUs and cores jobs can still be given (withdrawn GPUs left out). */
   shape(): { gpus: number; cores: number } {
-    return { gpus: this.gpus.length - this.withdrawn.size, cores: this.cores.length };
+    return { gpus: this.gpus.length - this.returns.withdrawn.size, cores: this.cores.length };
   }
 
   /** Waits for a slice that fits `demand` (its id must be unique among the jobs queued or running). */
@@ -123,7 +116,7 @@ export class JobPool {
 
   private neverFits(d: JobDemand): string | null {
     const s = this.shape();
-    if (d.gpus > s.gpus) return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.withdrawn.size ? ` (GPU ${[...this.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
+    if (d.gpus > s.gpus) return `${d.id} needs ${d.gpus} GPUs; this runner has ${s.gpus} usable${this.returns.withdrawn.size ? ` (GPU ${[...this.returns.withdrawn].join(", ")} withdrawn: memory not back at baseline)` : ""}`;
     if (d.cores > s.cores) return `${d.id} needs ${d.cores} cores; this runner has ${s.cores}`;
     return null;
   }
@@ -229,7 +222,7 @@ export class JobPool {
   private async handOut(w: Waiter, gpus: number[], cores: number[]): Promise<JobLease> {
     let port: number;
     try {
-      await this.readBaselines(gpus);
+      await this.returns.readBaselines(gpus);
       port = await this.ports.take();
     } catch (e) {
       // Nothing ran on the slice: it is free again at once, here and across the runner.
@@ -264,45 +257,13 @@ export class JobPool {
   }
 
   /**
-   * Reads the idle memory of those of `gpus` this pool has not claimed before, while it holds their
-   * claims: no other probegate process's job is on them then, since a claim is given back only once
-   * its GPU is back at its holder's baseline, whereas when the pool is made another process's job
-   * may be. It is read once per pool and GPU, not again at each claim, so memory a job leaves within
-   * the tolerance does not become the next baseline; and it is not recorded in the claim folder for
-   * later processes, where it would outlive what it measured (a display server or MPS daemon
-   * started since, a driver upgrade) with nothing to say it went stale.
-   */
-  private async readBaselines(gpus: readonly number[]): Promise<void> {
-    const fresh = gpus.filter((g) => !this.baselines.has(g));
-    if (fresh.length === 0) return;
-    const used = await readGpuUsed(fresh, { nvidiaSmi: this.opts.nvidiaSmi });
-    for (const [g, bytes] of used ?? []) this.baselines.set(g, bytes);
-  }
-
-  /**
-   * Waits until each GPU reads back at its baseline, then frees it here and gives back its claim; one
-   * that does not, or whose idle memory could not be read, is withdrawn. A withdrawn GPU keeps its
-   * claim while this process lives, so no other process puts a job beside what still holds its memory.
+   * Waits until each GPU reads back at its baseline (GpuReturn), then frees it here and gives back its
+   * claim. A withdrawn GPU keeps its claim while this process lives, so no other process puts a job
+   * beside what still holds its memory.
    */
   private async drain(gpus: number[]): Promise<void> {
     if (gpus.length === 0) return;
-    const tolerance = this.opts.toleranceBytes ?? 64 * MIB;
-    const until = performance.now() + (this.opts.reuseTimeoutMs ?? 60_000);
-    const unknown = gpus.filter((g) => !this.baselines.has(g));
-    let pending = gpus.filter((g) => this.baselines.has(g));
-    let last: Map<number, number> | null = null;
-    while (pending.length > 0) {
-      last = await readGpuUsed(pending, { nvidiaSmi: this.opts.nvidiaSmi });
-      if (last) pending = pending.filter((g) => (last?.get(g) ?? Infinity) > (this.baselines.get(g) ?? 0) + tolerance);
-      if (pending.length === 0 || performance.now() > until) break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    for (const g of [...unknown, ...pending]) {
-      this.withdrawn.add(g);
-      const used = last?.get(g);
-      this.notes.push(`GPU ${g} withdrawn: ${used === undefined ? "its memory could not be read" : `it still held ${formatBytes(Math.max(0, used - (this.baselines.get(g) ?? 0)))} above its idle baseline`} after its job ended`);
-    }
-    const back = gpus.filter((g) => !this.withdrawn.has(g));
+    const back = await this.returns.waitBack(gpus);
     for (const g of back) this.claims.release(gpuKey(g));
     this.freeGpus.push(...back);
     // Jobs that can no longer ever fit fail now rather than wait forever.
