@@ -49026,7 +49026,25 @@ async function downloadResultArtifact(gh, evaluatorRepo, runId) {
     return { ok: true, zip: new Uint8Array(data) };
 }
 
+;// CONCATENATED MODULE: ./src/core/acceptance.ts
+/**
+ * The failures acceptances do not cover: a failed check is covered once accepted; a check that
+ * errored never is, since it measured nothing to accept. Pure.
+ */
+function unaccepted(failures, acceptedIds) {
+    const ids = new Set(acceptedIds);
+    return failures.filter((f) => !(f.status === "failed" && ids.has(f.probeId)));
+}
+/**
+ * Whether an attempt passes the gate as accepted: it was probe-rejected (failing official tests and
+ * errors are never accepted away), it has failures, and acceptances cover each of them. Pure.
+ */
+function passesAsAccepted(verdict, failures, acceptedIds) {
+    return verdict === "probe-rejected" && failures.length > 0 && unaccepted(failures, acceptedIds).length === 0;
+}
+
 ;// CONCATENATED MODULE: ./src/store/acceptances.ts
+
 
 /** Records an acceptance; a second one of the same check of the same attempt replaces the first (the newest reason stands). */
 function recordAcceptance(db, a) {
@@ -49045,9 +49063,7 @@ function acceptancesOf(db, key, attempt) {
 function fullyAccepted(db, e) {
     if (e.verdict !== "probe-rejected")
         return false;
-    const failures = probeFailures(db, e.key, e.attempt);
-    const accepted = new Set(acceptancesOf(db, e.key, e.attempt).map((a) => a.checkId));
-    return failures.length > 0 && failures.every((f) => f.status === "failed" && accepted.has(f.probeId));
+    return passesAsAccepted(e.verdict, probeFailures(db, e.key, e.attempt), acceptancesOf(db, e.key, e.attempt).map((a) => a.checkId));
 }
 
 ;// CONCATENATED MODULE: ./src/app/gate.ts
@@ -50960,6 +50976,7 @@ function renderExplain(evaluations) {
 
 
 
+
 const WRITERS = new Set(["admin", "maintain", "write"]);
 /**
  * A measured difference the change means to make (a feature that adds a collective) accepted for
@@ -51001,7 +51018,7 @@ async function acceptDifference(gh, deps, ask) {
         recordAcceptance(deps.db, { evaluationKey: e.key, attempt: e.attempt, headSha: e.headSha, checkId, by: ask.requester.login, reason: ask.reason, commentId: ask.commentId, at: deps.now() });
     const what = ask.checkId.endsWith("*") ? `${ids.length} check${ids.length === 1 ? "" : "s"} matching \`${ask.checkId}\` (${ids.slice(0, 10).map((i) => `\`${i}\``).join(", ")}${ids.length > 10 ? ", …" : ""})` : `\`${ask.checkId}\``;
     const accepted = acceptancesOf(deps.db, e.key, e.attempt);
-    const open = probeFailures(deps.db, e.key, e.attempt).filter((f) => !(f.status === "failed" && accepted.some((a) => a.checkId === f.probeId)));
+    const open = unaccepted(probeFailures(deps.db, e.key, e.attempt), accepted.map((a) => a.checkId));
     const lines = accepted.map((a) => `- \`${a.checkId}\`: accepted by @${a.by} — ${a.reason}`);
     if (open.length > 0 || e.checkRunId === null) {
         return replyOnThread(gh, thread, `${who} accepted ${what} of \`${e.task}\` for \`${head}\`. ${open.length} other check${open.length === 1 ? "" : "s"} still fail${open.length === 1 ? "s" : ""}, so the check stays failed.`);

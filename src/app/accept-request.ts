@@ -1,3 +1,4 @@
+import { unaccepted } from "../core/acceptance.js";
 import { detectAgent } from "../core/agent-detect.js";
 import { acceptMatches } from "../core/comment-command.js";
 import type { GitHubClient, RepoRef } from "../github/client.js";
@@ -59,7 +60,7 @@ export async function acceptDifference(gh: GitHubClient, deps: AppDeps, ask: Acc
   for (const checkId of ids) recordAcceptance(deps.db, { evaluationKey: e.key, attempt: e.attempt, headSha: e.headSha, checkId, by: ask.requester.login, reason: ask.reason, commentId: ask.commentId, at: deps.now() });
   const what = ask.checkId.endsWith("*") ? `${ids.length} check${ids.length === 1 ? "" : "s"} matching \`${ask.checkId}\` (${ids.slice(0, 10).map((i) => `\`${i}\``).join(", ")}${ids.length > 10 ? ", …" : ""})` : `\`${ask.checkId}\``;
   const accepted = acceptancesOf(deps.db, e.key, e.attempt);
-  const open = probeFailures(deps.db, e.key, e.attempt).filter((f) => !(f.status === "failed" && accepted.some((a) => a.checkId === f.probeId)));
+  const open = unaccepted(probeFailures(deps.db, e.key, e.attempt), accepted.map((a) => a.checkId));
   const lines = accepted.map((a) => `- \`${a.checkId}\`: accepted by @${a.by} — ${a.reason}`);
   if (open.length > 0 || e.checkRunId === null) {
     return replyOnThread(gh, thread, `${who} accepted ${what} of \`${e.task}\` for \`${head}\`. ${open.length} other check${open.length === 1 ? "" : "s"} still fail${open.length === 1 ? "s" : ""}, so the check stays failed.`);

@@ -1,3 +1,4 @@
+import { passesAsAccepted } from "../core/acceptance.js";
 import type { StoreDb } from "./db.js";
 import { probeFailures } from "./dispatch-context.js";
 import type { EvaluationRecord } from "./evaluations.js";
@@ -34,7 +35,5 @@ export function acceptancesOf(db: StoreDb, key: string, attempt: number): Stored
 /** Whether every failed check of an evaluation's attempt is accepted (and none errored): it then passes the gate as accepted. */
 export function fullyAccepted(db: StoreDb, e: Pick<EvaluationRecord, "key" | "attempt" | "verdict">): boolean {
   if (e.verdict !== "probe-rejected") return false;
-  const failures = probeFailures(db, e.key, e.attempt);
-  const accepted = new Set(acceptancesOf(db, e.key, e.attempt).map((a) => a.checkId));
-  return failures.length > 0 && failures.every((f) => f.status === "failed" && accepted.has(f.probeId));
+  return passesAsAccepted(e.verdict, probeFailures(db, e.key, e.attempt), acceptancesOf(db, e.key, e.attempt).map((a) => a.checkId));
 }
