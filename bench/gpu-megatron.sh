@@ -11,7 +11,7 @@
 #                                              (about 2 minutes)
 #
 # Needs: torch >= 2.4 with CUDA and a GPU, pytest, numpy, packaging (Megatron imports them), and node
-# (gunzipped from .devnode/node.gz where the machine has none, as bench/gpu-session.sh does). With a
+# (unpacked from .devnode/node.xz where the machine has none: bench/gpu-bootstrap.sh). With a
 # bubblewrap binary at .devnode/bwrap the evaluations run sandboxed; without one they run --unsandboxed
 # and the table says so. Writes $OUT/<round>-<example>.json (results), .log, and $OUT/table.md.
 # PACK_OUT=1 (on the device, which returns at most 8 files): the output folder ends as one .tgz beside it.

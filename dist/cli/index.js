@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8592);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8733);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5449,7 +5449,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 8592:
+/***/ 8733:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -15134,6 +15134,119 @@ async function weakenedTestChecks(opts) {
     return guardChecks(report.data, (performance.now() - t0) / 1000);
 }
 
+// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
+var dist = __nccwpck_require__(8815);
+;// CONCATENATED MODULE: ./src/engine/yaml-file.ts
+
+
+
+/** Reads and parses a YAML file; a missing file or a syntax error is an InputError naming the line. */
+function readYaml(file, what) {
+    let text;
+    try {
+        text = (0,external_node_fs_.readFileSync)(file, "utf8");
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`Cannot read ${what} ${file}: ${e.code === "ENOENT" ? "no such file" : e.message}.`, { file });
+    }
+    const lines = new dist/* LineCounter */.HN();
+    const doc = (0,dist/* parseDocument */.Tp)(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+    const err = doc.errors[0];
+    if (err) {
+        const line = err.pos ? lines.linePos(err.pos[0]).line : undefined;
+        throw new errors/* InputError */.d(`${file}${line ? `:${line}` : ""}: ${what} is not valid YAML: ${err.message.split("\n")[0]}`, { file, line });
+    }
+    return { file, doc, lines };
+}
+/** The 1-based line of the node at `path`, or of its nearest parent that exists in the file. */
+function lineOf(src, path) {
+    for (let n = path.length; n >= 0; n--) {
+        const node = src.doc.getIn(path.slice(0, n), true);
+        if ((0,dist/* isNode */.Ll)(node) && node.range)
+            return src.lines.linePos(node.range[0]).line;
+    }
+    return undefined;
+}
+/** Validates the document with a zod schema; every issue is reported as `file:line: field: message`. */
+function parseWith(src, schema, what) {
+    const data = src.doc.toJS();
+    const parsed = schema.safeParse(data ?? {});
+    if (parsed.success)
+        return parsed.data;
+    const issues = parsed.error.issues.map((issue) => {
+        let path = issue.path;
+        let message = issue.message;
+        if (issue.code === "unrecognized_keys") {
+            // Point at the unknown key itself, not the object holding it.
+            path = [...issue.path, issue.keys[0] ?? ""];
+            message = `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
+        }
+        else if (issue.code === "invalid_union") {
+            message = "does not match any allowed form (see schema/*.schema.json)";
+        }
+        const field = path.length ? path.join(".") : "(document)";
+        const line = lineOf(src, path);
+        return { field, line, text: `${src.file}${line ? `:${line}` : ""}: ${field}: ${message}` };
+    });
+    const first = issues[0];
+    throw new errors/* InputError */.d(`Invalid ${what}:\n  ${issues.map((i) => i.text).join("\n  ")}`, { file: src.file, field: first?.field, line: first?.line });
+}
+
+;// CONCATENATED MODULE: ./src/engine/setup-folders.ts
+
+
+
+
+/** Names never copied from a setup folder (nor counted when two folders are compared). */
+const SETUP_SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
+function filesUnder(root, dir = root) {
+    return (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })
+        .filter((e) => !SETUP_SKIP.has(e.name))
+        .flatMap((e) => (e.isDirectory() ? filesUnder(root, (0,external_node_path_.join)(dir, e.name)) : [(0,external_node_path_.relative)(root, (0,external_node_path_.join)(dir, e.name))]));
+}
+/**
+ * The folders of a task's `setup:`, resolved against the task folder: its own `path`, then each of
+ * `include` (a shim several tasks share). Checked here, each naming file, field and line: every
+ * folder exists, no file is in two of them (which one would win is no guess to leave to a copy),
+ * and every `pytestPlugins` module is in one of them.
+ */
+function setupFolders(setup, dir, file, src) {
+    const at = (path) => {
+        const line = lineOf(src, path);
+        return { where: `${file}${line ? `:${line}` : ""}`, line };
+    };
+    const fields = [
+        { field: "setup.path", path: ["setup", "path"], folder: (0,external_node_path_.resolve)(dir, setup.path) },
+        ...setup.include.map((p, i) => ({ field: `setup.include[${i}]`, path: ["setup", "include", i], folder: (0,external_node_path_.resolve)(dir, p) })),
+    ];
+    const owner = new Map();
+    for (const f of fields) {
+        const { where, line } = at(f.path);
+        if (!(0,external_node_fs_.existsSync)(f.folder) || !(0,external_node_fs_.statSync)(f.folder).isDirectory())
+            throw new errors/* InputError */.d(`${where}: ${f.field}: folder ${f.folder} does not exist.`, { file, field: f.field, line });
+        for (const rel of filesUnder(f.folder)) {
+            const first = owner.get(rel);
+            if (first)
+                throw new errors/* InputError */.d(`${where}: ${f.field}: ${rel} is in both ${first} and ${f.folder}; a setup file may come from one folder only.`, { file, field: f.field, line });
+            owner.set(rel, f.folder);
+        }
+    }
+    const folders = fields.map((f) => f.folder);
+    for (const [i, plugin] of setup.pytestPlugins.entries()) {
+        const rel = plugin.split(".").join("/");
+        if (!folders.some((d) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(d, `${rel}.py`)) || (0,external_node_fs_.existsSync)((0,external_node_path_.join)(d, rel, "__init__.py")))) {
+            const { where, line } = at(["setup", "pytestPlugins", i]);
+            throw new errors/* InputError */.d(`${where}: setup.pytestPlugins: module '${plugin}' is not in ${folders.join(" or ")} (no ${rel}.py or ${rel}/__init__.py).`, { file, field: "setup.pytestPlugins", line });
+        }
+    }
+    return folders;
+}
+/** Copies a task's setup folders into one folder (`into`), as the jobs see them. */
+function copySetupFolders(folders, into) {
+    for (const f of folders)
+        (0,external_node_fs_.cpSync)(f, into, { recursive: true, filter: (p) => !SETUP_SKIP.has(p.split("/").pop() ?? "") });
+}
+
 ;// CONCATENATED MODULE: ./src/engine/git.ts
 
 
@@ -15348,6 +15461,7 @@ function makeReadOnly(dir) {
 
 
 
+
 const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
 const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
 function emptyExceptGit(dir) {
@@ -15442,9 +15556,9 @@ async function createWorkspace(task, sub, prBase) {
         for (const d of [dir, judgeDir, scratch])
             (0,external_node_fs_.mkdirSync)(d);
         // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
-        const setupDir = task.setupDir ? (0,external_node_path_.join)(root, "setup") : null;
-        if (task.setupDir && setupDir)
-            (0,external_node_fs_.cpSync)(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
+        const setupDir = task.setupDirs.length ? (0,external_node_path_.join)(root, "setup") : null;
+        if (setupDir)
+            copySetupFolders(task.setupDirs, setupDir);
         let pr = null;
         let prHead = null;
         if (task.base.kind === "pr") {
@@ -16039,65 +16153,8 @@ async function evaluate(opts) {
 
 // EXTERNAL MODULE: ./src/core/task-spec.ts
 var task_spec = __nccwpck_require__(6356);
-// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
-var dist = __nccwpck_require__(8815);
-;// CONCATENATED MODULE: ./src/engine/yaml-file.ts
-
-
-
-/** Reads and parses a YAML file; a missing file or a syntax error is an InputError naming the line. */
-function readYaml(file, what) {
-    let text;
-    try {
-        text = (0,external_node_fs_.readFileSync)(file, "utf8");
-    }
-    catch (e) {
-        throw new errors/* InputError */.d(`Cannot read ${what} ${file}: ${e.code === "ENOENT" ? "no such file" : e.message}.`, { file });
-    }
-    const lines = new dist/* LineCounter */.HN();
-    const doc = (0,dist/* parseDocument */.Tp)(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-    const err = doc.errors[0];
-    if (err) {
-        const line = err.pos ? lines.linePos(err.pos[0]).line : undefined;
-        throw new errors/* InputError */.d(`${file}${line ? `:${line}` : ""}: ${what} is not valid YAML: ${err.message.split("\n")[0]}`, { file, line });
-    }
-    return { file, doc, lines };
-}
-/** The 1-based line of the node at `path`, or of its nearest parent that exists in the file. */
-function lineOf(src, path) {
-    for (let n = path.length; n >= 0; n--) {
-        const node = src.doc.getIn(path.slice(0, n), true);
-        if ((0,dist/* isNode */.Ll)(node) && node.range)
-            return src.lines.linePos(node.range[0]).line;
-    }
-    return undefined;
-}
-/** Validates the document with a zod schema; every issue is reported as `file:line: field: message`. */
-function parseWith(src, schema, what) {
-    const data = src.doc.toJS();
-    const parsed = schema.safeParse(data ?? {});
-    if (parsed.success)
-        return parsed.data;
-    const issues = parsed.error.issues.map((issue) => {
-        let path = issue.path;
-        let message = issue.message;
-        if (issue.code === "unrecognized_keys") {
-            // Point at the unknown key itself, not the object holding it.
-            path = [...issue.path, issue.keys[0] ?? ""];
-            message = `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
-        }
-        else if (issue.code === "invalid_union") {
-            message = "does not match any allowed form (see schema/*.schema.json)";
-        }
-        const field = path.length ? path.join(".") : "(document)";
-        const line = lineOf(src, path);
-        return { field, line, text: `${src.file}${line ? `:${line}` : ""}: ${field}: ${message}` };
-    });
-    const first = issues[0];
-    throw new errors/* InputError */.d(`Invalid ${what}:\n  ${issues.map((i) => i.text).join("\n  ")}`, { file: src.file, field: first?.field, line: first?.line });
-}
-
 ;// CONCATENATED MODULE: ./src/engine/task-load.ts
+
 
 
 
@@ -16152,18 +16209,7 @@ function loadTask(dirOrFile, probesOverride) {
     else {
         mustExist(probesDir, "dir", file, "probes.path", lineOf(src, ["probes", "path"]));
     }
-    let setupDir = null;
-    if (spec.setup) {
-        setupDir = (0,external_node_path_.resolve)(dir, spec.setup.path);
-        mustExist(setupDir, "dir", file, "setup.path", lineOf(src, ["setup", "path"]));
-        for (const [i, plugin] of spec.setup.pytestPlugins.entries()) {
-            const rel = plugin.split(".").join("/");
-            if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(setupDir, `${rel}.py`)) && !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(setupDir, rel, "__init__.py"))) {
-                const line = lineOf(src, ["setup", "pytestPlugins", i]);
-                throw new errors/* InputError */.d(`${file}${line ? `:${line}` : ""}: setup.pytestPlugins: module '${plugin}' is not in ${setupDir} (no ${rel}.py or ${rel}/__init__.py).`, { file, field: "setup.pytestPlugins", line });
-            }
-        }
-    }
+    const setupDirs = spec.setup ? setupFolders(spec.setup, dir, file, src) : [];
     if (spec.environment) {
         const lockFile = (0,external_node_path_.resolve)(dir, spec.environment.lock);
         mustExist(lockFile, "file", file, "environment.lock", lineOf(src, ["environment", "lock"]));
@@ -16174,7 +16220,7 @@ function loadTask(dirOrFile, probesOverride) {
             throw new errors/* InputError */.d(`not a lock the engine can build (environment.lock in ${file}): ${locatedProblems(lockFile, problems).join("; ")}.`, { file: lockFile, field: "environment.lock" });
         }
     }
-    return { spec, dir, file, promptFile, base, probesDir, setupDir };
+    return { spec, dir, file, promptFile, base, probesDir, setupDirs };
 }
 
 ;// CONCATENATED MODULE: ./src/engine/progress-lines.ts
@@ -20288,6 +20334,9 @@ const SetupSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
     pytestPlugins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, "a Python module name, e.g. probegate_megatron"))
         .default([])
         .describe("modules of the setup folder loaded into the official pytest run with -p (no conftest.py needed)"),
+    include: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().min(1))
+        .default([])
+        .describe("more folders of setup files, relative to the task folder, that tasks share (one CPU shim for two Megatron tasks); their files join those of path, and a file in two folders is an error"),
 });
 /**
  * What the runner must have for the task to mean anything. A runner without it ends the

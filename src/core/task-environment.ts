@@ -15,6 +15,10 @@ export const SetupSchema = z.strictObject({
     .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, "a Python module name, e.g. probegate_megatron"))
     .default([])
     .describe("modules of the setup folder loaded into the official pytest run with -p (no conftest.py needed)"),
+  include: z
+    .array(z.string().min(1))
+    .default([])
+    .describe("more folders of setup files, relative to the task folder, that tasks share (one CPU shim for two Megatron tasks); their files join those of path, and a file in two folders is an error"),
 });
 export type TaskSetup = z.infer<typeof SetupSchema>;
 

@@ -3,6 +3,7 @@ import { basename, join, resolve } from "node:path";
 import { TaskSpecSchema, type TaskSpec } from "../core/task-spec.js";
 import { locatedProblems, parseLock } from "./environment/lock-file.js";
 import { InputError } from "./errors.js";
+import { setupFolders } from "./setup-folders.js";
 import { lineOf, parseWith, readYaml } from "./yaml-file.js";
 
 /** A task spec with its paths resolved against the task folder. */
@@ -17,8 +18,8 @@ export interface LoadedTask {
    */
   base: { kind: "folder"; path: string } | { kind: "git"; repo: string; ref: string; overlay: string | null } | { kind: "pr" };
   probesDir: string;
-  /** The task's `setup:` folder, if it has one. */
-  setupDir: string | null;
+  /** The task's `setup:` folders, its own first, then those it includes (none without `setup:`). */
+  setupDirs: string[];
 }
 
 function mustExist(path: string, kind: "file" | "dir", file: string, field: string, line: number | undefined): void {
@@ -67,18 +68,7 @@ export function loadTask(dirOrFile: string, probesOverride?: string): LoadedTask
   } else {
     mustExist(probesDir, "dir", file, "probes.path", lineOf(src, ["probes", "path"]));
   }
-  let setupDir: string | null = null;
-  if (spec.setup) {
-    setupDir = resolve(dir, spec.setup.path);
-    mustExist(setupDir, "dir", file, "setup.path", lineOf(src, ["setup", "path"]));
-    for (const [i, plugin] of spec.setup.pytestPlugins.entries()) {
-      const rel = plugin.split(".").join("/");
-      if (!existsSync(join(setupDir, `${rel}.py`)) && !existsSync(join(setupDir, rel, "__init__.py"))) {
-        const line = lineOf(src, ["setup", "pytestPlugins", i]);
-        throw new InputError(`${file}${line ? `:${line}` : ""}: setup.pytestPlugins: module '${plugin}' is not in ${setupDir} (no ${rel}.py or ${rel}/__init__.py).`, { file, field: "setup.pytestPlugins", line });
-      }
-    }
-  }
+  const setupDirs = spec.setup ? setupFolders(spec.setup, dir, file, src) : [];
   if (spec.environment) {
     const lockFile = resolve(dir, spec.environment.lock);
     mustExist(lockFile, "file", file, "environment.lock", lineOf(src, ["environment", "lock"]));
@@ -89,5 +79,5 @@ export function loadTask(dirOrFile: string, probesOverride?: string): LoadedTask
       throw new InputError(`not a lock the engine can build (environment.lock in ${file}): ${locatedProblems(lockFile, problems).join("; ")}.`, { file: lockFile, field: "environment.lock" });
     }
   }
-  return { spec, dir, file, promptFile, base, probesDir, setupDir };
+  return { spec, dir, file, promptFile, base, probesDir, setupDirs };
 }

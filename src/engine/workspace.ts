@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LoadedTask } from "./task-load.js";
 import type { SubmissionSource } from "./submission.js";
+import { copySetupFolders } from "./setup-folders.js";
 import { InputError } from "./errors.js";
 import { exportTree, git } from "./git.js";
 import { snapshotRefusal } from "./import/snapshot-refusal.js";
@@ -124,8 +125,8 @@ export async function createWorkspace(task: LoadedTask, sub: SubmissionSource, p
     const scratch = join(root, "scratch");
     for (const d of [dir, judgeDir, scratch]) mkdirSync(d);
     // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
-    const setupDir = task.setupDir ? join(root, "setup") : null;
-    if (task.setupDir && setupDir) cpSync(task.setupDir, setupDir, { recursive: true, filter: copyFilter });
+    const setupDir = task.setupDirs.length ? join(root, "setup") : null;
+    if (setupDir) copySetupFolders(task.setupDirs, setupDir);
     let pr: Workspace["prBase"] = null;
     let prHead: { gitDir: string; sha: string } | null = null;
     if (task.base.kind === "pr") {

@@ -1,4 +1,4 @@
-import { cpSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InputError } from "../../src/engine/errors.js";
@@ -86,5 +86,28 @@ describe("loadTask", () => {
 
   it("checks a --probes override", () => {
     expect(errorOf(() => loadTask(TINY_TASK, "/nonexistent/probes")).message).toMatch(/--probes: folder/);
+  });
+
+  it("joins a shared setup folder (setup.include) to the task's own, and says where a file or plugin is wrong", () => {
+    const dir = taskWith(`${GOOD}setup:\n  path: setup\n  include: [../../shared/cpu]\n  pytestPlugins: [shim]\n`);
+    mkdirSync(join(dir, "setup"));
+    writeFileSync(join(dir, "setup", "plugin.py"), "");
+    const shared = join(dir, "..", "..", "shared", "cpu");
+    mkdirSync(join(shared, "__pycache__"), { recursive: true });
+    writeFileSync(join(shared, "shim.py"), "");
+    writeFileSync(join(shared, "__pycache__", "plugin.cpython-311.pyc"), "");
+    expect(loadTask(dir).setupDirs).toEqual([join(dir, "setup"), shared]);
+
+    // A file both folders hold: which copy would win is not left to the order of a copy.
+    writeFileSync(join(shared, "plugin.py"), "");
+    expect(errorOf(() => loadTask(dir)).message).toMatch(/task\.yml:12: setup\.include\[0\]: plugin\.py is in both .*setup and .*shared\/cpu/);
+    rmSync(join(shared, "plugin.py"));
+
+    const noFolder = taskWith(`${GOOD}setup:\n  path: setup\n  include: [nowhere]\n`);
+    mkdirSync(join(noFolder, "setup"));
+    expect(errorOf(() => loadTask(noFolder)).message).toMatch(/task\.yml:12: setup\.include\[0\]: folder .*nowhere does not exist/);
+    const noPlugin = taskWith(`${GOOD}setup:\n  path: setup\n  pytestPlugins: [absent]\n`);
+    mkdirSync(join(noPlugin, "setup"));
+    expect(errorOf(() => loadTask(noPlugin)).message).toMatch(/task\.yml:12: setup\.pytestPlugins: module 'absent' is not in .*setup/);
   });
 });

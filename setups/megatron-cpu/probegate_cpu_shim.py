@@ -1,7 +1,7 @@
 """Megatron's CUDA/NCCL assumptions mapped onto CPU/gloo, for a job that was given no GPU.
 
-(A copy of tasks/megatron-ddp-repeated-params/setup/probegate_cpu_shim.py, with `torch.cuda.Stream` a
-class rather than a function: Megatron-LM from mid 2026 annotates `torch.cuda.Stream | None` at import.)
+Shared by the Megatron-LM tasks (their task.yml's `setup.include`): megatron-ddp-repeated-params (an
+assignment on a fixed Megatron-LM base) and megatron-ddp-gate (a repository gate on Megatron-LM's main).
 
 Megatron-LM's DDP and its unit tests assume a GPU: buffers are placed with
 `device=torch.cuda.current_device()`, the test harness calls `torch.cuda.set_device(rank %
