@@ -1,7 +1,6 @@
 import { evaluationKey } from "../core/evaluation-key.js";
 import {
   PENDING_STATES,
-  timedOut,
   transition,
   type EvaluationEvent,
   type EvaluationState,

@@ -5,63 +5,15 @@ same pass.
 """
 from __future__ import annotations
 
-import functools
-import threading
 from collections import defaultdict
 from fractions import Fraction
 
 import torch
-import torch.distributed as dist
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import _wire
-
-_tls = threading.local()
-
-
-def _counters() -> list:
-    if not hasattr(_tls, "counters"):
-        _tls.counters = []
-    return _tls.counters
-
-
-def _group_info(obj):
-    """(size, rank) of a process group given as a ProcessGroup or a dispatcher ScriptObject."""
-    for candidate in (obj, _unbox(obj)):
-        if candidate is not None and callable(getattr(candidate, "size", None)):
-            try:
-                return int(candidate.size()), int(candidate.rank())
-            except Exception:
-                pass
-    group = getattr(_tls, "group", None)  # set by the ProcessGroup method that led here
-    if group is not None:
-        return int(group.size()), int(group.rank())
-    return dist.get_world_size(), dist.get_rank()  # a C++ caller on torch 1.13: assume WORLD
-
-
-def _unbox(obj):
-    unbox = getattr(dist.ProcessGroup, "unbox", None)
-    if unbox is None or isinstance(obj, dist.ProcessGroup):
-        return None
-    try:
-        return unbox(obj)
-    except Exception:
-        return None
-
-
-def _functional_group(args):
-    # group_name is the last string argument (a reduce op, when there is one, comes before it).
-    name = next((a for a in reversed(args) if isinstance(a, str)), None)
-    if name is not None:
-        resolve = getattr(dist.distributed_c10d, "_resolve_process_group", None)
-        if resolve is not None:
-            try:
-                return _group_info(resolve(name))
-            except Exception:
-                pass
-    size = next((a for a in args[1:] if isinstance(a, int) and not isinstance(a, bool)), None)
-    return (size or dist.get_world_size()), dist.get_rank()
-
+from ._pg_patches import _install_patches, _needs_patches, _remove_patches
+from ._pg_state import _counters, _functional_group, _group_info, _sequence_numbers, _tls, _total_sequence
 
 class _CountingMode(TorchDispatchMode):
     def __init__(self, counter):
@@ -103,128 +55,6 @@ class _CountingMode(TorchDispatchMode):
             size, rank = _functional_group(flat)
             op, payload, wire = _wire.functional_bytes(name, flat, size, rank)
         self.counter._add(op, payload, wire)
-
-
-# ---- torch 1.13 gaps: ProcessGroup methods whose c10d dispatcher op does not exist -------------
-_patched = {}   # (cls, name) -> original
-_patch_users = 0
-_patch_lock = threading.Lock()
-
-
-def _has_dispatch_op(method: str) -> bool:
-    op = _wire.DISPATCH_NAME.get(method)
-    if op is None:
-        return False
-    try:
-        getattr(torch.ops.c10d, op)
-        return True
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def _pg_classes():
-    seen, todo = [], [dist.ProcessGroup]
-    while todo:
-        cls = todo.pop()
-        if cls not in seen:
-            seen.append(cls)
-            todo.extend(cls.__subclasses__())
-    return seen
-
-
-def _make_patch(name, original):
-    def patched(self, *args, **kwargs):
-        counters = list(_counters())
-        if not counters or getattr(_tls, "inside", False):
-            return original(self, *args, **kwargs)
-        _tls.inside, _tls.group, _tls.seen = True, self, False
-        seq = _total_sequence()
-        try:
-            result = original(self, *args, **kwargs)
-        finally:
-            _tls.inside, _tls.group = False, None
-        if not _tls.seen:  # the dispatcher did not see it (no c10d op on this torch): count here
-            for counter in counters:
-                counter._issued_seen(seq)
-            try:
-                op, payload, wire = _wire.pg_bytes(name, list(args) + list(kwargs.values()),
-                                                   int(self.size()), int(self.rank()))
-            except Exception as exc:
-                for counter in counters:
-                    counter._uncounted(name, exc)
-            else:
-                for counter in counters:
-                    counter._add(op, payload, wire)
-        return result
-
-    patched.__name__ = name
-    patched.__wrapped__ = original
-    return patched
-
-
-@functools.lru_cache(maxsize=None)
-def _needs_patches() -> bool:
-    # torch >= 2 routes every ProcessGroup method through c10d ops and can unbox the group.
-    return getattr(dist.ProcessGroup, "unbox", None) is None or not all(
-        _has_dispatch_op(m) for m in _wire.DISPATCH_NAME)
-
-
-def _install_patches():
-    global _patch_users
-    with _patch_lock:
-        _patch_users += 1
-        if _patch_users > 1 or not _needs_patches():
-            return
-        for cls in _pg_classes():
-            for name in _wire.DISPATCH_NAME:
-                original = cls.__dict__.get(name)
-                if original is not None and (cls, name) not in _patched:
-                    setattr(cls, name, _make_patch(name, original))
-                    _patched[(cls, name)] = original
-
-
-def _remove_patches():
-    global _patch_users
-    with _patch_lock:
-        _patch_users -= 1
-        if _patch_users > 0:
-            return
-        for (cls, name), original in _patched.items():
-            setattr(cls, name, original)
-        _patched.clear()
-
-
-def _groups() -> list:
-    """Every process group this process created (WORLD and subgroups)."""
-    c10d = dist.distributed_c10d
-    world = getattr(c10d, "_world", None)
-    pg_map = getattr(world, "pg_map", None) if world is not None else None
-    if pg_map is None:
-        pg_map = getattr(c10d, "_pg_map", {})
-    return [g for g in list(pg_map) if g is not None]
-
-
-def _total_sequence():
-    """The sum of every group's sequence number (None where the backend keeps none)."""
-    numbers = _sequence_numbers()
-    return sum(seq for _, seq in numbers.values()) if numbers else None
-
-
-def _sequence_numbers() -> dict:
-    """id(group) -> (group, collectives issued on it so far), where the backend keeps count."""
-    out = {}
-    try:
-        if not (dist.is_available() and dist.is_initialized()):
-            return out
-        groups = _groups()
-    except Exception:
-        return out
-    for g in groups:
-        try:
-            out[id(g)] = (g, int(g._get_sequence_number_for_group()))
-        except Exception:  # a backend without sequence numbers: nothing to compare
-            pass
-    return out
 
 
 class CollectiveCounter:

@@ -1,4 +1,4 @@
-import type { Category, CheckStatus } from "../probe-check.js";
+import type { Category } from "../probe-check.js";
 import type { EvaluationResult, Verdict } from "../result.js";
 import type { Expectation } from "../demo-expectation.js";
 
