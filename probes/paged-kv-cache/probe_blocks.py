@@ -123,6 +123,20 @@ def check_manager_contract():
         # takes a new block), which the draw reaches only now and then.
         for bs in sorted({BS, 1}):
             manager_contract(manager_cls, bs, c)
+        one_block_pool(manager_cls, BS)
+
+
+def one_block_pool(manager_cls, bs):
+    """A pool of one block ("a pool of num_blocks physical blocks": any positive number makes one)."""
+    try:
+        m = manager_cls(1, bs)
+    except Exception as e:
+        raise ProbeFailure(f"BlockManager(1, {bs}) raised {type(e).__name__}: {e}; a pool of one block is a "
+                           "pool: any positive num_blocks and block_size make one", location=locate(manager_cls.__init__))
+    table = m.allocate(1, bs)
+    expect(len(table) == 1 and m.get_num_free_blocks() == 0,
+           f"BlockManager(1, {bs}).allocate(1, {bs}) returned {table!r} and left {m.get_num_free_blocks()} free "
+           "blocks; expected its one block and none free", manager_cls.allocate)
 
 
 def manager_contract(manager_cls, bs, c):
@@ -201,6 +215,21 @@ def check_cache_contract():
                f"PagedKVCache(config, num_blocks, block_size) reads back {k0.dtype} on {k0.device}; the "
                "default is float32 on KVCache's default device (cpu without an NCCL process group)",
                cache_cls.read)
+
+        # The device it is given: on a CPU runner the meta device is the one that differs from the
+        # default, and the protocol runs on it without data. A design that cannot run there (a
+        # `.tolist()` of a device tensor, say) says nothing here; one that runs must stay on it.
+        try:
+            on_meta = cache_cls(config, POOL, BS, device=torch.device("meta"))
+            on_meta.add_sequence(0)
+            on_meta.append_token([0])
+            k_meta = on_meta.read(0, 0)[0]
+        except Exception:
+            k_meta = None
+        if isinstance(k_meta, torch.Tensor):
+            expect(k_meta.device.type == "meta",
+                   f"PagedKVCache(config, num_blocks, block_size, device=meta) reads back on {k_meta.device}: "
+                   "the cache's keys and values must live on the device it is given", cache_cls.__init__)
 
         cache = cache_cls(config, POOL, BS, dtype=dtype)
         gen = torch.Generator().manual_seed(rng("cache-contract").randrange(1 << 30))

@@ -59,6 +59,41 @@ def fill(cache, seq_ids, steps, local_heads, device):
             cache.write(layer, seq_ids, k, k)
 
 
+LIFECYCLES = 2000   # sequences added, decoded and freed while the Python heap is traced
+LEFT_PER_SEQUENCE = 16  # bytes of heap a freed sequence may leave (the reference leaves none)
+
+
+def freed_sequence_bytes(pagedkv):
+    """Python heap (tracemalloc) still held after LIFECYCLES sequences were added, decoded and freed."""
+    import gc
+    import tracemalloc
+
+    config = pagedkv.ModelConfig(num_heads=2, head_dim=4, num_layers=1)
+    cache = pagedkv.PagedKVCache(config, 8, BLOCK_SIZE, device=torch.device("cpu"))
+    kv = torch.zeros(1, 2, 4)
+
+    def lifecycle(seq_id):
+        cache.add_sequence(seq_id)
+        for _ in range(2):
+            cache.append_token([seq_id])
+            cache.write(0, [seq_id], kv, kv)
+        cache.read(0, seq_id)
+        cache.free(seq_id)
+
+    for seq_id in range(200):  # first-use allocations and dict capacity stay out of the figure
+        lifecycle(seq_id)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for seq_id in range(200, 200 + LIFECYCLES):  # new ids, as a server's requests have
+            lifecycle(seq_id)
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
 def memory_rank(rank, size):
     import pagedkv
 
@@ -157,6 +192,19 @@ def main():
                     f"({r['after_decode'] * block_bytes / MiB:.2f} MiB) after {NEW_TOKENS} more tokens each "
                     f"(expected {want_decode}, {want_decode * block_bytes / MiB:.2f} MiB): forked samples must "
                     "share the prompt's blocks instead of copying them")
+
+
+    with check("freed-sequences-leave-nothing", "memory", location=locate(getattr(cache_cls, "free", None)),
+               requirements=["bm-free", "cache-protocol"]) as c:
+        if cache_cls is None:
+            raise ProbeFailure("`pagedkv` does not export PagedKVCache", location=locate(pagedkv))
+        left = freed_sequence_bytes(pagedkv)
+        c.measured.update(sequences=LIFECYCLES, bytes_left=left, limit_bytes=LIFECYCLES * LEFT_PER_SEQUENCE)
+        if left > LIFECYCLES * LEFT_PER_SEQUENCE:
+            raise ProbeFailure(
+                f"after {LIFECYCLES} sequences were added, decoded and freed, the cache still holds {left} bytes "
+                f"of Python heap ({left / LIFECYCLES:.0f} per freed sequence): free(seq_id) must forget the "
+                "sequence, so a server that keeps serving new requests does not grow")
 
 
 if __name__ == "__main__":
