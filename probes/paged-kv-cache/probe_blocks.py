@@ -10,6 +10,8 @@ import torch
 
 from probegate_probe import ProbeFailure, check, locate, param, require_signature, rng
 
+from _pkv_probe import api, ceil_div, expect
+
 BLOCK_MANAGER_METHODS = {
     "__init__": ["num_blocks", "block_size"],
     "allocate": ["seq_id", "num_tokens"],
@@ -36,20 +38,6 @@ BS = param("block_size", 6)
 POOL = param("pool_blocks", 40)
 
 
-def api(name):
-    module = importlib.import_module("pagedkv")
-    value = getattr(module, name, None)
-    if value is None:
-        raise ProbeFailure(f"`pagedkv` does not export {name}; the issue asks for "
-                           f"`from pagedkv import {name}`", location=locate(module))
-    return value
-
-
-def expect(condition, message, where, **measured):
-    if not condition:
-        raise ProbeFailure(message, location=locate(where), measured=measured or None)
-
-
 def tensors_in(root, depth_limit=6):
     """Tensors reachable from root's attributes and containers."""
     seen, found, todo = set(), [], [(root, 0)]
@@ -67,10 +55,6 @@ def tensors_in(root, depth_limit=6):
         elif hasattr(obj, "__dict__") and not isinstance(obj, type):
             todo.extend((v, depth + 1) for v in vars(obj).values())
     return found
-
-
-def ceil_div(a, b):
-    return -(-a // b)
 
 
 def check_structure():

@@ -7,6 +7,8 @@ import torch
 from probegate_probe import (ProbeFailure, RankError, backend, check, device_for_rank, locate, memory_record, param,
                              peak_memory_caveat, run_ranks, world_size)
 
+from _pkv_probe import ceil_div
+
 MiB = 1 << 20
 HEADS_PER_RANK = param("heads_per_rank", 2) + 1            # 2..4 heads per rank
 HEAD_DIM = 32 + 2 * param("head_dim", 16)                  # 40..80: big enough to measure
@@ -17,10 +19,6 @@ FILL_SEQS = 32                                             # FILL_SEQS sequences
 FILL_LEN = (NUM_BLOCKS // FILL_SEQS) * BLOCK_SIZE
 PROMPT, SAMPLES, NEW_TOKENS = param("prompt_len", 200), param("samples", 6), param("new_tokens", 10)
 HEADS = HEADS_PER_RANK * world_size()
-
-
-def ceil_div(a, b):
-    return -(-a // b)
 
 
 SHARED_POOL = ceil_div(PROMPT, BLOCK_SIZE) + SAMPLES * ceil_div(PROMPT % BLOCK_SIZE + NEW_TOKENS, BLOCK_SIZE) + 4
