@@ -32523,7 +32523,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(5959);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7265);
 
 await (0,_main_js__WEBPACK_IMPORTED_MODULE_0__/* .run */ .e)();
 
@@ -32532,7 +32532,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 5959:
+/***/ 7265:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -70801,6 +70801,12 @@ async function weakenedTestChecks(opts) {
     return guardChecks(report.data, (performance.now() - t0) / 1000);
 }
 
+;// CONCATENATED MODULE: ./src/engine/copy-filter.ts
+/** Names never copied from a task's or a submission's folders: version control and Python's caches. */
+const SKIP_NAMES = new Set([".git", "__pycache__", ".pytest_cache"]);
+/** A `cpSync` filter that leaves SKIP_NAMES out. */
+const copyFilter = (src) => !SKIP_NAMES.has(src.split("/").pop() ?? "");
+
 // EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
 var dist = __nccwpck_require__(8815);
 ;// CONCATENATED MODULE: ./src/engine/yaml-file.ts
@@ -70864,11 +70870,10 @@ function parseWith(src, schema, what) {
 
 
 
-/** Names never copied from a setup folder (nor counted when two folders are compared). */
-const SETUP_SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
+
 function filesUnder(root, dir = root) {
     return (0,external_node_fs_namespaceObject.readdirSync)(dir, { withFileTypes: true })
-        .filter((e) => !SETUP_SKIP.has(e.name))
+        .filter((e) => !SKIP_NAMES.has(e.name))
         .flatMap((e) => (e.isDirectory() ? filesUnder(root, (0,external_node_path_namespaceObject.join)(dir, e.name)) : [(0,external_node_path_namespaceObject.relative)(root, (0,external_node_path_namespaceObject.join)(dir, e.name))]));
 }
 /**
@@ -70911,7 +70916,7 @@ function setupFolders(setup, dir, file, src) {
 /** Copies a task's setup folders into one folder (`into`), as the jobs see them. */
 function copySetupFolders(folders, into) {
     for (const f of folders)
-        (0,external_node_fs_namespaceObject.cpSync)(f, into, { recursive: true, filter: (p) => !SETUP_SKIP.has(p.split("/").pop() ?? "") });
+        (0,external_node_fs_namespaceObject.cpSync)(f, into, { recursive: true, filter: copyFilter });
 }
 
 ;// CONCATENATED MODULE: ./src/engine/git.ts
@@ -71129,8 +71134,7 @@ function makeReadOnly(dir) {
 
 
 
-const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
-const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
+
 function emptyExceptGit(dir) {
     for (const name of (0,external_node_fs_namespaceObject.readdirSync)(dir))
         if (name !== ".git")
@@ -71168,7 +71172,7 @@ function setupModules(setupDir) {
     if (!setupDir)
         return [];
     return (0,external_node_fs_namespaceObject.readdirSync)(setupDir, { withFileTypes: true })
-        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+        .filter((e) => (e.isDirectory() && !SKIP_NAMES.has(e.name)) || e.name.endsWith(".py"))
         .map((e) => e.name.replace(/\.py$/, ""));
 }
 async function resetJudge(ws, officialGlobs, reserved = [], repoGate = false) {

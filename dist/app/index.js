@@ -49065,7 +49065,7 @@ function acceptancesOf(db, key, attempt) {
 /** Whether every failed check of an evaluation's attempt is accepted (and none errored): it then passes the gate as accepted. */
 function fullyAccepted(db, e) {
     if (e.verdict !== "probe-rejected")
-        return false;
+        return false; // no query for an attempt that cannot pass as accepted
     return passesAsAccepted(e.verdict, probeFailures(db, e.key, e.attempt), acceptancesOf(db, e.key, e.attempt).map((a) => a.checkId));
 }
 

@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8733);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(4506);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5449,7 +5449,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 8733:
+/***/ 4506:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -15134,6 +15134,12 @@ async function weakenedTestChecks(opts) {
     return guardChecks(report.data, (performance.now() - t0) / 1000);
 }
 
+;// CONCATENATED MODULE: ./src/engine/copy-filter.ts
+/** Names never copied from a task's or a submission's folders: version control and Python's caches. */
+const SKIP_NAMES = new Set([".git", "__pycache__", ".pytest_cache"]);
+/** A `cpSync` filter that leaves SKIP_NAMES out. */
+const copyFilter = (src) => !SKIP_NAMES.has(src.split("/").pop() ?? "");
+
 // EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
 var dist = __nccwpck_require__(8815);
 ;// CONCATENATED MODULE: ./src/engine/yaml-file.ts
@@ -15197,11 +15203,10 @@ function parseWith(src, schema, what) {
 
 
 
-/** Names never copied from a setup folder (nor counted when two folders are compared). */
-const SETUP_SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
+
 function filesUnder(root, dir = root) {
     return (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })
-        .filter((e) => !SETUP_SKIP.has(e.name))
+        .filter((e) => !SKIP_NAMES.has(e.name))
         .flatMap((e) => (e.isDirectory() ? filesUnder(root, (0,external_node_path_.join)(dir, e.name)) : [(0,external_node_path_.relative)(root, (0,external_node_path_.join)(dir, e.name))]));
 }
 /**
@@ -15244,7 +15249,7 @@ function setupFolders(setup, dir, file, src) {
 /** Copies a task's setup folders into one folder (`into`), as the jobs see them. */
 function copySetupFolders(folders, into) {
     for (const f of folders)
-        (0,external_node_fs_.cpSync)(f, into, { recursive: true, filter: (p) => !SETUP_SKIP.has(p.split("/").pop() ?? "") });
+        (0,external_node_fs_.cpSync)(f, into, { recursive: true, filter: copyFilter });
 }
 
 ;// CONCATENATED MODULE: ./src/engine/git.ts
@@ -15462,8 +15467,7 @@ function makeReadOnly(dir) {
 
 
 
-const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
-const copyFilter = (src) => !SKIP.has(src.split("/").pop() ?? "");
+
 function emptyExceptGit(dir) {
     for (const name of (0,external_node_fs_.readdirSync)(dir))
         if (name !== ".git")
@@ -15501,7 +15505,7 @@ function setupModules(setupDir) {
     if (!setupDir)
         return [];
     return (0,external_node_fs_.readdirSync)(setupDir, { withFileTypes: true })
-        .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+        .filter((e) => (e.isDirectory() && !SKIP_NAMES.has(e.name)) || e.name.endsWith(".py"))
         .map((e) => e.name.replace(/\.py$/, ""));
 }
 async function resetJudge(ws, officialGlobs, reserved = [], repoGate = false) {

@@ -1,15 +1,14 @@
 import { cpSync, existsSync, readdirSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import type { TaskSetup } from "../core/task-environment.js";
+import { copyFilter, SKIP_NAMES } from "./copy-filter.js";
 import { InputError } from "./errors.js";
 import { lineOf, type YamlSource } from "./yaml-file.js";
 
-/** Names never copied from a setup folder (nor counted when two folders are compared). */
-export const SETUP_SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
 
 function filesUnder(root: string, dir = root): string[] {
   return readdirSync(dir, { withFileTypes: true })
-    .filter((e) => !SETUP_SKIP.has(e.name))
+    .filter((e) => !SKIP_NAMES.has(e.name))
     .flatMap((e) => (e.isDirectory() ? filesUnder(root, join(dir, e.name)) : [relative(root, join(dir, e.name))]));
 }
 
@@ -51,5 +50,5 @@ export function setupFolders(setup: TaskSetup, dir: string, file: string, src: Y
 
 /** Copies a task's setup folders into one folder (`into`), as the jobs see them. */
 export function copySetupFolders(folders: readonly string[], into: string): void {
-  for (const f of folders) cpSync(f, into, { recursive: true, filter: (p) => !SETUP_SKIP.has(p.split("/").pop() ?? "") });
+  for (const f of folders) cpSync(f, into, { recursive: true, filter: copyFilter });
 }

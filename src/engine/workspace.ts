@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LoadedTask } from "./task-load.js";
 import type { SubmissionSource } from "./submission.js";
+import { copyFilter, SKIP_NAMES } from "./copy-filter.js";
 import { copySetupFolders } from "./setup-folders.js";
 import { InputError } from "./errors.js";
 import { exportTree, git } from "./git.js";
@@ -31,8 +32,6 @@ export interface Workspace {
   dispose(): void;
 }
 
-const SKIP = new Set([".git", "__pycache__", ".pytest_cache"]);
-const copyFilter = (src: string) => !SKIP.has(src.split("/").pop() ?? "");
 
 function emptyExceptGit(dir: string): void {
   for (const name of readdirSync(dir)) if (name !== ".git") rmSync(join(dir, name), { recursive: true, force: true });
@@ -72,7 +71,7 @@ export async function changedPaths(ws: string): Promise<string[]> {
 function setupModules(setupDir: string | null): string[] {
   if (!setupDir) return [];
   return readdirSync(setupDir, { withFileTypes: true })
-    .filter((e) => (e.isDirectory() && !SKIP.has(e.name)) || e.name.endsWith(".py"))
+    .filter((e) => (e.isDirectory() && !SKIP_NAMES.has(e.name)) || e.name.endsWith(".py"))
     .map((e) => e.name.replace(/\.py$/, ""));
 }
 

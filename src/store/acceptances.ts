@@ -34,6 +34,6 @@ export function acceptancesOf(db: StoreDb, key: string, attempt: number): Stored
 
 /** Whether every failed check of an evaluation's attempt is accepted (and none errored): it then passes the gate as accepted. */
 export function fullyAccepted(db: StoreDb, e: Pick<EvaluationRecord, "key" | "attempt" | "verdict">): boolean {
-  if (e.verdict !== "probe-rejected") return false;
+  if (e.verdict !== "probe-rejected") return false; // no query for an attempt that cannot pass as accepted
   return passesAsAccepted(e.verdict, probeFailures(db, e.key, e.attempt), acceptancesOf(db, e.key, e.attempt).map((a) => a.checkId));
 }
