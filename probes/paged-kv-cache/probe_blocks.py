@@ -121,6 +121,10 @@ def one_block_pool(manager_cls, bs):
     expect(len(table) == 1 and m.get_num_free_blocks() == 0,
            f"BlockManager(1, {bs}).allocate(1, {bs}) returned {table!r} and left {m.get_num_free_blocks()} free "
            "blocks; expected its one block and none free", manager_cls.allocate)
+    # Asked here as well as in the contract, whose drawn num_tokens may be 0 (no block held, nothing to count).
+    expect(m.get_ref_count(table[0]) == 1, f"the one block of a sequence that holds it alone reports ref count "
+           f"{m.get_ref_count(table[0])}; get_ref_count is the number of sequences referencing the block",
+           manager_cls.get_ref_count)
 
 
 def manager_contract(manager_cls, bs, c):
