@@ -40,6 +40,17 @@ export const OfficialSchema = z.strictObject({
   /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
   peakMemoryBytes: z.number().int().min(0).nullish(),
   memorySource: z.enum(["cgroup", "sampled"]).nullish(),
+  /** A repository gate: failing tests that fail at the base too (reported, not the PR's; left out of `failing`). */
+  failingAtBase: z.array(FailingTestSchema).nullish(),
+  /** A repository gate: the run of the base's tests on the base's tree it was judged against. */
+  base: z
+    .strictObject({
+      counts: z.strictObject({ total: z.number().int().min(0), passed: z.number().int().min(0), failed: z.number().int().min(0), errors: z.number().int().min(0), skipped: z.number().int().min(0) }),
+      durationS: z.number().min(0),
+      /** Taken from the runner's cache of base outcomes (another PR on the same base ran it). */
+      cached: z.boolean(),
+    })
+    .nullish(),
 });
 export type OfficialResult = z.infer<typeof OfficialSchema>;
 

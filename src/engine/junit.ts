@@ -88,7 +88,11 @@ export function parseJunit(xml: string): JunitReport {
       outcomes.push({ classname, name, outcome: kind === "failure" ? "failed" : "error", message, detail: detail.slice(0, 8000) });
     } else if (((tc.skipped as unknown[] | undefined) ?? []).length) {
       counts.skipped++;
-      outcomes.push({ classname, name, outcome: "skipped" });
+      // pytest writes why: the skip's reason, `could not import 'x'` for importorskip, type pytest.xfail for an xfail.
+      const first = (tc.skipped as unknown[])[0];
+      const node = typeof first === "object" && first ? (first as Node) : {};
+      const why = [node.type === "pytest.xfail" ? "xfail" : "", typeof node.message === "string" ? node.message : ""].filter(Boolean).join(": ");
+      outcomes.push({ classname, name, outcome: "skipped", ...(why ? { message: why.slice(0, 2000) } : {}) });
     } else {
       counts.passed++;
       outcomes.push({ classname, name, outcome: "passed" });

@@ -15,6 +15,7 @@ import { parseJunit, type JunitReport } from "./junit.js";
 import { runCommand, type RunLimits } from "./run-command.js";
 import { gateOfficial } from "./repo-gate/gate-official.js";
 import { expandTests } from "../core/test-selection.js";
+import { baseSelection, gateTestRuns } from "./repo-gate/base-runs.js";
 
 /**
  * Why a run did not pass, cross-checking the exit code against the JUnit report; null when it
@@ -25,13 +26,16 @@ export function officialReason(
   report: Omit<JunitReport, "cases"> | null,
   reportError: string | null,
   expectedSuite: string | null = null,
+  /** Failing tests that fail at a repository gate's base too: reported, not the PR's (exit 1 is then theirs). */
+  tolerated = 0,
 ): string | null {
   if (run.limit) return `stopped by the ${run.limit} limit`;
   if (!report) return `no JUnit report${reportError ? ` (${reportError})` : ""}: the tests did not run to completion`;
   if (expectedSuite !== null && (report.suites.length === 0 || report.suites.some((s) => s !== expectedSuite))) {
     return "the JUnit report was not written by this run's pytest (its suite name is not the one the engine set): it was forged";
   }
-  const bad = report.counts.failed + report.counts.errors;
+  const bad = report.counts.failed + report.counts.errors - tolerated;
+  if (tolerated > 0 && bad === 0 && run.exitCode === 1) return report.counts.passed === 0 ? "no test passed" : null;
   if (run.exitCode !== 0 && bad === 0) return `exited with code ${run.exitCode ?? "none"} although the report lists no failing test`;
   if (bad > 0 && run.exitCode === 0) return "the report lists failing tests although the run exited 0";
   if (bad > 0) return `${bad} of ${report.counts.total} tests failed`;
@@ -59,7 +63,33 @@ export async function runOfficial(
   /** A repository gate's selected tests, for `{tests}` in the command. */
   tests: readonly string[] = [],
 ): Promise<OfficialResult> {
-  const reportDir = join(ctx.judgeDir, "official");
+  return (await runOfficialRun(task, ctx, limits, log, tests)).official;
+}
+
+/** One run of the official command and what it left: the judged result, its report (null: none), its output. */
+export interface OfficialRun {
+  official: OfficialResult;
+  report: JunitReport | null;
+  /** The first and last part of its output (runner-side only), for the cause of a run that could not be judged. */
+  log: string;
+  /** Re-judges the run counting `tolerated` failures as not its own (a repository gate's failing-at-base tests). */
+  rejudge(tolerated: number): string | null;
+}
+
+/**
+ * runOfficial's run, keeping the report and the output. `ctx.workspace` is the tree it runs in
+ * (a repository gate runs the same command in the base's tree too); `reportName` keeps each run's
+ * report folder apart.
+ */
+export async function runOfficialRun(
+  task: LoadedTask,
+  ctx: JobContext & { judgeDir: string; python: string },
+  limits: RunLimits,
+  log: (text: string) => void,
+  tests: readonly string[] = [],
+  reportName = "official",
+): Promise<OfficialRun> {
+  const reportDir = join(ctx.judgeDir, reportName);
   mkdirSync(reportDir, { recursive: true });
   const junit = join(reportDir, "junit.xml");
   const argv = expandTests(expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace }), tests);
@@ -70,7 +100,7 @@ export async function runOfficial(
     cwd: ctx.workspace,
     readOnly: ctx.setupDir ? [ctx.setupDir] : [],
     readWrite: [ctx.workspace, env.HOME as string, reportDir],
-    readOnlyInside: [join(ctx.workspace, ".git")],
+    readOnlyInside: existsSync(join(ctx.workspace, ".git")) ? [join(ctx.workspace, ".git")] : [],
   });
   const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation, cpus: ctx.cpus });
   log(run.log);
@@ -85,7 +115,7 @@ export async function runOfficial(
     }
   }
   const reason = officialReason(run, report, reportError, suite);
-  return {
+  const official: OfficialResult = {
     passed: reason === null,
     reason,
     exitCode: run.exitCode,
@@ -98,14 +128,18 @@ export async function runOfficial(
     peakMemoryBytes: run.peakMemoryBytes,
     memorySource: run.memorySource,
   };
+  return { official, report, log: run.log, rejudge: (tolerated) => officialReason(run, report, reportError, suite, tolerated) };
 }
 
 /**
  * The official phase of an evaluation: the official job on its slice of the runner. Its start line
  * is sent once the slice is held, so it names the GPUs and cores it got, how long it queued, and
  * what of it another probegate process held meanwhile; its duration is the run's own, queue left out.
+ * A repository gate whose command runs pytest runs its selected tests on both trees and the base's
+ * tests on the head's code, judged test by test (repo-gate/base-runs.ts); their checks join the guard's.
  */
-export async function officialPhase(ev: EvaluationContext, { runner, jobs, python }: JobSetup): Promise<OfficialResult> {
+export async function officialPhase(ev: EvaluationContext, setup: JobSetup): Promise<OfficialResult> {
+  const { runner, jobs, python } = setup;
   const { opts, spec, ws, record } = ev;
   const o = jobs.official;
   const gate = await gateOfficial(ev, python);
@@ -117,14 +151,23 @@ export async function officialPhase(ev: EvaluationContext, { runner, jobs, pytho
     const tests = sel ? `; ${sel.tests.length} test selections (${sel.tests.slice(0, 3).join(", ")}${sel.tests.length > 3 ? ", …" : ""})${gone}` : "";
     ev.emit({ type: "log", source: "official", text: `repository gate: ${gate.changed.length} paths changed against ${ws.prBase?.mergeBase.slice(0, 12)}${tests}; weakened-test guard: ${weakened ? `${weakened} findings` : "nothing weakened"}\n` });
   }
-  const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
-    const queued = lease.waitedS >= 1 ? `, queued ${formatSeconds(lease.waitedS)}` : "";
-    ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
-    return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
-  });
+  let official: OfficialResult;
+  if (gate && ws.prBase && runsPytest(spec.official.command)) {
+    const head = gate.selected?.tests ?? [];
+    const judged = await gateTestRuns(ev, setup, { head, base: baseSelection(head, gate.selected?.gone ?? [], ws.prBase.dir) });
+    record.guard = [...record.guard, ...judged.checks];
+    official = judged.official;
+  } else {
+    official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
+      const queued = lease.waitedS >= 1 ? `, queued ${formatSeconds(lease.waitedS)}` : "";
+      ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
+      return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
+    });
+  }
   record.official = official;
   record.officialS = official.durationS;
   const peak = runner.peaks.get("official") ?? null;
-  ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + gpuNote(peak) });
+  const atBase = official.failingAtBase?.length ? `; ${official.failingAtBase.length} failing at the base too` : "";
+  ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + atBase + gpuNote(peak) });
   return official;
 }
