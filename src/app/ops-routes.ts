@@ -57,43 +57,63 @@ export function cachedCheck(check: () => Promise<void>, ttlMs = GITHUB_CHECK_CAC
 /** What the operational routes read: the metrics, the store, GitHub, and whether the server is shutting down. */
 export interface OpsState {
   metrics: AppMetrics;
-  db: StoreDb;
+  /** The store to probe; null while no app is loaded (then `/readyz` is 503, saying so). */
+  db: StoreDb | null;
   /** Null when GitHub answered the app's cheap call (cached), else why not. */
   github: () => Promise<string | null>;
   /** True once shutdown began: not ready, so the load balancer sends nothing new. */
   draining: () => boolean;
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" }).end(`${JSON.stringify(body)}\n`);
+/** Why `/readyz` is 503 before the app is loaded: a host may serve the routes before `probot.load` has run. */
+export const NOT_LOADED = "the probegate app is not loaded yet: no store, and no GitHub App to ask";
+
+/**
+ * An answer of the operational routes, free of any HTTP library: what a host without Node's
+ * request and response (an AWS Lambda behind API Gateway) turns into its own response.
+ */
+export interface OpsAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+function json(status: number, body: unknown): OpsAnswer {
+  return { status, headers: { "content-type": "application/json", "cache-control": "no-store" }, body: `${JSON.stringify(body)}\n` };
+}
+
+async function answerFor(state: OpsState, path: string): Promise<OpsAnswer | null> {
+  if (path === "/healthz") return json(200, { status: "ok" });
+  if (path === "/readyz") {
+    if (state.draining()) return json(503, { ready: false, problems: ["shutting down: draining the deliveries in flight"] });
+    if (!state.db) return json(503, { ready: false, problems: [NOT_LOADED] });
+    const problems = [storeWriteProblem(state.db), await state.github()].filter((p): p is string => p !== null);
+    return json(problems.length ? 503 : 200, { ready: problems.length === 0, problems });
+  }
+  if (path === "/metrics") return { status: 200, headers: { "content-type": state.metrics.registry.contentType }, body: await state.metrics.registry.metrics() };
+  return null;
 }
 
 /**
- * Serves `/healthz` (the process serves HTTP: always 200), `/readyz` (200 when the store can be
- * written and GitHub answers, else 503 with each problem) and `/metrics` (Prometheus text). True
- * when it answered the request. Meant for the cluster's network only: keep them off the ingress
- * that GitHub's webhooks come through (they need no secret, and say nothing secret).
+ * The answer to `method` `url` if it is one of `/healthz` (the process serves: always 200),
+ * `/readyz` (200 when the store can be written and GitHub answers, else 503 with each problem) or
+ * `/metrics` (Prometheus text); null for any other request. A HEAD gets the GET's status and
+ * headers without a body.
+ */
+export async function answerOpsRoute(state: OpsState, method: string, url: string): Promise<OpsAnswer | null> {
+  if (method !== "GET" && method !== "HEAD") return null;
+  const answer = await answerFor(state, url.split("?")[0] ?? "");
+  return answer && method === "HEAD" ? { ...answer, body: "" } : answer;
+}
+
+/**
+ * Serves the operational routes (see `answerOpsRoute`) on Node's HTTP; true when it answered the
+ * request. Meant for the cluster's network only: keep them off the ingress that GitHub's webhooks
+ * come through (they need no secret, and say nothing secret).
  */
 export async function handleOpsRoute(state: OpsState, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-  const path = (req.url ?? "").split("?")[0];
-  if (req.method !== "GET" && req.method !== "HEAD") return false;
-  if (path === "/healthz") {
-    json(res, 200, { status: "ok" });
-    return true;
-  }
-  if (path === "/readyz") {
-    if (state.draining()) {
-      json(res, 503, { ready: false, problems: ["shutting down: draining the deliveries in flight"] });
-      return true;
-    }
-    const problems = [storeWriteProblem(state.db), await state.github()].filter((p): p is string => p !== null);
-    json(res, problems.length ? 503 : 200, { ready: problems.length === 0, problems });
-    return true;
-  }
-  if (path === "/metrics") {
-    const text = await state.metrics.registry.metrics();
-    res.writeHead(200, { "content-type": state.metrics.registry.contentType }).end(text);
-    return true;
-  }
-  return false;
+  const answer = await answerOpsRoute(state, req.method ?? "", req.url ?? "");
+  if (!answer) return false;
+  res.writeHead(answer.status, answer.headers).end(answer.body);
+  return true;
 }
