@@ -16,6 +16,7 @@ import sys
 from .compare import Finding, compare_files
 from .config import CONFIG_FILES, compare_config, compare_conftest
 from .tests_model import parse_tests
+from .tree_files import Tree
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
@@ -47,12 +48,13 @@ def _read(root: str, rel: str) -> str | None:
 
 def _tests_of(root: str, files: list[str], unparsable: list[Finding], side: str) -> dict:
     out = {}
+    tree = Tree(root)  # each side's constants are read in its own files
     for rel in files:
         src = _read(root, rel)
         if src is None:
             continue
         try:
-            out[rel] = parse_tests(rel, src)
+            out[rel] = parse_tests(rel, src, tree)
         except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
             out[rel] = {}
             if side == "head":

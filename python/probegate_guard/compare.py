@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from .rewrites import bound_to_base_value, expectation_changed, extension_keeps, keeps_assertion, skip_spares_base_cases
-from .tests_model import TestFn
+from .assertions import compare_asserts
+from .checks import INVERSE_TOLERANCES, TestFn, Tolerance
+from .rewrites import extension_keeps, skip_spares_base_cases
 
 KINDS = ("deleted", "skipped", "deselected", "narrowed", "assertion-removed", "expectation-changed", "tolerance-loosened", "exception-widened", "unparsable")
 BROAD_EXCEPTIONS = {"Exception", "BaseException", "object"}
@@ -31,6 +32,16 @@ def _loosened(base_value: float | None, head_value: float | None, inverse: bool)
     if base_value is None or head_value is None:
         return False
     return head_value < base_value if inverse else head_value > base_value
+
+
+def _told(t: Tolerance) -> str:
+    """A tolerance as a reviewer needs it: `1e-5`, `1e-3 (EQUIV_RTOL)`, or the name and why its
+    value could not be read."""
+    if t.read is not None and t.value is not None:
+        return f"{t.read} ({t.source})"
+    if t.value is None and t.why:
+        return f"{t.source} (its value could not be read: {t.why})"
+    return t.source
 
 
 def _by_occurrence(tolerances) -> dict:
@@ -72,39 +83,18 @@ def compare_test(base: TestFn, head: TestFn, head_file: str) -> list[Finding]:
             if any(extension_keeps(names, values, hn, hv) for hn, hv in head_pv):
                 continue  # parametrized over more names, every base case kept
             f("narrowed", head.line, f"{head.name} is no longer parametrized over {names} ({len(values)} cases at the base, line {line})")
-    head_asserts = list(head.asserts)
-    gone = []
-    for a, line in base.asserts:
-        same = next((h for h in head_asserts if h[0] == a), None)
-        if same is not None:
-            head_asserts.remove(same)
-        else:
-            gone.append((a, line))
-    # Exact matches first, then checks rewritten in place (rewrites.keeps_assertion), then the same
-    # check against another expected value (reported with both values), then what is simply gone.
-    for a, line in gone:
-        kept = next((h for h in head_asserts if keeps_assertion(a, h[0])), None)
-        if kept is not None:
-            head_asserts.remove(kept)
-            continue
-        changed = next((h for h in head_asserts if expectation_changed(a, h[0])), None)
-        if changed is not None:
-            head_asserts.remove(changed)
-            if bound_to_base_value(a, changed[0], head.helper_args.get(changed, [])):
-                continue
-            f("expectation-changed", changed[1], f"{head.name} now checks `{changed[0]}` where the base checked `{a}` (base line {line})")
-            continue
-        f("assertion-removed", head.line, f"{head.name} no longer checks `{a}` (base line {line})")
+    for kind, line, msg in compare_asserts(base, head):
+        f(kind, line, msg)
     head_tols = _by_occurrence(head.tolerances)
     base_tols = _by_occurrence(base.tolerances)
     for key, t in head_tols.items():
         b = base_tols.get(key)
-        inverse = t.name in ("places", "decimal")
+        inverse = t.name in INVERSE_TOLERANCES
         if b is None:
             if t.value is None or (t.value != 0 and not inverse):
-                f("tolerance-loosened", t.line, f"{head.name} adds {t.name}={t.source} to {t.call} (the base used its default)")
+                f("tolerance-loosened", t.line, f"{head.name} adds {t.name}={_told(t)} to {t.call} (the base used its default): now `{t.code}`")
         elif _loosened(b.value, t.value, inverse) or (b.value is not None and t.value is None):
-            f("tolerance-loosened", t.line, f"{head.name} loosens {t.call}'s {t.name} from {b.source} to {t.source}")
+            f("tolerance-loosened", t.line, f"{head.name} loosens {t.call}'s {t.name} from {_told(b)} to {_told(t)}: now `{t.code}`")
     for r in head.raises:
         b = next((x for x in base.raises if x.call == r.call), None)
         if b is None:
@@ -114,6 +104,19 @@ def compare_test(base: TestFn, head: TestFn, head_file: str) -> list[Finding]:
             f("exception-widened", r.line, f"{head.name} accepts {', '.join(r.types)} where the base expected {', '.join(b.types)}")
         elif b.match is not None and r.match is None:
             f("exception-widened", r.line, f"{head.name} no longer matches the message of {', '.join(r.types)} (base: match={b.match})")
+    return _once(out)
+
+
+def _once(findings: list[Finding]) -> list[Finding]:
+    """One finding per weakened check. Each check is recorded once (checks.scan_body); this keeps
+    any two findings of the same kind, place and message, whatever their cause, from becoming two
+    failed checks under two ids."""
+    out, seen = [], set()
+    for x in findings:
+        key = (x.kind, x.file, x.line, x.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(x)
     return out
 
 

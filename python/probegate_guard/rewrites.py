@@ -79,6 +79,29 @@ def expectation_changed(base_src: str, head_src: str) -> bool:
     return False
 
 
+def _subject(node: ast.expr) -> str | None:
+    """What a check is about: the function a check call calls, or a comparison's left side (its
+    function when it is a call); None for anything else."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _subject(node.operand)
+    if isinstance(node, ast.Call):
+        return "call " + ast.dump(node.func)
+    if isinstance(node, ast.Compare):
+        return _subject(node.left) if isinstance(node.left, ast.Call) else "compare " + ast.dump(node.left)
+    return None
+
+
+def same_subject(base_src: str, head_src: str) -> bool:
+    """The head's check calls the same check function, or compares the same subject (the same call
+    or expression on the left), as the base's: not the same check, but the one in its place, which
+    a finding quotes rather than calling the base's check gone."""
+    base, head = _expr(base_src), _expr(head_src)
+    if base is None or head is None:
+        return False
+    subject = _subject(base)
+    return subject is not None and subject == _subject(head)
+
+
 def bound_to_base_value(base_src: str, head_src: str, calls: list[dict[str, str]]) -> bool:
     """The head's check is a helper's `X == n` where `n` is one of the helper's parameters, and every
     call of the helper from the test passes the base's expected value for it (literally, or through a

@@ -54,6 +54,27 @@ describe("the weakened-test guard as checks", () => {
     expect(byKind.deselected?.message).toContain("--deselect tests/test_dist.py::test_errors");
   });
 
+  it("reads a tolerance moved into a constant of the tree: the same value passes, a looser one names both", async () => {
+    const head = BASE.replace("import pytest\n", "import pytest\nfrom tests.constants import GRAD_ATOL\n").replace("atol=1e-6", "atol=GRAD_ATOL");
+    const same = trees(head, { "tests/constants.py": "GRAD_ATOL = 1e-6\n" });
+    const passed = await weakenedTestChecks({ baseDir: same.base, headDir: same.head, tests: ["tests/test_dist.py"], python: PY });
+    expect(passed.map((c) => [c.id, c.status])).toEqual([["weakened-tests", "passed"]]);
+    const looser = trees(head, { "tests/constants.py": "GRAD_ATOL = 1e-2\n" });
+    const [check, ...rest] = await weakenedTestChecks({ baseDir: looser.base, headDir: looser.head, tests: ["tests/test_dist.py"], python: PY });
+    expect(rest).toEqual([]);
+    expect(check).toMatchObject({ id: "weakened-tests.tolerance-loosened-1", status: "failed", location: { path: "tests/test_dist.py", line: 7 } });
+    expect(check?.message).toContain("atol from 1e-6 to 1e-2 (GRAD_ATOL): now `assert_close(grad(world), ref(world), atol=GRAD_ATOL, rtol=0)`");
+  });
+
+  it("gives one failed check per weakened check, quoting what the head's line now does", async () => {
+    const base = "import torch\n\ndef test_out():\n    assert torch.allclose(out(), ref())\n";
+    const t = trees(BASE, { "tests/test_out.py": base.replace("out(), ref()", "out()[0], ref()") });
+    writeFileSync(join(t.base, "tests/test_out.py"), base);
+    const checks = await weakenedTestChecks({ baseDir: t.base, headDir: t.head, tests: ["tests/test_out.py"], python: PY });
+    expect(checks.map((c) => [c.id, c.location])).toEqual([["weakened-tests.assertion-removed-1", { path: "tests/test_out.py", line: 4 }]]);
+    expect(checks[0]?.message).toBe("tests/test_out.py::test_out: test_out now checks `torch.allclose(out()[0], ref())` in place of the base's `torch.allclose(out(), ref())` (base line 4)");
+  });
+
   it("reports what the task allows as passed checks, never dropping it", async () => {
     const t = trees(BASE.replace("[1, 2, 4]", "[1, 2]"));
     const checks = await weakenedTestChecks({ baseDir: t.base, headDir: t.head, tests: ["tests/**"], allow: ["tests/test_dist.py::test_reduce"], python: PY });
