@@ -6,7 +6,7 @@ import { HarnessError } from "../../../src/engine/errors.js";
 import { lockHash } from "../../../src/engine/environment/lock-file.js";
 import { ensureTreeEnvironment, type TreeEnvironmentRequest } from "../../../src/engine/environment/tree-environment.js";
 import { tmp } from "../../helpers.js";
-import { isolatedStore, needsUvAndPypi } from "./tiny-env.js";
+import { isolatedStore, needsUvAndPypi, REAL_UV } from "./tiny-env.js";
 
 const skip = await needsUvAndPypi();
 
@@ -82,6 +82,15 @@ describe.skipIf(skip !== "")(`environments that follow the repository's tree (uv
     expect(version(env.python, "six")).toBe("1.17.0");
     expect(() => execFileSync(env.python, ["-c", "import yaml"], { stdio: "pipe" })).toThrow(/No module named 'yaml'/);
     expect(env.manifest.tree?.exclude).toEqual(["pyyaml"]);
+  });
+
+  it("the task's own lock holds pins too: its requirements win, its hashes are compiled afresh", async () => {
+    const dir = tree({ "requirements.in": "six==1.17.0\n" });
+    execFileSync(REAL_UV as string, ["pip", "compile", "--quiet", "--universal", "--generate-hashes", "--python-version", "3.11", "requirements.in", "-o", "requirements.lock"], { cwd: dir });
+    const env = await ensureTreeEnvironment(request(tree({ "requirements.txt": "six==1.16.0\n" }), { pinsLock: { file: join(dir, "requirements.lock"), label: "environment/requirements.lock" } }));
+    expect(version(env.python, "six")).toBe("1.17.0");
+    expect(env.manifest.lockFile).toBe("fromTree: requirements.txt + environment/requirements.lock");
+    expect(env.manifest.tree?.pins).toEqual(["six==1.17.0"]);
   });
 
   it("a declared file the base lacks is an error naming it and the task's field, before uv runs", async () => {

@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { TaskSpecSchema } from "../../../src/core/task-spec.js";
 import { HarnessError } from "../../../src/engine/errors.js";
+import { loadTask } from "../../../src/engine/task-load.js";
 import { projectRequirements, readPyproject } from "../../../src/engine/environment/pyproject-requirements.js";
 import { compileInputs } from "../../../src/engine/environment/tree-inputs.js";
 import { headDeclaresMore, parseRequirementLines, readTreeRequirements, type TreeContext } from "../../../src/engine/environment/tree-requirements.js";
@@ -162,5 +163,16 @@ describe("task.yml environment.fromTree", () => {
       "environment.fromTree.exclude.0: 'torch' is also in fromTree.pins: a package is either pinned by the task or never installed",
     ]);
     expect(issues({ ...gate, environment: { fromTree: { requirements: ["r.txt"], pins: ["te @ https://x/te.whl"] } } })?.[0]).toMatch(/^environment\.fromTree\.pins\.0: a requirement such as torch==2\.15\.0/);
+  });
+
+  it("a task whose lock pins a package it also excludes does not load, naming the field and the lock's line", () => {
+    const dir = join(tmp("pg-tree-task-"), "g");
+    const lock = `torch==2.15.0 \\\n    --hash=sha256:${"a".repeat(64)}\n`;
+    const yml = "id: g\ntitle: G\narea: other\nbase: { pr: true }\nenvironment:\n  lock: pins.lock\n  fromTree:\n    requirements: [requirements.txt]\n    exclude: [torch]\nofficial: { command: [\"{python}\"] }\nprobes: { path: p }\n";
+    for (const [rel, text] of Object.entries({ "task.yml": yml, "prompt.md": "x\n", "pins.lock": lock, "p/.keep": "" })) {
+      mkdirSync(dirname(join(dir, rel)), { recursive: true });
+      writeFileSync(join(dir, rel), text);
+    }
+    expect(() => loadTask(dir)).toThrow(/task\.yml:9: environment\.fromTree\.exclude: torch is pinned by the task's lock \(.*pins\.lock:1\): a package is either pinned by the task or never installed\./);
   });
 });
