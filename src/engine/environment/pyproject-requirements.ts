@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { execa } from "execa";
 import { normalizePackage } from "../../core/task-environment.js";
 import { HarnessError } from "../errors.js";
-import type { DeclaredRequirement, TreeContext } from "./tree-requirements.js";
+import { treeFile, type DeclaredRequirement, type TreeContext } from "./tree-requirements.js";
 
 /** The [project] table's parts that say what to install (PEP 621). */
 export interface ProjectTable {
@@ -69,14 +69,12 @@ export function projectRequirements(project: ProjectTable | null, extras: readon
 export async function readPyproject(ctx: TreeContext, rel: string, extras: readonly string[], python: string): Promise<{ requirements: DeclaredRequirement[]; file: { path: string; sha256: string } } | null> {
   const field = `environment.fromTree.pyproject (${ctx.declaredIn})`;
   const fail = (why: string) => new HarnessError(`${why} (${field}); no test or probe was run.`, "environment");
-  let bytes: Buffer;
-  const path = `${ctx.dir}/${rel}`;
-  try {
-    bytes = readFileSync(path);
-  } catch {
+  const path = treeFile(ctx, rel);
+  if (!path) {
     if (ctx.lenient) return null;
     throw fail(`${rel} is not in ${ctx.label}: the gate builds its environment from what the base declares. Fix the task, or evaluate against a base that has it`);
   }
+  const bytes = readFileSync(path);
   const r = await execa(python, ["-I", "-c", READ, path], { reject: false, timeout: 30_000, extendEnv: false, env: { PYTHONDONTWRITEBYTECODE: "1" } });
   if (r.exitCode !== 0) {
     if (ctx.lenient) return null;

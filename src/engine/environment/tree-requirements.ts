@@ -96,14 +96,18 @@ function fail(message: string): HarnessError {
   return new HarnessError(message, "environment");
 }
 
-/** The file `rel` of the tree, refusing one outside it (a symlink or `..` out of the repository). */
-function insideTree(ctx: TreeContext, rel: string): string | null {
+/**
+ * The file `rel` of the tree (null: there is none), refusing one outside it: a symlink or `..` out
+ * of the repository (leniently, for the head, it counts as none: the head cannot make the gate fail).
+ */
+export function treeFile(ctx: TreeContext, rel: string): string | null {
   const path = resolve(ctx.dir, rel);
   if (!existsSync(path) || !statSync(path).isFile()) return null;
   const root = realpathSync(ctx.dir);
   const real = realpathSync(path);
-  if (real !== root && !real.startsWith(root + sep)) throw fail(`${rel} leads outside the repository (to ${real}); a gate's environment reads only the repository's own files.`);
-  return path;
+  if (real === root || real.startsWith(root + sep)) return path;
+  if (ctx.lenient) return null;
+  throw fail(`${rel} leads outside the repository (to ${real}); a gate's environment reads only the repository's own files.`);
 }
 
 /**
@@ -118,7 +122,7 @@ export function readTreeRequirements(ctx: TreeContext, declared: readonly string
   const excluded = new Set(ctx.exclude.map(normalizePackage));
   const seen = new Set<string>();
   const visit = (rel: string, constraint: boolean, from: { file: string; line: number } | null) => {
-    const path = insideTree(ctx, rel);
+    const path = treeFile(ctx, rel);
     if (!path) {
       if (ctx.lenient) return;
       throw fail(
