@@ -161,10 +161,11 @@ function program(io: Io, done: (code: number) => void): Command {
   const env = p.command("env").description("the tasks' pinned Python environments (task.yml environment:), built once per runner in $PROBEGATE_ENV_DIR (default /var/cache/probegate/envs)");
   env
     .command("build")
-    .description("build each task's environment from its lock with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
+    .description("build each task's environment from its lock (or, with --tree, from a checkout's requirements for a gate with environment.fromTree) with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
     .argument("<taskDirs...>")
     .option("--json", "print the table as JSON")
-    .action(async (dirs: string[], flags: { json?: boolean }) => done(await envBuildCommand(dirs, flags, io)));
+    .option("--tree <dir>", "for a gate whose environment follows its repository (environment.fromTree): a checkout of the base to read its requirements from")
+    .action(async (dirs: string[], flags: { json?: boolean; tree?: string }) => done(await envBuildCommand(dirs, flags, io)));
   env
     .command("list")
     .description("the environments built on this runner")

@@ -39,25 +39,101 @@ export type TaskRequires = z.infer<typeof RequiresSchema>;
 /** A version range of the interpreter, as for torch: ">=3.11,<3.13", "==3.11". */
 export const PYTHON_RANGE_DEFAULT = ">=3,<4";
 
+/** A project name as PEP 508 writes it (torch, typing_extensions, megatron-core). */
+const PACKAGE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+
+/** A path inside the repository, as its tree names it: relative, no `..`, no glob (each file is named). */
+const treePath = z
+  .string()
+  .min(1)
+  .refine((p) => !p.startsWith("/") && !p.split("/").includes("..") && !/[*?[\]{}]/.test(p), "a file of the repository, relative to its root, without '..' or globs, e.g. requirements/base.txt");
+
+/**
+ * A gate's environment that follows the repository: the requirements its PR's merge base declares
+ * (requirement files, `pyproject.toml` dependencies and extras), with the task's pins over them,
+ * compiled into a hash-checked lock with uv and built once per runner for each distinct set of
+ * inputs. The merge base is known only once the workspace exists, so the build starts then.
+ */
+export const TreeEnvironmentSchema = z.strictObject({
+  requirements: z
+    .array(treePath)
+    .default([])
+    .describe("requirement files of the repository at the merge base (pip's format; their -r and -c files are read too), e.g. requirements/base.txt"),
+  pyproject: z
+    .strictObject({
+      path: treePath.default("pyproject.toml").describe("the pyproject.toml, relative to the repository's root"),
+      extras: z.array(z.string().regex(PACKAGE_NAME, "an extra's name, e.g. test")).default([]).describe("[project.optional-dependencies] extras installed beside [project] dependencies"),
+    })
+    .optional()
+    .describe("the [project] dependencies of the repository's pyproject.toml (static ones: dependencies listed in project.dynamic are refused), with the extras named"),
+  pins: z
+    .array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*([<>=!~][^;@]*)?(;[^@]*)?$/, "a requirement such as torch==2.15.0 or pytest>=8,<10 (no URL)"))
+    .default([])
+    .describe("requirements of the task's own that win over the tree's: each replaces every requirement on its package (a uv override) and is installed"),
+  exclude: z
+    .array(z.string().regex(PACKAGE_NAME, "a package name, e.g. flash-attn"))
+    .default([])
+    .describe("packages never installed, though the tree (or a dependency) requires them: those a CPU runner cannot build, or ones the task's commands never import"),
+});
+export type TreeEnvironment = z.infer<typeof TreeEnvironmentSchema>;
+
 /**
  * The task's own Python environment: a pinned, hash-checked lock (pip-tools' requirements format,
  * as `uv pip compile --generate-hashes` writes it) and the interpreter range it is built for. The
  * engine builds a virtual environment from it once per runner (cached by the lock's content hash
  * and the interpreter's version) and runs `{python}` from it; without it, the runner's interpreter.
+ * A repository gate may instead follow its repository (`fromTree`); the lock, if any, then holds the
+ * task's pins, which win over the tree's.
  */
-export const PythonEnvironmentSchema = z.strictObject({
-  lock: z
-    .string()
-    .min(1)
-    .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
-    .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it"),
-  python: z
-    .string()
-    .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
-    .default(PYTHON_RANGE_DEFAULT)
-    .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
-});
+export const PythonEnvironmentSchema = z
+  .strictObject({
+    lock: z
+      .string()
+      .min(1)
+      .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
+      .optional()
+      .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it. With fromTree: the task's pins, each winning over the tree's requirement on its package"),
+    python: z
+      .string()
+      .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
+      .default(PYTHON_RANGE_DEFAULT)
+      .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
+    fromTree: TreeEnvironmentSchema.optional().describe("repository gates: build the environment from what the PR's merge base declares (requirement files, pyproject.toml), with the task's pins over it"),
+  })
+  .superRefine((env, ctx) => {
+    if (!env.lock && !env.fromTree) ctx.addIssue({ code: "custom", path: ["lock"], message: "is required: name the lock file, or build the environment from the repository with fromTree" });
+    const tree = env.fromTree;
+    if (!tree) return;
+    if (tree.requirements.length === 0 && !tree.pyproject) {
+      ctx.addIssue({ code: "custom", path: ["fromTree"], message: "names nothing to read: list requirement files in fromTree.requirements, or set fromTree.pyproject" });
+    }
+    const pinned = new Set(tree.pins.map((p) => normalizePackage(p.split(/[\s[<>=!~;]/)[0] as string)));
+    tree.exclude.forEach((name, i) => {
+      if (pinned.has(normalizePackage(name))) ctx.addIssue({ code: "custom", path: ["fromTree", "exclude", i], message: `'${name}' is also in fromTree.pins: a package is either pinned by the task or never installed` });
+    });
+  });
 export type PythonEnvironment = z.infer<typeof PythonEnvironmentSchema>;
+
+/** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
+export function normalizePackage(name: string): string {
+  return name.toLowerCase().replace(/[-_.]+/g, "-");
+}
+
+/** The inputs a lock compiled from a repository's tree was made of, for a person tracing an environment. */
+export const TreeSourceSchema = z.strictObject({
+  /** sha256 of everything uv was given (the requirements read from the tree, the pins, exclusions, python): the folder's key. */
+  inputHash: z.string().regex(/^[0-9a-f]{64}$/),
+  /** The commit (or folder) the first build read, e.g. the merge base's SHA. */
+  from: z.string(),
+  /** Each file read from the tree (declared ones and the -r/-c files they name), with the sha256 of its bytes. */
+  files: z.array(z.strictObject({ path: z.string(), sha256: z.string().regex(/^[0-9a-f]{64}$/) })),
+  /** The task's pins (environment.lock's requirements, fromTree.pins) as given to uv. */
+  pins: z.array(z.string()),
+  exclude: z.array(z.string()),
+  /** The --python-version the lock was compiled for (it holds from that version up). */
+  pythonVersion: z.string(),
+});
+export type TreeSource = z.infer<typeof TreeSourceSchema>;
 
 /**
  * What a built environment's folder says about itself (`probegate-env.json`, written last, before
@@ -79,6 +155,8 @@ export const EnvironmentManifestSchema = z.strictObject({
   /** Bytes of its files (hard links into uv's cache counted in full). */
   sizeBytes: z.number().int().min(0),
   packages: z.number().int().min(0),
+  /** Where a compiled lock came from (environment.fromTree); absent: the task's own lock. */
+  tree: TreeSourceSchema.optional(),
 });
 export type EnvironmentManifest = z.infer<typeof EnvironmentManifestSchema>;
 

@@ -117,7 +117,7 @@ export const TaskSpecSchema = z
     requirements: z.array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
     setup: SetupSchema.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
-    environment: PythonEnvironmentSchema.optional().describe("the task's pinned Python environment (a hash-checked lock), built once per runner; without it, {python} is the runner's interpreter"),
+    environment: PythonEnvironmentSchema.optional().describe("the task's pinned Python environment (a hash-checked lock, or for a repository gate what its merge base declares), built once per runner; without it, {python} is the runner's interpreter"),
     requires: RequiresSchema.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
   })
   .superRefine((t, ctx) => {
@@ -136,6 +136,9 @@ export const TaskSpecSchema = z
     }
     if (!gate && (t.official.select || t.official.allowChanged.length)) {
       ctx.addIssue({ code: "custom", path: ["official", t.official.select ? "select" : "allowChanged"], message: "is for repository gates (base: {pr: true}); an assignment runs its own official command on its fixed base" });
+    }
+    if (t.environment?.fromTree && !gate) {
+      ctx.addIssue({ code: "custom", path: ["environment", "fromTree"], message: "is for repository gates (base: {pr: true}), whose base moves with each PR; a fixed base has a fixed lock (environment.lock)" });
     }
     if (t.gpus > 0 && t.minRanks > t.gpus) {
       ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });

@@ -71,6 +71,8 @@ async function workspacePhase(opened: Omit<EvaluationContext, "ws">): Promise<Ev
   const { opts, emit, record, clock } = opened;
   emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
   const ws = await createWorkspace(opts.task, opts.submission, opts.prBase);
+  // A gate's environment that follows its repository can start only now: the merge base's tree exists.
+  opened.hostFacts.followTree?.(ws);
   record.workspaceS = clock.since();
   emit({ type: "phase-end", phase: "workspace", durationS: record.workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
   return { ...opened, ws };

@@ -4,7 +4,7 @@ import type { ProbeCheck } from "../core/probe-outcome.js";
 import { drawParams, type DrawnParams } from "../core/probe-params.js";
 import type { TaskSpec } from "../core/task-spec.js";
 import type { EvaluateOptions, EvaluationEvent } from "./evaluate.js";
-import { InputError } from "./errors.js";
+import { HarnessError, InputError } from "./errors.js";
 import { findControllers, type CgroupControllers } from "./sandbox/cgroup.js";
 import { choosePython, detectGpus, inspectPython, type GpuInfo, type PythonInfo } from "./host.js";
 import type { PlannedJob } from "./jobs/job-plan.js";
@@ -15,7 +15,8 @@ import type { RunLimits } from "./run-command.js";
 import { bwrapPath, detectSandbox, type SandboxSupport } from "./sandbox/sandbox.js";
 import type { Workspace } from "./workspace.js";
 import { ensureEnvironment, type BuiltEnvironment } from "./environment/build-environment.js";
-import { environmentRequest } from "./environment/task-request.js";
+import { environmentLabel, environmentRequest, treeEnvironmentRequest } from "./environment/task-request.js";
+import { ensureTreeEnvironment } from "./environment/tree-environment.js";
 
 /** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
 export const DEFAULT_PROCESSES = 4096;
@@ -31,25 +32,47 @@ export interface PendingHostFacts {
    * facts' Python. Null for a task without one, or when `--python` names the interpreter.
    */
   environment: Promise<BuiltEnvironment> | null;
+  /**
+   * For a gate whose environment follows its repository (`environment.fromTree`): starts that
+   * environment once the workspace phase has exported the merge base; `environment` (and the
+   * facts' Python) wait for it until then. Null for any other task.
+   */
+  followTree: ((ws: Pick<Workspace, "dir" | "prBase">) => void) | null;
 }
 
 /**
  * Starts reading the host's facts, so they are gathered while the workspace is built. A task that
- * declares an environment gets it built (or found in the runner's store) meanwhile, and its python
- * is the one inspected; `--python` (opts.python) overrides it, as an explicit choice for this run.
- * A failure surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness
- * error of the evaluation.
+ * declares a lock gets its environment built (or found in the runner's store) meanwhile, and its
+ * python is the one inspected; a gate whose environment follows its repository gets it once the
+ * workspace exists (`followTree`), as only then is its merge base's tree known. `--python`
+ * (opts.python) overrides either, as an explicit choice for this run. A failure surfaces only when
+ * they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness error of the evaluation.
  */
 export function gatherHostFacts(opts: Pick<EvaluateOptions, "python" | "unsandboxed" | "task">, onProgress?: (line: string) => void): PendingHostFacts {
   const bwrap = bwrapPath();
+  const declared = opts.task.spec.environment;
+  if (opts.python && declared) onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${environmentLabel(declared)}`);
   const request = opts.python ? null : environmentRequest(opts.task);
-  if (opts.python && opts.task.spec.environment) onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${opts.task.spec.environment.lock}`);
-  const environment = request ? ensureEnvironment(request, { onProgress }) : null;
+  let followTree: PendingHostFacts["followTree"] = null;
+  let environment: Promise<BuiltEnvironment> | null = request ? ensureEnvironment(request, { onProgress }) : null;
+  if (!opts.python && declared?.fromTree) {
+    let settle: { resolve: (env: Promise<BuiltEnvironment>) => void } = { resolve: () => {} };
+    environment = new Promise<BuiltEnvironment>((resolve) => (settle = { resolve }));
+    followTree = (ws) => settle.resolve(treeEnvironment(opts.task, ws, onProgress));
+  }
   environment?.catch(() => {});
   const python = environment ? environment.then((env) => inspectPython(env.python)) : inspectPython(choosePython(opts.python));
   const facts = Promise.all([python, detectGpus(), opts.unsandboxed ? null : detectSandbox(bwrap)] as const);
   facts.catch(() => {});
-  return { bwrap, facts, environment };
+  return { bwrap, facts, environment, followTree };
+}
+
+/** A gate's environment from its merge base's tree, the head's requirement changes noted in the progress lines. */
+async function treeEnvironment(task: EvaluateOptions["task"], ws: Pick<Workspace, "dir" | "prBase">, onProgress?: (line: string) => void): Promise<BuiltEnvironment> {
+  if (!ws.prBase) throw new HarnessError(`environment.fromTree needs the PR's merge base, and this workspace has none (${task.file})`, "environment");
+  const request = treeEnvironmentRequest(task, { dir: ws.prBase.dir, label: `the merge base ${ws.prBase.mergeBase.slice(0, 12)}`, from: ws.prBase.mergeBase }, ws.dir);
+  if (!request) throw new HarnessError(`task ${task.spec.id} has no environment.fromTree`, "environment");
+  return ensureTreeEnvironment(request, { onProgress });
 }
 
 /**

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { unmetRequirements } from "../core/task-environment.js";
+import { environmentLabel } from "./environment/task-request.js";
 import type { EvaluationContext } from "./evaluation-context.js";
 import { HarnessError } from "./errors.js";
 import { availableCpus } from "./host.js";
@@ -42,7 +43,7 @@ export async function setUpJobs(ev: EvaluationContext): Promise<JobSetup> {
     throw new HarnessError(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
   }
   const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: availableCpus() }));
-  const pythonFrom = env ? `the task's environment (${spec.environment?.lock}, ${env.dir})` : undefined;
+  const pythonFrom = env && spec.environment ? `the task's environment (${environmentLabel(spec.environment)}, ${env.dir})` : undefined;
   const unmet = unmetRequirements(spec.requires, { pythonFrom, torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
   if (unmet.length) {
     throw new HarnessError(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");

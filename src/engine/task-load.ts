@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
+import { normalizePackage } from "../core/task-environment.js";
 import { TaskSpecSchema, type TaskSpec } from "../core/task-spec.js";
 import { locatedProblems, parseLock } from "./environment/lock-file.js";
 import { InputError } from "./errors.js";
@@ -69,14 +70,20 @@ export function loadTask(dirOrFile: string, probesOverride?: string): LoadedTask
     mustExist(probesDir, "dir", file, "probes.path", lineOf(src, ["probes", "path"]));
   }
   const setupDirs = spec.setup ? setupFolders(spec.setup, dir, file, src) : [];
-  if (spec.environment) {
+  if (spec.environment?.lock) {
     const lockFile = resolve(dir, spec.environment.lock);
     mustExist(lockFile, "file", file, "environment.lock", lineOf(src, ["environment", "lock"]));
     // What uv would refuse with less to go on (an unpinned or unhashed line) is bad input, found
     // here: `probegate validate` reports it before any runner builds anything.
-    const { problems } = parseLock(readFileSync(lockFile, "utf8"));
+    const { problems, requirements } = parseLock(readFileSync(lockFile, "utf8"));
     if (problems.length) {
       throw new InputError(`not a lock the engine can build (environment.lock in ${file}): ${locatedProblems(lockFile, problems).join("; ")}.`, { file: lockFile, field: "environment.lock" });
+    }
+    const excluded = new Set((spec.environment.fromTree?.exclude ?? []).map(normalizePackage));
+    const both = requirements.find((r) => excluded.has(normalizePackage(r.name)));
+    if (both) {
+      const line = lineOf(src, ["environment", "fromTree", "exclude"]);
+      throw new InputError(`${file}${line ? `:${line}` : ""}: environment.fromTree.exclude: ${both.name} is pinned by the task's lock (${lockFile}:${both.line}): a package is either pinned by the task or never installed.`, { file, field: "environment.fromTree.exclude", line });
     }
   }
   return { spec, dir, file, promptFile, base, probesDir, setupDirs };

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { execa } from "execa";
-import type { EnvironmentManifest } from "../../core/task-environment.js";
+import type { EnvironmentManifest, TreeSource } from "../../core/task-environment.js";
 import { RunnerClaims } from "../claims/runner-claims.js";
 import { HarnessError } from "../errors.js";
 import { inspectPython } from "../host.js";
@@ -52,6 +52,25 @@ export interface EnsureOptions {
 /** Builds of this process in flight, by folder: evaluations side by side share one. */
 const inFlight = new Map<string, Promise<BuiltEnvironment>>();
 
+/** A lock ready to install: its file, bytes and parse, and what the manifest records of where it came from. */
+export interface PreparedLock {
+  file: string;
+  bytes: Buffer;
+  lock: ParsedLock;
+  /** Where a compiled lock came from (recorded in the manifest); absent: the task's own lock. */
+  tree?: TreeSource;
+  /** Files copied into the environment's `probegate-lock/` folder, for a person tracing it (the compiled lock and its inputs). */
+  keep?: string[];
+}
+
+/** How a build gets the lock it installs: the task's file as it is, or one compiled when (and only when) the environment must be built. */
+export interface LockSource {
+  /** How phase lines, errors and the manifest name it. */
+  label: string;
+  /** The lock, made in `scratch` (an empty folder of the build's) if need be; called holding the build's claim. */
+  prepare(scratch: string, progress: (line: string) => void): Promise<PreparedLock>;
+}
+
 /**
  * The environment of `req`, built once per runner: found in the store when built before, else
  * built under a runner claim (`env-<key>` in `<root>/.claims`) so two processes never build one
@@ -60,7 +79,6 @@ const inFlight = new Map<string, Promise<BuiltEnvironment>>();
  */
 export async function ensureEnvironment(req: EnvironmentRequest, opts: EnsureOptions = {}): Promise<BuiltEnvironment> {
   const t0 = performance.now();
-  const progress = opts.onProgress ?? (() => {});
   let bytes: Buffer;
   try {
     bytes = readFileSync(req.lockFile);
@@ -71,35 +89,45 @@ export async function ensureEnvironment(req: EnvironmentRequest, opts: EnsureOpt
   if (lock.problems.length) {
     throw new HarnessError(`the environment lock ${req.lockLabel} cannot be built: ${locatedProblems(req.lockLabel, lock.problems).join("; ")}`, "environment");
   }
-  const { chosen, seen } = await chooseInterpreter(req.python);
-  if (!chosen) {
-    throw new HarnessError(
-      `no system interpreter matches python: "${req.python}" (environment.python in ${req.declaredIn}); found ${seen.length ? seen.join(", ") : "no python3.N in /usr/bin, /usr/local/bin or on PATH"}. Install one in the range (e.g. apt-get install python3.X), list it in PROBEGATE_ENV_PYTHONS, or widen the range.`,
-      "environment",
-    );
-  }
-  const hash = lockHash(bytes);
+  const base = await chooseBase(req.python, req.declaredIn);
+  const source: LockSource = { label: req.lockLabel, prepare: async () => ({ file: req.lockFile, bytes, lock }) };
+  const got = await obtainEnvironment(environmentKey(lockHash(bytes), base.version), source, base, opts);
+  return { ...got, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** The system interpreter an environment is built on: the first in `range`, else a HarnessError naming the range, where it is declared and what was found. */
+export async function chooseBase(range: string, declaredIn: string): Promise<BaseInterpreter> {
+  const { chosen, seen } = await chooseInterpreter(range);
+  if (chosen) return chosen;
+  throw new HarnessError(
+    `no system interpreter matches python: "${range}" (environment.python in ${declaredIn}); found ${seen.length ? seen.join(", ") : "no python3.N in /usr/bin, /usr/local/bin or on PATH"}. Install one in the range (e.g. apt-get install python3.X), list it in PROBEGATE_ENV_PYTHONS, or widen the range.`,
+    "environment",
+  );
+}
+
+/**
+ * The environment of folder `name` in the store: found, awaited from another builder, or built
+ * from `source` on `base` (evaluations of this process side by side share one build).
+ */
+export function obtainEnvironment(name: string, source: LockSource, base: BaseInterpreter, opts: EnsureOptions = {}): Promise<BuiltEnvironment> {
   const root = opts.root ?? environmentRoot();
-  const dir = join(root, environmentKey(hash, chosen.version));
+  const dir = join(root, name);
   const claimant = opts.claimant ?? process.pid;
   const memo = `${dir}\0${claimant}`;
   let pending = inFlight.get(memo);
   if (!pending) {
-    pending = obtain({ req, lock, hash, base: chosen, root, dir, progress, timeoutS: opts.timeoutS ?? 1800, pollMs: opts.pollMs ?? 500, claimant });
+    pending = obtain({ source, base, root, dir, progress: opts.onProgress ?? (() => {}), timeoutS: opts.timeoutS ?? 1800, pollMs: opts.pollMs ?? 500, claimant });
     inFlight.set(memo, pending);
     pending.then(
       () => inFlight.delete(memo),
       () => inFlight.delete(memo),
     );
   }
-  const got = await pending;
-  return { ...got, seconds: (performance.now() - t0) / 1000 };
+  return pending;
 }
 
 interface Job {
-  req: EnvironmentRequest;
-  lock: ParsedLock;
-  hash: string;
+  source: LockSource;
   base: BaseInterpreter;
   root: string;
   dir: string;
@@ -151,7 +179,7 @@ async function obtain(job: Job): Promise<BuiltEnvironment> {
 
 /** Builds into a dot folder beside the final one, then renames it into place: never seen half built. */
 async function build(job: Job): Promise<BuiltEnvironment> {
-  const { req, base, root, dir, progress } = job;
+  const { source, base, root, dir, progress } = job;
   const t0 = performance.now();
   const uv = findUv();
   const name = dir.slice(root.length + 1);
@@ -159,19 +187,26 @@ async function build(job: Job): Promise<BuiltEnvironment> {
   // reaches here only without a valid manifest: a broken leftover.
   for (const n of readdirSync(root)) if (n.startsWith(`.build-${name}-`) || n === name) await removeTree(join(root, n));
   const tmp = join(root, `.build-${name}-${process.pid}-${randomBytes(3).toString("hex")}`);
-  progress(`building environment ${name} from ${req.lockLabel}: ${job.lock.requirements.length} pinned packages on ${base.path} (${base.version})`);
+  const scratch = `${tmp}.lock`;
   try {
+    mkdirSync(scratch);
+    const prepared = await source.prepare(scratch, progress);
+    progress(`building environment ${name} from ${source.label}: ${prepared.lock.requirements.length} pinned packages on ${base.path} (${base.version})`);
     // Relocatable: its scripts (pytest, torchrun) find their python by their own path, so the
     // folder still works after the rename into place.
     const venv = await runUv(uv, ["venv", "--relocatable", "--python", base.path, tmp], progress, job.timeoutS);
     if (venv.exitCode !== 0) throw new HarnessError(`uv venv could not make a virtual environment on ${base.path}: ${uvErrorSummary(venv.stderr)}`, "environment");
     progress("installing the lock (uv pip sync --require-hashes)");
-    const sync = await runUv(uv, ["pip", "sync", "--require-hashes", "--python", join(tmp, "bin", "python"), req.lockFile], progress, job.timeoutS);
-    if (sync.exitCode !== 0) throw lockFailure(job, sync.stderr);
+    const sync = await runUv(uv, ["pip", "sync", "--require-hashes", "--python", join(tmp, "bin", "python"), prepared.file], progress, job.timeoutS);
+    if (sync.exitCode !== 0) throw lockFailure(source.label, prepared.lock, sync.stderr);
+    if (prepared.keep?.length) {
+      mkdirSync(join(tmp, "probegate-lock"));
+      for (const f of prepared.keep) copyFileSync(f, join(tmp, "probegate-lock", basename(f)));
+    }
     const py = await inspectPython(join(tmp, "bin", "python"));
     const manifest: EnvironmentManifest = {
-      lockHash: job.hash,
-      lockFile: req.lockLabel,
+      lockHash: lockHash(prepared.bytes),
+      lockFile: source.label,
       interpreter: base.path,
       python: py.python,
       torch: py.torch,
@@ -181,6 +216,7 @@ async function build(job: Job): Promise<BuiltEnvironment> {
       buildS: Math.round((performance.now() - t0) / 100) / 10,
       sizeBytes: treeBytes([tmp]),
       packages: countDistributions(tmp),
+      ...(prepared.tree ? { tree: prepared.tree } : {}),
     };
     writeFileSync(join(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
     // Read-only for everyone, readable by everyone: the sandbox's users run it, none may change it.
@@ -191,6 +227,7 @@ async function build(job: Job): Promise<BuiltEnvironment> {
     return { dir, python: join(dir, "bin", "python"), manifest, reused: false, seconds: 0 };
   } finally {
     await removeTree(tmp);
+    rmSync(scratch, { recursive: true, force: true });
   }
 }
 
@@ -202,9 +239,9 @@ async function removeTree(path: string): Promise<void> {
 }
 
 /** The error of a lock uv could not install: the package uv names, its line in the lock, uv's reason. */
-function lockFailure(job: Job, stderr: string): HarnessError {
-  const req = requirementNamedIn(stderr, job.lock.requirements);
-  const where = req ? `${job.req.lockLabel}:${req.line} (${req.name}${req.version ? `==${req.version}` : ""})` : job.req.lockLabel;
+function lockFailure(label: string, lock: ParsedLock, stderr: string): HarnessError {
+  const req = requirementNamedIn(stderr, lock.requirements);
+  const where = req ? `${label}:${req.line} (${req.name}${req.version ? `==${req.version}` : ""})` : label;
   return new HarnessError(
     `the environment lock ${where} could not be installed: ${uvErrorSummary(stderr)}. Fix the lock (recompile it: uv pip compile --universal --generate-hashes); no test or probe was run.`,
     "environment",

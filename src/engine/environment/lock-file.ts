@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { normalizePackage } from "../../core/task-environment.js";
 
 /** One requirement of a lock, where it starts in the file. */
 export interface LockRequirement {
@@ -26,9 +27,7 @@ export function lockHash(bytes: string | Buffer): string {
 }
 
 /** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
-export function normalizeName(name: string): string {
-  return name.toLowerCase().replace(/[-_.]+/g, "-");
-}
+export const normalizeName = normalizePackage;
 
 const REQUIREMENT = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$/;
 

@@ -52,10 +52,10 @@ export interface UvRun {
 /**
  * Runs uv, passing on the summary lines of its output ("Resolved 30 packages", "Downloading torch
  * (858.1MiB)", "Installed 30 packages in 2.1s") as they come: the rest is long and says nothing to
- * a person waiting.
+ * a person waiting. `cwd`: where relative file arguments are read (and so how uv's annotations name them).
  */
-export async function runUv(uv: string, args: readonly string[], onLine: (line: string) => void, timeoutS: number): Promise<UvRun> {
-  const child = execa(uv, args, { reject: false, timeout: timeoutS * 1000, env: uvEnv(), stdin: "ignore", all: false });
+export async function runUv(uv: string, args: readonly string[], onLine: (line: string) => void, timeoutS: number, cwd?: string): Promise<UvRun> {
+  const child = execa(uv, args, { reject: false, timeout: timeoutS * 1000, env: uvEnv(), stdin: "ignore", all: false, cwd });
   let stderr = "";
   let partial = "";
   child.stderr?.on("data", (chunk: Buffer) => {

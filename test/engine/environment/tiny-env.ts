@@ -155,3 +155,19 @@ ${extra}`,
   );
   return dir;
 }
+
+/** Whether PyPI answers (tests that compile from the index are skipped, saying so, where it does not). */
+export async function pypiReachable(): Promise<boolean> {
+  try {
+    const r = await fetch("https://pypi.org/simple/six/", { signal: AbortSignal.timeout(8000) });
+    return r.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** Why tests that need uv and PyPI are skipped: "" where they run. */
+export async function needsUvAndPypi(): Promise<string> {
+  if (!REAL_UV) return " (skipped: uv is not installed; python3 -m pip install uv==0.13.8)";
+  return (await pypiReachable()) ? "" : " (skipped: PyPI is not reachable from this machine)";
+}
