@@ -190,6 +190,12 @@ export function renderSummary(result: EvaluationResult, limit = SUMMARY_LIMIT, d
     }
     rows.push("");
   }
+  const atBase = result.official?.failingAtBase ?? [];
+  if (atBase.length) {
+    rows.push("#### Failing at the base too (not this PR's)", "", "| Test | Message at the head |", "|---|---|");
+    for (const t of atBase) rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${cell(t.message)} |`);
+    rows.push("");
+  }
   rows.push(...renderTimeline(result.jobs ?? []));
   if (result.workspaceResets.length) {
     rows.push("#### Changes to the judge that were undone", "", "| Path | Action | Why |", "|---|---|---|");
