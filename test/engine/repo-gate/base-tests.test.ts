@@ -1,7 +1,7 @@
-import { beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { EvaluationResult } from "../../../src/core/result.js";
 import { evaluate } from "../../../src/engine/evaluate.js";
-import { KIT, tmp } from "../../helpers.js";
+import { KIT } from "../../helpers.js";
 import { gateTask, OPS, repo, TEST } from "./gate-repo.js";
 
 /** A head whose code is broken for negative numbers: the base's test (-1, 1) catches it. */
@@ -16,10 +16,6 @@ async function run(head: Record<string, string | null>, baseFiles: Record<string
 const SMOKE = "\n\ndef test_smoke():\n    assert add(1, 1) == 2\n";
 
 const failed = (res: EvaluationResult) => res.probes.filter((p) => p.status === "failed").map((p) => p.id);
-
-beforeEach(() => {
-  process.env.PROBEGATE_BASE_CACHE_DIR = tmp("pg-base-cache-");
-});
 
 describe("a repository gate judges the head by the base's own tests, test by test", () => {
   it("importorskip in a test body: skipped at the head, and the base's test fails against the head's code", async () => {
@@ -81,6 +77,16 @@ describe("a repository gate judges the head by the base's own tests, test by tes
     const res = await run({ "calc/ops.py": `${OPS}# touched\n` }, { "tests/conftest.py": "import no_such_yaml_module\n" });
     expect(res.verdict).toBe("error");
     expect(res.reason).toMatch(/the base's own tests cannot run .*ModuleNotFoundError: No module named 'no_such_yaml_module' \(loading tests\/conftest.py\).*not the PR/);
+  }, 120_000);
+
+  it("a same-value refactor of a tolerance into a named constant: resolved", async () => {
+    const approx = TEST.replace("assert add(a, b) == a + b", "assert add(a, b) == pytest.approx(a + b, abs=1e-9)");
+    const named = approx.replace("from calc.ops import add\n", "from calc.ops import add\n\nABS_TOL = 1e-9\n").replace("abs=1e-9", "abs=ABS_TOL");
+    const res = await run({ "calc/ops.py": `${OPS}# touched\n`, "tests/test_ops.py": named }, { "tests/test_ops.py": approx });
+    expect(res.verdict, JSON.stringify(res.probes.filter((p) => p.status !== "passed"))).toBe("resolved");
+    const looser = await run({ "calc/ops.py": `${OPS}# touched\n`, "tests/test_ops.py": named.replace("ABS_TOL = 1e-9", "ABS_TOL = 1e-3") }, { "tests/test_ops.py": approx });
+    expect(looser.verdict).toBe("probe-rejected");
+    expect(looser.probes.find((p) => p.id.startsWith("weakened-tests.tolerance-loosened"))?.message).toMatch(/1e-9 to 1e-3 \(ABS_TOL\)/);
   }, 120_000);
 
   it("a head that breaks a base test fails officially, naming it; a second PR on the same base takes the base's outcomes from the cache", async () => {
