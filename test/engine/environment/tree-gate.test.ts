@@ -88,7 +88,7 @@ describe.skipIf(skip !== "")(`a repository gate whose environment follows the me
     expect(result.error ?? null).toBeNull();
     expect(result.verdict).toBe("resolved");
     expect(result.official?.counts.passed).toBe(1);
-    expect(result.probes.map((p) => [p.id, p.status])).toEqual([["weakened-tests", "passed"], ["yaml-loads", "passed"]]);
+    expect(result.probes.map((p) => [p.id, p.status])).toEqual([["weakened-tests", "passed"], ["base-tests", "passed"], ["yaml-loads", "passed"]]);
     expect(result.environment.sandboxed).toBe(true);
     expect(result.environment.pythonEnv).toEqual({ lockHash: expect.stringMatching(/^[0-9a-f]{64}$/), python: "3.11.2", interpreter: "/usr/bin/python3.11" });
     expect(logs[0]).toMatch(new RegExp(`^compiling a lock from the merge base ${r.base.slice(0, 12)}: 1 requirements of requirements\\.txt, 1 pins of the task`));
