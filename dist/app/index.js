@@ -33891,12 +33891,16 @@ var __webpack_exports__ = {};
 // EXPORTS
 __nccwpck_require__.d(__webpack_exports__, {
   py: () => (/* reexport */ AppSettingsError),
+  $G: () => (/* binding */ OPS_NOT_SERVED),
+  UJ: () => (/* reexport */ attachOps),
   L0: () => (/* reexport */ closeOnSignals),
   H$: () => (/* reexport */ createAppMetrics),
   Kb: () => (/* reexport */ createProbegate),
   Ay: () => (/* binding */ app),
-  qd: () => (/* reexport */ metrics),
+  qd: () => (/* reexport */ metrics_metrics),
   Ch: () => (/* reexport */ openStore),
+  h: () => (/* reexport */ opsHandler),
+  RR: () => (/* reexport */ opsResponder),
   bR: () => (/* reexport */ readAppSettings),
   IJ: () => (/* reexport */ readServerOptions),
   UD: () => (/* reexport */ startServer),
@@ -43911,21 +43915,87 @@ const RequiresSchema = strictObject({
     .default({});
 /** A version range of the interpreter, as for torch: ">=3.11,<3.13", "==3.11". */
 const PYTHON_RANGE_DEFAULT = ">=3,<4";
+/** A project name as PEP 508 writes it (torch, typing_extensions, megatron-core). */
+const PACKAGE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+/** A path inside the repository, as its tree names it: relative, no `..`, no glob (each file is named). */
+const treePath = schemas_string()
+    .min(1)
+    .refine((p) => !p.startsWith("/") && !p.split("/").includes("..") && !/[*?[\]{}]/.test(p), "a file of the repository, relative to its root, without '..' or globs, e.g. requirements/base.txt");
+/**
+ * A gate's environment that follows the repository: the requirements its PR's merge base declares
+ * (requirement files, `pyproject.toml` dependencies and extras), with the task's pins over them,
+ * compiled into a hash-checked lock with uv and built once per runner for each distinct set of
+ * inputs. The merge base is known only once the workspace exists, so the build starts then.
+ */
+const TreeEnvironmentSchema = strictObject({
+    requirements: array(treePath)
+        .default([])
+        .describe("requirement files of the repository at the merge base (pip's format; their -r and -c files are read too), e.g. requirements/base.txt"),
+    pyproject: strictObject({
+        path: treePath.default("pyproject.toml").describe("the pyproject.toml, relative to the repository's root"),
+        extras: array(schemas_string().regex(PACKAGE_NAME, "an extra's name, e.g. test")).default([]).describe("[project.optional-dependencies] extras installed beside [project] dependencies"),
+    })
+        .optional()
+        .describe("the [project] dependencies of the repository's pyproject.toml (static ones: dependencies listed in project.dynamic are refused), with the extras named"),
+    pins: array(schemas_string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*([<>=!~][^;@]*)?(;[^@]*)?$/, "a requirement such as torch==2.15.0 or pytest>=8,<10 (no URL)"))
+        .default([])
+        .describe("requirements of the task's own that win over the tree's: each replaces every requirement on its package (a uv override) and is installed"),
+    exclude: array(schemas_string().regex(PACKAGE_NAME, "a package name, e.g. flash-attn"))
+        .default([])
+        .describe("packages never installed, though the tree (or a dependency) requires them: those a CPU runner cannot build, or ones the task's commands never import"),
+});
 /**
  * The task's own Python environment: a pinned, hash-checked lock (pip-tools' requirements format,
  * as `uv pip compile --generate-hashes` writes it) and the interpreter range it is built for. The
  * engine builds a virtual environment from it once per runner (cached by the lock's content hash
  * and the interpreter's version) and runs `{python}` from it; without it, the runner's interpreter.
+ * A repository gate may instead follow its repository (`fromTree`); the lock, if any, then holds the
+ * task's pins, which win over the tree's.
  */
 const PythonEnvironmentSchema = strictObject({
     lock: schemas_string()
         .min(1)
         .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
-        .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it"),
+        .optional()
+        .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it. With fromTree: the task's pins, each winning over the tree's requirement on its package"),
     python: schemas_string()
         .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
         .default(PYTHON_RANGE_DEFAULT)
         .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
+    fromTree: TreeEnvironmentSchema.optional().describe("repository gates: build the environment from what the PR's merge base declares (requirement files, pyproject.toml), with the task's pins over it"),
+})
+    .superRefine((env, ctx) => {
+    if (!env.lock && !env.fromTree)
+        ctx.addIssue({ code: "custom", path: ["lock"], message: "is required: name the lock file, or build the environment from the repository with fromTree" });
+    const tree = env.fromTree;
+    if (!tree)
+        return;
+    if (tree.requirements.length === 0 && !tree.pyproject) {
+        ctx.addIssue({ code: "custom", path: ["fromTree"], message: "names nothing to read: list requirement files in fromTree.requirements, or set fromTree.pyproject" });
+    }
+    const pinned = new Set(tree.pins.map((p) => normalizePackage(p.split(/[\s[<>=!~;]/)[0])));
+    tree.exclude.forEach((name, i) => {
+        if (pinned.has(normalizePackage(name)))
+            ctx.addIssue({ code: "custom", path: ["fromTree", "exclude", i], message: `'${name}' is also in fromTree.pins: a package is either pinned by the task or never installed` });
+    });
+});
+/** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
+function normalizePackage(name) {
+    return name.toLowerCase().replace(/[-_.]+/g, "-");
+}
+/** The inputs a lock compiled from a repository's tree was made of, for a person tracing an environment. */
+const TreeSourceSchema = strictObject({
+    /** sha256 of everything uv was given (the requirements read from the tree, the pins, exclusions, python): the folder's key. */
+    inputHash: schemas_string().regex(/^[0-9a-f]{64}$/),
+    /** The commit (or folder) the first build read, e.g. the merge base's SHA. */
+    from: schemas_string(),
+    /** Each file read from the tree (declared ones and the -r/-c files they name), with the sha256 of its bytes. */
+    files: array(strictObject({ path: schemas_string(), sha256: schemas_string().regex(/^[0-9a-f]{64}$/) })),
+    /** The task's pins (environment.lock's requirements, fromTree.pins) as given to uv. */
+    pins: array(schemas_string()),
+    exclude: array(schemas_string()),
+    /** The --python-version the lock was compiled for (it holds from that version up). */
+    pythonVersion: schemas_string(),
 });
 /**
  * What a built environment's folder says about itself (`probegate-env.json`, written last, before
@@ -43947,6 +44017,8 @@ const EnvironmentManifestSchema = strictObject({
     /** Bytes of its files (hard links into uv's cache counted in full). */
     sizeBytes: schemas_number().int().min(0),
     packages: schemas_number().int().min(0),
+    /** Where a compiled lock came from (environment.fromTree); absent: the task's own lock. */
+    tree: TreeSourceSchema.optional(),
 });
 function numbers(v) {
     return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
@@ -44101,7 +44173,7 @@ const TaskSpecSchema = strictObject({
     requirements: array(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: ProbeParamsSchema.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
     setup: SetupSchema.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
-    environment: PythonEnvironmentSchema.optional().describe("the task's pinned Python environment (a hash-checked lock), built once per runner; without it, {python} is the runner's interpreter"),
+    environment: PythonEnvironmentSchema.optional().describe("the task's pinned Python environment (a hash-checked lock, or for a repository gate what its merge base declares), built once per runner; without it, {python} is the runner's interpreter"),
     requires: RequiresSchema.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
 })
     .superRefine((t, ctx) => {
@@ -44121,6 +44193,9 @@ const TaskSpecSchema = strictObject({
     }
     if (!gate && (t.official.select || t.official.allowChanged.length)) {
         ctx.addIssue({ code: "custom", path: ["official", t.official.select ? "select" : "allowChanged"], message: "is for repository gates (base: {pr: true}); an assignment runs its own official command on its fixed base" });
+    }
+    if (t.environment?.fromTree && !gate) {
+        ctx.addIssue({ code: "custom", path: ["environment", "fromTree"], message: "is for repository gates (base: {pr: true}), whose base moves with each PR; a fixed base has a fixed lock (environment.lock)" });
     }
     if (t.gpus > 0 && t.minRanks > t.gpus) {
         ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
@@ -45208,6 +45283,13 @@ function renderSummary(result, limit = SUMMARY_LIMIT, detail = "full") {
             const at = t.file ? `\`${t.file}${t.line ? `:${t.line}` : ""}\`` : "";
             rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${at} | ${cell(t.message)} |`);
         }
+        rows.push("");
+    }
+    const atBase = result.official?.failingAtBase ?? [];
+    if (atBase.length) {
+        rows.push("#### Failing at the base too (not this PR's)", "", "| Test | Message at the head |", "|---|---|");
+        for (const t of atBase)
+            rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${cell(t.message)} |`);
         rows.push("");
     }
     rows.push(...renderTimeline(result.jobs ?? []));
@@ -48627,6 +48709,16 @@ const OfficialSchema = strictObject({
     /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
     peakMemoryBytes: schemas_number().int().min(0).nullish(),
     memorySource: schemas_enum(["cgroup", "sampled"]).nullish(),
+    /** A repository gate: failing tests that fail at the base too (reported, not the PR's; left out of `failing`). */
+    failingAtBase: array(FailingTestSchema).nullish(),
+    /** A repository gate: the run of the base's tests on the base's tree it was judged against. */
+    base: strictObject({
+        counts: strictObject({ total: schemas_number().int().min(0), passed: schemas_number().int().min(0), failed: schemas_number().int().min(0), errors: schemas_number().int().min(0), skipped: schemas_number().int().min(0) }),
+        durationS: schemas_number().min(0),
+        /** Taken from the runner's cache of base outcomes (another PR on the same base ran it). */
+        cached: schemas_boolean(),
+    })
+        .nullish(),
 });
 const ProbeResultSchema = strictObject({
     id: schemas_string(),
@@ -51462,7 +51554,7 @@ function createAppMetrics(opts = {}) {
  * The app process's metrics: what `/metrics` serves, and what handlers count into
  * (`metrics.reconcileActions.inc({ action: "completed" })`).
  */
-const metrics = createAppMetrics({ defaults: true });
+const metrics_metrics = createAppMetrics({ defaults: true });
 const DISPATCH = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches";
 /**
  * An Octokit plugin that times each workflow dispatch into `m.dispatchSeconds`. Registered on the
@@ -51542,38 +51634,117 @@ function cachedCheck(check, ttlMs = GITHUB_CHECK_CACHE_MS, now = Date.now) {
         return answer;
     };
 }
-function ops_routes_json(res, status, body) {
-    res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" }).end(`${JSON.stringify(body)}\n`);
+/** Why `/readyz` is 503 before the app is loaded: a host may serve the routes before `probot.load` has run. */
+const NOT_LOADED = "the probegate app is not loaded yet: no store, and no GitHub App to ask";
+function ops_routes_json(status, body) {
+    return { status, headers: { "content-type": "application/json", "cache-control": "no-store" }, body: `${JSON.stringify(body)}\n` };
+}
+async function answerFor(state, path) {
+    if (path === "/healthz")
+        return ops_routes_json(200, { status: "ok" });
+    if (path === "/readyz") {
+        if (state.draining())
+            return ops_routes_json(503, { ready: false, problems: ["shutting down: draining the deliveries in flight"] });
+        if (!state.db)
+            return ops_routes_json(503, { ready: false, problems: [NOT_LOADED] });
+        const problems = [storeWriteProblem(state.db), await state.github()].filter((p) => p !== null);
+        return ops_routes_json(problems.length ? 503 : 200, { ready: problems.length === 0, problems });
+    }
+    if (path === "/metrics")
+        return { status: 200, headers: { "content-type": state.metrics.registry.contentType }, body: await state.metrics.registry.metrics() };
+    return null;
 }
 /**
- * Serves `/healthz` (the process serves HTTP: always 200), `/readyz` (200 when the store can be
- * written and GitHub answers, else 503 with each problem) and `/metrics` (Prometheus text). True
- * when it answered the request. Meant for the cluster's network only: keep them off the ingress
- * that GitHub's webhooks come through (they need no secret, and say nothing secret).
+ * The answer to `method` `url` if it is one of `/healthz` (the process serves: always 200),
+ * `/readyz` (200 when the store can be written and GitHub answers, else 503 with each problem) or
+ * `/metrics` (Prometheus text); null for any other request. A HEAD gets the GET's status and
+ * headers without a body.
+ */
+async function answerOpsRoute(state, method, url) {
+    if (method !== "GET" && method !== "HEAD")
+        return null;
+    const answer = await answerFor(state, url.split("?")[0] ?? "");
+    return answer && method === "HEAD" ? { ...answer, body: "" } : answer;
+}
+/**
+ * Serves the operational routes (see `answerOpsRoute`) on Node's HTTP; true when it answered the
+ * request. Meant for the cluster's network only: keep them off the ingress that GitHub's webhooks
+ * come through (they need no secret, and say nothing secret).
  */
 async function handleOpsRoute(state, req, res) {
-    const path = (req.url ?? "").split("?")[0];
-    if (req.method !== "GET" && req.method !== "HEAD")
+    const answer = await answerOpsRoute(state, req.method ?? "", req.url ?? "");
+    if (!answer)
         return false;
-    if (path === "/healthz") {
-        ops_routes_json(res, 200, { status: "ok" });
+    res.writeHead(answer.status, answer.headers).end(answer.body);
+    return true;
+}
+
+;// CONCATENATED MODULE: ./src/app/ops-handler.ts
+
+
+// Keyed by the Probot the app was loaded on, not a module-level "current app": a handler made for
+// one Probot never reads another's store (two loads in one process, as tests and some hosts do),
+// and a Probot that is dropped takes its entry with it.
+const loadedOn = new WeakMap();
+/**
+ * Records that the app is loaded on `probot` with the store `db`, counting into `metrics`: every
+ * ops handler made for `probot`, before or after this, reads them from now on. Called by the app
+ * function (index.ts); a host that builds the app with `createProbegate` itself may call it too.
+ */
+function attachOps(probot, db, metrics = metrics_metrics) {
+    // GET /app with the app's JWT: cheap, and it fails exactly when the app cannot reach GitHub or its key is refused.
+    const github = cachedCheck(async () => {
+        const octokit = await probot.auth();
+        await octokit.request("GET /app", { request: { retries: 0, signal: AbortSignal.timeout(5000) } });
+    });
+    loadedOn.set(probot, { db, metrics, github });
+}
+/** Read at each request, so a handler made before `probot.load` serves the app once it is loaded. */
+function stateOf(probot, opts) {
+    const loaded = loadedOn.get(probot);
+    return {
+        metrics: opts.metrics ?? loaded?.metrics ?? metrics_metrics,
+        db: loaded?.db ?? null,
+        github: loaded?.github ?? (async () => null),
+        draining: opts.draining ?? (() => false),
+    };
+}
+/**
+ * `/healthz`, `/readyz` and `/metrics` of the probegate app loaded on `probot`, for a host that
+ * serves HTTP itself (Probot loaded without a server): mount it before Probot's middleware; it
+ * resolves to true when it answered, false to pass the request on. Before the app is loaded,
+ * `/healthz` is 200 and `/readyz` 503 (no store yet).
+ */
+function opsHandler(probot, opts = {}) {
+    return (req, res) => handleOpsRoute(stateOf(probot, opts), req, res);
+}
+/**
+ * The same routes as `opsHandler`, without Node's request and response: for hosts whose requests
+ * are events (AWS Lambda behind API Gateway). Resolves to null for any other route.
+ */
+function opsResponder(probot, opts = {}) {
+    return (method, url) => answerOpsRoute(stateOf(probot, opts), method, url);
+}
+// What Probot 14's `probot.load` hands an app when the Probot has no server (lib/probot.js): an
+// `addHandler` that throws this. Probot keeps its server private, so calling is the only way to ask.
+const NO_SERVER = "No server instance";
+/**
+ * Adds `handler` to the host's HTTP server through Probot's `addHandler` (`probot run`, Probot's
+ * Server, `createNodeMiddleware`); false when the host has none (`probot.load` on a Probot without
+ * a server, as Probot's testing docs and the serverless adapters do). Any other error is thrown.
+ */
+function addToHostServer(options, handler) {
+    if (typeof options.addHandler !== "function")
+        return false;
+    try {
+        options.addHandler(handler);
         return true;
     }
-    if (path === "/readyz") {
-        if (state.draining()) {
-            ops_routes_json(res, 503, { ready: false, problems: ["shutting down: draining the deliveries in flight"] });
-            return true;
-        }
-        const problems = [storeWriteProblem(state.db), await state.github()].filter((p) => p !== null);
-        ops_routes_json(res, problems.length ? 503 : 200, { ready: problems.length === 0, problems });
-        return true;
+    catch (e) {
+        if (e instanceof Error && e.message === NO_SERVER)
+            return false;
+        throw e;
     }
-    if (path === "/metrics") {
-        const text = await state.metrics.registry.metrics();
-        res.writeHead(200, { "content-type": state.metrics.registry.contentType }).end(text);
-        return true;
-    }
-    return false;
 }
 
 ;// CONCATENATED MODULE: ./node_modules/zod/v4/classic/coerce.js
@@ -64223,7 +64394,7 @@ const WEBHOOK_PATH = "/api/github/webhooks";
  * `extras`, it also answers the operational routes, and tracks and counts every handler.
  */
 async function webhookServer(probot, probegate, path = WEBHOOK_PATH, dashboard = null, extras = {}) {
-    const m = extras.metrics ?? metrics;
+    const m = extras.metrics ?? metrics_metrics;
     const appFn = trackedApp(probegate.app, extras.inFlight ?? new InFlight(), m);
     const middleware = await create_node_middleware_createNodeMiddleware(appFn, { probot, webhooksPath: path });
     return (0,external_node_http_namespaceObject.createServer)((req, res) => {
@@ -64289,7 +64460,7 @@ function readServerOptions(env) {
  * Starts the app as a server: settings from `env` (refusing to start without a webhook secret,
  * signing key, app id or private key), the store opened, pending work resumed, listening on PORT.
  */
-async function startServer(env = process.env, cwd = process.cwd(), m = metrics) {
+async function startServer(env = process.env, cwd = process.cwd(), m = metrics_metrics) {
     const settings = readAppSettings(env, cwd);
     const opts = readServerOptions(env);
     if (!env.APP_ID || !/^\d+$/.test(env.APP_ID))
@@ -64383,25 +64554,28 @@ function closeOnSignals(started, exit = (c) => process.exit(c), signals = ["SIGT
 
 
 
+/** Logged once per load when the host has no server: the operator must mount the routes or do without them. */
+const OPS_NOT_SERVED = "/healthz, /readyz and /metrics are not served by this host (Probot was loaded without a server): mount opsHandler(probot) from probegate's app module on the host's own HTTP server to serve them (docs/operations.md)";
 /**
  * The probegate Probot app, for `probot run ./dist/app/index.js` or any Probot host: settings come
  * from the environment (it refuses to load without WEBHOOK_SECRET or PROBEGATE_SIGNING_KEY). It
- * adds `/healthz`, `/readyz` and `/metrics` to the host's server; draining on shutdown is
- * `npm start`'s (server.ts), which a host that runs the app itself must do on its own.
+ * adds `/healthz`, `/readyz` and `/metrics` to the host's server when there is one (`probot run`,
+ * `createNodeMiddleware`); loaded without one (`probot.load`, the serverless adapters) it says so
+ * once and leaves them to `opsHandler(probot)`. Draining on shutdown is `npm start`'s (server.ts),
+ * which a host that runs the app itself must do on its own.
  */
 const probegateApp = (app, options) => {
     const settings = readAppSettings(process.env, options.cwd ?? process.cwd());
     const db = openStore(settings.dbFile);
-    metrics.observeStore(db);
+    metrics_metrics.observeStore(db);
     const probegate = createProbegate({ db, ...settings });
-    const github = cachedCheck(async () => {
-        const octokit = await app.auth();
-        await octokit.request("GET /app", { request: { retries: 0, signal: AbortSignal.timeout(5000) } });
-    });
-    options.addHandler?.((req, res) => handleOpsRoute({ metrics: metrics, db, github, draining: () => false }, req, res));
-    return trackedApp(probegate.app, new InFlight(), metrics)(app, options);
+    attachOps(app, db, metrics_metrics);
+    if (!addToHostServer(options, opsHandler(app)))
+        app.log.warn(OPS_NOT_SERVED);
+    return trackedApp(probegate.app, new InFlight(), metrics_metrics)(app, options);
 };
 /* harmony default export */ const app = (probegateApp);
+
 
 
 
@@ -64410,14 +64584,18 @@ const probegateApp = (app, options) => {
 
 
 var __webpack_exports__AppSettingsError = __webpack_exports__.py;
+var __webpack_exports__OPS_NOT_SERVED = __webpack_exports__.$G;
+var __webpack_exports__attachOps = __webpack_exports__.UJ;
 var __webpack_exports__closeOnSignals = __webpack_exports__.L0;
 var __webpack_exports__createAppMetrics = __webpack_exports__.H$;
 var __webpack_exports__createProbegate = __webpack_exports__.Kb;
 var __webpack_exports__default = __webpack_exports__.Ay;
 var __webpack_exports__metrics = __webpack_exports__.qd;
 var __webpack_exports__openStore = __webpack_exports__.Ch;
+var __webpack_exports__opsHandler = __webpack_exports__.h;
+var __webpack_exports__opsResponder = __webpack_exports__.RR;
 var __webpack_exports__readAppSettings = __webpack_exports__.bR;
 var __webpack_exports__readServerOptions = __webpack_exports__.IJ;
 var __webpack_exports__startServer = __webpack_exports__.UD;
 var __webpack_exports__webhookServer = __webpack_exports__.BC;
-export { __webpack_exports__AppSettingsError as AppSettingsError, __webpack_exports__closeOnSignals as closeOnSignals, __webpack_exports__createAppMetrics as createAppMetrics, __webpack_exports__createProbegate as createProbegate, __webpack_exports__default as default, __webpack_exports__metrics as metrics, __webpack_exports__openStore as openStore, __webpack_exports__readAppSettings as readAppSettings, __webpack_exports__readServerOptions as readServerOptions, __webpack_exports__startServer as startServer, __webpack_exports__webhookServer as webhookServer };
+export { __webpack_exports__AppSettingsError as AppSettingsError, __webpack_exports__OPS_NOT_SERVED as OPS_NOT_SERVED, __webpack_exports__attachOps as attachOps, __webpack_exports__closeOnSignals as closeOnSignals, __webpack_exports__createAppMetrics as createAppMetrics, __webpack_exports__createProbegate as createProbegate, __webpack_exports__default as default, __webpack_exports__metrics as metrics, __webpack_exports__openStore as openStore, __webpack_exports__opsHandler as opsHandler, __webpack_exports__opsResponder as opsResponder, __webpack_exports__readAppSettings as readAppSettings, __webpack_exports__readServerOptions as readServerOptions, __webpack_exports__startServer as startServer, __webpack_exports__webhookServer as webhookServer };

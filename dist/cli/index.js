@@ -5422,7 +5422,7 @@ which.sync = whichSync
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(4506);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(368);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5449,7 +5449,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 4506:
+/***/ 368:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5828,14 +5828,13 @@ async function chooseInterpreter(range, candidates = candidateInterpreters()) {
 
 ;// CONCATENATED MODULE: ./src/engine/environment/lock-file.ts
 
+
 /** sha256 of the lock's bytes: the environment's key, recorded in the result. */
 function lockHash(bytes) {
     return (0,external_node_crypto_.createHash)("sha256").update(bytes).digest("hex");
 }
 /** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
-function normalizeName(name) {
-    return name.toLowerCase().replace(/[-_.]+/g, "-");
-}
+const normalizeName = task_environment/* normalizePackage */.c3;
 const REQUIREMENT = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$/;
 /**
  * Reads a requirements lock (pip-tools' format: one requirement per logical line, `\` continues
@@ -6023,10 +6022,10 @@ function uvVersion(uv) {
 /**
  * Runs uv, passing on the summary lines of its output ("Resolved 30 packages", "Downloading torch
  * (858.1MiB)", "Installed 30 packages in 2.1s") as they come: the rest is long and says nothing to
- * a person waiting.
+ * a person waiting. `cwd`: where relative file arguments are read (and so how uv's annotations name them).
  */
-async function runUv(uv, args, onLine, timeoutS) {
-    const child = (0,execa/* execa */.Ho)(uv, args, { reject: false, timeout: timeoutS * 1000, env: uvEnv(), stdin: "ignore", all: false });
+async function runUv(uv, args, onLine, timeoutS, cwd) {
+    const child = (0,execa/* execa */.Ho)(uv, args, { reject: false, timeout: timeoutS * 1000, env: uvEnv(), stdin: "ignore", all: false, cwd });
     let stderr = "";
     let partial = "";
     child.stderr?.on("data", (chunk) => {
@@ -6067,7 +6066,6 @@ const inFlight = new Map();
  */
 async function ensureEnvironment(req, opts = {}) {
     const t0 = performance.now();
-    const progress = opts.onProgress ?? (() => { });
     let bytes;
     try {
         bytes = (0,external_node_fs_.readFileSync)(req.lockFile);
@@ -6079,23 +6077,34 @@ async function ensureEnvironment(req, opts = {}) {
     if (lock.problems.length) {
         throw new errors/* HarnessError */.t(`the environment lock ${req.lockLabel} cannot be built: ${locatedProblems(req.lockLabel, lock.problems).join("; ")}`, "environment");
     }
-    const { chosen, seen } = await chooseInterpreter(req.python);
-    if (!chosen) {
-        throw new errors/* HarnessError */.t(`no system interpreter matches python: "${req.python}" (environment.python in ${req.declaredIn}); found ${seen.length ? seen.join(", ") : "no python3.N in /usr/bin, /usr/local/bin or on PATH"}. Install one in the range (e.g. apt-get install python3.X), list it in PROBEGATE_ENV_PYTHONS, or widen the range.`, "environment");
-    }
-    const hash = lockHash(bytes);
+    const base = await chooseBase(req.python, req.declaredIn);
+    const source = { label: req.lockLabel, prepare: async () => ({ file: req.lockFile, bytes, lock }) };
+    const got = await obtainEnvironment(environmentKey(lockHash(bytes), base.version), source, base, opts);
+    return { ...got, seconds: (performance.now() - t0) / 1000 };
+}
+/** The system interpreter an environment is built on: the first in `range`, else a HarnessError naming the range, where it is declared and what was found. */
+async function chooseBase(range, declaredIn) {
+    const { chosen, seen } = await chooseInterpreter(range);
+    if (chosen)
+        return chosen;
+    throw new errors/* HarnessError */.t(`no system interpreter matches python: "${range}" (environment.python in ${declaredIn}); found ${seen.length ? seen.join(", ") : "no python3.N in /usr/bin, /usr/local/bin or on PATH"}. Install one in the range (e.g. apt-get install python3.X), list it in PROBEGATE_ENV_PYTHONS, or widen the range.`, "environment");
+}
+/**
+ * The environment of folder `name` in the store: found, awaited from another builder, or built
+ * from `source` on `base` (evaluations of this process side by side share one build).
+ */
+function obtainEnvironment(name, source, base, opts = {}) {
     const root = opts.root ?? environmentRoot();
-    const dir = (0,external_node_path_.join)(root, environmentKey(hash, chosen.version));
+    const dir = (0,external_node_path_.join)(root, name);
     const claimant = opts.claimant ?? process.pid;
     const memo = `${dir}\0${claimant}`;
     let pending = inFlight.get(memo);
     if (!pending) {
-        pending = obtain({ req, lock, hash, base: chosen, root, dir, progress, timeoutS: opts.timeoutS ?? 1800, pollMs: opts.pollMs ?? 500, claimant });
+        pending = obtain({ source, base, root, dir, progress: opts.onProgress ?? (() => { }), timeoutS: opts.timeoutS ?? 1800, pollMs: opts.pollMs ?? 500, claimant });
         inFlight.set(memo, pending);
         pending.then(() => inFlight.delete(memo), () => inFlight.delete(memo));
     }
-    const got = await pending;
-    return { ...got, seconds: (performance.now() - t0) / 1000 };
+    return pending;
 }
 function found(dir) {
     const manifest = readManifest(dir);
@@ -6138,7 +6147,7 @@ async function obtain(job) {
 }
 /** Builds into a dot folder beside the final one, then renames it into place: never seen half built. */
 async function build(job) {
-    const { req, base, root, dir, progress } = job;
+    const { source, base, root, dir, progress } = job;
     const t0 = performance.now();
     const uv = findUv();
     const name = dir.slice(root.length + 1);
@@ -6148,21 +6157,29 @@ async function build(job) {
         if (n.startsWith(`.build-${name}-`) || n === name)
             await removeTree((0,external_node_path_.join)(root, n));
     const tmp = (0,external_node_path_.join)(root, `.build-${name}-${process.pid}-${(0,external_node_crypto_.randomBytes)(3).toString("hex")}`);
-    progress(`building environment ${name} from ${req.lockLabel}: ${job.lock.requirements.length} pinned packages on ${base.path} (${base.version})`);
+    const scratch = `${tmp}.lock`;
     try {
+        (0,external_node_fs_.mkdirSync)(scratch);
+        const prepared = await source.prepare(scratch, progress);
+        progress(`building environment ${name} from ${source.label}: ${prepared.lock.requirements.length} pinned packages on ${base.path} (${base.version})`);
         // Relocatable: its scripts (pytest, torchrun) find their python by their own path, so the
         // folder still works after the rename into place.
         const venv = await runUv(uv, ["venv", "--relocatable", "--python", base.path, tmp], progress, job.timeoutS);
         if (venv.exitCode !== 0)
             throw new errors/* HarnessError */.t(`uv venv could not make a virtual environment on ${base.path}: ${uvErrorSummary(venv.stderr)}`, "environment");
         progress("installing the lock (uv pip sync --require-hashes)");
-        const sync = await runUv(uv, ["pip", "sync", "--require-hashes", "--python", (0,external_node_path_.join)(tmp, "bin", "python"), req.lockFile], progress, job.timeoutS);
+        const sync = await runUv(uv, ["pip", "sync", "--require-hashes", "--python", (0,external_node_path_.join)(tmp, "bin", "python"), prepared.file], progress, job.timeoutS);
         if (sync.exitCode !== 0)
-            throw lockFailure(job, sync.stderr);
+            throw lockFailure(source.label, prepared.lock, sync.stderr);
+        if (prepared.keep?.length) {
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(tmp, "probegate-lock"));
+            for (const f of prepared.keep)
+                (0,external_node_fs_.copyFileSync)(f, (0,external_node_path_.join)(tmp, "probegate-lock", (0,external_node_path_.basename)(f)));
+        }
         const py = await (0,host/* inspectPython */.D5)((0,external_node_path_.join)(tmp, "bin", "python"));
         const manifest = {
-            lockHash: job.hash,
-            lockFile: req.lockLabel,
+            lockHash: lockHash(prepared.bytes),
+            lockFile: source.label,
             interpreter: base.path,
             python: py.python,
             torch: py.torch,
@@ -6172,6 +6189,7 @@ async function build(job) {
             buildS: Math.round((performance.now() - t0) / 100) / 10,
             sizeBytes: treeBytes([tmp]),
             packages: countDistributions(tmp),
+            ...(prepared.tree ? { tree: prepared.tree } : {}),
         };
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
         // Read-only for everyone, readable by everyone: the sandbox's users run it, none may change it.
@@ -6184,6 +6202,7 @@ async function build(job) {
     }
     finally {
         await removeTree(tmp);
+        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
     }
 }
 /** Removes a (possibly read-only) tree. */
@@ -6194,9 +6213,9 @@ async function removeTree(path) {
     (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
 }
 /** The error of a lock uv could not install: the package uv names, its line in the lock, uv's reason. */
-function lockFailure(job, stderr) {
-    const req = requirementNamedIn(stderr, job.lock.requirements);
-    const where = req ? `${job.req.lockLabel}:${req.line} (${req.name}${req.version ? `==${req.version}` : ""})` : job.req.lockLabel;
+function lockFailure(label, lock, stderr) {
+    const req = requirementNamedIn(stderr, lock.requirements);
+    const where = req ? `${label}:${req.line} (${req.name}${req.version ? `==${req.version}` : ""})` : label;
     return new errors/* HarnessError */.t(`the environment lock ${where} could not be installed: ${uvErrorSummary(stderr)}. Fix the lock (recompile it: uv pip compile --universal --generate-hashes); no test or probe was run.`, "environment");
 }
 /** Installed distributions (their .dist-info folders) in the venv's site-packages. */
@@ -6213,26 +6232,449 @@ function countDistributions(venv) {
 
 ;// CONCATENATED MODULE: ./src/engine/environment/task-request.ts
 
+/** A path as a person typed it: relative to the working folder when inside it. */
+function asTyped(path) {
+    const rel = (0,external_node_path_.relative)(process.cwd(), path);
+    return rel && !rel.startsWith("..") ? rel : path;
+}
 /**
- * The environment a task declares (task.yml `environment:`), as a build request; null for a task
- * without one, which runs on the runner's interpreter. Paths in messages are relative to the
- * working folder, as a person typed them.
+ * The environment a task declares (task.yml `environment:`) as a build request from its lock;
+ * null for a task without one, which runs on the runner's interpreter, and for one whose
+ * environment follows its repository (`fromTree`: see treeEnvironmentRequest). Paths in messages
+ * are relative to the working folder, as a person typed them.
  */
 function environmentRequest(task) {
     const env = task.spec.environment;
-    if (!env)
+    if (!env?.lock || env.fromTree)
         return null;
     const lockFile = (0,external_node_path_.resolve)(task.dir, env.lock);
-    const rel = (0,external_node_path_.relative)(process.cwd(), lockFile);
+    return { lockFile, lockLabel: asTyped(lockFile), python: env.python, declaredIn: task.file };
+}
+/**
+ * The build request of a gate whose environment follows its repository, once the tree to read is
+ * known: the merge base the workspace exported (`tree.from` its SHA), or a folder given to `env
+ * build --tree`. Null for a task without `environment.fromTree`.
+ */
+function treeEnvironmentRequest(task, tree, headDir) {
+    const env = task.spec.environment;
+    if (!env?.fromTree)
+        return null;
+    const lockFile = env.lock ? (0,external_node_path_.resolve)(task.dir, env.lock) : null;
     return {
-        lockFile,
-        lockLabel: rel && !rel.startsWith("..") ? rel : lockFile,
+        treeDir: tree.dir,
+        treeLabel: tree.label,
+        from: tree.from,
+        fromTree: env.fromTree,
+        pinsLock: lockFile ? { file: lockFile, label: asTyped(lockFile) } : null,
         python: env.python,
-        declaredIn: task.file,
+        declaredIn: asTyped(task.file),
+        headDir,
+    };
+}
+/** How messages name a task's environment: its lock, or what of the repository it follows. */
+function environmentLabel(env) {
+    if (!env.fromTree)
+        return env.lock ?? "environment";
+    const read = [...env.fromTree.requirements, ...(env.fromTree.pyproject ? [env.fromTree.pyproject.path] : [])];
+    return `environment.fromTree: ${read.join(", ")}`;
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/tree-requirements.ts
+
+
+
+
+
+const NAME = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$/s;
+function tree_requirements_stripComment(line) {
+    // A comment starts at a '#' that begins the line or follows whitespace (a URL fragment does not).
+    const m = /(^|\s)#/.exec(line);
+    return m ? line.slice(0, m.index) : line;
+}
+/** Splits a requirements file (pip's format: `\` continues a line, `#` comments) into classified lines. Pure. */
+function parseRequirementLines(text) {
+    const out = [];
+    const lines = text.split(/\r?\n/);
+    for (let i = 0; i < lines.length; i++) {
+        const line = i + 1;
+        let logical = tree_requirements_stripComment(lines[i]);
+        while (logical.trimEnd().endsWith("\\") && i + 1 < lines.length)
+            logical = `${logical.trimEnd().slice(0, -1)} ${tree_requirements_stripComment(lines[++i])}`;
+        const body = logical.trim().replace(/\s+/g, " ");
+        if (!body)
+            continue;
+        const include = /^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)$/.exec(body);
+        if (include) {
+            out.push({ kind: "include", path: include[2], constraint: include[1] === "-c" || include[1] === "--constraint", line });
+            continue;
+        }
+        if (/^(-e|--editable)\b/.test(body)) {
+            out.push({ kind: "local", name: null, text: body, line });
+            continue;
+        }
+        if (body.startsWith("-")) {
+            out.push({ kind: "option", text: body, line });
+            continue;
+        }
+        const m = NAME.exec(body);
+        const rest = (m?.[3] ?? "").trim();
+        if (m && rest.startsWith("@")) {
+            out.push({ kind: "local", name: m[1], text: body, line });
+        }
+        else if (!m || /^(\.|\/|~)/.test(body) || /^[a-z+]+:\/\//i.test(body) || /\.(whl|zip|tar\.gz)$/.test(body)) {
+            out.push({ kind: "local", name: null, text: body, line });
+        }
+        else {
+            out.push({ kind: "requirement", name: m[1], text: body, line });
+        }
+    }
+    return out;
+}
+function fail(message) {
+    return new errors/* HarnessError */.t(message, "environment");
+}
+/**
+ * The file `rel` of the tree (null: there is none), refusing one outside it: a symlink or `..` out
+ * of the repository (leniently, for the head, it counts as none: the head cannot make the gate fail).
+ */
+function treeFile(ctx, rel) {
+    const path = (0,external_node_path_.resolve)(ctx.dir, rel);
+    if (!(0,external_node_fs_.existsSync)(path) || !(0,external_node_fs_.statSync)(path).isFile())
+        return null;
+    const root = (0,external_node_fs_.realpathSync)(ctx.dir);
+    const real = (0,external_node_fs_.realpathSync)(path);
+    if (real === root || real.startsWith(root + external_node_path_.sep))
+        return path;
+    if (ctx.lenient)
+        return null;
+    throw fail(`${rel} leads outside the repository (to ${real}); a gate's environment reads only the repository's own files.`);
+}
+/**
+ * Reads the requirement files a gate declares (environment.fromTree.requirements) from the tree,
+ * following their `-r` and `-c` files. A declared file the tree lacks, a `-r` that names none, and
+ * a line no index can resolve by name (an editable, a path, a URL) are HarnessErrors naming the
+ * file, the line and the task's field: the base's or the task's problem, never the PR's. Packages
+ * in `exclude` are dropped wherever they are declared.
+ */
+function readTreeRequirements(ctx, declared) {
+    const out = { requirements: [], constraints: [], options: [], files: [] };
+    const excluded = new Set(ctx.exclude.map(task_environment/* normalizePackage */.c3));
+    const seen = new Set();
+    const visit = (rel, constraint, from) => {
+        const path = treeFile(ctx, rel);
+        if (!path) {
+            if (ctx.lenient)
+                return;
+            throw fail(from
+                ? `${from.file}:${from.line} names ${rel}, which is not in ${ctx.label}: fix the repository's requirement files, or leave ${from.file} out of environment.fromTree.requirements (${ctx.declaredIn}); no test or probe was run.`
+                : `${rel} is not in ${ctx.label} (environment.fromTree.requirements in ${ctx.declaredIn}): the gate builds its environment from what the base declares. Fix the task's list, or evaluate against a base that has the file; no test or probe was run.`);
+        }
+        const key = (0,external_node_path_.relative)(ctx.dir, path);
+        if (seen.has(key))
+            return;
+        seen.add(key);
+        const bytes = (0,external_node_fs_.readFileSync)(path);
+        out.files.push({ path: key, sha256: (0,external_node_crypto_.createHash)("sha256").update(bytes).digest("hex") });
+        for (const l of parseRequirementLines(bytes.toString("utf8"))) {
+            if (l.kind === "include")
+                visit((0,external_node_path_.join)((0,external_node_path_.dirname)(key), l.path), constraint || l.constraint, { file: key, line: l.line });
+            else if (l.kind === "option")
+                out.options.push(l.text);
+            else if (l.kind === "requirement") {
+                if (!excluded.has((0,task_environment/* normalizePackage */.c3)(l.name)))
+                    (constraint ? out.constraints : out.requirements).push({ name: l.name, text: l.text, file: key, line: l.line });
+            }
+            else if (!(l.name && excluded.has((0,task_environment/* normalizePackage */.c3)(l.name))) && !ctx.lenient) {
+                throw fail(`${key}:${l.line}: '${l.text}' is ${/^(-e|--editable)/.test(l.text) ? "an editable install" : "a path or URL"}, which a gate's environment does not install: it holds packages from the index, and the workspace is the repository's own code. ${l.name ? `Add ${l.name} to environment.fromTree.exclude (${ctx.declaredIn}), or pin what it provides in fromTree.pins` : `Read the project's dependencies with environment.fromTree.pyproject instead (${ctx.declaredIn})`}; no test or probe was run.`);
+            }
+        }
+    };
+    for (const rel of declared)
+        visit(rel, false, null);
+    return out;
+}
+/**
+ * What the head declares that its merge base does not: requirements of a package the base does not
+ * require, and ones whose text changed (pyyaml==6.0.2 → pyyaml==6.0.3), as "name (file)" lines. The
+ * environment follows the base, so these are not installed; the log says so.
+ */
+function headDeclaresMore(base, head) {
+    const baseBy = new Map();
+    for (const r of base)
+        baseBy.set((0,task_environment/* normalizePackage */.c3)(r.name), [...(baseBy.get((0,task_environment/* normalizePackage */.c3)(r.name)) ?? []), r.text]);
+    const added = [];
+    const changed = [];
+    for (const r of head) {
+        const had = baseBy.get((0,task_environment/* normalizePackage */.c3)(r.name));
+        if (!had)
+            added.push(`${r.text} (${r.file})`);
+        else if (!had.includes(r.text))
+            changed.push(`${had.join(", ")} → ${r.text} (${r.file})`);
+    }
+    return { added: [...new Set(added)], changed: [...new Set(changed)] };
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/pyproject-requirements.ts
+
+
+
+
+
+
+// tomllib (Python 3.11+) parses; nothing of the project is imported or built, so no build backend
+// of the repository runs outside the sandbox.
+const READ = "import json, sys, tomllib\nd = tomllib.load(open(sys.argv[1], 'rb'))\np = d.get('project')\nprint(json.dumps(None if not isinstance(p, dict) else {k: p.get(k) for k in ('name', 'dependencies', 'optional-dependencies', 'dynamic')}))";
+/** What a [project] table does not say, statically, for the engine to install. */
+class ProjectTableProblem extends Error {
+}
+const strings = (v) => (Array.isArray(v) && v.every((s) => typeof s === "string") ? v : null);
+/**
+ * The requirements of a [project] table: its dependencies and those of the extras named, an
+ * extra that names the project itself (`all = ["pkg[test,docs]"]`) expanded into those extras.
+ * Pure. Throws a ProjectTableProblem for a table that does not say, statically, what it needs.
+ */
+function projectRequirements(project, extras, file) {
+    if (!project)
+        throw new ProjectTableProblem(`${file} has no [project] table`);
+    const dynamic = strings(project.dynamic) ?? [];
+    if (dynamic.includes("dependencies"))
+        throw new ProjectTableProblem(`${file} lists dependencies in project.dynamic: its build backend computes them, and the engine runs none of the repository's code outside the sandbox. Name the requirement files they come from in environment.fromTree.requirements instead`);
+    const optional = (project["optional-dependencies"] ?? {});
+    const self = typeof project.name === "string" ? (0,task_environment/* normalizePackage */.c3)(project.name) : null;
+    const out = [];
+    const done = new Set();
+    const add = (list, where) => {
+        for (const text of strings(list) ?? []) {
+            const m = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?/.exec(text);
+            if (!m)
+                throw new ProjectTableProblem(`${where}: cannot read '${text}' as a requirement`);
+            if (self && (0,task_environment/* normalizePackage */.c3)(m[1]) === self) {
+                for (const extra of (m[2] ?? "").split(",").map((e) => e.trim()).filter(Boolean))
+                    take(extra, where);
+                continue;
+            }
+            out.push({ name: m[1], text: text.trim(), file: where, line: null });
+        }
+    };
+    const take = (extra, from) => {
+        const key = (0,task_environment/* normalizePackage */.c3)(extra);
+        if (done.has(key))
+            return;
+        done.add(key);
+        const found = Object.keys(optional).find((k) => (0,task_environment/* normalizePackage */.c3)(k) === key);
+        if (found === undefined)
+            throw new ProjectTableProblem(`${from} names the extra '${extra}', which ${file} does not define (it has ${Object.keys(optional).join(", ") || "none"})`);
+        add(optional[found], `${file} [project.optional-dependencies] ${found}`);
+    };
+    if (project.dependencies !== undefined && !strings(project.dependencies))
+        throw new ProjectTableProblem(`${file}: project.dependencies is not a list of strings`);
+    add(project.dependencies, `${file} [project] dependencies`);
+    for (const extra of extras)
+        take(extra, "environment.fromTree.pyproject.extras");
+    return out;
+}
+/**
+ * Reads the pyproject.toml a gate declares (environment.fromTree.pyproject) from the tree with
+ * `python` (3.11+, for tomllib): its requirements and the sha256 of its bytes. A file the tree
+ * lacks, one that does not parse, or dependencies it does not state are HarnessErrors naming the
+ * file and the task's field.
+ */
+async function readPyproject(ctx, rel, extras, python) {
+    const field = `environment.fromTree.pyproject (${ctx.declaredIn})`;
+    const fail = (why) => new errors/* HarnessError */.t(`${why} (${field}); no test or probe was run.`, "environment");
+    const path = treeFile(ctx, rel);
+    if (!path) {
+        if (ctx.lenient)
+            return null;
+        throw fail(`${rel} is not in ${ctx.label}: the gate builds its environment from what the base declares. Fix the task, or evaluate against a base that has it`);
+    }
+    const bytes = (0,external_node_fs_.readFileSync)(path);
+    const r = await (0,execa/* execa */.Ho)(python, ["-I", "-c", READ, path], { reject: false, timeout: 30_000, extendEnv: false, env: { PYTHONDONTWRITEBYTECODE: "1" } });
+    if (r.exitCode !== 0) {
+        if (ctx.lenient)
+            return null;
+        const last = String(r.stderr).trim().split("\n").at(-1) ?? "";
+        throw fail(/No module named 'tomllib'/.test(last) ? `reading ${rel} needs Python 3.11 or later (tomllib); ${python} is older: narrow environment.python` : `${rel} of ${ctx.label} does not parse as TOML: ${last}`);
+    }
+    try {
+        const requirements = projectRequirements(JSON.parse(String(r.stdout)), extras, rel);
+        const excluded = new Set(ctx.exclude.map(task_environment/* normalizePackage */.c3));
+        return { requirements: requirements.filter((q) => !excluded.has((0,task_environment/* normalizePackage */.c3)(q.name))), file: { path: rel, sha256: (0,external_node_crypto_.createHash)("sha256").update(bytes).digest("hex") } };
+    }
+    catch (e) {
+        if (!(e instanceof ProjectTableProblem))
+            throw e;
+        if (ctx.lenient)
+            return null;
+        throw fail(`${e.message} (in ${ctx.label})`);
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/tree-inputs.ts
+
+/** Bumped when what is handed to uv changes meaning (flags, file layout): every tree environment is then built anew. */
+const TREE_RECIPE = "probegate-tree-env/1";
+function block(reqs) {
+    const out = [];
+    let file = null;
+    for (const r of reqs) {
+        if (r.file !== file)
+            out.push(`# ${(file = r.file)}`);
+        out.push(r.text);
+    }
+    return out;
+}
+const tree_inputs_text = (lines) => (lines.length ? `${lines.join("\n")}\n` : "");
+/**
+ * What uv is given for a tree environment, and its key. Pure. The key is of what the tree's files
+ * declare (their requirements and options, in order), not of their bytes: a comment edited in a
+ * requirements file makes no new environment, a requirement changed does. The bytes' hashes are
+ * recorded in the manifest beside it.
+ */
+function compileInputs(tree, pins, fromTree, python) {
+    const pythonVersion = python.version.split(".").slice(0, 2).join(".");
+    const parts = {
+        tree: tree_inputs_text([...tree.options, ...block(tree.requirements)]),
+        pins: tree_inputs_text([...pins.options, ...pins.requirements.map((r) => r.text)]),
+        constraints: tree_inputs_text(block(tree.constraints)),
+        excludes: tree_inputs_text(fromTree.exclude),
+    };
+    const inputHash = (0,external_node_crypto_.createHash)("sha256")
+        .update(JSON.stringify({ recipe: TREE_RECIPE, python: python.range, pythonVersion, ...parts }))
+        .digest("hex");
+    return { ...parts, pythonVersion, inputHash };
+}
+/**
+ * The declared requirements as a lock's requirements (an index for its line), so `requirementNamedIn`
+ * can find the one uv's resolver error names.
+ */
+function asLockRequirements(reqs) {
+    return reqs.map((r, i) => {
+        const pin = /==\s*([^\s;,]+)/.exec(r.text);
+        return { name: r.name, text: r.text, version: pin ? pin[1] : null, hashes: 0, line: i };
+    });
+}
+/** "requirements.txt:3 (six==99)" or "the task's pin pytest==99 (environment.fromTree.pins)": where a requirement is declared. */
+function whereDeclared(r) {
+    return r.line === null ? `${r.text} (${r.file})` : `${r.file}:${r.line} (${r.text})`;
+}
+
+;// CONCATENATED MODULE: ./src/engine/environment/tree-environment.ts
+
+
+
+
+
+
+
+
+
+/** The declared files of the tree, read: requirement files (with their -r and -c files) and the pyproject's requirements. */
+async function readDeclared(ctx, fromTree, python) {
+    const read = readTreeRequirements(ctx, fromTree.requirements);
+    if (fromTree.pyproject) {
+        const p = await readPyproject(ctx, fromTree.pyproject.path, fromTree.pyproject.extras, python);
+        if (p) {
+            read.requirements.push(...p.requirements);
+            read.files.push(p.file);
+        }
+    }
+    return read;
+}
+function taskPins(req) {
+    const pins = { requirements: [], options: [] };
+    if (req.pinsLock) {
+        const text = (0,external_node_fs_.readFileSync)(req.pinsLock.file, "utf8");
+        // Hashes are left out: uv compiles the pins afresh with the index's hashes, the tree's packages beside them.
+        for (const r of parseLock(text).requirements)
+            pins.requirements.push({ name: r.name, text: r.text, file: req.pinsLock.label, line: r.line });
+        for (const l of parseRequirementLines(text))
+            if (l.kind === "option")
+                pins.options.push(l.text);
+    }
+    for (const p of req.fromTree.pins)
+        pins.requirements.push({ name: p.split(/[\s[<>=!~;]/)[0], text: p, file: `environment.fromTree.pins in ${req.declaredIn}`, line: null });
+    return pins;
+}
+/**
+ * The environment a gate's tree declares, built once per runner for each distinct set of inputs
+ * (what the tree's files declare, the task's pins and exclusions, the python range): found in the
+ * store (no uv call) when built before, else compiled into a hash-checked lock with `uv pip compile
+ * --universal --generate-hashes` (the task's pins as overrides, so they win) and built from it as a
+ * task's own lock is. A declared file the tree lacks, or a requirement uv cannot resolve, is a
+ * HarnessError (phase "environment") naming the file, its line and the task's field.
+ */
+async function ensureTreeEnvironment(req, opts = {}) {
+    const t0 = performance.now();
+    const progress = opts.onProgress ?? (() => { });
+    const base = await chooseBase(req.python, req.declaredIn);
+    const ctx = { dir: req.treeDir, label: req.treeLabel, declaredIn: req.declaredIn, exclude: req.fromTree.exclude };
+    const tree = await readDeclared(ctx, req.fromTree, base.path);
+    if (req.headDir) {
+        const head = await readDeclared({ ...ctx, dir: req.headDir, label: "the PR's head", lenient: true }, req.fromTree, base.path);
+        const { added, changed } = headDeclaresMore(tree.requirements, head.requirements);
+        // The base's environment, not the union: what a PR adds is the agent's input, and resolving it would run its packages' builds outside the sandbox.
+        if (added.length)
+            progress(`the head declares requirements its merge base does not, not installed (the environment follows the merge base): ${added.join(", ")}`);
+        if (changed.length)
+            progress(`the head changes requirements; the environment keeps the merge base's: ${changed.join(", ")}`);
+    }
+    const pins = taskPins(req);
+    const inputs = compileInputs(tree, pins, req.fromTree, { range: req.python, version: base.version });
+    const files = [...req.fromTree.requirements, ...(req.fromTree.pyproject ? [`${req.fromTree.pyproject.path}${req.fromTree.pyproject.extras.length ? `[${req.fromTree.pyproject.extras.join(",")}]` : ""}`] : [])];
+    const label = `fromTree: ${files.join(", ")}${req.pinsLock ? ` + ${req.pinsLock.label}` : ""}${req.fromTree.pins.length ? ` + ${req.fromTree.pins.length} pins` : ""}`;
+    const source = { label, prepare: (scratch, say) => compileLock({ req, tree, pins, inputs, python: base.path, timeoutS: opts.timeoutS ?? 1800 }, scratch, say) };
+    const got = await obtainEnvironment(`tree-${inputs.inputHash.slice(0, 16)}-py${base.version}`, source, base, opts);
+    return { ...got, seconds: (performance.now() - t0) / 1000 };
+}
+/** Compiles the inputs into `scratch/requirements.lock` (called only when the environment is built). */
+async function compileLock(job, scratch, progress) {
+    const { req, tree, pins, inputs } = job;
+    const written = [];
+    const put = (name, text) => {
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(scratch, name), text);
+        written.push((0,external_node_path_.join)(scratch, name));
+    };
+    put("tree.in", inputs.tree);
+    put("pins.in", inputs.pins);
+    // Relative names, run in scratch: uv's annotations ("# via -r tree.in") then name no build folder, and the lock's bytes do not vary by where it was compiled.
+    const args = ["pip", "compile", "--universal", "--generate-hashes", "--no-header", "--python", job.python, "--python-version", inputs.pythonVersion, "tree.in", "pins.in"];
+    if (pins.requirements.length)
+        args.push("--overrides", "pins.in");
+    if (inputs.constraints) {
+        put("constraints.txt", inputs.constraints);
+        args.push("-c", "constraints.txt");
+    }
+    if (inputs.excludes) {
+        put("excludes.txt", inputs.excludes);
+        args.push("--excludes", "excludes.txt");
+    }
+    args.push("-o", "requirements.lock");
+    progress(`compiling a lock from ${req.treeLabel}: ${tree.requirements.length} requirements of ${tree.files.map((f) => f.path).join(", ")}, ${pins.requirements.length} pins of the task (uv pip compile --universal, python ${inputs.pythonVersion})`);
+    const r = await runUv(findUv(), args, progress, job.timeoutS, scratch);
+    if (r.exitCode !== 0) {
+        const declared = [...tree.requirements, ...tree.constraints, ...pins.requirements];
+        const named = requirementNamedIn(r.stderr, asLockRequirements(declared));
+        const what = named ? declared[named.line] : undefined;
+        throw new errors/* HarnessError */.t(`no environment could be resolved from ${req.treeLabel}'s requirements (environment.fromTree in ${req.declaredIn})${what ? `: ${whereDeclared(what)}` : ""}: ${uvErrorSummary(r.stderr)}. Fix the task's pins or exclude (a pin wins over the tree's requirement on its package); no test or probe was run.`, "environment");
+    }
+    const file = (0,external_node_path_.join)(scratch, "requirements.lock");
+    const bytes = (0,external_node_fs_.readFileSync)(file);
+    const lock = parseLock(bytes.toString("utf8"));
+    if (lock.problems.length) {
+        throw new errors/* HarnessError */.t(`the lock compiled from ${req.treeLabel} cannot be built: ${locatedProblems("requirements.lock", lock.problems).join("; ")}. Exclude the package (environment.fromTree.exclude in ${req.declaredIn}) or pin it; no test or probe was run.`, "environment");
+    }
+    return {
+        file,
+        bytes,
+        lock,
+        keep: [file, ...written],
+        tree: { inputHash: inputs.inputHash, from: req.from, files: tree.files, pins: pins.requirements.map((p) => p.text), exclude: req.fromTree.exclude, pythonVersion: inputs.pythonVersion },
     };
 }
 
 ;// CONCATENATED MODULE: ./src/engine/evaluation-context.ts
+
 
 
 
@@ -6249,22 +6691,39 @@ const DEFAULT_PROCESSES = 4096;
 const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
 /**
  * Starts reading the host's facts, so they are gathered while the workspace is built. A task that
- * declares an environment gets it built (or found in the runner's store) meanwhile, and its python
- * is the one inspected; `--python` (opts.python) overrides it, as an explicit choice for this run.
- * A failure surfaces only when they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness
- * error of the evaluation.
+ * declares a lock gets its environment built (or found in the runner's store) meanwhile, and its
+ * python is the one inspected; a gate whose environment follows its repository gets it once the
+ * workspace exists (`followTree`), as only then is its merge base's tree known. `--python`
+ * (opts.python) overrides either, as an explicit choice for this run. A failure surfaces only when
+ * they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness error of the evaluation.
  */
 function gatherHostFacts(opts, onProgress) {
     const bwrap = (0,sandbox/* bwrapPath */.Sj)();
+    const declared = opts.task.spec.environment;
+    if (opts.python && declared)
+        onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${environmentLabel(declared)}`);
     const request = opts.python ? null : environmentRequest(opts.task);
-    if (opts.python && opts.task.spec.environment)
-        onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${opts.task.spec.environment.lock}`);
-    const environment = request ? ensureEnvironment(request, { onProgress }) : null;
+    let followTree = null;
+    let environment = request ? ensureEnvironment(request, { onProgress }) : null;
+    if (!opts.python && declared?.fromTree) {
+        let settle = { resolve: () => { } };
+        environment = new Promise((resolve) => (settle = { resolve }));
+        followTree = (ws) => settle.resolve(treeEnvironment(opts.task, ws, onProgress));
+    }
     environment?.catch(() => { });
     const python = environment ? environment.then((env) => (0,host/* inspectPython */.D5)(env.python)) : (0,host/* inspectPython */.D5)((0,host/* choosePython */.Ik)(opts.python));
     const facts = Promise.all([python, (0,host/* detectGpus */.RK)(), opts.unsandboxed ? null : (0,sandbox/* detectSandbox */.fd)(bwrap)]);
     facts.catch(() => { });
-    return { bwrap, facts, environment };
+    return { bwrap, facts, environment, followTree };
+}
+/** A gate's environment from its merge base's tree, the head's requirement changes noted in the progress lines. */
+async function treeEnvironment(task, ws, onProgress) {
+    if (!ws.prBase)
+        throw new errors/* HarnessError */.t(`environment.fromTree needs the PR's merge base, and this workspace has none (${task.file})`, "environment");
+    const request = treeEnvironmentRequest(task, { dir: ws.prBase.dir, label: `the merge base ${ws.prBase.mergeBase.slice(0, 12)}`, from: ws.prBase.mergeBase }, ws.dir);
+    if (!request)
+        throw new errors/* HarnessError */.t(`task ${task.spec.id} has no environment.fromTree`, "environment");
+    return ensureTreeEnvironment(request, { onProgress });
 }
 /**
  * The clock of one evaluation. The task's wall clock counts from the start, less the time spent
@@ -7282,7 +7741,7 @@ class SliceRunner {
     probesPeak() {
         let best = null;
         for (const [name, p] of this.peaks)
-            if (name !== "official" && (!best || p.peakBytes > best.peakBytes))
+            if (!name.startsWith("official") && (!best || p.peakBytes > best.peakBytes))
                 best = p;
         return best;
     }
@@ -14733,7 +15192,11 @@ function parseJunit(xml) {
         }
         else if ((tc.skipped ?? []).length) {
             counts.skipped++;
-            outcomes.push({ classname, name, outcome: "skipped" });
+            // pytest writes why: the skip's reason, `could not import 'x'` for importorskip, type pytest.xfail for an xfail.
+            const first = tc.skipped[0];
+            const node = typeof first === "object" && first ? first : {};
+            const why = [node.type === "pytest.xfail" ? "xfail" : "", typeof node.message === "string" ? node.message : ""].filter(Boolean).join(": ");
+            outcomes.push({ classname, name, outcome: "skipped", ...(why ? { message: why.slice(0, 2000) } : {}) });
         }
         else {
             counts.passed++;
@@ -15643,7 +16106,528 @@ async function gateOfficial(ev, python) {
     return { changed, selected, guard };
 }
 
+;// CONCATENATED MODULE: ./src/core/pytest-failure.ts
+/**
+ * Why a pytest run could not judge anything, in words a person can act on: the import error and
+ * where it came from, read from the run's output or its report's collection errors. A base that
+ * cannot import `yaml` is the environment's fault, and saying so (with the module) is what lets a
+ * user tell the environment from the PR. Pure.
+ */
+const ERROR_LINE = /^E?\s*((?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b:?.*)$/;
+/** The first exception line of a traceback text (`E   ModuleNotFoundError: No module named 'yaml'`). */
+function firstException(text) {
+    for (const raw of text.split("\n")) {
+        const line = raw.replace(/\s+$/, "");
+        if (!/^E\s/.test(line) && !/^[A-Za-z_][\w.]*(Error|Exception): /.test(line))
+            continue;
+        const m = ERROR_LINE.exec(line.replace(/^E\s+/, ""));
+        if (m?.[1] && /(Error|Exception)/.test(m[1]))
+            return m[1].slice(0, 400);
+    }
+    return null;
+}
+/** Where the failure was met: the conftest.py pytest could not load, or the module it could not collect. */
+function failingModule(text, strip) {
+    const conftest = /ImportError while loading conftest '([^']+)'/.exec(text);
+    const collecting = /ERROR collecting ([^\s]+)/.exec(text);
+    const where = conftest?.[1] ?? collecting?.[1] ?? null;
+    if (!where)
+        return null;
+    let p = where;
+    for (const s of strip)
+        if (s && p.startsWith(`${s}/`))
+            p = p.slice(s.length + 1);
+    return conftest ? `loading ${p}` : `collecting ${p}`;
+}
+/**
+ * The cause of a run that could not be judged: the first exception and where it was met, from the
+ * report's collection errors first, then from the output. Null when neither says. `strip`: folders
+ * (the run's tree) to leave out of paths.
+ */
+function pytestFailureCause(o) {
+    const strip = o.strip ?? [];
+    for (const c of o.collectionErrors ?? []) {
+        const exc = firstException(c.detail ?? "") ?? (c.message && c.message !== "collection failure" ? c.message : null);
+        if (exc)
+            return `${exc} (collecting ${c.name})`;
+    }
+    const exc = firstException(o.log);
+    if (!exc)
+        return null;
+    const where = failingModule(o.log, strip);
+    return where ? `${exc} (${where})` : exc;
+}
+
+;// CONCATENATED MODULE: ./src/core/test-ids.ts
+
+/** Dotted module path of a test file: `tests/unit/test_ops.py` → `tests.unit.test_ops`. */
+function moduleOf(file) {
+    return file.replace(/\.py$/, "").split("/").filter(Boolean).join(".");
+}
+/**
+ * The pytest node id of a JUnit test case (`tests/test_ops.py::TestAdd::test_neg[1-2]`), as people
+ * and `official.allowChanged` write it. The file is the longest known test file whose module path
+ * starts the class name; without one, the dotted parts before the first capitalised one (a class).
+ * A collection error (pytest reports it with an empty class name) is named by its module's file.
+ */
+function nodeIdOf(t, knownFiles = []) {
+    if (t.classname === "")
+        return t.name.includes("/") ? t.name : `${t.name.split(".").join("/")}.py`;
+    const known = knownFiles
+        .filter((f) => f.endsWith(".py"))
+        .map((f) => ({ f, m: moduleOf(f) }))
+        .filter(({ m }) => t.classname === m || t.classname.startsWith(`${m}.`))
+        .sort((a, b) => b.m.length - a.m.length)[0];
+    const parts = t.classname.split(".");
+    let file;
+    let rest;
+    if (known) {
+        file = known.f;
+        rest = t.classname.slice(known.m.length).split(".").filter(Boolean);
+    }
+    else {
+        const cls = parts.findIndex((p) => /^[A-Z]/.test(p));
+        const mod = cls === -1 ? parts : parts.slice(0, cls);
+        file = `${mod.join("/")}.py`;
+        rest = cls === -1 ? [] : parts.slice(cls);
+    }
+    return [file, ...rest, t.name].join("::");
+}
+/** The key that pairs one test's outcomes across runs: class name and name, as the report has them. */
+function outcomeKey(t) {
+    return `${t.classname}::${t.name}`;
+}
+/** 32-bit FNV-1a, hex: a short stable tag that keeps two ids apart when their slugs meet. Pure. */
+function fnv1a(text) {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < text.length; i += 1) {
+        h ^= text.charCodeAt(i);
+        h = Math.imul(h, 0x01000193) >>> 0;
+    }
+    return h.toString(16).padStart(8, "0");
+}
+/**
+ * A check id for one test (`base-tests.failed-on-head.test_ops.py-test_add-1-2-3fa2c1d0`): the same
+ * test gives the same id in every run, so `/probegate accept base-tests.failed-on-head.test_ops*`
+ * names it, and the tag of the exact node id keeps apart tests whose slugs meet. Within the check
+ * id pattern (lower case, digits, `.`, `_`, `-`) and its 128 characters.
+ */
+function testCheckId(prefix, nodeId) {
+    const file = nodeId.split("::")[0] ?? nodeId;
+    const short = [file.split("/").at(-1) ?? file, ...nodeId.split("::").slice(1)].join("-");
+    const slug = short.toLowerCase().replace(/[^a-z0-9._]+/g, "-").replace(/^[-.]+|-+$/g, "");
+    const room = 128 - prefix.length - 10;
+    return `${prefix}.${slug.slice(0, Math.max(8, room)).replace(/-+$/, "")}-${fnv1a(nodeId)}`;
+}
+/**
+ * Whether `official.allowChanged` lets this test change: its node id, the id without parameters,
+ * a glob over the node id or its file, or `kind:node-id` (the guard's forms). Pure.
+ */
+function allowedChange(nodeId, kind, allow) {
+    const file = nodeId.split("::")[0] ?? nodeId;
+    const bare = nodeId.replace(/\[.*\]$/, "");
+    return allow.some((a) => {
+        if (a === nodeId || a === bare || a === `${kind}:${nodeId}` || a === `${kind}:${bare}`)
+            return true;
+        const glob = picomatch_default()(a, { dot: true });
+        return glob(file) || glob(nodeId);
+    });
+}
+
+;// CONCATENATED MODULE: ./src/core/test-outcomes.ts
+
+/** Checks of one kind beyond this many are folded into one that names how many more. */
+const PER_KIND = 25;
+const BAD = new Set(["failed", "error"]);
+const firstLine = (s) => (s ?? "").split("\n").find((l) => l.trim())?.trim().slice(0, 300) ?? "";
+/** How a skip reads: an importorskip, an xfail, or the marker's reason, as pytest wrote it. */
+function howSkipped(message) {
+    const m = firstLine(message);
+    if (!m)
+        return "skipped (no reason given)";
+    if (/^xfail/.test(m))
+        return `marked xfail (${m.replace(/^xfail:?\s*/, "") || "no reason given"})`;
+    if (/could not import/i.test(m))
+        return `skipped by importorskip: ${m}`;
+    return `skipped: ${m}`;
+}
+/**
+ * Compares the three runs test by test. A test that passed at the base and, at the head, fails is
+ * left to the official run (it names the test); is skipped, xfailed or no longer collected: a
+ * `structure` finding (`weakened-tests.skipped-at-run.*`, `weakened-tests.not-collected.*`). A base
+ * test not collected at the head whose name passes at the head under another file or class was moved,
+ * not dropped. A base test that passed at the base and fails, is skipped or is not collected against the head's code:
+ * `base-tests.failed-on-head.*` (functional) or `base-tests.skipped-on-head.*` (structure), unless
+ * `official.allowChanged` names it (then a passed check says so). A head failure that fails at the
+ * base too is returned in `failingAtBase`. Pure.
+ */
+function compareGateRuns(runs, durationS = 0) {
+    const base = new Map(runs.base.map((t) => [outcomeKey(t), t]));
+    const head = new Map(runs.head.map((t) => [outcomeKey(t), t]));
+    const onHead = runs.baseOnHead ? new Map(runs.baseOnHead.map((t) => [outcomeKey(t), t])) : null;
+    const id = (t) => nodeIdOf(t, runs.files);
+    const findings = [];
+    const passedAtBase = runs.base.filter((t) => t.outcome === "passed");
+    const baseKeys = new Set(base.keys());
+    const movedAtHead = new Set(runs.head.filter((t) => t.outcome === "passed" && !baseKeys.has(outcomeKey(t))).map((t) => t.name));
+    let headKept = 0;
+    let onHeadKept = 0;
+    for (const b of passedAtBase) {
+        const key = outcomeKey(b);
+        const nodeId = id(b);
+        const h = head.get(key);
+        if (h?.outcome === "passed" || (h && BAD.has(h.outcome)))
+            headKept += h.outcome === "passed" ? 1 : 0;
+        else if (h?.outcome === "skipped") {
+            findings.push({ prefix: "weakened-tests.skipped-at-run", category: "structure", kind: "skipped", nodeId, message: `${nodeId} passed at the base and is ${howSkipped(h.message)} at the head` });
+        }
+        else if (movedAtHead.has(b.name) && onHead?.get(key)?.outcome !== "failed") {
+            // Moved (a file or class renamed): a test of the same name passes elsewhere at the head.
+            headKept += 1;
+        }
+        else {
+            const still = onHead?.get(key)?.outcome === "passed";
+            const how = still
+                ? "the base's test files still collect it and it passes against the head's code, so the head's test files, conftest.py or pytest configuration dropped it (a deselecting hook, a class pytest does not collect, a rename or removal)"
+                : "the head's test files no longer have it";
+            findings.push({ prefix: "weakened-tests.not-collected", category: "structure", kind: "deselected", nodeId, message: `${nodeId} passed at the base and is no longer collected at the head: ${how}` });
+        }
+        if (!onHead)
+            continue;
+        const x = onHead.get(key);
+        if (x?.outcome === "passed")
+            onHeadKept += 1;
+        else if (x && BAD.has(x.outcome)) {
+            findings.push({ prefix: "base-tests.failed-on-head", category: "functional", kind: "failed-on-head", nodeId, message: `the base's ${nodeId} passed at the base and ${x.outcome === "error" ? "errors" : "fails"} against the head's code: ${firstLine(x.message) || "(no message)"}` });
+        }
+        else {
+            const why = x ? howSkipped(x.message) : "not collected";
+            findings.push({ prefix: "base-tests.skipped-on-head", category: "structure", kind: "skipped-on-head", nodeId, message: `the base's ${nodeId} passed at the base and is ${why} against the head's code` });
+        }
+    }
+    const failingAtBase = [];
+    for (const h of runs.head) {
+        if (!BAD.has(h.outcome))
+            continue;
+        const b = base.get(outcomeKey(h));
+        if (b && BAD.has(b.outcome))
+            failingAtBase.push({ key: outcomeKey(h), nodeId: id(h), message: firstLine(b.message) });
+    }
+    const checks = toChecks(findings, runs.allow, durationS);
+    const counts = { basePassed: passedAtBase.length, headKept, baseOnHeadKept: onHead ? onHeadKept : null, failingAtBase: failingAtBase.length };
+    const atBase = failingAtBase.length ? `; ${failingAtBase.length} failing at the base too (${failingAtBase.slice(0, 3).map((f) => f.nodeId).join(", ")}${failingAtBase.length > 3 ? ", …" : ""}), not the PR's` : "";
+    const found = checks.filter((c) => c.status === "failed").length;
+    checks.push({
+        probe: "base-tests",
+        id: "base-tests",
+        category: "structure",
+        status: "passed",
+        attempts: 1,
+        durationS,
+        message: `${counts.basePassed} selected tests pass at the base; ${headKept} of them pass at the head${onHead ? `, ${onHeadKept} pass as the base's tests against the head's code` : " (the base's tests could not run against the head's code)"}${found ? `; ${found} findings` : ""}${atBase}`,
+        measured: { basePassed: counts.basePassed, headKept, ...(onHead ? { baseOnHeadKept: onHeadKept } : {}), failingAtBase: failingAtBase.length },
+    });
+    return { failingAtBase, checks, counts };
+}
+/** Findings as checks, allowed ones as passed checks, at most PER_KIND of each kind, the rest folded into one. */
+function toChecks(findings, allow, durationS) {
+    const out = [];
+    const perKind = new Map();
+    for (const f of findings)
+        perKind.set(f.prefix, [...(perKind.get(f.prefix) ?? []), f]);
+    for (const [prefix, list] of perKind) {
+        const base = { probe: "base-tests", attempts: 1, durationS };
+        const kept = list.filter((f) => !allowedChange(f.nodeId, f.kind, allow));
+        for (const f of list.filter((x) => !kept.includes(x))) {
+            out.push({ ...base, id: testCheckId(`${prefix}.allowed`, f.nodeId), category: f.category, status: "passed", message: `allowed by the task (official.allowChanged): ${f.message}`, location: test_outcomes_location(f.nodeId), measured: { kind: f.kind } });
+        }
+        for (const f of kept.slice(0, PER_KIND)) {
+            out.push({ ...base, id: testCheckId(prefix, f.nodeId), category: f.category, status: "failed", message: f.message, location: test_outcomes_location(f.nodeId), measured: { kind: f.kind, test: f.nodeId.slice(0, 256) } });
+        }
+        const more = kept.slice(PER_KIND);
+        if (more.length) {
+            out.push({ ...base, id: `${prefix}.more`, category: more[0]?.category ?? "structure", status: "failed", message: `and ${more.length} more tests of the base the same way: ${more.slice(0, 10).map((f) => f.nodeId).join(", ")}${more.length > 10 ? ", …" : ""}`, measured: { kind: more[0]?.kind ?? "", count: more.length } });
+        }
+    }
+    return out;
+}
+/** The test's file, where it is a relative path (checks point at the submission's files only). */
+function test_outcomes_location(nodeId) {
+    const file = nodeId.split("::")[0] ?? "";
+    return file && !file.startsWith("/") && !file.split("/").includes("..") ? { path: file } : null;
+}
+
+;// CONCATENATED MODULE: ./src/engine/repo-gate/base-cache.ts
+
+
+
+
+
+
+/** Bumped when what a cached base run holds, or how it is judged, changes. */
+const FORMAT = 1;
+/**
+ * Where the base's outcomes are kept: `$PROBEGATE_BASE_CACHE_DIR`, else `base-outcomes` beside the
+ * runner's environment store (/var/cache/probegate/base-outcomes).
+ */
+function baseCacheRoot(env = process.env) {
+    return env.PROBEGATE_BASE_CACHE_DIR || (0,external_node_path_.join)((0,external_node_path_.dirname)(environmentRoot(env)), "base-outcomes");
+}
+/** What one run of the base's tests on the base's tree left, as kept between evaluations. */
+const BaseOutcomesSchema = schemas/* strictObject */.rej({
+    format: schemas/* literal */.euz(FORMAT),
+    key: schemas/* string */.YjP(),
+    mergeBase: schemas/* string */.YjP(),
+    ranAt: schemas/* string */.YjP(),
+    official: core_result/* OfficialSchema */.Ls,
+    cases: schemas/* array */.YOg(schemas/* strictObject */.rej({
+        classname: schemas/* string */.YjP(),
+        name: schemas/* string */.YjP(),
+        outcome: schemas/* enum */.k5n(["passed", "failed", "error", "skipped"]),
+        message: schemas/* string */.YjP().optional(),
+    })),
+});
+/**
+ * The key of the base's outcomes: they depend only on the base tree (the merge base SHA), the
+ * environment (its lock's hash, else the interpreter and torch), the task file (its command,
+ * setup and selection rules), the tests selected and how the job runs (backend and ranks). Many
+ * PRs share one base: each of them finds the base's run here instead of repeating it.
+ */
+function baseCacheKey(o) {
+    let taskBytes = "";
+    try {
+        taskBytes = (0,external_node_fs_.readFileSync)(o.taskFile, "utf8");
+    }
+    catch {
+        taskBytes = o.taskFile;
+    }
+    const h = (0,external_node_crypto_.createHash)("sha256");
+    h.update(JSON.stringify({ format: FORMAT, mergeBase: o.mergeBase, environment: o.environment, task: (0,external_node_crypto_.createHash)("sha256").update(taskBytes).digest("hex"), tests: o.tests, backend: o.backend, ranks: o.ranks }));
+    return h.digest("hex");
+}
+/** The cached outcomes under `key`, or null (none, unreadable, or of another format). */
+function readBaseOutcomes(key, root = baseCacheRoot()) {
+    try {
+        const parsed = BaseOutcomesSchema.safeParse(JSON.parse((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(root, `${key}.json`), "utf8")));
+        return parsed.success && parsed.data.key === key ? parsed.data : null;
+    }
+    catch {
+        return null;
+    }
+}
+/**
+ * Keeps the outcomes (written whole, then renamed, so a reader never sees half a file). Returns why
+ * not where the folder cannot be written: the evaluation goes on, it only misses the cache next time.
+ */
+function writeBaseOutcomes(value, root = baseCacheRoot()) {
+    try {
+        (0,external_node_fs_.mkdirSync)(root, { recursive: true });
+        const tmp = (0,external_node_path_.join)(root, `.${value.key}.${process.pid}.tmp`);
+        (0,external_node_fs_.writeFileSync)(tmp, JSON.stringify(value));
+        (0,external_node_fs_.renameSync)(tmp, (0,external_node_path_.join)(root, `${value.key}.json`));
+        return null;
+    }
+    catch (e) {
+        return e.message;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/repo-gate/base-trees.ts
+
+
+
+
+/** Files pytest reads its configuration from, at the rootdir. */
+const PYTEST_CONFIG = ["pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"];
+/** Every file of a tree, relative and posix, leaving out version control and caches. */
+function treeFiles(dir, rel = "") {
+    const out = [];
+    for (const e of (0,external_node_fs_.readdirSync)((0,external_node_path_.join)(dir, rel), { withFileTypes: true })) {
+        if (SKIP_NAMES.has(e.name))
+            continue;
+        const p = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory())
+            out.push(...treeFiles(dir, p));
+        else if (e.isFile())
+            out.push(p);
+    }
+    return out;
+}
+/** A writable copy of a tree at `dest` (the base beside the workspace is read-only, and pytest writes where it runs). */
+function copyTree(src, dest) {
+    (0,external_node_fs_.mkdirSync)(dest, { recursive: true });
+    (0,external_node_fs_.cpSync)(src, dest, { recursive: true, filter: copyFilter });
+    return dest;
+}
+/** Whether a selected test (`tests/unit/`, `tests/test_a.py::test_x`) names a folder of `dir`. */
+function selectsFolder(dir, test) {
+    const path = test.split("::")[0] ?? test;
+    const full = (0,external_node_path_.join)(dir, path);
+    return (0,external_node_fs_.existsSync)(full) && (0,external_node_fs_.statSync)(full).isDirectory() ? path.replace(/\/+$/, "") : null;
+}
+/**
+ * The files that make "the base's tests": the base's files matching `official.files`, every
+ * `conftest.py`, the pytest configuration at the root, the selected test files with the Python
+ * files beside them (helpers, constants), and whole selected folders. Pure over two file lists;
+ * `folders` are the selected tests that are folders at the base.
+ */
+function planOverlay(o) {
+    const watched = o.watched.length ? picomatch_default()([...o.watched], { dot: true }) : () => false;
+    const selectedFiles = o.selected.map((t) => t.split("::")[0] ?? t).filter((p) => !o.folders.includes(p.replace(/\/+$/, "")));
+    const besideSelected = new Set(selectedFiles.map((f) => external_node_path_.posix.dirname(f)));
+    const inFolder = (p) => o.folders.some((d) => p.startsWith(`${d}/`));
+    const isConfig = (p) => PYTEST_CONFIG.includes(p);
+    const isConftest = (p) => external_node_path_.posix.basename(p) === "conftest.py";
+    const takes = (p) => watched(p) || isConftest(p) || isConfig(p) || selectedFiles.includes(p) || inFolder(p) || (p.endsWith(".py") && besideSelected.has(external_node_path_.posix.dirname(p)));
+    const restored = o.baseFiles.filter(takes);
+    const base = new Set(o.baseFiles);
+    // What the head added of the same kinds goes: a new conftest.py or pytest configuration could
+    // loosen the base's tests, and a selected folder runs every test file in it.
+    const removed = o.headFiles.filter((p) => !base.has(p) && (isConftest(p) || isConfig(p) || inFolder(p)));
+    return { restored, removed };
+}
+/**
+ * The base's tests against the head's code: a copy of the head's tree (`headDir`, the workspace as
+ * reset) at `dest` with the base's test files, conftest.py files and pytest configuration put back
+ * (`planOverlay`). Returns what was restored and removed, for the log.
+ */
+function baseTestsOnHead(o) {
+    copyTree(o.headDir, o.dest);
+    const folders = o.selected.map((t) => selectsFolder(o.baseDir, t)).filter((d) => d !== null);
+    const plan = planOverlay({ baseFiles: treeFiles(o.baseDir), headFiles: treeFiles(o.dest), watched: o.watched, selected: o.selected, folders });
+    for (const p of plan.removed)
+        (0,external_node_fs_.rmSync)((0,external_node_path_.join)(o.dest, p), { force: true });
+    for (const p of plan.restored) {
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)((0,external_node_path_.join)(o.dest, p)), { recursive: true });
+        (0,external_node_fs_.rmSync)((0,external_node_path_.join)(o.dest, p), { force: true });
+        (0,external_node_fs_.cpSync)((0,external_node_path_.join)(o.baseDir, p), (0,external_node_path_.join)(o.dest, p));
+    }
+    return plan;
+}
+
+;// CONCATENATED MODULE: ./src/engine/repo-gate/base-runs.ts
+
+
+
+
+
+
+
+
+
+
+
+/** A job like the official one, on a slice of its own (its own port, packed beside it where the runner has room). */
+function sibling(o, name) {
+    return { ...o, name, demand: { ...o.demand, id: `${o.demand.id}-${name}` } };
+}
+/** Collection errors of a report: pytest writes them as cases with an empty class name. */
+function collectionErrors(report) {
+    return (report?.cases ?? []).filter((c) => c.classname === "" && c.outcome === "error").map((c) => ({ name: c.name, detail: c.detail, message: c.message }));
+}
+/** Why a run judged nothing (no report, a limit, a collection error, nothing collected), or null when it ran. */
+function unusable(run, tree) {
+    const o = run.official;
+    const errors = collectionErrors(run.report);
+    const cause = pytestFailureCause({ log: run.log, collectionErrors: errors, strip: [tree] });
+    const said = cause ? `: ${cause}` : "";
+    if (o.limit)
+        return `stopped by the ${o.limit} limit`;
+    if (!run.report)
+        return `${o.reason ?? "no JUnit report"}${said}`;
+    if (errors.length)
+        return `${errors.length} test module${errors.length > 1 ? "s" : ""} could not be collected (${errors.slice(0, 3).map((e) => e.name).join(", ")})${said}`;
+    if (o.counts.total === 0)
+        return `no test was collected${said}`;
+    return null;
+}
+/**
+ * The official phase of a repository gate whose command runs pytest: the selected tests at the
+ * head (the official run of record), at the merge base (from the runner's cache where another PR
+ * on this base ran them), and the base's tests against the head's code, each a job of its own,
+ * packed side by side. Judged test by test (core/test-outcomes.ts). A base whose tests cannot run
+ * is a harness error naming the cause and quoting the import error: the PR is never blamed for
+ * its base.
+ */
+async function gateTestRuns(ev, setup, sel) {
+    const { opts, spec, ws, record } = ev;
+    const prBase = ws.prBase;
+    const { runner, jobs, python } = setup;
+    const o = jobs.official;
+    const log = (source) => (text) => ev.emit({ type: "log", source, text });
+    const limits = (exceeded) => runLimits(ev, spec.official.timeout, exceeded);
+    const environment = record.pythonEnv?.lockHash ?? `${record.host?.py.executable ?? python} ${record.host?.py.python ?? ""} torch ${record.host?.py.torch ?? "none"}`;
+    const key = baseCacheKey({ mergeBase: prBase.mergeBase, environment, taskFile: opts.task.file, tests: sel.base, backend: o.backend, ranks: o.ranks });
+    const cached = readBaseOutcomes(key);
+    const onHeadDir = (0,external_node_path_.join)(ws.root, "base-on-head");
+    const overlay = baseTestsOnHead({ baseDir: prBase.dir, headDir: ws.dir, dest: onHeadDir, watched: spec.official.files, selected: sel.base });
+    const baseDir = cached ? null : copyTree(prBase.dir, (0,external_node_path_.join)(ws.root, "base-run"));
+    ev.emit({ type: "log", source: "official", text: `base's tests: ${cached ? `outcomes at ${prBase.mergeBase.slice(0, 12)} from the runner's cache (run ${cached.ranAt})` : `run at ${prBase.mergeBase.slice(0, 12)} beside the head's`}; against the head's code with ${overlay.restored.length} of the base's test files, conftest.py and pytest configuration put back${overlay.removed.length ? ` and ${overlay.removed.length} of the head's removed (${overlay.removed.slice(0, 3).join(", ")})` : ""}\n` });
+    const inTree = (dir, name, tests, source) => (job) => runner.run(job, ({ ctx, gpuMemoryExceeded }) => runOfficialRun(opts.task, { ...ctx, workspace: dir, judgeDir: ws.judgeDir, python }, limits(gpuMemoryExceeded), log(source), tests, name));
+    const headRun = runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
+        const queued = lease.waitedS >= 1 ? `, queued ${(0,sizes/* formatSeconds */.Xo)(lease.waitedS)}` : "";
+        ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · head, base${cached ? " (cached)" : ""} and base's tests on the head side by side${queued}` });
+        return runOfficialRun(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, limits(gpuMemoryExceeded), log("official"), sel.head);
+    });
+    const baseRun = baseDir ? inTree(baseDir, "official-base", sel.base, "official-base")(sibling(o, "official-base")) : null;
+    const onHeadRun = inTree(onHeadDir, "official-base-on-head", sel.base, "official-base-on-head")(sibling(o, "official-base-on-head"));
+    const [head, fresh, onHead] = await Promise.all([headRun, baseRun, onHeadRun]);
+    record.official = head.official;
+    const base = cached ?? freshOutcomes(fresh, key, prBase.mergeBase, baseDir);
+    if (fresh && !cached) {
+        const why = writeBaseOutcomes(base);
+        if (why)
+            ev.emit({ type: "log", source: "official", text: `base's outcomes not cached (${why}): the next PR on this base runs them again\n` });
+    }
+    return judge(ev, { head, base, onHead, onHeadDir, files: [...new Set([...sel.head, ...sel.base])], cached: cached !== null });
+}
+/** A fresh base run as outcomes to keep; a base whose tests cannot run ends the evaluation in `error`. */
+function freshOutcomes(run, key, mergeBase, tree) {
+    const why = unusable(run, tree);
+    if (why) {
+        throw new errors/* HarnessError */.t(`the base's own tests cannot run on this runner (at the merge base ${mergeBase.slice(0, 12)}, with the same command and environment): ${why}. This is the base's environment, not the PR: add the missing package to the task's environment (environment.lock, or environment.fromTree), or deselect the tests in official.command.`, "official");
+    }
+    return { format: 1, key, mergeBase, ranAt: new Date().toISOString(), official: run.official, cases: (run.report?.cases ?? []).map(({ classname, name, outcome, message }) => ({ classname, name, outcome, ...(message ? { message: message.slice(0, 2000) } : {}) })) };
+}
+/** The three runs compared: the head's official result less what fails at the base too, and the gate's checks. */
+function judge(ev, r) {
+    const { spec, ws } = ev;
+    const onHeadWhy = unusable(r.onHead, r.onHeadDir);
+    const cases = (run) => (run.report?.cases ?? []).map(({ classname, name, outcome, message }) => ({ classname, name, outcome, message }));
+    const cmp = compareGateRuns({ base: r.base.cases, head: cases(r.head), baseOnHead: onHeadWhy ? null : cases(r.onHead), files: r.files, allow: spec.official.allowChanged });
+    const checks = [...cmp.checks];
+    if (onHeadWhy) {
+        checks.unshift({ probe: "base-tests", id: "base-tests.cannot-run-on-head", category: "functional", status: "failed", attempts: 1, durationS: r.onHead.official.durationS, message: `the base's tests, which run at the base, cannot run against the head's code: ${onHeadWhy}` });
+    }
+    const tolerated = new Set(cmp.failingAtBase.map((f) => f.key));
+    const h = r.head.official;
+    const isTolerated = (t) => tolerated.has(outcomeKey(t));
+    const reason = r.head.report ? r.head.rejudge(tolerated.size) : withCause(h.reason ?? null, r.head, ws.dir);
+    const atBase = h.failing.filter(isTolerated);
+    const official = {
+        ...h,
+        passed: reason === null,
+        reason: reason && atBase.length ? `${reason}; ${atBase.length} more fail at the base too` : reason,
+        failing: h.failing.filter((t) => !isTolerated(t)),
+        failingAtBase: atBase,
+        base: { counts: r.base.official.counts, durationS: r.base.official.durationS, cached: r.cached },
+    };
+    return { official, checks };
+}
+/** A head run that judged nothing, with the import error that stopped it quoted. */
+function withCause(reason, run, tree) {
+    if (reason === null)
+        return null;
+    const cause = pytestFailureCause({ log: run.log, collectionErrors: collectionErrors(run.report), strip: [tree] });
+    return cause && !reason.includes(cause) ? `${reason}: ${cause}` : reason;
+}
+/** The selected tests of the base side: those the head's paths select that the base's tree has. */
+function baseSelection(selected, gone, baseDir) {
+    return [...selected, ...gone].filter((t, i, all) => all.indexOf(t) === i && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(baseDir, t.split("::")[0] ?? t)));
+}
+
 ;// CONCATENATED MODULE: ./src/engine/official-phase.ts
+
 
 
 
@@ -15662,7 +16646,9 @@ async function gateOfficial(ev, python) {
  * Why a run did not pass, cross-checking the exit code against the JUnit report; null when it
  * passed. Nothing the tests printed is read: only the exit status and the report file.
  */
-function officialReason(run, report, reportError, expectedSuite = null) {
+function officialReason(run, report, reportError, expectedSuite = null, 
+/** Failing tests that fail at a repository gate's base too: reported, not the PR's (exit 1 is then theirs). */
+tolerated = 0) {
     if (run.limit)
         return `stopped by the ${run.limit} limit`;
     if (!report)
@@ -15670,7 +16656,9 @@ function officialReason(run, report, reportError, expectedSuite = null) {
     if (expectedSuite !== null && (report.suites.length === 0 || report.suites.some((s) => s !== expectedSuite))) {
         return "the JUnit report was not written by this run's pytest (its suite name is not the one the engine set): it was forged";
     }
-    const bad = report.counts.failed + report.counts.errors;
+    const bad = report.counts.failed + report.counts.errors - tolerated;
+    if (tolerated > 0 && bad === 0 && run.exitCode === 1)
+        return report.counts.passed === 0 ? "no test passed" : null;
     if (run.exitCode !== 0 && bad === 0)
         return `exited with code ${run.exitCode ?? "none"} although the report lists no failing test`;
     if (bad > 0 && run.exitCode === 0)
@@ -15696,7 +16684,15 @@ function runsPytest(argv) {
 async function runOfficial(task, ctx, limits, log, 
 /** A repository gate's selected tests, for `{tests}` in the command. */
 tests = []) {
-    const reportDir = (0,external_node_path_.join)(ctx.judgeDir, "official");
+    return (await runOfficialRun(task, ctx, limits, log, tests)).official;
+}
+/**
+ * runOfficial's run, keeping the report and the output. `ctx.workspace` is the tree it runs in
+ * (a repository gate runs the same command in the base's tree too); `reportName` keeps each run's
+ * report folder apart.
+ */
+async function runOfficialRun(task, ctx, limits, log, tests = [], reportName = "official") {
+    const reportDir = (0,external_node_path_.join)(ctx.judgeDir, reportName);
     (0,external_node_fs_.mkdirSync)(reportDir, { recursive: true });
     const junit = (0,external_node_path_.join)(reportDir, "junit.xml");
     const argv = expandTests(expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace }), tests);
@@ -15707,7 +16703,7 @@ tests = []) {
         cwd: ctx.workspace,
         readOnly: ctx.setupDir ? [ctx.setupDir] : [],
         readWrite: [ctx.workspace, env.HOME, reportDir],
-        readOnlyInside: [(0,external_node_path_.join)(ctx.workspace, ".git")],
+        readOnlyInside: (0,external_node_fs_.existsSync)((0,external_node_path_.join)(ctx.workspace, ".git")) ? [(0,external_node_path_.join)(ctx.workspace, ".git")] : [],
     });
     const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation, cpus: ctx.cpus });
     log(run.log);
@@ -15724,7 +16720,7 @@ tests = []) {
         }
     }
     const reason = officialReason(run, report, reportError, suite);
-    return {
+    const official = {
         passed: reason === null,
         reason,
         exitCode: run.exitCode,
@@ -15737,13 +16733,17 @@ tests = []) {
         peakMemoryBytes: run.peakMemoryBytes,
         memorySource: run.memorySource,
     };
+    return { official, report, log: run.log, rejudge: (tolerated) => officialReason(run, report, reportError, suite, tolerated) };
 }
 /**
  * The official phase of an evaluation: the official job on its slice of the runner. Its start line
  * is sent once the slice is held, so it names the GPUs and cores it got, how long it queued, and
  * what of it another probegate process held meanwhile; its duration is the run's own, queue left out.
+ * A repository gate whose command runs pytest runs its selected tests on both trees and the base's
+ * tests on the head's code, judged test by test (repo-gate/base-runs.ts); their checks join the guard's.
  */
-async function officialPhase(ev, { runner, jobs, python }) {
+async function officialPhase(ev, setup) {
+    const { runner, jobs, python } = setup;
     const { opts, spec, ws, record } = ev;
     const o = jobs.official;
     const gate = await gateOfficial(ev, python);
@@ -15755,15 +16755,25 @@ async function officialPhase(ev, { runner, jobs, python }) {
         const tests = sel ? `; ${sel.tests.length} test selections (${sel.tests.slice(0, 3).join(", ")}${sel.tests.length > 3 ? ", …" : ""})${gone}` : "";
         ev.emit({ type: "log", source: "official", text: `repository gate: ${gate.changed.length} paths changed against ${ws.prBase?.mergeBase.slice(0, 12)}${tests}; weakened-test guard: ${weakened ? `${weakened} findings` : "nothing weakened"}\n` });
     }
-    const official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
-        const queued = lease.waitedS >= 1 ? `, queued ${(0,sizes/* formatSeconds */.Xo)(lease.waitedS)}` : "";
-        ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
-        return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
-    });
+    let official;
+    if (gate && ws.prBase && runsPytest(spec.official.command)) {
+        const head = gate.selected?.tests ?? [];
+        const judged = await gateTestRuns(ev, setup, { head, base: baseSelection(head, gate.selected?.gone ?? [], ws.prBase.dir) });
+        record.guard = [...record.guard, ...judged.checks];
+        official = judged.official;
+    }
+    else {
+        official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
+            const queued = lease.waitedS >= 1 ? `, queued ${(0,sizes/* formatSeconds */.Xo)(lease.waitedS)}` : "";
+            ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
+            return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
+        });
+    }
     record.official = official;
     record.officialS = official.durationS;
     const peak = runner.peaks.get("official") ?? null;
-    ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + (0,gpu_meter/* gpuNote */.RQ)(peak) });
+    const atBase = official.failingAtBase?.length ? `; ${official.failingAtBase.length} failing at the base too` : "";
+    ev.emit({ type: "phase-end", phase: "official", durationS: record.officialS, detail: (official.passed ? `${official.counts.passed} passed` : (official.reason ?? "failed")) + atBase + (0,gpu_meter/* gpuNote */.RQ)(peak) });
     return official;
 }
 
@@ -16051,6 +17061,7 @@ async function probePhase(ev, { runner, jobs, python, pool }) {
 
 
 
+
 /**
  * Everything between the workspace and the first job: the host facts, the refusal to run
  * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
@@ -16073,7 +17084,7 @@ async function setUpJobs(ev) {
         throw new errors/* HarnessError */.t(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
     }
     const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: (0,host/* availableCpus */.d5)() }));
-    const pythonFrom = env ? `the task's environment (${spec.environment?.lock}, ${env.dir})` : undefined;
+    const pythonFrom = env && spec.environment ? `the task's environment (${environmentLabel(spec.environment)}, ${env.dir})` : undefined;
     const unmet = (0,task_environment/* unmetRequirements */.yY)(spec.requires, { pythonFrom, torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
     if (unmet.length) {
         throw new errors/* HarnessError */.t(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
@@ -16122,6 +17133,8 @@ async function workspacePhase(opened) {
     const { opts, emit, record, clock } = opened;
     emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
     const ws = await createWorkspace(opts.task, opts.submission, opts.prBase);
+    // A gate's environment that follows its repository can start only now: the merge base's tree exists.
+    opened.hostFacts.followTree?.(ws);
     record.workspaceS = clock.since();
     emit({ type: "phase-end", phase: "workspace", durationS: record.workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
     return { ...opened, ws };
@@ -16158,6 +17171,7 @@ async function evaluate(opts) {
 // EXTERNAL MODULE: ./src/core/task-spec.ts
 var task_spec = __nccwpck_require__(6356);
 ;// CONCATENATED MODULE: ./src/engine/task-load.ts
+
 
 
 
@@ -16214,14 +17228,20 @@ function loadTask(dirOrFile, probesOverride) {
         mustExist(probesDir, "dir", file, "probes.path", lineOf(src, ["probes", "path"]));
     }
     const setupDirs = spec.setup ? setupFolders(spec.setup, dir, file, src) : [];
-    if (spec.environment) {
+    if (spec.environment?.lock) {
         const lockFile = (0,external_node_path_.resolve)(dir, spec.environment.lock);
         mustExist(lockFile, "file", file, "environment.lock", lineOf(src, ["environment", "lock"]));
         // What uv would refuse with less to go on (an unpinned or unhashed line) is bad input, found
         // here: `probegate validate` reports it before any runner builds anything.
-        const { problems } = parseLock((0,external_node_fs_.readFileSync)(lockFile, "utf8"));
+        const { problems, requirements } = parseLock((0,external_node_fs_.readFileSync)(lockFile, "utf8"));
         if (problems.length) {
             throw new errors/* InputError */.d(`not a lock the engine can build (environment.lock in ${file}): ${locatedProblems(lockFile, problems).join("; ")}.`, { file: lockFile, field: "environment.lock" });
+        }
+        const excluded = new Set((spec.environment.fromTree?.exclude ?? []).map(task_environment/* normalizePackage */.c3));
+        const both = requirements.find((r) => excluded.has((0,task_environment/* normalizePackage */.c3)(r.name)));
+        if (both) {
+            const line = lineOf(src, ["environment", "fromTree", "exclude"]);
+            throw new errors/* InputError */.d(`${file}${line ? `:${line}` : ""}: environment.fromTree.exclude: ${both.name} is pinned by the task's lock (${lockFile}:${both.line}): a package is either pinned by the task or never installed.`, { file, field: "environment.fromTree.exclude", line });
         }
     }
     return { spec, dir, file, promptFile, base, probesDir, setupDirs };
@@ -16499,6 +17519,7 @@ async function demoCommand(flags, io) {
 
 
 
+
 function row(task, lock, env) {
     const m = env.manifest;
     return { task, lockHash: m.lockHash, lock, dir: env.dir, python: m.python, interpreter: m.interpreter, torch: m.torch, status: env.reused ? "reused" : "built", seconds: Math.round(env.seconds * 10) / 10, sizeBytes: m.sizeBytes, error: null };
@@ -16509,38 +17530,59 @@ function table(head, rows) {
     t.push(...rows);
     return `${t.toString()}\n`;
 }
+/** The environment build of one task, if it declares one that can be built here and now. */
+function buildFor(task, tree, onProgress) {
+    const req = environmentRequest(task);
+    if (req)
+        return { label: req.lockLabel, build: () => ensureEnvironment(req, { onProgress }) };
+    const dir = tree ? (0,external_node_path_.resolve)(tree) : null;
+    const treeReq = dir ? treeEnvironmentRequest(task, { dir, label: `--tree ${tree}`, from: dir }) : null;
+    if (treeReq)
+        return { label: `${environmentLabel(task.spec.environment)} of --tree ${tree}`, build: () => ensureTreeEnvironment(treeReq, { onProgress }) };
+    return null;
+}
 /**
  * `probegate env build <task dir>…`: builds (or finds already built) each task's environment in the
  * runner's store, one task at a time, with phase lines on stderr; then a table (or JSON) of what
- * each task has. Exit 0 when every declared environment is ready, 3 when one could not be built
- * (its error names the package and the lock's line), 2 for a task folder that does not load.
+ * each task has. A gate whose environment follows its repository (environment.fromTree) is built
+ * from the checkout `--tree` names, as an evaluation would from its merge base; without it, it is
+ * listed as needing one. Exit 0 when every environment that can be built is ready, 3 when one could
+ * not be built (its error names the package and the lock's line), 2 for a task folder that does not load.
  */
 async function envBuildCommand(dirs, flags, io) {
     const tasks = dirs.map((d) => loadTask(d));
     const rows = [];
+    const empty = { lockHash: null, lock: null, dir: null, python: null, interpreter: null, torch: null, seconds: 0, sizeBytes: null, error: null };
     for (const task of tasks) {
-        const req = environmentRequest(task);
-        if (!req) {
-            rows.push({ task: task.spec.id, lockHash: null, lock: null, dir: null, python: null, interpreter: null, torch: null, status: "none", seconds: 0, sizeBytes: null, error: null });
+        const job = buildFor(task, flags.tree, (line) => io.stderr(`  · ${line}\n`));
+        if (!job) {
+            const env = task.spec.environment;
+            if (env?.fromTree) {
+                io.stderr(`▸ ${task.spec.id}: not built: its environment follows the repository (${environmentLabel(env)}), so each evaluation builds it from the PR's merge base. To build it ahead, pass a checkout of that base: probegate env build --tree <checkout> ${(0,external_node_path_.relative)(process.cwd(), task.dir) || "."}\n`);
+                rows.push({ ...empty, task: task.spec.id, lock: environmentLabel(env), status: "needs-tree" });
+            }
+            else
+                rows.push({ ...empty, task: task.spec.id, status: "none" });
             continue;
         }
-        io.stderr(`▸ ${task.spec.id}: environment ${req.lockLabel}\n`);
+        io.stderr(`▸ ${task.spec.id}: environment ${job.label}\n`);
         try {
-            const env = await ensureEnvironment(req, { onProgress: (line) => io.stderr(`  · ${line}\n`) });
-            rows.push(row(task.spec.id, req.lockLabel, env));
+            const env = await job.build();
+            rows.push(row(task.spec.id, job.label, env));
             io.stderr(`  ✓ ${env.reused ? "reused" : "built"} ${env.dir}\n`);
         }
         catch (e) {
             if (!(e instanceof errors/* HarnessError */.t))
                 throw e;
             io.stderr(`  ✗ ${e.message}\n`);
-            rows.push({ task: task.spec.id, lockHash: null, lock: req.lockLabel, dir: null, python: null, interpreter: null, torch: null, status: "failed", seconds: 0, sizeBytes: null, error: e.message });
+            rows.push({ ...empty, task: task.spec.id, lock: job.label, status: "failed", error: e.message });
         }
     }
     if (flags.json)
         io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
     else {
-        io.stdout(table(["task", "lock hash", "python", "torch", "status", "seconds", "size on disk"], rows.map((r) => [r.task, r.lockHash?.slice(0, 16) ?? "-", r.python ?? "-", r.torch ?? "-", r.status === "none" ? "none declared" : r.status, r.status === "none" || r.status === "failed" ? "-" : r.seconds.toFixed(1), r.sizeBytes === null ? "-" : (0,sizes/* formatBytes */.z3)(r.sizeBytes)])));
+        const status = (r) => (r.status === "none" ? "none declared" : r.status === "needs-tree" ? "needs --tree" : r.status);
+        io.stdout(table(["task", "lock hash", "python", "torch", "status", "seconds", "size on disk"], rows.map((r) => [r.task, r.lockHash?.slice(0, 16) ?? "-", r.python ?? "-", r.torch ?? "-", status(r), r.dir === null ? "-" : r.seconds.toFixed(1), r.sizeBytes === null ? "-" : (0,sizes/* formatBytes */.z3)(r.sizeBytes)])));
     }
     return rows.some((r) => r.status === "failed") ? 3 : 0;
 }
@@ -18764,7 +19806,7 @@ async function runTests(req, tree, root, tests, label) {
             const id = nodeId(tc, tests);
             out.outcomes.set(id, tc.outcome);
             if (tc.outcome === "failed" || tc.outcome === "error")
-                out.messages.set(id, firstLine(tc.message || tc.detail || ""));
+                out.messages.set(id, test_runs_firstLine(tc.message || tc.detail || ""));
             // pytest reports a module it could not import as a testcase with no classname, named for the module.
             if (tc.classname === "" && tc.outcome === "error" && tests.includes(id))
                 out.collectionFailures.push({ file: id, why: pytestWhy(tc.detail || tc.message || "") });
@@ -18775,7 +19817,7 @@ async function runTests(req, tree, root, tests, label) {
     return out;
 }
 /** The first non-blank line of a message (pytest's assertion messages run over many). */
-function firstLine(message) {
+function test_runs_firstLine(message) {
     return message.split("\n").find((l) => l.trim())?.trim() ?? "";
 }
 /** "4 tests: 1 passed, 0 failed, 3 errors, 0 skipped" — every outcome counted as what it was. */
@@ -19331,9 +20373,10 @@ function main_program(io, done) {
     const env = p.command("env").description("the tasks' pinned Python environments (task.yml environment:), built once per runner in $PROBEGATE_ENV_DIR (default /var/cache/probegate/envs)");
     env
         .command("build")
-        .description("build each task's environment from its lock with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
+        .description("build each task's environment from its lock (or, with --tree, from a checkout's requirements for a gate with environment.fromTree) with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
         .argument("<taskDirs...>")
         .option("--json", "print the table as JSON")
+        .option("--tree <dir>", "for a gate whose environment follows its repository (environment.fromTree): a checkout of the base to read its requirements from")
         .action(async (dirs, flags) => done(await envBuildCommand(dirs, flags, io)));
     env
         .command("list")
@@ -19616,6 +20659,13 @@ function renderSummary(result, limit = SUMMARY_LIMIT, detail = "full") {
             const at = t.file ? `\`${t.file}${t.line ? `:${t.line}` : ""}\`` : "";
             rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${at} | ${cell(t.message)} |`);
         }
+        rows.push("");
+    }
+    const atBase = result.official?.failingAtBase ?? [];
+    if (atBase.length) {
+        rows.push("#### Failing at the base too (not this PR's)", "", "| Test | Message at the head |", "|---|---|");
+        for (const t of atBase)
+            rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${cell(t.message)} |`);
         rows.push("");
     }
     rows.push(...renderTimeline(result.jobs ?? []));
@@ -20037,12 +21087,13 @@ function verifyResultWithKeys(result, keys) {
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 /* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Ls: () => (/* binding */ OfficialSchema),
 /* harmony export */   Re: () => (/* binding */ EvaluationResultSchema),
 /* harmony export */   Uv: () => (/* binding */ readResult),
 /* harmony export */   jp: () => (/* binding */ VerdictSchema),
 /* harmony export */   tS: () => (/* binding */ RESULT_SCHEMA_VERSION)
 /* harmony export */ });
-/* unused harmony exports LimitSchema, FailingTestSchema, OfficialSchema, ProbeResultSchema, GpuPhasePeakSchema, JobRecordSchema, EnvironmentSchema, SignatureSchema */
+/* unused harmony exports LimitSchema, FailingTestSchema, ProbeResultSchema, GpuPhasePeakSchema, JobRecordSchema, EnvironmentSchema, SignatureSchema */
 /* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(2311);
 /* harmony import */ var _probe_check_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6448);
 /* harmony import */ var _probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
@@ -20081,6 +21132,16 @@ const OfficialSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej(
     /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
     peakMemoryBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0).nullish(),
     memorySource: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["cgroup", "sampled"]).nullish(),
+    /** A repository gate: failing tests that fail at the base too (reported, not the PR's; left out of `failing`). */
+    failingAtBase: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(FailingTestSchema).nullish(),
+    /** A repository gate: the run of the base's tests on the base's tree it was judged against. */
+    base: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        counts: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ total: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), passed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), failed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), errors: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), skipped: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0) }),
+        durationS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+        /** Taken from the runner's cache of base outcomes (another PR on the same base ran it). */
+        cached: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    })
+        .nullish(),
 });
 const ProbeResultSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
     id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
@@ -20315,6 +21376,7 @@ function formatSeconds(seconds) {
 
 /* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
 /* harmony export */   LS: () => (/* binding */ inVersionRange),
+/* harmony export */   c3: () => (/* binding */ normalizePackage),
 /* harmony export */   j$: () => (/* binding */ SetupSchema),
 /* harmony export */   jn: () => (/* binding */ VERSION_RANGE),
 /* harmony export */   qR: () => (/* binding */ RequiresSchema),
@@ -20322,7 +21384,7 @@ function formatSeconds(seconds) {
 /* harmony export */   yY: () => (/* binding */ unmetRequirements),
 /* harmony export */   zS: () => (/* binding */ PythonEnvironmentSchema)
 /* harmony export */ });
-/* unused harmony export PYTHON_RANGE_DEFAULT */
+/* unused harmony exports PYTHON_RANGE_DEFAULT, TreeEnvironmentSchema, TreeSourceSchema */
 /* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2311);
 
 /** A comparator list such as ">=2.1", ">=2.1,<3" or "==2.11.0"; versions are dotted numbers. */
@@ -20355,21 +21417,87 @@ const RequiresSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej(
     .default({});
 /** A version range of the interpreter, as for torch: ">=3.11,<3.13", "==3.11". */
 const PYTHON_RANGE_DEFAULT = ">=3,<4";
+/** A project name as PEP 508 writes it (torch, typing_extensions, megatron-core). */
+const PACKAGE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+/** A path inside the repository, as its tree names it: relative, no `..`, no glob (each file is named). */
+const treePath = zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
+    .min(1)
+    .refine((p) => !p.startsWith("/") && !p.split("/").includes("..") && !/[*?[\]{}]/.test(p), "a file of the repository, relative to its root, without '..' or globs, e.g. requirements/base.txt");
+/**
+ * A gate's environment that follows the repository: the requirements its PR's merge base declares
+ * (requirement files, `pyproject.toml` dependencies and extras), with the task's pins over them,
+ * compiled into a hash-checked lock with uv and built once per runner for each distinct set of
+ * inputs. The merge base is known only once the workspace exists, so the build starts then.
+ */
+const TreeEnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    requirements: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(treePath)
+        .default([])
+        .describe("requirement files of the repository at the merge base (pip's format; their -r and -c files are read too), e.g. requirements/base.txt"),
+    pyproject: zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+        path: treePath.default("pyproject.toml").describe("the pyproject.toml, relative to the repository's root"),
+        extras: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(PACKAGE_NAME, "an extra's name, e.g. test")).default([]).describe("[project.optional-dependencies] extras installed beside [project] dependencies"),
+    })
+        .optional()
+        .describe("the [project] dependencies of the repository's pyproject.toml (static ones: dependencies listed in project.dynamic are refused), with the extras named"),
+    pins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*([<>=!~][^;@]*)?(;[^@]*)?$/, "a requirement such as torch==2.15.0 or pytest>=8,<10 (no URL)"))
+        .default([])
+        .describe("requirements of the task's own that win over the tree's: each replaces every requirement on its package (a uv override) and is installed"),
+    exclude: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(PACKAGE_NAME, "a package name, e.g. flash-attn"))
+        .default([])
+        .describe("packages never installed, though the tree (or a dependency) requires them: those a CPU runner cannot build, or ones the task's commands never import"),
+});
 /**
  * The task's own Python environment: a pinned, hash-checked lock (pip-tools' requirements format,
  * as `uv pip compile --generate-hashes` writes it) and the interpreter range it is built for. The
  * engine builds a virtual environment from it once per runner (cached by the lock's content hash
  * and the interpreter's version) and runs `{python}` from it; without it, the runner's interpreter.
+ * A repository gate may instead follow its repository (`fromTree`); the lock, if any, then holds the
+ * task's pins, which win over the tree's.
  */
 const PythonEnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
     lock: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
         .min(1)
         .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
-        .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it"),
+        .optional()
+        .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it. With fromTree: the task's pins, each winning over the tree's requirement on its package"),
     python: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
         .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
         .default(PYTHON_RANGE_DEFAULT)
         .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
+    fromTree: TreeEnvironmentSchema.optional().describe("repository gates: build the environment from what the PR's merge base declares (requirement files, pyproject.toml), with the task's pins over it"),
+})
+    .superRefine((env, ctx) => {
+    if (!env.lock && !env.fromTree)
+        ctx.addIssue({ code: "custom", path: ["lock"], message: "is required: name the lock file, or build the environment from the repository with fromTree" });
+    const tree = env.fromTree;
+    if (!tree)
+        return;
+    if (tree.requirements.length === 0 && !tree.pyproject) {
+        ctx.addIssue({ code: "custom", path: ["fromTree"], message: "names nothing to read: list requirement files in fromTree.requirements, or set fromTree.pyproject" });
+    }
+    const pinned = new Set(tree.pins.map((p) => normalizePackage(p.split(/[\s[<>=!~;]/)[0])));
+    tree.exclude.forEach((name, i) => {
+        if (pinned.has(normalizePackage(name)))
+            ctx.addIssue({ code: "custom", path: ["fromTree", "exclude", i], message: `'${name}' is also in fromTree.pins: a package is either pinned by the task or never installed` });
+    });
+});
+/** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
+function normalizePackage(name) {
+    return name.toLowerCase().replace(/[-_.]+/g, "-");
+}
+/** The inputs a lock compiled from a repository's tree was made of, for a person tracing an environment. */
+const TreeSourceSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    /** sha256 of everything uv was given (the requirements read from the tree, the pins, exclusions, python): the folder's key. */
+    inputHash: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
+    /** The commit (or folder) the first build read, e.g. the merge base's SHA. */
+    from: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    /** Each file read from the tree (declared ones and the -r/-c files they name), with the sha256 of its bytes. */
+    files: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), sha256: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/) })),
+    /** The task's pins (environment.lock's requirements, fromTree.pins) as given to uv. */
+    pins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()),
+    exclude: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()),
+    /** The --python-version the lock was compiled for (it holds from that version up). */
+    pythonVersion: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
 });
 /**
  * What a built environment's folder says about itself (`probegate-env.json`, written last, before
@@ -20391,6 +21519,8 @@ const EnvironmentManifestSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObje
     /** Bytes of its files (hard links into uv's cache counted in full). */
     sizeBytes: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
     packages: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
+    /** Where a compiled lock came from (environment.fromTree); absent: the task's own lock. */
+    tree: TreeSourceSchema.optional(),
 });
 function numbers(v) {
     return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
@@ -20560,7 +21690,7 @@ const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej(
     requirements: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
     params: _probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .ProbeParamsSchema */ .wR.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
     setup: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .SetupSchema */ .j$.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
-    environment: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .PythonEnvironmentSchema */ .zS.optional().describe("the task's pinned Python environment (a hash-checked lock), built once per runner; without it, {python} is the runner's interpreter"),
+    environment: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .PythonEnvironmentSchema */ .zS.optional().describe("the task's pinned Python environment (a hash-checked lock, or for a repository gate what its merge base declares), built once per runner; without it, {python} is the runner's interpreter"),
     requires: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .RequiresSchema */ .qR.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
 })
     .superRefine((t, ctx) => {
@@ -20580,6 +21710,9 @@ const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej(
     }
     if (!gate && (t.official.select || t.official.allowChanged.length)) {
         ctx.addIssue({ code: "custom", path: ["official", t.official.select ? "select" : "allowChanged"], message: "is for repository gates (base: {pr: true}); an assignment runs its own official command on its fixed base" });
+    }
+    if (t.environment?.fromTree && !gate) {
+        ctx.addIssue({ code: "custom", path: ["environment", "fromTree"], message: "is for repository gates (base: {pr: true}), whose base moves with each PR; a fixed base has a fixed lock (environment.lock)" });
     }
     if (t.gpus > 0 && t.minRanks > t.gpus) {
         ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
