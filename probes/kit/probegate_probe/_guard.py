@@ -30,7 +30,6 @@ import json
 import os
 import re
 import sys
-import sysconfig
 import threading
 
 
@@ -69,7 +68,8 @@ class Guard(_watch.AuditWatch, _switch.ImportSwitch):
         self.workspace = _real(conf.get("workspace") or os.getcwd())
         self.watched = tuple(_real(p) for p in conf.get("watched", []) if p)
         self.alias = conf.get("kit") or PUBLIC_NAME
-        self.stdlib = tuple(sorted({_real(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")}))
+        self.stdlib = _watch.stdlib_folders()
+        self.libraries = _watch.library_folders(self.stdlib, (self.workspace,) + self.watched)  # third-party, even inside the stdlib's folder
         self.env = {k: v for k, v in os.environ.items() if k.startswith("PROBEGATE_")}
         self.fd = None
         self.tls = threading.local()
