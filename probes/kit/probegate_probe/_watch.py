@@ -121,18 +121,12 @@ def _how(via, handed) -> str:
     """How the act reached the submission frame, for the message: the standard-library function it
     called, and the library frame it handed a callable to."""
     parts = []
-    if via is not None:
-        parts.append(f"through {_module(via.f_code.co_filename)}.{via.f_code.co_name}")
+    if via is not None:  # os.walk runs in os._walk: a private name says less than its module
+        name = via.f_code.co_name
+        parts.append(f"through {_module(via.f_code.co_filename)}" + ("" if name.startswith("_") else f".{name}"))
     if handed is not None:
         parts.append(f"handed as a callable to {_short(handed.f_code.co_filename)}:{handed.f_lineno} ({handed.f_code.co_name})")
     return ", ".join(parts)
-
-
-def _with(what: str, how: str) -> str:
-    """`inspected the call stack (sys._getframe)` + how → `… (sys._getframe, through inspect.stack)`."""
-    if not how:
-        return what
-    return what[:-1] + ", " + how + ")" if what.endswith(")") else f"{what} ({how})"
 
 
 class AuditWatch:
@@ -221,7 +215,7 @@ class AuditWatch:
             who = self._acting_for(sys._getframe(2), "open")
             if who is not None:
                 mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
-                self.report(_with(f"{'wrote' if any(c in mode for c in 'wax+') else 'read'} {full}", who[1]), who[0])
+                self.report(f"{'wrote' if any(c in mode for c in 'wax+') else 'read'} {full}", who[0], who[1])
             return
         if event in ("os.listdir", "os.scandir"):
             path = args[0] if args else "."
@@ -232,14 +226,14 @@ class AuditWatch:
             full = _real(path or ".")
             around = self.workspace.startswith(full.rstrip("/") + "/") or full == "/proc" or self._watched_path(full + "/")
             if around and (who := self._acting_for(sys._getframe(2), event[3:])) is not None:
-                self.report(_with(f"listed {full}", who[1]), who[0])
+                self.report(f"listed {full}", who[0], who[1])
             return
         if event == "import":
             name = str(args[0])
             if name == PUBLIC_NAME or name.startswith(PUBLIC_NAME + ".") or name == self.alias or name.startswith(self.alias + "."):
                 who = self._acting_for(sys._getframe(2), name, through_import=True)
                 if who is not None:
-                    self.report(_with(f"imported the probe kit ({name})", who[1]), who[0])
+                    self.report(f"imported the probe kit ({name})", who[0], who[1])
             return
         if event == "object.__getattr__":
             if len(args) > 1 and args[1] in _FRAME_ATTRS:
@@ -267,9 +261,9 @@ class AuditWatch:
         if event in ("sys._getframe", "sys._current_frames"):
             who = self._acting_for(sys._getframe(2), event[4:], stack_read=True)
             if who is not None:
-                self.report(_with(f"inspected the call stack ({event})", who[1]), who[0])
+                self.report(f"inspected the call stack ({event})", who[0], who[1])
             return
         # tracers and heap walks see every frame and object of the probe
         who = self._acting_for(sys._getframe(2), event.partition(".")[2])
         if who is not None:
-            self.report(_with(f"{'installed a tracer' if event.startswith('sys.') else 'searched the heap'} ({event})", who[1]), who[0])
+            self.report(f"{'installed a tracer' if event.startswith('sys.') else 'searched the heap'} ({event})", who[0], who[1])
