@@ -110,6 +110,7 @@ def scenario(rank, world, rep, batch, base_seed):
     _prepare_process()
     from megatron.core.distributed import DistributedDataParallelConfig
     from probegate_probe.collectives import CollectiveCounter
+    from probegate_probe.differential import traffic_figures
     from probegate_probe.memory import peak_memory
 
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
@@ -132,7 +133,8 @@ def scenario(rank, world, rep, batch, base_seed):
             if measure:
                 (ddp, counter), peak = peak_memory(run)
                 facts["peak"] = max(facts["peak"], peak)
-                facts["traffic"][name] = {"calls": dict(counter.calls), "by_op": {k: float(v) for k, v in counter.by_op.items()},
+                # with the collectives the counter could not see (a helper thread), which check_traffic compares too
+                facts["traffic"][name] = {**traffic_figures(counter, os.getcwd()), "by_op": {k: float(v) for k, v in counter.by_op.items()},
                                           "bytes": float(counter.total_bytes), "events": sorted((op, s) for op, s, _ in counter.events)}
                 facts["buffer_bytes"][name] = sum(t.numel() * t.element_size() for b in _buffers(ddp)
                                                   for t in (getattr(b, "grad_data", None), getattr(b, "param_data", None)) if t is not None)

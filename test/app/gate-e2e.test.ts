@@ -65,7 +65,7 @@ function evaluatorStepInputs(inputs: Record<string, string>, secrets: Record<str
 }
 
 describe("a repository gate end to end: agent PR → app dispatch with the base SHA → Action on the runner → check run with numbers", () => {
-  it("reports 'head sends 2.00× the bytes of base per step' with both sides' figures on the PR's check run", async () => {
+  it("reports '+1 all_reduce call per step' with both sides' figures on the PR's check run", async () => {
     // The watched repository: a base on main, an agent's PR that all-reduces twice per step.
     const pr = prRepository({ "calc/sync.py": SYNC_TWICE });
     const payload = pullRequestPayload("opened");
@@ -128,6 +128,6 @@ describe("a repository gate end to end: agent PR → app dispatch with the base 
     const annotation = completed[0].output.annotations.find((a: { title: string }) => a.title.includes("sync-traffic"));
     expect(annotation).toMatchObject({ path: "calc/sync.py", start_line: 4, annotation_level: "failure", title: "traffic probe failed: sync-traffic" });
     // The numbers, both sides: 1024 float32 all-reduced once per step at the base, twice at the head.
-    expect(annotation.message).toBe("head sends 2.00× the bytes of base per step (8192 against 4096): all_reduce: 2 calls per step, base 1");
+    expect(annotation.message).toBe("head's collectives differ from base's per step: +1 all_reduce call per step (1 → 2), bytes 4,096 → 8,192 (+4,096 B)");
   }, 240_000);
 });

@@ -22,10 +22,19 @@ describe("checksFromRun", () => {
     expect(checks[2]?.message).toMatch(/line 3 .*category/);
   });
 
-  it("refuses a check reported twice (e.g. a forged second 'passed')", () => {
-    const checks = run(`${line({ id: "a", category: "memory", status: "failed" })}\n${line({ id: "a", category: "memory", status: "passed" })}`);
+  it("refuses a check reported twice (e.g. a forged second 'passed'), saying what the first said", () => {
+    const checks = run(`${line({ id: "a", category: "memory", status: "failed", message: "held 9 MiB" })}\n${line({ id: "a", category: "memory", status: "passed" })}`);
     expect(checks).toHaveLength(1);
-    expect(checks[0]?.status).toBe("error");
+    expect(checks[0]).toMatchObject({ status: "error", message: "check 'a' was reported more than once (2 lines; the first failed: held 9 MiB); its results cannot be trusted" });
+  });
+
+  it("keeps a failure that several processes reported (each rank's integrity check), with its first message", () => {
+    const act = (l: number) => line({ id: "p.rank0.integrity", category: "functional", status: "failed", message: `submission code read /proc/1/cmdline (a.py:${l}) while it was being probed`, location: { path: "a.py", line: l } });
+    const checks = run([act(3), act(3), act(9)].join("\n"));
+    expect(checks).toHaveLength(1);
+    expect(checks[0]).toMatchObject({ status: "failed", message: "submission code read /proc/1/cmdline (a.py:3) while it was being probed (reported 3 times)", location: { path: "a.py", line: 3 } });
+    const mixed = run([act(3), line({ id: "p.rank0.integrity", category: "functional", status: "passed" }), act(4)].join("\n"));
+    expect(mixed[0]).toMatchObject({ status: "error", message: expect.stringContaining("(3 lines; the first failed: submission code read /proc/1/cmdline (a.py:3)") });
   });
 
   it("rejects locations outside the submission", () => {

@@ -30,7 +30,6 @@ import json
 import os
 import re
 import sys
-import sysconfig
 import threading
 
 
@@ -69,7 +68,8 @@ class Guard(_watch.AuditWatch, _switch.ImportSwitch):
         self.workspace = _real(conf.get("workspace") or os.getcwd())
         self.watched = tuple(_real(p) for p in conf.get("watched", []) if p)
         self.alias = conf.get("kit") or PUBLIC_NAME
-        self.stdlib = tuple(sorted({_real(sysconfig.get_paths()[k]) + "/" for k in ("stdlib", "platstdlib")}))
+        self.stdlib = _watch.stdlib_folders()
+        self.libraries = _watch.library_folders(self.stdlib, (self.workspace,) + self.watched)  # third-party, even inside the stdlib's folder
         self.env = {k: v for k, v in os.environ.items() if k.startswith("PROBEGATE_")}
         self.fd = None
         self.tls = threading.local()
@@ -100,10 +100,12 @@ class Guard(_watch.AuditWatch, _switch.ImportSwitch):
             except OSError:
                 pass
 
-    def report(self, what: str, frame) -> None:
-        """The submission did something that looks for the probe: the first becomes a failed check."""
+    def report(self, what: str, frame, how: str = "") -> None:
+        """The submission did something that looks for the probe: the first becomes a failed check.
+        `how`: how the act reached that frame, when not directly (`through inspect.stack`)."""
         path, line = self._where(frame)
-        text = f"submission code {what} ({path}:{line}) while it was being probed"
+        # how (through traceback.extract_stack, handed to a library) after the place: the place stays where readers look for it
+        text = f"submission code {what} ({path}:{line}){f' {how},' if how else ''} while it was being probed"
         self.count += 1
         if self.count <= 20:  # the runner log; a walk of the filesystem must not fill the output limit
             try:

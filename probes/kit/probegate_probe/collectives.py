@@ -11,7 +11,7 @@ from fractions import Fraction
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import _wire
+from . import _hidden, _wire
 from ._pg_patches import _install_patches, _needs_patches, _remove_patches
 from ._pg_state import _counters, _functional_group, _group_info, _sequence_numbers, _tls, _total_sequence
 
@@ -63,7 +63,10 @@ class CollectiveCounter:
     total_bytes / by_op: algorithmic wire bytes per rank (all_reduce 2(n-1)/n·S, all_gather,
     reduce_scatter and all_to_all (n-1)/n·S, broadcast/reduce/send/recv S, barrier 0); calls: wire
     ops per name (a coalesced op is one); payload_bytes: the sum of S. Counting costs time: never
-    time and count in the same pass. Collectives issued on other threads are not seen.
+    time and count in the same pass. Collectives issued on other threads are not counted: `hidden`
+    says how many the process groups issued beyond those counted, `hidden_calls` describes those
+    that went through a ProcessGroup method (op, bytes, group size, thread, file and line), and both
+    end up in `uncounted`, which traffic probes report as an error.
     """
 
     def __init__(self):
@@ -73,6 +76,8 @@ class CollectiveCounter:
         self.events = []  # (op, payload S, wire bytes) in issue order, for messages
         self.uncounted = []  # "op: why" for collectives seen but not sized (a kit gap: report error)
         self.hidden = 0  # collectives issued in the window that the counter did not see (issue 29)
+        self.hidden_calls = []  # what is known of them: {op, bytes, group_size, thread, how, file, line} (_hidden)
+        self.hidden_note = ""  # the sentence about them in `uncounted` ("" when there were none)
         self._seq_seen = 0  # sequence numbers the counted calls themselves used (an op may use more than one)
         patched = _needs_patches()
         self.mode = "dispatch+pg-methods" if patched else "dispatch"
@@ -100,12 +105,14 @@ class CollectiveCounter:
         self._mode_ctx = _CountingMode(self)
         self._mode_ctx.__enter__()
         _counters().append(self)
+        _hidden.enter(self)
         return self
 
     def __exit__(self, *exc):
         try:
             self._mode_ctx.__exit__(*exc)
         finally:
+            _hidden.leave(self)
             _counters().remove(self)
             _remove_patches()
             self._check_sequence()
@@ -116,8 +123,6 @@ class CollectiveCounter:
         issued than seen were hidden from the counter — issued on another thread, with the dispatch
         mode disabled, or through a method bound before the counter — and are reported as uncounted."""
         after = _sequence_numbers()
-        if not after:
-            return
         issued = 0
         for key, (group, seq) in after.items():
             base = self._seq_before.get(key)
@@ -125,12 +130,28 @@ class CollectiveCounter:
         # Sequence numbers used while a counted call ran are the counted calls' (gloo's reduce_scatter
         # on torch 2 uses two); the rest were issued where the counter did not look.
         seen = self._seq_seen
-        if issued > seen:
-            self.hidden = issued - seen
-            self.uncounted.append(
-                f"{self.hidden} collective(s) not seen by the counter: the process groups' sequence numbers advanced "
-                f"by {issued}, {seen} of them inside counted calls (the rest were issued on another thread, with the "
-                "dispatch mode disabled, or through a method bound before the counter)")
+        hidden = max(issued - seen if after else 0, len(self.hidden_calls))
+        if hidden <= 0:
+            return
+        self.hidden = hidden
+        why = (f"the process groups' sequence numbers advanced by {issued}, {seen} of them inside counted calls (the rest "
+               "were issued on another thread, with the dispatch mode disabled, or through a method bound before the "
+               "counter)") if after else "no sequence numbers on this backend"
+        self.hidden_note = f"{hidden} collective(s) not seen by the counter: {why}{self.hidden_detail()}"
+        self.uncounted.append(self.hidden_note)
+
+    def hidden_detail(self, root=None) -> str:
+        """`; seen passing through Python: all_reduce of 256 B, group of 2, on thread …` ("" when none
+        was): paths relative to `root`, else to the workspace."""
+        if not self.hidden_calls:
+            return ""
+        if root is None:
+            from .location import workspace
+
+            root = workspace()
+        shown = [_hidden.describe(c, root) for c in self.hidden_calls[:5]]
+        more = f" and {len(self.hidden_calls) - 5} more" if len(self.hidden_calls) > 5 else ""
+        return f"; seen passing through Python: {'; '.join(shown)}{more}"
 
     @property
     def total_bytes(self) -> int:

@@ -4,8 +4,9 @@ A repository gate's probe states a scenario once (a module-level function of ran
 a repetition index) and `differential()` runs it on both trees, in fresh rank processes of their
 own, interleaved (base, head, head, base, …) so drift and neighbours hit both alike. Each side
 imports the code under test from its own tree only. What it compares (PROBES.md, "Head against
-base"): traffic exactly (bytes and calls per collective), memory as a difference of peaks, time
-as a ratio of medians with a rank test and a stated margin, outputs bitwise or within a tolerance.
+base"): traffic exactly (bytes and calls per collective, and the collectives the counter could not
+see: `_diff_traffic.py`), memory as a difference of peaks, time as a ratio of medians with a rank
+test and a stated margin, outputs bitwise or within a tolerance.
 Every check reports both sides' numbers, not only the verdict.
 
 Rank processes start from the kit's forkserver, which has imported torch once: the two sides
@@ -19,8 +20,10 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
-from . import _conf
+from . import _conf, _diff_traffic
+from ._diff_traffic import traffic_figures  # noqa: F401 - for probes that count inside their scenario (megatron's gate)
 from .emit import emit
 from .ranks import guard_child_import, run_ranks, world_size as default_world_size
 
@@ -65,7 +68,7 @@ def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=Non
 
         with CollectiveCounter() as counter:
             out = scenario(rank, world, 0, *args)
-        return {"outputs": out, "by_op": dict(counter.by_op), "calls": dict(counter.calls), "bytes": counter.total_bytes}
+        return {"outputs": out, **_diff_traffic.traffic_figures(counter, tree)}
     if mode == "memory":
         from .memory import peak_memory
 
@@ -108,29 +111,14 @@ class Sides:
     stopped: dict = field(default_factory=dict)  # side -> (repetitions measured, asked) when its time cap stopped it
     # side -> (its counted run's wall s, the base's, the cap) when that run alone was past the time cap: no timed rounds ran
     capped: dict = field(default_factory=dict)
+    steps: Optional[int] = None  # the steps one call of the scenario runs, when it declared them (differential(steps=))
 
-    def _traffic(self, side):
-        ranks = self.counts[side]
-        calls, by_op = {}, {}
-        for r in ranks:
-            for op, n in r["calls"].items():
-                calls[op] = max(calls.get(op, 0), n)
-            for op, b in r["by_op"].items():
-                by_op[op] = max(by_op.get(op, 0), b)
-        return calls, by_op, max(r["bytes"] for r in ranks)
-
-    def check_traffic(self, id, per="call", steps=1, requirements=None, location=None):
-        """Exact: the head moves the same bytes in the same collectives as the base (per rank, the busiest)."""
-        (bc, bo, bb), (hc, ho, hb) = self._traffic("base"), self._traffic("head")
-        measured = {"base_bytes_per_" + per: bb / steps, "head_bytes_per_" + per: hb / steps}
-        for op in sorted(set(bc) | set(hc)):
-            measured[f"base_{op}_calls"] = bc.get(op, 0)
-            measured[f"head_{op}_calls"] = hc.get(op, 0)
-        if (bc, bo, bb) == (hc, ho, hb):
-            return emit(id, "traffic", "passed", f"head and base move the same {bb / steps:.0f} bytes per {per}", location, measured, requirements)
-        ratio = f"{hb / bb:.2f}× the bytes" if bb else f"{hb} bytes where the base sends none"
-        ops = "; ".join(f"{op}: {hc.get(op, 0) / steps:g} calls per {per}, base {bc.get(op, 0) / steps:g}" for op in sorted(set(bc) | set(hc)) if bc.get(op) != hc.get(op) or bo.get(op) != ho.get(op))
-        return emit(id, "traffic", "failed", f"head sends {ratio} of base per {per} ({hb / steps:.0f} against {bb / steps:.0f}): {ops}", location, measured, requirements)
+    def check_traffic(self, id, per="call", steps=None, requirements=None, location=None):
+        """Exact: the head moves the same bytes in the same collectives as the base (per rank, the busiest),
+        and issues the same collectives the counter could not see (another thread: `_diff_traffic`).
+        Figures are per `per`, divided by `steps` (else the scenario's declared `differential(steps=)`)."""
+        steps = steps or self.steps or 1
+        return _diff_traffic.check_traffic(self.counts, id, per, steps, requirements, location)
 
     def check_memory(self, id, tolerance_bytes=1 << 20, tolerance_ratio=0.05, requirements=None, location=None):
         """The head's peak may exceed the base's by at most max(tolerance_bytes, tolerance_ratio × base)."""
@@ -221,7 +209,7 @@ def _time_cap(base_times, reps, time_cap):
 
 
 def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "outputs", "memory", "time"), args=(), timeout=300, base=None, head=None, time_cap=20.0,
-                 preload=()) -> Sides:
+                 preload=(), steps=None) -> Sides:
     """Runs `scenario(rank, world_size, rep, *args)` on the base tree and the head tree.
 
     scenario must import the code under test inside the function (each side imports its own
@@ -239,12 +227,14 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
     `preload`: packages of the task's environment the rank server imports once for both sides
     (run_ranks' `preload`, which says what that means for the guard); never either tree's code,
     which each side must import for itself.
+    `steps`: how many training steps one call of the scenario runs; traffic is then judged and said
+    per step ("per step over 4 steps"), not per call.
     """
     guard_child_import("differential()")
     n = world_size or default_world_size()
     trees = {"base": base or base_tree(), "head": head or _head_tree()}
     other = {"base": trees["head"], "head": trees["base"]}
-    sides = Sides(world_size=n, wall={s: 0.0 for s in SIDES})
+    sides = Sides(world_size=n, wall={s: 0.0 for s in SIDES}, steps=steps)
     count_wall = {}
     modes = (["count"] if {"traffic", "outputs"} & set(measure) else []) + [m for m in ("memory", "time") if m in measure]
     for mode in modes:

@@ -1,5 +1,6 @@
 """Head against base: one scenario on two trees, compared in numbers (gloo, 2 ranks, CPU)."""
 import json
+import re
 import textwrap
 
 import pytest
@@ -57,10 +58,74 @@ def test_an_extra_collective_is_reported_in_numbers(tmp_path, results):
     sides.check_outputs("same-result")
     got = _lines(results)
     assert got["sync-bytes"]["status"] == "failed"
-    assert "head sends 2.00× the bytes of base per step" in got["sync-bytes"]["message"]
-    assert "all_reduce: 2 calls per step, base 1" in got["sync-bytes"]["message"]
+    # 256 float32 all-reduced over 2 ranks: 2(n-1)/n · 1,024 B = 1,024 B per call
+    assert got["sync-bytes"]["message"] == "head's collectives differ from base's per step: +1 all_reduce call per step (1 → 2), bytes 1,024 → 2,048 (+1,024 B)"
     assert got["sync-bytes"]["measured"]["head_all_reduce_calls"] == 2
     assert got["same-result"]["status"] == "failed" and "rank 0" in got["same-result"]["message"]
+
+
+HIDDEN_HEAD = BASE_LIB.replace("def step(t):\n    dist.all_reduce(t)\n", """def _spare(x):
+    dist.all_reduce(x)
+
+
+def step(t):
+    dist.all_reduce(t)
+    import threading
+    helper = threading.Thread(target=_spare, args=(t.clone(),))
+    helper.start()
+    helper.join()
+""")
+SPARE_LINE = HIDDEN_HEAD.splitlines().index("    dist.all_reduce(x)") + 1
+
+
+def test_a_collective_hidden_on_a_helper_thread_fails_the_traffic_check_naming_it(tmp_path, results):
+    # The counted traffic is the base's (one all_reduce on the counter's thread); the extra one goes out
+    # on a helper thread, where the counter does not look (issue 38, item 4).
+    t = _trees(tmp_path, HIDDEN_HEAD)
+    sides = differential(_scenario, world_size=2, base=t["base"], head=t["head"], measure=("traffic",))
+    sides.check_traffic("sync-bytes", per="step")
+    got = _lines(results)["sync-bytes"]
+    assert got["status"] == "failed", got
+    assert re.fullmatch(re.escape("head issued 1 collective the counter could not see in its counted run (another thread, the dispatch "
+                                  "mode disabled, a method bound before it), base none: all_reduce of 1,024 B (group of 2) on thread 'Thread-")
+                        + r"\d+" + re.escape(f" (_spare)' at pgdiff_target.py:{SPARE_LINE}; what the counter saw: head and base move the "
+                                              "same 1,024 B per step (all_reduce 1 call per step)"), got["message"]), got["message"]
+    assert got["measured"]["head_hidden_collectives"] == 1 and got["measured"]["base_hidden_collectives"] == 0
+
+
+def test_the_same_hidden_collective_on_both_sides_passes_and_is_said(tmp_path, results):
+    t = _trees(tmp_path, HIDDEN_HEAD)
+    sides = differential(_scenario, world_size=2, base=t["head"], head=t["head"], measure=("traffic",))
+    sides.check_traffic("sync-bytes", per="step")
+    got = _lines(results)["sync-bytes"]
+    assert got["status"] == "passed", got
+    assert "both sides issued 1 collective the counter could not see (their bytes are not compared): all_reduce of 1,024 B" in got["message"], got["message"]
+
+
+def _figures(calls, by_op, hidden=0, hidden_calls=(), gaps=()):
+    return {"calls": calls, "by_op": by_op, "bytes": sum(by_op.values()), "hidden": hidden, "hidden_calls": list(hidden_calls), "gaps": list(gaps)}
+
+
+def test_traffic_messages_give_calls_with_bytes_per_declared_step(results):
+    base = _figures({"all_reduce": 8, "broadcast": 2}, {"all_reduce": 8192, "broadcast": 100})
+    head = _figures({"all_reduce": 10, "broadcast": 2}, {"all_reduce": 8200, "broadcast": 100})
+    Sides(world_size=2, counts={"base": [base], "head": [head]}, steps=2).check_traffic("calls", per="step")
+    same_calls = _figures({"all_reduce": 8}, {"all_reduce": 12288})
+    Sides(world_size=2, counts={"base": [base], "head": [dict(same_calls, calls={"all_reduce": 8, "broadcast": 2}, by_op={"all_reduce": 12288, "broadcast": 100}, bytes=12388)]}).check_traffic("bytes", per="step", steps=2)
+    Sides(world_size=2, counts={"base": [base], "head": [base]}, steps=2).check_traffic("same", per="step")
+    gap = _figures({"all_reduce": 8}, {"all_reduce": 8192}, gaps=["alltoall_base: KeyError: x"])
+    Sides(world_size=2, counts={"base": [_figures({"all_reduce": 8}, {"all_reduce": 8192})], "head": [gap]}).check_traffic("gap", per="step")
+    got = _lines(results)
+    assert got["calls"]["status"] == "failed"
+    assert got["calls"]["message"] == ("head's collectives differ from base's per step over 2 steps: +1 all_reduce call per step (4 → 5), "
+                                       "bytes 4,096 → 4,100 (+4 B); in all 4,146 → 4,150 B per step (+4 B)")
+    assert "×" not in got["calls"]["message"]  # no ratio of bytes where the calls differ
+    assert got["calls"]["measured"]["steps"] == 2 and got["calls"]["measured"]["head_bytes_per_step"] == 4150
+    assert got["bytes"]["message"] == ("head moves 1.49× the bytes of base per step over 2 steps in the same calls (4,146 → 6,194 B, +2,048 B): "
+                                       "all_reduce: the same 4 calls per step, bytes 4,096 → 6,144 (+2,048 B, 1.50× base)")
+    assert got["same"]["status"] == "passed"
+    assert got["same"]["message"] == "head and base move the same 4,146 B per step over 2 steps (all_reduce 4 calls, broadcast 1 call per step)"
+    assert got["gap"]["status"] == "error" and "could not size (a kit gap): head alltoall_base ×1, base none" in got["gap"]["message"]
 
 
 def test_each_side_imports_only_its_own_tree(tmp_path):

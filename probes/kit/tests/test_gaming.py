@@ -19,14 +19,34 @@ def _hidden_on_a_thread(rank, n):
         helper = threading.Thread(target=dist.all_reduce, args=(torch.ones(64),))
         helper.start()
         helper.join()
-    return plain.hidden, list(plain.uncounted), gamed.hidden, list(gamed.uncounted), gamed.total_bytes
+    return plain.hidden, list(plain.uncounted), gamed.hidden, list(gamed.uncounted), gamed.total_bytes, gamed.hidden_calls
 
 
 def test_collectives_issued_where_the_counter_does_not_look_are_reported():
-    plain_hidden, plain_uncounted, hidden, uncounted, total = run_ranks(_hidden_on_a_thread, world_size=2)[0]
+    plain_hidden, plain_uncounted, hidden, uncounted, total, calls = run_ranks(_hidden_on_a_thread, world_size=2)[0]
     assert (plain_hidden, plain_uncounted) == (0, [])
     assert hidden == 1 and total == 256, (hidden, total)
     assert "1 collective(s) not seen by the counter" in uncounted[0], uncounted
+    # What passed through a ProcessGroup method on the helper thread is described: op, bytes, group, thread.
+    assert [(c["op"], c["bytes"], c["group_size"], c["how"]) for c in calls] == [("all_reduce", 256, 2, "another thread")], calls
+    assert "seen passing through Python: all_reduce of 256 B (group of 2) on thread 'Thread-" in uncounted[0], uncounted
+
+
+def _hidden_with_the_mode_disabled(rank, n):
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with CollectiveCounter() as counter:
+        with _disable_current_modes():
+            dist.all_reduce(torch.ones(8))
+    return counter.hidden, counter.hidden_calls, counter.total_bytes
+
+
+@pytest.mark.skipif(not hasattr(dist.ProcessGroup, "unbox"), reason="torch 1.13 counts a ProcessGroup method the dispatcher did not see itself")
+def test_a_collective_outside_the_dispatch_mode_on_the_counters_thread_is_described():
+    hidden, calls, total = run_ranks(_hidden_with_the_mode_disabled, world_size=2)[0]
+    assert hidden == 1 and total == 0, (hidden, total)
+    assert [(c["op"], c["bytes"], c["how"]) for c in calls] == [("all_reduce", 32, "the counter's thread, outside its dispatch mode")], calls
+    assert calls[0]["file"] == __file__, calls
 
 
 def NO_WAIT():

@@ -1,16 +1,9 @@
 """The launcher and the guard (issue 29), run as the engine runs them: the kit copied under its own
 package name behind `probegate_probe`, the configuration on stdin, the probe as __main__."""
-import hashlib
-import hmac
 import json
 import os
-import pathlib
-import shutil
-import subprocess
-import sys
 
-KIT = pathlib.Path(__file__).resolve().parents[1]
-ALIAS = "_mtest0kit"
+import _guarded
 
 SUBMISSION = '''
 import inspect, os, sys
@@ -35,43 +28,11 @@ sub.look()
 
 
 def _layout(tmp_path):
-    kit = tmp_path / "kit"
-    shutil.copytree(KIT, kit, ignore=shutil.ignore_patterns("tests", "__pycache__"))
-    (kit / "probegate_probe").rename(kit / ALIAS)
-    (kit / "probegate_probe").mkdir()
-    (kit / "probegate_probe" / "__init__.py").write_text(
-        "import importlib as _i, sys as _s\n"
-        f"_kit = _i.import_module({ALIAS!r})\n"
-        "for _n, _m in list(_s.modules.items()):\n"
-        f"    if _n.startswith({ALIAS + '.'!r}):\n"
-        f"        _s.modules['probegate_probe' + _n[{len(ALIAS)}:]] = _m\n"
-        "_s.modules[__name__] = _kit\n")
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    (ws / "sub.py").write_text(SUBMISSION)
-    probes = tmp_path / "probes"
-    probes.mkdir()
-    (probes / "probe_look.py").write_text(PROBE)
-    return kit, ws, probes
+    return _guarded.layout(tmp_path, {"sub.py": SUBMISSION}, PROBE)
 
 
-def _run(tmp_path, kit, ws, probes, key):
-    results = tmp_path / "results.jsonl"
-    results.write_text("")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ws}:{kit}:{probes}",
-           "PROBEGATE_RESULTS": str(results), "PROBEGATE_PARAMS": json.dumps({"n": 7}), "PROBEGATE_WORKSPACE": str(ws)}
-    conf = {"key": key.hex(), "kit": ALIAS, "command": [sys.executable, "-m", "pytest", "-q", "tests"],
-            "pythonpath": str(ws), "workspace": str(ws), "watched": [str(kit), str(probes), str(results)]}
-    run = subprocess.run([sys.executable, str(kit / "probegate_launch.py"), str(probes / "probe_look.py")], cwd=ws, env=env,
-                         input=json.dumps(conf) + "\n", capture_output=True, text=True, timeout=300)
-    return run, results.read_text().splitlines()
-
-
-def _unseal(line, key):
-    body, _, seal = line.rpartition(', "seal": "')
-    body += "}"
-    assert hmac.new(key, body.encode(), hashlib.sha256).hexdigest() == seal[:-2], line
-    return json.loads(body)
+_run = _guarded.run
+_unseal = _guarded.unseal
 
 
 def test_the_submission_sees_the_official_run_and_its_looking_is_reported(tmp_path):

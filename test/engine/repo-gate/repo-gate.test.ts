@@ -101,7 +101,7 @@ if __name__ == "__main__":
     const result = await evaluate({ task, submission: { kind: "git", repo: r.dir, ref: r.head }, prBase: r.base, kitDir: KIT });
     const traffic = result.probes.find((p) => p.id === "sync-traffic");
     expect(traffic?.status, JSON.stringify(result.probes)).toBe("failed");
-    expect(traffic?.message).toMatch(/head sends 2\.00× the bytes of base per step .*all_reduce: 2 calls per step, base 1/);
+    expect(traffic?.message).toBe("head's collectives differ from base's per step: +1 all_reduce call per step (1 → 2), bytes 4,096 → 8,192 (+4,096 B)");
     expect(traffic?.measured).toMatchObject({ base_all_reduce_calls: 1, head_all_reduce_calls: 2 });
     expect(result.probes.find((p) => p.id === "sync-outputs")?.status).toBe("failed");
     expect(result.verdict).toBe("probe-rejected");
