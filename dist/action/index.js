@@ -62479,6 +62479,21 @@ function categoryFromName(probe) {
     return probe_check_CATEGORIES.find((c) => words.includes(c)) ?? "functional";
 }
 /**
+ * A check whose id came again: the same failure from several processes stays a failure (the guard's
+ * `<probe>.rank<N>.integrity` is written by each rank process of each run_ranks call), with its first
+ * message and the count; anything else (a forged second "passed") is an error that still says what
+ * the first line reported, so the reason is in the check run, not only in --verbose.
+ */
+function repeated({ first, times, allFailed }) {
+    if (allFailed)
+        return { status: "failed", message: `${first.message} (reported ${times} times)`.slice(0, 4000) };
+    const said = first.message ? `: ${first.message}` : "";
+    return {
+        status: "error",
+        message: `check '${first.id}' was reported more than once (${times} lines; the first ${first.status}${said}); its results cannot be trusted`.slice(0, 4000),
+    };
+}
+/**
  * Turns one probe run into checks. Lines that break the protocol, checks emitted twice, a crash,
  * or silence become checks too, so nothing a probe did is lost and no silence is a pass:
  * killed by a limit → failed (the submission's fault); non-zero exit or no line → error.
@@ -62488,6 +62503,7 @@ function checksFromRun(run) {
     const base = { probe: run.probe, attempts: 1, durationS: run.durationS };
     const checks = [];
     const seen = new Map();
+    const repeats = new Map();
     const lines = run.resultsText.split("\n");
     lines.forEach((raw, i) => {
         const line = raw.trim();
@@ -62510,13 +62526,17 @@ function checksFromRun(run) {
             return;
         }
         const at = seen.get(parsed.id);
-        if (at !== undefined) {
+        const dup = repeats.get(parsed.id);
+        if (at !== undefined && dup) {
+            dup.times += 1;
+            dup.allFailed &&= parsed.status === "failed";
             const first = checks[at];
             if (first)
-                checks[at] = { ...first, status: "error", message: `check '${parsed.id}' was reported more than once; its results cannot be trusted` };
+                checks[at] = { ...first, ...repeated(dup) };
             return;
         }
         seen.set(parsed.id, checks.length);
+        repeats.set(parsed.id, { first: parsed, times: 1, allFailed: parsed.status === "failed" });
         checks.push({ ...base, ...parsed });
     });
     const id = run.probe.replace(/_/g, "-").toLowerCase();
