@@ -16296,8 +16296,12 @@ function compareGateRuns(runs, durationS = 0) {
         const key = outcomeKey(b);
         const nodeId = id(b);
         const h = head.get(key);
-        if (h?.outcome === "passed" || (h && BAD.has(h.outcome)))
-            headKept += h.outcome === "passed" ? 1 : 0;
+        // A failure at the head is the official run's to report; only skips and absences are findings here.
+        if (h?.outcome === "passed")
+            headKept += 1;
+        else if (h && BAD.has(h.outcome)) {
+            /* the official run names it */
+        }
         else if (h?.outcome === "skipped") {
             findings.push({ prefix: "weakened-tests.skipped-at-run", category: "structure", kind: "skipped", nodeId, message: `${nodeId} passed at the base and is ${howSkipped(h.message)} at the head` });
         }
@@ -16696,20 +16700,12 @@ function runsPytest(argv) {
     return argv.some((a) => /^py\.?test(-3)?$/.test((0,external_node_path_.basename)(a)));
 }
 /**
- * Runs the official tests in the workspace and judges them from exit code + JUnit report. The
- * report goes to a folder of its own that only this run can write, is read after the process group
- * is gone, and (under pytest) must carry the suite name the engine drew at random for this run, so
- * a report a submission wrote before exiting 0 is not taken for the real one.
- */
-async function runOfficial(task, ctx, limits, log, 
-/** A repository gate's selected tests, for `{tests}` in the command. */
-tests = []) {
-    return (await runOfficialRun(task, ctx, limits, log, tests)).official;
-}
-/**
- * runOfficial's run, keeping the report and the output. `ctx.workspace` is the tree it runs in
- * (a repository gate runs the same command in the base's tree too); `reportName` keeps each run's
- * report folder apart.
+ * Runs the official tests and judges them from exit code + JUnit report. The report goes to a
+ * folder of its own that only this run can write, is read after the process group is gone, and
+ * (under pytest) must carry the suite name the engine drew at random for this run, so a report a
+ * submission wrote before exiting 0 is not taken for the real one. `ctx.workspace` is the tree it
+ * runs in (a repository gate runs the same command in the base's tree too); `reportName` keeps
+ * each run's report folder apart. It keeps the report and the output.
  */
 async function runOfficialRun(task, ctx, limits, log, tests = [], reportName = "official") {
     const reportDir = (0,external_node_path_.join)(ctx.judgeDir, reportName);
@@ -16786,7 +16782,8 @@ async function officialPhase(ev, setup) {
         official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
             const queued = lease.waitedS >= 1 ? `, queued ${(0,sizes/* formatSeconds */.Xo)(lease.waitedS)}` : "";
             ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
-            return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
+            const run = await runOfficialRun(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
+            return run.official;
         });
     }
     record.official = official;

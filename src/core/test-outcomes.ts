@@ -83,8 +83,11 @@ export function compareGateRuns(runs: GateRuns, durationS = 0): GateComparison {
     const key = outcomeKey(b);
     const nodeId = id(b);
     const h = head.get(key);
-    if (h?.outcome === "passed" || (h && BAD.has(h.outcome))) headKept += h.outcome === "passed" ? 1 : 0;
-    else if (h?.outcome === "skipped") {
+    // A failure at the head is the official run's to report; only skips and absences are findings here.
+    if (h?.outcome === "passed") headKept += 1;
+    else if (h && BAD.has(h.outcome)) {
+      /* the official run names it */
+    } else if (h?.outcome === "skipped") {
       findings.push({ prefix: "weakened-tests.skipped-at-run", category: "structure", kind: "skipped", nodeId, message: `${nodeId} passed at the base and is ${howSkipped(h.message)} at the head` });
     } else if (movedAtHead.has(b.name) && onHead?.get(key)?.outcome !== "failed") {
       // Moved (a file or class renamed): a test of the same name passes elsewhere at the head.

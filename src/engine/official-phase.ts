@@ -49,23 +49,6 @@ export function runsPytest(argv: readonly string[]): boolean {
   return argv.some((a) => /^py\.?test(-3)?$/.test(basename(a)));
 }
 
-/**
- * Runs the official tests in the workspace and judges them from exit code + JUnit report. The
- * report goes to a folder of its own that only this run can write, is read after the process group
- * is gone, and (under pytest) must carry the suite name the engine drew at random for this run, so
- * a report a submission wrote before exiting 0 is not taken for the real one.
- */
-export async function runOfficial(
-  task: LoadedTask,
-  ctx: JobContext & { judgeDir: string; python: string },
-  limits: RunLimits,
-  log: (text: string) => void,
-  /** A repository gate's selected tests, for `{tests}` in the command. */
-  tests: readonly string[] = [],
-): Promise<OfficialResult> {
-  return (await runOfficialRun(task, ctx, limits, log, tests)).official;
-}
-
 /** One run of the official command and what it left: the judged result, its report (null: none), its output. */
 export interface OfficialRun {
   official: OfficialResult;
@@ -77,9 +60,12 @@ export interface OfficialRun {
 }
 
 /**
- * runOfficial's run, keeping the report and the output. `ctx.workspace` is the tree it runs in
- * (a repository gate runs the same command in the base's tree too); `reportName` keeps each run's
- * report folder apart.
+ * Runs the official tests and judges them from exit code + JUnit report. The report goes to a
+ * folder of its own that only this run can write, is read after the process group is gone, and
+ * (under pytest) must carry the suite name the engine drew at random for this run, so a report a
+ * submission wrote before exiting 0 is not taken for the real one. `ctx.workspace` is the tree it
+ * runs in (a repository gate runs the same command in the base's tree too); `reportName` keeps
+ * each run's report folder apart. It keeps the report and the output.
  */
 export async function runOfficialRun(
   task: LoadedTask,
@@ -161,7 +147,8 @@ export async function officialPhase(ev: EvaluationContext, setup: JobSetup): Pro
     official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
       const queued = lease.waitedS >= 1 ? `, queued ${formatSeconds(lease.waitedS)}` : "";
       ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
-      return runOfficial(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
+      const run = await runOfficialRun(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
+      return run.official;
     });
   }
   record.official = official;

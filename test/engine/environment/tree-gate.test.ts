@@ -1,42 +1,20 @@
-import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EvaluationResultSchema, type EvaluationResult } from "../../../src/core/result.js";
 import { evaluate, type EvaluationEvent } from "../../../src/engine/evaluate.js";
 import { loadTask } from "../../../src/engine/task-load.js";
 import { KIT, tmp } from "../../helpers.js";
 import { isolatedStore, needsUvAndPypi } from "./tiny-env.js";
+import { repo as gateRepo, write } from "../repo-gate/gate-repo.js";
 
 const skip = await needsUvAndPypi();
-
-function write(root: string, files: Record<string, string>): void {
-  for (const [rel, text] of Object.entries(files)) {
-    mkdirSync(dirname(join(root, rel)), { recursive: true });
-    writeFileSync(join(root, rel), text);
-  }
-}
-
-const gitIn = (cwd: string, ...args: string[]) => execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args], { cwd, encoding: "utf8" }).trim();
 
 // As Megatron-LM's: the repository's conftest imports yaml, which only its requirements provide.
 const CONFTEST = "import yaml\n\n\ndef pytest_configure(config):\n    assert yaml.safe_load('a: 1') == {'a': 1}\n";
 const TEST = "from calc.ops import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
 
 /** A repository whose base declares its requirements, and a PR branch changing `head` files. */
-function repo(base: Record<string, string>, head: Record<string, string>): { dir: string; base: string; head: string } {
-  const dir = tmp("pg-tree-gate-repo-");
-  gitIn(dir, "init", "-q");
-  write(dir, { "calc/__init__.py": "", "calc/ops.py": "def add(a, b):\n    return a + b\n", "tests/conftest.py": CONFTEST, "tests/test_ops.py": TEST, ...base });
-  gitIn(dir, "add", "-A");
-  gitIn(dir, "commit", "-qm", "base");
-  const b = gitIn(dir, "rev-parse", "HEAD");
-  gitIn(dir, "checkout", "-qb", "pr");
-  write(dir, head);
-  gitIn(dir, "add", "-A");
-  gitIn(dir, "commit", "-qm", "the agent's change");
-  return { dir, base: b, head: gitIn(dir, "rev-parse", "HEAD") };
-}
+const repo = (base: Record<string, string>, head: Record<string, string>) => gateRepo(head, { "tests/conftest.py": CONFTEST, "tests/test_ops.py": TEST, ...base });
 
 function gateTask(): ReturnType<typeof loadTask> {
   const dir = join(tmp("pg-tree-gate-task-"), "calc-gate");
