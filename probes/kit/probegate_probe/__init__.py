@@ -8,6 +8,7 @@ from .signature import require_signature
 from .state import assert_optimizer_state_equal, assert_state_equal
 from .collectives import CollectiveCounter
 from .params import param, params, rng, seed
+from .record import TrafficRecord, traffic_of_record
 
 
 __all__ = [
@@ -16,5 +17,5 @@ __all__ = [
     "memory_record", "MemoryRecord",
     "time_ratio", "TimeRatio", "require_signature", "assert_state_equal",
     "assert_optimizer_state_equal", "locate", "workspace", "CATEGORIES", "STATUSES",
-    "param", "params", "seed", "rng",
+    "param", "params", "seed", "rng", "traffic_of_record", "TrafficRecord",
 ]

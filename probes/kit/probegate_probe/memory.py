@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import resource
 import sys
 from dataclasses import dataclass, field
@@ -121,14 +122,15 @@ class MemoryRecord:
     touched_bytes: Optional[int]
     device_bytes: Optional[int]
     notes: List[str] = field(default_factory=list)
+    tmpfs_bytes: int = 0
 
     @property
     def host_bytes(self) -> int:
-        return max(self.rss_bytes, self.touched_bytes or 0)
+        return max(self.rss_bytes, self.touched_bytes or 0) + self.tmpfs_bytes
 
     def measured(self, prefix="") -> dict:
         out = {f"{prefix}peak_bytes": self.peak_bytes, f"{prefix}rss_bytes": self.rss_bytes}
-        for name in ("allocator_bytes", "touched_bytes", "device_bytes"):
+        for name in ("allocator_bytes", "touched_bytes", "device_bytes", "tmpfs_bytes"):
             if getattr(self, name) is not None:
                 out[f"{prefix}{name}"] = getattr(self, name)
         return out
@@ -145,21 +147,64 @@ def _clear_referenced() -> bool:
         return False
 
 
+def _tmpfs_mounts() -> List[str]:
+    """Mount points of the memory file systems this process sees (tmpfs, shm, ramfs): /dev/shm, /tmp."""
+    out = []
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            for line in fh:
+                left, _, right = line.partition(" - ")
+                if right.split(" ", 1)[0] in ("tmpfs", "shm", "ramfs"):
+                    out.append(left.split()[4].replace("\\040", " "))
+    except OSError:
+        pass
+    return sorted(out, key=len, reverse=True)
+
+
+def _in_memory(name: str, inode: str, mounts) -> bool:
+    """A mapping whose pages are memory, not a file's cache: anonymous, shared anonymous (/dev/zero),
+    memfd, SysV shm, or a file on a memory file system (/dev/shm, a tmpfs /tmp), deleted or not."""
+    if inode == "0":
+        return not name or name.startswith(("[heap", "[stack", "[anon"))
+    if name.startswith(("/dev/zero", "/memfd:", "/SYSV")):
+        return True
+    path = name[:-len(" (deleted)")] if name.endswith(" (deleted)") else name
+    return any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounts)
+
+
 def touched_anonymous_bytes() -> Optional[int]:
-    """Anonymous memory (heap, numpy, mmap, stacks) referenced since the last clear, from smaps."""
-    total, anon = 0, False
+    """Memory (heap, numpy, mmap, stacks, shared memory, tmpfs files) referenced since the last
+    clear, from smaps. Shared memory counts too (#38): scratch kept in `share_memory_()` tensors or
+    /dev/shm is no more free than the heap."""
+    total, counted = 0, False
+    mounts = [m for m in _tmpfs_mounts() if m != "/"]
     try:
         with open("/proc/self/smaps") as fh:
             for line in fh:
                 head = line.split(None, 5)
                 if len(head) >= 5 and "-" in head[0] and ":" in head[3]:
-                    name = head[5].strip() if len(head) > 5 else ""
-                    anon = head[4] == "0" and (not name or name.startswith(("[heap", "[stack", "[anon")))
-                elif anon and line.startswith("Referenced:"):
+                    counted = _in_memory(head[5].strip() if len(head) > 5 else "", head[4], mounts)
+                elif counted and line.startswith("Referenced:"):
                     total += int(line.split()[1]) * 1024
     except (OSError, ValueError):
         return None
     return total
+
+
+def tmpfs_used_bytes() -> int:
+    """Bytes held in the memory file systems this process sees (each counted once): files in
+    /dev/shm or a tmpfs /tmp are memory whoever maps them, and no process's RSS shows them."""
+    seen, used = set(), 0
+    for m in _tmpfs_mounts():
+        try:
+            st = os.statvfs(m)
+            dev = os.stat(m).st_dev
+        except OSError:
+            continue
+        if dev not in seen:
+            seen.add(dev)
+            used += (st.f_blocks - st.f_bfree) * st.f_frsize
+    return used
 
 
 def memory_record(fn, *args, device=None, **kwargs) -> MemoryRecord:
@@ -180,7 +225,9 @@ def memory_record(fn, *args, device=None, **kwargs) -> MemoryRecord:
     exact = _reset_hwm()
     touched_ok = _clear_referenced()
     rss_before = _status_kib("VmRSS")
+    tmpfs_before = tmpfs_used_bytes()
     result = fn(*args, **kwargs)
+    tmpfs = max(0, tmpfs_used_bytes() - tmpfs_before)
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
         allocator = int(torch.cuda.max_memory_allocated(dev) - resting)
@@ -191,7 +238,9 @@ def memory_record(fn, *args, device=None, **kwargs) -> MemoryRecord:
     touched = touched_anonymous_bytes() if touched_ok else None
     if not exact:
         notes.append("clear_refs not writable: resident growth after the call only, no touched figure")
-    host = max(rss, touched or 0)
+    host = max(rss, touched or 0) + tmpfs
+    if tmpfs:
+        notes.append(f"{tmpfs} bytes more held in memory file systems (/dev/shm, tmpfs) after the call")
     peak = max(allocator or 0, device_growth or 0) if dev.type == "cuda" else host
     return MemoryRecord(result=result, peak_bytes=peak, allocator_bytes=allocator, rss_bytes=rss,
-                        touched_bytes=touched, device_bytes=device_growth, notes=notes)
+                        touched_bytes=touched, device_bytes=device_growth, notes=notes, tmpfs_bytes=tmpfs)

@@ -113,7 +113,7 @@ def _child(rank, n, backend_name, init_method, fn, args, results, stack_file, ti
 
 
 def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[str] = None,
-              timeout: float = 180, preload=()):
+              timeout: float = 180, preload=(), _init_method: Optional[str] = None, _on=None):
     """fn(rank, world_size, *args) on each rank; returns the per-rank values (tensors on CPU).
 
     `timeout` bounds fn, counted from when all ranks have joined the process group (spawning
@@ -144,7 +144,7 @@ def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[s
                         "cannot be sent to spawned ranks)")
     ctx = _context(preload)
     tmp = tempfile.mkdtemp(prefix="probegate-ranks-")
-    init_method = rendezvous(tmp)
+    init_method = _init_method or rendezvous(tmp)
     results = ctx.Queue()
     procs = []
     env = dict(os.environ)  # forkserver children would otherwise see the server's environment
@@ -154,13 +154,14 @@ def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[s
     guard_conf = guard.rank_conf() if guard is not None else None
     try:
         for rank in range(n):
-            p = ctx.Process(target=_child, name=f"probegate-rank{rank}",
+            # A plain process name: "probegate-rank0" would tell the submission it is probed (#38).
+            p = ctx.Process(target=_child, name=f"Process-{rank + 1}",
                             args=(rank, n, backend_name, init_method, fn, tuple(args), results,
                                   os.path.join(tmp, f"stack{rank}.txt"), timeout, env, guard_conf))
             with (guard.as_launched() if guard is not None else contextlib.nullcontext()):
                 p.start()  # pickles fn and args: an unpicklable one fails here, before any rank runs
             procs.append(p)
-        return _collect(procs, results, n, timeout, tmp)
+        return _collect(procs, results, n, timeout, tmp, _on)
     finally:
         for p in procs:
             if p.is_alive():
@@ -188,7 +189,9 @@ def rendezvous(tmp: str) -> str:
 STARTUP_S = 120  # spawning N ranks that each import torch is slow on a loaded CPU runner
 
 
-def _collect(procs, results, n, timeout, tmp):
+def _collect(procs, results, n, timeout, tmp, on=None):
+    # `on("ready")` once every rank joined the group, `on("done")` once every value came: the
+    # record's window (record.py), without the group's set-up and tear-down.
     # fn's timeout starts once every rank has joined the process group; startup has its own.
     deadline = time.monotonic() + STARTUP_S + timeout
     ready = set()
@@ -202,8 +205,12 @@ def _collect(procs, results, n, timeout, tmp):
                 ready.add(rank)
                 if len(ready) == n:
                     deadline = time.monotonic() + timeout
+                    if on is not None:
+                        on("ready")
             elif kind == "ok":
                 values[rank] = _loads(payload)
+                if on is not None and len(values) == n:
+                    on("done")
             else:
                 errors[rank] = pickle.loads(payload)
                 first_error_at = first_error_at or time.monotonic()

@@ -1,6 +1,7 @@
 """Interleaved A/B timing against a reference in the same process (PROBES.md, Time)."""
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from .emit import ProbeFailure, RunnerBusy
 # its own. The candidate's waits are not looked at: its own threads or ranks may cause them, and then
 # they are part of what it costs.
 CONTENDED_SHARE = 0.2
+PAUSE_S = (0.012, 0.03)  # seconds between timed calls: a training step's gap, never a burst (#38)
 
 
 @dataclass
@@ -132,7 +134,8 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
                margin: float = 1.25, sync: Optional[Callable] = None,
                run_delay: Callable[[], Optional[float]] = thread_run_delay,
                inputs: Optional[Callable[[int], tuple]] = None,
-               equal: Optional[Callable] = None, mismatch: str = "raise") -> TimeRatio:
+               equal: Optional[Callable] = None, mismatch: str = "raise",
+               pause: Optional[tuple] = PAUSE_S) -> TimeRatio:
     """Time candidate against reference, interleaved, alternating which runs first.
 
     `sync` (e.g. dist.barrier) runs before each timed call so ranks stay in lockstep. Never time
@@ -162,6 +165,11 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     lists the differing inputs in `TimeRatio.mismatches` instead of raising, for a probe that reports
     wrong outputs as a check of their own (a value flaw is not a time flaw) — the probe must then
     emit that check, failed when the list is not empty.
+
+    `pause` (low, high seconds; None: none): a drawn pause before every call, at a training loop's
+    cadence, outside the timed window (#38 item 3): a submission that tells the probe by the burst of
+    rapid calls a timing loop makes sees no burst. The draw is fixed per process (same pauses for
+    both arms, alternating).
     """
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
@@ -175,6 +183,7 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
     calls = [tuple(inputs(i)) for i in range(warmup + repeats)] if inputs is not None else None
     outputs = {}
     cpu_times = {"candidate": [], "reference": []}
+    draw = random.Random(0xCADE)
 
     def timed(fn, call, watch=False, arm="candidate"):
         """Seconds fn took, and with `watch` how long this thread waited for a CPU meanwhile (None: unknown)."""
@@ -183,6 +192,8 @@ def time_ratio(candidate: Callable, reference: Callable, repeats: int = 15, warm
             sync()
         if cuda:
             torch.cuda.synchronize()
+        if pause:
+            time.sleep(draw.uniform(*pause))
         before = run_delay() if watch else None
         settle = _Settle()
         cpu_start = time.process_time()

@@ -1,0 +1,151 @@
+"""Traffic of record (#38 item 1): every byte between the ranks, counted by the kernel, read by the
+probe's own process — never by the ranks that run the submission.
+
+Each sandboxed job has a network namespace of its own with only the loopback interface, so the
+interface's counters hold every byte the job's processes sent one another over TCP: gloo's pairs,
+the c10d TCPStore (object collectives, `store.set`), raw sockets, whatever the submission opens.
+The counters are the kernel's; no process of the job can lower them. `traffic_of_record` runs the
+candidate and a reference on fresh ranks of the same shape, with no counter, tracer or dispatch mode
+in the ranks and no kit collective between their steps (nothing in the ranks says they are measured,
+#38 item 3), at a training loop's cadence (drawn pauses between steps), and compares the two totals:
+the candidate may move no more than the reference beyond the noise of the transport (TCP
+acknowledgements, a few hundred bytes per step). What is left is traffic no collective counter saw:
+a side channel, named as such with both figures.
+
+Not covered here: shared-memory transports (NCCL's SHM/P2P over NVLink) — GPU runners read NVLink
+counters through NVML beside this (bench/gpu_memory_of_record.py).
+"""
+from __future__ import annotations
+
+import random
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from . import ranks as _ranks
+from .ranks import run_ranks
+
+NOISE_FLOOR = 16 * 1024  # bytes: measured spread run to run is under 300 (bench/RESULTS.md), set-up included
+NOISE_SHARE = 0.01  # of the reference's total
+
+
+def loopback() -> Optional[dict]:
+    """This network namespace's loopback counters ({'bytes', 'packets'} sent), or None when unreadable."""
+    try:
+        with open("/proc/net/dev") as fh:
+            rows = fh.read().splitlines()[2:]
+    except OSError:
+        return None
+    names, lo = [], None
+    for row in rows:
+        name, _, data = row.partition(":")
+        names.append(name.strip())
+        if name.strip() == "lo":
+            cols = data.split()
+            lo = {"bytes": int(cols[8]), "packets": int(cols[9])}
+    if lo is not None:
+        lo["private"] = names == ["lo"]  # a namespace of the job's own holds nothing else
+    return lo
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _steps(rank, world, fn, args, pauses):
+    """In a rank: fn once per step, after the step's pause; the last step's value comes back."""
+    out = None
+    for pause in pauses:
+        time.sleep(pause)
+        out = fn(rank, world, *args)
+    return out
+
+
+@dataclass
+class TrafficRecord:
+    """Both sides' loopback totals (bytes the kernel carried between the ranks) and the verdict."""
+
+    candidate_bytes: int
+    reference_bytes: int
+    tolerance_bytes: int
+    steps: int
+    private: bool
+    candidate_values: list = field(default_factory=list, repr=False)
+    reference_values: list = field(default_factory=list, repr=False)
+    packets: dict = field(default_factory=dict)
+
+    @property
+    def extra_bytes(self) -> int:
+        return self.candidate_bytes - self.reference_bytes
+
+    @property
+    def passed(self) -> bool:
+        return self.extra_bytes <= self.tolerance_bytes
+
+    def measured(self, prefix="record_") -> dict:
+        return {f"{prefix}candidate_bytes": self.candidate_bytes, f"{prefix}reference_bytes": self.reference_bytes,
+                f"{prefix}extra_bytes": self.extra_bytes, f"{prefix}tolerance_bytes": self.tolerance_bytes,
+                f"{prefix}steps": self.steps, f"{prefix}private_namespace": self.private}
+
+    def message(self, what: str = "the candidate") -> str:
+        per = self.extra_bytes / max(1, self.steps)
+        return (f"a side channel: {what} moved {self.candidate_bytes:,} bytes between the ranks over {self.steps} steps, "
+                f"the reference {self.reference_bytes:,} — {self.extra_bytes:,} more ({per:,.0f} per step; allowed "
+                f"{self.tolerance_bytes:,} of transport noise), counted by the kernel on the job's loopback, which "
+                "carries every byte between ranks: traffic the collective counter did not see (the store, a socket, "
+                "or collectives issued where the counter does not look)")
+
+
+def _job(fn, n, args, pauses, backend, timeout, preload):
+    """One side's bytes and packets from the moment every rank joined the group to the moment the
+    last value came: the group's set-up (torch 1.13's store barrier polls every 10 ms for as long as
+    the slowest rank takes to start) and tear-down are outside the window."""
+    marks = {}
+
+    def on(event):
+        marks[event] = loopback()
+
+    if loopback() is None:
+        raise RuntimeError("traffic of record: /proc/net/dev is not readable in this process")
+    init = f"tcp://127.0.0.1:{_free_port()}"  # the store on loopback too, whatever the engine gave
+    values = run_ranks(_steps, world_size=n, args=(fn, tuple(args), list(pauses)), backend=backend,
+                       timeout=timeout, preload=preload, _init_method=init, _on=on)
+    before, after = marks["ready"], marks["done"]
+    return after["bytes"] - before["bytes"], after["packets"] - before["packets"], values, before["private"]
+
+
+def traffic_of_record(candidate, reference, world_size: Optional[int] = None, args=(), steps: int = 3,
+                      pause=(0.02, 0.12), backend: Optional[str] = None, timeout: float = 180, preload=(),
+                      tolerance_bytes: Optional[int] = None, seed: Optional[int] = None) -> TrafficRecord:
+    """candidate(rank, world, *args) and reference(...) — one training step each, module-level
+    functions as for run_ranks — each run for `steps` steps on fresh ranks, reference first; returns
+    the TrafficRecord (`passed`, `message()`, `measured()`; each side's last values per rank).
+
+    Both sides see the same drawn pauses (seconds, uniform in `pause`, from `seed`). The tolerance is
+    NOISE_FLOOR plus NOISE_SHARE of the reference's bytes unless given. Outside a namespace of the
+    job's own (the kit run by hand on a host), other processes' loopback traffic counts too:
+    `private` is then False and the record says so in `measured()`.
+    """
+    if steps < 1:
+        raise ValueError("steps must be >= 1")
+    n = world_size if world_size is not None else _ranks.world_size()
+    draw = random.Random(seed if seed is not None else 0x5EED)
+    pauses = [draw.uniform(*pause) for _ in range(steps)]
+    ref_bytes, ref_packets, ref_values, private = _job(reference, n, args, pauses, backend, timeout, preload)
+    cand_bytes, cand_packets, cand_values, private2 = _job(candidate, n, args, pauses, backend, timeout, preload)
+    tol = tolerance_bytes if tolerance_bytes is not None else int(NOISE_FLOOR + NOISE_SHARE * ref_bytes)
+    return TrafficRecord(candidate_bytes=cand_bytes, reference_bytes=ref_bytes, tolerance_bytes=tol, steps=steps,
+                         private=private and private2, candidate_values=cand_values, reference_values=ref_values,
+                         packets={"candidate": cand_packets, "reference": ref_packets})
+
+
+def in_private_namespace() -> bool:
+    """True where this process's network namespace holds only the loopback (the sandbox's)."""
+    lo = loopback()
+    return bool(lo and lo["private"])
+
+
+__all__ = ["TrafficRecord", "traffic_of_record", "loopback", "in_private_namespace", "NOISE_FLOOR"]
