@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
 """Replays real merged PRs through a repository gate, as if an agent had opened each one.
 
+The CLI does this now, from any folder and with no suite file: `probegate gate replay --repo MIRROR
+--task T --shas ... | --since DATE | --count N` (docs/repository-gates.md, "Replaying merged PRs
+through a gate"): the same result JSON per PR (<sha9>.json, so an --out-dir of this script resumes
+there), a markdown table with generic key numbers, resumable, --inject PATCH... for regressions as
+patches. This script stays for the suites' named injections and per-suite figures below, and to
+reproduce bench/results/*-gate-replay.md as they were made.
+
 For every merge/squash commit given, the PR's base is its first parent and its head the commit
 itself; `probegate eval --task T --submission MIRROR@SHA --pr-base PARENT --seed S` judges it.
 Writes one result JSON per PR under --out-dir and a markdown table (PR, title, changed paths,

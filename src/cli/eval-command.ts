@@ -41,14 +41,16 @@ export function exitCodeFor(result: Pick<EvaluationResult, "verdict">): number {
   return 1;
 }
 
-function parseIntFlag(name: string, value: string | undefined, min: number): number | undefined {
+/** A whole-number flag of at least `min`, or undefined when not given. */
+export function parseIntFlag(name: string, value: string | undefined, min: number): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!Number.isInteger(n) || n < min) throw new InputError(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
   return n;
 }
 
-function parseSizeFlag(name: string, value: string | undefined): number | undefined {
+/** A size flag (512MiB, 4GiB) of at least 1MiB, or undefined when not given. */
+export function parseSizeFlag(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = parseByteSize(value);
   if (n === undefined || n < 1024 * 1024) throw new InputError(`${name}: expected a size of at least 1MiB like 512MiB or 4GiB, got '${value}'.`, { field: name });
@@ -56,7 +58,7 @@ function parseSizeFlag(name: string, value: string | undefined): number | undefi
 }
 
 /** `--seed`: the probe-parameter seed a result records (`params.seed`), to reproduce that evaluation. */
-function parseSeed(value: string | undefined): number | undefined {
+export function parseSeed(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!/^\d+$/.test(value) || n > 0xffffffff) throw new InputError(`--seed: expected a whole number from 0 to 4294967295 (a result's params.seed), got '${value}'.`, { field: "--seed" });

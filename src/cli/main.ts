@@ -4,6 +4,8 @@ import { InputError } from "../engine/errors.js";
 import { demoCommand } from "./demo-command.js";
 import { envBuildCommand, envListCommand } from "./env-command.js";
 import { evalCommand } from "./eval-command.js";
+import { registerGate } from "./gate-command.js";
+import { interruptible } from "./interruptible.js";
 import { mergePowerCommand, powerCommand, type PowerFlags } from "./power-command.js";
 import { mutantsCommand, type MutantsFlags } from "./mutants-command.js";
 import { schemaCommand } from "./schema-command.js";
@@ -19,31 +21,6 @@ export interface Io {
 /** Commander's way to take a repeated option as a list. */
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
-}
-
-/**
- * Runs a command that can stop early with what it has (validate --power): the first SIGTERM or
- * SIGINT aborts its signal; it returns its exit code then, and the process ends with it at once,
- * leaving the work it abandoned (job processes in a sandbox end with it). A second signal ends the
- * process as the signal would.
- */
-async function interruptible(run: (signal: AbortSignal) => Promise<number>): Promise<number> {
-  const stop = new AbortController();
-  const onSignal = (sig: NodeJS.Signals) => {
-    if (stop.signal.aborted) process.exit(128 + (sig === "SIGINT" ? 2 : 15));
-    process.stderr.write(`\nprobegate: ${sig}: stopping; reporting what finished (again to stop at once)\n`);
-    stop.abort(sig);
-  };
-  process.on("SIGTERM", onSignal);
-  process.on("SIGINT", onSignal);
-  try {
-    const code = await run(stop.signal);
-    if (stop.signal.aborted) process.exit(code);
-    return code;
-  } finally {
-    process.off("SIGTERM", onSignal);
-    process.off("SIGINT", onSignal);
-  }
 }
 
 /** Builds the `probegate` command line; every action resolves to an exit code. */
@@ -211,6 +188,7 @@ function program(io: Io, done: (code: number) => void): Command {
       const { storeBackupCommand } = await import("./store-command.js");
       done(await storeBackupCommand(dest, flags, io));
     });
+  registerGate(p, io, done);
   p.command("verify")
     .description("check a result file's schema and signature (key from $PROBEGATE_SIGNING_KEY)")
     .argument("<result.json>")
