@@ -4,6 +4,7 @@ import { InputError } from "../engine/errors.js";
 import { demoCommand } from "./demo-command.js";
 import { envBuildCommand, envListCommand } from "./env-command.js";
 import { evalCommand } from "./eval-command.js";
+import { registerGateInit } from "./gate-init-command.js";
 import { mergePowerCommand, powerCommand, type PowerFlags } from "./power-command.js";
 import { mutantsCommand, type MutantsFlags } from "./mutants-command.js";
 import { schemaCommand } from "./schema-command.js";
@@ -158,6 +159,7 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--world-size <n>", "PROBEGATE_WORLD_SIZE for the test runs", "1")
     .option("--timeout <s>", "seconds per test run, and the task's official.timeout", "600")
     .action(async (flags) => done(await taskImportCommand(flags, io)));
+  registerGateInit(p.command("gate").description("repository gates (tasks with base: {pr: true})"), io, done);
   const env = p.command("env").description("the tasks' pinned Python environments (task.yml environment:), built once per runner in $PROBEGATE_ENV_DIR (default /var/cache/probegate/envs)");
   env
     .command("build")
