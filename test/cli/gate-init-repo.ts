@@ -61,11 +61,12 @@ export const FILES: Record<string, string> = {
   "pyproject.toml": '[project]\nname = "dcomm"\nversion = "0.1"\n\n[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
 };
 
-/** The repository on main; returns its folder and the base commit. */
+/** The repository on main (FILES with `files` over them; a null leaves a file out); returns its folder and the base commit. */
 export function gateInitRepo(files: Record<string, string | null> = {}): { dir: string; base: string } {
   const dir = tmp("pg-gate-init-repo-");
   gitIn(dir, "init", "-q");
-  write(dir, { ...FILES, ...files });
+  const all: Record<string, string | null> = { ...FILES, ...files };
+  write(dir, Object.fromEntries(Object.entries(all).filter((e): e is [string, string] => e[1] !== null)));
   gitIn(dir, "add", "-A");
   gitIn(dir, "commit", "-qm", "base");
   return { dir, base: gitIn(dir, "rev-parse", "HEAD") };
@@ -83,5 +84,6 @@ export function prBranch(dir: string, base: string, name: string, files: Record<
 }
 
 export const HONEST = COMM.replace('    """Sums tensor over the ranks of group, in place."""\n', '    """Sums tensor over the ranks of group, in place (documented)."""\n');
-export const EXTRA_ALL_REDUCE = COMM.replace("    dist.all_reduce(tensor, group=group)\n", "    dist.all_reduce(tensor, group=group)\n    dist.all_reduce(torch.zeros_like(tensor), group=group)\n");
+// The same sum, by a second all_reduce of the mean in place: twice the traffic, no more memory.
+export const EXTRA_ALL_REDUCE = COMM.replace("    dist.all_reduce(tensor, group=group)\n", "    dist.all_reduce(tensor, group=group)\n    dist.all_reduce(tensor.div_(dist.get_world_size(group)), group=group)\n");
 export const LEAK = COMM.replace("def all_reduce_sum(", "_SEEN = []\n\n\ndef all_reduce_sum(").replace("    return tensor\n\n\nclass", "    _SEEN.append(tensor.clone())\n    return tensor\n\n\nclass");
