@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import type { Command } from "commander";
+import { InputError } from "../engine/errors.js";
 import { gateInit } from "../engine/gate-init/gate-init.js";
 import { loadTask } from "../engine/task-load.js";
 import type { Io } from "./main.js";
@@ -16,8 +17,15 @@ export interface GateInitFlags {
   src?: string[];
   requirements?: string[];
   extras?: string[];
+  maxHops?: string;
   python?: string;
   force?: boolean;
+}
+
+function hops(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InputError(`gate init: --max-hops must be a whole number of imports, 1 or more (1: tests that import a gated module themselves), got '${v}'`, { field: "--max-hops" });
+  return n;
 }
 
 /**
@@ -40,6 +48,7 @@ export async function gateInitCommand(repo: string, flags: GateInitFlags, io: Io
         src: flags.src ?? [],
         requirements: flags.requirements ?? [],
         extras: flags.extras ?? null,
+        maxHops: flags.maxHops === undefined ? null : hops(flags.maxHops),
         python: flags.python,
         force: flags.force,
       },
@@ -76,6 +85,7 @@ export function registerGateInit(gate: Command, io: Io, done: (code: number) => 
     .option("--src <dirs...>", "more folders on sys.path that imports start from (src/ and pytest's pythonpath are read already)")
     .option("--requirements <files...>", "the repository's requirement files (pip's format) the environment is built from, over the ones gate init picks")
     .option("--extras <names...>", "pyproject.toml extras the tests need, over the ones gate init picks (test, tests, testing or dev)")
+    .option("--max-hops <n>", "select only tests whose import chain to a gated module is at most n imports long (1: tests that import it themselves); default: any length, through any module of the tree")
     .option("--python <path>", "the interpreter that reads pyproject.toml (3.11+: tomllib; default: $PROBEGATE_PYTHON, /usr/bin/python3)")
     .option("--force", "overwrite --out when it is not empty")
     .action(async (repo: string, flags: GateInitFlags) => done(await gateInitCommand(repo, flags, io)));

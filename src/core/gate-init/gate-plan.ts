@@ -48,6 +48,8 @@ export interface PlanInput {
   testGlobs: readonly string[];
   /** --src: more folders on sys.path. */
   src: readonly string[];
+  /** --max-hops: only tests whose import chain to a gated module has at most this many imports (1: direct); null: any. */
+  maxHops?: number | null;
 }
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -107,13 +109,14 @@ export function planGate(input: PlanInput): GatePlan {
     for (const t of tests) {
       const walk = walks.get(t) as Map<string, string | null>;
       const chains = modules.map((m) => chainTo(walk, m.path)).filter((c) => c.length > 0);
-      if (chains.length) mapped.push({ file: t, chain: chains.reduce((a, b) => (b.length < a.length ? b : a)) });
+      const chain = chains.length ? chains.reduce((a, b) => (b.length < a.length ? b : a)) : null;
+      if (chain && (input.maxHops == null || chain.length - 1 <= input.maxHops)) mapped.push({ file: t, chain });
     }
     return { glob, modules, tests: mapped };
   });
   if (globs.every((g) => g.tests.length === 0)) {
     throw new GatePlanError(
-      `no test of the repository imports the gated modules (${globs.flatMap((g) => g.modules.map((m) => m.name)).slice(0, 5).join(", ")}), directly or through other modules; ${tests.length} test files were read (${tests.slice(0, 3).join(", ")}${tests.length > 3 ? ", …" : ""}). Pass --tests <globs> naming the tests that exercise them`,
+      `no test of the repository imports the gated modules (${globs.flatMap((g) => g.modules.map((m) => m.name)).slice(0, 5).join(", ")}), directly or through other modules; ${tests.length} test files were read (${tests.slice(0, 3).join(", ")}${tests.length > 3 ? ", …" : ""}). Pass --tests <globs> naming the tests that exercise them${input.maxHops != null ? `, or a larger --max-hops than ${input.maxHops}` : ""}`,
       "--tests",
     );
   }

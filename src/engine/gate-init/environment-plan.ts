@@ -15,7 +15,7 @@ export const GATE_PINS = ["torch==2.15.0", "pytest==9.2.0"];
 /** Packages that build only against CUDA: excluded where the repository declares them (a CPU runner cannot build them). */
 const CUDA_ONLY = ["flash-attn", "transformer-engine", "apex", "mamba-ssm", "causal-conv1d", "xformers", "flashinfer-python", "deepspeed"];
 /** Requirement files of other purposes than running tests. */
-const NOT_FOR_TESTS = /(^|[-_./])(docs?|lint|style|format|mypy|typing|build|release|publish|bench(mark)?s?|cuda|gpu)([-_.]|$)/;
+const NOT_FOR_TESTS = /(^|[-_./])(docs?|lint|style|format|mypy|typing|build|release|publish|bench(mark)?s?|cuda|gpu|npu|rocm|amd|tpu|xpu|hpu|sglang|vllm|trtllm|serving)([-_.]|$)/;
 /** Extras that hold what the tests need, in the order tried. */
 const TEST_EXTRAS = ["test", "tests", "testing", "dev"];
 
@@ -46,7 +46,7 @@ export function planEnvironment(input: EnvironmentInput): EnvironmentPlan {
   const candidates = input.requirements.length ? [...input.requirements] : input.paths.filter(isRequirementFile);
   for (const file of candidates) {
     if (!input.requirements.length && NOT_FOR_TESTS.test(file.replace(/^requirements\/?/, ""))) {
-      notes.push(`${file}: left out, named for another purpose than the tests (docs, lint, build, CUDA builds…); pass --requirements to choose the files yourself`);
+      notes.push(`${file}: left out, named for another purpose than the tests (docs, lint, build, an accelerator or serving backend…); pass --requirements to choose the files yourself`);
       continue;
     }
     try {

@@ -26,6 +26,7 @@ export interface GateInitRequest {
   src: string[];
   requirements: string[];
   extras: string[] | null;
+  maxHops?: number | null;
   python?: string;
   force?: boolean;
 }
@@ -41,12 +42,15 @@ export interface GateInitResult {
 const ROOT_CONFIG = ["pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg"];
 const GPU_WORDS = /\bnccl\b|\.cuda\(|torch\.cuda\.|device=["']cuda/;
 
+/** The repository's name for the title and the default id: a clone's folder, a URL's last part (a folder called repo, src or .git: its parent's). */
 function repoName(repo: string): string {
-  return basename(repo.replace(/\/+$/, "").replace(/\.git$/, "")) || "repo";
+  const parts = repo.replace(/\/+$/, "").replace(/\.git$/, "").split(/[/:]/).filter(Boolean);
+  while (parts.length > 1 && ["repo", "src", "checkout", ".git"].includes(parts.at(-1) as string)) parts.pop();
+  return parts.at(-1) ?? "repo";
 }
 
 function defaultId(repo: string): string {
-  const slug = repoName(repo).toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[-._]+/, "");
+  const slug = repoName(repo).toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[-._]+|[-._]+$/g, "");
   return `${slug || "repo"}-gate`;
 }
 
@@ -66,7 +70,7 @@ export async function gateInit(req: GateInitRequest, scratch: string): Promise<G
   const config = pytestConfig(rootFiles, tree.pyproject?.pytest ?? null);
   let plan;
   try {
-    plan = planGate({ paths: tree.paths, sources: tree.sources, config, globs: req.paths, testGlobs: req.tests, src: req.src });
+    plan = planGate({ paths: tree.paths, sources: tree.sources, config, globs: req.paths, testGlobs: req.tests, src: req.src, maxHops: req.maxHops ?? null });
   } catch (e) {
     if (e instanceof GatePlanError) throw new InputError(`gate init: ${e.message}`, { field: e.flag });
     throw e;

@@ -54,6 +54,8 @@ describe("planGate: each gated glob's modules and the tests that reach them", ()
     ]);
     expect(p.globs[1]?.tests[1]?.chain).toEqual(["tests/test_io.py", "tests/conftest.py", "pkg/io.py"]);
     expect(plan(["pkg/**", "!pkg/io.py"]).globs[0]?.modules.map((m) => m.name)).toEqual(["pkg", "pkg.comm"]);
+    const direct = planGate({ paths: [...sources.keys()], sources, config, globs: ["pkg/io.py", "pkg/comm.py"], testGlobs: [], src: [], maxHops: 1 });
+    expect(direct.globs.map((g) => [g.glob, g.tests.map((t) => t.file)])).toEqual([["pkg/io.py", []], ["pkg/comm.py", ["tests/test_comm.py"]]]);
   });
 
   it("throws a GatePlanError naming the flag for each thing missing", () => {
