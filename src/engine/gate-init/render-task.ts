@@ -62,8 +62,8 @@ export function renderTaskYml(src: GateSource, watched: string[]): string {
       select: { tests: [], fromPaths: fromPaths(src.plan) },
       allowChanged: [],
     },
-    probes: { path: "probes", pattern: "probe_*.py", command: ["{python}", "{probe}"], timeout: 1800, jobs: { [PROBE_FILE.replace(/\.py$/, "")]: { gpus: 0, timing: true } } },
-    limits: { wallClock: 3600, memory: "8GiB", outputBytes: "4MiB" },
+    probes: { path: "probes", pattern: "probe_*.py", command: ["{python}", "{probe}"], timeout: 3000, jobs: { [PROBE_FILE.replace(/\.py$/, "")]: { gpus: 0, timing: true } } },
+    limits: { wallClock: 5400, memory: "8GiB", outputBytes: "4MiB" },
     requirements: REQUIREMENTS,
   };
   const head = [
