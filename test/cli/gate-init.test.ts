@@ -68,7 +68,6 @@ async function evalPr(task: string, dir: string, base: string, head: string): Pr
   // The runner's Debian torch (1.13, gloo): the gate's environment.fromTree is the PyPI torch, built elsewhere (tree-gate.test).
   const result = await evaluate({ task: loadTask(task), submission: { kind: "git", repo: dir, ref: head }, prBase: base, kitDir: KIT, python: "/usr/bin/python3", gpus: [] });
   console.log(`eval ${head.slice(0, 8)}: ${((performance.now() - t0) / 1000).toFixed(1)} s, ${result.verdict}`);
-  console.log(JSON.stringify({ durations: result.durations, probes: result.probes.map((p) => [p.id, p.status, p.message.slice(0, 200)]) }, null, 1));
   expect(EvaluationResultSchema.parse(result)).toEqual(result);
   return result;
 }
