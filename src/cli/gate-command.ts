@@ -1,4 +1,5 @@
 import { Option, type Command } from "commander";
+import { registerGateInit } from "./gate-init-command.js";
 import { interruptible } from "./interruptible.js";
 import type { Io } from "./main.js";
 
@@ -7,7 +8,8 @@ import type { Io } from "./main.js";
  * subcommand is added here, its work in a module of its own, loaded on use.
  */
 export function registerGate(p: Command, io: Io, done: (code: number) => void): void {
-  const gate = p.command("gate").description("repository gates (tasks with base: {pr: true}): replay a repository's merged PRs through one");
+  const gate = p.command("gate").description("repository gates (tasks with base: {pr: true}): write one for a repository, replay its merged PRs through one");
+  registerGateInit(gate, io, done);
   gate
     .command("replay")
     .description("replay merged PRs of a repository through a gate, as if an agent had opened each (head = the merge or squash commit, base = its first parent): one result JSON per PR in --out-dir (kept and not run again), and a table; exit 0 when every PR was judged, 3 when one could not be (verdict error, or no result)")

@@ -1,0 +1,235 @@
+"""Head against base, test by test: the probe `probegate gate init` generates runs the repository's own
+tests on both trees under the kit's meters and compares each test's figures.
+
+One `differential()` run (one process per side, interleaved, each side importing only its own tree)
+runs pytest in-process on the selected tests; a plugin measures each test where it runs:
+- traffic: collectives and bytes of the test's process (a CollectiveCounter around the test) and of
+  every process it starts through multiprocessing (`spawn_meter`: the ranks of `mp.spawn`), compared
+  exactly with `Sides.check_traffic` (the busiest process per collective);
+- memory: the peak of the test's process and of each process it starts (`peak_memory`), the largest
+  of them, compared with `Sides.check_memory`;
+- time: the test's wall time over the timed repetitions, with `Sides.check_time` (medians, a rank
+  test and a margin). Counting costs time: repetition 0 (the counted, memory and warm-up runs) is
+  metered, the timed repetitions are not.
+Tests are collected on the base (what the head is measured against); a test that does not pass on
+both sides is left to the official tests, said as a skipped check. Plus `interface-kept`: each gated
+module's public functions and classes at the base are still there at the head, taking what they took.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import _gate_tree, spawn_meter
+from .differential import Sides, base_tree, differential, traffic_figures
+from .emit import emit
+from .location import workspace
+
+_MAX_TESTS = 24
+
+
+def check_id(kind: str, nodeid: str) -> str:
+    """`test-traffic.test_comm.py-test_sum-1a2b3c4d`: stable per test, within the check id pattern."""
+    file, _, rest = nodeid.partition("::")
+    short = "-".join([file.rsplit("/", 1)[-1]] + ([rest.replace("::", "-")] if rest else []))
+    slug = re.sub(r"[^a-z0-9._]+", "-", short.lower()).strip("-.")
+    return f"test-{kind}.{slug[:96].rstrip('-')}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
+
+
+def _plugin(rep, folder, session):
+    import pytest
+    from _pytest.runner import runtestprotocol
+
+    from .collectives import CollectiveCounter
+    from .memory import peak_memory
+
+    class PerTest:
+        def __init__(self):
+            self.tests = {}
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            rec = {}
+            t0 = time.perf_counter()
+            if rep == 0:
+                with spawn_meter.metering(folder, f"{session}|{item.nodeid}", os.getcwd()):
+                    with CollectiveCounter() as counter:
+                        reports, rec["peak"] = peak_memory(runtestprotocol, item, nextitem=nextitem)
+                rec.update(traffic_figures(counter, os.getcwd()))
+            else:
+                reports = runtestprotocol(item, nextitem=nextitem)
+            rec["seconds"] = time.perf_counter() - t0
+            rec["outcome"] = _outcome(reports)
+            item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+            self.tests[item.nodeid] = rec
+            return True
+
+    return PerTest()
+
+
+def _outcome(reports) -> str:
+    if any(r.failed for r in reports):
+        return "failed"
+    call = next((r for r in reports if r.when == "call"), None)
+    if call is None or call.skipped or hasattr(call, "wasxfail"):
+        return "skipped"
+    return "passed"
+
+
+_sessions = iter(range(1 << 30))
+
+
+def scenario(rank, world, rep, nodeids, folder, pytest_args=()):
+    """One side's run of the tests, in this side's tree (differential made it the cwd): pytest in this
+    process, each test measured by the plugin; one record file per run."""
+    import pytest
+
+    session = f"{os.getpid()}-{next(_sessions)}"
+    plugin = _plugin(rep, folder, session)
+    code = pytest.main(["-q", "-p", "no:cacheprovider", *pytest_args, *nodeids], plugins=[plugin])
+    with open(os.path.join(folder, f"session-{time.monotonic_ns()}-{session}.json"), "w") as fh:
+        json.dump({"tree": os.path.realpath(os.getcwd()), "rep": rep, "session": session, "exit": int(code), "tests": plugin.tests}, fh, default=str)
+
+
+def collect(tree, files, pytest_args=(), timeout=600):
+    """The test ids pytest collects from `files` in `tree` (a separate process: nothing is imported here)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROBEGATE_")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *pytest_args, *files],
+                       cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
+    ids = [line.strip() for line in r.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+    tail = (r.stdout.strip().splitlines() or [""])[-1]
+    return ids, (None if ids else f"pytest collected nothing from {', '.join(files)} (exit {r.returncode}: {tail[:300]})")
+
+
+def _records(folder):
+    sessions = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("session-"):
+            with open(os.path.join(folder, name)) as fh:
+                sessions.append(json.load(fh))
+    children = {}
+    for c in spawn_meter.read_records(folder):
+        children.setdefault(c["label"], []).append(c)
+    return sessions, children
+
+
+def _per_test(sessions, children, trees):
+    """side -> nodeid -> {"counts": [figures per process], "peak", "times", "outcome"}, from the run records."""
+    side_of = {os.path.realpath(t): s for s, t in trees.items()}
+    out = {"base": {}, "head": {}}
+    for s in sessions:
+        side = side_of.get(s["tree"])
+        if side is None:
+            continue
+        for nodeid, rec in s["tests"].items():
+            t = out[side].setdefault(nodeid, {"counts": None, "peaks": [], "times": [], "outcome": rec["outcome"]})
+            if s["rep"] == 0:
+                kids = children.get(f"{s['session']}|{nodeid}", [])
+                peak = max([rec.get("peak") or 0] + [k.get("peak") or 0 for k in kids])
+                t["peaks"].append(peak)
+                if t["counts"] is None:  # the counted run: the first of repetition 0
+                    t["counts"] = [rec] + kids
+                    t["processes"] = 1 + len(kids)
+                    if rec["outcome"] != "passed":
+                        t["outcome"] = rec["outcome"]
+            else:
+                t["times"].append(rec["seconds"])
+    return out
+
+
+def _location(nodeid, head):
+    path = nodeid.split("::")[0]
+    name = re.sub(r"\[.*\]$", "", nodeid.split("::")[-1])
+    try:
+        with open(os.path.join(head, path), encoding="utf-8") as fh:
+            for i, line in enumerate(fh, 1):
+                if re.match(rf"\s*(async\s+)?def {re.escape(name)}\b", line):
+                    return {"path": path, "line": i}
+    except OSError:
+        return None
+    return {"path": path, "line": 1}
+
+
+def check_interfaces(gated, trees, requirements=None):
+    """`interface-kept`: every public function and class of the base's gated modules is still at the head,
+    taking the parameters it took (positional ones in their places)."""
+    base, head = trees["base"], trees["head"]
+    modules = [p for p in sorted(_gate_tree.files(base)) if p.endswith(".py") and _gate_tree.matches(gated, p)
+               and not re.search(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$", p)]
+    problems, where, names = [], None, 0
+    for p in modules:
+        before = _gate_tree.public_interface(os.path.join(base, p))
+        if not before:
+            continue
+        names += len(before)
+        after = _gate_tree.public_interface(os.path.join(head, p)) if os.path.exists(os.path.join(head, p)) else {}
+        if after is None:
+            problems.append(f"{p} does not parse at the head")
+            where = where or {"path": p, "line": 1}
+            continue
+        for name, (line, params) in before.items():
+            if name not in after:
+                problems.append(f"{p}: {name} is gone")
+                where = where or {"path": p, "line": 1}
+                continue
+            why = _gate_tree.interface_changes(params, after[name][1])
+            if why:
+                problems.append(f"{p}: {name}: {why}")
+                where = where or {"path": p, "line": after[name][0]}
+    measured = {"modules": len(modules), "public_names_at_base": names, "problems": len(problems)}
+    if problems:
+        more = f" and {len(problems) - 8} more" if len(problems) > 8 else ""
+        return emit("interface-kept", "structure", "failed", f"the head changed the gated modules' public interface: {'; '.join(problems[:8])}{more}", where, measured, requirements)
+    return emit("interface-kept", "structure", "passed", f"all {names} public names of {len(modules)} gated modules are kept, with their parameters", None, measured, requirements)
+
+
+def gate_tests(selection, gated, checks, repetitions=5, max_tests=_MAX_TESTS, timeout=900, pytest_args=(), base=None, head=None):
+    """The generated probe's whole work. `selection`: task.yml's official.select.fromPaths; `gated`: the
+    gated path globs; `checks`: {"traffic"|"memory"|"time"|"interface": {"requirements": [...], tolerances}}."""
+    trees = {"base": base or base_tree(), "head": head or str(workspace())}
+    check_interfaces(gated, trees, checks.get("interface", {}).get("requirements"))
+    positive = [g for e in selection for g in e["paths"] if not g.startswith("!")]
+    changed = _gate_tree.changed_paths(trees["base"], trees["head"], positive)
+    files, _ = _gate_tree.selected_tests(selection, changed)
+    files = [f for f in files if os.path.exists(os.path.join(trees["base"], f.split("::")[0]))]
+    nodeids, problem = collect(trees["base"], files, pytest_args) if files else ([], "no selected test file is in the base")
+    if problem:
+        return emit("tests-differential", "functional", "skipped", f"nothing to compare: {problem}")
+    if len(nodeids) > max_tests:
+        emit("tests-differential.more", "functional", "skipped", f"{len(nodeids)} tests selected, the first {max_tests} compared; left out: {', '.join(nodeids[max_tests:max_tests + 20])}{' …' if len(nodeids) > max_tests + 20 else ''}")
+        nodeids = nodeids[:max_tests]
+    folder = tempfile.mkdtemp(prefix="probegate-repo-tests-")
+    try:
+        sides = differential(scenario, world_size=1, repetitions=repetitions, args=(nodeids, folder, tuple(pytest_args)), timeout=timeout,
+                             base=trees["base"], head=trees["head"], measure=("traffic", "memory", "time"))
+    except Exception as exc:
+        return emit("tests-differential", "functional", "error", f"the selected tests could not be run on both trees under the meters: {type(exc).__name__}: {str(exc)[:1500]}")
+    sessions, children = _records(folder)
+    per = _per_test(sessions, children, trees)
+    for nodeid in nodeids:
+        _judge(nodeid, per["base"].get(nodeid), per["head"].get(nodeid), sides, checks, trees["head"])
+    return per
+
+
+def _judge(nodeid, b, h, sides, checks, head):
+    loc = _location(nodeid, head)
+    if not b or b["outcome"] != "passed":
+        return emit(check_id("run", nodeid), "functional", "skipped", f"{nodeid} {b['outcome'] if b else 'did not run'} at the base: nothing to compare the head with", loc)
+    if not h or h["outcome"] != "passed":
+        return emit(check_id("run", nodeid), "functional", "skipped", f"{nodeid} {h['outcome'] if h else 'did not run'} at the head (the official tests judge that); its figures are not compared", loc)
+    s = Sides(world_size=max(b["processes"], h["processes"]), counts={"base": b["counts"], "head": h["counts"]},
+              peaks={"base": min(b["peaks"]), "head": min(h["peaks"])}, times={"base": b["times"], "head": h["times"]}, capped=dict(sides.capped))
+    t, m, tm = checks.get("traffic", {}), checks.get("memory", {}), checks.get("time", {})
+    s.check_traffic(check_id("traffic", nodeid), per="run", requirements=t.get("requirements"), location=loc)
+    s.check_memory(check_id("memory", nodeid), tolerance_bytes=m.get("tolerance_bytes", 4 << 20), tolerance_ratio=m.get("tolerance_ratio", 0.1),
+                   requirements=m.get("requirements"), location=loc)
+    if s.capped or (b["times"] and h["times"]):
+        s.check_time(check_id("time", nodeid), margin=tm.get("margin", 1.5), requirements=tm.get("requirements"), location=loc)

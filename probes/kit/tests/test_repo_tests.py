@@ -1,0 +1,94 @@
+"""repo_tests: a repository's own tests, run on a base and a head tree under the kit's meters, test by test
+(gloo, the test spawns 2 ranks with torch.multiprocessing.spawn; CPU)."""
+import json
+import textwrap
+
+from probegate_probe import _gate_tree
+from probegate_probe.repo_tests import check_id, gate_tests
+
+COMM = """
+import torch
+import torch.distributed as dist
+
+
+def all_reduce_sum(t):
+    dist.all_reduce(t)
+    return t
+"""
+TEST = """
+import torch
+import torch.multiprocessing as mp
+
+
+def _rank(rank, world, init):
+    import torch.distributed as dist
+    from rpkg.comm import all_reduce_sum
+
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
+    for _ in range(4):
+        assert all_reduce_sum(torch.ones(1 << 20))[0].item() == world
+    dist.destroy_process_group()
+
+
+def test_all_reduce_two_ranks(tmp_path):
+    mp.spawn(_rank, args=(2, f"file://{tmp_path}/rdv"), nprocs=2, join=True)
+
+
+def test_plain():
+    from rpkg.comm import all_reduce_sum  # noqa: F401
+"""
+SELECTION = [{"paths": ["rpkg/**", "tests/test_comm.py"], "tests": ["tests/test_comm.py"]}]
+CHECKS = {"traffic": {"requirements": ["traffic-preserved"]}, "memory": {"requirements": ["memory-preserved"], "tolerance_bytes": 4 << 20, "tolerance_ratio": 0.1},
+          "time": {"requirements": ["time-preserved"], "margin": 3.0}, "interface": {"requirements": ["interface-kept"]}}
+SPAWNING = "tests/test_comm.py::test_all_reduce_two_ranks"
+
+
+def _tree(root, comm):
+    for rel, text in {"rpkg/__init__.py": "", "rpkg/comm.py": comm, "tests/test_comm.py": TEST}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+    return str(root)
+
+
+def _run(tmp_path, results, head_comm):
+    base, head = _tree(tmp_path / "base", COMM), _tree(tmp_path / "head", head_comm)
+    gate_tests(SELECTION, ["rpkg/**"], CHECKS, repetitions=2, base=base, head=head)
+    return {c["id"]: c for c in map(json.loads, results.read_text().splitlines())}
+
+
+def test_an_honest_head_passes_and_a_head_with_an_extra_all_reduce_and_a_leak_fails_naming_the_numbers(tmp_path, results):
+    same = _run(tmp_path / "same", results, COMM.replace("return t", "return t  # same"))
+    assert same["interface-kept"]["status"] == "passed"
+    traffic = same[check_id("traffic", SPAWNING)]
+    assert traffic["status"] == "passed", traffic
+    assert traffic["measured"]["base_all_reduce_calls"] == 4  # the spawned ranks' collectives, counted in the ranks
+    assert same[check_id("memory", SPAWNING)]["status"] == "passed"
+    assert same[check_id("time", SPAWNING)]["status"] == "passed"
+    assert same[check_id("traffic", "tests/test_comm.py::test_plain")]["measured"]["base_bytes_per_run"] == 0
+
+    results.write_text("")
+    bad = COMM.replace("    dist.all_reduce(t)\n", "    dist.all_reduce(t)\n    dist.all_reduce(t.clone())\n    _KEPT.append(t.clone())\n").replace("def all_reduce_sum(t):", "_KEPT = []\n\n\ndef all_reduce_sum(t):")
+    worse = _run(tmp_path / "worse", results, bad)
+    traffic = worse[check_id("traffic", SPAWNING)]
+    assert traffic["status"] == "failed"
+    assert traffic["message"].startswith("head's collectives differ from base's per run: +4 all_reduce calls per run (4 → 8)"), traffic["message"]
+    assert traffic["location"] == {"path": "tests/test_comm.py", "line": 16}
+    memory = worse[check_id("memory", SPAWNING)]
+    assert memory["status"] == "failed", memory
+    assert memory["measured"]["head_peak_bytes"] - memory["measured"]["base_peak_bytes"] >= 12 * 2**20
+
+
+def test_interface_changes_are_named():
+    base = (None, None)
+    assert _gate_tree.interface_changes((["a", "b"], [], False, False), (["a", "b", "c"], [], False, False)) is None
+    assert _gate_tree.interface_changes((["a", "b"], [], False, False), (["b", "a"], [], False, False)) == "positional parameters (a, b) are now (b, a)"
+    assert _gate_tree.interface_changes((["a"], ["op"], False, False), (["a"], [], False, False)) == "keyword parameter op gone"
+    assert _gate_tree.interface_changes((["a"], ["op"], False, False), (["a"], [], False, True)) is None
+    assert _gate_tree.interface_changes(*base) is None
+
+
+def test_globs_match_as_the_engine_matches_them():
+    assert _gate_tree.matches(["rpkg/**"], "rpkg/a/b.py") and not _gate_tree.matches(["rpkg/*.py"], "rpkg/a/b.py")
+    assert _gate_tree.matches(["**/*.py", "!**/test_*.py"], "x.py") and not _gate_tree.matches(["**/*.py", "!**/test_*.py"], "t/test_x.py")
+    assert _gate_tree.matches(["a/{b,c}.py"], "a/c.py") and not _gate_tree.matches(["a/{b,c}.py"], "a/d.py")
+    assert _gate_tree.selected_tests(SELECTION, ["docs/x.md"])[0] == ["tests/test_comm.py"]
