@@ -5418,11 +5418,223 @@ which.sync = whichSync
 
 /***/ }),
 
+/***/ 4604:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  K4: () => (/* binding */ evalCommand),
+  rg: () => (/* binding */ parseIntFlag),
+  dS: () => (/* binding */ parseSeed),
+  r_: () => (/* binding */ parseSizeFlag)
+});
+
+// UNUSED EXPORTS: exitCodeFor, worstExitCode
+
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __nccwpck_require__(3024);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __nccwpck_require__(6760);
+// EXTERNAL MODULE: ./src/core/check-run-render.ts + 1 modules
+var check_run_render = __nccwpck_require__(6824);
+// EXTERNAL MODULE: ./src/core/sizes.ts
+var sizes = __nccwpck_require__(9013);
+// EXTERNAL MODULE: ./src/engine/evaluate.ts + 4 modules
+var evaluate = __nccwpck_require__(771);
+// EXTERNAL MODULE: ./src/engine/errors.ts
+var errors = __nccwpck_require__(7679);
+// EXTERNAL MODULE: ./src/engine/submission.ts
+var submission = __nccwpck_require__(8656);
+// EXTERNAL MODULE: ./src/engine/task-load.ts
+var task_load = __nccwpck_require__(9098);
+// EXTERNAL MODULE: ./src/engine/package-paths.ts
+var package_paths = __nccwpck_require__(9967);
+// EXTERNAL MODULE: ./src/engine/progress-lines.ts
+var progress_lines = __nccwpck_require__(3145);
+// EXTERNAL MODULE: ./node_modules/cli-table3/index.js
+var cli_table3 = __nccwpck_require__(5832);
+var cli_table3_default = /*#__PURE__*/__nccwpck_require__.n(cli_table3);
+// EXTERNAL MODULE: ./src/core/test-split.ts
+var test_split = __nccwpck_require__(366);
+;// CONCATENATED MODULE: ./src/cli/result-table.ts
+
+
+
+
+const ICON = { passed: "✓", failed: "✗", error: "!", skipped: "-" };
+const SHOWN = 10;
+/** One line per failing official test: its pytest id, where it failed, and its message's first line. */
+function failingLines(failing) {
+    const lines = failing.slice(0, SHOWN).map((f) => {
+        const id = (0,test_split/* nodeId */.s)({ classname: f.classname, name: f.name }, f.file ? [f.file] : []);
+        const where = f.file && f.line ? ` (${f.file}:${f.line})` : "";
+        const first = f.message.split("\n").find((l) => l.trim())?.trim() ?? "";
+        return `  ${ICON[f.kind === "failure" ? "failed" : "error"]} ${id}${where}${first ? ` — ${first}` : ""}`;
+    });
+    if (failing.length > SHOWN)
+        lines.push(`  … and ${failing.length - SHOWN} more (--format json lists them all)`);
+    return lines;
+}
+/** The terminal view of one result: a header, then a table of every probe check. */
+function renderResultTable(result) {
+    const lines = [];
+    lines.push(`${result.task.id}: ${result.verdict.toUpperCase()} — ${(0,check_run_render/* renderTitle */.zF)(result)}`);
+    const o = result.official;
+    if (o) {
+        const c = o.counts;
+        lines.push(`official tests: ${c.passed} passed, ${c.failed} failed, ${c.errors} errors, ${c.skipped} skipped in ${(0,sizes/* formatSeconds */.Xo)(o.durationS)}${o.reason ? ` (${o.reason})` : ""}`);
+        lines.push(...failingLines(o.failing));
+    }
+    const memory = (0,check_run_render/* renderMemoryOfRecord */.SL)(result);
+    if (memory)
+        lines.push(`memory of record: ${memory}`);
+    for (const r of result.workspaceResets)
+        lines.push(`judge file ${r.action}: ${r.path} — ${r.why}`);
+    if (result.error)
+        lines.push(`error in ${result.error.phase}: ${result.error.message}`);
+    if (result.probes.length) {
+        const t = new (cli_table3_default())({ head: ["", "probe check", "category", "where", "message"], colWidths: [3, 34, 12, 26, 60], wordWrap: true, style: { head: [], border: [] }, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } });
+        for (const p of result.probes) {
+            const where = p.location ? `${p.location.path}${p.location.line ? `:${p.location.line}` : ""}` : "";
+            t.push([ICON[p.status] ?? "?", p.id, p.category, where, p.message]);
+        }
+        lines.push(t.toString());
+    }
+    return lines.join("\n");
+}
+/** Several results side by side (`probegate eval` with several submissions): one row each. */
+function renderBatchTable(names, results) {
+    const t = new (cli_table3_default())({ head: ["submission", "verdict", "official", "failed probe checks", "time", "GPU·s"], style: { head: [], border: [] } });
+    results.forEach((r, i) => {
+        const bad = r.probes.filter((p) => p.status === "failed" || p.status === "error").map((p) => p.id);
+        const o = r.official;
+        t.push([names[i] ?? "", r.verdict, o ? (o.passed ? `${o.counts.passed} passed` : (o.reason ?? "failed")) : "-", bad.join(", "), (0,sizes/* formatSeconds */.Xo)(r.durations.totalS), r.gpuSeconds.toFixed(1)]);
+    });
+    return t.toString();
+}
+
+// EXTERNAL MODULE: ./src/cli/runner-pool.ts
+var runner_pool = __nccwpck_require__(5037);
+;// CONCATENATED MODULE: ./src/cli/eval-command.ts
+
+
+
+
+
+
+
+
+
+
+
+
+/** Exit codes of `probegate eval`: scripts gate on them. */
+function exitCodeFor(result) {
+    if (result.verdict === "resolved")
+        return 0;
+    if (result.verdict === "error")
+        return 3;
+    return 1;
+}
+/** A whole-number flag of at least `min`, or undefined when not given. */
+function parseIntFlag(name, value, min) {
+    if (value === undefined)
+        return undefined;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min)
+        throw new errors/* InputError */.d(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
+    return n;
+}
+/** A size flag (512MiB, 4GiB) of at least 1MiB, or undefined when not given. */
+function parseSizeFlag(name, value) {
+    if (value === undefined)
+        return undefined;
+    const n = (0,sizes/* parseByteSize */.nS)(value);
+    if (n === undefined || n < 1024 * 1024)
+        throw new errors/* InputError */.d(`${name}: expected a size of at least 1MiB like 512MiB or 4GiB, got '${value}'.`, { field: name });
+    return n;
+}
+/** `--seed`: the probe-parameter seed a result records (`params.seed`), to reproduce that evaluation. */
+function parseSeed(value) {
+    if (value === undefined)
+        return undefined;
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n > 0xffffffff)
+        throw new errors/* InputError */.d(`--seed: expected a whole number from 0 to 4294967295 (a result's params.seed), got '${value}'.`, { field: "--seed" });
+    return n;
+}
+/** The worst exit code of several results: error over rejected over resolved. */
+function worstExitCode(results) {
+    return Math.max(0, ...results.map(exitCodeFor));
+}
+/** "reference" for examples/…/reference.patch, "octo/repo@main" for a git source: a progress prefix. */
+function shortName(submission) {
+    return (0,external_node_path_.basename)(submission.replace(/\/+$/, "")).replace(/\.(patch|diff)$/, "");
+}
+/**
+ * `probegate eval`: one evaluation, or several side by side on the runner's pool (`--jobs`,
+ * `--gpus`, `--cores`), with progress on stderr (each line prefixed by its submission when there
+ * are several) and the result on stdout / --out (a JSON array for several).
+ */
+async function evalCommand(flags, io) {
+    if (!["text", "json", "markdown"].includes(flags.format)) {
+        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
+    }
+    if (flags.knownGood && !flags.db)
+        throw new errors/* InputError */.d("--known-good records the run in a store: pass --db <file> too.", { field: "--known-good" });
+    const task = (0,task_load/* loadTask */._)(flags.task, flags.probes);
+    const sources = Array.isArray(flags.submission) ? flags.submission : [flags.submission];
+    if (sources.length === 0)
+        throw new errors/* InputError */.d("--submission: give at least one submission (a folder, a .patch onto the base, or repo@ref).", { field: "--submission" });
+    const submissions = sources.map((s) => (0,submission/* parseSubmission */.U)(s));
+    const seed = parseSeed(flags.seed);
+    const { pool, evaluations } = await (0,runner_pool/* poolFromFlags */.w6)(flags);
+    const many = submissions.length > 1;
+    const worldSize = parseIntFlag("--world-size", flags.worldSize, 1);
+    const runLimits = { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) };
+    if (many)
+        io.stderr(`probegate eval: ${submissions.length} submissions of ${task.spec.id}, ${evaluations} at a time on ${pool.gpus.length} GPUs and ${pool.cores.length} cores\n`);
+    const results = await (0,runner_pool/* mapConcurrent */._k)(submissions, evaluations, (submission, i) => (0,evaluate/* evaluate */._)({
+        task,
+        submission,
+        prBase: flags.prBase,
+        kitDir: package_paths/* KIT_DIR */.p,
+        python: flags.python,
+        worldSize,
+        pool,
+        alwaysProbe: flags.alwaysProbe,
+        keepWorkspace: flags.keepWorkspace,
+        seed,
+        unsandboxed: flags.unsandboxed,
+        runLimits,
+        signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
+        onEvent: (0,progress_lines/* progressPrinter */._)(io.stderr, { verbose: flags.verbose, prefix: many ? `[${shortName(sources[i])}] ` : "" }),
+    }));
+    const out = many ? results : results[0];
+    if (flags.out)
+        (0,external_node_fs_.writeFileSync)(flags.out, `${JSON.stringify(out, null, 2)}\n`);
+    // Loaded on use: the store's native module is needed only with --db.
+    const quarantine = flags.db ? (await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(659)]).then(__nccwpck_require__.bind(__nccwpck_require__, 1659))).readThroughStore : null;
+    const reads = results.map((result, i) => (quarantine && flags.db ? quarantine(flags.db, result, { knownGood: !!flags.knownGood, submission: sources[i] }, io.stderr) : null));
+    const markdown = results.map((r, i) => reads[i]?.markdown ?? (0,check_run_render/* renderSummary */.Br)(r));
+    if (flags.format === "json")
+        io.stdout(`${JSON.stringify(out, null, 2)}\n`);
+    else if (flags.format === "markdown")
+        io.stdout(`${markdown.join("\n\n---\n\n")}\n`);
+    else
+        io.stdout(`${many ? renderBatchTable(sources.map(shortName), results) : renderResultTable(results[0])}\n`);
+    return worstExitCode(results.map((r, i) => reads[i] ?? r));
+}
+
+
+/***/ }),
+
 /***/ 486:
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(368);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8743);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5449,7 +5661,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 368:
+/***/ 8743:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -5501,7 +5713,7 @@ var schemas = __nccwpck_require__(2311);
 // EXTERNAL MODULE: ./src/core/probe-check.ts
 var probe_check = __nccwpck_require__(6448);
 // EXTERNAL MODULE: ./src/core/result.ts
-var core_result = __nccwpck_require__(9294);
+var result = __nccwpck_require__(9294);
 ;// CONCATENATED MODULE: ./src/core/demo-expectation.ts
 
 
@@ -5509,7 +5721,7 @@ var core_result = __nccwpck_require__(9294);
 /** One entry of `examples/submissions/<task>/expected.yml`: what an example must be judged. */
 const ExpectationSchema = schemas/* strictObject */.rej({
     submission: schemas/* string */.YjP().min(1),
-    verdict: core_result/* VerdictSchema */.jp,
+    verdict: result/* VerdictSchema */.jp,
     failedCategories: schemas/* array */.YOg(probe_check/* CategorySchema */.Ue).default([]),
     why: schemas/* string */.YjP().optional(),
     /** In the quick set that `probegate demo` evaluates by default (`--all` evaluates every example). */
@@ -5535,1290 +5747,4664 @@ function compareToExpectation(result, want) {
 
 // EXTERNAL MODULE: ./src/core/sizes.ts
 var sizes = __nccwpck_require__(9013);
-;// CONCATENATED MODULE: ./src/engine/submission.ts
+// EXTERNAL MODULE: ./src/engine/evaluate.ts + 4 modules
+var evaluate = __nccwpck_require__(771);
+// EXTERNAL MODULE: ./src/engine/task-load.ts
+var task_load = __nccwpck_require__(9098);
+// EXTERNAL MODULE: ./src/engine/yaml-file.ts
+var yaml_file = __nccwpck_require__(5782);
+// EXTERNAL MODULE: ./src/engine/package-paths.ts
+var package_paths = __nccwpck_require__(9967);
+// EXTERNAL MODULE: ./src/engine/progress-lines.ts
+var progress_lines = __nccwpck_require__(3145);
+// EXTERNAL MODULE: ./src/cli/runner-pool.ts
+var runner_pool = __nccwpck_require__(5037);
+;// CONCATENATED MODULE: ./src/cli/demo-command.ts
 
 
 
+
+
+
+
+
+
+
+
+
+
+/** The example submissions of one task with their expectations, from `<dir>/expected.yml`. */
+function taskExamples(task, dir) {
+    const file = (0,external_node_path_.join)(dir, "expected.yml");
+    return (0,yaml_file/* parseWith */.Ku)((0,yaml_file/* readYaml */.gM)(file, "example expectations"), ExpectationsSchema, "example expectations").map((expectation) => {
+        const patch = (0,external_node_path_.join)(dir, expectation.submission);
+        if (!(0,external_node_fs_.existsSync)(patch))
+            throw new errors/* InputError */.d(`${file}: submission '${expectation.submission}' does not exist`, { file });
+        return { task, expectation, patch };
+    });
+}
+/** Every example submission with its expectation, from `<root>/examples/submissions/<task>/expected.yml`. */
+function packExamples(root, only) {
+    const examples = (0,external_node_path_.join)(root, "examples", "submissions");
+    if (!(0,external_node_fs_.existsSync)(examples))
+        throw new errors/* InputError */.d(`no examples folder at ${examples}`);
+    const cases = [];
+    for (const id of (0,external_node_fs_.readdirSync)(examples).sort()) {
+        if (only?.length && !only.includes(id))
+            continue;
+        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(examples, id, "expected.yml")))
+            continue;
+        cases.push(...taskExamples((0,task_load/* loadTask */._)((0,external_node_path_.join)(root, "tasks", id)), (0,external_node_path_.join)(examples, id)));
+    }
+    if (only?.length) {
+        const missing = only.filter((id) => !cases.some((c) => c.task.spec.id === id));
+        if (missing.length)
+            throw new errors/* InputError */.d(`--task: no examples for ${missing.join(", ")}`);
+    }
+    return cases;
+}
+const exampleName = (c) => (0,external_node_path_.basename)(c.patch).replace(/\.(patch|diff)$/, "");
 /**
- * Reads `--submission`: an existing folder (the whole tree), an existing `.patch`/`.diff` file
- * (applied onto the base), or `repo@ref` (a git URL or path, and a branch, tag or SHA).
+ * The examples a demo evaluates: those marked `quick: true`, or with `all` every one. The quick set
+ * keeps the README's first command short; CI runs `--all`. A task with examples but none of them
+ * quick is an input error only when it was asked for by name (`--task`): then the quick set would
+ * silently hold nothing of it. Examples named in `examples` are those alone, quick or not.
  */
-function parseSubmission(text, cwd = process.cwd()) {
-    const local = (0,external_node_path_.resolve)(cwd, text);
-    if ((0,external_node_fs_.existsSync)(local)) {
-        const st = (0,external_node_fs_.statSync)(local);
-        if (st.isDirectory())
-            return { kind: "folder", path: local };
-        if (st.isFile()) {
-            if (/\.(patch|diff)$/.test(local))
-                return { kind: "patch", path: local };
-            throw new errors/* InputError */.d(`--submission: ${local} is a file but not a .patch or .diff; give a folder, a patch, or repo@ref.`, { field: "--submission" });
+function demoSet(examples, opts = {}) {
+    if (opts.examples?.length) {
+        // Named examples run whether quick or not: a user re-running one example, or a script evaluating a set one at a time.
+        const wanted = opts.examples.map((n) => n.replace(/\.(patch|diff)$/, ""));
+        const unknown = wanted.filter((n) => !examples.some((c) => exampleName(c) === n));
+        if (unknown.length) {
+            const known = [...new Set(examples.map(exampleName))].sort();
+            throw new errors/* InputError */.d(`--example: no example called ${unknown.map((n) => `'${n}'`).join(", ")}${opts.only?.length ? ` in ${opts.only.join(", ")}` : ""}; the examples are: ${known.join(", ")}`, { field: "example" });
         }
+        return examples.filter((c) => wanted.includes(exampleName(c)));
     }
-    const at = text.lastIndexOf("@");
-    // "git@host:org/repo" has its '@' before the host: a ref never contains ':' or starts the string.
-    if (at > 0) {
-        const repo = text.slice(0, at);
-        const ref = text.slice(at + 1);
-        const repoIsRemote = /^[a-z+]+:\/\//.test(repo) || /^[\w.-]+@[\w.-]+:/.test(repo);
-        if (ref && !ref.includes(":") && (repoIsRemote || (0,external_node_fs_.existsSync)((0,external_node_path_.resolve)(cwd, repo)))) {
-            return { kind: "git", repo: repoIsRemote ? repo : (0,external_node_path_.resolve)(cwd, repo), ref };
-        }
+    if (opts.all)
+        return examples;
+    const quick = examples.filter((c) => c.expectation.quick);
+    for (const id of opts.only ?? []) {
+        if (quick.some((c) => c.task.spec.id === id))
+            continue;
+        const theirs = examples.filter((c) => c.task.spec.id === id);
+        const file = (0,external_node_path_.join)((0,external_node_path_.dirname)(theirs[0]?.patch ?? ""), "expected.yml");
+        throw new errors/* InputError */.d(`--task ${id}: none of its ${theirs.length} examples is marked 'quick: true' in ${file}; add --all to evaluate every one`, { file, field: "quick" });
     }
-    throw new errors/* InputError */.d(`--submission: '${text}' is not an existing folder, .patch/.diff file, or repo@ref (a git URL or path, '@', and a branch, tag or SHA).`, { field: "--submission" });
+    if (examples.length && !quick.length) {
+        throw new errors/* InputError */.d(`no example is marked 'quick: true' in ${(0,external_node_path_.join)((0,external_node_path_.dirname)((0,external_node_path_.dirname)(examples[0].patch)), "*", "expected.yml")}; add --all to evaluate every one`, { field: "quick" });
+    }
+    return quick;
 }
-/** A short label for tables and results. */
-function describeSubmission(s) {
-    return s.kind === "git" ? `${s.repo}@${s.ref}` : s.path;
+const count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+/**
+ * `probegate demo` (the README's first command): evaluates the quick set of the task pack's example
+ * submissions (every one with `--all`), shows progress, prints the verdict table, and writes each
+ * result's JSON and markdown report.
+ * Exit 0 only when every verdict is the one the example promises.
+ */
+async function demoCommand(flags, io) {
+    const root = (0,external_node_path_.resolve)(flags.root ?? package_paths/* PACKAGE_ROOT */.Y);
+    const examples = packExamples(root, flags.task);
+    const cases = demoSet(examples, { all: flags.all, only: flags.task, examples: flags.example });
+    if (flags.list) {
+        for (const c of cases)
+            io.stdout(`${c.task.spec.id}/${exampleName(c)}\n`);
+        return 0;
+    }
+    const outDir = (0,external_node_path_.resolve)(flags.outDir);
+    const ofTasks = `${count(examples.length, "example submission")} of ${count(new Set(examples.map((c) => c.task.spec.id)).size, "task")}`;
+    const which = flags.all ? `all ${ofTasks} (--all)` : `the quick set, ${cases.length} of ${ofTasks} (--all for every one)`;
+    io.stderr(`probegate demo: ${which}; reports go to ${outDir}\n`);
+    const { pool, evaluations } = await (0,runner_pool/* poolFromFlags */.w6)(flags);
+    io.stderr(`${evaluations} at a time on ${pool.gpus.length ? `${pool.gpus.length} GPUs and ` : ""}${pool.cores.length} cores (--jobs, --gpus, --cores)\n`);
+    const started = performance.now();
+    const rows = await (0,runner_pool/* mapConcurrent */._k)(cases, evaluations, async (c, i) => {
+        const name = exampleName(c);
+        // Several run at once: every line says which evaluation it belongs to.
+        const tag = evaluations > 1 ? `[${c.task.spec.id}/${name}] ` : "  ";
+        io.stderr(`\n[${i + 1}/${cases.length}] ${c.task.spec.id} / ${name}\n`);
+        const result = await (0,evaluate/* evaluate */._)({
+            task: c.task,
+            submission: { kind: "patch", path: c.patch },
+            kitDir: flags.root ? (0,external_node_path_.join)(root, "probes", "kit") : package_paths/* KIT_DIR */.p,
+            unsandboxed: flags.unsandboxed,
+            pool,
+            onEvent: (0,progress_lines/* progressPrinter */._)(io.stderr, { verbose: flags.verbose, prefix: tag }),
+        });
+        const dir = (0,external_node_path_.join)(outDir, c.task.spec.id);
+        (0,external_node_fs_.mkdirSync)(dir, { recursive: true });
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, `${name}.json`), `${JSON.stringify(result, null, 2)}\n`);
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, `${name}.md`), `${(0,check_run_render/* renderSummary */.Br)(result)}\n`);
+        // A task this runner cannot run (requires: unmet) is reported as skipped, by name, never as a pass or a failure.
+        const skipped = result.error?.phase === "requires" ? result.error.message : null;
+        const diffs = skipped ? [] : compareToExpectation(result, c.expectation);
+        io.stderr(`${tag}→ ${result.verdict}${skipped ? "  – skipped: the runner lacks what the task requires" : diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
+        return { c, result, diffs, skipped };
+    });
+    const wallS = (performance.now() - started) / 1000;
+    const table = new (cli_table3_default())({ head: ["task", "submission", "verdict", "failed probe categories", "expected", "time", ""], style: { head: [], border: [] } });
+    for (const { c, result, diffs, skipped } of rows) {
+        table.push([
+            c.task.spec.id,
+            (0,external_node_path_.basename)(c.patch),
+            result.verdict,
+            failedCategories(result).join(", "),
+            c.expectation.verdict + (c.expectation.failedCategories.length ? ` [${c.expectation.failedCategories.join(", ")}]` : ""),
+            (0,sizes/* formatSeconds */.Xo)(result.durations.totalS),
+            skipped ? "skipped" : diffs.length ? "✗" : "✓",
+        ]);
+    }
+    io.stdout(`\n${table.toString()}\n`);
+    const caught = rows.filter((r) => r.result.verdict === "probe-rejected" && r.result.official?.passed).length;
+    const wrong = rows.filter((r) => r.diffs.length).length;
+    const skipped = rows.filter((r) => r.skipped);
+    const judged = rows.length - skipped.length;
+    io.stdout(`${judged - wrong} of ${judged} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes. Wall time ${(0,sizes/* formatSeconds */.Xo)(wallS)}, ${evaluations} at a time.\n`);
+    for (const [task, why] of new Map(skipped.map((r) => [r.c.task.spec.id, r.skipped]))) {
+        io.stdout(`skipped ${skipped.filter((r) => r.c.task.spec.id === task).length} examples of ${task} (not counted): ${why}\n`);
+    }
+    const index = rows.map(({ c, result }) => `| ${c.task.spec.id} | [${(0,external_node_path_.basename)(c.patch)}](${c.task.spec.id}/${(0,external_node_path_.basename)(c.patch).replace(/\.(patch|diff)$/, "")}.md) | ${result.verdict} | ${failedCategories(result).join(", ")} |`);
+    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(outDir, "index.md"), `# probegate demo\n\n| task | submission | verdict | failed categories |\n|---|---|---|---|\n${index.join("\n")}\n`);
+    return wrong ? 1 : 0;
 }
 
-// EXTERNAL MODULE: external "node:crypto"
-var external_node_crypto_ = __nccwpck_require__(7598);
-// EXTERNAL MODULE: ./src/core/probe-params.ts
-var probe_params = __nccwpck_require__(6204);
-// EXTERNAL MODULE: ./src/engine/sandbox/cgroup.ts
-var cgroup = __nccwpck_require__(3680);
+// EXTERNAL MODULE: ./src/engine/environment/build-environment.ts + 1 modules
+var build_environment = __nccwpck_require__(3140);
+// EXTERNAL MODULE: ./src/engine/environment/environment-store.ts
+var environment_store = __nccwpck_require__(5705);
+// EXTERNAL MODULE: ./src/engine/environment/task-request.ts
+var task_request = __nccwpck_require__(4207);
+// EXTERNAL MODULE: ./src/engine/environment/tree-environment.ts + 1 modules
+var tree_environment = __nccwpck_require__(604);
+;// CONCATENATED MODULE: ./src/cli/env-command.ts
+
+
+
+
+
+
+
+
+
+function row(task, lock, env) {
+    const m = env.manifest;
+    return { task, lockHash: m.lockHash, lock, dir: env.dir, python: m.python, interpreter: m.interpreter, torch: m.torch, status: env.reused ? "reused" : "built", seconds: Math.round(env.seconds * 10) / 10, sizeBytes: m.sizeBytes, error: null };
+}
+/** A summary table as the rest of the CLI prints them (cli-table3, no colours). */
+function table(head, rows) {
+    const t = new (cli_table3_default())({ head, style: { head: [], border: [] } });
+    t.push(...rows);
+    return `${t.toString()}\n`;
+}
+/** The environment build of one task, if it declares one that can be built here and now. */
+function buildFor(task, tree, onProgress) {
+    const req = (0,task_request/* environmentRequest */.XE)(task);
+    if (req)
+        return { label: req.lockLabel, build: () => (0,build_environment/* ensureEnvironment */.sL)(req, { onProgress }) };
+    const dir = tree ? (0,external_node_path_.resolve)(tree) : null;
+    const treeReq = dir ? (0,task_request/* treeEnvironmentRequest */.Ps)(task, { dir, label: `--tree ${tree}`, from: dir }) : null;
+    if (treeReq)
+        return { label: `${(0,task_request/* environmentLabel */.WG)(task.spec.environment)} of --tree ${tree}`, build: () => (0,tree_environment/* ensureTreeEnvironment */._)(treeReq, { onProgress }) };
+    return null;
+}
+/**
+ * `probegate env build <task dir>…`: builds (or finds already built) each task's environment in the
+ * runner's store, one task at a time, with phase lines on stderr; then a table (or JSON) of what
+ * each task has. A gate whose environment follows its repository (environment.fromTree) is built
+ * from the checkout `--tree` names, as an evaluation would from its merge base; without it, it is
+ * listed as needing one. Exit 0 when every environment that can be built is ready, 3 when one could
+ * not be built (its error names the package and the lock's line), 2 for a task folder that does not load.
+ */
+async function envBuildCommand(dirs, flags, io) {
+    const tasks = dirs.map((d) => (0,task_load/* loadTask */._)(d));
+    const rows = [];
+    const empty = { lockHash: null, lock: null, dir: null, python: null, interpreter: null, torch: null, seconds: 0, sizeBytes: null, error: null };
+    for (const task of tasks) {
+        const job = buildFor(task, flags.tree, (line) => io.stderr(`  · ${line}\n`));
+        if (!job) {
+            const env = task.spec.environment;
+            if (env?.fromTree) {
+                io.stderr(`▸ ${task.spec.id}: not built: its environment follows the repository (${(0,task_request/* environmentLabel */.WG)(env)}), so each evaluation builds it from the PR's merge base. To build it ahead, pass a checkout of that base: probegate env build --tree <checkout> ${(0,external_node_path_.relative)(process.cwd(), task.dir) || "."}\n`);
+                rows.push({ ...empty, task: task.spec.id, lock: (0,task_request/* environmentLabel */.WG)(env), status: "needs-tree" });
+            }
+            else
+                rows.push({ ...empty, task: task.spec.id, status: "none" });
+            continue;
+        }
+        io.stderr(`▸ ${task.spec.id}: environment ${job.label}\n`);
+        try {
+            const env = await job.build();
+            rows.push(row(task.spec.id, job.label, env));
+            io.stderr(`  ✓ ${env.reused ? "reused" : "built"} ${env.dir}\n`);
+        }
+        catch (e) {
+            if (!(e instanceof errors/* HarnessError */.t))
+                throw e;
+            io.stderr(`  ✗ ${e.message}\n`);
+            rows.push({ ...empty, task: task.spec.id, lock: job.label, status: "failed", error: e.message });
+        }
+    }
+    if (flags.json)
+        io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
+    else {
+        const status = (r) => (r.status === "none" ? "none declared" : r.status === "needs-tree" ? "needs --tree" : r.status);
+        io.stdout(table(["task", "lock hash", "python", "torch", "status", "seconds", "size on disk"], rows.map((r) => [r.task, r.lockHash?.slice(0, 16) ?? "-", r.python ?? "-", r.torch ?? "-", status(r), r.dir === null ? "-" : r.seconds.toFixed(1), r.sizeBytes === null ? "-" : (0,sizes/* formatBytes */.z3)(r.sizeBytes)])));
+    }
+    return rows.some((r) => r.status === "failed") ? 3 : 0;
+}
+/** `probegate env list`: the environments built on this runner (the store at $PROBEGATE_ENV_DIR). */
+function envListCommand(flags, io) {
+    const root = (0,environment_store/* environmentRoot */.UY)();
+    const envs = (0,environment_store/* listEnvironments */.DO)(root);
+    if (flags.json) {
+        io.stdout(`${JSON.stringify(envs.map((e) => ({ dir: e.dir, executable: e.python, ...e.manifest })), null, 2)}\n`);
+        return 0;
+    }
+    if (envs.length === 0) {
+        io.stdout(`no environment built in ${root} (probegate env build <task dir> builds one)\n`);
+        return 0;
+    }
+    io.stdout(table(["folder", "lock", "python", "torch", "packages", "built", "build s", "size on disk"], envs.map((e) => [(0,external_node_path_.relative)(root, e.dir), e.manifest.lockFile, e.manifest.python, e.manifest.torch ?? "-", String(e.manifest.packages), e.manifest.builtAt.slice(0, 19).replace("T", " "), e.manifest.buildS.toFixed(1), (0,sizes/* formatBytes */.z3)(e.manifest.sizeBytes)])));
+    return 0;
+}
+
+// EXTERNAL MODULE: ./src/cli/eval-command.ts + 1 modules
+var eval_command = __nccwpck_require__(4604);
+// EXTERNAL MODULE: external "node:os"
+var external_node_os_ = __nccwpck_require__(8161);
+// EXTERNAL MODULE: ./node_modules/picomatch/index.js
+var picomatch = __nccwpck_require__(4006);
+var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
+;// CONCATENATED MODULE: ./src/core/gate-init/python-source.ts
+/**
+ * Python source read as statements, without running or importing it: enough for `gate init` to find
+ * imports and top-level definitions. A statement spans the physical lines its brackets, triple-quoted
+ * strings and backslashes join; comments are gone, strings are kept as written (a default value is
+ * part of a signature), and `;` splits statements on one line.
+ */
+const OPEN = new Set(["(", "[", "{"]);
+const CLOSE = new Set([")", "]", "}"]);
+/** The statements of `source`, in order. Unterminated strings or brackets end at the end of the file. */
+function statements(source) {
+    const out = [];
+    let text = "";
+    let depth = 0;
+    let start = 1;
+    let indent = 0;
+    let line = 1;
+    let atLineStart = true;
+    let col = 0;
+    const flush = () => {
+        const t = text.replace(/\s+/g, " ").trim();
+        if (t)
+            out.push({ line: start, indent, text: t });
+        text = "";
+    };
+    for (let i = 0; i < source.length; i++) {
+        const c = source[i];
+        if (atLineStart) {
+            if (c === " " || c === "\t") {
+                col += c === "\t" ? 8 - (col % 8) : 1;
+                continue;
+            }
+            if (c === "#")
+                i = skipComment(source, i) - 1; // a comment line: its newline comes next
+            else if (c === "\n") {
+                line++;
+                col = 0;
+            }
+            else if (c !== "\r" && c !== "\f") {
+                atLineStart = false;
+                start = line;
+                indent = col;
+            }
+            if (atLineStart)
+                continue;
+        }
+        if (c === "#") {
+            i = skipComment(source, i);
+            i--; // the newline is handled below
+            continue;
+        }
+        if (c === "'" || c === '"') {
+            const end = stringEnd(source, i);
+            const body = source.slice(i, end);
+            for (const ch of body)
+                if (ch === "\n")
+                    line++;
+            text += body;
+            i = end - 1;
+            continue;
+        }
+        if (c === "\\" && source[i + 1] === "\n") {
+            i++;
+            line++;
+            text += " ";
+            continue;
+        }
+        if (OPEN.has(c))
+            depth++;
+        else if (CLOSE.has(c))
+            depth = Math.max(0, depth - 1);
+        if (c === "\n") {
+            line++;
+            if (depth === 0) {
+                flush();
+                atLineStart = true;
+                col = 0;
+            }
+            else
+                text += " ";
+            continue;
+        }
+        if (c === ";" && depth === 0) {
+            flush();
+            start = line;
+            continue;
+        }
+        text += c;
+    }
+    flush();
+    return out;
+}
+/** The index of the newline that ends the comment starting at `i` (or the end of the file). */
+function skipComment(source, i) {
+    const nl = source.indexOf("\n", i);
+    return nl === -1 ? source.length : nl;
+}
+/** The index just past the string literal whose opening quote is at `i` (a backslash escapes the next character, raw strings too). */
+function stringEnd(source, i) {
+    const q = source[i];
+    const triple = source.startsWith(q.repeat(3), i);
+    let j = i + (triple ? 3 : 1);
+    while (j < source.length) {
+        const c = source[j];
+        if (c === "\\") {
+            j += 2;
+            continue;
+        }
+        if (triple ? source.startsWith(q.repeat(3), j) : c === q)
+            return j + (triple ? 3 : 1);
+        if (!triple && c === "\n")
+            return j; // an unterminated one-line string ends with its line
+        j++;
+    }
+    return source.length;
+}
+
+;// CONCATENATED MODULE: ./src/core/gate-init/import-graph.ts
+/**
+ * A repository's static import graph: which of its Python files each file imports, read from the
+ * source (`import a.b`, `from a.b import c`, relative imports; every package on the way runs its
+ * `__init__.py`). Imports anywhere in a file count, function bodies included: a test that imports
+ * the code it tests inside the test (or inside the rank function it spawns) still tests it. Pure.
+ */
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const DOTTED = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+/** The imports of one file's source, in order. */
+function importsOf(source) {
+    const out = [];
+    for (const st of statements(source)) {
+        // `try: import x`, `if not re: import re`, `else: from y import z` on one line
+        const text = st.text.replace(/^(?:try|else|finally|(?:el)?if\b.*?|except\b.*?|with\b.*?)\s*:\s*(?=(?:import|from)\s)/, "");
+        let m = /^import\s+(.+)$/.exec(text);
+        if (m) {
+            for (const part of m[1].split(",")) {
+                const module = part.trim().split(/\s+as\s+/)[0]?.trim() ?? "";
+                if (DOTTED.test(module))
+                    out.push({ line: st.line, level: 0, module, names: [] });
+            }
+            continue;
+        }
+        m = /^from\s*(\.*)\s*([A-Za-z_][\w.]*)?\s+import\s+(.+)$/.exec(text);
+        if (!m)
+            continue;
+        const module = m[2] ?? "";
+        if (module && !DOTTED.test(module))
+            continue;
+        const names = m[3]
+            .replace(/[()]/g, "")
+            .split(",")
+            .map((n) => n.trim().split(/\s+as\s+/)[0]?.trim() ?? "")
+            .filter((n) => NAME.test(n));
+        out.push({ line: st.line, level: m[1].length, module, names });
+    }
+    return out;
+}
+/** The Python files of a tree, and the folders that hold any (for namespace packages). */
+class PythonTree {
+    files;
+    dirs = new Set();
+    constructor(paths) {
+        this.files = new Set([...paths].filter((p) => p.endsWith(".py")));
+        for (const f of this.files) {
+            const parts = f.split("/");
+            for (let i = 1; i < parts.length; i++)
+                this.dirs.add(parts.slice(0, i).join("/"));
+        }
+    }
+    /** The file that module path `rel` (a/b, under some folder) is: a/b.py or a/b/__init__.py; null for none. */
+    moduleFile(rel) {
+        if (this.files.has(`${rel}.py`))
+            return `${rel}.py`;
+        if (this.files.has(`${rel}/__init__.py`))
+            return `${rel}/__init__.py`;
+        return null;
+    }
+    isDir(rel) {
+        return rel === "" || this.dirs.has(rel);
+    }
+}
+const join = (dir, rel) => (dir ? `${dir}/${rel}` : rel);
+const dirOf = (file) => file.split("/").slice(0, -1).join("/");
+/**
+ * The files an absolute import of `dotted` runs from `root`: each package's `__init__.py` on the way
+ * and the module itself, plus `names` that are submodules. Empty when `root` holds no such module.
+ */
+function fromRoot(tree, root, dotted, names) {
+    const parts = dotted.split(".");
+    const first = join(root, parts[0]);
+    if (!tree.moduleFile(first) && !tree.isDir(first))
+        return [];
+    const out = [];
+    let rel = root;
+    for (const p of parts) {
+        rel = join(rel, p);
+        const f = tree.moduleFile(rel);
+        if (f)
+            out.push(f);
+        else if (!tree.isDir(rel))
+            return out;
+    }
+    for (const n of names) {
+        const f = tree.moduleFile(join(rel, n));
+        if (f)
+            out.push(f);
+    }
+    return out;
+}
+/**
+ * The repository files one import of `file` runs. Absolute imports are looked up under `roots` in
+ * order (the folders on sys.path: the repository's root, src/, pytest's rootdir insertions); a
+ * relative one from the file's own folder.
+ */
+function resolveImport(tree, file, ref, roots) {
+    if (ref.level === 0) {
+        for (const root of roots) {
+            const found = fromRoot(tree, root, ref.module, ref.names);
+            if (found.length)
+                return found;
+        }
+        return [];
+    }
+    let dir = dirOf(file);
+    for (let i = 1; i < ref.level; i++)
+        dir = dirOf(dir);
+    if (!ref.module)
+        return ref.names.map((n) => tree.moduleFile(join(dir, n))).filter((f) => f !== null);
+    return fromRoot(tree, dir, ref.module, ref.names);
+}
+/** The import graph of `sources` (path → source text); imports of modules outside the tree are left out. */
+function importGraph(sources, roots) {
+    const tree = new PythonTree(sources.keys());
+    const graph = new Map();
+    for (const [file, text] of sources) {
+        const edges = new Set();
+        for (const ref of importsOf(text))
+            for (const f of resolveImport(tree, file, ref, roots))
+                if (f !== file)
+                    edges.add(f);
+        graph.set(file, edges);
+    }
+    return graph;
+}
+/** Every file reachable from `from`, each with the file that first led to it (null for `from`): a breadth-first walk. */
+function reachable(graph, from) {
+    const parent = new Map([[from, null]]);
+    const queue = [from];
+    while (queue.length) {
+        const f = queue.shift();
+        for (const g of [...(graph.get(f) ?? [])].sort()) {
+            if (parent.has(g))
+                continue;
+            parent.set(g, f);
+            queue.push(g);
+        }
+    }
+    return parent;
+}
+/** The shortest import chain from the walk's start to `to` ([start, …, to]); empty when `to` was not reached. */
+function chainTo(parents, to) {
+    if (!parents.has(to))
+        return [];
+    const chain = [to];
+    for (let p = parents.get(to); p; p = parents.get(p))
+        chain.unshift(p);
+    return chain;
+}
+
+;// CONCATENATED MODULE: ./src/core/gate-init/pytest-discovery.ts
+/**
+ * Where a repository keeps its tests, as pytest would find them: the configuration pytest reads
+ * (pytest.ini, .pytest.ini, pyproject.toml's [tool.pytest.ini_options] or [tool.pytest], tox.ini's
+ * [pytest], setup.cfg's [tool:pytest], in pytest's order), its `testpaths`, `python_files` and
+ * `pythonpath`, and the folders pytest puts on sys.path for each test file. Pure.
+ */
+
+const DEFAULT_PYTHON_FILES = ["test_*.py", "*_test.py"];
+/** pytest's default norecursedirs, and folders no repository keeps tests in. */
+const NO_RECURSE = ["*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}", "__pycache__", "site-packages"];
+/** The `key = value` settings of one [section] of an INI file (continuation lines joined); null when it has none. */
+function iniSection(text, section) {
+    let inside = false;
+    let found = false;
+    let key = null;
+    const out = {};
+    for (const raw of text.split(/\r?\n/)) {
+        const line = raw.replace(/\s+[#;].*$/, "");
+        const head = /^\s*\[([^\]]+)\]\s*$/.exec(line);
+        if (head) {
+            inside = head[1].trim() === section;
+            found ||= inside;
+            key = null;
+            continue;
+        }
+        if (!inside || /^\s*[#;]/.test(line) || !line.trim())
+            continue;
+        if (/^\s/.test(line) && key) {
+            out[key] = `${out[key]} ${line.trim()}`.trim();
+            continue;
+        }
+        const kv = /^([^=:]+)[=:](.*)$/.exec(line);
+        if (!kv)
+            continue;
+        key = kv[1].trim();
+        out[key] = kv[2].trim();
+    }
+    return found ? out : null;
+}
+const words = (v) => (Array.isArray(v) ? v.map(String) : typeof v === "string" ? v.split(/\s+/).filter(Boolean) : []);
+/**
+ * pytest's settings for a repository whose root holds `files` (path → text of the ones present) and
+ * whose pyproject.toml has `pyprojectTool` as its [tool.pytest] table (null: none, or no pyproject).
+ */
+function pytestConfig(files, pyprojectTool) {
+    const make = (from, s) => ({
+        from,
+        testpaths: words(s.testpaths),
+        pythonFiles: words(s.python_files).length ? words(s.python_files) : DEFAULT_PYTHON_FILES,
+        pythonpath: words(s.pythonpath),
+    });
+    for (const name of ["pytest.ini", ".pytest.ini"]) {
+        const text = files.get(name);
+        if (text !== undefined)
+            return make(`${name} [pytest]`, iniSection(text, "pytest") ?? {});
+    }
+    if (pyprojectTool) {
+        const ini = pyprojectTool.ini_options;
+        if (ini && typeof ini === "object")
+            return make("pyproject.toml [tool.pytest.ini_options]", ini);
+        return make("pyproject.toml [tool.pytest]", pyprojectTool);
+    }
+    const tox = files.get("tox.ini") !== undefined ? iniSection(files.get("tox.ini"), "pytest") : null;
+    if (tox)
+        return make("tox.ini [pytest]", tox);
+    const cfg = files.get("setup.cfg") !== undefined ? iniSection(files.get("setup.cfg"), "tool:pytest") : null;
+    if (cfg)
+        return make("setup.cfg [tool:pytest]", cfg);
+    return { from: null, testpaths: [], pythonFiles: DEFAULT_PYTHON_FILES, pythonpath: [] };
+}
+const trimSlash = (p) => p.replace(/^\.\//, "").replace(/\/+$/, "");
+/** The test files among `paths` (the tree's files): under `testpaths` (all of the tree when none), named as `python_files` says. */
+function testFiles(paths, cfg) {
+    const named = picomatch_default()(cfg.pythonFiles, { basename: true, dot: true });
+    const skip = picomatch_default()(NO_RECURSE, { dot: true });
+    const under = cfg.testpaths.map(trimSlash).filter((p) => p && p !== ".");
+    const inTestpaths = (p) => under.length === 0 || under.some((t) => p === t || p.startsWith(`${t}/`) || (/[*?[]/.test(t) && (picomatch_default()(t)(p) || picomatch_default()(`${t}/**`)(p))));
+    return paths
+        .filter((p) => p.endsWith(".py") && named(p) && inTestpaths(p))
+        .filter((p) => !p.split("/").slice(0, -1).some((d) => skip(d)))
+        .sort();
+}
+const pytest_discovery_dirOf = (file) => file.split("/").slice(0, -1).join("/");
+/** The folder pytest (rootdir-relative "prepend" import mode) puts on sys.path for a test file: the first one up that is not a package. */
+function testBasedir(test, files) {
+    let dir = pytest_discovery_dirOf(test);
+    while (dir && files.has(`${dir}/__init__.py`))
+        dir = pytest_discovery_dirOf(dir);
+    return dir;
+}
+/**
+ * Folders absolute imports are looked up in, in order: the repository's root, src/ when it holds
+ * Python files, pytest's `pythonpath`, the folders given on the command line, and each test file's
+ * basedir (a helper module beside the tests is importable by its bare name).
+ */
+function importRoots(files, tests, cfg, extra) {
+    const roots = [""];
+    const add = (r) => {
+        const t = trimSlash(r);
+        if (!roots.includes(t === "." ? "" : t))
+            roots.push(t === "." ? "" : t);
+    };
+    if ([...files].some((f) => f.startsWith("src/")))
+        add("src");
+    for (const p of cfg.pythonpath)
+        add(p);
+    for (const p of extra)
+        add(p);
+    for (const t of tests)
+        add(testBasedir(t, files));
+    return roots;
+}
+/** The conftest.py files pytest loads for a test file: in its folder and each one above it. */
+function conftestsOf(test, files) {
+    const out = [];
+    for (let dir = pytest_discovery_dirOf(test);; dir = pytest_discovery_dirOf(dir)) {
+        const c = dir ? `${dir}/conftest.py` : "conftest.py";
+        if (files.has(c))
+            out.unshift(c);
+        if (!dir)
+            break;
+    }
+    return out;
+}
+
+;// CONCATENATED MODULE: ./src/core/gate-init/gate-plan.ts
+/**
+ * What `probegate gate init` decides from a repository's tree: the Python modules each gated path glob
+ * holds, the repository's test files (pytest's conventions and configuration), and for each glob the
+ * tests that import one of its modules, directly or through other modules of the tree (with the chain
+ * of imports that shows it). Pure: the tree comes in as its paths and its Python sources.
+ */
+
+
+
+/** A problem with the repository or the flags, and the flag that fixes it. */
+class GatePlanError extends Error {
+    flag;
+    constructor(message, flag) {
+        super(message);
+        this.flag = flag;
+    }
+}
+const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The dotted name `path` is imported by from the first root it lies under with identifier segments; null: none. */
+function moduleName(path, roots) {
+    for (const root of [...roots].sort((a, b) => b.length - a.length)) {
+        if (root && !path.startsWith(`${root}/`))
+            continue;
+        const parts = path.slice(root ? root.length + 1 : 0).replace(/\.py$/, "").split("/");
+        if (parts.at(-1) === "__init__")
+            parts.pop();
+        if (parts.length && parts.every((p) => IDENT.test(p)))
+            return parts.join(".");
+    }
+    return null;
+}
+/** Top-level packages of the tree (folders with an __init__.py at the root or under src/), for messages. */
+function packagesOf(paths) {
+    return [...new Set(paths.map((p) => /^(?:src\/)?([^/]+)\/__init__\.py$/.exec(p)?.[1]).filter((p) => !!p))].sort();
+}
+/** Plans the gate; throws a GatePlanError naming what is missing and the flag to pass. */
+function planGate(input) {
+    const include = input.globs.filter((g) => !g.startsWith("!"));
+    const exclude = input.globs.filter((g) => g.startsWith("!")).map((g) => g.slice(1));
+    if (include.length === 0)
+        throw new GatePlanError("--paths names no path to gate (only exclusions): give globs of the modules, e.g. --paths 'mypkg/comm/**'", "--paths");
+    const excluded = exclude.length ? picomatch_default()(exclude, { dot: true }) : () => false;
+    const fileSet = new Set(input.paths);
+    let tests = testFiles(input.paths, input.config);
+    if (input.testGlobs.length) {
+        const named = picomatch_default()([...input.testGlobs], { dot: true });
+        tests = input.paths.filter((p) => p.endsWith(".py") && named(p)).sort();
+        if (tests.length === 0)
+            throw new GatePlanError(`--tests ${input.testGlobs.join(" ")} matches no Python file of the tree`, "--tests");
+    }
+    if (tests.length === 0) {
+        const where = input.config.testpaths.length ? `under testpaths ${input.config.testpaths.join(", ")} (${input.config.from})` : "anywhere in the tree";
+        throw new GatePlanError(`the repository has no tests: no file named ${input.config.pythonFiles.join(" or ")} ${where}. Pass --tests <globs> naming its test files`, "--tests");
+    }
+    const testSet = new Set(tests);
+    const roots = importRoots(fileSet, tests, input.config, input.src);
+    const graph = importGraph(input.sources, roots);
+    for (const t of tests)
+        for (const c of conftestsOf(t, fileSet))
+            graph.get(t)?.add(c);
+    const walks = new Map(tests.map((t) => [t, reachable(graph, t)]));
+    const globs = include.map((glob) => {
+        const matches = picomatch_default()(glob, { dot: true });
+        const hit = input.paths.filter((p) => matches(p) && !excluded(p));
+        if (hit.length === 0)
+            throw new GatePlanError(`--paths ${glob} matches no file of the tree${packagesOf(input.paths).length ? ` (its packages: ${packagesOf(input.paths).join(", ")})` : ""}`, "--paths");
+        const py = hit.filter((p) => p.endsWith(".py") && !testSet.has(p) && !/(^|\/)conftest\.py$/.test(p));
+        const modules = py.map((path) => ({ path, name: moduleName(path, roots) })).filter((m) => m.name !== null);
+        if (modules.length === 0) {
+            const why = py.length
+                ? `its Python files (${py.slice(0, 3).join(", ")}) have no importable module name under the folders on sys.path (${roots.map((r) => r || ".").join(", ")})`
+                : `it holds no Python module (${hit.slice(0, 3).join(", ")}${hit.length > 3 ? ", …" : ""})`;
+            const pkgs = packagesOf(input.paths);
+            throw new GatePlanError(`--paths ${glob}: no importable package: ${why}. Pass --paths globs of a package's modules${pkgs.length ? ` (the tree's packages: ${pkgs.join(", ")})` : ""}, or --src <folder> for the folder its imports start from`, "--src");
+        }
+        const mapped = [];
+        for (const t of tests) {
+            const walk = walks.get(t);
+            const chains = modules.map((m) => chainTo(walk, m.path)).filter((c) => c.length > 0);
+            const chain = chains.length ? chains.reduce((a, b) => (b.length < a.length ? b : a)) : null;
+            if (chain && (input.maxHops == null || chain.length - 1 <= input.maxHops))
+                mapped.push({ file: t, chain });
+        }
+        return { glob, modules, tests: mapped };
+    });
+    if (globs.every((g) => g.tests.length === 0)) {
+        throw new GatePlanError(`no test of the repository imports the gated modules (${globs.flatMap((g) => g.modules.map((m) => m.name)).slice(0, 5).join(", ")}), directly or through other modules; ${tests.length} test files were read (${tests.slice(0, 3).join(", ")}${tests.length > 3 ? ", …" : ""}). Pass --tests <globs> naming the tests that exercise them${input.maxHops != null ? `, or a larger --max-hops than ${input.maxHops}` : ""}`, "--tests");
+    }
+    return { config: input.config, tests, roots, exclude, globs };
+}
+
+;// CONCATENATED MODULE: ./src/core/gate-init/interfaces.ts
+/**
+ * The public interface of a Python module, read statically for a gate's prompt: its top-level
+ * functions and classes whose names do not start with `_`, each with its signature as written
+ * (annotations and defaults kept, comments and line breaks gone), and each class's public methods
+ * (`__init__` and `__call__` included). Pure; nothing is imported.
+ */
+
+const DEF = /^(async\s+def|def)\s+([A-Za-z_][A-Za-z0-9_]*)\s*/;
+const CLASS = /^class\s+([A-Za-z_][A-Za-z0-9_]*)\s*/;
+/** The index just past the bracket that closes the one at `open` (strings skipped); text.length when unclosed. */
+function closing(text, open) {
+    let depth = 0;
+    for (let i = open; i < text.length; i++) {
+        const c = text[i];
+        if (c === "'" || c === '"') {
+            const end = text.indexOf(c, i + 1);
+            // statements() kept strings whole; a quote inside another kind of quote is rare in a header
+            i = end === -1 ? text.length : end;
+            continue;
+        }
+        if (c === "(" || c === "[" || c === "{")
+            depth++;
+        else if (c === ")" || c === "]" || c === "}") {
+            depth--;
+            if (depth === 0)
+                return i + 1;
+        }
+    }
+    return text.length;
+}
+/** The header of a def or class statement, up to (not including) the colon that opens its body. */
+function header(text, nameEnd) {
+    let i = nameEnd;
+    while (text[i] === " ")
+        i++;
+    if (text[i] === "[")
+        i = closing(text, i); // PEP 695 type parameters
+    while (text[i] === " ")
+        i++;
+    if (text[i] === "(")
+        i = closing(text, i);
+    const rest = text.slice(i);
+    const colon = rest.search(/:/);
+    const tail = colon === -1 ? rest : rest.slice(0, colon);
+    // a return annotation may hold a colon inside brackets (Callable[[int], int] has none; dict[str, int] none): rare enough to cut there
+    return (text.slice(0, i) + tail).replace(/\s+/g, " ").replace(/\( /g, "(").replace(/ \)/g, ")").replace(/,\s*\)/g, ")").trim();
+}
+const isPublic = (name) => !name.startsWith("_") || name === "__init__" || name === "__call__";
+function defOf(st, decorators) {
+    const d = DEF.exec(st.text);
+    if (d)
+        return { kind: "function", name: d[2], line: st.line, signature: header(st.text, d[0].trimEnd().length), decorators, methods: [] };
+    const c = CLASS.exec(st.text);
+    if (c)
+        return { kind: "class", name: c[1], line: st.line, signature: header(st.text, c[0].trimEnd().length), decorators, methods: [] };
+    return null;
+}
+/** The public top-level functions and classes of `source`, in order. */
+function publicInterface(source) {
+    const all = statements(source);
+    const out = [];
+    let decorators = [];
+    for (let i = 0; i < all.length; i++) {
+        const st = all[i];
+        if (st.indent !== 0)
+            continue;
+        if (st.text.startsWith("@")) {
+            decorators.push(st.text.slice(1).trim());
+            continue;
+        }
+        const def = defOf(st, decorators);
+        decorators = [];
+        if (!def || !isPublic(def.name) || def.name.startsWith("__"))
+            continue;
+        if (def.kind === "class")
+            def.methods = methodsOf(all, i);
+        out.push(def);
+    }
+    return out;
+}
+/** The public methods of the class whose statement is all[at]: the defs one level into its body. */
+function methodsOf(all, at) {
+    const classIndent = all[at].indent;
+    const bodyIndent = all[at + 1] && all[at + 1].indent > classIndent ? all[at + 1].indent : null;
+    if (bodyIndent === null)
+        return [];
+    const out = [];
+    let decorators = [];
+    for (let i = at + 1; i < all.length && all[i].indent > classIndent; i++) {
+        const st = all[i];
+        if (st.indent !== bodyIndent)
+            continue;
+        if (st.text.startsWith("@")) {
+            decorators.push(st.text.slice(1).trim());
+            continue;
+        }
+        const def = defOf(st, decorators);
+        decorators = [];
+        if (def && def.kind === "function" && isPublic(def.name))
+            out.push(def);
+    }
+    return out;
+}
+
+// EXTERNAL MODULE: ./src/core/task-spec.ts
+var task_spec = __nccwpck_require__(6356);
 // EXTERNAL MODULE: ./src/engine/host.ts
 var host = __nccwpck_require__(6022);
-;// CONCATENATED MODULE: ./src/engine/leak-guard.ts
+// EXTERNAL MODULE: ./src/core/task-environment.ts
+var task_environment = __nccwpck_require__(4494);
+// EXTERNAL MODULE: ./src/engine/environment/pyproject-requirements.ts
+var pyproject_requirements = __nccwpck_require__(7589);
+// EXTERNAL MODULE: ./src/engine/environment/tree-requirements.ts
+var tree_requirements = __nccwpck_require__(2851);
+;// CONCATENATED MODULE: ./src/engine/gate-init/environment-plan.ts
+/**
+ * The environment of a generated gate: `environment.fromTree` over what the repository declares
+ * (its requirement files and pyproject.toml's [project] dependencies with the extras its tests need),
+ * with the pins every gate of the pack has (torch for the probe kit's rank processes, pytest). Each
+ * file chosen is read here with the engine's own readers (`readTreeRequirements`, `readPyproject`),
+ * so a file the engine would refuse at evaluation time is left out now, saying why.
+ */
 
 
-/** Shorter lines are too common to be evidence of a leak (`import os`, `return total`). */
-const MIN_LINE = 20;
-const CANARY = /[A-Za-z0-9_-]*canary[A-Za-z0-9_-]*/gi;
-const MIN_CANARY = 8;
-/** The marker that replaces an outgoing string that held probe source. */
-const WITHHELD = "[withheld by probegate: this text contained hidden probe source]";
-/** Lines and canaries of probe sources (file texts). Pure. */
-function probeSecrets(texts) {
-    const lines = new Set();
-    const canaries = new Set();
-    for (const text of texts) {
-        for (const raw of text.split(/\r?\n/)) {
-            const line = raw.trim();
-            if (line.length >= MIN_LINE)
-                lines.add(line);
+
+
+/** The pack's pins (tasks/*-gate/environment/requirements.in): the PyPI torch runs on CPU with gloo and on CUDA with NCCL. */
+const GATE_PINS = ["torch==2.15.0", "pytest==9.2.0"];
+/** Packages that build only against CUDA: excluded where the repository declares them (a CPU runner cannot build them). */
+const CUDA_ONLY = ["flash-attn", "transformer-engine", "apex", "mamba-ssm", "causal-conv1d", "xformers", "flashinfer-python", "deepspeed"];
+/** Requirement files of other purposes than running tests. */
+const NOT_FOR_TESTS = /(^|[-_./])(docs?|lint|style|format|mypy|typing|build|release|publish|bench(mark)?s?|cuda|gpu|npu|rocm|amd|tpu|xpu|hpu|sglang|vllm|trtllm|serving)([-_.]|$)/;
+/** Extras that hold what the tests need, in the order tried. */
+const TEST_EXTRAS = ["test", "tests", "testing", "dev"];
+const isRequirementFile = (p) => /^requirements[^/]*\.txt$/.test(p) || /^requirements\/[^/]+\.txt$/.test(p);
+function planEnvironment(input) {
+    const notes = [];
+    const ctx = { dir: input.dir, label: "the repository", declaredIn: "the gate's task.yml", exclude: [] };
+    const declared = [];
+    const chosen = [];
+    const candidates = input.requirements.length ? [...input.requirements] : input.paths.filter(isRequirementFile);
+    for (const file of candidates) {
+        if (!input.requirements.length && NOT_FOR_TESTS.test(file.replace(/^requirements\/?/, ""))) {
+            notes.push(`${file}: left out, named for another purpose than the tests (docs, lint, build, an accelerator or serving backend…); pass --requirements to choose the files yourself`);
+            continue;
         }
-        for (const m of text.matchAll(CANARY))
-            if (m[0].length >= MIN_CANARY)
-                canaries.add(m[0].toLowerCase());
+        try {
+            const read = (0,tree_requirements/* readTreeRequirements */.Be)(ctx, [file]);
+            declared.push(...read.requirements);
+            chosen.push(file);
+            notes.push(`${file}: ${read.requirements.length} requirements${read.files.length > 1 ? ` (with ${read.files.slice(1).map((f) => f.path).join(", ")})` : ""}`);
+        }
+        catch (e) {
+            if (!(e instanceof errors/* HarnessError */.t))
+                throw e;
+            if (input.requirements.length)
+                throw new errors/* InputError */.d(`--requirements ${file}: ${e.message.replace(/; no test or probe was run\.$/, "")}`, { field: "--requirements" });
+            notes.push(`${file}: left out, the engine would refuse it: ${e.message.replace(/; no test or probe was run\.$/, "")}`);
+        }
     }
-    return { lines: [...lines], canaries: [...canaries] };
-}
-/** Reads every text file under the probe folder (caches and binary files skipped). */
-function readProbeSecrets(probesDir) {
-    const texts = [];
-    const walk = (dir) => {
-        for (const name of (0,external_node_fs_.readdirSync)(dir)) {
-            if (name === "__pycache__")
-                continue;
-            const p = (0,external_node_path_.join)(dir, name);
-            const st = (0,external_node_fs_.statSync)(p);
-            if (st.isDirectory())
-                walk(p);
-            else if (st.isFile()) {
-                const buf = (0,external_node_fs_.readFileSync)(p);
-                if (!buf.includes(0))
-                    texts.push(buf.toString("utf8"));
+    let pyproject;
+    const project = input.project;
+    if (project && !(Array.isArray(project.dynamic) && project.dynamic.includes("dependencies"))) {
+        const optional = Object.keys((project["optional-dependencies"] ?? {}));
+        const extras = input.extras ? [...input.extras] : TEST_EXTRAS.filter((x) => optional.some((o) => (0,task_environment/* normalizePackage */.c3)(o) === x)).slice(0, 1);
+        try {
+            const reqs = (0,pyproject_requirements/* projectRequirements */.Wl)(project, extras, "pyproject.toml");
+            if (reqs.length || extras.length) {
+                pyproject = { path: "pyproject.toml", extras };
+                declared.push(...reqs);
+                notes.push(`pyproject.toml: [project] dependencies${extras.length ? ` and the extra${extras.length > 1 ? "s" : ""} ${extras.join(", ")}` : ""} (${reqs.length} requirements)${!input.extras && optional.length ? `; extras not taken: ${optional.filter((o) => !extras.includes(o)).join(", ") || "none"} (--extras to choose)` : ""}`);
             }
         }
-    };
-    walk(probesDir);
-    return probeSecrets(texts);
+        catch (e) {
+            if (!(e instanceof pyproject_requirements/* ProjectTableProblem */.V2))
+                throw e;
+            throw new errors/* InputError */.d(`pyproject.toml: ${e.message} (pass --extras naming extras it defines)`, { field: "--extras" });
+        }
+    }
+    else if (project) {
+        notes.push("pyproject.toml: its dependencies are dynamic (computed by its build backend, which the engine never runs): not read; name their requirement files with --requirements");
+    }
+    if (!chosen.length && !pyproject) {
+        const what = input.hasPyproject ? (project ? "pyproject.toml's [project] table declares no dependencies" : "pyproject.toml has no [project] table") : "there is no pyproject.toml";
+        throw new errors/* InputError */.d(`the repository declares no dependencies for its tests: no requirements*.txt or requirements/*.txt the engine can read, and ${what}. Pass --requirements <files> naming its requirement files (pip's format), or --extras for a pyproject that declares them in extras`, { field: "--requirements" });
+    }
+    const names = new Set(declared.map((r) => (0,task_environment/* normalizePackage */.c3)(r.name)));
+    const exclude = CUDA_ONLY.filter((n) => names.has(n));
+    if (exclude.length)
+        notes.push(`excluded (they build only against CUDA; the gate runs on CPU and gloo): ${exclude.join(", ")}`);
+    for (const pin of GATE_PINS) {
+        const name = (0,task_environment/* normalizePackage */.c3)(pin.split("==")[0]);
+        const theirs = declared.filter((r) => (0,task_environment/* normalizePackage */.c3)(r.name) === name).map((r) => `${r.text} (${r.file}${r.line ? `:${r.line}` : ""})`);
+        notes.push(`pinned ${pin}${theirs.length ? `, over the repository's ${theirs.join(", ")}` : ""}: ${name === "torch" ? "the probe kit's rank processes and counters need it, and every gate of the pack runs this torch (CPU with gloo, CUDA with NCCL)" : "the official command runs pytest"}`);
+    }
+    return { fromTree: { requirements: chosen, ...(pyproject ? { pyproject } : {}), pins: [...GATE_PINS], exclude }, notes };
 }
-/** Whether `text` holds a canary or a line of probe source. */
-function leaks(text, secrets) {
-    if (text.length < MIN_CANARY)
-        return false;
-    const lower = text.toLowerCase();
-    if (secrets.canaries.some((c) => lower.includes(c)))
-        return true;
-    return text.length >= MIN_LINE && secrets.lines.some((l) => text.includes(l));
+
+// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
+var dist = __nccwpck_require__(8815);
+;// CONCATENATED MODULE: ./src/engine/gate-init/render-task.ts
+/**
+ * The files of a generated repository gate that the engine reads: task.yml (a task like any other:
+ * `base: { pr: true }`, the repository's tests selected by the paths a PR changes, an environment
+ * that follows the repository) and its one probe, generated whole: data and a call into the probe
+ * kit's `repo_tests.gate_tests`, no hand-written line.
+ */
+
+/** The tolerances the generated checks use, stated in task.yml's requirements and GATE.md alike. */
+const TOLERANCES = { memoryBytes: 4 << 20, memoryRatio: 0.1, timeMargin: 1.5, repetitions: 5, maxTests: 24 };
+const PROBE_FILE = "probe_tests.py";
+/** official.select.fromPaths: per gated glob with tests, the glob (and the exclusions) and its test files, which select themselves too. */
+function fromPaths(plan) {
+    return plan.globs
+        .filter((g) => g.tests.length > 0)
+        .map((g) => {
+        const tests = g.tests.map((t) => t.file);
+        return { paths: [g.glob, ...tests, ...plan.exclude.map((e) => `!${e}`)], tests };
+    });
+}
+/** What the weakened-test guard watches: every mapped test file, and the conftest.py files pytest loads for them. */
+function watchedFiles(plan, conftests) {
+    const tests = [...new Set(plan.globs.flatMap((g) => g.tests.map((t) => t.file)))];
+    return [...new Set([...tests, ...tests.flatMap(conftests)])].sort();
+}
+const REQUIREMENTS = [
+    { id: "interface-kept", text: "every public function and class of the gated modules at the base is still defined at the head, taking the parameters it took (positional ones in their places)" },
+    { id: "traffic-preserved", text: "each selected test of the base, run on the head, issues exactly the base's collectives and bytes (per collective, the busiest of the test's process and the processes it starts through multiprocessing, e.g. the ranks of torch.multiprocessing.spawn)" },
+    { id: "memory-preserved", text: `each selected test's peak memory (the largest of its process's and its spawned processes' peaks) is at most the base's + max(${TOLERANCES.memoryBytes / 2 ** 20} MiB, ${TOLERANCES.memoryRatio * 100}%)` },
+    { id: "time-preserved", text: `each selected test takes at most ${TOLERANCES.timeMargin}x the base's median wall time over ${TOLERANCES.repetitions} interleaved repetitions, with a one-sided rank test (p < 0.05) agreeing the head is slower` },
+];
+/** task.yml, with a header that says where it came from. */
+function renderTaskYml(src, watched) {
+    const spec = {
+        id: src.id,
+        title: src.title,
+        area: "other",
+        prompt: "prompt.md",
+        base: { pr: true },
+        gpus: 0,
+        environment: { python: ">=3.11,<3.13", fromTree: src.fromTree },
+        official: {
+            command: ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml={junit}", "{tests}"],
+            timeout: 900,
+            files: watched,
+            select: { tests: [], fromPaths: fromPaths(src.plan) },
+            allowChanged: [],
+        },
+        probes: { path: "probes", pattern: "probe_*.py", command: ["{python}", "{probe}"], timeout: 3000, jobs: { [PROBE_FILE.replace(/\.py$/, "")]: { gpus: 0, timing: true } } },
+        limits: { wallClock: 5400, memory: "8GiB", outputBytes: "4MiB" },
+        requirements: REQUIREMENTS,
+    };
+    const head = [
+        `# A repository gate generated by \`probegate gate init\` from ${src.repo} at ${src.sha.slice(0, 12)}; GATE.md says why each part is what it is.`,
+        `#   probegate eval --task <this folder> --submission <repo>@<head sha> --pr-base <base sha>`,
+        "# Re-run gate init to regenerate it (the probe is generated too); edit the selection here when the import graph misses a test.",
+    ];
+    const doc = new dist/* Document */.yo(spec);
+    // As the pack's gates write them: `base: { pr: true }` and commands on one line.
+    for (const path of [["base"], ["official", "command"], ["probes", "command"], ["probes", "jobs", PROBE_FILE.replace(/\.py$/, "")], ["limits"]]) {
+        const node = doc.getIn(path, true);
+        if ((0,dist/* isCollection */.P3)(node))
+            node.flow = true;
+    }
+    return `${head.join("\n")}\n${doc.toString({ lineWidth: 0, flowCollectionPadding: false })}`;
+}
+/** A Python literal of strings, lists and dicts (JSON's spelling of them is Python's). */
+function literal(v) {
+    if (Array.isArray(v))
+        return `[${v.map(literal).join(", ")}]`;
+    if (v && typeof v === "object")
+        return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${literal(x)}`).join(", ")}}`;
+    return JSON.stringify(v);
+}
+/** A list, one item a line. */
+const py = (items) => `[\n${items.map((i) => `    ${literal(i)},`).join("\n")}\n]`;
+/** The probe: the selection, the gated globs and the checks' tolerances as data, and one call into the kit. */
+function renderProbe(src) {
+    const gated = [...src.plan.globs.map((g) => g.glob), ...src.plan.exclude.map((e) => `!${e}`)];
+    return `"""Generated by \`probegate gate init\` (${src.repo} at ${src.sha.slice(0, 12)}): re-run it rather than edit this file.
+
+The repository's own tests that import the gated modules, run on the PR's base and head under the probe
+kit's meters, test by test (probegate_probe.repo_tests): collectives and bytes (the test's process and the
+ranks it spawns), peak memory and time; and the gated modules' public interface.
+"""
+from probegate_probe.repo_tests import gate_tests
+
+# official.select.fromPaths of task.yml: which tests each gated path maps to.
+SELECTION = ${py(fromPaths(src.plan))}
+
+GATED = ${py(gated)}
+
+CHECKS = {
+    "interface": {"requirements": ["interface-kept"]},
+    "traffic": {"requirements": ["traffic-preserved"]},
+    "memory": {"requirements": ["memory-preserved"], "tolerance_bytes": ${TOLERANCES.memoryBytes}, "tolerance_ratio": ${TOLERANCES.memoryRatio}},
+    "time": {"requirements": ["time-preserved"], "margin": ${TOLERANCES.timeMargin}},
+}
+
+if __name__ == "__main__":
+    gate_tests(SELECTION, GATED, CHECKS, repetitions=${TOLERANCES.repetitions}, max_tests=${TOLERANCES.maxTests})
+`;
+}
+
+;// CONCATENATED MODULE: ./src/engine/gate-init/render-docs.ts
+
+/** More mapped test files than this for one glob is worth a word in the report. */
+const MANY = 24;
+const list = (xs) => xs.map((x) => `\`${x}\``).join(", ");
+function defLines(d, indent = "") {
+    const tag = d.decorators.filter((x) => /^(property|staticmethod|classmethod|abstractmethod|[\w.]*dataclass\b.*)$/.test(x));
+    const lines = [`${indent}- \`${d.signature}\`${tag.length ? ` (${tag.map((t) => `@${t}`).join(", ")})` : ""}`];
+    for (const m of d.methods)
+        lines.push(...defLines(m, `${indent}  `));
+    return lines;
+}
+function renderPrompt(src, modules) {
+    const out = [
+        `# ${src.title}`,
+        "",
+        `A repository gate: every pull request that touches ${list(src.plan.globs.map((g) => g.glob))} is evaluated against its own base commit, on the repository's tests that import these modules.`,
+        "",
+        "What such a pull request keeps:",
+        "",
+        ...REQUIREMENTS.map((r) => `- **${r.id}**: ${r.text}.`),
+        "",
+        "A change meant to cost more (a new collective, a larger buffer) says so in its description; a maintainer accepts the measured difference for that head (`/probegate accept <check> <why>`).",
+        "",
+        "## Public interface of the gated modules",
+        "",
+        "Read from the base's source (functions and classes whose names do not start with `_`, and their public methods).",
+    ];
+    for (const m of modules) {
+        out.push("", `### \`${m.path}\` (\`${m.name}\`)`, "");
+        out.push(...(m.defs.length ? m.defs.flatMap((d) => defLines(d)) : ["- no public function or class"]));
+    }
+    return `${out.join("\n")}\n`;
+}
+function renderReport(src, facts) {
+    const { plan } = src;
+    const cfg = plan.config;
+    const out = [
+        `# ${src.id}: how \`probegate gate init\` made this gate`,
+        "",
+        `From ${src.repo} at ${src.sha.slice(0, 12)} (\`--ref ${facts.ref}\`). The gate is a task like any other (\`base: { pr: true }\`): \`probegate validate\` checks it and \`probegate eval --task <this folder> --submission <repo>@<head> --pr-base <base>\` runs it.`,
+        "",
+        "## Gated paths",
+        "",
+    ];
+    for (const g of plan.globs)
+        out.push(`- \`${g.glob}\`: ${g.modules.length} Python module${g.modules.length === 1 ? "" : "s"} (${g.modules.slice(0, 8).map((m) => `\`${m.name}\``).join(", ")}${g.modules.length > 8 ? ", …" : ""})`);
+    if (plan.exclude.length)
+        out.push(`- excluded: ${list(plan.exclude)}`);
+    out.push("", "## Tests (official.select, official.files)", "", `- Test files: ${plan.tests.length}, found as pytest finds them: named ${list(cfg.pythonFiles)}${cfg.testpaths.length ? ` under testpaths ${list(cfg.testpaths)}` : " anywhere in the tree (no testpaths)"} (${cfg.from ?? "pytest's defaults: no pytest configuration"}).`, `- Imports are read statically (no code of the repository runs) and looked up where pytest's sys.path has them: ${list(plan.roots.slice(0, 6).map((r) => r || "."))}${plan.roots.length > 6 ? ` and ${plan.roots.length - 6} more test folders` : ""}; every import counts, inside functions too (a test that imports the code in the rank function it spawns still tests it), and each package's \`__init__.py\` on the way.`, "- `official.select.fromPaths` maps each gated glob to the tests that import one of its modules, directly or through other modules of the tree; a test file selects itself too. `select.tests` (always run) is empty: a PR that touches no gated path selects no test and ends in `error`, by design.");
+    for (const g of plan.globs) {
+        if (!g.tests.length) {
+            out.push(`- \`${g.glob}\`: **no test imports its modules**: a PR that touches only this path selects no test. Add tests to the selection by hand, or pass --tests.`);
+            continue;
+        }
+        const direct = g.tests.filter((t) => t.chain.length <= 2).length;
+        out.push(`- \`${g.glob}\` → ${g.tests.length} test file${g.tests.length === 1 ? "" : "s"} (${direct} import${direct === 1 ? "s" : ""} it directly, ${g.tests.length - direct} through other modules):`);
+        if (g.tests.length > MANY)
+            out.push(`  - **many**: a PR touching it runs them all. Most come through other modules (a package \`__init__.py\` that imports it pulls in every test of the package); \`--max-hops 1\` keeps the ${direct} direct ones, \`--tests\` names them.`);
+        for (const t of g.tests)
+            out.push(`  - \`${t.file}\`: ${t.chain.length <= 2 ? `imports \`${t.chain.at(-1)}\`` : `through ${t.chain.slice(1).map((c) => `\`${c}\``).join(" → ")}`}`);
+    }
+    if (facts.unmapped.length)
+        out.push(`- Not selected: ${facts.unmapped.length} test file${facts.unmapped.length === 1 ? " imports" : "s import"} none of the gated modules (${list(facts.unmapped.slice(0, 6))}${facts.unmapped.length > 6 ? ", …" : ""}).`);
+    out.push(`- \`official.files\` (what the weakened-test guard compares with the base): the selected test files and the \`conftest.py\` files pytest loads for them (${facts.watched.length} files).`);
+    if (facts.gpuTests.length)
+        out.push(`- **GPU**: ${list(facts.gpuTests)} name CUDA or NCCL; the gate is written for a CPU runner (\`gpus: 0\`, gloo). Set \`gpus\` and \`requires\` in task.yml for a GPU runner.`);
+    out.push("", "## Environment (environment.fromTree)", "", "Built by the engine from what the PR's merge base declares, with the task's pins over it (docs/task-format.md, \"An environment that follows the repository\"):", "");
+    for (const n of facts.envNotes)
+        out.push(`- ${n}`);
+    out.push('- python `>=3.11,<3.13`: the runners\' base interpreters, as the pack\'s other gates have it.');
+    out.push("", `## Probe (probes/${PROBE_FILE}, generated)`, "", `No hand-written line: the selection and the tolerances as data, and one call into the probe kit's \`repo_tests.gate_tests\`, which runs the tests the PR's changed paths select (at most ${TOLERANCES.maxTests}, collected on the base) on both trees with \`differential()\`, pytest in-process, one process per side, interleaved. Per test:`, "", "- `test-traffic.<test>`: the collectives and bytes of the test's process and of every process it starts through multiprocessing (the ranks of `torch.multiprocessing.spawn`), counted at the dispatcher in each; exact (`traffic-preserved`).", `- \`test-memory.<test>\`: the largest peak of those processes, within max(${TOLERANCES.memoryBytes / 2 ** 20} MiB, ${TOLERANCES.memoryRatio * 100}%) of the base's (\`memory-preserved\`).`, `- \`test-time.<test>\`: the median wall time over ${TOLERANCES.repetitions} interleaved repetitions, at most ${TOLERANCES.timeMargin}× the base's with a rank test agreeing (\`time-preserved\`); counting runs and timed runs are separate.`, "- `interface-kept`: the gated modules' public functions and classes of the base, still at the head with their parameters.", "- A test that does not pass on both sides is not compared (a skipped check says so): the official tests judge it.", "", "Not done: record-and-replay of the calls the tests make into the gated modules (the tests themselves are the scenarios); outputs are judged by the tests' own assertions, not compared between the sides; processes started outside multiprocessing (`subprocess`, `torchrun`) are not metered; time includes each test's start-up of its ranks, so only large slowdowns show.", "");
+    return out.join("\n");
+}
+
+// EXTERNAL MODULE: ./node_modules/execa/index.js + 139 modules
+var execa = __nccwpck_require__(5172);
+// EXTERNAL MODULE: ./src/engine/git.ts
+var git = __nccwpck_require__(2434);
+// EXTERNAL MODULE: ./src/engine/repo-gate/base-trees.ts
+var base_trees = __nccwpck_require__(5336);
+;// CONCATENATED MODULE: ./src/engine/gate-init/repo-tree.ts
+/**
+ * The repository tree `gate init` reads: one commit exported to a scratch folder (git archive; nothing
+ * of it runs), its files, its Python sources and what its pyproject.toml says (read with tomllib, as
+ * the engine reads it for an environment: no build backend runs).
+ */
+
+
+
+
+
+
+const MAX_SOURCE = 1 << 20;
+const READ_PYPROJECT = "import json, sys, tomllib\nd = tomllib.load(open(sys.argv[1], 'rb'))\nt = d.get('tool', {}).get('pytest')\np = d.get('project')\nprint(json.dumps({'project': p if isinstance(p, dict) else None, 'pytest': t if isinstance(t, dict) else None}, default=str))";
+/** Reads pyproject.toml of `dir` with `python` (3.11+: tomllib); an InputError names a file that does not parse. */
+async function readPyprojectTables(dir, python) {
+    const file = (0,external_node_path_.join)(dir, "pyproject.toml");
+    if (!(0,external_node_fs_.existsSync)(file))
+        return null;
+    const r = await (0,execa/* execa */.Ho)(python, ["-I", "-c", READ_PYPROJECT, file], { reject: false, timeout: 30_000, extendEnv: false, env: { PYTHONDONTWRITEBYTECODE: "1" } });
+    if (r.exitCode !== 0) {
+        const last = String(r.stderr).trim().split("\n").at(-1) ?? "";
+        throw new errors/* InputError */.d(/No module named 'tomllib'/.test(last) ? `reading pyproject.toml needs Python 3.11 or later (tomllib); ${python} is older: pass --python` : `pyproject.toml does not parse as TOML: ${last}`, { file: "pyproject.toml" });
+    }
+    return JSON.parse(String(r.stdout));
+}
+/** Exports `ref` of `repo` (a local checkout or a URL git can clone) into `dest` and reads it. */
+async function readRepoTree(repo, ref, dest, scratch, python) {
+    let sha;
+    if ((0,external_node_fs_.existsSync)(repo) && (0,external_node_fs_.statSync)(repo).isDirectory()) {
+        const fail = (stderr) => new errors/* InputError */.d(`gate init: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]} (pass --ref <rev> naming a commit of it)`, { field: "--ref" });
+        sha = await (0,git/* git */.$)(repo, ["rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
+        const tar = await (0,execa/* execa */.Ho)("git", ["-C", repo, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
+        if (tar.exitCode !== 0)
+            throw fail(Buffer.from(tar.stderr).toString());
+        const untar = await (0,execa/* execa */.Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+        if (untar.exitCode !== 0)
+            throw fail(String(untar.stderr));
+    }
+    else {
+        sha = await (0,git/* exportTree */.D)(repo, ref, dest, scratch, "gate init");
+    }
+    const paths = (0,base_trees/* treeFiles */.CU)(dest).sort();
+    const sources = new Map();
+    for (const p of paths) {
+        if (!p.endsWith(".py"))
+            continue;
+        const full = (0,external_node_path_.join)(dest, p);
+        if ((0,external_node_fs_.statSync)(full).size <= MAX_SOURCE)
+            sources.set(p, (0,external_node_fs_.readFileSync)(full, "utf8"));
+    }
+    return { dir: dest, sha, paths, sources, pyproject: await readPyprojectTables(dest, python) };
+}
+
+;// CONCATENATED MODULE: ./src/engine/gate-init/gate-init.ts
+/**
+ * `probegate gate init`: a repository gate written from a repository's tree. It reads one commit
+ * (nothing of it runs), plans the test selection from the static import graph, the environment from
+ * what the repository declares, and writes task.yml, prompt.md, the generated probe and GATE.md.
+ */
+
+
+
+
+
+
+
+
+
+
+
+
+const ROOT_CONFIG = ["pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg"];
+const GPU_WORDS = /\bnccl\b|\.cuda\(|torch\.cuda\.|device=["']cuda/;
+/** The repository's name for the title and the default id: a clone's folder, a URL's last part (a folder called repo, src or .git: its parent's). */
+function repoName(repo) {
+    const parts = repo.replace(/\/+$/, "").replace(/\.git$/, "").split(/[/:]/).filter(Boolean);
+    while (parts.length > 1 && ["repo", "src", "checkout", ".git"].includes(parts.at(-1)))
+        parts.pop();
+    return parts.at(-1) ?? "repo";
+}
+function defaultId(repo) {
+    const slug = repoName(repo).toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[-._]+|[-._]+$/g, "");
+    return `${slug || "repo"}-gate`;
+}
+/** Writes the gate; throws an InputError naming what the repository lacks and the flag that fixes it. */
+async function gateInit(req, scratch) {
+    if (!req.paths.length)
+        throw new errors/* InputError */.d("gate init: --paths <globs...> is required: the paths the gate watches, e.g. --paths 'mypkg/comm/**'", { field: "--paths" });
+    // The task loader wants a task's id to be its folder's name.
+    const id = req.id ?? (req.out ? (0,external_node_path_.basename)((0,external_node_path_.resolve)(req.out)) : defaultId(req.repo));
+    if (!task_spec/* ID_PATTERN */.pw.test(id))
+        throw new errors/* InputError */.d(`gate init: '${id}' is not a task id (lower-case letters, digits, '.', '_', '-'): pass --id, or an --out folder named like one`, { field: "--id" });
+    const dir = (0,external_node_path_.resolve)(req.out ?? id);
+    if ((0,external_node_path_.basename)(dir) !== id)
+        throw new errors/* InputError */.d(`gate init: --id ${id} and --out ${req.out} disagree: a task's folder is named for its id (drop one, or name the folder ${id})`, { field: "--out" });
+    if ((0,external_node_fs_.existsSync)(dir) && (0,external_node_fs_.readdirSync)(dir).length && !req.force)
+        throw new errors/* InputError */.d(`gate init: ${dir} exists and is not empty: pass --force to overwrite it, or another --out`, { field: "--out" });
+    const treeDir = (0,external_node_path_.join)(scratch, "tree");
+    (0,external_node_fs_.mkdirSync)(treeDir, { recursive: true });
+    const tree = await readRepoTree(req.repo, req.ref, treeDir, scratch, (0,host/* choosePython */.Ik)(req.python));
+    const rootFiles = new Map(ROOT_CONFIG.filter((f) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(treeDir, f))).map((f) => [f, (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(treeDir, f), "utf8")]));
+    const config = pytestConfig(rootFiles, tree.pyproject?.pytest ?? null);
+    let plan;
+    try {
+        plan = planGate({ paths: tree.paths, sources: tree.sources, config, globs: req.paths, testGlobs: req.tests, src: req.src, maxHops: req.maxHops ?? null });
+    }
+    catch (e) {
+        if (e instanceof GatePlanError)
+            throw new errors/* InputError */.d(`gate init: ${e.message}`, { field: e.flag });
+        throw e;
+    }
+    const env = planEnvironment({ dir: treeDir, paths: tree.paths, project: tree.pyproject?.project ?? null, hasPyproject: tree.pyproject !== null, requirements: req.requirements, extras: req.extras });
+    const src = { id, title: `${repoName(req.repo)}: ${req.paths.filter((p) => !p.startsWith("!")).join(", ")}`, repo: req.repo, sha: tree.sha, plan, fromTree: env.fromTree };
+    const fileSet = new Set(tree.paths);
+    const watched = watchedFiles(plan, (t) => conftestsOf(t, fileSet));
+    const modules = plan.globs.flatMap((g) => g.modules.map((m) => ({ path: m.path, name: m.name, defs: publicInterface(tree.sources.get(m.path) ?? "") })));
+    const mapped = new Set(plan.globs.flatMap((g) => g.tests.map((t) => t.file)));
+    const report = renderReport(src, {
+        ref: req.ref,
+        envNotes: env.notes,
+        unmapped: plan.tests.filter((t) => !mapped.has(t)),
+        gpuTests: [...mapped].filter((t) => GPU_WORDS.test(tree.sources.get(t) ?? "")),
+        watched,
+    });
+    if (req.force)
+        (0,external_node_fs_.rmSync)(dir, { recursive: true, force: true });
+    const files = {
+        "task.yml": renderTaskYml(src, watched),
+        "prompt.md": renderPrompt(src, modules),
+        [`probes/${PROBE_FILE}`]: renderProbe(src),
+        "GATE.md": report,
+    };
+    for (const [rel, text] of Object.entries(files)) {
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(dir, rel, ".."), { recursive: true });
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, rel), text);
+    }
+    return { dir, id, sha: tree.sha, report, files: Object.keys(files) };
+}
+
+// EXTERNAL MODULE: ./src/engine/probe-phase.ts + 1 modules
+var probe_phase = __nccwpck_require__(1484);
+// EXTERNAL MODULE: ./src/engine/probe-set.ts
+var probe_set = __nccwpck_require__(7997);
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+;// CONCATENATED MODULE: ./src/engine/import/pr-description.ts
+
+
+/** Where GitHub looks for a repository's pull request template, in its order. */
+const TEMPLATE_PLACES = ["", ".github", "docs"].flatMap((d) => ["pull_request_template.md", "PULL_REQUEST_TEMPLATE.md"].map((f) => (d ? `${d}/${f}` : f)));
+/** The repository's pull request template(s) in an exported tree, joined; null when it has none. */
+function readPrTemplate(tree) {
+    const found = TEMPLATE_PLACES.filter((p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(tree, p))).map((p) => (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(tree, p), "utf8"));
+    for (const dir of [".github/PULL_REQUEST_TEMPLATE", "PULL_REQUEST_TEMPLATE", "docs/PULL_REQUEST_TEMPLATE"]) {
+        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(tree, dir)))
+            continue;
+        for (const f of (0,external_node_fs_.readdirSync)((0,external_node_path_.join)(tree, dir)))
+            if (f.endsWith(".md"))
+                found.push((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(tree, dir, f), "utf8"));
+    }
+    return found.length ? found.join("\n\n") : null;
+}
+const squash = (s) => s.replace(/\s+/g, " ").trim();
+/**
+ * Words only, lower case, on one line: GitHub re-wraps a squashed PR's description, and templates
+ * change a little over time ("…is complex." in the PR, "…is complex, and list…" in today's template).
+ */
+const pr_description_words = (s) => squash(s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " "));
+const heading = (line) => /^(#{1,6})\s+(.*)$/.exec(line);
+/** Sections of a template that are the author's to-do list, never the change's description. */
+const BOILERPLATE_SECTION = /checklist|before submitting|before you submit|pr checklist|contributor/i;
+const CHECKBOX = /^\s*(?:[-*+]|\d+[.)])\s+\[[ xX]\]/;
+const LIST_ITEM = /^\s*(?:[-*+]|\d+[.)])\s+/;
+/** Blocks of text separated by blank lines, headings and fenced code kept as blocks of their own. */
+function blocks(lines) {
+    const out = [];
+    let cur = [];
+    let fence = false;
+    const flush = () => {
+        if (cur.length)
+            out.push(cur);
+        cur = [];
+    };
+    for (const line of lines) {
+        if (/^\s*(```|~~~)/.test(line)) {
+            if (!fence)
+                flush();
+            cur.push(line);
+            fence = !fence;
+            if (!fence)
+                flush();
+            continue;
+        }
+        if (fence)
+            cur.push(line);
+        else if (!line.trim())
+            flush();
+        else if (heading(line)) {
+            flush();
+            out.push([line]);
+        }
+        else
+            cur.push(line);
+    }
+    flush();
+    return out;
 }
 /**
- * Every string of `value` (object keys too) that leaks probe source, replaced by WITHHELD (keys by
- * `withheld-N`); `withheld` counts them. Applied to everything that leaves the runner, before it
- * is signed or printed.
+ * A pull request's description without its template's boilerplate, for the prompt skeleton: drops
+ * HTML comments, checkbox lists (and their wrapped lines), "Checklist"/"Before submitting"
+ * sections, text copied unchanged from the repository's template (its guidance under each
+ * heading), and headings left with nothing under them. The author's own prose stays.
  */
-function withholdLeaks(value, secrets) {
-    let withheld = 0;
-    const clean = (v) => {
-        if (typeof v === "string") {
-            if (!leaks(v, secrets))
-                return v;
-            withheld++;
-            return WITHHELD;
+function cleanPrDescription(text, template = null) {
+    const noComments = text.replace(/<!--[\s\S]*?(-->|$)/g, "");
+    const tmpl = template ? ` ${pr_description_words(template.replace(/<!--[\s\S]*?(-->|$)/g, ""))} ` : "";
+    const kept = [];
+    let skipLevel = 0; // inside a boilerplate section of this heading level (0: not)
+    for (const block of blocks(noComments.split("\n"))) {
+        const h = heading(block[0] ?? "");
+        if (h && block.length === 1) {
+            const level = (h[1] ?? "").length;
+            if (skipLevel && level > skipLevel)
+                continue;
+            skipLevel = BOILERPLATE_SECTION.test(h[2] ?? "") ? level : 0;
+            if (!skipLevel)
+                kept.push(block);
+            continue;
         }
-        if (Array.isArray(v))
-            return v.map(clean);
-        if (v && typeof v === "object") {
-            const out = {};
-            for (const [k, x] of Object.entries(v)) {
-                const key = leaks(k, secrets) ? `withheld-${++withheld}` : k;
-                out[key] = clean(x);
-            }
-            return out;
+        if (skipLevel)
+            continue;
+        // A checkbox item runs on over the lines GitHub wrapped, up to the next list item.
+        const lines = [];
+        let inCheckbox = false;
+        for (const line of block) {
+            if (CHECKBOX.test(line))
+                inCheckbox = true;
+            else if (LIST_ITEM.test(line) && !/^\s{2,}/.test(line))
+                inCheckbox = false;
+            if (!inCheckbox)
+                lines.push(line);
         }
-        return v;
-    };
-    return { value: clean(value), withheld };
+        if (!lines.length)
+            continue;
+        // Guidance the template wrote under a heading ("> List the specific changes.") is no description.
+        const body = pr_description_words(lines.join("\n"));
+        if (tmpl && body.length >= 12 && tmpl.includes(` ${body} `))
+            continue;
+        kept.push(lines);
+    }
+    // A heading is empty when the next kept block is a heading of the same or a higher level (or none follows).
+    const out = [];
+    for (let i = kept.length - 1; i >= 0; i--) {
+        const block = kept[i] ?? [];
+        const h = heading(block[0] ?? "");
+        if (h && block.length === 1) {
+            const next = out[0];
+            const nh = next ? heading(next[0] ?? "") : null;
+            if (!next || (nh && next.length === 1 && (nh[1] ?? "").length <= (h[1] ?? "").length))
+                continue;
+        }
+        out.unshift(block);
+    }
+    return out.map((b) => b.join("\n")).join("\n\n").trim();
 }
 
-;// CONCATENATED MODULE: ./src/engine/probe-set.ts
+;// CONCATENATED MODULE: ./src/cli/task-skeleton.ts
 
 
 
-function files(dir, out = []) {
+/** Marks text `task import` wrote for the author to finish; `probegate validate` refuses a task that still holds it. */
+const SKELETON_MARK = "PROBEGATE-SKELETON";
+/** Says that a task's official tests are pass-to-pass only; `probegate validate` reads it from import.yml. */
+const PASS_TO_PASS_ONLY = "pass-to-pass only: no test fails before the change; the official tests check that nothing breaks, and the hidden probes carry the requirement";
+/** task.yml of an imported task, with the change's provenance as a comment on top. */
+function taskYaml(spec, imp, repo) {
+    const c = imp.classification;
+    const head = [
+        `# Imported by probegate task import from ${repo.url ?? "a local clone with no known URL (see import.yml)"}`,
+        `#   base ${imp.baseSha}  head ${imp.headSha}  "${imp.subject}"`,
+        `#   ${c.failToPass.length} fail-to-pass and ${c.passToPass.length} pass-to-pass tests (import.yml lists them)`,
+        ...(c.failToPass.length ? [] : [`#   official tests: ${PASS_TO_PASS_ONLY}`]),
+    ];
+    return `${head.join("\n")}\n${(0,dist/* stringify */.As)(spec, { lineWidth: 0 })}`;
+}
+/** import.yml: where the task came from and which test is which, for the author and for re-imports. */
+function importRecord(imp, repo, snapshot) {
+    return (0,dist/* stringify */.As)({
+        repo: repo.url,
+        repo_from: repo.source,
+        ...(repo.warning ? { repo_warning: repo.warning } : {}),
+        base: imp.baseSha,
+        head: imp.headSha,
+        subject: imp.subject,
+        sources: imp.sources,
+        tests: imp.tests,
+        base_as: snapshot ? `pruned snapshot of ${imp.snapshot.length} of ${imp.baseFileCount} files (a submission patch may edit only these; --base-as git gates real PRs)` : "git ref, with the PR's test files as overlay",
+        official: imp.classification.failToPass.length ? "fail-to-pass and pass-to-pass" : PASS_TO_PASS_ONLY,
+        fail_to_pass: imp.classification.failToPass,
+        pass_to_pass: imp.classification.passToPass,
+        left_out: imp.classification.leftOut,
+    }, { lineWidth: 0 });
+}
+/** A prompt to finish: the PR's own words, the files it changes, and what the author must add. */
+function promptSkeleton(imp) {
+    return `<!-- ${SKELETON_MARK}: written by probegate task import. Rewrite it as the request an agent gets, then delete this line. -->
+# ${imp.subject}
+
+${cleanPrDescription(imp.message, imp.prTemplate) || "(the commit message has no body)"}
+
+## What to change
+
+The change touches ${imp.sources.map((s) => `\`${s}\``).join(", ")}.
+
+State here, in the words of the requirement and without the solution, what the change must do,
+including what the official tests do not check, and every name the hidden probes call (list those
+names in task.yml \`interfaces:\`; \`probegate validate\` checks each appears here).
+
+## Tests
+
+${testsParagraph(imp)}
+`;
+}
+function testsParagraph(imp) {
+    const c = imp.classification;
+    const files = imp.tests.length > 8 ? `${imp.tests.length} test files (import.yml lists them)` : imp.tests.map((t) => `\`${t}\``).join(", ");
+    if (c.failToPass.length === 0) {
+        return `The official tests are ${files}: ${c.passToPass.length} ${c.passToPass.length === 1 ? "passes" : "pass"} before the change and must keep passing. None fails before it
+(imported with --pass-to-pass-only): state the requirement here so that the hidden probes can check it.`;
+    }
+    return `The official tests are ${files}: ${c.failToPass.length} fail before the change and must pass,
+${c.passToPass.length} pass before and must keep passing.`;
+}
+/** A probe that reports `error` until written: an unfinished task never resolves a submission. */
+function probeSkeleton(id) {
+    const canary = `PROBEGATE-CANARY-${(0,external_node_crypto_.randomBytes)(4).toString("hex")}`;
+    return `"""Hidden probe of ${id}. ${SKELETON_MARK}: written by probegate task import; replace it.
+
+A probe checks what the requirement states and the official tests leave unchecked (docs/task-format.md):
+import the submission from $PROBEGATE_WORKSPACE, measure, and emit one check per finding.
+"""
+# ${canary}
+from probegate_probe import emit
+
+emit("not-written", "functional", "error", "this task's hidden probe is still the skeleton probegate task import wrote")
+`;
+}
+/**
+ * expected.yml of the two examples every import has: the merged change and no change at all. With
+ * no fail-to-pass test, no change passes the official tests: the probes must reject it.
+ */
+function expectedYaml(passToPassOnly = false) {
+    return (0,dist/* stringify */.As)([
+        { submission: "reference.patch", verdict: "resolved", why: "the change as merged" },
+        passToPassOnly
+            ? { submission: "base.patch", verdict: "probe-rejected", why: "no change: the official tests are pass-to-pass only, so the hidden probes must reject it" }
+            : { submission: "base.patch", verdict: "official-failed", why: "no change: the fail-to-pass tests fail" },
+    ]);
+}
+
+;// CONCATENATED MODULE: ./src/core/requirement-coverage.ts
+/**
+ * `requirements=[...]` / `requirements="..."` (Python keyword arguments) and `"requirements": [...]`
+ * (a JSON line written by hand, in any language). A list that is not written out literally (a
+ * variable) names nothing the scan can see: its checks count only in `validate --power`.
+ */
+const MENTION = /["']?\brequirements["']?\s*[=:]\s*(\[[^\]]*\]|\([^)]*\)|"[^"]*"|'[^']*')/g;
+const LITERAL = /"([^"\\]*)"|'([^'\\]*)'/g;
+function lineAt(text, offset) {
+    let line = 1;
+    for (let i = 0; i < offset; i++)
+        if (text.charCodeAt(i) === 10)
+            line++;
+    return line;
+}
+/** Every requirement id named in a `requirements=` argument (or JSON key) of the probe sources, with its line. */
+function requirementMentions(sources) {
+    const out = [];
+    for (const src of sources) {
+        for (const m of src.text.matchAll(MENTION)) {
+            const body = m[1];
+            const bodyStart = (m.index ?? 0) + m[0].length - body.length;
+            for (const lit of body.matchAll(LITERAL)) {
+                const id = lit[1] ?? lit[2] ?? "";
+                if (id)
+                    out.push({ id, path: src.path, line: lineAt(src.text, bodyStart + (lit.index ?? 0)) });
+            }
+        }
+    }
+    return out;
+}
+/**
+ * Static requirement coverage: every requirement task.yml declares must be named by some probe
+ * source, and every id a probe names must be declared. A task that declares none is a problem
+ * too: a prompt always states something its probes should check.
+ */
+function requirementCoverage(declared, taskFile, sources) {
+    const mentions = requirementMentions(sources);
+    const problems = [];
+    if (declared.length === 0) {
+        problems.push({
+            path: taskFile,
+            line: null,
+            message: "requirements: none declared; list what the prompt states (arguments and their allowed values, error paths, bounds, resource claims) with ids the probes' checks name",
+        });
+    }
+    const named = new Set(mentions.map((m) => m.id));
+    for (const r of declared) {
+        if (!named.has(r.id))
+            problems.push({ path: taskFile, line: r.line, message: `requirements: '${r.id}' is named by no probe check (requirements=[...] in a probe)` });
+    }
+    const known = new Set(declared.map((r) => r.id));
+    for (const m of mentions) {
+        if (!known.has(m.id))
+            problems.push({ path: m.path, line: m.line, message: `names requirement '${m.id}', which ${taskFile} does not declare` });
+    }
+    return { mentions, problems };
+}
+
+;// CONCATENATED MODULE: ./src/cli/validate-command.ts
+
+
+
+
+
+
+
+
+
+
+
+/** A line of probe source long and specific enough that finding it in the prompt means a leak. */
+function distinctive(line) {
+    const t = line.trim().replace(/\s+/g, " ");
+    if (t.length < 24 || t.startsWith("#") || /^(import|from) /.test(t) || /^["']{3}/.test(t))
+        return null;
+    return t;
+}
+function walk(dir, out = []) {
     for (const e of (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })) {
-        if (e.name === "__pycache__" || e.name.startsWith("."))
-            continue;
         const p = (0,external_node_path_.join)(dir, e.name);
         if (e.isDirectory())
-            files(p, out);
-        else if (e.isFile())
+            walk(p, out);
+        else
             out.push(p);
     }
     return out;
 }
-/** `sha256:…` over the probe folder's paths and contents: the probe-set version a result was judged by. */
-function probeSetVersion(dir) {
-    const h = (0,external_node_crypto_.createHash)("sha256");
-    for (const f of files(dir).sort()) {
-        h.update((0,external_node_path_.relative)(dir, f));
-        h.update("\0");
-        h.update((0,external_node_fs_.readFileSync)(f));
-        h.update("\0");
-    }
-    return `sha256:${h.digest("hex")}`;
-}
-/** Every file of the probe folder, for the leak check of what leaves the runner. */
-function probeFiles(dir) {
-    return files(dir).sort();
-}
-
-// EXTERNAL MODULE: ./src/engine/sandbox/sandbox.ts
-var sandbox = __nccwpck_require__(8865);
-// EXTERNAL MODULE: ./node_modules/execa/index.js + 139 modules
-var execa = __nccwpck_require__(5172);
-// EXTERNAL MODULE: ./src/engine/claims/runner-claims.ts
-var runner_claims = __nccwpck_require__(7818);
-;// CONCATENATED MODULE: ./src/engine/sandbox/disk-usage.ts
-
-
 /**
- * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
- * Sampled once a second against the disk limit; evaluation folders are small source trees.
+ * Static requirement coverage: each requirement of task.yml named in some probe file's
+ * `requirements=` and each named id declared, with the file and line to fix.
  */
-function treeBytes(paths) {
-    let total = 0;
-    const stack = [...paths];
-    while (stack.length) {
-        const p = stack.pop();
-        let st;
-        try {
-            st = (0,external_node_fs_.lstatSync)(p);
-        }
-        catch {
-            continue; // Removed while walking.
-        }
-        if (st.isFile())
-            total += st.size;
-        else if (st.isDirectory()) {
-            try {
-                for (const name of (0,external_node_fs_.readdirSync)(p))
-                    stack.push((0,external_node_path_.join)(p, name));
-            }
-            catch {
-                // Unreadable: the sandbox made it so; nothing large can hide there for long.
-            }
-        }
-    }
-    return total;
+function requirementProblems(task) {
+    const src = (0,yaml_file/* readYaml */.gM)(task.file, "task spec");
+    const declared = task.spec.requirements.map((r, i) => ({ id: r.id, line: (0,yaml_file/* lineOf */.cA)(src, ["requirements", i, "id"]) ?? null }));
+    const sources = (0,probe_set/* probeFiles */.o)(task.probesDir)
+        .filter((f) => /\.(py|sh)$/.test(f))
+        .map((f) => ({ path: f, text: (0,external_node_fs_.readFileSync)(f, "utf8") }));
+    return requirementCoverage(declared, task.file, sources).problems.map((p) => `${p.path}${p.line ? `:${p.line}` : ""}: ${p.message}`);
 }
-
-// EXTERNAL MODULE: ./src/core/task-environment.ts
-var task_environment = __nccwpck_require__(4494);
-;// CONCATENATED MODULE: ./src/engine/environment/interpreter.ts
-
-
-
-
-/**
- * Folders searched for python3.N, in order of preference. /usr/bin first: the sandbox's user must
- * read the base interpreter, and one under /root (pyenv's) is closed to it.
- */
-const SYSTEM_DIRS = ["/usr/bin", "/usr/local/bin"];
-function executable(p) {
-    try {
-        (0,external_node_fs_.accessSync)(p, external_node_fs_.constants.X_OK);
-        return true;
-    }
-    catch {
-        return false;
-    }
-}
-/** python3.N files of `dir`, the highest minor version first. */
-function pythonsIn(dir) {
-    let names;
-    try {
-        names = (0,external_node_fs_.readdirSync)(dir);
-    }
-    catch {
-        return [];
-    }
-    return names
-        .filter((n) => /^python3\.\d+$/.test(n))
-        .sort((a, b) => Number(b.slice(8)) - Number(a.slice(8)))
-        .map((n) => (0,external_node_path_.join)(dir, n))
-        .filter(executable);
-}
-/**
- * Candidate base interpreters, most preferred first: `$PROBEGATE_ENV_PYTHONS` (colon-separated
- * paths, for a runner whose interpreters live elsewhere), then /usr/bin and /usr/local/bin, then
- * python3.N on PATH (last: pyenv's and the like may be closed to the sandbox's user). Duplicates
- * (the same file by two names) are dropped.
- */
-function candidateInterpreters(env = process.env) {
-    const explicit = (env.PROBEGATE_ENV_PYTHONS ?? "").split(":").filter(Boolean);
-    const system = SYSTEM_DIRS.flatMap(pythonsIn);
-    const onPath = (env.PATH ?? "").split(":").filter((d) => d && !SYSTEM_DIRS.includes(d)).flatMap(pythonsIn);
-    const seen = new Set();
-    const out = [];
-    for (const p of [...explicit, ...system, ...onPath]) {
-        let real;
-        try {
-            real = (0,external_node_fs_.realpathSync)(p);
-        }
-        catch {
-            continue;
-        }
-        if (seen.has(real))
-            continue;
-        seen.add(real);
-        out.push(p);
-    }
-    return out;
-}
-const versions = new Map();
-/** The interpreter's full version, null where it does not run (cached per process). */
-function interpreterVersion(path) {
-    let v = versions.get(path);
-    if (!v) {
-        v = (0,execa/* execa */.Ho)(path, ["-I", "-c", "import platform; print(platform.python_version())"], { reject: false, timeout: 30_000 }).then((r) => r.exitCode === 0 && /^\d+\.\d+\.\d+/.test(String(r.stdout).trim()) ? String(r.stdout).trim() : null);
-        versions.set(path, v);
-    }
-    return v;
-}
-/**
- * The first candidate whose version is in `range`, with what was seen (for the error when none is).
- * Candidates are probed in order of preference, so a later one runs only when no earlier one fits.
- */
-async function chooseInterpreter(range, candidates = candidateInterpreters()) {
-    const seen = [];
-    for (const path of candidates) {
-        const version = await interpreterVersion(path);
-        if (version === null)
-            continue;
-        if ((0,task_environment/* inVersionRange */.LS)(version, range))
-            return { chosen: { path, version }, seen };
-        seen.push(`${path} (${version})`);
-    }
-    return { chosen: null, seen };
-}
-
-;// CONCATENATED MODULE: ./src/engine/environment/lock-file.ts
-
-
-/** sha256 of the lock's bytes: the environment's key, recorded in the result. */
-function lockHash(bytes) {
-    return (0,external_node_crypto_.createHash)("sha256").update(bytes).digest("hex");
-}
-/** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
-const normalizeName = task_environment/* normalizePackage */.c3;
-const REQUIREMENT = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$/;
-/**
- * Reads a requirements lock (pip-tools' format: one requirement per logical line, `\` continues
- * it, `#` comments, `--hash=sha256:…` options, and file-wide options such as `--find-links`).
- * Pure. Flags what `uv pip sync --require-hashes` would refuse less clearly: a requirement not
- * pinned with ==, or without a hash; a direct URL or editable (not reproducible from a hash here).
- */
-function parseLock(text) {
-    const requirements = [];
+/** Every problem with one task, as `file: message` lines; empty when it is valid. */
+function validateTask(task) {
     const problems = [];
-    const lines = text.split(/\r?\n/);
-    for (let i = 0; i < lines.length; i++) {
-        const start = i + 1;
-        let logical = stripComment(lines[i]);
-        while (logical.trimEnd().endsWith("\\") && i + 1 < lines.length) {
-            logical = `${logical.trimEnd().slice(0, -1)} ${stripComment(lines[++i])}`;
-        }
-        const body = logical.trim();
-        if (!body)
-            continue;
-        if (body.startsWith("-"))
-            continue; // a file-wide option (--find-links, --index-url, --no-index)
-        if (/^(https?|file):|^\.{0,2}\//.test(body) || body.startsWith("-e ")) {
-            problems.push(`line ${start}: '${body.split(/\s/)[0]}' is a path or URL; a lock names each package by name==version with its --hash`);
-            continue;
-        }
-        const hashes = (body.match(/--hash[=\s]+sha256:[0-9a-f]{64}/g) ?? []).length;
-        const spec = body.replace(/--hash[=\s]+\S+/g, "").trim();
-        const m = REQUIREMENT.exec(spec);
-        if (!m) {
-            problems.push(`line ${start}: cannot read '${spec}' as a requirement`);
-            continue;
-        }
-        const name = m[1];
-        const pin = /^==\s*([^\s;,]+)\s*(;.*)?$/.exec((m[3] ?? "").trim());
-        const req = { name, text: spec, version: pin ? pin[1] : null, hashes, line: start };
-        requirements.push(req);
-        if (!pin)
-            problems.push(`line ${start}: ${name} is not pinned to one version (write ${name}==<version>; \`uv pip compile\` does)`);
-        if (hashes === 0)
-            problems.push(`line ${start}: ${name} has no --hash (compile the lock with --generate-hashes)`);
+    const prompt = (0,external_node_fs_.readFileSync)(task.promptFile, "utf8");
+    const normalisedPrompt = prompt.replace(/\s+/g, " ");
+    for (const name of task.spec.interfaces) {
+        if (!prompt.includes(name))
+            problems.push(`${task.file}: interfaces: '${name}' is called by the probes but never named in ${(0,external_node_path_.relative)(task.dir, task.promptFile)}`);
     }
-    if (requirements.length === 0 && problems.length === 0)
-        problems.push("it names no package");
-    return { requirements, problems };
-}
-/** The problems of a lock as `file:line: what` (or `file: what` for one of the whole file). */
-function locatedProblems(file, problems) {
-    return problems.map((p) => {
-        const m = /^line (\d+): (.*)$/s.exec(p);
-        return m ? `${file}:${m[1]}: ${m[2]}` : `${file}: ${p}`;
-    });
-}
-function stripComment(line) {
-    // A comment starts at a '#' that begins the line or follows whitespace (a URL fragment does not).
-    const m = /(^|\s)#/.exec(line);
-    return m ? line.slice(0, m.index) : line;
-}
-/**
- * The requirement of the lock that uv's error names first, to point at its line. uv names a
- * package as `name==version`, `name` in backticks, or bare in a resolver's explanation ("there is
- * no version of torch==0.0.1", "nosuchpkg was not found"); the earliest mention in its error
- * wins, as the error starts with what failed. Null: uv's error names none of the lock's packages.
- */
-function requirementNamedIn(uvError, requirements) {
-    const from = uvError.search(/^\s*(error|×)/m);
-    const text = from >= 0 ? uvError.slice(from) : uvError;
-    let best = null;
-    for (const req of requirements) {
-        const pattern = normalizeName(req.name)
-            .split("-")
-            .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-            .join("[-_.]+");
-        const m = new RegExp(`(?<![A-Za-z0-9_.-])${pattern}(?![A-Za-z0-9_-])`, "i").exec(text);
-        if (m && (!best || m.index < best.at))
-            best = { at: m.index, req };
+    if (prompt.includes(SKELETON_MARK))
+        problems.push(`${task.promptFile}: still the skeleton probegate task import wrote (${SKELETON_MARK}); write the prompt, then delete that line`);
+    const probes = (0,probe_phase/* listProbes */.kk)(task.probesDir, task.spec.probes.pattern);
+    if (probes.length === 0)
+        problems.push(`${task.file}: probes: no file in ${task.probesDir} matches '${task.spec.probes.pattern}'`);
+    for (const file of (0,probe_set/* probeFiles */.o)(task.probesDir)) {
+        if (!/\.(py|sh|txt|ya?ml|json)$/.test(file))
+            continue;
+        if ((0,external_node_fs_.readFileSync)(file, "utf8").includes(SKELETON_MARK))
+            problems.push(`${file}: still the probe skeleton probegate task import wrote (${SKELETON_MARK}); write the probe`);
+        (0,external_node_fs_.readFileSync)(file, "utf8")
+            .split("\n")
+            .forEach((line, i) => {
+            const d = distinctive(line);
+            if (d && normalisedPrompt.includes(d))
+                problems.push(`${task.promptFile}: quotes probe source ${(0,external_node_path_.relative)(task.probesDir, file)}:${i + 1}: '${d.slice(0, 80)}'`);
+        });
     }
-    if (!best)
-        return null;
-    // A name pinned twice (one version per Python range, as --universal writes): the one uv names.
-    const name = normalizeName(best.req.name);
-    const twins = requirements.filter((r) => normalizeName(r.name) === name);
-    return twins.find((r) => r.version !== null && new RegExp(`[=\\s]=?${r.version.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![0-9A-Za-z.])`).test(text)) ?? best.req;
-}
-/** uv's error as one line: its "error:" and "cause:" lines, without the "Using Python …" chatter. */
-function uvErrorSummary(stderr) {
-    const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
-    const from = lines.findIndex((l) => /^(error|×)/.test(l));
-    const kept = (from >= 0 ? lines.slice(from) : lines.slice(-4)).filter((l) => !/^(Using|Resolved|Prepared|Installed|Audited)\b/.test(l));
-    const one = kept.join(" ").replace(/\s+/g, " ");
-    return one.length > 600 ? `${one.slice(0, 600)}…` : one;
-}
-
-;// CONCATENATED MODULE: ./src/engine/environment/environment-store.ts
-
-
-
-/** The file that marks a folder of the store as a complete environment. */
-const MANIFEST = "probegate-env.json";
-/**
- * Where built environments live: `$PROBEGATE_ENV_DIR`, else /var/cache/probegate/envs. Not under
- * /root or $HOME: the sandbox's unprivileged users must read (and so reach) every environment.
- */
-function environmentRoot(env = process.env) {
-    return env.PROBEGATE_ENV_DIR || "/var/cache/probegate/envs";
+    problems.push(...requirementProblems(task));
+    if (task.base.kind === "folder") {
+        const isOfficial = picomatch_default()(task.spec.official.files, { dot: true });
+        const official = walk(task.base.path).filter((f) => isOfficial((0,external_node_path_.relative)(task.base.kind === "folder" ? task.base.path : "", f)));
+        if (official.length === 0)
+            problems.push(`${task.file}: official.files: no file of the base matches ${task.spec.official.files.join(", ")}`);
+    }
+    return problems;
 }
 /**
- * The folder name of an environment: the lock's content hash (16 hex digits are plenty among one
- * runner's locks; the manifest keeps all 64) and the base interpreter's version, since a venv runs
- * only on the interpreter it was made with.
+ * The note for a task imported with no fail-to-pass test (import.yml's `fail_to_pass: []`): its
+ * official tests only check that nothing breaks, so the requirement rests on the probes. Null otherwise.
  */
-function environmentKey(lockHash, pythonVersion) {
-    return `${lockHash.slice(0, 16)}-py${pythonVersion}`;
-}
-/** The manifest of the environment in `dir`, or null where it is not a complete one. */
-function readManifest(dir) {
-    const file = (0,external_node_path_.join)(dir, MANIFEST);
+function passToPassOnlyNote(task) {
+    const file = (0,external_node_path_.join)(task.dir, "import.yml");
     if (!(0,external_node_fs_.existsSync)(file))
         return null;
+    let record;
     try {
-        const parsed = task_environment/* EnvironmentManifestSchema */.q_.safeParse(JSON.parse((0,external_node_fs_.readFileSync)(file, "utf8")));
-        return parsed.success ? parsed.data : null;
+        record = (0,dist/* parse */.qg)((0,external_node_fs_.readFileSync)(file, "utf8"));
     }
     catch {
         return null;
     }
+    const f2p = record?.fail_to_pass;
+    if (!Array.isArray(f2p) || f2p.length)
+        return null;
+    return `official tests are pass-to-pass only (${(0,external_node_path_.relative)(process.cwd(), file) || file}: no test fails before the change): they check that nothing breaks, and the hidden probes carry the requirement (${task.spec.requirements.length} requirements, each named by a probe)`;
 }
-/** Every complete environment under `root`, by folder name; builds in progress (dot folders) are left out. */
-function listEnvironments(root = environmentRoot()) {
-    let names;
-    try {
-        names = (0,external_node_fs_.readdirSync)(root);
-    }
-    catch {
-        return [];
-    }
-    return names
-        .filter((n) => !n.startsWith("."))
-        .sort()
-        .flatMap((n) => {
-        const dir = (0,external_node_path_.join)(root, n);
-        const manifest = readManifest(dir);
-        return manifest ? [{ dir, python: (0,external_node_path_.join)(dir, "bin", "python"), manifest }] : [];
-    });
-}
-
-;// CONCATENATED MODULE: ./src/engine/environment/uv.ts
-
-
-
-
-/** The uv version probegate is tested with; the install hint names it. */
-const UV_VERSION = "0.13.8";
-/** uv: `$PROBEGATE_UV`, else `uv` on PATH; a HarnessError saying how to install it where there is none. */
-function findUv(env = process.env) {
-    const explicit = env.PROBEGATE_UV;
-    const candidates = explicit ? [explicit] : (env.PATH ?? "").split(":").filter(Boolean).map((d) => (0,external_node_path_.join)(d, "uv"));
-    for (const c of candidates) {
+/** `probegate validate <task dir>…`: 0 when every task is valid, 2 otherwise. */
+function validateCommand(dirs, io) {
+    let bad = 0;
+    for (const dir of dirs) {
+        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory()) {
+            io.stderr(`✗ ${dir}: no such task folder\n`);
+            bad++;
+            continue;
+        }
         try {
-            (0,external_node_fs_.accessSync)(c, external_node_fs_.constants.X_OK);
-            return c;
-        }
-        catch {
-            // next
-        }
-    }
-    throw new errors/* HarnessError */.t(explicit
-        ? `PROBEGATE_UV names ${explicit}, which is not an executable file. Point it at uv, or install uv: python3 -m pip install uv==${UV_VERSION}`
-        : `the task declares an environment, and building it needs uv, which is not on PATH. Install it (python3 -m pip install uv==${UV_VERSION}; with Debian's python3 add --break-system-packages, which puts it in /usr/local/bin) or set PROBEGATE_UV to its path.`, "environment");
-}
-/** What uv runs with: never download an interpreter (the base is a system one), plain output. */
-function uvEnv() {
-    return { UV_PYTHON_DOWNLOADS: "never", NO_COLOR: "1", UV_NO_PROGRESS: "1" };
-}
-const uvVersions = new Map();
-/** `uv --version`'s number (cached per process). */
-function uvVersion(uv) {
-    let v = uvVersions.get(uv);
-    if (!v) {
-        v = (0,execa/* execa */.Ho)(uv, ["--version"], { reject: false, timeout: 30_000 }).then((r) => (r.exitCode === 0 ? (String(r.stdout).trim().split(/\s+/)[1] ?? "unknown") : "unknown"));
-        uvVersions.set(uv, v);
-    }
-    return v;
-}
-/**
- * Runs uv, passing on the summary lines of its output ("Resolved 30 packages", "Downloading torch
- * (858.1MiB)", "Installed 30 packages in 2.1s") as they come: the rest is long and says nothing to
- * a person waiting. `cwd`: where relative file arguments are read (and so how uv's annotations name them).
- */
-async function runUv(uv, args, onLine, timeoutS, cwd) {
-    const child = (0,execa/* execa */.Ho)(uv, args, { reject: false, timeout: timeoutS * 1000, env: uvEnv(), stdin: "ignore", all: false, cwd });
-    let stderr = "";
-    let partial = "";
-    child.stderr?.on("data", (chunk) => {
-        stderr += chunk.toString();
-        partial += chunk.toString();
-        const lines = partial.split("\n");
-        partial = lines.pop() ?? "";
-        for (const l of lines)
-            if (/^\s*(Resolved|Downloading|Prepared|Installed|Uninstalled|Audited|warning)\b/.test(l))
-                onLine(l.trim());
-    });
-    const r = await child;
-    if (r.timedOut)
-        return { exitCode: 124, stderr: `${stderr}\nerror: uv ${args[0]} ${args[1] ?? ""} did not finish in ${timeoutS} s` };
-    return { exitCode: typeof r.exitCode === "number" ? r.exitCode : 1, stderr };
-}
-
-;// CONCATENATED MODULE: ./src/engine/environment/build-environment.ts
-
-
-
-
-
-
-
-
-
-
-
-
-/** Builds of this process in flight, by folder: evaluations side by side share one. */
-const inFlight = new Map();
-/**
- * The environment of `req`, built once per runner: found in the store when built before, else
- * built under a runner claim (`env-<key>` in `<root>/.claims`) so two processes never build one
- * at once; the second waits for the first and reuses its build. A lock uv cannot install ends in
- * a HarnessError (phase "environment") naming the package and its line in the lock.
- */
-async function ensureEnvironment(req, opts = {}) {
-    const t0 = performance.now();
-    let bytes;
-    try {
-        bytes = (0,external_node_fs_.readFileSync)(req.lockFile);
-    }
-    catch (e) {
-        throw new errors/* HarnessError */.t(`cannot read the environment lock ${req.lockLabel} (${e.code ?? String(e)})`, "environment");
-    }
-    const lock = parseLock(bytes.toString("utf8"));
-    if (lock.problems.length) {
-        throw new errors/* HarnessError */.t(`the environment lock ${req.lockLabel} cannot be built: ${locatedProblems(req.lockLabel, lock.problems).join("; ")}`, "environment");
-    }
-    const base = await chooseBase(req.python, req.declaredIn);
-    const source = { label: req.lockLabel, prepare: async () => ({ file: req.lockFile, bytes, lock }) };
-    const got = await obtainEnvironment(environmentKey(lockHash(bytes), base.version), source, base, opts);
-    return { ...got, seconds: (performance.now() - t0) / 1000 };
-}
-/** The system interpreter an environment is built on: the first in `range`, else a HarnessError naming the range, where it is declared and what was found. */
-async function chooseBase(range, declaredIn) {
-    const { chosen, seen } = await chooseInterpreter(range);
-    if (chosen)
-        return chosen;
-    throw new errors/* HarnessError */.t(`no system interpreter matches python: "${range}" (environment.python in ${declaredIn}); found ${seen.length ? seen.join(", ") : "no python3.N in /usr/bin, /usr/local/bin or on PATH"}. Install one in the range (e.g. apt-get install python3.X), list it in PROBEGATE_ENV_PYTHONS, or widen the range.`, "environment");
-}
-/**
- * The environment of folder `name` in the store: found, awaited from another builder, or built
- * from `source` on `base` (evaluations of this process side by side share one build).
- */
-function obtainEnvironment(name, source, base, opts = {}) {
-    const root = opts.root ?? environmentRoot();
-    const dir = (0,external_node_path_.join)(root, name);
-    const claimant = opts.claimant ?? process.pid;
-    const memo = `${dir}\0${claimant}`;
-    let pending = inFlight.get(memo);
-    if (!pending) {
-        pending = obtain({ source, base, root, dir, progress: opts.onProgress ?? (() => { }), timeoutS: opts.timeoutS ?? 1800, pollMs: opts.pollMs ?? 500, claimant });
-        inFlight.set(memo, pending);
-        pending.then(() => inFlight.delete(memo), () => inFlight.delete(memo));
-    }
-    return pending;
-}
-function found(dir) {
-    const manifest = readManifest(dir);
-    return manifest ? { dir, python: (0,external_node_path_.join)(dir, "bin", "python"), manifest, reused: true, seconds: 0 } : null;
-}
-async function obtain(job) {
-    const ready = found(job.dir);
-    if (ready)
-        return ready;
-    // World-searchable: the sandbox's users reach the environments through it.
-    try {
-        (0,external_node_fs_.mkdirSync)(job.root, { recursive: true, mode: 0o755 });
-    }
-    catch (e) {
-        const code = e.code ?? String(e);
-        throw new errors/* HarnessError */.t(`cannot make the environment store ${job.root} (${code}). Create it (sudo install -d -m 0755 -o "$USER" ${job.root}) or set PROBEGATE_ENV_DIR to a folder this user can write and everyone can read.`, "environment");
-    }
-    const claims = new runner_claims/* RunnerClaims */.iT((0,external_node_path_.join)(job.root, ".claims"), { pid: job.claimant });
-    const key = `env-${job.dir.slice(job.root.length + 1)}`;
-    let announced = false;
-    for (;;) {
-        if (claims.claim(key)) {
-            try {
-                return found(job.dir) ?? (await build(job));
+            const task = (0,task_load/* loadTask */._)(dir);
+            const problems = validateTask(task);
+            if (problems.length) {
+                bad++;
+                const note = passToPassOnlyNote(task);
+                io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n${note ? `  note: ${note}\n` : ""}`);
             }
-            finally {
-                claims.release(key);
+            else {
+                io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${task.spec.requirements.length} requirements named by probes, ${(0,probe_phase/* listProbes */.kk)(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
+                const note = passToPassOnlyNote(task);
+                if (note)
+                    io.stdout(`  note: ${note}\n`);
             }
         }
-        if (!announced) {
-            const holder = claims.holders([key]).get(key);
-            job.progress(`waiting for process ${holder ?? "?"}, which is building this environment`);
-            announced = true;
+        catch (e) {
+            if (!(e instanceof errors/* InputError */.d))
+                throw e;
+            bad++;
+            io.stderr(`✗ ${dir}\n  ${e.message.replace(/\n/g, "\n  ")}\n`);
         }
-        await new Promise((r) => setTimeout(r, job.pollMs));
-        const built = found(job.dir);
-        if (built)
-            return built;
     }
+    return bad ? 2 : 0;
 }
-/** Builds into a dot folder beside the final one, then renames it into place: never seen half built. */
-async function build(job) {
-    const { source, base, root, dir, progress } = job;
-    const t0 = performance.now();
-    const uv = findUv();
-    const name = dir.slice(root.length + 1);
-    // Holding the claim, any build folder of this key is a dead builder's; a folder of the final name
-    // reaches here only without a valid manifest: a broken leftover.
-    for (const n of (0,external_node_fs_.readdirSync)(root))
-        if (n.startsWith(`.build-${name}-`) || n === name)
-            await removeTree((0,external_node_path_.join)(root, n));
-    const tmp = (0,external_node_path_.join)(root, `.build-${name}-${process.pid}-${(0,external_node_crypto_.randomBytes)(3).toString("hex")}`);
-    const scratch = `${tmp}.lock`;
+
+;// CONCATENATED MODULE: ./src/cli/gate-init-command.ts
+
+
+
+
+
+
+
+function hops(v) {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1)
+        throw new errors/* InputError */.d(`gate init: --max-hops must be a whole number of imports, 1 or more (1: tests that import a gated module themselves), got '${v}'`, { field: "--max-hops" });
+    return n;
+}
+/**
+ * `probegate gate init <repo>`: writes a repository gate, prints its report (GATE.md) and validates
+ * it as `probegate validate` would. Exit 0 when it validates, 1 when not (a bug of gate init: the
+ * problems are printed), 2 for what the repository or the flags lack (the message names the flag).
+ */
+async function gateInitCommand(repo, flags, io) {
+    const started = performance.now();
+    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), "probegate-gate-init-"));
     try {
-        (0,external_node_fs_.mkdirSync)(scratch);
-        const prepared = await source.prepare(scratch, progress);
-        progress(`building environment ${name} from ${source.label}: ${prepared.lock.requirements.length} pinned packages on ${base.path} (${base.version})`);
-        // Relocatable: its scripts (pytest, torchrun) find their python by their own path, so the
-        // folder still works after the rename into place.
-        const venv = await runUv(uv, ["venv", "--relocatable", "--python", base.path, tmp], progress, job.timeoutS);
-        if (venv.exitCode !== 0)
-            throw new errors/* HarnessError */.t(`uv venv could not make a virtual environment on ${base.path}: ${uvErrorSummary(venv.stderr)}`, "environment");
-        progress("installing the lock (uv pip sync --require-hashes)");
-        const sync = await runUv(uv, ["pip", "sync", "--require-hashes", "--python", (0,external_node_path_.join)(tmp, "bin", "python"), prepared.file], progress, job.timeoutS);
-        if (sync.exitCode !== 0)
-            throw lockFailure(source.label, prepared.lock, sync.stderr);
-        if (prepared.keep?.length) {
-            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(tmp, "probegate-lock"));
-            for (const f of prepared.keep)
-                (0,external_node_fs_.copyFileSync)(f, (0,external_node_path_.join)(tmp, "probegate-lock", (0,external_node_path_.basename)(f)));
+        const r = await gateInit({
+            repo,
+            paths: flags.paths ?? [],
+            ref: flags.ref,
+            out: flags.out,
+            id: flags.id,
+            tests: flags.tests ?? [],
+            src: flags.src ?? [],
+            requirements: flags.requirements ?? [],
+            extras: flags.extras ?? null,
+            maxHops: flags.maxHops === undefined ? null : hops(flags.maxHops),
+            python: flags.python,
+            force: flags.force,
+        }, scratch);
+        io.stdout(r.report);
+        const problems = validateTask((0,task_load/* loadTask */._)(r.dir));
+        const seconds = ((performance.now() - started) / 1000).toFixed(1);
+        const rel = (0,external_node_path_.relative)(process.cwd(), r.dir);
+        const where = !rel ? "." : rel.startsWith("..") ? r.dir : rel;
+        io.stdout(`\nwrote ${r.files.map((f) => `${where}/${f}`).join(", ")} in ${seconds} s\n`);
+        if (problems.length) {
+            io.stdout(`probegate validate ${where}: ${problems.length} problem${problems.length === 1 ? "" : "s"}\n${problems.map((p) => `  ${p}`).join("\n")}\n`);
+            return 1;
         }
-        const py = await (0,host/* inspectPython */.D5)((0,external_node_path_.join)(tmp, "bin", "python"));
-        const manifest = {
-            lockHash: lockHash(prepared.bytes),
-            lockFile: source.label,
-            interpreter: base.path,
-            python: py.python,
-            torch: py.torch,
-            cuda: py.cuda,
-            uv: await uvVersion(uv),
-            builtAt: new Date().toISOString(),
-            buildS: Math.round((performance.now() - t0) / 100) / 10,
-            sizeBytes: treeBytes([tmp]),
-            packages: countDistributions(tmp),
-            ...(prepared.tree ? { tree: prepared.tree } : {}),
-        };
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
-        // Read-only for everyone, readable by everyone: the sandbox's users run it, none may change it.
-        const ro = await (0,execa/* execa */.Ho)("chmod", ["-R", "a-w,a+rX", tmp], { reject: false });
-        if (ro.exitCode !== 0)
-            throw new errors/* HarnessError */.t(`could not make the environment read-only: ${String(ro.stderr).trim()}`, "environment");
-        (0,external_node_fs_.renameSync)(tmp, dir);
-        progress(`built ${name} in ${manifest.buildS} s: python ${manifest.python}, torch ${manifest.torch ?? "none"}, ${(manifest.sizeBytes / 2 ** 20).toFixed(0)} MiB`);
-        return { dir, python: (0,external_node_path_.join)(dir, "bin", "python"), manifest, reused: false, seconds: 0 };
+        io.stdout(`probegate validate ${where}: ok\nnext: probegate eval --task ${where} --submission ${repo}@<head sha> --pr-base <base sha>\n`);
+        return 0;
     }
     finally {
-        await removeTree(tmp);
         (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
     }
 }
-/** Removes a (possibly read-only) tree. */
-async function removeTree(path) {
-    if (!(0,external_node_fs_.existsSync)(path))
-        return;
-    await (0,execa/* execa */.Ho)("chmod", ["-R", "u+w", path], { reject: false });
-    (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
-}
-/** The error of a lock uv could not install: the package uv names, its line in the lock, uv's reason. */
-function lockFailure(label, lock, stderr) {
-    const req = requirementNamedIn(stderr, lock.requirements);
-    const where = req ? `${label}:${req.line} (${req.name}${req.version ? `==${req.version}` : ""})` : label;
-    return new errors/* HarnessError */.t(`the environment lock ${where} could not be installed: ${uvErrorSummary(stderr)}. Fix the lock (recompile it: uv pip compile --universal --generate-hashes); no test or probe was run.`, "environment");
-}
-/** Installed distributions (their .dist-info folders) in the venv's site-packages. */
-function countDistributions(venv) {
-    const lib = (0,external_node_path_.join)(venv, "lib");
-    let n = 0;
-    for (const py of (0,external_node_fs_.existsSync)(lib) ? (0,external_node_fs_.readdirSync)(lib) : []) {
-        const site = (0,external_node_path_.join)(lib, py, "site-packages");
-        if ((0,external_node_fs_.existsSync)(site))
-            n += (0,external_node_fs_.readdirSync)(site).filter((f) => f.endsWith(".dist-info")).length;
-    }
-    return n;
+/** Adds `init` to the `gate` command group. */
+function registerGateInit(gate, io, done) {
+    gate
+        .command("init")
+        .description("write a repository gate (a task with base: {pr: true}) for paths of a repository: tests selected from its import graph, the environment it declares, its modules' public interfaces as the prompt, and a generated differential probe over those tests; prints why each choice was made (also GATE.md) and validates it")
+        .argument("<repo>", "the repository: a local checkout or a URL git can clone")
+        .option("--paths <globs...>", "the paths to gate, globs relative to the repository ('!' excludes), e.g. 'mypkg/comm/**'")
+        .option("--out <dir>", "the gate's folder, named for its id (default: ./<id>)")
+        .option("--ref <rev>", "the commit to read (the gate's base for planning)", "HEAD")
+        .option("--id <id>", "the task id (default: the --out folder's name, else <repository name>-gate)")
+        .option("--tests <globs...>", "the repository's test files, over pytest's discovery (test_*.py / *_test.py under its testpaths)")
+        .option("--src <dirs...>", "more folders on sys.path that imports start from (src/ and pytest's pythonpath are read already)")
+        .option("--requirements <files...>", "the repository's requirement files (pip's format) the environment is built from, over the ones gate init picks")
+        .option("--extras <names...>", "pyproject.toml extras the tests need, over the ones gate init picks (test, tests, testing or dev)")
+        .option("--max-hops <n>", "select only tests whose import chain to a gated module is at most n imports long (1: tests that import it themselves); default: any length, through any module of the tree")
+        .option("--python <path>", "the interpreter that reads pyproject.toml (3.11+: tomllib; default: $PROBEGATE_PYTHON, /usr/bin/python3)")
+        .option("--force", "overwrite --out when it is not empty")
+        .action(async (repo, flags) => done(await gateInitCommand(repo, flags, io)));
 }
 
-;// CONCATENATED MODULE: ./src/engine/environment/task-request.ts
-
-/** A path as a person typed it: relative to the working folder when inside it. */
-function asTyped(path) {
-    const rel = (0,external_node_path_.relative)(process.cwd(), path);
-    return rel && !rel.startsWith("..") ? rel : path;
-}
+;// CONCATENATED MODULE: ./src/cli/interruptible.ts
 /**
- * The environment a task declares (task.yml `environment:`) as a build request from its lock;
- * null for a task without one, which runs on the runner's interpreter, and for one whose
- * environment follows its repository (`fromTree`: see treeEnvironmentRequest). Paths in messages
- * are relative to the working folder, as a person typed them.
+ * Runs a command that can stop early with what it has (validate --power): the first SIGTERM or
+ * SIGINT aborts its signal; it returns its exit code then, and the process ends with it at once,
+ * leaving the work it abandoned (job processes in a sandbox end with it). A second signal ends the
+ * process as the signal would.
  */
-function environmentRequest(task) {
-    const env = task.spec.environment;
-    if (!env?.lock || env.fromTree)
-        return null;
-    const lockFile = (0,external_node_path_.resolve)(task.dir, env.lock);
-    return { lockFile, lockLabel: asTyped(lockFile), python: env.python, declaredIn: task.file };
-}
-/**
- * The build request of a gate whose environment follows its repository, once the tree to read is
- * known: the merge base the workspace exported (`tree.from` its SHA), or a folder given to `env
- * build --tree`. Null for a task without `environment.fromTree`.
- */
-function treeEnvironmentRequest(task, tree, headDir) {
-    const env = task.spec.environment;
-    if (!env?.fromTree)
-        return null;
-    const lockFile = env.lock ? (0,external_node_path_.resolve)(task.dir, env.lock) : null;
-    return {
-        treeDir: tree.dir,
-        treeLabel: tree.label,
-        from: tree.from,
-        fromTree: env.fromTree,
-        pinsLock: lockFile ? { file: lockFile, label: asTyped(lockFile) } : null,
-        python: env.python,
-        declaredIn: asTyped(task.file),
-        headDir,
+async function interruptible(run) {
+    const stop = new AbortController();
+    const onSignal = (sig) => {
+        if (stop.signal.aborted)
+            process.exit(128 + (sig === "SIGINT" ? 2 : 15));
+        process.stderr.write(`\nprobegate: ${sig}: stopping; reporting what finished (again to stop at once)\n`);
+        stop.abort(sig);
     };
-}
-/** How messages name a task's environment: its lock, or what of the repository it follows. */
-function environmentLabel(env) {
-    if (!env.fromTree)
-        return env.lock ?? "environment";
-    const read = [...env.fromTree.requirements, ...(env.fromTree.pyproject ? [env.fromTree.pyproject.path] : [])];
-    return `environment.fromTree: ${read.join(", ")}`;
-}
-
-;// CONCATENATED MODULE: ./src/engine/environment/tree-requirements.ts
-
-
-
-
-
-const NAME = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$/s;
-function tree_requirements_stripComment(line) {
-    // A comment starts at a '#' that begins the line or follows whitespace (a URL fragment does not).
-    const m = /(^|\s)#/.exec(line);
-    return m ? line.slice(0, m.index) : line;
-}
-/** Splits a requirements file (pip's format: `\` continues a line, `#` comments) into classified lines. Pure. */
-function parseRequirementLines(text) {
-    const out = [];
-    const lines = text.split(/\r?\n/);
-    for (let i = 0; i < lines.length; i++) {
-        const line = i + 1;
-        let logical = tree_requirements_stripComment(lines[i]);
-        while (logical.trimEnd().endsWith("\\") && i + 1 < lines.length)
-            logical = `${logical.trimEnd().slice(0, -1)} ${tree_requirements_stripComment(lines[++i])}`;
-        const body = logical.trim().replace(/\s+/g, " ");
-        if (!body)
-            continue;
-        const include = /^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)$/.exec(body);
-        if (include) {
-            out.push({ kind: "include", path: include[2], constraint: include[1] === "-c" || include[1] === "--constraint", line });
-            continue;
-        }
-        if (/^(-e|--editable)\b/.test(body)) {
-            out.push({ kind: "local", name: null, text: body, line });
-            continue;
-        }
-        if (body.startsWith("-")) {
-            out.push({ kind: "option", text: body, line });
-            continue;
-        }
-        const m = NAME.exec(body);
-        const rest = (m?.[3] ?? "").trim();
-        if (m && rest.startsWith("@")) {
-            out.push({ kind: "local", name: m[1], text: body, line });
-        }
-        else if (!m || /^(\.|\/|~)/.test(body) || /^[a-z+]+:\/\//i.test(body) || /\.(whl|zip|tar\.gz)$/.test(body)) {
-            out.push({ kind: "local", name: null, text: body, line });
-        }
-        else {
-            out.push({ kind: "requirement", name: m[1], text: body, line });
-        }
-    }
-    return out;
-}
-function fail(message) {
-    return new errors/* HarnessError */.t(message, "environment");
-}
-/**
- * The file `rel` of the tree (null: there is none), refusing one outside it: a symlink or `..` out
- * of the repository (leniently, for the head, it counts as none: the head cannot make the gate fail).
- */
-function treeFile(ctx, rel) {
-    const path = (0,external_node_path_.resolve)(ctx.dir, rel);
-    if (!(0,external_node_fs_.existsSync)(path) || !(0,external_node_fs_.statSync)(path).isFile())
-        return null;
-    const root = (0,external_node_fs_.realpathSync)(ctx.dir);
-    const real = (0,external_node_fs_.realpathSync)(path);
-    if (real === root || real.startsWith(root + external_node_path_.sep))
-        return path;
-    if (ctx.lenient)
-        return null;
-    throw fail(`${rel} leads outside the repository (to ${real}); a gate's environment reads only the repository's own files.`);
-}
-/**
- * Reads the requirement files a gate declares (environment.fromTree.requirements) from the tree,
- * following their `-r` and `-c` files. A declared file the tree lacks, a `-r` that names none, and
- * a line no index can resolve by name (an editable, a path, a URL) are HarnessErrors naming the
- * file, the line and the task's field: the base's or the task's problem, never the PR's. Packages
- * in `exclude` are dropped wherever they are declared.
- */
-function readTreeRequirements(ctx, declared) {
-    const out = { requirements: [], constraints: [], options: [], files: [] };
-    const excluded = new Set(ctx.exclude.map(task_environment/* normalizePackage */.c3));
-    const seen = new Set();
-    const visit = (rel, constraint, from) => {
-        const path = treeFile(ctx, rel);
-        if (!path) {
-            if (ctx.lenient)
-                return;
-            throw fail(from
-                ? `${from.file}:${from.line} names ${rel}, which is not in ${ctx.label}: fix the repository's requirement files, or leave ${from.file} out of environment.fromTree.requirements (${ctx.declaredIn}); no test or probe was run.`
-                : `${rel} is not in ${ctx.label} (environment.fromTree.requirements in ${ctx.declaredIn}): the gate builds its environment from what the base declares. Fix the task's list, or evaluate against a base that has the file; no test or probe was run.`);
-        }
-        const key = (0,external_node_path_.relative)(ctx.dir, path);
-        if (seen.has(key))
-            return;
-        seen.add(key);
-        const bytes = (0,external_node_fs_.readFileSync)(path);
-        out.files.push({ path: key, sha256: (0,external_node_crypto_.createHash)("sha256").update(bytes).digest("hex") });
-        for (const l of parseRequirementLines(bytes.toString("utf8"))) {
-            if (l.kind === "include")
-                visit((0,external_node_path_.join)((0,external_node_path_.dirname)(key), l.path), constraint || l.constraint, { file: key, line: l.line });
-            else if (l.kind === "option")
-                out.options.push(l.text);
-            else if (l.kind === "requirement") {
-                if (!excluded.has((0,task_environment/* normalizePackage */.c3)(l.name)))
-                    (constraint ? out.constraints : out.requirements).push({ name: l.name, text: l.text, file: key, line: l.line });
-            }
-            else if (!(l.name && excluded.has((0,task_environment/* normalizePackage */.c3)(l.name))) && !ctx.lenient) {
-                throw fail(`${key}:${l.line}: '${l.text}' is ${/^(-e|--editable)/.test(l.text) ? "an editable install" : "a path or URL"}, which a gate's environment does not install: it holds packages from the index, and the workspace is the repository's own code. ${l.name ? `Add ${l.name} to environment.fromTree.exclude (${ctx.declaredIn}), or pin what it provides in fromTree.pins` : `Read the project's dependencies with environment.fromTree.pyproject instead (${ctx.declaredIn})`}; no test or probe was run.`);
-            }
-        }
-    };
-    for (const rel of declared)
-        visit(rel, false, null);
-    return out;
-}
-/**
- * What the head declares that its merge base does not: requirements of a package the base does not
- * require, and ones whose text changed (pyyaml==6.0.2 → pyyaml==6.0.3), as "name (file)" lines. The
- * environment follows the base, so these are not installed; the log says so.
- */
-function headDeclaresMore(base, head) {
-    const baseBy = new Map();
-    for (const r of base)
-        baseBy.set((0,task_environment/* normalizePackage */.c3)(r.name), [...(baseBy.get((0,task_environment/* normalizePackage */.c3)(r.name)) ?? []), r.text]);
-    const added = [];
-    const changed = [];
-    for (const r of head) {
-        const had = baseBy.get((0,task_environment/* normalizePackage */.c3)(r.name));
-        if (!had)
-            added.push(`${r.text} (${r.file})`);
-        else if (!had.includes(r.text))
-            changed.push(`${had.join(", ")} → ${r.text} (${r.file})`);
-    }
-    return { added: [...new Set(added)], changed: [...new Set(changed)] };
-}
-
-;// CONCATENATED MODULE: ./src/engine/environment/pyproject-requirements.ts
-
-
-
-
-
-
-// tomllib (Python 3.11+) parses; nothing of the project is imported or built, so no build backend
-// of the repository runs outside the sandbox.
-const READ = "import json, sys, tomllib\nd = tomllib.load(open(sys.argv[1], 'rb'))\np = d.get('project')\nprint(json.dumps(None if not isinstance(p, dict) else {k: p.get(k) for k in ('name', 'dependencies', 'optional-dependencies', 'dynamic')}))";
-/** What a [project] table does not say, statically, for the engine to install. */
-class ProjectTableProblem extends Error {
-}
-const strings = (v) => (Array.isArray(v) && v.every((s) => typeof s === "string") ? v : null);
-/**
- * The requirements of a [project] table: its dependencies and those of the extras named, an
- * extra that names the project itself (`all = ["pkg[test,docs]"]`) expanded into those extras.
- * Pure. Throws a ProjectTableProblem for a table that does not say, statically, what it needs.
- */
-function projectRequirements(project, extras, file) {
-    if (!project)
-        throw new ProjectTableProblem(`${file} has no [project] table`);
-    const dynamic = strings(project.dynamic) ?? [];
-    if (dynamic.includes("dependencies"))
-        throw new ProjectTableProblem(`${file} lists dependencies in project.dynamic: its build backend computes them, and the engine runs none of the repository's code outside the sandbox. Name the requirement files they come from in environment.fromTree.requirements instead`);
-    const optional = (project["optional-dependencies"] ?? {});
-    const self = typeof project.name === "string" ? (0,task_environment/* normalizePackage */.c3)(project.name) : null;
-    const out = [];
-    const done = new Set();
-    const add = (list, where) => {
-        for (const text of strings(list) ?? []) {
-            const m = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?/.exec(text);
-            if (!m)
-                throw new ProjectTableProblem(`${where}: cannot read '${text}' as a requirement`);
-            if (self && (0,task_environment/* normalizePackage */.c3)(m[1]) === self) {
-                for (const extra of (m[2] ?? "").split(",").map((e) => e.trim()).filter(Boolean))
-                    take(extra, where);
-                continue;
-            }
-            out.push({ name: m[1], text: text.trim(), file: where, line: null });
-        }
-    };
-    const take = (extra, from) => {
-        const key = (0,task_environment/* normalizePackage */.c3)(extra);
-        if (done.has(key))
-            return;
-        done.add(key);
-        const found = Object.keys(optional).find((k) => (0,task_environment/* normalizePackage */.c3)(k) === key);
-        if (found === undefined)
-            throw new ProjectTableProblem(`${from} names the extra '${extra}', which ${file} does not define (it has ${Object.keys(optional).join(", ") || "none"})`);
-        add(optional[found], `${file} [project.optional-dependencies] ${found}`);
-    };
-    if (project.dependencies !== undefined && !strings(project.dependencies))
-        throw new ProjectTableProblem(`${file}: project.dependencies is not a list of strings`);
-    add(project.dependencies, `${file} [project] dependencies`);
-    for (const extra of extras)
-        take(extra, "environment.fromTree.pyproject.extras");
-    return out;
-}
-/**
- * Reads the pyproject.toml a gate declares (environment.fromTree.pyproject) from the tree with
- * `python` (3.11+, for tomllib): its requirements and the sha256 of its bytes. A file the tree
- * lacks, one that does not parse, or dependencies it does not state are HarnessErrors naming the
- * file and the task's field.
- */
-async function readPyproject(ctx, rel, extras, python) {
-    const field = `environment.fromTree.pyproject (${ctx.declaredIn})`;
-    const fail = (why) => new errors/* HarnessError */.t(`${why} (${field}); no test or probe was run.`, "environment");
-    const path = treeFile(ctx, rel);
-    if (!path) {
-        if (ctx.lenient)
-            return null;
-        throw fail(`${rel} is not in ${ctx.label}: the gate builds its environment from what the base declares. Fix the task, or evaluate against a base that has it`);
-    }
-    const bytes = (0,external_node_fs_.readFileSync)(path);
-    const r = await (0,execa/* execa */.Ho)(python, ["-I", "-c", READ, path], { reject: false, timeout: 30_000, extendEnv: false, env: { PYTHONDONTWRITEBYTECODE: "1" } });
-    if (r.exitCode !== 0) {
-        if (ctx.lenient)
-            return null;
-        const last = String(r.stderr).trim().split("\n").at(-1) ?? "";
-        throw fail(/No module named 'tomllib'/.test(last) ? `reading ${rel} needs Python 3.11 or later (tomllib); ${python} is older: narrow environment.python` : `${rel} of ${ctx.label} does not parse as TOML: ${last}`);
-    }
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
     try {
-        const requirements = projectRequirements(JSON.parse(String(r.stdout)), extras, rel);
-        const excluded = new Set(ctx.exclude.map(task_environment/* normalizePackage */.c3));
-        return { requirements: requirements.filter((q) => !excluded.has((0,task_environment/* normalizePackage */.c3)(q.name))), file: { path: rel, sha256: (0,external_node_crypto_.createHash)("sha256").update(bytes).digest("hex") } };
+        const code = await run(stop.signal);
+        if (stop.signal.aborted)
+            process.exit(code);
+        return code;
     }
-    catch (e) {
-        if (!(e instanceof ProjectTableProblem))
-            throw e;
-        if (ctx.lenient)
-            return null;
-        throw fail(`${e.message} (in ${ctx.label})`);
+    finally {
+        process.off("SIGTERM", onSignal);
+        process.off("SIGINT", onSignal);
     }
 }
 
-;// CONCATENATED MODULE: ./src/engine/environment/tree-inputs.ts
+;// CONCATENATED MODULE: ./src/cli/gate-command.ts
 
-/** Bumped when what is handed to uv changes meaning (flags, file layout): every tree environment is then built anew. */
-const TREE_RECIPE = "probegate-tree-env/1";
-function block(reqs) {
-    const out = [];
-    let file = null;
-    for (const r of reqs) {
-        if (r.file !== file)
-            out.push(`# ${(file = r.file)}`);
-        out.push(r.text);
-    }
-    return out;
-}
-const tree_inputs_text = (lines) => (lines.length ? `${lines.join("\n")}\n` : "");
+
+
 /**
- * What uv is given for a tree environment, and its key. Pure. The key is of what the tree's files
- * declare (their requirements and options, in order), not of their bytes: a comment edited in a
- * requirements file makes no new environment, a requirement changed does. The bytes' hashes are
- * recorded in the manifest beside it.
+ * `probegate gate …`: commands about repository gates (tasks with `base: {pr: true}`). Each
+ * subcommand is added here, its work in a module of its own, loaded on use.
  */
-function compileInputs(tree, pins, fromTree, python) {
-    const pythonVersion = python.version.split(".").slice(0, 2).join(".");
-    const parts = {
-        tree: tree_inputs_text([...tree.options, ...block(tree.requirements)]),
-        pins: tree_inputs_text([...pins.options, ...pins.requirements.map((r) => r.text)]),
-        constraints: tree_inputs_text(block(tree.constraints)),
-        excludes: tree_inputs_text(fromTree.exclude),
-    };
-    const inputHash = (0,external_node_crypto_.createHash)("sha256")
-        .update(JSON.stringify({ recipe: TREE_RECIPE, python: python.range, pythonVersion, ...parts }))
-        .digest("hex");
-    return { ...parts, pythonVersion, inputHash };
-}
-/**
- * The declared requirements as a lock's requirements (an index for its line), so `requirementNamedIn`
- * can find the one uv's resolver error names.
- */
-function asLockRequirements(reqs) {
-    return reqs.map((r, i) => {
-        const pin = /==\s*([^\s;,]+)/.exec(r.text);
-        return { name: r.name, text: r.text, version: pin ? pin[1] : null, hashes: 0, line: i };
+function registerGate(p, io, done) {
+    const gate = p.command("gate").description("repository gates (tasks with base: {pr: true}): write one for a repository, replay its merged PRs through one");
+    registerGateInit(gate, io, done);
+    gate
+        .command("replay")
+        .description("replay merged PRs of a repository through a gate, as if an agent had opened each (head = the merge or squash commit, base = its first parent): one result JSON per PR in --out-dir (kept and not run again), and a table; exit 0 when every PR was judged, 3 when one could not be (verdict error, or no result)")
+        .requiredOption("--repo <dir>", "the repository: a clone's top folder or a bare mirror (its git folder)")
+        .requiredOption("--task <dir>", "the gate's task folder (holding task.yml)")
+        .option("--shas <shas...>", "these commits, in this order (any commit: its base is its first parent)")
+        .option("--since <date>", "first-parent commits of --ref committed on or after this date (2025-06-01), newest first")
+        .option("--count <n>", "at most this many first-parent commits of --ref, newest first (with --since: of those)")
+        .option("--ref <ref>", "the branch, tag or commit whose first-parent history --since/--count walk", "HEAD")
+        .option("--paths <globs...>", "the paths the gate watches, globs ('!' excludes): with --since/--count only commits changing one are taken, and the table lists them; default: the gate's own (official.select.fromPaths, select.tests, official.files)")
+        .option("--all-paths", "with --since/--count: every commit, whatever it changes")
+        .option("--out-dir <dir>", "one result JSON per PR (<sha>.json, its progress log <sha>.json.log); default replay-<task id>")
+        .option("--table <file>", "also write the table as markdown here, with an empty explanation column for a person to fill in")
+        .option("--force", "evaluate again PRs whose result JSON is already in --out-dir")
+        .option("--table-only", "evaluate nothing: tabulate the result JSONs already in --out-dir")
+        .option("--inject <patches...>", "instead of each PR itself: each patch committed on top of it (a regression the gate must catch), judged against the PR's base; results inject-<name>-<sha>.json")
+        .option("--seed <n>", "seed of the probe parameters, the same for every PR", "1")
+        .option("--jobs <n>", "PRs evaluated at once; their test and probe jobs share the runner's GPUs and cores", "1")
+        .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
+        .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
+        .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
+        .option("--python <path>", "interpreter for {python}, over the task's environment")
+        .option("--world-size <n>", "ranks to use (default: the task's gpus)")
+        .addOption(new Option("--no-always-probe", "skip the hidden probes of a PR whose official tests fail (by default they run: a replay wants every number)"))
+        .option("--unsandboxed", "run the repository's code without the sandbox, where this machine cannot sandbox; results record it")
+        .option("--max-processes <n>", "processes one test or probe run may have (default 4096)")
+        .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")
+        .option("--keep-workspace", "keep each evaluation folder for debugging")
+        .option("-v, --verbose", "show what tests and probes print (always in each PR's .log)")
+        .action(async (flags) => {
+        const { gateReplayCommand } = await __nccwpck_require__.e(/* import() */ 809).then(__nccwpck_require__.bind(__nccwpck_require__, 809));
+        done(await interruptible((signal) => gateReplayCommand(flags, io, { signal })));
     });
 }
-/** "requirements.txt:3 (six==99)" or "the task's pin pytest==99 (environment.fromTree.pins)": where a requirement is declared. */
-function whereDeclared(r) {
-    return r.line === null ? `${r.text} (${r.file})` : `${r.file}:${r.line} (${r.text})`;
+
+;// CONCATENATED MODULE: ./src/core/probe-power/probe-power-findings.ts
+// What validation finds in a power matrix: flaws no check catches, checks that catch nothing, correct
+// examples rejected, requirements no check covers.
+/** Flawed examples the probes ran on (at least once): they are what a probe can catch. */
+function probedFlaws(columns) {
+    return columns.flatMap((col, c) => (col.expected.verdict === "probe-rejected" && col.runs > 0 ? [c] : []));
 }
-
-;// CONCATENATED MODULE: ./src/engine/environment/tree-environment.ts
-
-
-
-
-
-
-
-
-
-/** The declared files of the tree, read: requirement files (with their -r and -c files) and the pyproject's requirements. */
-async function readDeclared(ctx, fromTree, python) {
-    const read = readTreeRequirements(ctx, fromTree.requirements);
-    if (fromTree.pyproject) {
-        const p = await readPyproject(ctx, fromTree.pyproject.path, fromTree.pyproject.extras, python);
-        if (p) {
-            read.requirements.push(...p.requirements);
-            read.files.push(p.file);
+function catchFindings(rows, columns) {
+    const flaws = probedFlaws(columns);
+    const catches = (row) => flaws.some((c) => (row.cells[c]?.failed ?? 0) > 0);
+    const findings = [];
+    const byProbe = new Map();
+    for (const row of rows)
+        byProbe.set(row.probe, [...(byProbe.get(row.probe) ?? []), row]);
+    for (const [probe, checks] of byProbe) {
+        if (!checks.some(catches)) {
+            findings.push({
+                level: "error",
+                kind: "probe-catches-nothing",
+                subject: probe,
+                message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples${flaws.length < columns.filter((col) => col.expected.verdict === "probe-rejected").length ? " that were evaluated" : ""}`,
+            });
+            continue;
+        }
+        for (const row of checks.filter((r) => !catches(r))) {
+            findings.push({ level: "warning", kind: "check-catches-nothing", subject: `${probe}/${row.check}`, message: `check ${row.check} (${probe}, ${row.category}) fails none of the flawed examples` });
         }
     }
-    return read;
+    return findings;
 }
-function taskPins(req) {
-    const pins = { requirements: [], options: [] };
-    if (req.pinsLock) {
-        const text = (0,external_node_fs_.readFileSync)(req.pinsLock.file, "utf8");
-        // Hashes are left out: uv compiles the pins afresh with the index's hashes, the tree's packages beside them.
-        for (const r of parseLock(text).requirements)
-            pins.requirements.push({ name: r.name, text: r.text, file: req.pinsLock.label, line: r.line });
-        for (const l of parseRequirementLines(text))
-            if (l.kind === "option")
-                pins.options.push(l.text);
-    }
-    for (const p of req.fromTree.pins)
-        pins.requirements.push({ name: p.split(/[\s[<>=!~;]/)[0], text: p, file: `environment.fromTree.pins in ${req.declaredIn}`, line: null });
-    return pins;
+function correctnessFindings(rows, columns) {
+    const findings = [];
+    columns.forEach((col, c) => {
+        if (!col.correct)
+            return;
+        for (const row of rows) {
+            const cell = row.cells[c];
+            const bad = cell.failed + cell.error;
+            if (bad === 0)
+                continue;
+            const what = [cell.failed && `failed ${cell.failed}`, cell.error && `errored ${cell.error}`].filter(Boolean).join(" and ");
+            findings.push({
+                level: "error",
+                kind: "fails-correct",
+                subject: `${row.probe}/${row.check}`,
+                message: `check ${row.check} (${row.probe}, ${row.category}) ${what} of ${col.runs} runs of the correct submission ${col.submission}`,
+            });
+        }
+    });
+    return findings;
 }
 /**
- * The environment a gate's tree declares, built once per runner for each distinct set of inputs
- * (what the tree's files declare, the task's pins and exclusions, the python range): found in the
- * store (no uv call) when built before, else compiled into a hash-checked lock with `uv pip compile
- * --universal --generate-hashes` (the task's pins as overrides, so they win) and built from it as a
- * task's own lock is. A declared file the tree lacks, or a requirement uv cannot resolve, is a
- * HarnessError (phase "environment") naming the file, its line and the task's field.
+ * Why a run got its verdict, specific enough to act on from the report alone (the evaluation's own
+ * result may be gone): which official test failed and how, which check failed, or the harness error.
  */
-async function ensureTreeEnvironment(req, opts = {}) {
-    const t0 = performance.now();
-    const progress = opts.onProgress ?? (() => { });
-    const base = await chooseBase(req.python, req.declaredIn);
-    const ctx = { dir: req.treeDir, label: req.treeLabel, declaredIn: req.declaredIn, exclude: req.fromTree.exclude };
-    const tree = await readDeclared(ctx, req.fromTree, base.path);
-    if (req.headDir) {
-        const head = await readDeclared({ ...ctx, dir: req.headDir, label: "the PR's head", lenient: true }, req.fromTree, base.path);
-        const { added, changed } = headDeclaresMore(tree.requirements, head.requirements);
-        // The base's environment, not the union: what a PR adds is the agent's input, and resolving it would run its packages' builds outside the sandbox.
-        if (added.length)
-            progress(`the head declares requirements its merge base does not, not installed (the environment follows the merge base): ${added.join(", ")}`);
-        if (changed.length)
-            progress(`the head changes requirements; the environment keeps the merge base's: ${changed.join(", ")}`);
+function whyNot(r) {
+    const clip = (s) => (s.length > 160 ? `${s.slice(0, 157)}…` : s);
+    if (r.verdict === "error" && r.error)
+        return clip(`${r.reason}: ${r.error.message}`);
+    if (r.verdict === "official-failed" && r.official) {
+        const first = r.official.failing[0];
+        const more = r.official.failing.length > 1 ? ` (+${r.official.failing.length - 1} more)` : "";
+        const detail = first ? `; first: ${first.name}${first.message ? ` — ${clip(first.message.split("\n")[0] ?? "")}` : ""}${more}` : "";
+        return `${r.official.reason ?? r.reason}${detail}`;
     }
-    const pins = taskPins(req);
-    const inputs = compileInputs(tree, pins, req.fromTree, { range: req.python, version: base.version });
-    const files = [...req.fromTree.requirements, ...(req.fromTree.pyproject ? [`${req.fromTree.pyproject.path}${req.fromTree.pyproject.extras.length ? `[${req.fromTree.pyproject.extras.join(",")}]` : ""}`] : [])];
-    const label = `fromTree: ${files.join(", ")}${req.pinsLock ? ` + ${req.pinsLock.label}` : ""}${req.fromTree.pins.length ? ` + ${req.fromTree.pins.length} pins` : ""}`;
-    const source = { label, prepare: (scratch, say) => compileLock({ req, tree, pins, inputs, python: base.path, timeoutS: opts.timeoutS ?? 1800 }, scratch, say) };
-    const got = await obtainEnvironment(`tree-${inputs.inputHash.slice(0, 16)}-py${base.version}`, source, base, opts);
-    return { ...got, seconds: (performance.now() - t0) / 1000 };
+    const failed = r.probes.filter((p) => p.status === "failed" || p.status === "error");
+    if (failed.length)
+        return `${r.reason}: ${failed.map((p) => `${p.id} ${p.status}`).join(", ")}`;
+    return r.reason;
 }
-/** Compiles the inputs into `scratch/requirements.lock` (called only when the environment is built). */
-async function compileLock(job, scratch, progress) {
-    const { req, tree, pins, inputs } = job;
-    const written = [];
-    const put = (name, text) => {
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(scratch, name), text);
-        written.push((0,external_node_path_.join)(scratch, name));
+function flawFindings(rows, columns, cutBy) {
+    const findings = [];
+    columns.forEach((col, c) => {
+        const want = col.expected;
+        if (col.runs === 0) {
+            // Cut off by --budget or a signal: what the probes do on it is unknown, which is not the same as "not caught".
+            findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (${cutBy} first): nothing is known of it; run again with more time` });
+            return;
+        }
+        const wrong = col.runs - (col.verdicts[want.verdict] ?? 0);
+        if (wrong > 0) {
+            const tally = Object.entries(col.verdicts)
+                .filter(([v]) => v !== want.verdict)
+                .map(([v, n]) => `${v} ${n}×`)
+                .join(", ");
+            const runs = col.runs > 1 ? `${wrong} of ${col.runs} runs` : "its run";
+            findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally})${col.unexpected ? ` — ${col.unexpected}` : ""}` });
+        }
+        if (want.verdict !== "probe-rejected")
+            return;
+        for (const category of new Set(want.failedCategories)) {
+            const caught = rows.some((row) => row.category === category && (row.cells[c]?.failed ?? 0) > 0);
+            if (!caught) {
+                findings.push({
+                    level: "error",
+                    kind: "flaw-not-caught",
+                    subject: col.submission,
+                    message: `flawed example ${col.submission} is not caught by any ${category} check (expected: ${want.failedCategories.join(", ")}${want.why ? ` — ${want.why}` : ""})`,
+                });
+            }
+        }
+    });
+    return findings;
+}
+/**
+ * Every requirement must be named by a check that ran (passed or failed, not skipped) on the
+ * reference — the example called `reference.*`, else every correct example — and every id a
+ * check names must be declared.
+ */
+function requirementFindings(rows, columns, declared) {
+    const correct = columns.flatMap((col, c) => (col.correct ? [c] : []));
+    const reference = correct.filter((c) => /^reference\b/.test(columns[c]?.submission ?? ""));
+    const on = reference.length ? reference : correct;
+    const ran = new Set();
+    for (const row of rows) {
+        if (on.some((c) => ((row.cells[c]?.passed ?? 0) + (row.cells[c]?.failed ?? 0)) > 0))
+            for (const r of row.requirements)
+                ran.add(r);
+    }
+    const where = reference.length ? "the reference" : "any correct submission";
+    const findings = declared
+        .filter((id) => !ran.has(id))
+        .map((id) => ({ level: "error", kind: "requirement-unchecked", subject: id, message: `requirement ${id} is named by no check that ran on ${where}` }));
+    const known = new Set(declared);
+    for (const row of rows) {
+        for (const r of row.requirements.filter((id) => !known.has(id))) {
+            findings.push({ level: "error", kind: "requirement-undeclared", subject: r, message: `check ${row.check} (${row.probe}) names requirement ${r}, which task.yml does not declare` });
+        }
+    }
+    return findings;
+}
+function falseRejections(columns, rows) {
+    return columns.flatMap((col, c) => {
+        if (!col.correct)
+            return [];
+        const byCheck = {};
+        for (const row of rows) {
+            const cell = row.cells[c];
+            if (cell.failed + cell.error > 0)
+                byCheck[row.check] = (byCheck[row.check] ?? 0) + cell.failed + cell.error;
+        }
+        return [{ submission: col.submission, runs: col.runs, rejected: col.runs - (col.verdicts.resolved ?? 0), byCheck }];
+    });
+}
+
+;// CONCATENATED MODULE: ./src/core/probe-power/probe-power.ts
+
+
+const isCorrect = (e) => e.verdict === "resolved";
+const emptyCell = () => ({ passed: 0, failed: 0, error: 0, skipped: 0, absent: 0 });
+const rowKey = (probe, check) => `${probe}\u0000${check}`;
+function buildRows(inputs) {
+    const rows = new Map();
+    inputs.forEach((col, c) => {
+        for (const result of col.results) {
+            for (const p of result.probes) {
+                const key = rowKey(p.probe, p.id);
+                let row = rows.get(key);
+                if (!row) {
+                    row = { probe: p.probe, check: p.id, category: p.category, requirements: [], cells: inputs.map(emptyCell) };
+                    rows.set(key, row);
+                }
+                for (const r of p.requirements ?? [])
+                    if (!row.requirements.includes(r))
+                        row.requirements.push(r);
+                const cell = row.cells[c];
+                cell[p.status] += 1;
+            }
+        }
+    });
+    const sorted = [...rows.values()].sort((a, b) => a.probe.localeCompare(b.probe) || a.check.localeCompare(b.check));
+    for (const row of sorted) {
+        row.requirements.sort();
+        row.cells.forEach((cell, c) => {
+            const runs = inputs[c]?.results.length ?? 0;
+            cell.absent = runs - (cell.passed + cell.failed + cell.error + cell.skipped);
+        });
+    }
+    return sorted;
+}
+/**
+ * The power of a task's probes, from evaluations of its examples: which check passes the correct
+ * submissions and which flaw each catches, in which category. A probe file none of whose checks
+ * fails a flawed example, a check that fails or errors on a correct submission, a flawed example no
+ * check of its expected category catches, a verdict other than the expected one, and a declared
+ * requirement no check ran on fail validation; a single check that catches nothing is a warning.
+ *
+ * With scope `correct-only` the flawed examples were left out by choice: their inputs (and any
+ * results they carry) are dropped, and so are the findings only they can give (catches nothing,
+ * flaw not caught); what the correct ones show is judged as in a full run.
+ *
+ * A run `interrupted` by a signal is judged on the evaluations that finished, and fails validation
+ * saying how many it abandoned and never started.
+ */
+function analysePower(task, allInputs, requirements, scope = "all", interrupted) {
+    const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
+    const columns = inputs.map((col) => {
+        const verdicts = {};
+        for (const r of col.results)
+            verdicts[r.verdict] = (verdicts[r.verdict] ?? 0) + 1;
+        const wrong = col.results.find((r) => r.verdict !== col.expectation.verdict);
+        const e = col.expectation;
+        return {
+            submission: col.submission,
+            correct: isCorrect(e),
+            expected: { verdict: e.verdict, failedCategories: [...e.failedCategories], ...(e.why ? { why: e.why } : {}) },
+            runs: col.results.length,
+            verdicts,
+            ...(wrong ? { unexpected: whyNot(wrong) } : {}),
+        };
+    });
+    const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
+    const probeSet = sets.size === 1 ? [...sets][0] : null;
+    return judgePower({ task, scope, probeSet, requirements: [...requirements], columns, rows: buildRows(inputs) }, interrupted);
+}
+/** What validation finds in a matrix: the findings and false rejections of `analysePower`, from the columns and rows alone. */
+function judgePower(m, interrupted) {
+    const { rows, columns } = m;
+    const finished = columns.reduce((n, col) => n + col.runs, 0);
+    const findings = [
+        ...(interrupted
+            ? [{ level: "error", kind: "interrupted", subject: m.task, message: `interrupted by ${interrupted.signal}: ${interrupted.abandoned} evaluations in flight were abandoned and ${interrupted.notStarted} not started; this report covers the ${finished} that finished` }]
+            : []),
+        ...(m.scope === "all" ? catchFindings(rows, columns) : []),
+        ...correctnessFindings(rows, columns),
+        ...flawFindings(rows, columns, interrupted ? `interrupted by ${interrupted.signal}` : "the --budget ran out"),
+        ...requirementFindings(rows, columns, m.requirements),
+    ];
+    return { ...m, falseRejections: falseRejections(columns, rows), findings, ok: !findings.some((f) => f.level === "error") };
+}
+/**
+ * One report from several power reports of one task and probe set (runs on several runners, or
+ * calls cut short by a time limit), judged again on the summed matrix: a probe that caught nothing
+ * in one call may catch in another. Cells, runs and verdicts are summed per column and check; a
+ * check that did not report in one report counts as absent for that report's runs. The flawed
+ * columns come from the full reports only (a `correct-only` one has none); with none, the merge is
+ * `correct-only` too. Throws where the reports are of different tasks or probe sets, lack the
+ * requirement list (written before reports carried it), or a correct-only report holds a flawed column.
+ */
+function mergePowerReports(reports) {
+    const first = reports[0];
+    if (!first)
+        throw new Error("mergePowerReports: no reports");
+    const tasks = [...new Set(reports.map((r) => r.task))];
+    if (tasks.length > 1)
+        throw new Error(`reports of different tasks (${tasks.join(", ")}): merge one task's reports at a time`);
+    const sets = [...new Set(reports.map((r) => r.probeSet ?? "none"))];
+    if (sets.length > 1)
+        throw new Error(`${first.task}: reports of different probe sets (${sets.map((x) => x.slice(0, 19)).join(", ")}): the probes changed between them, so their runs do not add up; merge the reports of one probe set`);
+    if (reports.some((r) => !Array.isArray(r.requirements)))
+        throw new Error(`${first.task}: a report has no requirements list (it predates them): run it again to merge it`);
+    // A report written before reports carried a scope was a full run.
+    const scopeOf = (r) => r.scope ?? "all";
+    for (const r of reports) {
+        const flawed = r.columns.find((c) => !c.correct);
+        if (scopeOf(r) === "correct-only" && flawed)
+            throw new Error(`${first.task}: a correct-only report has a column of the flawed example ${flawed.submission}: it is not what validate --power --correct-only writes`);
+    }
+    const scope = reports.some((r) => scopeOf(r) === "all") ? "all" : "correct-only";
+    const columns = [];
+    const at = new Map();
+    for (const r of [...reports].sort((a, b) => (scopeOf(a) === "all" ? 0 : 1) - (scopeOf(b) === "all" ? 0 : 1))) {
+        for (const c of r.columns) {
+            if (!at.has(c.submission)) {
+                at.set(c.submission, columns.length);
+                columns.push({ ...c, expected: { ...c.expected, failedCategories: [...c.expected.failedCategories] }, runs: 0, verdicts: {}, unexpected: undefined });
+            }
+            const col = columns[at.get(c.submission)];
+            col.runs += c.runs;
+            for (const [v, n] of Object.entries(c.verdicts))
+                col.verdicts[v] = (col.verdicts[v] ?? 0) + n;
+            col.unexpected ??= c.unexpected;
+        }
+    }
+    for (const col of columns)
+        if (col.unexpected === undefined)
+            delete col.unexpected;
+    const rows = new Map();
+    for (const r of reports) {
+        for (const row of r.rows) {
+            const key = rowKey(row.probe, row.check);
+            if (!rows.has(key))
+                rows.set(key, { probe: row.probe, check: row.check, category: row.category, requirements: [], cells: columns.map(emptyCell) });
+            const merged = rows.get(key);
+            for (const id of row.requirements)
+                if (!merged.requirements.includes(id))
+                    merged.requirements.push(id);
+        }
+    }
+    for (const r of reports) {
+        const present = new Map(r.rows.map((row) => [rowKey(row.probe, row.check), row]));
+        for (const [key, merged] of rows) {
+            const row = present.get(key);
+            r.columns.forEach((c, i) => {
+                const cell = merged.cells[at.get(c.submission)];
+                const from = row?.cells[i] ?? { ...emptyCell(), absent: c.runs };
+                for (const k of ["passed", "failed", "error", "skipped", "absent"])
+                    cell[k] += from[k];
+            });
+        }
+    }
+    const sorted = [...rows.values()].sort((a, b) => a.probe.localeCompare(b.probe) || a.check.localeCompare(b.check));
+    for (const row of sorted)
+        row.requirements.sort();
+    const requirements = [...new Set(reports.flatMap((r) => r.requirements))];
+    return judgePower({ task: first.task, scope, probeSet: first.probeSet, requirements, columns, rows: sorted });
+}
+/** One cell as the matrix prints it: pass / FAIL / err / skip / — for one run, `k/N failed` for repeats. */
+function cellText(cell, runs) {
+    if (runs === 0)
+        return "—";
+    if (runs === 1) {
+        if (cell.failed)
+            return "FAIL";
+        if (cell.error)
+            return "err";
+        if (cell.skipped)
+            return "skip";
+        if (cell.passed)
+            return "pass";
+        return "—";
+    }
+    if (cell.absent === runs)
+        return "—";
+    const parts = [`${cell.failed}/${runs} failed`];
+    if (cell.error)
+        parts.push(`${cell.error} err`);
+    if (cell.skipped)
+        parts.push(`${cell.skipped} skip`);
+    return parts.join(", ");
+}
+
+;// CONCATENATED MODULE: ./src/core/probe-power/probe-power-render.ts
+
+/** The matrix as rows of cells: probe, check, category, then one column per example submission. */
+function powerMatrix(report) {
+    const head = ["probe", "check", "category", ...report.columns.map((c) => `${c.submission.replace(/\.(patch|diff)$/, "")}${c.correct ? " ✓" : ""}${c.runs > 1 ? ` ×${c.runs}` : ""}`)];
+    const body = report.rows.map((row, i) => [
+        i > 0 && report.rows[i - 1]?.probe === row.probe ? "" : row.probe,
+        row.check,
+        row.category,
+        ...row.cells.map((cell, c) => cellText(cell, report.columns[c]?.runs ?? 0)),
+    ]);
+    const expected = ["", "expected", "", ...report.columns.map((c) => (c.correct ? "resolved" : `${c.expected.verdict}${c.expected.failedCategories.length ? ` [${c.expected.failedCategories.join(", ")}]` : ""}`))];
+    const got = ["", "verdicts", "", ...report.columns.map((c) => Object.entries(c.verdicts).map(([v, n]) => (c.runs > 1 ? `${v} ${n}/${c.runs}` : v)).join(", ") || "—")];
+    return { head, body: [...body, expected, got] };
+}
+/** One line per false-rejection tally, e.g. `reference.patch: 1 of 20 runs rejected (total-speed 1)`. */
+function falseRejectionLines(report) {
+    return report.falseRejections.map((f) => {
+        const checks = Object.entries(f.byCheck).map(([id, n]) => `${id} ${n}`);
+        return `${f.submission}: ${f.rejected} of ${f.runs} runs not resolved${checks.length ? ` (${checks.join(", ")})` : ""}`;
+    });
+}
+/**
+ * What a `correct-only` report cannot say, for the top of its text and markdown: it measured false
+ * rejections only, so a clean one is no sign that the probes catch anything. Null for a full run.
+ */
+function scopeNote(report) {
+    if (report.scope !== "correct-only")
+        return null;
+    return "Correct-only run: only the correct submissions were evaluated, so this measures false rejections only; what the probes catch (their power) needs a run without --correct-only.";
+}
+const md = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+/** The report as markdown: the matrix, false rejections, then findings (for bench/RESULTS.md and CI summaries). */
+function renderPowerMarkdown(report) {
+    const { head, body } = powerMatrix(report);
+    const out = [`### ${report.ok ? "✅" : "❌"} Probe power — \`${report.task}\`${report.scope === "correct-only" ? " (false rejections only)" : ""}`, ""];
+    const note = scopeNote(report);
+    if (note)
+        out.push(`> ${note}`, "");
+    out.push(`| ${head.map(md).join(" | ")} |`, `|${head.map(() => "---").join("|")}|`);
+    for (const r of body)
+        out.push(`| ${r.map(md).join(" | ")} |`);
+    out.push("");
+    if (report.falseRejections.length) {
+        out.push("False rejections of correct submissions:", "", ...falseRejectionLines(report).map((l) => `- ${md(l)}`), "");
+    }
+    const errors = report.findings.filter((f) => f.level === "error");
+    const warnings = report.findings.filter((f) => f.level === "warning");
+    if (errors.length)
+        out.push("Validation fails:", "", ...errors.map((f) => `- ${md(f.message)}`), "");
+    if (warnings.length)
+        out.push("Warnings:", "", ...warnings.map((f) => `- ${md(f.message)}`), "");
+    if (!errors.length && !warnings.length) {
+        out.push(report.scope === "correct-only" ? "Every check passes every correct submission, and every requirement is checked; what the probes catch was not measured." : "Every probe catches a flaw, passes every correct submission, and every requirement is checked.", "");
+    }
+    return out.join("\n");
+}
+
+;// CONCATENATED MODULE: ./src/cli/power-command.ts
+
+
+
+
+
+
+
+
+
+
+
+
+
+function wholeNumber(name, value, min, fallback) {
+    if (value === undefined)
+        return fallback;
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n < min)
+        throw new errors/* InputError */.d(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
+    return n;
+}
+function examplesDir(task, flag) {
+    const dir = flag ? (0,external_node_path_.join)((0,external_node_path_.resolve)(flag), task.spec.id) : (0,external_node_path_.resolve)(task.dir, "..", "..", "examples", "submissions", task.spec.id);
+    if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, "expected.yml"))) {
+        throw new errors/* InputError */.d(`${task.spec.id}: no ${(0,external_node_path_.join)(dir, "expected.yml")}; --power evaluates the task's examples (pass --examples <dir> holding <task>/expected.yml).`, { file: (0,external_node_path_.join)(dir, "expected.yml") });
+    }
+    return dir;
+}
+/** Evaluates every example of one task (correct ones `runs` times; with --correct-only, only those) and analyses the results. */
+async function powerOfTask(task, flags, pool, io, record, signal) {
+    const runs = wholeNumber("--runs", flags.runs, 1, 1);
+    const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
+    const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
+    const dir = examplesDir(task, flags.examples);
+    const every = taskExamples(task, dir);
+    const scope = flags.correctOnly ? "correct-only" : "all";
+    const examples = flags.correctOnly ? every.filter((e) => e.expectation.verdict === "resolved") : every;
+    if (!examples.length) {
+        throw new errors/* InputError */.d(`${task.spec.id}: ${(0,external_node_path_.join)(dir, "expected.yml")} lists no correct example (verdict: resolved), so --correct-only has nothing to evaluate.`, { file: (0,external_node_path_.join)(dir, "expected.yml") });
+    }
+    // Round by round: every example once, then the correct ones again, so a run cut short by
+    // --budget still covers every example and spreads the repeats evenly.
+    const plan = examples
+        .flatMap((example, column) => {
+        const n = example.expectation.verdict === "resolved" ? runs : 1;
+        return Array.from({ length: n }, (_, run) => ({ example, column, run, runs: n }));
+    })
+        .sort((a, b) => a.run - b.run || a.column - b.column);
+    const budget = flags.budget === undefined ? undefined : wholeNumber("--budget", flags.budget, 1, 1);
+    const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
+    let notStarted = 0;
+    const results = examples.map(() => []);
+    const what = flags.correctOnly ? `${examples.length} correct examples of ${every.length} (--correct-only: the flawed ones are not evaluated)` : `${examples.length} examples`;
+    io.stderr(`probegate validate --power ${task.spec.id}: ${what}, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
+    let finished = 0;
+    let started = 0;
+    const all = (0,runner_pool/* mapConcurrent */._k)(plan, jobs, async (p, i) => {
+        if (Date.now() > deadline || signal?.aborted) {
+            notStarted++;
+            return;
+        }
+        started++;
+        const name = (0,external_node_path_.basename)(p.example.patch);
+        const label = `${task.spec.id} / ${name}${p.runs > 1 ? ` run ${p.run + 1}/${p.runs}` : ""}`;
+        io.stderr(`  [${i + 1}/${plan.length}] ${label} …\n`);
+        const result = await (0,evaluate/* evaluate */._)({
+            task,
+            submission: { kind: "patch", path: p.example.patch },
+            kitDir: package_paths/* KIT_DIR */.p,
+            unsandboxed: flags.unsandboxed,
+            // One pool for every evaluation of this command: jobs side by side never share a GPU, core or port.
+            pool,
+            seed: seed === undefined ? undefined : (seed + i) % 2 ** 32,
+        });
+        results[p.column]?.push(result);
+        finished++;
+        const failed = result.probes.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.id} ${c.status}`);
+        const unexpected = result.verdict !== p.example.expectation.verdict ? `  ✗ expected ${p.example.expectation.verdict}: ${whyNot(result)}` : "";
+        io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)}${unexpected}\n`);
+        if (p.example.expectation.verdict === "resolved")
+            record?.({ task, example: p.example, run: p.run, runs: p.runs, result });
+    });
+    // A signal ends the run now: the evaluations in flight are abandoned (they end with the process),
+    // and the report covers those that finished.
+    const stopped = await Promise.race([all.then(() => false), interruption(signal)]);
+    const requirements = task.spec.requirements.map((r) => r.id);
+    if (stopped) {
+        const inputs = examples.map((example, c) => ({ submission: (0,external_node_path_.basename)(example.patch), expectation: example.expectation, results: [...(results[c] ?? [])] }));
+        const abandoned = started - finished;
+        io.stderr(`  interrupted by ${String(signal?.reason)}: ${finished} evaluations finished, ${abandoned} in flight abandoned, ${plan.length - started} not started\n`);
+        return analysePower(task.spec.id, inputs, requirements, scope, { signal: String(signal?.reason), abandoned, notStarted: plan.length - started });
+    }
+    if (notStarted)
+        io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);
+    const inputs = examples.map((example, c) => ({ submission: (0,external_node_path_.basename)(example.patch), expectation: example.expectation, results: results[c] ?? [] }));
+    return analysePower(task.spec.id, inputs, requirements, scope);
+}
+/** Resolves true once `signal` is aborted; never without one. */
+function interruption(signal) {
+    return new Promise((resolve) => {
+        if (!signal)
+            return;
+        if (signal.aborted)
+            return resolve(true);
+        signal.addEventListener("abort", () => resolve(true), { once: true });
+    });
+}
+function renderText(report, quarantined) {
+    const { head, body } = powerMatrix(report);
+    const table = new (cli_table3_default())({ head, style: { head: [], border: [] }, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } });
+    for (const row of body)
+        table.push(row);
+    const note = scopeNote(report);
+    const lines = [`\n${report.ok ? "✓" : "✗"} ${report.task}: ${note ? "false rejections (correct-only)" : "probe power"}`, ...(note ? [`! ${note}`] : []), table.toString()];
+    if (report.falseRejections.length)
+        lines.push("false rejections of correct submissions:", ...falseRejectionLines(report).map((l) => `  ${l}`));
+    for (const f of report.findings)
+        lines.push(`  ${f.level === "error" ? "✗" : "!"} ${f.message}`);
+    if (quarantined)
+        lines.push(quarantined.length ? `quarantined now (store): ${quarantined.map((q) => `${q.check} (failed ${q.failures} of last ${q.window} known-good)`).join(", ")}` : "quarantined now (store): none");
+    return `${lines.join("\n")}\n`;
+}
+/**
+ * `probegate validate --power <task>…`: the static checks of `validate`, then every example of each
+ * task evaluated (each correct one `--runs` times) and the probes × submissions matrix printed with
+ * what validation found. With `--db`, every run of a correct example is recorded as known-good
+ * outcomes for quarantine. With `--correct-only`, only the correct examples are evaluated (false
+ * rejections, to add runs to a full one). Exit 0 when every task passes, 1 when validation fails.
+ * Aborting `signal` (the CLI's SIGTERM or SIGINT) ends it at once with the report of the
+ * evaluations that finished: a time limit loses only what was in flight.
+ */
+async function powerCommand(dirs, flags, io, signal) {
+    if (!["text", "json", "markdown"].includes(flags.format))
+        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
+    const tasks = dirs.map((dir) => {
+        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory())
+            throw new errors/* InputError */.d(`${dir}: no such task folder`);
+        return (0,task_load/* loadTask */._)(dir);
+    });
+    // Loaded on use: the store's native module is needed only with --db.
+    const store = flags.db ? await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(103)]).then(__nccwpck_require__.bind(__nccwpck_require__, 103)) : null;
+    const db = store && flags.db ? store.openPowerStore(flags.db) : null;
+    const { pool } = await (0,runner_pool/* poolFromFlags */.w6)({ gpus: flags.gpus, cores: flags.cores });
+    let failed = 0;
+    const reports = [];
+    try {
+        for (const task of tasks) {
+            if (signal?.aborted) {
+                io.stderr(`✗ ${task.spec.id}: not started (interrupted by ${String(signal.reason)})\n`);
+                failed++;
+                continue;
+            }
+            const problems = validateTask(task);
+            for (const p of problems)
+                io.stderr(`✗ ${task.spec.id}: ${p}\n`);
+            const report = await powerOfTask(task, flags, pool, io, db && store ? (r) => store.recordRun(db, r) : null, signal);
+            const quarantined = db && store && report.probeSet ? store.quarantinedNow(db, task.spec.id, report.probeSet) : null;
+            if (problems.length || !report.ok)
+                failed++;
+            reports.push({ report, problems, quarantined });
+            if (flags.format === "text")
+                io.stdout(renderText(report, quarantined));
+            else if (flags.format === "markdown")
+                io.stdout(`${renderPowerMarkdown(report)}\n`);
+        }
+    }
+    finally {
+        db?.close();
+    }
+    if (flags.format === "json")
+        io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined, matrix: powerMatrix(r.report) })), null, 2)}\n`);
+    io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation${flags.correctOnly ? " (--correct-only: false rejections and requirements only; power not measured)" : ""}\n`);
+    return failed ? 1 : 0;
+}
+/** The power reports in one `validate --power --format json` output (a list), or one report alone. */
+function readPowerReports(file) {
+    let text;
+    try {
+        text = (0,external_node_fs_.readFileSync)(file, "utf8");
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`${file}: cannot read it (${e.code ?? String(e)})`, { file });
+    }
+    let data;
+    try {
+        data = JSON.parse(text);
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`${file}: not JSON (${e.message}); pass the output of validate --power --format json`, { file });
+    }
+    const list = Array.isArray(data) ? data : [data];
+    list.forEach((r, i) => {
+        const rep = r;
+        if (!rep || typeof rep.task !== "string" || !Array.isArray(rep.columns) || !Array.isArray(rep.rows)) {
+            throw new errors/* InputError */.d(`${file}: entry ${i} is not a power report (no task, columns and rows); pass the output of validate --power --format json`, { file, field: `[${i}]` });
+        }
+    });
+    return list;
+}
+/**
+ * `probegate merge-power <reports…>`: the power reports of several `validate --power --format json`
+ * runs (calls cut short by a time limit, runners side by side), one report per task, judged again
+ * on the summed matrix, printed as text, markdown or JSON like validate's own. Exit 0 when every
+ * merged task passes, 1 when one fails; reports of different probe sets of one task are refused.
+ */
+function mergePowerCommand(files, flags, io) {
+    if (!["text", "json", "markdown"].includes(flags.format))
+        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
+    const byTask = new Map();
+    for (const file of files)
+        for (const report of readPowerReports(file))
+            byTask.set(report.task, [...(byTask.get(report.task) ?? []), { file, report }]);
+    const merged = [...byTask.values()].map((group) => {
+        let report;
+        try {
+            report = mergePowerReports(group.map((g) => g.report));
+        }
+        catch (e) {
+            throw new errors/* InputError */.d(`${e.message} (${[...new Set(group.map((g) => g.file))].join(", ")})`);
+        }
+        const problems = [...new Set(group.flatMap((g) => g.report.staticProblems ?? []))];
+        return { report, problems, from: group.length };
+    });
+    for (const { report, problems, from } of merged) {
+        io.stderr(`${report.task}: ${from} reports merged, ${report.columns.reduce((n, c) => n + c.runs, 0)} evaluations\n`);
+        for (const p of problems)
+            io.stderr(`✗ ${report.task}: ${p}\n`);
+        if (flags.format === "text")
+            io.stdout(renderText(report, null));
+        else if (flags.format === "markdown")
+            io.stdout(`${renderPowerMarkdown(report)}\n`);
+    }
+    if (flags.format === "json")
+        io.stdout(`${JSON.stringify(merged.map((m) => ({ ...m.report, ok: m.report.ok && m.problems.length === 0, staticProblems: m.problems, matrix: powerMatrix(m.report) })), null, 2)}\n`);
+    return merged.every((m) => m.report.ok && m.problems.length === 0) ? 0 : 1;
+}
+
+;// CONCATENATED MODULE: ./src/core/mutants/mutants-file.ts
+
+/**
+ * A mutant's stable id: operator, file, line and which of that operator's mutations on that line
+ * (`core/ReplaceComparisonOperator_Gt_GtE@pkg/mod.py:12#0`). It does not move when other lines of
+ * the file change, so a mark in mutants.yml keeps naming the same mutant.
+ */
+function mutantId(m) {
+    return `${m.operator}@${m.path}:${m.line}#${m.occurrence}`;
+}
+const MUTANT_ID = /^[\w.-]+\/[\w.-]+@[^:\s]+:\d+#\d+$/;
+/** One equivalent mutant: its id and why nothing the prompt states tells it from the reference. */
+const EquivalentMarkSchema = schemas/* strictObject */.rej({
+    id: schemas/* string */.YjP().regex(MUTANT_ID, "a mutant id: operator@path:line#occurrence, as validate --mutants prints it"),
+    reason: schemas/* string */.YjP().trim().min(1, "say why nothing the prompt states tells this mutant from the reference"),
+});
+/** A task folder's `mutants.yml`: the probe-score threshold and the equivalent mutants. */
+const MutantsFileSchema = schemas/* strictObject */.rej({
+    threshold: schemas/* number */.aig().min(0).max(1).default(0.9).describe("validate --mutants fails when probeScore is under it"),
+    equivalent: schemas/* array */.YOg(EquivalentMarkSchema).default([]).describe("mutants that cannot be told apart from the reference by anything the prompt states"),
+});
+/** What a task without mutants.yml gets. */
+const DEFAULT_MUTANTS_FILE = { threshold: 0.9, equivalent: [] };
+
+;// CONCATENATED MODULE: ./src/core/mutants/mutants-report.ts
+/** The report's view of one mutant. */
+function summarise(r) {
+    return { id: r.id, location: `${r.path}:${r.line}:${r.column + 1}`, change: r.change, detail: r.detail, diff: r.diff };
+}
+const pct = (x) => (x === null ? "n/a" : `${(100 * x).toFixed(1)}%`);
+const score = (x) => (x === null ? "n/a (nothing to kill)" : x.toFixed(3));
+function findingLines(findings) {
+    return findings.map((f) => `${f.level === "error" ? "✗" : "!"} ${f.message}`);
+}
+/** The report as text for a terminal. */
+function renderMutantsText(r) {
+    const m = r.mutants;
+    const lines = [
+        `${r.ok ? "✓" : "✗"} ${r.task}: ${m.total} mutants of the reference change — ${m.killedByOfficial} killed by the official tests, ${m.killedByProbes} by the probes, ${m.survived} survived, ${m.equivalent} equivalent, ${m.timedOut} timed out`,
+        `  officialSurvivalRate ${pct(m.officialSurvivalRate)} (pass the official tests)   probeScore ${score(m.probeScore)} (threshold ${r.threshold})`,
+        `  ${r.run.evaluated} evaluated, ${r.run.cached} from the cache${r.run.notEvaluated ? `, ${r.run.notEvaluated} not evaluated (--budget)` : ""}; ${r.run.mutantsPerMinute === null ? "" : `${r.run.mutantsPerMinute.toFixed(1)} mutants/min at --jobs ${r.run.jobs}; `}mutant wall clock ${r.run.mutantTimeoutS} s`,
+    ];
+    for (const s of r.survivors)
+        lines.push(`  survived ${s.id} at ${s.location}`, `    - ${s.change.before}`, `    + ${s.change.after}`);
+    for (const s of r.timedOut)
+        lines.push(`  timed out ${s.id} at ${s.location}: ${s.detail}`);
+    for (const e of r.equivalents)
+        lines.push(`  equivalent ${e.id}: ${e.reason}`);
+    lines.push(...findingLines(r.findings).map((l) => `  ${l}`));
+    return `${lines.join("\n")}\n`;
+}
+/** The report as markdown (a PR comment or bench/RESULTS.md). */
+function renderMutantsMarkdown(r) {
+    const m = r.mutants;
+    const lines = [
+        `### ${r.ok ? "✅" : "❌"} ${r.task}: mutants of the reference change`,
+        "",
+        "| mutants | killed by official | killed by probes | survived | equivalent | timed out | officialSurvivalRate | probeScore |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        `| ${m.total} | ${m.killedByOfficial} | ${m.killedByProbes} | ${m.survived} | ${m.equivalent} | ${m.timedOut} | ${pct(m.officialSurvivalRate)} | ${score(m.probeScore)} |`,
+        "",
+    ];
+    if (r.survivors.length) {
+        lines.push("**Survivors** (pass the official tests and every probe):", "");
+        for (const s of r.survivors)
+            lines.push(`- \`${s.id}\` at \`${s.location}\``, "", "```diff", `- ${s.change.before}`, `+ ${s.change.after}`, "```", "");
+    }
+    lines.push(...findingLines(r.findings).map((l) => `- ${l}`));
+    return `${lines.join("\n")}\n`;
+}
+
+;// CONCATENATED MODULE: ./src/core/mutants/mutants-score.ts
+/**
+ * Scores the evaluated mutants of one task. A survivor is equivalent only when mutants.yml marks
+ * it (an unmarked one is never dropped); a mark on a mutant the tests or probes kill is an error
+ * (the mark is wrong: something tells it apart), and a mark that names no mutant is a warning (a
+ * run cut by --budget may not have made it; otherwise the mark is stale). `ok` when the probe
+ * score reaches the threshold (or nothing is left to kill), no mutant ended in an error, and no
+ * mark is wrong.
+ */
+function scoreMutants(records, marks, threshold, complete) {
+    const byId = new Map(records.map((r) => [r.id, r]));
+    const findings = [];
+    const equivalentIds = new Map();
+    for (const mark of marks) {
+        const mutant = byId.get(mark.id);
+        if (!mutant) {
+            findings.push({ level: "warning", message: `mutants.yml marks ${mark.id} equivalent, but no mutant has that id${complete ? " (a stale mark: remove it or fix the id)" : " in this run (cut short by --budget)"}` });
+            continue;
+        }
+        if (mutant.outcome === "killedByOfficial" || mutant.outcome === "killedByProbes") {
+            findings.push({ level: "error", message: `mutants.yml marks ${mark.id} equivalent, but it is ${mutant.outcome === "killedByOfficial" ? "killed by the official tests" : "killed by the probes"} (${mutant.detail}): something does tell it apart; remove the mark` });
+            continue;
+        }
+        if (mutant.outcome === "survived")
+            equivalentIds.set(mark.id, mark.reason);
+    }
+    const is = (o) => records.filter((r) => r.outcome === o);
+    const survivorsAll = is("survived");
+    const survivors = survivorsAll.filter((r) => !equivalentIds.has(r.id));
+    const equivalents = survivorsAll.filter((r) => equivalentIds.has(r.id)).map((mutant) => ({ mutant, reason: equivalentIds.get(mutant.id) }));
+    const killedByProbes = is("killedByProbes").length;
+    const passedOfficial = records.filter((r) => r.passedOfficial).length;
+    // Timed out or errored after passing the official tests: neither a kill nor a survivor.
+    const undecided = records.filter((r) => r.passedOfficial && (r.outcome === "timedOut" || r.outcome === "error")).length;
+    const toKill = passedOfficial - equivalents.length - undecided;
+    // A hang in the probes is left out of the score, not dropped from sight: the gate does not
+    // resolve such a mutant, but the probes did not tell it apart either (it may be a survivor).
+    const probeHangs = records.filter((r) => r.passedOfficial && r.outcome === "timedOut");
+    if (probeHangs.length)
+        findings.push({ level: "warning", message: `${probeHangs.length} mutant${probeHangs.length === 1 ? "" : "s"} passed the official tests and then hung in the probes (${probeHangs.map((r) => r.id).join(", ")}): neither a kill nor a survivor, left out of probeScore; each is listed under timedOut with its diff` });
+    const probeScore = toKill > 0 ? killedByProbes / toKill : null;
+    const errors = is("error");
+    for (const e of errors)
+        findings.push({ level: "error", message: `${e.id}: the evaluation ended in an error (${e.detail}); the mutant is not scored` });
+    const mutants = {
+        total: records.length,
+        killedByOfficial: is("killedByOfficial").length,
+        killedByProbes,
+        survived: survivors.length,
+        equivalent: equivalents.length,
+        timedOut: is("timedOut").length,
+        officialSurvivalRate: records.length ? passedOfficial / records.length : null,
+        probeScore,
     };
-    put("tree.in", inputs.tree);
-    put("pins.in", inputs.pins);
-    // Relative names, run in scratch: uv's annotations ("# via -r tree.in") then name no build folder, and the lock's bytes do not vary by where it was compiled.
-    const args = ["pip", "compile", "--universal", "--generate-hashes", "--no-header", "--python", job.python, "--python-version", inputs.pythonVersion, "tree.in", "pins.in"];
-    if (pins.requirements.length)
-        args.push("--overrides", "pins.in");
-    if (inputs.constraints) {
-        put("constraints.txt", inputs.constraints);
-        args.push("-c", "constraints.txt");
+    if (probeScore !== null && probeScore < threshold) {
+        findings.push({ level: "error", message: `probeScore ${probeScore.toFixed(3)} is under the threshold ${threshold}: ${survivors.length} mutants pass the official tests and every probe; strengthen the probes against what the prompt states, or mark a mutant equivalent in mutants.yml with the reason` });
     }
-    if (inputs.excludes) {
-        put("excludes.txt", inputs.excludes);
-        args.push("--excludes", "excludes.txt");
+    const ok = findings.every((f) => f.level !== "error");
+    return { mutants, survivors, equivalents, timedOut: is("timedOut"), errors, threshold, ok, findings };
+}
+
+;// CONCATENATED MODULE: ./src/engine/mutants/mutant-cache.ts
+
+
+
+
+
+/** What the cache keeps of one evaluated mutant (or of the reference). */
+const CachedOutcomeSchema = schemas/* strictObject */.rej({
+    outcome: schemas/* enum */.k5n(["killedByOfficial", "killedByProbes", "survived", "timedOut", "error"]),
+    passedOfficial: schemas/* boolean */.zMY(),
+    detail: schemas/* string */.YjP(),
+    durationS: schemas/* number */.aig().min(0),
+    /** The phases' own durations (the reference's set the mutants' wall clock). */
+    officialS: schemas/* number */.aig().min(0),
+    probesS: schemas/* number */.aig().min(0),
+});
+const CacheFileSchema = schemas/* strictObject */.rej({ version: schemas/* literal */.euz(1), entries: schemas/* record */.g1P(schemas/* string */.YjP(), CachedOutcomeSchema) });
+/**
+ * The key of one evaluation: the submission's content (the mutant's diff), the probe-set version,
+ * the task spec's hash and the wall clock it ran under. Anything else that changes (another
+ * mutant, a new operator) leaves it alone, so a second run evaluates only what changed.
+ */
+function cacheKey(parts) {
+    const h = (0,external_node_crypto_.createHash)("sha256");
+    for (const p of [parts.diff, parts.probeSet, parts.specHash, String(parts.timeoutS)])
+        h.update(p).update("\0");
+    return h.digest("hex");
+}
+/** `sha256:` of the task spec file's bytes. */
+function specHash(taskFile) {
+    return `sha256:${(0,external_node_crypto_.createHash)("sha256").update((0,external_node_fs_.readFileSync)(taskFile)).digest("hex")}`;
+}
+/** A JSON file of evaluated mutants per task under the cache folder (`.probegate/mutants/<task>.json`). */
+class MutantCache {
+    file;
+    entries;
+    constructor(file, entries) {
+        this.file = file;
+        this.entries = entries;
     }
-    args.push("-o", "requirements.lock");
-    progress(`compiling a lock from ${req.treeLabel}: ${tree.requirements.length} requirements of ${tree.files.map((f) => f.path).join(", ")}, ${pins.requirements.length} pins of the task (uv pip compile --universal, python ${inputs.pythonVersion})`);
-    const r = await runUv(findUv(), args, progress, job.timeoutS, scratch);
-    if (r.exitCode !== 0) {
-        const declared = [...tree.requirements, ...tree.constraints, ...pins.requirements];
-        const named = requirementNamedIn(r.stderr, asLockRequirements(declared));
-        const what = named ? declared[named.line] : undefined;
-        throw new errors/* HarnessError */.t(`no environment could be resolved from ${req.treeLabel}'s requirements (environment.fromTree in ${req.declaredIn})${what ? `: ${whereDeclared(what)}` : ""}: ${uvErrorSummary(r.stderr)}. Fix the task's pins or exclude (a pin wins over the tree's requirement on its package); no test or probe was run.`, "environment");
+    /** Opens (or starts) the cache file of `task` in `dir`; a file that is not a cache is refused, naming it. */
+    static open(dir, task) {
+        const file = (0,external_node_path_.join)(dir, `${task}.json`);
+        if (!(0,external_node_fs_.existsSync)(file))
+            return new MutantCache(file, {});
+        let parsed;
+        try {
+            parsed = JSON.parse((0,external_node_fs_.readFileSync)(file, "utf8"));
+        }
+        catch (e) {
+            throw new errors/* InputError */.d(`${file}: not JSON (${e.message}); delete it to start the mutant cache afresh`, { file });
+        }
+        const r = CacheFileSchema.safeParse(parsed);
+        if (!r.success)
+            throw new errors/* InputError */.d(`${file}: not a mutant cache (${r.error.issues[0]?.message ?? "bad shape"} at ${r.error.issues[0]?.path.join(".") ?? ""}); delete it to start afresh`, { file });
+        return new MutantCache(file, r.data.entries);
     }
-    const file = (0,external_node_path_.join)(scratch, "requirements.lock");
-    const bytes = (0,external_node_fs_.readFileSync)(file);
-    const lock = parseLock(bytes.toString("utf8"));
-    if (lock.problems.length) {
-        throw new errors/* HarnessError */.t(`the lock compiled from ${req.treeLabel} cannot be built: ${locatedProblems("requirements.lock", lock.problems).join("; ")}. Exclude the package (environment.fromTree.exclude in ${req.declaredIn}) or pin it; no test or probe was run.`, "environment");
+    get(key) {
+        return this.entries[key];
     }
+    /** Records one outcome and writes the file (atomically: a run cut short keeps what finished). */
+    put(key, value) {
+        this.entries[key] = value;
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(this.file, ".."), { recursive: true });
+        const tmp = `${this.file}.${process.pid}.tmp`;
+        (0,external_node_fs_.writeFileSync)(tmp, `${JSON.stringify({ version: 1, entries: this.entries }, null, 1)}\n`);
+        (0,external_node_fs_.renameSync)(tmp, this.file);
+    }
+}
+
+;// CONCATENATED MODULE: ./src/core/mutants/patch-lines.ts
+function unquote(raw) {
+    const name = raw.trim().replace(/\t.*$/, "");
+    // git quotes paths with unusual characters: "b/a\tb.py".
+    return name.startsWith('"') ? JSON.parse(name) : name;
+}
+/**
+ * The added lines of each file a unified diff (git's or plain `diff -u`) leaves in place: for each
+ * hunk, the `+` lines counted from its `@@ -a,b +c,d @@` post-image start. A deleted file
+ * (`+++ /dev/null`) has none and is left out; a modified line is a `-` line and a `+` line, so it
+ * is counted once, as added. Throws on a hunk header it cannot read, naming its line in the patch.
+ */
+function addedLines(patch) {
+    const out = [];
+    let current = null;
+    let next = 0;
+    let remainingNew = 0;
+    let remainingOld = 0;
+    const text = patch.split("\n");
+    text.forEach((line, i) => {
+        if (remainingNew > 0 || remainingOld > 0) {
+            if (line.startsWith("+")) {
+                current?.lines.push(next);
+                next++;
+                remainingNew--;
+                return;
+            }
+            if (line.startsWith("-")) {
+                remainingOld--;
+                return;
+            }
+            if (line.startsWith(" ") || line === "") {
+                next++;
+                remainingNew--;
+                remainingOld--;
+                return;
+            }
+            if (line.startsWith("\\"))
+                return; // "\ No newline at end of file"
+        }
+        if (line.startsWith("+++ ")) {
+            const name = unquote(line.slice(4));
+            current = name === "/dev/null" ? null : { path: name.replace(/^b\//, ""), lines: [] };
+            if (current)
+                out.push(current);
+            return;
+        }
+        if (line.startsWith("@@")) {
+            const m = /^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(line);
+            if (!m)
+                throw new Error(`line ${i + 1}: cannot read the hunk header '${line.slice(0, 60)}'`);
+            remainingOld = m[1] === undefined ? 1 : Number(m[1]);
+            next = Number(m[2]);
+            remainingNew = m[3] === undefined ? 1 : Number(m[3]);
+        }
+    });
+    return out.filter((f) => f.lines.length > 0);
+}
+
+// EXTERNAL MODULE: ./src/engine/workspace.ts + 3 modules
+var workspace = __nccwpck_require__(3124);
+;// CONCATENATED MODULE: ./src/engine/mutants/generate-mutants.ts
+
+
+
+
+
+
+
+
+/**
+ * The interpreter that runs the mutation library (cosmic-ray with the probegate_mutants provider):
+ * `--mutation-python`, else $PROBEGATE_MUTATION_PYTHON, else the CI's venv built from
+ * python/probegate_mutants/requirements.lock.
+ */
+const DEFAULT_MUTATION_PYTHON = "/var/cache/probegate/mutation/bin/python";
+async function runGenerator(python, files) {
+    if (!(0,external_node_fs_.existsSync)(python)) {
+        throw new errors/* InputError */.d(`mutation library: no interpreter at ${python}; build it with uv (python/probegate_mutants/requirements.lock, then the package itself: see docs/mutants.md) or pass --mutation-python`, { field: "--mutation-python" });
+    }
+    const r = await (0,execa/* execa */.Ho)(python, ["-m", "probegate_mutants.generate"], { input: JSON.stringify({ files }), reject: false, maxBuffer: 512 * 2 ** 20 });
+    if (r.exitCode !== 0)
+        throw new errors/* InputError */.d(`mutation library: ${python} -m probegate_mutants.generate failed (exit ${r.exitCode}): ${String(r.stderr).trim().split("\n").slice(-3).join("; ")}`, { field: "--mutation-python" });
+    return JSON.parse(String(r.stdout));
+}
+const lineOf = (source, line) => (source.split("\n")[line - 1] ?? "").trim();
+/**
+ * Makes the mutants of a task's reference change: the base with the reference applied (the
+ * engine's own workspace, judge files reset), then cosmic-ray's operators and probegate's on the
+ * Python lines the reference adds or modifies, each mutant written back as a unified diff against
+ * the base. Only generation: nothing of the task runs here.
+ */
+async function generateMutants(task, referencePatch, python) {
+    let patchText;
+    try {
+        patchText = (0,external_node_fs_.readFileSync)(referencePatch, "utf8");
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`${referencePatch}: cannot read the reference change (${e.code ?? String(e)}); validate --mutants mutates <examples>/<task>/reference.patch`, { file: referencePatch });
+    }
+    let changed;
+    try {
+        changed = addedLines(patchText);
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`${referencePatch}: ${e.message}`, { file: referencePatch });
+    }
+    const ws = await (0,workspace/* createWorkspace */.sK)(task, { kind: "patch", path: referencePatch });
+    try {
+        const reset = new Set(ws.resets.map((r) => r.path));
+        // Judge files the engine resets (official tests) and non-Python files are not mutated.
+        const files = changed.filter((f) => f.path.endsWith(".py") && !reset.has(f.path) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(ws.dir, f.path)));
+        const sources = new Map(files.map((f) => [f.path, (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(ws.dir, f.path), "utf8")]));
+        const raw = await runGenerator(python, files.map((f) => ({ path: f.path, source: sources.get(f.path), lines: f.lines })));
+        const mutants = [];
+        for (const m of raw.mutants) {
+            const file = (0,external_node_path_.join)(ws.dir, m.path);
+            const original = sources.get(m.path);
+            (0,external_node_fs_.writeFileSync)(file, m.source);
+            try {
+                await (0,git/* git */.$)(ws.dir, ["add", "--all", "--force"]);
+                const diff = await (0,git/* git */.$)(ws.dir, ["diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "HEAD"]);
+                mutants.push({ id: mutantId(m), operator: m.operator, path: m.path, line: m.line, column: m.column, occurrence: m.occurrence, diff: `${diff}\n`, change: { before: lineOf(original, m.line), after: lineOf(m.source, m.line) } });
+            }
+            finally {
+                (0,external_node_fs_.writeFileSync)(file, original);
+            }
+        }
+        return { mutants, operators: raw.operators.length, invalid: raw.invalid, duplicate: raw.duplicate, files };
+    }
+    finally {
+        ws.dispose();
+    }
+}
+
+;// CONCATENATED MODULE: ./src/core/mutants/mutant-outcome.ts
+const stoppedByClock = (message) => /wall-clock limit/.test(message);
+/**
+ * A mutant's evaluation → its outcome. A run stopped by the wall clock is `timedOut`, never a
+ * kill: a hang says nothing about what the tests or probes check. A probe phase whose only
+ * failures are wall-clock stops is timed out too; one real failed check beside them is a kill.
+ * A probe that crashes on the mutant (a check in `error`, no harness fault) is a kill by the
+ * probes: the reference ran the same probes to a result, and the gate does not resolve it.
+ * Only a harness fault (the result's `error`) leaves the mutant unscored.
+ */
+function classifyMutant(result) {
+    const official = result.official;
+    if (result.error || !official)
+        return { outcome: "error", passedOfficial: official?.passed ?? false, detail: result.error?.message ?? result.reason };
+    if (official && !official.passed) {
+        if (official.limit === "wall-clock")
+            return { outcome: "timedOut", passedOfficial: false, detail: "official tests stopped by the wall-clock limit" };
+        const tests = official.failing.map((t) => t.name).slice(0, 3);
+        return { outcome: "killedByOfficial", passedOfficial: false, detail: tests.length ? `fails ${tests.join(", ")}${official.failing.length > 3 ? ", …" : ""}` : (official.reason ?? "official tests failed") };
+    }
+    const failed = result.probes.filter((c) => c.status === "failed");
+    const real = failed.filter((c) => !stoppedByClock(c.message));
+    if (real.length)
+        return { outcome: "killedByProbes", passedOfficial: true, detail: `fails ${real.map((c) => c.id).join(", ")}` };
+    if (failed.length)
+        return { outcome: "timedOut", passedOfficial: true, detail: `probes stopped by the wall-clock limit (${failed.map((c) => c.id).join(", ")})` };
+    const crashed = result.probes.filter((c) => c.status === "error");
+    if (crashed.length)
+        return { outcome: "killedByProbes", passedOfficial: true, detail: `probe crashed: ${crashed.map((c) => `${c.id} (${c.message.slice(0, 80)})`).join(", ")}` };
+    return { outcome: "survived", passedOfficial: true, detail: result.reason };
+}
+
+;// CONCATENATED MODULE: ./src/engine/mutants/run-mutants.ts
+
+
+
+
+
+
+
+
+
+
+
+/** Stands for the probe set in the key of a mutant the official tests killed (the probes never ran). */
+const OFFICIAL_PHASE = "official-phase";
+/** The reference's own phases bound a mutant's: 3× the slower phase and 10 s to spare, at least 15 s. */
+function mutantTimeout(reference) {
+    return Math.max(15, Math.ceil(3 * Math.max(reference.officialS, reference.probesS)) + 10);
+}
+/** The task as the mutants see it: its test and probe runs stopped after `timeoutS` (never later than the task says). */
+function tightened(task, timeoutS) {
+    const s = task.spec;
+    return { ...task, spec: { ...s, official: { ...s.official, timeout: Math.min(s.official.timeout, timeoutS) }, probes: { ...s.probes, timeout: Math.min(s.probes.timeout, timeoutS) } } };
+}
+function outcomeOf(result) {
+    const c = classifyMutant(result);
+    return { outcome: c.outcome, passedOfficial: c.passedOfficial, detail: c.detail, durationS: result.durations.totalS, officialS: result.durations.officialS, probesS: result.durations.probesS };
+}
+/**
+ * Makes the mutants of a task's reference change and evaluates each as a submission on the
+ * shared job pool (official tests first; the engine runs the probes only for those that pass
+ * them), `jobs` at a time. The reference is evaluated first (it must resolve: mutants of a change
+ * the gate rejects measure nothing) and its durations set the mutants' wall clock. Outcomes are
+ * cached by mutant content, probe-set version, task spec hash and wall clock (a kill by the official
+ * tests without the probe set and the wall clock: the probes never ran); errors are not.
+ */
+async function runMutants(o) {
+    const started = Date.now();
+    const generation = await generateMutants(o.task, o.referencePatch, o.mutationPython);
+    const probeSet = (0,probe_set/* probeSetVersion */.r)(o.task.probesDir);
+    const spec = specHash(o.task.file);
+    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `probegate-mutants-${o.task.spec.id}-`));
+    let evaluated = 0;
+    let cached = 0;
+    let notEvaluated = 0;
+    const evaluateOne = async (task, patch) => (0,evaluate/* evaluate */._)({ task, submission: { kind: "patch", path: patch }, kitDir: package_paths/* KIT_DIR */.p, python: o.python, unsandboxed: o.unsandboxed, pool: o.pool });
+    try {
+        const refKey = cacheKey({ diff: (0,external_node_fs_.readFileSync)(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
+        let reference = o.cache.get(refKey);
+        if (!reference && (Date.now() > o.deadline || o.signal?.aborted)) {
+            // The budget ran out on an earlier task: the reference would start past it (minutes of
+            // official tests and probes) only to evaluate no mutant. Nothing of this task is evaluated.
+            o.log(`  ${o.task.spec.id}: --budget reached before its reference was evaluated; none of its ${generation.mutants.length} mutants evaluated`);
+            return { records: [], generation, probeSet, evaluated: 0, cached: 0, notEvaluated: generation.mutants.length, timeoutS: o.mutantTimeoutS ?? 0, wallS: (Date.now() - started) / 1000 };
+        }
+        if (!reference) {
+            o.log(`  reference ${o.referencePatch} …`);
+            const result = await evaluateOne(o.task, o.referencePatch);
+            if (result.verdict !== "resolved") {
+                throw new errors/* InputError */.d(`${o.task.spec.id}: the reference change ${o.referencePatch} is not resolved (${result.verdict}: ${result.reason}); its mutants would measure nothing — fix the task or the reference first`, { file: o.referencePatch });
+            }
+            reference = outcomeOf(result);
+            o.cache.put(refKey, reference);
+        }
+        const timeoutS = o.mutantTimeoutS ?? mutantTimeout(reference);
+        const task = tightened(o.task, timeoutS);
+        o.log(`probegate validate --mutants ${o.task.spec.id}: ${generation.mutants.length} mutants of ${generation.files.map((f) => `${f.path} (${f.lines.length} lines)`).join(", ")}; ${o.jobs} at a time, ${timeoutS} s wall clock each`);
+        const records = generation.mutants.map(() => null);
+        // Evaluated in an order fixed by a hash of each id, not operator by operator: a run cut short by
+        // --budget then covers a spread of operators and lines, and the next run picks up the rest.
+        const order = generation.mutants.map((m, i) => ({ i, h: (0,external_node_crypto_.createHash)("sha256").update(m.id).digest("hex") })).sort((a, b) => (a.h < b.h ? -1 : 1)).map((x) => x.i);
+        let next = 0;
+        let done = 0;
+        const worker = async () => {
+            while (next < order.length) {
+                const i = order[next++];
+                const m = generation.mutants[i];
+                const key = cacheKey({ diff: m.diff, probeSet, specHash: spec, timeoutS });
+                // A failing official test decides a mutant without the probes: that outcome is kept under a
+                // key without the probe set and the wall clock (which follows the reference's probe time), so
+                // a changed probe re-runs only the mutants that reached it. It holds for any wall clock the
+                // tests finished within.
+                const officialKey = cacheKey({ diff: m.diff, probeSet: OFFICIAL_PHASE, specHash: spec, timeoutS: null });
+                const decided = o.cache.get(officialKey);
+                let out = o.cache.get(key) ?? (decided && decided.officialS <= timeoutS ? decided : undefined);
+                const fromCache = out !== undefined;
+                if (!out) {
+                    if (Date.now() > o.deadline || o.signal?.aborted) {
+                        notEvaluated++;
+                        continue;
+                    }
+                    const file = (0,external_node_path_.join)(scratch, `mutant-${i}.patch`);
+                    (0,external_node_fs_.writeFileSync)(file, m.diff);
+                    out = outcomeOf(await evaluateOne(task, file));
+                    if (out.outcome !== "error")
+                        o.cache.put(out.outcome === "killedByOfficial" ? officialKey : key, out);
+                    evaluated++;
+                }
+                else {
+                    cached++;
+                    // A cache written before kills were kept apart: keep this one apart now.
+                    if (out.outcome === "killedByOfficial" && !decided)
+                        o.cache.put(officialKey, out);
+                }
+                done++;
+                records[i] = { ...m, outcome: out.outcome, passedOfficial: out.passedOfficial, detail: out.detail, durationS: out.durationS, cached: fromCache };
+                o.log(`  [${done}/${generation.mutants.length}] ${m.id} → ${out.outcome}${fromCache ? " (cached)" : ""} ${out.detail ? `(${out.detail.slice(0, 100)})` : ""}`);
+            }
+        };
+        await Promise.all(Array.from({ length: Math.max(1, Math.min(o.jobs, generation.mutants.length)) }, worker));
+        return { records: records.filter((r) => r !== null), generation, probeSet, evaluated, cached, notEvaluated, timeoutS, wallS: (Date.now() - started) / 1000 };
+    }
+    finally {
+        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+    }
+}
+
+;// CONCATENATED MODULE: ./src/cli/mutants-command.ts
+
+
+
+
+
+
+
+
+
+
+
+
+function mutants_command_wholeNumber(name, value, min) {
+    if (value === undefined)
+        return undefined;
+    if (!/^\d+$/.test(value) || Number(value) < min)
+        throw new errors/* InputError */.d(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
+    return Number(value);
+}
+/** The task's mutants.yml (threshold, equivalent marks), or the defaults when it has none. */
+function readMutantsFile(task) {
+    const file = (0,external_node_path_.join)(task.dir, "mutants.yml");
+    if (!(0,external_node_fs_.existsSync)(file))
+        return DEFAULT_MUTANTS_FILE;
+    return (0,yaml_file/* parseWith */.Ku)((0,yaml_file/* readYaml */.gM)(file, "mutants file"), MutantsFileSchema, "mutants file");
+}
+function referenceOf(task, examples) {
+    const dir = examples ? (0,external_node_path_.join)((0,external_node_path_.resolve)(examples), task.spec.id) : (0,external_node_path_.resolve)(task.dir, "..", "..", "examples", "submissions", task.spec.id);
+    const file = (0,external_node_path_.join)(dir, "reference.patch");
+    if (!(0,external_node_fs_.existsSync)(file))
+        throw new errors/* InputError */.d(`${task.spec.id}: no reference change at ${file}; --mutants mutates it (pass --examples <dir> holding <task>/reference.patch).`, { file });
+    return file;
+}
+/**
+ * `probegate validate --mutants <task>…`: makes the mutants of each task's reference change
+ * (cosmic-ray and probegate's operators, on the lines it adds or modifies), evaluates each as a
+ * submission on the job pool, and reports per task what killed them, the official survival rate
+ * and the probe score. Exit 0 when every task reaches its threshold, 1 when one does not (or its
+ * marks are wrong, or a mutant ended in an error); a signal stops it with what finished.
+ */
+async function mutantsCommand(dirs, flags, io, signal) {
+    if (!["text", "json", "markdown"].includes(flags.format))
+        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
+    const budget = mutants_command_wholeNumber("--budget", flags.budget, 1);
+    const mutantTimeoutS = mutants_command_wholeNumber("--mutant-timeout", flags.mutantTimeout, 1);
+    const tasks = dirs.map((dir) => {
+        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory())
+            throw new errors/* InputError */.d(`${dir}: no such task folder`);
+        const task = (0,task_load/* loadTask */._)(dir);
+        return { task, marks: readMutantsFile(task), reference: referenceOf(task, flags.examples) };
+    });
+    const { pool, evaluations } = await (0,runner_pool/* poolFromFlags */.w6)({ gpus: flags.gpus, cores: flags.cores, jobs: flags.jobs });
+    const jobs = mutants_command_wholeNumber("--jobs", flags.jobs, 1) ?? evaluations;
+    const cacheDir = (0,external_node_path_.resolve)(flags.cache ?? (0,external_node_path_.join)(".probegate", "mutants"));
+    const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
+    const mutationPython = flags.mutationPython ?? process.env.PROBEGATE_MUTATION_PYTHON ?? DEFAULT_MUTATION_PYTHON;
+    const reports = [];
+    for (const { task, marks, reference } of tasks) {
+        const run = await runMutants({ task, referencePatch: reference, mutationPython, pool, jobs, cache: MutantCache.open(cacheDir, task.spec.id), deadline, mutantTimeoutS, python: flags.python, unsandboxed: flags.unsandboxed, signal, log: (l) => io.stderr(`${l}\n`) });
+        const score = scoreMutants(run.records, marks.equivalent, marks.threshold, run.notEvaluated === 0);
+        const report = {
+            task: task.spec.id,
+            probeSet: run.probeSet,
+            ...score,
+            survivors: score.survivors.map(summarise),
+            equivalents: score.equivalents.map((e) => ({ ...summarise(e.mutant), reason: e.reason })),
+            timedOut: score.timedOut.map(summarise),
+            errors: score.errors.map(summarise),
+            generation: { operators: run.generation.operators, invalid: run.generation.invalid, duplicate: run.generation.duplicate, files: run.generation.files },
+            run: { evaluated: run.evaluated, cached: run.cached, notEvaluated: run.notEvaluated, mutantTimeoutS: run.timeoutS, wallS: run.wallS, mutantsPerMinute: run.evaluated ? (60 * run.evaluated) / run.wallS : null, jobs },
+        };
+        if (run.notEvaluated && !run.records.length) {
+            // Nothing scored is not a score that reaches the threshold.
+            report.ok = false;
+            report.findings.push({ level: "error", message: `--budget of ${budget} s reached before ${task.spec.id}'s reference was evaluated: none of its ${run.notEvaluated} mutants evaluated, so its probe score is unknown; run it again (the cache keeps what finished) or raise --budget` });
+        }
+        else if (run.notEvaluated)
+            report.findings.push({ level: "warning", message: `--budget of ${budget} s reached: ${run.notEvaluated} of ${run.generation.mutants.length} mutants not evaluated; the figures cover the ${run.records.length} that were (a next run takes them from the cache and evaluates the rest)` });
+        reports.push(report);
+        if (flags.format === "text")
+            io.stdout(renderMutantsText(report));
+        else if (flags.format === "markdown")
+            io.stdout(renderMutantsMarkdown(report));
+    }
+    if (flags.format === "json")
+        io.stdout(`${JSON.stringify({ tasks: reports }, null, 2)}\n`);
+    const failed = reports.filter((r) => !r.ok).length;
+    io.stderr(`${reports.length - failed} of ${reports.length} tasks reach their probe-score threshold on mutants of the reference\n`);
+    return failed ? 1 : 0;
+}
+
+// EXTERNAL MODULE: ./node_modules/zod/v4/core/json-schema-processors.js
+var json_schema_processors = __nccwpck_require__(8439);
+// EXTERNAL MODULE: ./src/core/app-config.ts
+var app_config = __nccwpck_require__(7807);
+;// CONCATENATED MODULE: ./src/cli/schema-command.ts
+
+
+
+
+
+
+
+
+/** The JSON Schemas published for editors and for other implementations, generated from zod. */
+function jsonSchemas() {
+    const gen = (schema, id, io) => ({
+        $id: `https://probegate.dev/schema/${id}`,
+        ...json_schema_processors/* toJSONSchema */.bl(schema, { io, unrepresentable: "any" }),
+    });
     return {
-        file,
-        bytes,
-        lock,
-        keep: [file, ...written],
-        tree: { inputHash: inputs.inputHash, from: req.from, files: tree.files, pins: pins.requirements.map((p) => p.text), exclude: req.fromTree.exclude, pythonVersion: inputs.pythonVersion },
+        "task.schema.json": gen(task_spec/* TaskSpecSchema */.S2, "task.schema.json", "input"),
+        "result.schema.json": gen(result/* EvaluationResultSchema */.Re, "result.schema.json", "output"),
+        "probe-line.schema.json": gen(probe_check/* ProbeLineSchema */.mK, "probe-line.schema.json", "input"),
+        "app-config.schema.json": gen(app_config/* AppConfigSchema */.jz, "app-config.schema.json", "input"),
+        "mutants.schema.json": gen(MutantsFileSchema, "mutants.schema.json", "input"),
     };
 }
-
-;// CONCATENATED MODULE: ./src/engine/evaluation-context.ts
-
-
-
-
-
-
-
-
-
-
-
-/** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
-const DEFAULT_PROCESSES = 4096;
-/** Default bytes a run may write (workspace, HOME, its private /tmp). */
-const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
-/**
- * Starts reading the host's facts, so they are gathered while the workspace is built. A task that
- * declares a lock gets its environment built (or found in the runner's store) meanwhile, and its
- * python is the one inspected; a gate whose environment follows its repository gets it once the
- * workspace exists (`followTree`), as only then is its merge base's tree known. `--python`
- * (opts.python) overrides either, as an explicit choice for this run. A failure surfaces only when
- * they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness error of the evaluation.
- */
-function gatherHostFacts(opts, onProgress) {
-    const bwrap = (0,sandbox/* bwrapPath */.Sj)();
-    const declared = opts.task.spec.environment;
-    if (opts.python && declared)
-        onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${environmentLabel(declared)}`);
-    const request = opts.python ? null : environmentRequest(opts.task);
-    let followTree = null;
-    let environment = request ? ensureEnvironment(request, { onProgress }) : null;
-    if (!opts.python && declared?.fromTree) {
-        let settle = { resolve: () => { } };
-        environment = new Promise((resolve) => (settle = { resolve }));
-        followTree = (ws) => settle.resolve(treeEnvironment(opts.task, ws, onProgress));
-    }
-    environment?.catch(() => { });
-    const python = environment ? environment.then((env) => (0,host/* inspectPython */.D5)(env.python)) : (0,host/* inspectPython */.D5)((0,host/* choosePython */.Ik)(opts.python));
-    const facts = Promise.all([python, (0,host/* detectGpus */.RK)(), opts.unsandboxed ? null : (0,sandbox/* detectSandbox */.fd)(bwrap)]);
-    facts.catch(() => { });
-    return { bwrap, facts, environment, followTree };
+/** `probegate schema <dir>`: writes the JSON Schemas (npm run build keeps schema/ current). */
+function schemaCommand(dir) {
+    (0,external_node_fs_.mkdirSync)(dir, { recursive: true });
+    for (const [name, schema] of Object.entries(jsonSchemas()))
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, name), `${JSON.stringify(schema, null, 2)}\n`);
+    return 0;
 }
-/** A gate's environment from its merge base's tree, the head's requirement changes noted in the progress lines. */
-async function treeEnvironment(task, ws, onProgress) {
-    if (!ws.prBase)
-        throw new errors/* HarnessError */.t(`environment.fromTree needs the PR's merge base, and this workspace has none (${task.file})`, "environment");
-    const request = treeEnvironmentRequest(task, { dir: ws.prBase.dir, label: `the merge base ${ws.prBase.mergeBase.slice(0, 12)}`, from: ws.prBase.mergeBase }, ws.dir);
-    if (!request)
-        throw new errors/* HarnessError */.t(`task ${task.spec.id} has no environment.fromTree`, "environment");
-    return ensureTreeEnvironment(request, { onProgress });
+
+// EXTERNAL MODULE: ./src/core/test-split.ts
+var test_split = __nccwpck_require__(366);
+;// CONCATENATED MODULE: ./src/engine/import/snapshot.ts
+
+
+
+
+
+
+
+/** Every file under `dir`, relative, with '/' separators. */
+function snapshot_walk(dir, rel = "", out = []) {
+    for (const e of (0,external_node_fs_.readdirSync)((0,external_node_path_.join)(dir, rel), { withFileTypes: true })) {
+        const p = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory())
+            snapshot_walk(dir, p, out);
+        else
+            out.push(p);
+    }
+    return out;
 }
 /**
- * The clock of one evaluation. The task's wall clock counts from the start, less the time spent
- * queued for the runner while none of this evaluation's jobs ran: on a shared runner, waiting for
- * another evaluation's jobs is not this submission's time.
+ * Paths of the base a pruned snapshot keeps: the change's files and its tests (those the base
+ * has), what --keep names, and with --trace-imports the Python files they import from the tree.
  */
-class EvaluationClock {
-    now;
-    wallClockS;
-    /** When the evaluation began, for the result's `startedAt`. */
-    startedAt;
-    /** performance.now() when it began; every duration and job record counts from here. */
-    t0;
-    queuedMs = 0;
-    constructor(
-    /** The wall clock (injectable for tests); read once at the start and once at the end. */
-    now, wallClockS) {
-        this.now = now;
-        this.wallClockS = wallClockS;
-        this.startedAt = now();
-        this.t0 = performance.now();
+async function snapshotPaths(req, all, baseTree, changed, progress) {
+    const keep = new Set(changed.filter((p) => all.includes(p)));
+    if (req.keep.length) {
+        const isKept = picomatch_default()(req.keep, { dot: true });
+        const matched = all.filter((p) => isKept(p));
+        if (matched.length === 0)
+            throw new errors/* InputError */.d(`--keep: no file of the base matches ${req.keep.join(", ")}.`, { field: "--keep" });
+        for (const p of matched)
+            keep.add(p);
     }
-    /** Seconds since `t` (performance.now() time), the evaluation's start by default. */
-    since(t = this.t0) {
-        return (performance.now() - t) / 1000;
+    if (req.traceImports) {
+        const entries = [...keep].filter((p) => p.endsWith(".py"));
+        const r = await (0,execa/* execa */.Ho)((0,host/* choosePython */.Ik)(req.python), [(0,external_node_path_.join)(package_paths/* PACKAGE_ROOT */.Y, "scripts", "import_closure.py"), baseTree, ...entries], { reject: false });
+        if (r.exitCode !== 0)
+            throw new errors/* InputError */.d(`--trace-imports: the import trace failed: ${String(r.stderr).trim().split("\n").pop()}`);
+        const traced = String(r.stdout).split("\n").filter(Boolean);
+        progress(`import trace: ${traced.length} Python files of the base are imported by the change and its tests`);
+        for (const p of traced)
+            keep.add(p);
     }
-    /** Time queued with none of this evaluation's jobs running: it moves the deadline on by as much. */
-    addQueued(ms) {
-        this.queuedMs += ms;
-    }
-    /** Seconds left of the task's wall clock now (negative once it is spent). */
-    leftS() {
-        return (this.t0 + this.queuedMs + this.wallClockS * 1000 - performance.now()) / 1000;
+    return [...keep].sort();
+}
+/** Copies `paths` (those `from` has) into the folder `to`, keeping modes. */
+async function copyPaths(from, to, paths) {
+    for (const p of new Set(paths)) {
+        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(from, p)))
+            continue;
+        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(to, p, ".."), { recursive: true });
+        await (0,execa/* execa */.Ho)("cp", ["-p", (0,external_node_path_.join)(from, p), (0,external_node_path_.join)(to, p)]);
     }
 }
 /**
- * Checks the options that can be checked before anything runs (InputError), starts the clock,
- * draws the probe parameters and starts gathering host facts, which run while the workspace is
- * built. Everything an evaluation needs but its workspace.
+ * The files of the whole tree a missing module could be: `a.b` → a/b.py or a/b/__init__.py, under
+ * the root or a src/ layout. Empty when the repository has no such file (the runner lacks a package).
  */
-function openEvaluation(opts) {
-    const spec = opts.task.spec;
-    const clock = new EvaluationClock(opts.now ?? (() => new Date()), spec.limits.wallClock);
-    if (opts.worldSize !== undefined && opts.worldSize < spec.minRanks) {
-        throw new errors/* InputError */.d(`--world-size ${opts.worldSize} is too few ranks for task ${spec.id}: it needs at least ${spec.minRanks} (minRanks in ${opts.task.dir}/task.yml). On fewer GPUs than that, leave --world-size out: the ranks then share a GPU or the CPU over gloo.`, { file: `${opts.task.dir}/task.yml`, field: "minRanks" });
+function moduleFiles(tree, dotted) {
+    const rel = dotted.split(".").join("/");
+    return [`${rel}.py`, `${rel}/__init__.py`, `src/${rel}.py`, `src/${rel}/__init__.py`].filter((p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(tree, p)));
+}
+
+;// CONCATENATED MODULE: ./src/engine/import/advice.ts
+
+const quote = (s) => `'${s.replace(/'/g, "'\\''")}'`;
+/**
+ * The flags that fix tests that do not pass at the head, from what they say: `--keep` (or
+ * --trace-imports) for a repository module the snapshot left out, an interpreter or `--setup` for a
+ * package the runner lacks, and `--exclude` for tests this runner cannot run.
+ */
+function adviseFailures(f) {
+    const advice = [];
+    const keep = new Set();
+    const absent = new Set();
+    const other = [];
+    for (const { id, message } of f.failing) {
+        const mod = /No module named '([\w.]+)'/.exec(message)?.[1];
+        if (!mod) {
+            other.push(id);
+            continue;
+        }
+        const files = moduleFiles(f.headTree, mod);
+        if (files.length && f.prune)
+            for (const p of files)
+                keep.add(p);
+        else if (!files.length)
+            absent.add(mod);
+        else
+            other.push(id);
     }
-    const probeSet = probeSetVersion(opts.task.probesDir);
-    const params = (0,probe_params/* drawParams */.rx)(spec.params, opts.seed ?? (0,external_node_crypto_.randomInt)(0, 2 ** 32));
-    // Every string that leaves the runner (events, the result) is checked against the probe sources.
-    const secrets = readProbeSecrets(opts.task.probesDir);
-    const rawEmit = opts.onEvent ?? (() => { });
-    const emit = (e) => rawEmit(e.type === "log" ? e : withholdLeaks(e, secrets).value);
+    if (keep.size) {
+        const list = [...keep];
+        advice.push(`the snapshot lacks ${list.join(", ")}, which the tests import: add --keep ${list.map(quote).join(" ")} (or --trace-imports, which keeps what the change and its tests import at module level), or take the whole tree with --base-as git`);
+    }
+    if (absent.size) {
+        advice.push(`${[...absent].map((m) => `'${m}'`).join(", ")} ${absent.size === 1 ? "is" : "are"} not part of the repository: the runner's Python lacks ${absent.size === 1 ? "it" : "them"}; give an interpreter that has ${absent.size === 1 ? "it" : "them"} (--python, the task's environment) or a stand-in module with --setup`);
+    }
+    if (other.length) {
+        const example = other[0] ?? "";
+        advice.push(`if ${other.length === 1 ? "it needs" : "they need"} what this runner lacks (GPUs, more ranks, a data set), leave ${other.length === 1 ? "it" : "them"} out with --exclude ${quote(example.includes("::") ? (example.split("::").pop() ?? example) : example)}${other.length > 1 ? " …" : ""} (the excluded ids never run; import.yml lists them)` +
+            (f.prune ? `; if ${other.length === 1 ? "it reads" : "they read"} a file of the repository the snapshot left out, add it with --keep` : ""));
+    }
+    return advice;
+}
+/** A collection failure at the head, in pytest's words, with what to do. */
+function collectionMessage(failures, headSha, facts) {
+    const list = failures.map((c) => `  ${c.file}: ${c.why}`).join("\n");
+    const advice = adviseFailures({ ...facts, failing: failures.map((c) => ({ id: c.file, message: c.why })) });
+    return `pytest could not collect ${failures.length === 1 ? "a test file" : `${failures.length} test files`} at head ${headSha}, so none of ${failures.length === 1 ? "its" : "their"} tests ran (collection failure, not a test failure):\n${list}\nFix: ${advice.join("; ")}.`;
+}
+
+// EXTERNAL MODULE: ./src/engine/jobs/job-env.ts
+var job_env = __nccwpck_require__(9650);
+// EXTERNAL MODULE: ./src/engine/junit.ts + 30 modules
+var engine_junit = __nccwpck_require__(518);
+// EXTERNAL MODULE: ./src/engine/run-command.ts + 1 modules
+var run_command = __nccwpck_require__(3022);
+;// CONCATENATED MODULE: ./src/engine/import/types.ts
+/** The pytest command the task will run: the fail-to-pass and pass-to-pass ids, nothing else. */
+function officialCommand(ids) {
+    return ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml={junit}", ...ids];
+}
+
+;// CONCATENATED MODULE: ./src/engine/import/test-runs.ts
+
+
+
+
+
+
+
+
+
+
+const PLUGIN = "probegate_import_exclude";
+/** What pytest said about a collection error: the `E   ` lines, else the last non-blank line. */
+function pytestWhy(detail) {
+    const lines = detail.split("\n").map((l) => l.trimEnd());
+    const e = lines.filter((l) => /^E\s/.test(l)).map((l) => l.replace(/^E\s+/, ""));
+    if (e.length)
+        return e.join(" / ");
+    return lines.filter((l) => l.trim()).at(-1)?.trim() ?? "(pytest gave no message)";
+}
+/** Runs the candidate tests in one tree, as the official phase will (same env, limits, JUnit). */
+async function runTests(req, tree, root, tests, label) {
+    const slug = label.replace(/[^A-Za-z0-9]+/g, "-");
+    const junit = (0,external_node_path_.join)(root, `${slug}.xml`);
+    const ctx = {
+        workspace: tree,
+        root,
+        backend: req.worldSize > 0 && process.env.PROBEGATE_BACKEND === "nccl" ? "nccl" : "gloo",
+        worldSize: req.worldSize,
+        cudaVisibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? "",
+        threadsPerRank: 1,
+        isolation: { sandbox: null, cgroups: null, processes: 4096, diskBytes: 4 * 1024 ** 3 },
+        setupDir: req.setupDir ?? null,
+    };
+    const plugins = req.pytestPlugins.map((p) => `-p ${p}`);
+    const extra = {};
+    const deselectedFile = (0,external_node_path_.join)(root, `${slug}.deselected`);
+    if (req.exclude.length) {
+        // The plugin goes in a folder of its own, last on PYTHONPATH: nothing else of scripts/ is importable.
+        const pluginDir = (0,external_node_path_.join)(root, "plugin");
+        (0,external_node_fs_.mkdirSync)(pluginDir, { recursive: true });
+        (0,external_node_fs_.copyFileSync)((0,external_node_path_.join)(package_paths/* PACKAGE_ROOT */.Y, "scripts", `${PLUGIN}.py`), (0,external_node_path_.join)(pluginDir, `${PLUGIN}.py`));
+        plugins.push(`-p ${PLUGIN}`);
+        Object.assign(extra, { PYTHONPATH: (0,job_env/* jobPythonPath */.ds)(ctx, pluginDir), PROBEGATE_IMPORT_EXCLUDE: JSON.stringify(req.exclude), PROBEGATE_IMPORT_DESELECTED: deselectedFile });
+    }
+    if (plugins.length)
+        extra.PYTEST_ADDOPTS = plugins.join(" ");
+    const env = (0,job_env/* jobEnv */.N$)(ctx, extra);
+    // One file that fails to collect must not stop the others from running: a test that passes both
+    // before and after would otherwise be taken for fail-to-pass.
+    const argv = (0,job_env/* expandCommand */.Aq)([...officialCommand(tests), "--continue-on-collection-errors"], { python: (0,host/* choosePython */.Ik)(req.python), junit, workspace: tree });
+    const run = await (0,run_command/* runCommand */.d)(argv, {
+        cwd: tree,
+        env,
+        limits: { timeoutS: req.timeoutS, outputBytes: 16 * 2 ** 20, memoryBytes: 16 * 2 ** 30, processes: 4096, diskBytes: 4 * 1024 ** 3 },
+    });
+    if (run.spawnError)
+        throw new errors/* InputError */.d(`the tests could not start at ${label}: ${run.spawnError}`);
+    if (run.limit)
+        throw new errors/* InputError */.d(`the tests at ${label} were stopped by the ${run.limit} limit (--timeout ${req.timeoutS}).`);
+    const out = { outcomes: new Map(), messages: new Map(), collectionFailures: [], deselected: [], log: run.log, exitCode: run.exitCode };
+    if ((0,external_node_fs_.existsSync)(junit)) {
+        for (const tc of (0,engine_junit/* parseJunit */.k)((0,external_node_fs_.readFileSync)(junit, "utf8")).cases) {
+            const id = (0,test_split/* nodeId */.s)(tc, tests);
+            out.outcomes.set(id, tc.outcome);
+            if (tc.outcome === "failed" || tc.outcome === "error")
+                out.messages.set(id, firstLine(tc.message || tc.detail || ""));
+            // pytest reports a module it could not import as a testcase with no classname, named for the module.
+            if (tc.classname === "" && tc.outcome === "error" && tests.includes(id))
+                out.collectionFailures.push({ file: id, why: pytestWhy(tc.detail || tc.message || "") });
+        }
+    }
+    if ((0,external_node_fs_.existsSync)(deselectedFile))
+        out.deselected = (0,external_node_fs_.readFileSync)(deselectedFile, "utf8").split("\n").filter(Boolean);
+    return out;
+}
+/** The first non-blank line of a message (pytest's assertion messages run over many). */
+function firstLine(message) {
+    return message.split("\n").find((l) => l.trim())?.trim() ?? "";
+}
+/** "4 tests: 1 passed, 0 failed, 3 errors, 0 skipped" — every outcome counted as what it was. */
+function test_runs_summarise(run) {
+    const n = (o) => [...run.outcomes.values()].filter((x) => x === o).length;
+    const parts = [`${run.outcomes.size} tests: ${n("passed")} passed, ${n("failed")} failed, ${n("error")} errors, ${n("skipped")} skipped`];
+    if (run.collectionFailures.length)
+        parts.push(`${run.collectionFailures.length} file${run.collectionFailures.length === 1 ? "" : "s"} not collected (counted as errors)`);
+    if (run.deselected.length)
+        parts.push(`${run.deselected.length} deselected by --exclude (not run)`);
+    return parts.join("; ");
+}
+/** The last lines of a run's output, for an error message. */
+const lastLines = (log, n = 15) => log.trim().split("\n").slice(-n).join("\n");
+
+;// CONCATENATED MODULE: ./src/engine/import/pr-import.ts
+
+
+
+
+
+
+
+
+
+
+
+
+
+async function resolveCommit(gitDir, sha, flag, repo) {
+    return (0,git/* git */.$)(gitDir, ["rev-parse", "--verify", "--quiet", `${sha}^{commit}`], {
+        onError: () => new errors/* InputError */.d(`${flag}: commit '${sha}' is not in the repository ${repo}. Fetch it there first (git fetch origin ${sha}), or check the SHA.`, { field: flag }),
+    });
+}
+const isAncestor = async (gitDir, a, b) => (0,git/* git */.$)(gitDir, ["merge-base", "--is-ancestor", a, b], { onError: () => new Error("no") }).then(() => true, () => false);
+/** Refuses a base that is not an ancestor of the head: the diff would undo what the base has and the head lacks. */
+async function checkAncestry(gitDir, baseSha, headSha) {
+    if (await isAncestor(gitDir, baseSha, headSha))
+        return;
+    const swapped = await isAncestor(gitDir, headSha, baseSha);
+    const mergeBase = swapped ? "" : await (0,git/* git */.$)(gitDir, ["merge-base", baseSha, headSha], { onError: () => new Error("none") }).catch(() => "");
+    const hint = swapped
+        ? `the reverse holds (${headSha} is an ancestor of ${baseSha}): the two look swapped; give the PR's parent as --pr-base and its head or merge commit as --pr-head`
+        : mergeBase
+            ? `they diverged from ${mergeBase} (git merge-base): give that, or the merge commit's first parent, as --pr-base`
+            : "they share no history";
+    throw new errors/* InputError */.d(`--pr-base ${baseSha} is not an ancestor of --pr-head ${headSha}: the change between them would also undo what the base has and the head lacks; ${hint}.`, { field: "--pr-base" });
+}
+async function exportCommit(gitDir, sha, dest) {
+    (0,external_node_fs_.mkdirSync)(dest, { recursive: true });
+    const tar = await (0,execa/* execa */.Ho)("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
+    if (tar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot export ${sha}: ${Buffer.from(tar.stderr).toString().trim()}`);
+    const untar = await (0,execa/* execa */.Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot unpack ${sha}: ${String(untar.stderr).trim()}`);
+}
+const isPytestFile = (t) => t.endsWith(".py") && /(^|\/)test_[^/]*\.py$|_test\.py$/.test(t);
+const P2P_HINT = "If the change is one no test can tell apart (a performance PR), import it with --pass-to-pass-only: the official tests are then the pass-to-pass ones and the hidden probes carry the requirement.";
+/**
+ * Reads a change from a repository and runs its tests before and after it: the test files of the
+ * head over the base tree (before), then the head (after). Throws InputError, naming the test and
+ * the commit, for a SHA the repository lacks, a base that is not an ancestor of the head, a change
+ * with no test file or no source file, a test file pytest cannot collect at the head, no test that
+ * fails before (unless pass-to-pass only), or a test that does not pass after. Writes only to a
+ * temporary folder.
+ */
+async function importPullRequest(req, progress) {
+    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), "probegate-import-"));
+    const dispose = () => (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+    try {
+        const gitDir = (0,external_node_path_.join)(scratch, "src.git");
+        progress(`reading ${req.repo}`);
+        await (0,git/* git */.$)(scratch, ["clone", "--quiet", "--bare", "--no-tags", req.repo, gitDir], {
+            onError: (e) => new errors/* InputError */.d(`--repo: cannot read the repository ${req.repo}: ${e.split("\n")[0]}`, { field: "--repo" }),
+        });
+        const baseSha = await resolveCommit(gitDir, req.base, "--pr-base", req.repo);
+        const headSha = await resolveCommit(gitDir, req.head, "--pr-head", req.repo);
+        await checkAncestry(gitDir, baseSha, headSha);
+        const shortB = baseSha.slice(0, 12);
+        const shortH = headSha.slice(0, 12);
+        const changed = (await (0,git/* git */.$)(gitDir, ["diff", "--name-only", "--no-renames", baseSha, headSha])).split("\n").filter(Boolean);
+        const isTest = picomatch_default()(req.tests, { dot: true });
+        const baseTree = (0,external_node_path_.join)(scratch, "before");
+        const headTree = (0,external_node_path_.join)(scratch, "after");
+        await exportCommit(gitDir, baseSha, baseTree);
+        await exportCommit(gitDir, headSha, headTree);
+        let tests = changed.filter((p) => isTest(p));
+        const testsChanged = tests.length > 0;
+        const sources = changed.filter((p) => !isTest(p));
+        if (!testsChanged) {
+            if (!req.passToPassOnly)
+                throw new errors/* InputError */.d(`--tests: no file the change ${shortB}..${shortH} touches matches ${req.tests.join(", ")} (it touches ${changed.join(", ") || "nothing"}). If the PR adds no test, name the existing tests it must keep passing with --tests and add --pass-to-pass-only.`, { field: "--tests" });
+            // A PR with no test of its own: the official tests are the head's files --tests names.
+            tests = snapshot_walk(headTree).filter((p) => isTest(p)).sort();
+            if (tests.length === 0)
+                throw new errors/* InputError */.d(`--tests: no file of the head ${shortH} matches ${req.tests.join(", ")}.`, { field: "--tests" });
+            progress(`the change touches no test file: running the head's ${tests.length} file${tests.length === 1 ? "" : "s"} that --tests names (--pass-to-pass-only)`);
+        }
+        if (sources.length === 0)
+            throw new errors/* InputError */.d(`the change ${shortB}..${shortH} touches only test files (${tests.join(", ")}): there is no change for a submission to make.`, { field: "--tests" });
+        const pyTests = tests.filter(isPytestFile);
+        if (pyTests.length === 0)
+            throw new errors/* InputError */.d(`--tests: none of ${tests.slice(0, 10).join(", ")} is a pytest file (test_*.py or *_test.py).`, { field: "--tests" });
+        const subject = await (0,git/* git */.$)(gitDir, ["log", "-1", "--format=%s", headSha]);
+        const message = await (0,git/* git */.$)(gitDir, ["log", "-1", "--format=%b", headSha]);
+        const referencePatch = await (0,git/* git */.$)(gitDir, ["diff", "--no-renames", "--full-index", "--binary", baseSha, headSha, "--", ...sources]);
+        // "Before" is the base with the PR's test files, as the task's workspace will be.
+        for (const t of tests) {
+            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(baseTree, t), { force: true });
+            if ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(headTree, t))) {
+                (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(baseTree, t, ".."), { recursive: true });
+                await (0,execa/* execa */.Ho)("cp", ["-p", (0,external_node_path_.join)(headTree, t), (0,external_node_path_.join)(baseTree, t)]);
+            }
+        }
+        const baseFiles = snapshot_walk(baseTree);
+        const snapshot = await snapshotPaths(req, baseFiles, baseTree, [...sources, ...tests], progress);
+        // A snapshot task runs its tests in the snapshot: so do these runs, which also proves the snapshot holds what they import.
+        let runBefore = baseTree;
+        let runAfter = headTree;
+        if (req.prune) {
+            runBefore = (0,external_node_path_.join)(scratch, "pruned-before");
+            runAfter = (0,external_node_path_.join)(scratch, "pruned-after");
+            await copyPaths(baseTree, runBefore, snapshot);
+            await copyPaths(headTree, runAfter, [...snapshot, ...sources]);
+        }
+        const runRoot = (0,external_node_path_.join)(scratch, "runs");
+        (0,external_node_fs_.mkdirSync)(runRoot);
+        const listed = pyTests.length > 6 ? `${pyTests.length} test files` : pyTests.join(", ");
+        progress(`running ${listed} before the change (base ${shortB} + the PR's tests)`);
+        const before = await runTests(req, runBefore, runRoot, pyTests, `base ${shortB}`);
+        progress(`  ${test_runs_summarise(before)}`);
+        progress(`running ${listed} after the change (head ${shortH})`);
+        const after = await runTests(req, runAfter, runRoot, pyTests, `head ${shortH}`);
+        progress(`  ${test_runs_summarise(after)}`);
+        const facts = { prune: req.prune, headTree };
+        if (after.collectionFailures.length)
+            throw new errors/* InputError */.d(collectionMessage(after.collectionFailures, headSha, facts));
+        if (after.outcomes.size === 0 && after.deselected.length === 0) {
+            throw new errors/* InputError */.d(`no test of ${listed} ran at head ${headSha} (pytest exit ${after.exitCode}); its output ends:\n${lastLines(after.log)}`);
+        }
+        const dropped = [...new Set([...after.deselected, ...before.deselected])].sort();
+        if (req.exclude.length && dropped.length === 0) {
+            throw new errors/* InputError */.d(`--exclude: no test id collected at head ${shortH} holds ${req.exclude.map((x) => `'${x}'`).join(" or ")} (${after.outcomes.size} ran, e.g. ${[...after.outcomes.keys()].slice(0, 3).join(", ")}).`, { field: "--exclude" });
+        }
+        if (after.outcomes.size === 0)
+            throw new errors/* InputError */.d(`--exclude: it deselected every test at head ${shortH} (${dropped.length}); nothing is left to be official.`, { field: "--exclude" });
+        const classification = (0,test_split/* classifyTests */._)(before.outcomes, after.outcomes);
+        classification.leftOut.push(...dropped.map((id) => ({ id, why: "excluded (--exclude): deselected, not run" })));
+        if (classification.failAfter.length) {
+            const fa = classification.failAfter;
+            const list = fa.slice(0, 10).map((t) => `  ${t.id} (${t.outcome})${after.messages.get(t.id) ? `: ${after.messages.get(t.id)}` : ""}`).join("\n");
+            const advice = adviseFailures({ ...facts, failing: fa.map((t) => ({ id: t.id, message: after.messages.get(t.id) ?? "" })) });
+            throw new errors/* InputError */.d(`${fa.length} test(s) do not pass after the change, at head ${headSha}:\n${list}${fa.length > 10 ? "\n  …" : ""}\nA task's official tests must pass on the merged change. Fix: ${advice.join("; ")}. pytest's output ends:\n${lastLines(after.log)}`);
+        }
+        if (classification.failToPass.length === 0 && !req.passToPassOnly) {
+            throw new errors/* InputError */.d(`no test fails before the change: at base ${baseSha} with the PR's tests, ${classification.passToPass.join(", ") || "every test"} already pass${classification.passToPass.length === 1 ? "es" : ""}. A task needs at least one fail-to-pass test; name the tests the change makes pass (--tests). ${P2P_HINT}`);
+        }
+        if (classification.failToPass.length + classification.passToPass.length === 0) {
+            throw new errors/* InputError */.d(`no test passes at head ${headSha} that also ran before the change: there is nothing to be official (${test_runs_summarise(after)}).`);
+        }
+        return {
+            baseSha,
+            headSha,
+            subject,
+            message,
+            // The template at the base too: the PR was written against it, and templates change.
+            prTemplate: [readPrTemplate(baseTree), readPrTemplate(headTree)].filter(Boolean).join("\n\n") || null,
+            tests,
+            testsChanged,
+            sources,
+            referencePatch: referencePatch.endsWith("\n") ? referencePatch : `${referencePatch}\n`,
+            snapshot,
+            baseFileCount: baseFiles.length,
+            classification,
+            baseTree,
+            headTree,
+            dispose,
+        };
+    }
+    catch (e) {
+        dispose();
+        throw e;
+    }
+}
+
+;// CONCATENATED MODULE: ./src/engine/import/repo-url.ts
+
+
+/** Whether git would take `repo` for a URL (scheme://… or user@host:path), not a folder. */
+function isUrl(repo) {
+    return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/]+@[^:/]+:/.test(repo);
+}
+/**
+ * The repository a task records: `--repo-url` when given, `--repo` when it is a URL, else the local
+ * clone's `origin` remote. Never a relative local path: a task folder moves, a clone stays behind.
+ */
+async function recordedRepo(repo, explicit) {
+    if (explicit) {
+        if (isUrl(explicit))
+            return { url: explicit, source: "--repo-url", warning: null };
+        const path = (0,external_node_path_.resolve)(explicit);
+        return { url: path, source: "--repo-url", warning: `--repo-url ${explicit} is a local path (${path}): the task can be evaluated only on a machine that has it there` };
+    }
+    if (isUrl(repo))
+        return { url: repo, source: "--repo", warning: null };
+    const local = (0,external_node_path_.resolve)(repo);
+    const origin = await (0,git/* git */.$)(local, ["config", "--get", "remote.origin.url"], { onError: () => new Error("no origin") }).catch(() => "");
+    if (origin && isUrl(origin))
+        return { url: origin, source: "origin remote", warning: null };
+    if (origin) {
+        // A clone of a clone: origin is a folder (relative to the clone when relative).
+        const path = (0,external_node_path_.isAbsolute)(origin) ? origin : (0,external_node_path_.resolve)(local, origin);
+        return { url: path, source: "origin remote", warning: `the origin remote of ${local} is a local folder (${path}), not a URL: give the repository's URL with --repo-url` };
+    }
+    return { url: null, source: "none", warning: `${local} has no origin remote, so the repository's URL is unknown: give it with --repo-url` };
+}
+
+;// CONCATENATED MODULE: ./src/cli/task-import-command.ts
+
+
+
+
+
+
+
+
+function positiveInt(v, flag, min = 0) {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min)
+        throw new errors/* InputError */.d(`${flag}: '${v}' is not a whole number ≥ ${min}.`, { field: flag });
+    return n;
+}
+/** Where the three folders of one task go, from `--out <root>/tasks/<id>`. */
+function targets(out) {
+    const task = (0,external_node_path_.resolve)(out);
+    const id = (0,external_node_path_.basename)(task);
+    if (!task_spec/* ID_PATTERN */.pw.test(id))
+        throw new errors/* InputError */.d(`--out: the task id '${id}' (the folder's name) must be lower-case letters, digits, '.', '_' and '-'.`, { field: "--out" });
+    if ((0,external_node_path_.basename)((0,external_node_path_.dirname)(task)) !== "tasks")
+        throw new errors/* InputError */.d(`--out: give a folder tasks/<id> of a task pack (got ${out}); the probes go to probes/<id> and the examples to examples/submissions/<id> beside it.`, { field: "--out" });
+    const root = (0,external_node_path_.dirname)((0,external_node_path_.dirname)(task));
+    return { id, task, probes: (0,external_node_path_.join)(root, "probes", id), examples: (0,external_node_path_.join)(root, "examples", "submissions", id) };
+}
+function specFor(flags, id, imp, repoForSpec) {
+    const ids = [...imp.classification.failToPass, ...imp.classification.passToPass];
+    const requires = {};
+    if (flags.requiresTorch)
+        requires.torch = flags.requiresTorch;
+    if (flags.requiresGpus)
+        requires.gpus = positiveInt(flags.requiresGpus, "--requires-gpus", 1);
+    if (flags.requiresCuda)
+        requires.cuda = true;
     return {
-        opts,
-        spec,
-        clock,
-        probeSet,
-        params,
-        secrets,
-        emit,
-        hostFacts: gatherHostFacts(opts, (text) => emit({ type: "log", source: "environment", text })),
-        cgroups: (0,cgroup/* findControllers */.FF)(),
-        processes: opts.runLimits?.processes ?? DEFAULT_PROCESSES,
-        diskBytes: opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES,
-        record: { workspaceS: 0, host: null, pythonEnv: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], guard: [], probesS: 0, harnessError: null, releaseUid: null },
+        id,
+        title: flags.title ?? imp.subject,
+        area: flags.area,
+        prompt: "prompt.md",
+        base: flags.baseAs === "git" && repoForSpec ? { git: { repo: repoForSpec, ref: imp.baseSha }, overlay: "overlay" } : { path: "base" },
+        gpus: positiveInt(flags.gpus, "--gpus"),
+        official: { command: officialCommand(ids), timeout: positiveInt(flags.timeout, "--timeout", 1), files: imp.tests },
+        probes: { path: `../../probes/${id}` },
+        ...(flags.setup ? { setup: { path: "setup", pytestPlugins: flags.pytestPlugin ?? [] } } : {}),
+        ...(Object.keys(requires).length ? { requires } : {}),
+        interfaces: [],
     };
 }
 /**
- * The limits of one run started now: its phase's timeout, cut to what is left of the task's wall
- * clock (at least a second), and killed when its job's GPUs go over the limit (each job has a meter
- * of its own).
+ * `probegate task import`: a task from a real change, as SWE-bench builds an instance. Runs the
+ * change's tests before and after it, keeps the fail-to-pass and pass-to-pass ones as the official
+ * command, the change as the reference submission, and writes skeletons of the prompt and a probe.
+ * Everything is built in a temporary folder and moved into place at the end: bad input writes nothing.
  */
-function runLimits(ev, timeoutS, gpuMemoryExceeded) {
-    return {
-        gpuMemoryExceeded,
-        timeoutS: Math.max(1, Math.min(timeoutS, ev.clock.leftS())),
-        outputBytes: ev.spec.limits.outputBytes,
-        memoryBytes: ev.spec.limits.memory,
-        processes: ev.processes,
-        diskBytes: ev.diskBytes,
-    };
+async function taskImportCommand(flags, io) {
+    const t = targets(flags.out);
+    for (const dir of [t.task, t.probes, t.examples]) {
+        if ((0,external_node_fs_.existsSync)(dir))
+            throw new errors/* InputError */.d(`${(0,external_node_path_.relative)(process.cwd(), dir) || dir} already exists; task import writes a new task only (remove it, or choose another --out).`, { field: "--out" });
+    }
+    if (flags.requiresTorch && !task_environment/* VERSION_RANGE */.jn.test(flags.requiresTorch))
+        throw new errors/* InputError */.d(`--requires-torch: '${flags.requiresTorch}' is not a version range such as ">=2.1" or ">=2.1,<3".`, { field: "--requires-torch" });
+    if (!["training", "inference", "rl", "other"].includes(flags.area))
+        throw new errors/* InputError */.d(`--area: '${flags.area}' is not one of training, inference, rl, other.`, { field: "--area" });
+    const setupDir = flags.setup ? (0,external_node_path_.resolve)(flags.setup) : undefined;
+    if (setupDir && !(0,external_node_fs_.existsSync)(setupDir))
+        throw new errors/* InputError */.d(`--setup: folder ${setupDir} does not exist.`, { field: "--setup" });
+    if (flags.pytestPlugin?.length && !setupDir)
+        throw new errors/* InputError */.d("--pytest-plugin names a module of the --setup folder; give --setup too.", { field: "--pytest-plugin" });
+    const repo = isUrl(flags.repo) ? flags.repo : (0,external_node_path_.resolve)(flags.repo);
+    // What task.yml and import.yml record: a URL that travels with the task, never the local clone's path.
+    const recorded = await recordedRepo(repo, flags.repoUrl);
+    if (flags.baseAs === "git" && !recorded.url) {
+        throw new errors/* InputError */.d(`--base-as git: task.yml must say where to clone the base from, and ${recorded.warning}.`, { field: "--repo-url" });
+    }
+    if (recorded.warning)
+        io.stderr(`  warning: ${recorded.warning}${flags.baseAs === "git" ? "" : recorded.url ? " (import.yml records it)" : " (import.yml records none)"}.\n`);
+    const imp = await importPullRequest({
+        repo,
+        base: flags.prBase,
+        head: flags.prHead,
+        tests: flags.tests,
+        keep: flags.keep ?? [],
+        traceImports: flags.traceImports ?? false,
+        python: flags.python,
+        setupDir,
+        pytestPlugins: flags.pytestPlugin ?? [],
+        timeoutS: positiveInt(flags.timeout, "--timeout", 1),
+        worldSize: positiveInt(flags.worldSize, "--world-size", 1),
+        exclude: flags.exclude ?? [],
+        prune: flags.baseAs === "snapshot",
+        passToPassOnly: flags.passToPassOnly ?? false,
+    }, (line) => io.stderr(`  ${line}\n`));
+    // Staged beside the target (the same file system), so the three folders are moved into place whole.
+    (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(t.task), { recursive: true });
+    const staging = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_path_.dirname)(t.task), `.import-${t.id}-`));
+    try {
+        const st = { task: (0,external_node_path_.join)(staging, "task"), probes: (0,external_node_path_.join)(staging, "probes"), examples: (0,external_node_path_.join)(staging, "examples") };
+        for (const d of Object.values(st))
+            (0,external_node_fs_.mkdirSync)(d, { recursive: true });
+        const treeDir = (0,external_node_path_.join)(st.task, flags.baseAs === "git" ? "overlay" : "base");
+        const copied = flags.baseAs === "git" ? imp.tests.filter((p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(imp.headTree, p))) : imp.snapshot;
+        for (const p of copied) {
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)((0,external_node_path_.join)(treeDir, p)), { recursive: true });
+            (0,external_node_fs_.cpSync)((0,external_node_path_.join)(imp.baseTree, p), (0,external_node_path_.join)(treeDir, p));
+        }
+        if (setupDir)
+            (0,external_node_fs_.cpSync)(setupDir, (0,external_node_path_.join)(st.task, "setup"), { recursive: true });
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "task.yml"), taskYaml(specFor(flags, t.id, imp, recorded.url), imp, recorded));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "import.yml"), importRecord(imp, recorded, flags.baseAs === "snapshot"));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "prompt.md"), promptSkeleton(imp));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.probes, "probe_functional.py"), probeSkeleton(t.id));
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "reference.patch"), imp.referencePatch);
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "base.patch"), "");
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "expected.yml"), expectedYaml(imp.classification.failToPass.length === 0));
+        for (const [from, to] of [[st.task, t.task], [st.probes, t.probes], [st.examples, t.examples]]) {
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(to), { recursive: true });
+            (0,external_node_fs_.renameSync)(from, to);
+        }
+    }
+    finally {
+        (0,external_node_fs_.rmSync)(staging, { recursive: true, force: true });
+        imp.dispose();
+    }
+    const c = imp.classification;
+    const excluded = c.leftOut.filter((l) => l.why.startsWith("excluded")).length;
+    const rel = (p) => (0,external_node_path_.relative)(process.cwd(), p);
+    io.stdout([
+        `✓ ${t.id}: ${imp.sources.length} source files changed, ${imp.tests.length} test files${imp.testsChanged ? "" : " (existing ones: the change touches none)"}`,
+        `  fail-to-pass ${c.failToPass.length}, pass-to-pass ${c.passToPass.length}${c.leftOut.length ? `, left out ${c.leftOut.length} (${excluded} by --exclude, ${c.leftOut.length - excluded} skipped or gone; import.yml says why)` : ""}`,
+        ...(c.failToPass.length ? [] : ["  no test fails before the change: the official tests only check that nothing breaks; the hidden probes must carry the requirement"]),
+        `  repository: ${recorded.url ?? "unknown (give --repo-url)"}${recorded.url ? ` (${recorded.source})` : ""}`,
+        flags.baseAs === "git"
+            ? `  base: git ${imp.baseSha}, the PR's test files as overlay`
+            : `  base: pruned snapshot of ${imp.snapshot.length} of the repository's ${imp.baseFileCount} files: a submission patch may edit only these. To gate real PRs, which may touch any file, import with --base-as git.`,
+        `  wrote ${rel(t.task)}, ${rel(t.probes)}, ${rel(t.examples)}`,
+        `  next: finish prompt.md and the probe, then: probegate validate ${rel(t.task)}`,
+        "",
+    ].join("\n"));
+    return 0;
 }
 
-// EXTERNAL MODULE: external "node:os"
-var external_node_os_ = __nccwpck_require__(8161);
-// EXTERNAL MODULE: ./src/core/verdict.ts
-var core_verdict = __nccwpck_require__(9478);
+// EXTERNAL MODULE: ./src/engine/sign.ts
+var sign = __nccwpck_require__(7077);
+;// CONCATENATED MODULE: ./src/cli/verify-command.ts
+
+
+
+
+/** `probegate verify <result.json>`: schema and signature, with the key from $PROBEGATE_SIGNING_KEY. */
+function verifyCommand(file, io) {
+    const key = process.env.PROBEGATE_SIGNING_KEY;
+    if (!key)
+        throw new errors/* InputError */.d("PROBEGATE_SIGNING_KEY is not set: the key the result was signed with is needed to verify it.", { field: "PROBEGATE_SIGNING_KEY" });
+    let data;
+    try {
+        data = JSON.parse((0,external_node_fs_.readFileSync)(file, "utf8"));
+    }
+    catch (e) {
+        throw new errors/* InputError */.d(`${file}: not a readable JSON file (${e.message}).`, { file });
+    }
+    const read = (0,result/* readResult */.Uv)(data);
+    if (!read.ok) {
+        io.stderr(`✗ ${file}: not a valid result: ${read.problem}\n`);
+        return 1;
+    }
+    // Over the document as written: fields a newer probegate added are signed too.
+    const v = (0,sign/* verifyResult */.rP)(data, key);
+    if (!v.ok) {
+        io.stderr(`✗ ${file}: ${v.why}\n`);
+        return 1;
+    }
+    io.stdout(`✓ ${file}: valid result, signature verified (${read.result.task.id}: ${read.result.verdict})\n`);
+    return 0;
+}
+
+;// CONCATENATED MODULE: ./src/cli/main.ts
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+/** Commander's way to take a repeated option as a list. */
+function collect(value, previous) {
+    return [...(previous ?? []), value];
+}
+/** Builds the `probegate` command line; every action resolves to an exit code. */
+function main_program(io, done) {
+    const p = new Command("probegate")
+        .description("Gate agent-written pull requests: official tests plus hidden probes (structure, state, functional, memory, time, traffic).")
+        .version(PROBEGATE_VERSION)
+        .exitOverride()
+        .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+    p.command("eval")
+        .description("evaluate one or more submissions against one task, packed onto the runner; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error (the worst of several)")
+        .requiredOption("--task <dir>", "task folder (holding task.yml)")
+        .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref; repeat it to evaluate several side by side", collect)
+        .option("--pr-base <sha>", "a repository gate (task base: {pr: true}): the PR's base commit; the submission is then the PR's head as repo@sha")
+        .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
+        .option("--out <file>", "write the result JSON here")
+        .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
+        .option("--python <path>", "interpreter for {python}, over the task's environment (default: the task's environment when task.yml declares one, else $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+        .option("--world-size <n>", "ranks to use (default: the task's gpus)")
+        .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1 (default: all nvidia-smi lists)", "all")
+        .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
+        .option("--jobs <n>", "at most this many jobs (test or probe runs) and evaluations at once (default: what the GPUs and cores allow; half the cores' worth of evaluations in progress)")
+        .option("--always-probe", "run the hidden probes even when the official tests fail")
+        .option("--keep-workspace", "keep the evaluation folder for debugging")
+        .option("--seed <n>", "seed of the probe parameters (a result's params.seed), to reproduce an evaluation; default: drawn fresh")
+        .option("--db <file>", "a store of known-good outcomes (the app's): read the result with its quarantined checks' failures as warnings, as the app does")
+        .option("--known-good", "with --db: record this run's checks as outcomes on a known-good submission (a canary run of the reference)")
+        .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
+        .option("--max-processes <n>", "processes (threads, where a cgroup counts them) one test or probe run may have (default 4096)")
+        .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")
+        .option("-v, --verbose", "show what tests and probes print (runner-side only)")
+        .action(async (flags) => done(await (0,eval_command/* evalCommand */.K4)(flags, io)));
+    p.command("validate")
+        .description("check task specs: schema, files, interfaces stated in the prompt, requirements named by probes, no probe source in the prompt; with --power, measure the probes on the task's examples (exit 1 when validation fails)")
+        .argument("<taskDirs...>")
+        .option("--power", "evaluate the reference and every example submission and print the probes × submissions matrix")
+        .option("--runs <n>", "evaluations of each correct submission (false rejections), with --power", "1")
+        .option("--examples <dir>", "folder holding <task>/expected.yml and the example patches (default: the checkout's examples/submissions)")
+        .option("--db <file>", "record every run of a correct example as known-good outcomes (quarantine) in this store, with --power")
+        .option("--seed <n>", "seed of the first evaluation's probe parameters (the next get seed+1, …), with --power; default: fresh")
+        .option("--jobs <n>", "evaluations at a time, with --power", "1")
+        .option("--gpus <list>", "GPUs the --power evaluations may use: all, none, or indices like 0,1 (default: all nvidia-smi lists)")
+        .option("--cores <n|ids>", "cores the --power evaluations may use: a count or ids like 0-7 (default: every core of this process)")
+        .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
+        .option("--unsandboxed", "run submission code without the sandbox, with --power")
+        .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
+        .option("--mutants", "make mutants of each task's reference change and report what the official tests and the probes kill (officialSurvivalRate, probeScore); exit 1 under the task's threshold (mutants.yml)")
+        .option("--cache <dir>", "with --mutants: cache of evaluated mutants (default .probegate/mutants)")
+        .option("--mutant-timeout <seconds>", "with --mutants: wall clock of each mutant's test and probe runs (default: from the reference's own durations)")
+        .option("--mutation-python <path>", "with --mutants: interpreter with cosmic-ray and probegate_mutants (default: $PROBEGATE_MUTATION_PYTHON, /var/cache/probegate/mutation/bin/python)")
+        .option("--python <path>", "with --mutants: interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+        .addOption(new Option("--format <format>", "what to print on stdout, with --power or --mutants").choices(["text", "json", "markdown"]).default("text"))
+        .action(async (dirs, flags) => {
+        const mutantsOnly = ["cache", "mutantTimeout", "mutationPython", "python"].filter((k) => flags[k] !== undefined);
+        if (flags.mutants) {
+            const wrong = [flags.power && "--power", ...["db", "seed", "correctOnly"].filter((k) => flags[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), flags.runs !== "1" && "--runs"].filter(Boolean);
+            if (wrong.length)
+                throw new errors/* InputError */.d(`validate --mutants: ${wrong.join(", ")} only mean something with --power.`);
+            return done(await interruptible((signal) => mutantsCommand(dirs, flags, io, signal)));
+        }
+        if (mutantsOnly.length)
+            throw new errors/* InputError */.d(`validate: ${mutantsOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(", ")} only mean something with --mutants.`);
+        if (flags.power)
+            return done(await interruptible((signal) => powerCommand(dirs, flags, io, signal)));
+        const powerOnly = ["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores", "correctOnly"].filter((k) => flags[k] !== undefined);
+        if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
+            const names = powerOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+            throw new errors/* InputError */.d(`validate: ${[...names, flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
+        }
+        done(validateCommand(dirs, io));
+    });
+    p.command("merge-power")
+        .description("merge the reports of several `validate --power --format json` runs of a task (calls cut short, runners side by side) into one, judged again on the summed matrix; exit 1 when a merged task fails")
+        .argument("<reports...>", "JSON files, each the output of validate --power --format json")
+        .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
+        .action((files, flags) => done(mergePowerCommand(files, flags, io)));
+    p.command("demo")
+        .description("evaluate the quick set of the task pack's example submissions (quick: true in expected.yml; --all: every one) and compare with the expected verdicts")
+        .option("--out-dir <dir>", "where reports go", "out/demo")
+        .option("--all", "evaluate every example submission, not only the quick set")
+        .option("--task <ids...>", "only these tasks (their quick set, unless --all)")
+        .option("--example <names...>", "only these examples (file names, .patch optional), quick or not")
+        .option("--list", "print the examples it would evaluate, task/name a line, and evaluate none")
+        .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
+        .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
+        .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
+        .option("--jobs <n>", "at most this many jobs and evaluations at once; 1 evaluates one at a time (default: what the GPUs and cores allow)")
+        .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
+        .option("-v, --verbose", "show what tests and probes print")
+        .action(async (flags) => done(await demoCommand(flags, io)));
+    p.command("task")
+        .description("make and manage tasks")
+        .command("import")
+        .description("make a task folder from a real change: base, official fail-to-pass and pass-to-pass tests (found by running them), the change as reference submission, prompt and probe skeletons")
+        .requiredOption("--repo <dir|url>", "the repository (a git folder or a URL git can clone)")
+        .requiredOption("--pr-base <sha>", "the commit the change starts from (the PR's parent)")
+        .requiredOption("--pr-head <sha>", "the commit with the change (the PR's head or merge)")
+        .requiredOption("--tests <globs...>", "the change's test files (paths or globs); the rest of the change is the submission's")
+        .requiredOption("--out <dir>", "the new task folder, tasks/<id> of a task pack")
+        .option("--exclude <strings...>", "deselect test ids holding any of these (tests this kind of runner cannot run): they never run; listed in import.yml")
+        .option("--repo-url <url>", "the repository URL task.yml and import.yml record (default: --repo when a URL, else the clone's origin remote)")
+        .option("--pass-to-pass-only", "allow a change no test fails before (a performance PR): the official tests are the pass-to-pass ones (with no changed test file: the head's files --tests names), and the hidden probes carry the requirement")
+        .option("--keep <globs...>", "more files of the base to keep in the snapshot (a LICENSE, data the tests read)")
+        .option("--trace-imports", "keep the Python files the change and its tests import from the base (a static trace)")
+        .addOption(new Option("--base-as <how>", "the base: a pruned snapshot in the task, or the git ref (with the PR's tests as overlay)").choices(["snapshot", "git"]).default("snapshot"))
+        .option("--title <text>", "the task's title (default: the head commit's subject)")
+        .addOption(new Option("--area <area>", "the task's area").choices(["training", "inference", "rl", "other"]).default("other"))
+        .option("--gpus <n>", "GPUs (ranks) the task wants on a GPU runner", "0")
+        .option("--setup <dir>", "judge-owned files beside the workspace, used for these runs and kept as the task's setup:")
+        .option("--pytest-plugin <modules...>", "modules of --setup loaded with pytest -p")
+        .option("--requires-torch <range>", "the task's requires.torch, like '>=2.1'")
+        .option("--requires-gpus <n>", "the task's requires.gpus")
+        .option("--requires-cuda", "the task's requires.cuda")
+        .option("--python <path>", "interpreter for the test runs (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+        .option("--world-size <n>", "PROBEGATE_WORLD_SIZE for the test runs", "1")
+        .option("--timeout <s>", "seconds per test run, and the task's official.timeout", "600")
+        .action(async (flags) => done(await taskImportCommand(flags, io)));
+    const env = p.command("env").description("the tasks' pinned Python environments (task.yml environment:), built once per runner in $PROBEGATE_ENV_DIR (default /var/cache/probegate/envs)");
+    env
+        .command("build")
+        .description("build each task's environment from its lock (or, with --tree, from a checkout's requirements for a gate with environment.fromTree) with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
+        .argument("<taskDirs...>")
+        .option("--json", "print the table as JSON")
+        .option("--tree <dir>", "for a gate whose environment follows its repository (environment.fromTree): a checkout of the base to read its requirements from")
+        .action(async (dirs, flags) => done(await envBuildCommand(dirs, flags, io)));
+    env
+        .command("list")
+        .description("the environments built on this runner")
+        .option("--json", "print them as JSON")
+        .action((flags) => done(envListCommand(flags, io)));
+    p.command("scorecard")
+        .description("how each agent does, from the app's store or a folder of result files: a table, JSON, markdown, or an HTML page with charts")
+        .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
+        .option("--results <dir>", "score the result JSON files under this folder instead of a store (sidecars: NAME.context.json)")
+        .option("--key-env <name>", "with --results: count only results signed with the key in this variable (default: $PROBEGATE_SIGNING_KEY when set)")
+        .addOption(new Option("--basis <basis>", "which attempts count per PR and task").choices(["first-attempt", "best-of-n", "all"]).default("first-attempt"))
+        .option("--repo <owner[/name]>", "only this owner or repository")
+        .option("--since <date>", "only PRs whose first attempt finished on or after this date (2026-11-01)")
+        .option("--probe-set <version>", "only attempts judged by this probe set: a prefix of the evaluator commit, the probes repository's commit, or the probe folder's hash")
+        .addOption(new Option("--format <format>", "what to write").choices(["table", "json", "markdown", "html"]).default("table"))
+        .option("--out <file>", "write to this file instead of stdout (for --format html: a page to open in a browser)")
+        .option("--server-url <url>", "where PR links in the HTML page point (default: $GITHUB_SERVER_URL, else https://github.com)")
+        .option("--strict", "with --results: exit 1 when any file was left out (unreadable, invalid, unsigned, duplicate)")
+        .action(async (flags) => {
+        // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
+        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(712)]).then(__nccwpck_require__.bind(__nccwpck_require__, 2712));
+        done(scorecardCommand(flags, io));
+    });
+    p.command("doctor")
+        .description("check that this runner can sandbox an evaluation, and print what it lacks with the fix for each; exit 0 only when it can")
+        .option("--python <path>", "the interpreter task commands run with, whose torch, CUDA and NCCL are checked (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+        .option("--gpus <n>", "GPUs this runner must have (a GPU runner's count); fewer is a failure")
+        .option("--disk <path>", "where evaluations write (default: $TMPDIR, else /tmp)")
+        .addOption(new Option("--format <format>", "what to print").choices(["table", "json"]).default("table"))
+        .option("--json", "same as --format json")
+        .action(async (flags) => {
+        const { doctorCommand } = await __nccwpck_require__.e(/* import() */ 492).then(__nccwpck_require__.bind(__nccwpck_require__, 1492));
+        done(await doctorCommand(flags, io));
+    });
+    const store = p.command("store").description("the app's SQLite store");
+    store
+        .command("backup")
+        .description("copy the live store (the app may keep running) to a new file, with SQLite's online backup API, checked before it is named")
+        .argument("<dest>", "the backup file to write (must not exist)")
+        .option("--db <file>", "the app's store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
+        .action(async (dest, flags) => {
+        // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
+        const { storeBackupCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(731)]).then(__nccwpck_require__.bind(__nccwpck_require__, 5731));
+        done(await storeBackupCommand(dest, flags, io));
+    });
+    registerGate(p, io, done);
+    p.command("verify")
+        .description("check a result file's schema and signature (key from $PROBEGATE_SIGNING_KEY)")
+        .argument("<result.json>")
+        .action((file) => done(verifyCommand(file, io)));
+    p.command("schema")
+        .description("write the JSON Schemas of task.yml, the result and the probe protocol")
+        .argument("[dir]", "output folder", "schema")
+        .action((dir) => done(schemaCommand(dir)));
+    return p;
+}
+/** Runs the CLI; bad input prints one paragraph and returns 2. */
+async function main(argv, io) {
+    let code = 0;
+    try {
+        await main_program(io, (c) => (code = c)).parseAsync(argv, { from: "user" });
+        return code;
+    }
+    catch (e) {
+        if (e instanceof CommanderError)
+            return e.exitCode === 0 ? 0 : 2;
+        if (e instanceof errors/* InputError */.d) {
+            io.stderr(`probegate: ${e.message}\n`);
+            return 2;
+        }
+        io.stderr(`probegate: internal error: ${e.stack ?? e}\n`);
+        return 3;
+    }
+}
+
+
+/***/ }),
+
+/***/ 5037:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   _k: () => (/* binding */ mapConcurrent),
+/* harmony export */   w6: () => (/* binding */ poolFromFlags)
+/* harmony export */ });
+/* unused harmony exports parseGpus, parseCores */
+/* harmony import */ var _core_packing_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(3448);
+/* harmony import */ var _engine_errors_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7679);
+/* harmony import */ var _engine_host_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6022);
+/* harmony import */ var _engine_jobs_job_pool_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(3956);
+
+
+
+
+/** `--gpus all | none | 0,1` → the indices asked for (undefined: all). */
+function parseGpus(value) {
+    if (value === undefined || value === "all")
+        return undefined;
+    if (value === "none")
+        return [];
+    const list = (0,_core_packing_js__WEBPACK_IMPORTED_MODULE_3__/* .parseIdList */ .hG)(value);
+    if (!list)
+        throw new _engine_errors_js__WEBPACK_IMPORTED_MODULE_0__/* .InputError */ .d(`--gpus: expected 'all', 'none' or indices like 0,1 or 0-3 — got '${value}'.`, { field: "--gpus" });
+    return list;
+}
+/** `--cores 8` (the first 8 this process may use) or `--cores 0-7` (those ids). */
+function parseCores(value, available) {
+    if (value === undefined)
+        return [...available];
+    if (/^\d+$/.test(value)) {
+        const n = Number(value);
+        if (n < 1 || n > available.length)
+            throw new _engine_errors_js__WEBPACK_IMPORTED_MODULE_0__/* .InputError */ .d(`--cores: expected 1 to ${available.length} (the cores this process may use), got '${value}'.`, { field: "--cores" });
+        return available.slice(0, n);
+    }
+    const ids = (0,_core_packing_js__WEBPACK_IMPORTED_MODULE_3__/* .parseIdList */ .hG)(value);
+    const missing = ids?.filter((i) => !available.includes(i)) ?? [];
+    if (!ids || missing.length) {
+        throw new _engine_errors_js__WEBPACK_IMPORTED_MODULE_0__/* .InputError */ .d(`--cores: expected a count or ids like 0-7 among this process's cores (${available.length ? `${available[0]}-${available[available.length - 1]}` : "none"}), got '${value}'${missing.length ? `; ${missing.join(", ")} not available` : ""}.`, { field: "--cores" });
+    }
+    return ids;
+}
+/**
+ * The runner's job pool from `--gpus`, `--cores` and `--jobs`, and how many evaluations to keep in
+ * progress at once: `--jobs` when given (then also the most jobs running at once), else half the
+ * cores (a job of two ranks per two cores), between 1 and 16.
+ */
+async function poolFromFlags(flags) {
+    const wanted = parseGpus(flags.gpus);
+    const present = (await (0,_engine_host_js__WEBPACK_IMPORTED_MODULE_1__/* .detectGpus */ .RK)()).map((g) => g.index);
+    const absent = (wanted ?? []).filter((g) => !present.includes(g));
+    if (absent.length)
+        throw new _engine_errors_js__WEBPACK_IMPORTED_MODULE_0__/* .InputError */ .d(`--gpus: GPU ${absent.join(", ")} is not on this runner (nvidia-smi lists ${present.length ? present.join(", ") : "none"}).`, { field: "--gpus" });
+    const cores = parseCores(flags.cores, (0,_engine_host_js__WEBPACK_IMPORTED_MODULE_1__/* .availableCpus */ .d5)());
+    let jobs;
+    if (flags.jobs !== undefined) {
+        jobs = Number(flags.jobs);
+        if (!Number.isInteger(jobs) || jobs < 1)
+            throw new _engine_errors_js__WEBPACK_IMPORTED_MODULE_0__/* .InputError */ .d(`--jobs: expected a whole number ≥ 1, got '${flags.jobs}'.`, { field: "--jobs" });
+    }
+    const pool = await _engine_jobs_job_pool_js__WEBPACK_IMPORTED_MODULE_2__/* .JobPool */ .I.create({ gpus: wanted ?? present, cores, maxJobs: jobs });
+    return { pool, evaluations: jobs ?? Math.min(16, Math.max(1, Math.floor(cores.length / 2))) };
+}
+/** Runs `fn` over `items`, at most `limit` at once; results in the items' order. */
+async function mapConcurrent(items, limit, fn) {
+    const out = new Array(items.length);
+    let next = 0;
+    const worker = async () => {
+        while (next < items.length) {
+            const i = next++;
+            out[i] = await fn(items[i], i);
+        }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+    return out;
+}
+
+
+/***/ }),
+
+/***/ 7807:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   jz: () => (/* binding */ AppConfigSchema),
+/* harmony export */   kZ: () => (/* binding */ pathMatcher)
+/* harmony export */ });
+/* unused harmony exports AgentsConfigSchema, RouteSchema, EvaluatorSchema, RerunsSchema, BudgetSchema, AGENT_DETAIL, FeedbackSchema, AllowUnsandboxedSchema, RunnersSchema, bodyMarkers, routeTasks */
+/* harmony import */ var picomatch__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(4006);
+/* harmony import */ var picomatch__WEBPACK_IMPORTED_MODULE_2___default = /*#__PURE__*/__nccwpck_require__.n(picomatch__WEBPACK_IMPORTED_MODULE_2__);
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(2311);
+/* harmony import */ var _task_spec_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6356);
+
+
+
+const id = zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().regex(_task_spec_js__WEBPACK_IMPORTED_MODULE_0__/* .ID_PATTERN */ .pw, "lower-case letters, digits, '.', '_' and '-'");
+const agentName = zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().trim().min(1, "an agent name, e.g. codex");
+const nameMap = (what) => zod__WEBPACK_IMPORTED_MODULE_1__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().trim().min(1), agentName).default({}).describe(`${what} → agent name`);
+const AgentsConfigSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    defaults: zod__WEBPACK_IMPORTED_MODULE_1__/* .boolean */ .zMY().default(true).describe("whether the built-in agent logins, co-authors and branch prefixes apply"),
+    authors: nameMap("PR author login (e.g. my-agent[bot])"),
+    coAuthors: nameMap("Co-authored-by e-mail address (or name, for trailers without one)"),
+    branchPrefixes: nameMap("head-branch prefix (e.g. aider/)"),
+    labels: nameMap("PR label"),
+});
+const RouteSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    task: id.optional().describe("the task this route evaluates"),
+    suite: id.optional().describe("the probe suite this route evaluates"),
+    labels: zod__WEBPACK_IMPORTED_MODULE_1__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1)).default([]).describe("any of these labels on the PR selects the route"),
+    paths: zod__WEBPACK_IMPORTED_MODULE_1__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1)).default([]).describe("globs (picomatch) of changed files; a file matching any glob and no !-glob selects the route"),
+    marker: zod__WEBPACK_IMPORTED_MODULE_1__/* .boolean */ .zMY()
+        .default(false)
+        .describe("whether a PR-body line `probegate-task: <task>` (or `probegate-suite: <suite>`) selects the route"),
+    gpus: zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig()
+        .int()
+        .min(0)
+        .max(64)
+        .optional()
+        .describe("GPUs the target needs, for choosing a runner from `runners`; default: the `gpus` of tasks/<task>/task.yml in the evaluator repository"),
+})
+    .superRefine((r, ctx) => {
+    if ((r.task === undefined) === (r.suite === undefined)) {
+        ctx.addIssue({ code: "custom", message: "a route names exactly one of 'task' or 'suite'", path: r.task === undefined ? [] : ["suite"] });
+    }
+    if (r.labels.length === 0 && r.paths.length === 0 && !r.marker) {
+        ctx.addIssue({ code: "custom", message: "a route needs 'labels', 'paths' or 'marker: true', or it never matches", path: [] });
+    }
+});
+const EvaluatorSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    repository: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().regex(/^[A-Za-z0-9-]+\/[A-Za-z0-9._-]+$/, "owner/name of the repository holding the evaluator workflow"),
+    workflow: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1).describe("workflow file name (e.g. evaluate.yml) or id"),
+    ref: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1).default("main").describe("branch or tag to dispatch the workflow on"),
+    timeoutMinutes: zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig().positive().max(24 * 60).default(120).describe("an evaluation not finished after this long is timed out"),
+    tasksPath: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().min(1).default("tasks").describe("folder of the evaluator repository holding <task>/task.yml, read for a task's GPU count when `runners` is set"),
+});
+const RERUN_DEFAULTS = { perPrPerHour: 3, allowAgent: false };
+const RerunsSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    perPrPerHour: zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig().int().min(0).max(100).default(RERUN_DEFAULTS.perPrPerHour).describe("accepted reruns per PR in any hour; 0 turns reruns off"),
+    allowAgent: zod__WEBPACK_IMPORTED_MODULE_1__/* .boolean */ .zMY().default(RERUN_DEFAULTS.allowAgent).describe("whether the agent that wrote the PR may ask for reruns of it"),
+});
+const BUDGET_DEFAULTS = { perPrPerHour: 4 };
+const BudgetSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    perPrPerHour: zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig()
+        .int()
+        .min(1, "must be at least 1 (a PR must be evaluated at some point)")
+        .max(1000)
+        .default(BUDGET_DEFAULTS.perPrPerHour)
+        .describe("PR heads evaluated per PR in any rolling hour; a push beyond it is evaluated when the window frees up (repeated pushes are an oracle on the hidden probes)"),
+});
+const AGENT_DETAIL = ["categories", "full"];
+const FEEDBACK_DEFAULTS = { agentDetail: "categories" };
+const FeedbackSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    agentDetail: zod__WEBPACK_IMPORTED_MODULE_1__/* ["enum"] */ .k5n(AGENT_DETAIL)
+        .default(FEEDBACK_DEFAULTS.agentDetail)
+        .describe("what the check run of an agent-authored PR shows of the hidden probes: `categories` (counts per category, no probe ids, messages or locations) or `full`; maintainers always see the full messages in the evaluator run and the store"),
+});
+const AllowUnsandboxedSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    reason: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP()
+        .trim()
+        .min(10, "say why this repository accepts results made without the sandbox (at least 10 characters); it is shown at the top of every such check run"),
+});
+/** `runners:` keys are GPU counts; YAML reads `2:` as the number 2, which an object keeps as the key "2". */
+const RunnersSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().regex(/^\d+$/, "a GPU count (a whole number), e.g. 2"), zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().trim().min(1, "a runner label or ARC scale-set name"))
+    .refine((m) => Object.keys(m).length > 0, "name at least one runner, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`");
+/** `.github/probegate.yml` in the watched repository, read from its default branch. */
+const AppConfigSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    enabled: zod__WEBPACK_IMPORTED_MODULE_1__/* .boolean */ .zMY().default(true),
+    agents: AgentsConfigSchema.default({ defaults: true, authors: {}, coAuthors: {}, branchPrefixes: {}, labels: {} }),
+    routes: zod__WEBPACK_IMPORTED_MODULE_1__/* .array */ .YOg(RouteSchema).default([]).describe("which task or probe suite a PR is evaluated against"),
+    evaluator: EvaluatorSchema.optional().describe("where evaluations run; without it the app's default evaluator is used"),
+    reruns: RerunsSchema.default(RERUN_DEFAULTS),
+    gate: zod__WEBPACK_IMPORTED_MODULE_1__/* .boolean */ .zMY()
+        .default(false)
+        .describe("post one 'probegate / gate' check run on every PR head (passing when no evaluation is needed or all resolved), to make required in branch protection"),
+    budget: BudgetSchema.default(BUDGET_DEFAULTS),
+    feedback: FeedbackSchema.default(FEEDBACK_DEFAULTS),
+    allowUnsandboxed: AllowUnsandboxedSchema.optional().describe("accept results whose submission ran without the sandbox (it ran as the user holding the signing key, so it could have forged its result); without this, such a result is refused"),
+    runners: RunnersSchema.optional().describe("GPU count → runner label or ARC scale-set name, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`; each evaluation is dispatched with the smallest that fits (the evaluator workflow's `runner` input)"),
+})
+    .describe("probegate app config (.github/probegate.yml)");
+const MARKER = /^\s*(?:<!--\s*)?probegate-(task|suite)\s*:\s*([^\s>]+?)\s*(?:-->)?\s*$/i;
+/** The `probegate-task: <id>` / `probegate-suite: <id>` lines of a PR body (also inside `<!-- -->`), each once. */
+function bodyMarkers(body) {
+    const out = [];
+    for (const line of (body ?? "").split(/\r?\n/)) {
+        const m = MARKER.exec(line);
+        if (m?.[1] && m[2] && !out.some((o) => o.kind === m[1]?.toLowerCase() && o.id === m[2]))
+            out.push({ kind: m[1].toLowerCase(), id: m[2], text: `probegate-${m[1].toLowerCase()}: ${m[2]}` });
+    }
+    return out;
+}
+/**
+ * A test of one changed path against a route's globs: it matches when any plain glob matches and
+ * no `!`-glob does (picomatch alone would treat `!docs/**` as "anything outside docs").
+ */
+function pathMatcher(globs) {
+    const positive = globs.filter((g) => !g.startsWith("!"));
+    const negative = globs.filter((g) => g.startsWith("!")).map((g) => g.slice(1));
+    const yes = positive.length ? picomatch__WEBPACK_IMPORTED_MODULE_2___default()(positive, { dot: true }) : () => false;
+    const no = negative.length ? picomatch__WEBPACK_IMPORTED_MODULE_2___default()(negative, { dot: true }) : () => false;
+    return (path) => yes(path) && !no(path);
+}
+/**
+ * Which tasks or probe suites this PR maps to, and why. Only routes in the config can be chosen:
+ * a PR-body marker selects a route that allows markers and never names a task on its own, so the
+ * PR cannot pick what it is judged by. Targets come out in config order, each once, with the
+ * reasons of every route that chose it.
+ */
+function routeTasks(pr, config) {
+    const targets = new Map();
+    const markers = bodyMarkers(pr.body);
+    const usedMarkers = new Set();
+    const labels = new Set(pr.labels.map((l) => l.trim().toLowerCase()));
+    for (const route of config.routes) {
+        const kind = route.task !== undefined ? "task" : "suite";
+        const targetId = route.task ?? route.suite ?? "";
+        const why = [];
+        for (const label of route.labels)
+            if (labels.has(label.trim().toLowerCase()))
+                why.push(`label "${label}"`);
+        if (route.paths.length > 0) {
+            const isMatch = pathMatcher(route.paths);
+            const hit = pr.changedPaths.find((p) => isMatch(p));
+            if (hit !== undefined)
+                why.push(`changed file "${hit}" matches ${route.paths.map((g) => `"${g}"`).join(", ")}`);
+        }
+        if (route.marker) {
+            for (const m of markers) {
+                if (m.kind === kind && m.id === targetId) {
+                    why.push(`"${m.text}" in the PR body`);
+                    usedMarkers.add(m.text);
+                }
+            }
+        }
+        if (why.length === 0)
+            continue;
+        const key = `${kind}:${targetId}`;
+        const seen = targets.get(key);
+        if (seen) {
+            seen.why.push(...why.filter((w) => !seen.why.includes(w)));
+            if (route.gpus !== undefined)
+                seen.gpus = Math.max(seen.gpus ?? 0, route.gpus);
+        }
+        else
+            targets.set(key, { kind, id: targetId, why, ...(route.gpus !== undefined ? { gpus: route.gpus } : {}) });
+    }
+    const ignoredMarkers = markers
+        .filter((m) => !usedMarkers.has(m.text))
+        .map((m) => {
+        const known = config.routes.some((r) => (m.kind === "task" ? r.task : r.suite) === m.id);
+        return {
+            marker: m.text,
+            reason: known
+                ? `no route for ${m.kind} "${m.id}" has 'marker: true' in .github/probegate.yml`
+                : `no route in .github/probegate.yml names ${m.kind} "${m.id}"`,
+        };
+    });
+    return { targets: [...targets.values()], ignoredMarkers };
+}
+
+
+/***/ }),
+
+/***/ 6824:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  Jt: () => (/* binding */ SUMMARY_LIMIT),
+  Hn: () => (/* binding */ cell),
+  H1: () => (/* binding */ conclusionFor),
+  Hp: () => (/* binding */ renderAnnotations),
+  kL: () => (/* binding */ renderCheckRun),
+  SL: () => (/* binding */ renderMemoryOfRecord),
+  Br: () => (/* binding */ renderSummary),
+  zF: () => (/* binding */ renderTitle)
+});
+
+// UNUSED EXPORTS: ANNOTATIONS_PER_REQUEST, CATEGORIES_ONLY_NOTE, batchAnnotations, categoryTable
+
+// EXTERNAL MODULE: ./src/core/probe-check.ts
+var probe_check = __nccwpck_require__(6448);
 // EXTERNAL MODULE: ./src/core/packing.ts
 var packing = __nccwpck_require__(3448);
-;// CONCATENATED MODULE: ./src/core/probe-outcome.ts
+;// CONCATENATED MODULE: ./src/core/job-timeline.ts
+
+/**
+ * A small timeline of an evaluation's jobs for the summary: one row per job with its slice and a
+ * bar over the evaluation's time, so a reader sees what ran side by side and what waited.
+ */
+function renderTimeline(jobs, width = 32) {
+    if (jobs.length === 0)
+        return [];
+    const start = Math.min(...jobs.map((j) => j.startS));
+    const end = Math.max(...jobs.map((j) => j.endS));
+    const span = Math.max(end - start, 1e-9);
+    const rows = ["#### Jobs on the runner", "", "| Job | GPUs | Cores | Port | Timeline | Start–end (s) |", "|---|---|---|---:|---|---:|"];
+    for (const j of [...jobs].sort((a, b) => a.startS - b.startS || a.id.localeCompare(b.id))) {
+        const from = Math.min(width - 1, Math.floor(((j.startS - start) / span) * width));
+        const to = Math.max(from + 1, Math.round(((j.endS - start) / span) * width));
+        const bar = `${"·".repeat(from)}${"█".repeat(to - from)}${"·".repeat(Math.max(0, width - to))}`;
+        const flags = [j.timing ? "timing" : null, j.exclusive ? "alone" : null].filter(Boolean).join(", ");
+        rows.push(`| \`${j.id}\`${flags ? ` (${flags})` : ""} | ${j.gpus.length ? (0,packing/* formatIdList */.xD)(j.gpus) : "–"} | ${j.cores.length ? (0,packing/* formatIdList */.xD)(j.cores) : "shared"} | ${j.port} | \`${bar}\` | ${j.startS.toFixed(1)}–${j.endS.toFixed(1)} |`);
+    }
+    rows.push("");
+    return rows;
+}
+
+// EXTERNAL MODULE: ./src/core/sizes.ts
+var sizes = __nccwpck_require__(9013);
+;// CONCATENATED MODULE: ./src/core/check-run-render.ts
+
+
+
+/** GitHub's limits on a check run's output (Checks API). */
+const SUMMARY_LIMIT = 65535;
+const ANNOTATIONS_PER_REQUEST = 50;
+const ANNOTATION_MESSAGE_LIMIT = 4000;
+const TABLE_CELL_LIMIT = 300;
+const VERDICT_ICON = {
+    resolved: "✅",
+    "official-failed": "❌",
+    "probe-rejected": "🚩",
+    error: "⚠️",
+};
+const VERDICT_LABEL = {
+    resolved: "Resolved",
+    "official-failed": "Official tests failed",
+    "probe-rejected": "Rejected by hidden probes",
+    error: "Evaluation error",
+};
+/** resolved → success; a rejection → failure; a harness error → neutral (the submission was not judged). */
+function conclusionFor(verdict) {
+    if (verdict === "resolved")
+        return "success";
+    if (verdict === "error")
+        return "neutral";
+    return "failure";
+}
+/** The check run's title, e.g. "Passes official tests, fails 3 of 17 hidden probes". */
+function renderTitle(result) {
+    const probes = result.probes.length;
+    const failed = result.probes.filter((p) => p.status === "failed").length;
+    const o = result.official;
+    switch (result.verdict) {
+        case "resolved":
+            return `Passes official tests and all ${probes} hidden probes`;
+        case "probe-rejected":
+            return `Passes official tests, fails ${failed} of ${probes} hidden probes`;
+        case "official-failed": {
+            if (o?.limit)
+                return `Official tests stopped: ${o.limit} limit exceeded`;
+            const bad = (o?.counts.failed ?? 0) + (o?.counts.errors ?? 0);
+            return bad > 0 ? `Fails ${bad} of ${o?.counts.total ?? 0} official tests` : `Official tests did not pass: ${o?.reason ?? "unknown"}`;
+        }
+        case "error":
+            return truncate(`Evaluation error: ${result.error?.message ?? result.reason}`, 200);
+    }
+}
+function truncate(text, max) {
+    return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+/** Makes free text safe inside one markdown table cell. */
+function cell(text, max = TABLE_CELL_LIMIT) {
+    return truncate(text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|"), max);
+}
+function where(p) {
+    if (!p.location)
+        return "";
+    return `\`${p.location.path}${p.location.line ? `:${p.location.line}` : ""}\``;
+}
+/** Counts of checks per category and status, in the fixed category order. */
+function categoryTable(probes) {
+    return probe_check/* CATEGORIES */.R6.map((category) => {
+        const of = probes.filter((p) => p.category === category);
+        const n = (s) => of.filter((p) => p.status === s).length;
+        return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
+    }).filter((r) => r.passed + r.failed + r.error + r.skipped > 0);
+}
+/**
+ * Peak memory measured outside the submission's processes: the official run's host memory (its
+ * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
+ */
+function renderMemoryOfRecord(result) {
+    const parts = [];
+    const o = result.official;
+    if (o?.peakMemoryBytes != null)
+        parts.push(`host ${(0,sizes/* formatBytes */.z3)(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
+    const g = result.gpuMemory;
+    if (g) {
+        const phases = [g.official && `${(0,sizes/* formatBytes */.z3)(g.official.peakBytes)} in official tests`, g.probes && `${(0,sizes/* formatBytes */.z3)(g.probes.peakBytes)} in probes`].filter(Boolean);
+        parts.push(`GPU ${phases.join(", ")} (nvidia-smi, GPU ${g.gpus.join(",")})`);
+    }
+    return parts.length ? parts.join(" · ") : null;
+}
+function officialLine(result) {
+    const o = result.official;
+    if (!o)
+        return "not run";
+    const c = o.counts;
+    const icon = o.passed ? "✅" : "❌";
+    const parts = [`${c.passed} passed`];
+    if (c.failed)
+        parts.push(`${c.failed} failed`);
+    if (c.errors)
+        parts.push(`${c.errors} errors`);
+    if (c.skipped)
+        parts.push(`${c.skipped} skipped`);
+    const why = !o.passed && o.reason ? ` — ${o.reason}` : "";
+    return `${icon} ${parts.join(", ")} (${(0,sizes/* formatSeconds */.Xo)(o.durationS)})${why}`;
+}
+/** The note that replaces the failed checks' rows when only categories are shown. */
+const CATEGORIES_ONLY_NOTE = "> 🔒 Hidden-probe details are withheld from agent-authored pull requests (`feedback.agentDetail: categories` in .github/probegate.yml): only the category of each failed check is shown. Maintainers see the full messages in the evaluator run.";
+/**
+ * The markdown summary: verdict, facts table, probes by category, then the failing rows.
+ * Rows are dropped from the end, with a note, so the summary never exceeds GitHub's limit.
+ */
+function renderSummary(result, limit = SUMMARY_LIMIT, detail = "full") {
+    const head = [];
+    head.push(`### ${VERDICT_ICON[result.verdict]} ${VERDICT_LABEL[result.verdict]} — ${result.reason}`, "");
+    const sub = result.submission;
+    const subject = sub.repo ? `${sub.repo}@${(sub.sha ?? sub.ref ?? "").slice(0, 12)}` : sub.source;
+    head.push("| | |", "|---|---|");
+    head.push(`| Task | \`${result.task.id}\` — ${cell(result.task.title)} |`);
+    head.push(`| Submission | \`${cell(subject)}\` |`);
+    head.push(`| Official tests | ${cell(officialLine(result))} |`);
+    const tally = categoryTable(result.probes).reduce((a, r) => ({ p: a.p + r.passed, f: a.f + r.failed, e: a.e + r.error, s: a.s + r.skipped }), { p: 0, f: 0, e: 0, s: 0 });
+    const probeLine = result.probes.length
+        ? [`${tally.p} passed`, tally.f && `${tally.f} failed`, tally.e && `${tally.e} error`, tally.s && `${tally.s} skipped`].filter(Boolean).join(" · ")
+        : "not run";
+    head.push(`| Hidden probes | ${probeLine} |`);
+    const source = result.probeSetVersion;
+    const commits = [source?.evaluatorCommit && `evaluator \`${source.evaluatorCommit.slice(0, 12)}\``, source?.probesCommit && `probes \`${source.probesCommit.slice(0, 12)}\``].filter(Boolean);
+    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\`${commits.length ? ` (${commits.join(", ")})` : ""} |`);
+    const env = result.environment;
+    const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
+    head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
+    head.push(`| Time | ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
+    const memory = renderMemoryOfRecord(result);
+    if (memory)
+        head.push(`| Memory of record | ${memory} |`);
+    head.push("");
+    const cats = categoryTable(result.probes);
+    if (cats.length) {
+        head.push("#### Hidden probes by category", "", "| Category | Passed | Failed | Error | Skipped |", "|---|---:|---:|---:|---:|");
+        for (const r of cats)
+            head.push(`| ${r.category} | ${r.passed} | ${r.failed} | ${r.error} | ${r.skipped} |`);
+        head.push("");
+    }
+    const rows = [];
+    const bad = result.probes.filter((p) => p.status === "failed" || p.status === "error");
+    if (bad.length && detail === "categories")
+        rows.push(CATEGORIES_ONLY_NOTE, "");
+    else if (bad.length) {
+        rows.push("#### Probes that did not pass", "", "| Probe | Category | Status | Where | What was found |", "|---|---|---|---|---|");
+        for (const p of bad)
+            rows.push(`| \`${p.id}\` | ${p.category} | ${p.status} | ${where(p)} | ${cell(p.message)} |`);
+        rows.push("");
+    }
+    const failing = result.official?.failing ?? [];
+    if (failing.length) {
+        rows.push("#### Official tests that failed", "", "| Test | Where | Message |", "|---|---|---|");
+        for (const t of failing) {
+            const at = t.file ? `\`${t.file}${t.line ? `:${t.line}` : ""}\`` : "";
+            rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${at} | ${cell(t.message)} |`);
+        }
+        rows.push("");
+    }
+    const atBase = result.official?.failingAtBase ?? [];
+    if (atBase.length) {
+        rows.push("#### Failing at the base too (not this PR's)", "", "| Test | Message at the head |", "|---|---|");
+        for (const t of atBase)
+            rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${cell(t.message)} |`);
+        rows.push("");
+    }
+    rows.push(...renderTimeline(result.jobs ?? []));
+    if (result.workspaceResets.length) {
+        rows.push("#### Changes to the judge that were undone", "", "| Path | Action | Why |", "|---|---|---|");
+        for (const r of result.workspaceResets)
+            rows.push(`| \`${cell(r.path)}\` | ${r.action} | ${cell(r.why)} |`);
+        rows.push("");
+    }
+    return fitToLimit(head.join("\n"), rows, limit);
+}
+function fitToLimit(head, rows, limit) {
+    const full = [head, ...rows].join("\n");
+    if (full.length <= limit)
+        return full;
+    const kept = [];
+    let size = head.length;
+    const noteRoom = 200;
+    for (const row of rows) {
+        if (size + row.length + 1 + noteRoom > limit)
+            break;
+        kept.push(row);
+        size += row.length + 1;
+    }
+    const dropped = rows.length - kept.length;
+    const note = `\n> ✂️ ${dropped} more rows left out: a check-run summary holds at most ${limit.toLocaleString("en-US")} characters. The full result is in the evaluation's result JSON.`;
+    return [head, ...kept].join("\n").slice(0, limit - note.length) + note;
+}
+/**
+ * Annotations on the submission's code: failed probes (failure), probe errors (warning), failing
+ * official tests (failure), and undone edits to the judge (notice). Checks without a location
+ * appear only in the summary, since GitHub requires a path.
+ */
+function renderAnnotations(result, detail = "full") {
+    const out = [];
+    for (const p of detail === "full" ? result.probes : []) {
+        if (!p.location || (p.status !== "failed" && p.status !== "error"))
+            continue;
+        const line = p.location.line ?? 1;
+        out.push({
+            path: p.location.path,
+            start_line: line,
+            end_line: line,
+            annotation_level: p.status === "failed" ? "failure" : "warning",
+            title: truncate(`${p.category} probe ${p.status}: ${p.id}`, 255),
+            message: truncate(p.message || `hidden ${p.category} probe ${p.status}`, ANNOTATION_MESSAGE_LIMIT),
+        });
+    }
+    for (const t of result.official?.failing ?? []) {
+        if (!t.file)
+            continue;
+        const line = t.line ?? 1;
+        out.push({
+            path: t.file,
+            start_line: line,
+            end_line: line,
+            annotation_level: "failure",
+            title: truncate(`official test ${t.kind}: ${t.name}`, 255),
+            message: truncate(t.message || "the test failed", ANNOTATION_MESSAGE_LIMIT),
+        });
+    }
+    for (const r of result.workspaceResets) {
+        out.push({ path: r.path, start_line: 1, end_line: 1, annotation_level: "notice", title: `judge file ${r.action}`, message: r.why });
+    }
+    return out;
+}
+/** Splits annotations into the batches the Checks API accepts per request. */
+function batchAnnotations(annotations, size = ANNOTATIONS_PER_REQUEST) {
+    if (size < 1)
+        throw new RangeError("batch size must be at least 1");
+    const batches = [];
+    for (let i = 0; i < annotations.length; i += size)
+        batches.push(annotations.slice(i, i + size));
+    return batches;
+}
+/**
+ * Everything a check run shows, from one result: the CLI, the Action and the app all call this.
+ * `detail: categories` leaves out the hidden checks' ids, locations and messages.
+ */
+function renderCheckRun(result, detail = "full") {
+    return {
+        conclusion: conclusionFor(result.verdict),
+        title: renderTitle(result),
+        summary: renderSummary(result, SUMMARY_LIMIT, detail),
+        annotations: renderAnnotations(result, detail),
+    };
+}
+
+
+/***/ }),
+
+/***/ 3448:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   $p: () => (/* binding */ pickStarts),
+/* harmony export */   BG: () => (/* binding */ unfitJobs),
+/* harmony export */   F3: () => (/* binding */ nextPort),
+/* harmony export */   hG: () => (/* binding */ parseIdList),
+/* harmony export */   xD: () => (/* binding */ formatIdList)
+/* harmony export */ });
+/* unused harmony exports ffdOrder, makespanLowerBound, TORCH_DEFAULT_PORT */
+/**
+ * Which jobs start now, on which GPUs and cores: the packing decision of one runner, pure so every
+ * rule is tested directly. The engine's job pool (src/engine/jobs/job-pool.ts) calls it whenever a job
+ * is queued or resources come back, and does the waiting, pinning and port checks itself.
+ */
+/** First-fit-decreasing order: most GPUs first, then most cores, then first come. */
+function ffdOrder(waiting) {
+    return [...waiting].sort((a, b) => b.gpus - a.gpus || b.cores - a.cores || a.seq - b.seq);
+}
+/**
+ * The jobs to start now, each on the lowest-numbered free GPUs and cores it needs. Jobs are tried
+ * in first-fit-decreasing order and a job that does not fit lets smaller ones past; one that has
+ * been passed over `patience` times holds the runner instead (nothing behind it starts) so a large
+ * or exclusive job is not starved by a stream of small ones. An exclusive job starts only on an
+ * idle runner, and nothing starts beside it. `passed` names the jobs that were passed over.
+ */
+function pickStarts(waiting, free, running, patience) {
+    const starts = [];
+    if (running.some((r) => r.exclusive))
+        return { starts, passed: [] };
+    let gpus = [...free.gpus].sort((a, b) => a - b);
+    let cores = [...free.cores].sort((a, b) => a - b);
+    let slots = free.slots;
+    // Skipped jobs so far; each becomes "passed over" once a job after it in the order starts.
+    let skipped = [];
+    const passed = [];
+    for (const job of ffdOrder(waiting)) {
+        const busy = running.length + starts.length > 0;
+        const fits = slots > 0 && job.gpus <= gpus.length && job.cores <= cores.length && !(job.exclusive && busy);
+        if (fits) {
+            starts.push({ id: job.id, gpus: gpus.slice(0, job.gpus), cores: cores.slice(0, job.cores) });
+            gpus = gpus.slice(job.gpus);
+            cores = cores.slice(job.cores);
+            slots -= 1;
+            passed.push(...skipped);
+            skipped = [];
+            if (job.exclusive)
+                break;
+            continue;
+        }
+        skipped.push(job.id);
+        if (job.passedOver >= patience)
+            break;
+    }
+    return { starts, passed };
+}
+/**
+ * Jobs that can never run on this runner (more GPUs or cores than it has), as one sentence each:
+ * checked before anything runs, so an evaluation fails at once instead of waiting forever.
+ */
+function unfitJobs(demands, shape) {
+    const out = [];
+    for (const d of demands) {
+        if (d.gpus > shape.gpus)
+            out.push(`${d.id} needs ${d.gpus} GPU${d.gpus === 1 ? "" : "s"}, the runner has ${shape.gpus}`);
+        else if (d.cores > shape.cores)
+            out.push(`${d.id} needs ${d.cores} cores, the runner has ${shape.cores}`);
+    }
+    return out;
+}
+/**
+ * The shortest any packing can take: max(longest job, Σ units·time / capacity), units being GPUs
+ * on a GPU runner and cores on a CPU one (PROBES.md). Zero-unit jobs count only through the first term.
+ */
+function makespanLowerBound(jobs, capacity) {
+    if (jobs.length === 0)
+        return 0;
+    const longest = Math.max(...jobs.map((j) => j.seconds));
+    const area = jobs.reduce((s, j) => s + j.units * j.seconds, 0);
+    return Math.max(longest, capacity > 0 ? area / capacity : 0);
+}
+/** torch's default rendezvous port: never handed out, whatever else on the machine may assume it. */
+const TORCH_DEFAULT_PORT = 29500;
+/**
+ * The next rendezvous port after `last` in [from, to], skipping those in use and torch's default.
+ * Ports rotate rather than restart at `from`, so a port is reused as late as possible (a socket
+ * of the job before may still be in TIME_WAIT). Null when every port of the range is taken.
+ */
+function nextPort(inUse, last, range) {
+    const size = range.to - range.from + 1;
+    for (let i = 1; i <= size; i += 1) {
+        const p = range.from + ((((last - range.from + i) % size) + size) % size);
+        if (p !== TORCH_DEFAULT_PORT && !inUse.has(p))
+            return p;
+    }
+    return null;
+}
+/** "0-3,6": a compact list of ids, as taskset and Cpus_allowed_list write them. */
+function formatIdList(ids) {
+    const sorted = [...ids].sort((a, b) => a - b);
+    const parts = [];
+    for (let i = 0; i < sorted.length;) {
+        let j = i;
+        while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1)
+            j += 1;
+        parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
+        i = j + 1;
+    }
+    return parts.join(",");
+}
+/** Parses "0-3,6" (Cpus_allowed_list, `--cores 0-7`); null for anything else. */
+function parseIdList(text) {
+    const ids = [];
+    for (const part of text.trim().split(",")) {
+        const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
+        if (!m)
+            return null;
+        const a = Number(m[1]);
+        const b = m[2] === undefined ? a : Number(m[2]);
+        if (b < a)
+            return null;
+        for (let i = a; i <= b; i += 1)
+            ids.push(i);
+    }
+    return [...new Set(ids)].sort((x, y) => x - y);
+}
+
+
+/***/ }),
+
+/***/ 6448:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   R6: () => (/* binding */ CATEGORIES),
+/* harmony export */   TH: () => (/* binding */ LocationSchema),
+/* harmony export */   Ue: () => (/* binding */ CategorySchema),
+/* harmony export */   mK: () => (/* binding */ ProbeLineSchema),
+/* harmony export */   oK: () => (/* binding */ CheckStatusSchema),
+/* harmony export */   wG: () => (/* binding */ MeasuredSchema)
+/* harmony export */ });
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(2311);
+/* harmony import */ var _task_spec_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6356);
+
+
+const CATEGORIES = ["structure", "state", "functional", "memory", "time", "traffic"];
+const CategorySchema = zod__WEBPACK_IMPORTED_MODULE_1__/* ["enum"] */ .k5n(CATEGORIES);
+const CheckStatusSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* ["enum"] */ .k5n(["passed", "failed", "error", "skipped"]);
+/** Where in the submission a flaw is; paths are relative to the submission's root. */
+const LocationSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    path: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP()
+        .min(1)
+        .max(1024)
+        .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the submission, without '..'"),
+    line: zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig().int().min(1).optional(),
+});
+/** Figures a probe measured: bytes, seconds, ratios, small facts. */
+const MeasuredSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(128), zod__WEBPACK_IMPORTED_MODULE_1__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_1__/* .boolean */ .zMY(), zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(256)]));
+/** One line of a probe's `$PROBEGATE_RESULTS` file (docs/task-format.md, "The probe protocol"). */
+const ProbeLineSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
+    id: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(128).regex(_task_spec_js__WEBPACK_IMPORTED_MODULE_0__/* .ID_PATTERN */ .pw, "lower-case letters, digits, '.', '_' and '-'"),
+    category: CategorySchema,
+    status: CheckStatusSchema,
+    message: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(4000).default(""),
+    location: LocationSchema.nullish(),
+    measured: MeasuredSchema.nullish(),
+    /** Ids of the task's requirements (task.yml `requirements`) this check covers. */
+    requirements: zod__WEBPACK_IMPORTED_MODULE_1__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(128).regex(_task_spec_js__WEBPACK_IMPORTED_MODULE_0__/* .ID_PATTERN */ .pw, "lower-case letters, digits, '.', '_' and '-'")).max(64).optional(),
+});
+
+
+/***/ }),
+
+/***/ 6151:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Nk: () => (/* binding */ checksFromRun),
+/* harmony export */   WM: () => (/* binding */ failedTimeChecks),
+/* harmony export */   cE: () => (/* binding */ categoryFromName),
+/* harmony export */   gy: () => (/* binding */ needsAnotherRun),
+/* harmony export */   rV: () => (/* binding */ mergeRuns)
+/* harmony export */ });
+/* harmony import */ var _probe_check_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6448);
 
 /** `probe_memory_state.py` → `memory`: the category a probe process is named for, else functional. */
 function categoryFromName(probe) {
     const words = probe.toLowerCase().split(/[^a-z]+/);
-    return probe_check/* CATEGORIES */.R6.find((c) => words.includes(c)) ?? "functional";
+    return _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .CATEGORIES */ .R6.find((c) => words.includes(c)) ?? "functional";
 }
 /**
  * A check whose id came again: the same failure from several processes stays a failure (the guard's
@@ -6854,7 +10440,7 @@ function checksFromRun(run) {
         let parsed = null;
         let problem = "";
         try {
-            const r = probe_check/* ProbeLineSchema */.mK.safeParse(JSON.parse(line));
+            const r = _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .ProbeLineSchema */ .mK.safeParse(JSON.parse(line));
             if (r.success)
                 parsed = r.data;
             else
@@ -6955,6 +10541,2323 @@ function needsAnotherRun(runs, retried) {
     });
 }
 
+
+/***/ }),
+
+/***/ 6204:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Yq: () => (/* binding */ DrawnParamsSchema),
+/* harmony export */   rx: () => (/* binding */ drawParams),
+/* harmony export */   wR: () => (/* binding */ ProbeParamsSchema)
+/* harmony export */ });
+/* unused harmony export ProbeParamSchema */
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2311);
+
+/**
+ * One parameter a task's probes draw fresh per evaluation, so a submission tuned to the sizes the
+ * examples or the prompt happen to use is still exercised elsewhere in the stated range.
+ */
+const ProbeParamSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .union */ .KCZ([
+    zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ int: zod__WEBPACK_IMPORTED_MODULE_0__/* .tuple */ .PVZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int()]).describe("[min, max], both included") }),
+    zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ float: zod__WEBPACK_IMPORTED_MODULE_0__/* .tuple */ .PVZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig()]).describe("[min, max)") }),
+    zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ choice: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY()])).min(1).describe("one of these values") }),
+]);
+const ProbeParamsSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[a-z][a-z0-9_]*$/, "parameter names are lower-case identifiers (a-z, 0-9, _)"), ProbeParamSchema)
+    .superRefine((params, ctx) => {
+    for (const [name, p] of Object.entries(params)) {
+        if ("int" in p && p.int[0] > p.int[1])
+            ctx.addIssue({ code: "custom", path: [name, "int"], message: `min ${p.int[0]} is above max ${p.int[1]}` });
+        if ("float" in p && !(p.float[0] < p.float[1]))
+            ctx.addIssue({ code: "custom", path: [name, "float"], message: `min ${p.float[0]} is not below max ${p.float[1]}` });
+    }
+});
+/** What an evaluation's probes were handed: the seed (recorded, so `--seed` reproduces it) and the values. */
+const DrawnParamsSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    seed: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0).max(0xffffffff),
+    values: zod__WEBPACK_IMPORTED_MODULE_0__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_0__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY()])),
+});
+/** mulberry32: a small, well-mixed 32-bit PRNG; the same seed gives the same stream on every machine. */
+function prng(seed) {
+    let a = seed >>> 0;
+    return () => {
+        a = (a + 0x6d2b79f5) >>> 0;
+        let t = a;
+        t = Math.imul(t ^ (t >>> 15), t | 1);
+        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+}
+/**
+ * Draws every parameter from `seed`, in name order so adding a parameter never reshuffles the
+ * others' stream position silently across names sorted before it. Pure.
+ */
+function drawParams(params, seed) {
+    const next = prng(seed);
+    const values = {};
+    for (const name of Object.keys(params).sort()) {
+        const p = params[name];
+        const u = next();
+        if ("int" in p)
+            values[name] = p.int[0] + Math.floor(u * (p.int[1] - p.int[0] + 1));
+        else if ("float" in p)
+            values[name] = p.float[0] + u * (p.float[1] - p.float[0]);
+        else
+            values[name] = p.choice[Math.floor(u * p.choice.length)];
+    }
+    return { seed: seed >>> 0, values };
+}
+
+
+/***/ }),
+
+/***/ 4670:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  xW: () => (/* binding */ signResult),
+  rP: () => (/* binding */ verifyResult)
+});
+
+// UNUSED EXPORTS: keyId, verifyResultWithKeys
+
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+;// CONCATENATED MODULE: ./src/core/canonical-json.ts
+/**
+ * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Signing hashes
+ * this form, so a result re-serialised by any JSON library verifies the same.
+ */
+function canonicalJson(value) {
+    if (value === null || typeof value !== "object") {
+        if (typeof value === "number" && !Number.isFinite(value))
+            throw new TypeError("cannot sign a non-finite number");
+        return JSON.stringify(value) ?? "null";
+    }
+    if (Array.isArray(value))
+        return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
+    const entries = Object.entries(value)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+}
+
+;// CONCATENATED MODULE: ./src/core/result-signature.ts
+
+
+// The one definition of how results are signed: the engine and the Action sign with it, the app
+// and `probegate verify` check with it. Hashing only: no I/O, no clock.
+/** Names a key without revealing it: the first 16 hex digits of its SHA-256. */
+function keyId(key) {
+    return (0,external_node_crypto_.createHash)("sha256").update(key).digest("hex").slice(0, 16);
+}
+function mac(result, key) {
+    const { signature: _unsigned, ...body } = result;
+    return (0,external_node_crypto_.createHmac)("sha256", key).update(canonicalJson(body)).digest();
+}
+/** Signs a result: HMAC-SHA256 over the canonical JSON of everything but the signature. */
+function signResult(result, key) {
+    if (!key || key.length < 16)
+        throw new RangeError("a signing key must be at least 16 bytes");
+    return { ...result, signature: { algorithm: "hmac-sha256", keyId: keyId(key), value: mac(result, key).toString("hex") } };
+}
+/** Whether a result carries a valid signature by `key`; never throws on forged input. */
+function verifyResult(result, key) {
+    const sig = result.signature;
+    if (!sig)
+        return { ok: false, why: "the result is not signed" };
+    if (sig.keyId !== keyId(key))
+        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})` };
+    const want = mac(result, key);
+    const got = Buffer.from(sig.value, "hex");
+    if (got.length !== want.length || !(0,external_node_crypto_.timingSafeEqual)(got, want))
+        return { ok: false, why: "the signature does not match the result's content" };
+    return { ok: true };
+}
+/**
+ * Whether a result carries a valid signature by any of `keys` (the current key first, then the
+ * previous ones a rotation keeps for results in flight). The key is picked by the signature's key
+ * id, so an unknown key is refused naming the ids that are accepted.
+ */
+function verifyResultWithKeys(result, keys) {
+    const sig = result.signature;
+    if (!sig)
+        return { ok: false, why: "the result is not signed" };
+    const index = keys.findIndex((k) => keyId(k) === sig.keyId);
+    if (index < 0)
+        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keys.map(keyId).join(" or ")})` };
+    const checked = verifyResult(result, keys[index]);
+    return checked.ok ? { ok: true, keyIndex: index } : checked;
+}
+
+
+/***/ }),
+
+/***/ 9294:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Ls: () => (/* binding */ OfficialSchema),
+/* harmony export */   Re: () => (/* binding */ EvaluationResultSchema),
+/* harmony export */   Uv: () => (/* binding */ readResult),
+/* harmony export */   jp: () => (/* binding */ VerdictSchema),
+/* harmony export */   tS: () => (/* binding */ RESULT_SCHEMA_VERSION)
+/* harmony export */ });
+/* unused harmony exports LimitSchema, FailingTestSchema, ProbeResultSchema, GpuPhasePeakSchema, JobRecordSchema, EnvironmentSchema, SignatureSchema */
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(2311);
+/* harmony import */ var _probe_check_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6448);
+/* harmony import */ var _probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
+
+
+
+const RESULT_SCHEMA_VERSION = 1;
+const VerdictSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["resolved", "official-failed", "probe-rejected", "error"]);
+/** A limit the submission ran into; it fails the submission (it is not a harness error). */
+const LimitSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["wall-clock", "memory", "gpu-memory", "output", "pids", "disk"]);
+const FailingTestSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    name: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    classname: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().default(""),
+    file: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    line: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().nullish(),
+    kind: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["failure", "error"]),
+    message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().default(""),
+});
+const OfficialSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    passed: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    /** Why the run did not pass, when it did not: the cross-check of exit code and report. */
+    reason: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    exitCode: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().nullable(),
+    signal: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    limit: LimitSchema.nullish(),
+    reportFound: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    counts: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        total: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+        passed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+        failed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+        errors: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+        skipped: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+    }),
+    failing: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(FailingTestSchema),
+    durationS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
+    peakMemoryBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0).nullish(),
+    memorySource: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["cgroup", "sampled"]).nullish(),
+    /** A repository gate: failing tests that fail at the base too (reported, not the PR's; left out of `failing`). */
+    failingAtBase: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(FailingTestSchema).nullish(),
+    /** A repository gate: the run of the base's tests on the base's tree it was judged against. */
+    base: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        counts: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ total: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), passed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), failed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), errors: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), skipped: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0) }),
+        durationS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+        /** Taken from the runner's cache of base outcomes (another PR on the same base ran it). */
+        cached: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    })
+        .nullish(),
+});
+const ProbeResultSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    category: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .CategorySchema */ .Ue,
+    status: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .CheckStatusSchema */ .oK,
+    message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    location: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .LocationSchema */ .TH.nullish(),
+    measured: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .MeasuredSchema */ .wG.nullish(),
+    /** Requirement ids of the task this check covers, as the probe named them. */
+    requirements: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP()).nullish(),
+    /** The probe process (file stem) that emitted the check; never its source. */
+    probe: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
+    attempts: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(1),
+    durationS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+});
+/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
+const GpuPhasePeakSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    baselineBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+    peakBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+    samples: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
+});
+/** One job of the evaluation on its slice of the runner (seconds from the evaluation's start). */
+const JobRecordSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    /** "official", or the probe process (file stem). */
+    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    kind: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["official", "probe"]),
+    gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0)),
+    /** Cores it was pinned to; empty where cores were not partitioned. */
+    cores: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0)),
+    /** Its rendezvous port (MASTER_PORT). */
+    port: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(1).max(65535),
+    timing: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    exclusive: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    startS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    endS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    /** Seconds it queued for its slice. */
+    waitedS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+});
+const EnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    platform: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    node: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    python: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    torch: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    cuda: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    backend: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["gloo", "nccl"]),
+    worldSize: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(1),
+    gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ index: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int(), model: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), memoryMiB: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig(), driver: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() })),
+    /** Whether submission code ran in the sandbox (false only with --unsandboxed). */
+    sandboxed: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
+    /** The cgroup version that limited and metered each run; null where none was usable. */
+    cgroup: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["v1", "v2"]).nullish(),
+    /**
+     * The task's own Python environment (task.yml `environment:`) the jobs ran in: the sha256 of its
+     * lock, its Python version and the system interpreter it is built on. Absent or null: the runner's
+     * interpreter (no environment declared, or --python named one).
+     */
+    pythonEnv: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        lockHash: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
+        python: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        interpreter: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    })
+        .nullish(),
+});
+const SignatureSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    algorithm: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz("hmac-sha256"),
+    keyId: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    value: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
+});
+/** The result document of one evaluation (schema/result.schema.json is generated from this). */
+const EvaluationResultSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+    schemaVersion: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz(RESULT_SCHEMA_VERSION),
+    task: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        title: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        area: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        /** Content hash of the probe folder, so a result names the probe set it was judged by. */
+        probeSet: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    }),
+    submission: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        kind: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["folder", "git", "patch"]),
+        source: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+        repo: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+        ref: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+        sha: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+        /** Repository gates: the PR base asked for, and the merge base the head was compared with. */
+        prBase: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ asked: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), mergeBase: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() }).nullish(),
+    }),
+    /**
+     * Where the probe set came from, as checked out on the runner (the Action fills it before
+     * signing): the evaluator repository's commit (tasks and workflow) and the probes repository's
+     * commit. Null where a folder was not a git checkout. Scorecards split by these.
+     */
+    probeSetVersion: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ evaluatorCommit: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullable(), probesCommit: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullable() }).nullish(),
+    /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
+    evaluationKey: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
+    verdict: VerdictSchema,
+    /** One sentence for people: why this verdict. */
+    reason: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    official: OfficialSchema.nullable(),
+    probes: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(ProbeResultSchema),
+    /** Paths the engine restored or removed before running the official tests. */
+    workspaceResets: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), action: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["restored", "removed"]), why: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() })),
+    durations: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        workspaceS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+        officialS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+        probesS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+        totalS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    }),
+    gpuSeconds: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
+    /** The probe parameters drawn for this evaluation and their seed (`probegate eval --seed` reproduces them). */
+    params: _probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .DrawnParamsSchema */ .Yq.nullish(),
+    /**
+     * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
+     * to the job: per phase, the most they held at once above what they held when it began. Null on
+     * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
+     */
+    gpuMemory: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
+        source: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz("nvidia-smi"),
+        gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0)),
+        official: GpuPhasePeakSchema.nullable(),
+        probes: GpuPhasePeakSchema.nullable(),
+    })
+        .nullish(),
+    environment: EnvironmentSchema,
+    /** Each job (official tests, each probe process) with its GPUs, cores, port, start and end. */
+    jobs: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(JobRecordSchema).nullish(),
+    startedAt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    finishedAt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
+    error: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ phase: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() }).nullish(),
+    signature: SignatureSchema.nullish(),
+});
+/**
+ * A copy of `schema` that drops the object keys it does not know instead of refusing them, at
+ * every depth. Only for reading results: writers stay strict.
+ */
+function lenient(schema) {
+    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodObject */ .bvH) {
+        return zod__WEBPACK_IMPORTED_MODULE_2__/* .object */ .Ikc(Object.fromEntries(Object.entries(schema.shape).map(([k, v]) => [k, lenient(v)])));
+    }
+    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodArray */ .naA)
+        return zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(lenient(schema.element));
+    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodNullable */ .l1C)
+        return lenient(schema.unwrap()).nullable();
+    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodOptional */ .IiU)
+        return lenient(schema.unwrap()).optional();
+    return schema;
+}
+const ResultReadSchema = lenient(EvaluationResultSchema);
+/**
+ * Reads a result written by this probegate or a newer one of the same schema version. A newer
+ * writer may add fields; they are dropped here, after the caller has checked the signature over
+ * the document as it came. A newer schema version is refused with a message that says so.
+ */
+function readResult(json) {
+    const version = json?.schemaVersion;
+    if (typeof version === "number" && version > RESULT_SCHEMA_VERSION) {
+        return { ok: false, problem: `the result has schema version ${version}, newer than this probegate reads (${RESULT_SCHEMA_VERSION}); upgrade probegate here to the Action's version` };
+    }
+    const parsed = ResultReadSchema.safeParse(json);
+    if (parsed.success)
+        return { ok: true, result: parsed.data };
+    const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
+    return { ok: false, problem: `the result does not match the result schema: ${issues.join("; ")}` };
+}
+
+
+/***/ }),
+
+/***/ 9013:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Xo: () => (/* binding */ formatSeconds),
+/* harmony export */   nS: () => (/* binding */ parseByteSize),
+/* harmony export */   z3: () => (/* binding */ formatBytes)
+/* harmony export */ });
+/** Byte sizes written the way people write them in YAML: `512`, `64KiB`, `8GiB`, `1.5GB`. */
+const UNITS = {
+    b: 1,
+    kb: 1e3,
+    mb: 1e6,
+    gb: 1e9,
+    tb: 1e12,
+    kib: 2 ** 10,
+    mib: 2 ** 20,
+    gib: 2 ** 30,
+    tib: 2 ** 40,
+};
+/** Parses a size; returns undefined when the text is not one (the caller names the field). */
+function parseByteSize(value) {
+    if (typeof value === "number")
+        return Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined;
+    const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(value);
+    if (!m)
+        return undefined;
+    const unit = (m[2] ?? "").toLowerCase() || "b";
+    const factor = UNITS[unit];
+    if (factor === undefined)
+        return undefined;
+    return Math.floor(Number(m[1]) * factor);
+}
+/** `67108864` → `64.0 MiB`; for messages and tables. */
+function formatBytes(bytes) {
+    const abs = Math.abs(bytes);
+    if (abs < 1024)
+        return `${bytes} B`;
+    const units = ["KiB", "MiB", "GiB", "TiB"];
+    let v = bytes / 1024;
+    let i = 0;
+    while (Math.abs(v) >= 1024 && i < units.length - 1) {
+        v /= 1024;
+        i++;
+    }
+    return `${v.toFixed(1)} ${units[i]}`;
+}
+/** `83.456` → `1m 23.5s`; `0.25` → `0.25s`. */
+function formatSeconds(seconds) {
+    if (seconds < 1)
+        return `${seconds.toFixed(2)}s`;
+    if (seconds < 60)
+        return `${seconds.toFixed(1)}s`;
+    const m = Math.floor(seconds / 60);
+    return `${m}m ${(seconds - m * 60).toFixed(1)}s`;
+}
+
+
+/***/ }),
+
+/***/ 4494:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   LS: () => (/* binding */ inVersionRange),
+/* harmony export */   c3: () => (/* binding */ normalizePackage),
+/* harmony export */   j$: () => (/* binding */ SetupSchema),
+/* harmony export */   jn: () => (/* binding */ VERSION_RANGE),
+/* harmony export */   qR: () => (/* binding */ RequiresSchema),
+/* harmony export */   q_: () => (/* binding */ EnvironmentManifestSchema),
+/* harmony export */   yY: () => (/* binding */ unmetRequirements),
+/* harmony export */   zS: () => (/* binding */ PythonEnvironmentSchema)
+/* harmony export */ });
+/* unused harmony exports PYTHON_RANGE_DEFAULT, TreeEnvironmentSchema, TreeSourceSchema */
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2311);
+
+/** A comparator list such as ">=2.1", ">=2.1,<3" or "==2.11.0"; versions are dotted numbers. */
+const VERSION_RANGE = /^\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*(,\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*)*$/;
+/**
+ * Files the engine puts beside the workspace for a task whose real repository needs them (a pytest
+ * plugin that maps the engine's rank settings onto the repository's, a compatibility shim). They
+ * are the judge's, not the submission's: outside the workspace, read-only in the sandbox, first on
+ * PYTHONPATH, and a workspace file of the same module name is removed before anything runs.
+ */
+const SetupSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    path: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().min(1).describe("folder of setup files, relative to the task folder; put on PYTHONPATH before the workspace"),
+    pytestPlugins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, "a Python module name, e.g. probegate_megatron"))
+        .default([])
+        .describe("modules of the setup folder loaded into the official pytest run with -p (no conftest.py needed)"),
+    include: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().min(1))
+        .default([])
+        .describe("more folders of setup files, relative to the task folder, that tasks share (one CPU shim for two Megatron tasks); their files join those of path, and a file in two folders is an error"),
+});
+/**
+ * What the runner must have for the task to mean anything. A runner without it ends the
+ * evaluation in `error` naming the requirement and what the runner has, before any code runs:
+ * never a wrong verdict from a task that cannot run there.
+ */
+const RequiresSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    torch: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(VERSION_RANGE, "a version range such as \">=2.1\" or \">=2.1,<3\"").optional().describe("torch version range"),
+    gpus: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(1).max(64).optional().describe("NVIDIA GPUs the runner must give the job"),
+    cuda: zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY().optional().describe("torch must be a CUDA build and see a GPU"),
+})
+    .default({});
+/** A version range of the interpreter, as for torch: ">=3.11,<3.13", "==3.11". */
+const PYTHON_RANGE_DEFAULT = ">=3,<4";
+/** A project name as PEP 508 writes it (torch, typing_extensions, megatron-core). */
+const PACKAGE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+/** A path inside the repository, as its tree names it: relative, no `..`, no glob (each file is named). */
+const treePath = zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
+    .min(1)
+    .refine((p) => !p.startsWith("/") && !p.split("/").includes("..") && !/[*?[\]{}]/.test(p), "a file of the repository, relative to its root, without '..' or globs, e.g. requirements/base.txt");
+/**
+ * A gate's environment that follows the repository: the requirements its PR's merge base declares
+ * (requirement files, `pyproject.toml` dependencies and extras), with the task's pins over them,
+ * compiled into a hash-checked lock with uv and built once per runner for each distinct set of
+ * inputs. The merge base is known only once the workspace exists, so the build starts then.
+ */
+const TreeEnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    requirements: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(treePath)
+        .default([])
+        .describe("requirement files of the repository at the merge base (pip's format; their -r and -c files are read too), e.g. requirements/base.txt"),
+    pyproject: zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+        path: treePath.default("pyproject.toml").describe("the pyproject.toml, relative to the repository's root"),
+        extras: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(PACKAGE_NAME, "an extra's name, e.g. test")).default([]).describe("[project.optional-dependencies] extras installed beside [project] dependencies"),
+    })
+        .optional()
+        .describe("the [project] dependencies of the repository's pyproject.toml (static ones: dependencies listed in project.dynamic are refused), with the extras named"),
+    pins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*([<>=!~][^;@]*)?(;[^@]*)?$/, "a requirement such as torch==2.15.0 or pytest>=8,<10 (no URL)"))
+        .default([])
+        .describe("requirements of the task's own that win over the tree's: each replaces every requirement on its package (a uv override) and is installed"),
+    exclude: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(PACKAGE_NAME, "a package name, e.g. flash-attn"))
+        .default([])
+        .describe("packages never installed, though the tree (or a dependency) requires them: those a CPU runner cannot build, or ones the task's commands never import"),
+});
+/**
+ * The task's own Python environment: a pinned, hash-checked lock (pip-tools' requirements format,
+ * as `uv pip compile --generate-hashes` writes it) and the interpreter range it is built for. The
+ * engine builds a virtual environment from it once per runner (cached by the lock's content hash
+ * and the interpreter's version) and runs `{python}` from it; without it, the runner's interpreter.
+ * A repository gate may instead follow its repository (`fromTree`); the lock, if any, then holds the
+ * task's pins, which win over the tree's.
+ */
+const PythonEnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    lock: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
+        .min(1)
+        .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
+        .optional()
+        .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it. With fromTree: the task's pins, each winning over the tree's requirement on its package"),
+    python: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
+        .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
+        .default(PYTHON_RANGE_DEFAULT)
+        .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
+    fromTree: TreeEnvironmentSchema.optional().describe("repository gates: build the environment from what the PR's merge base declares (requirement files, pyproject.toml), with the task's pins over it"),
+})
+    .superRefine((env, ctx) => {
+    if (!env.lock && !env.fromTree)
+        ctx.addIssue({ code: "custom", path: ["lock"], message: "is required: name the lock file, or build the environment from the repository with fromTree" });
+    const tree = env.fromTree;
+    if (!tree)
+        return;
+    if (tree.requirements.length === 0 && !tree.pyproject) {
+        ctx.addIssue({ code: "custom", path: ["fromTree"], message: "names nothing to read: list requirement files in fromTree.requirements, or set fromTree.pyproject" });
+    }
+    const pinned = new Set(tree.pins.map((p) => normalizePackage(p.split(/[\s[<>=!~;]/)[0])));
+    tree.exclude.forEach((name, i) => {
+        if (pinned.has(normalizePackage(name)))
+            ctx.addIssue({ code: "custom", path: ["fromTree", "exclude", i], message: `'${name}' is also in fromTree.pins: a package is either pinned by the task or never installed` });
+    });
+});
+/** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
+function normalizePackage(name) {
+    return name.toLowerCase().replace(/[-_.]+/g, "-");
+}
+/** The inputs a lock compiled from a repository's tree was made of, for a person tracing an environment. */
+const TreeSourceSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    /** sha256 of everything uv was given (the requirements read from the tree, the pins, exclusions, python): the folder's key. */
+    inputHash: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
+    /** The commit (or folder) the first build read, e.g. the merge base's SHA. */
+    from: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    /** Each file read from the tree (declared ones and the -r/-c files they name), with the sha256 of its bytes. */
+    files: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), sha256: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/) })),
+    /** The task's pins (environment.lock's requirements, fromTree.pins) as given to uv. */
+    pins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()),
+    exclude: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()),
+    /** The --python-version the lock was compiled for (it holds from that version up). */
+    pythonVersion: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+});
+/**
+ * What a built environment's folder says about itself (`probegate-env.json`, written last, before
+ * the folder is moved into place): an environment folder without it is not one.
+ */
+const EnvironmentManifestSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
+    /** sha256 of the lock file's bytes. */
+    lockHash: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
+    /** The lock file it was built from, as the first task that built it named it (for people). */
+    lockFile: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    /** The base interpreter the venv runs on (a system interpreter). */
+    interpreter: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    python: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    torch: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().nullable(),
+    cuda: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().nullable(),
+    uv: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    builtAt: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
+    buildS: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().min(0),
+    /** Bytes of its files (hard links into uv's cache counted in full). */
+    sizeBytes: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
+    packages: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
+    /** Where a compiled lock came from (environment.fromTree); absent: the task's own lock. */
+    tree: TreeSourceSchema.optional(),
+});
+function numbers(v) {
+    return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
+}
+function compare(a, b) {
+    for (let i = 0; i < Math.max(a.length, b.length); i++) {
+        const d = (a[i] ?? 0) - (b[i] ?? 0);
+        if (d !== 0)
+            return Math.sign(d);
+    }
+    return 0;
+}
+/** Whether `version` (e.g. "2.11.0+cu130") is in `range` (e.g. ">=2.1,<3"). */
+function inVersionRange(version, range) {
+    const v = numbers(version);
+    return range.split(",").every((part) => {
+        const m = /^\s*(>=|<=|==|!=|>|<)\s*([\d.]+)\s*$/.exec(part);
+        if (!m)
+            return false;
+        const c = compare(v, numbers(m[2]));
+        switch (m[1]) {
+            case ">=": return c >= 0;
+            case "<=": return c <= 0;
+            case "==": return c === 0;
+            case "!=": return c !== 0;
+            case ">": return c > 0;
+            default: return c < 0;
+        }
+    });
+}
+/** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
+function unmetRequirements(req, host) {
+    const unmet = [];
+    // Without an environment the wording stays the runner's (the demo's skip lines quote it).
+    const from = host.pythonFrom;
+    if (req.torch !== undefined) {
+        if (host.torch === null)
+            unmet.push(`torch ${req.torch} (${from ?? "the runner's Python"} has no torch)`);
+        else if (!inVersionRange(host.torch, req.torch))
+            unmet.push(`torch ${req.torch} (${from ?? "the runner"} has torch ${host.torch})`);
+    }
+    if (req.cuda) {
+        if (host.cuda === null)
+            unmet.push(`cuda: true (${from ? `the torch of ${from}` : "the runner's torch"}${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
+        else if (host.gpus === 0)
+            unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
+    }
+    if (req.gpus !== undefined && host.gpus < req.gpus) {
+        unmet.push(`gpus: ${req.gpus} (the runner gives the job ${host.gpus} GPU${host.gpus === 1 ? "" : "s"})`);
+    }
+    return unmet;
+}
+
+
+/***/ }),
+
+/***/ 6356:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   S2: () => (/* binding */ TaskSpecSchema),
+/* harmony export */   pw: () => (/* binding */ ID_PATTERN)
+/* harmony export */ });
+/* unused harmony exports RequirementSchema, BaseSchema, TestSelectionSchema, ProbeJobSchema */
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(2311);
+/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(8532);
+/* harmony import */ var _sizes_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9013);
+/* harmony import */ var _probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
+/* harmony import */ var _task_environment_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(4494);
+
+
+
+
+/** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
+const ID_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
+const byteSize = zod__WEBPACK_IMPORTED_MODULE_3__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig()])
+    .transform((v, ctx) => {
+    const n = (0,_sizes_js__WEBPACK_IMPORTED_MODULE_0__/* .parseByteSize */ .nS)(v);
+    if (n === undefined) {
+        ctx.addIssue({ code: "custom", message: `not a size: ${JSON.stringify(v)} (write e.g. 8GiB, 512MiB, 1048576)` });
+        return zod__WEBPACK_IMPORTED_MODULE_4__/* .NEVER */ .tm;
+    }
+    return n;
+});
+const command = zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1))
+    .min(1, "a command is a non-empty list of arguments, e.g. [\"{python}\", \"-m\", \"pytest\"]");
+const seconds = zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().positive().max(24 * 3600);
+/**
+ * One requirement the prompt states (an argument and its allowed values, an error path and the
+ * state it must leave, a bound, a resource claim). Probe checks name the ids they cover, so
+ * `probegate validate` can say which stated requirement nothing checks.
+ */
+const RequirementSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+    id: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
+    text: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("the requirement as the prompt states it"),
+});
+const BaseSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .union */ .KCZ([
+    zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("folder with the base code, relative to the task folder") }),
+    zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        git: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+            repo: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("git URL or path of the repository"),
+            ref: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("branch, tag or commit"),
+        }),
+        overlay: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
+    }),
+    zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        pr: zod__WEBPACK_IMPORTED_MODULE_3__/* .literal */ .euz(true).describe("a repository gate: the workspace is the PR's head (--submission repo@head), its base commit (--pr-base) sits beside it read-only"),
+    }),
+]);
+/**
+ * Which of the repository's own tests a repository gate runs: a fixed list, tests mapped from the
+ * paths the PR changes, or both. They replace `{tests}` in `official.command`.
+ */
+const TestSelectionSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+    tests: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).default([]).describe("test files, folders or ids that always run"),
+    fromPaths: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        paths: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).describe("globs of changed paths (a leading '!' excludes)"),
+        tests: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).describe("tests to run when a changed path matches"),
+    }))
+        .default([])
+        .describe("tests mapped from the paths the PR changes"),
+});
+/** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
+const ProbeJobSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+    gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
+    timing: zod__WEBPACK_IMPORTED_MODULE_3__/* .boolean */ .zMY().optional().describe("it measures time: it gets GPUs and cores of its own (default: true for a file named for the time category, e.g. probe_time.py)"),
+    exclusive: zod__WEBPACK_IMPORTED_MODULE_3__/* .boolean */ .zMY().default(false).describe("nothing else runs on the runner while it does"),
+});
+const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+    id: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
+    title: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1),
+    area: zod__WEBPACK_IMPORTED_MODULE_3__/* ["enum"] */ .k5n(["training", "inference", "rl", "other"]),
+    prompt: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
+    base: BaseSchema,
+    gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
+    minRanks: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig()
+        .int()
+        .min(1)
+        .max(64)
+        .default(1)
+        .describe("the fewest ranks the task's code and probes mean anything on (e.g. 2 for a trainer and a rollout group); a smaller --world-size is refused"),
+    official: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        command,
+        timeout: seconds.default(600),
+        files: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).default(["tests/**"]).describe("globs of official test files: restored from the base (assignments); compared with the base by the weakened-test guard (repository gates)"),
+        select: TestSelectionSchema.optional().describe("repository gates: which of the repository's tests replace {tests} in the command"),
+        allowChanged: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).default([]).describe("repository gates: test ids or file globs the PR may change, delete or weaken; the guard reports such changes as allowed, never silently"),
+    }),
+    probes: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        path: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("folder of the hidden probes, relative to the task folder"),
+        pattern: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).default("probe_*.py"),
+        command: command.default(["{python}", "{probe}"]),
+        timeout: seconds.default(300),
+        gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).optional(),
+        jobs: zod__WEBPACK_IMPORTED_MODULE_3__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(/^[A-Za-z0-9_.-]+$/, "a probe file's name without its extension, e.g. probe_time"), ProbeJobSchema).default({}).describe("per probe process (file stem): the GPUs it needs and whether it times anything; the engine packs probe processes onto the runner by it"),
+    }),
+    limits: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
+        wallClock: seconds.default(3600),
+        memory: byteSize.default(8 * 2 ** 30),
+        outputBytes: byteSize.default(16 * 2 ** 20),
+        gpuMemory: byteSize
+            .optional()
+            .describe("GPU memory the job may hold at once, summed over its GPUs, above what they held when the phase began (read by nvidia-smi outside the sandbox); none: measured, not limited"),
+    })
+        .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
+    interfaces: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
+    requirements: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
+    params: _probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .ProbeParamsSchema */ .wR.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
+    setup: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .SetupSchema */ .j$.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
+    environment: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .PythonEnvironmentSchema */ .zS.optional().describe("the task's pinned Python environment (a hash-checked lock, or for a repository gate what its merge base declares), built once per runner; without it, {python} is the runner's interpreter"),
+    requires: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .RequiresSchema */ .qR.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
+})
+    .superRefine((t, ctx) => {
+    const seen = new Set();
+    t.requirements.forEach((r, i) => {
+        if (seen.has(r.id))
+            ctx.addIssue({ code: "custom", path: ["requirements", i, "id"], message: `'${r.id}' is listed twice` });
+        seen.add(r.id);
+    });
+    const gate = "pr" in t.base;
+    const usesTests = t.official.command.some((a) => a.includes("{tests}"));
+    if (t.official.select && !usesTests) {
+        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "selects tests, but official.command has no {tests} to put them in" });
+    }
+    if (gate && usesTests && !t.official.select) {
+        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "is required: official.command has {tests} and a repository gate (base: {pr: true}) chooses them from select.tests and select.fromPaths" });
+    }
+    if (!gate && (t.official.select || t.official.allowChanged.length)) {
+        ctx.addIssue({ code: "custom", path: ["official", t.official.select ? "select" : "allowChanged"], message: "is for repository gates (base: {pr: true}); an assignment runs its own official command on its fixed base" });
+    }
+    if (t.environment?.fromTree && !gate) {
+        ctx.addIssue({ code: "custom", path: ["environment", "fromTree"], message: "is for repository gates (base: {pr: true}), whose base moves with each PR; a fixed base has a fixed lock (environment.lock)" });
+    }
+    if (t.gpus > 0 && t.minRanks > t.gpus) {
+        ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
+    }
+})
+    .describe("probegate task spec (tasks/<id>/task.yml)");
+
+
+/***/ }),
+
+/***/ 366:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   _: () => (/* binding */ classifyTests),
+/* harmony export */   s: () => (/* binding */ nodeId)
+/* harmony export */ });
+/**
+ * The pytest node id of a JUnit testcase: pytest writes classname "pkg.test_mod.TestClass" and
+ * name "test_x[param]"; the test file is the one whose dotted path starts the classname.
+ */
+function nodeId(tc, testFiles) {
+    const byLength = [...testFiles].sort((a, b) => b.length - a.length);
+    // A file that could not be collected: pytest reports it with no classname and the module as name.
+    const uncollected = tc.classname === "" ? byLength.find((f) => f.replace(/\.py$/, "").split("/").join(".") === tc.name) : undefined;
+    if (uncollected)
+        return uncollected;
+    for (const file of byLength) {
+        const dotted = file.replace(/\.py$/, "").split("/").join(".");
+        if (tc.classname === dotted || tc.classname.startsWith(`${dotted}.`)) {
+            const classes = tc.classname.slice(dotted.length).split(".").filter(Boolean);
+            return [file, ...classes, tc.name].join("::");
+        }
+    }
+    return [tc.classname.split(".").join("/") + ".py", tc.name].join("::");
+}
+/** Sorts every test into fail-to-pass, pass-to-pass, failing after, or left out (skipped). */
+function classifyTests(before, after) {
+    const out = { failToPass: [], passToPass: [], failAfter: [], leftOut: [] };
+    // A report entry only before the change (a test it removes, or a file that could not be collected) is in neither set.
+    for (const [id, b] of before)
+        if (!after.has(id))
+            out.leftOut.push({ id, why: `only in the report before the change (${b} there)` });
+    for (const id of after.keys()) {
+        const a = after.get(id);
+        const b = before.get(id);
+        if (a === "skipped")
+            out.leftOut.push({ id, why: "skipped after the change" });
+        else if (a !== "passed")
+            out.failAfter.push({ id, outcome: a ?? "absent" });
+        else if (b === "passed")
+            out.passToPass.push(id);
+        else if (b === "skipped")
+            out.leftOut.push({ id, why: "skipped before the change" });
+        else
+            out.failToPass.push(id);
+    }
+    return out;
+}
+
+
+/***/ }),
+
+/***/ 9478:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   A: () => (/* binding */ decideVerdict)
+/* harmony export */ });
+/**
+ * The verdict table. Order matters: a harness fault outranks everything (the submission was not
+ * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
+ * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
+ * at least one passed check and nothing else wrong resolves.
+ */
+function decideVerdict(input) {
+    if (input.harnessError)
+        return { verdict: "error", reason: input.harnessError };
+    if (!input.official)
+        return { verdict: "error", reason: "the official tests did not run" };
+    if (!input.official.passed)
+        return { verdict: "official-failed", reason: "the official tests failed" };
+    const count = (s) => input.probes.filter((p) => p.status === s).length;
+    const failed = count("failed");
+    const errors = count("error");
+    const passed = count("passed");
+    const total = input.probes.length;
+    if (failed > 0) {
+        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
+    }
+    if (errors > 0) {
+        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
+    }
+    if (passed === 0)
+        return { verdict: "error", reason: "no hidden probe produced a result" };
+    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
+}
+
+
+/***/ }),
+
+/***/ 7818:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   TR: () => (/* binding */ claimEvaluationUid),
+/* harmony export */   iT: () => (/* binding */ RunnerClaims),
+/* harmony export */   ns: () => (/* binding */ UID_SLOTS)
+/* harmony export */ });
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7598);
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_crypto__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(8161);
+/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_2___default = /*#__PURE__*/__nccwpck_require__.n(node_os__WEBPACK_IMPORTED_MODULE_2__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_3___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_3__);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(7679);
+
+
+
+
+
+/** How deep a takeover may chase takeover locks left by processes that died while holding one. */
+const MAX_TAKEOVER_DEPTH = 3;
+/**
+ * Claims between the probegate processes of one runner, on what must be unique among everything
+ * running on it at once:
+ *  - rendezvous ports (`port-<n>`): a port nothing listens on can still be taken — it is handed out
+ *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
+ *    --power`, another runner service) checking it in that window would give it to its own job, whose
+ *    ranks would then meet the first job's store;
+ *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`);
+ *  - GPUs (`gpu-<index>`) and pinned cores (`core-<id>`): held by a job of one process's job pool
+ *    (job-pool.ts), so two processes never put their jobs on one GPU or pin them to one core.
+ * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
+ * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
+ * taken over, see `removeStale`.
+ *
+ * Beside the claims, a job pool that waits for GPUs or cores announces it (`<id>.wait`), so the
+ * pools of other processes can leave it its turn instead of handing what they free straight to
+ * their own queues (job-pool.ts).
+ */
+class RunnerClaims {
+    where;
+    /** The pid written into claims: this process's. Tests give two instances distinct live identities. */
+    pid;
+    constructor(where = defaultClaimDir(), opts = {}) {
+        this.where = where;
+        this.pid = opts.pid ?? process.pid;
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.mkdirSync)(this.where, { recursive: true, mode: 0o700 });
+    }
+    /** True when this process now holds `key` (and must `release` it); false when a live process does. */
+    claim(key) {
+        return this.take(this.file(key), 0);
+    }
+    /**
+     * Claims every key or none: on the first key held elsewhere, gives back those it got and says
+     * which key it was and who holds it.
+     */
+    claimAll(keys) {
+        const got = [];
+        try {
+            for (const key of keys) {
+                if (!this.claim(key)) {
+                    this.releaseAll(got);
+                    return { key, pid: readHolder(this.file(key)) };
+                }
+                got.push(key);
+            }
+        }
+        catch (e) {
+            this.releaseAll(got);
+            throw e;
+        }
+        return null;
+    }
+    releaseAll(keys) {
+        for (const key of keys)
+            this.release(key);
+    }
+    release(key) {
+        this.drop(this.file(key));
+    }
+    /**
+     * Which of `keys` a live process holds now, with its pid (one listing of the folder, then one read
+     * per key that has a claim). A claim of a dead process is left out: claiming the key takes it over.
+     */
+    holders(keys) {
+        const wanted = new Set(keys);
+        const out = new Map();
+        for (const name of (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readdirSync)(this.where)) {
+            if (!name.endsWith(".claim"))
+                continue;
+            const key = name.slice(0, -".claim".length);
+            if (!wanted.has(key))
+                continue;
+            const pid = readHolder((0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, name));
+            if (pid !== null && alive(pid))
+                out.set(key, pid);
+        }
+        return out;
+    }
+    /**
+     * Says (or, with null, stops saying) that the pool `id` waits: replaced whole, never seen half
+     * written. A pool announces only while it has a job waiting.
+     */
+    announceWait(id, wait) {
+        const file = (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, `${id}.wait`);
+        if (!wait) {
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
+            return;
+        }
+        const aside = `${file}.${(0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.randomBytes)(4).toString("hex")}.tmp`;
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.writeFileSync)(aside, JSON.stringify({ id, pid: this.pid, ...wait }), { mode: 0o600 });
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.renameSync)(aside, file);
+    }
+    /**
+     * The waits other pools announce (not `exceptId`'s), oldest first; those of processes that are
+     * gone are removed. One listing of the folder and one read per announcement.
+     */
+    waiters(exceptId) {
+        const out = [];
+        for (const name of (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readdirSync)(this.where)) {
+            if (!name.endsWith(".wait") || name === `${exceptId}.wait`)
+                continue;
+            const file = (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, name);
+            let w;
+            try {
+                w = JSON.parse((0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readFileSync)(file, "utf8"));
+            }
+            catch {
+                continue; // given back meanwhile
+            }
+            if (!alive(w.pid)) {
+                (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
+                continue;
+            }
+            out.push(w);
+        }
+        return out.sort((a, b) => a.since - b.since || a.id.localeCompare(b.id));
+    }
+    take(file, depth) {
+        for (let attempt = 0; attempt < 3; attempt += 1) {
+            if (this.create(file))
+                return true;
+            const holder = readHolder(file);
+            if (holder === null)
+                continue; // given back meanwhile: try again
+            if (alive(holder))
+                return false;
+            if (depth >= MAX_TAKEOVER_DEPTH || !this.removeStale(file, holder, depth))
+                return false;
+        }
+        return false;
+    }
+    /**
+     * Removes `file` if it still names the dead `holder`. Two processes can both read the same stale
+     * claim; were each to remove what it finds, the slower one would remove the claim the faster one
+     * has just made, and both would hold the key. So the removal happens only under a takeover lock
+     * named for the dead holder (itself a claim, taken over the same way should its maker die holding
+     * it), and only after reading the claim again under that lock: whoever comes second finds the
+     * first one's live pid there and leaves it. False when another process is taking it over now.
+     */
+    removeStale(file, holder, depth) {
+        const lock = `${file}.takeover-${holder}`;
+        if (!this.take(lock, depth + 1))
+            return false;
+        try {
+            if (readHolder(file) === holder)
+                (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
+        }
+        finally {
+            this.drop(lock);
+        }
+        return true;
+    }
+    /** Makes `file` naming this process, unless it exists: written aside first, then hard-linked into place. */
+    create(file) {
+        const aside = `${file}.${this.pid}-${(0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.randomBytes)(4).toString("hex")}.tmp`;
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.writeFileSync)(aside, String(this.pid), { mode: 0o600, flag: "wx" });
+        try {
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.linkSync)(aside, file);
+            return true;
+        }
+        catch (e) {
+            if (e.code !== "EEXIST")
+                throw e;
+            return false;
+        }
+        finally {
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(aside, { force: true });
+        }
+    }
+    /** Removes `file` if this process holds it (a claim taken over by someone else is theirs now). */
+    drop(file) {
+        if (readHolder(file) === this.pid)
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
+    }
+    file(key) {
+        return (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, `${key}.claim`);
+    }
+}
+/** The pid a claim names; 0 for content that names none (a dead claim); null when there is no claim. */
+function readHolder(file) {
+    let text;
+    try {
+        text = (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readFileSync)(file, "utf8").trim();
+    }
+    catch (e) {
+        const code = e.code;
+        if (code === "ENOENT")
+            return null;
+        throw new _errors_js__WEBPACK_IMPORTED_MODULE_4__/* .HarnessError */ .t(`cannot read the runner claim ${file} (${code ?? String(e)}): every probegate process of a runner must be able to read its claim folder (PROBEGATE_CLAIMS)`, "packing");
+    }
+    const pid = Number(text);
+    return /^\d+$/.test(text) && Number.isSafeInteger(pid) ? pid : 0;
+}
+function alive(pid) {
+    if (pid <= 0)
+        return false; // kill(0) would signal our own process group
+    try {
+        process.kill(pid, 0);
+        return true;
+    }
+    catch (e) {
+        return e.code === "EPERM";
+    }
+}
+/**
+ * One folder per user for the whole runner, not under $TMPDIR: two probegate processes with
+ * different temp dirs must still see each other's claims. PROBEGATE_CLAIMS overrides it.
+ */
+function defaultClaimDir() {
+    return process.env.PROBEGATE_CLAIMS || (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)("/tmp", `probegate-claims-${(0,node_os__WEBPACK_IMPORTED_MODULE_2__.userInfo)().uid}`);
+}
+/** Sandbox uid slots an evaluation may claim (uid = JOB_UID_BASE + slot). */
+const UID_SLOTS = 4096;
+/**
+ * Claims a sandbox uid slot for one evaluation, from a random start so processes rarely collide
+ * first. All jobs of an evaluation share its workspace and so its uid; two evaluations never share
+ * one while both run. Throws when every slot is held by a live process.
+ */
+function claimEvaluationUid(claims = new RunnerClaims()) {
+    const start = Math.floor(Math.random() * UID_SLOTS);
+    for (let i = 0; i < UID_SLOTS; i += 1) {
+        const slot = (start + i) % UID_SLOTS;
+        if (claims.claim(`uid-${slot}`))
+            return { slot, release: () => claims.release(`uid-${slot}`) };
+    }
+    throw new _errors_js__WEBPACK_IMPORTED_MODULE_4__/* .HarnessError */ .t(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
+}
+
+
+/***/ }),
+
+/***/ 2892:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   E: () => (/* binding */ copyFilter),
+/* harmony export */   H: () => (/* binding */ SKIP_NAMES)
+/* harmony export */ });
+/** Names never copied from a task's or a submission's folders: version control and Python's caches. */
+const SKIP_NAMES = new Set([".git", "__pycache__", ".pytest_cache"]);
+/** A `cpSync` filter that leaves SKIP_NAMES out. */
+const copyFilter = (src) => !SKIP_NAMES.has(src.split("/").pop() ?? "");
+
+
+/***/ }),
+
+/***/ 3140:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  bf: () => (/* binding */ chooseBase),
+  sL: () => (/* binding */ ensureEnvironment),
+  Tj: () => (/* binding */ obtainEnvironment)
+});
+
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __nccwpck_require__(3024);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __nccwpck_require__(6760);
+// EXTERNAL MODULE: ./node_modules/execa/index.js + 139 modules
+var execa = __nccwpck_require__(5172);
+// EXTERNAL MODULE: ./src/engine/claims/runner-claims.ts
+var runner_claims = __nccwpck_require__(7818);
+// EXTERNAL MODULE: ./src/engine/errors.ts
+var errors = __nccwpck_require__(7679);
+// EXTERNAL MODULE: ./src/engine/host.ts
+var host = __nccwpck_require__(6022);
+// EXTERNAL MODULE: ./src/engine/sandbox/disk-usage.ts
+var disk_usage = __nccwpck_require__(8279);
+// EXTERNAL MODULE: ./src/core/task-environment.ts
+var task_environment = __nccwpck_require__(4494);
+;// CONCATENATED MODULE: ./src/engine/environment/interpreter.ts
+
+
+
+
+/**
+ * Folders searched for python3.N, in order of preference. /usr/bin first: the sandbox's user must
+ * read the base interpreter, and one under /root (pyenv's) is closed to it.
+ */
+const SYSTEM_DIRS = ["/usr/bin", "/usr/local/bin"];
+function executable(p) {
+    try {
+        (0,external_node_fs_.accessSync)(p, external_node_fs_.constants.X_OK);
+        return true;
+    }
+    catch {
+        return false;
+    }
+}
+/** python3.N files of `dir`, the highest minor version first. */
+function pythonsIn(dir) {
+    let names;
+    try {
+        names = (0,external_node_fs_.readdirSync)(dir);
+    }
+    catch {
+        return [];
+    }
+    return names
+        .filter((n) => /^python3\.\d+$/.test(n))
+        .sort((a, b) => Number(b.slice(8)) - Number(a.slice(8)))
+        .map((n) => (0,external_node_path_.join)(dir, n))
+        .filter(executable);
+}
+/**
+ * Candidate base interpreters, most preferred first: `$PROBEGATE_ENV_PYTHONS` (colon-separated
+ * paths, for a runner whose interpreters live elsewhere), then /usr/bin and /usr/local/bin, then
+ * python3.N on PATH (last: pyenv's and the like may be closed to the sandbox's user). Duplicates
+ * (the same file by two names) are dropped.
+ */
+function candidateInterpreters(env = process.env) {
+    const explicit = (env.PROBEGATE_ENV_PYTHONS ?? "").split(":").filter(Boolean);
+    const system = SYSTEM_DIRS.flatMap(pythonsIn);
+    const onPath = (env.PATH ?? "").split(":").filter((d) => d && !SYSTEM_DIRS.includes(d)).flatMap(pythonsIn);
+    const seen = new Set();
+    const out = [];
+    for (const p of [...explicit, ...system, ...onPath]) {
+        let real;
+        try {
+            real = (0,external_node_fs_.realpathSync)(p);
+        }
+        catch {
+            continue;
+        }
+        if (seen.has(real))
+            continue;
+        seen.add(real);
+        out.push(p);
+    }
+    return out;
+}
+const versions = new Map();
+/** The interpreter's full version, null where it does not run (cached per process). */
+function interpreterVersion(path) {
+    let v = versions.get(path);
+    if (!v) {
+        v = (0,execa/* execa */.Ho)(path, ["-I", "-c", "import platform; print(platform.python_version())"], { reject: false, timeout: 30_000 }).then((r) => r.exitCode === 0 && /^\d+\.\d+\.\d+/.test(String(r.stdout).trim()) ? String(r.stdout).trim() : null);
+        versions.set(path, v);
+    }
+    return v;
+}
+/**
+ * The first candidate whose version is in `range`, with what was seen (for the error when none is).
+ * Candidates are probed in order of preference, so a later one runs only when no earlier one fits.
+ */
+async function chooseInterpreter(range, candidates = candidateInterpreters()) {
+    const seen = [];
+    for (const path of candidates) {
+        const version = await interpreterVersion(path);
+        if (version === null)
+            continue;
+        if ((0,task_environment/* inVersionRange */.LS)(version, range))
+            return { chosen: { path, version }, seen };
+        seen.push(`${path} (${version})`);
+    }
+    return { chosen: null, seen };
+}
+
+// EXTERNAL MODULE: ./src/engine/environment/lock-file.ts
+var lock_file = __nccwpck_require__(2840);
+// EXTERNAL MODULE: ./src/engine/environment/environment-store.ts
+var environment_store = __nccwpck_require__(5705);
+// EXTERNAL MODULE: ./src/engine/environment/uv.ts
+var environment_uv = __nccwpck_require__(8953);
+;// CONCATENATED MODULE: ./src/engine/environment/build-environment.ts
+
+
+
+
+
+
+
+
+
+
+
+
+/** Builds of this process in flight, by folder: evaluations side by side share one. */
+const inFlight = new Map();
+/**
+ * The environment of `req`, built once per runner: found in the store when built before, else
+ * built under a runner claim (`env-<key>` in `<root>/.claims`) so two processes never build one
+ * at once; the second waits for the first and reuses its build. A lock uv cannot install ends in
+ * a HarnessError (phase "environment") naming the package and its line in the lock.
+ */
+async function ensureEnvironment(req, opts = {}) {
+    const t0 = performance.now();
+    let bytes;
+    try {
+        bytes = (0,external_node_fs_.readFileSync)(req.lockFile);
+    }
+    catch (e) {
+        throw new errors/* HarnessError */.t(`cannot read the environment lock ${req.lockLabel} (${e.code ?? String(e)})`, "environment");
+    }
+    const lock = (0,lock_file/* parseLock */.PG)(bytes.toString("utf8"));
+    if (lock.problems.length) {
+        throw new errors/* HarnessError */.t(`the environment lock ${req.lockLabel} cannot be built: ${(0,lock_file/* locatedProblems */.rF)(req.lockLabel, lock.problems).join("; ")}`, "environment");
+    }
+    const base = await chooseBase(req.python, req.declaredIn);
+    const source = { label: req.lockLabel, prepare: async () => ({ file: req.lockFile, bytes, lock }) };
+    const got = await obtainEnvironment((0,environment_store/* environmentKey */.J4)((0,lock_file/* lockHash */.Ug)(bytes), base.version), source, base, opts);
+    return { ...got, seconds: (performance.now() - t0) / 1000 };
+}
+/** The system interpreter an environment is built on: the first in `range`, else a HarnessError naming the range, where it is declared and what was found. */
+async function chooseBase(range, declaredIn) {
+    const { chosen, seen } = await chooseInterpreter(range);
+    if (chosen)
+        return chosen;
+    throw new errors/* HarnessError */.t(`no system interpreter matches python: "${range}" (environment.python in ${declaredIn}); found ${seen.length ? seen.join(", ") : "no python3.N in /usr/bin, /usr/local/bin or on PATH"}. Install one in the range (e.g. apt-get install python3.X), list it in PROBEGATE_ENV_PYTHONS, or widen the range.`, "environment");
+}
+/**
+ * The environment of folder `name` in the store: found, awaited from another builder, or built
+ * from `source` on `base` (evaluations of this process side by side share one build).
+ */
+function obtainEnvironment(name, source, base, opts = {}) {
+    const root = opts.root ?? (0,environment_store/* environmentRoot */.UY)();
+    const dir = (0,external_node_path_.join)(root, name);
+    const claimant = opts.claimant ?? process.pid;
+    const memo = `${dir}\0${claimant}`;
+    let pending = inFlight.get(memo);
+    if (!pending) {
+        pending = obtain({ source, base, root, dir, progress: opts.onProgress ?? (() => { }), timeoutS: opts.timeoutS ?? 1800, pollMs: opts.pollMs ?? 500, claimant });
+        inFlight.set(memo, pending);
+        pending.then(() => inFlight.delete(memo), () => inFlight.delete(memo));
+    }
+    return pending;
+}
+function found(dir) {
+    const manifest = (0,environment_store/* readManifest */.WI)(dir);
+    return manifest ? { dir, python: (0,external_node_path_.join)(dir, "bin", "python"), manifest, reused: true, seconds: 0 } : null;
+}
+async function obtain(job) {
+    const ready = found(job.dir);
+    if (ready)
+        return ready;
+    // World-searchable: the sandbox's users reach the environments through it.
+    try {
+        (0,external_node_fs_.mkdirSync)(job.root, { recursive: true, mode: 0o755 });
+    }
+    catch (e) {
+        const code = e.code ?? String(e);
+        throw new errors/* HarnessError */.t(`cannot make the environment store ${job.root} (${code}). Create it (sudo install -d -m 0755 -o "$USER" ${job.root}) or set PROBEGATE_ENV_DIR to a folder this user can write and everyone can read.`, "environment");
+    }
+    const claims = new runner_claims/* RunnerClaims */.iT((0,external_node_path_.join)(job.root, ".claims"), { pid: job.claimant });
+    const key = `env-${job.dir.slice(job.root.length + 1)}`;
+    let announced = false;
+    for (;;) {
+        if (claims.claim(key)) {
+            try {
+                return found(job.dir) ?? (await build(job));
+            }
+            finally {
+                claims.release(key);
+            }
+        }
+        if (!announced) {
+            const holder = claims.holders([key]).get(key);
+            job.progress(`waiting for process ${holder ?? "?"}, which is building this environment`);
+            announced = true;
+        }
+        await new Promise((r) => setTimeout(r, job.pollMs));
+        const built = found(job.dir);
+        if (built)
+            return built;
+    }
+}
+/** Builds into a dot folder beside the final one, then renames it into place: never seen half built. */
+async function build(job) {
+    const { source, base, root, dir, progress } = job;
+    const t0 = performance.now();
+    const uv = (0,environment_uv/* findUv */.d4)();
+    const name = dir.slice(root.length + 1);
+    // Holding the claim, any build folder of this key is a dead builder's; a folder of the final name
+    // reaches here only without a valid manifest: a broken leftover.
+    for (const n of (0,external_node_fs_.readdirSync)(root))
+        if (n.startsWith(`.build-${name}-`) || n === name)
+            await removeTree((0,external_node_path_.join)(root, n));
+    const tmp = (0,external_node_path_.join)(root, `.build-${name}-${process.pid}-${(0,external_node_crypto_.randomBytes)(3).toString("hex")}`);
+    const scratch = `${tmp}.lock`;
+    try {
+        (0,external_node_fs_.mkdirSync)(scratch);
+        const prepared = await source.prepare(scratch, progress);
+        progress(`building environment ${name} from ${source.label}: ${prepared.lock.requirements.length} pinned packages on ${base.path} (${base.version})`);
+        // Relocatable: its scripts (pytest, torchrun) find their python by their own path, so the
+        // folder still works after the rename into place.
+        const venv = await (0,environment_uv/* runUv */.d)(uv, ["venv", "--relocatable", "--python", base.path, tmp], progress, job.timeoutS);
+        if (venv.exitCode !== 0)
+            throw new errors/* HarnessError */.t(`uv venv could not make a virtual environment on ${base.path}: ${(0,lock_file/* uvErrorSummary */.OA)(venv.stderr)}`, "environment");
+        progress("installing the lock (uv pip sync --require-hashes)");
+        const sync = await (0,environment_uv/* runUv */.d)(uv, ["pip", "sync", "--require-hashes", "--python", (0,external_node_path_.join)(tmp, "bin", "python"), prepared.file], progress, job.timeoutS);
+        if (sync.exitCode !== 0)
+            throw lockFailure(source.label, prepared.lock, sync.stderr);
+        if (prepared.keep?.length) {
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(tmp, "probegate-lock"));
+            for (const f of prepared.keep)
+                (0,external_node_fs_.copyFileSync)(f, (0,external_node_path_.join)(tmp, "probegate-lock", (0,external_node_path_.basename)(f)));
+        }
+        const py = await (0,host/* inspectPython */.D5)((0,external_node_path_.join)(tmp, "bin", "python"));
+        const manifest = {
+            lockHash: (0,lock_file/* lockHash */.Ug)(prepared.bytes),
+            lockFile: source.label,
+            interpreter: base.path,
+            python: py.python,
+            torch: py.torch,
+            cuda: py.cuda,
+            uv: await (0,environment_uv/* uvVersion */.ez)(uv),
+            builtAt: new Date().toISOString(),
+            buildS: Math.round((performance.now() - t0) / 100) / 10,
+            sizeBytes: (0,disk_usage/* treeBytes */.e)([tmp]),
+            packages: countDistributions(tmp),
+            ...(prepared.tree ? { tree: prepared.tree } : {}),
+        };
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(tmp, environment_store/* MANIFEST */.e0), `${JSON.stringify(manifest, null, 2)}\n`);
+        // Read-only for everyone, readable by everyone: the sandbox's users run it, none may change it.
+        const ro = await (0,execa/* execa */.Ho)("chmod", ["-R", "a-w,a+rX", tmp], { reject: false });
+        if (ro.exitCode !== 0)
+            throw new errors/* HarnessError */.t(`could not make the environment read-only: ${String(ro.stderr).trim()}`, "environment");
+        (0,external_node_fs_.renameSync)(tmp, dir);
+        progress(`built ${name} in ${manifest.buildS} s: python ${manifest.python}, torch ${manifest.torch ?? "none"}, ${(manifest.sizeBytes / 2 ** 20).toFixed(0)} MiB`);
+        return { dir, python: (0,external_node_path_.join)(dir, "bin", "python"), manifest, reused: false, seconds: 0 };
+    }
+    finally {
+        await removeTree(tmp);
+        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+    }
+}
+/** Removes a (possibly read-only) tree. */
+async function removeTree(path) {
+    if (!(0,external_node_fs_.existsSync)(path))
+        return;
+    await (0,execa/* execa */.Ho)("chmod", ["-R", "u+w", path], { reject: false });
+    (0,external_node_fs_.rmSync)(path, { recursive: true, force: true });
+}
+/** The error of a lock uv could not install: the package uv names, its line in the lock, uv's reason. */
+function lockFailure(label, lock, stderr) {
+    const req = (0,lock_file/* requirementNamedIn */.Eo)(stderr, lock.requirements);
+    const where = req ? `${label}:${req.line} (${req.name}${req.version ? `==${req.version}` : ""})` : label;
+    return new errors/* HarnessError */.t(`the environment lock ${where} could not be installed: ${(0,lock_file/* uvErrorSummary */.OA)(stderr)}. Fix the lock (recompile it: uv pip compile --universal --generate-hashes); no test or probe was run.`, "environment");
+}
+/** Installed distributions (their .dist-info folders) in the venv's site-packages. */
+function countDistributions(venv) {
+    const lib = (0,external_node_path_.join)(venv, "lib");
+    let n = 0;
+    for (const py of (0,external_node_fs_.existsSync)(lib) ? (0,external_node_fs_.readdirSync)(lib) : []) {
+        const site = (0,external_node_path_.join)(lib, py, "site-packages");
+        if ((0,external_node_fs_.existsSync)(site))
+            n += (0,external_node_fs_.readdirSync)(site).filter((f) => f.endsWith(".dist-info")).length;
+    }
+    return n;
+}
+
+
+/***/ }),
+
+/***/ 5705:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   DO: () => (/* binding */ listEnvironments),
+/* harmony export */   J4: () => (/* binding */ environmentKey),
+/* harmony export */   UY: () => (/* binding */ environmentRoot),
+/* harmony export */   WI: () => (/* binding */ readManifest),
+/* harmony export */   e0: () => (/* binding */ MANIFEST)
+/* harmony export */ });
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var _core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(4494);
+
+
+
+/** The file that marks a folder of the store as a complete environment. */
+const MANIFEST = "probegate-env.json";
+/**
+ * Where built environments live: `$PROBEGATE_ENV_DIR`, else /var/cache/probegate/envs. Not under
+ * /root or $HOME: the sandbox's unprivileged users must read (and so reach) every environment.
+ */
+function environmentRoot(env = process.env) {
+    return env.PROBEGATE_ENV_DIR || "/var/cache/probegate/envs";
+}
+/**
+ * The folder name of an environment: the lock's content hash (16 hex digits are plenty among one
+ * runner's locks; the manifest keeps all 64) and the base interpreter's version, since a venv runs
+ * only on the interpreter it was made with.
+ */
+function environmentKey(lockHash, pythonVersion) {
+    return `${lockHash.slice(0, 16)}-py${pythonVersion}`;
+}
+/** The manifest of the environment in `dir`, or null where it is not a complete one. */
+function readManifest(dir) {
+    const file = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dir, MANIFEST);
+    if (!(0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)(file))
+        return null;
+    try {
+        const parsed = _core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .EnvironmentManifestSchema */ .q_.safeParse(JSON.parse((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)(file, "utf8")));
+        return parsed.success ? parsed.data : null;
+    }
+    catch {
+        return null;
+    }
+}
+/** Every complete environment under `root`, by folder name; builds in progress (dot folders) are left out. */
+function listEnvironments(root = environmentRoot()) {
+    let names;
+    try {
+        names = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readdirSync)(root);
+    }
+    catch {
+        return [];
+    }
+    return names
+        .filter((n) => !n.startsWith("."))
+        .sort()
+        .flatMap((n) => {
+        const dir = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(root, n);
+        const manifest = readManifest(dir);
+        return manifest ? [{ dir, python: (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dir, "bin", "python"), manifest }] : [];
+    });
+}
+
+
+/***/ }),
+
+/***/ 2840:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Eo: () => (/* binding */ requirementNamedIn),
+/* harmony export */   OA: () => (/* binding */ uvErrorSummary),
+/* harmony export */   PG: () => (/* binding */ parseLock),
+/* harmony export */   Ug: () => (/* binding */ lockHash),
+/* harmony export */   rF: () => (/* binding */ locatedProblems)
+/* harmony export */ });
+/* unused harmony export normalizeName */
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7598);
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_crypto__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var _core_task_environment_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(4494);
+
+
+/** sha256 of the lock's bytes: the environment's key, recorded in the result. */
+function lockHash(bytes) {
+    return (0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.createHash)("sha256").update(bytes).digest("hex");
+}
+/** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
+const normalizeName = _core_task_environment_js__WEBPACK_IMPORTED_MODULE_1__/* .normalizePackage */ .c3;
+const REQUIREMENT = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$/;
+/**
+ * Reads a requirements lock (pip-tools' format: one requirement per logical line, `\` continues
+ * it, `#` comments, `--hash=sha256:…` options, and file-wide options such as `--find-links`).
+ * Pure. Flags what `uv pip sync --require-hashes` would refuse less clearly: a requirement not
+ * pinned with ==, or without a hash; a direct URL or editable (not reproducible from a hash here).
+ */
+function parseLock(text) {
+    const requirements = [];
+    const problems = [];
+    const lines = text.split(/\r?\n/);
+    for (let i = 0; i < lines.length; i++) {
+        const start = i + 1;
+        let logical = stripComment(lines[i]);
+        while (logical.trimEnd().endsWith("\\") && i + 1 < lines.length) {
+            logical = `${logical.trimEnd().slice(0, -1)} ${stripComment(lines[++i])}`;
+        }
+        const body = logical.trim();
+        if (!body)
+            continue;
+        if (body.startsWith("-"))
+            continue; // a file-wide option (--find-links, --index-url, --no-index)
+        if (/^(https?|file):|^\.{0,2}\//.test(body) || body.startsWith("-e ")) {
+            problems.push(`line ${start}: '${body.split(/\s/)[0]}' is a path or URL; a lock names each package by name==version with its --hash`);
+            continue;
+        }
+        const hashes = (body.match(/--hash[=\s]+sha256:[0-9a-f]{64}/g) ?? []).length;
+        const spec = body.replace(/--hash[=\s]+\S+/g, "").trim();
+        const m = REQUIREMENT.exec(spec);
+        if (!m) {
+            problems.push(`line ${start}: cannot read '${spec}' as a requirement`);
+            continue;
+        }
+        const name = m[1];
+        const pin = /^==\s*([^\s;,]+)\s*(;.*)?$/.exec((m[3] ?? "").trim());
+        const req = { name, text: spec, version: pin ? pin[1] : null, hashes, line: start };
+        requirements.push(req);
+        if (!pin)
+            problems.push(`line ${start}: ${name} is not pinned to one version (write ${name}==<version>; \`uv pip compile\` does)`);
+        if (hashes === 0)
+            problems.push(`line ${start}: ${name} has no --hash (compile the lock with --generate-hashes)`);
+    }
+    if (requirements.length === 0 && problems.length === 0)
+        problems.push("it names no package");
+    return { requirements, problems };
+}
+/** The problems of a lock as `file:line: what` (or `file: what` for one of the whole file). */
+function locatedProblems(file, problems) {
+    return problems.map((p) => {
+        const m = /^line (\d+): (.*)$/s.exec(p);
+        return m ? `${file}:${m[1]}: ${m[2]}` : `${file}: ${p}`;
+    });
+}
+function stripComment(line) {
+    // A comment starts at a '#' that begins the line or follows whitespace (a URL fragment does not).
+    const m = /(^|\s)#/.exec(line);
+    return m ? line.slice(0, m.index) : line;
+}
+/**
+ * The requirement of the lock that uv's error names first, to point at its line. uv names a
+ * package as `name==version`, `name` in backticks, or bare in a resolver's explanation ("there is
+ * no version of torch==0.0.1", "nosuchpkg was not found"); the earliest mention in its error
+ * wins, as the error starts with what failed. Null: uv's error names none of the lock's packages.
+ */
+function requirementNamedIn(uvError, requirements) {
+    const from = uvError.search(/^\s*(error|×)/m);
+    const text = from >= 0 ? uvError.slice(from) : uvError;
+    let best = null;
+    for (const req of requirements) {
+        const pattern = normalizeName(req.name)
+            .split("-")
+            .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+            .join("[-_.]+");
+        const m = new RegExp(`(?<![A-Za-z0-9_.-])${pattern}(?![A-Za-z0-9_-])`, "i").exec(text);
+        if (m && (!best || m.index < best.at))
+            best = { at: m.index, req };
+    }
+    if (!best)
+        return null;
+    // A name pinned twice (one version per Python range, as --universal writes): the one uv names.
+    const name = normalizeName(best.req.name);
+    const twins = requirements.filter((r) => normalizeName(r.name) === name);
+    return twins.find((r) => r.version !== null && new RegExp(`[=\\s]=?${r.version.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![0-9A-Za-z.])`).test(text)) ?? best.req;
+}
+/** uv's error as one line: its "error:" and "cause:" lines, without the "Using Python …" chatter. */
+function uvErrorSummary(stderr) {
+    const lines = stderr.split("\n").map((l) => l.trim()).filter(Boolean);
+    const from = lines.findIndex((l) => /^(error|×)/.test(l));
+    const kept = (from >= 0 ? lines.slice(from) : lines.slice(-4)).filter((l) => !/^(Using|Resolved|Prepared|Installed|Audited)\b/.test(l));
+    const one = kept.join(" ").replace(/\s+/g, " ");
+    return one.length > 600 ? `${one.slice(0, 600)}…` : one;
+}
+
+
+/***/ }),
+
+/***/ 7589:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   V2: () => (/* binding */ ProjectTableProblem),
+/* harmony export */   Wl: () => (/* binding */ projectRequirements),
+/* harmony export */   x7: () => (/* binding */ readPyproject)
+/* harmony export */ });
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7598);
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_crypto__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_5__ = __nccwpck_require__(5172);
+/* harmony import */ var _core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(4494);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(7679);
+/* harmony import */ var _tree_requirements_js__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(2851);
+
+
+
+
+
+
+// tomllib (Python 3.11+) parses; nothing of the project is imported or built, so no build backend
+// of the repository runs outside the sandbox.
+const READ = "import json, sys, tomllib\nd = tomllib.load(open(sys.argv[1], 'rb'))\np = d.get('project')\nprint(json.dumps(None if not isinstance(p, dict) else {k: p.get(k) for k in ('name', 'dependencies', 'optional-dependencies', 'dynamic')}))";
+/** What a [project] table does not say, statically, for the engine to install. */
+class ProjectTableProblem extends Error {
+}
+const strings = (v) => (Array.isArray(v) && v.every((s) => typeof s === "string") ? v : null);
+/**
+ * The requirements of a [project] table: its dependencies and those of the extras named, an
+ * extra that names the project itself (`all = ["pkg[test,docs]"]`) expanded into those extras.
+ * Pure. Throws a ProjectTableProblem for a table that does not say, statically, what it needs.
+ */
+function projectRequirements(project, extras, file) {
+    if (!project)
+        throw new ProjectTableProblem(`${file} has no [project] table`);
+    const dynamic = strings(project.dynamic) ?? [];
+    if (dynamic.includes("dependencies"))
+        throw new ProjectTableProblem(`${file} lists dependencies in project.dynamic: its build backend computes them, and the engine runs none of the repository's code outside the sandbox. Name the requirement files they come from in environment.fromTree.requirements instead`);
+    const optional = (project["optional-dependencies"] ?? {});
+    const self = typeof project.name === "string" ? (0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .normalizePackage */ .c3)(project.name) : null;
+    const out = [];
+    const done = new Set();
+    const add = (list, where) => {
+        for (const text of strings(list) ?? []) {
+            const m = /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?/.exec(text);
+            if (!m)
+                throw new ProjectTableProblem(`${where}: cannot read '${text}' as a requirement`);
+            if (self && (0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .normalizePackage */ .c3)(m[1]) === self) {
+                for (const extra of (m[2] ?? "").split(",").map((e) => e.trim()).filter(Boolean))
+                    take(extra, where);
+                continue;
+            }
+            out.push({ name: m[1], text: text.trim(), file: where, line: null });
+        }
+    };
+    const take = (extra, from) => {
+        const key = (0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .normalizePackage */ .c3)(extra);
+        if (done.has(key))
+            return;
+        done.add(key);
+        const found = Object.keys(optional).find((k) => (0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .normalizePackage */ .c3)(k) === key);
+        if (found === undefined)
+            throw new ProjectTableProblem(`${from} names the extra '${extra}', which ${file} does not define (it has ${Object.keys(optional).join(", ") || "none"})`);
+        add(optional[found], `${file} [project.optional-dependencies] ${found}`);
+    };
+    if (project.dependencies !== undefined && !strings(project.dependencies))
+        throw new ProjectTableProblem(`${file}: project.dependencies is not a list of strings`);
+    add(project.dependencies, `${file} [project] dependencies`);
+    for (const extra of extras)
+        take(extra, "environment.fromTree.pyproject.extras");
+    return out;
+}
+/**
+ * Reads the pyproject.toml a gate declares (environment.fromTree.pyproject) from the tree with
+ * `python` (3.11+, for tomllib): its requirements and the sha256 of its bytes. A file the tree
+ * lacks, one that does not parse, or dependencies it does not state are HarnessErrors naming the
+ * file and the task's field.
+ */
+async function readPyproject(ctx, rel, extras, python) {
+    const field = `environment.fromTree.pyproject (${ctx.declaredIn})`;
+    const fail = (why) => new _errors_js__WEBPACK_IMPORTED_MODULE_3__/* .HarnessError */ .t(`${why} (${field}); no test or probe was run.`, "environment");
+    const path = (0,_tree_requirements_js__WEBPACK_IMPORTED_MODULE_4__/* .treeFile */ .Py)(ctx, rel);
+    if (!path) {
+        if (ctx.lenient)
+            return null;
+        throw fail(`${rel} is not in ${ctx.label}: the gate builds its environment from what the base declares. Fix the task, or evaluate against a base that has it`);
+    }
+    const bytes = (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readFileSync)(path);
+    const r = await (0,execa__WEBPACK_IMPORTED_MODULE_5__/* .execa */ .Ho)(python, ["-I", "-c", READ, path], { reject: false, timeout: 30_000, extendEnv: false, env: { PYTHONDONTWRITEBYTECODE: "1" } });
+    if (r.exitCode !== 0) {
+        if (ctx.lenient)
+            return null;
+        const last = String(r.stderr).trim().split("\n").at(-1) ?? "";
+        throw fail(/No module named 'tomllib'/.test(last) ? `reading ${rel} needs Python 3.11 or later (tomllib); ${python} is older: narrow environment.python` : `${rel} of ${ctx.label} does not parse as TOML: ${last}`);
+    }
+    try {
+        const requirements = projectRequirements(JSON.parse(String(r.stdout)), extras, rel);
+        const excluded = new Set(ctx.exclude.map(_core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .normalizePackage */ .c3));
+        return { requirements: requirements.filter((q) => !excluded.has((0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .normalizePackage */ .c3)(q.name))), file: { path: rel, sha256: (0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.createHash)("sha256").update(bytes).digest("hex") } };
+    }
+    catch (e) {
+        if (!(e instanceof ProjectTableProblem))
+            throw e;
+        if (ctx.lenient)
+            return null;
+        throw fail(`${e.message} (in ${ctx.label})`);
+    }
+}
+
+
+/***/ }),
+
+/***/ 4207:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Ps: () => (/* binding */ treeEnvironmentRequest),
+/* harmony export */   WG: () => (/* binding */ environmentLabel),
+/* harmony export */   XE: () => (/* binding */ environmentRequest)
+/* harmony export */ });
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_0__);
+
+/** A path as a person typed it: relative to the working folder when inside it. */
+function asTyped(path) {
+    const rel = (0,node_path__WEBPACK_IMPORTED_MODULE_0__.relative)(process.cwd(), path);
+    return rel && !rel.startsWith("..") ? rel : path;
+}
+/**
+ * The environment a task declares (task.yml `environment:`) as a build request from its lock;
+ * null for a task without one, which runs on the runner's interpreter, and for one whose
+ * environment follows its repository (`fromTree`: see treeEnvironmentRequest). Paths in messages
+ * are relative to the working folder, as a person typed them.
+ */
+function environmentRequest(task) {
+    const env = task.spec.environment;
+    if (!env?.lock || env.fromTree)
+        return null;
+    const lockFile = (0,node_path__WEBPACK_IMPORTED_MODULE_0__.resolve)(task.dir, env.lock);
+    return { lockFile, lockLabel: asTyped(lockFile), python: env.python, declaredIn: task.file };
+}
+/**
+ * The build request of a gate whose environment follows its repository, once the tree to read is
+ * known: the merge base the workspace exported (`tree.from` its SHA), or a folder given to `env
+ * build --tree`. Null for a task without `environment.fromTree`.
+ */
+function treeEnvironmentRequest(task, tree, headDir) {
+    const env = task.spec.environment;
+    if (!env?.fromTree)
+        return null;
+    const lockFile = env.lock ? (0,node_path__WEBPACK_IMPORTED_MODULE_0__.resolve)(task.dir, env.lock) : null;
+    return {
+        treeDir: tree.dir,
+        treeLabel: tree.label,
+        from: tree.from,
+        fromTree: env.fromTree,
+        pinsLock: lockFile ? { file: lockFile, label: asTyped(lockFile) } : null,
+        python: env.python,
+        declaredIn: asTyped(task.file),
+        headDir,
+    };
+}
+/** How messages name a task's environment: its lock, or what of the repository it follows. */
+function environmentLabel(env) {
+    if (!env.fromTree)
+        return env.lock ?? "environment";
+    const read = [...env.fromTree.requirements, ...(env.fromTree.pyproject ? [env.fromTree.pyproject.path] : [])];
+    return `environment.fromTree: ${read.join(", ")}`;
+}
+
+
+/***/ }),
+
+/***/ 604:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  _: () => (/* binding */ ensureTreeEnvironment)
+});
+
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __nccwpck_require__(3024);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __nccwpck_require__(6760);
+// EXTERNAL MODULE: ./src/engine/errors.ts
+var errors = __nccwpck_require__(7679);
+// EXTERNAL MODULE: ./src/engine/environment/build-environment.ts + 1 modules
+var build_environment = __nccwpck_require__(3140);
+// EXTERNAL MODULE: ./src/engine/environment/lock-file.ts
+var lock_file = __nccwpck_require__(2840);
+// EXTERNAL MODULE: ./src/engine/environment/pyproject-requirements.ts
+var pyproject_requirements = __nccwpck_require__(7589);
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+;// CONCATENATED MODULE: ./src/engine/environment/tree-inputs.ts
+
+/** Bumped when what is handed to uv changes meaning (flags, file layout): every tree environment is then built anew. */
+const TREE_RECIPE = "probegate-tree-env/1";
+function block(reqs) {
+    const out = [];
+    let file = null;
+    for (const r of reqs) {
+        if (r.file !== file)
+            out.push(`# ${(file = r.file)}`);
+        out.push(r.text);
+    }
+    return out;
+}
+const tree_inputs_text = (lines) => (lines.length ? `${lines.join("\n")}\n` : "");
+/**
+ * What uv is given for a tree environment, and its key. Pure. The key is of what the tree's files
+ * declare (their requirements and options, in order), not of their bytes: a comment edited in a
+ * requirements file makes no new environment, a requirement changed does. The bytes' hashes are
+ * recorded in the manifest beside it.
+ */
+function compileInputs(tree, pins, fromTree, python) {
+    const pythonVersion = python.version.split(".").slice(0, 2).join(".");
+    const parts = {
+        tree: tree_inputs_text([...tree.options, ...block(tree.requirements)]),
+        pins: tree_inputs_text([...pins.options, ...pins.requirements.map((r) => r.text)]),
+        constraints: tree_inputs_text(block(tree.constraints)),
+        excludes: tree_inputs_text(fromTree.exclude),
+    };
+    const inputHash = (0,external_node_crypto_.createHash)("sha256")
+        .update(JSON.stringify({ recipe: TREE_RECIPE, python: python.range, pythonVersion, ...parts }))
+        .digest("hex");
+    return { ...parts, pythonVersion, inputHash };
+}
+/**
+ * The declared requirements as a lock's requirements (an index for its line), so `requirementNamedIn`
+ * can find the one uv's resolver error names.
+ */
+function asLockRequirements(reqs) {
+    return reqs.map((r, i) => {
+        const pin = /==\s*([^\s;,]+)/.exec(r.text);
+        return { name: r.name, text: r.text, version: pin ? pin[1] : null, hashes: 0, line: i };
+    });
+}
+/** "requirements.txt:3 (six==99)" or "the task's pin pytest==99 (environment.fromTree.pins)": where a requirement is declared. */
+function whereDeclared(r) {
+    return r.line === null ? `${r.text} (${r.file})` : `${r.file}:${r.line} (${r.text})`;
+}
+
+// EXTERNAL MODULE: ./src/engine/environment/tree-requirements.ts
+var tree_requirements = __nccwpck_require__(2851);
+// EXTERNAL MODULE: ./src/engine/environment/uv.ts
+var uv = __nccwpck_require__(8953);
+;// CONCATENATED MODULE: ./src/engine/environment/tree-environment.ts
+
+
+
+
+
+
+
+
+
+/** The declared files of the tree, read: requirement files (with their -r and -c files) and the pyproject's requirements. */
+async function readDeclared(ctx, fromTree, python) {
+    const read = (0,tree_requirements/* readTreeRequirements */.Be)(ctx, fromTree.requirements);
+    if (fromTree.pyproject) {
+        const p = await (0,pyproject_requirements/* readPyproject */.x7)(ctx, fromTree.pyproject.path, fromTree.pyproject.extras, python);
+        if (p) {
+            read.requirements.push(...p.requirements);
+            read.files.push(p.file);
+        }
+    }
+    return read;
+}
+function taskPins(req) {
+    const pins = { requirements: [], options: [] };
+    if (req.pinsLock) {
+        const text = (0,external_node_fs_.readFileSync)(req.pinsLock.file, "utf8");
+        // Hashes are left out: uv compiles the pins afresh with the index's hashes, the tree's packages beside them.
+        for (const r of (0,lock_file/* parseLock */.PG)(text).requirements)
+            pins.requirements.push({ name: r.name, text: r.text, file: req.pinsLock.label, line: r.line });
+        for (const l of (0,tree_requirements/* parseRequirementLines */.QQ)(text))
+            if (l.kind === "option")
+                pins.options.push(l.text);
+    }
+    for (const p of req.fromTree.pins)
+        pins.requirements.push({ name: p.split(/[\s[<>=!~;]/)[0], text: p, file: `environment.fromTree.pins in ${req.declaredIn}`, line: null });
+    return pins;
+}
+/**
+ * The environment a gate's tree declares, built once per runner for each distinct set of inputs
+ * (what the tree's files declare, the task's pins and exclusions, the python range): found in the
+ * store (no uv call) when built before, else compiled into a hash-checked lock with `uv pip compile
+ * --universal --generate-hashes` (the task's pins as overrides, so they win) and built from it as a
+ * task's own lock is. A declared file the tree lacks, or a requirement uv cannot resolve, is a
+ * HarnessError (phase "environment") naming the file, its line and the task's field.
+ */
+async function ensureTreeEnvironment(req, opts = {}) {
+    const t0 = performance.now();
+    const progress = opts.onProgress ?? (() => { });
+    const base = await (0,build_environment/* chooseBase */.bf)(req.python, req.declaredIn);
+    const ctx = { dir: req.treeDir, label: req.treeLabel, declaredIn: req.declaredIn, exclude: req.fromTree.exclude };
+    const tree = await readDeclared(ctx, req.fromTree, base.path);
+    if (req.headDir) {
+        const head = await readDeclared({ ...ctx, dir: req.headDir, label: "the PR's head", lenient: true }, req.fromTree, base.path);
+        const { added, changed } = (0,tree_requirements/* headDeclaresMore */.pO)(tree.requirements, head.requirements);
+        // The base's environment, not the union: what a PR adds is the agent's input, and resolving it would run its packages' builds outside the sandbox.
+        if (added.length)
+            progress(`the head declares requirements its merge base does not, not installed (the environment follows the merge base): ${added.join(", ")}`);
+        if (changed.length)
+            progress(`the head changes requirements; the environment keeps the merge base's: ${changed.join(", ")}`);
+    }
+    const pins = taskPins(req);
+    const inputs = compileInputs(tree, pins, req.fromTree, { range: req.python, version: base.version });
+    const files = [...req.fromTree.requirements, ...(req.fromTree.pyproject ? [`${req.fromTree.pyproject.path}${req.fromTree.pyproject.extras.length ? `[${req.fromTree.pyproject.extras.join(",")}]` : ""}`] : [])];
+    const label = `fromTree: ${files.join(", ")}${req.pinsLock ? ` + ${req.pinsLock.label}` : ""}${req.fromTree.pins.length ? ` + ${req.fromTree.pins.length} pins` : ""}`;
+    const source = { label, prepare: (scratch, say) => compileLock({ req, tree, pins, inputs, python: base.path, timeoutS: opts.timeoutS ?? 1800 }, scratch, say) };
+    const got = await (0,build_environment/* obtainEnvironment */.Tj)(`tree-${inputs.inputHash.slice(0, 16)}-py${base.version}`, source, base, opts);
+    return { ...got, seconds: (performance.now() - t0) / 1000 };
+}
+/** Compiles the inputs into `scratch/requirements.lock` (called only when the environment is built). */
+async function compileLock(job, scratch, progress) {
+    const { req, tree, pins, inputs } = job;
+    const written = [];
+    const put = (name, text) => {
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(scratch, name), text);
+        written.push((0,external_node_path_.join)(scratch, name));
+    };
+    put("tree.in", inputs.tree);
+    put("pins.in", inputs.pins);
+    // Relative names, run in scratch: uv's annotations ("# via -r tree.in") then name no build folder, and the lock's bytes do not vary by where it was compiled.
+    const args = ["pip", "compile", "--universal", "--generate-hashes", "--no-header", "--python", job.python, "--python-version", inputs.pythonVersion, "tree.in", "pins.in"];
+    if (pins.requirements.length)
+        args.push("--overrides", "pins.in");
+    if (inputs.constraints) {
+        put("constraints.txt", inputs.constraints);
+        args.push("-c", "constraints.txt");
+    }
+    if (inputs.excludes) {
+        put("excludes.txt", inputs.excludes);
+        args.push("--excludes", "excludes.txt");
+    }
+    args.push("-o", "requirements.lock");
+    progress(`compiling a lock from ${req.treeLabel}: ${tree.requirements.length} requirements of ${tree.files.map((f) => f.path).join(", ")}, ${pins.requirements.length} pins of the task (uv pip compile --universal, python ${inputs.pythonVersion})`);
+    const r = await (0,uv/* runUv */.d)((0,uv/* findUv */.d4)(), args, progress, job.timeoutS, scratch);
+    if (r.exitCode !== 0) {
+        const declared = [...tree.requirements, ...tree.constraints, ...pins.requirements];
+        const named = (0,lock_file/* requirementNamedIn */.Eo)(r.stderr, asLockRequirements(declared));
+        const what = named ? declared[named.line] : undefined;
+        throw new errors/* HarnessError */.t(`no environment could be resolved from ${req.treeLabel}'s requirements (environment.fromTree in ${req.declaredIn})${what ? `: ${whereDeclared(what)}` : ""}: ${(0,lock_file/* uvErrorSummary */.OA)(r.stderr)}. Fix the task's pins or exclude (a pin wins over the tree's requirement on its package); no test or probe was run.`, "environment");
+    }
+    const file = (0,external_node_path_.join)(scratch, "requirements.lock");
+    const bytes = (0,external_node_fs_.readFileSync)(file);
+    const lock = (0,lock_file/* parseLock */.PG)(bytes.toString("utf8"));
+    if (lock.problems.length) {
+        throw new errors/* HarnessError */.t(`the lock compiled from ${req.treeLabel} cannot be built: ${(0,lock_file/* locatedProblems */.rF)("requirements.lock", lock.problems).join("; ")}. Exclude the package (environment.fromTree.exclude in ${req.declaredIn}) or pin it; no test or probe was run.`, "environment");
+    }
+    return {
+        file,
+        bytes,
+        lock,
+        keep: [file, ...written],
+        tree: { inputHash: inputs.inputHash, from: req.from, files: tree.files, pins: pins.requirements.map((p) => p.text), exclude: req.fromTree.exclude, pythonVersion: inputs.pythonVersion },
+    };
+}
+
+
+/***/ }),
+
+/***/ 2851:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Be: () => (/* binding */ readTreeRequirements),
+/* harmony export */   Py: () => (/* binding */ treeFile),
+/* harmony export */   QQ: () => (/* binding */ parseRequirementLines),
+/* harmony export */   pO: () => (/* binding */ headDeclaresMore)
+/* harmony export */ });
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7598);
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_crypto__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_2___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_2__);
+/* harmony import */ var _core_task_environment_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(4494);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(7679);
+
+
+
+
+
+const NAME = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$/s;
+function stripComment(line) {
+    // A comment starts at a '#' that begins the line or follows whitespace (a URL fragment does not).
+    const m = /(^|\s)#/.exec(line);
+    return m ? line.slice(0, m.index) : line;
+}
+/** Splits a requirements file (pip's format: `\` continues a line, `#` comments) into classified lines. Pure. */
+function parseRequirementLines(text) {
+    const out = [];
+    const lines = text.split(/\r?\n/);
+    for (let i = 0; i < lines.length; i++) {
+        const line = i + 1;
+        let logical = stripComment(lines[i]);
+        while (logical.trimEnd().endsWith("\\") && i + 1 < lines.length)
+            logical = `${logical.trimEnd().slice(0, -1)} ${stripComment(lines[++i])}`;
+        const body = logical.trim().replace(/\s+/g, " ");
+        if (!body)
+            continue;
+        const include = /^(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)$/.exec(body);
+        if (include) {
+            out.push({ kind: "include", path: include[2], constraint: include[1] === "-c" || include[1] === "--constraint", line });
+            continue;
+        }
+        if (/^(-e|--editable)\b/.test(body)) {
+            out.push({ kind: "local", name: null, text: body, line });
+            continue;
+        }
+        if (body.startsWith("-")) {
+            out.push({ kind: "option", text: body, line });
+            continue;
+        }
+        const m = NAME.exec(body);
+        const rest = (m?.[3] ?? "").trim();
+        if (m && rest.startsWith("@")) {
+            out.push({ kind: "local", name: m[1], text: body, line });
+        }
+        else if (!m || /^(\.|\/|~)/.test(body) || /^[a-z+]+:\/\//i.test(body) || /\.(whl|zip|tar\.gz)$/.test(body)) {
+            out.push({ kind: "local", name: null, text: body, line });
+        }
+        else {
+            out.push({ kind: "requirement", name: m[1], text: body, line });
+        }
+    }
+    return out;
+}
+function fail(message) {
+    return new _errors_js__WEBPACK_IMPORTED_MODULE_4__/* .HarnessError */ .t(message, "environment");
+}
+/**
+ * The file `rel` of the tree (null: there is none), refusing one outside it: a symlink or `..` out
+ * of the repository (leniently, for the head, it counts as none: the head cannot make the gate fail).
+ */
+function treeFile(ctx, rel) {
+    const path = (0,node_path__WEBPACK_IMPORTED_MODULE_2__.resolve)(ctx.dir, rel);
+    if (!(0,node_fs__WEBPACK_IMPORTED_MODULE_1__.existsSync)(path) || !(0,node_fs__WEBPACK_IMPORTED_MODULE_1__.statSync)(path).isFile())
+        return null;
+    const root = (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.realpathSync)(ctx.dir);
+    const real = (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.realpathSync)(path);
+    if (real === root || real.startsWith(root + node_path__WEBPACK_IMPORTED_MODULE_2__.sep))
+        return path;
+    if (ctx.lenient)
+        return null;
+    throw fail(`${rel} leads outside the repository (to ${real}); a gate's environment reads only the repository's own files.`);
+}
+/**
+ * Reads the requirement files a gate declares (environment.fromTree.requirements) from the tree,
+ * following their `-r` and `-c` files. A declared file the tree lacks, a `-r` that names none, and
+ * a line no index can resolve by name (an editable, a path, a URL) are HarnessErrors naming the
+ * file, the line and the task's field: the base's or the task's problem, never the PR's. Packages
+ * in `exclude` are dropped wherever they are declared.
+ */
+function readTreeRequirements(ctx, declared) {
+    const out = { requirements: [], constraints: [], options: [], files: [] };
+    const excluded = new Set(ctx.exclude.map(_core_task_environment_js__WEBPACK_IMPORTED_MODULE_3__/* .normalizePackage */ .c3));
+    const seen = new Set();
+    const visit = (rel, constraint, from) => {
+        const path = treeFile(ctx, rel);
+        if (!path) {
+            if (ctx.lenient)
+                return;
+            throw fail(from
+                ? `${from.file}:${from.line} names ${rel}, which is not in ${ctx.label}: fix the repository's requirement files, or leave ${from.file} out of environment.fromTree.requirements (${ctx.declaredIn}); no test or probe was run.`
+                : `${rel} is not in ${ctx.label} (environment.fromTree.requirements in ${ctx.declaredIn}): the gate builds its environment from what the base declares. Fix the task's list, or evaluate against a base that has the file; no test or probe was run.`);
+        }
+        const key = (0,node_path__WEBPACK_IMPORTED_MODULE_2__.relative)(ctx.dir, path);
+        if (seen.has(key))
+            return;
+        seen.add(key);
+        const bytes = (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readFileSync)(path);
+        out.files.push({ path: key, sha256: (0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.createHash)("sha256").update(bytes).digest("hex") });
+        for (const l of parseRequirementLines(bytes.toString("utf8"))) {
+            if (l.kind === "include")
+                visit((0,node_path__WEBPACK_IMPORTED_MODULE_2__.join)((0,node_path__WEBPACK_IMPORTED_MODULE_2__.dirname)(key), l.path), constraint || l.constraint, { file: key, line: l.line });
+            else if (l.kind === "option")
+                out.options.push(l.text);
+            else if (l.kind === "requirement") {
+                if (!excluded.has((0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_3__/* .normalizePackage */ .c3)(l.name)))
+                    (constraint ? out.constraints : out.requirements).push({ name: l.name, text: l.text, file: key, line: l.line });
+            }
+            else if (!(l.name && excluded.has((0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_3__/* .normalizePackage */ .c3)(l.name))) && !ctx.lenient) {
+                throw fail(`${key}:${l.line}: '${l.text}' is ${/^(-e|--editable)/.test(l.text) ? "an editable install" : "a path or URL"}, which a gate's environment does not install: it holds packages from the index, and the workspace is the repository's own code. ${l.name ? `Add ${l.name} to environment.fromTree.exclude (${ctx.declaredIn}), or pin what it provides in fromTree.pins` : `Read the project's dependencies with environment.fromTree.pyproject instead (${ctx.declaredIn})`}; no test or probe was run.`);
+            }
+        }
+    };
+    for (const rel of declared)
+        visit(rel, false, null);
+    return out;
+}
+/**
+ * What the head declares that its merge base does not: requirements of a package the base does not
+ * require, and ones whose text changed (pyyaml==6.0.2 → pyyaml==6.0.3), as "name (file)" lines. The
+ * environment follows the base, so these are not installed; the log says so.
+ */
+function headDeclaresMore(base, head) {
+    const baseBy = new Map();
+    for (const r of base)
+        baseBy.set((0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_3__/* .normalizePackage */ .c3)(r.name), [...(baseBy.get((0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_3__/* .normalizePackage */ .c3)(r.name)) ?? []), r.text]);
+    const added = [];
+    const changed = [];
+    for (const r of head) {
+        const had = baseBy.get((0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_3__/* .normalizePackage */ .c3)(r.name));
+        if (!had)
+            added.push(`${r.text} (${r.file})`);
+        else if (!had.includes(r.text))
+            changed.push(`${had.join(", ")} → ${r.text} (${r.file})`);
+    }
+    return { added: [...new Set(added)], changed: [...new Set(changed)] };
+}
+
+
+/***/ }),
+
+/***/ 8953:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   d: () => (/* binding */ runUv),
+/* harmony export */   d4: () => (/* binding */ findUv),
+/* harmony export */   ez: () => (/* binding */ uvVersion)
+/* harmony export */ });
+/* unused harmony exports UV_VERSION, uvEnv */
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(5172);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
+
+
+
+
+/** The uv version probegate is tested with; the install hint names it. */
+const UV_VERSION = "0.13.8";
+/** uv: `$PROBEGATE_UV`, else `uv` on PATH; a HarnessError saying how to install it where there is none. */
+function findUv(env = process.env) {
+    const explicit = env.PROBEGATE_UV;
+    const candidates = explicit ? [explicit] : (env.PATH ?? "").split(":").filter(Boolean).map((d) => (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(d, "uv"));
+    for (const c of candidates) {
+        try {
+            (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.accessSync)(c, node_fs__WEBPACK_IMPORTED_MODULE_0__.constants.X_OK);
+            return c;
+        }
+        catch {
+            // next
+        }
+    }
+    throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(explicit
+        ? `PROBEGATE_UV names ${explicit}, which is not an executable file. Point it at uv, or install uv: python3 -m pip install uv==${UV_VERSION}`
+        : `the task declares an environment, and building it needs uv, which is not on PATH. Install it (python3 -m pip install uv==${UV_VERSION}; with Debian's python3 add --break-system-packages, which puts it in /usr/local/bin) or set PROBEGATE_UV to its path.`, "environment");
+}
+/** What uv runs with: never download an interpreter (the base is a system one), plain output. */
+function uvEnv() {
+    return { UV_PYTHON_DOWNLOADS: "never", NO_COLOR: "1", UV_NO_PROGRESS: "1" };
+}
+const uvVersions = new Map();
+/** `uv --version`'s number (cached per process). */
+function uvVersion(uv) {
+    let v = uvVersions.get(uv);
+    if (!v) {
+        v = (0,execa__WEBPACK_IMPORTED_MODULE_3__/* .execa */ .Ho)(uv, ["--version"], { reject: false, timeout: 30_000 }).then((r) => (r.exitCode === 0 ? (String(r.stdout).trim().split(/\s+/)[1] ?? "unknown") : "unknown"));
+        uvVersions.set(uv, v);
+    }
+    return v;
+}
+/**
+ * Runs uv, passing on the summary lines of its output ("Resolved 30 packages", "Downloading torch
+ * (858.1MiB)", "Installed 30 packages in 2.1s") as they come: the rest is long and says nothing to
+ * a person waiting. `cwd`: where relative file arguments are read (and so how uv's annotations name them).
+ */
+async function runUv(uv, args, onLine, timeoutS, cwd) {
+    const child = (0,execa__WEBPACK_IMPORTED_MODULE_3__/* .execa */ .Ho)(uv, args, { reject: false, timeout: timeoutS * 1000, env: uvEnv(), stdin: "ignore", all: false, cwd });
+    let stderr = "";
+    let partial = "";
+    child.stderr?.on("data", (chunk) => {
+        stderr += chunk.toString();
+        partial += chunk.toString();
+        const lines = partial.split("\n");
+        partial = lines.pop() ?? "";
+        for (const l of lines)
+            if (/^\s*(Resolved|Downloading|Prepared|Installed|Uninstalled|Audited|warning)\b/.test(l))
+                onLine(l.trim());
+    });
+    const r = await child;
+    if (r.timedOut)
+        return { exitCode: 124, stderr: `${stderr}\nerror: uv ${args[0]} ${args[1] ?? ""} did not finish in ${timeoutS} s` };
+    return { exitCode: typeof r.exitCode === "number" ? r.exitCode : 1, stderr };
+}
+
+
+/***/ }),
+
+/***/ 7679:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   d: () => (/* binding */ InputError),
+/* harmony export */   t: () => (/* binding */ HarnessError)
+/* harmony export */ });
+/**
+ * Bad input from the user: a task file, a submission, a flag. The CLI prints `message` as one
+ * paragraph and exits 2; nothing partial is written.
+ */
+class InputError extends Error {
+    where;
+    name = "InputError";
+    constructor(message, where) {
+        super(message);
+        this.where = where;
+    }
+}
+/** The harness itself failed (missing interpreter, broken probe, runner fault): verdict `error`, exit 3. */
+class HarnessError extends Error {
+    phase;
+    name = "HarnessError";
+    constructor(message, phase) {
+        super(message);
+        this.phase = phase;
+    }
+}
+
+
+/***/ }),
+
+/***/ 771:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  _: () => (/* binding */ evaluate)
+});
+
+// EXTERNAL MODULE: ./src/engine/submission.ts
+var submission = __nccwpck_require__(8656);
+// EXTERNAL MODULE: ./src/engine/errors.ts
+var errors = __nccwpck_require__(7679);
+// EXTERNAL MODULE: ./src/engine/evaluation-context.ts
+var evaluation_context = __nccwpck_require__(264);
+// EXTERNAL MODULE: external "node:os"
+var external_node_os_ = __nccwpck_require__(8161);
+// EXTERNAL MODULE: ./src/core/result.ts
+var core_result = __nccwpck_require__(9294);
+// EXTERNAL MODULE: ./src/core/verdict.ts
+var core_verdict = __nccwpck_require__(9478);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __nccwpck_require__(6760);
+// EXTERNAL MODULE: ./src/core/packing.ts
+var packing = __nccwpck_require__(3448);
+// EXTERNAL MODULE: ./src/core/probe-outcome.ts
+var probe_outcome = __nccwpck_require__(6151);
 ;// CONCATENATED MODULE: ./src/engine/jobs/job-plan.ts
 
 
@@ -6979,7 +12882,7 @@ function planOne(spec, shape, o) {
     // A GPU job is pinned to its share of the cores; with fewer cores than GPUs they are not partitioned.
     const perGpu = shape.gpus > 0 ? Math.floor(shape.cores / shape.gpus) : 0;
     const cores = gpus > 0 ? gpus * perGpu : Math.min(ranks, shape.cores);
-    const timing = o.kind === "probe" && (d?.timing ?? categoryFromName(o.name) === "time");
+    const timing = o.kind === "probe" && (d?.timing ?? (0,probe_outcome/* categoryFromName */.cE)(o.name) === "time");
     const exclusive = (d?.exclusive ?? false) || (timing && cores === 0);
     return { name: o.name, kind: o.kind, ranks, backend, demand: { id: `${o.tag}/${o.name}`, gpus, cores, timing, exclusive } };
 }
@@ -7027,12 +12930,10 @@ function jobContextFor(base, job, lease) {
     };
 }
 
-// EXTERNAL MODULE: ./src/core/result-signature.ts + 1 modules
-var result_signature = __nccwpck_require__(4670);
-;// CONCATENATED MODULE: ./src/engine/sign.ts
-// Result signing lives in src/core (one definition for the engine, the Action, the app and the CLI).
-
-
+// EXTERNAL MODULE: ./src/engine/leak-guard.ts
+var leak_guard = __nccwpck_require__(9723);
+// EXTERNAL MODULE: ./src/engine/sign.ts
+var sign = __nccwpck_require__(7077);
 ;// CONCATENATED MODULE: ./src/engine/evaluation-result.ts
 
 
@@ -7084,7 +12985,7 @@ function assembleResult(ev) {
         task: { id: spec.id, title: spec.title, area: spec.area, probeSet: ev.probeSet },
         submission: {
             kind: opts.submission.kind,
-            source: describeSubmission(opts.submission),
+            source: (0,submission/* describeSubmission */.C)(opts.submission),
             repo: opts.submission.kind === "git" ? opts.submission.repo : null,
             ref: opts.submission.kind === "git" ? opts.submission.ref : null,
             sha: ws.submissionSha,
@@ -7123,15 +13024,109 @@ function assembleResult(ev) {
         signature: null,
     });
     ev.emit({ type: "phase-end", phase: "verdict", durationS: 0, detail: verdict });
-    const { value: clean } = withholdLeaks(result, ev.secrets);
-    return opts.signingKey ? (0,result_signature/* signResult */.xW)(clean, opts.signingKey) : clean;
+    const { value: clean } = (0,leak_guard/* withholdLeaks */.A9)(result, ev.secrets);
+    return opts.signingKey ? (0,sign/* signResult */.xW)(clean, opts.signingKey) : clean;
 }
 
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+// EXTERNAL MODULE: ./src/core/task-environment.ts
+var task_environment = __nccwpck_require__(4494);
+// EXTERNAL MODULE: ./src/engine/environment/task-request.ts
+var task_request = __nccwpck_require__(4207);
+// EXTERNAL MODULE: ./src/engine/host.ts
+var host = __nccwpck_require__(6022);
+// EXTERNAL MODULE: ./src/engine/sandbox/job-isolation.ts
+var job_isolation = __nccwpck_require__(3292);
+// EXTERNAL MODULE: ./src/engine/jobs/job-pool.ts + 4 modules
+var job_pool = __nccwpck_require__(3956);
+// EXTERNAL MODULE: ./src/engine/gpu-meter.ts
+var gpu_meter = __nccwpck_require__(7216);
+;// CONCATENATED MODULE: ./src/engine/jobs/job-slice.ts
+
+
+
+/**
+ * Runs the jobs of one evaluation on slices of the shared pool: each job waits for its slice, runs
+ * with its own GPU meter (the memory of record and the limit are per job, on GPUs it holds alone),
+ * and is recorded with its GPUs, cores, port, start and end. Time spent waiting while none of the
+ * evaluation's jobs runs is reported through `onIdleWait`, so it does not count against the
+ * evaluation's wall clock.
+ */
+class SliceRunner {
+    o;
+    records = [];
+    peaks = new Map();
+    active = 0;
+    idleSince = 0;
+    constructor(o) {
+        this.o = o;
+    }
+    async run(job, body) {
+        const asked = performance.now();
+        const lease = await this.o.pool.acquire(job.demand);
+        // Queued with none of this evaluation's jobs running: that wait is the runner's, not the evaluation's.
+        if (this.active === 0)
+            this.o.onIdleWait?.(performance.now() - Math.max(asked, this.idleSince));
+        this.active += 1;
+        const started = performance.now();
+        try {
+            const meter = await (0,gpu_meter/* startGpuMeter */.oL)(lease.gpus, { limitBytes: this.o.gpuLimitBytes });
+            let value;
+            try {
+                value = await body({ ctx: jobContextFor(this.o.base, job, lease), lease, gpuMemoryExceeded: () => meter.overLimit() });
+            }
+            finally {
+                const peak = await meter.stop();
+                if (peak)
+                    this.peaks.set(job.name, peak);
+            }
+            return value;
+        }
+        finally {
+            const ended = performance.now();
+            this.active -= 1;
+            if (this.active === 0)
+                this.idleSince = ended;
+            this.records.push({
+                id: job.name,
+                kind: job.kind,
+                gpus: lease.gpus,
+                cores: lease.cores,
+                port: lease.port,
+                timing: job.demand.timing,
+                exclusive: job.demand.exclusive,
+                startS: (started - this.o.t0) / 1000,
+                endS: (ended - this.o.t0) / 1000,
+                waitedS: lease.waitedS,
+            });
+            // Cores and port are free at once; the GPUs once nvidia-smi reads them back at baseline.
+            void lease.release();
+        }
+    }
+    /** The probe phase's GPU memory of record: the probe job that held the most above its baseline. */
+    probesPeak() {
+        let best = null;
+        for (const [name, p] of this.peaks)
+            if (!name.startsWith("official") && (!best || p.peakBytes > best.peakBytes))
+                best = p;
+        return best;
+    }
+    /** GPU-seconds of record: Σ over jobs of GPUs held × time held (jobs side by side each count). */
+    gpuSeconds() {
+        return this.records.reduce((s, r) => s + r.gpus.length * (r.endS - r.startS), 0);
+    }
+}
+
+// EXTERNAL MODULE: ./src/engine/probe-phase.ts + 1 modules
+var probe_phase = __nccwpck_require__(1484);
+// EXTERNAL MODULE: ./src/engine/claims/runner-claims.ts
+var runner_claims = __nccwpck_require__(7818);
+// EXTERNAL MODULE: ./src/engine/sandbox/sandbox.ts
+var sandbox = __nccwpck_require__(8865);
 // EXTERNAL MODULE: ./src/engine/sandbox/gpu-devices.ts
 var gpu_devices = __nccwpck_require__(710);
-// EXTERNAL MODULE: ./src/engine/sandbox/uid-map.ts
-var uid_map = __nccwpck_require__(8755);
-;// CONCATENATED MODULE: ./src/engine/sandbox/job-isolation.ts
+;// CONCATENATED MODULE: ./src/engine/evaluation-setup.ts
 
 
 
@@ -7139,94 +13134,692 @@ var uid_map = __nccwpck_require__(8755);
 
 
 
-/** The nearest of `dir` and its ancestors that others may not search (o+x), if any. */
-function closedAncestor(dir) {
-    for (let d = dir;; d = (0,external_node_path_.dirname)(d)) {
-        if (((0,external_node_fs_.statSync)(d).mode & 0o001) === 0)
-            return d;
-        if (d === (0,external_node_path_.dirname)(d))
-            return null;
+
+
+
+
+
+
+
+/**
+ * Everything between the workspace and the first job: the host facts, the refusal to run
+ * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
+ * ("requires"), the job pool, every job planned and checked against the runner (InputError where
+ * one can never fit), and the isolation plan. No submission code runs before all of it passed.
+ * Each fact is recorded as soon as it is known, so a later refusal still reports it.
+ */
+async function setUpJobs(ev) {
+    const { opts, spec, ws, record } = ev;
+    // A first build of the task's environment can take minutes: the time waited for it once the
+    // workspace was ready is the runner's, not the submission's wall clock.
+    const waitFrom = performance.now();
+    const env = ev.hostFacts.environment ? await ev.hostFacts.environment : null;
+    ev.clock.addQueued(performance.now() - waitFrom);
+    if (env)
+        record.pythonEnv = { lockHash: env.manifest.lockHash, python: env.manifest.python, interpreter: env.manifest.interpreter };
+    const [py, gpus, support] = await ev.hostFacts.facts;
+    record.host = { py, gpus };
+    if (support && !support.ok) {
+        throw new errors/* HarnessError */.t(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+    }
+    const pool = opts.pool ?? (await job_pool/* JobPool */.I.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: (0,host/* availableCpus */.d5)() }));
+    const pythonFrom = env && spec.environment ? `the task's environment (${(0,task_request/* environmentLabel */.WG)(spec.environment)}, ${env.dir})` : undefined;
+    const unmet = (0,task_environment/* unmetRequirements */.yY)(spec.requires, { pythonFrom, torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
+    if (unmet.length) {
+        throw new errors/* HarnessError */.t(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
+    }
+    const jobs = planJobs(opts.task, (0,probe_phase/* listProbes */.kk)(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: (0,external_node_crypto_.randomBytes)(4).toString("hex"), worldSize: opts.worldSize });
+    record.officialJob = jobs.official;
+    // Its own uid where the engine drops privileges: RLIMIT_NPROC and file ownership are per uid, and
+    // every job of this evaluation shares its workspace (sandbox.ts JOB_UID_BASE says why).
+    let uid;
+    if (support?.ok && support.dropToUid !== null) {
+        const claim = (0,runner_claims/* claimEvaluationUid */.TR)();
+        record.releaseUid = claim.release;
+        uid = (0,sandbox/* evaluationUid */.tH)(claim.slot);
+    }
+    // The sandbox binds each GPU's /dev/nvidiaN by the driver's minor number, not its index.
+    const gpuNodes = support?.ok && pool.gpus.length > 0 ? await (0,gpu_devices/* readGpuNodes */.we)(pool.gpus) : [];
+    const isolation = (0,job_isolation/* planIsolation */.w)({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid, gpuNodes });
+    record.sandboxed = isolation([]).sandbox !== null;
+    const runner = new SliceRunner({
+        pool,
+        t0: ev.clock.t0,
+        base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation, envBin: env ? (0,external_node_path_.join)(env.dir, "bin") : undefined },
+        gpuLimitBytes: spec.limits.gpuMemory,
+        onIdleWait: (ms) => ev.clock.addQueued(ms),
+    });
+    record.runner = runner;
+    return { python: py.executable, pool, jobs, runner };
+}
+
+// EXTERNAL MODULE: ./src/engine/official-phase.ts + 9 modules
+var official_phase = __nccwpck_require__(3702);
+// EXTERNAL MODULE: ./src/engine/workspace.ts + 3 modules
+var workspace = __nccwpck_require__(3124);
+;// CONCATENATED MODULE: ./src/engine/evaluate.ts
+
+
+
+
+
+
+
+
+/**
+ * The workspace phase: the base with the submission applied and the judge's files reset, while the
+ * host facts are gathered. It runs outside the harness-error net: without a workspace there is no
+ * result to report in, so what it throws (a patch that does not apply, a base that cannot be
+ * exported) goes to the caller as it is, and createWorkspace has removed its own folder.
+ */
+async function workspacePhase(opened) {
+    const { opts, emit, record, clock } = opened;
+    emit({ type: "phase-start", phase: "workspace", detail: (0,submission/* describeSubmission */.C)(opts.submission) });
+    const ws = await (0,workspace/* createWorkspace */.sK)(opts.task, opts.submission, opts.prBase);
+    // A gate's environment that follows its repository can start only now: the merge base's tree exists.
+    opened.hostFacts.followTree?.(ws);
+    record.workspaceS = clock.since();
+    emit({ type: "phase-end", phase: "workspace", durationS: record.workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
+    return { ...opened, ws };
+}
+/**
+ * One evaluation on this machine: workspace, job setup, official tests, hidden probes, verdict.
+ * Bad input throws InputError before any submission code runs; a harness fault in any phase
+ * (its name in `error.phase`) ends in a result with verdict `error`, with what the earlier phases
+ * recorded. The workspace is removed whatever happens, unless `keepWorkspace`.
+ */
+async function evaluate(opts) {
+    const ev = await workspacePhase((0,evaluation_context/* openEvaluation */.xh)(opts));
+    try {
+        const setup = await setUpJobs(ev);
+        const official = await (0,official_phase/* officialPhase */.DS)(ev, setup);
+        if (official.passed || opts.alwaysProbe)
+            await (0,probe_phase/* probePhase */.Gk)(ev, setup);
+    }
+    catch (e) {
+        if (!(e instanceof errors/* HarnessError */.t)) {
+            ev.ws.dispose();
+            throw e;
+        }
+        ev.record.harnessError = { phase: e.phase, message: e.message };
+    }
+    finally {
+        ev.record.releaseUid?.();
+        if (!opts.keepWorkspace)
+            ev.ws.dispose();
+    }
+    return assembleResult(ev);
+}
+
+
+/***/ }),
+
+/***/ 264:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   g2: () => (/* binding */ runLimits),
+/* harmony export */   xh: () => (/* binding */ openEvaluation)
+/* harmony export */ });
+/* unused harmony exports DEFAULT_PROCESSES, DEFAULT_DISK_BYTES, gatherHostFacts, EvaluationClock */
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7598);
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_crypto__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var _core_probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
+/* harmony import */ var _sandbox_cgroup_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(3680);
+/* harmony import */ var _host_js__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(6022);
+/* harmony import */ var _leak_guard_js__WEBPACK_IMPORTED_MODULE_5__ = __nccwpck_require__(9723);
+/* harmony import */ var _probe_set_js__WEBPACK_IMPORTED_MODULE_6__ = __nccwpck_require__(7997);
+/* harmony import */ var _sandbox_sandbox_js__WEBPACK_IMPORTED_MODULE_7__ = __nccwpck_require__(8865);
+/* harmony import */ var _environment_build_environment_js__WEBPACK_IMPORTED_MODULE_8__ = __nccwpck_require__(3140);
+/* harmony import */ var _environment_task_request_js__WEBPACK_IMPORTED_MODULE_9__ = __nccwpck_require__(4207);
+/* harmony import */ var _environment_tree_environment_js__WEBPACK_IMPORTED_MODULE_10__ = __nccwpck_require__(604);
+
+
+
+
+
+
+
+
+
+
+
+/** Default processes per run: torch ranks run dozens of threads each, and a cgroup counts threads. */
+const DEFAULT_PROCESSES = 4096;
+/** Default bytes a run may write (workspace, HOME, its private /tmp). */
+const DEFAULT_DISK_BYTES = 4 * 1024 ** 3;
+/**
+ * Starts reading the host's facts, so they are gathered while the workspace is built. A task that
+ * declares a lock gets its environment built (or found in the runner's store) meanwhile, and its
+ * python is the one inspected; a gate whose environment follows its repository gets it once the
+ * workspace exists (`followTree`), as only then is its merge base's tree known. `--python`
+ * (opts.python) overrides either, as an explicit choice for this run. A failure surfaces only when
+ * they are awaited (in `setUpJobs`, evaluation-setup.ts), as a harness error of the evaluation.
+ */
+function gatherHostFacts(opts, onProgress) {
+    const bwrap = (0,_sandbox_sandbox_js__WEBPACK_IMPORTED_MODULE_7__/* .bwrapPath */ .Sj)();
+    const declared = opts.task.spec.environment;
+    if (opts.python && declared)
+        onProgress?.(`not used: --python names the interpreter (${opts.python}), not the task's ${(0,_environment_task_request_js__WEBPACK_IMPORTED_MODULE_9__/* .environmentLabel */ .WG)(declared)}`);
+    const request = opts.python ? null : (0,_environment_task_request_js__WEBPACK_IMPORTED_MODULE_9__/* .environmentRequest */ .XE)(opts.task);
+    let followTree = null;
+    let environment = request ? (0,_environment_build_environment_js__WEBPACK_IMPORTED_MODULE_8__/* .ensureEnvironment */ .sL)(request, { onProgress }) : null;
+    if (!opts.python && declared?.fromTree) {
+        let settle = { resolve: () => { } };
+        environment = new Promise((resolve) => (settle = { resolve }));
+        followTree = (ws) => settle.resolve(treeEnvironment(opts.task, ws, onProgress));
+    }
+    environment?.catch(() => { });
+    const python = environment ? environment.then((env) => (0,_host_js__WEBPACK_IMPORTED_MODULE_4__/* .inspectPython */ .D5)(env.python)) : (0,_host_js__WEBPACK_IMPORTED_MODULE_4__/* .inspectPython */ .D5)((0,_host_js__WEBPACK_IMPORTED_MODULE_4__/* .choosePython */ .Ik)(opts.python));
+    const facts = Promise.all([python, (0,_host_js__WEBPACK_IMPORTED_MODULE_4__/* .detectGpus */ .RK)(), opts.unsandboxed ? null : (0,_sandbox_sandbox_js__WEBPACK_IMPORTED_MODULE_7__/* .detectSandbox */ .fd)(bwrap)]);
+    facts.catch(() => { });
+    return { bwrap, facts, environment, followTree };
+}
+/** A gate's environment from its merge base's tree, the head's requirement changes noted in the progress lines. */
+async function treeEnvironment(task, ws, onProgress) {
+    if (!ws.prBase)
+        throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`environment.fromTree needs the PR's merge base, and this workspace has none (${task.file})`, "environment");
+    const request = (0,_environment_task_request_js__WEBPACK_IMPORTED_MODULE_9__/* .treeEnvironmentRequest */ .Ps)(task, { dir: ws.prBase.dir, label: `the merge base ${ws.prBase.mergeBase.slice(0, 12)}`, from: ws.prBase.mergeBase }, ws.dir);
+    if (!request)
+        throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`task ${task.spec.id} has no environment.fromTree`, "environment");
+    return (0,_environment_tree_environment_js__WEBPACK_IMPORTED_MODULE_10__/* .ensureTreeEnvironment */ ._)(request, { onProgress });
+}
+/**
+ * The clock of one evaluation. The task's wall clock counts from the start, less the time spent
+ * queued for the runner while none of this evaluation's jobs ran: on a shared runner, waiting for
+ * another evaluation's jobs is not this submission's time.
+ */
+class EvaluationClock {
+    now;
+    wallClockS;
+    /** When the evaluation began, for the result's `startedAt`. */
+    startedAt;
+    /** performance.now() when it began; every duration and job record counts from here. */
+    t0;
+    queuedMs = 0;
+    constructor(
+    /** The wall clock (injectable for tests); read once at the start and once at the end. */
+    now, wallClockS) {
+        this.now = now;
+        this.wallClockS = wallClockS;
+        this.startedAt = now();
+        this.t0 = performance.now();
+    }
+    /** Seconds since `t` (performance.now() time), the evaluation's start by default. */
+    since(t = this.t0) {
+        return (performance.now() - t) / 1000;
+    }
+    /** Time queued with none of this evaluation's jobs running: it moves the deadline on by as much. */
+    addQueued(ms) {
+        this.queuedMs += ms;
+    }
+    /** Seconds left of the task's wall clock now (negative once it is spent). */
+    leftS() {
+        return (this.t0 + this.queuedMs + this.wallClockS * 1000 - performance.now()) / 1000;
     }
 }
 /**
- * The isolation plan of one evaluation, given what the machine offers (`support` null: the operator
- * chose --unsandboxed), as a function of the GPUs the job gets. Where the engine drops privileges,
- * `uid` (the evaluation's own: sandbox.ts `evaluationUid`) replaces the one the host check used.
- * Makes the evaluation folder
- * reachable by the sandbox's user, and says which folder is not where one above it is closed.
+ * Checks the options that can be checked before anything runs (InputError), starts the clock,
+ * draws the probe parameters and starts gathering host facts, which run while the workspace is
+ * built. Everything an evaluation needs but its workspace.
  */
-function planIsolation(o) {
-    const base = { cgroups: o.cgroups, processes: o.processes, diskBytes: o.diskBytes };
-    if (!o.support?.ok)
-        return () => ({ ...base, sandbox: null });
-    const uid = o.support.dropToUid === null ? null : (o.uid ?? o.support.dropToUid);
-    if (uid !== null) {
-        // Found now: setpriv would fail before bubblewrap starts, and the run's exit 1 read as the submission's.
-        const map = (0,uid_map/* readUidMap */.Nw)();
-        if (map && !(0,uid_map/* uidsMapped */.Lt)(map, uid)) {
-            throw new errors/* HarnessError */.t(`the sandbox user (uid ${uid}) does not exist in this user namespace (uid_map: ${map.map((r) => `${r.inside}–${r.inside + r.count - 1}`).join(", ")}); a pod with hostUsers: false has only uids 0–65535. Run the runner as a non-root user, or where uids from ${uid} are mapped (docs/arc.md); \`probegate doctor\` checks this.`, "sandbox");
-        }
-        // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
-        (0,external_node_fs_.chmodSync)(o.evaluationRoot, 0o711);
-        const closed = closedAncestor((0,external_node_path_.dirname)(o.evaluationRoot));
-        if (closed) {
-            throw new errors/* HarnessError */.t(`the sandbox user (uid ${uid}) cannot reach the evaluation folder ${o.evaluationRoot}: ${closed} is not searchable by others. Run chmod o+x ${closed}, or point TMPDIR at a folder it can reach.`, "sandbox");
-        }
+function openEvaluation(opts) {
+    const spec = opts.task.spec;
+    const clock = new EvaluationClock(opts.now ?? (() => new Date()), spec.limits.wallClock);
+    if (opts.worldSize !== undefined && opts.worldSize < spec.minRanks) {
+        throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .InputError */ .d(`--world-size ${opts.worldSize} is too few ranks for task ${spec.id}: it needs at least ${spec.minRanks} (minRanks in ${opts.task.dir}/task.yml). On fewer GPUs than that, leave --world-size out: the ranks then share a GPU or the CPU over gloo.`, { file: `${opts.task.dir}/task.yml`, field: "minRanks" });
     }
-    const layout = (0,sandbox/* systemLayout */.eJ)();
-    const covered = (p) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
-    const interpreter = o.interpreterDirs.filter((p) => !covered(p));
-    for (const dir of uid !== null ? interpreter : []) {
-        // Found now, not as a bubblewrap failure that would read like the submission's.
-        const closed = closedAncestor(dir);
-        if (closed) {
-            throw new errors/* HarnessError */.t(`the sandbox user (uid ${uid}) cannot reach the interpreter's folder ${dir}: ${closed} is not searchable by others. Install the interpreter where others can read it, or run chmod o+x ${closed}.`, "sandbox");
-        }
-    }
-    const readOnly = [...layout.readOnly, ...interpreter];
-    const nodes = o.gpuNodes ?? [];
-    const { missing } = (0,gpu_devices/* resolveGpuNodes */.qi)(nodes.map((n) => n.index), nodes);
-    if (missing.length)
-        throw (0,gpu_devices/* missingGpuError */.zE)(missing);
-    return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: (0,sandbox/* gpuDevices */.w$)(gpus, nodes) } });
-}
-/**
- * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
- * the sandbox's user (the evaluation's own uid); the engine, as root, still reads it all afterwards.
- */
-async function isolationFor(plan, mounts) {
-    const sb = plan.sandbox;
-    if (sb?.dropToUid != null && mounts.readWrite.length > 0) {
-        const id = `${sb.dropToUid}:${sb.dropToUid}`;
-        const r = await (0,execa/* execa */.Ho)("chown", ["-R", "--no-dereference", id, ...mounts.readWrite], { reject: false });
-        if (r.exitCode !== 0)
-            throw new errors/* HarnessError */.t(`could not hand the workspace to the sandbox user ${id}: ${String(r.stderr).trim()}`, "sandbox");
-    }
+    const probeSet = (0,_probe_set_js__WEBPACK_IMPORTED_MODULE_6__/* .probeSetVersion */ .r)(opts.task.probesDir);
+    const params = (0,_core_probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .drawParams */ .rx)(spec.params, opts.seed ?? (0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.randomInt)(0, 2 ** 32));
+    // Every string that leaves the runner (events, the result) is checked against the probe sources.
+    const secrets = (0,_leak_guard_js__WEBPACK_IMPORTED_MODULE_5__/* .readProbeSecrets */ .Yo)(opts.task.probesDir);
+    const rawEmit = opts.onEvent ?? (() => { });
+    const emit = (e) => rawEmit(e.type === "log" ? e : (0,_leak_guard_js__WEBPACK_IMPORTED_MODULE_5__/* .withholdLeaks */ .A9)(e, secrets).value);
     return {
-        sandbox: sb
-            ? {
-                bwrap: sb.bwrap,
-                readOnly: [...sb.readOnly, ...mounts.readOnly],
-                readWrite: mounts.readWrite,
-                readOnlyInside: mounts.readOnlyInside,
-                symlinks: sb.symlinks,
-                devices: sb.devices,
-                tmpBytes: plan.diskBytes,
-                cwd: mounts.cwd,
-                dropToUid: sb.dropToUid,
-                // RLIMIT_NPROC counts every task of the uid (the evaluation's own); a backstop above
-                // the limit the engine enforces (the cgroup's pids.max, else the sampled process count).
-                maxProcesses: sb.dropToUid !== null ? 2 * plan.processes : null,
-                maxFileBytes: plan.diskBytes,
-            }
-            : null,
-        cgroups: plan.cgroups,
-        writable: mounts.readWrite,
+        opts,
+        spec,
+        clock,
+        probeSet,
+        params,
+        secrets,
+        emit,
+        hostFacts: gatherHostFacts(opts, (text) => emit({ type: "log", source: "environment", text })),
+        cgroups: (0,_sandbox_cgroup_js__WEBPACK_IMPORTED_MODULE_3__/* .findControllers */ .FF)(),
+        processes: opts.runLimits?.processes ?? DEFAULT_PROCESSES,
+        diskBytes: opts.runLimits?.diskBytes ?? DEFAULT_DISK_BYTES,
+        record: { workspaceS: 0, host: null, pythonEnv: null, officialJob: null, sandboxed: false, runner: null, official: null, officialS: 0, checks: [], guard: [], probesS: 0, harnessError: null, releaseUid: null },
+    };
+}
+/**
+ * The limits of one run started now: its phase's timeout, cut to what is left of the task's wall
+ * clock (at least a second), and killed when its job's GPUs go over the limit (each job has a meter
+ * of its own).
+ */
+function runLimits(ev, timeoutS, gpuMemoryExceeded) {
+    return {
+        gpuMemoryExceeded,
+        timeoutS: Math.max(1, Math.min(timeoutS, ev.clock.leftS())),
+        outputBytes: ev.spec.limits.outputBytes,
+        memoryBytes: ev.spec.limits.memory,
+        processes: ev.processes,
+        diskBytes: ev.diskBytes,
     };
 }
 
-// EXTERNAL MODULE: ./src/engine/gpu-meter.ts + 1 modules
-var gpu_meter = __nccwpck_require__(646);
+
+/***/ }),
+
+/***/ 2434:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   $: () => (/* binding */ git),
+/* harmony export */   D: () => (/* binding */ exportTree)
+/* harmony export */ });
+/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(5172);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7679);
+
+
+/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
+const GIT_ENV = {
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_AUTHOR_NAME: "probegate",
+    GIT_AUTHOR_EMAIL: "probegate@localhost",
+    GIT_COMMITTER_NAME: "probegate",
+    GIT_COMMITTER_EMAIL: "probegate@localhost",
+    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
+    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
+};
+/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
+async function git(cwd, args, opts = {}) {
+    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
+    const r = await (0,execa__WEBPACK_IMPORTED_MODULE_1__/* .execa */ .Ho)("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
+        cwd,
+        env: GIT_ENV,
+        reject: false,
+        input: opts.input,
+        stripFinalNewline: true,
+    });
+    if (r.exitCode !== 0) {
+        const stderr = String(r.stderr || r.shortMessage || "").trim();
+        throw opts.onError ? opts.onError(stderr) : new _errors_js__WEBPACK_IMPORTED_MODULE_0__/* .InputError */ .d(`git ${args[0]} failed in ${cwd}: ${stderr}`);
+    }
+    return String(r.stdout);
+}
+/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
+async function exportTree(repo, ref, dest, scratch, what) {
+    const fail = (stderr) => new _errors_js__WEBPACK_IMPORTED_MODULE_0__/* .InputError */ .d(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
+    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
+    const gitDir = `${scratch}/src.git`;
+    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
+    const tar = await (0,execa__WEBPACK_IMPORTED_MODULE_1__/* .execa */ .Ho)("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
+    if (tar.exitCode !== 0)
+        throw fail(Buffer.from(tar.stderr).toString());
+    const untar = await (0,execa__WEBPACK_IMPORTED_MODULE_1__/* .execa */ .Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw fail(String(untar.stderr));
+    return sha;
+}
+
+
+/***/ }),
+
+/***/ 7216:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Ae: () => (/* binding */ nvidiaSmiPath),
+/* harmony export */   RQ: () => (/* binding */ gpuNote),
+/* harmony export */   cL: () => (/* binding */ readGpuUsed),
+/* harmony export */   oL: () => (/* binding */ startGpuMeter)
+/* harmony export */ });
+/* unused harmony export parseUsedLine */
+/* harmony import */ var node_child_process__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(1421);
+/* harmony import */ var node_child_process__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_child_process__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(5172);
+/* harmony import */ var node_readline__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(481);
+/* harmony import */ var node_readline__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_readline__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var _core_sizes_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(9013);
+
+
+
+
+/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
+function gpuNote(peak) {
+    return peak ? `, GPU peak ${(0,_core_sizes_js__WEBPACK_IMPORTED_MODULE_2__/* .formatBytes */ .z3)(peak.peakBytes)}` : "";
+}
+const MIB = 1024 * 1024;
+/** The nvidia-smi to use: PROBEGATE_NVIDIA_SMI (tests, unusual installs), else the one on PATH. */
+function nvidiaSmiPath() {
+    return process.env.PROBEGATE_NVIDIA_SMI || "nvidia-smi";
+}
+/**
+ * Parses nvidia-smi's `--query-gpu=index,memory.used --format=csv,noheader,nounits` lines
+ * ("0, 1234": MiB). Returns null for a line that is not one (a warning, "[N/A]", a blank).
+ */
+function parseUsedLine(line) {
+    const m = /^\s*(\d+)\s*,\s*(\d+(?:\.\d+)?)\s*$/.exec(line);
+    if (!m)
+        return null;
+    return { index: Number(m[1]), usedBytes: Math.round(Number(m[2]) * MIB) };
+}
+/**
+ * Starts sampling `gpus` every `intervalMs` with one long-lived `nvidia-smi --loop-ms` (one process
+ * for the whole phase, not one per sample). The first reading of each GPU is its baseline, so start
+ * it before the phase's processes do: `ready` settles once every GPU has been read once (or after
+ * `readyTimeoutMs`, when the meter gives up and `stop()` gives null). No GPUs: null at once.
+ */
+async function startGpuMeter(gpus, opts = {}) {
+    const none = { overLimit: () => false, stop: async () => null };
+    if (gpus.length === 0)
+        return none;
+    const intervalMs = Math.max(50, Math.floor(opts.intervalMs ?? 200));
+    const wanted = new Set(gpus);
+    const baseline = new Map();
+    const latest = new Map();
+    let peak = 0;
+    let current = 0;
+    let samples = 0;
+    let failed = false;
+    let child;
+    try {
+        child = (0,node_child_process__WEBPACK_IMPORTED_MODULE_0__.spawn)(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`, `--loop-ms=${intervalMs}`], {
+            stdio: ["ignore", "pipe", "ignore"],
+        });
+    }
+    catch {
+        return none;
+    }
+    let markReady = () => { };
+    const ready = new Promise((resolve) => (markReady = resolve));
+    const exited = new Promise((resolve) => {
+        child.once("error", () => {
+            failed = true;
+            resolve();
+            markReady();
+        });
+        child.once("exit", () => {
+            resolve();
+            markReady();
+        });
+    });
+    const lines = (0,node_readline__WEBPACK_IMPORTED_MODULE_1__.createInterface)({ input: child.stdout });
+    lines.on("line", (line) => {
+        const r = parseUsedLine(line);
+        if (!r || !wanted.has(r.index))
+            return;
+        if (!baseline.has(r.index)) {
+            baseline.set(r.index, r.usedBytes);
+            if (baseline.size === wanted.size)
+                markReady();
+        }
+        latest.set(r.index, r.usedBytes);
+        samples += 1;
+        let sum = 0;
+        for (const [i, used] of latest)
+            sum += used - (baseline.get(i) ?? used);
+        current = sum;
+        peak = Math.max(peak, sum);
+    });
+    const timer = setTimeout(markReady, opts.readyTimeoutMs ?? 5000);
+    await ready;
+    clearTimeout(timer);
+    const limit = opts.limitBytes;
+    return {
+        overLimit: () => limit !== undefined && current > limit,
+        stop: async () => {
+            if (child.exitCode === null && child.signalCode === null) {
+                child.kill("SIGTERM");
+                const hard = setTimeout(() => child.kill("SIGKILL"), 2000);
+                await exited;
+                clearTimeout(hard);
+            }
+            await exited;
+            lines.close();
+            if (failed || baseline.size !== wanted.size)
+                return null;
+            let base = 0;
+            for (const b of baseline.values())
+                base += b;
+            return { gpus: [...gpus], baselineBytes: base, peakBytes: peak, samples, intervalMs };
+        },
+    };
+}
+/**
+ * Memory used on each of `gpus` now (bytes), from one nvidia-smi query; null where the driver
+ * cannot be read. The job pool takes each GPU's idle baseline with it, and gives a GPU to the next
+ * job only once it reads back at that baseline.
+ */
+async function readGpuUsed(gpus, opts = {}) {
+    if (gpus.length === 0)
+        return new Map();
+    const r = await (0,execa__WEBPACK_IMPORTED_MODULE_3__/* .execa */ .Ho)(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`], {
+        reject: false,
+        timeout: opts.timeoutMs ?? 10_000,
+    });
+    if (r.exitCode !== 0 || typeof r.stdout !== "string")
+        return null;
+    const used = new Map();
+    for (const line of r.stdout.split("\n")) {
+        const u = parseUsedLine(line);
+        if (u && gpus.includes(u.index))
+            used.set(u.index, u.usedBytes);
+    }
+    return used.size === gpus.length ? used : null;
+}
+
+
+/***/ }),
+
+/***/ 6022:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   D5: () => (/* binding */ inspectPython),
+/* harmony export */   Ik: () => (/* binding */ choosePython),
+/* harmony export */   RK: () => (/* binding */ detectGpus),
+/* harmony export */   d5: () => (/* binding */ availableCpus)
+/* harmony export */ });
+/* unused harmony export cpuCount */
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(8161);
+/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_os__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(5172);
+/* harmony import */ var _core_packing_js__WEBPACK_IMPORTED_MODULE_5__ = __nccwpck_require__(3448);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
+/* harmony import */ var _gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(7216);
+
+
+
+
+
+
+/** The interpreter for `{python}`: the flag, `$PROBEGATE_PYTHON`, Debian's /usr/bin/python3, else python3 on PATH. */
+function choosePython(flag) {
+    if (flag)
+        return flag;
+    if (process.env.PROBEGATE_PYTHON)
+        return process.env.PROBEGATE_PYTHON;
+    return (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+// Reads torch's version.py instead of importing torch: an import costs seconds per evaluation.
+const PY_PROBE = `
+import importlib.util, json, os, site, sys
+dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+dirs.update(getattr(site, "getsitepackages", lambda: [])())
+info = {"python": sys.version.split()[0], "torch": None, "cuda": None,
+        "prefixes": sorted(os.path.realpath(d) for d in dirs if d and os.path.isdir(d))}
+spec = importlib.util.find_spec("torch")
+if spec and spec.origin:
+    ns = {}
+    try:
+        with open(os.path.join(os.path.dirname(spec.origin), "version.py")) as f:
+            exec(f.read(), ns)
+        info["torch"] = ns.get("__version__")
+        info["cuda"] = ns.get("cuda")
+    except OSError:
+        pass
+print(json.dumps(info))
+`;
+const pythonCache = new Map();
+/** Version facts of the interpreter (cached per process: the demo evaluates many submissions). */
+function inspectPython(executable) {
+    let p = pythonCache.get(executable);
+    if (!p) {
+        p = (async () => {
+            const r = await (0,execa__WEBPACK_IMPORTED_MODULE_4__/* .execa */ .Ho)(executable, ["-c", PY_PROBE], { reject: false, timeout: 120_000 });
+            if (r.exitCode !== 0) {
+                const why = r.code === "ENOENT" ? "not found" : `exit ${r.exitCode}: ${String(r.stderr).trim().split("\n").pop()}`;
+                throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`the Python interpreter '${executable}' does not run (${why}); set --python or PROBEGATE_PYTHON`, "environment");
+            }
+            const info = JSON.parse(String(r.stdout).trim().split("\n").pop() ?? "{}");
+            return { executable, ...info, prefixes: info.prefixes ?? [] };
+        })();
+        pythonCache.set(executable, p);
+        p.catch(() => pythonCache.delete(executable));
+    }
+    return p;
+}
+/** GPUs nvidia-smi reports (PROBEGATE_NVIDIA_SMI names another); none where there is no NVIDIA driver. */
+async function detectGpus() {
+    const r = await (0,execa__WEBPACK_IMPORTED_MODULE_4__/* .execa */ .Ho)((0,_gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__/* .nvidiaSmiPath */ .Ae)(), ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
+        reject: false,
+        timeout: 30_000,
+    });
+    if (r.exitCode !== 0 || typeof r.stdout !== "string")
+        return [];
+    return r.stdout
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => {
+        const [index, model, mem, driver] = line.split(",").map((s) => s.trim());
+        return { index: Number(index), model: model ?? "unknown", memoryMiB: Number(mem), driver: driver ?? "unknown" };
+    });
+}
+function cpuCount() {
+    return Math.max(1, (0,node_os__WEBPACK_IMPORTED_MODULE_1__.cpus)().length);
+}
+/**
+ * The CPU ids this process may run on (its affinity, as /proc/self/status lists it), so packed
+ * jobs are pinned only to cores that exist here; 0..n-1 where that file cannot be read.
+ */
+function availableCpus() {
+    try {
+        const m = /^Cpus_allowed_list:\s*(\S+)/m.exec((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)("/proc/self/status", "utf8"));
+        const ids = m?.[1] ? (0,_core_packing_js__WEBPACK_IMPORTED_MODULE_5__/* .parseIdList */ .hG)(m[1]) : null;
+        if (ids?.length)
+            return ids;
+    }
+    catch {
+        // not Linux, or no /proc
+    }
+    return Array.from({ length: cpuCount() }, (_, i) => i);
+}
+
+
+/***/ }),
+
+/***/ 9650:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Aq: () => (/* binding */ expandCommand),
+/* harmony export */   N$: () => (/* binding */ jobEnv),
+/* harmony export */   ds: () => (/* binding */ jobPythonPath)
+/* harmony export */ });
+/* unused harmony export NCCL_SAFE_DEFAULTS */
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+
+
+/** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
+const PASS_THROUGH = /^(NCCL_|TORCH_NCCL_|TORCH_SYMM_MEM_|NVSHMEM_|CUDA_LAUNCH_BLOCKING$|CUBLAS_WORKSPACE_CONFIG$|LD_LIBRARY_PATH$|OMP_NUM_THREADS$)/;
+/** PYTHONPATH of a job: the task's setup files first (the submission cannot shadow them), then the workspace, then `more`. */
+function jobPythonPath(ctx, ...more) {
+    return [ctx.setupDir, ctx.workspace, ...more].filter((p) => Boolean(p)).join(":");
+}
+/**
+ * NVLink SHARP / multicast off in every job, the probes' included: multicast objects outlive a
+ * killed process on some drivers and the fabric manager of a shared node may not grant them, which
+ * turns a hostile or crashed run into the next job's hang. An operator's own value wins.
+ */
+const NCCL_SAFE_DEFAULTS = {
+    NCCL_NVLS_ENABLE: "0",
+    TORCH_SYMM_MEM_DISABLE_MULTICAST: "1",
+    NVSHMEM_DISABLE_NVLS: "1",
+};
+/**
+ * The whole environment of an official-test or probe process, built from nothing: the runner's
+ * variables (tokens, keys, GITHUB_*, ACTIONS_*, the signing key) never reach submission code.
+ */
+function jobEnv(ctx, extra = {}) {
+    const home = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(ctx.root, "home");
+    const tmp = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(ctx.root, "tmp");
+    (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.mkdirSync)(home, { recursive: true });
+    (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.mkdirSync)(tmp, { recursive: true });
+    const env = {};
+    for (const [k, v] of Object.entries(process.env))
+        if (v !== undefined && PASS_THROUGH.test(k))
+            env[k] = v;
+    return {
+        ...NCCL_SAFE_DEFAULTS,
+        ...env,
+        PATH: `${ctx.envBin ? `${ctx.envBin}:` : ""}/usr/local/bin:/usr/bin:/bin`,
+        ...(ctx.envBin ? { VIRTUAL_ENV: (0,node_path__WEBPACK_IMPORTED_MODULE_1__.dirname)(ctx.envBin) } : {}),
+        HOME: home,
+        // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
+        TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,
+        // A job's uid has no passwd entry (jobUid): getpass.getuser() and the caches keyed on it read these.
+        USER: "probegate",
+        LOGNAME: "probegate",
+        LANG: "C.UTF-8",
+        PYTHONDONTWRITEBYTECODE: "1",
+        PYTHONUNBUFFERED: "1",
+        PYTHONNOUSERSITE: "1",
+        OMP_NUM_THREADS: env.OMP_NUM_THREADS ?? String(ctx.threadsPerRank),
+        CUDA_VISIBLE_DEVICES: ctx.cudaVisibleDevices,
+        PROBEGATE_WORKSPACE: ctx.workspace,
+        PROBEGATE_BACKEND: ctx.backend,
+        PROBEGATE_WORLD_SIZE: String(ctx.worldSize),
+        PYTHONPATH: jobPythonPath(ctx),
+        ...(ctx.port ? { MASTER_ADDR: "127.0.0.1", MASTER_PORT: String(ctx.port), PROBEGATE_RENDEZVOUS_PORT: String(ctx.port) } : {}),
+        ...extra,
+    };
+}
+/** Replaces `{python}`, `{junit}`, `{probe}`, `{workspace}` in a command; unknown placeholders stay as written. */
+function expandCommand(argv, values) {
+    return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
+}
+
+
+/***/ }),
+
+/***/ 3956:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  I: () => (/* binding */ JobPool)
+});
+
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+// EXTERNAL MODULE: ./src/core/packing.ts
+var packing = __nccwpck_require__(3448);
+// EXTERNAL MODULE: ./src/engine/errors.ts
+var errors = __nccwpck_require__(7679);
+// EXTERNAL MODULE: ./src/core/sizes.ts
+var sizes = __nccwpck_require__(9013);
+// EXTERNAL MODULE: ./src/engine/gpu-meter.ts
+var gpu_meter = __nccwpck_require__(7216);
 ;// CONCATENATED MODULE: ./src/engine/jobs/gpu-return.ts
 
 
@@ -7292,6 +13885,8 @@ class GpuReturn {
     }
 }
 
+// EXTERNAL MODULE: ./src/engine/claims/runner-claims.ts
+var runner_claims = __nccwpck_require__(7818);
 ;// CONCATENATED MODULE: external "node:net"
 const external_node_net_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:net");
 ;// CONCATENATED MODULE: ./src/engine/jobs/ports.ts
@@ -7695,146 +14290,17 @@ class JobPool {
     }
 }
 
-;// CONCATENATED MODULE: ./src/engine/jobs/job-slice.ts
+
+/***/ }),
+
+/***/ 518:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
-
-/**
- * Runs the jobs of one evaluation on slices of the shared pool: each job waits for its slice, runs
- * with its own GPU meter (the memory of record and the limit are per job, on GPUs it holds alone),
- * and is recorded with its GPUs, cores, port, start and end. Time spent waiting while none of the
- * evaluation's jobs runs is reported through `onIdleWait`, so it does not count against the
- * evaluation's wall clock.
- */
-class SliceRunner {
-    o;
-    records = [];
-    peaks = new Map();
-    active = 0;
-    idleSince = 0;
-    constructor(o) {
-        this.o = o;
-    }
-    async run(job, body) {
-        const asked = performance.now();
-        const lease = await this.o.pool.acquire(job.demand);
-        // Queued with none of this evaluation's jobs running: that wait is the runner's, not the evaluation's.
-        if (this.active === 0)
-            this.o.onIdleWait?.(performance.now() - Math.max(asked, this.idleSince));
-        this.active += 1;
-        const started = performance.now();
-        try {
-            const meter = await (0,gpu_meter/* startGpuMeter */.oL)(lease.gpus, { limitBytes: this.o.gpuLimitBytes });
-            let value;
-            try {
-                value = await body({ ctx: jobContextFor(this.o.base, job, lease), lease, gpuMemoryExceeded: () => meter.overLimit() });
-            }
-            finally {
-                const peak = await meter.stop();
-                if (peak)
-                    this.peaks.set(job.name, peak);
-            }
-            return value;
-        }
-        finally {
-            const ended = performance.now();
-            this.active -= 1;
-            if (this.active === 0)
-                this.idleSince = ended;
-            this.records.push({
-                id: job.name,
-                kind: job.kind,
-                gpus: lease.gpus,
-                cores: lease.cores,
-                port: lease.port,
-                timing: job.demand.timing,
-                exclusive: job.demand.exclusive,
-                startS: (started - this.o.t0) / 1000,
-                endS: (ended - this.o.t0) / 1000,
-                waitedS: lease.waitedS,
-            });
-            // Cores and port are free at once; the GPUs once nvidia-smi reads them back at baseline.
-            void lease.release();
-        }
-    }
-    /** The probe phase's GPU memory of record: the probe job that held the most above its baseline. */
-    probesPeak() {
-        let best = null;
-        for (const [name, p] of this.peaks)
-            if (!name.startsWith("official") && (!best || p.peakBytes > best.peakBytes))
-                best = p;
-        return best;
-    }
-    /** GPU-seconds of record: Σ over jobs of GPUs held × time held (jobs side by side each count). */
-    gpuSeconds() {
-        return this.records.reduce((s, r) => s + r.gpus.length * (r.endS - r.startS), 0);
-    }
-}
-
-// EXTERNAL MODULE: ./node_modules/picomatch/index.js
-var node_modules_picomatch = __nccwpck_require__(4006);
-var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(node_modules_picomatch);
-;// CONCATENATED MODULE: ./src/engine/jobs/job-env.ts
-
-
-/** Operator settings that pass into jobs: NCCL/torch tuning, never credentials. */
-const PASS_THROUGH = /^(NCCL_|TORCH_NCCL_|TORCH_SYMM_MEM_|NVSHMEM_|CUDA_LAUNCH_BLOCKING$|CUBLAS_WORKSPACE_CONFIG$|LD_LIBRARY_PATH$|OMP_NUM_THREADS$)/;
-/** PYTHONPATH of a job: the task's setup files first (the submission cannot shadow them), then the workspace, then `more`. */
-function jobPythonPath(ctx, ...more) {
-    return [ctx.setupDir, ctx.workspace, ...more].filter((p) => Boolean(p)).join(":");
-}
-/**
- * NVLink SHARP / multicast off in every job, the probes' included: multicast objects outlive a
- * killed process on some drivers and the fabric manager of a shared node may not grant them, which
- * turns a hostile or crashed run into the next job's hang. An operator's own value wins.
- */
-const NCCL_SAFE_DEFAULTS = {
-    NCCL_NVLS_ENABLE: "0",
-    TORCH_SYMM_MEM_DISABLE_MULTICAST: "1",
-    NVSHMEM_DISABLE_NVLS: "1",
-};
-/**
- * The whole environment of an official-test or probe process, built from nothing: the runner's
- * variables (tokens, keys, GITHUB_*, ACTIONS_*, the signing key) never reach submission code.
- */
-function jobEnv(ctx, extra = {}) {
-    const home = (0,external_node_path_.join)(ctx.root, "home");
-    const tmp = (0,external_node_path_.join)(ctx.root, "tmp");
-    (0,external_node_fs_.mkdirSync)(home, { recursive: true });
-    (0,external_node_fs_.mkdirSync)(tmp, { recursive: true });
-    const env = {};
-    for (const [k, v] of Object.entries(process.env))
-        if (v !== undefined && PASS_THROUGH.test(k))
-            env[k] = v;
-    return {
-        ...NCCL_SAFE_DEFAULTS,
-        ...env,
-        PATH: `${ctx.envBin ? `${ctx.envBin}:` : ""}/usr/local/bin:/usr/bin:/bin`,
-        ...(ctx.envBin ? { VIRTUAL_ENV: (0,external_node_path_.dirname)(ctx.envBin) } : {}),
-        HOME: home,
-        // In the sandbox /tmp is private (a size-limited tmpfs of each run's own).
-        TMPDIR: ctx.isolation.sandbox ? "/tmp" : tmp,
-        // A job's uid has no passwd entry (jobUid): getpass.getuser() and the caches keyed on it read these.
-        USER: "probegate",
-        LOGNAME: "probegate",
-        LANG: "C.UTF-8",
-        PYTHONDONTWRITEBYTECODE: "1",
-        PYTHONUNBUFFERED: "1",
-        PYTHONNOUSERSITE: "1",
-        OMP_NUM_THREADS: env.OMP_NUM_THREADS ?? String(ctx.threadsPerRank),
-        CUDA_VISIBLE_DEVICES: ctx.cudaVisibleDevices,
-        PROBEGATE_WORKSPACE: ctx.workspace,
-        PROBEGATE_BACKEND: ctx.backend,
-        PROBEGATE_WORLD_SIZE: String(ctx.worldSize),
-        PYTHONPATH: jobPythonPath(ctx),
-        ...(ctx.port ? { MASTER_ADDR: "127.0.0.1", MASTER_PORT: String(ctx.port), PROBEGATE_RENDEZVOUS_PORT: String(ctx.port) } : {}),
-        ...extra,
-    };
-}
-/** Replaces `{python}`, `{junit}`, `{probe}`, `{workspace}` in a command; unknown placeholders stay as written. */
-function expandCommand(argv, values) {
-    return argv.map((a) => a.replace(/\{(\w+)\}/g, (m, k) => values[k] ?? m));
-}
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  k: () => (/* binding */ parseJunit)
+});
 
 ;// CONCATENATED MODULE: ./node_modules/fast-xml-parser/src/util.js
 
@@ -15226,252 +21692,147 @@ function parseJunit(xml) {
     return { counts, failing, suites, cases: outcomes };
 }
 
-;// CONCATENATED MODULE: ./src/engine/sandbox/process-group.ts
 
-const PAGE_SIZE = 4096;
-function readStat(pid) {
-    try {
-        const stat = (0,external_node_fs_.readFileSync)(`/proc/${pid}/stat`, "utf8");
-        // comm may hold spaces and parens: fields resume after the last ')'.
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
-        if (fields[0] === "Z")
-            return null;
-        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
-    }
-    catch {
-        return null; // The process ended, or this is not Linux.
-    }
-}
-function childrenOf(pid) {
-    const out = [];
-    let tasks;
-    try {
-        tasks = (0,external_node_fs_.readdirSync)(`/proc/${pid}/task`);
-    }
-    catch {
-        return out;
-    }
-    for (const tid of tasks) {
-        try {
-            for (const c of (0,external_node_fs_.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
-                if (c)
-                    out.push(Number(c));
+/***/ }),
+
+/***/ 9723:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   A9: () => (/* binding */ withholdLeaks),
+/* harmony export */   Yo: () => (/* binding */ readProbeSecrets)
+/* harmony export */ });
+/* unused harmony exports MIN_LINE, WITHHELD, probeSecrets, leaks */
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+
+
+/** Shorter lines are too common to be evidence of a leak (`import os`, `return total`). */
+const MIN_LINE = 20;
+const CANARY = /[A-Za-z0-9_-]*canary[A-Za-z0-9_-]*/gi;
+const MIN_CANARY = 8;
+/** The marker that replaces an outgoing string that held probe source. */
+const WITHHELD = "[withheld by probegate: this text contained hidden probe source]";
+/** Lines and canaries of probe sources (file texts). Pure. */
+function probeSecrets(texts) {
+    const lines = new Set();
+    const canaries = new Set();
+    for (const text of texts) {
+        for (const raw of text.split(/\r?\n/)) {
+            const line = raw.trim();
+            if (line.length >= MIN_LINE)
+                lines.add(line);
         }
-        catch {
-            // The thread ended between readdir and read.
-        }
+        for (const m of text.matchAll(CANARY))
+            if (m[0].length >= MIN_CANARY)
+                canaries.add(m[0].toLowerCase());
     }
-    return out;
+    return { lines: [...lines], canaries: [...canaries] };
 }
-/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
-function scanGroup(pgid) {
-    let entries;
-    try {
-        entries = (0,external_node_fs_.readdirSync)("/proc");
-    }
-    catch {
-        return [];
-    }
-    const pids = [];
-    for (const name of entries) {
-        if (!/^\d+$/.test(name))
-            continue;
-        if (readStat(Number(name))?.pgid === pgid)
-            pids.push(Number(name));
-    }
-    return pids;
-}
-/**
- * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
- *
- * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
- * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
- * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
- * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
- * process found outside the tree is tracked as a root from then on.
- */
-class GroupMeter {
-    pgid;
-    fullScanEvery;
-    roots = new Set();
-    samples = 0;
-    constructor(pgid, fullScanEvery = 10) {
-        this.pgid = pgid;
-        this.fullScanEvery = fullScanEvery;
-        this.roots.add(pgid);
-    }
-    sample() {
-        if (this.samples++ % this.fullScanEvery === 0)
-            for (const pid of scanGroup(this.pgid))
-                this.roots.add(pid);
-        const seen = new Set();
-        let rssBytes = 0;
-        const stack = [...this.roots];
-        while (stack.length) {
-            const pid = stack.pop();
-            if (seen.has(pid))
+/** Reads every text file under the probe folder (caches and binary files skipped). */
+function readProbeSecrets(probesDir) {
+    const texts = [];
+    const walk = (dir) => {
+        for (const name of (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readdirSync)(dir)) {
+            if (name === "__pycache__")
                 continue;
-            const stat = readStat(pid);
-            if (!stat) {
-                this.roots.delete(pid);
-                continue;
+            const p = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dir, name);
+            const st = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.statSync)(p);
+            if (st.isDirectory())
+                walk(p);
+            else if (st.isFile()) {
+                const buf = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)(p);
+                if (!buf.includes(0))
+                    texts.push(buf.toString("utf8"));
             }
-            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
-            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
-            seen.add(pid);
-            rssBytes += stat.rssBytes;
-            stack.push(...childrenOf(pid));
         }
-        return { processes: seen.size, rssBytes };
-    }
+    };
+    walk(probesDir);
+    return probeSecrets(texts);
 }
-/** Processes and resident bytes of one process group, from one full scan of /proc. */
-function groupUsage(pgid) {
-    return new GroupMeter(pgid, 1).sample();
+/** Whether `text` holds a canary or a line of probe source. */
+function leaks(text, secrets) {
+    if (text.length < MIN_CANARY)
+        return false;
+    const lower = text.toLowerCase();
+    if (secrets.canaries.some((c) => lower.includes(c)))
+        return true;
+    return text.length >= MIN_LINE && secrets.lines.some((l) => text.includes(l));
 }
-/** SIGKILL to a whole process group; a group already gone is fine. */
-function killGroup(pgid) {
-    try {
-        process.kill(-pgid, "SIGKILL");
-    }
-    catch (e) {
-        if (e.code !== "ESRCH")
-            throw e;
-    }
-}
-
-;// CONCATENATED MODULE: ./src/engine/run-command.ts
-
-
-
-
-
-
-
-const KEEP = 64 * 1024;
-const SAMPLE_MS = 100;
-const DISK_SAMPLE_MS = 250;
-/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
-const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
 /**
- * Runs a command in its own process group with a clean environment, in the sandbox when one is
- * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
- * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
- * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
- * outside the sandbox.
+ * Every string of `value` (object keys too) that leaks probe source, replaced by WITHHELD (keys by
+ * `withheld-N`); `withheld` counts them. Applied to everything that leaves the runner, before it
+ * is signed or printed.
  */
-async function runCommand(command, opts) {
-    if (command.length === 0)
-        throw new TypeError("empty command");
-    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
-    const cg = (0,cgroup/* createJobCgroup */.sZ)(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
-    const sandboxed = iso.sandbox ? (0,sandbox/* sandboxArgv */.aP)(iso.sandbox, command) : [...command];
-    // Pinned from outside the sandbox; every process of the run inherits the mask.
-    const taskset = opts.cpus?.length ? tasksetPath() : null;
-    const inner = taskset ? [taskset, "-c", (0,packing/* formatIdList */.xD)(opts.cpus ?? []), ...sandboxed] : sandboxed;
-    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
-    const [file, ...args] = argv;
-    const diskBase = iso.writable.length ? treeBytes(iso.writable) : 0;
-    const started = performance.now();
-    const child = (0,execa/* execa */.Ho)(file, args, {
-        cwd: opts.cwd,
-        env: opts.env,
-        extendEnv: false,
-        detached: true,
-        reject: false,
-        ...(opts.input !== undefined ? { input: opts.input } : { stdin: "ignore" }),
-        buffer: false,
-        stripFinalNewline: false,
-    });
-    let head = "";
-    let tail = "";
-    let total = 0;
-    let limit = null;
-    let peak = 0;
-    const pgid = child.pid;
-    const stop = (why) => {
-        if (limit)
-            return;
-        limit = why;
-        if (pgid)
-            killGroup(pgid);
-        cg?.killAll();
+function withholdLeaks(value, secrets) {
+    let withheld = 0;
+    const clean = (v) => {
+        if (typeof v === "string") {
+            if (!leaks(v, secrets))
+                return v;
+            withheld++;
+            return WITHHELD;
+        }
+        if (Array.isArray(v))
+            return v.map(clean);
+        if (v && typeof v === "object") {
+            const out = {};
+            for (const [k, x] of Object.entries(v)) {
+                const key = leaks(k, secrets) ? `withheld-${++withheld}` : k;
+                out[key] = clean(x);
+            }
+            return out;
+        }
+        return v;
     };
-    const onData = (chunk) => {
-        total += chunk.length;
-        if (head.length < KEEP)
-            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
-        else
-            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
-        if (total > opts.limits.outputBytes)
-            stop("output");
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
-    const meter = pgid ? new GroupMeter(pgid) : undefined;
-    const sampler = meter
-        ? setInterval(() => {
-            const { rssBytes, processes } = meter.sample();
-            peak = Math.max(peak, rssBytes);
-            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
-            // processes share once per process, so it decides only where there is no cgroup.
-            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
-            if (hit)
-                stop(hit);
-            else if (opts.limits.gpuMemoryExceeded?.())
-                stop("gpu-memory");
-        }, SAMPLE_MS)
-        : undefined;
-    const diskWatch = iso.writable.length
-        ? setInterval(() => {
-            if (treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-                stop("disk");
-        }, DISK_SAMPLE_MS)
-        : undefined;
-    const result = await child;
-    const durationS = (performance.now() - started) / 1000;
-    clearTimeout(timer);
-    if (sampler)
-        clearInterval(sampler);
-    if (diskWatch)
-        clearInterval(diskWatch);
-    if (pgid)
-        killGroup(pgid);
-    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
-    const kernelLimit = cg?.limitHit() ?? null;
-    if (!limit && kernelLimit)
-        limit = kernelLimit;
-    if (!limit && result.signal === "SIGXFSZ")
-        limit = "disk";
-    if (!limit && iso.writable.length && treeBytes(iso.writable) - diskBase > opts.limits.diskBytes)
-        limit = "disk";
-    const cgroupPeak = cg?.memoryPeak() ?? null;
-    await cg?.remove();
-    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
-    const spawnError = joinFailed
-        ? "could not join the run's cgroup"
-        : result.failed && result.exitCode === undefined && !result.signal
-            ? (result.shortMessage ?? "could not start")
-            : null;
-    return {
-        exitCode: result.exitCode ?? null,
-        signal: result.signal ?? null,
-        limit,
-        durationS,
-        peakRssBytes: peak,
-        peakMemoryBytes: cgroupPeak ?? peak,
-        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
-        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
-        spawnError,
-    };
-}
-/** util-linux's taskset, where the machine has it (pins a run to the cores of its slice). */
-function tasksetPath() {
-    return ["/usr/bin/taskset", "/bin/taskset", "/usr/local/bin/taskset"].find((p) => (0,external_node_fs_.existsSync)(p)) ?? null;
+    return { value: clean(value), withheld };
 }
 
+
+/***/ }),
+
+/***/ 3702:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  DS: () => (/* binding */ officialPhase),
+  I7: () => (/* binding */ runOfficialRun),
+  G2: () => (/* binding */ runsPytest)
+});
+
+// UNUSED EXPORTS: officialReason
+
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __nccwpck_require__(3024);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __nccwpck_require__(6760);
+// EXTERNAL MODULE: ./src/core/sizes.ts
+var sizes = __nccwpck_require__(9013);
+// EXTERNAL MODULE: ./src/engine/errors.ts
+var errors = __nccwpck_require__(7679);
+// EXTERNAL MODULE: ./src/engine/evaluation-context.ts
+var evaluation_context = __nccwpck_require__(264);
+// EXTERNAL MODULE: ./src/engine/gpu-meter.ts
+var gpu_meter = __nccwpck_require__(7216);
+// EXTERNAL MODULE: ./src/engine/jobs/job-pool.ts + 4 modules
+var job_pool = __nccwpck_require__(3956);
+// EXTERNAL MODULE: ./src/engine/sandbox/job-isolation.ts
+var job_isolation = __nccwpck_require__(3292);
+// EXTERNAL MODULE: ./src/engine/jobs/job-env.ts
+var job_env = __nccwpck_require__(9650);
+// EXTERNAL MODULE: ./src/engine/junit.ts + 30 modules
+var engine_junit = __nccwpck_require__(518);
+// EXTERNAL MODULE: ./src/engine/run-command.ts + 1 modules
+var run_command = __nccwpck_require__(3022);
+// EXTERNAL MODULE: ./node_modules/picomatch/index.js
+var picomatch = __nccwpck_require__(4006);
+var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
 ;// CONCATENATED MODULE: ./src/core/test-selection.ts
 
 /**
@@ -15518,6 +21879,10 @@ function expandTests(argv, tests) {
     return argv.flatMap((a) => (a === "{tests}" ? [...tests] : [a]));
 }
 
+// EXTERNAL MODULE: ./node_modules/execa/index.js + 139 modules
+var execa = __nccwpck_require__(5172);
+// EXTERNAL MODULE: ./node_modules/zod/v4/classic/schemas.js + 7 modules
+var schemas = __nccwpck_require__(2311);
 ;// CONCATENATED MODULE: ./src/core/guard/weakened-tests.ts
 
 /** The kinds of change to a base test that the guard reports (python/probegate_guard). */
@@ -15566,18 +21931,8 @@ function guardChecks(report, durationS) {
     return checks;
 }
 
-// EXTERNAL MODULE: external "node:url"
-var external_node_url_ = __nccwpck_require__(3136);
-;// CONCATENATED MODULE: ./src/engine/package-paths.ts
-
-
-/**
- * The package root: two levels above this file both in the source tree (src/cli/) and in the
- * bundle (dist/cli/index.js), so the demo finds tasks/, examples/ and the probe kit either way.
- */
-const PACKAGE_ROOT = (0,external_node_path_.resolve)((0,external_node_path_.dirname)((0,external_node_url_.fileURLToPath)(import.meta.url)), "..", "..");
-const KIT_DIR = (0,external_node_path_.resolve)(PACKAGE_ROOT, "probes", "kit");
-
+// EXTERNAL MODULE: ./src/engine/package-paths.ts
+var package_paths = __nccwpck_require__(9967);
 ;// CONCATENATED MODULE: ./src/engine/guard/weakened-tests.ts
 
 
@@ -15585,7 +21940,7 @@ const KIT_DIR = (0,external_node_path_.resolve)(PACKAGE_ROOT, "probes", "kit");
 
 
 /** Where the guard's Python package lives (python/probegate_guard), in the source tree and beside dist/ alike. */
-const GUARD_PATH = (0,external_node_path_.resolve)(PACKAGE_ROOT, "python");
+const GUARD_PATH = (0,external_node_path_.resolve)(package_paths/* PACKAGE_ROOT */.Y, "python");
 /**
  * Compares the head's tests with the base's (deleted, skipped, deselected, narrowed, weakened) and
  * returns the findings as `structure` checks. The guard only parses files, but the head's are
@@ -15617,485 +21972,8 @@ async function weakenedTestChecks(opts) {
     return guardChecks(report.data, (performance.now() - t0) / 1000);
 }
 
-;// CONCATENATED MODULE: ./src/engine/copy-filter.ts
-/** Names never copied from a task's or a submission's folders: version control and Python's caches. */
-const SKIP_NAMES = new Set([".git", "__pycache__", ".pytest_cache"]);
-/** A `cpSync` filter that leaves SKIP_NAMES out. */
-const copyFilter = (src) => !SKIP_NAMES.has(src.split("/").pop() ?? "");
-
-// EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
-var dist = __nccwpck_require__(8815);
-;// CONCATENATED MODULE: ./src/engine/yaml-file.ts
-
-
-
-/** Reads and parses a YAML file; a missing file or a syntax error is an InputError naming the line. */
-function readYaml(file, what) {
-    let text;
-    try {
-        text = (0,external_node_fs_.readFileSync)(file, "utf8");
-    }
-    catch (e) {
-        throw new errors/* InputError */.d(`Cannot read ${what} ${file}: ${e.code === "ENOENT" ? "no such file" : e.message}.`, { file });
-    }
-    const lines = new dist/* LineCounter */.HN();
-    const doc = (0,dist/* parseDocument */.Tp)(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-    const err = doc.errors[0];
-    if (err) {
-        const line = err.pos ? lines.linePos(err.pos[0]).line : undefined;
-        throw new errors/* InputError */.d(`${file}${line ? `:${line}` : ""}: ${what} is not valid YAML: ${err.message.split("\n")[0]}`, { file, line });
-    }
-    return { file, doc, lines };
-}
-/** The 1-based line of the node at `path`, or of its nearest parent that exists in the file. */
-function lineOf(src, path) {
-    for (let n = path.length; n >= 0; n--) {
-        const node = src.doc.getIn(path.slice(0, n), true);
-        if ((0,dist/* isNode */.Ll)(node) && node.range)
-            return src.lines.linePos(node.range[0]).line;
-    }
-    return undefined;
-}
-/** Validates the document with a zod schema; every issue is reported as `file:line: field: message`. */
-function parseWith(src, schema, what) {
-    const data = src.doc.toJS();
-    const parsed = schema.safeParse(data ?? {});
-    if (parsed.success)
-        return parsed.data;
-    const issues = parsed.error.issues.map((issue) => {
-        let path = issue.path;
-        let message = issue.message;
-        if (issue.code === "unrecognized_keys") {
-            // Point at the unknown key itself, not the object holding it.
-            path = [...issue.path, issue.keys[0] ?? ""];
-            message = `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
-        }
-        else if (issue.code === "invalid_union") {
-            message = "does not match any allowed form (see schema/*.schema.json)";
-        }
-        const field = path.length ? path.join(".") : "(document)";
-        const line = lineOf(src, path);
-        return { field, line, text: `${src.file}${line ? `:${line}` : ""}: ${field}: ${message}` };
-    });
-    const first = issues[0];
-    throw new errors/* InputError */.d(`Invalid ${what}:\n  ${issues.map((i) => i.text).join("\n  ")}`, { file: src.file, field: first?.field, line: first?.line });
-}
-
-;// CONCATENATED MODULE: ./src/engine/setup-folders.ts
-
-
-
-
-
-function filesUnder(root, dir = root) {
-    return (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })
-        .filter((e) => !SKIP_NAMES.has(e.name))
-        .flatMap((e) => (e.isDirectory() ? filesUnder(root, (0,external_node_path_.join)(dir, e.name)) : [(0,external_node_path_.relative)(root, (0,external_node_path_.join)(dir, e.name))]));
-}
-/**
- * The folders of a task's `setup:`, resolved against the task folder: its own `path`, then each of
- * `include` (a shim several tasks share). Checked here, each naming file, field and line: every
- * folder exists, no file is in two of them (which one would win is no guess to leave to a copy),
- * and every `pytestPlugins` module is in one of them.
- */
-function setupFolders(setup, dir, file, src) {
-    const at = (path) => {
-        const line = lineOf(src, path);
-        return { where: `${file}${line ? `:${line}` : ""}`, line };
-    };
-    const fields = [
-        { field: "setup.path", path: ["setup", "path"], folder: (0,external_node_path_.resolve)(dir, setup.path) },
-        ...setup.include.map((p, i) => ({ field: `setup.include[${i}]`, path: ["setup", "include", i], folder: (0,external_node_path_.resolve)(dir, p) })),
-    ];
-    const owner = new Map();
-    for (const f of fields) {
-        const { where, line } = at(f.path);
-        if (!(0,external_node_fs_.existsSync)(f.folder) || !(0,external_node_fs_.statSync)(f.folder).isDirectory())
-            throw new errors/* InputError */.d(`${where}: ${f.field}: folder ${f.folder} does not exist.`, { file, field: f.field, line });
-        for (const rel of filesUnder(f.folder)) {
-            const first = owner.get(rel);
-            if (first)
-                throw new errors/* InputError */.d(`${where}: ${f.field}: ${rel} is in both ${first} and ${f.folder}; a setup file may come from one folder only.`, { file, field: f.field, line });
-            owner.set(rel, f.folder);
-        }
-    }
-    const folders = fields.map((f) => f.folder);
-    for (const [i, plugin] of setup.pytestPlugins.entries()) {
-        const rel = plugin.split(".").join("/");
-        if (!folders.some((d) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(d, `${rel}.py`)) || (0,external_node_fs_.existsSync)((0,external_node_path_.join)(d, rel, "__init__.py")))) {
-            const { where, line } = at(["setup", "pytestPlugins", i]);
-            throw new errors/* InputError */.d(`${where}: setup.pytestPlugins: module '${plugin}' is not in ${folders.join(" or ")} (no ${rel}.py or ${rel}/__init__.py).`, { file, field: "setup.pytestPlugins", line });
-        }
-    }
-    return folders;
-}
-/** Copies a task's setup folders into one folder (`into`), as the jobs see them. */
-function copySetupFolders(folders, into) {
-    for (const f of folders)
-        (0,external_node_fs_.cpSync)(f, into, { recursive: true, filter: copyFilter });
-}
-
-;// CONCATENATED MODULE: ./src/engine/git.ts
-
-
-/** Git with no user config, hooks or prompts, and a fixed identity: workspaces are reproducible. */
-const GIT_ENV = {
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_AUTHOR_NAME: "probegate",
-    GIT_AUTHOR_EMAIL: "probegate@localhost",
-    GIT_COMMITTER_NAME: "probegate",
-    GIT_COMMITTER_EMAIL: "probegate@localhost",
-    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
-    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
-};
-/** Runs git; on failure throws `onError(stderr)` (an InputError by default). */
-async function git(cwd, args, opts = {}) {
-    // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
-    const r = await (0,execa/* execa */.Ho)("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
-        cwd,
-        env: GIT_ENV,
-        reject: false,
-        input: opts.input,
-        stripFinalNewline: true,
-    });
-    if (r.exitCode !== 0) {
-        const stderr = String(r.stderr || r.shortMessage || "").trim();
-        throw opts.onError ? opts.onError(stderr) : new errors/* InputError */.d(`git ${args[0]} failed in ${cwd}: ${stderr}`);
-    }
-    return String(r.stdout);
-}
-/** Writes the tree of `ref` in repository `repo` (a path or URL) into `dest`; returns the commit SHA. */
-async function exportTree(repo, ref, dest, scratch, what) {
-    const fail = (stderr) => new errors/* InputError */.d(`${what}: cannot read ${repo} at '${ref}': ${stderr.split("\n")[0]}`);
-    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", repo, "src.git"], { onError: fail });
-    const gitDir = `${scratch}/src.git`;
-    const sha = await git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: fail });
-    const tar = await (0,execa/* execa */.Ho)("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
-    if (tar.exitCode !== 0)
-        throw fail(Buffer.from(tar.stderr).toString());
-    const untar = await (0,execa/* execa */.Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
-    if (untar.exitCode !== 0)
-        throw fail(String(untar.stderr));
-    return sha;
-}
-
-;// CONCATENATED MODULE: ./src/engine/import/snapshot-refusal.ts
-
-
-/** The paths a patch edits, deletes or renames from: files the tree must already hold. */
-function pathsPatchNeeds(patch) {
-    const out = new Set();
-    for (const line of patch.split("\n")) {
-        const m = /^(?:--- (?:"?a\/)|rename from |copy from )(.+?)"?\s*$/.exec(line);
-        if (m?.[1] && !line.startsWith("--- /dev/null"))
-            out.add(m[1].replace(/\t.*$/, ""));
-    }
-    return [...out];
-}
-/**
- * Why a patch does not apply onto a task's folder base, when the reason is a file the base lacks:
- * names the files and, for an imported task (its base a pruned snapshot), says that real PRs edit
- * any file of the repository and that `--base-as git` gates them. Null when every file is there
- * (the patch does not apply for another reason, which git's message says).
- */
-function snapshotRefusal(patchPath, basePath, taskDir) {
-    let patch;
-    try {
-        patch = (0,external_node_fs_.readFileSync)(patchPath, "utf8");
-    }
-    catch {
-        return null;
-    }
-    const missing = pathsPatchNeeds(patch).filter((p) => !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(basePath, p)));
-    if (missing.length === 0)
-        return null;
-    const names = `${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ` and ${missing.length - 5} more` : ""}`;
-    const base = (0,external_node_path_.relative)(process.cwd(), basePath) || basePath;
-    const imported = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(taskDir, "import.yml"));
-    const what = imported
-        ? `the task's base (${base}) is a pruned snapshot that probegate task import kept (import.yml), not the whole repository, so a patch can only edit the files it holds`
-        : `the task's base folder (${base}) does not hold ${missing.length === 1 ? "it" : "them"}`;
-    const fix = imported
-        ? "To gate real PRs, which may edit any file of the repository, re-import the task with `probegate task import --base-as git` (the base is then the repository at the PR's base commit); to keep the snapshot, add the file with --keep when importing"
-        : "Add the file to the base folder, or use a git base (base: { git: { repo, ref } }) that holds the whole repository";
-    return `--submission: patch ${patchPath} does not apply onto the base: it edits ${names}, which the base does not have; ${what}. ${fix}.`;
-}
-
-;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
-
-
-const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
-const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
-const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
-const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
-/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
-function pytestSection(text) {
-    const lines = text.split(/\r?\n/);
-    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
-    if (start < 0)
-        return "";
-    const rest = lines.slice(start + 1);
-    const end = rest.findIndex((l) => /^\s*\[/.test(l));
-    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
-}
-/**
- * Decides, for each path the submission added or changed relative to the base, whether it must be
- * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
- * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
- *
- * @param changed paths (posix, relative) that differ from the base, with their content now and in
- *   the base (null where the file does not exist)
- * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
- * @param repoGate a repository gate's PR: its conftest.py files and pytest configuration are the
- *   repository's own and stay as the head has them (the weakened-test guard reports what they
- *   change); interpreter start-up hooks are still removed
- */
-function planJudgeReset(changed, officialGlobs, setupModules = [], repoGate = false) {
-    const reserved = new Set(setupModules);
-    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
-    const actions = [];
-    for (const { path, content, baseContent } of changed) {
-        const name = external_node_path_.posix.basename(path);
-        const base = baseContent !== null;
-        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
-        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
-        if (reserved.has(top) && (base || content !== null)) {
-            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
-        }
-        else if (isOfficial(path)) {
-            if (base || content !== null)
-                put("official test files are restored from the base before the official tests run");
-        }
-        else if (repoGate && (name === "conftest.py" || PYTEST_CONFIGS.has(name) || SHARED_CONFIGS.has(name))) {
-            continue;
-        }
-        else if (name === "conftest.py") {
-            if (base || content !== null)
-                put("conftest.py is a test-time hook; only the task's own are kept");
-        }
-        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
-            if (content !== null)
-                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
-        }
-        else if (PYTEST_CONFIGS.has(name)) {
-            if (content !== null)
-                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
-        }
-        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
-            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
-        }
-    }
-    return actions;
-}
-
-;// CONCATENATED MODULE: ./src/engine/repo-gate/pr-trees.ts
-
-
-
-
-
-/**
- * Clones the PR's repository once and resolves its head and base. Refuses, naming both commits, a
- * base that shares no history with the head (the wrong repository, or the SHAs swapped for an
- * unrelated pair).
- */
-async function resolvePrCommits(sub, prBase, scratch) {
-    if (sub.kind !== "git") {
-        throw new errors/* InputError */.d(`--submission: a repository gate evaluates the PR's head as repo@sha (a git URL or path and the head commit), not a ${sub.kind}.`, { field: "--submission" });
-    }
-    const fail = (what) => (stderr) => new errors/* InputError */.d(`${what}: cannot read ${sub.repo}: ${stderr.split("\n")[0]}`, { field: what });
-    await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", sub.repo, "pr.git"], { onError: fail("--submission") });
-    const gitDir = (0,external_node_path_.join)(scratch, "pr.git");
-    const rev = (ref, what) => git(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: () => new errors/* InputError */.d(`${what}: '${ref}' is not a commit of ${sub.repo}.`, { field: what }) });
-    const head = await rev(sub.ref, "--submission");
-    const asked = await rev(prBase, "--pr-base");
-    const mergeBase = await git(scratch, ["--git-dir", gitDir, "merge-base", asked, head], {
-        onError: () => new errors/* InputError */.d(`--pr-base ${asked.slice(0, 12)} and the head ${head.slice(0, 12)} share no history: is --pr-base the PR's base commit, of the same repository?`, { field: "--pr-base" }),
-    });
-    if (mergeBase === head && asked !== head) {
-        throw new errors/* InputError */.d(`--pr-base ${asked.slice(0, 12)} comes after the head ${head.slice(0, 12)} (the head is its ancestor): are --pr-base and the head swapped?`, { field: "--pr-base" });
-    }
-    return { gitDir, head, asked, mergeBase };
-}
-/** Writes the tree of `sha` from a bare clone into `dest`. */
-async function archiveInto(gitDir, sha, dest) {
-    const tar = await (0,execa/* execa */.Ho)("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false, maxBuffer: 4 * 1024 ** 3 });
-    if (tar.exitCode !== 0)
-        throw new errors/* InputError */.d(`cannot export ${sha.slice(0, 12)}: ${Buffer.from(tar.stderr).toString().split("\n")[0]}`);
-    const untar = await (0,execa/* execa */.Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
-    if (untar.exitCode !== 0)
-        throw new errors/* InputError */.d(`cannot unpack ${sha.slice(0, 12)}: ${String(untar.stderr)}`);
-}
-/** Makes a tree read-only for everyone (the base beside the workspace: the guard and differential probes read it, nothing writes it). */
-function makeReadOnly(dir) {
-    for (const e of (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })) {
-        const p = (0,external_node_path_.join)(dir, e.name);
-        if (e.isDirectory())
-            makeReadOnly(p);
-        else if (e.isFile())
-            (0,external_node_fs_.chmodSync)(p, (0,external_node_fs_.statSync)(p).mode & 0o555);
-    }
-    (0,external_node_fs_.chmodSync)(dir, 0o555);
-}
-
-;// CONCATENATED MODULE: ./src/engine/workspace.ts
-
-
-
-
-
-
-
-
-
-
-function emptyExceptGit(dir) {
-    for (const name of (0,external_node_fs_.readdirSync)(dir))
-        if (name !== ".git")
-            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(dir, name), { recursive: true, force: true });
-}
-async function applySubmission(task, ws, scratch, sub) {
-    switch (sub.kind) {
-        case "patch":
-            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
-            await git(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
-                onError: (stderr) => new errors/* InputError */.d((task.base.kind === "folder" && snapshotRefusal(sub.path, task.base.path, task.dir)) || `--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
-            });
-            return null;
-        case "folder":
-            emptyExceptGit(ws);
-            (0,external_node_fs_.cpSync)(sub.path, ws, { recursive: true, filter: copyFilter });
-            return null;
-        case "git": {
-            emptyExceptGit(ws);
-            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(scratch, "submission"));
-            return exportTree(sub.repo, sub.ref, ws, (0,external_node_path_.join)(scratch, "submission"), "--submission");
-        }
-    }
-}
-/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
-async function changedPaths(ws) {
-    const out = await git(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
-    return out
-        .split("\0")
-        .filter((e) => e.length > 3)
-        .map((e) => e.slice(3));
-}
-/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
-function setupModules(setupDir) {
-    if (!setupDir)
-        return [];
-    return (0,external_node_fs_.readdirSync)(setupDir, { withFileTypes: true })
-        .filter((e) => (e.isDirectory() && !SKIP_NAMES.has(e.name)) || e.name.endsWith(".py"))
-        .map((e) => e.name.replace(/\.py$/, ""));
-}
-async function resetJudge(ws, officialGlobs, reserved = [], repoGate = false) {
-    const changed = [];
-    for (const path of await changedPaths(ws)) {
-        let content = null;
-        try {
-            content = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(ws, path), "utf8");
-        }
-        catch {
-            content = null;
-        }
-        let baseContent = null;
-        try {
-            baseContent = await git(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
-        }
-        catch {
-            baseContent = null;
-        }
-        changed.push({ path, content, baseContent });
-    }
-    const actions = planJudgeReset(changed, officialGlobs, reserved, repoGate);
-    for (const a of actions) {
-        if (a.action === "removed")
-            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(ws, a.path), { force: true });
-        else
-            await git(ws, ["checkout", "HEAD", "--", a.path]);
-    }
-    return actions;
-}
-/**
- * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
- * added or changed since the reset before the official tests, so nothing the official run wrote
- * runs first in a probe process. Official test files are left as the tests left them.
- */
-async function resetHooks(ws) {
-    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
-    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
-}
-/**
- * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
- * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
- * written to.
- */
-async function createWorkspace(task, sub, prBase) {
-    const root = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `probegate-${task.spec.id}-`));
-    const dispose = () => (0,external_node_fs_.rmSync)(root, { recursive: true, force: true });
-    try {
-        const dir = (0,external_node_path_.join)(root, "workspace");
-        const judgeDir = (0,external_node_path_.join)(root, "judge");
-        const scratch = (0,external_node_path_.join)(root, "scratch");
-        for (const d of [dir, judgeDir, scratch])
-            (0,external_node_fs_.mkdirSync)(d);
-        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
-        const setupDir = task.setupDirs.length ? (0,external_node_path_.join)(root, "setup") : null;
-        if (setupDir)
-            copySetupFolders(task.setupDirs, setupDir);
-        let pr = null;
-        let prHead = null;
-        if (task.base.kind === "pr") {
-            if (!prBase)
-                throw new errors/* InputError */.d(`${task.file}: task ${task.spec.id} is a repository gate (base: {pr: true}): give the PR's base commit with --pr-base <sha>.`, { file: task.file, field: "--pr-base" });
-            const commits = await resolvePrCommits(sub, prBase, scratch);
-            await archiveInto(commits.gitDir, commits.mergeBase, dir);
-            const baseDir = (0,external_node_path_.join)(root, "pr-base");
-            (0,external_node_fs_.mkdirSync)(baseDir);
-            await archiveInto(commits.gitDir, commits.mergeBase, baseDir);
-            makeReadOnly(baseDir);
-            pr = { dir: baseDir, asked: commits.asked, mergeBase: commits.mergeBase };
-            prHead = { gitDir: commits.gitDir, sha: commits.head };
-        }
-        else if (prBase) {
-            throw new errors/* InputError */.d(`--pr-base is for repository gates (base: {pr: true}); task ${task.spec.id} has a fixed base (${task.file}).`, { field: "--pr-base" });
-        }
-        else if (task.base.kind === "folder")
-            (0,external_node_fs_.cpSync)(task.base.path, dir, { recursive: true, filter: copyFilter });
-        else {
-            await exportTree(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
-            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
-            if (task.base.overlay)
-                (0,external_node_fs_.cpSync)(task.base.overlay, dir, { recursive: true, filter: copyFilter });
-        }
-        await git(dir, ["init", "--quiet", "--initial-branch=base"]);
-        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
-        await git(dir, ["add", "--all", "--force"]);
-        await git(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
-        const baseSha = await git(dir, ["rev-parse", "HEAD"]);
-        let submissionSha;
-        if (prHead) {
-            emptyExceptGit(dir);
-            await archiveInto(prHead.gitDir, prHead.sha, dir);
-            submissionSha = prHead.sha;
-        }
-        else
-            submissionSha = await applySubmission(task, dir, scratch, sub);
-        // A repository gate keeps the head's own tests and test configuration (the guard compares them with the base's).
-        const resets = await resetJudge(dir, pr ? [] : task.spec.official.files, setupModules(setupDir), pr !== null);
-        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
-        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, prBase: pr, dispose };
-    }
-    catch (e) {
-        dispose();
-        throw e;
-    }
-}
-
+// EXTERNAL MODULE: ./src/engine/workspace.ts + 3 modules
+var workspace = __nccwpck_require__(3124);
 ;// CONCATENATED MODULE: ./src/engine/repo-gate/gate-official.ts
 
 
@@ -16113,7 +21991,7 @@ async function gateOfficial(ev, python) {
     const { ws, spec } = ev;
     if (!ws.prBase)
         return null;
-    const changed = await changedPaths(ws.dir);
+    const changed = await (0,workspace/* changedPaths */.vl)(ws.dir);
     let selected = null;
     if (spec.official.select) {
         selected = dropMissing(selectTests(spec.official.select, changed), (p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(ws.dir, p)));
@@ -16381,6 +22259,10 @@ function test_outcomes_location(nodeId) {
     return file && !file.startsWith("/") && !file.split("/").includes("..") ? { path: file } : null;
 }
 
+// EXTERNAL MODULE: ./src/core/result.ts
+var result = __nccwpck_require__(9294);
+// EXTERNAL MODULE: ./src/engine/environment/environment-store.ts
+var environment_store = __nccwpck_require__(5705);
 ;// CONCATENATED MODULE: ./src/engine/repo-gate/base-cache.ts
 
 
@@ -16395,7 +22277,7 @@ const FORMAT = 1;
  * runner's environment store (/var/cache/probegate/base-outcomes).
  */
 function baseCacheRoot(env = process.env) {
-    return env.PROBEGATE_BASE_CACHE_DIR || (0,external_node_path_.join)((0,external_node_path_.dirname)(environmentRoot(env)), "base-outcomes");
+    return env.PROBEGATE_BASE_CACHE_DIR || (0,external_node_path_.join)((0,external_node_path_.dirname)((0,environment_store/* environmentRoot */.UY)(env)), "base-outcomes");
 }
 /** What one run of the base's tests on the base's tree left, as kept between evaluations. */
 const BaseOutcomesSchema = schemas/* strictObject */.rej({
@@ -16403,7 +22285,7 @@ const BaseOutcomesSchema = schemas/* strictObject */.rej({
     key: schemas/* string */.YjP(),
     mergeBase: schemas/* string */.YjP(),
     ranAt: schemas/* string */.YjP(),
-    official: core_result/* OfficialSchema */.Ls,
+    official: result/* OfficialSchema */.Ls,
     cases: schemas/* array */.YOg(schemas/* strictObject */.rej({
         classname: schemas/* string */.YjP(),
         name: schemas/* string */.YjP(),
@@ -16456,79 +22338,8 @@ function writeBaseOutcomes(value, root = baseCacheRoot()) {
     }
 }
 
-;// CONCATENATED MODULE: ./src/engine/repo-gate/base-trees.ts
-
-
-
-
-/** Files pytest reads its configuration from, at the rootdir. */
-const PYTEST_CONFIG = ["pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"];
-/** Every file of a tree, relative and posix, leaving out version control and caches. */
-function treeFiles(dir, rel = "") {
-    const out = [];
-    for (const e of (0,external_node_fs_.readdirSync)((0,external_node_path_.join)(dir, rel), { withFileTypes: true })) {
-        if (SKIP_NAMES.has(e.name))
-            continue;
-        const p = rel ? `${rel}/${e.name}` : e.name;
-        if (e.isDirectory())
-            out.push(...treeFiles(dir, p));
-        else if (e.isFile())
-            out.push(p);
-    }
-    return out;
-}
-/** A writable copy of a tree at `dest` (the base beside the workspace is read-only, and pytest writes where it runs). */
-function copyTree(src, dest) {
-    (0,external_node_fs_.mkdirSync)(dest, { recursive: true });
-    (0,external_node_fs_.cpSync)(src, dest, { recursive: true, filter: copyFilter });
-    return dest;
-}
-/** Whether a selected test (`tests/unit/`, `tests/test_a.py::test_x`) names a folder of `dir`. */
-function selectsFolder(dir, test) {
-    const path = test.split("::")[0] ?? test;
-    const full = (0,external_node_path_.join)(dir, path);
-    return (0,external_node_fs_.existsSync)(full) && (0,external_node_fs_.statSync)(full).isDirectory() ? path.replace(/\/+$/, "") : null;
-}
-/**
- * The files that make "the base's tests": the base's files matching `official.files`, every
- * `conftest.py`, the pytest configuration at the root, the selected test files with the Python
- * files beside them (helpers, constants), and whole selected folders. Pure over two file lists;
- * `folders` are the selected tests that are folders at the base.
- */
-function planOverlay(o) {
-    const watched = o.watched.length ? picomatch_default()([...o.watched], { dot: true }) : () => false;
-    const selectedFiles = o.selected.map((t) => t.split("::")[0] ?? t).filter((p) => !o.folders.includes(p.replace(/\/+$/, "")));
-    const besideSelected = new Set(selectedFiles.map((f) => external_node_path_.posix.dirname(f)));
-    const inFolder = (p) => o.folders.some((d) => p.startsWith(`${d}/`));
-    const isConfig = (p) => PYTEST_CONFIG.includes(p);
-    const isConftest = (p) => external_node_path_.posix.basename(p) === "conftest.py";
-    const takes = (p) => watched(p) || isConftest(p) || isConfig(p) || selectedFiles.includes(p) || inFolder(p) || (p.endsWith(".py") && besideSelected.has(external_node_path_.posix.dirname(p)));
-    const restored = o.baseFiles.filter(takes);
-    const base = new Set(o.baseFiles);
-    // What the head added of the same kinds goes: a new conftest.py or pytest configuration could
-    // loosen the base's tests, and a selected folder runs every test file in it.
-    const removed = o.headFiles.filter((p) => !base.has(p) && (isConftest(p) || isConfig(p) || inFolder(p)));
-    return { restored, removed };
-}
-/**
- * The base's tests against the head's code: a copy of the head's tree (`headDir`, the workspace as
- * reset) at `dest` with the base's test files, conftest.py files and pytest configuration put back
- * (`planOverlay`). Returns what was restored and removed, for the log.
- */
-function baseTestsOnHead(o) {
-    copyTree(o.headDir, o.dest);
-    const folders = o.selected.map((t) => selectsFolder(o.baseDir, t)).filter((d) => d !== null);
-    const plan = planOverlay({ baseFiles: treeFiles(o.baseDir), headFiles: treeFiles(o.dest), watched: o.watched, selected: o.selected, folders });
-    for (const p of plan.removed)
-        (0,external_node_fs_.rmSync)((0,external_node_path_.join)(o.dest, p), { force: true });
-    for (const p of plan.restored) {
-        (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)((0,external_node_path_.join)(o.dest, p)), { recursive: true });
-        (0,external_node_fs_.rmSync)((0,external_node_path_.join)(o.dest, p), { force: true });
-        (0,external_node_fs_.cpSync)((0,external_node_path_.join)(o.baseDir, p), (0,external_node_path_.join)(o.dest, p));
-    }
-    return plan;
-}
-
+// EXTERNAL MODULE: ./src/engine/repo-gate/base-trees.ts
+var base_trees = __nccwpck_require__(5336);
 ;// CONCATENATED MODULE: ./src/engine/repo-gate/base-runs.ts
 
 
@@ -16579,13 +22390,13 @@ async function gateTestRuns(ev, setup, sel) {
     const { runner, jobs, python } = setup;
     const o = jobs.official;
     const log = (source) => (text) => ev.emit({ type: "log", source, text });
-    const limits = (exceeded) => runLimits(ev, spec.official.timeout, exceeded);
+    const limits = (exceeded) => (0,evaluation_context/* runLimits */.g2)(ev, spec.official.timeout, exceeded);
     const environment = record.pythonEnv?.lockHash ?? `${record.host?.py.executable ?? python} ${record.host?.py.python ?? ""} torch ${record.host?.py.torch ?? "none"}`;
     const key = baseCacheKey({ mergeBase: prBase.mergeBase, environment, taskFile: opts.task.file, tests: sel.base, backend: o.backend, ranks: o.ranks });
     const cached = readBaseOutcomes(key);
     const onHeadDir = (0,external_node_path_.join)(ws.root, "base-on-head");
-    const overlay = baseTestsOnHead({ baseDir: prBase.dir, headDir: ws.dir, dest: onHeadDir, watched: spec.official.files, selected: sel.base });
-    const baseDir = cached ? null : copyTree(prBase.dir, (0,external_node_path_.join)(ws.root, "base-run"));
+    const overlay = (0,base_trees/* baseTestsOnHead */.Yc)({ baseDir: prBase.dir, headDir: ws.dir, dest: onHeadDir, watched: spec.official.files, selected: sel.base });
+    const baseDir = cached ? null : (0,base_trees/* copyTree */.EL)(prBase.dir, (0,external_node_path_.join)(ws.root, "base-run"));
     ev.emit({ type: "log", source: "official", text: `base's tests: ${cached ? `outcomes at ${prBase.mergeBase.slice(0, 12)} from the runner's cache (run ${cached.ranAt})` : `run at ${prBase.mergeBase.slice(0, 12)} beside the head's`}; against the head's code with ${overlay.restored.length} of the base's test files, conftest.py and pytest configuration put back${overlay.removed.length ? ` and ${overlay.removed.length} of the head's removed (${overlay.removed.slice(0, 3).join(", ")})` : ""}\n` });
     const inTree = (dir, name, tests, source) => (job) => runner.run(job, ({ ctx, gpuMemoryExceeded }) => runOfficialRun(opts.task, { ...ctx, workspace: dir, judgeDir: ws.judgeDir, python }, limits(gpuMemoryExceeded), log(source), tests, name));
     const headRun = runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
@@ -16711,17 +22522,17 @@ async function runOfficialRun(task, ctx, limits, log, tests = [], reportName = "
     const reportDir = (0,external_node_path_.join)(ctx.judgeDir, reportName);
     (0,external_node_fs_.mkdirSync)(reportDir, { recursive: true });
     const junit = (0,external_node_path_.join)(reportDir, "junit.xml");
-    const argv = expandTests(expandCommand(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace }), tests);
+    const argv = expandTests((0,job_env/* expandCommand */.Aq)(task.spec.official.command, { python: ctx.python, junit, workspace: ctx.workspace }), tests);
     const suite = runsPytest(argv) ? `probegate-${(0,external_node_crypto_.randomBytes)(12).toString("hex")}` : null;
     const plugins = suite ? (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("") : "";
-    const env = jobEnv(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {});
-    const isolation = await isolationFor(ctx.isolation, {
+    const env = (0,job_env/* jobEnv */.N$)(ctx, suite ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {});
+    const isolation = await (0,job_isolation/* isolationFor */.Q)(ctx.isolation, {
         cwd: ctx.workspace,
         readOnly: ctx.setupDir ? [ctx.setupDir] : [],
         readWrite: [ctx.workspace, env.HOME, reportDir],
         readOnlyInside: (0,external_node_fs_.existsSync)((0,external_node_path_.join)(ctx.workspace, ".git")) ? [(0,external_node_path_.join)(ctx.workspace, ".git")] : [],
     });
-    const run = await runCommand(argv, { cwd: ctx.workspace, env, limits, isolation, cpus: ctx.cpus });
+    const run = await (0,run_command/* runCommand */.d)(argv, { cwd: ctx.workspace, env, limits, isolation, cpus: ctx.cpus });
     log(run.log);
     if (run.spawnError)
         throw new errors/* HarnessError */.t(`the official test command could not start: ${run.spawnError}`, "official");
@@ -16729,7 +22540,7 @@ async function runOfficialRun(task, ctx, limits, log, tests = [], reportName = "
     let reportError = null;
     if ((0,external_node_fs_.existsSync)(junit)) {
         try {
-            report = parseJunit((0,external_node_fs_.readFileSync)(junit, "utf8"));
+            report = (0,engine_junit/* parseJunit */.k)((0,external_node_fs_.readFileSync)(junit, "utf8"));
         }
         catch (e) {
             reportError = e.message;
@@ -16781,8 +22592,8 @@ async function officialPhase(ev, setup) {
     else {
         official = await runner.run(o, async ({ ctx, lease, gpuMemoryExceeded }) => {
             const queued = lease.waitedS >= 1 ? `, queued ${(0,sizes/* formatSeconds */.Xo)(lease.waitedS)}` : "";
-            ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${JobPool.describe(lease)}${queued}${JobPool.waitNote(lease)}` });
-            const run = await runOfficialRun(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, runLimits(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
+            ev.emit({ type: "phase-start", phase: "official", detail: `${o.backend} × ${o.ranks} · ${job_pool/* JobPool */.I.describe(lease)}${queued}${job_pool/* JobPool */.I.waitNote(lease)}` });
+            const run = await runOfficialRun(opts.task, { ...ctx, judgeDir: ws.judgeDir, python }, (0,evaluation_context/* runLimits */.g2)(ev, spec.official.timeout, gpuMemoryExceeded), (text) => ev.emit({ type: "log", source: "official", text }), gate?.selected?.tests);
             return run.official;
         });
     }
@@ -16794,6 +22605,69 @@ async function officialPhase(ev, setup) {
     return official;
 }
 
+
+/***/ }),
+
+/***/ 9967:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Y: () => (/* binding */ PACKAGE_ROOT),
+/* harmony export */   p: () => (/* binding */ KIT_DIR)
+/* harmony export */ });
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_url__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(3136);
+/* harmony import */ var node_url__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_url__WEBPACK_IMPORTED_MODULE_1__);
+
+
+/**
+ * The package root: two levels above this file both in the source tree (src/cli/) and in the
+ * bundle (dist/cli/index.js), so the demo finds tasks/, examples/ and the probe kit either way.
+ */
+const PACKAGE_ROOT = (0,node_path__WEBPACK_IMPORTED_MODULE_0__.resolve)((0,node_path__WEBPACK_IMPORTED_MODULE_0__.dirname)((0,node_url__WEBPACK_IMPORTED_MODULE_1__.fileURLToPath)(import.meta.url)), "..", "..");
+const KIT_DIR = (0,node_path__WEBPACK_IMPORTED_MODULE_0__.resolve)(PACKAGE_ROOT, "probes", "kit");
+
+
+/***/ }),
+
+/***/ 1484:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  kk: () => (/* binding */ listProbes),
+  Gk: () => (/* binding */ probePhase)
+});
+
+// UNUSED EXPORTS: checkTally, runProbes
+
+// EXTERNAL MODULE: external "node:crypto"
+var external_node_crypto_ = __nccwpck_require__(7598);
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __nccwpck_require__(3024);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __nccwpck_require__(6760);
+// EXTERNAL MODULE: ./node_modules/picomatch/index.js
+var picomatch = __nccwpck_require__(4006);
+var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
+// EXTERNAL MODULE: ./src/core/probe-outcome.ts
+var probe_outcome = __nccwpck_require__(6151);
+// EXTERNAL MODULE: ./src/engine/errors.ts
+var errors = __nccwpck_require__(7679);
+// EXTERNAL MODULE: ./src/engine/evaluation-context.ts
+var evaluation_context = __nccwpck_require__(264);
+// EXTERNAL MODULE: ./src/engine/gpu-meter.ts
+var gpu_meter = __nccwpck_require__(7216);
+// EXTERNAL MODULE: ./src/engine/sandbox/job-isolation.ts
+var job_isolation = __nccwpck_require__(3292);
+// EXTERNAL MODULE: ./src/engine/jobs/job-env.ts
+var job_env = __nccwpck_require__(9650);
+// EXTERNAL MODULE: ./src/engine/jobs/job-pool.ts + 4 modules
+var job_pool = __nccwpck_require__(3956);
+// EXTERNAL MODULE: ./src/engine/official-phase.ts + 9 modules
+var official_phase = __nccwpck_require__(3702);
 ;// CONCATENATED MODULE: ./src/engine/probe-guard.ts
 
 
@@ -16893,7 +22767,7 @@ function unsealResults(text, key, probe) {
         forged++;
         return JSON.stringify({
             id: `${id}.forged-line-${i + 1}`,
-            category: categoryFromName(probe),
+            category: (0,probe_outcome/* categoryFromName */.cE)(probe),
             status: "failed",
             message: `results line ${i + 1} was not written by the probe kit (${p.kind === "bad" ? "its seal does not match" : "it has no seal"}): something else in the probe process — the submission — wrote or changed the probe's results`,
         });
@@ -16905,6 +22779,10 @@ function sealKey() {
     return (0,external_node_crypto_.randomBytes)(32);
 }
 
+// EXTERNAL MODULE: ./src/engine/run-command.ts + 1 modules
+var run_command = __nccwpck_require__(3022);
+// EXTERNAL MODULE: ./src/engine/workspace.ts + 3 modules
+var workspace = __nccwpck_require__(3124);
 ;// CONCATENATED MODULE: ./src/engine/probe-phase.ts
 
 
@@ -16970,8 +22848,8 @@ async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
     lockReadOnly(kitCopy.dir);
     const kit = kitCopy.dir;
     // What the official run's argv and environment looked like: the probe's are made to match.
-    const officialArgv = expandCommand(task.spec.official.command, { python: ctx.python, junit: (0,external_node_path_.join)(ctx.judgeDir, "official", "junit.xml"), workspace: ctx.workspace });
-    const pytestLike = runsPytest(officialArgv);
+    const officialArgv = (0,job_env/* expandCommand */.Aq)(task.spec.official.command, { python: ctx.python, junit: (0,external_node_path_.join)(ctx.judgeDir, "official", "junit.xml"), workspace: ctx.workspace });
+    const pytestLike = (0,official_phase/* runsPytest */.G2)(officialArgv);
     const resultsDir = (0,external_node_path_.join)(ctx.judgeDir, "results");
     (0,external_node_fs_.mkdirSync)(resultsDir, { recursive: true });
     const runOne = (job) => slices.run(job, async ({ ctx: jc, lease, gpuMemoryExceeded }) => {
@@ -16980,25 +22858,25 @@ async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
         let retried = [];
         do {
             const attempt = runs.length + 1;
-            events.probeStart(probe, attempt, JobPool.describe(lease) + (attempt === 1 ? JobPool.waitNote(lease) : ""));
+            events.probeStart(probe, attempt, job_pool/* JobPool */.I.describe(lease) + (attempt === 1 ? job_pool/* JobPool */.I.waitNote(lease) : ""));
             const results = (0,external_node_path_.join)(resultsDir, `${probe}.${attempt}.jsonl`);
             (0,external_node_fs_.writeFileSync)(results, "");
             const probePath = (0,external_node_path_.join)(mounted, job.file ?? "");
-            const launch = launchedArgv(expandCommand(task.spec.probes.command, { python: ctx.python, probe: probePath, workspace: ctx.workspace }), probePath, kitCopy.launcher);
+            const launch = launchedArgv((0,job_env/* expandCommand */.Aq)(task.spec.probes.command, { python: ctx.python, probe: probePath, workspace: ctx.workspace }), probePath, kitCopy.launcher);
             const key = sealKey();
             const suite = `probegate-${(0,external_node_crypto_.randomBytes)(12).toString("hex")}`;
             const plugins = (task.spec.setup?.pytestPlugins ?? []).map((p) => ` -p ${p}`).join("");
-            const env = jobEnv(jc, {
+            const env = (0,job_env/* jobEnv */.N$)(jc, {
                 // The same shape as the official run's environment (a fresh suite name of the same form).
                 ...(pytestLike ? { PYTEST_ADDOPTS: `-o junit_suite_name=${suite}${plugins}` } : {}),
                 PROBEGATE_RESULTS: results,
                 PROBEGATE_PROBE_DIR: mounted,
                 PROBEGATE_SEED: String(ctx.params.seed),
                 PROBEGATE_PARAMS: JSON.stringify(ctx.params.values),
-                PYTHONPATH: jobPythonPath(jc, kit, mounted),
+                PYTHONPATH: (0,job_env/* jobPythonPath */.ds)(jc, kit, mounted),
                 ...(ctx.baseTree ? { PROBEGATE_BASE_TREE: ctx.baseTree } : {}),
             });
-            const isolation = await isolationFor(jc.isolation, {
+            const isolation = await (0,job_isolation/* isolationFor */.Q)(jc.isolation, {
                 cwd: ctx.workspace,
                 readOnly: [kit, mounted, ...(jc.setupDir ? [jc.setupDir] : []), ...(ctx.baseTree ? [ctx.baseTree] : [])],
                 readWrite: [ctx.workspace, env.HOME, results],
@@ -17008,23 +22886,23 @@ async function runProbes(task, ctx, jobs, slices, limitsFor, events) {
                 key: key.toString("hex"),
                 kit: kitCopy.alias,
                 command: officialArgv,
-                pythonpath: jobPythonPath(jc),
+                pythonpath: (0,job_env/* jobPythonPath */.ds)(jc),
                 workspace: ctx.workspace,
                 watched: [kit, mounted, results],
             };
             const input = launch.launched ? `${JSON.stringify(guard)}\n` : undefined;
-            const run = await runCommand(launch.argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus, input });
+            const run = await (0,run_command/* runCommand */.d)(launch.argv, { cwd: ctx.workspace, env, limits: limitsFor(gpuMemoryExceeded), isolation, cpus: jc.cpus, input });
             events.log(probe, run.log);
             if (run.spawnError)
                 throw new errors/* HarnessError */.t(`probe ${probe} could not start: ${run.spawnError}`, "probes");
             const rawResults = (0,external_node_fs_.existsSync)(results) ? (0,external_node_fs_.readFileSync)(results, "utf8") : "";
             // Only lines the kit sealed count once the kit announced itself (probe-guard.ts).
             const resultsText = launch.launched ? unsealResults(rawResults, key, probe).text : rawResults;
-            runs.push(checksFromRun({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
+            runs.push((0,probe_outcome/* checksFromRun */.Nk)({ probe, resultsText, exitCode: run.exitCode, signal: run.signal, limit: run.limit, durationS: run.durationS }));
             if (attempt === 1)
-                retried = failedTimeChecks(runs[0] ?? []);
-        } while (retried.length > 0 && needsAnotherRun(runs, retried));
-        const merged = mergeRuns(runs);
+                retried = (0,probe_outcome/* failedTimeChecks */.WM)(runs[0] ?? []);
+        } while (retried.length > 0 && (0,probe_outcome/* needsAnotherRun */.gy)(runs, retried));
+        const merged = (0,probe_outcome/* mergeRuns */.rV)(runs);
         events.probeEnd(probe, merged);
         return merged;
     });
@@ -17052,10 +22930,10 @@ function describePool(pool) {
  */
 async function probePhase(ev, { runner, jobs, python, pool }) {
     const { opts, spec, ws, record } = ev;
-    ws.resets.push(...(await resetHooks(ws)));
+    ws.resets.push(...(await (0,workspace/* resetHooks */.GQ)(ws)));
     ev.emit({ type: "phase-start", phase: "probes", detail: `${jobs.probes.length} probe processes, packed on ${describePool(pool)}` });
     const t = performance.now();
-    record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params, baseTree: ws.prBase?.dir ?? null }, jobs.probes, runner, (g) => runLimits(ev, spec.probes.timeout, g), {
+    record.checks = await runProbes(opts.task, { workspace: ws.dir, root: ws.root, judgeDir: ws.judgeDir, python, kitDir: opts.kitDir, params: ev.params, baseTree: ws.prBase?.dir ?? null }, jobs.probes, runner, (g) => (0,evaluation_context/* runLimits */.g2)(ev, spec.probes.timeout, g), {
         probeStart: (probe, attempt, slice) => ev.emit({ type: "probe-start", probe, attempt, slice }),
         probeEnd: (probe, cs) => ev.emit({ type: "probe-end", probe, checks: cs }),
         log: (probe, text) => ev.emit({ type: "log", source: `probe ${probe}`, text }),
@@ -17064,207 +22942,63 @@ async function probePhase(ev, { runner, jobs, python, pool }) {
     ev.emit({ type: "phase-end", phase: "probes", durationS: record.probesS, detail: `${checkTally(record.checks)}${(0,gpu_meter/* gpuNote */.RQ)(runner.probesPeak())}` });
 }
 
-;// CONCATENATED MODULE: ./src/engine/evaluation-setup.ts
+
+/***/ }),
+
+/***/ 7997:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   o: () => (/* binding */ probeFiles),
+/* harmony export */   r: () => (/* binding */ probeSetVersion)
+/* harmony export */ });
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7598);
+/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_crypto__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_2___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_2__);
 
 
 
-
-
-
-
-
-
-
-
-
-
-
-/**
- * Everything between the workspace and the first job: the host facts, the refusal to run
- * unsandboxed where the host cannot sandbox ("sandbox"), the task's `requires:` against this runner
- * ("requires"), the job pool, every job planned and checked against the runner (InputError where
- * one can never fit), and the isolation plan. No submission code runs before all of it passed.
- * Each fact is recorded as soon as it is known, so a later refusal still reports it.
- */
-async function setUpJobs(ev) {
-    const { opts, spec, ws, record } = ev;
-    // A first build of the task's environment can take minutes: the time waited for it once the
-    // workspace was ready is the runner's, not the submission's wall clock.
-    const waitFrom = performance.now();
-    const env = ev.hostFacts.environment ? await ev.hostFacts.environment : null;
-    ev.clock.addQueued(performance.now() - waitFrom);
-    if (env)
-        record.pythonEnv = { lockHash: env.manifest.lockHash, python: env.manifest.python, interpreter: env.manifest.interpreter };
-    const [py, gpus, support] = await ev.hostFacts.facts;
-    record.host = { py, gpus };
-    if (support && !support.ok) {
-        throw new errors/* HarnessError */.t(`refusing to run submission code unsandboxed: ${support.why}. Install bubblewrap, or pass --unsandboxed (Action input 'unsandboxed') to run it anyway; the result will say it ran unsandboxed.`, "sandbox");
+function files(dir, out = []) {
+    for (const e of (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readdirSync)(dir, { withFileTypes: true })) {
+        if (e.name === "__pycache__" || e.name.startsWith("."))
+            continue;
+        const p = (0,node_path__WEBPACK_IMPORTED_MODULE_2__.join)(dir, e.name);
+        if (e.isDirectory())
+            files(p, out);
+        else if (e.isFile())
+            out.push(p);
     }
-    const pool = opts.pool ?? (await JobPool.create({ gpus: gpus.map((g) => g.index).filter((i) => !opts.gpus || opts.gpus.includes(i)), cores: (0,host/* availableCpus */.d5)() }));
-    const pythonFrom = env && spec.environment ? `the task's environment (${environmentLabel(spec.environment)}, ${env.dir})` : undefined;
-    const unmet = (0,task_environment/* unmetRequirements */.yY)(spec.requires, { pythonFrom, torch: py.torch, cuda: py.cuda, gpus: pool.shape().gpus });
-    if (unmet.length) {
-        throw new errors/* HarnessError */.t(`the runner lacks what task ${spec.id} requires (requires in ${opts.task.file}): ${unmet.join("; ")}. Run it on a runner that has it; no test or probe was run.`, "requires");
+    return out;
+}
+/** `sha256:…` over the probe folder's paths and contents: the probe-set version a result was judged by. */
+function probeSetVersion(dir) {
+    const h = (0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.createHash)("sha256");
+    for (const f of files(dir).sort()) {
+        h.update((0,node_path__WEBPACK_IMPORTED_MODULE_2__.relative)(dir, f));
+        h.update("\0");
+        h.update((0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readFileSync)(f));
+        h.update("\0");
     }
-    const jobs = planJobs(opts.task, listProbes(opts.task.probesDir, spec.probes.pattern), pool.shape(), { tag: (0,external_node_crypto_.randomBytes)(4).toString("hex"), worldSize: opts.worldSize });
-    record.officialJob = jobs.official;
-    // Its own uid where the engine drops privileges: RLIMIT_NPROC and file ownership are per uid, and
-    // every job of this evaluation shares its workspace (sandbox.ts JOB_UID_BASE says why).
-    let uid;
-    if (support?.ok && support.dropToUid !== null) {
-        const claim = (0,runner_claims/* claimEvaluationUid */.TR)();
-        record.releaseUid = claim.release;
-        uid = (0,sandbox/* evaluationUid */.tH)(claim.slot);
-    }
-    // The sandbox binds each GPU's /dev/nvidiaN by the driver's minor number, not its index.
-    const gpuNodes = support?.ok && pool.gpus.length > 0 ? await (0,gpu_devices/* readGpuNodes */.we)(pool.gpus) : [];
-    const isolation = planIsolation({ support, bwrap: ev.hostFacts.bwrap, interpreterDirs: py.prefixes, evaluationRoot: ws.root, cgroups: ev.cgroups, processes: ev.processes, diskBytes: ev.diskBytes, uid, gpuNodes });
-    record.sandboxed = isolation([]).sandbox !== null;
-    const runner = new SliceRunner({
-        pool,
-        t0: ev.clock.t0,
-        base: { workspace: ws.dir, root: ws.root, setupDir: ws.setupDir, totalCores: pool.cores.length, isolation, envBin: env ? (0,external_node_path_.join)(env.dir, "bin") : undefined },
-        gpuLimitBytes: spec.limits.gpuMemory,
-        onIdleWait: (ms) => ev.clock.addQueued(ms),
-    });
-    record.runner = runner;
-    return { python: py.executable, pool, jobs, runner };
+    return `sha256:${h.digest("hex")}`;
+}
+/** Every file of the probe folder, for the leak check of what leaves the runner. */
+function probeFiles(dir) {
+    return files(dir).sort();
 }
 
-;// CONCATENATED MODULE: ./src/engine/evaluate.ts
 
+/***/ }),
 
+/***/ 3145:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
-
-
-
-
-
-/**
- * The workspace phase: the base with the submission applied and the judge's files reset, while the
- * host facts are gathered. It runs outside the harness-error net: without a workspace there is no
- * result to report in, so what it throws (a patch that does not apply, a base that cannot be
- * exported) goes to the caller as it is, and createWorkspace has removed its own folder.
- */
-async function workspacePhase(opened) {
-    const { opts, emit, record, clock } = opened;
-    emit({ type: "phase-start", phase: "workspace", detail: describeSubmission(opts.submission) });
-    const ws = await createWorkspace(opts.task, opts.submission, opts.prBase);
-    // A gate's environment that follows its repository can start only now: the merge base's tree exists.
-    opened.hostFacts.followTree?.(ws);
-    record.workspaceS = clock.since();
-    emit({ type: "phase-end", phase: "workspace", durationS: record.workspaceS, detail: ws.resets.length ? `${ws.resets.length} judge files reset` : undefined });
-    return { ...opened, ws };
-}
-/**
- * One evaluation on this machine: workspace, job setup, official tests, hidden probes, verdict.
- * Bad input throws InputError before any submission code runs; a harness fault in any phase
- * (its name in `error.phase`) ends in a result with verdict `error`, with what the earlier phases
- * recorded. The workspace is removed whatever happens, unless `keepWorkspace`.
- */
-async function evaluate(opts) {
-    const ev = await workspacePhase(openEvaluation(opts));
-    try {
-        const setup = await setUpJobs(ev);
-        const official = await officialPhase(ev, setup);
-        if (official.passed || opts.alwaysProbe)
-            await probePhase(ev, setup);
-    }
-    catch (e) {
-        if (!(e instanceof errors/* HarnessError */.t)) {
-            ev.ws.dispose();
-            throw e;
-        }
-        ev.record.harnessError = { phase: e.phase, message: e.message };
-    }
-    finally {
-        ev.record.releaseUid?.();
-        if (!opts.keepWorkspace)
-            ev.ws.dispose();
-    }
-    return assembleResult(ev);
-}
-
-// EXTERNAL MODULE: ./src/core/task-spec.ts
-var task_spec = __nccwpck_require__(6356);
-;// CONCATENATED MODULE: ./src/engine/task-load.ts
-
-
-
-
-
-
-
-
-function mustExist(path, kind, file, field, line) {
-    const ok = (0,external_node_fs_.existsSync)(path) && (kind === "dir" ? (0,external_node_fs_.statSync)(path).isDirectory() : (0,external_node_fs_.statSync)(path).isFile());
-    if (!ok) {
-        throw new errors/* InputError */.d(`${file}${line ? `:${line}` : ""}: ${field}: ${kind === "dir" ? "folder" : "file"} ${path} does not exist.`, { file, field, line });
-    }
-}
-/**
- * Loads `<dir>/task.yml`. `probesOverride` replaces `probes.path` (a deployment keeps probes in a
- * private checkout). Throws InputError naming file, field and line for anything wrong.
- */
-function loadTask(dirOrFile, probesOverride) {
-    const file = (0,external_node_path_.resolve)(dirOrFile.endsWith(".yml") || dirOrFile.endsWith(".yaml") ? dirOrFile : (0,external_node_path_.join)(dirOrFile, "task.yml"));
-    const dir = (0,external_node_path_.resolve)(file, "..");
-    const src = readYaml(file, "task spec");
-    const spec = parseWith(src, task_spec/* TaskSpecSchema */.S2, "task spec");
-    if (spec.id !== (0,external_node_path_.basename)(dir)) {
-        const line = lineOf(src, ["id"]);
-        throw new errors/* InputError */.d(`${file}${line ? `:${line}` : ""}: id: '${spec.id}' must equal the task's folder name '${(0,external_node_path_.basename)(dir)}'.`, { file, field: "id", line });
-    }
-    const promptFile = (0,external_node_path_.resolve)(dir, spec.prompt);
-    mustExist(promptFile, "file", file, "prompt", lineOf(src, ["prompt"]));
-    let base;
-    if ("path" in spec.base) {
-        const path = (0,external_node_path_.resolve)(dir, spec.base.path);
-        mustExist(path, "dir", file, "base.path", lineOf(src, ["base", "path"]));
-        base = { kind: "folder", path };
-    }
-    else if ("pr" in spec.base) {
-        base = { kind: "pr" };
-    }
-    else {
-        const repo = /^[a-z]+:\/\//.test(spec.base.git.repo) ? spec.base.git.repo : (0,external_node_path_.resolve)(dir, spec.base.git.repo);
-        let overlay = null;
-        if (spec.base.overlay) {
-            overlay = (0,external_node_path_.resolve)(dir, spec.base.overlay);
-            mustExist(overlay, "dir", file, "base.overlay", lineOf(src, ["base", "overlay"]));
-        }
-        base = { kind: "git", repo, ref: spec.base.git.ref, overlay };
-    }
-    const probesDir = probesOverride ? (0,external_node_path_.resolve)(probesOverride) : (0,external_node_path_.resolve)(dir, spec.probes.path);
-    if (probesOverride) {
-        if (!(0,external_node_fs_.existsSync)(probesDir) || !(0,external_node_fs_.statSync)(probesDir).isDirectory()) {
-            throw new errors/* InputError */.d(`--probes: folder ${probesDir} does not exist.`, { field: "--probes" });
-        }
-    }
-    else {
-        mustExist(probesDir, "dir", file, "probes.path", lineOf(src, ["probes", "path"]));
-    }
-    const setupDirs = spec.setup ? setupFolders(spec.setup, dir, file, src) : [];
-    if (spec.environment?.lock) {
-        const lockFile = (0,external_node_path_.resolve)(dir, spec.environment.lock);
-        mustExist(lockFile, "file", file, "environment.lock", lineOf(src, ["environment", "lock"]));
-        // What uv would refuse with less to go on (an unpinned or unhashed line) is bad input, found
-        // here: `probegate validate` reports it before any runner builds anything.
-        const { problems, requirements } = parseLock((0,external_node_fs_.readFileSync)(lockFile, "utf8"));
-        if (problems.length) {
-            throw new errors/* InputError */.d(`not a lock the engine can build (environment.lock in ${file}): ${locatedProblems(lockFile, problems).join("; ")}.`, { file: lockFile, field: "environment.lock" });
-        }
-        const excluded = new Set((spec.environment.fromTree?.exclude ?? []).map(task_environment/* normalizePackage */.c3));
-        const both = requirements.find((r) => excluded.has((0,task_environment/* normalizePackage */.c3)(r.name)));
-        if (both) {
-            const line = lineOf(src, ["environment", "fromTree", "exclude"]);
-            throw new errors/* InputError */.d(`${file}${line ? `:${line}` : ""}: environment.fromTree.exclude: ${both.name} is pinned by the task's lock (${lockFile}:${both.line}): a package is either pinned by the task or never installed.`, { file, field: "environment.fromTree.exclude", line });
-        }
-    }
-    return { spec, dir, file, promptFile, base, probesDir, setupDirs };
-}
-
-;// CONCATENATED MODULE: ./src/engine/progress-lines.ts
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   _: () => (/* binding */ progressPrinter)
+/* harmony export */ });
+/* harmony import */ var _core_sizes_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9013);
 
 const LABEL = {
     workspace: "workspace",
@@ -17286,7 +23020,7 @@ function progressPrinter(write, opts = {}) {
                 break;
             case "phase-end":
                 if (e.phase !== "verdict")
-                    write(`${p}  ✓ ${LABEL[e.phase]} done in ${(0,sizes/* formatSeconds */.Xo)(e.durationS)}${e.detail ? `: ${e.detail}` : ""}\n`);
+                    write(`${p}  ✓ ${LABEL[e.phase]} done in ${(0,_core_sizes_js__WEBPACK_IMPORTED_MODULE_0__/* .formatSeconds */ .Xo)(e.durationS)}${e.detail ? `: ${e.detail}` : ""}\n`);
                 break;
             case "probe-start":
                 write(`${p}    · ${e.probe}${e.attempt > 1 ? ` (time re-measure ${e.attempt}/3)` : ""}${e.slice ? ` on ${e.slice}` : ""}\n`);
@@ -17309,5021 +23043,367 @@ function progressPrinter(write, opts = {}) {
     };
 }
 
-;// CONCATENATED MODULE: ./src/cli/runner-pool.ts
-
-
-
-
-/** `--gpus all | none | 0,1` → the indices asked for (undefined: all). */
-function parseGpus(value) {
-    if (value === undefined || value === "all")
-        return undefined;
-    if (value === "none")
-        return [];
-    const list = (0,packing/* parseIdList */.hG)(value);
-    if (!list)
-        throw new errors/* InputError */.d(`--gpus: expected 'all', 'none' or indices like 0,1 or 0-3 — got '${value}'.`, { field: "--gpus" });
-    return list;
-}
-/** `--cores 8` (the first 8 this process may use) or `--cores 0-7` (those ids). */
-function parseCores(value, available) {
-    if (value === undefined)
-        return [...available];
-    if (/^\d+$/.test(value)) {
-        const n = Number(value);
-        if (n < 1 || n > available.length)
-            throw new errors/* InputError */.d(`--cores: expected 1 to ${available.length} (the cores this process may use), got '${value}'.`, { field: "--cores" });
-        return available.slice(0, n);
-    }
-    const ids = (0,packing/* parseIdList */.hG)(value);
-    const missing = ids?.filter((i) => !available.includes(i)) ?? [];
-    if (!ids || missing.length) {
-        throw new errors/* InputError */.d(`--cores: expected a count or ids like 0-7 among this process's cores (${available.length ? `${available[0]}-${available[available.length - 1]}` : "none"}), got '${value}'${missing.length ? `; ${missing.join(", ")} not available` : ""}.`, { field: "--cores" });
-    }
-    return ids;
-}
-/**
- * The runner's job pool from `--gpus`, `--cores` and `--jobs`, and how many evaluations to keep in
- * progress at once: `--jobs` when given (then also the most jobs running at once), else half the
- * cores (a job of two ranks per two cores), between 1 and 16.
- */
-async function poolFromFlags(flags) {
-    const wanted = parseGpus(flags.gpus);
-    const present = (await (0,host/* detectGpus */.RK)()).map((g) => g.index);
-    const absent = (wanted ?? []).filter((g) => !present.includes(g));
-    if (absent.length)
-        throw new errors/* InputError */.d(`--gpus: GPU ${absent.join(", ")} is not on this runner (nvidia-smi lists ${present.length ? present.join(", ") : "none"}).`, { field: "--gpus" });
-    const cores = parseCores(flags.cores, (0,host/* availableCpus */.d5)());
-    let jobs;
-    if (flags.jobs !== undefined) {
-        jobs = Number(flags.jobs);
-        if (!Number.isInteger(jobs) || jobs < 1)
-            throw new errors/* InputError */.d(`--jobs: expected a whole number ≥ 1, got '${flags.jobs}'.`, { field: "--jobs" });
-    }
-    const pool = await JobPool.create({ gpus: wanted ?? present, cores, maxJobs: jobs });
-    return { pool, evaluations: jobs ?? Math.min(16, Math.max(1, Math.floor(cores.length / 2))) };
-}
-/** Runs `fn` over `items`, at most `limit` at once; results in the items' order. */
-async function mapConcurrent(items, limit, fn) {
-    const out = new Array(items.length);
-    let next = 0;
-    const worker = async () => {
-        while (next < items.length) {
-            const i = next++;
-            out[i] = await fn(items[i], i);
-        }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-    return out;
-}
-
-;// CONCATENATED MODULE: ./src/cli/demo-command.ts
-
-
-
-
-
-
-
-
-
-
-
-
-
-/** The example submissions of one task with their expectations, from `<dir>/expected.yml`. */
-function taskExamples(task, dir) {
-    const file = (0,external_node_path_.join)(dir, "expected.yml");
-    return parseWith(readYaml(file, "example expectations"), ExpectationsSchema, "example expectations").map((expectation) => {
-        const patch = (0,external_node_path_.join)(dir, expectation.submission);
-        if (!(0,external_node_fs_.existsSync)(patch))
-            throw new errors/* InputError */.d(`${file}: submission '${expectation.submission}' does not exist`, { file });
-        return { task, expectation, patch };
-    });
-}
-/** Every example submission with its expectation, from `<root>/examples/submissions/<task>/expected.yml`. */
-function packExamples(root, only) {
-    const examples = (0,external_node_path_.join)(root, "examples", "submissions");
-    if (!(0,external_node_fs_.existsSync)(examples))
-        throw new errors/* InputError */.d(`no examples folder at ${examples}`);
-    const cases = [];
-    for (const id of (0,external_node_fs_.readdirSync)(examples).sort()) {
-        if (only?.length && !only.includes(id))
-            continue;
-        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(examples, id, "expected.yml")))
-            continue;
-        cases.push(...taskExamples(loadTask((0,external_node_path_.join)(root, "tasks", id)), (0,external_node_path_.join)(examples, id)));
-    }
-    if (only?.length) {
-        const missing = only.filter((id) => !cases.some((c) => c.task.spec.id === id));
-        if (missing.length)
-            throw new errors/* InputError */.d(`--task: no examples for ${missing.join(", ")}`);
-    }
-    return cases;
-}
-const exampleName = (c) => (0,external_node_path_.basename)(c.patch).replace(/\.(patch|diff)$/, "");
-/**
- * The examples a demo evaluates: those marked `quick: true`, or with `all` every one. The quick set
- * keeps the README's first command short; CI runs `--all`. A task with examples but none of them
- * quick is an input error only when it was asked for by name (`--task`): then the quick set would
- * silently hold nothing of it. Examples named in `examples` are those alone, quick or not.
- */
-function demoSet(examples, opts = {}) {
-    if (opts.examples?.length) {
-        // Named examples run whether quick or not: a user re-running one example, or a script evaluating a set one at a time.
-        const wanted = opts.examples.map((n) => n.replace(/\.(patch|diff)$/, ""));
-        const unknown = wanted.filter((n) => !examples.some((c) => exampleName(c) === n));
-        if (unknown.length) {
-            const known = [...new Set(examples.map(exampleName))].sort();
-            throw new errors/* InputError */.d(`--example: no example called ${unknown.map((n) => `'${n}'`).join(", ")}${opts.only?.length ? ` in ${opts.only.join(", ")}` : ""}; the examples are: ${known.join(", ")}`, { field: "example" });
-        }
-        return examples.filter((c) => wanted.includes(exampleName(c)));
-    }
-    if (opts.all)
-        return examples;
-    const quick = examples.filter((c) => c.expectation.quick);
-    for (const id of opts.only ?? []) {
-        if (quick.some((c) => c.task.spec.id === id))
-            continue;
-        const theirs = examples.filter((c) => c.task.spec.id === id);
-        const file = (0,external_node_path_.join)((0,external_node_path_.dirname)(theirs[0]?.patch ?? ""), "expected.yml");
-        throw new errors/* InputError */.d(`--task ${id}: none of its ${theirs.length} examples is marked 'quick: true' in ${file}; add --all to evaluate every one`, { file, field: "quick" });
-    }
-    if (examples.length && !quick.length) {
-        throw new errors/* InputError */.d(`no example is marked 'quick: true' in ${(0,external_node_path_.join)((0,external_node_path_.dirname)((0,external_node_path_.dirname)(examples[0].patch)), "*", "expected.yml")}; add --all to evaluate every one`, { field: "quick" });
-    }
-    return quick;
-}
-const count = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
-/**
- * `probegate demo` (the README's first command): evaluates the quick set of the task pack's example
- * submissions (every one with `--all`), shows progress, prints the verdict table, and writes each
- * result's JSON and markdown report.
- * Exit 0 only when every verdict is the one the example promises.
- */
-async function demoCommand(flags, io) {
-    const root = (0,external_node_path_.resolve)(flags.root ?? PACKAGE_ROOT);
-    const examples = packExamples(root, flags.task);
-    const cases = demoSet(examples, { all: flags.all, only: flags.task, examples: flags.example });
-    if (flags.list) {
-        for (const c of cases)
-            io.stdout(`${c.task.spec.id}/${exampleName(c)}\n`);
-        return 0;
-    }
-    const outDir = (0,external_node_path_.resolve)(flags.outDir);
-    const ofTasks = `${count(examples.length, "example submission")} of ${count(new Set(examples.map((c) => c.task.spec.id)).size, "task")}`;
-    const which = flags.all ? `all ${ofTasks} (--all)` : `the quick set, ${cases.length} of ${ofTasks} (--all for every one)`;
-    io.stderr(`probegate demo: ${which}; reports go to ${outDir}\n`);
-    const { pool, evaluations } = await poolFromFlags(flags);
-    io.stderr(`${evaluations} at a time on ${pool.gpus.length ? `${pool.gpus.length} GPUs and ` : ""}${pool.cores.length} cores (--jobs, --gpus, --cores)\n`);
-    const started = performance.now();
-    const rows = await mapConcurrent(cases, evaluations, async (c, i) => {
-        const name = exampleName(c);
-        // Several run at once: every line says which evaluation it belongs to.
-        const tag = evaluations > 1 ? `[${c.task.spec.id}/${name}] ` : "  ";
-        io.stderr(`\n[${i + 1}/${cases.length}] ${c.task.spec.id} / ${name}\n`);
-        const result = await evaluate({
-            task: c.task,
-            submission: { kind: "patch", path: c.patch },
-            kitDir: flags.root ? (0,external_node_path_.join)(root, "probes", "kit") : KIT_DIR,
-            unsandboxed: flags.unsandboxed,
-            pool,
-            onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: tag }),
-        });
-        const dir = (0,external_node_path_.join)(outDir, c.task.spec.id);
-        (0,external_node_fs_.mkdirSync)(dir, { recursive: true });
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, `${name}.json`), `${JSON.stringify(result, null, 2)}\n`);
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, `${name}.md`), `${(0,check_run_render/* renderSummary */.Br)(result)}\n`);
-        // A task this runner cannot run (requires: unmet) is reported as skipped, by name, never as a pass or a failure.
-        const skipped = result.error?.phase === "requires" ? result.error.message : null;
-        const diffs = skipped ? [] : compareToExpectation(result, c.expectation);
-        io.stderr(`${tag}→ ${result.verdict}${skipped ? "  – skipped: the runner lacks what the task requires" : diffs.length ? `  ✗ ${diffs.join("; ")}` : "  ✓ as expected"}\n`);
-        return { c, result, diffs, skipped };
-    });
-    const wallS = (performance.now() - started) / 1000;
-    const table = new (cli_table3_default())({ head: ["task", "submission", "verdict", "failed probe categories", "expected", "time", ""], style: { head: [], border: [] } });
-    for (const { c, result, diffs, skipped } of rows) {
-        table.push([
-            c.task.spec.id,
-            (0,external_node_path_.basename)(c.patch),
-            result.verdict,
-            failedCategories(result).join(", "),
-            c.expectation.verdict + (c.expectation.failedCategories.length ? ` [${c.expectation.failedCategories.join(", ")}]` : ""),
-            (0,sizes/* formatSeconds */.Xo)(result.durations.totalS),
-            skipped ? "skipped" : diffs.length ? "✗" : "✓",
-        ]);
-    }
-    io.stdout(`\n${table.toString()}\n`);
-    const caught = rows.filter((r) => r.result.verdict === "probe-rejected" && r.result.official?.passed).length;
-    const wrong = rows.filter((r) => r.diffs.length).length;
-    const skipped = rows.filter((r) => r.skipped);
-    const judged = rows.length - skipped.length;
-    io.stdout(`${judged - wrong} of ${judged} verdicts as expected; ${caught} submissions passed every official test and were caught by hidden probes. Wall time ${(0,sizes/* formatSeconds */.Xo)(wallS)}, ${evaluations} at a time.\n`);
-    for (const [task, why] of new Map(skipped.map((r) => [r.c.task.spec.id, r.skipped]))) {
-        io.stdout(`skipped ${skipped.filter((r) => r.c.task.spec.id === task).length} examples of ${task} (not counted): ${why}\n`);
-    }
-    const index = rows.map(({ c, result }) => `| ${c.task.spec.id} | [${(0,external_node_path_.basename)(c.patch)}](${c.task.spec.id}/${(0,external_node_path_.basename)(c.patch).replace(/\.(patch|diff)$/, "")}.md) | ${result.verdict} | ${failedCategories(result).join(", ")} |`);
-    (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(outDir, "index.md"), `# probegate demo\n\n| task | submission | verdict | failed categories |\n|---|---|---|---|\n${index.join("\n")}\n`);
-    return wrong ? 1 : 0;
-}
-
-;// CONCATENATED MODULE: ./src/cli/env-command.ts
-
-
-
-
-
-
-
-
-
-function row(task, lock, env) {
-    const m = env.manifest;
-    return { task, lockHash: m.lockHash, lock, dir: env.dir, python: m.python, interpreter: m.interpreter, torch: m.torch, status: env.reused ? "reused" : "built", seconds: Math.round(env.seconds * 10) / 10, sizeBytes: m.sizeBytes, error: null };
-}
-/** A summary table as the rest of the CLI prints them (cli-table3, no colours). */
-function table(head, rows) {
-    const t = new (cli_table3_default())({ head, style: { head: [], border: [] } });
-    t.push(...rows);
-    return `${t.toString()}\n`;
-}
-/** The environment build of one task, if it declares one that can be built here and now. */
-function buildFor(task, tree, onProgress) {
-    const req = environmentRequest(task);
-    if (req)
-        return { label: req.lockLabel, build: () => ensureEnvironment(req, { onProgress }) };
-    const dir = tree ? (0,external_node_path_.resolve)(tree) : null;
-    const treeReq = dir ? treeEnvironmentRequest(task, { dir, label: `--tree ${tree}`, from: dir }) : null;
-    if (treeReq)
-        return { label: `${environmentLabel(task.spec.environment)} of --tree ${tree}`, build: () => ensureTreeEnvironment(treeReq, { onProgress }) };
-    return null;
-}
-/**
- * `probegate env build <task dir>…`: builds (or finds already built) each task's environment in the
- * runner's store, one task at a time, with phase lines on stderr; then a table (or JSON) of what
- * each task has. A gate whose environment follows its repository (environment.fromTree) is built
- * from the checkout `--tree` names, as an evaluation would from its merge base; without it, it is
- * listed as needing one. Exit 0 when every environment that can be built is ready, 3 when one could
- * not be built (its error names the package and the lock's line), 2 for a task folder that does not load.
- */
-async function envBuildCommand(dirs, flags, io) {
-    const tasks = dirs.map((d) => loadTask(d));
-    const rows = [];
-    const empty = { lockHash: null, lock: null, dir: null, python: null, interpreter: null, torch: null, seconds: 0, sizeBytes: null, error: null };
-    for (const task of tasks) {
-        const job = buildFor(task, flags.tree, (line) => io.stderr(`  · ${line}\n`));
-        if (!job) {
-            const env = task.spec.environment;
-            if (env?.fromTree) {
-                io.stderr(`▸ ${task.spec.id}: not built: its environment follows the repository (${environmentLabel(env)}), so each evaluation builds it from the PR's merge base. To build it ahead, pass a checkout of that base: probegate env build --tree <checkout> ${(0,external_node_path_.relative)(process.cwd(), task.dir) || "."}\n`);
-                rows.push({ ...empty, task: task.spec.id, lock: environmentLabel(env), status: "needs-tree" });
-            }
-            else
-                rows.push({ ...empty, task: task.spec.id, status: "none" });
-            continue;
-        }
-        io.stderr(`▸ ${task.spec.id}: environment ${job.label}\n`);
-        try {
-            const env = await job.build();
-            rows.push(row(task.spec.id, job.label, env));
-            io.stderr(`  ✓ ${env.reused ? "reused" : "built"} ${env.dir}\n`);
-        }
-        catch (e) {
-            if (!(e instanceof errors/* HarnessError */.t))
-                throw e;
-            io.stderr(`  ✗ ${e.message}\n`);
-            rows.push({ ...empty, task: task.spec.id, lock: job.label, status: "failed", error: e.message });
-        }
-    }
-    if (flags.json)
-        io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
-    else {
-        const status = (r) => (r.status === "none" ? "none declared" : r.status === "needs-tree" ? "needs --tree" : r.status);
-        io.stdout(table(["task", "lock hash", "python", "torch", "status", "seconds", "size on disk"], rows.map((r) => [r.task, r.lockHash?.slice(0, 16) ?? "-", r.python ?? "-", r.torch ?? "-", status(r), r.dir === null ? "-" : r.seconds.toFixed(1), r.sizeBytes === null ? "-" : (0,sizes/* formatBytes */.z3)(r.sizeBytes)])));
-    }
-    return rows.some((r) => r.status === "failed") ? 3 : 0;
-}
-/** `probegate env list`: the environments built on this runner (the store at $PROBEGATE_ENV_DIR). */
-function envListCommand(flags, io) {
-    const root = environmentRoot();
-    const envs = listEnvironments(root);
-    if (flags.json) {
-        io.stdout(`${JSON.stringify(envs.map((e) => ({ dir: e.dir, executable: e.python, ...e.manifest })), null, 2)}\n`);
-        return 0;
-    }
-    if (envs.length === 0) {
-        io.stdout(`no environment built in ${root} (probegate env build <task dir> builds one)\n`);
-        return 0;
-    }
-    io.stdout(table(["folder", "lock", "python", "torch", "packages", "built", "build s", "size on disk"], envs.map((e) => [(0,external_node_path_.relative)(root, e.dir), e.manifest.lockFile, e.manifest.python, e.manifest.torch ?? "-", String(e.manifest.packages), e.manifest.builtAt.slice(0, 19).replace("T", " "), e.manifest.buildS.toFixed(1), (0,sizes/* formatBytes */.z3)(e.manifest.sizeBytes)])));
-    return 0;
-}
-
-;// CONCATENATED MODULE: ./src/core/test-split.ts
-/**
- * The pytest node id of a JUnit testcase: pytest writes classname "pkg.test_mod.TestClass" and
- * name "test_x[param]"; the test file is the one whose dotted path starts the classname.
- */
-function nodeId(tc, testFiles) {
-    const byLength = [...testFiles].sort((a, b) => b.length - a.length);
-    // A file that could not be collected: pytest reports it with no classname and the module as name.
-    const uncollected = tc.classname === "" ? byLength.find((f) => f.replace(/\.py$/, "").split("/").join(".") === tc.name) : undefined;
-    if (uncollected)
-        return uncollected;
-    for (const file of byLength) {
-        const dotted = file.replace(/\.py$/, "").split("/").join(".");
-        if (tc.classname === dotted || tc.classname.startsWith(`${dotted}.`)) {
-            const classes = tc.classname.slice(dotted.length).split(".").filter(Boolean);
-            return [file, ...classes, tc.name].join("::");
-        }
-    }
-    return [tc.classname.split(".").join("/") + ".py", tc.name].join("::");
-}
-/** Sorts every test into fail-to-pass, pass-to-pass, failing after, or left out (skipped). */
-function classifyTests(before, after) {
-    const out = { failToPass: [], passToPass: [], failAfter: [], leftOut: [] };
-    // A report entry only before the change (a test it removes, or a file that could not be collected) is in neither set.
-    for (const [id, b] of before)
-        if (!after.has(id))
-            out.leftOut.push({ id, why: `only in the report before the change (${b} there)` });
-    for (const id of after.keys()) {
-        const a = after.get(id);
-        const b = before.get(id);
-        if (a === "skipped")
-            out.leftOut.push({ id, why: "skipped after the change" });
-        else if (a !== "passed")
-            out.failAfter.push({ id, outcome: a ?? "absent" });
-        else if (b === "passed")
-            out.passToPass.push(id);
-        else if (b === "skipped")
-            out.leftOut.push({ id, why: "skipped before the change" });
-        else
-            out.failToPass.push(id);
-    }
-    return out;
-}
-
-;// CONCATENATED MODULE: ./src/cli/result-table.ts
-
-
-
-
-const ICON = { passed: "✓", failed: "✗", error: "!", skipped: "-" };
-const SHOWN = 10;
-/** One line per failing official test: its pytest id, where it failed, and its message's first line. */
-function failingLines(failing) {
-    const lines = failing.slice(0, SHOWN).map((f) => {
-        const id = nodeId({ classname: f.classname, name: f.name }, f.file ? [f.file] : []);
-        const where = f.file && f.line ? ` (${f.file}:${f.line})` : "";
-        const first = f.message.split("\n").find((l) => l.trim())?.trim() ?? "";
-        return `  ${ICON[f.kind === "failure" ? "failed" : "error"]} ${id}${where}${first ? ` — ${first}` : ""}`;
-    });
-    if (failing.length > SHOWN)
-        lines.push(`  … and ${failing.length - SHOWN} more (--format json lists them all)`);
-    return lines;
-}
-/** The terminal view of one result: a header, then a table of every probe check. */
-function renderResultTable(result) {
-    const lines = [];
-    lines.push(`${result.task.id}: ${result.verdict.toUpperCase()} — ${(0,check_run_render/* renderTitle */.zF)(result)}`);
-    const o = result.official;
-    if (o) {
-        const c = o.counts;
-        lines.push(`official tests: ${c.passed} passed, ${c.failed} failed, ${c.errors} errors, ${c.skipped} skipped in ${(0,sizes/* formatSeconds */.Xo)(o.durationS)}${o.reason ? ` (${o.reason})` : ""}`);
-        lines.push(...failingLines(o.failing));
-    }
-    const memory = (0,check_run_render/* renderMemoryOfRecord */.SL)(result);
-    if (memory)
-        lines.push(`memory of record: ${memory}`);
-    for (const r of result.workspaceResets)
-        lines.push(`judge file ${r.action}: ${r.path} — ${r.why}`);
-    if (result.error)
-        lines.push(`error in ${result.error.phase}: ${result.error.message}`);
-    if (result.probes.length) {
-        const t = new (cli_table3_default())({ head: ["", "probe check", "category", "where", "message"], colWidths: [3, 34, 12, 26, 60], wordWrap: true, style: { head: [], border: [] }, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } });
-        for (const p of result.probes) {
-            const where = p.location ? `${p.location.path}${p.location.line ? `:${p.location.line}` : ""}` : "";
-            t.push([ICON[p.status] ?? "?", p.id, p.category, where, p.message]);
-        }
-        lines.push(t.toString());
-    }
-    return lines.join("\n");
-}
-/** Several results side by side (`probegate eval` with several submissions): one row each. */
-function renderBatchTable(names, results) {
-    const t = new (cli_table3_default())({ head: ["submission", "verdict", "official", "failed probe checks", "time", "GPU·s"], style: { head: [], border: [] } });
-    results.forEach((r, i) => {
-        const bad = r.probes.filter((p) => p.status === "failed" || p.status === "error").map((p) => p.id);
-        const o = r.official;
-        t.push([names[i] ?? "", r.verdict, o ? (o.passed ? `${o.counts.passed} passed` : (o.reason ?? "failed")) : "-", bad.join(", "), (0,sizes/* formatSeconds */.Xo)(r.durations.totalS), r.gpuSeconds.toFixed(1)]);
-    });
-    return t.toString();
-}
-
-;// CONCATENATED MODULE: ./src/cli/eval-command.ts
-
-
-
-
-
-
-
-
-
-
-
-
-/** Exit codes of `probegate eval`: scripts gate on them. */
-function exitCodeFor(result) {
-    if (result.verdict === "resolved")
-        return 0;
-    if (result.verdict === "error")
-        return 3;
-    return 1;
-}
-function parseIntFlag(name, value, min) {
-    if (value === undefined)
-        return undefined;
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < min)
-        throw new errors/* InputError */.d(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
-    return n;
-}
-function parseSizeFlag(name, value) {
-    if (value === undefined)
-        return undefined;
-    const n = (0,sizes/* parseByteSize */.nS)(value);
-    if (n === undefined || n < 1024 * 1024)
-        throw new errors/* InputError */.d(`${name}: expected a size of at least 1MiB like 512MiB or 4GiB, got '${value}'.`, { field: name });
-    return n;
-}
-/** `--seed`: the probe-parameter seed a result records (`params.seed`), to reproduce that evaluation. */
-function parseSeed(value) {
-    if (value === undefined)
-        return undefined;
-    const n = Number(value);
-    if (!/^\d+$/.test(value) || n > 0xffffffff)
-        throw new errors/* InputError */.d(`--seed: expected a whole number from 0 to 4294967295 (a result's params.seed), got '${value}'.`, { field: "--seed" });
-    return n;
-}
-/** The worst exit code of several results: error over rejected over resolved. */
-function worstExitCode(results) {
-    return Math.max(0, ...results.map(exitCodeFor));
-}
-/** "reference" for examples/…/reference.patch, "octo/repo@main" for a git source: a progress prefix. */
-function shortName(submission) {
-    return (0,external_node_path_.basename)(submission.replace(/\/+$/, "")).replace(/\.(patch|diff)$/, "");
-}
-/**
- * `probegate eval`: one evaluation, or several side by side on the runner's pool (`--jobs`,
- * `--gpus`, `--cores`), with progress on stderr (each line prefixed by its submission when there
- * are several) and the result on stdout / --out (a JSON array for several).
- */
-async function evalCommand(flags, io) {
-    if (!["text", "json", "markdown"].includes(flags.format)) {
-        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
-    }
-    if (flags.knownGood && !flags.db)
-        throw new errors/* InputError */.d("--known-good records the run in a store: pass --db <file> too.", { field: "--known-good" });
-    const task = loadTask(flags.task, flags.probes);
-    const sources = Array.isArray(flags.submission) ? flags.submission : [flags.submission];
-    if (sources.length === 0)
-        throw new errors/* InputError */.d("--submission: give at least one submission (a folder, a .patch onto the base, or repo@ref).", { field: "--submission" });
-    const submissions = sources.map((s) => parseSubmission(s));
-    const seed = parseSeed(flags.seed);
-    const { pool, evaluations } = await poolFromFlags(flags);
-    const many = submissions.length > 1;
-    const worldSize = parseIntFlag("--world-size", flags.worldSize, 1);
-    const runLimits = { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) };
-    if (many)
-        io.stderr(`probegate eval: ${submissions.length} submissions of ${task.spec.id}, ${evaluations} at a time on ${pool.gpus.length} GPUs and ${pool.cores.length} cores\n`);
-    const results = await mapConcurrent(submissions, evaluations, (submission, i) => evaluate({
-        task,
-        submission,
-        prBase: flags.prBase,
-        kitDir: KIT_DIR,
-        python: flags.python,
-        worldSize,
-        pool,
-        alwaysProbe: flags.alwaysProbe,
-        keepWorkspace: flags.keepWorkspace,
-        seed,
-        unsandboxed: flags.unsandboxed,
-        runLimits,
-        signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
-        onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: many ? `[${shortName(sources[i])}] ` : "" }),
-    }));
-    const out = many ? results : results[0];
-    if (flags.out)
-        (0,external_node_fs_.writeFileSync)(flags.out, `${JSON.stringify(out, null, 2)}\n`);
-    // Loaded on use: the store's native module is needed only with --db.
-    const quarantine = flags.db ? (await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(659)]).then(__nccwpck_require__.bind(__nccwpck_require__, 1659))).readThroughStore : null;
-    const reads = results.map((result, i) => (quarantine && flags.db ? quarantine(flags.db, result, { knownGood: !!flags.knownGood, submission: sources[i] }, io.stderr) : null));
-    const markdown = results.map((r, i) => reads[i]?.markdown ?? (0,check_run_render/* renderSummary */.Br)(r));
-    if (flags.format === "json")
-        io.stdout(`${JSON.stringify(out, null, 2)}\n`);
-    else if (flags.format === "markdown")
-        io.stdout(`${markdown.join("\n\n---\n\n")}\n`);
-    else
-        io.stdout(`${many ? renderBatchTable(sources.map(shortName), results) : renderResultTable(results[0])}\n`);
-    return worstExitCode(results.map((r, i) => reads[i] ?? r));
-}
-
-;// CONCATENATED MODULE: ./src/core/probe-power/probe-power-findings.ts
-// What validation finds in a power matrix: flaws no check catches, checks that catch nothing, correct
-// examples rejected, requirements no check covers.
-/** Flawed examples the probes ran on (at least once): they are what a probe can catch. */
-function probedFlaws(columns) {
-    return columns.flatMap((col, c) => (col.expected.verdict === "probe-rejected" && col.runs > 0 ? [c] : []));
-}
-function catchFindings(rows, columns) {
-    const flaws = probedFlaws(columns);
-    const catches = (row) => flaws.some((c) => (row.cells[c]?.failed ?? 0) > 0);
-    const findings = [];
-    const byProbe = new Map();
-    for (const row of rows)
-        byProbe.set(row.probe, [...(byProbe.get(row.probe) ?? []), row]);
-    for (const [probe, checks] of byProbe) {
-        if (!checks.some(catches)) {
-            findings.push({
-                level: "error",
-                kind: "probe-catches-nothing",
-                subject: probe,
-                message: `probe ${probe} catches nothing: none of its ${checks.length} checks fails any of the ${flaws.length} flawed examples${flaws.length < columns.filter((col) => col.expected.verdict === "probe-rejected").length ? " that were evaluated" : ""}`,
-            });
-            continue;
-        }
-        for (const row of checks.filter((r) => !catches(r))) {
-            findings.push({ level: "warning", kind: "check-catches-nothing", subject: `${probe}/${row.check}`, message: `check ${row.check} (${probe}, ${row.category}) fails none of the flawed examples` });
-        }
-    }
-    return findings;
-}
-function correctnessFindings(rows, columns) {
-    const findings = [];
-    columns.forEach((col, c) => {
-        if (!col.correct)
-            return;
-        for (const row of rows) {
-            const cell = row.cells[c];
-            const bad = cell.failed + cell.error;
-            if (bad === 0)
-                continue;
-            const what = [cell.failed && `failed ${cell.failed}`, cell.error && `errored ${cell.error}`].filter(Boolean).join(" and ");
-            findings.push({
-                level: "error",
-                kind: "fails-correct",
-                subject: `${row.probe}/${row.check}`,
-                message: `check ${row.check} (${row.probe}, ${row.category}) ${what} of ${col.runs} runs of the correct submission ${col.submission}`,
-            });
-        }
-    });
-    return findings;
-}
-/**
- * Why a run got its verdict, specific enough to act on from the report alone (the evaluation's own
- * result may be gone): which official test failed and how, which check failed, or the harness error.
- */
-function whyNot(r) {
-    const clip = (s) => (s.length > 160 ? `${s.slice(0, 157)}…` : s);
-    if (r.verdict === "error" && r.error)
-        return clip(`${r.reason}: ${r.error.message}`);
-    if (r.verdict === "official-failed" && r.official) {
-        const first = r.official.failing[0];
-        const more = r.official.failing.length > 1 ? ` (+${r.official.failing.length - 1} more)` : "";
-        const detail = first ? `; first: ${first.name}${first.message ? ` — ${clip(first.message.split("\n")[0] ?? "")}` : ""}${more}` : "";
-        return `${r.official.reason ?? r.reason}${detail}`;
-    }
-    const failed = r.probes.filter((p) => p.status === "failed" || p.status === "error");
-    if (failed.length)
-        return `${r.reason}: ${failed.map((p) => `${p.id} ${p.status}`).join(", ")}`;
-    return r.reason;
-}
-function flawFindings(rows, columns, cutBy) {
-    const findings = [];
-    columns.forEach((col, c) => {
-        const want = col.expected;
-        if (col.runs === 0) {
-            // Cut off by --budget or a signal: what the probes do on it is unknown, which is not the same as "not caught".
-            findings.push({ level: "error", kind: "not-evaluated", subject: col.submission, message: `${col.submission} was not evaluated (${cutBy} first): nothing is known of it; run again with more time` });
-            return;
-        }
-        const wrong = col.runs - (col.verdicts[want.verdict] ?? 0);
-        if (wrong > 0) {
-            const tally = Object.entries(col.verdicts)
-                .filter(([v]) => v !== want.verdict)
-                .map(([v, n]) => `${v} ${n}×`)
-                .join(", ");
-            const runs = col.runs > 1 ? `${wrong} of ${col.runs} runs` : "its run";
-            findings.push({ level: "error", kind: "unexpected-verdict", subject: col.submission, message: `${col.submission}: ${runs} not ${want.verdict} (${tally})${col.unexpected ? ` — ${col.unexpected}` : ""}` });
-        }
-        if (want.verdict !== "probe-rejected")
-            return;
-        for (const category of new Set(want.failedCategories)) {
-            const caught = rows.some((row) => row.category === category && (row.cells[c]?.failed ?? 0) > 0);
-            if (!caught) {
-                findings.push({
-                    level: "error",
-                    kind: "flaw-not-caught",
-                    subject: col.submission,
-                    message: `flawed example ${col.submission} is not caught by any ${category} check (expected: ${want.failedCategories.join(", ")}${want.why ? ` — ${want.why}` : ""})`,
-                });
-            }
-        }
-    });
-    return findings;
-}
-/**
- * Every requirement must be named by a check that ran (passed or failed, not skipped) on the
- * reference — the example called `reference.*`, else every correct example — and every id a
- * check names must be declared.
- */
-function requirementFindings(rows, columns, declared) {
-    const correct = columns.flatMap((col, c) => (col.correct ? [c] : []));
-    const reference = correct.filter((c) => /^reference\b/.test(columns[c]?.submission ?? ""));
-    const on = reference.length ? reference : correct;
-    const ran = new Set();
-    for (const row of rows) {
-        if (on.some((c) => ((row.cells[c]?.passed ?? 0) + (row.cells[c]?.failed ?? 0)) > 0))
-            for (const r of row.requirements)
-                ran.add(r);
-    }
-    const where = reference.length ? "the reference" : "any correct submission";
-    const findings = declared
-        .filter((id) => !ran.has(id))
-        .map((id) => ({ level: "error", kind: "requirement-unchecked", subject: id, message: `requirement ${id} is named by no check that ran on ${where}` }));
-    const known = new Set(declared);
-    for (const row of rows) {
-        for (const r of row.requirements.filter((id) => !known.has(id))) {
-            findings.push({ level: "error", kind: "requirement-undeclared", subject: r, message: `check ${row.check} (${row.probe}) names requirement ${r}, which task.yml does not declare` });
-        }
-    }
-    return findings;
-}
-function falseRejections(columns, rows) {
-    return columns.flatMap((col, c) => {
-        if (!col.correct)
-            return [];
-        const byCheck = {};
-        for (const row of rows) {
-            const cell = row.cells[c];
-            if (cell.failed + cell.error > 0)
-                byCheck[row.check] = (byCheck[row.check] ?? 0) + cell.failed + cell.error;
-        }
-        return [{ submission: col.submission, runs: col.runs, rejected: col.runs - (col.verdicts.resolved ?? 0), byCheck }];
-    });
-}
-
-;// CONCATENATED MODULE: ./src/core/probe-power/probe-power.ts
-
-
-const isCorrect = (e) => e.verdict === "resolved";
-const emptyCell = () => ({ passed: 0, failed: 0, error: 0, skipped: 0, absent: 0 });
-const rowKey = (probe, check) => `${probe}\u0000${check}`;
-function buildRows(inputs) {
-    const rows = new Map();
-    inputs.forEach((col, c) => {
-        for (const result of col.results) {
-            for (const p of result.probes) {
-                const key = rowKey(p.probe, p.id);
-                let row = rows.get(key);
-                if (!row) {
-                    row = { probe: p.probe, check: p.id, category: p.category, requirements: [], cells: inputs.map(emptyCell) };
-                    rows.set(key, row);
-                }
-                for (const r of p.requirements ?? [])
-                    if (!row.requirements.includes(r))
-                        row.requirements.push(r);
-                const cell = row.cells[c];
-                cell[p.status] += 1;
-            }
-        }
-    });
-    const sorted = [...rows.values()].sort((a, b) => a.probe.localeCompare(b.probe) || a.check.localeCompare(b.check));
-    for (const row of sorted) {
-        row.requirements.sort();
-        row.cells.forEach((cell, c) => {
-            const runs = inputs[c]?.results.length ?? 0;
-            cell.absent = runs - (cell.passed + cell.failed + cell.error + cell.skipped);
-        });
-    }
-    return sorted;
-}
-/**
- * The power of a task's probes, from evaluations of its examples: which check passes the correct
- * submissions and which flaw each catches, in which category. A probe file none of whose checks
- * fails a flawed example, a check that fails or errors on a correct submission, a flawed example no
- * check of its expected category catches, a verdict other than the expected one, and a declared
- * requirement no check ran on fail validation; a single check that catches nothing is a warning.
- *
- * With scope `correct-only` the flawed examples were left out by choice: their inputs (and any
- * results they carry) are dropped, and so are the findings only they can give (catches nothing,
- * flaw not caught); what the correct ones show is judged as in a full run.
- *
- * A run `interrupted` by a signal is judged on the evaluations that finished, and fails validation
- * saying how many it abandoned and never started.
- */
-function analysePower(task, allInputs, requirements, scope = "all", interrupted) {
-    const inputs = scope === "correct-only" ? allInputs.filter((col) => isCorrect(col.expectation)) : allInputs;
-    const columns = inputs.map((col) => {
-        const verdicts = {};
-        for (const r of col.results)
-            verdicts[r.verdict] = (verdicts[r.verdict] ?? 0) + 1;
-        const wrong = col.results.find((r) => r.verdict !== col.expectation.verdict);
-        const e = col.expectation;
-        return {
-            submission: col.submission,
-            correct: isCorrect(e),
-            expected: { verdict: e.verdict, failedCategories: [...e.failedCategories], ...(e.why ? { why: e.why } : {}) },
-            runs: col.results.length,
-            verdicts,
-            ...(wrong ? { unexpected: whyNot(wrong) } : {}),
-        };
-    });
-    const sets = new Set(inputs.flatMap((col) => col.results.map((r) => r.task.probeSet)));
-    const probeSet = sets.size === 1 ? [...sets][0] : null;
-    return judgePower({ task, scope, probeSet, requirements: [...requirements], columns, rows: buildRows(inputs) }, interrupted);
-}
-/** What validation finds in a matrix: the findings and false rejections of `analysePower`, from the columns and rows alone. */
-function judgePower(m, interrupted) {
-    const { rows, columns } = m;
-    const finished = columns.reduce((n, col) => n + col.runs, 0);
-    const findings = [
-        ...(interrupted
-            ? [{ level: "error", kind: "interrupted", subject: m.task, message: `interrupted by ${interrupted.signal}: ${interrupted.abandoned} evaluations in flight were abandoned and ${interrupted.notStarted} not started; this report covers the ${finished} that finished` }]
-            : []),
-        ...(m.scope === "all" ? catchFindings(rows, columns) : []),
-        ...correctnessFindings(rows, columns),
-        ...flawFindings(rows, columns, interrupted ? `interrupted by ${interrupted.signal}` : "the --budget ran out"),
-        ...requirementFindings(rows, columns, m.requirements),
-    ];
-    return { ...m, falseRejections: falseRejections(columns, rows), findings, ok: !findings.some((f) => f.level === "error") };
-}
-/**
- * One report from several power reports of one task and probe set (runs on several runners, or
- * calls cut short by a time limit), judged again on the summed matrix: a probe that caught nothing
- * in one call may catch in another. Cells, runs and verdicts are summed per column and check; a
- * check that did not report in one report counts as absent for that report's runs. The flawed
- * columns come from the full reports only (a `correct-only` one has none); with none, the merge is
- * `correct-only` too. Throws where the reports are of different tasks or probe sets, lack the
- * requirement list (written before reports carried it), or a correct-only report holds a flawed column.
- */
-function mergePowerReports(reports) {
-    const first = reports[0];
-    if (!first)
-        throw new Error("mergePowerReports: no reports");
-    const tasks = [...new Set(reports.map((r) => r.task))];
-    if (tasks.length > 1)
-        throw new Error(`reports of different tasks (${tasks.join(", ")}): merge one task's reports at a time`);
-    const sets = [...new Set(reports.map((r) => r.probeSet ?? "none"))];
-    if (sets.length > 1)
-        throw new Error(`${first.task}: reports of different probe sets (${sets.map((x) => x.slice(0, 19)).join(", ")}): the probes changed between them, so their runs do not add up; merge the reports of one probe set`);
-    if (reports.some((r) => !Array.isArray(r.requirements)))
-        throw new Error(`${first.task}: a report has no requirements list (it predates them): run it again to merge it`);
-    // A report written before reports carried a scope was a full run.
-    const scopeOf = (r) => r.scope ?? "all";
-    for (const r of reports) {
-        const flawed = r.columns.find((c) => !c.correct);
-        if (scopeOf(r) === "correct-only" && flawed)
-            throw new Error(`${first.task}: a correct-only report has a column of the flawed example ${flawed.submission}: it is not what validate --power --correct-only writes`);
-    }
-    const scope = reports.some((r) => scopeOf(r) === "all") ? "all" : "correct-only";
-    const columns = [];
-    const at = new Map();
-    for (const r of [...reports].sort((a, b) => (scopeOf(a) === "all" ? 0 : 1) - (scopeOf(b) === "all" ? 0 : 1))) {
-        for (const c of r.columns) {
-            if (!at.has(c.submission)) {
-                at.set(c.submission, columns.length);
-                columns.push({ ...c, expected: { ...c.expected, failedCategories: [...c.expected.failedCategories] }, runs: 0, verdicts: {}, unexpected: undefined });
-            }
-            const col = columns[at.get(c.submission)];
-            col.runs += c.runs;
-            for (const [v, n] of Object.entries(c.verdicts))
-                col.verdicts[v] = (col.verdicts[v] ?? 0) + n;
-            col.unexpected ??= c.unexpected;
-        }
-    }
-    for (const col of columns)
-        if (col.unexpected === undefined)
-            delete col.unexpected;
-    const rows = new Map();
-    for (const r of reports) {
-        for (const row of r.rows) {
-            const key = rowKey(row.probe, row.check);
-            if (!rows.has(key))
-                rows.set(key, { probe: row.probe, check: row.check, category: row.category, requirements: [], cells: columns.map(emptyCell) });
-            const merged = rows.get(key);
-            for (const id of row.requirements)
-                if (!merged.requirements.includes(id))
-                    merged.requirements.push(id);
-        }
-    }
-    for (const r of reports) {
-        const present = new Map(r.rows.map((row) => [rowKey(row.probe, row.check), row]));
-        for (const [key, merged] of rows) {
-            const row = present.get(key);
-            r.columns.forEach((c, i) => {
-                const cell = merged.cells[at.get(c.submission)];
-                const from = row?.cells[i] ?? { ...emptyCell(), absent: c.runs };
-                for (const k of ["passed", "failed", "error", "skipped", "absent"])
-                    cell[k] += from[k];
-            });
-        }
-    }
-    const sorted = [...rows.values()].sort((a, b) => a.probe.localeCompare(b.probe) || a.check.localeCompare(b.check));
-    for (const row of sorted)
-        row.requirements.sort();
-    const requirements = [...new Set(reports.flatMap((r) => r.requirements))];
-    return judgePower({ task: first.task, scope, probeSet: first.probeSet, requirements, columns, rows: sorted });
-}
-/** One cell as the matrix prints it: pass / FAIL / err / skip / — for one run, `k/N failed` for repeats. */
-function cellText(cell, runs) {
-    if (runs === 0)
-        return "—";
-    if (runs === 1) {
-        if (cell.failed)
-            return "FAIL";
-        if (cell.error)
-            return "err";
-        if (cell.skipped)
-            return "skip";
-        if (cell.passed)
-            return "pass";
-        return "—";
-    }
-    if (cell.absent === runs)
-        return "—";
-    const parts = [`${cell.failed}/${runs} failed`];
-    if (cell.error)
-        parts.push(`${cell.error} err`);
-    if (cell.skipped)
-        parts.push(`${cell.skipped} skip`);
-    return parts.join(", ");
-}
-
-;// CONCATENATED MODULE: ./src/core/probe-power/probe-power-render.ts
-
-/** The matrix as rows of cells: probe, check, category, then one column per example submission. */
-function powerMatrix(report) {
-    const head = ["probe", "check", "category", ...report.columns.map((c) => `${c.submission.replace(/\.(patch|diff)$/, "")}${c.correct ? " ✓" : ""}${c.runs > 1 ? ` ×${c.runs}` : ""}`)];
-    const body = report.rows.map((row, i) => [
-        i > 0 && report.rows[i - 1]?.probe === row.probe ? "" : row.probe,
-        row.check,
-        row.category,
-        ...row.cells.map((cell, c) => cellText(cell, report.columns[c]?.runs ?? 0)),
-    ]);
-    const expected = ["", "expected", "", ...report.columns.map((c) => (c.correct ? "resolved" : `${c.expected.verdict}${c.expected.failedCategories.length ? ` [${c.expected.failedCategories.join(", ")}]` : ""}`))];
-    const got = ["", "verdicts", "", ...report.columns.map((c) => Object.entries(c.verdicts).map(([v, n]) => (c.runs > 1 ? `${v} ${n}/${c.runs}` : v)).join(", ") || "—")];
-    return { head, body: [...body, expected, got] };
-}
-/** One line per false-rejection tally, e.g. `reference.patch: 1 of 20 runs rejected (total-speed 1)`. */
-function falseRejectionLines(report) {
-    return report.falseRejections.map((f) => {
-        const checks = Object.entries(f.byCheck).map(([id, n]) => `${id} ${n}`);
-        return `${f.submission}: ${f.rejected} of ${f.runs} runs not resolved${checks.length ? ` (${checks.join(", ")})` : ""}`;
-    });
-}
-/**
- * What a `correct-only` report cannot say, for the top of its text and markdown: it measured false
- * rejections only, so a clean one is no sign that the probes catch anything. Null for a full run.
- */
-function scopeNote(report) {
-    if (report.scope !== "correct-only")
-        return null;
-    return "Correct-only run: only the correct submissions were evaluated, so this measures false rejections only; what the probes catch (their power) needs a run without --correct-only.";
-}
-const md = (s) => s.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
-/** The report as markdown: the matrix, false rejections, then findings (for bench/RESULTS.md and CI summaries). */
-function renderPowerMarkdown(report) {
-    const { head, body } = powerMatrix(report);
-    const out = [`### ${report.ok ? "✅" : "❌"} Probe power — \`${report.task}\`${report.scope === "correct-only" ? " (false rejections only)" : ""}`, ""];
-    const note = scopeNote(report);
-    if (note)
-        out.push(`> ${note}`, "");
-    out.push(`| ${head.map(md).join(" | ")} |`, `|${head.map(() => "---").join("|")}|`);
-    for (const r of body)
-        out.push(`| ${r.map(md).join(" | ")} |`);
-    out.push("");
-    if (report.falseRejections.length) {
-        out.push("False rejections of correct submissions:", "", ...falseRejectionLines(report).map((l) => `- ${md(l)}`), "");
-    }
-    const errors = report.findings.filter((f) => f.level === "error");
-    const warnings = report.findings.filter((f) => f.level === "warning");
-    if (errors.length)
-        out.push("Validation fails:", "", ...errors.map((f) => `- ${md(f.message)}`), "");
-    if (warnings.length)
-        out.push("Warnings:", "", ...warnings.map((f) => `- ${md(f.message)}`), "");
-    if (!errors.length && !warnings.length) {
-        out.push(report.scope === "correct-only" ? "Every check passes every correct submission, and every requirement is checked; what the probes catch was not measured." : "Every probe catches a flaw, passes every correct submission, and every requirement is checked.", "");
-    }
-    return out.join("\n");
-}
-
-;// CONCATENATED MODULE: ./src/engine/import/pr-description.ts
-
-
-/** Where GitHub looks for a repository's pull request template, in its order. */
-const TEMPLATE_PLACES = ["", ".github", "docs"].flatMap((d) => ["pull_request_template.md", "PULL_REQUEST_TEMPLATE.md"].map((f) => (d ? `${d}/${f}` : f)));
-/** The repository's pull request template(s) in an exported tree, joined; null when it has none. */
-function readPrTemplate(tree) {
-    const found = TEMPLATE_PLACES.filter((p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(tree, p))).map((p) => (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(tree, p), "utf8"));
-    for (const dir of [".github/PULL_REQUEST_TEMPLATE", "PULL_REQUEST_TEMPLATE", "docs/PULL_REQUEST_TEMPLATE"]) {
-        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(tree, dir)))
-            continue;
-        for (const f of (0,external_node_fs_.readdirSync)((0,external_node_path_.join)(tree, dir)))
-            if (f.endsWith(".md"))
-                found.push((0,external_node_fs_.readFileSync)((0,external_node_path_.join)(tree, dir, f), "utf8"));
-    }
-    return found.length ? found.join("\n\n") : null;
-}
-const squash = (s) => s.replace(/\s+/g, " ").trim();
-/**
- * Words only, lower case, on one line: GitHub re-wraps a squashed PR's description, and templates
- * change a little over time ("…is complex." in the PR, "…is complex, and list…" in today's template).
- */
-const words = (s) => squash(s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " "));
-const heading = (line) => /^(#{1,6})\s+(.*)$/.exec(line);
-/** Sections of a template that are the author's to-do list, never the change's description. */
-const BOILERPLATE_SECTION = /checklist|before submitting|before you submit|pr checklist|contributor/i;
-const CHECKBOX = /^\s*(?:[-*+]|\d+[.)])\s+\[[ xX]\]/;
-const LIST_ITEM = /^\s*(?:[-*+]|\d+[.)])\s+/;
-/** Blocks of text separated by blank lines, headings and fenced code kept as blocks of their own. */
-function blocks(lines) {
-    const out = [];
-    let cur = [];
-    let fence = false;
-    const flush = () => {
-        if (cur.length)
-            out.push(cur);
-        cur = [];
-    };
-    for (const line of lines) {
-        if (/^\s*(```|~~~)/.test(line)) {
-            if (!fence)
-                flush();
-            cur.push(line);
-            fence = !fence;
-            if (!fence)
-                flush();
-            continue;
-        }
-        if (fence)
-            cur.push(line);
-        else if (!line.trim())
-            flush();
-        else if (heading(line)) {
-            flush();
-            out.push([line]);
-        }
-        else
-            cur.push(line);
-    }
-    flush();
-    return out;
-}
-/**
- * A pull request's description without its template's boilerplate, for the prompt skeleton: drops
- * HTML comments, checkbox lists (and their wrapped lines), "Checklist"/"Before submitting"
- * sections, text copied unchanged from the repository's template (its guidance under each
- * heading), and headings left with nothing under them. The author's own prose stays.
- */
-function cleanPrDescription(text, template = null) {
-    const noComments = text.replace(/<!--[\s\S]*?(-->|$)/g, "");
-    const tmpl = template ? ` ${words(template.replace(/<!--[\s\S]*?(-->|$)/g, ""))} ` : "";
-    const kept = [];
-    let skipLevel = 0; // inside a boilerplate section of this heading level (0: not)
-    for (const block of blocks(noComments.split("\n"))) {
-        const h = heading(block[0] ?? "");
-        if (h && block.length === 1) {
-            const level = (h[1] ?? "").length;
-            if (skipLevel && level > skipLevel)
-                continue;
-            skipLevel = BOILERPLATE_SECTION.test(h[2] ?? "") ? level : 0;
-            if (!skipLevel)
-                kept.push(block);
-            continue;
-        }
-        if (skipLevel)
-            continue;
-        // A checkbox item runs on over the lines GitHub wrapped, up to the next list item.
-        const lines = [];
-        let inCheckbox = false;
-        for (const line of block) {
-            if (CHECKBOX.test(line))
-                inCheckbox = true;
-            else if (LIST_ITEM.test(line) && !/^\s{2,}/.test(line))
-                inCheckbox = false;
-            if (!inCheckbox)
-                lines.push(line);
-        }
-        if (!lines.length)
-            continue;
-        // Guidance the template wrote under a heading ("> List the specific changes.") is no description.
-        const body = words(lines.join("\n"));
-        if (tmpl && body.length >= 12 && tmpl.includes(` ${body} `))
-            continue;
-        kept.push(lines);
-    }
-    // A heading is empty when the next kept block is a heading of the same or a higher level (or none follows).
-    const out = [];
-    for (let i = kept.length - 1; i >= 0; i--) {
-        const block = kept[i] ?? [];
-        const h = heading(block[0] ?? "");
-        if (h && block.length === 1) {
-            const next = out[0];
-            const nh = next ? heading(next[0] ?? "") : null;
-            if (!next || (nh && next.length === 1 && (nh[1] ?? "").length <= (h[1] ?? "").length))
-                continue;
-        }
-        out.unshift(block);
-    }
-    return out.map((b) => b.join("\n")).join("\n\n").trim();
-}
-
-;// CONCATENATED MODULE: ./src/cli/task-skeleton.ts
-
-
-
-/** Marks text `task import` wrote for the author to finish; `probegate validate` refuses a task that still holds it. */
-const SKELETON_MARK = "PROBEGATE-SKELETON";
-/** Says that a task's official tests are pass-to-pass only; `probegate validate` reads it from import.yml. */
-const PASS_TO_PASS_ONLY = "pass-to-pass only: no test fails before the change; the official tests check that nothing breaks, and the hidden probes carry the requirement";
-/** task.yml of an imported task, with the change's provenance as a comment on top. */
-function taskYaml(spec, imp, repo) {
-    const c = imp.classification;
-    const head = [
-        `# Imported by probegate task import from ${repo.url ?? "a local clone with no known URL (see import.yml)"}`,
-        `#   base ${imp.baseSha}  head ${imp.headSha}  "${imp.subject}"`,
-        `#   ${c.failToPass.length} fail-to-pass and ${c.passToPass.length} pass-to-pass tests (import.yml lists them)`,
-        ...(c.failToPass.length ? [] : [`#   official tests: ${PASS_TO_PASS_ONLY}`]),
-    ];
-    return `${head.join("\n")}\n${(0,dist/* stringify */.As)(spec, { lineWidth: 0 })}`;
-}
-/** import.yml: where the task came from and which test is which, for the author and for re-imports. */
-function importRecord(imp, repo, snapshot) {
-    return (0,dist/* stringify */.As)({
-        repo: repo.url,
-        repo_from: repo.source,
-        ...(repo.warning ? { repo_warning: repo.warning } : {}),
-        base: imp.baseSha,
-        head: imp.headSha,
-        subject: imp.subject,
-        sources: imp.sources,
-        tests: imp.tests,
-        base_as: snapshot ? `pruned snapshot of ${imp.snapshot.length} of ${imp.baseFileCount} files (a submission patch may edit only these; --base-as git gates real PRs)` : "git ref, with the PR's test files as overlay",
-        official: imp.classification.failToPass.length ? "fail-to-pass and pass-to-pass" : PASS_TO_PASS_ONLY,
-        fail_to_pass: imp.classification.failToPass,
-        pass_to_pass: imp.classification.passToPass,
-        left_out: imp.classification.leftOut,
-    }, { lineWidth: 0 });
-}
-/** A prompt to finish: the PR's own words, the files it changes, and what the author must add. */
-function promptSkeleton(imp) {
-    return `<!-- ${SKELETON_MARK}: written by probegate task import. Rewrite it as the request an agent gets, then delete this line. -->
-# ${imp.subject}
-
-${cleanPrDescription(imp.message, imp.prTemplate) || "(the commit message has no body)"}
-
-## What to change
-
-The change touches ${imp.sources.map((s) => `\`${s}\``).join(", ")}.
-
-State here, in the words of the requirement and without the solution, what the change must do,
-including what the official tests do not check, and every name the hidden probes call (list those
-names in task.yml \`interfaces:\`; \`probegate validate\` checks each appears here).
-
-## Tests
-
-${testsParagraph(imp)}
-`;
-}
-function testsParagraph(imp) {
-    const c = imp.classification;
-    const files = imp.tests.length > 8 ? `${imp.tests.length} test files (import.yml lists them)` : imp.tests.map((t) => `\`${t}\``).join(", ");
-    if (c.failToPass.length === 0) {
-        return `The official tests are ${files}: ${c.passToPass.length} ${c.passToPass.length === 1 ? "passes" : "pass"} before the change and must keep passing. None fails before it
-(imported with --pass-to-pass-only): state the requirement here so that the hidden probes can check it.`;
-    }
-    return `The official tests are ${files}: ${c.failToPass.length} fail before the change and must pass,
-${c.passToPass.length} pass before and must keep passing.`;
-}
-/** A probe that reports `error` until written: an unfinished task never resolves a submission. */
-function probeSkeleton(id) {
-    const canary = `PROBEGATE-CANARY-${(0,external_node_crypto_.randomBytes)(4).toString("hex")}`;
-    return `"""Hidden probe of ${id}. ${SKELETON_MARK}: written by probegate task import; replace it.
-
-A probe checks what the requirement states and the official tests leave unchecked (docs/task-format.md):
-import the submission from $PROBEGATE_WORKSPACE, measure, and emit one check per finding.
-"""
-# ${canary}
-from probegate_probe import emit
-
-emit("not-written", "functional", "error", "this task's hidden probe is still the skeleton probegate task import wrote")
-`;
-}
-/**
- * expected.yml of the two examples every import has: the merged change and no change at all. With
- * no fail-to-pass test, no change passes the official tests: the probes must reject it.
- */
-function expectedYaml(passToPassOnly = false) {
-    return (0,dist/* stringify */.As)([
-        { submission: "reference.patch", verdict: "resolved", why: "the change as merged" },
-        passToPassOnly
-            ? { submission: "base.patch", verdict: "probe-rejected", why: "no change: the official tests are pass-to-pass only, so the hidden probes must reject it" }
-            : { submission: "base.patch", verdict: "official-failed", why: "no change: the fail-to-pass tests fail" },
-    ]);
-}
-
-;// CONCATENATED MODULE: ./src/core/requirement-coverage.ts
-/**
- * `requirements=[...]` / `requirements="..."` (Python keyword arguments) and `"requirements": [...]`
- * (a JSON line written by hand, in any language). A list that is not written out literally (a
- * variable) names nothing the scan can see: its checks count only in `validate --power`.
- */
-const MENTION = /["']?\brequirements["']?\s*[=:]\s*(\[[^\]]*\]|\([^)]*\)|"[^"]*"|'[^']*')/g;
-const LITERAL = /"([^"\\]*)"|'([^'\\]*)'/g;
-function lineAt(text, offset) {
-    let line = 1;
-    for (let i = 0; i < offset; i++)
-        if (text.charCodeAt(i) === 10)
-            line++;
-    return line;
-}
-/** Every requirement id named in a `requirements=` argument (or JSON key) of the probe sources, with its line. */
-function requirementMentions(sources) {
-    const out = [];
-    for (const src of sources) {
-        for (const m of src.text.matchAll(MENTION)) {
-            const body = m[1];
-            const bodyStart = (m.index ?? 0) + m[0].length - body.length;
-            for (const lit of body.matchAll(LITERAL)) {
-                const id = lit[1] ?? lit[2] ?? "";
-                if (id)
-                    out.push({ id, path: src.path, line: lineAt(src.text, bodyStart + (lit.index ?? 0)) });
-            }
-        }
-    }
-    return out;
-}
-/**
- * Static requirement coverage: every requirement task.yml declares must be named by some probe
- * source, and every id a probe names must be declared. A task that declares none is a problem
- * too: a prompt always states something its probes should check.
- */
-function requirementCoverage(declared, taskFile, sources) {
-    const mentions = requirementMentions(sources);
-    const problems = [];
-    if (declared.length === 0) {
-        problems.push({
-            path: taskFile,
-            line: null,
-            message: "requirements: none declared; list what the prompt states (arguments and their allowed values, error paths, bounds, resource claims) with ids the probes' checks name",
-        });
-    }
-    const named = new Set(mentions.map((m) => m.id));
-    for (const r of declared) {
-        if (!named.has(r.id))
-            problems.push({ path: taskFile, line: r.line, message: `requirements: '${r.id}' is named by no probe check (requirements=[...] in a probe)` });
-    }
-    const known = new Set(declared.map((r) => r.id));
-    for (const m of mentions) {
-        if (!known.has(m.id))
-            problems.push({ path: m.path, line: m.line, message: `names requirement '${m.id}', which ${taskFile} does not declare` });
-    }
-    return { mentions, problems };
-}
-
-;// CONCATENATED MODULE: ./src/cli/validate-command.ts
-
-
-
-
-
-
-
-
-
-
-
-/** A line of probe source long and specific enough that finding it in the prompt means a leak. */
-function distinctive(line) {
-    const t = line.trim().replace(/\s+/g, " ");
-    if (t.length < 24 || t.startsWith("#") || /^(import|from) /.test(t) || /^["']{3}/.test(t))
-        return null;
-    return t;
-}
-function walk(dir, out = []) {
-    for (const e of (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })) {
-        const p = (0,external_node_path_.join)(dir, e.name);
-        if (e.isDirectory())
-            walk(p, out);
-        else
-            out.push(p);
-    }
-    return out;
-}
-/**
- * Static requirement coverage: each requirement of task.yml named in some probe file's
- * `requirements=` and each named id declared, with the file and line to fix.
- */
-function requirementProblems(task) {
-    const src = readYaml(task.file, "task spec");
-    const declared = task.spec.requirements.map((r, i) => ({ id: r.id, line: lineOf(src, ["requirements", i, "id"]) ?? null }));
-    const sources = probeFiles(task.probesDir)
-        .filter((f) => /\.(py|sh)$/.test(f))
-        .map((f) => ({ path: f, text: (0,external_node_fs_.readFileSync)(f, "utf8") }));
-    return requirementCoverage(declared, task.file, sources).problems.map((p) => `${p.path}${p.line ? `:${p.line}` : ""}: ${p.message}`);
-}
-/** Every problem with one task, as `file: message` lines; empty when it is valid. */
-function validateTask(task) {
-    const problems = [];
-    const prompt = (0,external_node_fs_.readFileSync)(task.promptFile, "utf8");
-    const normalisedPrompt = prompt.replace(/\s+/g, " ");
-    for (const name of task.spec.interfaces) {
-        if (!prompt.includes(name))
-            problems.push(`${task.file}: interfaces: '${name}' is called by the probes but never named in ${(0,external_node_path_.relative)(task.dir, task.promptFile)}`);
-    }
-    if (prompt.includes(SKELETON_MARK))
-        problems.push(`${task.promptFile}: still the skeleton probegate task import wrote (${SKELETON_MARK}); write the prompt, then delete that line`);
-    const probes = listProbes(task.probesDir, task.spec.probes.pattern);
-    if (probes.length === 0)
-        problems.push(`${task.file}: probes: no file in ${task.probesDir} matches '${task.spec.probes.pattern}'`);
-    for (const file of probeFiles(task.probesDir)) {
-        if (!/\.(py|sh|txt|ya?ml|json)$/.test(file))
-            continue;
-        if ((0,external_node_fs_.readFileSync)(file, "utf8").includes(SKELETON_MARK))
-            problems.push(`${file}: still the probe skeleton probegate task import wrote (${SKELETON_MARK}); write the probe`);
-        (0,external_node_fs_.readFileSync)(file, "utf8")
-            .split("\n")
-            .forEach((line, i) => {
-            const d = distinctive(line);
-            if (d && normalisedPrompt.includes(d))
-                problems.push(`${task.promptFile}: quotes probe source ${(0,external_node_path_.relative)(task.probesDir, file)}:${i + 1}: '${d.slice(0, 80)}'`);
-        });
-    }
-    problems.push(...requirementProblems(task));
-    if (task.base.kind === "folder") {
-        const isOfficial = picomatch_default()(task.spec.official.files, { dot: true });
-        const official = walk(task.base.path).filter((f) => isOfficial((0,external_node_path_.relative)(task.base.kind === "folder" ? task.base.path : "", f)));
-        if (official.length === 0)
-            problems.push(`${task.file}: official.files: no file of the base matches ${task.spec.official.files.join(", ")}`);
-    }
-    return problems;
-}
-/**
- * The note for a task imported with no fail-to-pass test (import.yml's `fail_to_pass: []`): its
- * official tests only check that nothing breaks, so the requirement rests on the probes. Null otherwise.
- */
-function passToPassOnlyNote(task) {
-    const file = (0,external_node_path_.join)(task.dir, "import.yml");
-    if (!(0,external_node_fs_.existsSync)(file))
-        return null;
-    let record;
-    try {
-        record = (0,dist/* parse */.qg)((0,external_node_fs_.readFileSync)(file, "utf8"));
-    }
-    catch {
-        return null;
-    }
-    const f2p = record?.fail_to_pass;
-    if (!Array.isArray(f2p) || f2p.length)
-        return null;
-    return `official tests are pass-to-pass only (${(0,external_node_path_.relative)(process.cwd(), file) || file}: no test fails before the change): they check that nothing breaks, and the hidden probes carry the requirement (${task.spec.requirements.length} requirements, each named by a probe)`;
-}
-/** `probegate validate <task dir>…`: 0 when every task is valid, 2 otherwise. */
-function validateCommand(dirs, io) {
-    let bad = 0;
-    for (const dir of dirs) {
-        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory()) {
-            io.stderr(`✗ ${dir}: no such task folder\n`);
-            bad++;
-            continue;
-        }
-        try {
-            const task = loadTask(dir);
-            const problems = validateTask(task);
-            if (problems.length) {
-                bad++;
-                const note = passToPassOnlyNote(task);
-                io.stderr(`✗ ${task.spec.id}\n${problems.map((p) => `  ${p}`).join("\n")}\n${note ? `  note: ${note}\n` : ""}`);
-            }
-            else {
-                io.stdout(`✓ ${task.spec.id}: ${task.spec.interfaces.length} interfaces stated, ${task.spec.requirements.length} requirements named by probes, ${listProbes(task.probesDir, task.spec.probes.pattern).length} probe files\n`);
-                const note = passToPassOnlyNote(task);
-                if (note)
-                    io.stdout(`  note: ${note}\n`);
-            }
-        }
-        catch (e) {
-            if (!(e instanceof errors/* InputError */.d))
-                throw e;
-            bad++;
-            io.stderr(`✗ ${dir}\n  ${e.message.replace(/\n/g, "\n  ")}\n`);
-        }
-    }
-    return bad ? 2 : 0;
-}
-
-;// CONCATENATED MODULE: ./src/cli/power-command.ts
-
-
-
-
-
-
-
-
-
-
-
-
-
-function wholeNumber(name, value, min, fallback) {
-    if (value === undefined)
-        return fallback;
-    const n = Number(value);
-    if (!/^\d+$/.test(value) || n < min)
-        throw new errors/* InputError */.d(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
-    return n;
-}
-function examplesDir(task, flag) {
-    const dir = flag ? (0,external_node_path_.join)((0,external_node_path_.resolve)(flag), task.spec.id) : (0,external_node_path_.resolve)(task.dir, "..", "..", "examples", "submissions", task.spec.id);
-    if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(dir, "expected.yml"))) {
-        throw new errors/* InputError */.d(`${task.spec.id}: no ${(0,external_node_path_.join)(dir, "expected.yml")}; --power evaluates the task's examples (pass --examples <dir> holding <task>/expected.yml).`, { file: (0,external_node_path_.join)(dir, "expected.yml") });
-    }
-    return dir;
-}
-/** Evaluates every example of one task (correct ones `runs` times; with --correct-only, only those) and analyses the results. */
-async function powerOfTask(task, flags, pool, io, record, signal) {
-    const runs = wholeNumber("--runs", flags.runs, 1, 1);
-    const jobs = wholeNumber("--jobs", flags.jobs, 1, 1);
-    const seed = flags.seed === undefined ? undefined : wholeNumber("--seed", flags.seed, 0, 0);
-    const dir = examplesDir(task, flags.examples);
-    const every = taskExamples(task, dir);
-    const scope = flags.correctOnly ? "correct-only" : "all";
-    const examples = flags.correctOnly ? every.filter((e) => e.expectation.verdict === "resolved") : every;
-    if (!examples.length) {
-        throw new errors/* InputError */.d(`${task.spec.id}: ${(0,external_node_path_.join)(dir, "expected.yml")} lists no correct example (verdict: resolved), so --correct-only has nothing to evaluate.`, { file: (0,external_node_path_.join)(dir, "expected.yml") });
-    }
-    // Round by round: every example once, then the correct ones again, so a run cut short by
-    // --budget still covers every example and spreads the repeats evenly.
-    const plan = examples
-        .flatMap((example, column) => {
-        const n = example.expectation.verdict === "resolved" ? runs : 1;
-        return Array.from({ length: n }, (_, run) => ({ example, column, run, runs: n }));
-    })
-        .sort((a, b) => a.run - b.run || a.column - b.column);
-    const budget = flags.budget === undefined ? undefined : wholeNumber("--budget", flags.budget, 1, 1);
-    const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
-    let notStarted = 0;
-    const results = examples.map(() => []);
-    const what = flags.correctOnly ? `${examples.length} correct examples of ${every.length} (--correct-only: the flawed ones are not evaluated)` : `${examples.length} examples`;
-    io.stderr(`probegate validate --power ${task.spec.id}: ${what}, ${plan.length} evaluations (${runs} per correct submission), ${jobs} at a time\n`);
-    let finished = 0;
-    let started = 0;
-    const all = mapConcurrent(plan, jobs, async (p, i) => {
-        if (Date.now() > deadline || signal?.aborted) {
-            notStarted++;
-            return;
-        }
-        started++;
-        const name = (0,external_node_path_.basename)(p.example.patch);
-        const label = `${task.spec.id} / ${name}${p.runs > 1 ? ` run ${p.run + 1}/${p.runs}` : ""}`;
-        io.stderr(`  [${i + 1}/${plan.length}] ${label} …\n`);
-        const result = await evaluate({
-            task,
-            submission: { kind: "patch", path: p.example.patch },
-            kitDir: KIT_DIR,
-            unsandboxed: flags.unsandboxed,
-            // One pool for every evaluation of this command: jobs side by side never share a GPU, core or port.
-            pool,
-            seed: seed === undefined ? undefined : (seed + i) % 2 ** 32,
-        });
-        results[p.column]?.push(result);
-        finished++;
-        const failed = result.probes.filter((c) => c.status === "failed" || c.status === "error").map((c) => `${c.id} ${c.status}`);
-        const unexpected = result.verdict !== p.example.expectation.verdict ? `  ✗ expected ${p.example.expectation.verdict}: ${whyNot(result)}` : "";
-        io.stderr(`  [${finished}/${plan.length} done] ${label} → ${result.verdict}${failed.length ? ` (${failed.join(", ")})` : ""} in ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)}${unexpected}\n`);
-        if (p.example.expectation.verdict === "resolved")
-            record?.({ task, example: p.example, run: p.run, runs: p.runs, result });
-    });
-    // A signal ends the run now: the evaluations in flight are abandoned (they end with the process),
-    // and the report covers those that finished.
-    const stopped = await Promise.race([all.then(() => false), interruption(signal)]);
-    const requirements = task.spec.requirements.map((r) => r.id);
-    if (stopped) {
-        const inputs = examples.map((example, c) => ({ submission: (0,external_node_path_.basename)(example.patch), expectation: example.expectation, results: [...(results[c] ?? [])] }));
-        const abandoned = started - finished;
-        io.stderr(`  interrupted by ${String(signal?.reason)}: ${finished} evaluations finished, ${abandoned} in flight abandoned, ${plan.length - started} not started\n`);
-        return analysePower(task.spec.id, inputs, requirements, scope, { signal: String(signal?.reason), abandoned, notStarted: plan.length - started });
-    }
-    if (notStarted)
-        io.stderr(`  --budget of ${budget} s reached: ${notStarted} of ${plan.length} evaluations not started; the report covers the ${plan.length - notStarted} that ran\n`);
-    const inputs = examples.map((example, c) => ({ submission: (0,external_node_path_.basename)(example.patch), expectation: example.expectation, results: results[c] ?? [] }));
-    return analysePower(task.spec.id, inputs, requirements, scope);
-}
-/** Resolves true once `signal` is aborted; never without one. */
-function interruption(signal) {
-    return new Promise((resolve) => {
-        if (!signal)
-            return;
-        if (signal.aborted)
-            return resolve(true);
-        signal.addEventListener("abort", () => resolve(true), { once: true });
-    });
-}
-function renderText(report, quarantined) {
-    const { head, body } = powerMatrix(report);
-    const table = new (cli_table3_default())({ head, style: { head: [], border: [] }, chars: { mid: "", "left-mid": "", "mid-mid": "", "right-mid": "" } });
-    for (const row of body)
-        table.push(row);
-    const note = scopeNote(report);
-    const lines = [`\n${report.ok ? "✓" : "✗"} ${report.task}: ${note ? "false rejections (correct-only)" : "probe power"}`, ...(note ? [`! ${note}`] : []), table.toString()];
-    if (report.falseRejections.length)
-        lines.push("false rejections of correct submissions:", ...falseRejectionLines(report).map((l) => `  ${l}`));
-    for (const f of report.findings)
-        lines.push(`  ${f.level === "error" ? "✗" : "!"} ${f.message}`);
-    if (quarantined)
-        lines.push(quarantined.length ? `quarantined now (store): ${quarantined.map((q) => `${q.check} (failed ${q.failures} of last ${q.window} known-good)`).join(", ")}` : "quarantined now (store): none");
-    return `${lines.join("\n")}\n`;
-}
-/**
- * `probegate validate --power <task>…`: the static checks of `validate`, then every example of each
- * task evaluated (each correct one `--runs` times) and the probes × submissions matrix printed with
- * what validation found. With `--db`, every run of a correct example is recorded as known-good
- * outcomes for quarantine. With `--correct-only`, only the correct examples are evaluated (false
- * rejections, to add runs to a full one). Exit 0 when every task passes, 1 when validation fails.
- * Aborting `signal` (the CLI's SIGTERM or SIGINT) ends it at once with the report of the
- * evaluations that finished: a time limit loses only what was in flight.
- */
-async function powerCommand(dirs, flags, io, signal) {
-    if (!["text", "json", "markdown"].includes(flags.format))
-        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
-    const tasks = dirs.map((dir) => {
-        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory())
-            throw new errors/* InputError */.d(`${dir}: no such task folder`);
-        return loadTask(dir);
-    });
-    // Loaded on use: the store's native module is needed only with --db.
-    const store = flags.db ? await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(103)]).then(__nccwpck_require__.bind(__nccwpck_require__, 103)) : null;
-    const db = store && flags.db ? store.openPowerStore(flags.db) : null;
-    const { pool } = await poolFromFlags({ gpus: flags.gpus, cores: flags.cores });
-    let failed = 0;
-    const reports = [];
-    try {
-        for (const task of tasks) {
-            if (signal?.aborted) {
-                io.stderr(`✗ ${task.spec.id}: not started (interrupted by ${String(signal.reason)})\n`);
-                failed++;
-                continue;
-            }
-            const problems = validateTask(task);
-            for (const p of problems)
-                io.stderr(`✗ ${task.spec.id}: ${p}\n`);
-            const report = await powerOfTask(task, flags, pool, io, db && store ? (r) => store.recordRun(db, r) : null, signal);
-            const quarantined = db && store && report.probeSet ? store.quarantinedNow(db, task.spec.id, report.probeSet) : null;
-            if (problems.length || !report.ok)
-                failed++;
-            reports.push({ report, problems, quarantined });
-            if (flags.format === "text")
-                io.stdout(renderText(report, quarantined));
-            else if (flags.format === "markdown")
-                io.stdout(`${renderPowerMarkdown(report)}\n`);
-        }
-    }
-    finally {
-        db?.close();
-    }
-    if (flags.format === "json")
-        io.stdout(`${JSON.stringify(reports.map((r) => ({ ...r.report, ok: r.report.ok && r.problems.length === 0, staticProblems: r.problems, quarantined: r.quarantined, matrix: powerMatrix(r.report) })), null, 2)}\n`);
-    io.stderr(`${reports.length - failed} of ${reports.length} tasks pass probe-power validation${flags.correctOnly ? " (--correct-only: false rejections and requirements only; power not measured)" : ""}\n`);
-    return failed ? 1 : 0;
-}
-/** The power reports in one `validate --power --format json` output (a list), or one report alone. */
-function readPowerReports(file) {
-    let text;
-    try {
-        text = (0,external_node_fs_.readFileSync)(file, "utf8");
-    }
-    catch (e) {
-        throw new errors/* InputError */.d(`${file}: cannot read it (${e.code ?? String(e)})`, { file });
-    }
-    let data;
-    try {
-        data = JSON.parse(text);
-    }
-    catch (e) {
-        throw new errors/* InputError */.d(`${file}: not JSON (${e.message}); pass the output of validate --power --format json`, { file });
-    }
-    const list = Array.isArray(data) ? data : [data];
-    list.forEach((r, i) => {
-        const rep = r;
-        if (!rep || typeof rep.task !== "string" || !Array.isArray(rep.columns) || !Array.isArray(rep.rows)) {
-            throw new errors/* InputError */.d(`${file}: entry ${i} is not a power report (no task, columns and rows); pass the output of validate --power --format json`, { file, field: `[${i}]` });
-        }
-    });
-    return list;
-}
-/**
- * `probegate merge-power <reports…>`: the power reports of several `validate --power --format json`
- * runs (calls cut short by a time limit, runners side by side), one report per task, judged again
- * on the summed matrix, printed as text, markdown or JSON like validate's own. Exit 0 when every
- * merged task passes, 1 when one fails; reports of different probe sets of one task are refused.
- */
-function mergePowerCommand(files, flags, io) {
-    if (!["text", "json", "markdown"].includes(flags.format))
-        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
-    const byTask = new Map();
-    for (const file of files)
-        for (const report of readPowerReports(file))
-            byTask.set(report.task, [...(byTask.get(report.task) ?? []), { file, report }]);
-    const merged = [...byTask.values()].map((group) => {
-        let report;
-        try {
-            report = mergePowerReports(group.map((g) => g.report));
-        }
-        catch (e) {
-            throw new errors/* InputError */.d(`${e.message} (${[...new Set(group.map((g) => g.file))].join(", ")})`);
-        }
-        const problems = [...new Set(group.flatMap((g) => g.report.staticProblems ?? []))];
-        return { report, problems, from: group.length };
-    });
-    for (const { report, problems, from } of merged) {
-        io.stderr(`${report.task}: ${from} reports merged, ${report.columns.reduce((n, c) => n + c.runs, 0)} evaluations\n`);
-        for (const p of problems)
-            io.stderr(`✗ ${report.task}: ${p}\n`);
-        if (flags.format === "text")
-            io.stdout(renderText(report, null));
-        else if (flags.format === "markdown")
-            io.stdout(`${renderPowerMarkdown(report)}\n`);
-    }
-    if (flags.format === "json")
-        io.stdout(`${JSON.stringify(merged.map((m) => ({ ...m.report, ok: m.report.ok && m.problems.length === 0, staticProblems: m.problems, matrix: powerMatrix(m.report) })), null, 2)}\n`);
-    return merged.every((m) => m.report.ok && m.problems.length === 0) ? 0 : 1;
-}
-
-;// CONCATENATED MODULE: ./src/core/mutants/mutants-file.ts
-
-/**
- * A mutant's stable id: operator, file, line and which of that operator's mutations on that line
- * (`core/ReplaceComparisonOperator_Gt_GtE@pkg/mod.py:12#0`). It does not move when other lines of
- * the file change, so a mark in mutants.yml keeps naming the same mutant.
- */
-function mutantId(m) {
-    return `${m.operator}@${m.path}:${m.line}#${m.occurrence}`;
-}
-const MUTANT_ID = /^[\w.-]+\/[\w.-]+@[^:\s]+:\d+#\d+$/;
-/** One equivalent mutant: its id and why nothing the prompt states tells it from the reference. */
-const EquivalentMarkSchema = schemas/* strictObject */.rej({
-    id: schemas/* string */.YjP().regex(MUTANT_ID, "a mutant id: operator@path:line#occurrence, as validate --mutants prints it"),
-    reason: schemas/* string */.YjP().trim().min(1, "say why nothing the prompt states tells this mutant from the reference"),
-});
-/** A task folder's `mutants.yml`: the probe-score threshold and the equivalent mutants. */
-const MutantsFileSchema = schemas/* strictObject */.rej({
-    threshold: schemas/* number */.aig().min(0).max(1).default(0.9).describe("validate --mutants fails when probeScore is under it"),
-    equivalent: schemas/* array */.YOg(EquivalentMarkSchema).default([]).describe("mutants that cannot be told apart from the reference by anything the prompt states"),
-});
-/** What a task without mutants.yml gets. */
-const DEFAULT_MUTANTS_FILE = { threshold: 0.9, equivalent: [] };
-
-;// CONCATENATED MODULE: ./src/core/mutants/mutants-report.ts
-/** The report's view of one mutant. */
-function summarise(r) {
-    return { id: r.id, location: `${r.path}:${r.line}:${r.column + 1}`, change: r.change, detail: r.detail, diff: r.diff };
-}
-const pct = (x) => (x === null ? "n/a" : `${(100 * x).toFixed(1)}%`);
-const score = (x) => (x === null ? "n/a (nothing to kill)" : x.toFixed(3));
-function findingLines(findings) {
-    return findings.map((f) => `${f.level === "error" ? "✗" : "!"} ${f.message}`);
-}
-/** The report as text for a terminal. */
-function renderMutantsText(r) {
-    const m = r.mutants;
-    const lines = [
-        `${r.ok ? "✓" : "✗"} ${r.task}: ${m.total} mutants of the reference change — ${m.killedByOfficial} killed by the official tests, ${m.killedByProbes} by the probes, ${m.survived} survived, ${m.equivalent} equivalent, ${m.timedOut} timed out`,
-        `  officialSurvivalRate ${pct(m.officialSurvivalRate)} (pass the official tests)   probeScore ${score(m.probeScore)} (threshold ${r.threshold})`,
-        `  ${r.run.evaluated} evaluated, ${r.run.cached} from the cache${r.run.notEvaluated ? `, ${r.run.notEvaluated} not evaluated (--budget)` : ""}; ${r.run.mutantsPerMinute === null ? "" : `${r.run.mutantsPerMinute.toFixed(1)} mutants/min at --jobs ${r.run.jobs}; `}mutant wall clock ${r.run.mutantTimeoutS} s`,
-    ];
-    for (const s of r.survivors)
-        lines.push(`  survived ${s.id} at ${s.location}`, `    - ${s.change.before}`, `    + ${s.change.after}`);
-    for (const s of r.timedOut)
-        lines.push(`  timed out ${s.id} at ${s.location}: ${s.detail}`);
-    for (const e of r.equivalents)
-        lines.push(`  equivalent ${e.id}: ${e.reason}`);
-    lines.push(...findingLines(r.findings).map((l) => `  ${l}`));
-    return `${lines.join("\n")}\n`;
-}
-/** The report as markdown (a PR comment or bench/RESULTS.md). */
-function renderMutantsMarkdown(r) {
-    const m = r.mutants;
-    const lines = [
-        `### ${r.ok ? "✅" : "❌"} ${r.task}: mutants of the reference change`,
-        "",
-        "| mutants | killed by official | killed by probes | survived | equivalent | timed out | officialSurvivalRate | probeScore |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
-        `| ${m.total} | ${m.killedByOfficial} | ${m.killedByProbes} | ${m.survived} | ${m.equivalent} | ${m.timedOut} | ${pct(m.officialSurvivalRate)} | ${score(m.probeScore)} |`,
-        "",
-    ];
-    if (r.survivors.length) {
-        lines.push("**Survivors** (pass the official tests and every probe):", "");
-        for (const s of r.survivors)
-            lines.push(`- \`${s.id}\` at \`${s.location}\``, "", "```diff", `- ${s.change.before}`, `+ ${s.change.after}`, "```", "");
-    }
-    lines.push(...findingLines(r.findings).map((l) => `- ${l}`));
-    return `${lines.join("\n")}\n`;
-}
-
-;// CONCATENATED MODULE: ./src/core/mutants/mutants-score.ts
-/**
- * Scores the evaluated mutants of one task. A survivor is equivalent only when mutants.yml marks
- * it (an unmarked one is never dropped); a mark on a mutant the tests or probes kill is an error
- * (the mark is wrong: something tells it apart), and a mark that names no mutant is a warning (a
- * run cut by --budget may not have made it; otherwise the mark is stale). `ok` when the probe
- * score reaches the threshold (or nothing is left to kill), no mutant ended in an error, and no
- * mark is wrong.
- */
-function scoreMutants(records, marks, threshold, complete) {
-    const byId = new Map(records.map((r) => [r.id, r]));
-    const findings = [];
-    const equivalentIds = new Map();
-    for (const mark of marks) {
-        const mutant = byId.get(mark.id);
-        if (!mutant) {
-            findings.push({ level: "warning", message: `mutants.yml marks ${mark.id} equivalent, but no mutant has that id${complete ? " (a stale mark: remove it or fix the id)" : " in this run (cut short by --budget)"}` });
-            continue;
-        }
-        if (mutant.outcome === "killedByOfficial" || mutant.outcome === "killedByProbes") {
-            findings.push({ level: "error", message: `mutants.yml marks ${mark.id} equivalent, but it is ${mutant.outcome === "killedByOfficial" ? "killed by the official tests" : "killed by the probes"} (${mutant.detail}): something does tell it apart; remove the mark` });
-            continue;
-        }
-        if (mutant.outcome === "survived")
-            equivalentIds.set(mark.id, mark.reason);
-    }
-    const is = (o) => records.filter((r) => r.outcome === o);
-    const survivorsAll = is("survived");
-    const survivors = survivorsAll.filter((r) => !equivalentIds.has(r.id));
-    const equivalents = survivorsAll.filter((r) => equivalentIds.has(r.id)).map((mutant) => ({ mutant, reason: equivalentIds.get(mutant.id) }));
-    const killedByProbes = is("killedByProbes").length;
-    const passedOfficial = records.filter((r) => r.passedOfficial).length;
-    // Timed out or errored after passing the official tests: neither a kill nor a survivor.
-    const undecided = records.filter((r) => r.passedOfficial && (r.outcome === "timedOut" || r.outcome === "error")).length;
-    const toKill = passedOfficial - equivalents.length - undecided;
-    // A hang in the probes is left out of the score, not dropped from sight: the gate does not
-    // resolve such a mutant, but the probes did not tell it apart either (it may be a survivor).
-    const probeHangs = records.filter((r) => r.passedOfficial && r.outcome === "timedOut");
-    if (probeHangs.length)
-        findings.push({ level: "warning", message: `${probeHangs.length} mutant${probeHangs.length === 1 ? "" : "s"} passed the official tests and then hung in the probes (${probeHangs.map((r) => r.id).join(", ")}): neither a kill nor a survivor, left out of probeScore; each is listed under timedOut with its diff` });
-    const probeScore = toKill > 0 ? killedByProbes / toKill : null;
-    const errors = is("error");
-    for (const e of errors)
-        findings.push({ level: "error", message: `${e.id}: the evaluation ended in an error (${e.detail}); the mutant is not scored` });
-    const mutants = {
-        total: records.length,
-        killedByOfficial: is("killedByOfficial").length,
-        killedByProbes,
-        survived: survivors.length,
-        equivalent: equivalents.length,
-        timedOut: is("timedOut").length,
-        officialSurvivalRate: records.length ? passedOfficial / records.length : null,
-        probeScore,
-    };
-    if (probeScore !== null && probeScore < threshold) {
-        findings.push({ level: "error", message: `probeScore ${probeScore.toFixed(3)} is under the threshold ${threshold}: ${survivors.length} mutants pass the official tests and every probe; strengthen the probes against what the prompt states, or mark a mutant equivalent in mutants.yml with the reason` });
-    }
-    const ok = findings.every((f) => f.level !== "error");
-    return { mutants, survivors, equivalents, timedOut: is("timedOut"), errors, threshold, ok, findings };
-}
-
-;// CONCATENATED MODULE: ./src/engine/mutants/mutant-cache.ts
-
-
-
-
-
-/** What the cache keeps of one evaluated mutant (or of the reference). */
-const CachedOutcomeSchema = schemas/* strictObject */.rej({
-    outcome: schemas/* enum */.k5n(["killedByOfficial", "killedByProbes", "survived", "timedOut", "error"]),
-    passedOfficial: schemas/* boolean */.zMY(),
-    detail: schemas/* string */.YjP(),
-    durationS: schemas/* number */.aig().min(0),
-    /** The phases' own durations (the reference's set the mutants' wall clock). */
-    officialS: schemas/* number */.aig().min(0),
-    probesS: schemas/* number */.aig().min(0),
-});
-const CacheFileSchema = schemas/* strictObject */.rej({ version: schemas/* literal */.euz(1), entries: schemas/* record */.g1P(schemas/* string */.YjP(), CachedOutcomeSchema) });
-/**
- * The key of one evaluation: the submission's content (the mutant's diff), the probe-set version,
- * the task spec's hash and the wall clock it ran under. Anything else that changes (another
- * mutant, a new operator) leaves it alone, so a second run evaluates only what changed.
- */
-function cacheKey(parts) {
-    const h = (0,external_node_crypto_.createHash)("sha256");
-    for (const p of [parts.diff, parts.probeSet, parts.specHash, String(parts.timeoutS)])
-        h.update(p).update("\0");
-    return h.digest("hex");
-}
-/** `sha256:` of the task spec file's bytes. */
-function specHash(taskFile) {
-    return `sha256:${(0,external_node_crypto_.createHash)("sha256").update((0,external_node_fs_.readFileSync)(taskFile)).digest("hex")}`;
-}
-/** A JSON file of evaluated mutants per task under the cache folder (`.probegate/mutants/<task>.json`). */
-class MutantCache {
-    file;
-    entries;
-    constructor(file, entries) {
-        this.file = file;
-        this.entries = entries;
-    }
-    /** Opens (or starts) the cache file of `task` in `dir`; a file that is not a cache is refused, naming it. */
-    static open(dir, task) {
-        const file = (0,external_node_path_.join)(dir, `${task}.json`);
-        if (!(0,external_node_fs_.existsSync)(file))
-            return new MutantCache(file, {});
-        let parsed;
-        try {
-            parsed = JSON.parse((0,external_node_fs_.readFileSync)(file, "utf8"));
-        }
-        catch (e) {
-            throw new errors/* InputError */.d(`${file}: not JSON (${e.message}); delete it to start the mutant cache afresh`, { file });
-        }
-        const r = CacheFileSchema.safeParse(parsed);
-        if (!r.success)
-            throw new errors/* InputError */.d(`${file}: not a mutant cache (${r.error.issues[0]?.message ?? "bad shape"} at ${r.error.issues[0]?.path.join(".") ?? ""}); delete it to start afresh`, { file });
-        return new MutantCache(file, r.data.entries);
-    }
-    get(key) {
-        return this.entries[key];
-    }
-    /** Records one outcome and writes the file (atomically: a run cut short keeps what finished). */
-    put(key, value) {
-        this.entries[key] = value;
-        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(this.file, ".."), { recursive: true });
-        const tmp = `${this.file}.${process.pid}.tmp`;
-        (0,external_node_fs_.writeFileSync)(tmp, `${JSON.stringify({ version: 1, entries: this.entries }, null, 1)}\n`);
-        (0,external_node_fs_.renameSync)(tmp, this.file);
-    }
-}
-
-;// CONCATENATED MODULE: ./src/core/mutants/patch-lines.ts
-function unquote(raw) {
-    const name = raw.trim().replace(/\t.*$/, "");
-    // git quotes paths with unusual characters: "b/a\tb.py".
-    return name.startsWith('"') ? JSON.parse(name) : name;
-}
-/**
- * The added lines of each file a unified diff (git's or plain `diff -u`) leaves in place: for each
- * hunk, the `+` lines counted from its `@@ -a,b +c,d @@` post-image start. A deleted file
- * (`+++ /dev/null`) has none and is left out; a modified line is a `-` line and a `+` line, so it
- * is counted once, as added. Throws on a hunk header it cannot read, naming its line in the patch.
- */
-function addedLines(patch) {
-    const out = [];
-    let current = null;
-    let next = 0;
-    let remainingNew = 0;
-    let remainingOld = 0;
-    const text = patch.split("\n");
-    text.forEach((line, i) => {
-        if (remainingNew > 0 || remainingOld > 0) {
-            if (line.startsWith("+")) {
-                current?.lines.push(next);
-                next++;
-                remainingNew--;
-                return;
-            }
-            if (line.startsWith("-")) {
-                remainingOld--;
-                return;
-            }
-            if (line.startsWith(" ") || line === "") {
-                next++;
-                remainingNew--;
-                remainingOld--;
-                return;
-            }
-            if (line.startsWith("\\"))
-                return; // "\ No newline at end of file"
-        }
-        if (line.startsWith("+++ ")) {
-            const name = unquote(line.slice(4));
-            current = name === "/dev/null" ? null : { path: name.replace(/^b\//, ""), lines: [] };
-            if (current)
-                out.push(current);
-            return;
-        }
-        if (line.startsWith("@@")) {
-            const m = /^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(line);
-            if (!m)
-                throw new Error(`line ${i + 1}: cannot read the hunk header '${line.slice(0, 60)}'`);
-            remainingOld = m[1] === undefined ? 1 : Number(m[1]);
-            next = Number(m[2]);
-            remainingNew = m[3] === undefined ? 1 : Number(m[3]);
-        }
-    });
-    return out.filter((f) => f.lines.length > 0);
-}
-
-;// CONCATENATED MODULE: ./src/engine/mutants/generate-mutants.ts
-
-
-
-
-
-
-
-
-/**
- * The interpreter that runs the mutation library (cosmic-ray with the probegate_mutants provider):
- * `--mutation-python`, else $PROBEGATE_MUTATION_PYTHON, else the CI's venv built from
- * python/probegate_mutants/requirements.lock.
- */
-const DEFAULT_MUTATION_PYTHON = "/var/cache/probegate/mutation/bin/python";
-async function runGenerator(python, files) {
-    if (!(0,external_node_fs_.existsSync)(python)) {
-        throw new errors/* InputError */.d(`mutation library: no interpreter at ${python}; build it with uv (python/probegate_mutants/requirements.lock, then the package itself: see docs/mutants.md) or pass --mutation-python`, { field: "--mutation-python" });
-    }
-    const r = await (0,execa/* execa */.Ho)(python, ["-m", "probegate_mutants.generate"], { input: JSON.stringify({ files }), reject: false, maxBuffer: 512 * 2 ** 20 });
-    if (r.exitCode !== 0)
-        throw new errors/* InputError */.d(`mutation library: ${python} -m probegate_mutants.generate failed (exit ${r.exitCode}): ${String(r.stderr).trim().split("\n").slice(-3).join("; ")}`, { field: "--mutation-python" });
-    return JSON.parse(String(r.stdout));
-}
-const generate_mutants_lineOf = (source, line) => (source.split("\n")[line - 1] ?? "").trim();
-/**
- * Makes the mutants of a task's reference change: the base with the reference applied (the
- * engine's own workspace, judge files reset), then cosmic-ray's operators and probegate's on the
- * Python lines the reference adds or modifies, each mutant written back as a unified diff against
- * the base. Only generation: nothing of the task runs here.
- */
-async function generateMutants(task, referencePatch, python) {
-    let patchText;
-    try {
-        patchText = (0,external_node_fs_.readFileSync)(referencePatch, "utf8");
-    }
-    catch (e) {
-        throw new errors/* InputError */.d(`${referencePatch}: cannot read the reference change (${e.code ?? String(e)}); validate --mutants mutates <examples>/<task>/reference.patch`, { file: referencePatch });
-    }
-    let changed;
-    try {
-        changed = addedLines(patchText);
-    }
-    catch (e) {
-        throw new errors/* InputError */.d(`${referencePatch}: ${e.message}`, { file: referencePatch });
-    }
-    const ws = await createWorkspace(task, { kind: "patch", path: referencePatch });
-    try {
-        const reset = new Set(ws.resets.map((r) => r.path));
-        // Judge files the engine resets (official tests) and non-Python files are not mutated.
-        const files = changed.filter((f) => f.path.endsWith(".py") && !reset.has(f.path) && (0,external_node_fs_.existsSync)((0,external_node_path_.join)(ws.dir, f.path)));
-        const sources = new Map(files.map((f) => [f.path, (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(ws.dir, f.path), "utf8")]));
-        const raw = await runGenerator(python, files.map((f) => ({ path: f.path, source: sources.get(f.path), lines: f.lines })));
-        const mutants = [];
-        for (const m of raw.mutants) {
-            const file = (0,external_node_path_.join)(ws.dir, m.path);
-            const original = sources.get(m.path);
-            (0,external_node_fs_.writeFileSync)(file, m.source);
-            try {
-                await git(ws.dir, ["add", "--all", "--force"]);
-                const diff = await git(ws.dir, ["diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "HEAD"]);
-                mutants.push({ id: mutantId(m), operator: m.operator, path: m.path, line: m.line, column: m.column, occurrence: m.occurrence, diff: `${diff}\n`, change: { before: generate_mutants_lineOf(original, m.line), after: generate_mutants_lineOf(m.source, m.line) } });
-            }
-            finally {
-                (0,external_node_fs_.writeFileSync)(file, original);
-            }
-        }
-        return { mutants, operators: raw.operators.length, invalid: raw.invalid, duplicate: raw.duplicate, files };
-    }
-    finally {
-        ws.dispose();
-    }
-}
-
-;// CONCATENATED MODULE: ./src/core/mutants/mutant-outcome.ts
-const stoppedByClock = (message) => /wall-clock limit/.test(message);
-/**
- * A mutant's evaluation → its outcome. A run stopped by the wall clock is `timedOut`, never a
- * kill: a hang says nothing about what the tests or probes check. A probe phase whose only
- * failures are wall-clock stops is timed out too; one real failed check beside them is a kill.
- * A probe that crashes on the mutant (a check in `error`, no harness fault) is a kill by the
- * probes: the reference ran the same probes to a result, and the gate does not resolve it.
- * Only a harness fault (the result's `error`) leaves the mutant unscored.
- */
-function classifyMutant(result) {
-    const official = result.official;
-    if (result.error || !official)
-        return { outcome: "error", passedOfficial: official?.passed ?? false, detail: result.error?.message ?? result.reason };
-    if (official && !official.passed) {
-        if (official.limit === "wall-clock")
-            return { outcome: "timedOut", passedOfficial: false, detail: "official tests stopped by the wall-clock limit" };
-        const tests = official.failing.map((t) => t.name).slice(0, 3);
-        return { outcome: "killedByOfficial", passedOfficial: false, detail: tests.length ? `fails ${tests.join(", ")}${official.failing.length > 3 ? ", …" : ""}` : (official.reason ?? "official tests failed") };
-    }
-    const failed = result.probes.filter((c) => c.status === "failed");
-    const real = failed.filter((c) => !stoppedByClock(c.message));
-    if (real.length)
-        return { outcome: "killedByProbes", passedOfficial: true, detail: `fails ${real.map((c) => c.id).join(", ")}` };
-    if (failed.length)
-        return { outcome: "timedOut", passedOfficial: true, detail: `probes stopped by the wall-clock limit (${failed.map((c) => c.id).join(", ")})` };
-    const crashed = result.probes.filter((c) => c.status === "error");
-    if (crashed.length)
-        return { outcome: "killedByProbes", passedOfficial: true, detail: `probe crashed: ${crashed.map((c) => `${c.id} (${c.message.slice(0, 80)})`).join(", ")}` };
-    return { outcome: "survived", passedOfficial: true, detail: result.reason };
-}
-
-;// CONCATENATED MODULE: ./src/engine/mutants/run-mutants.ts
-
-
-
-
-
-
-
-
-
-
-
-/** Stands for the probe set in the key of a mutant the official tests killed (the probes never ran). */
-const OFFICIAL_PHASE = "official-phase";
-/** The reference's own phases bound a mutant's: 3× the slower phase and 10 s to spare, at least 15 s. */
-function mutantTimeout(reference) {
-    return Math.max(15, Math.ceil(3 * Math.max(reference.officialS, reference.probesS)) + 10);
-}
-/** The task as the mutants see it: its test and probe runs stopped after `timeoutS` (never later than the task says). */
-function tightened(task, timeoutS) {
-    const s = task.spec;
-    return { ...task, spec: { ...s, official: { ...s.official, timeout: Math.min(s.official.timeout, timeoutS) }, probes: { ...s.probes, timeout: Math.min(s.probes.timeout, timeoutS) } } };
-}
-function outcomeOf(result) {
-    const c = classifyMutant(result);
-    return { outcome: c.outcome, passedOfficial: c.passedOfficial, detail: c.detail, durationS: result.durations.totalS, officialS: result.durations.officialS, probesS: result.durations.probesS };
-}
-/**
- * Makes the mutants of a task's reference change and evaluates each as a submission on the
- * shared job pool (official tests first; the engine runs the probes only for those that pass
- * them), `jobs` at a time. The reference is evaluated first (it must resolve: mutants of a change
- * the gate rejects measure nothing) and its durations set the mutants' wall clock. Outcomes are
- * cached by mutant content, probe-set version, task spec hash and wall clock (a kill by the official
- * tests without the probe set and the wall clock: the probes never ran); errors are not.
- */
-async function runMutants(o) {
-    const started = Date.now();
-    const generation = await generateMutants(o.task, o.referencePatch, o.mutationPython);
-    const probeSet = probeSetVersion(o.task.probesDir);
-    const spec = specHash(o.task.file);
-    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `probegate-mutants-${o.task.spec.id}-`));
-    let evaluated = 0;
-    let cached = 0;
-    let notEvaluated = 0;
-    const evaluateOne = async (task, patch) => evaluate({ task, submission: { kind: "patch", path: patch }, kitDir: KIT_DIR, python: o.python, unsandboxed: o.unsandboxed, pool: o.pool });
-    try {
-        const refKey = cacheKey({ diff: (0,external_node_fs_.readFileSync)(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
-        let reference = o.cache.get(refKey);
-        if (!reference && (Date.now() > o.deadline || o.signal?.aborted)) {
-            // The budget ran out on an earlier task: the reference would start past it (minutes of
-            // official tests and probes) only to evaluate no mutant. Nothing of this task is evaluated.
-            o.log(`  ${o.task.spec.id}: --budget reached before its reference was evaluated; none of its ${generation.mutants.length} mutants evaluated`);
-            return { records: [], generation, probeSet, evaluated: 0, cached: 0, notEvaluated: generation.mutants.length, timeoutS: o.mutantTimeoutS ?? 0, wallS: (Date.now() - started) / 1000 };
-        }
-        if (!reference) {
-            o.log(`  reference ${o.referencePatch} …`);
-            const result = await evaluateOne(o.task, o.referencePatch);
-            if (result.verdict !== "resolved") {
-                throw new errors/* InputError */.d(`${o.task.spec.id}: the reference change ${o.referencePatch} is not resolved (${result.verdict}: ${result.reason}); its mutants would measure nothing — fix the task or the reference first`, { file: o.referencePatch });
-            }
-            reference = outcomeOf(result);
-            o.cache.put(refKey, reference);
-        }
-        const timeoutS = o.mutantTimeoutS ?? mutantTimeout(reference);
-        const task = tightened(o.task, timeoutS);
-        o.log(`probegate validate --mutants ${o.task.spec.id}: ${generation.mutants.length} mutants of ${generation.files.map((f) => `${f.path} (${f.lines.length} lines)`).join(", ")}; ${o.jobs} at a time, ${timeoutS} s wall clock each`);
-        const records = generation.mutants.map(() => null);
-        // Evaluated in an order fixed by a hash of each id, not operator by operator: a run cut short by
-        // --budget then covers a spread of operators and lines, and the next run picks up the rest.
-        const order = generation.mutants.map((m, i) => ({ i, h: (0,external_node_crypto_.createHash)("sha256").update(m.id).digest("hex") })).sort((a, b) => (a.h < b.h ? -1 : 1)).map((x) => x.i);
-        let next = 0;
-        let done = 0;
-        const worker = async () => {
-            while (next < order.length) {
-                const i = order[next++];
-                const m = generation.mutants[i];
-                const key = cacheKey({ diff: m.diff, probeSet, specHash: spec, timeoutS });
-                // A failing official test decides a mutant without the probes: that outcome is kept under a
-                // key without the probe set and the wall clock (which follows the reference's probe time), so
-                // a changed probe re-runs only the mutants that reached it. It holds for any wall clock the
-                // tests finished within.
-                const officialKey = cacheKey({ diff: m.diff, probeSet: OFFICIAL_PHASE, specHash: spec, timeoutS: null });
-                const decided = o.cache.get(officialKey);
-                let out = o.cache.get(key) ?? (decided && decided.officialS <= timeoutS ? decided : undefined);
-                const fromCache = out !== undefined;
-                if (!out) {
-                    if (Date.now() > o.deadline || o.signal?.aborted) {
-                        notEvaluated++;
-                        continue;
-                    }
-                    const file = (0,external_node_path_.join)(scratch, `mutant-${i}.patch`);
-                    (0,external_node_fs_.writeFileSync)(file, m.diff);
-                    out = outcomeOf(await evaluateOne(task, file));
-                    if (out.outcome !== "error")
-                        o.cache.put(out.outcome === "killedByOfficial" ? officialKey : key, out);
-                    evaluated++;
-                }
-                else {
-                    cached++;
-                    // A cache written before kills were kept apart: keep this one apart now.
-                    if (out.outcome === "killedByOfficial" && !decided)
-                        o.cache.put(officialKey, out);
-                }
-                done++;
-                records[i] = { ...m, outcome: out.outcome, passedOfficial: out.passedOfficial, detail: out.detail, durationS: out.durationS, cached: fromCache };
-                o.log(`  [${done}/${generation.mutants.length}] ${m.id} → ${out.outcome}${fromCache ? " (cached)" : ""} ${out.detail ? `(${out.detail.slice(0, 100)})` : ""}`);
-            }
-        };
-        await Promise.all(Array.from({ length: Math.max(1, Math.min(o.jobs, generation.mutants.length)) }, worker));
-        return { records: records.filter((r) => r !== null), generation, probeSet, evaluated, cached, notEvaluated, timeoutS, wallS: (Date.now() - started) / 1000 };
-    }
-    finally {
-        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
-    }
-}
-
-;// CONCATENATED MODULE: ./src/cli/mutants-command.ts
-
-
-
-
-
-
-
-
-
-
-
-
-function mutants_command_wholeNumber(name, value, min) {
-    if (value === undefined)
-        return undefined;
-    if (!/^\d+$/.test(value) || Number(value) < min)
-        throw new errors/* InputError */.d(`${name}: expected a whole number ≥ ${min}, got '${value}'.`, { field: name });
-    return Number(value);
-}
-/** The task's mutants.yml (threshold, equivalent marks), or the defaults when it has none. */
-function readMutantsFile(task) {
-    const file = (0,external_node_path_.join)(task.dir, "mutants.yml");
-    if (!(0,external_node_fs_.existsSync)(file))
-        return DEFAULT_MUTANTS_FILE;
-    return parseWith(readYaml(file, "mutants file"), MutantsFileSchema, "mutants file");
-}
-function referenceOf(task, examples) {
-    const dir = examples ? (0,external_node_path_.join)((0,external_node_path_.resolve)(examples), task.spec.id) : (0,external_node_path_.resolve)(task.dir, "..", "..", "examples", "submissions", task.spec.id);
-    const file = (0,external_node_path_.join)(dir, "reference.patch");
-    if (!(0,external_node_fs_.existsSync)(file))
-        throw new errors/* InputError */.d(`${task.spec.id}: no reference change at ${file}; --mutants mutates it (pass --examples <dir> holding <task>/reference.patch).`, { file });
-    return file;
-}
-/**
- * `probegate validate --mutants <task>…`: makes the mutants of each task's reference change
- * (cosmic-ray and probegate's operators, on the lines it adds or modifies), evaluates each as a
- * submission on the job pool, and reports per task what killed them, the official survival rate
- * and the probe score. Exit 0 when every task reaches its threshold, 1 when one does not (or its
- * marks are wrong, or a mutant ended in an error); a signal stops it with what finished.
- */
-async function mutantsCommand(dirs, flags, io, signal) {
-    if (!["text", "json", "markdown"].includes(flags.format))
-        throw new errors/* InputError */.d(`--format: expected text, json or markdown, got '${flags.format}'.`, { field: "--format" });
-    const budget = mutants_command_wholeNumber("--budget", flags.budget, 1);
-    const mutantTimeoutS = mutants_command_wholeNumber("--mutant-timeout", flags.mutantTimeout, 1);
-    const tasks = dirs.map((dir) => {
-        if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory())
-            throw new errors/* InputError */.d(`${dir}: no such task folder`);
-        const task = loadTask(dir);
-        return { task, marks: readMutantsFile(task), reference: referenceOf(task, flags.examples) };
-    });
-    const { pool, evaluations } = await poolFromFlags({ gpus: flags.gpus, cores: flags.cores, jobs: flags.jobs });
-    const jobs = mutants_command_wholeNumber("--jobs", flags.jobs, 1) ?? evaluations;
-    const cacheDir = (0,external_node_path_.resolve)(flags.cache ?? (0,external_node_path_.join)(".probegate", "mutants"));
-    const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
-    const mutationPython = flags.mutationPython ?? process.env.PROBEGATE_MUTATION_PYTHON ?? DEFAULT_MUTATION_PYTHON;
-    const reports = [];
-    for (const { task, marks, reference } of tasks) {
-        const run = await runMutants({ task, referencePatch: reference, mutationPython, pool, jobs, cache: MutantCache.open(cacheDir, task.spec.id), deadline, mutantTimeoutS, python: flags.python, unsandboxed: flags.unsandboxed, signal, log: (l) => io.stderr(`${l}\n`) });
-        const score = scoreMutants(run.records, marks.equivalent, marks.threshold, run.notEvaluated === 0);
-        const report = {
-            task: task.spec.id,
-            probeSet: run.probeSet,
-            ...score,
-            survivors: score.survivors.map(summarise),
-            equivalents: score.equivalents.map((e) => ({ ...summarise(e.mutant), reason: e.reason })),
-            timedOut: score.timedOut.map(summarise),
-            errors: score.errors.map(summarise),
-            generation: { operators: run.generation.operators, invalid: run.generation.invalid, duplicate: run.generation.duplicate, files: run.generation.files },
-            run: { evaluated: run.evaluated, cached: run.cached, notEvaluated: run.notEvaluated, mutantTimeoutS: run.timeoutS, wallS: run.wallS, mutantsPerMinute: run.evaluated ? (60 * run.evaluated) / run.wallS : null, jobs },
-        };
-        if (run.notEvaluated && !run.records.length) {
-            // Nothing scored is not a score that reaches the threshold.
-            report.ok = false;
-            report.findings.push({ level: "error", message: `--budget of ${budget} s reached before ${task.spec.id}'s reference was evaluated: none of its ${run.notEvaluated} mutants evaluated, so its probe score is unknown; run it again (the cache keeps what finished) or raise --budget` });
-        }
-        else if (run.notEvaluated)
-            report.findings.push({ level: "warning", message: `--budget of ${budget} s reached: ${run.notEvaluated} of ${run.generation.mutants.length} mutants not evaluated; the figures cover the ${run.records.length} that were (a next run takes them from the cache and evaluates the rest)` });
-        reports.push(report);
-        if (flags.format === "text")
-            io.stdout(renderMutantsText(report));
-        else if (flags.format === "markdown")
-            io.stdout(renderMutantsMarkdown(report));
-    }
-    if (flags.format === "json")
-        io.stdout(`${JSON.stringify({ tasks: reports }, null, 2)}\n`);
-    const failed = reports.filter((r) => !r.ok).length;
-    io.stderr(`${reports.length - failed} of ${reports.length} tasks reach their probe-score threshold on mutants of the reference\n`);
-    return failed ? 1 : 0;
-}
-
-// EXTERNAL MODULE: ./node_modules/zod/v4/core/json-schema-processors.js
-var json_schema_processors = __nccwpck_require__(8439);
-;// CONCATENATED MODULE: ./src/core/app-config.ts
-
-
-
-const id = schemas/* string */.YjP().regex(task_spec/* ID_PATTERN */.pw, "lower-case letters, digits, '.', '_' and '-'");
-const agentName = schemas/* string */.YjP().trim().min(1, "an agent name, e.g. codex");
-const nameMap = (what) => schemas/* record */.g1P(schemas/* string */.YjP().trim().min(1), agentName).default({}).describe(`${what} → agent name`);
-const AgentsConfigSchema = schemas/* strictObject */.rej({
-    defaults: schemas/* boolean */.zMY().default(true).describe("whether the built-in agent logins, co-authors and branch prefixes apply"),
-    authors: nameMap("PR author login (e.g. my-agent[bot])"),
-    coAuthors: nameMap("Co-authored-by e-mail address (or name, for trailers without one)"),
-    branchPrefixes: nameMap("head-branch prefix (e.g. aider/)"),
-    labels: nameMap("PR label"),
-});
-const RouteSchema = schemas/* strictObject */.rej({
-    task: id.optional().describe("the task this route evaluates"),
-    suite: id.optional().describe("the probe suite this route evaluates"),
-    labels: schemas/* array */.YOg(schemas/* string */.YjP().min(1)).default([]).describe("any of these labels on the PR selects the route"),
-    paths: schemas/* array */.YOg(schemas/* string */.YjP().min(1)).default([]).describe("globs (picomatch) of changed files; a file matching any glob and no !-glob selects the route"),
-    marker: schemas/* boolean */.zMY()
-        .default(false)
-        .describe("whether a PR-body line `probegate-task: <task>` (or `probegate-suite: <suite>`) selects the route"),
-    gpus: schemas/* number */.aig()
-        .int()
-        .min(0)
-        .max(64)
-        .optional()
-        .describe("GPUs the target needs, for choosing a runner from `runners`; default: the `gpus` of tasks/<task>/task.yml in the evaluator repository"),
-})
-    .superRefine((r, ctx) => {
-    if ((r.task === undefined) === (r.suite === undefined)) {
-        ctx.addIssue({ code: "custom", message: "a route names exactly one of 'task' or 'suite'", path: r.task === undefined ? [] : ["suite"] });
-    }
-    if (r.labels.length === 0 && r.paths.length === 0 && !r.marker) {
-        ctx.addIssue({ code: "custom", message: "a route needs 'labels', 'paths' or 'marker: true', or it never matches", path: [] });
-    }
-});
-const EvaluatorSchema = schemas/* strictObject */.rej({
-    repository: schemas/* string */.YjP().regex(/^[A-Za-z0-9-]+\/[A-Za-z0-9._-]+$/, "owner/name of the repository holding the evaluator workflow"),
-    workflow: schemas/* string */.YjP().min(1).describe("workflow file name (e.g. evaluate.yml) or id"),
-    ref: schemas/* string */.YjP().min(1).default("main").describe("branch or tag to dispatch the workflow on"),
-    timeoutMinutes: schemas/* number */.aig().positive().max(24 * 60).default(120).describe("an evaluation not finished after this long is timed out"),
-    tasksPath: schemas/* string */.YjP().min(1).default("tasks").describe("folder of the evaluator repository holding <task>/task.yml, read for a task's GPU count when `runners` is set"),
-});
-const RERUN_DEFAULTS = { perPrPerHour: 3, allowAgent: false };
-const RerunsSchema = schemas/* strictObject */.rej({
-    perPrPerHour: schemas/* number */.aig().int().min(0).max(100).default(RERUN_DEFAULTS.perPrPerHour).describe("accepted reruns per PR in any hour; 0 turns reruns off"),
-    allowAgent: schemas/* boolean */.zMY().default(RERUN_DEFAULTS.allowAgent).describe("whether the agent that wrote the PR may ask for reruns of it"),
-});
-const BUDGET_DEFAULTS = { perPrPerHour: 4 };
-const BudgetSchema = schemas/* strictObject */.rej({
-    perPrPerHour: schemas/* number */.aig()
-        .int()
-        .min(1, "must be at least 1 (a PR must be evaluated at some point)")
-        .max(1000)
-        .default(BUDGET_DEFAULTS.perPrPerHour)
-        .describe("PR heads evaluated per PR in any rolling hour; a push beyond it is evaluated when the window frees up (repeated pushes are an oracle on the hidden probes)"),
-});
-const AGENT_DETAIL = ["categories", "full"];
-const FEEDBACK_DEFAULTS = { agentDetail: "categories" };
-const FeedbackSchema = schemas/* strictObject */.rej({
-    agentDetail: schemas/* enum */.k5n(AGENT_DETAIL)
-        .default(FEEDBACK_DEFAULTS.agentDetail)
-        .describe("what the check run of an agent-authored PR shows of the hidden probes: `categories` (counts per category, no probe ids, messages or locations) or `full`; maintainers always see the full messages in the evaluator run and the store"),
-});
-const AllowUnsandboxedSchema = schemas/* strictObject */.rej({
-    reason: schemas/* string */.YjP()
-        .trim()
-        .min(10, "say why this repository accepts results made without the sandbox (at least 10 characters); it is shown at the top of every such check run"),
-});
-/** `runners:` keys are GPU counts; YAML reads `2:` as the number 2, which an object keeps as the key "2". */
-const RunnersSchema = schemas/* record */.g1P(schemas/* string */.YjP().regex(/^\d+$/, "a GPU count (a whole number), e.g. 2"), schemas/* string */.YjP().trim().min(1, "a runner label or ARC scale-set name"))
-    .refine((m) => Object.keys(m).length > 0, "name at least one runner, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`");
-/** `.github/probegate.yml` in the watched repository, read from its default branch. */
-const AppConfigSchema = schemas/* strictObject */.rej({
-    enabled: schemas/* boolean */.zMY().default(true),
-    agents: AgentsConfigSchema.default({ defaults: true, authors: {}, coAuthors: {}, branchPrefixes: {}, labels: {} }),
-    routes: schemas/* array */.YOg(RouteSchema).default([]).describe("which task or probe suite a PR is evaluated against"),
-    evaluator: EvaluatorSchema.optional().describe("where evaluations run; without it the app's default evaluator is used"),
-    reruns: RerunsSchema.default(RERUN_DEFAULTS),
-    gate: schemas/* boolean */.zMY()
-        .default(false)
-        .describe("post one 'probegate / gate' check run on every PR head (passing when no evaluation is needed or all resolved), to make required in branch protection"),
-    budget: BudgetSchema.default(BUDGET_DEFAULTS),
-    feedback: FeedbackSchema.default(FEEDBACK_DEFAULTS),
-    allowUnsandboxed: AllowUnsandboxedSchema.optional().describe("accept results whose submission ran without the sandbox (it ran as the user holding the signing key, so it could have forged its result); without this, such a result is refused"),
-    runners: RunnersSchema.optional().describe("GPU count → runner label or ARC scale-set name, e.g. `{1: arc-gpu-1, 2: arc-gpu-2, 8: arc-gpu-8}`; each evaluation is dispatched with the smallest that fits (the evaluator workflow's `runner` input)"),
-})
-    .describe("probegate app config (.github/probegate.yml)");
-const MARKER = /^\s*(?:<!--\s*)?probegate-(task|suite)\s*:\s*([^\s>]+?)\s*(?:-->)?\s*$/i;
-/** The `probegate-task: <id>` / `probegate-suite: <id>` lines of a PR body (also inside `<!-- -->`), each once. */
-function bodyMarkers(body) {
-    const out = [];
-    for (const line of (body ?? "").split(/\r?\n/)) {
-        const m = MARKER.exec(line);
-        if (m?.[1] && m[2] && !out.some((o) => o.kind === m[1]?.toLowerCase() && o.id === m[2]))
-            out.push({ kind: m[1].toLowerCase(), id: m[2], text: `probegate-${m[1].toLowerCase()}: ${m[2]}` });
-    }
-    return out;
-}
-/**
- * A test of one changed path against a route's globs: it matches when any plain glob matches and
- * no `!`-glob does (picomatch alone would treat `!docs/**` as "anything outside docs").
- */
-function pathMatcher(globs) {
-    const positive = globs.filter((g) => !g.startsWith("!"));
-    const negative = globs.filter((g) => g.startsWith("!")).map((g) => g.slice(1));
-    const yes = positive.length ? picomatch(positive, { dot: true }) : () => false;
-    const no = negative.length ? picomatch(negative, { dot: true }) : () => false;
-    return (path) => yes(path) && !no(path);
-}
-/**
- * Which tasks or probe suites this PR maps to, and why. Only routes in the config can be chosen:
- * a PR-body marker selects a route that allows markers and never names a task on its own, so the
- * PR cannot pick what it is judged by. Targets come out in config order, each once, with the
- * reasons of every route that chose it.
- */
-function routeTasks(pr, config) {
-    const targets = new Map();
-    const markers = bodyMarkers(pr.body);
-    const usedMarkers = new Set();
-    const labels = new Set(pr.labels.map((l) => l.trim().toLowerCase()));
-    for (const route of config.routes) {
-        const kind = route.task !== undefined ? "task" : "suite";
-        const targetId = route.task ?? route.suite ?? "";
-        const why = [];
-        for (const label of route.labels)
-            if (labels.has(label.trim().toLowerCase()))
-                why.push(`label "${label}"`);
-        if (route.paths.length > 0) {
-            const isMatch = pathMatcher(route.paths);
-            const hit = pr.changedPaths.find((p) => isMatch(p));
-            if (hit !== undefined)
-                why.push(`changed file "${hit}" matches ${route.paths.map((g) => `"${g}"`).join(", ")}`);
-        }
-        if (route.marker) {
-            for (const m of markers) {
-                if (m.kind === kind && m.id === targetId) {
-                    why.push(`"${m.text}" in the PR body`);
-                    usedMarkers.add(m.text);
-                }
-            }
-        }
-        if (why.length === 0)
-            continue;
-        const key = `${kind}:${targetId}`;
-        const seen = targets.get(key);
-        if (seen) {
-            seen.why.push(...why.filter((w) => !seen.why.includes(w)));
-            if (route.gpus !== undefined)
-                seen.gpus = Math.max(seen.gpus ?? 0, route.gpus);
-        }
-        else
-            targets.set(key, { kind, id: targetId, why, ...(route.gpus !== undefined ? { gpus: route.gpus } : {}) });
-    }
-    const ignoredMarkers = markers
-        .filter((m) => !usedMarkers.has(m.text))
-        .map((m) => {
-        const known = config.routes.some((r) => (m.kind === "task" ? r.task : r.suite) === m.id);
-        return {
-            marker: m.text,
-            reason: known
-                ? `no route for ${m.kind} "${m.id}" has 'marker: true' in .github/probegate.yml`
-                : `no route in .github/probegate.yml names ${m.kind} "${m.id}"`,
-        };
-    });
-    return { targets: [...targets.values()], ignoredMarkers };
-}
-
-;// CONCATENATED MODULE: ./src/cli/schema-command.ts
-
-
-
-
-
-
-
-
-/** The JSON Schemas published for editors and for other implementations, generated from zod. */
-function jsonSchemas() {
-    const gen = (schema, id, io) => ({
-        $id: `https://probegate.dev/schema/${id}`,
-        ...json_schema_processors/* toJSONSchema */.bl(schema, { io, unrepresentable: "any" }),
-    });
-    return {
-        "task.schema.json": gen(task_spec/* TaskSpecSchema */.S2, "task.schema.json", "input"),
-        "result.schema.json": gen(core_result/* EvaluationResultSchema */.Re, "result.schema.json", "output"),
-        "probe-line.schema.json": gen(probe_check/* ProbeLineSchema */.mK, "probe-line.schema.json", "input"),
-        "app-config.schema.json": gen(AppConfigSchema, "app-config.schema.json", "input"),
-        "mutants.schema.json": gen(MutantsFileSchema, "mutants.schema.json", "input"),
-    };
-}
-/** `probegate schema <dir>`: writes the JSON Schemas (npm run build keeps schema/ current). */
-function schemaCommand(dir) {
-    (0,external_node_fs_.mkdirSync)(dir, { recursive: true });
-    for (const [name, schema] of Object.entries(jsonSchemas()))
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, name), `${JSON.stringify(schema, null, 2)}\n`);
-    return 0;
-}
-
-;// CONCATENATED MODULE: ./src/engine/import/snapshot.ts
-
-
-
-
-
-
-
-/** Every file under `dir`, relative, with '/' separators. */
-function snapshot_walk(dir, rel = "", out = []) {
-    for (const e of (0,external_node_fs_.readdirSync)((0,external_node_path_.join)(dir, rel), { withFileTypes: true })) {
-        const p = rel ? `${rel}/${e.name}` : e.name;
-        if (e.isDirectory())
-            snapshot_walk(dir, p, out);
-        else
-            out.push(p);
-    }
-    return out;
-}
-/**
- * Paths of the base a pruned snapshot keeps: the change's files and its tests (those the base
- * has), what --keep names, and with --trace-imports the Python files they import from the tree.
- */
-async function snapshotPaths(req, all, baseTree, changed, progress) {
-    const keep = new Set(changed.filter((p) => all.includes(p)));
-    if (req.keep.length) {
-        const isKept = picomatch_default()(req.keep, { dot: true });
-        const matched = all.filter((p) => isKept(p));
-        if (matched.length === 0)
-            throw new errors/* InputError */.d(`--keep: no file of the base matches ${req.keep.join(", ")}.`, { field: "--keep" });
-        for (const p of matched)
-            keep.add(p);
-    }
-    if (req.traceImports) {
-        const entries = [...keep].filter((p) => p.endsWith(".py"));
-        const r = await (0,execa/* execa */.Ho)((0,host/* choosePython */.Ik)(req.python), [(0,external_node_path_.join)(PACKAGE_ROOT, "scripts", "import_closure.py"), baseTree, ...entries], { reject: false });
-        if (r.exitCode !== 0)
-            throw new errors/* InputError */.d(`--trace-imports: the import trace failed: ${String(r.stderr).trim().split("\n").pop()}`);
-        const traced = String(r.stdout).split("\n").filter(Boolean);
-        progress(`import trace: ${traced.length} Python files of the base are imported by the change and its tests`);
-        for (const p of traced)
-            keep.add(p);
-    }
-    return [...keep].sort();
-}
-/** Copies `paths` (those `from` has) into the folder `to`, keeping modes. */
-async function copyPaths(from, to, paths) {
-    for (const p of new Set(paths)) {
-        if (!(0,external_node_fs_.existsSync)((0,external_node_path_.join)(from, p)))
-            continue;
-        (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(to, p, ".."), { recursive: true });
-        await (0,execa/* execa */.Ho)("cp", ["-p", (0,external_node_path_.join)(from, p), (0,external_node_path_.join)(to, p)]);
-    }
-}
-/**
- * The files of the whole tree a missing module could be: `a.b` → a/b.py or a/b/__init__.py, under
- * the root or a src/ layout. Empty when the repository has no such file (the runner lacks a package).
- */
-function moduleFiles(tree, dotted) {
-    const rel = dotted.split(".").join("/");
-    return [`${rel}.py`, `${rel}/__init__.py`, `src/${rel}.py`, `src/${rel}/__init__.py`].filter((p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(tree, p)));
-}
-
-;// CONCATENATED MODULE: ./src/engine/import/advice.ts
-
-const quote = (s) => `'${s.replace(/'/g, "'\\''")}'`;
-/**
- * The flags that fix tests that do not pass at the head, from what they say: `--keep` (or
- * --trace-imports) for a repository module the snapshot left out, an interpreter or `--setup` for a
- * package the runner lacks, and `--exclude` for tests this runner cannot run.
- */
-function adviseFailures(f) {
-    const advice = [];
-    const keep = new Set();
-    const absent = new Set();
-    const other = [];
-    for (const { id, message } of f.failing) {
-        const mod = /No module named '([\w.]+)'/.exec(message)?.[1];
-        if (!mod) {
-            other.push(id);
-            continue;
-        }
-        const files = moduleFiles(f.headTree, mod);
-        if (files.length && f.prune)
-            for (const p of files)
-                keep.add(p);
-        else if (!files.length)
-            absent.add(mod);
-        else
-            other.push(id);
-    }
-    if (keep.size) {
-        const list = [...keep];
-        advice.push(`the snapshot lacks ${list.join(", ")}, which the tests import: add --keep ${list.map(quote).join(" ")} (or --trace-imports, which keeps what the change and its tests import at module level), or take the whole tree with --base-as git`);
-    }
-    if (absent.size) {
-        advice.push(`${[...absent].map((m) => `'${m}'`).join(", ")} ${absent.size === 1 ? "is" : "are"} not part of the repository: the runner's Python lacks ${absent.size === 1 ? "it" : "them"}; give an interpreter that has ${absent.size === 1 ? "it" : "them"} (--python, the task's environment) or a stand-in module with --setup`);
-    }
-    if (other.length) {
-        const example = other[0] ?? "";
-        advice.push(`if ${other.length === 1 ? "it needs" : "they need"} what this runner lacks (GPUs, more ranks, a data set), leave ${other.length === 1 ? "it" : "them"} out with --exclude ${quote(example.includes("::") ? (example.split("::").pop() ?? example) : example)}${other.length > 1 ? " …" : ""} (the excluded ids never run; import.yml lists them)` +
-            (f.prune ? `; if ${other.length === 1 ? "it reads" : "they read"} a file of the repository the snapshot left out, add it with --keep` : ""));
-    }
-    return advice;
-}
-/** A collection failure at the head, in pytest's words, with what to do. */
-function collectionMessage(failures, headSha, facts) {
-    const list = failures.map((c) => `  ${c.file}: ${c.why}`).join("\n");
-    const advice = adviseFailures({ ...facts, failing: failures.map((c) => ({ id: c.file, message: c.why })) });
-    return `pytest could not collect ${failures.length === 1 ? "a test file" : `${failures.length} test files`} at head ${headSha}, so none of ${failures.length === 1 ? "its" : "their"} tests ran (collection failure, not a test failure):\n${list}\nFix: ${advice.join("; ")}.`;
-}
-
-;// CONCATENATED MODULE: ./src/engine/import/types.ts
-/** The pytest command the task will run: the fail-to-pass and pass-to-pass ids, nothing else. */
-function officialCommand(ids) {
-    return ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml={junit}", ...ids];
-}
-
-;// CONCATENATED MODULE: ./src/engine/import/test-runs.ts
-
-
-
-
-
-
-
-
-
-
-const PLUGIN = "probegate_import_exclude";
-/** What pytest said about a collection error: the `E   ` lines, else the last non-blank line. */
-function pytestWhy(detail) {
-    const lines = detail.split("\n").map((l) => l.trimEnd());
-    const e = lines.filter((l) => /^E\s/.test(l)).map((l) => l.replace(/^E\s+/, ""));
-    if (e.length)
-        return e.join(" / ");
-    return lines.filter((l) => l.trim()).at(-1)?.trim() ?? "(pytest gave no message)";
-}
-/** Runs the candidate tests in one tree, as the official phase will (same env, limits, JUnit). */
-async function runTests(req, tree, root, tests, label) {
-    const slug = label.replace(/[^A-Za-z0-9]+/g, "-");
-    const junit = (0,external_node_path_.join)(root, `${slug}.xml`);
-    const ctx = {
-        workspace: tree,
-        root,
-        backend: req.worldSize > 0 && process.env.PROBEGATE_BACKEND === "nccl" ? "nccl" : "gloo",
-        worldSize: req.worldSize,
-        cudaVisibleDevices: process.env.CUDA_VISIBLE_DEVICES ?? "",
-        threadsPerRank: 1,
-        isolation: { sandbox: null, cgroups: null, processes: 4096, diskBytes: 4 * 1024 ** 3 },
-        setupDir: req.setupDir ?? null,
-    };
-    const plugins = req.pytestPlugins.map((p) => `-p ${p}`);
-    const extra = {};
-    const deselectedFile = (0,external_node_path_.join)(root, `${slug}.deselected`);
-    if (req.exclude.length) {
-        // The plugin goes in a folder of its own, last on PYTHONPATH: nothing else of scripts/ is importable.
-        const pluginDir = (0,external_node_path_.join)(root, "plugin");
-        (0,external_node_fs_.mkdirSync)(pluginDir, { recursive: true });
-        (0,external_node_fs_.copyFileSync)((0,external_node_path_.join)(PACKAGE_ROOT, "scripts", `${PLUGIN}.py`), (0,external_node_path_.join)(pluginDir, `${PLUGIN}.py`));
-        plugins.push(`-p ${PLUGIN}`);
-        Object.assign(extra, { PYTHONPATH: jobPythonPath(ctx, pluginDir), PROBEGATE_IMPORT_EXCLUDE: JSON.stringify(req.exclude), PROBEGATE_IMPORT_DESELECTED: deselectedFile });
-    }
-    if (plugins.length)
-        extra.PYTEST_ADDOPTS = plugins.join(" ");
-    const env = jobEnv(ctx, extra);
-    // One file that fails to collect must not stop the others from running: a test that passes both
-    // before and after would otherwise be taken for fail-to-pass.
-    const argv = expandCommand([...officialCommand(tests), "--continue-on-collection-errors"], { python: (0,host/* choosePython */.Ik)(req.python), junit, workspace: tree });
-    const run = await runCommand(argv, {
-        cwd: tree,
-        env,
-        limits: { timeoutS: req.timeoutS, outputBytes: 16 * 2 ** 20, memoryBytes: 16 * 2 ** 30, processes: 4096, diskBytes: 4 * 1024 ** 3 },
-    });
-    if (run.spawnError)
-        throw new errors/* InputError */.d(`the tests could not start at ${label}: ${run.spawnError}`);
-    if (run.limit)
-        throw new errors/* InputError */.d(`the tests at ${label} were stopped by the ${run.limit} limit (--timeout ${req.timeoutS}).`);
-    const out = { outcomes: new Map(), messages: new Map(), collectionFailures: [], deselected: [], log: run.log, exitCode: run.exitCode };
-    if ((0,external_node_fs_.existsSync)(junit)) {
-        for (const tc of parseJunit((0,external_node_fs_.readFileSync)(junit, "utf8")).cases) {
-            const id = nodeId(tc, tests);
-            out.outcomes.set(id, tc.outcome);
-            if (tc.outcome === "failed" || tc.outcome === "error")
-                out.messages.set(id, test_runs_firstLine(tc.message || tc.detail || ""));
-            // pytest reports a module it could not import as a testcase with no classname, named for the module.
-            if (tc.classname === "" && tc.outcome === "error" && tests.includes(id))
-                out.collectionFailures.push({ file: id, why: pytestWhy(tc.detail || tc.message || "") });
-        }
-    }
-    if ((0,external_node_fs_.existsSync)(deselectedFile))
-        out.deselected = (0,external_node_fs_.readFileSync)(deselectedFile, "utf8").split("\n").filter(Boolean);
-    return out;
-}
-/** The first non-blank line of a message (pytest's assertion messages run over many). */
-function test_runs_firstLine(message) {
-    return message.split("\n").find((l) => l.trim())?.trim() ?? "";
-}
-/** "4 tests: 1 passed, 0 failed, 3 errors, 0 skipped" — every outcome counted as what it was. */
-function test_runs_summarise(run) {
-    const n = (o) => [...run.outcomes.values()].filter((x) => x === o).length;
-    const parts = [`${run.outcomes.size} tests: ${n("passed")} passed, ${n("failed")} failed, ${n("error")} errors, ${n("skipped")} skipped`];
-    if (run.collectionFailures.length)
-        parts.push(`${run.collectionFailures.length} file${run.collectionFailures.length === 1 ? "" : "s"} not collected (counted as errors)`);
-    if (run.deselected.length)
-        parts.push(`${run.deselected.length} deselected by --exclude (not run)`);
-    return parts.join("; ");
-}
-/** The last lines of a run's output, for an error message. */
-const lastLines = (log, n = 15) => log.trim().split("\n").slice(-n).join("\n");
-
-;// CONCATENATED MODULE: ./src/engine/import/pr-import.ts
-
-
-
-
-
-
-
-
-
-
-
-
-
-async function resolveCommit(gitDir, sha, flag, repo) {
-    return git(gitDir, ["rev-parse", "--verify", "--quiet", `${sha}^{commit}`], {
-        onError: () => new errors/* InputError */.d(`${flag}: commit '${sha}' is not in the repository ${repo}. Fetch it there first (git fetch origin ${sha}), or check the SHA.`, { field: flag }),
-    });
-}
-const isAncestor = async (gitDir, a, b) => git(gitDir, ["merge-base", "--is-ancestor", a, b], { onError: () => new Error("no") }).then(() => true, () => false);
-/** Refuses a base that is not an ancestor of the head: the diff would undo what the base has and the head lacks. */
-async function checkAncestry(gitDir, baseSha, headSha) {
-    if (await isAncestor(gitDir, baseSha, headSha))
-        return;
-    const swapped = await isAncestor(gitDir, headSha, baseSha);
-    const mergeBase = swapped ? "" : await git(gitDir, ["merge-base", baseSha, headSha], { onError: () => new Error("none") }).catch(() => "");
-    const hint = swapped
-        ? `the reverse holds (${headSha} is an ancestor of ${baseSha}): the two look swapped; give the PR's parent as --pr-base and its head or merge commit as --pr-head`
-        : mergeBase
-            ? `they diverged from ${mergeBase} (git merge-base): give that, or the merge commit's first parent, as --pr-base`
-            : "they share no history";
-    throw new errors/* InputError */.d(`--pr-base ${baseSha} is not an ancestor of --pr-head ${headSha}: the change between them would also undo what the base has and the head lacks; ${hint}.`, { field: "--pr-base" });
-}
-async function exportCommit(gitDir, sha, dest) {
-    (0,external_node_fs_.mkdirSync)(dest, { recursive: true });
-    const tar = await (0,execa/* execa */.Ho)("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false });
-    if (tar.exitCode !== 0)
-        throw new errors/* InputError */.d(`cannot export ${sha}: ${Buffer.from(tar.stderr).toString().trim()}`);
-    const untar = await (0,execa/* execa */.Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
-    if (untar.exitCode !== 0)
-        throw new errors/* InputError */.d(`cannot unpack ${sha}: ${String(untar.stderr).trim()}`);
-}
-const isPytestFile = (t) => t.endsWith(".py") && /(^|\/)test_[^/]*\.py$|_test\.py$/.test(t);
-const P2P_HINT = "If the change is one no test can tell apart (a performance PR), import it with --pass-to-pass-only: the official tests are then the pass-to-pass ones and the hidden probes carry the requirement.";
-/**
- * Reads a change from a repository and runs its tests before and after it: the test files of the
- * head over the base tree (before), then the head (after). Throws InputError, naming the test and
- * the commit, for a SHA the repository lacks, a base that is not an ancestor of the head, a change
- * with no test file or no source file, a test file pytest cannot collect at the head, no test that
- * fails before (unless pass-to-pass only), or a test that does not pass after. Writes only to a
- * temporary folder.
- */
-async function importPullRequest(req, progress) {
-    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), "probegate-import-"));
-    const dispose = () => (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
-    try {
-        const gitDir = (0,external_node_path_.join)(scratch, "src.git");
-        progress(`reading ${req.repo}`);
-        await git(scratch, ["clone", "--quiet", "--bare", "--no-tags", req.repo, gitDir], {
-            onError: (e) => new errors/* InputError */.d(`--repo: cannot read the repository ${req.repo}: ${e.split("\n")[0]}`, { field: "--repo" }),
-        });
-        const baseSha = await resolveCommit(gitDir, req.base, "--pr-base", req.repo);
-        const headSha = await resolveCommit(gitDir, req.head, "--pr-head", req.repo);
-        await checkAncestry(gitDir, baseSha, headSha);
-        const shortB = baseSha.slice(0, 12);
-        const shortH = headSha.slice(0, 12);
-        const changed = (await git(gitDir, ["diff", "--name-only", "--no-renames", baseSha, headSha])).split("\n").filter(Boolean);
-        const isTest = picomatch_default()(req.tests, { dot: true });
-        const baseTree = (0,external_node_path_.join)(scratch, "before");
-        const headTree = (0,external_node_path_.join)(scratch, "after");
-        await exportCommit(gitDir, baseSha, baseTree);
-        await exportCommit(gitDir, headSha, headTree);
-        let tests = changed.filter((p) => isTest(p));
-        const testsChanged = tests.length > 0;
-        const sources = changed.filter((p) => !isTest(p));
-        if (!testsChanged) {
-            if (!req.passToPassOnly)
-                throw new errors/* InputError */.d(`--tests: no file the change ${shortB}..${shortH} touches matches ${req.tests.join(", ")} (it touches ${changed.join(", ") || "nothing"}). If the PR adds no test, name the existing tests it must keep passing with --tests and add --pass-to-pass-only.`, { field: "--tests" });
-            // A PR with no test of its own: the official tests are the head's files --tests names.
-            tests = snapshot_walk(headTree).filter((p) => isTest(p)).sort();
-            if (tests.length === 0)
-                throw new errors/* InputError */.d(`--tests: no file of the head ${shortH} matches ${req.tests.join(", ")}.`, { field: "--tests" });
-            progress(`the change touches no test file: running the head's ${tests.length} file${tests.length === 1 ? "" : "s"} that --tests names (--pass-to-pass-only)`);
-        }
-        if (sources.length === 0)
-            throw new errors/* InputError */.d(`the change ${shortB}..${shortH} touches only test files (${tests.join(", ")}): there is no change for a submission to make.`, { field: "--tests" });
-        const pyTests = tests.filter(isPytestFile);
-        if (pyTests.length === 0)
-            throw new errors/* InputError */.d(`--tests: none of ${tests.slice(0, 10).join(", ")} is a pytest file (test_*.py or *_test.py).`, { field: "--tests" });
-        const subject = await git(gitDir, ["log", "-1", "--format=%s", headSha]);
-        const message = await git(gitDir, ["log", "-1", "--format=%b", headSha]);
-        const referencePatch = await git(gitDir, ["diff", "--no-renames", "--full-index", "--binary", baseSha, headSha, "--", ...sources]);
-        // "Before" is the base with the PR's test files, as the task's workspace will be.
-        for (const t of tests) {
-            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(baseTree, t), { force: true });
-            if ((0,external_node_fs_.existsSync)((0,external_node_path_.join)(headTree, t))) {
-                (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(baseTree, t, ".."), { recursive: true });
-                await (0,execa/* execa */.Ho)("cp", ["-p", (0,external_node_path_.join)(headTree, t), (0,external_node_path_.join)(baseTree, t)]);
-            }
-        }
-        const baseFiles = snapshot_walk(baseTree);
-        const snapshot = await snapshotPaths(req, baseFiles, baseTree, [...sources, ...tests], progress);
-        // A snapshot task runs its tests in the snapshot: so do these runs, which also proves the snapshot holds what they import.
-        let runBefore = baseTree;
-        let runAfter = headTree;
-        if (req.prune) {
-            runBefore = (0,external_node_path_.join)(scratch, "pruned-before");
-            runAfter = (0,external_node_path_.join)(scratch, "pruned-after");
-            await copyPaths(baseTree, runBefore, snapshot);
-            await copyPaths(headTree, runAfter, [...snapshot, ...sources]);
-        }
-        const runRoot = (0,external_node_path_.join)(scratch, "runs");
-        (0,external_node_fs_.mkdirSync)(runRoot);
-        const listed = pyTests.length > 6 ? `${pyTests.length} test files` : pyTests.join(", ");
-        progress(`running ${listed} before the change (base ${shortB} + the PR's tests)`);
-        const before = await runTests(req, runBefore, runRoot, pyTests, `base ${shortB}`);
-        progress(`  ${test_runs_summarise(before)}`);
-        progress(`running ${listed} after the change (head ${shortH})`);
-        const after = await runTests(req, runAfter, runRoot, pyTests, `head ${shortH}`);
-        progress(`  ${test_runs_summarise(after)}`);
-        const facts = { prune: req.prune, headTree };
-        if (after.collectionFailures.length)
-            throw new errors/* InputError */.d(collectionMessage(after.collectionFailures, headSha, facts));
-        if (after.outcomes.size === 0 && after.deselected.length === 0) {
-            throw new errors/* InputError */.d(`no test of ${listed} ran at head ${headSha} (pytest exit ${after.exitCode}); its output ends:\n${lastLines(after.log)}`);
-        }
-        const dropped = [...new Set([...after.deselected, ...before.deselected])].sort();
-        if (req.exclude.length && dropped.length === 0) {
-            throw new errors/* InputError */.d(`--exclude: no test id collected at head ${shortH} holds ${req.exclude.map((x) => `'${x}'`).join(" or ")} (${after.outcomes.size} ran, e.g. ${[...after.outcomes.keys()].slice(0, 3).join(", ")}).`, { field: "--exclude" });
-        }
-        if (after.outcomes.size === 0)
-            throw new errors/* InputError */.d(`--exclude: it deselected every test at head ${shortH} (${dropped.length}); nothing is left to be official.`, { field: "--exclude" });
-        const classification = classifyTests(before.outcomes, after.outcomes);
-        classification.leftOut.push(...dropped.map((id) => ({ id, why: "excluded (--exclude): deselected, not run" })));
-        if (classification.failAfter.length) {
-            const fa = classification.failAfter;
-            const list = fa.slice(0, 10).map((t) => `  ${t.id} (${t.outcome})${after.messages.get(t.id) ? `: ${after.messages.get(t.id)}` : ""}`).join("\n");
-            const advice = adviseFailures({ ...facts, failing: fa.map((t) => ({ id: t.id, message: after.messages.get(t.id) ?? "" })) });
-            throw new errors/* InputError */.d(`${fa.length} test(s) do not pass after the change, at head ${headSha}:\n${list}${fa.length > 10 ? "\n  …" : ""}\nA task's official tests must pass on the merged change. Fix: ${advice.join("; ")}. pytest's output ends:\n${lastLines(after.log)}`);
-        }
-        if (classification.failToPass.length === 0 && !req.passToPassOnly) {
-            throw new errors/* InputError */.d(`no test fails before the change: at base ${baseSha} with the PR's tests, ${classification.passToPass.join(", ") || "every test"} already pass${classification.passToPass.length === 1 ? "es" : ""}. A task needs at least one fail-to-pass test; name the tests the change makes pass (--tests). ${P2P_HINT}`);
-        }
-        if (classification.failToPass.length + classification.passToPass.length === 0) {
-            throw new errors/* InputError */.d(`no test passes at head ${headSha} that also ran before the change: there is nothing to be official (${test_runs_summarise(after)}).`);
-        }
-        return {
-            baseSha,
-            headSha,
-            subject,
-            message,
-            // The template at the base too: the PR was written against it, and templates change.
-            prTemplate: [readPrTemplate(baseTree), readPrTemplate(headTree)].filter(Boolean).join("\n\n") || null,
-            tests,
-            testsChanged,
-            sources,
-            referencePatch: referencePatch.endsWith("\n") ? referencePatch : `${referencePatch}\n`,
-            snapshot,
-            baseFileCount: baseFiles.length,
-            classification,
-            baseTree,
-            headTree,
-            dispose,
-        };
-    }
-    catch (e) {
-        dispose();
-        throw e;
-    }
-}
-
-;// CONCATENATED MODULE: ./src/engine/import/repo-url.ts
-
-
-/** Whether git would take `repo` for a URL (scheme://… or user@host:path), not a folder. */
-function isUrl(repo) {
-    return /^[a-z][a-z0-9+.-]*:\/\//i.test(repo) || /^[^/]+@[^:/]+:/.test(repo);
-}
-/**
- * The repository a task records: `--repo-url` when given, `--repo` when it is a URL, else the local
- * clone's `origin` remote. Never a relative local path: a task folder moves, a clone stays behind.
- */
-async function recordedRepo(repo, explicit) {
-    if (explicit) {
-        if (isUrl(explicit))
-            return { url: explicit, source: "--repo-url", warning: null };
-        const path = (0,external_node_path_.resolve)(explicit);
-        return { url: path, source: "--repo-url", warning: `--repo-url ${explicit} is a local path (${path}): the task can be evaluated only on a machine that has it there` };
-    }
-    if (isUrl(repo))
-        return { url: repo, source: "--repo", warning: null };
-    const local = (0,external_node_path_.resolve)(repo);
-    const origin = await git(local, ["config", "--get", "remote.origin.url"], { onError: () => new Error("no origin") }).catch(() => "");
-    if (origin && isUrl(origin))
-        return { url: origin, source: "origin remote", warning: null };
-    if (origin) {
-        // A clone of a clone: origin is a folder (relative to the clone when relative).
-        const path = (0,external_node_path_.isAbsolute)(origin) ? origin : (0,external_node_path_.resolve)(local, origin);
-        return { url: path, source: "origin remote", warning: `the origin remote of ${local} is a local folder (${path}), not a URL: give the repository's URL with --repo-url` };
-    }
-    return { url: null, source: "none", warning: `${local} has no origin remote, so the repository's URL is unknown: give it with --repo-url` };
-}
-
-;// CONCATENATED MODULE: ./src/cli/task-import-command.ts
-
-
-
-
-
-
-
-
-function positiveInt(v, flag, min = 0) {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min)
-        throw new errors/* InputError */.d(`${flag}: '${v}' is not a whole number ≥ ${min}.`, { field: flag });
-    return n;
-}
-/** Where the three folders of one task go, from `--out <root>/tasks/<id>`. */
-function targets(out) {
-    const task = (0,external_node_path_.resolve)(out);
-    const id = (0,external_node_path_.basename)(task);
-    if (!task_spec/* ID_PATTERN */.pw.test(id))
-        throw new errors/* InputError */.d(`--out: the task id '${id}' (the folder's name) must be lower-case letters, digits, '.', '_' and '-'.`, { field: "--out" });
-    if ((0,external_node_path_.basename)((0,external_node_path_.dirname)(task)) !== "tasks")
-        throw new errors/* InputError */.d(`--out: give a folder tasks/<id> of a task pack (got ${out}); the probes go to probes/<id> and the examples to examples/submissions/<id> beside it.`, { field: "--out" });
-    const root = (0,external_node_path_.dirname)((0,external_node_path_.dirname)(task));
-    return { id, task, probes: (0,external_node_path_.join)(root, "probes", id), examples: (0,external_node_path_.join)(root, "examples", "submissions", id) };
-}
-function specFor(flags, id, imp, repoForSpec) {
-    const ids = [...imp.classification.failToPass, ...imp.classification.passToPass];
-    const requires = {};
-    if (flags.requiresTorch)
-        requires.torch = flags.requiresTorch;
-    if (flags.requiresGpus)
-        requires.gpus = positiveInt(flags.requiresGpus, "--requires-gpus", 1);
-    if (flags.requiresCuda)
-        requires.cuda = true;
-    return {
-        id,
-        title: flags.title ?? imp.subject,
-        area: flags.area,
-        prompt: "prompt.md",
-        base: flags.baseAs === "git" && repoForSpec ? { git: { repo: repoForSpec, ref: imp.baseSha }, overlay: "overlay" } : { path: "base" },
-        gpus: positiveInt(flags.gpus, "--gpus"),
-        official: { command: officialCommand(ids), timeout: positiveInt(flags.timeout, "--timeout", 1), files: imp.tests },
-        probes: { path: `../../probes/${id}` },
-        ...(flags.setup ? { setup: { path: "setup", pytestPlugins: flags.pytestPlugin ?? [] } } : {}),
-        ...(Object.keys(requires).length ? { requires } : {}),
-        interfaces: [],
-    };
-}
-/**
- * `probegate task import`: a task from a real change, as SWE-bench builds an instance. Runs the
- * change's tests before and after it, keeps the fail-to-pass and pass-to-pass ones as the official
- * command, the change as the reference submission, and writes skeletons of the prompt and a probe.
- * Everything is built in a temporary folder and moved into place at the end: bad input writes nothing.
- */
-async function taskImportCommand(flags, io) {
-    const t = targets(flags.out);
-    for (const dir of [t.task, t.probes, t.examples]) {
-        if ((0,external_node_fs_.existsSync)(dir))
-            throw new errors/* InputError */.d(`${(0,external_node_path_.relative)(process.cwd(), dir) || dir} already exists; task import writes a new task only (remove it, or choose another --out).`, { field: "--out" });
-    }
-    if (flags.requiresTorch && !task_environment/* VERSION_RANGE */.jn.test(flags.requiresTorch))
-        throw new errors/* InputError */.d(`--requires-torch: '${flags.requiresTorch}' is not a version range such as ">=2.1" or ">=2.1,<3".`, { field: "--requires-torch" });
-    if (!["training", "inference", "rl", "other"].includes(flags.area))
-        throw new errors/* InputError */.d(`--area: '${flags.area}' is not one of training, inference, rl, other.`, { field: "--area" });
-    const setupDir = flags.setup ? (0,external_node_path_.resolve)(flags.setup) : undefined;
-    if (setupDir && !(0,external_node_fs_.existsSync)(setupDir))
-        throw new errors/* InputError */.d(`--setup: folder ${setupDir} does not exist.`, { field: "--setup" });
-    if (flags.pytestPlugin?.length && !setupDir)
-        throw new errors/* InputError */.d("--pytest-plugin names a module of the --setup folder; give --setup too.", { field: "--pytest-plugin" });
-    const repo = isUrl(flags.repo) ? flags.repo : (0,external_node_path_.resolve)(flags.repo);
-    // What task.yml and import.yml record: a URL that travels with the task, never the local clone's path.
-    const recorded = await recordedRepo(repo, flags.repoUrl);
-    if (flags.baseAs === "git" && !recorded.url) {
-        throw new errors/* InputError */.d(`--base-as git: task.yml must say where to clone the base from, and ${recorded.warning}.`, { field: "--repo-url" });
-    }
-    if (recorded.warning)
-        io.stderr(`  warning: ${recorded.warning}${flags.baseAs === "git" ? "" : recorded.url ? " (import.yml records it)" : " (import.yml records none)"}.\n`);
-    const imp = await importPullRequest({
-        repo,
-        base: flags.prBase,
-        head: flags.prHead,
-        tests: flags.tests,
-        keep: flags.keep ?? [],
-        traceImports: flags.traceImports ?? false,
-        python: flags.python,
-        setupDir,
-        pytestPlugins: flags.pytestPlugin ?? [],
-        timeoutS: positiveInt(flags.timeout, "--timeout", 1),
-        worldSize: positiveInt(flags.worldSize, "--world-size", 1),
-        exclude: flags.exclude ?? [],
-        prune: flags.baseAs === "snapshot",
-        passToPassOnly: flags.passToPassOnly ?? false,
-    }, (line) => io.stderr(`  ${line}\n`));
-    // Staged beside the target (the same file system), so the three folders are moved into place whole.
-    (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(t.task), { recursive: true });
-    const staging = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_path_.dirname)(t.task), `.import-${t.id}-`));
-    try {
-        const st = { task: (0,external_node_path_.join)(staging, "task"), probes: (0,external_node_path_.join)(staging, "probes"), examples: (0,external_node_path_.join)(staging, "examples") };
-        for (const d of Object.values(st))
-            (0,external_node_fs_.mkdirSync)(d, { recursive: true });
-        const treeDir = (0,external_node_path_.join)(st.task, flags.baseAs === "git" ? "overlay" : "base");
-        const copied = flags.baseAs === "git" ? imp.tests.filter((p) => (0,external_node_fs_.existsSync)((0,external_node_path_.join)(imp.headTree, p))) : imp.snapshot;
-        for (const p of copied) {
-            (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)((0,external_node_path_.join)(treeDir, p)), { recursive: true });
-            (0,external_node_fs_.cpSync)((0,external_node_path_.join)(imp.baseTree, p), (0,external_node_path_.join)(treeDir, p));
-        }
-        if (setupDir)
-            (0,external_node_fs_.cpSync)(setupDir, (0,external_node_path_.join)(st.task, "setup"), { recursive: true });
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "task.yml"), taskYaml(specFor(flags, t.id, imp, recorded.url), imp, recorded));
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "import.yml"), importRecord(imp, recorded, flags.baseAs === "snapshot"));
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.task, "prompt.md"), promptSkeleton(imp));
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.probes, "probe_functional.py"), probeSkeleton(t.id));
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "reference.patch"), imp.referencePatch);
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "base.patch"), "");
-        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(st.examples, "expected.yml"), expectedYaml(imp.classification.failToPass.length === 0));
-        for (const [from, to] of [[st.task, t.task], [st.probes, t.probes], [st.examples, t.examples]]) {
-            (0,external_node_fs_.mkdirSync)((0,external_node_path_.dirname)(to), { recursive: true });
-            (0,external_node_fs_.renameSync)(from, to);
-        }
-    }
-    finally {
-        (0,external_node_fs_.rmSync)(staging, { recursive: true, force: true });
-        imp.dispose();
-    }
-    const c = imp.classification;
-    const excluded = c.leftOut.filter((l) => l.why.startsWith("excluded")).length;
-    const rel = (p) => (0,external_node_path_.relative)(process.cwd(), p);
-    io.stdout([
-        `✓ ${t.id}: ${imp.sources.length} source files changed, ${imp.tests.length} test files${imp.testsChanged ? "" : " (existing ones: the change touches none)"}`,
-        `  fail-to-pass ${c.failToPass.length}, pass-to-pass ${c.passToPass.length}${c.leftOut.length ? `, left out ${c.leftOut.length} (${excluded} by --exclude, ${c.leftOut.length - excluded} skipped or gone; import.yml says why)` : ""}`,
-        ...(c.failToPass.length ? [] : ["  no test fails before the change: the official tests only check that nothing breaks; the hidden probes must carry the requirement"]),
-        `  repository: ${recorded.url ?? "unknown (give --repo-url)"}${recorded.url ? ` (${recorded.source})` : ""}`,
-        flags.baseAs === "git"
-            ? `  base: git ${imp.baseSha}, the PR's test files as overlay`
-            : `  base: pruned snapshot of ${imp.snapshot.length} of the repository's ${imp.baseFileCount} files: a submission patch may edit only these. To gate real PRs, which may touch any file, import with --base-as git.`,
-        `  wrote ${rel(t.task)}, ${rel(t.probes)}, ${rel(t.examples)}`,
-        `  next: finish prompt.md and the probe, then: probegate validate ${rel(t.task)}`,
-        "",
-    ].join("\n"));
-    return 0;
-}
-
-;// CONCATENATED MODULE: ./src/cli/verify-command.ts
-
-
-
-
-/** `probegate verify <result.json>`: schema and signature, with the key from $PROBEGATE_SIGNING_KEY. */
-function verifyCommand(file, io) {
-    const key = process.env.PROBEGATE_SIGNING_KEY;
-    if (!key)
-        throw new errors/* InputError */.d("PROBEGATE_SIGNING_KEY is not set: the key the result was signed with is needed to verify it.", { field: "PROBEGATE_SIGNING_KEY" });
-    let data;
-    try {
-        data = JSON.parse((0,external_node_fs_.readFileSync)(file, "utf8"));
-    }
-    catch (e) {
-        throw new errors/* InputError */.d(`${file}: not a readable JSON file (${e.message}).`, { file });
-    }
-    const read = (0,core_result/* readResult */.Uv)(data);
-    if (!read.ok) {
-        io.stderr(`✗ ${file}: not a valid result: ${read.problem}\n`);
-        return 1;
-    }
-    // Over the document as written: fields a newer probegate added are signed too.
-    const v = (0,result_signature/* verifyResult */.rP)(data, key);
-    if (!v.ok) {
-        io.stderr(`✗ ${file}: ${v.why}\n`);
-        return 1;
-    }
-    io.stdout(`✓ ${file}: valid result, signature verified (${read.result.task.id}: ${read.result.verdict})\n`);
-    return 0;
-}
-
-;// CONCATENATED MODULE: ./src/cli/main.ts
-
-
-
-
-
-
-
-
-
-
-
-
-/** Commander's way to take a repeated option as a list. */
-function collect(value, previous) {
-    return [...(previous ?? []), value];
-}
-/**
- * Runs a command that can stop early with what it has (validate --power): the first SIGTERM or
- * SIGINT aborts its signal; it returns its exit code then, and the process ends with it at once,
- * leaving the work it abandoned (job processes in a sandbox end with it). A second signal ends the
- * process as the signal would.
- */
-async function interruptible(run) {
-    const stop = new AbortController();
-    const onSignal = (sig) => {
-        if (stop.signal.aborted)
-            process.exit(128 + (sig === "SIGINT" ? 2 : 15));
-        process.stderr.write(`\nprobegate: ${sig}: stopping; reporting what finished (again to stop at once)\n`);
-        stop.abort(sig);
-    };
-    process.on("SIGTERM", onSignal);
-    process.on("SIGINT", onSignal);
-    try {
-        const code = await run(stop.signal);
-        if (stop.signal.aborted)
-            process.exit(code);
-        return code;
-    }
-    finally {
-        process.off("SIGTERM", onSignal);
-        process.off("SIGINT", onSignal);
-    }
-}
-/** Builds the `probegate` command line; every action resolves to an exit code. */
-function main_program(io, done) {
-    const p = new Command("probegate")
-        .description("Gate agent-written pull requests: official tests plus hidden probes (structure, state, functional, memory, time, traffic).")
-        .version(PROBEGATE_VERSION)
-        .exitOverride()
-        .configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
-    p.command("eval")
-        .description("evaluate one or more submissions against one task, packed onto the runner; exit 0 resolved, 1 rejected or failed, 2 bad input, 3 error (the worst of several)")
-        .requiredOption("--task <dir>", "task folder (holding task.yml)")
-        .requiredOption("--submission <path|repo@ref|patch>", "a folder with the whole tree, a .patch/.diff onto the base, or a git repo@ref; repeat it to evaluate several side by side", collect)
-        .option("--pr-base <sha>", "a repository gate (task base: {pr: true}): the PR's base commit; the submission is then the PR's head as repo@sha")
-        .option("--probes <dir>", "hidden probe folder (overrides the task's probes.path)")
-        .option("--out <file>", "write the result JSON here")
-        .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
-        .option("--python <path>", "interpreter for {python}, over the task's environment (default: the task's environment when task.yml declares one, else $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
-        .option("--world-size <n>", "ranks to use (default: the task's gpus)")
-        .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1 (default: all nvidia-smi lists)", "all")
-        .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
-        .option("--jobs <n>", "at most this many jobs (test or probe runs) and evaluations at once (default: what the GPUs and cores allow; half the cores' worth of evaluations in progress)")
-        .option("--always-probe", "run the hidden probes even when the official tests fail")
-        .option("--keep-workspace", "keep the evaluation folder for debugging")
-        .option("--seed <n>", "seed of the probe parameters (a result's params.seed), to reproduce an evaluation; default: drawn fresh")
-        .option("--db <file>", "a store of known-good outcomes (the app's): read the result with its quarantined checks' failures as warnings, as the app does")
-        .option("--known-good", "with --db: record this run's checks as outcomes on a known-good submission (a canary run of the reference)")
-        .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
-        .option("--max-processes <n>", "processes (threads, where a cgroup counts them) one test or probe run may have (default 4096)")
-        .option("--max-disk <size>", "bytes one run may write, like 512MiB (default 4GiB)")
-        .option("-v, --verbose", "show what tests and probes print (runner-side only)")
-        .action(async (flags) => done(await evalCommand(flags, io)));
-    p.command("validate")
-        .description("check task specs: schema, files, interfaces stated in the prompt, requirements named by probes, no probe source in the prompt; with --power, measure the probes on the task's examples (exit 1 when validation fails)")
-        .argument("<taskDirs...>")
-        .option("--power", "evaluate the reference and every example submission and print the probes × submissions matrix")
-        .option("--runs <n>", "evaluations of each correct submission (false rejections), with --power", "1")
-        .option("--examples <dir>", "folder holding <task>/expected.yml and the example patches (default: the checkout's examples/submissions)")
-        .option("--db <file>", "record every run of a correct example as known-good outcomes (quarantine) in this store, with --power")
-        .option("--seed <n>", "seed of the first evaluation's probe parameters (the next get seed+1, …), with --power; default: fresh")
-        .option("--jobs <n>", "evaluations at a time, with --power", "1")
-        .option("--gpus <list>", "GPUs the --power evaluations may use: all, none, or indices like 0,1 (default: all nvidia-smi lists)")
-        .option("--cores <n|ids>", "cores the --power evaluations may use: a count or ids like 0-7 (default: every core of this process)")
-        .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
-        .option("--unsandboxed", "run submission code without the sandbox, with --power")
-        .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
-        .option("--mutants", "make mutants of each task's reference change and report what the official tests and the probes kill (officialSurvivalRate, probeScore); exit 1 under the task's threshold (mutants.yml)")
-        .option("--cache <dir>", "with --mutants: cache of evaluated mutants (default .probegate/mutants)")
-        .option("--mutant-timeout <seconds>", "with --mutants: wall clock of each mutant's test and probe runs (default: from the reference's own durations)")
-        .option("--mutation-python <path>", "with --mutants: interpreter with cosmic-ray and probegate_mutants (default: $PROBEGATE_MUTATION_PYTHON, /var/cache/probegate/mutation/bin/python)")
-        .option("--python <path>", "with --mutants: interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
-        .addOption(new Option("--format <format>", "what to print on stdout, with --power or --mutants").choices(["text", "json", "markdown"]).default("text"))
-        .action(async (dirs, flags) => {
-        const mutantsOnly = ["cache", "mutantTimeout", "mutationPython", "python"].filter((k) => flags[k] !== undefined);
-        if (flags.mutants) {
-            const wrong = [flags.power && "--power", ...["db", "seed", "correctOnly"].filter((k) => flags[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), flags.runs !== "1" && "--runs"].filter(Boolean);
-            if (wrong.length)
-                throw new errors/* InputError */.d(`validate --mutants: ${wrong.join(", ")} only mean something with --power.`);
-            return done(await interruptible((signal) => mutantsCommand(dirs, flags, io, signal)));
-        }
-        if (mutantsOnly.length)
-            throw new errors/* InputError */.d(`validate: ${mutantsOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(", ")} only mean something with --mutants.`);
-        if (flags.power)
-            return done(await interruptible((signal) => powerCommand(dirs, flags, io, signal)));
-        const powerOnly = ["db", "seed", "examples", "budget", "unsandboxed", "gpus", "cores", "correctOnly"].filter((k) => flags[k] !== undefined);
-        if (powerOnly.length || flags.runs !== "1" || flags.jobs !== "1" || flags.format !== "text") {
-            const names = powerOnly.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
-            throw new errors/* InputError */.d(`validate: ${[...names, flags.runs !== "1" && "--runs", flags.jobs !== "1" && "--jobs", flags.format !== "text" && "--format"].filter(Boolean).join(", ")} only mean something with --power.`);
-        }
-        done(validateCommand(dirs, io));
-    });
-    p.command("merge-power")
-        .description("merge the reports of several `validate --power --format json` runs of a task (calls cut short, runners side by side) into one, judged again on the summed matrix; exit 1 when a merged task fails")
-        .argument("<reports...>", "JSON files, each the output of validate --power --format json")
-        .addOption(new Option("--format <format>", "what to print on stdout").choices(["text", "json", "markdown"]).default("text"))
-        .action((files, flags) => done(mergePowerCommand(files, flags, io)));
-    p.command("demo")
-        .description("evaluate the quick set of the task pack's example submissions (quick: true in expected.yml; --all: every one) and compare with the expected verdicts")
-        .option("--out-dir <dir>", "where reports go", "out/demo")
-        .option("--all", "evaluate every example submission, not only the quick set")
-        .option("--task <ids...>", "only these tasks (their quick set, unless --all)")
-        .option("--example <names...>", "only these examples (file names, .patch optional), quick or not")
-        .option("--list", "print the examples it would evaluate, task/name a line, and evaluate none")
-        .option("--root <dir>", "a checkout holding tasks/, probes/ and examples/ (default: this package)")
-        .option("--gpus <list>", "GPUs to use: all, none, or indices like 0,1", "all")
-        .option("--cores <n|list>", "CPU cores to use: a count or ids like 0-15 (default: all this process may use)")
-        .option("--jobs <n>", "at most this many jobs and evaluations at once; 1 evaluates one at a time (default: what the GPUs and cores allow)")
-        .option("--unsandboxed", "run submission code without the sandbox, where this machine cannot sandbox (no bubblewrap or user namespaces); the result records it")
-        .option("-v, --verbose", "show what tests and probes print")
-        .action(async (flags) => done(await demoCommand(flags, io)));
-    p.command("task")
-        .description("make and manage tasks")
-        .command("import")
-        .description("make a task folder from a real change: base, official fail-to-pass and pass-to-pass tests (found by running them), the change as reference submission, prompt and probe skeletons")
-        .requiredOption("--repo <dir|url>", "the repository (a git folder or a URL git can clone)")
-        .requiredOption("--pr-base <sha>", "the commit the change starts from (the PR's parent)")
-        .requiredOption("--pr-head <sha>", "the commit with the change (the PR's head or merge)")
-        .requiredOption("--tests <globs...>", "the change's test files (paths or globs); the rest of the change is the submission's")
-        .requiredOption("--out <dir>", "the new task folder, tasks/<id> of a task pack")
-        .option("--exclude <strings...>", "deselect test ids holding any of these (tests this kind of runner cannot run): they never run; listed in import.yml")
-        .option("--repo-url <url>", "the repository URL task.yml and import.yml record (default: --repo when a URL, else the clone's origin remote)")
-        .option("--pass-to-pass-only", "allow a change no test fails before (a performance PR): the official tests are the pass-to-pass ones (with no changed test file: the head's files --tests names), and the hidden probes carry the requirement")
-        .option("--keep <globs...>", "more files of the base to keep in the snapshot (a LICENSE, data the tests read)")
-        .option("--trace-imports", "keep the Python files the change and its tests import from the base (a static trace)")
-        .addOption(new Option("--base-as <how>", "the base: a pruned snapshot in the task, or the git ref (with the PR's tests as overlay)").choices(["snapshot", "git"]).default("snapshot"))
-        .option("--title <text>", "the task's title (default: the head commit's subject)")
-        .addOption(new Option("--area <area>", "the task's area").choices(["training", "inference", "rl", "other"]).default("other"))
-        .option("--gpus <n>", "GPUs (ranks) the task wants on a GPU runner", "0")
-        .option("--setup <dir>", "judge-owned files beside the workspace, used for these runs and kept as the task's setup:")
-        .option("--pytest-plugin <modules...>", "modules of --setup loaded with pytest -p")
-        .option("--requires-torch <range>", "the task's requires.torch, like '>=2.1'")
-        .option("--requires-gpus <n>", "the task's requires.gpus")
-        .option("--requires-cuda", "the task's requires.cuda")
-        .option("--python <path>", "interpreter for the test runs (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
-        .option("--world-size <n>", "PROBEGATE_WORLD_SIZE for the test runs", "1")
-        .option("--timeout <s>", "seconds per test run, and the task's official.timeout", "600")
-        .action(async (flags) => done(await taskImportCommand(flags, io)));
-    const env = p.command("env").description("the tasks' pinned Python environments (task.yml environment:), built once per runner in $PROBEGATE_ENV_DIR (default /var/cache/probegate/envs)");
-    env
-        .command("build")
-        .description("build each task's environment from its lock (or, with --tree, from a checkout's requirements for a gate with environment.fromTree) with uv, or find it built; prints task, lock hash, python, torch, built/reused, seconds, size (exit 3 when one cannot be built)")
-        .argument("<taskDirs...>")
-        .option("--json", "print the table as JSON")
-        .option("--tree <dir>", "for a gate whose environment follows its repository (environment.fromTree): a checkout of the base to read its requirements from")
-        .action(async (dirs, flags) => done(await envBuildCommand(dirs, flags, io)));
-    env
-        .command("list")
-        .description("the environments built on this runner")
-        .option("--json", "print them as JSON")
-        .action((flags) => done(envListCommand(flags, io)));
-    p.command("scorecard")
-        .description("how each agent does, from the app's store or a folder of result files: a table, JSON, markdown, or an HTML page with charts")
-        .option("--db <file>", "the app's SQLite store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
-        .option("--results <dir>", "score the result JSON files under this folder instead of a store (sidecars: NAME.context.json)")
-        .option("--key-env <name>", "with --results: count only results signed with the key in this variable (default: $PROBEGATE_SIGNING_KEY when set)")
-        .addOption(new Option("--basis <basis>", "which attempts count per PR and task").choices(["first-attempt", "best-of-n", "all"]).default("first-attempt"))
-        .option("--repo <owner[/name]>", "only this owner or repository")
-        .option("--since <date>", "only PRs whose first attempt finished on or after this date (2026-11-01)")
-        .option("--probe-set <version>", "only attempts judged by this probe set: a prefix of the evaluator commit, the probes repository's commit, or the probe folder's hash")
-        .addOption(new Option("--format <format>", "what to write").choices(["table", "json", "markdown", "html"]).default("table"))
-        .option("--out <file>", "write to this file instead of stdout (for --format html: a page to open in a browser)")
-        .option("--server-url <url>", "where PR links in the HTML page point (default: $GITHUB_SERVER_URL, else https://github.com)")
-        .option("--strict", "with --results: exit 1 when any file was left out (unreadable, invalid, unsigned, duplicate)")
-        .action(async (flags) => {
-        // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
-        const { scorecardCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(712)]).then(__nccwpck_require__.bind(__nccwpck_require__, 2712));
-        done(scorecardCommand(flags, io));
-    });
-    p.command("doctor")
-        .description("check that this runner can sandbox an evaluation, and print what it lacks with the fix for each; exit 0 only when it can")
-        .option("--python <path>", "the interpreter task commands run with, whose torch, CUDA and NCCL are checked (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
-        .option("--gpus <n>", "GPUs this runner must have (a GPU runner's count); fewer is a failure")
-        .option("--disk <path>", "where evaluations write (default: $TMPDIR, else /tmp)")
-        .addOption(new Option("--format <format>", "what to print").choices(["table", "json"]).default("table"))
-        .option("--json", "same as --format json")
-        .action(async (flags) => {
-        const { doctorCommand } = await __nccwpck_require__.e(/* import() */ 492).then(__nccwpck_require__.bind(__nccwpck_require__, 1492));
-        done(await doctorCommand(flags, io));
-    });
-    const store = p.command("store").description("the app's SQLite store");
-    store
-        .command("backup")
-        .description("copy the live store (the app may keep running) to a new file, with SQLite's online backup API, checked before it is named")
-        .argument("<dest>", "the backup file to write (must not exist)")
-        .option("--db <file>", "the app's store (default: $PROBEGATE_DB, else ./probegate.sqlite)")
-        .action(async (dest, flags) => {
-        // Loaded on use: the store's native SQLite module is not needed by eval, validate or demo.
-        const { storeBackupCommand } = await Promise.all(/* import() */[__nccwpck_require__.e(918), __nccwpck_require__.e(664), __nccwpck_require__.e(731)]).then(__nccwpck_require__.bind(__nccwpck_require__, 5731));
-        done(await storeBackupCommand(dest, flags, io));
-    });
-    p.command("verify")
-        .description("check a result file's schema and signature (key from $PROBEGATE_SIGNING_KEY)")
-        .argument("<result.json>")
-        .action((file) => done(verifyCommand(file, io)));
-    p.command("schema")
-        .description("write the JSON Schemas of task.yml, the result and the probe protocol")
-        .argument("[dir]", "output folder", "schema")
-        .action((dir) => done(schemaCommand(dir)));
-    return p;
-}
-/** Runs the CLI; bad input prints one paragraph and returns 2. */
-async function main(argv, io) {
-    let code = 0;
-    try {
-        await main_program(io, (c) => (code = c)).parseAsync(argv, { from: "user" });
-        return code;
-    }
-    catch (e) {
-        if (e instanceof CommanderError)
-            return e.exitCode === 0 ? 0 : 2;
-        if (e instanceof errors/* InputError */.d) {
-            io.stderr(`probegate: ${e.message}\n`);
-            return 2;
-        }
-        io.stderr(`probegate: internal error: ${e.stack ?? e}\n`);
-        return 3;
-    }
-}
-
 
 /***/ }),
 
-/***/ 6824:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-
-// EXPORTS
-__nccwpck_require__.d(__webpack_exports__, {
-  Jt: () => (/* binding */ SUMMARY_LIMIT),
-  Hn: () => (/* binding */ cell),
-  H1: () => (/* binding */ conclusionFor),
-  Hp: () => (/* binding */ renderAnnotations),
-  kL: () => (/* binding */ renderCheckRun),
-  SL: () => (/* binding */ renderMemoryOfRecord),
-  Br: () => (/* binding */ renderSummary),
-  zF: () => (/* binding */ renderTitle)
-});
-
-// UNUSED EXPORTS: ANNOTATIONS_PER_REQUEST, CATEGORIES_ONLY_NOTE, batchAnnotations, categoryTable
-
-// EXTERNAL MODULE: ./src/core/probe-check.ts
-var probe_check = __nccwpck_require__(6448);
-// EXTERNAL MODULE: ./src/core/packing.ts
-var packing = __nccwpck_require__(3448);
-;// CONCATENATED MODULE: ./src/core/job-timeline.ts
-
-/**
- * A small timeline of an evaluation's jobs for the summary: one row per job with its slice and a
- * bar over the evaluation's time, so a reader sees what ran side by side and what waited.
- */
-function renderTimeline(jobs, width = 32) {
-    if (jobs.length === 0)
-        return [];
-    const start = Math.min(...jobs.map((j) => j.startS));
-    const end = Math.max(...jobs.map((j) => j.endS));
-    const span = Math.max(end - start, 1e-9);
-    const rows = ["#### Jobs on the runner", "", "| Job | GPUs | Cores | Port | Timeline | Start–end (s) |", "|---|---|---|---:|---|---:|"];
-    for (const j of [...jobs].sort((a, b) => a.startS - b.startS || a.id.localeCompare(b.id))) {
-        const from = Math.min(width - 1, Math.floor(((j.startS - start) / span) * width));
-        const to = Math.max(from + 1, Math.round(((j.endS - start) / span) * width));
-        const bar = `${"·".repeat(from)}${"█".repeat(to - from)}${"·".repeat(Math.max(0, width - to))}`;
-        const flags = [j.timing ? "timing" : null, j.exclusive ? "alone" : null].filter(Boolean).join(", ");
-        rows.push(`| \`${j.id}\`${flags ? ` (${flags})` : ""} | ${j.gpus.length ? (0,packing/* formatIdList */.xD)(j.gpus) : "–"} | ${j.cores.length ? (0,packing/* formatIdList */.xD)(j.cores) : "shared"} | ${j.port} | \`${bar}\` | ${j.startS.toFixed(1)}–${j.endS.toFixed(1)} |`);
-    }
-    rows.push("");
-    return rows;
-}
-
-// EXTERNAL MODULE: ./src/core/sizes.ts
-var sizes = __nccwpck_require__(9013);
-;// CONCATENATED MODULE: ./src/core/check-run-render.ts
-
-
-
-/** GitHub's limits on a check run's output (Checks API). */
-const SUMMARY_LIMIT = 65535;
-const ANNOTATIONS_PER_REQUEST = 50;
-const ANNOTATION_MESSAGE_LIMIT = 4000;
-const TABLE_CELL_LIMIT = 300;
-const VERDICT_ICON = {
-    resolved: "✅",
-    "official-failed": "❌",
-    "probe-rejected": "🚩",
-    error: "⚠️",
-};
-const VERDICT_LABEL = {
-    resolved: "Resolved",
-    "official-failed": "Official tests failed",
-    "probe-rejected": "Rejected by hidden probes",
-    error: "Evaluation error",
-};
-/** resolved → success; a rejection → failure; a harness error → neutral (the submission was not judged). */
-function conclusionFor(verdict) {
-    if (verdict === "resolved")
-        return "success";
-    if (verdict === "error")
-        return "neutral";
-    return "failure";
-}
-/** The check run's title, e.g. "Passes official tests, fails 3 of 17 hidden probes". */
-function renderTitle(result) {
-    const probes = result.probes.length;
-    const failed = result.probes.filter((p) => p.status === "failed").length;
-    const o = result.official;
-    switch (result.verdict) {
-        case "resolved":
-            return `Passes official tests and all ${probes} hidden probes`;
-        case "probe-rejected":
-            return `Passes official tests, fails ${failed} of ${probes} hidden probes`;
-        case "official-failed": {
-            if (o?.limit)
-                return `Official tests stopped: ${o.limit} limit exceeded`;
-            const bad = (o?.counts.failed ?? 0) + (o?.counts.errors ?? 0);
-            return bad > 0 ? `Fails ${bad} of ${o?.counts.total ?? 0} official tests` : `Official tests did not pass: ${o?.reason ?? "unknown"}`;
-        }
-        case "error":
-            return truncate(`Evaluation error: ${result.error?.message ?? result.reason}`, 200);
-    }
-}
-function truncate(text, max) {
-    return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-}
-/** Makes free text safe inside one markdown table cell. */
-function cell(text, max = TABLE_CELL_LIMIT) {
-    return truncate(text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|"), max);
-}
-function where(p) {
-    if (!p.location)
-        return "";
-    return `\`${p.location.path}${p.location.line ? `:${p.location.line}` : ""}\``;
-}
-/** Counts of checks per category and status, in the fixed category order. */
-function categoryTable(probes) {
-    return probe_check/* CATEGORIES */.R6.map((category) => {
-        const of = probes.filter((p) => p.category === category);
-        const n = (s) => of.filter((p) => p.status === s).length;
-        return { category, passed: n("passed"), failed: n("failed"), error: n("error"), skipped: n("skipped") };
-    }).filter((r) => r.passed + r.failed + r.error + r.skipped > 0);
-}
-/**
- * Peak memory measured outside the submission's processes: the official run's host memory (its
- * cgroup, else sampled RSS) and each phase's GPU memory (nvidia-smi). Null when none was measured.
- */
-function renderMemoryOfRecord(result) {
-    const parts = [];
-    const o = result.official;
-    if (o?.peakMemoryBytes != null)
-        parts.push(`host ${(0,sizes/* formatBytes */.z3)(o.peakMemoryBytes)} in official tests (${o.memorySource === "cgroup" ? "cgroup peak" : "sampled RSS"})`);
-    const g = result.gpuMemory;
-    if (g) {
-        const phases = [g.official && `${(0,sizes/* formatBytes */.z3)(g.official.peakBytes)} in official tests`, g.probes && `${(0,sizes/* formatBytes */.z3)(g.probes.peakBytes)} in probes`].filter(Boolean);
-        parts.push(`GPU ${phases.join(", ")} (nvidia-smi, GPU ${g.gpus.join(",")})`);
-    }
-    return parts.length ? parts.join(" · ") : null;
-}
-function officialLine(result) {
-    const o = result.official;
-    if (!o)
-        return "not run";
-    const c = o.counts;
-    const icon = o.passed ? "✅" : "❌";
-    const parts = [`${c.passed} passed`];
-    if (c.failed)
-        parts.push(`${c.failed} failed`);
-    if (c.errors)
-        parts.push(`${c.errors} errors`);
-    if (c.skipped)
-        parts.push(`${c.skipped} skipped`);
-    const why = !o.passed && o.reason ? ` — ${o.reason}` : "";
-    return `${icon} ${parts.join(", ")} (${(0,sizes/* formatSeconds */.Xo)(o.durationS)})${why}`;
-}
-/** The note that replaces the failed checks' rows when only categories are shown. */
-const CATEGORIES_ONLY_NOTE = "> 🔒 Hidden-probe details are withheld from agent-authored pull requests (`feedback.agentDetail: categories` in .github/probegate.yml): only the category of each failed check is shown. Maintainers see the full messages in the evaluator run.";
-/**
- * The markdown summary: verdict, facts table, probes by category, then the failing rows.
- * Rows are dropped from the end, with a note, so the summary never exceeds GitHub's limit.
- */
-function renderSummary(result, limit = SUMMARY_LIMIT, detail = "full") {
-    const head = [];
-    head.push(`### ${VERDICT_ICON[result.verdict]} ${VERDICT_LABEL[result.verdict]} — ${result.reason}`, "");
-    const sub = result.submission;
-    const subject = sub.repo ? `${sub.repo}@${(sub.sha ?? sub.ref ?? "").slice(0, 12)}` : sub.source;
-    head.push("| | |", "|---|---|");
-    head.push(`| Task | \`${result.task.id}\` — ${cell(result.task.title)} |`);
-    head.push(`| Submission | \`${cell(subject)}\` |`);
-    head.push(`| Official tests | ${cell(officialLine(result))} |`);
-    const tally = categoryTable(result.probes).reduce((a, r) => ({ p: a.p + r.passed, f: a.f + r.failed, e: a.e + r.error, s: a.s + r.skipped }), { p: 0, f: 0, e: 0, s: 0 });
-    const probeLine = result.probes.length
-        ? [`${tally.p} passed`, tally.f && `${tally.f} failed`, tally.e && `${tally.e} error`, tally.s && `${tally.s} skipped`].filter(Boolean).join(" · ")
-        : "not run";
-    head.push(`| Hidden probes | ${probeLine} |`);
-    const source = result.probeSetVersion;
-    const commits = [source?.evaluatorCommit && `evaluator \`${source.evaluatorCommit.slice(0, 12)}\``, source?.probesCommit && `probes \`${source.probesCommit.slice(0, 12)}\``].filter(Boolean);
-    head.push(`| Probe set | \`${result.task.probeSet.slice(0, 19)}\`${commits.length ? ` (${commits.join(", ")})` : ""} |`);
-    const env = result.environment;
-    const gpu = env.gpus.length ? `${env.gpus.length}× ${env.gpus[0]?.model}` : "CPU";
-    head.push(`| Ran on | ${cell(`${gpu}, ${env.backend} × ${env.worldSize} ranks, torch ${env.torch ?? "?"}${env.sandboxed ? "" : ", unsandboxed"}`)} |`);
-    head.push(`| Time | ${(0,sizes/* formatSeconds */.Xo)(result.durations.totalS)} (${result.gpuSeconds.toFixed(1)} GPU·s) |`);
-    const memory = renderMemoryOfRecord(result);
-    if (memory)
-        head.push(`| Memory of record | ${memory} |`);
-    head.push("");
-    const cats = categoryTable(result.probes);
-    if (cats.length) {
-        head.push("#### Hidden probes by category", "", "| Category | Passed | Failed | Error | Skipped |", "|---|---:|---:|---:|---:|");
-        for (const r of cats)
-            head.push(`| ${r.category} | ${r.passed} | ${r.failed} | ${r.error} | ${r.skipped} |`);
-        head.push("");
-    }
-    const rows = [];
-    const bad = result.probes.filter((p) => p.status === "failed" || p.status === "error");
-    if (bad.length && detail === "categories")
-        rows.push(CATEGORIES_ONLY_NOTE, "");
-    else if (bad.length) {
-        rows.push("#### Probes that did not pass", "", "| Probe | Category | Status | Where | What was found |", "|---|---|---|---|---|");
-        for (const p of bad)
-            rows.push(`| \`${p.id}\` | ${p.category} | ${p.status} | ${where(p)} | ${cell(p.message)} |`);
-        rows.push("");
-    }
-    const failing = result.official?.failing ?? [];
-    if (failing.length) {
-        rows.push("#### Official tests that failed", "", "| Test | Where | Message |", "|---|---|---|");
-        for (const t of failing) {
-            const at = t.file ? `\`${t.file}${t.line ? `:${t.line}` : ""}\`` : "";
-            rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${at} | ${cell(t.message)} |`);
-        }
-        rows.push("");
-    }
-    const atBase = result.official?.failingAtBase ?? [];
-    if (atBase.length) {
-        rows.push("#### Failing at the base too (not this PR's)", "", "| Test | Message at the head |", "|---|---|");
-        for (const t of atBase)
-            rows.push(`| \`${cell(t.classname ? `${t.classname}::${t.name}` : t.name, 120)}\` | ${cell(t.message)} |`);
-        rows.push("");
-    }
-    rows.push(...renderTimeline(result.jobs ?? []));
-    if (result.workspaceResets.length) {
-        rows.push("#### Changes to the judge that were undone", "", "| Path | Action | Why |", "|---|---|---|");
-        for (const r of result.workspaceResets)
-            rows.push(`| \`${cell(r.path)}\` | ${r.action} | ${cell(r.why)} |`);
-        rows.push("");
-    }
-    return fitToLimit(head.join("\n"), rows, limit);
-}
-function fitToLimit(head, rows, limit) {
-    const full = [head, ...rows].join("\n");
-    if (full.length <= limit)
-        return full;
-    const kept = [];
-    let size = head.length;
-    const noteRoom = 200;
-    for (const row of rows) {
-        if (size + row.length + 1 + noteRoom > limit)
-            break;
-        kept.push(row);
-        size += row.length + 1;
-    }
-    const dropped = rows.length - kept.length;
-    const note = `\n> ✂️ ${dropped} more rows left out: a check-run summary holds at most ${limit.toLocaleString("en-US")} characters. The full result is in the evaluation's result JSON.`;
-    return [head, ...kept].join("\n").slice(0, limit - note.length) + note;
-}
-/**
- * Annotations on the submission's code: failed probes (failure), probe errors (warning), failing
- * official tests (failure), and undone edits to the judge (notice). Checks without a location
- * appear only in the summary, since GitHub requires a path.
- */
-function renderAnnotations(result, detail = "full") {
-    const out = [];
-    for (const p of detail === "full" ? result.probes : []) {
-        if (!p.location || (p.status !== "failed" && p.status !== "error"))
-            continue;
-        const line = p.location.line ?? 1;
-        out.push({
-            path: p.location.path,
-            start_line: line,
-            end_line: line,
-            annotation_level: p.status === "failed" ? "failure" : "warning",
-            title: truncate(`${p.category} probe ${p.status}: ${p.id}`, 255),
-            message: truncate(p.message || `hidden ${p.category} probe ${p.status}`, ANNOTATION_MESSAGE_LIMIT),
-        });
-    }
-    for (const t of result.official?.failing ?? []) {
-        if (!t.file)
-            continue;
-        const line = t.line ?? 1;
-        out.push({
-            path: t.file,
-            start_line: line,
-            end_line: line,
-            annotation_level: "failure",
-            title: truncate(`official test ${t.kind}: ${t.name}`, 255),
-            message: truncate(t.message || "the test failed", ANNOTATION_MESSAGE_LIMIT),
-        });
-    }
-    for (const r of result.workspaceResets) {
-        out.push({ path: r.path, start_line: 1, end_line: 1, annotation_level: "notice", title: `judge file ${r.action}`, message: r.why });
-    }
-    return out;
-}
-/** Splits annotations into the batches the Checks API accepts per request. */
-function batchAnnotations(annotations, size = ANNOTATIONS_PER_REQUEST) {
-    if (size < 1)
-        throw new RangeError("batch size must be at least 1");
-    const batches = [];
-    for (let i = 0; i < annotations.length; i += size)
-        batches.push(annotations.slice(i, i + size));
-    return batches;
-}
-/**
- * Everything a check run shows, from one result: the CLI, the Action and the app all call this.
- * `detail: categories` leaves out the hidden checks' ids, locations and messages.
- */
-function renderCheckRun(result, detail = "full") {
-    return {
-        conclusion: conclusionFor(result.verdict),
-        title: renderTitle(result),
-        summary: renderSummary(result, SUMMARY_LIMIT, detail),
-        annotations: renderAnnotations(result, detail),
-    };
-}
-
-
-/***/ }),
-
-/***/ 3448:
+/***/ 5336:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 /* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   $p: () => (/* binding */ pickStarts),
-/* harmony export */   BG: () => (/* binding */ unfitJobs),
-/* harmony export */   F3: () => (/* binding */ nextPort),
-/* harmony export */   hG: () => (/* binding */ parseIdList),
-/* harmony export */   xD: () => (/* binding */ formatIdList)
+/* harmony export */   CU: () => (/* binding */ treeFiles),
+/* harmony export */   EL: () => (/* binding */ copyTree),
+/* harmony export */   Yc: () => (/* binding */ baseTestsOnHead)
 /* harmony export */ });
-/* unused harmony exports ffdOrder, makespanLowerBound, TORCH_DEFAULT_PORT */
-/**
- * Which jobs start now, on which GPUs and cores: the packing decision of one runner, pure so every
- * rule is tested directly. The engine's job pool (src/engine/jobs/job-pool.ts) calls it whenever a job
- * is queued or resources come back, and does the waiting, pinning and port checks itself.
- */
-/** First-fit-decreasing order: most GPUs first, then most cores, then first come. */
-function ffdOrder(waiting) {
-    return [...waiting].sort((a, b) => b.gpus - a.gpus || b.cores - a.cores || a.seq - b.seq);
-}
-/**
- * The jobs to start now, each on the lowest-numbered free GPUs and cores it needs. Jobs are tried
- * in first-fit-decreasing order and a job that does not fit lets smaller ones past; one that has
- * been passed over `patience` times holds the runner instead (nothing behind it starts) so a large
- * or exclusive job is not starved by a stream of small ones. An exclusive job starts only on an
- * idle runner, and nothing starts beside it. `passed` names the jobs that were passed over.
- */
-function pickStarts(waiting, free, running, patience) {
-    const starts = [];
-    if (running.some((r) => r.exclusive))
-        return { starts, passed: [] };
-    let gpus = [...free.gpus].sort((a, b) => a - b);
-    let cores = [...free.cores].sort((a, b) => a - b);
-    let slots = free.slots;
-    // Skipped jobs so far; each becomes "passed over" once a job after it in the order starts.
-    let skipped = [];
-    const passed = [];
-    for (const job of ffdOrder(waiting)) {
-        const busy = running.length + starts.length > 0;
-        const fits = slots > 0 && job.gpus <= gpus.length && job.cores <= cores.length && !(job.exclusive && busy);
-        if (fits) {
-            starts.push({ id: job.id, gpus: gpus.slice(0, job.gpus), cores: cores.slice(0, job.cores) });
-            gpus = gpus.slice(job.gpus);
-            cores = cores.slice(job.cores);
-            slots -= 1;
-            passed.push(...skipped);
-            skipped = [];
-            if (job.exclusive)
-                break;
-            continue;
-        }
-        skipped.push(job.id);
-        if (job.passedOver >= patience)
-            break;
-    }
-    return { starts, passed };
-}
-/**
- * Jobs that can never run on this runner (more GPUs or cores than it has), as one sentence each:
- * checked before anything runs, so an evaluation fails at once instead of waiting forever.
- */
-function unfitJobs(demands, shape) {
-    const out = [];
-    for (const d of demands) {
-        if (d.gpus > shape.gpus)
-            out.push(`${d.id} needs ${d.gpus} GPU${d.gpus === 1 ? "" : "s"}, the runner has ${shape.gpus}`);
-        else if (d.cores > shape.cores)
-            out.push(`${d.id} needs ${d.cores} cores, the runner has ${shape.cores}`);
-    }
-    return out;
-}
-/**
- * The shortest any packing can take: max(longest job, Σ units·time / capacity), units being GPUs
- * on a GPU runner and cores on a CPU one (PROBES.md). Zero-unit jobs count only through the first term.
- */
-function makespanLowerBound(jobs, capacity) {
-    if (jobs.length === 0)
-        return 0;
-    const longest = Math.max(...jobs.map((j) => j.seconds));
-    const area = jobs.reduce((s, j) => s + j.units * j.seconds, 0);
-    return Math.max(longest, capacity > 0 ? area / capacity : 0);
-}
-/** torch's default rendezvous port: never handed out, whatever else on the machine may assume it. */
-const TORCH_DEFAULT_PORT = 29500;
-/**
- * The next rendezvous port after `last` in [from, to], skipping those in use and torch's default.
- * Ports rotate rather than restart at `from`, so a port is reused as late as possible (a socket
- * of the job before may still be in TIME_WAIT). Null when every port of the range is taken.
- */
-function nextPort(inUse, last, range) {
-    const size = range.to - range.from + 1;
-    for (let i = 1; i <= size; i += 1) {
-        const p = range.from + ((((last - range.from + i) % size) + size) % size);
-        if (p !== TORCH_DEFAULT_PORT && !inUse.has(p))
-            return p;
-    }
-    return null;
-}
-/** "0-3,6": a compact list of ids, as taskset and Cpus_allowed_list write them. */
-function formatIdList(ids) {
-    const sorted = [...ids].sort((a, b) => a - b);
-    const parts = [];
-    for (let i = 0; i < sorted.length;) {
-        let j = i;
-        while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1)
-            j += 1;
-        parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
-        i = j + 1;
-    }
-    return parts.join(",");
-}
-/** Parses "0-3,6" (Cpus_allowed_list, `--cores 0-7`); null for anything else. */
-function parseIdList(text) {
-    const ids = [];
-    for (const part of text.trim().split(",")) {
-        const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
-        if (!m)
-            return null;
-        const a = Number(m[1]);
-        const b = m[2] === undefined ? a : Number(m[2]);
-        if (b < a)
-            return null;
-        for (let i = a; i <= b; i += 1)
-            ids.push(i);
-    }
-    return [...new Set(ids)].sort((x, y) => x - y);
-}
-
-
-/***/ }),
-
-/***/ 6448:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   R6: () => (/* binding */ CATEGORIES),
-/* harmony export */   TH: () => (/* binding */ LocationSchema),
-/* harmony export */   Ue: () => (/* binding */ CategorySchema),
-/* harmony export */   mK: () => (/* binding */ ProbeLineSchema),
-/* harmony export */   oK: () => (/* binding */ CheckStatusSchema),
-/* harmony export */   wG: () => (/* binding */ MeasuredSchema)
-/* harmony export */ });
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(2311);
-/* harmony import */ var _task_spec_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6356);
-
-
-const CATEGORIES = ["structure", "state", "functional", "memory", "time", "traffic"];
-const CategorySchema = zod__WEBPACK_IMPORTED_MODULE_1__/* ["enum"] */ .k5n(CATEGORIES);
-const CheckStatusSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* ["enum"] */ .k5n(["passed", "failed", "error", "skipped"]);
-/** Where in the submission a flaw is; paths are relative to the submission's root. */
-const LocationSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
-    path: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP()
-        .min(1)
-        .max(1024)
-        .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the submission, without '..'"),
-    line: zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig().int().min(1).optional(),
-});
-/** Figures a probe measured: bytes, seconds, ratios, small facts. */
-const MeasuredSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(128), zod__WEBPACK_IMPORTED_MODULE_1__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_1__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_1__/* .boolean */ .zMY(), zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(256)]));
-/** One line of a probe's `$PROBEGATE_RESULTS` file (docs/task-format.md, "The probe protocol"). */
-const ProbeLineSchema = zod__WEBPACK_IMPORTED_MODULE_1__/* .strictObject */ .rej({
-    id: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(128).regex(_task_spec_js__WEBPACK_IMPORTED_MODULE_0__/* .ID_PATTERN */ .pw, "lower-case letters, digits, '.', '_' and '-'"),
-    category: CategorySchema,
-    status: CheckStatusSchema,
-    message: zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(4000).default(""),
-    location: LocationSchema.nullish(),
-    measured: MeasuredSchema.nullish(),
-    /** Ids of the task's requirements (task.yml `requirements`) this check covers. */
-    requirements: zod__WEBPACK_IMPORTED_MODULE_1__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_1__/* .string */ .YjP().max(128).regex(_task_spec_js__WEBPACK_IMPORTED_MODULE_0__/* .ID_PATTERN */ .pw, "lower-case letters, digits, '.', '_' and '-'")).max(64).optional(),
-});
-
-
-/***/ }),
-
-/***/ 6204:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   Yq: () => (/* binding */ DrawnParamsSchema),
-/* harmony export */   rx: () => (/* binding */ drawParams),
-/* harmony export */   wR: () => (/* binding */ ProbeParamsSchema)
-/* harmony export */ });
-/* unused harmony export ProbeParamSchema */
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2311);
-
-/**
- * One parameter a task's probes draw fresh per evaluation, so a submission tuned to the sizes the
- * examples or the prompt happen to use is still exercised elsewhere in the stated range.
- */
-const ProbeParamSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .union */ .KCZ([
-    zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ int: zod__WEBPACK_IMPORTED_MODULE_0__/* .tuple */ .PVZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int()]).describe("[min, max], both included") }),
-    zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ float: zod__WEBPACK_IMPORTED_MODULE_0__/* .tuple */ .PVZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig()]).describe("[min, max)") }),
-    zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ choice: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY()])).min(1).describe("one of these values") }),
-]);
-const ProbeParamsSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[a-z][a-z0-9_]*$/, "parameter names are lower-case identifiers (a-z, 0-9, _)"), ProbeParamSchema)
-    .superRefine((params, ctx) => {
-    for (const [name, p] of Object.entries(params)) {
-        if ("int" in p && p.int[0] > p.int[1])
-            ctx.addIssue({ code: "custom", path: [name, "int"], message: `min ${p.int[0]} is above max ${p.int[1]}` });
-        if ("float" in p && !(p.float[0] < p.float[1]))
-            ctx.addIssue({ code: "custom", path: [name, "float"], message: `min ${p.float[0]} is not below max ${p.float[1]}` });
-    }
-});
-/** What an evaluation's probes were handed: the seed (recorded, so `--seed` reproduces it) and the values. */
-const DrawnParamsSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
-    seed: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0).max(0xffffffff),
-    values: zod__WEBPACK_IMPORTED_MODULE_0__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_0__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig(), zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY()])),
-});
-/** mulberry32: a small, well-mixed 32-bit PRNG; the same seed gives the same stream on every machine. */
-function prng(seed) {
-    let a = seed >>> 0;
-    return () => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = a;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-}
-/**
- * Draws every parameter from `seed`, in name order so adding a parameter never reshuffles the
- * others' stream position silently across names sorted before it. Pure.
- */
-function drawParams(params, seed) {
-    const next = prng(seed);
-    const values = {};
-    for (const name of Object.keys(params).sort()) {
-        const p = params[name];
-        const u = next();
-        if ("int" in p)
-            values[name] = p.int[0] + Math.floor(u * (p.int[1] - p.int[0] + 1));
-        else if ("float" in p)
-            values[name] = p.float[0] + u * (p.float[1] - p.float[0]);
-        else
-            values[name] = p.choice[Math.floor(u * p.choice.length)];
-    }
-    return { seed: seed >>> 0, values };
-}
-
-
-/***/ }),
-
-/***/ 4670:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-
-// EXPORTS
-__nccwpck_require__.d(__webpack_exports__, {
-  xW: () => (/* binding */ signResult),
-  rP: () => (/* binding */ verifyResult)
-});
-
-// UNUSED EXPORTS: keyId, verifyResultWithKeys
-
-// EXTERNAL MODULE: external "node:crypto"
-var external_node_crypto_ = __nccwpck_require__(7598);
-;// CONCATENATED MODULE: ./src/core/canonical-json.ts
-/**
- * Canonical JSON: object keys sorted, no whitespace, `undefined` members dropped. Signing hashes
- * this form, so a result re-serialised by any JSON library verifies the same.
- */
-function canonicalJson(value) {
-    if (value === null || typeof value !== "object") {
-        if (typeof value === "number" && !Number.isFinite(value))
-            throw new TypeError("cannot sign a non-finite number");
-        return JSON.stringify(value) ?? "null";
-    }
-    if (Array.isArray(value))
-        return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
-    const entries = Object.entries(value)
-        .filter(([, v]) => v !== undefined)
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-}
-
-;// CONCATENATED MODULE: ./src/core/result-signature.ts
-
-
-// The one definition of how results are signed: the engine and the Action sign with it, the app
-// and `probegate verify` check with it. Hashing only: no I/O, no clock.
-/** Names a key without revealing it: the first 16 hex digits of its SHA-256. */
-function keyId(key) {
-    return (0,external_node_crypto_.createHash)("sha256").update(key).digest("hex").slice(0, 16);
-}
-function mac(result, key) {
-    const { signature: _unsigned, ...body } = result;
-    return (0,external_node_crypto_.createHmac)("sha256", key).update(canonicalJson(body)).digest();
-}
-/** Signs a result: HMAC-SHA256 over the canonical JSON of everything but the signature. */
-function signResult(result, key) {
-    if (!key || key.length < 16)
-        throw new RangeError("a signing key must be at least 16 bytes");
-    return { ...result, signature: { algorithm: "hmac-sha256", keyId: keyId(key), value: mac(result, key).toString("hex") } };
-}
-/** Whether a result carries a valid signature by `key`; never throws on forged input. */
-function verifyResult(result, key) {
-    const sig = result.signature;
-    if (!sig)
-        return { ok: false, why: "the result is not signed" };
-    if (sig.keyId !== keyId(key))
-        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keyId(key)})` };
-    const want = mac(result, key);
-    const got = Buffer.from(sig.value, "hex");
-    if (got.length !== want.length || !(0,external_node_crypto_.timingSafeEqual)(got, want))
-        return { ok: false, why: "the signature does not match the result's content" };
-    return { ok: true };
-}
-/**
- * Whether a result carries a valid signature by any of `keys` (the current key first, then the
- * previous ones a rotation keeps for results in flight). The key is picked by the signature's key
- * id, so an unknown key is refused naming the ids that are accepted.
- */
-function verifyResultWithKeys(result, keys) {
-    const sig = result.signature;
-    if (!sig)
-        return { ok: false, why: "the result is not signed" };
-    const index = keys.findIndex((k) => keyId(k) === sig.keyId);
-    if (index < 0)
-        return { ok: false, why: `the result is signed with another key (key id ${sig.keyId}, expected ${keys.map(keyId).join(" or ")})` };
-    const checked = verifyResult(result, keys[index]);
-    return checked.ok ? { ok: true, keyIndex: index } : checked;
-}
-
-
-/***/ }),
-
-/***/ 9294:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   Ls: () => (/* binding */ OfficialSchema),
-/* harmony export */   Re: () => (/* binding */ EvaluationResultSchema),
-/* harmony export */   Uv: () => (/* binding */ readResult),
-/* harmony export */   jp: () => (/* binding */ VerdictSchema),
-/* harmony export */   tS: () => (/* binding */ RESULT_SCHEMA_VERSION)
-/* harmony export */ });
-/* unused harmony exports LimitSchema, FailingTestSchema, ProbeResultSchema, GpuPhasePeakSchema, JobRecordSchema, EnvironmentSchema, SignatureSchema */
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(2311);
-/* harmony import */ var _probe_check_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6448);
-/* harmony import */ var _probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
-
-
-
-const RESULT_SCHEMA_VERSION = 1;
-const VerdictSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["resolved", "official-failed", "probe-rejected", "error"]);
-/** A limit the submission ran into; it fails the submission (it is not a harness error). */
-const LimitSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["wall-clock", "memory", "gpu-memory", "output", "pids", "disk"]);
-const FailingTestSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    name: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    classname: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().default(""),
-    file: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-    line: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().nullish(),
-    kind: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["failure", "error"]),
-    message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().default(""),
-});
-const OfficialSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    passed: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
-    /** Why the run did not pass, when it did not: the cross-check of exit code and report. */
-    reason: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-    exitCode: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().nullable(),
-    signal: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-    limit: LimitSchema.nullish(),
-    reportFound: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
-    counts: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-        total: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
-        passed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
-        failed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
-        errors: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
-        skipped: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
-    }),
-    failing: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(FailingTestSchema),
-    durationS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-    /** Peak memory of the test run, measured outside it: the run's cgroup, else sampled group RSS. */
-    peakMemoryBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0).nullish(),
-    memorySource: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["cgroup", "sampled"]).nullish(),
-    /** A repository gate: failing tests that fail at the base too (reported, not the PR's; left out of `failing`). */
-    failingAtBase: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(FailingTestSchema).nullish(),
-    /** A repository gate: the run of the base's tests on the base's tree it was judged against. */
-    base: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-        counts: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ total: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), passed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), failed: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), errors: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0), skipped: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0) }),
-        durationS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-        /** Taken from the runner's cache of base outcomes (another PR on the same base ran it). */
-        cached: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
-    })
-        .nullish(),
-});
-const ProbeResultSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    category: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .CategorySchema */ .Ue,
-    status: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .CheckStatusSchema */ .oK,
-    message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    location: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .LocationSchema */ .TH.nullish(),
-    measured: _probe_check_js__WEBPACK_IMPORTED_MODULE_0__/* .MeasuredSchema */ .wG.nullish(),
-    /** Requirement ids of the task this check covers, as the probe named them. */
-    requirements: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP()).nullish(),
-    /** The probe process (file stem) that emitted the check; never its source. */
-    probe: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    /** How many runs of the probe process this check had (time checks are measured up to 3 times). */
-    attempts: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(1),
-    durationS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-});
-/** One phase's GPU memory of record (bytes): Σ over the job's GPUs, above the phase's starting point. */
-const GpuPhasePeakSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    baselineBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
-    peakBytes: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
-    samples: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0),
-});
-/** One job of the evaluation on its slice of the runner (seconds from the evaluation's start). */
-const JobRecordSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    /** "official", or the probe process (file stem). */
-    id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    kind: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["official", "probe"]),
-    gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0)),
-    /** Cores it was pinned to; empty where cores were not partitioned. */
-    cores: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0)),
-    /** Its rendezvous port (MASTER_PORT). */
-    port: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(1).max(65535),
-    timing: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
-    exclusive: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
-    startS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-    endS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-    /** Seconds it queued for its slice. */
-    waitedS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-});
-const EnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    platform: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    node: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    python: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-    torch: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-    cuda: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-    backend: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["gloo", "nccl"]),
-    worldSize: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(1),
-    gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ index: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int(), model: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), memoryMiB: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig(), driver: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() })),
-    /** Whether submission code ran in the sandbox (false only with --unsandboxed). */
-    sandboxed: zod__WEBPACK_IMPORTED_MODULE_2__/* .boolean */ .zMY(),
-    /** The cgroup version that limited and metered each run; null where none was usable. */
-    cgroup: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["v1", "v2"]).nullish(),
-    /**
-     * The task's own Python environment (task.yml `environment:`) the jobs ran in: the sha256 of its
-     * lock, its Python version and the system interpreter it is built on. Absent or null: the runner's
-     * interpreter (no environment declared, or --python named one).
-     */
-    pythonEnv: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-        lockHash: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
-        python: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-        interpreter: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    })
-        .nullish(),
-});
-const SignatureSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    algorithm: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz("hmac-sha256"),
-    keyId: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    value: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
-});
-/** The result document of one evaluation (schema/result.schema.json is generated from this). */
-const EvaluationResultSchema = zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-    schemaVersion: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz(RESULT_SCHEMA_VERSION),
-    task: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-        id: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-        title: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-        area: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-        /** Content hash of the probe folder, so a result names the probe set it was judged by. */
-        probeSet: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    }),
-    submission: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-        kind: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["folder", "git", "patch"]),
-        source: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-        repo: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-        ref: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-        sha: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-        /** Repository gates: the PR base asked for, and the merge base the head was compared with. */
-        prBase: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ asked: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), mergeBase: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() }).nullish(),
-    }),
-    /**
-     * Where the probe set came from, as checked out on the runner (the Action fills it before
-     * signing): the evaluator repository's commit (tasks and workflow) and the probes repository's
-     * commit. Null where a folder was not a git checkout. Scorecards split by these.
-     */
-    probeSetVersion: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ evaluatorCommit: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullable(), probesCommit: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullable() }).nullish(),
-    /** The app's evaluation key (runner mode), so a signed result cannot be replayed for another evaluation. */
-    evaluationKey: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP().nullish(),
-    verdict: VerdictSchema,
-    /** One sentence for people: why this verdict. */
-    reason: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    official: OfficialSchema.nullable(),
-    probes: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(ProbeResultSchema),
-    /** Paths the engine restored or removed before running the official tests. */
-    workspaceResets: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), action: zod__WEBPACK_IMPORTED_MODULE_2__/* ["enum"] */ .k5n(["restored", "removed"]), why: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() })),
-    durations: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-        workspaceS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-        officialS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-        probesS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-        totalS: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-    }),
-    gpuSeconds: zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().min(0),
-    /** The probe parameters drawn for this evaluation and their seed (`probegate eval --seed` reproduces them). */
-    params: _probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .DrawnParamsSchema */ .Yq.nullish(),
-    /**
-     * GPU memory of record, measured outside the sandbox by the driver (nvidia-smi) on the GPUs given
-     * to the job: per phase, the most they held at once above what they held when it began. Null on
-     * a job without GPUs (or where the driver could not be read); a phase that did not run is null.
-     */
-    gpuMemory: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({
-        source: zod__WEBPACK_IMPORTED_MODULE_2__/* .literal */ .euz("nvidia-smi"),
-        gpus: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_2__/* .number */ .aig().int().min(0)),
-        official: GpuPhasePeakSchema.nullable(),
-        probes: GpuPhasePeakSchema.nullable(),
-    })
-        .nullish(),
-    environment: EnvironmentSchema,
-    /** Each job (official tests, each probe process) with its GPUs, cores, port, start and end. */
-    jobs: zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(JobRecordSchema).nullish(),
-    startedAt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    finishedAt: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(),
-    error: zod__WEBPACK_IMPORTED_MODULE_2__/* .strictObject */ .rej({ phase: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP(), message: zod__WEBPACK_IMPORTED_MODULE_2__/* .string */ .YjP() }).nullish(),
-    signature: SignatureSchema.nullish(),
-});
-/**
- * A copy of `schema` that drops the object keys it does not know instead of refusing them, at
- * every depth. Only for reading results: writers stay strict.
- */
-function lenient(schema) {
-    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodObject */ .bvH) {
-        return zod__WEBPACK_IMPORTED_MODULE_2__/* .object */ .Ikc(Object.fromEntries(Object.entries(schema.shape).map(([k, v]) => [k, lenient(v)])));
-    }
-    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodArray */ .naA)
-        return zod__WEBPACK_IMPORTED_MODULE_2__/* .array */ .YOg(lenient(schema.element));
-    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodNullable */ .l1C)
-        return lenient(schema.unwrap()).nullable();
-    if (schema instanceof zod__WEBPACK_IMPORTED_MODULE_2__/* .ZodOptional */ .IiU)
-        return lenient(schema.unwrap()).optional();
-    return schema;
-}
-const ResultReadSchema = lenient(EvaluationResultSchema);
-/**
- * Reads a result written by this probegate or a newer one of the same schema version. A newer
- * writer may add fields; they are dropped here, after the caller has checked the signature over
- * the document as it came. A newer schema version is refused with a message that says so.
- */
-function readResult(json) {
-    const version = json?.schemaVersion;
-    if (typeof version === "number" && version > RESULT_SCHEMA_VERSION) {
-        return { ok: false, problem: `the result has schema version ${version}, newer than this probegate reads (${RESULT_SCHEMA_VERSION}); upgrade probegate here to the Action's version` };
-    }
-    const parsed = ResultReadSchema.safeParse(json);
-    if (parsed.success)
-        return { ok: true, result: parsed.data };
-    const issues = parsed.error.issues.slice(0, 5).map((i) => `\`${i.path.join(".") || "(document)"}\`: ${i.message}`);
-    return { ok: false, problem: `the result does not match the result schema: ${issues.join("; ")}` };
-}
-
-
-/***/ }),
-
-/***/ 9013:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   Xo: () => (/* binding */ formatSeconds),
-/* harmony export */   nS: () => (/* binding */ parseByteSize),
-/* harmony export */   z3: () => (/* binding */ formatBytes)
-/* harmony export */ });
-/** Byte sizes written the way people write them in YAML: `512`, `64KiB`, `8GiB`, `1.5GB`. */
-const UNITS = {
-    b: 1,
-    kb: 1e3,
-    mb: 1e6,
-    gb: 1e9,
-    tb: 1e12,
-    kib: 2 ** 10,
-    mib: 2 ** 20,
-    gib: 2 ** 30,
-    tib: 2 ** 40,
-};
-/** Parses a size; returns undefined when the text is not one (the caller names the field). */
-function parseByteSize(value) {
-    if (typeof value === "number")
-        return Number.isFinite(value) && value >= 0 ? Math.floor(value) : undefined;
-    const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(value);
-    if (!m)
-        return undefined;
-    const unit = (m[2] ?? "").toLowerCase() || "b";
-    const factor = UNITS[unit];
-    if (factor === undefined)
-        return undefined;
-    return Math.floor(Number(m[1]) * factor);
-}
-/** `67108864` → `64.0 MiB`; for messages and tables. */
-function formatBytes(bytes) {
-    const abs = Math.abs(bytes);
-    if (abs < 1024)
-        return `${bytes} B`;
-    const units = ["KiB", "MiB", "GiB", "TiB"];
-    let v = bytes / 1024;
-    let i = 0;
-    while (Math.abs(v) >= 1024 && i < units.length - 1) {
-        v /= 1024;
-        i++;
-    }
-    return `${v.toFixed(1)} ${units[i]}`;
-}
-/** `83.456` → `1m 23.5s`; `0.25` → `0.25s`. */
-function formatSeconds(seconds) {
-    if (seconds < 1)
-        return `${seconds.toFixed(2)}s`;
-    if (seconds < 60)
-        return `${seconds.toFixed(1)}s`;
-    const m = Math.floor(seconds / 60);
-    return `${m}m ${(seconds - m * 60).toFixed(1)}s`;
-}
-
-
-/***/ }),
-
-/***/ 4494:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   LS: () => (/* binding */ inVersionRange),
-/* harmony export */   c3: () => (/* binding */ normalizePackage),
-/* harmony export */   j$: () => (/* binding */ SetupSchema),
-/* harmony export */   jn: () => (/* binding */ VERSION_RANGE),
-/* harmony export */   qR: () => (/* binding */ RequiresSchema),
-/* harmony export */   q_: () => (/* binding */ EnvironmentManifestSchema),
-/* harmony export */   yY: () => (/* binding */ unmetRequirements),
-/* harmony export */   zS: () => (/* binding */ PythonEnvironmentSchema)
-/* harmony export */ });
-/* unused harmony exports PYTHON_RANGE_DEFAULT, TreeEnvironmentSchema, TreeSourceSchema */
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(2311);
-
-/** A comparator list such as ">=2.1", ">=2.1,<3" or "==2.11.0"; versions are dotted numbers. */
-const VERSION_RANGE = /^\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*(,\s*(>=|<=|==|!=|>|<)\s*\d+(\.\d+)*\s*)*$/;
-/**
- * Files the engine puts beside the workspace for a task whose real repository needs them (a pytest
- * plugin that maps the engine's rank settings onto the repository's, a compatibility shim). They
- * are the judge's, not the submission's: outside the workspace, read-only in the sandbox, first on
- * PYTHONPATH, and a workspace file of the same module name is removed before anything runs.
- */
-const SetupSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
-    path: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().min(1).describe("folder of setup files, relative to the task folder; put on PYTHONPATH before the workspace"),
-    pytestPlugins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/, "a Python module name, e.g. probegate_megatron"))
-        .default([])
-        .describe("modules of the setup folder loaded into the official pytest run with -p (no conftest.py needed)"),
-    include: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().min(1))
-        .default([])
-        .describe("more folders of setup files, relative to the task folder, that tasks share (one CPU shim for two Megatron tasks); their files join those of path, and a file in two folders is an error"),
-});
-/**
- * What the runner must have for the task to mean anything. A runner without it ends the
- * evaluation in `error` naming the requirement and what the runner has, before any code runs:
- * never a wrong verdict from a task that cannot run there.
- */
-const RequiresSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
-    torch: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(VERSION_RANGE, "a version range such as \">=2.1\" or \">=2.1,<3\"").optional().describe("torch version range"),
-    gpus: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(1).max(64).optional().describe("NVIDIA GPUs the runner must give the job"),
-    cuda: zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY().optional().describe("torch must be a CUDA build and see a GPU"),
-})
-    .default({});
-/** A version range of the interpreter, as for torch: ">=3.11,<3.13", "==3.11". */
-const PYTHON_RANGE_DEFAULT = ">=3,<4";
-/** A project name as PEP 508 writes it (torch, typing_extensions, megatron-core). */
-const PACKAGE_NAME = /^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/;
-/** A path inside the repository, as its tree names it: relative, no `..`, no glob (each file is named). */
-const treePath = zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
-    .min(1)
-    .refine((p) => !p.startsWith("/") && !p.split("/").includes("..") && !/[*?[\]{}]/.test(p), "a file of the repository, relative to its root, without '..' or globs, e.g. requirements/base.txt");
-/**
- * A gate's environment that follows the repository: the requirements its PR's merge base declares
- * (requirement files, `pyproject.toml` dependencies and extras), with the task's pins over them,
- * compiled into a hash-checked lock with uv and built once per runner for each distinct set of
- * inputs. The merge base is known only once the workspace exists, so the build starts then.
- */
-const TreeEnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
-    requirements: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(treePath)
-        .default([])
-        .describe("requirement files of the repository at the merge base (pip's format; their -r and -c files are read too), e.g. requirements/base.txt"),
-    pyproject: zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
-        path: treePath.default("pyproject.toml").describe("the pyproject.toml, relative to the repository's root"),
-        extras: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(PACKAGE_NAME, "an extra's name, e.g. test")).default([]).describe("[project.optional-dependencies] extras installed beside [project] dependencies"),
-    })
-        .optional()
-        .describe("the [project] dependencies of the repository's pyproject.toml (static ones: dependencies listed in project.dynamic are refused), with the extras named"),
-    pins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*([<>=!~][^;@]*)?(;[^@]*)?$/, "a requirement such as torch==2.15.0 or pytest>=8,<10 (no URL)"))
-        .default([])
-        .describe("requirements of the task's own that win over the tree's: each replaces every requirement on its package (a uv override) and is installed"),
-    exclude: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(PACKAGE_NAME, "a package name, e.g. flash-attn"))
-        .default([])
-        .describe("packages never installed, though the tree (or a dependency) requires them: those a CPU runner cannot build, or ones the task's commands never import"),
-});
-/**
- * The task's own Python environment: a pinned, hash-checked lock (pip-tools' requirements format,
- * as `uv pip compile --generate-hashes` writes it) and the interpreter range it is built for. The
- * engine builds a virtual environment from it once per runner (cached by the lock's content hash
- * and the interpreter's version) and runs `{python}` from it; without it, the runner's interpreter.
- * A repository gate may instead follow its repository (`fromTree`); the lock, if any, then holds the
- * task's pins, which win over the tree's.
- */
-const PythonEnvironmentSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
-    lock: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
-        .min(1)
-        .refine((p) => !p.startsWith("/"), "a path relative to the task folder, e.g. environment/requirements.lock")
-        .optional()
-        .describe("the lock file, relative to the task folder: every requirement pinned (==) with --hash lines, as `uv pip compile --universal --generate-hashes` writes it. With fromTree: the task's pins, each winning over the tree's requirement on its package"),
-    python: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()
-        .regex(VERSION_RANGE, "a version range such as \">=3.11,<3.13\" or \"==3.11\"")
-        .default(PYTHON_RANGE_DEFAULT)
-        .describe("interpreter versions the lock is for; the engine picks a system interpreter in the range (/usr/bin/python3.X first)"),
-    fromTree: TreeEnvironmentSchema.optional().describe("repository gates: build the environment from what the PR's merge base declares (requirement files, pyproject.toml), with the task's pins over it"),
-})
-    .superRefine((env, ctx) => {
-    if (!env.lock && !env.fromTree)
-        ctx.addIssue({ code: "custom", path: ["lock"], message: "is required: name the lock file, or build the environment from the repository with fromTree" });
-    const tree = env.fromTree;
-    if (!tree)
-        return;
-    if (tree.requirements.length === 0 && !tree.pyproject) {
-        ctx.addIssue({ code: "custom", path: ["fromTree"], message: "names nothing to read: list requirement files in fromTree.requirements, or set fromTree.pyproject" });
-    }
-    const pinned = new Set(tree.pins.map((p) => normalizePackage(p.split(/[\s[<>=!~;]/)[0])));
-    tree.exclude.forEach((name, i) => {
-        if (pinned.has(normalizePackage(name)))
-            ctx.addIssue({ code: "custom", path: ["fromTree", "exclude", i], message: `'${name}' is also in fromTree.pins: a package is either pinned by the task or never installed` });
-    });
-});
-/** PEP 503 normalisation: "Typing_Extensions" and "typing-extensions" are one project. */
-function normalizePackage(name) {
-    return name.toLowerCase().replace(/[-_.]+/g, "-");
-}
-/** The inputs a lock compiled from a repository's tree was made of, for a person tracing an environment. */
-const TreeSourceSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
-    /** sha256 of everything uv was given (the requirements read from the tree, the pins, exclusions, python): the folder's key. */
-    inputHash: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
-    /** The commit (or folder) the first build read, e.g. the merge base's SHA. */
-    from: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
-    /** Each file read from the tree (declared ones and the -r/-c files they name), with the sha256 of its bytes. */
-    files: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(), sha256: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/) })),
-    /** The task's pins (environment.lock's requirements, fromTree.pins) as given to uv. */
-    pins: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()),
-    exclude: zod__WEBPACK_IMPORTED_MODULE_0__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP()),
-    /** The --python-version the lock was compiled for (it holds from that version up). */
-    pythonVersion: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
-});
-/**
- * What a built environment's folder says about itself (`probegate-env.json`, written last, before
- * the folder is moved into place): an environment folder without it is not one.
- */
-const EnvironmentManifestSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObject */ .rej({
-    /** sha256 of the lock file's bytes. */
-    lockHash: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().regex(/^[0-9a-f]{64}$/),
-    /** The lock file it was built from, as the first task that built it named it (for people). */
-    lockFile: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
-    /** The base interpreter the venv runs on (a system interpreter). */
-    interpreter: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
-    python: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
-    torch: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().nullable(),
-    cuda: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP().nullable(),
-    uv: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
-    builtAt: zod__WEBPACK_IMPORTED_MODULE_0__/* .string */ .YjP(),
-    buildS: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().min(0),
-    /** Bytes of its files (hard links into uv's cache counted in full). */
-    sizeBytes: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
-    packages: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
-    /** Where a compiled lock came from (environment.fromTree); absent: the task's own lock. */
-    tree: TreeSourceSchema.optional(),
-});
-function numbers(v) {
-    return (v.match(/^\d+(\.\d+)*/)?.[0] ?? "0").split(".").map(Number);
-}
-function compare(a, b) {
-    for (let i = 0; i < Math.max(a.length, b.length); i++) {
-        const d = (a[i] ?? 0) - (b[i] ?? 0);
-        if (d !== 0)
-            return Math.sign(d);
-    }
-    return 0;
-}
-/** Whether `version` (e.g. "2.11.0+cu130") is in `range` (e.g. ">=2.1,<3"). */
-function inVersionRange(version, range) {
-    const v = numbers(version);
-    return range.split(",").every((part) => {
-        const m = /^\s*(>=|<=|==|!=|>|<)\s*([\d.]+)\s*$/.exec(part);
-        if (!m)
-            return false;
-        const c = compare(v, numbers(m[2]));
-        switch (m[1]) {
-            case ">=": return c >= 0;
-            case "<=": return c <= 0;
-            case "==": return c === 0;
-            case "!=": return c !== 0;
-            case ">": return c > 0;
-            default: return c < 0;
-        }
-    });
-}
-/** Each requirement the runner does not meet, as "what is required (what the runner has)"; empty: all met. */
-function unmetRequirements(req, host) {
-    const unmet = [];
-    // Without an environment the wording stays the runner's (the demo's skip lines quote it).
-    const from = host.pythonFrom;
-    if (req.torch !== undefined) {
-        if (host.torch === null)
-            unmet.push(`torch ${req.torch} (${from ?? "the runner's Python"} has no torch)`);
-        else if (!inVersionRange(host.torch, req.torch))
-            unmet.push(`torch ${req.torch} (${from ?? "the runner"} has torch ${host.torch})`);
-    }
-    if (req.cuda) {
-        if (host.cuda === null)
-            unmet.push(`cuda: true (${from ? `the torch of ${from}` : "the runner's torch"}${host.torch ? ` ${host.torch}` : ""} is not a CUDA build)`);
-        else if (host.gpus === 0)
-            unmet.push(`cuda: true (the runner's torch is built for CUDA ${host.cuda} but no GPU is given to the job)`);
-    }
-    if (req.gpus !== undefined && host.gpus < req.gpus) {
-        unmet.push(`gpus: ${req.gpus} (the runner gives the job ${host.gpus} GPU${host.gpus === 1 ? "" : "s"})`);
-    }
-    return unmet;
-}
-
-
-/***/ }),
-
-/***/ 6356:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   S2: () => (/* binding */ TaskSpecSchema),
-/* harmony export */   pw: () => (/* binding */ ID_PATTERN)
-/* harmony export */ });
-/* unused harmony exports RequirementSchema, BaseSchema, TestSelectionSchema, ProbeJobSchema */
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(2311);
-/* harmony import */ var zod__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(8532);
-/* harmony import */ var _sizes_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(9013);
-/* harmony import */ var _probe_params_js__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6204);
-/* harmony import */ var _task_environment_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(4494);
-
-
-
-
-/** Task ids and probe ids share one shape so they are safe in paths, check-run names and SQL keys. */
-const ID_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
-const byteSize = zod__WEBPACK_IMPORTED_MODULE_3__/* .union */ .KCZ([zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP(), zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig()])
-    .transform((v, ctx) => {
-    const n = (0,_sizes_js__WEBPACK_IMPORTED_MODULE_0__/* .parseByteSize */ .nS)(v);
-    if (n === undefined) {
-        ctx.addIssue({ code: "custom", message: `not a size: ${JSON.stringify(v)} (write e.g. 8GiB, 512MiB, 1048576)` });
-        return zod__WEBPACK_IMPORTED_MODULE_4__/* .NEVER */ .tm;
-    }
-    return n;
-});
-const command = zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1))
-    .min(1, "a command is a non-empty list of arguments, e.g. [\"{python}\", \"-m\", \"pytest\"]");
-const seconds = zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().positive().max(24 * 3600);
-/**
- * One requirement the prompt states (an argument and its allowed values, an error path and the
- * state it must leave, a bound, a resource claim). Probe checks name the ids they cover, so
- * `probegate validate` can say which stated requirement nothing checks.
- */
-const RequirementSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-    id: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
-    text: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("the requirement as the prompt states it"),
-});
-const BaseSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .union */ .KCZ([
-    zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({ path: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("folder with the base code, relative to the task folder") }),
-    zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-        git: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-            repo: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("git URL or path of the repository"),
-            ref: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("branch, tag or commit"),
-        }),
-        overlay: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).optional().describe("folder copied over the exported tree, relative to the task folder (the change's test files, as `task import` keeps them)"),
-    }),
-    zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-        pr: zod__WEBPACK_IMPORTED_MODULE_3__/* .literal */ .euz(true).describe("a repository gate: the workspace is the PR's head (--submission repo@head), its base commit (--pr-base) sits beside it read-only"),
-    }),
-]);
-/**
- * Which of the repository's own tests a repository gate runs: a fixed list, tests mapped from the
- * paths the PR changes, or both. They replace `{tests}` in `official.command`.
- */
-const TestSelectionSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-    tests: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).default([]).describe("test files, folders or ids that always run"),
-    fromPaths: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-        paths: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).describe("globs of changed paths (a leading '!' excludes)"),
-        tests: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).describe("tests to run when a changed path matches"),
-    }))
-        .default([])
-        .describe("tests mapped from the paths the PR changes"),
-});
-/** How one probe process is packed onto the runner (docs/task-format.md, "Packing"). */
-const ProbeJobSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-    gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
-    timing: zod__WEBPACK_IMPORTED_MODULE_3__/* .boolean */ .zMY().optional().describe("it measures time: it gets GPUs and cores of its own (default: true for a file named for the time category, e.g. probe_time.py)"),
-    exclusive: zod__WEBPACK_IMPORTED_MODULE_3__/* .boolean */ .zMY().default(false).describe("nothing else runs on the runner while it does"),
-});
-const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-    id: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(ID_PATTERN, "lower-case letters, digits, '.', '_' and '-'"),
-    title: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1),
-    area: zod__WEBPACK_IMPORTED_MODULE_3__/* ["enum"] */ .k5n(["training", "inference", "rl", "other"]),
-    prompt: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).default("prompt.md").describe("the prompt file, relative to the task folder"),
-    base: BaseSchema,
-    gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).default(1).describe("GPUs (ranks) the task wants on a GPU runner"),
-    minRanks: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig()
-        .int()
-        .min(1)
-        .max(64)
-        .default(1)
-        .describe("the fewest ranks the task's code and probes mean anything on (e.g. 2 for a trainer and a rollout group); a smaller --world-size is refused"),
-    official: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-        command,
-        timeout: seconds.default(600),
-        files: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).min(1).default(["tests/**"]).describe("globs of official test files: restored from the base (assignments); compared with the base by the weakened-test guard (repository gates)"),
-        select: TestSelectionSchema.optional().describe("repository gates: which of the repository's tests replace {tests} in the command"),
-        allowChanged: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).default([]).describe("repository gates: test ids or file globs the PR may change, delete or weaken; the guard reports such changes as allowed, never silently"),
-    }),
-    probes: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-        path: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).describe("folder of the hidden probes, relative to the task folder"),
-        pattern: zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1).default("probe_*.py"),
-        command: command.default(["{python}", "{probe}"]),
-        timeout: seconds.default(300),
-        gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).optional(),
-        jobs: zod__WEBPACK_IMPORTED_MODULE_3__/* .record */ .g1P(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().regex(/^[A-Za-z0-9_.-]+$/, "a probe file's name without its extension, e.g. probe_time"), ProbeJobSchema).default({}).describe("per probe process (file stem): the GPUs it needs and whether it times anything; the engine packs probe processes onto the runner by it"),
-    }),
-    limits: zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
-        wallClock: seconds.default(3600),
-        memory: byteSize.default(8 * 2 ** 30),
-        outputBytes: byteSize.default(16 * 2 ** 20),
-        gpuMemory: byteSize
-            .optional()
-            .describe("GPU memory the job may hold at once, summed over its GPUs, above what they held when the phase began (read by nvidia-smi outside the sandbox); none: measured, not limited"),
-    })
-        .default({ wallClock: 3600, memory: 8 * 2 ** 30, outputBytes: 16 * 2 ** 20 }),
-    interfaces: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(zod__WEBPACK_IMPORTED_MODULE_3__/* .string */ .YjP().min(1)).default([]).describe("names the probes call; each must appear in the prompt"),
-    requirements: zod__WEBPACK_IMPORTED_MODULE_3__/* .array */ .YOg(RequirementSchema).default([]).describe("what the prompt states, with ids the probes' checks name (emit(..., requirements=[...]))"),
-    params: _probe_params_js__WEBPACK_IMPORTED_MODULE_1__/* .ProbeParamsSchema */ .wR.default({}).describe("parameters the probes draw fresh per evaluation (PROBEGATE_PARAMS), from a seed recorded in the result"),
-    setup: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .SetupSchema */ .j$.optional().describe("judge-owned files beside the workspace (pytest plugin, compatibility shim)"),
-    environment: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .PythonEnvironmentSchema */ .zS.optional().describe("the task's pinned Python environment (a hash-checked lock, or for a repository gate what its merge base declares), built once per runner; without it, {python} is the runner's interpreter"),
-    requires: _task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .RequiresSchema */ .qR.describe("what the runner must have (torch range, GPUs, CUDA); unmet: verdict error naming it"),
-})
-    .superRefine((t, ctx) => {
-    const seen = new Set();
-    t.requirements.forEach((r, i) => {
-        if (seen.has(r.id))
-            ctx.addIssue({ code: "custom", path: ["requirements", i, "id"], message: `'${r.id}' is listed twice` });
-        seen.add(r.id);
-    });
-    const gate = "pr" in t.base;
-    const usesTests = t.official.command.some((a) => a.includes("{tests}"));
-    if (t.official.select && !usesTests) {
-        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "selects tests, but official.command has no {tests} to put them in" });
-    }
-    if (gate && usesTests && !t.official.select) {
-        ctx.addIssue({ code: "custom", path: ["official", "select"], message: "is required: official.command has {tests} and a repository gate (base: {pr: true}) chooses them from select.tests and select.fromPaths" });
-    }
-    if (!gate && (t.official.select || t.official.allowChanged.length)) {
-        ctx.addIssue({ code: "custom", path: ["official", t.official.select ? "select" : "allowChanged"], message: "is for repository gates (base: {pr: true}); an assignment runs its own official command on its fixed base" });
-    }
-    if (t.environment?.fromTree && !gate) {
-        ctx.addIssue({ code: "custom", path: ["environment", "fromTree"], message: "is for repository gates (base: {pr: true}), whose base moves with each PR; a fixed base has a fixed lock (environment.lock)" });
-    }
-    if (t.gpus > 0 && t.minRanks > t.gpus) {
-        ctx.addIssue({ code: "custom", path: ["minRanks"], message: `is ${t.minRanks}, more than gpus (${t.gpus}), the ranks the task runs on by default` });
-    }
-})
-    .describe("probegate task spec (tasks/<id>/task.yml)");
-
-
-/***/ }),
-
-/***/ 9478:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   A: () => (/* binding */ decideVerdict)
-/* harmony export */ });
-/**
- * The verdict table. Order matters: a harness fault outranks everything (the submission was not
- * judged); failing official tests outrank probes (the probes are not needed to reject); one failed
- * probe rejects; a probe error without any failure leaves the submission unjudged; only a run with
- * at least one passed check and nothing else wrong resolves.
- */
-function decideVerdict(input) {
-    if (input.harnessError)
-        return { verdict: "error", reason: input.harnessError };
-    if (!input.official)
-        return { verdict: "error", reason: "the official tests did not run" };
-    if (!input.official.passed)
-        return { verdict: "official-failed", reason: "the official tests failed" };
-    const count = (s) => input.probes.filter((p) => p.status === s).length;
-    const failed = count("failed");
-    const errors = count("error");
-    const passed = count("passed");
-    const total = input.probes.length;
-    if (failed > 0) {
-        return { verdict: "probe-rejected", reason: `passes the official tests, fails ${failed} of ${total} hidden probes` };
-    }
-    if (errors > 0) {
-        return { verdict: "error", reason: `${errors} of ${total} hidden probes could not run to a result` };
-    }
-    if (passed === 0)
-        return { verdict: "error", reason: "no hidden probe produced a result" };
-    return { verdict: "resolved", reason: `passes the official tests and all ${passed} hidden probes` };
-}
-
-
-/***/ }),
-
-/***/ 7818:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   TR: () => (/* binding */ claimEvaluationUid),
-/* harmony export */   iT: () => (/* binding */ RunnerClaims),
-/* harmony export */   ns: () => (/* binding */ UID_SLOTS)
-/* harmony export */ });
-/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(7598);
-/* harmony import */ var node_crypto__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_crypto__WEBPACK_IMPORTED_MODULE_0__);
-/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(3024);
-/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_1__);
-/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(8161);
-/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_2___default = /*#__PURE__*/__nccwpck_require__.n(node_os__WEBPACK_IMPORTED_MODULE_2__);
-/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(6760);
-/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_3___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_3__);
-/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(7679);
-
-
-
-
-
-/** How deep a takeover may chase takeover locks left by processes that died while holding one. */
-const MAX_TAKEOVER_DEPTH = 3;
-/**
- * Claims between the probegate processes of one runner, on what must be unique among everything
- * running on it at once:
- *  - rendezvous ports (`port-<n>`): a port nothing listens on can still be taken — it is handed out
- *    seconds before the job's rank 0 binds it, and another probegate process (a second `validate
- *    --power`, another runner service) checking it in that window would give it to its own job, whose
- *    ranks would then meet the first job's store;
- *  - sandbox uids (`uid-<n>`): each evaluation runs as a uid of its own (see `claimEvaluationUid`);
- *  - GPUs (`gpu-<index>`) and pinned cores (`core-<id>`): held by a job of one process's job pool
- *    (job-pool.ts), so two processes never put their jobs on one GPU or pin them to one core.
- * A claim is a file holding the claimant's pid, made by hard-linking a file already written (so a
- * claim is never seen empty) and failing when the name exists. A claim whose process is gone is
- * taken over, see `removeStale`.
- *
- * Beside the claims, a job pool that waits for GPUs or cores announces it (`<id>.wait`), so the
- * pools of other processes can leave it its turn instead of handing what they free straight to
- * their own queues (job-pool.ts).
- */
-class RunnerClaims {
-    where;
-    /** The pid written into claims: this process's. Tests give two instances distinct live identities. */
-    pid;
-    constructor(where = defaultClaimDir(), opts = {}) {
-        this.where = where;
-        this.pid = opts.pid ?? process.pid;
-        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.mkdirSync)(this.where, { recursive: true, mode: 0o700 });
-    }
-    /** True when this process now holds `key` (and must `release` it); false when a live process does. */
-    claim(key) {
-        return this.take(this.file(key), 0);
-    }
-    /**
-     * Claims every key or none: on the first key held elsewhere, gives back those it got and says
-     * which key it was and who holds it.
-     */
-    claimAll(keys) {
-        const got = [];
-        try {
-            for (const key of keys) {
-                if (!this.claim(key)) {
-                    this.releaseAll(got);
-                    return { key, pid: readHolder(this.file(key)) };
-                }
-                got.push(key);
-            }
-        }
-        catch (e) {
-            this.releaseAll(got);
-            throw e;
-        }
-        return null;
-    }
-    releaseAll(keys) {
-        for (const key of keys)
-            this.release(key);
-    }
-    release(key) {
-        this.drop(this.file(key));
-    }
-    /**
-     * Which of `keys` a live process holds now, with its pid (one listing of the folder, then one read
-     * per key that has a claim). A claim of a dead process is left out: claiming the key takes it over.
-     */
-    holders(keys) {
-        const wanted = new Set(keys);
-        const out = new Map();
-        for (const name of (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readdirSync)(this.where)) {
-            if (!name.endsWith(".claim"))
-                continue;
-            const key = name.slice(0, -".claim".length);
-            if (!wanted.has(key))
-                continue;
-            const pid = readHolder((0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, name));
-            if (pid !== null && alive(pid))
-                out.set(key, pid);
-        }
-        return out;
-    }
-    /**
-     * Says (or, with null, stops saying) that the pool `id` waits: replaced whole, never seen half
-     * written. A pool announces only while it has a job waiting.
-     */
-    announceWait(id, wait) {
-        const file = (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, `${id}.wait`);
-        if (!wait) {
-            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
-            return;
-        }
-        const aside = `${file}.${(0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.randomBytes)(4).toString("hex")}.tmp`;
-        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.writeFileSync)(aside, JSON.stringify({ id, pid: this.pid, ...wait }), { mode: 0o600 });
-        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.renameSync)(aside, file);
-    }
-    /**
-     * The waits other pools announce (not `exceptId`'s), oldest first; those of processes that are
-     * gone are removed. One listing of the folder and one read per announcement.
-     */
-    waiters(exceptId) {
-        const out = [];
-        for (const name of (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readdirSync)(this.where)) {
-            if (!name.endsWith(".wait") || name === `${exceptId}.wait`)
-                continue;
-            const file = (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, name);
-            let w;
-            try {
-                w = JSON.parse((0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readFileSync)(file, "utf8"));
-            }
-            catch {
-                continue; // given back meanwhile
-            }
-            if (!alive(w.pid)) {
-                (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
-                continue;
-            }
-            out.push(w);
-        }
-        return out.sort((a, b) => a.since - b.since || a.id.localeCompare(b.id));
-    }
-    take(file, depth) {
-        for (let attempt = 0; attempt < 3; attempt += 1) {
-            if (this.create(file))
-                return true;
-            const holder = readHolder(file);
-            if (holder === null)
-                continue; // given back meanwhile: try again
-            if (alive(holder))
-                return false;
-            if (depth >= MAX_TAKEOVER_DEPTH || !this.removeStale(file, holder, depth))
-                return false;
-        }
-        return false;
-    }
-    /**
-     * Removes `file` if it still names the dead `holder`. Two processes can both read the same stale
-     * claim; were each to remove what it finds, the slower one would remove the claim the faster one
-     * has just made, and both would hold the key. So the removal happens only under a takeover lock
-     * named for the dead holder (itself a claim, taken over the same way should its maker die holding
-     * it), and only after reading the claim again under that lock: whoever comes second finds the
-     * first one's live pid there and leaves it. False when another process is taking it over now.
-     */
-    removeStale(file, holder, depth) {
-        const lock = `${file}.takeover-${holder}`;
-        if (!this.take(lock, depth + 1))
-            return false;
-        try {
-            if (readHolder(file) === holder)
-                (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
-        }
-        finally {
-            this.drop(lock);
-        }
-        return true;
-    }
-    /** Makes `file` naming this process, unless it exists: written aside first, then hard-linked into place. */
-    create(file) {
-        const aside = `${file}.${this.pid}-${(0,node_crypto__WEBPACK_IMPORTED_MODULE_0__.randomBytes)(4).toString("hex")}.tmp`;
-        (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.writeFileSync)(aside, String(this.pid), { mode: 0o600, flag: "wx" });
-        try {
-            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.linkSync)(aside, file);
-            return true;
-        }
-        catch (e) {
-            if (e.code !== "EEXIST")
-                throw e;
-            return false;
-        }
-        finally {
-            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(aside, { force: true });
-        }
-    }
-    /** Removes `file` if this process holds it (a claim taken over by someone else is theirs now). */
-    drop(file) {
-        if (readHolder(file) === this.pid)
-            (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.rmSync)(file, { force: true });
-    }
-    file(key) {
-        return (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)(this.where, `${key}.claim`);
-    }
-}
-/** The pid a claim names; 0 for content that names none (a dead claim); null when there is no claim. */
-function readHolder(file) {
-    let text;
-    try {
-        text = (0,node_fs__WEBPACK_IMPORTED_MODULE_1__.readFileSync)(file, "utf8").trim();
-    }
-    catch (e) {
-        const code = e.code;
-        if (code === "ENOENT")
-            return null;
-        throw new _errors_js__WEBPACK_IMPORTED_MODULE_4__/* .HarnessError */ .t(`cannot read the runner claim ${file} (${code ?? String(e)}): every probegate process of a runner must be able to read its claim folder (PROBEGATE_CLAIMS)`, "packing");
-    }
-    const pid = Number(text);
-    return /^\d+$/.test(text) && Number.isSafeInteger(pid) ? pid : 0;
-}
-function alive(pid) {
-    if (pid <= 0)
-        return false; // kill(0) would signal our own process group
-    try {
-        process.kill(pid, 0);
-        return true;
-    }
-    catch (e) {
-        return e.code === "EPERM";
-    }
-}
-/**
- * One folder per user for the whole runner, not under $TMPDIR: two probegate processes with
- * different temp dirs must still see each other's claims. PROBEGATE_CLAIMS overrides it.
- */
-function defaultClaimDir() {
-    return process.env.PROBEGATE_CLAIMS || (0,node_path__WEBPACK_IMPORTED_MODULE_3__.join)("/tmp", `probegate-claims-${(0,node_os__WEBPACK_IMPORTED_MODULE_2__.userInfo)().uid}`);
-}
-/** Sandbox uid slots an evaluation may claim (uid = JOB_UID_BASE + slot). */
-const UID_SLOTS = 4096;
-/**
- * Claims a sandbox uid slot for one evaluation, from a random start so processes rarely collide
- * first. All jobs of an evaluation share its workspace and so its uid; two evaluations never share
- * one while both run. Throws when every slot is held by a live process.
- */
-function claimEvaluationUid(claims = new RunnerClaims()) {
-    const start = Math.floor(Math.random() * UID_SLOTS);
-    for (let i = 0; i < UID_SLOTS; i += 1) {
-        const slot = (start + i) % UID_SLOTS;
-        if (claims.claim(`uid-${slot}`))
-            return { slot, release: () => claims.release(`uid-${slot}`) };
-    }
-    throw new _errors_js__WEBPACK_IMPORTED_MODULE_4__/* .HarnessError */ .t(`all ${UID_SLOTS} sandbox uid slots are held by running probegate evaluations (claims in ${claims.where})`, "sandbox");
-}
-
-
-/***/ }),
-
-/***/ 7679:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   d: () => (/* binding */ InputError),
-/* harmony export */   t: () => (/* binding */ HarnessError)
-/* harmony export */ });
-/**
- * Bad input from the user: a task file, a submission, a flag. The CLI prints `message` as one
- * paragraph and exits 2; nothing partial is written.
- */
-class InputError extends Error {
-    where;
-    name = "InputError";
-    constructor(message, where) {
-        super(message);
-        this.where = where;
-    }
-}
-/** The harness itself failed (missing interpreter, broken probe, runner fault): verdict `error`, exit 3. */
-class HarnessError extends Error {
-    phase;
-    name = "HarnessError";
-    constructor(message, phase) {
-        super(message);
-        this.phase = phase;
-    }
-}
-
-
-/***/ }),
-
-/***/ 646:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-
-// EXPORTS
-__nccwpck_require__.d(__webpack_exports__, {
-  RQ: () => (/* binding */ gpuNote),
-  Ae: () => (/* binding */ nvidiaSmiPath),
-  cL: () => (/* binding */ readGpuUsed),
-  oL: () => (/* binding */ startGpuMeter)
-});
-
-// UNUSED EXPORTS: parseUsedLine
-
-// EXTERNAL MODULE: external "node:child_process"
-var external_node_child_process_ = __nccwpck_require__(1421);
-// EXTERNAL MODULE: ./node_modules/execa/index.js + 139 modules
-var execa = __nccwpck_require__(5172);
-;// CONCATENATED MODULE: external "node:readline"
-const external_node_readline_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:readline");
-// EXTERNAL MODULE: ./src/core/sizes.ts
-var sizes = __nccwpck_require__(9013);
-;// CONCATENATED MODULE: ./src/engine/gpu-meter.ts
-
-
-
-
-/** ", GPU peak 1.2 GiB" for a phase's progress line; nothing where no GPU was measured. */
-function gpuNote(peak) {
-    return peak ? `, GPU peak ${(0,sizes/* formatBytes */.z3)(peak.peakBytes)}` : "";
-}
-const MIB = 1024 * 1024;
-/** The nvidia-smi to use: PROBEGATE_NVIDIA_SMI (tests, unusual installs), else the one on PATH. */
-function nvidiaSmiPath() {
-    return process.env.PROBEGATE_NVIDIA_SMI || "nvidia-smi";
-}
-/**
- * Parses nvidia-smi's `--query-gpu=index,memory.used --format=csv,noheader,nounits` lines
- * ("0, 1234": MiB). Returns null for a line that is not one (a warning, "[N/A]", a blank).
- */
-function parseUsedLine(line) {
-    const m = /^\s*(\d+)\s*,\s*(\d+(?:\.\d+)?)\s*$/.exec(line);
-    if (!m)
-        return null;
-    return { index: Number(m[1]), usedBytes: Math.round(Number(m[2]) * MIB) };
-}
-/**
- * Starts sampling `gpus` every `intervalMs` with one long-lived `nvidia-smi --loop-ms` (one process
- * for the whole phase, not one per sample). The first reading of each GPU is its baseline, so start
- * it before the phase's processes do: `ready` settles once every GPU has been read once (or after
- * `readyTimeoutMs`, when the meter gives up and `stop()` gives null). No GPUs: null at once.
- */
-async function startGpuMeter(gpus, opts = {}) {
-    const none = { overLimit: () => false, stop: async () => null };
-    if (gpus.length === 0)
-        return none;
-    const intervalMs = Math.max(50, Math.floor(opts.intervalMs ?? 200));
-    const wanted = new Set(gpus);
-    const baseline = new Map();
-    const latest = new Map();
-    let peak = 0;
-    let current = 0;
-    let samples = 0;
-    let failed = false;
-    let child;
-    try {
-        child = (0,external_node_child_process_.spawn)(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`, `--loop-ms=${intervalMs}`], {
-            stdio: ["ignore", "pipe", "ignore"],
-        });
-    }
-    catch {
-        return none;
-    }
-    let markReady = () => { };
-    const ready = new Promise((resolve) => (markReady = resolve));
-    const exited = new Promise((resolve) => {
-        child.once("error", () => {
-            failed = true;
-            resolve();
-            markReady();
-        });
-        child.once("exit", () => {
-            resolve();
-            markReady();
-        });
-    });
-    const lines = (0,external_node_readline_namespaceObject.createInterface)({ input: child.stdout });
-    lines.on("line", (line) => {
-        const r = parseUsedLine(line);
-        if (!r || !wanted.has(r.index))
-            return;
-        if (!baseline.has(r.index)) {
-            baseline.set(r.index, r.usedBytes);
-            if (baseline.size === wanted.size)
-                markReady();
-        }
-        latest.set(r.index, r.usedBytes);
-        samples += 1;
-        let sum = 0;
-        for (const [i, used] of latest)
-            sum += used - (baseline.get(i) ?? used);
-        current = sum;
-        peak = Math.max(peak, sum);
-    });
-    const timer = setTimeout(markReady, opts.readyTimeoutMs ?? 5000);
-    await ready;
-    clearTimeout(timer);
-    const limit = opts.limitBytes;
-    return {
-        overLimit: () => limit !== undefined && current > limit,
-        stop: async () => {
-            if (child.exitCode === null && child.signalCode === null) {
-                child.kill("SIGTERM");
-                const hard = setTimeout(() => child.kill("SIGKILL"), 2000);
-                await exited;
-                clearTimeout(hard);
-            }
-            await exited;
-            lines.close();
-            if (failed || baseline.size !== wanted.size)
-                return null;
-            let base = 0;
-            for (const b of baseline.values())
-                base += b;
-            return { gpus: [...gpus], baselineBytes: base, peakBytes: peak, samples, intervalMs };
-        },
-    };
-}
-/**
- * Memory used on each of `gpus` now (bytes), from one nvidia-smi query; null where the driver
- * cannot be read. The job pool takes each GPU's idle baseline with it, and gives a GPU to the next
- * job only once it reads back at that baseline.
- */
-async function readGpuUsed(gpus, opts = {}) {
-    if (gpus.length === 0)
-        return new Map();
-    const r = await (0,execa/* execa */.Ho)(opts.nvidiaSmi ?? nvidiaSmiPath(), ["--query-gpu=index,memory.used", "--format=csv,noheader,nounits", `--id=${gpus.join(",")}`], {
-        reject: false,
-        timeout: opts.timeoutMs ?? 10_000,
-    });
-    if (r.exitCode !== 0 || typeof r.stdout !== "string")
-        return null;
-    const used = new Map();
-    for (const line of r.stdout.split("\n")) {
-        const u = parseUsedLine(line);
-        if (u && gpus.includes(u.index))
-            used.set(u.index, u.usedBytes);
-    }
-    return used.size === gpus.length ? used : null;
-}
-
-
-/***/ }),
-
-/***/ 6022:
-/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
-
-/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
-/* harmony export */   D5: () => (/* binding */ inspectPython),
-/* harmony export */   Ik: () => (/* binding */ choosePython),
-/* harmony export */   RK: () => (/* binding */ detectGpus),
-/* harmony export */   d5: () => (/* binding */ availableCpus)
-/* harmony export */ });
-/* unused harmony export cpuCount */
+/* unused harmony exports PYTEST_CONFIG, planOverlay */
 /* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
 /* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
-/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(8161);
-/* harmony import */ var node_os__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_os__WEBPACK_IMPORTED_MODULE_1__);
-/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(5172);
-/* harmony import */ var _core_packing_js__WEBPACK_IMPORTED_MODULE_5__ = __nccwpck_require__(3448);
-/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
-/* harmony import */ var _gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(646);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var picomatch__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(4006);
+/* harmony import */ var picomatch__WEBPACK_IMPORTED_MODULE_3___default = /*#__PURE__*/__nccwpck_require__.n(picomatch__WEBPACK_IMPORTED_MODULE_3__);
+/* harmony import */ var _copy_filter_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(2892);
 
 
 
 
-
-
-/** The interpreter for `{python}`: the flag, `$PROBEGATE_PYTHON`, Debian's /usr/bin/python3, else python3 on PATH. */
-function choosePython(flag) {
-    if (flag)
-        return flag;
-    if (process.env.PROBEGATE_PYTHON)
-        return process.env.PROBEGATE_PYTHON;
-    return (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-}
-// Reads torch's version.py instead of importing torch: an import costs seconds per evaluation.
-const PY_PROBE = `
-import importlib.util, json, os, site, sys
-dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-dirs.update(getattr(site, "getsitepackages", lambda: [])())
-info = {"python": sys.version.split()[0], "torch": None, "cuda": None,
-        "prefixes": sorted(os.path.realpath(d) for d in dirs if d and os.path.isdir(d))}
-spec = importlib.util.find_spec("torch")
-if spec and spec.origin:
-    ns = {}
-    try:
-        with open(os.path.join(os.path.dirname(spec.origin), "version.py")) as f:
-            exec(f.read(), ns)
-        info["torch"] = ns.get("__version__")
-        info["cuda"] = ns.get("cuda")
-    except OSError:
-        pass
-print(json.dumps(info))
-`;
-const pythonCache = new Map();
-/** Version facts of the interpreter (cached per process: the demo evaluates many submissions). */
-function inspectPython(executable) {
-    let p = pythonCache.get(executable);
-    if (!p) {
-        p = (async () => {
-            const r = await (0,execa__WEBPACK_IMPORTED_MODULE_4__/* .execa */ .Ho)(executable, ["-c", PY_PROBE], { reject: false, timeout: 120_000 });
-            if (r.exitCode !== 0) {
-                const why = r.code === "ENOENT" ? "not found" : `exit ${r.exitCode}: ${String(r.stderr).trim().split("\n").pop()}`;
-                throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`the Python interpreter '${executable}' does not run (${why}); set --python or PROBEGATE_PYTHON`, "environment");
-            }
-            const info = JSON.parse(String(r.stdout).trim().split("\n").pop() ?? "{}");
-            return { executable, ...info, prefixes: info.prefixes ?? [] };
-        })();
-        pythonCache.set(executable, p);
-        p.catch(() => pythonCache.delete(executable));
+/** Files pytest reads its configuration from, at the rootdir. */
+const PYTEST_CONFIG = ["pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"];
+/** Every file of a tree, relative and posix, leaving out version control and caches. */
+function treeFiles(dir, rel = "") {
+    const out = [];
+    for (const e of (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readdirSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dir, rel), { withFileTypes: true })) {
+        if (_copy_filter_js__WEBPACK_IMPORTED_MODULE_2__/* .SKIP_NAMES */ .H.has(e.name))
+            continue;
+        const p = rel ? `${rel}/${e.name}` : e.name;
+        if (e.isDirectory())
+            out.push(...treeFiles(dir, p));
+        else if (e.isFile())
+            out.push(p);
     }
-    return p;
+    return out;
 }
-/** GPUs nvidia-smi reports (PROBEGATE_NVIDIA_SMI names another); none where there is no NVIDIA driver. */
-async function detectGpus() {
-    const r = await (0,execa__WEBPACK_IMPORTED_MODULE_4__/* .execa */ .Ho)((0,_gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__/* .nvidiaSmiPath */ .Ae)(), ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"], {
-        reject: false,
-        timeout: 30_000,
-    });
-    if (r.exitCode !== 0 || typeof r.stdout !== "string")
-        return [];
-    return r.stdout
-        .trim()
-        .split("\n")
-        .filter(Boolean)
-        .map((line) => {
-        const [index, model, mem, driver] = line.split(",").map((s) => s.trim());
-        return { index: Number(index), model: model ?? "unknown", memoryMiB: Number(mem), driver: driver ?? "unknown" };
-    });
+/** A writable copy of a tree at `dest` (the base beside the workspace is read-only, and pytest writes where it runs). */
+function copyTree(src, dest) {
+    (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.mkdirSync)(dest, { recursive: true });
+    (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.cpSync)(src, dest, { recursive: true, filter: _copy_filter_js__WEBPACK_IMPORTED_MODULE_2__/* .copyFilter */ .E });
+    return dest;
 }
-function cpuCount() {
-    return Math.max(1, (0,node_os__WEBPACK_IMPORTED_MODULE_1__.cpus)().length);
+/** Whether a selected test (`tests/unit/`, `tests/test_a.py::test_x`) names a folder of `dir`. */
+function selectsFolder(dir, test) {
+    const path = test.split("::")[0] ?? test;
+    const full = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dir, path);
+    return (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)(full) && (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.statSync)(full).isDirectory() ? path.replace(/\/+$/, "") : null;
 }
 /**
- * The CPU ids this process may run on (its affinity, as /proc/self/status lists it), so packed
- * jobs are pinned only to cores that exist here; 0..n-1 where that file cannot be read.
+ * The files that make "the base's tests": the base's files matching `official.files`, every
+ * `conftest.py`, the pytest configuration at the root, the selected test files with the Python
+ * files beside them (helpers, constants), and whole selected folders. Pure over two file lists;
+ * `folders` are the selected tests that are folders at the base.
  */
-function availableCpus() {
+function planOverlay(o) {
+    const watched = o.watched.length ? picomatch__WEBPACK_IMPORTED_MODULE_3___default()([...o.watched], { dot: true }) : () => false;
+    const selectedFiles = o.selected.map((t) => t.split("::")[0] ?? t).filter((p) => !o.folders.includes(p.replace(/\/+$/, "")));
+    const besideSelected = new Set(selectedFiles.map((f) => node_path__WEBPACK_IMPORTED_MODULE_1__.posix.dirname(f)));
+    const inFolder = (p) => o.folders.some((d) => p.startsWith(`${d}/`));
+    const isConfig = (p) => PYTEST_CONFIG.includes(p);
+    const isConftest = (p) => node_path__WEBPACK_IMPORTED_MODULE_1__.posix.basename(p) === "conftest.py";
+    const takes = (p) => watched(p) || isConftest(p) || isConfig(p) || selectedFiles.includes(p) || inFolder(p) || (p.endsWith(".py") && besideSelected.has(node_path__WEBPACK_IMPORTED_MODULE_1__.posix.dirname(p)));
+    const restored = o.baseFiles.filter(takes);
+    const base = new Set(o.baseFiles);
+    // What the head added of the same kinds goes: a new conftest.py or pytest configuration could
+    // loosen the base's tests, and a selected folder runs every test file in it.
+    const removed = o.headFiles.filter((p) => !base.has(p) && (isConftest(p) || isConfig(p) || inFolder(p)));
+    return { restored, removed };
+}
+/**
+ * The base's tests against the head's code: a copy of the head's tree (`headDir`, the workspace as
+ * reset) at `dest` with the base's test files, conftest.py files and pytest configuration put back
+ * (`planOverlay`). Returns what was restored and removed, for the log.
+ */
+function baseTestsOnHead(o) {
+    copyTree(o.headDir, o.dest);
+    const folders = o.selected.map((t) => selectsFolder(o.baseDir, t)).filter((d) => d !== null);
+    const plan = planOverlay({ baseFiles: treeFiles(o.baseDir), headFiles: treeFiles(o.dest), watched: o.watched, selected: o.selected, folders });
+    for (const p of plan.removed)
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.rmSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(o.dest, p), { force: true });
+    for (const p of plan.restored) {
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.mkdirSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.dirname)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(o.dest, p)), { recursive: true });
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.rmSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(o.dest, p), { force: true });
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.cpSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(o.baseDir, p), (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(o.dest, p));
+    }
+    return plan;
+}
+
+
+/***/ }),
+
+/***/ 3022:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  d: () => (/* binding */ runCommand)
+});
+
+// UNUSED EXPORTS: tasksetPath
+
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __nccwpck_require__(3024);
+// EXTERNAL MODULE: ./node_modules/execa/index.js + 139 modules
+var execa = __nccwpck_require__(5172);
+// EXTERNAL MODULE: ./src/core/packing.ts
+var packing = __nccwpck_require__(3448);
+// EXTERNAL MODULE: ./src/engine/sandbox/cgroup.ts
+var cgroup = __nccwpck_require__(3680);
+// EXTERNAL MODULE: ./src/engine/sandbox/disk-usage.ts
+var disk_usage = __nccwpck_require__(8279);
+;// CONCATENATED MODULE: ./src/engine/sandbox/process-group.ts
+
+const PAGE_SIZE = 4096;
+function readStat(pid) {
     try {
-        const m = /^Cpus_allowed_list:\s*(\S+)/m.exec((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)("/proc/self/status", "utf8"));
-        const ids = m?.[1] ? (0,_core_packing_js__WEBPACK_IMPORTED_MODULE_5__/* .parseIdList */ .hG)(m[1]) : null;
-        if (ids?.length)
-            return ids;
+        const stat = (0,external_node_fs_.readFileSync)(`/proc/${pid}/stat`, "utf8");
+        // comm may hold spaces and parens: fields resume after the last ')'.
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        // A zombie holds no memory and runs nothing; where init does not reap (containers) it lingers.
+        if (fields[0] === "Z")
+            return null;
+        return { pgid: Number(fields[2]), rssBytes: Number(fields[21]) * PAGE_SIZE };
     }
     catch {
-        // not Linux, or no /proc
+        return null; // The process ended, or this is not Linux.
     }
-    return Array.from({ length: cpuCount() }, (_, i) => i);
+}
+function childrenOf(pid) {
+    const out = [];
+    let tasks;
+    try {
+        tasks = (0,external_node_fs_.readdirSync)(`/proc/${pid}/task`);
+    }
+    catch {
+        return out;
+    }
+    for (const tid of tasks) {
+        try {
+            for (const c of (0,external_node_fs_.readFileSync)(`/proc/${pid}/task/${tid}/children`, "utf8").split(" "))
+                if (c)
+                    out.push(Number(c));
+        }
+        catch {
+            // The thread ended between readdir and read.
+        }
+    }
+    return out;
+}
+/** Every pid whose process group is `pgid`, from a scan of all of /proc. */
+function scanGroup(pgid) {
+    let entries;
+    try {
+        entries = (0,external_node_fs_.readdirSync)("/proc");
+    }
+    catch {
+        return [];
+    }
+    const pids = [];
+    for (const name of entries) {
+        if (!/^\d+$/.test(name))
+            continue;
+        if (readStat(Number(name))?.pgid === pgid)
+            pids.push(Number(name));
+    }
+    return pids;
+}
+/**
+ * Measures the processes and resident bytes of one process group (Linux; zeros elsewhere).
+ *
+ * Reading every /proc/N/stat of the machine ten times a second costs the runner real CPU on a
+ * busy host, so most samples walk the group leader's process tree (/proc/PID/task/TID/children),
+ * a handful of reads. A process that leaves the tree (double fork, reparented to init) still
+ * carries the group id: every `fullScanEvery`-th sample scans all of /proc for the group, and any
+ * process found outside the tree is tracked as a root from then on.
+ */
+class GroupMeter {
+    pgid;
+    fullScanEvery;
+    roots = new Set();
+    samples = 0;
+    constructor(pgid, fullScanEvery = 10) {
+        this.pgid = pgid;
+        this.fullScanEvery = fullScanEvery;
+        this.roots.add(pgid);
+    }
+    sample() {
+        if (this.samples++ % this.fullScanEvery === 0)
+            for (const pid of scanGroup(this.pgid))
+                this.roots.add(pid);
+        const seen = new Set();
+        let rssBytes = 0;
+        const stack = [...this.roots];
+        while (stack.length) {
+            const pid = stack.pop();
+            if (seen.has(pid))
+                continue;
+            const stat = readStat(pid);
+            if (!stat) {
+                this.roots.delete(pid);
+                continue;
+            }
+            // A child that called setpgid/setsid is no longer this group's; killGroup could not reach it
+            // either, so it is counted here (it is still this run's memory) and left to the scan of record.
+            seen.add(pid);
+            rssBytes += stat.rssBytes;
+            stack.push(...childrenOf(pid));
+        }
+        return { processes: seen.size, rssBytes };
+    }
+}
+/** Processes and resident bytes of one process group, from one full scan of /proc. */
+function groupUsage(pgid) {
+    return new GroupMeter(pgid, 1).sample();
+}
+/** SIGKILL to a whole process group; a group already gone is fine. */
+function killGroup(pgid) {
+    try {
+        process.kill(-pgid, "SIGKILL");
+    }
+    catch (e) {
+        if (e.code !== "ESRCH")
+            throw e;
+    }
+}
+
+// EXTERNAL MODULE: ./src/engine/sandbox/sandbox.ts
+var sandbox = __nccwpck_require__(8865);
+;// CONCATENATED MODULE: ./src/engine/run-command.ts
+
+
+
+
+
+
+
+const KEEP = 64 * 1024;
+const SAMPLE_MS = 100;
+const DISK_SAMPLE_MS = 250;
+/** Joins the cgroups named before `--`, then execs the rest: the run is inside before it starts. */
+const JOIN_CGROUP = 'while [ "$1" != -- ]; do { echo $$ > "$1"; } 2>/dev/null || exit 125; shift; done; shift; exec "$@"';
+/**
+ * Runs a command in its own process group with a clean environment, in the sandbox when one is
+ * given and in a cgroup of its own where the machine has one. Every limit kills the whole group (the
+ * ranks a test spawns included), and the group and cgroup are killed again after the leader exits,
+ * so nothing outlives the run. Everything of record (time, memory, exit, limit) is measured here,
+ * outside the sandbox.
+ */
+async function runCommand(command, opts) {
+    if (command.length === 0)
+        throw new TypeError("empty command");
+    const iso = opts.isolation ?? { sandbox: null, cgroups: null, writable: [] };
+    const cg = (0,cgroup/* createJobCgroup */.sZ)(iso.cgroups, { memoryBytes: opts.limits.memoryBytes, pids: opts.limits.processes });
+    const sandboxed = iso.sandbox ? (0,sandbox/* sandboxArgv */.aP)(iso.sandbox, command) : [...command];
+    // Pinned from outside the sandbox; every process of the run inherits the mask.
+    const taskset = opts.cpus?.length ? tasksetPath() : null;
+    const inner = taskset ? [taskset, "-c", (0,packing/* formatIdList */.xD)(opts.cpus ?? []), ...sandboxed] : sandboxed;
+    const argv = cg ? ["/bin/sh", "-c", JOIN_CGROUP, "probegate-join", ...cg.procsFiles, "--", ...inner] : inner;
+    const [file, ...args] = argv;
+    const diskBase = iso.writable.length ? (0,disk_usage/* treeBytes */.e)(iso.writable) : 0;
+    const started = performance.now();
+    const child = (0,execa/* execa */.Ho)(file, args, {
+        cwd: opts.cwd,
+        env: opts.env,
+        extendEnv: false,
+        detached: true,
+        reject: false,
+        ...(opts.input !== undefined ? { input: opts.input } : { stdin: "ignore" }),
+        buffer: false,
+        stripFinalNewline: false,
+    });
+    let head = "";
+    let tail = "";
+    let total = 0;
+    let limit = null;
+    let peak = 0;
+    const pgid = child.pid;
+    const stop = (why) => {
+        if (limit)
+            return;
+        limit = why;
+        if (pgid)
+            killGroup(pgid);
+        cg?.killAll();
+    };
+    const onData = (chunk) => {
+        total += chunk.length;
+        if (head.length < KEEP)
+            head += chunk.toString("utf8", 0, Math.min(chunk.length, KEEP - head.length));
+        else
+            tail = (tail + chunk.toString("utf8")).slice(-KEEP);
+        if (total > opts.limits.outputBytes)
+            stop("output");
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    const timer = setTimeout(() => stop("wall-clock"), opts.limits.timeoutS * 1000);
+    const meter = pgid ? new GroupMeter(pgid) : undefined;
+    const sampler = meter
+        ? setInterval(() => {
+            const { rssBytes, processes } = meter.sample();
+            peak = Math.max(peak, rssBytes);
+            // With a cgroup the kernel enforces both limits exactly; summed RSS counts pages that forked
+            // processes share once per process, so it decides only where there is no cgroup.
+            const hit = cg ? cg.limitHit() : processes > opts.limits.processes ? "pids" : rssBytes > opts.limits.memoryBytes ? "memory" : null;
+            if (hit)
+                stop(hit);
+            else if (opts.limits.gpuMemoryExceeded?.())
+                stop("gpu-memory");
+        }, SAMPLE_MS)
+        : undefined;
+    const diskWatch = iso.writable.length
+        ? setInterval(() => {
+            if ((0,disk_usage/* treeBytes */.e)(iso.writable) - diskBase > opts.limits.diskBytes)
+                stop("disk");
+        }, DISK_SAMPLE_MS)
+        : undefined;
+    const result = await child;
+    const durationS = (performance.now() - started) / 1000;
+    clearTimeout(timer);
+    if (sampler)
+        clearInterval(sampler);
+    if (diskWatch)
+        clearInterval(diskWatch);
+    if (pgid)
+        killGroup(pgid);
+    // The kernel's word on what stopped the run: an OOM kill or a refused fork, seen only now.
+    const kernelLimit = cg?.limitHit() ?? null;
+    if (!limit && kernelLimit)
+        limit = kernelLimit;
+    if (!limit && result.signal === "SIGXFSZ")
+        limit = "disk";
+    if (!limit && iso.writable.length && (0,disk_usage/* treeBytes */.e)(iso.writable) - diskBase > opts.limits.diskBytes)
+        limit = "disk";
+    const cgroupPeak = cg?.memoryPeak() ?? null;
+    await cg?.remove();
+    const joinFailed = cg !== null && result.exitCode === 125 && total === 0;
+    const spawnError = joinFailed
+        ? "could not join the run's cgroup"
+        : result.failed && result.exitCode === undefined && !result.signal
+            ? (result.shortMessage ?? "could not start")
+            : null;
+    return {
+        exitCode: result.exitCode ?? null,
+        signal: result.signal ?? null,
+        limit,
+        durationS,
+        peakRssBytes: peak,
+        peakMemoryBytes: cgroupPeak ?? peak,
+        memorySource: cgroupPeak !== null ? "cgroup" : "sampled",
+        log: tail ? `${head}\n…[${total - head.length - tail.length} bytes left out]…\n${tail}` : head,
+        spawnError,
+    };
+}
+/** util-linux's taskset, where the machine has it (pins a run to the cores of its slice). */
+function tasksetPath() {
+    return ["/usr/bin/taskset", "/bin/taskset", "/usr/local/bin/taskset"].find((p) => (0,external_node_fs_.existsSync)(p)) ?? null;
 }
 
 
@@ -22490,6 +23570,52 @@ function createJobCgroup(ctl, limits) {
 
 /***/ }),
 
+/***/ 8279:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   e: () => (/* binding */ treeBytes)
+/* harmony export */ });
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+
+
+/**
+ * Bytes of the regular files under each path (one file or a folder tree), symlinks not followed.
+ * Sampled once a second against the disk limit; evaluation folders are small source trees.
+ */
+function treeBytes(paths) {
+    let total = 0;
+    const stack = [...paths];
+    while (stack.length) {
+        const p = stack.pop();
+        let st;
+        try {
+            st = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.lstatSync)(p);
+        }
+        catch {
+            continue; // Removed while walking.
+        }
+        if (st.isFile())
+            total += st.size;
+        else if (st.isDirectory()) {
+            try {
+                for (const name of (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readdirSync)(p))
+                    stack.push((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(p, name));
+            }
+            catch {
+                // Unreadable: the sandbox made it so; nothing large can hide there for long.
+            }
+        }
+    }
+    return total;
+}
+
+
+/***/ }),
+
 /***/ 710:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
@@ -22506,7 +23632,7 @@ function createJobCgroup(ctl, limits) {
 /* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
 /* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(5172);
 /* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
-/* harmony import */ var _gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(646);
+/* harmony import */ var _gpu_meter_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(7216);
 
 
 
@@ -22649,6 +23775,118 @@ function readGpuNodes(indices, smi = (0,_gpu_meter_js__WEBPACK_IMPORTED_MODULE_3
         all.catch(() => nodesCache.delete(key));
     }
     return all.then((nodes) => indices.map((index) => nodes.find((n) => n.index === index) ?? { index, busId: null, minor: null, source: null }));
+}
+
+
+/***/ }),
+
+/***/ 3292:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Q: () => (/* binding */ isolationFor),
+/* harmony export */   w: () => (/* binding */ planIsolation)
+/* harmony export */ });
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var execa__WEBPACK_IMPORTED_MODULE_6__ = __nccwpck_require__(5172);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
+/* harmony import */ var _gpu_devices_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(710);
+/* harmony import */ var _uid_map_js__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(8755);
+/* harmony import */ var _sandbox_js__WEBPACK_IMPORTED_MODULE_5__ = __nccwpck_require__(8865);
+
+
+
+
+
+
+
+/** The nearest of `dir` and its ancestors that others may not search (o+x), if any. */
+function closedAncestor(dir) {
+    for (let d = dir;; d = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.dirname)(d)) {
+        if (((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.statSync)(d).mode & 0o001) === 0)
+            return d;
+        if (d === (0,node_path__WEBPACK_IMPORTED_MODULE_1__.dirname)(d))
+            return null;
+    }
+}
+/**
+ * The isolation plan of one evaluation, given what the machine offers (`support` null: the operator
+ * chose --unsandboxed), as a function of the GPUs the job gets. Where the engine drops privileges,
+ * `uid` (the evaluation's own: sandbox.ts `evaluationUid`) replaces the one the host check used.
+ * Makes the evaluation folder
+ * reachable by the sandbox's user, and says which folder is not where one above it is closed.
+ */
+function planIsolation(o) {
+    const base = { cgroups: o.cgroups, processes: o.processes, diskBytes: o.diskBytes };
+    if (!o.support?.ok)
+        return () => ({ ...base, sandbox: null });
+    const uid = o.support.dropToUid === null ? null : (o.uid ?? o.support.dropToUid);
+    if (uid !== null) {
+        // Found now: setpriv would fail before bubblewrap starts, and the run's exit 1 read as the submission's.
+        const map = (0,_uid_map_js__WEBPACK_IMPORTED_MODULE_4__/* .readUidMap */ .Nw)();
+        if (map && !(0,_uid_map_js__WEBPACK_IMPORTED_MODULE_4__/* .uidsMapped */ .Lt)(map, uid)) {
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`the sandbox user (uid ${uid}) does not exist in this user namespace (uid_map: ${map.map((r) => `${r.inside}–${r.inside + r.count - 1}`).join(", ")}); a pod with hostUsers: false has only uids 0–65535. Run the runner as a non-root user, or where uids from ${uid} are mapped (docs/arc.md); \`probegate doctor\` checks this.`, "sandbox");
+        }
+        // mkdtemp made the evaluation folder 0700; the sandbox's user must pass through it to what is bound.
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.chmodSync)(o.evaluationRoot, 0o711);
+        const closed = closedAncestor((0,node_path__WEBPACK_IMPORTED_MODULE_1__.dirname)(o.evaluationRoot));
+        if (closed) {
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`the sandbox user (uid ${uid}) cannot reach the evaluation folder ${o.evaluationRoot}: ${closed} is not searchable by others. Run chmod o+x ${closed}, or point TMPDIR at a folder it can reach.`, "sandbox");
+        }
+    }
+    const layout = (0,_sandbox_js__WEBPACK_IMPORTED_MODULE_5__/* .systemLayout */ .eJ)();
+    const covered = (p) => p === "/" || layout.readOnly.some((d) => p === d || p.startsWith(`${d}/`));
+    const interpreter = o.interpreterDirs.filter((p) => !covered(p));
+    for (const dir of uid !== null ? interpreter : []) {
+        // Found now, not as a bubblewrap failure that would read like the submission's.
+        const closed = closedAncestor(dir);
+        if (closed) {
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`the sandbox user (uid ${uid}) cannot reach the interpreter's folder ${dir}: ${closed} is not searchable by others. Install the interpreter where others can read it, or run chmod o+x ${closed}.`, "sandbox");
+        }
+    }
+    const readOnly = [...layout.readOnly, ...interpreter];
+    const nodes = o.gpuNodes ?? [];
+    const { missing } = (0,_gpu_devices_js__WEBPACK_IMPORTED_MODULE_3__/* .resolveGpuNodes */ .qi)(nodes.map((n) => n.index), nodes);
+    if (missing.length)
+        throw (0,_gpu_devices_js__WEBPACK_IMPORTED_MODULE_3__/* .missingGpuError */ .zE)(missing);
+    return (gpus) => ({ ...base, sandbox: { bwrap: o.bwrap, dropToUid: uid, readOnly, symlinks: layout.symlinks, devices: (0,_sandbox_js__WEBPACK_IMPORTED_MODULE_5__/* .gpuDevices */ .w$)(gpus, nodes) } });
+}
+/**
+ * The isolation of one run of a phase. In the sandbox, what the run may write is first handed to
+ * the sandbox's user (the evaluation's own uid); the engine, as root, still reads it all afterwards.
+ */
+async function isolationFor(plan, mounts) {
+    const sb = plan.sandbox;
+    if (sb?.dropToUid != null && mounts.readWrite.length > 0) {
+        const id = `${sb.dropToUid}:${sb.dropToUid}`;
+        const r = await (0,execa__WEBPACK_IMPORTED_MODULE_6__/* .execa */ .Ho)("chown", ["-R", "--no-dereference", id, ...mounts.readWrite], { reject: false });
+        if (r.exitCode !== 0)
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .HarnessError */ .t(`could not hand the workspace to the sandbox user ${id}: ${String(r.stderr).trim()}`, "sandbox");
+    }
+    return {
+        sandbox: sb
+            ? {
+                bwrap: sb.bwrap,
+                readOnly: [...sb.readOnly, ...mounts.readOnly],
+                readWrite: mounts.readWrite,
+                readOnlyInside: mounts.readOnlyInside,
+                symlinks: sb.symlinks,
+                devices: sb.devices,
+                tmpBytes: plan.diskBytes,
+                cwd: mounts.cwd,
+                dropToUid: sb.dropToUid,
+                // RLIMIT_NPROC counts every task of the uid (the evaluation's own); a backstop above
+                // the limit the engine enforces (the cgroup's pids.max, else the sampled process count).
+                maxProcesses: sb.dropToUid !== null ? 2 * plan.processes : null,
+                maxFileBytes: plan.diskBytes,
+            }
+            : null,
+        cgroups: plan.cgroups,
+        writable: mounts.readWrite,
+    };
 }
 
 
@@ -22861,6 +24099,654 @@ function readUidMap(file = "/proc/self/uid_map") {
 
 /***/ }),
 
+/***/ 7151:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   J: () => (/* binding */ setupFolders),
+/* harmony export */   s: () => (/* binding */ copySetupFolders)
+/* harmony export */ });
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var _copy_filter_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(2892);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(7679);
+/* harmony import */ var _yaml_file_js__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(5782);
+
+
+
+
+
+function filesUnder(root, dir = root) {
+    return (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readdirSync)(dir, { withFileTypes: true })
+        .filter((e) => !_copy_filter_js__WEBPACK_IMPORTED_MODULE_2__/* .SKIP_NAMES */ .H.has(e.name))
+        .flatMap((e) => (e.isDirectory() ? filesUnder(root, (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dir, e.name)) : [(0,node_path__WEBPACK_IMPORTED_MODULE_1__.relative)(root, (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dir, e.name))]));
+}
+/**
+ * The folders of a task's `setup:`, resolved against the task folder: its own `path`, then each of
+ * `include` (a shim several tasks share). Checked here, each naming file, field and line: every
+ * folder exists, no file is in two of them (which one would win is no guess to leave to a copy),
+ * and every `pytestPlugins` module is in one of them.
+ */
+function setupFolders(setup, dir, file, src) {
+    const at = (path) => {
+        const line = (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_4__/* .lineOf */ .cA)(src, path);
+        return { where: `${file}${line ? `:${line}` : ""}`, line };
+    };
+    const fields = [
+        { field: "setup.path", path: ["setup", "path"], folder: (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(dir, setup.path) },
+        ...setup.include.map((p, i) => ({ field: `setup.include[${i}]`, path: ["setup", "include", i], folder: (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(dir, p) })),
+    ];
+    const owner = new Map();
+    for (const f of fields) {
+        const { where, line } = at(f.path);
+        if (!(0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)(f.folder) || !(0,node_fs__WEBPACK_IMPORTED_MODULE_0__.statSync)(f.folder).isDirectory())
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_3__/* .InputError */ .d(`${where}: ${f.field}: folder ${f.folder} does not exist.`, { file, field: f.field, line });
+        for (const rel of filesUnder(f.folder)) {
+            const first = owner.get(rel);
+            if (first)
+                throw new _errors_js__WEBPACK_IMPORTED_MODULE_3__/* .InputError */ .d(`${where}: ${f.field}: ${rel} is in both ${first} and ${f.folder}; a setup file may come from one folder only.`, { file, field: f.field, line });
+            owner.set(rel, f.folder);
+        }
+    }
+    const folders = fields.map((f) => f.folder);
+    for (const [i, plugin] of setup.pytestPlugins.entries()) {
+        const rel = plugin.split(".").join("/");
+        if (!folders.some((d) => (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(d, `${rel}.py`)) || (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(d, rel, "__init__.py")))) {
+            const { where, line } = at(["setup", "pytestPlugins", i]);
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_3__/* .InputError */ .d(`${where}: setup.pytestPlugins: module '${plugin}' is not in ${folders.join(" or ")} (no ${rel}.py or ${rel}/__init__.py).`, { file, field: "setup.pytestPlugins", line });
+        }
+    }
+    return folders;
+}
+/** Copies a task's setup folders into one folder (`into`), as the jobs see them. */
+function copySetupFolders(folders, into) {
+    for (const f of folders)
+        (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.cpSync)(f, into, { recursive: true, filter: _copy_filter_js__WEBPACK_IMPORTED_MODULE_2__/* .copyFilter */ .E });
+}
+
+
+/***/ }),
+
+/***/ 7077:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   rP: () => (/* reexport safe */ _core_result_signature_js__WEBPACK_IMPORTED_MODULE_0__.rP),
+/* harmony export */   xW: () => (/* reexport safe */ _core_result_signature_js__WEBPACK_IMPORTED_MODULE_0__.xW)
+/* harmony export */ });
+/* harmony import */ var _core_result_signature_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(4670);
+// Result signing lives in src/core (one definition for the engine, the Action, the app and the CLI).
+
+
+
+/***/ }),
+
+/***/ 8656:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   C: () => (/* binding */ describeSubmission),
+/* harmony export */   U: () => (/* binding */ parseSubmission)
+/* harmony export */ });
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
+
+
+
+/**
+ * Reads `--submission`: an existing folder (the whole tree), an existing `.patch`/`.diff` file
+ * (applied onto the base), or `repo@ref` (a git URL or path, and a branch, tag or SHA).
+ */
+function parseSubmission(text, cwd = process.cwd()) {
+    const local = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(cwd, text);
+    if ((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)(local)) {
+        const st = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.statSync)(local);
+        if (st.isDirectory())
+            return { kind: "folder", path: local };
+        if (st.isFile()) {
+            if (/\.(patch|diff)$/.test(local))
+                return { kind: "patch", path: local };
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .InputError */ .d(`--submission: ${local} is a file but not a .patch or .diff; give a folder, a patch, or repo@ref.`, { field: "--submission" });
+        }
+    }
+    const at = text.lastIndexOf("@");
+    // "git@host:org/repo" has its '@' before the host: a ref never contains ':' or starts the string.
+    if (at > 0) {
+        const repo = text.slice(0, at);
+        const ref = text.slice(at + 1);
+        const repoIsRemote = /^[a-z+]+:\/\//.test(repo) || /^[\w.-]+@[\w.-]+:/.test(repo);
+        if (ref && !ref.includes(":") && (repoIsRemote || (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)((0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(cwd, repo)))) {
+            return { kind: "git", repo: repoIsRemote ? repo : (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(cwd, repo), ref };
+        }
+    }
+    throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .InputError */ .d(`--submission: '${text}' is not an existing folder, .patch/.diff file, or repo@ref (a git URL or path, '@', and a branch, tag or SHA).`, { field: "--submission" });
+}
+/** A short label for tables and results. */
+function describeSubmission(s) {
+    return s.kind === "git" ? `${s.repo}@${s.ref}` : s.path;
+}
+
+
+/***/ }),
+
+/***/ 9098:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   _: () => (/* binding */ loadTask)
+/* harmony export */ });
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(6760);
+/* harmony import */ var node_path__WEBPACK_IMPORTED_MODULE_1___default = /*#__PURE__*/__nccwpck_require__.n(node_path__WEBPACK_IMPORTED_MODULE_1__);
+/* harmony import */ var _core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(4494);
+/* harmony import */ var _core_task_spec_js__WEBPACK_IMPORTED_MODULE_3__ = __nccwpck_require__(6356);
+/* harmony import */ var _environment_lock_file_js__WEBPACK_IMPORTED_MODULE_4__ = __nccwpck_require__(2840);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_5__ = __nccwpck_require__(7679);
+/* harmony import */ var _setup_folders_js__WEBPACK_IMPORTED_MODULE_6__ = __nccwpck_require__(7151);
+/* harmony import */ var _yaml_file_js__WEBPACK_IMPORTED_MODULE_7__ = __nccwpck_require__(5782);
+
+
+
+
+
+
+
+
+function mustExist(path, kind, file, field, line) {
+    const ok = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)(path) && (kind === "dir" ? (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.statSync)(path).isDirectory() : (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.statSync)(path).isFile());
+    if (!ok) {
+        throw new _errors_js__WEBPACK_IMPORTED_MODULE_5__/* .InputError */ .d(`${file}${line ? `:${line}` : ""}: ${field}: ${kind === "dir" ? "folder" : "file"} ${path} does not exist.`, { file, field, line });
+    }
+}
+/**
+ * Loads `<dir>/task.yml`. `probesOverride` replaces `probes.path` (a deployment keeps probes in a
+ * private checkout). Throws InputError naming file, field and line for anything wrong.
+ */
+function loadTask(dirOrFile, probesOverride) {
+    const file = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(dirOrFile.endsWith(".yml") || dirOrFile.endsWith(".yaml") ? dirOrFile : (0,node_path__WEBPACK_IMPORTED_MODULE_1__.join)(dirOrFile, "task.yml"));
+    const dir = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(file, "..");
+    const src = (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_7__/* .readYaml */ .gM)(file, "task spec");
+    const spec = (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_7__/* .parseWith */ .Ku)(src, _core_task_spec_js__WEBPACK_IMPORTED_MODULE_3__/* .TaskSpecSchema */ .S2, "task spec");
+    if (spec.id !== (0,node_path__WEBPACK_IMPORTED_MODULE_1__.basename)(dir)) {
+        const line = (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_7__/* .lineOf */ .cA)(src, ["id"]);
+        throw new _errors_js__WEBPACK_IMPORTED_MODULE_5__/* .InputError */ .d(`${file}${line ? `:${line}` : ""}: id: '${spec.id}' must equal the task's folder name '${(0,node_path__WEBPACK_IMPORTED_MODULE_1__.basename)(dir)}'.`, { file, field: "id", line });
+    }
+    const promptFile = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(dir, spec.prompt);
+    mustExist(promptFile, "file", file, "prompt", (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_7__/* .lineOf */ .cA)(src, ["prompt"]));
+    let base;
+    if ("path" in spec.base) {
+        const path = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(dir, spec.base.path);
+        mustExist(path, "dir", file, "base.path", (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_7__/* .lineOf */ .cA)(src, ["base", "path"]));
+        base = { kind: "folder", path };
+    }
+    else if ("pr" in spec.base) {
+        base = { kind: "pr" };
+    }
+    else {
+        const repo = /^[a-z]+:\/\//.test(spec.base.git.repo) ? spec.base.git.repo : (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(dir, spec.base.git.repo);
+        let overlay = null;
+        if (spec.base.overlay) {
+            overlay = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(dir, spec.base.overlay);
+            mustExist(overlay, "dir", file, "base.overlay", (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_7__/* .lineOf */ .cA)(src, ["base", "overlay"]));
+        }
+        base = { kind: "git", repo, ref: spec.base.git.ref, overlay };
+    }
+    const probesDir = probesOverride ? (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(probesOverride) : (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(dir, spec.probes.path);
+    if (probesOverride) {
+        if (!(0,node_fs__WEBPACK_IMPORTED_MODULE_0__.existsSync)(probesDir) || !(0,node_fs__WEBPACK_IMPORTED_MODULE_0__.statSync)(probesDir).isDirectory()) {
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_5__/* .InputError */ .d(`--probes: folder ${probesDir} does not exist.`, { field: "--probes" });
+        }
+    }
+    else {
+        mustExist(probesDir, "dir", file, "probes.path", (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_7__/* .lineOf */ .cA)(src, ["probes", "path"]));
+    }
+    const setupDirs = spec.setup ? (0,_setup_folders_js__WEBPACK_IMPORTED_MODULE_6__/* .setupFolders */ .J)(spec.setup, dir, file, src) : [];
+    if (spec.environment?.lock) {
+        const lockFile = (0,node_path__WEBPACK_IMPORTED_MODULE_1__.resolve)(dir, spec.environment.lock);
+        mustExist(lockFile, "file", file, "environment.lock", (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_7__/* .lineOf */ .cA)(src, ["environment", "lock"]));
+        // What uv would refuse with less to go on (an unpinned or unhashed line) is bad input, found
+        // here: `probegate validate` reports it before any runner builds anything.
+        const { problems, requirements } = (0,_environment_lock_file_js__WEBPACK_IMPORTED_MODULE_4__/* .parseLock */ .PG)((0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)(lockFile, "utf8"));
+        if (problems.length) {
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_5__/* .InputError */ .d(`not a lock the engine can build (environment.lock in ${file}): ${(0,_environment_lock_file_js__WEBPACK_IMPORTED_MODULE_4__/* .locatedProblems */ .rF)(lockFile, problems).join("; ")}.`, { file: lockFile, field: "environment.lock" });
+        }
+        const excluded = new Set((spec.environment.fromTree?.exclude ?? []).map(_core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .normalizePackage */ .c3));
+        const both = requirements.find((r) => excluded.has((0,_core_task_environment_js__WEBPACK_IMPORTED_MODULE_2__/* .normalizePackage */ .c3)(r.name)));
+        if (both) {
+            const line = (0,_yaml_file_js__WEBPACK_IMPORTED_MODULE_7__/* .lineOf */ .cA)(src, ["environment", "fromTree", "exclude"]);
+            throw new _errors_js__WEBPACK_IMPORTED_MODULE_5__/* .InputError */ .d(`${file}${line ? `:${line}` : ""}: environment.fromTree.exclude: ${both.name} is pinned by the task's lock (${lockFile}:${both.line}): a package is either pinned by the task or never installed.`, { file, field: "environment.fromTree.exclude", line });
+        }
+    }
+    return { spec, dir, file, promptFile, base, probesDir, setupDirs };
+}
+
+
+/***/ }),
+
+/***/ 3124:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+
+// EXPORTS
+__nccwpck_require__.d(__webpack_exports__, {
+  vl: () => (/* binding */ changedPaths),
+  sK: () => (/* binding */ createWorkspace),
+  GQ: () => (/* binding */ resetHooks)
+});
+
+// EXTERNAL MODULE: external "node:fs"
+var external_node_fs_ = __nccwpck_require__(3024);
+// EXTERNAL MODULE: external "node:os"
+var external_node_os_ = __nccwpck_require__(8161);
+// EXTERNAL MODULE: external "node:path"
+var external_node_path_ = __nccwpck_require__(6760);
+// EXTERNAL MODULE: ./src/engine/copy-filter.ts
+var copy_filter = __nccwpck_require__(2892);
+// EXTERNAL MODULE: ./src/engine/setup-folders.ts
+var setup_folders = __nccwpck_require__(7151);
+// EXTERNAL MODULE: ./src/engine/errors.ts
+var errors = __nccwpck_require__(7679);
+// EXTERNAL MODULE: ./src/engine/git.ts
+var git = __nccwpck_require__(2434);
+;// CONCATENATED MODULE: ./src/engine/import/snapshot-refusal.ts
+
+
+/** The paths a patch edits, deletes or renames from: files the tree must already hold. */
+function pathsPatchNeeds(patch) {
+    const out = new Set();
+    for (const line of patch.split("\n")) {
+        const m = /^(?:--- (?:"?a\/)|rename from |copy from )(.+?)"?\s*$/.exec(line);
+        if (m?.[1] && !line.startsWith("--- /dev/null"))
+            out.add(m[1].replace(/\t.*$/, ""));
+    }
+    return [...out];
+}
+/**
+ * Why a patch does not apply onto a task's folder base, when the reason is a file the base lacks:
+ * names the files and, for an imported task (its base a pruned snapshot), says that real PRs edit
+ * any file of the repository and that `--base-as git` gates them. Null when every file is there
+ * (the patch does not apply for another reason, which git's message says).
+ */
+function snapshotRefusal(patchPath, basePath, taskDir) {
+    let patch;
+    try {
+        patch = (0,external_node_fs_.readFileSync)(patchPath, "utf8");
+    }
+    catch {
+        return null;
+    }
+    const missing = pathsPatchNeeds(patch).filter((p) => !(0,external_node_fs_.existsSync)((0,external_node_path_.join)(basePath, p)));
+    if (missing.length === 0)
+        return null;
+    const names = `${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ` and ${missing.length - 5} more` : ""}`;
+    const base = (0,external_node_path_.relative)(process.cwd(), basePath) || basePath;
+    const imported = (0,external_node_fs_.existsSync)((0,external_node_path_.join)(taskDir, "import.yml"));
+    const what = imported
+        ? `the task's base (${base}) is a pruned snapshot that probegate task import kept (import.yml), not the whole repository, so a patch can only edit the files it holds`
+        : `the task's base folder (${base}) does not hold ${missing.length === 1 ? "it" : "them"}`;
+    const fix = imported
+        ? "To gate real PRs, which may edit any file of the repository, re-import the task with `probegate task import --base-as git` (the base is then the repository at the PR's base commit); to keep the snapshot, add the file with --keep when importing"
+        : "Add the file to the base folder, or use a git base (base: { git: { repo, ref } }) that holds the whole repository";
+    return `--submission: patch ${patchPath} does not apply onto the base: it edits ${names}, which the base does not have; ${what}. ${fix}.`;
+}
+
+// EXTERNAL MODULE: ./node_modules/picomatch/index.js
+var picomatch = __nccwpck_require__(4006);
+var picomatch_default = /*#__PURE__*/__nccwpck_require__.n(picomatch);
+;// CONCATENATED MODULE: ./src/engine/judge-reset.ts
+
+
+const HOOK_FILES = new Set(["sitecustomize.py", "usercustomize.py"]);
+const PYTEST_CONFIGS = new Set(["pytest.ini", ".pytest.ini"]);
+const SHARED_CONFIGS = new Set(["pyproject.toml", "setup.cfg", "tox.ini"]);
+const PYTEST_HEADER = /^\s*\[(tool\.pytest\.ini_options|tool:pytest|pytest)\]\s*$/;
+/** The text of the pytest section of an ini/toml file ("" when none), to tell whether it changed. */
+function pytestSection(text) {
+    const lines = text.split(/\r?\n/);
+    const start = lines.findIndex((l) => PYTEST_HEADER.test(l));
+    if (start < 0)
+        return "";
+    const rest = lines.slice(start + 1);
+    const end = rest.findIndex((l) => /^\s*\[/.test(l));
+    return [lines[start], ...(end < 0 ? rest : rest.slice(0, end))].map((l) => l?.trim()).filter(Boolean).join("\n");
+}
+/**
+ * Decides, for each path the submission added or changed relative to the base, whether it must be
+ * put back: official test files (task globs), test-time hooks (conftest.py, sitecustomize.py,
+ * usercustomize.py, *.pth) and pytest configuration. Pure: the caller reads the files and applies.
+ *
+ * @param changed paths (posix, relative) that differ from the base, with their content now and in
+ *   the base (null where the file does not exist)
+ * @param setupModules top-level module names of the task's setup files, which the workspace may not shadow
+ * @param repoGate a repository gate's PR: its conftest.py files and pytest configuration are the
+ *   repository's own and stay as the head has them (the weakened-test guard reports what they
+ *   change); interpreter start-up hooks are still removed
+ */
+function planJudgeReset(changed, officialGlobs, setupModules = [], repoGate = false) {
+    const reserved = new Set(setupModules);
+    const isOfficial = picomatch_default()(officialGlobs, { dot: true });
+    const actions = [];
+    for (const { path, content, baseContent } of changed) {
+        const name = external_node_path_.posix.basename(path);
+        const base = baseContent !== null;
+        const put = (why) => actions.push({ path, action: base ? "restored" : "removed", why });
+        const top = (path.split("/")[0] ?? "").replace(/\.py$/, "");
+        if (reserved.has(top) && (base || content !== null)) {
+            put(`'${top}' is a module of the task's setup files; a workspace file of that name would shadow it`);
+        }
+        else if (isOfficial(path)) {
+            if (base || content !== null)
+                put("official test files are restored from the base before the official tests run");
+        }
+        else if (repoGate && (name === "conftest.py" || PYTEST_CONFIGS.has(name) || SHARED_CONFIGS.has(name))) {
+            continue;
+        }
+        else if (name === "conftest.py") {
+            if (base || content !== null)
+                put("conftest.py is a test-time hook; only the task's own are kept");
+        }
+        else if (HOOK_FILES.has(name) || name.endsWith(".pth")) {
+            if (content !== null)
+                put(`${name} runs at interpreter start-up; submissions may not add or change it`);
+        }
+        else if (PYTEST_CONFIGS.has(name)) {
+            if (content !== null)
+                put("pytest configuration can load plugins or change what runs; it is kept as in the base");
+        }
+        else if (SHARED_CONFIGS.has(name) && content !== null && pytestSection(content) !== pytestSection(baseContent ?? "")) {
+            put(`${name} gained or changed a pytest section, which can load plugins or change what runs`);
+        }
+    }
+    return actions;
+}
+
+// EXTERNAL MODULE: ./node_modules/execa/index.js + 139 modules
+var execa = __nccwpck_require__(5172);
+;// CONCATENATED MODULE: ./src/engine/repo-gate/pr-trees.ts
+
+
+
+
+
+/**
+ * Clones the PR's repository once and resolves its head and base. Refuses, naming both commits, a
+ * base that shares no history with the head (the wrong repository, or the SHAs swapped for an
+ * unrelated pair).
+ */
+async function resolvePrCommits(sub, prBase, scratch) {
+    if (sub.kind !== "git") {
+        throw new errors/* InputError */.d(`--submission: a repository gate evaluates the PR's head as repo@sha (a git URL or path and the head commit), not a ${sub.kind}.`, { field: "--submission" });
+    }
+    const fail = (what) => (stderr) => new errors/* InputError */.d(`${what}: cannot read ${sub.repo}: ${stderr.split("\n")[0]}`, { field: what });
+    await (0,git/* git */.$)(scratch, ["clone", "--quiet", "--bare", "--no-tags", sub.repo, "pr.git"], { onError: fail("--submission") });
+    const gitDir = (0,external_node_path_.join)(scratch, "pr.git");
+    const rev = (ref, what) => (0,git/* git */.$)(scratch, ["--git-dir", gitDir, "rev-parse", "--verify", `${ref}^{commit}`], { onError: () => new errors/* InputError */.d(`${what}: '${ref}' is not a commit of ${sub.repo}.`, { field: what }) });
+    const head = await rev(sub.ref, "--submission");
+    const asked = await rev(prBase, "--pr-base");
+    const mergeBase = await (0,git/* git */.$)(scratch, ["--git-dir", gitDir, "merge-base", asked, head], {
+        onError: () => new errors/* InputError */.d(`--pr-base ${asked.slice(0, 12)} and the head ${head.slice(0, 12)} share no history: is --pr-base the PR's base commit, of the same repository?`, { field: "--pr-base" }),
+    });
+    if (mergeBase === head && asked !== head) {
+        throw new errors/* InputError */.d(`--pr-base ${asked.slice(0, 12)} comes after the head ${head.slice(0, 12)} (the head is its ancestor): are --pr-base and the head swapped?`, { field: "--pr-base" });
+    }
+    return { gitDir, head, asked, mergeBase };
+}
+/** Writes the tree of `sha` from a bare clone into `dest`. */
+async function archiveInto(gitDir, sha, dest) {
+    const tar = await (0,execa/* execa */.Ho)("git", ["--git-dir", gitDir, "archive", "--format=tar", sha], { encoding: "buffer", reject: false, maxBuffer: 4 * 1024 ** 3 });
+    if (tar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot export ${sha.slice(0, 12)}: ${Buffer.from(tar.stderr).toString().split("\n")[0]}`);
+    const untar = await (0,execa/* execa */.Ho)("tar", ["-x", "-C", dest], { input: tar.stdout, reject: false });
+    if (untar.exitCode !== 0)
+        throw new errors/* InputError */.d(`cannot unpack ${sha.slice(0, 12)}: ${String(untar.stderr)}`);
+}
+/** Makes a tree read-only for everyone (the base beside the workspace: the guard and differential probes read it, nothing writes it). */
+function makeReadOnly(dir) {
+    for (const e of (0,external_node_fs_.readdirSync)(dir, { withFileTypes: true })) {
+        const p = (0,external_node_path_.join)(dir, e.name);
+        if (e.isDirectory())
+            makeReadOnly(p);
+        else if (e.isFile())
+            (0,external_node_fs_.chmodSync)(p, (0,external_node_fs_.statSync)(p).mode & 0o555);
+    }
+    (0,external_node_fs_.chmodSync)(dir, 0o555);
+}
+
+;// CONCATENATED MODULE: ./src/engine/workspace.ts
+
+
+
+
+
+
+
+
+
+
+function emptyExceptGit(dir) {
+    for (const name of (0,external_node_fs_.readdirSync)(dir))
+        if (name !== ".git")
+            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(dir, name), { recursive: true, force: true });
+}
+async function applySubmission(task, ws, scratch, sub) {
+    switch (sub.kind) {
+        case "patch":
+            // --allow-empty: an empty patch is a submission that changes nothing (a task import's "base" example).
+            await (0,git/* git */.$)(ws, ["apply", "--whitespace=nowarn", "--allow-empty", sub.path], {
+                onError: (stderr) => new errors/* InputError */.d((task.base.kind === "folder" && snapshotRefusal(sub.path, task.base.path, task.dir)) || `--submission: patch ${sub.path} does not apply onto the base: ${stderr.split("\n").slice(0, 3).join("; ")}`, { file: sub.path }),
+            });
+            return null;
+        case "folder":
+            emptyExceptGit(ws);
+            (0,external_node_fs_.cpSync)(sub.path, ws, { recursive: true, filter: copy_filter/* copyFilter */.E });
+            return null;
+        case "git": {
+            emptyExceptGit(ws);
+            (0,external_node_fs_.mkdirSync)((0,external_node_path_.join)(scratch, "submission"));
+            return (0,git/* exportTree */.D)(sub.repo, sub.ref, ws, (0,external_node_path_.join)(scratch, "submission"), "--submission");
+        }
+    }
+}
+/** Paths (relative, posix) that differ from the base commit, including untracked and deleted ones. */
+async function changedPaths(ws) {
+    const out = await (0,git/* git */.$)(ws, ["status", "--porcelain", "-z", "--untracked-files=all", "--no-renames"]);
+    return out
+        .split("\0")
+        .filter((e) => e.length > 3)
+        .map((e) => e.slice(3));
+}
+/** Top-level module names the setup folder provides (`shim.py` → shim, `pkg/` → pkg). */
+function setupModules(setupDir) {
+    if (!setupDir)
+        return [];
+    return (0,external_node_fs_.readdirSync)(setupDir, { withFileTypes: true })
+        .filter((e) => (e.isDirectory() && !copy_filter/* SKIP_NAMES */.H.has(e.name)) || e.name.endsWith(".py"))
+        .map((e) => e.name.replace(/\.py$/, ""));
+}
+async function resetJudge(ws, officialGlobs, reserved = [], repoGate = false) {
+    const changed = [];
+    for (const path of await changedPaths(ws)) {
+        let content = null;
+        try {
+            content = (0,external_node_fs_.readFileSync)((0,external_node_path_.join)(ws, path), "utf8");
+        }
+        catch {
+            content = null;
+        }
+        let baseContent = null;
+        try {
+            baseContent = await (0,git/* git */.$)(ws, ["show", `HEAD:${path}`], { onError: () => new Error("absent") });
+        }
+        catch {
+            baseContent = null;
+        }
+        changed.push({ path, content, baseContent });
+    }
+    const actions = planJudgeReset(changed, officialGlobs, reserved, repoGate);
+    for (const a of actions) {
+        if (a.action === "removed")
+            (0,external_node_fs_.rmSync)((0,external_node_path_.join)(ws, a.path), { force: true });
+        else
+            await (0,git/* git */.$)(ws, ["checkout", "HEAD", "--", a.path]);
+    }
+    return actions;
+}
+/**
+ * Removes test-time hooks (conftest.py, sitecustomize.py, *.pth, pytest configuration) that a run
+ * added or changed since the reset before the official tests, so nothing the official run wrote
+ * runs first in a probe process. Official test files are left as the tests left them.
+ */
+async function resetHooks(ws) {
+    const actions = await resetJudge(ws.dir, [], setupModules(ws.setupDir));
+    return actions.map((a) => ({ ...a, why: `after the official tests: ${a.why}` }));
+}
+/**
+ * Builds the workspace: copies the base, commits it as the only commit (so no history beyond the
+ * base can be searched), applies the submission, then undoes edits to the judge. Inputs are never
+ * written to.
+ */
+async function createWorkspace(task, sub, prBase) {
+    const root = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `probegate-${task.spec.id}-`));
+    const dispose = () => (0,external_node_fs_.rmSync)(root, { recursive: true, force: true });
+    try {
+        const dir = (0,external_node_path_.join)(root, "workspace");
+        const judgeDir = (0,external_node_path_.join)(root, "judge");
+        const scratch = (0,external_node_path_.join)(root, "scratch");
+        for (const d of [dir, judgeDir, scratch])
+            (0,external_node_fs_.mkdirSync)(d);
+        // Beside the workspace, not in it: the submission's tree never holds the judge's setup files.
+        const setupDir = task.setupDirs.length ? (0,external_node_path_.join)(root, "setup") : null;
+        if (setupDir)
+            (0,setup_folders/* copySetupFolders */.s)(task.setupDirs, setupDir);
+        let pr = null;
+        let prHead = null;
+        if (task.base.kind === "pr") {
+            if (!prBase)
+                throw new errors/* InputError */.d(`${task.file}: task ${task.spec.id} is a repository gate (base: {pr: true}): give the PR's base commit with --pr-base <sha>.`, { file: task.file, field: "--pr-base" });
+            const commits = await resolvePrCommits(sub, prBase, scratch);
+            await archiveInto(commits.gitDir, commits.mergeBase, dir);
+            const baseDir = (0,external_node_path_.join)(root, "pr-base");
+            (0,external_node_fs_.mkdirSync)(baseDir);
+            await archiveInto(commits.gitDir, commits.mergeBase, baseDir);
+            makeReadOnly(baseDir);
+            pr = { dir: baseDir, asked: commits.asked, mergeBase: commits.mergeBase };
+            prHead = { gitDir: commits.gitDir, sha: commits.head };
+        }
+        else if (prBase) {
+            throw new errors/* InputError */.d(`--pr-base is for repository gates (base: {pr: true}); task ${task.spec.id} has a fixed base (${task.file}).`, { field: "--pr-base" });
+        }
+        else if (task.base.kind === "folder")
+            (0,external_node_fs_.cpSync)(task.base.path, dir, { recursive: true, filter: copy_filter/* copyFilter */.E });
+        else {
+            await (0,git/* exportTree */.D)(task.base.repo, task.base.ref, dir, scratch, `${task.file}: base.git`);
+            // The change's test files, as the PR left them, over the base commit's tree (SWE-bench's test patch).
+            if (task.base.overlay)
+                (0,external_node_fs_.cpSync)(task.base.overlay, dir, { recursive: true, filter: copy_filter/* copyFilter */.E });
+        }
+        await (0,git/* git */.$)(dir, ["init", "--quiet", "--initial-branch=base"]);
+        // Keep bytecode caches and judge output out of `git status`, which decides what was changed.
+        (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(dir, ".git", "info", "exclude"), "__pycache__/\n*.pyc\n.pytest_cache/\n");
+        await (0,git/* git */.$)(dir, ["add", "--all", "--force"]);
+        await (0,git/* git */.$)(dir, ["commit", "--quiet", "--no-verify", "--allow-empty", "-m", "base"]);
+        const baseSha = await (0,git/* git */.$)(dir, ["rev-parse", "HEAD"]);
+        let submissionSha;
+        if (prHead) {
+            emptyExceptGit(dir);
+            await archiveInto(prHead.gitDir, prHead.sha, dir);
+            submissionSha = prHead.sha;
+        }
+        else
+            submissionSha = await applySubmission(task, dir, scratch, sub);
+        // A repository gate keeps the head's own tests and test configuration (the guard compares them with the base's).
+        const resets = await resetJudge(dir, pr ? [] : task.spec.official.files, setupModules(setupDir), pr !== null);
+        (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+        return { root, dir, judgeDir, setupDir, baseSha, submissionSha, resets, prBase: pr, dispose };
+    }
+    catch (e) {
+        dispose();
+        throw e;
+    }
+}
+
+
+/***/ }),
+
+/***/ 5782:
+/***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
+
+/* harmony export */ __nccwpck_require__.d(__webpack_exports__, {
+/* harmony export */   Ku: () => (/* binding */ parseWith),
+/* harmony export */   cA: () => (/* binding */ lineOf),
+/* harmony export */   gM: () => (/* binding */ readYaml)
+/* harmony export */ });
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(3024);
+/* harmony import */ var node_fs__WEBPACK_IMPORTED_MODULE_0___default = /*#__PURE__*/__nccwpck_require__.n(node_fs__WEBPACK_IMPORTED_MODULE_0__);
+/* harmony import */ var yaml__WEBPACK_IMPORTED_MODULE_1__ = __nccwpck_require__(8815);
+/* harmony import */ var _errors_js__WEBPACK_IMPORTED_MODULE_2__ = __nccwpck_require__(7679);
+
+
+
+/** Reads and parses a YAML file; a missing file or a syntax error is an InputError naming the line. */
+function readYaml(file, what) {
+    let text;
+    try {
+        text = (0,node_fs__WEBPACK_IMPORTED_MODULE_0__.readFileSync)(file, "utf8");
+    }
+    catch (e) {
+        throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .InputError */ .d(`Cannot read ${what} ${file}: ${e.code === "ENOENT" ? "no such file" : e.message}.`, { file });
+    }
+    const lines = new yaml__WEBPACK_IMPORTED_MODULE_1__/* .LineCounter */ .HN();
+    const doc = (0,yaml__WEBPACK_IMPORTED_MODULE_1__/* .parseDocument */ .Tp)(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+    const err = doc.errors[0];
+    if (err) {
+        const line = err.pos ? lines.linePos(err.pos[0]).line : undefined;
+        throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .InputError */ .d(`${file}${line ? `:${line}` : ""}: ${what} is not valid YAML: ${err.message.split("\n")[0]}`, { file, line });
+    }
+    return { file, doc, lines };
+}
+/** The 1-based line of the node at `path`, or of its nearest parent that exists in the file. */
+function lineOf(src, path) {
+    for (let n = path.length; n >= 0; n--) {
+        const node = src.doc.getIn(path.slice(0, n), true);
+        if ((0,yaml__WEBPACK_IMPORTED_MODULE_1__/* .isNode */ .Ll)(node) && node.range)
+            return src.lines.linePos(node.range[0]).line;
+    }
+    return undefined;
+}
+/** Validates the document with a zod schema; every issue is reported as `file:line: field: message`. */
+function parseWith(src, schema, what) {
+    const data = src.doc.toJS();
+    const parsed = schema.safeParse(data ?? {});
+    if (parsed.success)
+        return parsed.data;
+    const issues = parsed.error.issues.map((issue) => {
+        let path = issue.path;
+        let message = issue.message;
+        if (issue.code === "unrecognized_keys") {
+            // Point at the unknown key itself, not the object holding it.
+            path = [...issue.path, issue.keys[0] ?? ""];
+            message = `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `'${k}'`).join(", ")}`;
+        }
+        else if (issue.code === "invalid_union") {
+            message = "does not match any allowed form (see schema/*.schema.json)";
+        }
+        const field = path.length ? path.join(".") : "(document)";
+        const line = lineOf(src, path);
+        return { field, line, text: `${src.file}${line ? `:${line}` : ""}: ${field}: ${message}` };
+    });
+    const first = issues[0];
+    throw new _errors_js__WEBPACK_IMPORTED_MODULE_2__/* .InputError */ .d(`Invalid ${what}:\n  ${issues.map((i) => i.text).join("\n  ")}`, { file: src.file, field: first?.field, line: first?.line });
+}
+
+
+/***/ }),
+
 /***/ 181:
 /***/ ((module) => {
 
@@ -22935,6 +24821,13 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:path");
 /***/ ((module) => {
 
 module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:process");
+
+/***/ }),
+
+/***/ 481:
+/***/ ((module) => {
+
+module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:readline");
 
 /***/ }),
 
@@ -29867,14 +31760,14 @@ var visit = __nccwpck_require__(204);
 
 
 __webpack_unused_export__ = composer.Composer;
-__webpack_unused_export__ = Document.Document;
+exports.yo = Document.Document;
 __webpack_unused_export__ = Schema.Schema;
 __webpack_unused_export__ = errors.YAMLError;
 __webpack_unused_export__ = errors.YAMLParseError;
 __webpack_unused_export__ = errors.YAMLWarning;
 __webpack_unused_export__ = Alias.Alias;
 __webpack_unused_export__ = identity.isAlias;
-__webpack_unused_export__ = identity.isCollection;
+exports.P3 = identity.isCollection;
 __webpack_unused_export__ = identity.isDocument;
 __webpack_unused_export__ = identity.isMap;
 exports.Ll = identity.isNode;
@@ -33788,7 +35681,7 @@ exports.trueTag = trueTag;
 
 /***/ }),
 
-/***/ 5782:
+/***/ 3401:
 /***/ ((__unused_webpack_module, exports, __nccwpck_require__) => {
 
 
@@ -34190,7 +36083,7 @@ var seq = __nccwpck_require__(1706);
 var string = __nccwpck_require__(6464);
 var binary = __nccwpck_require__(6083);
 var bool = __nccwpck_require__(8398);
-var float = __nccwpck_require__(5782);
+var float = __nccwpck_require__(3401);
 var int = __nccwpck_require__(873);
 var merge = __nccwpck_require__(452);
 var omap = __nccwpck_require__(303);
