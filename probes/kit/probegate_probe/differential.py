@@ -26,6 +26,7 @@ from . import _conf, _diff_traffic
 from ._diff_traffic import traffic_figures  # noqa: F401 - for probes that count inside their scenario (megatron's gate)
 from .emit import emit
 from .ranks import guard_child_import, run_ranks, world_size as default_world_size
+from .record import loopback, payload_bytes
 
 BASE_TREE_ENV = "PROBEGATE_BASE_TREE"
 SIDES = ("base", "head")
@@ -112,13 +113,14 @@ class Sides:
     # side -> (its counted run's wall s, the base's, the cap) when that run alone was past the time cap: no timed rounds ran
     capped: dict = field(default_factory=dict)
     steps: Optional[int] = None  # the steps one call of the scenario runs, when it declared them (differential(steps=))
+    wire: dict = field(default_factory=dict)  # side -> loopback bytes of its uncounted run (#38: the record), in a private namespace
 
     def check_traffic(self, id, per="call", steps=None, requirements=None, location=None):
         """Exact: the head moves the same bytes in the same collectives as the base (per rank, the busiest),
         and issues the same collectives the counter could not see (another thread: `_diff_traffic`).
         Figures are per `per`, divided by `steps` (else the scenario's declared `differential(steps=)`)."""
         steps = steps or self.steps or 1
-        return _diff_traffic.check_traffic(self.counts, id, per, steps, requirements, location)
+        return _diff_traffic.check_traffic(self.counts, id, per, steps, requirements, location, wire=self.wire)
 
     def check_memory(self, id, tolerance_bytes=1 << 20, tolerance_ratio=0.05, requirements=None, location=None):
         """The head's peak may exceed the base's by at most max(tolerance_bytes, tolerance_ratio × base)."""
@@ -237,6 +239,7 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
     sides = Sides(world_size=n, wall={s: 0.0 for s in SIDES}, steps=steps)
     count_wall = {}
     modes = (["count"] if {"traffic", "outputs"} & set(measure) else []) + [m for m in ("memory", "time") if m in measure]
+    record_mode = "memory" if "memory" in modes else "count"  # the run without a counter, where there is one
     for mode in modes:
         if mode == "time" and sides.capped:
             break  # the head's counted run alone was past the cap: timed rounds would only cost the runner hours
@@ -248,8 +251,12 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
                 t0 = time.perf_counter()
                 reps = max(1, (repetitions + 1 - r) // 2) if mode == "time" else 0
                 limit = _time_cap(_slowest(got["base"]), reps, time_cap) if mode == "time" and side == "head" else None
+                marks = {}
+                on = (lambda e, m=marks: m.__setitem__(e, loopback())) if mode == record_mode else None
                 got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit), timeout=timeout,
-                                           preload=preload))
+                                           preload=preload, _on=on))
+                if on is not None and {"ready", "done"} <= set(marks) and all(marks[k] and marks[k]["private"] for k in marks):
+                    sides.wire[side] = payload_bytes(marks["ready"], marks["done"])
                 sides.wall[side] += time.perf_counter() - t0
                 if mode == "count":
                     count_wall[side] = time.perf_counter() - t0

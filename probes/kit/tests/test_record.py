@@ -108,3 +108,18 @@ def test_time_ratio_pauses_between_calls_at_a_steps_cadence():
     time_ratio(fn, lambda: None, repeats=3, warmup=1, pause=(0.02, 0.02))
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     assert min(gaps) >= 0.02  # a pause before every call (the order alternates, ABBA)
+
+
+def _rank(calls=1, nbytes=4096):
+    return {"calls": {"all_reduce": calls}, "by_op": {"all_reduce": nbytes}, "bytes": nbytes, "hidden": 0, "hidden_calls": [], "gaps": []}
+
+
+def test_differential_traffic_fails_a_head_whose_loopback_carried_more_with_the_same_collectives():
+    from probegate_probe._diff_traffic import compare
+
+    counts = {"base": [_rank(), _rank()], "head": [_rank(), _rank()]}
+    status, message, measured = compare(counts, wire={"base": 1_000_000, "head": 1_300_000})
+    assert status == "failed" and message.startswith("a side channel: the counted collectives are the same")
+    assert "+300,000 B" in message and measured["head_wire_bytes"] == 1_300_000
+    assert compare(counts, wire={"base": 1_000_000, "head": 1_000_400})[0] == "passed"  # transport noise
+    assert compare(counts)[0] == "passed"  # no record (not a namespace of the job's own): the counter alone
