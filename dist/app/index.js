@@ -49846,8 +49846,13 @@ async function taskFacts(gh, ev, commit, task) {
     const own = spec.gpus === undefined ? 1 : spec.gpus;
     if (typeof own !== "number" || !Number.isInteger(own) || own < 0)
         throw new TaskGpusError(`${ev.repository}/${path}: \`gpus\` is ${JSON.stringify(own)}, not a whole number`);
-    const probes = Array.isArray(spec.probes) ? spec.probes : [];
-    return { gpus: Math.max(own, ...probes.map((p) => (typeof p?.gpus === "number" ? p.gpus : 0))), repositoryGate: spec.base?.pr === true };
+    return { gpus: Math.max(own, ...probeJobGpus(spec.probes)), repositoryGate: spec.base?.pr === true };
+}
+/** The GPUs each probe job of task.yml's `probes:` asks for (`probes.jobs.<name>.gpus`): a runner must hold the largest. */
+function probeJobGpus(probes) {
+    const jobs = probes && typeof probes === "object" && !Array.isArray(probes) ? probes.jobs : undefined;
+    const list = Array.isArray(probes) ? probes : jobs && typeof jobs === "object" ? Object.values(jobs) : [];
+    return list.map((j) => (j && typeof j === "object" && typeof j.gpus === "number" ? j.gpus : 0));
 }
 
 ;// CONCATENATED MODULE: ./src/app/evaluation-options.ts

@@ -48,6 +48,12 @@ export async function taskFacts(gh: GitHubClient, ev: Evaluator & { tasksPath: s
   const spec = (doc ?? {}) as { gpus?: unknown; probes?: unknown; base?: { pr?: unknown } | null };
   const own = spec.gpus === undefined ? 1 : spec.gpus;
   if (typeof own !== "number" || !Number.isInteger(own) || own < 0) throw new TaskGpusError(`${ev.repository}/${path}: \`gpus\` is ${JSON.stringify(own)}, not a whole number`);
-  const probes = Array.isArray(spec.probes) ? (spec.probes as Array<{ gpus?: unknown }>) : [];
-  return { gpus: Math.max(own, ...probes.map((p) => (typeof p?.gpus === "number" ? p.gpus : 0))), repositoryGate: spec.base?.pr === true };
+  return { gpus: Math.max(own, ...probeJobGpus(spec.probes)), repositoryGate: spec.base?.pr === true };
+}
+
+/** The GPUs each probe job of task.yml's `probes:` asks for (`probes.jobs.<name>.gpus`): a runner must hold the largest. */
+export function probeJobGpus(probes: unknown): number[] {
+  const jobs = probes && typeof probes === "object" && !Array.isArray(probes) ? (probes as { jobs?: unknown }).jobs : undefined;
+  const list = Array.isArray(probes) ? probes : jobs && typeof jobs === "object" ? Object.values(jobs as Record<string, unknown>) : [];
+  return list.map((j) => (j && typeof j === "object" && typeof (j as { gpus?: unknown }).gpus === "number" ? (j as { gpus: number }).gpus : 0));
 }
