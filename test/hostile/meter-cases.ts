@@ -113,7 +113,7 @@ export const SIGNS: ReadonlyArray<[string, readonly string[], Caught, string]> =
     "meters-sign-trace-function",
     ["def _probed():", "    return sys.gettrace() is not None or not dist.is_initialized()"],
     ANY_TRAFFIC,
-    "no meter sets a trace function: work is timed and traffic counted from outside the code",
+    "no kit meter sets a trace function (work is timed, traffic counted by the kernel); paged-kv-cache's line counter still does",
   ],
   [
     "meters-sign-dispatch-stack",
