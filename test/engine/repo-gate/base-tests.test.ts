@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { EvaluationResult } from "../../../src/core/result.js";
 import { evaluate } from "../../../src/engine/evaluate.js";
-import { KIT } from "../../helpers.js";
+import { KIT, tmp } from "../../helpers.js";
 import { gateTask, OPS, repo, TEST } from "./gate-repo.js";
 
 /** A head whose code is broken for negative numbers: the base's test (-1, 1) catches it. */
@@ -90,6 +90,9 @@ describe("a repository gate judges the head by the base's own tests, test by tes
   }, 120_000);
 
   it("a head that breaks a base test fails officially, naming it; a second PR on the same base takes the base's outcomes from the cache", async () => {
+    // A cache of its own: another test of this file may have judged a base with the same commit id
+    // (repositories built within the same second get the same hashes).
+    process.env.PROBEGATE_BASE_CACHE_DIR = tmp();
     const first = await run({ "calc/ops.py": BROKEN });
     expect(first.verdict).toBe("official-failed");
     expect(first.official?.failing.map((t) => t.name)).toEqual(["test_add[-1-1]"]);
