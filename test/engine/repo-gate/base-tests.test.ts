@@ -97,6 +97,7 @@ describe("a repository gate judges the head by the base's own tests, test by tes
     expect(first.verdict).toBe("official-failed");
     expect(first.official?.failing.map((t) => t.name)).toEqual(["test_add[-1-1]"]);
     expect(first.official?.base).toMatchObject({ cached: false, counts: { passed: 3 } });
+    process.env.PROBEGATE_BASE_CACHE_DIR = tmp(); // again: this repository's base may share first's commit id
     const r = repo({ "calc/ops.py": `${OPS}# touched\n` });
     const again = () => evaluate({ task: gateTask(), submission: { kind: "git", repo: r.dir, ref: r.head }, prBase: r.base, kitDir: KIT });
     expect((await again()).official?.base?.cached).toBe(false);
