@@ -10,7 +10,9 @@ import { normlib, type Caught } from "./gaming-helpers.js";
 export const SIDE_CHANNEL: Caught = { id: /^average-traffic$/, status: "failed", message: /a side channel: average\(\) moved/ };
 /** The collective counter (extra bytes), or the record where the counter was blinded. */
 export const ANY_TRAFFIC: Caught = { id: /^average-traffic$/, status: ["failed", "error"], message: /moved|not seen by the counter|side channel/ };
-export const MEMORY: Caught = { id: /^normalize-memory$/, status: "failed", message: /touched or grew/ };
+export const MEMORY: Caught = { id: /^normalize-memory$/, status: "failed", message: /touched or grew|memory of record/ };
+/** The memory of record: the rank's /proc read by the probe's process (the in-process meter was blinded). */
+export const MEMORY_OF_RECORD: Caught = { id: /^normalize-memory$/, status: "failed", message: /memory of record/ };
 export const SLOWER: Caught = { id: /^normalize-speed$/, status: "failed", message: /took .*x the time|differs from the reference/ };
 
 /** average() with one all_reduce and a wasted copy of t through `channel` (lines after `dist.all_reduce(t)`). */
@@ -84,6 +86,33 @@ export const DEV_SHM_FILES = [
   "        with tempfile.NamedTemporaryFile(dir='/dev/shm', delete=False) as f:",
   "            f.write(x.numpy().tobytes())",
   "    return x / x.abs().sum()",
+];
+
+/** Eight copies of scratch, freed, then the process's own high-water mark and referenced bits reset
+ * (`/proc/self/clear_refs`): an in-process meter reads its peak from exactly those. */
+export const OWN_MARK_RESET = [
+  "def normalize(x):",
+  "    scratch = [x.clone() for _ in range(8)]",
+  "    out = scratch[0] / scratch[-1].abs().sum()",
+  "    del scratch",
+  "    for code in ('5', '1'):",
+  "        with open('/proc/self/clear_refs', 'w') as fh:",
+  "            fh.write(code)",
+  "    return out",
+];
+
+/** The kit's meter patched where the submission can reach it: memory_record's figures from a stub. */
+export const METER_PATCHED = [
+  "import sys",
+  "",
+  "",
+  "def normalize(x):",
+  "    for name, mod in list(sys.modules.items()):",
+  "        if hasattr(mod, '_reset_hwm') and hasattr(mod, 'touched_anonymous_bytes'):",
+  "            mod._status_kib = lambda field: 0",
+  "            mod.touched_anonymous_bytes = lambda: 0",
+  "    scratch = [x.clone() for _ in range(8)]",
+  "    return scratch[0] / scratch[-1].abs().sum()",
 ];
 
 /**

@@ -8,7 +8,7 @@ from .signature import require_signature
 from .state import assert_optimizer_state_equal, assert_state_equal
 from .collectives import CollectiveCounter
 from .params import param, params, rng, seed
-from .record import TrafficRecord, traffic_of_record
+from .record import MemoryOfRecord, TrafficRecord, memory_of_record, traffic_of_record
 
 
 __all__ = [
@@ -17,5 +17,5 @@ __all__ = [
     "memory_record", "MemoryRecord",
     "time_ratio", "TimeRatio", "require_signature", "assert_state_equal",
     "assert_optimizer_state_equal", "locate", "workspace", "CATEGORIES", "STATUSES",
-    "param", "params", "seed", "rng", "traffic_of_record", "TrafficRecord",
+    "param", "params", "seed", "rng", "traffic_of_record", "TrafficRecord", "memory_of_record", "MemoryOfRecord",
 ]

@@ -22,7 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from . import _conf, _diff_traffic
+from . import _conf, _diff_memory, _diff_traffic
+from ._outside import Window
 from ._diff_traffic import traffic_figures  # noqa: F401 - for probes that count inside their scenario (megatron's gate)
 from .emit import emit
 from .ranks import guard_child_import, run_ranks, world_size as default_world_size
@@ -113,6 +114,7 @@ class Sides:
     # side -> (its counted run's wall s, the base's, the cap) when that run alone was past the time cap: no timed rounds ran
     capped: dict = field(default_factory=dict)
     steps: Optional[int] = None  # the steps one call of the scenario runs, when it declared them (differential(steps=))
+    outside: dict = field(default_factory=dict)  # side -> OutsideFigures of its memory run, read from the ranks' /proc (#38)
     wire: dict = field(default_factory=dict)  # side -> loopback bytes of its uncounted run (#38: the record), in a private namespace
 
     def check_traffic(self, id, per="call", steps=None, requirements=None, location=None):
@@ -123,13 +125,9 @@ class Sides:
         return _diff_traffic.check_traffic(self.counts, id, per, steps, requirements, location, wire=self.wire)
 
     def check_memory(self, id, tolerance_bytes=1 << 20, tolerance_ratio=0.05, requirements=None, location=None):
-        """The head's peak may exceed the base's by at most max(tolerance_bytes, tolerance_ratio × base)."""
-        b, h = self.peaks["base"], self.peaks["head"]
-        allowed = max(tolerance_bytes, tolerance_ratio * b)
-        measured = {"base_peak_bytes": b, "head_peak_bytes": h, "allowed_extra_bytes": int(allowed)}
-        if h - b <= allowed:
-            return emit(id, "memory", "passed", f"head peaks at {h / 2**20:.1f} MiB, base {b / 2**20:.1f} MiB", location, measured, requirements)
-        return emit(id, "memory", "failed", f"head holds {(h - b) / 2**20:.1f} MiB more than base at its peak ({h / 2**20:.1f} MiB against {b / 2**20:.1f} MiB; allowed {allowed / 2**20:.1f} MiB)", location, measured, requirements)
+        """The head's peak may exceed the base's by at most max(tolerance_bytes, tolerance_ratio × base), in the
+        ranks' meter and, for what that meter missed, in the memory of record read from outside (_diff_memory)."""
+        return _diff_memory.check_memory(self.peaks, self.outside, id, tolerance_bytes, tolerance_ratio, requirements, location)
 
     def check_time(self, id, margin=1.25, alpha=0.05, requirements=None, location=None):
         """Fails only when the head's median is over `margin` × the base's AND a rank test says the head is slower;
@@ -251,12 +249,14 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
                 t0 = time.perf_counter()
                 reps = max(1, (repetitions + 1 - r) // 2) if mode == "time" else 0
                 limit = _time_cap(_slowest(got["base"]), reps, time_cap) if mode == "time" and side == "head" else None
-                marks = {}
-                on = (lambda e, m=marks: m.__setitem__(e, loopback())) if mode == record_mode else None
+                window = Window(loopback, memory=mode == "memory") if mode == record_mode else None
                 got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit), timeout=timeout,
-                                           preload=preload, _on=on))
-                if on is not None and {"ready", "done"} <= set(marks) and all(marks[k] and marks[k]["private"] for k in marks):
-                    sides.wire[side] = payload_bytes(marks["ready"], marks["done"])
+                                           preload=preload, _on=window))
+                if window is not None:
+                    if window.wire_bytes(payload_bytes) is not None:
+                        sides.wire[side] = window.wire_bytes(payload_bytes)
+                    if window.memory is not None:
+                        sides.outside[side] = window.memory
                 sides.wall[side] += time.perf_counter() - t0
                 if mode == "count":
                     count_wall[side] = time.perf_counter() - t0

@@ -75,7 +75,7 @@ def _to_cpu(value):
     return value
 
 
-def _child(rank, n, backend_name, init_method, fn, args, results, stack_file, timeout, env, guard_conf=None):
+def _child(rank, n, backend_name, init_method, fn, args, results, stack_file, timeout, env, guard_conf=None, go=None):
     os.environ.clear()
     os.environ.update(env)
     os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(n)})
@@ -100,6 +100,8 @@ def _child(rank, n, backend_name, init_method, fn, args, results, stack_file, ti
         dist.init_process_group(backend_name, init_method=init_method, rank=rank, world_size=n,
                                 timeout=datetime.timedelta(seconds=timeout))
         results.put((rank, "ready", b""))
+        if go is not None and not go.wait(timeout):  # a record's window opens before fn starts
+            raise TimeoutError("the probe did not open the record's window")
         value = fn(rank, n, *args)
         payload = pickle.dumps(_to_cpu(value), protocol=pickle.HIGHEST_PROTOCOL)
         results.put((rank, "ok", payload))
@@ -146,6 +148,7 @@ def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[s
     tmp = tempfile.mkdtemp(prefix="probegate-ranks-")
     init_method = _init_method or rendezvous(tmp)
     results = ctx.Queue()
+    go = ctx.Event() if _on is not None else None
     procs = []
     env = dict(os.environ)  # forkserver children would otherwise see the server's environment
     from . import _guard
@@ -157,11 +160,11 @@ def run_ranks(fn, world_size: Optional[int] = None, args=(), backend: Optional[s
             # A plain process name: "probegate-rank0" would tell the submission it is probed (#38).
             p = ctx.Process(target=_child, name=f"Process-{rank + 1}",
                             args=(rank, n, backend_name, init_method, fn, tuple(args), results,
-                                  os.path.join(tmp, f"stack{rank}.txt"), timeout, env, guard_conf))
+                                  os.path.join(tmp, f"stack{rank}.txt"), timeout, env, guard_conf, go))
             with (guard.as_launched() if guard is not None else contextlib.nullcontext()):
                 p.start()  # pickles fn and args: an unpicklable one fails here, before any rank runs
             procs.append(p)
-        return _collect(procs, results, n, timeout, tmp, _on)
+        return _collect(procs, results, n, timeout, tmp, _on, go)
     finally:
         for p in procs:
             if p.is_alive():
@@ -189,9 +192,11 @@ def rendezvous(tmp: str) -> str:
 STARTUP_S = 120  # spawning N ranks that each import torch is slow on a loaded CPU runner
 
 
-def _collect(procs, results, n, timeout, tmp, on=None):
-    # `on("ready")` once every rank joined the group, `on("done")` once every value came: the
-    # record's window (record.py), without the group's set-up and tear-down.
+def _collect(procs, results, n, timeout, tmp, on=None, go=None):
+    # The record's window (record.py, _outside.py): `on("ready", pids)` once every rank joined the
+    # group (the ranks wait for `go` until the hook has read its start), `on("values", pids)` once every value came, `on("done", pids)` once every rank has also
+    # exited. A rank that sends its "ok" early (a forged message) does not close the window: traffic
+    # and memory count until the rank processes are gone.
     # fn's timeout starts once every rank has joined the process group; startup has its own.
     deadline = time.monotonic() + STARTUP_S + timeout
     ready = set()
@@ -206,11 +211,13 @@ def _collect(procs, results, n, timeout, tmp, on=None):
                 if len(ready) == n:
                     deadline = time.monotonic() + timeout
                     if on is not None:
-                        on("ready")
+                        on("ready", [p.pid for p in procs])
+                    if go is not None:
+                        go.set()
             elif kind == "ok":
                 values[rank] = _loads(payload)
                 if on is not None and len(values) == n:
-                    on("done")
+                    on("values", [p.pid for p in procs])
             else:
                 errors[rank] = pickle.loads(payload)
                 first_error_at = first_error_at or time.monotonic()
@@ -234,7 +241,19 @@ def _collect(procs, results, n, timeout, tmp, on=None):
         others = sorted(set(errors) - {rank})
         tail = f" (ranks {others} failed too)" if others else ""
         return _raise(rank, info, tail)
+    if on is not None:
+        _await_exit(procs, deadline)
+        on("done", [p.pid for p in procs])
     return [values[r] for r in range(n)]
+
+
+EXIT_S = 20  # tear-down (destroy_process_group) after the last value, before the record's window closes
+
+
+def _await_exit(procs, deadline):
+    end = min(deadline, time.monotonic() + EXIT_S)
+    for p in procs:
+        p.join(max(0.0, end - time.monotonic()))
 
 
 def _timeout(procs, values, errors, n, timeout, tmp):

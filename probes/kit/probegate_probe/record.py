@@ -1,5 +1,6 @@
-"""Traffic of record (#38 item 1): every byte between the ranks, counted by the kernel, read by the
-probe's own process — never by the ranks that run the submission.
+"""Traffic and memory of record (#38 items 1–2): every byte between the ranks, counted by the kernel,
+and the ranks' memory, read from their /proc (_outside.py) — both by the probe's own process, never by
+the ranks that run the submission.
 
 Each sandboxed job has a network namespace of its own with only the loopback interface, so the
 interface's counters hold every byte the job's processes sent one another over TCP: gloo's pairs,
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from . import ranks as _ranks
+from ._outside import OutsideFigures, Window
 from .ranks import run_ranks
 
 NOISE_FLOOR = 16 * 1024  # bytes: measured spread run to run is under 300 (bench/RESULTS.md), set-up included
@@ -86,6 +88,7 @@ class TrafficRecord:
     candidate_values: list = field(default_factory=list, repr=False)
     reference_values: list = field(default_factory=list, repr=False)
     packets: dict = field(default_factory=dict)
+    memory: dict = field(default_factory=dict, repr=False)  # side -> OutsideFigures of the same runs
 
     @property
     def extra_bytes(self) -> int:
@@ -110,21 +113,38 @@ class TrafficRecord:
 
 
 def _job(fn, n, args, pauses, backend, timeout, preload):
-    """One side's bytes and packets from the moment every rank joined the group to the moment the
-    last value came: the group's set-up (torch 1.13's store barrier polls every 10 ms for as long as
-    the slowest rank takes to start) and tear-down are outside the window."""
-    marks = {}
-
-    def on(event):
-        marks[event] = loopback()
-
+    """One side's run: bytes and packets from the moment every rank joined the group to the moment
+    the last rank exited (the group's set-up is outside the window: torch 1.13's store barrier polls
+    every 10 ms for as long as the slowest rank takes to start), and its memory read from outside
+    the ranks over the same window (_outside.py)."""
     if loopback() is None:
         raise RuntimeError("traffic of record: /proc/net/dev is not readable in this process")
+    window = Window(loopback)
     init = f"tcp://127.0.0.1:{_free_port()}"  # the store on loopback too, whatever the engine gave
     values = run_ranks(_steps, world_size=n, args=(fn, tuple(args), list(pauses)), backend=backend,
-                       timeout=timeout, preload=preload, _init_method=init, _on=on)
-    before, after = marks["ready"], marks["done"]
-    return payload_bytes(before, after), after["packets"] - before["packets"], values, before["private"]
+                       timeout=timeout, preload=preload, _init_method=init, _on=window)
+    before, after = window.marks["ready"], window.marks["done"]
+    return _Side(payload_bytes(before, after), after["packets"] - before["packets"], values, before["private"], window.memory)
+
+
+@dataclass
+class _Side:
+    bytes: int
+    packets: int
+    values: list
+    private: bool
+    memory: Optional[OutsideFigures]
+
+
+def _pair(candidate, reference, world_size, args, steps, pause, backend, timeout, preload, seed):
+    """Reference first, then the candidate, on fresh ranks of the same shape and the same drawn pauses."""
+    if steps < 1:
+        raise ValueError("steps must be >= 1")
+    n = world_size if world_size is not None else _ranks.world_size()
+    draw = random.Random(seed if seed is not None else 0x5EED)
+    pauses = [draw.uniform(*pause) for _ in range(steps)]
+    ref = _job(reference, n, args, pauses, backend, timeout, preload)
+    return ref, _job(candidate, n, args, pauses, backend, timeout, preload)
 
 
 def traffic_of_record(candidate, reference, world_size: Optional[int] = None, args=(), steps: int = 3,
@@ -132,24 +152,86 @@ def traffic_of_record(candidate, reference, world_size: Optional[int] = None, ar
                       tolerance_bytes: Optional[int] = None, seed: Optional[int] = None) -> TrafficRecord:
     """candidate(rank, world, *args) and reference(...) — one training step each, module-level
     functions as for run_ranks — each run for `steps` steps on fresh ranks, reference first; returns
-    the TrafficRecord (`passed`, `message()`, `measured()`; each side's last values per rank).
+    the TrafficRecord (`passed`, `message()`, `measured()`; each side's last values per rank; `memory`:
+    each side's memory read from outside its ranks over the same runs, as memory_of_record judges it).
 
     Both sides see the same drawn pauses (seconds, uniform in `pause`, from `seed`). The tolerance is
     NOISE_FLOOR plus NOISE_SHARE of the reference's bytes unless given. Outside a namespace of the
     job's own (the kit run by hand on a host), other processes' loopback traffic counts too:
     `private` is then False and the record says so in `measured()`.
     """
-    if steps < 1:
-        raise ValueError("steps must be >= 1")
-    n = world_size if world_size is not None else _ranks.world_size()
-    draw = random.Random(seed if seed is not None else 0x5EED)
-    pauses = [draw.uniform(*pause) for _ in range(steps)]
-    ref_bytes, ref_packets, ref_values, private = _job(reference, n, args, pauses, backend, timeout, preload)
-    cand_bytes, cand_packets, cand_values, private2 = _job(candidate, n, args, pauses, backend, timeout, preload)
-    tol = tolerance_bytes if tolerance_bytes is not None else int(NOISE_FLOOR + NOISE_SHARE * ref_bytes)
-    return TrafficRecord(candidate_bytes=cand_bytes, reference_bytes=ref_bytes, tolerance_bytes=tol, steps=steps,
-                         private=private and private2, candidate_values=cand_values, reference_values=ref_values,
-                         packets={"candidate": cand_packets, "reference": ref_packets})
+    ref, cand = _pair(candidate, reference, world_size, args, steps, pause, backend, timeout, preload, seed)
+    tol = tolerance_bytes if tolerance_bytes is not None else int(NOISE_FLOOR + NOISE_SHARE * ref.bytes)
+    return TrafficRecord(candidate_bytes=cand.bytes, reference_bytes=ref.bytes, tolerance_bytes=tol, steps=steps,
+                         private=ref.private and cand.private, candidate_values=cand.values, reference_values=ref.values,
+                         packets={"candidate": cand.packets, "reference": ref.packets},
+                         memory={"candidate": cand.memory, "reference": ref.memory})
+
+
+MEMORY_FLOOR = 4 << 20  # bytes: allocator and page-rounding spread of a rank's peak run to run
+MEMORY_SHARE = 0.05  # of the reference's peak
+
+
+@dataclass
+class MemoryOfRecord:
+    """Both sides' memory as the probe's process read it from /proc (_outside.py), and the verdict."""
+
+    candidate: OutsideFigures
+    reference: OutsideFigures
+    tolerance_bytes: int
+    steps: int
+    candidate_values: list = field(default_factory=list, repr=False)
+
+    @property
+    def extra_bytes(self) -> int:
+        return self.candidate.peak_bytes - self.reference.peak_bytes
+
+    @property
+    def resets(self) -> int:
+        """High-water-mark resets the candidate's ranks made beyond the reference's (none run a meter)."""
+        return max(0, self.candidate.resets - self.reference.resets)
+
+    @property
+    def passed(self) -> bool:
+        return self.extra_bytes <= self.tolerance_bytes and not self.resets
+
+    def measured(self, prefix="record_") -> dict:
+        return {**self.candidate.measured(f"{prefix}candidate_outside_"), **self.reference.measured(f"{prefix}reference_outside_"),
+                f"{prefix}extra_bytes": self.extra_bytes, f"{prefix}tolerance_bytes": self.tolerance_bytes,
+                f"{prefix}steps": self.steps}
+
+    def message(self, what: str = "the candidate") -> str:
+        c, r = self.candidate, self.reference
+        mib = lambda b: f"{b / 2**20:,.1f} MiB"  # noqa: E731
+        where = f" (shared memory {mib(c.shmem_bytes)}, memory file systems {mib(c.tmpfs_bytes)})" if c.shmem_bytes or c.tmpfs_bytes else ""
+        parts = []
+        if self.extra_bytes > self.tolerance_bytes:
+            parts.append(f"{what} held {mib(c.peak_bytes)} at its busiest rank's peak over {self.steps} steps{where}, the "
+                         f"reference {mib(r.peak_bytes)} — {mib(self.extra_bytes)} more (allowed {mib(self.tolerance_bytes)})")
+        if self.resets:
+            parts.append(f"{what}'s ranks reset their own memory high-water mark {self.resets} time(s) "
+                         "(/proc/self/clear_refs): nothing in a training step does that, only code that hides its peak "
+                         "from an in-process meter")
+        if not parts:
+            parts.append(f"{what} held {mib(c.peak_bytes)} at its busiest rank's peak{where}, the reference "
+                         f"{mib(r.peak_bytes)} (allowed {mib(self.tolerance_bytes)} more)")
+        return ("memory of record: " + "; ".join(parts) + ". Read by the probe's process from the ranks' /proc "
+                "(the kernel's high-water mark, reset by the probe at the window's start, and statvfs of /dev/shm and "
+                "tmpfs), where no rank can lower it")
+
+
+def memory_of_record(candidate, reference, world_size: Optional[int] = None, args=(), steps: int = 3,
+                     pause=(0.02, 0.12), backend: Optional[str] = None, timeout: float = 180, preload=(),
+                     tolerance_bytes: Optional[int] = None, seed: Optional[int] = None) -> MemoryOfRecord:
+    """As traffic_of_record, judged on memory: each side's busiest rank's peak above its footprint when
+    every rank had joined the group (torch and the kit imported), read from outside the ranks, plus what
+    memory file systems gained. The candidate may hold no more than the reference beyond MEMORY_FLOOR +
+    MEMORY_SHARE of the reference's peak (unless `tolerance_bytes`), and may not reset its ranks'
+    high-water marks. traffic_of_record's `memory` holds the same figures of its own runs."""
+    ref, cand = _pair(candidate, reference, world_size, args, steps, pause, backend, timeout, preload, seed)
+    tol = tolerance_bytes if tolerance_bytes is not None else int(MEMORY_FLOOR + MEMORY_SHARE * ref.memory.peak_bytes)
+    return MemoryOfRecord(candidate=cand.memory, reference=ref.memory, tolerance_bytes=tol, steps=steps,
+                          candidate_values=cand.values)
 
 
 def in_private_namespace() -> bool:
@@ -158,4 +240,4 @@ def in_private_namespace() -> bool:
     return bool(lo and lo["private"])
 
 
-__all__ = ["TrafficRecord", "traffic_of_record", "loopback", "in_private_namespace", "NOISE_FLOOR"]
+__all__ = ["TrafficRecord", "traffic_of_record", "MemoryOfRecord", "memory_of_record", "loopback", "in_private_namespace", "NOISE_FLOOR"]

@@ -22,6 +22,48 @@ def through_store(rank, world):
     return t
 
 
+def forged_ok(rank, world):
+    """Tells the parent it is done (a forged "ok" on the result queue it finds up the stack), then
+    sends a copy through the store: the window must stay open until the rank exits."""
+    import pickle
+
+    t = reference(rank, world)
+    frame = sys._getframe()
+    while frame is not None and not {"results", "rank"} <= set(frame.f_locals):
+        frame = frame.f_back
+    if frame is not None:
+        frame.f_locals["results"].put((rank, "ok", pickle.dumps(t)))
+    time.sleep(0.3)
+    store = dist.distributed_c10d._get_default_store()
+    store.set(f"late{rank}.{time.monotonic_ns()}", torch.zeros(4 * N).numpy().tobytes())
+    return t
+
+
+def _reset_own_mark():
+    for code in ("5", "1"):  # the high-water mark, then the referenced bits
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write(code)
+
+
+def scratch_then_reset(rank, world):
+    """64 MiB of scratch held for a while, freed, and the rank's own high-water mark reset after it."""
+    t = reference(rank, world)
+    scratch = torch.ones(16 << 20)
+    time.sleep(0.05)
+    del scratch
+    _reset_own_mark()
+    return t
+
+
+_KEPT = []
+
+
+def kept_in_shared_memory(rank, world):
+    """8 MiB a step kept in shared memory (`share_memory_()`: pages of /dev/shm, outside RssAnon)."""
+    _KEPT.append(torch.ones(2 << 20).share_memory_())
+    return reference(rank, world)
+
+
 if __name__ == "__main__":
     from probegate_probe.record import in_private_namespace, traffic_of_record
 
@@ -29,4 +71,11 @@ if __name__ == "__main__":
     for name, fn in (("same", reference), ("store", through_store)):
         r = traffic_of_record(fn, reference, world_size=2, steps=2, pause=(0.0, 0.01), seed=int(sys.argv[1]))
         out[name] = dict(r.measured(), passed=r.passed, message=r.message(), values=r.candidate_values[0].tolist())
+    r = traffic_of_record(forged_ok, reference, world_size=2, steps=2, pause=(0.0, 0.01), seed=int(sys.argv[1]))
+    out["forged"] = dict(r.measured(), passed=r.passed)
+    from probegate_probe.record import memory_of_record
+
+    for name, fn in (("mem_same", reference), ("mem_reset", scratch_then_reset), ("mem_shm", kept_in_shared_memory)):
+        m = memory_of_record(fn, reference, world_size=2, steps=3, pause=(0.0, 0.01), seed=int(sys.argv[1]))
+        out[name] = dict(m.measured(), passed=m.passed, resets=m.resets, message=m.message())
     print("RECORD " + json.dumps(out))

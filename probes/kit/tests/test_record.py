@@ -55,6 +55,20 @@ def test_the_record_passes_the_same_traffic_and_catches_bytes_through_the_store(
     assert not store["passed"], store
     assert store["record_extra_bytes"] >= 2 * 2 * (1 << 16) * 4, store  # two steps, two ranks' copies
     assert "side channel" in store["message"]
+    # A forged "ok" does not close the window early: the window ends when the ranks have exited.
+    assert not out["forged"]["passed"], out["forged"]
+    assert out["forged"]["record_extra_bytes"] >= 2 * 2 * 4 * (1 << 16) * 4, out["forged"]
+    # Memory of record, read by the probe's process from the ranks' /proc.
+    mem = out["mem_same"]
+    assert mem["passed"] and abs(mem["record_extra_bytes"]) < mem["record_tolerance_bytes"], mem
+    assert mem["record_candidate_outside_exact"] is True and mem["record_candidate_outside_resets"] == 0, mem
+    reset = out["mem_reset"]  # 64 MiB held, freed, then the rank's own high-water mark reset
+    assert not reset["passed"] and reset["resets"] >= 1, reset
+    assert reset["record_candidate_outside_peak_bytes"] >= 60 << 20, reset
+    assert "clear_refs" in reset["message"], reset
+    shm = out["mem_shm"]  # 8 MiB a step kept in shared memory: 24 MiB over 3 steps
+    assert not shm["passed"] and shm["record_candidate_outside_shmem_bytes"] >= 20 << 20, shm
+    assert "shared memory" in shm["message"], shm
 
 
 _ROWS = [torch.zeros(2 << 20).share_memory_() for _ in range(2)]  # 16 MiB resident in shared memory

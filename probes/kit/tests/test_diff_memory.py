@@ -1,0 +1,112 @@
+"""differential()'s memory of record (#38 item 2): a head that hides memory from the meter in its ranks
+is caught by the figures the probe's process reads from the ranks' /proc (gloo, 2 ranks, CPU)."""
+import json
+import os
+import shutil
+import tempfile
+import textwrap
+
+import pytest
+import torch
+
+from probegate_probe.differential import Sides, differential
+from probegate_probe._outside import OutsideFigures
+
+BASE_LIB = """
+import torch
+import torch.distributed as dist
+
+def step(t):
+    dist.all_reduce(t)
+    return t
+"""
+
+# 64 MiB of scratch held 50 ms, freed, then the rank's own high-water mark reset: peak_memory in the
+# rank reads its figure from that mark.
+RESET_HEAD = BASE_LIB.replace("    return t\n", """    scratch = torch.ones(16 << 20)
+    import time
+    time.sleep(0.05)
+    del scratch
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    return t
+""")
+
+# 24 MiB a call kept in files of a memory file system: in no process's resident set.
+SHM_HEAD = BASE_LIB.replace("    return t\n", """    import os, uuid
+    d = os.environ["PGDIFF_SHM_DIR"]
+    with open(os.path.join(d, uuid.uuid4().hex), "wb") as fh:
+        fh.write(bytes(24 << 20))
+    return t
+""")
+
+
+def _scenario(rank, world, rep):
+    import pgdiff_target
+
+    return pgdiff_target.step(torch.full((256,), float(rank + rep + 1)))
+
+
+def _trees(tmp_path, head_lib):
+    out = {}
+    for side, src in (("base", BASE_LIB), ("head", head_lib)):
+        d = tmp_path / side
+        d.mkdir()
+        (d / "pgdiff_target.py").write_text(textwrap.dedent(src))
+        out[side] = str(d)
+    return out
+
+
+def _lines(path):
+    return {c["id"]: c for c in map(json.loads, path.read_text().splitlines())}
+
+
+def test_a_head_that_resets_its_own_high_water_mark_fails_the_memory_check(tmp_path, results):
+    t = _trees(tmp_path, RESET_HEAD)
+    sides = differential(_scenario, world_size=2, base=t["base"], head=t["head"], measure=("memory",))
+    sides.check_memory("peak", tolerance_bytes=8 << 20, tolerance_ratio=0.1)
+    got = _lines(results)["peak"]
+    m = got["measured"]
+    assert got["status"] == "failed", got
+    assert m["head_peak_bytes"] - m["base_peak_bytes"] < 8 << 20, m  # the rank's own meter was blinded
+    assert m["head_outside_peak_bytes"] - m["base_outside_peak_bytes"] >= 56 << 20, m
+    assert "memory of record" in got["message"] and "in-process meter does not see" in got["message"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
+def test_a_head_that_keeps_files_in_dev_shm_fails_the_memory_check(tmp_path, results, monkeypatch):
+    shm = tempfile.mkdtemp(dir="/dev/shm", prefix="pgdiff-")
+    monkeypatch.setenv("PGDIFF_SHM_DIR", shm)
+    try:
+        t = _trees(tmp_path, SHM_HEAD)
+        sides = differential(_scenario, world_size=2, base=t["base"], head=t["head"], measure=("memory",))
+        sides.check_memory("peak", tolerance_bytes=8 << 20, tolerance_ratio=0.1)
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+    got = _lines(results)["peak"]
+    if got["measured"].get("head_outside_tmpfs_bytes", 0) == 0:
+        pytest.skip("/dev/shm is not a memory file system this process can see (statvfs)")
+    assert got["status"] == "failed" and "memory file systems 48.0 MiB" in got["message"], got  # both ranks write
+
+
+def test_identical_trees_agree_in_the_memory_of_record(tmp_path, results):
+    t = _trees(tmp_path, BASE_LIB)
+    sides = differential(_scenario, world_size=2, base=t["base"], head=t["head"], measure=("memory",))
+    sides.check_memory("peak")
+    got = _lines(results)["peak"]
+    assert got["status"] == "passed", got
+    assert got["measured"]["base_outside_exact"] is True and "head_outside_peak_bytes" in got["measured"]
+
+
+def test_memory_the_rank_meter_saw_on_both_sides_is_not_counted_twice(results):
+    out = lambda peak: OutsideFigures(peak_bytes=peak)  # noqa: E731
+    # A head that needs 40 MiB more, seen by its rank's meter too: the in-rank check says it, once.
+    Sides(world_size=1, peaks={"base": 100 << 20, "head": 140 << 20}, outside={"base": out(300 << 20), "head": out(340 << 20)}).check_memory("seen")
+    # Outside figures 40 MiB apart while the rank meters agree: memory kept where the meter does not look.
+    Sides(world_size=1, peaks={"base": 100 << 20, "head": 100 << 20}, outside={"base": out(300 << 20), "head": out(340 << 20)}).check_memory("unseen")
+    # Within the allowance (5 % of 300 MiB): passes.
+    Sides(world_size=1, peaks={"base": 100 << 20, "head": 100 << 20}, outside={"base": out(300 << 20), "head": out(310 << 20)}).check_memory("noise")
+    got = _lines(results)
+    assert got["seen"]["status"] == "failed" and got["seen"]["message"].startswith("head holds 40.0 MiB more")
+    assert got["unseen"]["status"] == "failed" and "memory of record" in got["unseen"]["message"]
+    assert got["noise"]["status"] == "passed"
