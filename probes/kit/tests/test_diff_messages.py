@@ -177,7 +177,7 @@ def test_a_time_check_with_two_repetitions_a_side_cannot_decide_and_says_so(resu
 
 def test_differential_refuses_a_time_run_of_two_repetitions_at_the_call(tmp_path):
     t = _trees(tmp_path, BASE_LIB)
-    with pytest.raises(ValueError, match=r"repetitions=2 .*at least 3"):
+    with pytest.raises(ValueError, match=r"repetitions=2\).*at least 3"):
         differential(_four_steps, world_size=2, repetitions=2, base=t["base"], head=t["head"], measure=("time",))
 
 
