@@ -25,6 +25,12 @@ from probegate_probe.location import workspace
 ALGOS = "verl/trainer/ppo/core_algos.py"
 TF = "verl/utils/torch_functional.py"
 
+# Steps one call of the scenario runs: the step of record, then BIG_STEPS training-size ones. Every step
+# calls the distributed reductions once, so the counted traffic (the whole call) is said per step by
+# differential(steps=STEPS): without it the check said the four steps' traffic "per step", 4x over.
+BIG_STEPS = 3
+STEPS = 1 + BIG_STEPS
+
 # (module file, function) pairs the scenario calls when both trees define them.
 WATCHED = {
     TF: ["masked_sum", "masked_mean", "masked_var", "masked_whiten", "logprobs_from_logits", "entropy_from_logits",
@@ -155,7 +161,7 @@ def scenario(rank, world, rep, common, rows, cols, base_seed):
     step(inputs(rows, cols, 50), "")
     outputs = dict(out)
     # Training-size steps for memory and time (what a real batch costs): 256 sequences x 2048 tokens.
-    for _ in range(3):
+    for _ in range(BIG_STEPS):
         out.clear()
         step(inputs(256, 2048, 64), "big.")
     out.clear()
@@ -183,7 +189,7 @@ def main():
         emit("interface-kept", "functional", "passed", "every public function of the base's core_algos.py and torch_functional.py is still defined", requirements=["interface-kept"])
     args = (tuple(common), param("rows", 12), param("cols", 40), seed(0))
     sides = differential(scenario, world_size=2, repetitions=int(os.environ.get("VERL_GATE_REPS", "9")), args=args, timeout=900,
-                         preload=PRELOAD)
+                         preload=PRELOAD, steps=STEPS)
     # One outputs check per function, so a failure names what changed.
     keys = sorted(set(sides.counts["base"][0]["outputs"]) | set(sides.counts["head"][0]["outputs"]))
     for key in keys:

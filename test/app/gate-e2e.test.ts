@@ -128,6 +128,6 @@ describe("a repository gate end to end: agent PR → app dispatch with the base 
     const annotation = completed[0].output.annotations.find((a: { title: string }) => a.title.includes("sync-traffic"));
     expect(annotation).toMatchObject({ path: "calc/sync.py", start_line: 4, annotation_level: "failure", title: "traffic probe failed: sync-traffic" });
     // The numbers, both sides: 1024 float32 all-reduced once per step at the base, twice at the head.
-    expect(annotation.message).toBe("head's collectives differ from base's per step: +1 all_reduce call per step (1 → 2), bytes 4,096 → 8,192 (+4,096 B)");
+    expect(annotation.message).toBe("head's collectives differ from base's per step: +1 all_reduce call per step (1 → 2), bytes 4,096 → 8,192 (+4,096 B), new in head at calc/sync.py:6 in sync (1 call in all)");
   }, 240_000);
 });

@@ -102,7 +102,7 @@ describe("a generated gate, evaluated by the engine on PRs of the test repositor
     expect(result.verdict).toBe("probe-rejected");
     const traffic = result.probes.find((p) => p.id.startsWith("test-traffic.test_comm"));
     expect(traffic).toMatchObject({ category: "traffic", status: "failed", location: { path: "tests/test_comm.py", line: 16 } });
-    expect(traffic?.message).toBe("head's collectives differ from base's per run: +4 all_reduce calls per run (4 → 8), bytes 16,777,216 → 33,554,432 (+16,777,216 B)");
+    expect(traffic?.message).toBe("head's collectives differ from base's per run: +4 all_reduce calls per run (4 → 8), bytes 16,777,216 → 33,554,432 (+16,777,216 B), new in head at dcomm/comm.py:9 in all_reduce_sum (4 calls in all)");
     expect(traffic?.measured).toMatchObject({ base_all_reduce_calls: 4, head_all_reduce_calls: 8 });
     expect(result.probes.find((p) => p.id.startsWith("test-memory.test_comm"))?.status).toBe("passed");
   }, 600_000);

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from . import _hidden
+from . import _hidden, _sites
 from .emit import emit
 
 
@@ -21,23 +21,30 @@ def traffic_figures(counter, tree=None) -> dict:
     calls = [dict(c, at=_hidden.where(c, tree)) for c in counter.hidden_calls]
     gaps = [u for u in counter.uncounted if u != counter.hidden_note]
     return {"by_op": dict(counter.by_op), "calls": dict(counter.calls), "bytes": counter.total_bytes,
-            "hidden": counter.hidden, "hidden_calls": calls, "gaps": gaps}
+            "hidden": counter.hidden, "hidden_calls": calls, "gaps": gaps, "sites": _sites.figures(getattr(counter, "sites", {}), tree)}
 
 
 def side_traffic(ranks) -> dict:
-    """One side's figures over its ranks: the busiest rank per collective and for hidden collectives."""
-    calls, by_op = {}, {}
+    """One side's figures over its ranks: the busiest rank per collective, per call site and for hidden collectives."""
+    calls, by_op, sites = {}, {}, {}
     for r in ranks:
+        for site in r.get("sites") or ():
+            key = (site["op"], site["path"], site["line"], site["func"])
+            got = sites.setdefault(key, dict(site))
+            got["calls"], got["bytes"] = max(got["calls"], site["calls"]), max(got["bytes"], site["bytes"])
         for op, n in r["calls"].items():
             calls[op] = max(calls.get(op, 0), n)
         for op, b in r["by_op"].items():
             by_op[op] = max(by_op.get(op, 0), b)
     hid = max(ranks, key=lambda r: (r.get("hidden", 0), len(r.get("hidden_calls") or ())))
+    by_site = {}
+    for site in sites.values():
+        by_site.setdefault(site["op"], []).append(site)
     gaps = Counter()
     for r in ranks:
         gaps |= Counter(g.split(":", 1)[0] for g in r.get("gaps") or ())
     return {"calls": calls, "by_op": by_op, "bytes": max(r["bytes"] for r in ranks), "hidden": hid.get("hidden", 0),
-            "hidden_calls": list(hid.get("hidden_calls") or ()), "gaps": dict(gaps)}
+            "hidden_calls": list(hid.get("hidden_calls") or ()), "gaps": dict(gaps), "sites": by_site}
 
 
 def _num(x) -> str:
@@ -53,22 +60,90 @@ def _plural(n, word) -> str:
     return f"{word}{'' if float(n) == 1 else 's'}"
 
 
-def _op_changes(b, h, per, steps) -> list:
-    """One item per collective whose calls or bytes differ: `+1 all_reduce call per step (4 → 5), bytes 4,096 → 4,100 (+4 B)`."""
+def _ratio(h, b):
+    """`1.49` (head ÷ base), or None where there is no base or the ratio would round a difference away."""
+    if not b:
+        return None
+    text = f"{h / b:.2f}"
+    return None if text == "1.00" and h != b else text
+
+
+def _even(div, *figures) -> bool:
+    return all(float(x) % div == 0 for x in figures)
+
+
+def _op_changes(b, h, per, div) -> list:
+    """One item per collective whose calls or bytes differ: `+1 all_reduce call per step (4 → 5), bytes 4,096 → 4,100
+    (+4 B)`, per `per` where every figure divides into `div` (the steps), else over the steps; then the head's call
+    sites that differ from the base's, where the ranks recorded them."""
     items = []
     for op in sorted(set(b["calls"]) | set(h["calls"]) | set(b["by_op"]) | set(h["by_op"])):
-        bc, hc = b["calls"].get(op, 0) / steps, h["calls"].get(op, 0) / steps
-        bb, hb = b["by_op"].get(op, 0) / steps, h["by_op"].get(op, 0) / steps
-        if bc == hc and bb == hb:
+        raw = (b["calls"].get(op, 0), h["calls"].get(op, 0), b["by_op"].get(op, 0), h["by_op"].get(op, 0))
+        if raw[0] == raw[1] and raw[2] == raw[3]:
             continue
+        even = _even(div, *raw)
+        unit = f"per {per}" if even else f"over {_num(div)} {_plural(div, per)}"
+        bc, hc, bb, hb = (x / (div if even else 1) for x in raw)
         data = f"bytes {_num(bb)} → {_num(hb)} ({_signed(hb - bb)})" if bb != hb else f"bytes unchanged ({_num(bb)})"
         if bc != hc:
             d = hc - bc
-            items.append(f"{'+' if d > 0 else '-'}{_num(abs(d))} {op} {_plural(abs(d), 'call')} per {per} ({_num(bc)} → {_num(hc)}), {data}")
+            item = f"{'+' if d > 0 else '-'}{_num(abs(d))} {op} {_plural(abs(d), 'call')} {unit} ({_num(bc)} → {_num(hc)}), {data}"
         else:
-            ratio = f", {hb / bb:.2f}× base" if bb else ""
-            items.append(f"{op}: the same {_num(hc)} {_plural(hc, 'call')} per {per}, {data[:-1]}{ratio})")
+            ratio = _ratio(hb, bb)
+            item = f"{op}: the same {_num(hc)} {_plural(hc, 'call')} {unit}, {data[:-1]}{f', {ratio}× base' if ratio else ''})"
+        places = _site_text(_site_changes(b["sites"].get(op, []), h["sites"].get(op, [])))
+        items.append(item + (f", {places}" if places else ""))
     return items
+
+
+def _site_changes(bs, hs) -> list:
+    """(head site, its base counterpart or None) for each head call site whose calls or bytes differ from the
+    base's, then (None, base site) for base sites the head lacks. A site is matched on path, function and line,
+    else on path and function in line order (a PR that moves a call keeps its site)."""
+    left = sorted(bs, key=lambda s: (s["path"], s["line"]))
+    out, pending = [], []
+    for s in sorted(hs, key=lambda s: (s["path"], s["line"])):
+        m = next((x for x in left if (x["path"], x["func"], x["line"]) == (s["path"], s["func"], s["line"])), None)
+        if m is None:
+            pending.append(s)
+            continue
+        left.remove(m)
+        if (m["calls"], m["bytes"]) != (s["calls"], s["bytes"]):
+            out.append((s, m))
+    for s in pending:
+        m = next((x for x in left if (x["path"], x["func"]) == (s["path"], s["func"])), None)
+        if m is not None:
+            left.remove(m)
+        if m is None or (m["calls"], m["bytes"]) != (s["calls"], s["bytes"]):
+            out.append((s, m))
+    return out + [(None, m) for m in left]
+
+
+def _at(s) -> str:
+    where = f"{s['path']}:{s['line']}" if s["path"] else "a call from C++ with no Python caller"
+    return where + (f" in {s['func']}" if s["func"] else "")
+
+
+def _site_text(changes) -> str:
+    """`new in head at lib.py:7 in step (4 calls in all)`, `changed in head at …`, `gone from head: base's …`."""
+    said = []
+    for s, m in changes[:3]:
+        if s is None:
+            said.append(f"gone from head: base's {_at(m)} ({_num(m['calls'])} {_plural(m['calls'], 'call')} in all)")
+        elif m is None:
+            said.append(f"new in head at {_at(s)} ({_num(s['calls'])} {_plural(s['calls'], 'call')} in all)")
+        else:
+            said.append(f"changed in head at {_at(s)} ({_num(m['calls'])} → {_num(s['calls'])} calls, {_num(m['bytes'])} → {_num(s['bytes'])} B in all)")
+    return ", ".join(said) + (f" and {len(changes) - 3} more call sites" if len(changes) > 3 else "")
+
+
+def _site_location(b, h):
+    """{"path", "line"} of the first head call site that differs from the base's, where it lies in the head's tree."""
+    for op in sorted(set(h["sites"]) | set(b["sites"])):
+        for s, _ in _site_changes(b["sites"].get(op, []), h["sites"].get(op, [])):
+            if s is not None and s["path"] and not s["path"].startswith("/") and ".." not in s["path"].split("/"):
+                return {"path": s["path"], "line": max(1, int(s["line"]))}
+    return None
 
 
 def _hidden_text(side) -> str:
@@ -100,12 +175,26 @@ def _side_channel(wire, same):
             "counter: traffic beside the collectives (the store, a socket)")
 
 
-def compare(counts, per="call", steps=1, wire=None):
+def _unit(per, steps):
+    """(the word, the divisor, the words after `per <word>`): per step over N steps where the scenario declared N
+    steps, per call (one call of the scenario, undivided) where it declared none or `per="call"` was asked for."""
+    if per is None:
+        per = "step" if steps != 1 else "call"
+    if per == "call" and steps != 1:
+        return per, 1, f" ({_num(steps)} steps per call)"
+    return per, steps, f" over {_num(steps)} {_plural(steps, per)}" if steps != 1 else ""
+
+
+def compare(counts, per=None, steps=1, wire=None):
     """(status, message, measured) of the traffic comparison of `counts` (side -> per-rank figures), and of
     `wire` (side -> loopback bytes of the side's uncounted run, where measured)."""
+    return _compare(counts, per, steps, wire)[:3]
+
+
+def _compare(counts, per, steps, wire):
     b, h = side_traffic(counts["base"]), side_traffic(counts["head"])
-    over = f" over {steps} {_plural(steps, per)}" if steps != 1 else ""
-    measured = {"base_bytes_per_" + per: b["bytes"] / steps, "head_bytes_per_" + per: h["bytes"] / steps}
+    per, div, over = _unit(per, steps or 1)
+    measured = {"base_bytes_per_" + per: b["bytes"] / div, "head_bytes_per_" + per: h["bytes"] / div}
     for op in sorted(set(b["calls"]) | set(h["calls"])):
         measured[f"base_{op}_calls"] = b["calls"].get(op, 0)
         measured[f"head_{op}_calls"] = h["calls"].get(op, 0)
@@ -114,21 +203,30 @@ def compare(counts, per="call", steps=1, wire=None):
         measured["steps"] = steps
     for side, n in (wire or {}).items():
         measured[f"{side}_wire_bytes"] = n
-    bb, hb = b["bytes"] / steps, h["bytes"] / steps
+    even = _even(div, b["bytes"], h["bytes"])
+    bb, hb = (b["bytes"] / div, h["bytes"] / div) if even else (b["bytes"], h["bytes"])
+    tunit = f"per {per}{over}" if even else f"over {_num(div)} {_plural(div, per)}"
     same = (b["calls"], b["by_op"], b["bytes"]) == (h["calls"], h["by_op"], h["bytes"])
-    parts, status = [], "passed"
+    parts, status, place = [], "passed", None
     if not same:
         status = "failed"
-        items = _op_changes(b, h, per, steps)
+        items = _op_changes(b, h, per, div)
+        changed = {op for op in set(b["calls"]) | set(h["calls"]) | set(b["by_op"]) | set(h["by_op"])
+                   if (b["calls"].get(op, 0), b["by_op"].get(op, 0)) != (h["calls"].get(op, 0), h["by_op"].get(op, 0))}
+        place = _site_location({"sites": {op: v for op, v in b["sites"].items() if op in changed}},
+                               {"sites": {op: v for op, v in h["sites"].items() if op in changed}})
         if b["calls"] == h["calls"]:
-            how = f"{hb / bb:.2f}× the bytes of base" if bb else f"{_num(hb)} B where base moves none"
-            parts.append(f"head moves {how} per {per}{over} in the same calls ({_num(bb)} → {_num(hb)} B, {_signed(hb - bb)}): " + "; ".join(items))
+            ratio = _ratio(hb, bb)
+            how = (f"{ratio}× the bytes of base" if ratio else f"{'more' if hb > bb else 'fewer'} bytes than base") if bb else f"{_num(hb)} B where base moves none"
+            parts.append(f"head moves {how} {tunit} in the same calls ({_num(bb)} → {_num(hb)} B, {_signed(hb - bb)}): " + "; ".join(items))
         else:
-            total = f"; in all {_num(bb)} → {_num(hb)} B per {per} ({_signed(hb - bb)})" if len(set(b["calls"]) | set(h["calls"])) > 1 else ""
+            total = f"; in all {_num(bb)} → {_num(hb)} B {f'per {per}' if even else tunit} ({_signed(hb - bb)})" if len(set(b["calls"]) | set(h["calls"])) > 1 else ""
             parts.append(f"head's collectives differ from base's per {per}{over}: " + "; ".join(items) + total)
     else:
-        ops = ", ".join(f"{op} {_num(n / steps)} {_plural(n / steps, 'call')}" for op, n in sorted(h["calls"].items()))
-        parts.append(f"head and base move the same {_num(hb)} B per {per}{over}" + (f" ({ops} per {per})" if ops else ""))
+        calls_even = _even(div, *h["calls"].values())
+        cunit = f"per {per}" if calls_even else f"over {_num(div)} {_plural(div, per)}"
+        ops = ", ".join(f"{op} {_num(n / (div if calls_even else 1))} {_plural(n / (div if calls_even else 1), 'call')}" for op, n in sorted(h["calls"].items()))
+        parts.append(f"head and base move the same {_num(hb)} B {tunit}" + (f" ({ops} {cunit})" if ops else ""))
     if _hidden_key(b) != _hidden_key(h):
         status = "failed"
         n = h["hidden"]
@@ -150,9 +248,10 @@ def compare(counts, per="call", steps=1, wire=None):
         parts.append(f"collectives the kit could not size (a kit gap): head {fmt(h['gaps'])}, base {fmt(b['gaps'])}")
     if len(parts) > 1 and parts[0].endswith("; what the counter saw: "):
         parts[:2] = [parts[0] + parts[1]]
-    return status, "; ".join(parts), measured
+    return status, "; ".join(parts), measured, place
 
 
-def check_traffic(counts, id, per="call", steps=1, requirements=None, location=None, wire=None):
-    status, message, measured = compare(counts, per, steps, wire)
-    return emit(id, "traffic", status, message, location, measured, requirements)
+def check_traffic(counts, id, per=None, steps=1, requirements=None, location=None, wire=None):
+    """Emits the comparison; without a `location`, a failure points at the head's first call site that differs."""
+    status, message, measured, place = _compare(counts, per, steps, wire)
+    return emit(id, "traffic", status, message, location if location is not None or status == "passed" else place, measured, requirements)

@@ -5,13 +5,14 @@ same pass.
 """
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from fractions import Fraction
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import _hidden, _wire
+from . import _hidden, _sites, _wire
 from ._pg_patches import _install_patches, _needs_patches, _remove_patches
 from ._pg_state import _counters, _functional_group, _group_info, _sequence_numbers, _tls, _total_sequence
 
@@ -66,10 +67,15 @@ class CollectiveCounter:
     time and count in the same pass. Collectives issued on other threads are not counted: `hidden`
     says how many the process groups issued beyond those counted, `hidden_calls` describes those
     that went through a ProcessGroup method (op, bytes, group size, thread, file and line), and both
-    end up in `uncounted`, which traffic probes report as an error.
+    end up in `uncounted`, which traffic probes report as an error. `sites`: calls and wire bytes per
+    collective and call site (the innermost frame outside torch, the kit, the standard library and
+    installed packages, preferring one under `root`, default the current folder): `_sites`.
     """
 
-    def __init__(self):
+    def __init__(self, root=None):
+        self.root = root  # where call sites are looked for first (the gated tree); None: the current folder at entry
+        self._root = root
+        self.sites = {}  # (op, file, line, function) -> [calls, wire bytes]: _sites, one tally per call site
         self._bytes = defaultdict(Fraction)
         self._calls = defaultdict(int)
         self._payload = 0
@@ -87,6 +93,7 @@ class CollectiveCounter:
         self._bytes[op] += wire
         self._calls[op] += 1
         self._payload += int(payload)
+        _sites.note(self.sites, op, wire, self._root)
         if len(self.events) < 10000:
             self.events.append((op, int(payload), int(round(wire))))
 
@@ -101,6 +108,7 @@ class CollectiveCounter:
 
     def __enter__(self):
         self._seq_before = _sequence_numbers()
+        self._root = self.root or os.getcwd()
         _install_patches()
         self._mode_ctx = _CountingMode(self)
         self._mode_ctx.__enter__()

@@ -14,7 +14,6 @@ share that start-up, so a differential probe costs far less than twice one side.
 """
 from __future__ import annotations
 
-import math
 import os
 import statistics
 import sys
@@ -22,7 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from . import _conf, _diff_memory, _diff_traffic
+from . import _conf, _diff_memory, _diff_outputs, _diff_scenario, _diff_time, _diff_traffic
+from ._diff_time import mann_whitney_greater  # noqa: F401 - exported
 from ._outside import Window
 from ._diff_traffic import traffic_figures  # noqa: F401 - for probes that count inside their scenario (megatron's gate)
 from .emit import emit
@@ -63,12 +63,12 @@ def _use_tree(tree: str, other: str) -> None:
     os.chdir(tree)
 
 
-def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=None):
+def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=None, first=1):
     _use_tree(tree, other)
     if mode == "count":
         from .collectives import CollectiveCounter
 
-        with CollectiveCounter() as counter:
+        with CollectiveCounter(root=tree) as counter:
             out = scenario(rank, world, 0, *args)
         return {"outputs": out, **_diff_traffic.traffic_figures(counter, tree)}
     if mode == "memory":
@@ -79,7 +79,7 @@ def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=Non
     scenario(rank, world, 0, *args)  # warm-up: imports, caches, first-touch allocations
     times = []
     start = time.perf_counter()
-    for rep in range(1, reps + 1):  # distinct inputs per repetition: a cache of the last answer does not help
+    for rep in range(first, first + reps):  # distinct inputs over the whole run (round 2 goes on from round 1): a cache of an earlier answer does not help
         if limit is not None and times and _agree_to_stop(time.perf_counter() - start > limit):
             break  # the side is far past the base already: more repetitions only cost the runner time
         t0 = time.perf_counter()
@@ -117,10 +117,11 @@ class Sides:
     outside: dict = field(default_factory=dict)  # side -> OutsideFigures of its memory run, read from the ranks' /proc (#38)
     wire: dict = field(default_factory=dict)  # side -> loopback bytes of its uncounted run (#38: the record), in a private namespace
 
-    def check_traffic(self, id, per="call", steps=None, requirements=None, location=None):
+    def check_traffic(self, id, per=None, steps=None, requirements=None, location=None):
         """Exact: the head moves the same bytes in the same collectives as the base (per rank, the busiest),
         and issues the same collectives the counter could not see (another thread: `_diff_traffic`).
-        Figures are per `per`, divided by `steps` (else the scenario's declared `differential(steps=)`)."""
+        Figures are per step where steps are declared (`steps`, else `differential(steps=)`), per call of the
+        scenario otherwise or with `per="call"`; a failure names the head's call sites that differ (`_diff_traffic`)."""
         steps = steps or self.steps or 1
         return _diff_traffic.check_traffic(self.counts, id, per, steps, requirements, location, wire=self.wire)
 
@@ -131,73 +132,20 @@ class Sides:
 
     def check_time(self, id, margin=1.25, alpha=0.05, requirements=None, location=None):
         """Fails only when the head's median is over `margin` × the base's AND a rank test says the head is slower;
-        or when the head's counted run alone was past the time cap (its timed rounds were then not run)."""
-        if "head" in self.capped:
-            hw, bw, cap = self.capped["head"]
-            measured = {"head_counted_run_s": hw, "base_counted_run_s": bw, "time_ratio": hw / bw if bw else float("inf"), "time_cap": cap, "margin": margin}
-            return emit(id, "time", "failed", f"head's counted run took {hw / bw:.1f}× the wall time of base's ({hw:.1f} s against {bw:.1f} s, start-up included), past the time cap of {cap:g}×: its timed repetitions were not run", location, measured, requirements)
-        b, h = self.times["base"], self.times["head"]
-        ratio = statistics.median(h) / statistics.median(b)
-        p = mann_whitney_greater(h, b)
-        measured = {"base_median_s": statistics.median(b), "head_median_s": statistics.median(h), "time_ratio": ratio, "rank_test_p": p, "margin": margin, "repetitions": len(h)}
-        stopped = self.stopped.get("head")
-        reps = f"{len(h)} interleaved repetitions"
-        if stopped:
-            measured["head_repetitions_asked"] = stopped[1]
-            reps = f"{len(h)} of {stopped[1]} interleaved repetitions: the head was stopped past its time cap"
-        if ratio > margin and p < alpha:
-            return emit(id, "time", "failed", f"head takes {ratio:.2f}× the time of base (median {statistics.median(h) * 1e3:.1f} ms against {statistics.median(b) * 1e3:.1f} ms over {reps}; rank test p={p:.3f}; margin {margin}×)", location, measured, requirements)
-        return emit(id, "time", "passed", f"head takes {ratio:.2f}× the time of base (margin {margin}×, p={p:.3f})", location, measured, requirements)
+        or when the head's counted run alone was past the time cap (its timed rounds were then not run); an `error`
+        where the repetitions are too few for the rank test ever to say "slower" (`_diff_time`)."""
+        return _diff_time.check_time(self, id, margin, alpha, requirements, location)
 
     def check_outputs(self, id, atol=0.0, rtol=0.0, requirements=None, location=None):
         """Outputs of every rank, bitwise (atol = rtol = 0) or within the stated tolerance."""
         import torch
 
         for rank, (b, h) in enumerate(zip(self.counts["base"], self.counts["head"])):
-            problem = _differ(b["outputs"], h["outputs"], atol, rtol, torch)
+            problem = _diff_outputs.differ(b["outputs"], h["outputs"], atol, rtol, torch)
             if problem:
                 return emit(id, "functional", "failed", f"rank {rank}: head's outputs differ from base's: {problem}", location, {"atol": atol, "rtol": rtol}, requirements)
         how = "bitwise" if atol == rtol == 0 else f"within atol={atol}, rtol={rtol}"
         return emit(id, "functional", "passed", f"head's outputs equal base's {how} on all {self.world_size} ranks", location, {"atol": atol, "rtol": rtol}, requirements)
-
-
-def _differ(b, h, atol, rtol, torch, path="outputs"):
-    if isinstance(b, torch.Tensor) or isinstance(h, torch.Tensor):
-        if not (isinstance(b, torch.Tensor) and isinstance(h, torch.Tensor)):
-            return f"{path}: {type(b).__name__} against {type(h).__name__}"
-        if b.shape != h.shape or b.dtype != h.dtype:
-            return f"{path}: shape/dtype {tuple(h.shape)}/{h.dtype}, base {tuple(b.shape)}/{b.dtype}"
-        if atol == rtol == 0:
-            same = torch.equal(b, h) or (b.is_floating_point() and torch.equal(torch.nan_to_num(b), torch.nan_to_num(h)) and torch.equal(b.isnan(), h.isnan()))
-        else:
-            same = torch.allclose(b.double(), h.double(), atol=atol, rtol=rtol, equal_nan=True)
-        if not same:
-            diff = (b.double() - h.double()).abs().nan_to_num(0).max().item() if b.numel() else 0
-            return f"{path}: max |difference| {diff:.3g}"
-        return None
-    if isinstance(b, dict) and isinstance(h, dict):
-        if set(b) != set(h):
-            return f"{path}: keys {sorted(map(str, h))}, base {sorted(map(str, b))}"
-        return next((p for k in b if (p := _differ(b[k], h[k], atol, rtol, torch, f"{path}[{k!r}]"))), None)
-    if isinstance(b, (list, tuple)) and isinstance(h, (list, tuple)):
-        if len(b) != len(h):
-            return f"{path}: {len(h)} items, base {len(b)}"
-        return next((p for i, (x, y) in enumerate(zip(b, h)) if (p := _differ(x, y, atol, rtol, torch, f"{path}[{i}]"))), None)
-    return None if b == h else f"{path}: {h!r}, base {b!r}"
-
-
-def mann_whitney_greater(xs, ys) -> float:
-    """One-sided p that xs tends to exceed ys (normal approximation with ties, continuity corrected)."""
-    n, m = len(xs), len(ys)
-    if n == 0 or m == 0:
-        return 1.0
-    u = sum((x > y) + 0.5 * (x == y) for x in xs for y in ys)
-    mu = n * m / 2
-    sigma = math.sqrt(n * m * (n + m + 1) / 12)
-    if sigma == 0:
-        return 1.0
-    z = (u - mu - 0.5) / sigma
-    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 def _time_cap(base_times, reps, time_cap):
@@ -213,8 +161,10 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
     """Runs `scenario(rank, world_size, rep, *args)` on the base tree and the head tree.
 
     scenario must import the code under test inside the function (each side imports its own
-    tree) and be module-level (it is sent to fresh rank processes). rep is 0 for the counted and
-    memory runs and 1…repetitions for the timed ones, so a timed loop sees distinct inputs.
+    tree) and be module-level (it is sent to fresh rank processes by name: anything else is refused
+    with TypeError). rep is 0 for the counted and memory runs and each round's warm-up, and 1…repetitions
+    over the timed repetitions of both rounds (round 2 goes on where round 1 stopped), so the timed
+    calls see distinct inputs. A time run needs repetitions >= 3 (ValueError below: 2 a side can never fail).
 
     time_cap: a head that has spent `time_cap` × the base's time for a round stops starting
     repetitions (each round still measures at least one, so the two rounds give the rank test
@@ -227,10 +177,15 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
     `preload`: packages of the task's environment the rank server imports once for both sides
     (run_ranks' `preload`, which says what that means for the guard); never either tree's code,
     which each side must import for itself.
-    `steps`: how many training steps one call of the scenario runs; traffic is then judged and said
-    per step ("per step over 4 steps"), not per call.
+    `steps`: how many training steps one call of the scenario runs; traffic is then said per step ("per
+    step over 4 steps"), not per call, unless check_traffic asks for per="call". The verdict compares totals.
     """
     guard_child_import("differential()")
+    _diff_scenario.require_module_level(scenario)
+    if "time" in measure and repetitions < 3:
+        raise ValueError(f"differential(repetitions={repetitions}) cannot decide a time check: with 2 timed "
+                         "repetitions a side (one per round), the rank test's p is never below 0.12, so check_time could "
+                         "never fail; ask for at least 3 (p can then reach 0.040), or leave \"time\" out of measure")
     n = world_size or default_world_size()
     trees = {"base": base or base_tree(), "head": head or _head_tree()}
     other = {"base": trees["head"], "head": trees["base"]}
@@ -248,9 +203,10 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
             for side in order:
                 t0 = time.perf_counter()
                 reps = max(1, (repetitions + 1 - r) // 2) if mode == "time" else 0
+                first = 1 + r * max(1, (repetitions + 1) // 2)  # round 2's reps follow round 1's: distinct over the run
                 limit = _time_cap(_slowest(got["base"]), reps, time_cap) if mode == "time" and side == "head" else None
                 window = Window(loopback, memory=mode == "memory") if mode == record_mode else None
-                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit), timeout=timeout,
+                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit, first), timeout=timeout,
                                            preload=preload, _on=window))
                 if window is not None:
                     if window.wire_bytes(payload_bytes) is not None:

@@ -59,7 +59,9 @@ def test_an_extra_collective_is_reported_in_numbers(tmp_path, results):
     got = _lines(results)
     assert got["sync-bytes"]["status"] == "failed"
     # 256 float32 all-reduced over 2 ranks: 2(n-1)/n · 1,024 B = 1,024 B per call
-    assert got["sync-bytes"]["message"] == "head's collectives differ from base's per step: +1 all_reduce call per step (1 → 2), bytes 1,024 → 2,048 (+1,024 B)"
+    assert got["sync-bytes"]["message"] == ("head's collectives differ from base's per step: +1 all_reduce call per step (1 → 2), bytes 1,024 → 2,048 "
+                                            "(+1,024 B), new in head at pgdiff_target.py:7 in step (1 call in all)")
+    assert got["sync-bytes"]["location"] == {"path": "pgdiff_target.py", "line": 7}  # the head's extra call, where the probe named no place
     assert got["sync-bytes"]["measured"]["head_all_reduce_calls"] == 2
     assert got["same-result"]["status"] == "failed" and "rank 0" in got["same-result"]["message"]
 

@@ -52,7 +52,7 @@ def _tree(root, comm):
 
 def _run(tmp_path, results, head_comm):
     base, head = _tree(tmp_path / "base", COMM), _tree(tmp_path / "head", head_comm)
-    gate_tests(SELECTION, ["rpkg/**"], CHECKS, repetitions=2, base=base, head=head)
+    gate_tests(SELECTION, ["rpkg/**"], CHECKS, repetitions=3, base=base, head=head)  # 3: the fewest a time check can decide on
     return {c["id"]: c for c in map(json.loads, results.read_text().splitlines())}
 
 

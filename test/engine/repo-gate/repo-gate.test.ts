@@ -101,7 +101,9 @@ if __name__ == "__main__":
     const result = await evaluate({ task, submission: { kind: "git", repo: r.dir, ref: r.head }, prBase: r.base, kitDir: KIT });
     const traffic = result.probes.find((p) => p.id === "sync-traffic");
     expect(traffic?.status, JSON.stringify(result.probes)).toBe("failed");
-    expect(traffic?.message).toBe("head's collectives differ from base's per step: +1 all_reduce call per step (1 → 2), bytes 4,096 → 8,192 (+4,096 B)");
+    expect(traffic?.message).toBe("head's collectives differ from base's per step: +1 all_reduce call per step (1 → 2), bytes 4,096 → 8,192 (+4,096 B), new in head at calc/sync.py:5 in sync (1 call in all)");
+    // no location in the probe: the check points at the head's new call site
+    expect(traffic?.location).toEqual({ path: "calc/sync.py", line: 5 });
     expect(traffic?.measured).toMatchObject({ base_all_reduce_calls: 1, head_all_reduce_calls: 2 });
     expect(result.probes.find((p) => p.id === "sync-outputs")?.status).toBe("failed");
     expect(result.verdict).toBe("probe-rejected");
