@@ -3,7 +3,7 @@ import { basename } from "node:path";
 import { renderSummary } from "../core/check-run-render.js";
 import { parseByteSize } from "../core/sizes.js";
 import type { EvaluationResult } from "../core/result.js";
-import { evaluate } from "../engine/evaluate.js";
+import { evaluate, type EvaluateOptions } from "../engine/evaluate.js";
 import { InputError } from "../engine/errors.js";
 import { parseSubmission } from "../engine/submission.js";
 import { loadTask } from "../engine/task-load.js";
@@ -32,6 +32,24 @@ export interface EvalFlags extends BudgetFlags {
   seed?: string;
   db?: string;
   knownGood?: boolean;
+}
+
+/** The flags `probegate eval` and `probegate gate replay` both turn into evaluate() options. */
+export type RunFlags = Pick<EvalFlags, "python" | "worldSize" | "alwaysProbe" | "keepWorkspace" | "unsandboxed" | "maxProcesses" | "maxDisk" | "seed">;
+
+/** evaluate()'s options from those flags, checked before anything runs (a bad value names its flag). */
+export function evaluationOptions(flags: RunFlags): Pick<EvaluateOptions, "kitDir" | "python" | "worldSize" | "alwaysProbe" | "keepWorkspace" | "seed" | "unsandboxed" | "runLimits" | "signingKey"> {
+  return {
+    kitDir: KIT_DIR,
+    python: flags.python,
+    worldSize: parseIntFlag("--world-size", flags.worldSize, 1),
+    alwaysProbe: flags.alwaysProbe,
+    keepWorkspace: flags.keepWorkspace,
+    seed: parseSeed(flags.seed),
+    unsandboxed: flags.unsandboxed,
+    runLimits: { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) },
+    signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
+  };
 }
 
 /** Exit codes of `probegate eval`: scripts gate on them. */
@@ -89,27 +107,17 @@ export async function evalCommand(flags: EvalFlags, io: { stdout: (s: string) =>
   const sources = Array.isArray(flags.submission) ? flags.submission : [flags.submission];
   if (sources.length === 0) throw new InputError("--submission: give at least one submission (a folder, a .patch onto the base, or repo@ref).", { field: "--submission" });
   const submissions = sources.map((s) => parseSubmission(s));
-  const seed = parseSeed(flags.seed);
+  const options = evaluationOptions(flags);
   const { pool, evaluations } = await poolFromFlags(flags);
   const many = submissions.length > 1;
-  const worldSize = parseIntFlag("--world-size", flags.worldSize, 1);
-  const runLimits = { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) };
   if (many) io.stderr(`probegate eval: ${submissions.length} submissions of ${task.spec.id}, ${evaluations} at a time on ${pool.gpus.length} GPUs and ${pool.cores.length} cores\n`);
   const results = await mapConcurrent(submissions, evaluations, (submission, i) =>
     evaluate({
       task,
       submission,
       prBase: flags.prBase,
-      kitDir: KIT_DIR,
-      python: flags.python,
-      worldSize,
+      ...options,
       pool,
-      alwaysProbe: flags.alwaysProbe,
-      keepWorkspace: flags.keepWorkspace,
-      seed,
-      unsandboxed: flags.unsandboxed,
-      runLimits,
-      signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
       onEvent: progressPrinter(io.stderr, { verbose: flags.verbose, prefix: many ? `[${shortName(sources[i] as string)}] ` : "" }),
     }),
   );

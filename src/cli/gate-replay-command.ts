@@ -4,10 +4,9 @@ import { join, resolve } from "node:path";
 import { readResult, type EvaluationResult } from "../core/result.js";
 import { evaluate, type EvaluateOptions } from "../engine/evaluate.js";
 import { InputError } from "../engine/errors.js";
-import { KIT_DIR } from "../engine/package-paths.js";
 import { progressPrinter } from "../engine/progress-lines.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
-import { parseIntFlag, parseSeed, parseSizeFlag } from "./eval-command.js";
+import { evaluationOptions, parseIntFlag } from "./eval-command.js";
 import { commitsFromHistory, commitsFromShas, describeWatched, openRepo, parseSince, watchedBy, watchedPaths, type ReplayCommit, type ReplayRepo } from "./gate-replay-history.js";
 import { injectOnto, parseInjections, scratchRepo, type Injection } from "./gate-replay-inject.js";
 import { doneLine, renderReplayMarkdown, renderReplayTable, type ReplayRow } from "./gate-replay-table.js";
@@ -108,10 +107,8 @@ function writeResult(file: string, result: EvaluationResult): void {
 export async function gateReplayCommand(flags: GateReplayFlags, io: Io, deps: GateReplayDeps = {}): Promise<number> {
   const task = loadTask(flags.task, flags.probes);
   if (task.base.kind !== "pr") throw new InputError(`--task ${flags.task}: ${task.spec.id} is not a repository gate (its task.yml has no base: {pr: true}); gate replay judges PRs against their own base.`, { field: "--task" });
-  const seed = parseSeed(flags.seed);
+  const options = evaluationOptions(flags);
   const jobs = parseIntFlag("--jobs", flags.jobs, 1) ?? 1;
-  const worldSize = parseIntFlag("--world-size", flags.worldSize, 1);
-  const runLimits = { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) };
   const injections = parseInjections(flags.inject ?? []);
   const repo = await openRepo(flags.repo);
   const commits = await selectCommits(flags, repo, task, io);
@@ -153,16 +150,8 @@ export async function gateReplayCommand(flags: GateReplayFlags, io: Io, deps: Ga
             task,
             submission: { kind: "git", repo: scratch?.source ?? repo.source, ref: head },
             prBase: row.commit.parent,
-            kitDir: KIT_DIR,
-            python: flags.python,
-            worldSize,
+            ...options,
             pool,
-            alwaysProbe: flags.alwaysProbe,
-            keepWorkspace: flags.keepWorkspace,
-            seed,
-            unsandboxed: flags.unsandboxed,
-            runLimits,
-            signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
             onEvent: (e) => (toLog(e), toTerminal(e)),
           });
           writeResult(row.file, result);
