@@ -61,6 +61,47 @@ class Cfg(dict):
         raise AttributeError(name)
 
 
+NOT_BUILT = "not built: "  # an output that marks a call no fair comparison could be made of (#37 item 5)
+POLICY_CFG = dict(strategy="fsdp", ppo_micro_batch_size_per_gpu=1, ppo_mini_batch_size=4, use_dynamic_bsz=False, rollout_n=1,
+                  clip_ratio_high=0.28)
+
+
+def tree_actor_config():
+    """(the tree's own ActorConfig with its defaults, None), or (None, why it could not be built). Only
+    the fields this tree's ActorConfig declares are passed: an older tree gets what it knows."""
+    import inspect
+
+    try:
+        from verl.workers.config import ActorConfig
+    except ImportError as e:
+        return None, f"this tree has no verl.workers.config.ActorConfig ({e})"
+    try:
+        accepted = set(inspect.signature(ActorConfig).parameters)
+    except (TypeError, ValueError):
+        accepted = set(POLICY_CFG)
+    kw = {k: v for k, v in POLICY_CFG.items() if k in accepted}
+    try:
+        return ActorConfig(**kw), None
+    except Exception as e:  # noqa: BLE001 - said in the outputs, never replaced silently
+        return None, f"ActorConfig({', '.join(f'{k}={v!r}' for k, v in kw.items())}) raised {type(e).__name__}: {e}"
+
+
+def not_compared(sides, key):
+    """(status, why) when `key` cannot be compared — `error` when one side's call could not be made
+    fairly, `skipped` when neither side's could — else None."""
+    why = []
+    for side in ("base", "head"):
+        v = sides.counts[side][0]["outputs"].get(key)
+        if isinstance(v, str) and v.startswith(NOT_BUILT):
+            why.append(f"{side}: {v[len(NOT_BUILT):]}")
+    kinds = {s: sides.counts[s][0]["outputs"].get(key + ".config") for s in ("base", "head")}
+    if kinds["base"] != kinds["head"] and not why:
+        why.append(f"base called it with {kinds['base']}, head with {kinds['head']}: not the same config")
+    if not why:
+        return None
+    return ("skipped" if len(why) == 2 else "error"), "; ".join(why)
+
+
 def scenario(rank, world, rep, common, rows, cols, base_seed):
     """One step of verl's loss and advantage code on drawn inputs; returns every watched output."""
     import numpy as np
@@ -122,16 +163,24 @@ def scenario(rank, world, rep, common, rows, cols, base_seed):
             call(prefix + "rewards", ca.compute_rewards, x["scores"], x["old_logp"], x["ref_logp"], 0.1)
         if "compute_policy_loss_vanilla" in common:
             # The tree's own ActorConfig with its defaults (what a trainer passes), so a field a PR
-            # adds and reads comes with the default that PR gave it.
-            try:
-                from verl.workers.config import ActorConfig
-
-                cfg = ActorConfig(strategy="fsdp", ppo_micro_batch_size_per_gpu=1, ppo_mini_batch_size=4, use_dynamic_bsz=False, rollout_n=1, clip_ratio_high=0.28)
-            except Exception:  # noqa: BLE001 - a tree without a constructible ActorConfig: a plain stand-in
+            # adds and reads comes with the default that PR gave it. A tree whose ActorConfig cannot be
+            # built gets a stand-in, said in the outputs (`.config`); a call the stand-in cannot serve
+            # (it lacks what the tree reads) is marked NOT_BUILT and never compared (#37 item 5).
+            cfg, why = tree_actor_config()
+            out[prefix + "policy_loss_vanilla.config"] = "its own ActorConfig" if cfg is not None else f"a stand-in config ({why})"
+            if cfg is None:
                 cfg = Cfg(clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.28, clip_ratio_c=3.0, loss_agg_mode="token-mean",
                           policy_loss=Cfg(loss_mode="vanilla"), global_batch_info={})
-            call(prefix + "policy_loss_vanilla", ca.compute_policy_loss_vanilla, old_log_prob=x["old_logp"], log_prob=x["logp"],
-                 advantages=x["values"], response_mask=m, loss_agg_mode="token-mean", config=cfg)
+            try:
+                out[prefix + "policy_loss_vanilla"] = ca.compute_policy_loss_vanilla(old_log_prob=x["old_logp"], log_prob=x["logp"],
+                                                                                     advantages=x["values"], response_mask=m, loss_agg_mode="token-mean", config=cfg)
+            except (AttributeError, KeyError) as e:
+                if isinstance(cfg, Cfg):
+                    out[prefix + "policy_loss_vanilla"] = f"{NOT_BUILT}the stand-in config lacks {(e.args[0] if e.args else type(e).__name__)!r} ({why})"
+                else:
+                    out[prefix + "policy_loss_vanilla"] = f"raised {type(e).__name__}"
+            except Exception as e:  # noqa: BLE001
+                out[prefix + "policy_loss_vanilla"] = f"raised {type(e).__name__}"
         lm = m[:, : x["logits"].shape[1]]
         if "compute_entropy_loss" in common:
             call(prefix + "entropy_loss", ca.compute_entropy_loss, x["logits"], lm, "token-mean")
@@ -193,6 +242,13 @@ def main():
     # One outputs check per function, so a failure names what changed.
     keys = sorted(set(sides.counts["base"][0]["outputs"]) | set(sides.counts["head"][0]["outputs"]))
     for key in keys:
+        if key.endswith(".config"):
+            continue  # how a call was configured: compared through not_compared()
+        unfair = not_compared(sides, key)
+        if unfair is not None:
+            emit(f"outputs.{key}", "functional", unfair[0], f"not compared: {unfair[1]}. The probe cannot call it the same way on "
+                 "both trees, so it does not judge the PR by it", requirements=["outputs-preserved"])
+            continue
         one = Sides(world_size=sides.world_size, counts={s: [{**r, "outputs": r["outputs"].get(key)} for r in sides.counts[s]] for s in ("base", "head")})
         one.check_outputs(f"outputs.{key}", atol=0, rtol=0, requirements=["outputs-preserved"])
     sides.check_traffic("distributed-reduction-traffic", per="step", requirements=["traffic-preserved"])
