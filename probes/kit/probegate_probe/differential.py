@@ -75,7 +75,7 @@ def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=Non
         from .memory import peak_memory
 
         _, peak = peak_memory(scenario, rank, world, 0, *args)
-        return {"peak": peak}
+        return {"peak": peak, "retained": _diff_memory.retained_after_calls(scenario, rank, world, args)}
     scenario(rank, world, 0, *args)  # warm-up: imports, caches, first-touch allocations
     times = []
     start = time.perf_counter()
@@ -114,6 +114,7 @@ class Sides:
     # side -> (its counted run's wall s, the base's, the cap) when that run alone was past the time cap: no timed rounds ran
     capped: dict = field(default_factory=dict)
     steps: Optional[int] = None  # the steps one call of the scenario runs, when it declared them (differential(steps=))
+    growth: dict = field(default_factory=dict)  # side -> (bytes kept per call, the busiest rank's retained readings) (#37 item 3)
     outside: dict = field(default_factory=dict)  # side -> OutsideFigures of its memory run, read from the ranks' /proc (#38)
     wire: dict = field(default_factory=dict)  # side -> loopback bytes of its uncounted run (#38: the record), in a private namespace
 
@@ -128,7 +129,8 @@ class Sides:
     def check_memory(self, id, tolerance_bytes=1 << 20, tolerance_ratio=0.05, requirements=None, location=None):
         """The head's peak may exceed the base's by at most max(tolerance_bytes, tolerance_ratio × base), in the
         ranks' meter and, for what that meter missed, in the memory of record read from outside (_diff_memory)."""
-        return _diff_memory.check_memory(self.peaks, self.outside, id, tolerance_bytes, tolerance_ratio, requirements, location)
+        return _diff_memory.check_memory(self.peaks, self.outside, id, tolerance_bytes, tolerance_ratio, requirements, location,
+                                         growth=self.growth, steps=self.steps)
 
     def check_time(self, id, margin=1.25, alpha=0.05, requirements=None, location=None):
         """Fails only when the head's median is over `margin` × the base's AND a rank test says the head is slower;
@@ -223,6 +225,7 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
                 sides.counts[side] = got[side][0]
             elif mode == "memory":
                 sides.peaks[side] = max(r["peak"] for r in got[side][0])
+                sides.growth[side] = _diff_memory.growth_per_call(got[side][0])
             else:
                 sides.times[side] = _slowest(got[side])
                 asked = sum(ranks[0]["asked"] for ranks in got[side])

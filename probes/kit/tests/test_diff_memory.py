@@ -86,7 +86,7 @@ def test_a_head_that_keeps_files_in_dev_shm_fails_the_memory_check(tmp_path, res
     got = _lines(results)["peak"]
     if got["measured"].get("head_outside_tmpfs_bytes", 0) == 0:
         pytest.skip("/dev/shm is not a memory file system this process can see (statvfs)")
-    assert got["status"] == "failed" and "memory file systems 48.0 MiB" in got["message"], got  # both ranks write
+    assert got["status"] == "failed" and "memory file systems 192.0 MiB" in got["message"], got  # 4 calls (the peak call and 3 for growth), 2 ranks
 
 
 def test_identical_trees_agree_in_the_memory_of_record(tmp_path, results):
@@ -110,3 +110,33 @@ def test_memory_the_rank_meter_saw_on_both_sides_is_not_counted_twice(results):
     assert got["seen"]["status"] == "failed" and got["seen"]["message"].startswith("head holds 40.0 MiB more")
     assert got["unseen"]["status"] == "failed" and "memory of record" in got["unseen"]["message"]
     assert got["noise"]["status"] == "passed"
+
+
+# 8 MiB kept every call (a cache that is never released): under a 48 MiB peak allowance for a call,
+# plain as a slope over the calls after it.
+LEAK_HEAD = BASE_LIB.replace("    return t\n", """    _KEPT.append(torch.ones(2 << 20))
+    return t
+
+
+_KEPT = []
+""")
+
+
+def test_a_head_that_keeps_memory_every_call_fails_on_its_growth(tmp_path, results):
+    t = _trees(tmp_path, LEAK_HEAD)
+    sides = differential(_scenario, world_size=2, base=t["base"], head=t["head"], measure=("memory",), steps=4)
+    sides.check_memory("peak", tolerance_bytes=48 << 20, tolerance_ratio=0.1)
+    got = _lines(results)["peak"]
+    m = got["measured"]
+    assert got["status"] == "failed", got
+    assert 7 << 20 <= m["head_growth_bytes_per_call"] - m["base_growth_bytes_per_call"] <= 9 << 20, m
+    assert got["message"].startswith("head keeps 8.0 MiB more per call than base (2.0 MiB per step over 4 steps a call)"), got["message"]
+
+
+def test_identical_trees_grow_alike(tmp_path, results):
+    t = _trees(tmp_path, BASE_LIB)
+    sides = differential(_scenario, world_size=2, base=t["base"], head=t["head"], measure=("memory",))
+    sides.check_memory("peak")
+    m = _lines(results)["peak"]["measured"]
+    assert _lines(results)["peak"]["status"] == "passed"
+    assert abs(m["head_growth_bytes_per_call"] - m["base_growth_bytes_per_call"]) < m["allowed_growth_bytes_per_call"] / 2, m
