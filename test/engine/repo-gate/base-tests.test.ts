@@ -79,6 +79,14 @@ describe("a repository gate judges the head by the base's own tests, test by tes
     expect(res.reason).toMatch(/the base's own tests cannot run .*ModuleNotFoundError: No module named 'no_such_yaml_module' \(loading tests\/conftest.py\).*not the PR/);
   }, 120_000);
 
+  it("a base whose tests outlast official.timeout: error that names the limit and says to raise it, not to add a package", async () => {
+    const slow = "import time\n\ntime.sleep(120)\n";
+    const res = await run({ "calc/ops.py": `${OPS}# touched\n` }, { "tests/conftest.py": slow });
+    expect(res.verdict).toBe("error");
+    expect(res.reason).toMatch(/the base's own tests cannot run .*stopped by the wall-clock limit\. This is the runner or the task's limits, not the PR: .*official\.timeout/);
+    expect(res.reason).not.toMatch(/missing package/);
+  }, 240_000);
+
   it("a same-value refactor of a tolerance into a named constant: resolved", async () => {
     const approx = TEST.replace("assert add(a, b) == a + b", "assert add(a, b) == pytest.approx(a + b, abs=1e-9)");
     const named = approx.replace("from calc.ops import add\n", "from calc.ops import add\n\nABS_TOL = 1e-9\n").replace("abs=1e-9", "abs=ABS_TOL");
