@@ -36,7 +36,8 @@ export interface EnvironmentInput {
   extras: readonly string[] | null;
 }
 
-const isRequirementFile = (p: string) => /^requirements[^/]*\.txt$/.test(p) || /^requirements\/[^/]+\.txt$/.test(p);
+/** requirements*.txt and requirements/*.txt, and the prefixed names (dev-requirements.txt, test_requirements.txt) at the top. */
+const isRequirementFile = (p: string) => /^(?:[\w.]+[-_])?requirements[^/]*\.txt$/.test(p) || /^requirements\/[^/]+\.txt$/.test(p);
 
 export function planEnvironment(input: EnvironmentInput): EnvironmentPlan {
   const notes: string[] = [];

@@ -28,6 +28,19 @@ describe("planEnvironment: environment.fromTree from what the repository declare
     expect(plan.notes).toContainEqual(expect.stringMatching(/^pinned torch==2\.15\.0, over the repository's torch>=2\.1 \(pyproject\.toml \[project\] dependencies\)/));
   });
 
+  it("reads prefixed requirement files (dev-requirements.txt, test_requirements.txt), leaving out the ones named for another purpose", () => {
+    const t = tree({
+      "requirements.txt": "numpy\n",
+      "dev-requirements.txt": "pytest-asyncio\n",
+      "test_requirements.txt": "hypothesis\n",
+      "docs-requirements.txt": "sphinx\n",
+      "notrequirements.txt": "x\n",
+    });
+    const plan = planEnvironment({ dir: t.dir, paths: t.paths, project: null, hasPyproject: false, requirements: [], extras: null });
+    expect(plan.fromTree.requirements).toEqual(["requirements.txt", "dev-requirements.txt", "test_requirements.txt"]);
+    expect(plan.notes).toContainEqual(expect.stringMatching(/^docs-requirements\.txt: left out, named for another purpose/));
+  });
+
   it("refuses a repository that declares nothing, naming --requirements; --requirements must name files the engine reads", () => {
     const t = tree({ "setup.py": "from setuptools import setup\nsetup()\n" });
     expect(() => planEnvironment({ dir: t.dir, paths: t.paths, project: null, hasPyproject: false, requirements: [], extras: null })).toThrow(/declares no dependencies for its tests: .*there is no pyproject\.toml\. Pass --requirements <files>/);
