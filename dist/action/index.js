@@ -72364,7 +72364,10 @@ async function gateTestRuns(ev, setup, sel) {
 function freshOutcomes(run, key, mergeBase, tree) {
     const why = unusable(run, tree);
     if (why) {
-        throw new HarnessError(`the base's own tests cannot run on this runner (at the merge base ${mergeBase.slice(0, 12)}, with the same command and environment): ${why}. This is the base's environment, not the PR: add the missing package to the task's environment (environment.lock, or environment.fromTree), or deselect the tests in official.command.`, "official");
+        const advice = run.official.limit
+            ? `This is the runner or the task's limits, not the PR: the selected tests take longer on this runner than the task allows (official.timeout, limits in task.yml); raise them, select fewer tests, or run on a faster runner.`
+            : `This is the base's environment, not the PR: add the missing package to the task's environment (environment.lock, or environment.fromTree), or deselect the tests in official.command.`;
+        throw new HarnessError(`the base's own tests cannot run on this runner (at the merge base ${mergeBase.slice(0, 12)}, with the same command and environment): ${why}. ${advice}`, "official");
     }
     return { format: 1, key, mergeBase, ranAt: new Date().toISOString(), official: run.official, cases: (run.report?.cases ?? []).map(({ classname, name, outcome, message }) => ({ classname, name, outcome, ...(message ? { message: message.slice(0, 2000) } : {}) })) };
 }

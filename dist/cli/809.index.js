@@ -23,8 +23,6 @@ var result = __webpack_require__(9294);
 var evaluate = __webpack_require__(771);
 // EXTERNAL MODULE: ./src/engine/errors.ts
 var errors = __webpack_require__(7679);
-// EXTERNAL MODULE: ./src/engine/package-paths.ts
-var package_paths = __webpack_require__(9967);
 // EXTERNAL MODULE: ./src/engine/progress-lines.ts
 var progress_lines = __webpack_require__(3145);
 // EXTERNAL MODULE: ./src/engine/task-load.ts
@@ -387,7 +385,6 @@ var runner_pool = __webpack_require__(5037);
 
 
 
-
 /** The commits to replay, from --shas or from history (--since / --count, filtered by the watched paths). */
 async function selectCommits(flags, repo, task, io) {
     const fromHistory = flags.since !== undefined || flags.count !== undefined;
@@ -448,10 +445,8 @@ async function gateReplayCommand(flags, io, deps = {}) {
     const task = (0,task_load/* loadTask */._)(flags.task, flags.probes);
     if (task.base.kind !== "pr")
         throw new errors/* InputError */.d(`--task ${flags.task}: ${task.spec.id} is not a repository gate (its task.yml has no base: {pr: true}); gate replay judges PRs against their own base.`, { field: "--task" });
-    const seed = (0,eval_command/* parseSeed */.dS)(flags.seed);
+    const options = (0,eval_command/* evaluationOptions */.Pm)(flags);
     const jobs = (0,eval_command/* parseIntFlag */.rg)("--jobs", flags.jobs, 1) ?? 1;
-    const worldSize = (0,eval_command/* parseIntFlag */.rg)("--world-size", flags.worldSize, 1);
-    const runLimits = { processes: (0,eval_command/* parseIntFlag */.rg)("--max-processes", flags.maxProcesses, 8), diskBytes: (0,eval_command/* parseSizeFlag */.r_)("--max-disk", flags.maxDisk) };
     const injections = parseInjections(flags.inject ?? []);
     const repo = await openRepo(flags.repo);
     const commits = await selectCommits(flags, repo, task, io);
@@ -496,16 +491,8 @@ async function gateReplayCommand(flags, io, deps = {}) {
                         task,
                         submission: { kind: "git", repo: scratch?.source ?? repo.source, ref: head },
                         prBase: row.commit.parent,
-                        kitDir: package_paths/* KIT_DIR */.p,
-                        python: flags.python,
-                        worldSize,
+                        ...options,
                         pool,
-                        alwaysProbe: flags.alwaysProbe,
-                        keepWorkspace: flags.keepWorkspace,
-                        seed,
-                        unsandboxed: flags.unsandboxed,
-                        runLimits,
-                        signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
                         onEvent: (e) => (toLog(e), toTerminal(e)),
                     });
                     writeResult(row.file, result);

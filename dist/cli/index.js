@@ -5425,12 +5425,11 @@ which.sync = whichSync
 // EXPORTS
 __nccwpck_require__.d(__webpack_exports__, {
   K4: () => (/* binding */ evalCommand),
-  rg: () => (/* binding */ parseIntFlag),
-  dS: () => (/* binding */ parseSeed),
-  r_: () => (/* binding */ parseSizeFlag)
+  Pm: () => (/* binding */ evaluationOptions),
+  rg: () => (/* binding */ parseIntFlag)
 });
 
-// UNUSED EXPORTS: exitCodeFor, worstExitCode
+// UNUSED EXPORTS: exitCodeFor, parseSeed, parseSizeFlag, worstExitCode
 
 // EXTERNAL MODULE: external "node:fs"
 var external_node_fs_ = __nccwpck_require__(3024);
@@ -5529,6 +5528,20 @@ var runner_pool = __nccwpck_require__(5037);
 
 
 
+/** evaluate()'s options from those flags, checked before anything runs (a bad value names its flag). */
+function evaluationOptions(flags) {
+    return {
+        kitDir: package_paths/* KIT_DIR */.p,
+        python: flags.python,
+        worldSize: parseIntFlag("--world-size", flags.worldSize, 1),
+        alwaysProbe: flags.alwaysProbe,
+        keepWorkspace: flags.keepWorkspace,
+        seed: parseSeed(flags.seed),
+        unsandboxed: flags.unsandboxed,
+        runLimits: { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) },
+        signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
+    };
+}
 /** Exit codes of `probegate eval`: scripts gate on them. */
 function exitCodeFor(result) {
     if (result.verdict === "resolved")
@@ -5588,27 +5601,17 @@ async function evalCommand(flags, io) {
     if (sources.length === 0)
         throw new errors/* InputError */.d("--submission: give at least one submission (a folder, a .patch onto the base, or repo@ref).", { field: "--submission" });
     const submissions = sources.map((s) => (0,submission/* parseSubmission */.U)(s));
-    const seed = parseSeed(flags.seed);
+    const options = evaluationOptions(flags);
     const { pool, evaluations } = await (0,runner_pool/* poolFromFlags */.w6)(flags);
     const many = submissions.length > 1;
-    const worldSize = parseIntFlag("--world-size", flags.worldSize, 1);
-    const runLimits = { processes: parseIntFlag("--max-processes", flags.maxProcesses, 8), diskBytes: parseSizeFlag("--max-disk", flags.maxDisk) };
     if (many)
         io.stderr(`probegate eval: ${submissions.length} submissions of ${task.spec.id}, ${evaluations} at a time on ${pool.gpus.length} GPUs and ${pool.cores.length} cores\n`);
     const results = await (0,runner_pool/* mapConcurrent */._k)(submissions, evaluations, (submission, i) => (0,evaluate/* evaluate */._)({
         task,
         submission,
         prBase: flags.prBase,
-        kitDir: package_paths/* KIT_DIR */.p,
-        python: flags.python,
-        worldSize,
+        ...options,
         pool,
-        alwaysProbe: flags.alwaysProbe,
-        keepWorkspace: flags.keepWorkspace,
-        seed,
-        unsandboxed: flags.unsandboxed,
-        runLimits,
-        signingKey: process.env.PROBEGATE_SIGNING_KEY || undefined,
         onEvent: (0,progress_lines/* progressPrinter */._)(io.stderr, { verbose: flags.verbose, prefix: many ? `[${shortName(sources[i])}] ` : "" }),
     }));
     const out = many ? results : results[0];
@@ -6638,7 +6641,8 @@ const CUDA_ONLY = ["flash-attn", "transformer-engine", "apex", "mamba-ssm", "cau
 const NOT_FOR_TESTS = /(^|[-_./])(docs?|lint|style|format|mypy|typing|build|release|publish|bench(mark)?s?|cuda|gpu|npu|rocm|amd|tpu|xpu|hpu|sglang|vllm|trtllm|serving)([-_.]|$)/;
 /** Extras that hold what the tests need, in the order tried. */
 const TEST_EXTRAS = ["test", "tests", "testing", "dev"];
-const isRequirementFile = (p) => /^requirements[^/]*\.txt$/.test(p) || /^requirements\/[^/]+\.txt$/.test(p);
+/** requirements*.txt and requirements/*.txt, and the prefixed names (dev-requirements.txt, test_requirements.txt) at the top. */
+const isRequirementFile = (p) => /^(?:[\w.]+[-_])?requirements[^/]*\.txt$/.test(p) || /^requirements\/[^/]+\.txt$/.test(p);
 function planEnvironment(input) {
     const notes = [];
     const ctx = { dir: input.dir, label: "the repository", declaredIn: "the gate's task.yml", exclude: [] };
@@ -22420,7 +22424,10 @@ async function gateTestRuns(ev, setup, sel) {
 function freshOutcomes(run, key, mergeBase, tree) {
     const why = unusable(run, tree);
     if (why) {
-        throw new errors/* HarnessError */.t(`the base's own tests cannot run on this runner (at the merge base ${mergeBase.slice(0, 12)}, with the same command and environment): ${why}. This is the base's environment, not the PR: add the missing package to the task's environment (environment.lock, or environment.fromTree), or deselect the tests in official.command.`, "official");
+        const advice = run.official.limit
+            ? `This is the runner or the task's limits, not the PR: the selected tests take longer on this runner than the task allows (official.timeout, limits in task.yml); raise them, select fewer tests, or run on a faster runner.`
+            : `This is the base's environment, not the PR: add the missing package to the task's environment (environment.lock, or environment.fromTree), or deselect the tests in official.command.`;
+        throw new errors/* HarnessError */.t(`the base's own tests cannot run on this runner (at the merge base ${mergeBase.slice(0, 12)}, with the same command and environment): ${why}. ${advice}`, "official");
     }
     return { format: 1, key, mergeBase, ranAt: new Date().toISOString(), official: run.official, cases: (run.report?.cases ?? []).map(({ classname, name, outcome, message }) => ({ classname, name, outcome, ...(message ? { message: message.slice(0, 2000) } : {}) })) };
 }
