@@ -47,14 +47,9 @@ def retained_after_calls(scenario, rank, world, args, calls=GROWTH_CALLS):
 
 def growth_per_call(ranks):
     """(bytes kept per call, readings) of the rank whose memory grew most over the calls."""
-    best = (0.0, [])
-    for r in ranks:
-        seen = r.get("retained") or []
-        if len(seen) >= 2:
-            slope = (seen[-1] - seen[0]) / (len(seen) - 1)
-            if slope >= best[0] or not best[1]:
-                best = (slope, seen)
-    return best
+    slopes = [((r["retained"][-1] - r["retained"][0]) / (len(r["retained"]) - 1), r["retained"])
+              for r in ranks if len(r.get("retained") or []) >= 2]
+    return max(slopes, key=lambda s: s[0], default=(0.0, []))
 
 
 def _check_growth(growth, peaks, steps):

@@ -211,8 +211,9 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
                 got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit, first), timeout=timeout,
                                            preload=preload, _on=window))
                 if window is not None:
-                    if window.wire_bytes(payload_bytes) is not None:
-                        sides.wire[side] = window.wire_bytes(payload_bytes)
+                    wire = window.wire_bytes(payload_bytes)
+                    if wire is not None:
+                        sides.wire[side] = wire
                     if window.memory is not None:
                         sides.outside[side] = window.memory
                 sides.wall[side] += time.perf_counter() - t0

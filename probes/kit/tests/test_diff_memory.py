@@ -1,25 +1,14 @@
 """differential()'s memory of record (#38 item 2): a head that hides memory from the meter in its ranks
 is caught by the figures the probe's process reads from the ranks' /proc (gloo, 2 ranks, CPU)."""
-import json
 import os
 import shutil
 import tempfile
-import textwrap
 
 import pytest
-import torch
 
 from probegate_probe.differential import Sides, differential
 from probegate_probe._outside import OutsideFigures
-
-BASE_LIB = """
-import torch
-import torch.distributed as dist
-
-def step(t):
-    dist.all_reduce(t)
-    return t
-"""
+from test_differential import BASE_LIB, _lines, _scenario, _trees  # the same two trees and scenario
 
 # 64 MiB of scratch held 50 ms, freed, then the rank's own high-water mark reset: peak_memory in the
 # rank reads its figure from that mark.
@@ -39,26 +28,6 @@ SHM_HEAD = BASE_LIB.replace("    return t\n", """    import os, uuid
         fh.write(bytes(24 << 20))
     return t
 """)
-
-
-def _scenario(rank, world, rep):
-    import pgdiff_target
-
-    return pgdiff_target.step(torch.full((256,), float(rank + rep + 1)))
-
-
-def _trees(tmp_path, head_lib):
-    out = {}
-    for side, src in (("base", BASE_LIB), ("head", head_lib)):
-        d = tmp_path / side
-        d.mkdir()
-        (d / "pgdiff_target.py").write_text(textwrap.dedent(src))
-        out[side] = str(d)
-    return out
-
-
-def _lines(path):
-    return {c["id"]: c for c in map(json.loads, path.read_text().splitlines())}
 
 
 def test_a_head_that_resets_its_own_high_water_mark_fails_the_memory_check(tmp_path, results):
