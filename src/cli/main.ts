@@ -67,14 +67,15 @@ function program(io: Io, done: (code: number) => void): Command {
     .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
     .option("--unsandboxed", "run submission code without the sandbox, with --power")
     .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
-    .option("--mutants", "make mutants of each task's reference change and report what the official tests and the probes kill (officialSurvivalRate, probeScore); exit 1 under the task's threshold (mutants.yml)")
+    .option("--mutants", "make mutants of each task's reference change (a repository gate: of its upstream files at a pinned commit, mutants.yml upstream) and report what the official tests and the probes kill (officialSurvivalRate, probeScore); exit 1 under the task's threshold (mutants.yml)")
     .option("--cache <dir>", "with --mutants: cache of evaluated mutants (default .probegate/mutants)")
     .option("--mutant-timeout <seconds>", "with --mutants: wall clock of each mutant's test and probe runs (default: from the reference's own durations)")
     .option("--mutation-python <path>", "with --mutants: interpreter with cosmic-ray and probegate_mutants (default: $PROBEGATE_MUTATION_PYTHON, /var/cache/probegate/mutation/bin/python)")
     .option("--python <path>", "with --mutants: interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+    .option("--repo <path|url>", "with --mutants on a repository gate: the upstream repository whose pinned commit (mutants.yml upstream.commit) is mutated (default: upstream.repo)")
     .addOption(new Option("--format <format>", "what to print on stdout, with --power or --mutants").choices(["text", "json", "markdown"]).default("text"))
     .action(async (dirs: string[], flags: PowerFlags & MutantsFlags & { power?: boolean; mutants?: boolean }) => {
-      const mutantsOnly = (["cache", "mutantTimeout", "mutationPython", "python"] as const).filter((k) => flags[k] !== undefined);
+      const mutantsOnly = (["cache", "mutantTimeout", "mutationPython", "python", "repo"] as const).filter((k) => flags[k] !== undefined);
       if (flags.mutants) {
         const wrong = [flags.power && "--power", ...(["db", "seed", "correctOnly"] as const).filter((k) => flags[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), flags.runs !== "1" && "--runs"].filter(Boolean);
         if (wrong.length) throw new InputError(`validate --mutants: ${wrong.join(", ")} only mean something with --power.`);

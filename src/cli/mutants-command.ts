@@ -7,6 +7,7 @@ import { InputError } from "../engine/errors.js";
 import { MutantCache } from "../engine/mutants/mutant-cache.js";
 import { DEFAULT_MUTATION_PYTHON } from "../engine/mutants/generate-mutants.js";
 import { runMutants } from "../engine/mutants/run-mutants.js";
+import { upstreamRepo } from "../engine/mutants/gate-mutants.js";
 import { loadTask, type LoadedTask } from "../engine/task-load.js";
 import { parseWith, readYaml } from "../engine/yaml-file.js";
 import { poolFromFlags } from "./runner-pool.js";
@@ -24,6 +25,8 @@ export interface MutantsFlags {
   gpus?: string;
   cores?: string;
   unsandboxed?: boolean;
+  /** A repository gate's upstream repository (overrides mutants.yml's upstream.repo). */
+  repo?: string;
 }
 
 type Io = { stdout: (s: string) => void; stderr: (s: string) => void };
@@ -62,7 +65,16 @@ export async function mutantsCommand(dirs: string[], flags: MutantsFlags, io: Io
   const tasks = dirs.map((dir) => {
     if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError(`${dir}: no such task folder`);
     const task = loadTask(dir);
-    return { task, marks: readMutantsFile(task), reference: referenceOf(task, flags.examples) };
+    const marks = readMutantsFile(task);
+    const file = join(task.dir, "mutants.yml");
+    if (task.base.kind === "pr") {
+      // A gate has no reference change: it mutates its subsystem's own files at a pinned commit.
+      if (!marks.upstream) throw new InputError(`${file}: upstream: ${task.spec.id} is a repository gate (base: {pr: true}), which has no reference change to mutate; give upstream.commit (the pinned commit) and upstream.paths (the gated subsystem's files) in mutants.yml (docs/mutants.md, "Repository gates")`, { file, field: "upstream" });
+      return { task, marks, gate: { upstream: marks.upstream, repo: upstreamRepo(task, marks.upstream, flags.repo) } };
+    }
+    if (marks.upstream) throw new InputError(`${file}: upstream: only a repository gate (base: {pr: true}) mutates an upstream commit; ${task.spec.id} mutates its reference change`, { file, field: "upstream" });
+    if (flags.repo !== undefined) throw new InputError(`--repo is for repository gates; ${task.spec.id} mutates its reference change`, { field: "--repo" });
+    return { task, marks, reference: referenceOf(task, flags.examples) };
   });
   const { pool, evaluations } = await poolFromFlags({ gpus: flags.gpus, cores: flags.cores, jobs: flags.jobs });
   const jobs = wholeNumber("--jobs", flags.jobs, 1) ?? evaluations;
@@ -70,8 +82,8 @@ export async function mutantsCommand(dirs: string[], flags: MutantsFlags, io: Io
   const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
   const mutationPython = flags.mutationPython ?? process.env.PROBEGATE_MUTATION_PYTHON ?? DEFAULT_MUTATION_PYTHON;
   const reports: MutantsTaskReport[] = [];
-  for (const { task, marks, reference } of tasks) {
-    const run = await runMutants({ task, referencePatch: reference, mutationPython, pool, jobs, cache: MutantCache.open(cacheDir, task.spec.id), deadline, mutantTimeoutS, python: flags.python, unsandboxed: flags.unsandboxed, signal, log: (l) => io.stderr(`${l}\n`) });
+  for (const { task, marks, reference, gate } of tasks) {
+    const run = await runMutants({ task, referencePatch: reference, gate, mutationPython, pool, jobs, cache: MutantCache.open(cacheDir, task.spec.id), deadline, mutantTimeoutS, python: flags.python, unsandboxed: flags.unsandboxed, signal, log: (l) => io.stderr(`${l}\n`) });
     const score = scoreMutants(run.records, marks.equivalent, marks.threshold, run.notEvaluated === 0);
     const report: MutantsTaskReport = {
       task: task.spec.id,

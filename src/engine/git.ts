@@ -18,12 +18,12 @@ const GIT_ENV = {
 export async function git(
   cwd: string,
   args: readonly string[],
-  opts: { input?: string | Buffer; onError?: (stderr: string) => Error; encoding?: "utf8" | "buffer" } = {},
+  opts: { input?: string | Buffer; onError?: (stderr: string) => Error; encoding?: "utf8" | "buffer"; env?: Record<string, string> } = {},
 ): Promise<string> {
   // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
   const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
     cwd,
-    env: GIT_ENV,
+    env: opts.env ? { ...GIT_ENV, ...opts.env } : GIT_ENV,
     reject: false,
     input: opts.input,
     stripFinalNewline: true,

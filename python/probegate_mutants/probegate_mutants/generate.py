@@ -9,6 +9,7 @@ source or an earlier mutant, are left out and counted.
 `--examples` instead checks every selected operator on its own documented examples (the way
 cosmic-ray's test suite does) and exits 1 on the first that does not hold."""
 
+import ast
 import json
 import sys
 
@@ -18,6 +19,8 @@ import parso.tree  # noqa: F401
 from cosmic_ray.ast import ast_nodes, get_ast
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.plugins import get_operator, operator_names
+
+from .resources import RESOURCE_OPERATORS
 
 # cosmic-ray's core operators, chosen: every comparison turned into its boundary twin and its
 # negation, arithmetic swapped within its family, the unary and boolean ones, exception
@@ -59,7 +62,17 @@ def default_operators():
     probegate = [n for n in operator_names() if n.startswith("probegate/")]
     if not probegate:
         raise SystemExit("probegate_mutants: the 'probegate' cosmic-ray operator provider is not installed in this interpreter; install python/probegate_mutants into it (pip install --no-deps python/probegate_mutants)")
-    return [n for n in probegate if n not in GENERAL] + CORE + GENERAL
+    return [n for n in probegate if n not in GENERAL and n not in RESOURCES] + CORE + GENERAL
+
+
+# Value-keeping time, memory and traffic mutants (resources.py): a repository gate's set only.
+RESOURCES = [f"probegate/{op.__name__}" for op in RESOURCE_OPERATORS]
+
+
+def gate_operators():
+    """A repository gate's operators: the default ones, then the resource ones (of two that make the
+    same mutant the first names it, so a value-changing operator keeps its name)."""
+    return default_operators() + RESOURCES
 
 
 def positions(source, operator):
@@ -98,6 +111,27 @@ def mutants_of(path, source, lines, names):
     return out, invalid, duplicate
 
 
+def function_lines(source, functions):
+    """The lines of the functions named (`name` at module level or in a class, `Class.method`), and
+    the names not found, so a gate's `upstream.functions` that names nothing is an error, not 0 mutants."""
+    tree = ast.parse(source)
+    wanted, found, lines = set(functions), set(), set()
+
+    def visit(body, owner):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = {node.name, f"{owner}.{node.name}"} if owner else {node.name}
+                hit = names & wanted
+                if hit:
+                    found.update(hit)
+                    lines.update(range(node.lineno, node.end_lineno + 1))
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, node.name)
+
+    visit(tree.body, None)
+    return sorted(lines), sorted(wanted - found)
+
+
 def check_examples(names):
     """Every example of every operator named holds; returns the failures as lines."""
     failures = []
@@ -118,13 +152,22 @@ def main(argv):
         print(json.dumps({"operators": names, "failures": failures}))
         return 1 if failures or not names else 0
     request = json.load(sys.stdin)
-    names = request.get("operators") or default_operators()
+    names = request.get("operators") or (gate_operators() if request.get("set") == "gate" else default_operators())
     result = {"operators": names, "mutants": [], "invalid": 0, "duplicate": 0}
+    missing = []
     for f in request["files"]:
-        mutants, invalid, duplicate = mutants_of(f["path"], f["source"], f["lines"], names)
+        lines = f["lines"]
+        if f.get("functions"):
+            inside, absent = function_lines(f["source"], f["functions"])
+            lines = sorted(set(lines) & set(inside))
+            missing.append({"path": f["path"], "absent": absent})
+        mutants, invalid, duplicate = mutants_of(f["path"], f["source"], lines, names)
         result["mutants"].extend(mutants)
         result["invalid"] += invalid
         result["duplicate"] += duplicate
+    if missing:
+        # A name none of the files defines is an error the caller reports, naming the field.
+        result["functionsMissing"] = sorted(set.intersection(*(set(m["absent"]) for m in missing)))
     json.dump(result, sys.stdout)
     return 0
 

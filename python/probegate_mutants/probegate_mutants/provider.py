@@ -2,8 +2,9 @@
 `cosmic_ray.operator_providers` (pyproject.toml), so its operators are `probegate/<Name>`."""
 
 from .operators import OPERATORS
+from .resources import RESOURCE_OPERATORS
 
-_OPERATORS = {op.__name__: op for op in OPERATORS}
+_OPERATORS = {op.__name__: op for op in OPERATORS + RESOURCE_OPERATORS}
 
 
 class OperatorProvider:

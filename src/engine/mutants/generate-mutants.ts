@@ -25,7 +25,7 @@ export interface Generation {
   files: ChangedLines[];
 }
 
-interface RawMutant {
+export interface RawMutant {
   operator: string;
   path: string;
   line: number;
@@ -34,16 +34,29 @@ interface RawMutant {
   source: string;
 }
 
-async function runGenerator(python: string, files: Array<{ path: string; source: string; lines: number[] }>): Promise<{ operators: string[]; mutants: RawMutant[]; invalid: number; duplicate: number }> {
+/** What the generator answers: the operators it ran, the mutants, what it left out; names of `functions` no file defines. */
+export interface RawGeneration {
+  operators: string[];
+  mutants: RawMutant[];
+  invalid: number;
+  duplicate: number;
+  functionsMissing?: string[];
+}
+
+/**
+ * Runs the generator on `files` (each with the lines to mutate, and for a gate the functions they
+ * must lie in). `set: "gate"` adds the value-keeping time, memory and traffic operators.
+ */
+export async function runGenerator(python: string, files: Array<{ path: string; source: string; lines: number[]; functions?: string[] }>, set?: "gate"): Promise<RawGeneration> {
   if (!existsSync(python)) {
     throw new InputError(`mutation library: no interpreter at ${python}; build it with uv (python/probegate_mutants/requirements.lock, then the package itself: see docs/mutants.md) or pass --mutation-python`, { field: "--mutation-python" });
   }
-  const r = await execa(python, ["-m", "probegate_mutants.generate"], { input: JSON.stringify({ files }), reject: false, maxBuffer: 512 * 2 ** 20 });
+  const r = await execa(python, ["-m", "probegate_mutants.generate"], { input: JSON.stringify(set ? { files, set } : { files }), reject: false, maxBuffer: 512 * 2 ** 20 });
   if (r.exitCode !== 0) throw new InputError(`mutation library: ${python} -m probegate_mutants.generate failed (exit ${r.exitCode}): ${String(r.stderr).trim().split("\n").slice(-3).join("; ")}`, { field: "--mutation-python" });
-  return JSON.parse(String(r.stdout)) as { operators: string[]; mutants: RawMutant[]; invalid: number; duplicate: number };
+  return JSON.parse(String(r.stdout)) as RawGeneration;
 }
 
-const lineOf = (source: string, line: number) => (source.split("\n")[line - 1] ?? "").trim();
+export const lineOf = (source: string, line: number) => (source.split("\n")[line - 1] ?? "").trim();
 
 /**
  * Makes the mutants of a task's reference change: the base with the reference applied (the

@@ -12,12 +12,17 @@ import { KIT_DIR } from "../package-paths.js";
 import { probeSetVersion } from "../probe-set.js";
 import type { LoadedTask } from "../task-load.js";
 import { cacheKey, specHash, type CachedOutcome, type MutantCache } from "./mutant-cache.js";
+import type { Upstream } from "../../core/mutants/mutants-file.js";
 import { generateMutants, type Generation } from "./generate-mutants.js";
+import { generateGateMutants, type GateGeneration } from "./gate-mutants.js";
 
 /** What one task's mutant run needs. */
 export interface MutantRunOptions {
   task: LoadedTask;
-  referencePatch: string;
+  /** An assignment's reference change, whose added lines are mutated; */
+  referencePatch?: string;
+  /** or a repository gate's upstream files at a pinned commit (the repository to clone them from). */
+  gate?: { upstream: Upstream; repo: string };
   mutationPython: string;
   pool: JobPool;
   /** Evaluations in progress at once. */
@@ -74,17 +79,22 @@ function outcomeOf(result: EvaluationResult): CachedOutcome {
  */
 export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
   const started = Date.now();
-  const generation = await generateMutants(o.task, o.referencePatch, o.mutationPython);
+  if (!o.gate === !o.referencePatch) throw new Error("runMutants: give either a reference change or a gate's upstream");
+  const gate: GateGeneration | null = o.gate ? await generateGateMutants(o.task, o.gate.upstream, o.gate.repo, o.mutationPython) : null;
+  const generation = gate ?? (await generateMutants(o.task, o.referencePatch as string, o.mutationPython));
   const probeSet = probeSetVersion(o.task.probesDir);
   const spec = specHash(o.task.file);
   const scratch = mkdtempSync(join(tmpdir(), `probegate-mutants-${o.task.spec.id}-`));
   let evaluated = 0;
   let cached = 0;
   let notEvaluated = 0;
-  const evaluateOne = async (task: LoadedTask, patch: string): Promise<EvaluationResult> =>
-    evaluate({ task, submission: { kind: "patch", path: patch }, kitDir: KIT_DIR, python: o.python, unsandboxed: o.unsandboxed, pool: o.pool });
+  const common = { kitDir: KIT_DIR, python: o.python, unsandboxed: o.unsandboxed, pool: o.pool };
+  // A gate's mutant is a commit on top of the pinned one, evaluated as a PR against it; an assignment's a patch of its base.
+  const evaluateOne = async (task: LoadedTask, patch: string, sha?: string): Promise<EvaluationResult> =>
+    gate ? evaluate({ task, submission: { kind: "git", repo: gate.repo, ref: sha as string }, prBase: gate.commit, ...common }) : evaluate({ task, submission: { kind: "patch", path: patch }, ...common });
+  const referenceLabel = gate ? `the pinned commit ${gate.commit.slice(0, 12)} (one comment line added to each mutated file)` : (o.referencePatch as string);
   try {
-    const refKey = cacheKey({ diff: readFileSync(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
+    const refKey = cacheKey({ diff: gate ? gate.reference.diff : readFileSync(o.referencePatch as string, "utf8"), probeSet, specHash: spec, timeoutS: null });
     let reference = o.cache.get(refKey);
     if (!reference && (Date.now() > o.deadline || o.signal?.aborted)) {
       // The budget ran out on an earlier task: the reference would start past it (minutes of
@@ -93,10 +103,11 @@ export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
       return { records: [], generation, probeSet, evaluated: 0, cached: 0, notEvaluated: generation.mutants.length, timeoutS: o.mutantTimeoutS ?? 0, wallS: (Date.now() - started) / 1000 };
     }
     if (!reference) {
-      o.log(`  reference ${o.referencePatch} …`);
-      const result = await evaluateOne(o.task, o.referencePatch);
+      o.log(`  reference ${referenceLabel} …`);
+      const result = await evaluateOne(o.task, o.referencePatch ?? "", gate?.reference.sha);
       if (result.verdict !== "resolved") {
-        throw new InputError(`${o.task.spec.id}: the reference change ${o.referencePatch} is not resolved (${result.verdict}: ${result.reason}); its mutants would measure nothing — fix the task or the reference first`, { file: o.referencePatch });
+        const what = gate ? `the gate does not resolve ${referenceLabel}, a change of no behaviour` : `the reference change ${o.referencePatch} is not resolved`;
+        throw new InputError(`${o.task.spec.id}: ${what} (${result.verdict}: ${result.reason}); its mutants would measure nothing — fix the ${gate ? "gate" : "task or the reference"} first`, { file: o.referencePatch ?? join(o.task.dir, "mutants.yml") });
       }
       reference = outcomeOf(result);
       o.cache.put(refKey, reference);
@@ -130,7 +141,7 @@ export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
           }
           const file = join(scratch, `mutant-${i}.patch`);
           writeFileSync(file, m.diff);
-          out = outcomeOf(await evaluateOne(task, file));
+          out = outcomeOf(await evaluateOne(task, file, (m as { sha?: string }).sha));
           if (out.outcome !== "error") o.cache.put(out.outcome === "killedByOfficial" ? officialKey : key, out);
           evaluated++;
         } else {
@@ -147,5 +158,6 @@ export async function runMutants(o: MutantRunOptions): Promise<MutantRun> {
     return { records: records.filter((r): r is MutantRecord => r !== null), generation, probeSet, evaluated, cached, notEvaluated, timeoutS, wallS: (Date.now() - started) / 1000 };
   } finally {
     rmSync(scratch, { recursive: true, force: true });
+    gate?.dispose();
   }
 }

@@ -1,0 +1,125 @@
+"""Mutants that keep every value and cost time, memory or traffic: the regressions a repository
+gate's time, memory and traffic checks exist for, which value-changing operators never make.
+
+They are for repository gates (`validate --mutants` on a gate mutates whole files of the gated
+subsystem, `"set": "gate"` in the generator's request), not for an assignment's reference change,
+whose probe scores were measured without them. Each rewrite leaves what a function returns
+bitwise unchanged: only a time, memory or traffic check can kill it.
+
+The rewrites name nothing of the mutated module (torch through `__import__`, state in the
+module's own `globals()`), so they compile and run in any file.
+"""
+
+from cosmic_ray.operators.operator import Example, Operator
+from parso.python.tree import Operator as Op
+
+from .fragments import called_name, expression, only_statement
+from .operators import COLLECTIVES
+
+_TORCH = '__import__("torch")'
+
+
+def _returned(node):
+    """`return <expr>` whose expression is not a constant (None, a number, a string)."""
+    if node.type != "return_stmt" or len(node.children) != 2:
+        return None
+    value = node.children[1]
+    if value.type in ("number", "string", "keyword") or value.get_code(include_prefix=False) in ("None", "True", "False"):
+        return None
+    return value
+
+
+def _does_work(value):
+    """Whether the expression calls something or indexes/operates (a bare name or attribute costs nothing twice)."""
+    code = value.get_code(include_prefix=False)
+    return value.type not in ("name",) and ("(" in code or any(c in code for c in "+-*/@[")) and not code.startswith("lambda")
+
+
+class _ReturnRewrite(Operator):
+    """Rewrites `return X` into `return <TEMPLATE with X>`, X evaluated where the template says."""
+
+    TEMPLATE = "{x}"
+    WORK_ONLY = False
+
+    def mutation_positions(self, node):
+        value = _returned(node)
+        if value is not None and (not self.WORK_ONLY or _does_work(value)):
+            yield (node.start_pos, node.end_pos)
+
+    def mutate(self, node, index):
+        x = node.children[1].get_code(include_prefix=False)
+        node.children[1] = expression(self.TEMPLATE.format(x=x, torch=_TORCH), " ")
+        node.children[1].parent = node
+        return node
+
+
+class ExtraPass(_ReturnRewrite):
+    """The returned expression computed twice, the first result thrown away: an extra pass over the data."""
+
+    TEMPLATE = "((({x})), ({x}))[1]"
+    WORK_ONLY = True
+
+    @classmethod
+    def examples(cls):
+        return (Example("def f(a):\n    return a * 2\n", "def f(a):\n    return (((a * 2)), (a * 2))[1]\n"),
+                Example("def f(a):\n    return a\n", "def f(a):\n    return a\n"))
+
+
+class ElementLoop(_ReturnRewrite):
+    """A Python loop over every element of a returned tensor before it is returned: per-element work
+    where the base did one kernel (the value is returned unchanged)."""
+
+    TEMPLATE = ("(lambda _pg_r: ([float(_pg_v) for _pg_v in _pg_r.detach().flatten().tolist()] "
+                "if isinstance(_pg_r, {torch}.Tensor) and not _pg_r.is_complex() else None, _pg_r)[1])({x})")
+    WORK_ONLY = True
+
+    @classmethod
+    def examples(cls):
+        pre = "def f(a):\n    return a.sum(0)\n"
+        return (Example(pre, "def f(a):\n    return " + cls.TEMPLATE.format(x="a.sum(0)", torch=_TORCH) + "\n"),)
+
+
+class GrowingCache(_ReturnRewrite):
+    """Every returned value kept in a module-level list that nothing empties: a cache that grows each call."""
+
+    TEMPLATE = '(lambda _pg_r: (globals().setdefault("_probegate_kept", []).append(_pg_r), _pg_r)[1])({x})'
+
+    @classmethod
+    def examples(cls):
+        return (Example("def f(a):\n    return a + 1\n", "def f(a):\n    return " + cls.TEMPLATE.format(x="a + 1") + "\n"),)
+
+
+class RetainCopies(_ReturnRewrite):
+    """Four copies of a returned tensor kept alive until the next call: a higher peak that does not grow."""
+
+    TEMPLATE = ('(lambda _pg_r: (globals().__setitem__("_probegate_scratch", [_pg_r.detach().clone() for _ in range(4)] '
+                'if isinstance(_pg_r, {torch}.Tensor) else None), _pg_r)[1])({x})')
+
+    @classmethod
+    def examples(cls):
+        return (Example("def f(a):\n    return a + 1\n", "def f(a):\n    return " + cls.TEMPLATE.format(x="a + 1", torch=_TORCH) + "\n"),)
+
+
+class ExtraCollective(Operator):
+    """A barrier after a collective: values unchanged, one more collective per call on every rank."""
+
+    def mutation_positions(self, node):
+        stmt = only_statement(node)
+        if stmt is not None and called_name(stmt) in COLLECTIVES and called_name(stmt) != "barrier":
+            yield (node.start_pos, node.end_pos)
+
+    def mutate(self, node, index):
+        extra = expression(f"{_TORCH}.distributed.barrier()", " ")
+        semi = Op(";", (0, 0), prefix="")
+        node.children[1:1] = [semi, extra]
+        for child in (semi, extra):
+            child.parent = node
+        return node
+
+    @classmethod
+    def examples(cls):
+        return (Example("def f(t):\n    dist.all_reduce(t)\n", f"def f(t):\n    dist.all_reduce(t); {_TORCH}.distributed.barrier()\n"),
+                Example("def f(t):\n    dist.barrier()\n", "def f(t):\n    dist.barrier()\n"))
+
+
+RESOURCE_OPERATORS = (ExtraPass, ElementLoop, GrowingCache, RetainCopies, ExtraCollective)
