@@ -153,6 +153,9 @@ def main(argv):
         return 1 if failures or not names else 0
     request = json.load(sys.stdin)
     names = request.get("operators") or (gate_operators() if request.get("set") == "gate" else default_operators())
+    unknown = sorted(set(names) - set(operator_names()))
+    if unknown:
+        raise SystemExit(f"probegate_mutants: no operator {', '.join(unknown)} (known: core/… and probegate/…, as the report names them)")
     result = {"operators": names, "mutants": [], "invalid": 0, "duplicate": 0}
     missing = []
     for f in request["files"]:

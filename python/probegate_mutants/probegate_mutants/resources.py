@@ -65,13 +65,16 @@ class ExtraPass(_ReturnRewrite):
                 Example("def f(a):\n    return a\n", "def f(a):\n    return a\n"))
 
 
-class ElementLoop(_ReturnRewrite):
-    """A Python loop over every element of a returned tensor before it is returned: per-element work
-    where the base did one kernel (the value is returned unchanged)."""
+# The tensors of a returned value: itself, or those of a returned tuple (`return advantages, returns`).
+_TENSORS = "(_pg_t for _pg_t in (_pg_r if isinstance(_pg_r, tuple) else (_pg_r,)) if isinstance(_pg_t, {torch}.Tensor))"
 
-    TEMPLATE = ("(lambda _pg_r: ([float(_pg_v) for _pg_v in _pg_r.detach().flatten().tolist()] "
-                "if isinstance(_pg_r, {torch}.Tensor) and not _pg_r.is_complex() else None, _pg_r)[1])({x})")
-    WORK_ONLY = True
+
+class ElementLoop(_ReturnRewrite):
+    """A Python loop over every element of the returned tensors before they are returned: per-element
+    work where the base did one kernel, in proportion to the data (the values are returned unchanged)."""
+
+    TEMPLATE = ("(lambda _pg_r: ([float(_pg_v) for _pg_t in " + _TENSORS + " if not _pg_t.is_complex() "
+                "for _pg_v in _pg_t.detach().flatten().tolist()], _pg_r)[1])(({x}))")
 
     @classmethod
     def examples(cls):
@@ -82,7 +85,7 @@ class ElementLoop(_ReturnRewrite):
 class GrowingCache(_ReturnRewrite):
     """Every returned value kept in a module-level list that nothing empties: a cache that grows each call."""
 
-    TEMPLATE = '(lambda _pg_r: (globals().setdefault("_probegate_kept", []).append(_pg_r), _pg_r)[1])({x})'
+    TEMPLATE = '(lambda _pg_r: (globals().setdefault("_probegate_kept", []).append(_pg_r), _pg_r)[1])(({x}))'
 
     @classmethod
     def examples(cls):
@@ -90,10 +93,10 @@ class GrowingCache(_ReturnRewrite):
 
 
 class RetainCopies(_ReturnRewrite):
-    """Four copies of a returned tensor kept alive until the next call: a higher peak that does not grow."""
+    """Four copies of each returned tensor kept alive until the next call: a higher peak that does not grow."""
 
-    TEMPLATE = ('(lambda _pg_r: (globals().__setitem__("_probegate_scratch", [_pg_r.detach().clone() for _ in range(4)] '
-                'if isinstance(_pg_r, {torch}.Tensor) else None), _pg_r)[1])({x})')
+    TEMPLATE = ('(lambda _pg_r: (globals().__setitem__("_probegate_scratch", [_pg_t.detach().clone() for _pg_t in ' + _TENSORS
+                + ' for _ in range(4)]), _pg_r)[1])(({x}))')
 
     @classmethod
     def examples(cls):

@@ -28,6 +28,7 @@ export const UpstreamSchema = z.strictObject({
   commit: z.string({ error: (i) => (typeof i.input === "number" ? "YAML read the commit id as a number: quote it ('…')" : "a full 40-hex commit id") }).regex(/^[0-9a-f]{40}$/, "a full 40-hex commit id of the repository, pinned so the mutants never move").describe("the pinned upstream commit the mutants change"),
   paths: z.array(z.string().regex(/^[^/].*\.py$/, "a Python file of the repository, relative to its root")).min(1).describe("the gated subsystem's files whose lines are mutated"),
   functions: z.array(z.string().regex(/^[A-Za-z_][\w.]*$/, "a function name, or Class.method")).optional().describe("only the lines of these functions (every line of the paths when left out)"),
+  operators: z.array(z.string().regex(/^[\w.-]+\/[\w.-]+$/, "an operator as the report names it, e.g. probegate/ElementLoop")).min(1).optional().describe("only these operators (a run aimed at the time and memory checks); every gate operator when left out"),
 });
 export type Upstream = z.infer<typeof UpstreamSchema>;
 

@@ -77,7 +77,7 @@ export async function generateGateMutants(task: LoadedTask, upstream: Upstream, 
       const text = await git(repo, ["--git-dir", repo, "show", `${commit}:${path}`], { onError: () => new InputError(`${file}: upstream.paths[${i}]: ${path} is not a file at ${commit.slice(0, 12)}`, { file, field: `upstream.paths[${i}]` }) });
       sources.set(path, `${text}\n`);
     }
-    const raw = await runGenerator(python, [...sources].map(([path, source]) => ({ path, source, lines: source.split("\n").map((_, n) => n + 1), functions: upstream.functions })), "gate");
+    const raw = await runGenerator(python, [...sources].map(([path, source]) => ({ path, source, lines: source.split("\n").map((_, n) => n + 1), functions: upstream.functions })), "gate", upstream.operators);
     if (raw.functionsMissing?.length) {
       throw new InputError(`${file}: upstream.functions: ${raw.functionsMissing.join(", ")} ${raw.functionsMissing.length === 1 ? "is" : "are"} defined in none of upstream.paths at ${commit.slice(0, 12)}`, { file, field: "upstream.functions" });
     }

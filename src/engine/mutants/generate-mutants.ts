@@ -47,11 +47,11 @@ export interface RawGeneration {
  * Runs the generator on `files` (each with the lines to mutate, and for a gate the functions they
  * must lie in). `set: "gate"` adds the value-keeping time, memory and traffic operators.
  */
-export async function runGenerator(python: string, files: Array<{ path: string; source: string; lines: number[]; functions?: string[] }>, set?: "gate"): Promise<RawGeneration> {
+export async function runGenerator(python: string, files: Array<{ path: string; source: string; lines: number[]; functions?: string[] }>, set?: "gate", operators?: string[]): Promise<RawGeneration> {
   if (!existsSync(python)) {
     throw new InputError(`mutation library: no interpreter at ${python}; build it with uv (python/probegate_mutants/requirements.lock, then the package itself: see docs/mutants.md) or pass --mutation-python`, { field: "--mutation-python" });
   }
-  const r = await execa(python, ["-m", "probegate_mutants.generate"], { input: JSON.stringify(set ? { files, set } : { files }), reject: false, maxBuffer: 512 * 2 ** 20 });
+  const r = await execa(python, ["-m", "probegate_mutants.generate"], { input: JSON.stringify({ files, ...(set ? { set } : {}), ...(operators ? { operators } : {}) }), reject: false, maxBuffer: 512 * 2 ** 20 });
   if (r.exitCode !== 0) throw new InputError(`mutation library: ${python} -m probegate_mutants.generate failed (exit ${r.exitCode}): ${String(r.stderr).trim().split("\n").slice(-3).join("; ")}`, { field: "--mutation-python" });
   return JSON.parse(String(r.stdout)) as RawGeneration;
 }
