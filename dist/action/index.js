@@ -71510,7 +71510,7 @@ async function git(cwd, args, opts = {}) {
     // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
     const r = await execa("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
         cwd,
-        env: GIT_ENV,
+        env: opts.env ? { ...GIT_ENV, ...opts.env } : GIT_ENV,
         reject: false,
         input: opts.input,
         stripFinalNewline: true,

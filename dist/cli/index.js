@@ -5637,7 +5637,7 @@ async function evalCommand(flags, io) {
 /***/ ((module, __unused_webpack___webpack_exports__, __nccwpck_require__) => {
 
 __nccwpck_require__.a(module, async (__webpack_handle_async_dependencies__, __webpack_async_result__) => { try {
-/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(8743);
+/* harmony import */ var _main_js__WEBPACK_IMPORTED_MODULE_0__ = __nccwpck_require__(6858);
 
 // A reader that stops early (`probegate merge-power … | head`) closes the pipe: what is left to
 // print is dropped and the process is stopped as by SIGTERM (a command that can stop early ends
@@ -5664,7 +5664,7 @@ __webpack_async_result__();
 
 /***/ }),
 
-/***/ 8743:
+/***/ 6858:
 /***/ ((__unused_webpack_module, __webpack_exports__, __nccwpck_require__) => {
 
 
@@ -8237,9 +8237,22 @@ const EquivalentMarkSchema = schemas/* strictObject */.rej({
     id: schemas/* string */.YjP().regex(MUTANT_ID, "a mutant id: operator@path:line#occurrence, as validate --mutants prints it"),
     reason: schemas/* string */.YjP().trim().min(1, "say why nothing the prompt states tells this mutant from the reference"),
 });
+/**
+ * What a repository gate's mutants are made of: it has no reference change, so the gated
+ * subsystem's own files at a pinned upstream commit are mutated, each mutant a commit on top of it
+ * evaluated as a PR against it.
+ */
+const UpstreamSchema = schemas/* strictObject */.rej({
+    repo: schemas/* string */.YjP().min(1).optional().describe("the repository (a path, relative to the task folder, or a git URL); --repo overrides it"),
+    commit: schemas/* string */.YjP({ error: (i) => (typeof i.input === "number" ? "YAML read the commit id as a number: quote it ('…')" : "a full 40-hex commit id") }).regex(/^[0-9a-f]{40}$/, "a full 40-hex commit id of the repository, pinned so the mutants never move").describe("the pinned upstream commit the mutants change"),
+    paths: schemas/* array */.YOg(schemas/* string */.YjP().regex(/^[^/].*\.py$/, "a Python file of the repository, relative to its root")).min(1).describe("the gated subsystem's files whose lines are mutated"),
+    functions: schemas/* array */.YOg(schemas/* string */.YjP().regex(/^[A-Za-z_][\w.]*$/, "a function name, or Class.method")).optional().describe("only the lines of these functions (every line of the paths when left out)"),
+    operators: schemas/* array */.YOg(schemas/* string */.YjP().regex(/^[\w.-]+\/[\w.-]+$/, "an operator as the report names it, e.g. probegate/ElementLoop")).min(1).optional().describe("only these operators (a run aimed at the time and memory checks); every gate operator when left out"),
+});
 /** A task folder's `mutants.yml`: the probe-score threshold and the equivalent mutants. */
 const MutantsFileSchema = schemas/* strictObject */.rej({
     threshold: schemas/* number */.aig().min(0).max(1).default(0.9).describe("validate --mutants fails when probeScore is under it"),
+    upstream: UpstreamSchema.optional().describe("a repository gate's: the upstream commit and files its mutants change"),
     equivalent: schemas/* array */.YOg(EquivalentMarkSchema).default([]).describe("mutants that cannot be told apart from the reference by anything the prompt states"),
 });
 /** What a task without mutants.yml gets. */
@@ -8499,11 +8512,15 @@ var workspace = __nccwpck_require__(3124);
  * python/probegate_mutants/requirements.lock.
  */
 const DEFAULT_MUTATION_PYTHON = "/var/cache/probegate/mutation/bin/python";
-async function runGenerator(python, files) {
+/**
+ * Runs the generator on `files` (each with the lines to mutate, and for a gate the functions they
+ * must lie in). `set: "gate"` adds the value-keeping time, memory and traffic operators.
+ */
+async function runGenerator(python, files, set, operators) {
     if (!(0,external_node_fs_.existsSync)(python)) {
         throw new errors/* InputError */.d(`mutation library: no interpreter at ${python}; build it with uv (python/probegate_mutants/requirements.lock, then the package itself: see docs/mutants.md) or pass --mutation-python`, { field: "--mutation-python" });
     }
-    const r = await (0,execa/* execa */.Ho)(python, ["-m", "probegate_mutants.generate"], { input: JSON.stringify({ files }), reject: false, maxBuffer: 512 * 2 ** 20 });
+    const r = await (0,execa/* execa */.Ho)(python, ["-m", "probegate_mutants.generate"], { input: JSON.stringify({ files, ...(set ? { set } : {}), ...(operators ? { operators } : {}) }), reject: false, maxBuffer: 512 * 2 ** 20 });
     if (r.exitCode !== 0)
         throw new errors/* InputError */.d(`mutation library: ${python} -m probegate_mutants.generate failed (exit ${r.exitCode}): ${String(r.stderr).trim().split("\n").slice(-3).join("; ")}`, { field: "--mutation-python" });
     return JSON.parse(String(r.stdout));
@@ -8590,7 +8607,88 @@ function classifyMutant(result) {
     return { outcome: "survived", passedOfficial: true, detail: result.reason };
 }
 
+;// CONCATENATED MODULE: ./src/engine/mutants/gate-mutants.ts
+
+
+
+
+
+
+
+const REFERENCE_LINE = "# probegate validate --mutants: the unchanged reference\n";
+/** `upstream.repo` (relative to the task folder) or `--repo`, as git can clone it. */
+function upstreamRepo(task, upstream, flag) {
+    const raw = flag ?? upstream.repo;
+    if (!raw) {
+        throw new errors/* InputError */.d(`${task.dir}/mutants.yml: upstream.repo: a repository gate's mutants change its upstream repository; name it there (a path relative to the task folder, or a git URL) or pass --repo <path or URL>`, { file: (0,external_node_path_.join)(task.dir, "mutants.yml"), field: "upstream.repo" });
+    }
+    if (/^[a-z+]+:\/\//.test(raw) || raw.includes("@"))
+        return raw;
+    const path = flag !== undefined || (0,external_node_path_.isAbsolute)(raw) ? (0,external_node_path_.resolve)(raw) : (0,external_node_path_.resolve)(task.dir, raw);
+    if (!(0,external_node_fs_.existsSync)(path))
+        throw new errors/* InputError */.d(`${flag !== undefined ? "--repo" : `${task.dir}/mutants.yml: upstream.repo`}: no repository at ${path}`, { field: flag !== undefined ? "--repo" : "upstream.repo" });
+    return path;
+}
+/** A commit on top of `parent` whose only change is `files` (path → new text): blobs and a tree through a private index, no work tree. */
+async function commitOnTop(repo, parent, files, message, index) {
+    const env = { GIT_INDEX_FILE: index };
+    await (0,git/* git */.$)(repo, ["--git-dir", repo, "read-tree", parent], { env });
+    for (const [path, text] of Object.entries(files)) {
+        const blob = await (0,git/* git */.$)(repo, ["--git-dir", repo, "hash-object", "-w", "--stdin"], { input: text });
+        const mode = (await (0,git/* git */.$)(repo, ["--git-dir", repo, "ls-tree", parent, "--", path])).split(/\s/)[0] || "100644";
+        await (0,git/* git */.$)(repo, ["--git-dir", repo, "update-index", "--cacheinfo", `${mode},${blob},${path}`], { env });
+    }
+    const tree = await (0,git/* git */.$)(repo, ["--git-dir", repo, "write-tree"], { env });
+    return (0,git/* git */.$)(repo, ["--git-dir", repo, "commit-tree", tree, "-p", parent, "-m", message]);
+}
+/**
+ * Makes the mutants of a repository gate: clones `repoUrl`, reads `upstream.paths` at the pinned
+ * commit, and mutates their lines (only those of `upstream.functions` when given) with the default
+ * operators and the value-keeping time, memory and traffic ones. Each mutant becomes a commit on
+ * top of the pinned commit, so the gate evaluates it exactly as it evaluates a PR (the pinned
+ * commit is its base). Only generation: nothing of the gate runs here.
+ */
+async function generateGateMutants(task, upstream, repoUrl, python) {
+    const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `probegate-gate-mutants-${task.spec.id}-`));
+    const dispose = () => (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+    const file = (0,external_node_path_.join)(task.dir, "mutants.yml");
+    try {
+        const repo = (0,external_node_path_.join)(scratch, "upstream.git");
+        await (0,git/* git */.$)(scratch, ["clone", "--quiet", "--bare", "--no-tags", repoUrl, repo], { onError: (e) => new errors/* InputError */.d(`upstream.repo: cannot clone ${repoUrl}: ${e.split("\n")[0]}`, { file, field: "upstream.repo" }) });
+        const commit = upstream.commit;
+        await (0,git/* git */.$)(repo, ["--git-dir", repo, "rev-parse", "--verify", `${commit}^{commit}`], { onError: () => new errors/* InputError */.d(`${file}: upstream.commit: ${commit} is not a commit of ${repoUrl} (fetch it into that repository, or pin one it has)`, { file, field: "upstream.commit" }) });
+        const sources = new Map();
+        for (const [i, path] of upstream.paths.entries()) {
+            const text = await (0,git/* git */.$)(repo, ["--git-dir", repo, "show", `${commit}:${path}`], { onError: () => new errors/* InputError */.d(`${file}: upstream.paths[${i}]: ${path} is not a file at ${commit.slice(0, 12)}`, { file, field: `upstream.paths[${i}]` }) });
+            sources.set(path, `${text}\n`);
+        }
+        const raw = await runGenerator(python, [...sources].map(([path, source]) => ({ path, source, lines: source.split("\n").map((_, n) => n + 1), functions: upstream.functions })), "gate", upstream.operators);
+        if (raw.functionsMissing?.length) {
+            throw new errors/* InputError */.d(`${file}: upstream.functions: ${raw.functionsMissing.join(", ")} ${raw.functionsMissing.length === 1 ? "is" : "are"} defined in none of upstream.paths at ${commit.slice(0, 12)}`, { file, field: "upstream.functions" });
+        }
+        const index = (0,external_node_path_.join)(scratch, "index");
+        const mutants = [];
+        for (const m of raw.mutants) {
+            const id = mutantId(m);
+            const sha = await commitOnTop(repo, commit, { [m.path]: m.source }, `probegate mutant ${id}`, index);
+            const diff = await (0,git/* git */.$)(repo, ["--git-dir", repo, "diff", "--no-color", "--no-ext-diff", commit, sha]);
+            const original = sources.get(m.path);
+            mutants.push({ id, operator: m.operator, path: m.path, line: m.line, column: m.column, occurrence: m.occurrence, diff: `${diff}\n`, sha, change: { before: lineOf(original, m.line), after: lineOf(m.source, m.line) } });
+        }
+        const refFiles = Object.fromEntries([...sources].map(([path, source]) => [path, `${source.replace(/\n*$/, "\n")}${REFERENCE_LINE}`]));
+        const refSha = await commitOnTop(repo, commit, refFiles, "probegate validate --mutants: the reference", index);
+        const refDiff = await (0,git/* git */.$)(repo, ["--git-dir", repo, "diff", "--no-color", "--no-ext-diff", commit, refSha]);
+        const files = [...sources].map(([path]) => ({ path, lines: [...new Set(raw.mutants.filter((m) => m.path === path).map((m) => m.line))].sort((a, b) => a - b) }));
+        return { mutants, operators: raw.operators.length, invalid: raw.invalid, duplicate: raw.duplicate, files, repo, commit, reference: { sha: refSha, diff: `${refDiff}\n` }, dispose };
+    }
+    catch (e) {
+        dispose();
+        throw e;
+    }
+}
+
 ;// CONCATENATED MODULE: ./src/engine/mutants/run-mutants.ts
+
 
 
 
@@ -8627,16 +8725,22 @@ function outcomeOf(result) {
  */
 async function runMutants(o) {
     const started = Date.now();
-    const generation = await generateMutants(o.task, o.referencePatch, o.mutationPython);
+    if (!o.gate === !o.referencePatch)
+        throw new Error("runMutants: give either a reference change or a gate's upstream");
+    const gate = o.gate ? await generateGateMutants(o.task, o.gate.upstream, o.gate.repo, o.mutationPython) : null;
+    const generation = gate ?? (await generateMutants(o.task, o.referencePatch, o.mutationPython));
     const probeSet = (0,probe_set/* probeSetVersion */.r)(o.task.probesDir);
     const spec = specHash(o.task.file);
     const scratch = (0,external_node_fs_.mkdtempSync)((0,external_node_path_.join)((0,external_node_os_.tmpdir)(), `probegate-mutants-${o.task.spec.id}-`));
     let evaluated = 0;
     let cached = 0;
     let notEvaluated = 0;
-    const evaluateOne = async (task, patch) => (0,evaluate/* evaluate */._)({ task, submission: { kind: "patch", path: patch }, kitDir: package_paths/* KIT_DIR */.p, python: o.python, unsandboxed: o.unsandboxed, pool: o.pool });
+    const common = { kitDir: package_paths/* KIT_DIR */.p, python: o.python, unsandboxed: o.unsandboxed, pool: o.pool };
+    // A gate's mutant is a commit on top of the pinned one, evaluated as a PR against it; an assignment's a patch of its base.
+    const evaluateOne = async (task, patch, sha) => gate ? (0,evaluate/* evaluate */._)({ task, submission: { kind: "git", repo: gate.repo, ref: sha }, prBase: gate.commit, ...common }) : (0,evaluate/* evaluate */._)({ task, submission: { kind: "patch", path: patch }, ...common });
+    const referenceLabel = gate ? `the pinned commit ${gate.commit.slice(0, 12)} (one comment line added to each mutated file)` : o.referencePatch;
     try {
-        const refKey = cacheKey({ diff: (0,external_node_fs_.readFileSync)(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
+        const refKey = cacheKey({ diff: gate ? gate.reference.diff : (0,external_node_fs_.readFileSync)(o.referencePatch, "utf8"), probeSet, specHash: spec, timeoutS: null });
         let reference = o.cache.get(refKey);
         if (!reference && (Date.now() > o.deadline || o.signal?.aborted)) {
             // The budget ran out on an earlier task: the reference would start past it (minutes of
@@ -8645,10 +8749,11 @@ async function runMutants(o) {
             return { records: [], generation, probeSet, evaluated: 0, cached: 0, notEvaluated: generation.mutants.length, timeoutS: o.mutantTimeoutS ?? 0, wallS: (Date.now() - started) / 1000 };
         }
         if (!reference) {
-            o.log(`  reference ${o.referencePatch} …`);
-            const result = await evaluateOne(o.task, o.referencePatch);
+            o.log(`  reference ${referenceLabel} …`);
+            const result = await evaluateOne(o.task, o.referencePatch ?? "", gate?.reference.sha);
             if (result.verdict !== "resolved") {
-                throw new errors/* InputError */.d(`${o.task.spec.id}: the reference change ${o.referencePatch} is not resolved (${result.verdict}: ${result.reason}); its mutants would measure nothing — fix the task or the reference first`, { file: o.referencePatch });
+                const what = gate ? `the gate does not resolve ${referenceLabel}, a change of no behaviour` : `the reference change ${o.referencePatch} is not resolved`;
+                throw new errors/* InputError */.d(`${o.task.spec.id}: ${what} (${result.verdict}: ${result.reason}); its mutants would measure nothing — fix the ${gate ? "gate" : "task or the reference"} first`, { file: o.referencePatch ?? (0,external_node_path_.join)(o.task.dir, "mutants.yml") });
             }
             reference = outcomeOf(result);
             o.cache.put(refKey, reference);
@@ -8682,7 +8787,7 @@ async function runMutants(o) {
                     }
                     const file = (0,external_node_path_.join)(scratch, `mutant-${i}.patch`);
                     (0,external_node_fs_.writeFileSync)(file, m.diff);
-                    out = outcomeOf(await evaluateOne(task, file));
+                    out = outcomeOf(await evaluateOne(task, file, m.sha));
                     if (out.outcome !== "error")
                         o.cache.put(out.outcome === "killedByOfficial" ? officialKey : key, out);
                     evaluated++;
@@ -8703,10 +8808,12 @@ async function runMutants(o) {
     }
     finally {
         (0,external_node_fs_.rmSync)(scratch, { recursive: true, force: true });
+        gate?.dispose();
     }
 }
 
 ;// CONCATENATED MODULE: ./src/cli/mutants-command.ts
+
 
 
 
@@ -8756,7 +8863,19 @@ async function mutantsCommand(dirs, flags, io, signal) {
         if (!(0,external_node_fs_.existsSync)(dir) || !(0,external_node_fs_.statSync)(dir).isDirectory())
             throw new errors/* InputError */.d(`${dir}: no such task folder`);
         const task = (0,task_load/* loadTask */._)(dir);
-        return { task, marks: readMutantsFile(task), reference: referenceOf(task, flags.examples) };
+        const marks = readMutantsFile(task);
+        const file = (0,external_node_path_.join)(task.dir, "mutants.yml");
+        if (task.base.kind === "pr") {
+            // A gate has no reference change: it mutates its subsystem's own files at a pinned commit.
+            if (!marks.upstream)
+                throw new errors/* InputError */.d(`${file}: upstream: ${task.spec.id} is a repository gate (base: {pr: true}), which has no reference change to mutate; give upstream.commit (the pinned commit) and upstream.paths (the gated subsystem's files) in mutants.yml (docs/mutants.md, "Repository gates")`, { file, field: "upstream" });
+            return { task, marks, gate: { upstream: marks.upstream, repo: upstreamRepo(task, marks.upstream, flags.repo) } };
+        }
+        if (marks.upstream)
+            throw new errors/* InputError */.d(`${file}: upstream: only a repository gate (base: {pr: true}) mutates an upstream commit; ${task.spec.id} mutates its reference change`, { file, field: "upstream" });
+        if (flags.repo !== undefined)
+            throw new errors/* InputError */.d(`--repo is for repository gates; ${task.spec.id} mutates its reference change`, { field: "--repo" });
+        return { task, marks, reference: referenceOf(task, flags.examples) };
     });
     const { pool, evaluations } = await (0,runner_pool/* poolFromFlags */.w6)({ gpus: flags.gpus, cores: flags.cores, jobs: flags.jobs });
     const jobs = mutants_command_wholeNumber("--jobs", flags.jobs, 1) ?? evaluations;
@@ -8764,8 +8883,8 @@ async function mutantsCommand(dirs, flags, io, signal) {
     const deadline = budget === undefined ? Infinity : Date.now() + budget * 1000;
     const mutationPython = flags.mutationPython ?? process.env.PROBEGATE_MUTATION_PYTHON ?? DEFAULT_MUTATION_PYTHON;
     const reports = [];
-    for (const { task, marks, reference } of tasks) {
-        const run = await runMutants({ task, referencePatch: reference, mutationPython, pool, jobs, cache: MutantCache.open(cacheDir, task.spec.id), deadline, mutantTimeoutS, python: flags.python, unsandboxed: flags.unsandboxed, signal, log: (l) => io.stderr(`${l}\n`) });
+    for (const { task, marks, reference, gate } of tasks) {
+        const run = await runMutants({ task, referencePatch: reference, gate, mutationPython, pool, jobs, cache: MutantCache.open(cacheDir, task.spec.id), deadline, mutantTimeoutS, python: flags.python, unsandboxed: flags.unsandboxed, signal, log: (l) => io.stderr(`${l}\n`) });
         const score = scoreMutants(run.records, marks.equivalent, marks.threshold, run.notEvaluated === 0);
         const report = {
             task: task.spec.id,
@@ -9495,14 +9614,15 @@ function main_program(io, done) {
         .option("--budget <seconds>", "start no evaluation after this many seconds, with --power; the report covers what ran")
         .option("--unsandboxed", "run submission code without the sandbox, with --power")
         .option("--correct-only", "with --power: evaluate only the correct examples (their --runs), for more false-rejection runs after a full one; measures no power")
-        .option("--mutants", "make mutants of each task's reference change and report what the official tests and the probes kill (officialSurvivalRate, probeScore); exit 1 under the task's threshold (mutants.yml)")
+        .option("--mutants", "make mutants of each task's reference change (a repository gate: of its upstream files at a pinned commit, mutants.yml upstream) and report what the official tests and the probes kill (officialSurvivalRate, probeScore); exit 1 under the task's threshold (mutants.yml)")
         .option("--cache <dir>", "with --mutants: cache of evaluated mutants (default .probegate/mutants)")
         .option("--mutant-timeout <seconds>", "with --mutants: wall clock of each mutant's test and probe runs (default: from the reference's own durations)")
         .option("--mutation-python <path>", "with --mutants: interpreter with cosmic-ray and probegate_mutants (default: $PROBEGATE_MUTATION_PYTHON, /var/cache/probegate/mutation/bin/python)")
         .option("--python <path>", "with --mutants: interpreter for {python} (default: $PROBEGATE_PYTHON, /usr/bin/python3, python3)")
+        .option("--repo <path|url>", "with --mutants on a repository gate: the upstream repository whose pinned commit (mutants.yml upstream.commit) is mutated (default: upstream.repo)")
         .addOption(new Option("--format <format>", "what to print on stdout, with --power or --mutants").choices(["text", "json", "markdown"]).default("text"))
         .action(async (dirs, flags) => {
-        const mutantsOnly = ["cache", "mutantTimeout", "mutationPython", "python"].filter((k) => flags[k] !== undefined);
+        const mutantsOnly = ["cache", "mutantTimeout", "mutationPython", "python", "repo"].filter((k) => flags[k] !== undefined);
         if (flags.mutants) {
             const wrong = [flags.power && "--power", ...["db", "seed", "correctOnly"].filter((k) => flags[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`), flags.runs !== "1" && "--runs"].filter(Boolean);
             if (wrong.length)
@@ -13442,7 +13562,7 @@ async function git(cwd, args, opts = {}) {
     // The sandbox's user owns the work tree after a phase ran: git must not refuse it as "dubious".
     const r = await (0,execa__WEBPACK_IMPORTED_MODULE_1__/* .execa */ .Ho)("git", ["-c", "core.hooksPath=/dev/null", "-c", "safe.directory=*", ...args], {
         cwd,
-        env: GIT_ENV,
+        env: opts.env ? { ...GIT_ENV, ...opts.env } : GIT_ENV,
         reject: false,
         input: opts.input,
         stripFinalNewline: true,
