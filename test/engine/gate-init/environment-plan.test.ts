@@ -41,6 +41,19 @@ describe("planEnvironment: environment.fromTree from what the repository declare
     expect(plan.notes).toContainEqual(expect.stringMatching(/^docs-requirements\.txt: left out, named for another purpose/));
   });
 
+  it("pins a setuptools that ships pkg_resources when the tree imports it and leaves setuptools unbounded, naming the import; a bound of the repository's own is kept", () => {
+    const t = tree({ "requirements.txt": "numpy\nsetuptools\n", "pkg/version.py": "import os\n\nimport pkg_resources\n" });
+    const plan = planEnvironment({ dir: t.dir, paths: t.paths, project: null, hasPyproject: false, requirements: [], extras: null });
+    expect(plan.fromTree.pins).toEqual(["torch==2.15.0", "pytest==9.2.0", "setuptools==81.0.0"]);
+    expect(plan.notes).toContain("pinned setuptools==81.0.0, over the repository's setuptools (requirements.txt:2): pkg/version.py:3 imports pkg_resources, which newer setuptools releases no longer ship (84.2.1 did not)");
+    const bounded = tree({ "requirements.txt": "setuptools<70\n", "pkg/v.py": "from pkg_resources import parse_version\n" });
+    const kept = planEnvironment({ dir: bounded.dir, paths: bounded.paths, project: null, hasPyproject: false, requirements: [], extras: null });
+    expect(kept.fromTree.pins).toEqual(["torch==2.15.0", "pytest==9.2.0"]);
+    expect(kept.notes).toContainEqual(expect.stringMatching(/^pkg\/v\.py:1 imports pkg_resources; setuptools is bounded by the repository \(setuptools<70\): not pinned$/));
+    const none = tree({ "requirements.txt": "numpy\n", "pkg/a.py": "# import pkg_resources in a comment is not an import\nx = 'from pkg_resources import y'\n" });
+    expect(planEnvironment({ dir: none.dir, paths: none.paths, project: null, hasPyproject: false, requirements: [], extras: null }).fromTree.pins).toEqual(["torch==2.15.0", "pytest==9.2.0"]);
+  });
+
   it("refuses a repository that declares nothing, naming --requirements; --requirements must name files the engine reads", () => {
     const t = tree({ "setup.py": "from setuptools import setup\nsetup()\n" });
     expect(() => planEnvironment({ dir: t.dir, paths: t.paths, project: null, hasPyproject: false, requirements: [], extras: null })).toThrow(/declares no dependencies for its tests: .*there is no pyproject\.toml\. Pass --requirements <files>/);
