@@ -9,7 +9,9 @@ One scenario, run by the kit on both trees (each side imports its own verl), on 
 - traffic: the distributed reductions (distributed_masked_mean, distributed_mean_max_min_std) move
   exactly the base's bytes and collectives.
 - memory: the peak of a few training-size steps (advantages + losses) stays within the task's margin.
-- time: interleaved repetitions of those steps, median ratio within the margin and a rank test.
+- time: interleaved repetitions of those steps, median ratio within the margin and a rank test; and the
+  time inside each watched function and each function the PR changed, on its own (1.3x, the rank test,
+  and its CPU time over the margin too on CPU: check_function_times).
 
 A function only one side defines is not called on either (its outputs and traffic have nothing to
 compare); a public function the base has and the head removed is an `interface` failure.
@@ -19,7 +21,7 @@ import os
 import sys
 
 from probegate_probe import emit, param, seed
-from probegate_probe.differential import Sides, base_tree, differential
+from probegate_probe.differential import Sides, base_tree, changed_functions, differential
 from probegate_probe.location import workspace
 
 ALGOS = "verl/trainer/ppo/core_algos.py"
@@ -237,8 +239,12 @@ def main():
     else:
         emit("interface-kept", "functional", "passed", "every public function of the base's core_algos.py and torch_functional.py is still defined", requirements=["interface-kept"])
     args = (tuple(common), param("rows", 12), param("cols", 40), seed(0))
+    # Time where the change is: every function the PR changed in the two files, and the watched ones the steps
+    # call, each timed on its own inside the timed repetitions (a 1.4x slower GAE moves the whole step by little).
+    watched = {f"{rel}:{n}" for rel, names in WATCHED.items() for n in names if n in common}
+    timed = sorted(watched | set(changed_functions(base, head, list(WATCHED))))
     sides = differential(scenario, world_size=2, repetitions=int(os.environ.get("VERL_GATE_REPS", "9")), args=args, timeout=900,
-                         preload=PRELOAD, steps=STEPS)
+                         preload=PRELOAD, steps=STEPS, functions=timed)
     # One outputs check per function, so a failure names what changed.
     keys = sorted(set(sides.counts["base"][0]["outputs"]) | set(sides.counts["head"][0]["outputs"]))
     for key in keys:
@@ -254,6 +260,7 @@ def main():
     sides.check_traffic("distributed-reduction-traffic", per="step", requirements=["traffic-preserved"])
     sides.check_memory("step-peak-memory", tolerance_bytes=48 << 20, tolerance_ratio=0.10, requirements=["memory-preserved"])
     sides.check_time("step-time", margin=float(os.environ.get("VERL_GATE_TIME_MARGIN", "2.0")), requirements=["time-preserved"])
+    sides.check_function_times("function-time", margin=float(os.environ.get("VERL_GATE_FUNCTION_MARGIN", "1.3")), requirements=["time-preserved"])
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from . import _conf, _diff_memory, _diff_outputs, _diff_scenario, _diff_time, _diff_traffic
+from . import _conf, _diff_functions, _diff_memory, _diff_outputs, _diff_scenario, _diff_time, _diff_traffic
+from ._diff_functions import changed_functions  # noqa: F401 - exported: the PR's functions, to time on their own
 from ._diff_time import mann_whitney_greater  # noqa: F401 - exported
 from ._outside import Window
 from ._diff_traffic import traffic_figures  # noqa: F401 - for probes that count inside their scenario (megatron's gate)
@@ -63,7 +64,7 @@ def _use_tree(tree: str, other: str) -> None:
     os.chdir(tree)
 
 
-def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=None, first=1):
+def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=None, first=1, functions=()):
     _use_tree(tree, other)
     if mode == "count":
         from .collectives import CollectiveCounter
@@ -76,8 +77,11 @@ def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=Non
 
         _, peak = peak_memory(scenario, rank, world, 0, *args)
         return {"peak": peak, "retained": _diff_memory.retained_after_calls(scenario, rank, world, args)}
+    timers = _diff_functions.FunctionTimers(functions) if functions else None
     scenario(rank, world, 0, *args)  # warm-up: imports, caches, first-touch allocations
-    times = []
+    if timers is not None:
+        timers.take()
+    times, inside = [], []
     start = time.perf_counter()
     for rep in range(first, first + reps):  # distinct inputs over the whole run (round 2 goes on from round 1): a cache of an earlier answer does not help
         if limit is not None and times and _agree_to_stop(time.perf_counter() - start > limit):
@@ -85,7 +89,9 @@ def _side_worker(rank, world, tree, other, scenario, mode, reps, args, limit=Non
         t0 = time.perf_counter()
         scenario(rank, world, rep, *args)
         times.append(time.perf_counter() - t0)
-    return {"times": times, "asked": reps}
+        if timers is not None:
+            inside.append(timers.take())
+    return {"times": times, "asked": reps, "functions": inside}
 
 
 def _agree_to_stop(mine: bool) -> bool:
@@ -117,6 +123,8 @@ class Sides:
     growth: dict = field(default_factory=dict)  # side -> (bytes kept per call, the busiest rank's retained readings) (#37 item 3)
     outside: dict = field(default_factory=dict)  # side -> OutsideFigures of its memory run, read from the ranks' /proc (#38)
     wire: dict = field(default_factory=dict)  # side -> loopback bytes of its uncounted run (#38: the record), in a private namespace
+    functions: tuple = ()  # the functions differential(functions=) timed on their own (#37 item 2)
+    function_times: dict = field(default_factory=dict)  # side -> {function: [seconds inside it per repetition, slowest rank]}
 
     def check_traffic(self, id, per=None, steps=None, requirements=None, location=None):
         """Exact: the head moves the same bytes in the same collectives as the base (per rank, the busiest),
@@ -137,6 +145,11 @@ class Sides:
         or when the head's counted run alone was past the time cap (its timed rounds were then not run); an `error`
         where the repetitions are too few for the rank test ever to say "slower" (`_diff_time`)."""
         return _diff_time.check_time(self, id, margin, alpha, requirements, location)
+
+    def check_function_times(self, id, margin=1.3, alpha=0.05, requirements=None, location=None):
+        """One time check per function of differential(functions=): `<id>.<qualname>`, the head's median time inside
+        it against the base's, with the margin, an extra of at least 1 ms and the rank test (`_diff_functions`)."""
+        return _diff_functions.check_function_times(self, id, margin, alpha, requirements, location)
 
     def check_outputs(self, id, atol=0.0, rtol=0.0, requirements=None, location=None):
         """Outputs of every rank, bitwise (atol = rtol = 0) or within the stated tolerance."""
@@ -159,7 +172,7 @@ def _time_cap(base_times, reps, time_cap):
 
 
 def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "outputs", "memory", "time"), args=(), timeout=300, base=None, head=None, time_cap=20.0,
-                 preload=(), steps=None) -> Sides:
+                 preload=(), steps=None, functions=()) -> Sides:
     """Runs `scenario(rank, world_size, rep, *args)` on the base tree and the head tree.
 
     scenario must import the code under test inside the function (each side imports its own
@@ -179,6 +192,8 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
     `preload`: packages of the task's environment the rank server imports once for both sides
     (run_ranks' `preload`, which says what that means for the guard); never either tree's code,
     which each side must import for itself.
+    `functions`: `path/in/tree.py:qualname` of functions whose own time the time run measures too, each
+    side in its own tree (`_diff_functions`; `changed_functions()` names the PR's): check_function_times.
     `steps`: how many training steps one call of the scenario runs; traffic is then said per step ("per
     step over 4 steps"), not per call, unless check_traffic asks for per="call". The verdict compares totals.
     """
@@ -191,7 +206,7 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
     n = world_size or default_world_size()
     trees = {"base": base or base_tree(), "head": head or _head_tree()}
     other = {"base": trees["head"], "head": trees["base"]}
-    sides = Sides(world_size=n, wall={s: 0.0 for s in SIDES}, steps=steps)
+    sides = Sides(world_size=n, wall={s: 0.0 for s in SIDES}, steps=steps, functions=tuple(functions))
     count_wall = {}
     modes = (["count"] if {"traffic", "outputs"} & set(measure) else []) + [m for m in ("memory", "time") if m in measure]
     record_mode = "memory" if "memory" in modes else "count"  # the run without a counter, where there is one
@@ -208,7 +223,7 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
                 first = 1 + r * max(1, (repetitions + 1) // 2)  # round 2's reps follow round 1's: distinct over the run
                 limit = _time_cap(_slowest(got["base"]), reps, time_cap) if mode == "time" and side == "head" else None
                 window = Window(loopback, memory=mode == "memory") if mode == record_mode else None
-                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit, first), timeout=timeout,
+                got[side].append(run_ranks(_side_worker, n, args=(trees[side], other[side], scenario, mode, reps, tuple(args), limit, first, tuple(functions)), timeout=timeout,
                                            preload=preload, _on=window))
                 if window is not None:
                     wire = window.wire_bytes(payload_bytes)
@@ -229,6 +244,7 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
                 sides.growth[side] = _diff_memory.growth_per_call(got[side][0])
             else:
                 sides.times[side] = _slowest(got[side])
+                sides.function_times[side] = _diff_functions.slowest_per_function(got[side])
                 asked = sum(ranks[0]["asked"] for ranks in got[side])
                 if len(sides.times[side]) < asked:
                     sides.stopped[side] = (len(sides.times[side]), asked)
