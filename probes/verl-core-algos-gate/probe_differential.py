@@ -123,11 +123,26 @@ def scenario(rank, world, rep, common, rows, cols, base_seed):
         except Exception as e:  # noqa: BLE001
             out[key] = f"raised {type(e).__name__}"
 
+    def groups(b):
+        # Corner cases in every draw, not in the seeds that happen to make them: a one-element group and a
+        # two-element group (GRPO's and RLOO's degenerate baselines), the rest in fours, in an order drawn
+        # from the seed. Before, only b % 4 == 1 (about a quarter of the seeds) had a one-element group.
+        sizes = [1, 2] + [4] * ((b - 3) // 4) + ([(b - 3) % 4] if (b - 3) % 4 else [])
+        ids = []
+        for k, j in enumerate(torch.randperm(len(sizes), generator=g).tolist()):
+            ids += [f"p{k}"] * sizes[j]
+        return np.array(ids, dtype=object)
+
     def inputs(b, t, v):
         lengths = torch.randint(1, t + 1, (b,), generator=g)
         mask = (torch.arange(t)[None, :] < lengths[:, None]).float()
         scores = torch.zeros(b, t)
         scores[torch.arange(b), lengths - 1] = torch.randn(b, generator=g)
+        # And one response of a single token, one of the full length: the masks' two edges.
+        edge = torch.randperm(b, generator=g)[:2].tolist()
+        mask[edge[0]] = 0
+        mask[edge[0], 0] = 1
+        mask[edge[1]] = 1
         return {
             "mask": mask,
             "scores": scores,
@@ -137,7 +152,7 @@ def scenario(rank, world, rep, common, rows, cols, base_seed):
             "ref_logp": -torch.rand(b, t, generator=g) * 3,
             "logits": torch.randn(b, min(t, 64), v, generator=g),
             "labels": torch.randint(0, v, (b, min(t, 64)), generator=g),
-            "index": np.array([f"p{i // 4}" for i in range(b)], dtype=object),
+            "index": groups(b),
         }
 
     def step(x, prefix):
