@@ -6633,8 +6633,38 @@ var tree_requirements = __nccwpck_require__(2851);
 
 
 
+
+
 /** The pack's pins (tasks/*-gate/environment/requirements.in): the PyPI torch runs on CPU with gloo and on CUDA with NCCL. */
 const GATE_PINS = ["torch==2.15.0", "pytest==9.2.0"];
+/**
+ * A setuptools that still ships `pkg_resources` (81.0.0 does; 84.2.1, what an unpinned one resolved
+ * to, does not): a tree that imports it and leaves setuptools unbounded fails to collect every test
+ * on both trees (torchtnt's version module did: bench/results/gate-init-tnt.md).
+ */
+const PKG_RESOURCES_PIN = "setuptools==81.0.0";
+const PKG_RESOURCES_IMPORT = /^[ \t]*(?:import[ \t]+pkg_resources\b|from[ \t]+pkg_resources[ \t.])/m;
+/** The first `file:line` of the tree's Python that imports pkg_resources, or null. */
+function pkgResourcesImport(dir, paths) {
+    for (const p of paths) {
+        if (!p.endsWith(".py"))
+            continue;
+        let text;
+        try {
+            const file = (0,external_node_path_.join)(dir, p);
+            if ((0,external_node_fs_.statSync)(file).size > 2 ** 20)
+                continue;
+            text = (0,external_node_fs_.readFileSync)(file, "utf8");
+        }
+        catch {
+            continue;
+        }
+        const m = PKG_RESOURCES_IMPORT.exec(text);
+        if (m)
+            return `${p}:${text.slice(0, m.index).split("\n").length}`;
+    }
+    return null;
+}
 /** Packages that build only against CUDA: excluded where the repository declares them (a CPU runner cannot build them). */
 const CUDA_ONLY = ["flash-attn", "transformer-engine", "apex", "mamba-ssm", "causal-conv1d", "xformers", "flashinfer-python", "deepspeed"];
 /** Requirement files of other purposes than running tests. */
@@ -6703,7 +6733,19 @@ function planEnvironment(input) {
         const theirs = declared.filter((r) => (0,task_environment/* normalizePackage */.c3)(r.name) === name).map((r) => `${r.text} (${r.file}${r.line ? `:${r.line}` : ""})`);
         notes.push(`pinned ${pin}${theirs.length ? `, over the repository's ${theirs.join(", ")}` : ""}: ${name === "torch" ? "the probe kit's rank processes and counters need it, and every gate of the pack runs this torch (CPU with gloo, CUDA with NCCL)" : "the official command runs pytest"}`);
     }
-    return { fromTree: { requirements: chosen, ...(pyproject ? { pyproject } : {}), pins: [...GATE_PINS], exclude }, notes };
+    const pins = [...GATE_PINS];
+    const usesPkgResources = pkgResourcesImport(input.dir, input.paths);
+    if (usesPkgResources) {
+        const theirs = declared.filter((r) => (0,task_environment/* normalizePackage */.c3)(r.name) === "setuptools");
+        // Their own bound (== or <) is theirs to keep; an unbounded one drifts past pkg_resources.
+        if (theirs.some((r) => /==|<|~=/.test(r.text)))
+            notes.push(`${usesPkgResources} imports pkg_resources; setuptools is bounded by the repository (${theirs.map((r) => r.text).join(", ")}): not pinned`);
+        else {
+            pins.push(PKG_RESOURCES_PIN);
+            notes.push(`pinned ${PKG_RESOURCES_PIN}${theirs.length ? `, over the repository's ${theirs.map((r) => `${r.text} (${r.file}${r.line ? `:${r.line}` : ""})`).join(", ")}` : ""}: ${usesPkgResources} imports pkg_resources, which newer setuptools releases no longer ship (84.2.1 did not)`);
+        }
+    }
+    return { fromTree: { requirements: chosen, ...(pyproject ? { pyproject } : {}), pins, exclude }, notes };
 }
 
 // EXTERNAL MODULE: ./node_modules/yaml/dist/index.js
