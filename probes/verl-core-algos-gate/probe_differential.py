@@ -273,10 +273,11 @@ def main():
         one = Sides(world_size=sides.world_size, counts={s: [{**r, "outputs": r["outputs"].get(key)} for r in sides.counts[s]] for s in ("base", "head")})
         one.check_outputs(f"outputs.{key}", atol=0, rtol=0, requirements=["outputs-preserved"])
     sides.check_traffic("distributed-reduction-traffic", per="step", requirements=["traffic-preserved"])
-    # The peak is now of a warm call (the ~200 MiB import of verl is the footprint), so the allowance no longer
-    # carries the import's noise: 48 MiB + 10% let 4 copies of GRPO's two 2 MiB outputs (+16 MiB) through.
-    sides.check_memory("step-peak-memory", tolerance_bytes=int(float(os.environ.get("VERL_GATE_MEMORY_MIB", "8")) * 2**20), tolerance_ratio=0.05,
-                       requirements=["memory-preserved"])
+    # The peak is of a warm call (the ~200 MiB import of verl is the footprint). 48 MiB + 10% lets 4 copies of
+    # GRPO's two 2 MiB outputs (+16 MiB) through, but 8 MiB + 5% failed a mutant that keeps 4 copies of a 0-d
+    # loss (bench/RESULTS.md, "Gate power on mutants"): the allowance stays until unchanged trees measure its noise.
+    sides.check_memory("step-peak-memory", tolerance_bytes=int(float(os.environ.get("VERL_GATE_MEMORY_MIB", "48")) * 2**20),
+                       tolerance_ratio=float(os.environ.get("VERL_GATE_MEMORY_RATIO", "0.10")), requirements=["memory-preserved"])
     sides.check_time("step-time", margin=float(os.environ.get("VERL_GATE_TIME_MARGIN", "2.0")), requirements=["time-preserved"])
     sides.check_function_times("function-time", margin=float(os.environ.get("VERL_GATE_FUNCTION_MARGIN", "1.3")), requirements=["time-preserved"])
 
