@@ -150,10 +150,10 @@ class Sides:
         where the repetitions are too few for the rank test ever to say "slower" (`_diff_time`)."""
         return _diff_time.check_time(self, id, margin, alpha, requirements, location)
 
-    def check_function_times(self, id, margin=1.3, alpha=0.05, requirements=None, location=None):
+    def check_function_times(self, id, margin=1.3, alpha=0.05, requirements=None, location=None, min_extra_s=5e-3):
         """One time check per function of differential(functions=): `<id>.<qualname>`, the head's median time inside
-        it against the base's, with the margin, an extra of at least 1 ms and the rank test (`_diff_functions`)."""
-        return _diff_functions.check_function_times(self, id, margin, alpha, requirements, location)
+        it against the base's, with the margin, an extra of at least `min_extra_s` and the rank test (`_diff_functions`)."""
+        return _diff_functions.check_function_times(self, id, margin, alpha, requirements, location, min_extra_s)
 
     def check_outputs(self, id, atol=0.0, rtol=0.0, requirements=None, location=None):
         """Outputs of every rank, bitwise (atol = rtol = 0) or within the stated tolerance."""

@@ -25,7 +25,7 @@ def hot(t):
 
 def rest(t):
     out = t
-    for _ in range(40):
+    for _ in range(20):
         out = torch.sin(out) + t
     return out
 
@@ -44,7 +44,7 @@ def _scenario(rank, world, rep):
 
     import pgfn_target
 
-    t = torch.rand(40_000, generator=torch.Generator().manual_seed(rep))
+    t = torch.rand(200_000, generator=torch.Generator().manual_seed(rep))
     return float(pgfn_target.rest(t).sum() + pgfn_target.REGISTRY["hot"](t).sum())
 
 
