@@ -66,6 +66,16 @@ class RemoveStatement(Operator):
         return (Example("x = 1\ny = 2\n", "pass\ny = 2\n"), Example("x = 1\ny = 2\n", "x = 1\npass\n", occurrence=1))
 
 
+def append_statement(node, code):
+    """`stmt` → `stmt; <code>` on the same line (a simple_stmt gets one more statement)."""
+    extra = expression(code, " ")
+    semi = Op(";", (0, 0), prefix="")
+    node.children[1:1] = [semi, extra]
+    for child in (semi, extra):
+        child.parent = node
+    return node
+
+
 class _CollectiveStatement(Operator):
     """A statement that is only a call of a collective (`dist.all_reduce(t)`)."""
 
@@ -92,13 +102,7 @@ class DuplicateCollective(_CollectiveStatement):
     """Calls a collective twice: a sum summed again, a broadcast repeated (and ranks out of step)."""
 
     def mutate(self, node, index):
-        call = node.children[0]
-        again = expression(call.get_code(include_prefix=False), " ")
-        semi = Op(";", (0, 0), prefix="")
-        node.children[1:1] = [semi, again]
-        for child in (semi, again):
-            child.parent = node
-        return node
+        return append_statement(node, node.children[0].get_code(include_prefix=False))
 
     @classmethod
     def examples(cls):

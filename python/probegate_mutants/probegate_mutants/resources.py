@@ -11,10 +11,8 @@ module's own `globals()`), so they compile and run in any file.
 """
 
 from cosmic_ray.operators.operator import Example, Operator
-from parso.python.tree import Operator as Op
-
 from .fragments import called_name, expression, only_statement
-from .operators import COLLECTIVES
+from .operators import COLLECTIVES, append_statement
 
 _TORCH = '__import__("torch")'
 
@@ -112,12 +110,7 @@ class ExtraCollective(Operator):
             yield (node.start_pos, node.end_pos)
 
     def mutate(self, node, index):
-        extra = expression(f"{_TORCH}.distributed.barrier()", " ")
-        semi = Op(";", (0, 0), prefix="")
-        node.children[1:1] = [semi, extra]
-        for child in (semi, extra):
-            child.parent = node
-        return node
+        return append_statement(node, f"{_TORCH}.distributed.barrier()")
 
     @classmethod
     def examples(cls):
