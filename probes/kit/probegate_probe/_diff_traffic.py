@@ -161,17 +161,23 @@ def _hidden_key(side):
     return side["hidden"], sorted((c.get("op"), c.get("bytes")) for c in side["hidden_calls"])
 
 
-def _side_channel(wire, same):
+def _side_channel(wire, same, retransmitted=None):
     """The record's word (#38): with the counted collectives the same, more bytes on the job's loopback
-    for the head than for the base (its uncounted run, read by the kernel) are traffic beside them."""
+    for the head than for the base (its uncounted run, read by the kernel) are traffic beside them. Each
+    segment the kernel retransmitted for the head beyond the base's carried its data twice: it excuses
+    one segment's data (record.RETRANS_SEGMENT_BYTES), as traffic_of_record does."""
     if not same or not {"base", "head"} <= set(wire):
         return None
+    from .record import RETRANS_SEGMENT_BYTES
+
     b, h = wire["base"], wire["head"]
-    tol = int(16 * 1024 + 0.01 * b)
+    again = max(0, (retransmitted or {}).get("head", 0) - (retransmitted or {}).get("base", 0))
+    tol = int(16 * 1024 + 0.01 * b) + RETRANS_SEGMENT_BYTES * again
     if h - b <= tol:
         return None
+    excused = f", {again} retransmitted segment{'s' if again != 1 else ''} included" if again else ""
     return (f"a side channel: the counted collectives are the same, but the kernel carried {_num(h)} B between head's ranks "
-            f"against base's {_num(b)} B ({_signed(h - b)}; allowed {_num(tol)} B of transport noise) in the run without a "
+            f"against base's {_num(b)} B ({_signed(h - b)}; allowed {_num(tol)} B of transport noise{excused}) in the run without a "
             "counter: traffic beside the collectives (the store, a socket)")
 
 
@@ -185,13 +191,13 @@ def _unit(per, steps):
     return per, steps, f" over {_num(steps)} {_plural(steps, per)}" if steps != 1 else ""
 
 
-def compare(counts, per=None, steps=1, wire=None):
+def compare(counts, per=None, steps=1, wire=None, retransmitted=None):
     """(status, message, measured) of the traffic comparison of `counts` (side -> per-rank figures), and of
     `wire` (side -> loopback bytes of the side's uncounted run, where measured)."""
-    return _compare(counts, per, steps, wire)[:3]
+    return _compare(counts, per, steps, wire, retransmitted)[:3]
 
 
-def _compare(counts, per, steps, wire):
+def _compare(counts, per, steps, wire, retransmitted=None):
     b, h = side_traffic(counts["base"]), side_traffic(counts["head"])
     per, div, over = _unit(per, steps or 1)
     measured = {"base_bytes_per_" + per: b["bytes"] / div, "head_bytes_per_" + per: h["bytes"] / div}
@@ -203,6 +209,8 @@ def _compare(counts, per, steps, wire):
         measured["steps"] = steps
     for side, n in (wire or {}).items():
         measured[f"{side}_wire_bytes"] = n
+    for side, n in (retransmitted or {}).items():
+        measured[f"{side}_retransmitted_segments"] = n
     even = _even(div, b["bytes"], h["bytes"])
     bb, hb = (b["bytes"] / div, h["bytes"] / div) if even else (b["bytes"], h["bytes"])
     tunit = f"per {per}{over}" if even else f"over {_num(div)} {_plural(div, per)}"
@@ -238,7 +246,7 @@ def _compare(counts, per, steps, wire):
     elif h["hidden"]:
         parts.append(f"both sides issued {h['hidden']} {_plural(h['hidden'], 'collective')} the counter could not see (their "
                      f"bytes are not compared): {_hidden_text(h)}")
-    channel = _side_channel(wire or {}, same)
+    channel = _side_channel(wire or {}, same, retransmitted)
     if channel:
         status = "failed"
         parts.insert(0, channel + "; what the counter saw: ")
@@ -251,7 +259,7 @@ def _compare(counts, per, steps, wire):
     return status, "; ".join(parts), measured, place
 
 
-def check_traffic(counts, id, per=None, steps=1, requirements=None, location=None, wire=None):
+def check_traffic(counts, id, per=None, steps=1, requirements=None, location=None, wire=None, retransmitted=None):
     """Emits the comparison; without a `location`, a failure points at the head's first call site that differs."""
-    status, message, measured, place = _compare(counts, per, steps, wire)
+    status, message, measured, place = _compare(counts, per, steps, wire, retransmitted)
     return emit(id, "traffic", status, message, location if location is not None or status == "passed" else place, measured, requirements)

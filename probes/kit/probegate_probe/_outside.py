@@ -163,5 +163,12 @@ class Window:
             return payload_bytes(m["ready"], m["done"])
         return None
 
+    def retransmitted(self) -> int:
+        """TCP segments the kernel retransmitted in the window (record.loopback's `retrans`), 0 unread."""
+        m = self.marks
+        if {"ready", "done"} <= set(m) and all(m.values()):
+            return max(0, m["done"].get("retrans", 0) - m["ready"].get("retrans", 0))
+        return 0
+
 
 __all__ = ["OutsideMeter", "OutsideFigures", "Window"]

@@ -127,6 +127,7 @@ class Sides:
     growth: dict = field(default_factory=dict)  # side -> (bytes kept per call, the busiest rank's retained readings) (#37 item 3)
     outside: dict = field(default_factory=dict)  # side -> OutsideFigures of its memory run, read from the ranks' /proc (#38)
     wire: dict = field(default_factory=dict)  # side -> loopback bytes of its uncounted run (#38: the record), in a private namespace
+    retransmitted: dict = field(default_factory=dict)  # side -> TCP segments the kernel retransmitted in that run
     functions: tuple = ()  # the functions differential(functions=) timed on their own (#37 item 2)
     function_times: dict = field(default_factory=dict)  # side -> {function: [seconds inside it per repetition, slowest rank]}
 
@@ -136,7 +137,7 @@ class Sides:
         Figures are per step where steps are declared (`steps`, else `differential(steps=)`), per call of the
         scenario otherwise or with `per="call"`; a failure names the head's call sites that differ (`_diff_traffic`)."""
         steps = steps or self.steps or 1
-        return _diff_traffic.check_traffic(self.counts, id, per, steps, requirements, location, wire=self.wire)
+        return _diff_traffic.check_traffic(self.counts, id, per, steps, requirements, location, wire=self.wire, retransmitted=self.retransmitted)
 
     def check_memory(self, id, tolerance_bytes=1 << 20, tolerance_ratio=0.05, requirements=None, location=None):
         """The head's peak may exceed the base's by at most max(tolerance_bytes, tolerance_ratio × base), in the
@@ -233,6 +234,7 @@ def differential(scenario, world_size=None, repetitions=7, measure=("traffic", "
                     wire = window.wire_bytes(payload_bytes)
                     if wire is not None:
                         sides.wire[side] = wire
+                        sides.retransmitted[side] = window.retransmitted()
                     if window.memory is not None:
                         sides.outside[side] = window.memory
                 sides.wall[side] += time.perf_counter() - t0

@@ -9,8 +9,11 @@ runs pytest in-process on the selected tests; a plugin measures each test where 
 - memory: the peak of the test's process and of each process it starts (`peak_memory`), the largest
   of them, compared with `Sides.check_memory`;
 - time: the test's wall time over the timed repetitions, with `Sides.check_time` (medians, a rank
-  test and a margin). Counting costs time: repetition 0 (the counted, memory and warm-up runs) is
-  metered, the timed repetitions are not.
+  test and a margin), for the tests short enough to repeat (`_repo_time`: the others get a gross check).
+Two differential() runs: the metered one (traffic, memory and each test's seconds; two pytest sessions a
+side, the second warm, so a test's peak is the lesser of two), then the timed one, only over the tests
+short enough, never metered (counting costs time). A gate's probe runs 2 full sessions a side, plus the
+short tests' 2 warm-ups and `repetitions`.
 Tests are collected on the base (what the head is measured against); a test that does not pass on
 both sides is left to the official tests, said as a skipped check. Plus `interface-kept`: each gated
 module's public functions and classes at the base are still there at the head, taking what they took.
@@ -26,12 +29,13 @@ import sys
 import tempfile
 import time
 
-from . import _gate_tree, spawn_meter
+from . import _gate_tree, _repo_time, spawn_meter
 from .differential import Sides, base_tree, differential, traffic_figures
 from .emit import emit
 from .location import workspace
 
 _MAX_TESTS = 24
+METERED_SESSIONS = 2  # the second is warm: a test's peak is the lesser of the two (the first test imports the tree)
 
 
 def check_id(kind: str, nodeid: str) -> str:
@@ -42,7 +46,7 @@ def check_id(kind: str, nodeid: str) -> str:
     return f"test-{kind}.{slug[:96].rstrip('-')}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
 
 
-def _plugin(rep, folder, session):
+def _plugin(metered, folder, session):
     import pytest
     from _pytest.runner import runtestprotocol
 
@@ -58,7 +62,7 @@ def _plugin(rep, folder, session):
             item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
             rec = {}
             t0 = time.perf_counter()
-            if rep == 0:
+            if metered:
                 with spawn_meter.metering(folder, f"{session}|{item.nodeid}", os.getcwd()):
                     with CollectiveCounter() as counter:
                         reports, rec["peak"] = peak_memory(runtestprotocol, item, nextitem=nextitem)
@@ -86,16 +90,19 @@ def _outcome(reports) -> str:
 _sessions = iter(range(1 << 30))
 
 
-def scenario(rank, world, rep, nodeids, folder, pytest_args=()):
+def scenario(rank, world, rep, nodeids, folder, pytest_args=(), metered=0):
     """One side's run of the tests, in this side's tree (differential made it the cwd): pytest in this
-    process, each test measured by the plugin; one record file per run."""
+    process, one record file per session. `metered`: how many metered sessions (traffic, peaks, seconds)
+    this call runs; 0: one session, only timed (the timed run's repetitions and warm-ups)."""
     import pytest
 
-    session = f"{os.getpid()}-{next(_sessions)}"
-    plugin = _plugin(rep, folder, session)
-    code = pytest.main(["-q", "-p", "no:cacheprovider", *pytest_args, *nodeids], plugins=[plugin])
-    with open(os.path.join(folder, f"session-{time.monotonic_ns()}-{session}.json"), "w") as fh:
-        json.dump({"tree": os.path.realpath(os.getcwd()), "rep": rep, "session": session, "exit": int(code), "tests": plugin.tests}, fh, default=str)
+    for _ in range(max(1, metered)):
+        session = f"{os.getpid()}-{next(_sessions)}"
+        plugin = _plugin(metered > 0, folder, session)
+        code = pytest.main(["-q", "-p", "no:cacheprovider", *pytest_args, *nodeids], plugins=[plugin])
+        with open(os.path.join(folder, f"session-{time.monotonic_ns()}-{session}.json"), "w") as fh:
+            json.dump({"tree": os.path.realpath(os.getcwd()), "rep": rep, "metered": metered > 0, "session": session, "exit": int(code),
+                       "tests": plugin.tests}, fh, default=str)
 
 
 def collect(tree, files, pytest_args=(), timeout=600):
@@ -122,7 +129,9 @@ def _records(folder):
 
 
 def _per_test(sessions, children, trees):
-    """side -> nodeid -> {"counts": [figures per process], "peak", "times", "outcome"}, from the run records."""
+    """side -> nodeid -> {"counts": [figures per process], "peaks", "metered_s", "times", "outcome"}, from the
+    run records: counts from the first metered session, peaks and seconds from each, times from the timed
+    run's repetitions (its warm-ups, rep 0, are not counted)."""
     side_of = {os.path.realpath(t): s for s, t in trees.items()}
     out = {"base": {}, "head": {}}
     for s in sessions:
@@ -130,17 +139,18 @@ def _per_test(sessions, children, trees):
         if side is None:
             continue
         for nodeid, rec in s["tests"].items():
-            t = out[side].setdefault(nodeid, {"counts": None, "peaks": [], "times": [], "outcome": rec["outcome"]})
-            if s["rep"] == 0:
+            t = out[side].setdefault(nodeid, {"counts": None, "peaks": [], "metered_s": [], "times": [], "outcome": rec["outcome"]})
+            if s.get("metered", s["rep"] == 0):
                 kids = children.get(f"{s['session']}|{nodeid}", [])
                 peak = max([rec.get("peak") or 0] + [k.get("peak") or 0 for k in kids])
                 t["peaks"].append(peak)
-                if t["counts"] is None:  # the counted run: the first of repetition 0
+                t["metered_s"].append(rec["seconds"])
+                if t["counts"] is None:  # the counted run: the first metered session
                     t["counts"] = [rec] + kids
                     t["processes"] = 1 + len(kids)
-                    if rec["outcome"] != "passed":
-                        t["outcome"] = rec["outcome"]
-            else:
+                if rec["outcome"] != "passed":  # a test that fails in either metered session is not compared
+                    t["outcome"] = rec["outcome"]
+            elif s["rep"] != 0:
                 t["times"].append(rec["seconds"])
     return out
 
@@ -193,7 +203,9 @@ def check_interfaces(gated, trees, requirements=None):
 
 def gate_tests(selection, gated, checks, repetitions=5, max_tests=_MAX_TESTS, timeout=900, pytest_args=(), base=None, head=None):
     """The generated probe's whole work. `selection`: task.yml's official.select.fromPaths; `gated`: the
-    gated path globs; `checks`: {"traffic"|"memory"|"time"|"interface": {"requirements": [...], tolerances}}."""
+    gated path globs; `checks`: {"traffic"|"memory"|"time"|"interface": {"requirements": [...], tolerances}};
+    "time" may hold `_repo_time`'s limits (timed_test_s, timed_session_s, gross_margin, gross_extra_s).
+    `timeout`: seconds one pytest session of a side may take."""
     trees = {"base": base or base_tree(), "head": head or str(workspace())}
     check_interfaces(gated, trees, checks.get("interface", {}).get("requirements"))
     positive = [g for e in selection for g in e["paths"] if not g.startswith("!")]
@@ -207,29 +219,42 @@ def gate_tests(selection, gated, checks, repetitions=5, max_tests=_MAX_TESTS, ti
         emit("tests-differential.more", "functional", "skipped", f"{len(nodeids)} tests selected, the first {max_tests} compared; left out: {', '.join(nodeids[max_tests:max_tests + 20])}{' …' if len(nodeids) > max_tests + 20 else ''}")
         nodeids = nodeids[:max_tests]
     folder = tempfile.mkdtemp(prefix="probegate-repo-tests-")
+    run = dict(world_size=1, base=trees["base"], head=trees["head"])
     try:
-        sides = differential(scenario, world_size=1, repetitions=repetitions, args=(nodeids, folder, tuple(pytest_args)), timeout=timeout,
-                             base=trees["base"], head=trees["head"], measure=("traffic", "memory", "time"))
+        differential(scenario, repetitions=1, measure=("traffic",), args=(nodeids, folder, tuple(pytest_args), METERED_SESSIONS),
+                     timeout=timeout * METERED_SESSIONS, **run)
     except Exception as exc:
         return emit("tests-differential", "functional", "error", f"the selected tests could not be run on both trees under the meters: {type(exc).__name__}: {str(exc)[:1500]}")
-    sessions, children = _records(folder)
-    per = _per_test(sessions, children, trees)
+    per = _per_test(*_records(folder), trees)
+    lim = _repo_time.limits(checks.get("time", {}))
+    timed, untimed = _repo_time.split(nodeids, per["base"], per["head"], lim)
+    if timed and "time" in checks:
+        try:
+            differential(scenario, repetitions=repetitions, measure=("time",), args=(timed, folder, tuple(pytest_args), 0), timeout=timeout, **run)
+            per = _per_test(*_records(folder), trees)
+        except Exception as exc:
+            emit("tests-differential.time", "time", "error", f"the {len(timed)} tests short enough to repeat could not be timed on both trees: {type(exc).__name__}: {str(exc)[:1500]}")
     for nodeid in nodeids:
-        _judge(nodeid, per["base"].get(nodeid), per["head"].get(nodeid), sides, checks, trees["head"])
+        _judge(nodeid, per["base"].get(nodeid), per["head"].get(nodeid), checks, trees["head"], untimed.get(nodeid), lim)
     return per
 
 
-def _judge(nodeid, b, h, sides, checks, head):
+def _judge(nodeid, b, h, checks, head, untimed, lim):
     loc = _location(nodeid, head)
     if not b or b["outcome"] != "passed":
         return emit(check_id("run", nodeid), "functional", "skipped", f"{nodeid} {b['outcome'] if b else 'did not run'} at the base: nothing to compare the head with", loc)
     if not h or h["outcome"] != "passed":
         return emit(check_id("run", nodeid), "functional", "skipped", f"{nodeid} {h['outcome'] if h else 'did not run'} at the head (the official tests judge that); its figures are not compared", loc)
     s = Sides(world_size=max(b["processes"], h["processes"]), counts={"base": b["counts"], "head": h["counts"]},
-              peaks={"base": min(b["peaks"]), "head": min(h["peaks"])}, times={"base": b["times"], "head": h["times"]}, capped=dict(sides.capped))
-    t, m, tm = checks.get("traffic", {}), checks.get("memory", {}), checks.get("time", {})
+              peaks={"base": min(b["peaks"]), "head": min(h["peaks"])}, times={"base": b["times"], "head": h["times"]})
+    t, m, tm = checks.get("traffic", {}), checks.get("memory", {}), checks.get("time")
     s.check_traffic(check_id("traffic", nodeid), per="run", requirements=t.get("requirements"), location=loc)
     s.check_memory(check_id("memory", nodeid), tolerance_bytes=m.get("tolerance_bytes", 4 << 20), tolerance_ratio=m.get("tolerance_ratio", 0.1),
                    requirements=m.get("requirements"), location=loc)
-    if s.capped or (b["times"] and h["times"]):
-        s.check_time(check_id("time", nodeid), margin=tm.get("margin", 1.5), requirements=tm.get("requirements"), location=loc)
+    if tm is None:
+        return None
+    if untimed is not None:
+        return _repo_time.check_gross(check_id("time", nodeid), nodeid, b, h, untimed, lim, tm.get("requirements"), loc)
+    if b["times"] and h["times"]:
+        return s.check_time(check_id("time", nodeid), margin=tm.get("margin", 1.5), requirements=tm.get("requirements"), location=loc)
+    return emit(check_id("time", nodeid), "time", "skipped", f"{nodeid} has no timed repetitions on both sides (the timed run did not finish: see tests-differential.time)", loc)

@@ -53,11 +53,13 @@ def test_the_record_passes_the_same_traffic_and_catches_bytes_through_the_store(
     assert abs(same["record_extra_bytes"]) < 4096, same  # the transport's noise: a few hundred bytes
     assert same["values"] == [1.5 * 2, 1.5 * 2]  # all_reduce's sum on 2 ranks: 1 + 2
     assert not store["passed"], store
-    assert store["record_extra_bytes"] >= 2 * 2 * (1 << 16) * 4, store  # two steps, two ranks' copies
+    # two steps, two ranks' copies (1 MiB), less what the loaded loopback added to the reference's window (a
+    # retransmit there: 32 KiB once, on a loaded box): the verdict is the check's, the figure only near the copies
+    assert store["record_extra_bytes"] >= 0.9 * 2 * 2 * (1 << 16) * 4, store
     assert "side channel" in store["message"]
     # A forged "ok" does not close the window early: the window ends when the ranks have exited.
     assert not out["forged"]["passed"], out["forged"]
-    assert out["forged"]["record_extra_bytes"] >= 2 * 2 * 4 * (1 << 16) * 4, out["forged"]
+    assert out["forged"]["record_extra_bytes"] >= 0.9 * 2 * 2 * 4 * (1 << 16) * 4, out["forged"]
     # Memory of record, read by the probe's process from the ranks' /proc.
     mem = out["mem_same"]
     assert mem["passed"] and abs(mem["record_extra_bytes"]) < mem["record_tolerance_bytes"], mem
@@ -139,3 +141,10 @@ def test_differential_traffic_fails_a_head_whose_loopback_carried_more_with_the_
     assert "+300,000 B" in message and measured["head_wire_bytes"] == 1_300_000
     assert compare(counts, wire={"base": 1_000_000, "head": 1_000_400})[0] == "passed"  # transport noise
     assert compare(counts)[0] == "passed"  # no record (not a namespace of the job's own): the counter alone
+    # a segment the loaded kernel retransmitted for the head carried its data twice: one segment's data is excused, not more
+    again = {"base": 1_000_000, "head": 1_000_000 + 16 * 1024 + 10_000 + 60_000}
+    assert compare(counts, wire=again)[0] == "failed"
+    status, _, measured = compare(counts, wire=again, retransmitted={"base": 0, "head": 1})
+    assert status == "passed" and measured["head_retransmitted_segments"] == 1
+    status, message, _ = compare(counts, wire={"base": 1_000_000, "head": 1_300_000}, retransmitted={"base": 2, "head": 3})
+    assert status == "failed" and "1 retransmitted segment included" in message

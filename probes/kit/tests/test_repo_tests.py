@@ -3,7 +3,7 @@
 import json
 import textwrap
 
-from probegate_probe import _gate_tree
+from probegate_probe import _gate_tree, _repo_time
 from probegate_probe.repo_tests import check_id, gate_tests
 
 COMM = """
@@ -39,7 +39,8 @@ def test_plain():
 """
 SELECTION = [{"paths": ["rpkg/**", "tests/test_comm.py"], "tests": ["tests/test_comm.py"]}]
 CHECKS = {"traffic": {"requirements": ["traffic-preserved"]}, "memory": {"requirements": ["memory-preserved"], "tolerance_bytes": 4 << 20, "tolerance_ratio": 0.1},
-          "time": {"requirements": ["time-preserved"], "margin": 3.0}, "interface": {"requirements": ["interface-kept"]}}
+          "time": {"requirements": ["time-preserved"], "margin": 3.0, "timed_test_s": 0.5},  # the rank-spawning test is not repeated
+          "interface": {"requirements": ["interface-kept"]}}
 SPAWNING = "tests/test_comm.py::test_all_reduce_two_ranks"
 
 
@@ -63,7 +64,11 @@ def test_an_honest_head_passes_and_a_head_with_an_extra_all_reduce_and_a_leak_fa
     assert traffic["status"] == "passed", traffic
     assert traffic["measured"]["base_all_reduce_calls"] == 4  # the spawned ranks' collectives, counted in the ranks
     assert same[check_id("memory", SPAWNING)]["status"] == "passed"
-    assert same[check_id("time", SPAWNING)]["status"] == "passed"
+    spawn_time = same[check_id("time", SPAWNING)]
+    assert spawn_time["status"] == "passed" and spawn_time["measured"]["repeated"] is False, spawn_time
+    assert spawn_time["measured"]["base_runs"] == spawn_time["measured"]["head_runs"] == 2  # the two metered sessions a side
+    plain_time = same[check_id("time", "tests/test_comm.py::test_plain")]
+    assert plain_time["status"] == "passed" and "repeated" not in plain_time["measured"], plain_time  # timed in repetitions
     assert same[check_id("traffic", "tests/test_comm.py::test_plain")]["measured"]["base_bytes_per_run"] == 0
 
     results.write_text("")
@@ -92,3 +97,26 @@ def test_globs_match_as_the_engine_matches_them():
     assert _gate_tree.matches(["**/*.py", "!**/test_*.py"], "x.py") and not _gate_tree.matches(["**/*.py", "!**/test_*.py"], "t/test_x.py")
     assert _gate_tree.matches(["a/{b,c}.py"], "a/c.py") and not _gate_tree.matches(["a/{b,c}.py"], "a/d.py")
     assert _gate_tree.selected_tests(SELECTION, ["docs/x.md"])[0] == ["tests/test_comm.py"]
+
+
+def _rec(*seconds, outcome="passed"):
+    return {"outcome": outcome, "metered_s": list(seconds)}
+
+
+def test_only_tests_short_enough_at_the_base_are_repeated_and_a_slow_head_cannot_opt_out():
+    lim = _repo_time.limits({"timed_test_s": 5, "timed_session_s": 8})
+    base = {"a": _rec(1.0, 0.9), "b": _rec(6.0, 7.0), "c": _rec(4.0, 4.5), "d": _rec(4.0, 3.5), "e": _rec(0.1), "f": _rec(0.1, outcome="failed")}
+    head = {"a": _rec(60.0, 61.0), "b": _rec(6.0), "c": _rec(4.0), "d": _rec(4.0), "e": _rec(0.1), "f": _rec(0.1)}
+    timed, untimed = _repo_time.split(list(base), base, head, lim)
+    assert timed == ["a", "c", "e"]  # a's head is slow: still timed (the base decides); f failed: not compared
+    assert "past the 5 s" in untimed["b"] and "timed_session_s" in untimed["d"] and set(untimed) == {"b", "d"}
+
+
+def test_a_test_too_long_to_repeat_fails_only_a_gross_slowdown(results):
+    lim = _repo_time.limits({})
+    ok = _repo_time.check_gross("test-time.x", "t::x", _rec(20.0, 22.0), _rec(50.0, 40.0), "it is long", lim)
+    assert ok["status"] == "passed" and ok["measured"]["ratio"] == round(40.0 / 22.0, 3), ok
+    bad = _repo_time.check_gross("test-time.x", "t::x", _rec(20.0, 22.0), _rec(90.0, 70.0), "it is long", lim)
+    assert bad["status"] == "failed" and bad["message"].startswith("t::x took 70.0 s at the head against 22.0 s at the base (3.18×"), bad
+    tiny = _repo_time.check_gross("test-time.x", "t::x", _rec(0.5, 0.6), _rec(3.0, 4.0), "it is long", lim)
+    assert tiny["status"] == "passed"  # 5× but only 2.4 s more: start-up noise of a rank-spawning test can do that

@@ -102,7 +102,7 @@ export function renderReport(src: GateSource, facts: ReportFacts): string {
     "",
     "- `test-traffic.<test>`: the collectives and bytes of the test's process and of every process it starts through multiprocessing (the ranks of `torch.multiprocessing.spawn`), counted at the dispatcher in each; exact (`traffic-preserved`).",
     `- \`test-memory.<test>\`: the largest peak of those processes, within max(${TOLERANCES.memoryBytes / 2 ** 20} MiB, ${TOLERANCES.memoryRatio * 100}%) of the base's (\`memory-preserved\`).`,
-    `- \`test-time.<test>\`: the median wall time over ${TOLERANCES.repetitions} interleaved repetitions, at most ${TOLERANCES.timeMargin}× the base's with a rank test agreeing (\`time-preserved\`); counting runs and timed runs are separate.`,
+    `- \`test-time.<test>\`: for a test whose base run took at most ${TOLERANCES.timedTestS} s (and while the repeated tests together take at most ${TOLERANCES.timedSessionS} s), the median wall time over ${TOLERANCES.repetitions} interleaved repetitions, at most ${TOLERANCES.timeMargin}× the base's with a rank test agreeing (\`time-preserved\`); a longer test is not repeated (each repetition would pay its ranks' start-up again) and fails only past ${TOLERANCES.grossMargin}× and ${TOLERANCES.grossExtraS} s more in its two metered runs a side. The metered runs (two pytest sessions a side, the second warm) and the timed runs are separate: a PR costs 2 sessions of the selected tests a side, plus the short tests' repetitions.`,
     "- `interface-kept`: the gated modules' public functions and classes of the base, still at the head with their parameters.",
     "- A test that does not pass on both sides is not compared (a skipped check says so): the official tests judge it.",
     "",
