@@ -6139,9 +6139,10 @@ function stringEnd(source, i) {
 ;// CONCATENATED MODULE: ./src/core/gate-init/import-graph.ts
 /**
  * A repository's static import graph: which of its Python files each file imports, read from the
- * source (`import a.b`, `from a.b import c`, relative imports; every package on the way runs its
- * `__init__.py`). Imports anywhere in a file count, function bodies included: a test that imports
- * the code it tests inside the test (or inside the rank function it spawns) still tests it. Pure.
+ * source (`import a.b`, `from a.b import c`, relative imports; `ImportEdges` says whether the
+ * packages run on the way count). Imports anywhere in a file count, function bodies included: a test
+ * that imports the code it tests inside the test (or inside the rank function it spawns) still tests
+ * it. Pure.
  */
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -6203,40 +6204,52 @@ class PythonTree {
 const join = (dir, rel) => (dir ? `${dir}/${rel}` : rel);
 const dirOf = (file) => file.split("/").slice(0, -1).join("/");
 /**
- * The files an absolute import of `dotted` runs from `root`: each package's `__init__.py` on the way
- * and the module itself, plus `names` that are submodules. Empty when `root` holds no such module.
+ * The files an absolute import of `dotted` from `root` is an edge to (`edges`, above), plus `names`
+ * that are submodules. Empty when `root` holds no such module.
  */
-function fromRoot(tree, root, dotted, names) {
+function fromRoot(tree, root, dotted, names, edges, exports) {
     const parts = dotted.split(".");
     const first = join(root, parts[0]);
     if (!tree.moduleFile(first) && !tree.isDir(first))
         return [];
     const out = [];
     let rel = root;
+    let last = null;
     for (const p of parts) {
         rel = join(rel, p);
         const f = tree.moduleFile(rel);
-        if (f)
-            out.push(f);
+        if (f) {
+            if (edges === "runs")
+                out.push(f);
+            last = f;
+        }
         else if (!tree.isDir(rel))
-            return out;
+            return edges === "runs" || !last ? out : [last];
     }
+    const plain = [];
     for (const n of names) {
         const f = tree.moduleFile(join(rel, n));
         if (f)
             out.push(f);
+        else
+            plain.push(n);
+    }
+    const target = tree.moduleFile(rel);
+    if (edges === "uses" && target && (plain.length > 0 || names.length === 0)) {
+        const via = target.endsWith("__init__.py") && plain.length > 0 ? exports(target, plain) : null;
+        out.push(...(via ?? [target]));
     }
     return out;
 }
 /**
- * The repository files one import of `file` runs. Absolute imports are looked up under `roots` in
- * order (the folders on sys.path: the repository's root, src/, pytest's rootdir insertions); a
- * relative one from the file's own folder.
+ * The repository files one import of `file` is an edge to. Absolute imports are looked up under
+ * `roots` in order (the folders on sys.path: the repository's root, src/, pytest's rootdir
+ * insertions); a relative one from the file's own folder.
  */
-function resolveImport(tree, file, ref, roots) {
+function resolveImport(tree, file, ref, roots, edges = "runs", exports = () => null) {
     if (ref.level === 0) {
         for (const root of roots) {
-            const found = fromRoot(tree, root, ref.module, ref.names);
+            const found = fromRoot(tree, root, ref.module, ref.names, edges, exports);
             if (found.length)
                 return found;
         }
@@ -6245,21 +6258,44 @@ function resolveImport(tree, file, ref, roots) {
     let dir = dirOf(file);
     for (let i = 1; i < ref.level; i++)
         dir = dirOf(dir);
-    if (!ref.module)
-        return ref.names.map((n) => tree.moduleFile(join(dir, n))).filter((f) => f !== null);
-    return fromRoot(tree, dir, ref.module, ref.names);
+    if (!ref.module) {
+        const subs = ref.names.map((n) => tree.moduleFile(join(dir, n)));
+        const plain = ref.names.filter((_, i) => !subs[i]);
+        const init = tree.moduleFile(dir);
+        const named = plain.length && init && edges === "uses" && init !== file ? (exports(init, plain) ?? [init]) : [];
+        return [...subs.filter((f) => f !== null), ...named];
+    }
+    return fromRoot(tree, dir, ref.module, ref.names, edges, exports);
 }
 /** The import graph of `sources` (path → source text); imports of modules outside the tree are left out. */
-function importGraph(sources, roots) {
+function importGraph(sources, roots, edges = "uses") {
     const tree = new PythonTree(sources.keys());
+    const refs = new Map([...sources].map(([file, text]) => [file, importsOf(text)]));
+    const exports = (init, names, seen = new Set()) => {
+        if (seen.has(init))
+            return null;
+        seen.add(init);
+        const found = new Set();
+        for (const name of names) {
+            const ref = (refs.get(init) ?? []).find((r) => r.module !== "" && r.names.includes(name));
+            if (!ref)
+                return null; // defined in the __init__ itself, bound by `*` or by an assignment: the package is the edge
+            const files = resolveImport(tree, init, { ...ref, names: [name] }, roots, edges, (i, n) => exports(i, n, seen));
+            if (files.length === 0)
+                return null;
+            for (const f of files)
+                found.add(f);
+        }
+        return [...found];
+    };
     const graph = new Map();
-    for (const [file, text] of sources) {
-        const edges = new Set();
-        for (const ref of importsOf(text))
-            for (const f of resolveImport(tree, file, ref, roots))
+    for (const [file, list] of refs) {
+        const out = new Set();
+        for (const ref of list)
+            for (const f of resolveImport(tree, file, ref, roots, edges, exports))
                 if (f !== file)
-                    edges.add(f);
-        graph.set(file, edges);
+                    out.add(f);
+        graph.set(file, out);
     }
     return graph;
 }
@@ -6471,7 +6507,7 @@ function planGate(input) {
     }
     const testSet = new Set(tests);
     const roots = importRoots(fileSet, tests, input.config, input.src);
-    const graph = importGraph(input.sources, roots);
+    const graph = importGraph(input.sources, roots, input.edges ?? "uses");
     for (const t of tests)
         for (const c of conftestsOf(t, fileSet))
             graph.get(t)?.add(c);
@@ -6503,7 +6539,7 @@ function planGate(input) {
     if (globs.every((g) => g.tests.length === 0)) {
         throw new GatePlanError(`no test of the repository imports the gated modules (${globs.flatMap((g) => g.modules.map((m) => m.name)).slice(0, 5).join(", ")}), directly or through other modules; ${tests.length} test files were read (${tests.slice(0, 3).join(", ")}${tests.length > 3 ? ", …" : ""}). Pass --tests <globs> naming the tests that exercise them${input.maxHops != null ? `, or a larger --max-hops than ${input.maxHops}` : ""}`, "--tests");
     }
-    return { config: input.config, tests, roots, exclude, globs };
+    return { config: input.config, tests, roots, exclude, globs, edges: input.edges ?? "uses" };
 }
 
 ;// CONCATENATED MODULE: ./src/core/gate-init/interfaces.ts
@@ -6920,7 +6956,7 @@ function renderReport(src, facts) {
         out.push(`- \`${g.glob}\`: ${g.modules.length} Python module${g.modules.length === 1 ? "" : "s"} (${g.modules.slice(0, 8).map((m) => `\`${m.name}\``).join(", ")}${g.modules.length > 8 ? ", …" : ""})`);
     if (plan.exclude.length)
         out.push(`- excluded: ${list(plan.exclude)}`);
-    out.push("", "## Tests (official.select, official.files)", "", `- Test files: ${plan.tests.length}, found as pytest finds them: named ${list(cfg.pythonFiles)}${cfg.testpaths.length ? ` under testpaths ${list(cfg.testpaths)}` : " anywhere in the tree (no testpaths)"} (${cfg.from ?? "pytest's defaults: no pytest configuration"}).`, `- Imports are read statically (no code of the repository runs) and looked up where pytest's sys.path has them: ${list(plan.roots.slice(0, 6).map((r) => r || "."))}${plan.roots.length > 6 ? ` and ${plan.roots.length - 6} more test folders` : ""}; every import counts, inside functions too (a test that imports the code in the rank function it spawns still tests it), and each package's \`__init__.py\` on the way.`, "- `official.select.fromPaths` maps each gated glob to the tests that import one of its modules, directly or through other modules of the tree; a test file selects itself too. `select.tests` (always run) is empty: a PR that touches no gated path selects no test and ends in `error`, by design.");
+    out.push("", "## Tests (official.select, official.files)", "", `- Test files: ${plan.tests.length}, found as pytest finds them: named ${list(cfg.pythonFiles)}${cfg.testpaths.length ? ` under testpaths ${list(cfg.testpaths)}` : " anywhere in the tree (no testpaths)"} (${cfg.from ?? "pytest's defaults: no pytest configuration"}).`, `- Imports are read statically (no code of the repository runs) and looked up where pytest's sys.path has them: ${list(plan.roots.slice(0, 6).map((r) => r || "."))}${plan.roots.length > 6 ? ` and ${plan.roots.length - 6} more test folders` : ""}; every import counts, inside functions too (a test that imports the code in the rank function it spawns still tests it). ${plan.edges === "runs" ? "Each package's \`__init__.py\` an import runs counts too (\`--through-packages\`): a package that imports all its modules selects every test of the package for each of them." : "An import counts for what it names: the module, and for a name taken from a package, the module its \`__init__.py\` re-exports it from (the \`__init__.py\` itself only where it defines the name). The packages an import runs on the way do not count: a test that imports \`a.b.timer\` tests the timer, not every module \`a/b/__init__.py\` imports (\`--through-packages\` counts them)."}`, "- `official.select.fromPaths` maps each gated glob to the tests that import one of its modules, directly or through other modules of the tree; a test file selects itself too. `select.tests` (always run) is empty: a PR that touches no gated path selects no test and ends in `error`, by design.");
     for (const g of plan.globs) {
         if (!g.tests.length) {
             out.push(`- \`${g.glob}\`: **no test imports its modules**: a PR that touches only this path selects no test. Add tests to the selection by hand, or pass --tests.`);
@@ -6929,7 +6965,7 @@ function renderReport(src, facts) {
         const direct = g.tests.filter((t) => t.chain.length <= 2).length;
         out.push(`- \`${g.glob}\` → ${g.tests.length} test file${g.tests.length === 1 ? "" : "s"} (${direct} import${direct === 1 ? "s" : ""} it directly, ${g.tests.length - direct} through other modules):`);
         if (g.tests.length > MANY)
-            out.push(`  - **many**: a PR touching it runs them all. Most come through other modules (a package \`__init__.py\` that imports it pulls in every test of the package); \`--max-hops 1\` keeps the ${direct} direct ones, \`--tests\` names them.`);
+            out.push(`  - **many**: a PR touching it runs them all. Most come through other modules${plan.edges === "runs" ? " (a package \`__init__.py\` that imports it pulls in every test of the package: leave out \`--through-packages\`)" : ""}; \`--max-hops 1\` keeps the ${direct} direct ones, \`--tests\` names them.`);
         for (const t of g.tests)
             out.push(`  - \`${t.file}\`: ${t.chain.length <= 2 ? `imports \`${t.chain.at(-1)}\`` : `through ${t.chain.slice(1).map((c) => `\`${c}\``).join(" → ")}`}`);
     }
@@ -7057,7 +7093,7 @@ async function gateInit(req, scratch) {
     const config = pytestConfig(rootFiles, tree.pyproject?.pytest ?? null);
     let plan;
     try {
-        plan = planGate({ paths: tree.paths, sources: tree.sources, config, globs: req.paths, testGlobs: req.tests, src: req.src, maxHops: req.maxHops ?? null });
+        plan = planGate({ paths: tree.paths, sources: tree.sources, config, globs: req.paths, testGlobs: req.tests, src: req.src, maxHops: req.maxHops ?? null, edges: req.throughPackages ? "runs" : "uses" });
     }
     catch (e) {
         if (e instanceof GatePlanError)
@@ -7537,6 +7573,7 @@ async function gateInitCommand(repo, flags, io) {
             requirements: flags.requirements ?? [],
             extras: flags.extras ?? null,
             maxHops: flags.maxHops === undefined ? null : hops(flags.maxHops),
+            throughPackages: flags.throughPackages,
             python: flags.python,
             force: flags.force,
         }, scratch);
@@ -7572,6 +7609,7 @@ function registerGateInit(gate, io, done) {
         .option("--requirements <files...>", "the repository's requirement files (pip's format) the environment is built from, over the ones gate init picks")
         .option("--extras <names...>", "pyproject.toml extras the tests need, over the ones gate init picks (test, tests, testing or dev)")
         .option("--max-hops <n>", "select only tests whose import chain to a gated module is at most n imports long (1: tests that import it themselves); default: any length, through any module of the tree")
+        .option("--through-packages", "select tests through every package __init__.py their imports run, as the interpreter runs them (a test importing a.b.timer then selects every module a/b/__init__.py imports); default: only through the modules they import and the names they take from packages")
         .option("--python <path>", "the interpreter that reads pyproject.toml (3.11+: tomllib; default: $PROBEGATE_PYTHON, /usr/bin/python3)")
         .option("--force", "overwrite --out when it is not empty")
         .action(async (repo, flags) => done(await gateInitCommand(repo, flags, io)));

@@ -18,6 +18,7 @@ export interface GateInitFlags {
   requirements?: string[];
   extras?: string[];
   maxHops?: string;
+  throughPackages?: boolean;
   python?: string;
   force?: boolean;
 }
@@ -49,6 +50,7 @@ export async function gateInitCommand(repo: string, flags: GateInitFlags, io: Io
         requirements: flags.requirements ?? [],
         extras: flags.extras ?? null,
         maxHops: flags.maxHops === undefined ? null : hops(flags.maxHops),
+        throughPackages: flags.throughPackages,
         python: flags.python,
         force: flags.force,
       },
@@ -86,6 +88,7 @@ export function registerGateInit(gate: Command, io: Io, done: (code: number) => 
     .option("--requirements <files...>", "the repository's requirement files (pip's format) the environment is built from, over the ones gate init picks")
     .option("--extras <names...>", "pyproject.toml extras the tests need, over the ones gate init picks (test, tests, testing or dev)")
     .option("--max-hops <n>", "select only tests whose import chain to a gated module is at most n imports long (1: tests that import it themselves); default: any length, through any module of the tree")
+    .option("--through-packages", "select tests through every package __init__.py their imports run, as the interpreter runs them (a test importing a.b.timer then selects every module a/b/__init__.py imports); default: only through the modules they import and the names they take from packages")
     .option("--python <path>", "the interpreter that reads pyproject.toml (3.11+: tomllib; default: $PROBEGATE_PYTHON, /usr/bin/python3)")
     .option("--force", "overwrite --out when it is not empty")
     .action(async (repo: string, flags: GateInitFlags) => done(await gateInitCommand(repo, flags, io)));

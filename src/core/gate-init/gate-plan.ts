@@ -5,7 +5,7 @@
  * of imports that shows it). Pure: the tree comes in as its paths and its Python sources.
  */
 import picomatch from "picomatch";
-import { chainTo, importGraph, reachable } from "./import-graph.js";
+import { chainTo, type ImportEdges, importGraph, reachable } from "./import-graph.js";
 import { conftestsOf, importRoots, testFiles, type PytestConfig } from "./pytest-discovery.js";
 
 /** A problem with the repository or the flags, and the flag that fixes it. */
@@ -34,6 +34,8 @@ export interface GatePlan {
   roots: string[];
   exclude: string[];
   globs: GatedGlob[];
+  /** How imports became edges of the selection's import graph. */
+  edges: ImportEdges;
 }
 
 export interface PlanInput {
@@ -50,6 +52,8 @@ export interface PlanInput {
   src: readonly string[];
   /** --max-hops: only tests whose import chain to a gated module has at most this many imports (1: direct); null: any. */
   maxHops?: number | null;
+  /** --through-packages: "runs" (every package `__init__.py` an import runs is an edge); default "uses" (import-graph.ts, ImportEdges). */
+  edges?: ImportEdges;
 }
 
 const IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -89,7 +93,7 @@ export function planGate(input: PlanInput): GatePlan {
   }
   const testSet = new Set(tests);
   const roots = importRoots(fileSet, tests, input.config, input.src);
-  const graph = importGraph(input.sources, roots);
+  const graph = importGraph(input.sources, roots, input.edges ?? "uses");
   for (const t of tests) for (const c of conftestsOf(t, fileSet)) graph.get(t)?.add(c);
   const walks = new Map(tests.map((t) => [t, reachable(graph, t)]));
   const globs: GatedGlob[] = include.map((glob) => {
@@ -120,5 +124,5 @@ export function planGate(input: PlanInput): GatePlan {
       "--tests",
     );
   }
-  return { config: input.config, tests, roots, exclude, globs };
+  return { config: input.config, tests, roots, exclude, globs, edges: input.edges ?? "uses" };
 }

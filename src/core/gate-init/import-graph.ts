@@ -1,8 +1,9 @@
 /**
  * A repository's static import graph: which of its Python files each file imports, read from the
- * source (`import a.b`, `from a.b import c`, relative imports; every package on the way runs its
- * `__init__.py`). Imports anywhere in a file count, function bodies included: a test that imports
- * the code it tests inside the test (or inside the rank function it spawns) still tests it. Pure.
+ * source (`import a.b`, `from a.b import c`, relative imports; `ImportEdges` says whether the
+ * packages run on the way count). Imports anywhere in a file count, function bodies included: a test
+ * that imports the code it tests inside the test (or inside the rank function it spawns) still tests
+ * it. Pure.
  */
 import { statements } from "./python-source.js";
 
@@ -74,58 +75,102 @@ const join = (dir: string, rel: string) => (dir ? `${dir}/${rel}` : rel);
 const dirOf = (file: string) => file.split("/").slice(0, -1).join("/");
 
 /**
- * The files an absolute import of `dotted` runs from `root`: each package's `__init__.py` on the way
- * and the module itself, plus `names` that are submodules. Empty when `root` holds no such module.
+ * How imports become edges. "uses" (the default): an import is an edge to what it names — the module
+ * (`import a.b.c`, `from a.b.c import x`: a/b/c.py) and submodules named in a from-import; a name taken
+ * from a package (`from a.b import x`, a/b/__init__.py) is an edge to the module its `__init__.py`
+ * re-exports it from, and to the `__init__.py` itself only when it defines the name (or re-exports it
+ * through `*`). The packages run on the way are not edges: importing `a.b.timer` runs `a/b/__init__.py`,
+ * which may import every module of the package, but a test that uses only the timer does not test
+ * them. "runs": every package's `__init__.py` on the way is an edge too (what the interpreter runs).
  */
-function fromRoot(tree: PythonTree, root: string, dotted: string, names: readonly string[]): string[] {
+export type ImportEdges = "uses" | "runs";
+
+/** Resolves names through a package `__init__.py`: the files that define them, or null where one is not a plain re-export. */
+type Exports = (init: string, names: readonly string[]) => string[] | null;
+
+/**
+ * The files an absolute import of `dotted` from `root` is an edge to (`edges`, above), plus `names`
+ * that are submodules. Empty when `root` holds no such module.
+ */
+function fromRoot(tree: PythonTree, root: string, dotted: string, names: readonly string[], edges: ImportEdges, exports: Exports): string[] {
   const parts = dotted.split(".");
   const first = join(root, parts[0] as string);
   if (!tree.moduleFile(first) && !tree.isDir(first)) return [];
   const out: string[] = [];
   let rel = root;
+  let last: string | null = null;
   for (const p of parts) {
     rel = join(rel, p);
     const f = tree.moduleFile(rel);
-    if (f) out.push(f);
-    else if (!tree.isDir(rel)) return out;
+    if (f) {
+      if (edges === "runs") out.push(f);
+      last = f;
+    } else if (!tree.isDir(rel)) return edges === "runs" || !last ? out : [last];
   }
+  const plain: string[] = [];
   for (const n of names) {
     const f = tree.moduleFile(join(rel, n));
     if (f) out.push(f);
+    else plain.push(n);
+  }
+  const target = tree.moduleFile(rel);
+  if (edges === "uses" && target && (plain.length > 0 || names.length === 0)) {
+    const via = target.endsWith("__init__.py") && plain.length > 0 ? exports(target, plain) : null;
+    out.push(...(via ?? [target]));
   }
   return out;
 }
 
 /**
- * The repository files one import of `file` runs. Absolute imports are looked up under `roots` in
- * order (the folders on sys.path: the repository's root, src/, pytest's rootdir insertions); a
- * relative one from the file's own folder.
+ * The repository files one import of `file` is an edge to. Absolute imports are looked up under
+ * `roots` in order (the folders on sys.path: the repository's root, src/, pytest's rootdir
+ * insertions); a relative one from the file's own folder.
  */
-export function resolveImport(tree: PythonTree, file: string, ref: ImportRef, roots: readonly string[]): string[] {
+export function resolveImport(tree: PythonTree, file: string, ref: ImportRef, roots: readonly string[], edges: ImportEdges = "runs", exports: Exports = () => null): string[] {
   if (ref.level === 0) {
     for (const root of roots) {
-      const found = fromRoot(tree, root, ref.module, ref.names);
+      const found = fromRoot(tree, root, ref.module, ref.names, edges, exports);
       if (found.length) return found;
     }
     return [];
   }
   let dir = dirOf(file);
   for (let i = 1; i < ref.level; i++) dir = dirOf(dir);
-  if (!ref.module) return ref.names.map((n) => tree.moduleFile(join(dir, n))).filter((f): f is string => f !== null);
-  return fromRoot(tree, dir, ref.module, ref.names);
+  if (!ref.module) {
+    const subs = ref.names.map((n) => tree.moduleFile(join(dir, n)));
+    const plain = ref.names.filter((_, i) => !subs[i]);
+    const init = tree.moduleFile(dir);
+    const named = plain.length && init && edges === "uses" && init !== file ? (exports(init, plain) ?? [init]) : [];
+    return [...subs.filter((f): f is string => f !== null), ...named];
+  }
+  return fromRoot(tree, dir, ref.module, ref.names, edges, exports);
 }
 
 /** file → the repository files it imports (directly). */
 export type ImportGraph = Map<string, Set<string>>;
 
 /** The import graph of `sources` (path → source text); imports of modules outside the tree are left out. */
-export function importGraph(sources: ReadonlyMap<string, string>, roots: readonly string[]): ImportGraph {
+export function importGraph(sources: ReadonlyMap<string, string>, roots: readonly string[], edges: ImportEdges = "uses"): ImportGraph {
   const tree = new PythonTree(sources.keys());
+  const refs = new Map([...sources].map(([file, text]) => [file, importsOf(text)] as const));
+  const exports = (init: string, names: readonly string[], seen = new Set<string>()): string[] | null => {
+    if (seen.has(init)) return null;
+    seen.add(init);
+    const found = new Set<string>();
+    for (const name of names) {
+      const ref = (refs.get(init) ?? []).find((r) => r.module !== "" && r.names.includes(name));
+      if (!ref) return null; // defined in the __init__ itself, bound by `*` or by an assignment: the package is the edge
+      const files = resolveImport(tree, init, { ...ref, names: [name] }, roots, edges, (i, n) => exports(i, n, seen));
+      if (files.length === 0) return null;
+      for (const f of files) found.add(f);
+    }
+    return [...found];
+  };
   const graph: ImportGraph = new Map();
-  for (const [file, text] of sources) {
-    const edges = new Set<string>();
-    for (const ref of importsOf(text)) for (const f of resolveImport(tree, file, ref, roots)) if (f !== file) edges.add(f);
-    graph.set(file, edges);
+  for (const [file, list] of refs) {
+    const out = new Set<string>();
+    for (const ref of list) for (const f of resolveImport(tree, file, ref, roots, edges, exports)) if (f !== file) out.add(f);
+    graph.set(file, out);
   }
   return graph;
 }

@@ -27,6 +27,8 @@ export interface GateInitRequest {
   requirements: string[];
   extras: string[] | null;
   maxHops?: number | null;
+  /** --through-packages: select through every package `__init__.py` an import runs. */
+  throughPackages?: boolean;
   python?: string;
   force?: boolean;
 }
@@ -70,7 +72,7 @@ export async function gateInit(req: GateInitRequest, scratch: string): Promise<G
   const config = pytestConfig(rootFiles, tree.pyproject?.pytest ?? null);
   let plan;
   try {
-    plan = planGate({ paths: tree.paths, sources: tree.sources, config, globs: req.paths, testGlobs: req.tests, src: req.src, maxHops: req.maxHops ?? null });
+    plan = planGate({ paths: tree.paths, sources: tree.sources, config, globs: req.paths, testGlobs: req.tests, src: req.src, maxHops: req.maxHops ?? null, edges: req.throughPackages ? "runs" : "uses" });
   } catch (e) {
     if (e instanceof GatePlanError) throw new InputError(`gate init: ${e.message}`, { field: e.flag });
     throw e;

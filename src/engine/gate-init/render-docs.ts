@@ -75,7 +75,7 @@ export function renderReport(src: GateSource, facts: ReportFacts): string {
     "## Tests (official.select, official.files)",
     "",
     `- Test files: ${plan.tests.length}, found as pytest finds them: named ${list(cfg.pythonFiles)}${cfg.testpaths.length ? ` under testpaths ${list(cfg.testpaths)}` : " anywhere in the tree (no testpaths)"} (${cfg.from ?? "pytest's defaults: no pytest configuration"}).`,
-    `- Imports are read statically (no code of the repository runs) and looked up where pytest's sys.path has them: ${list(plan.roots.slice(0, 6).map((r) => r || "."))}${plan.roots.length > 6 ? ` and ${plan.roots.length - 6} more test folders` : ""}; every import counts, inside functions too (a test that imports the code in the rank function it spawns still tests it), and each package's \`__init__.py\` on the way.`,
+    `- Imports are read statically (no code of the repository runs) and looked up where pytest's sys.path has them: ${list(plan.roots.slice(0, 6).map((r) => r || "."))}${plan.roots.length > 6 ? ` and ${plan.roots.length - 6} more test folders` : ""}; every import counts, inside functions too (a test that imports the code in the rank function it spawns still tests it). ${plan.edges === "runs" ? "Each package's \`__init__.py\` an import runs counts too (\`--through-packages\`): a package that imports all its modules selects every test of the package for each of them." : "An import counts for what it names: the module, and for a name taken from a package, the module its \`__init__.py\` re-exports it from (the \`__init__.py\` itself only where it defines the name). The packages an import runs on the way do not count: a test that imports \`a.b.timer\` tests the timer, not every module \`a/b/__init__.py\` imports (\`--through-packages\` counts them)."}`,
     "- `official.select.fromPaths` maps each gated glob to the tests that import one of its modules, directly or through other modules of the tree; a test file selects itself too. `select.tests` (always run) is empty: a PR that touches no gated path selects no test and ends in `error`, by design.",
   );
   for (const g of plan.globs) {
@@ -85,7 +85,7 @@ export function renderReport(src: GateSource, facts: ReportFacts): string {
     }
     const direct = g.tests.filter((t) => t.chain.length <= 2).length;
     out.push(`- \`${g.glob}\` → ${g.tests.length} test file${g.tests.length === 1 ? "" : "s"} (${direct} import${direct === 1 ? "s" : ""} it directly, ${g.tests.length - direct} through other modules):`);
-    if (g.tests.length > MANY) out.push(`  - **many**: a PR touching it runs them all. Most come through other modules (a package \`__init__.py\` that imports it pulls in every test of the package); \`--max-hops 1\` keeps the ${direct} direct ones, \`--tests\` names them.`);
+    if (g.tests.length > MANY) out.push(`  - **many**: a PR touching it runs them all. Most come through other modules${plan.edges === "runs" ? " (a package \`__init__.py\` that imports it pulls in every test of the package: leave out \`--through-packages\`)" : ""}; \`--max-hops 1\` keeps the ${direct} direct ones, \`--tests\` names them.`);
     for (const t of g.tests) out.push(`  - \`${t.file}\`: ${t.chain.length <= 2 ? `imports \`${t.chain.at(-1)}\`` : `through ${t.chain.slice(1).map((c) => `\`${c}\``).join(" → ")}`}`);
   }
   if (facts.unmapped.length) out.push(`- Not selected: ${facts.unmapped.length} test file${facts.unmapped.length === 1 ? " imports" : "s import"} none of the gated modules (${list(facts.unmapped.slice(0, 6))}${facts.unmapped.length > 6 ? ", …" : ""}).`);

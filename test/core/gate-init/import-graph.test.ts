@@ -78,23 +78,60 @@ describe("importGraph and reachable: which tests reach a gated module", () => {
     ["tests/test_other.py", "import pkg.other\n"],
     ["tests/test_src.py", "from lib.deep import x\n"],
   ]);
-  const graph = importGraph(sources, ["", "src", "tests"]);
+  const runs = importGraph(sources, ["", "src", "tests"], "runs");
+  const uses = importGraph(sources, ["", "src", "tests"]);
+  const edges = (graph: typeof uses, file: string) => [...(graph.get(file) ?? [])].sort();
 
-  it("resolves absolute imports under the roots, each package's __init__ on the way, submodules named in from-imports, and relative ones", () => {
-    expect([...(graph.get("tests/test_direct.py") ?? [])].sort()).toEqual(["pkg/__init__.py", "pkg/comm.py"]);
-    expect([...(graph.get("pkg/comm.py") ?? [])]).toEqual(["pkg/util.py"]);
-    expect([...(graph.get("tests/test_helper.py") ?? [])]).toEqual(["tests/helpers.py"]);
-    expect([...(graph.get("src/lib/deep.py") ?? [])].sort()).toEqual(["src/lib/__init__.py", "src/lib/tools.py"]);
-    expect([...(graph.get("tests/test_src.py") ?? [])].sort()).toEqual(["src/lib/__init__.py", "src/lib/deep.py"]);
+  it("runs: resolves absolute imports under the roots, each package's __init__ on the way, submodules named in from-imports, and relative ones", () => {
+    expect(edges(runs, "tests/test_direct.py")).toEqual(["pkg/__init__.py", "pkg/comm.py"]);
+    expect(edges(runs, "pkg/comm.py")).toEqual(["pkg/util.py"]);
+    expect(edges(runs, "tests/test_helper.py")).toEqual(["tests/helpers.py"]);
+    expect(edges(runs, "src/lib/deep.py")).toEqual(["src/lib/__init__.py", "src/lib/tools.py"]);
+    expect(edges(runs, "tests/test_src.py")).toEqual(["src/lib/__init__.py", "src/lib/deep.py"]);
   });
 
-  it("follows imports transitively, through helpers and package __init__ files, with the chain that got there", () => {
-    const via = (test: string) => chainTo(reachable(graph, test), "pkg/comm.py");
+  it("runs: follows imports transitively, through helpers and every package __init__ an import runs, with the chain that got there", () => {
+    const via = (test: string) => chainTo(reachable(runs, test), "pkg/comm.py");
     expect(via("tests/test_direct.py")).toEqual(["tests/test_direct.py", "pkg/comm.py"]);
     expect(via("tests/test_helper.py")).toEqual(["tests/test_helper.py", "tests/helpers.py", "pkg/comm.py"]);
     expect(via("tests/test_package.py")).toEqual(["tests/test_package.py", "pkg/__init__.py", "pkg/api.py", "pkg/comm.py"]);
-    // importing pkg.other runs pkg/__init__.py, which imports comm: a real dependency, found as one
+    // importing pkg.other runs pkg/__init__.py, which imports comm
     expect(via("tests/test_other.py")).toEqual(["tests/test_other.py", "pkg/__init__.py", "pkg/api.py", "pkg/comm.py"]);
     expect(via("tests/test_src.py")).toEqual([]);
+  });
+
+  it("uses (the default): an import is an edge to what it names, not to the packages it runs on the way", () => {
+    expect(edges(uses, "tests/test_direct.py")).toEqual(["pkg/comm.py"]);
+    expect(edges(uses, "pkg/comm.py")).toEqual(["pkg/util.py"]);
+    expect(edges(uses, "src/lib/deep.py")).toEqual(["src/lib/tools.py"]);
+    expect(edges(uses, "tests/test_package.py")).toEqual(["pkg/__init__.py"]); // `import pkg`: whatever pkg binds
+    const via = (test: string) => chainTo(reachable(uses, test), "pkg/comm.py");
+    expect(via("tests/test_helper.py")).toEqual(["tests/test_helper.py", "tests/helpers.py", "pkg/comm.py"]);
+    expect(via("tests/test_package.py")).toEqual(["tests/test_package.py", "pkg/__init__.py", "pkg/api.py", "pkg/comm.py"]);
+    expect(via("tests/test_other.py")).toEqual([]); // it uses pkg.other only: comm is run by pkg/__init__.py, not tested
+  });
+
+  it("uses: a name taken from a package goes to the module its __init__ re-exports it from, through re-exports of re-exports", () => {
+    const tree = new Map<string, string>([
+      ["lib/__init__.py", "from .timer import Timer\nfrom .dist import get_rank, barrier\nfrom .more import *\nVERSION = 1\nfrom lib.nested import deep_name\n"],
+      ["lib/timer.py", "import time\n"],
+      ["lib/dist.py", "import torch.distributed\n"],
+      ["lib/more.py", ""],
+      ["lib/nested/__init__.py", "from .impl import deep_name\n"],
+      ["lib/nested/impl.py", ""],
+      ["tests/test_timer.py", "from lib import Timer\n"],
+      ["tests/test_rank.py", "from lib import Timer, get_rank\n"],
+      ["tests/test_version.py", "from lib import VERSION\n"],
+      ["tests/test_deep.py", "from lib import deep_name\n"],
+      ["tests/test_rel.py", "from . import helper\n"],
+      ["tests/helper.py", ""],
+    ]);
+    const g = importGraph(tree, ["", "tests"]);
+    expect(edges(g, "tests/test_timer.py")).toEqual(["lib/timer.py"]);
+    expect(edges(g, "tests/test_rank.py")).toEqual(["lib/dist.py", "lib/timer.py"]);
+    expect(edges(g, "tests/test_version.py")).toEqual(["lib/__init__.py"]); // defined there: the package is the edge, every import of it
+    expect(edges(g, "tests/test_deep.py")).toEqual(["lib/nested/impl.py"]);
+    expect(chainTo(reachable(g, "tests/test_timer.py"), "lib/dist.py")).toEqual([]);
+    expect(chainTo(reachable(g, "tests/test_version.py"), "lib/dist.py")).toEqual(["tests/test_version.py", "lib/__init__.py", "lib/dist.py"]);
   });
 });
