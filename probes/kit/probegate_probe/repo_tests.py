@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from . import _gate_tree, _repo_time, spawn_meter
+from . import _gate_tree, _repo_calls, _repo_time, spawn_meter
 from .differential import Sides, base_tree, differential, traffic_figures
 from .emit import emit
 from .location import workspace
@@ -46,7 +46,7 @@ def check_id(kind: str, nodeid: str) -> str:
     return f"test-{kind}.{slug[:96].rstrip('-')}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
 
 
-def _plugin(metered, folder, session):
+def _plugin(metered, folder, session, recorder=None):
     import pytest
     from _pytest.runner import runtestprotocol
 
@@ -60,6 +60,9 @@ def _plugin(metered, folder, session):
         @pytest.hookimpl(tryfirst=True)
         def pytest_runtest_protocol(self, item, nextitem):
             item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+            if recorder is not None:
+                recorder.test = item.nodeid
+                recorder.scan()
             rec = {}
             t0 = time.perf_counter()
             if metered:
@@ -90,19 +93,27 @@ def _outcome(reports) -> str:
 _sessions = iter(range(1 << 30))
 
 
-def scenario(rank, world, rep, nodeids, folder, pytest_args=(), metered=0):
+def scenario(rank, world, rep, nodeids, folder, pytest_args=(), metered=0, gated=None):
     """One side's run of the tests, in this side's tree (differential made it the cwd): pytest in this
     process, one record file per session. `metered`: how many metered sessions (traffic, peaks, seconds)
-    this call runs; 0: one session, only timed (the timed run's repetitions and warm-ups)."""
+    this call runs; 0: one session, only timed (the timed run's repetitions and warm-ups). `gated`: the
+    gated globs whose calls the first metered session records (`_repo_calls`); returns the record."""
     import pytest
 
-    for _ in range(max(1, metered)):
+    recorder = None
+    for i in range(max(1, metered)):
         session = f"{os.getpid()}-{next(_sessions)}"
-        plugin = _plugin(metered > 0, folder, session)
+        if metered and gated and i == 0:
+            recorder = _repo_calls.Recorder(os.getcwd(), gated)
+            recorder.preload()
+        plugin = _plugin(metered > 0, folder, session, recorder if i == 0 else None)
         code = pytest.main(["-q", "-p", "no:cacheprovider", *pytest_args, *nodeids], plugins=[plugin])
+        if recorder is not None:
+            recorder.active = False
         with open(os.path.join(folder, f"session-{time.monotonic_ns()}-{session}.json"), "w") as fh:
             json.dump({"tree": os.path.realpath(os.getcwd()), "rep": rep, "metered": metered > 0, "session": session, "exit": int(code),
                        "tests": plugin.tests}, fh, default=str)
+    return None if recorder is None else {"calls": recorder.calls, "paths": recorder.paths()}
 
 
 def collect(tree, files, pytest_args=(), timeout=600):
@@ -220,11 +231,14 @@ def gate_tests(selection, gated, checks, repetitions=5, max_tests=_MAX_TESTS, ti
         nodeids = nodeids[:max_tests]
     folder = tempfile.mkdtemp(prefix="probegate-repo-tests-")
     run = dict(world_size=1, base=trees["base"], head=trees["head"])
+    calls = checks.get("calls")
     try:
-        differential(scenario, repetitions=1, measure=("traffic",), args=(nodeids, folder, tuple(pytest_args), METERED_SESSIONS),
-                     timeout=timeout * METERED_SESSIONS, **run)
+        metered = differential(scenario, repetitions=1, measure=("traffic",), args=(nodeids, folder, tuple(pytest_args), METERED_SESSIONS,
+                               tuple(gated) if calls is not None else None), timeout=timeout * METERED_SESSIONS, **run)
     except Exception as exc:
         return emit("tests-differential", "functional", "error", f"the selected tests could not be run on both trees under the meters: {type(exc).__name__}: {str(exc)[:1500]}")
+    if calls is not None:
+        _replay(metered.counts["base"][0].get("outputs"), calls, timeout, run)
     per = _per_test(*_records(folder), trees)
     lim = _repo_time.limits(checks.get("time", {}))
     timed, untimed = _repo_time.split(nodeids, per["base"], per["head"], lim)
@@ -237,6 +251,18 @@ def gate_tests(selection, gated, checks, repetitions=5, max_tests=_MAX_TESTS, ti
     for nodeid in nodeids:
         _judge(nodeid, per["base"].get(nodeid), per["head"].get(nodeid), checks, trees["head"], untimed.get(nodeid), lim)
     return per
+
+
+def _replay(record, calls, timeout, run):
+    """The base's recorded calls (its side's return value: the head cannot rewrite it), replayed on both trees."""
+    if not record or not record["calls"]:
+        return emit("test-calls", "functional", "skipped", "no call into the gated modules' public functions with plain arguments and result was "
+                    "recorded in the tests' own process at the base (calls inside spawned ranks, with a process group, are not replayable alone)")
+    try:
+        sides = differential(_repo_calls.replay, repetitions=1, measure=("outputs",), args=(record["calls"], record["paths"]), timeout=timeout, **run)
+    except Exception as exc:
+        return emit("test-calls", "functional", "error", f"the recorded calls could not be replayed on both trees: {type(exc).__name__}: {str(exc)[:1500]}")
+    return _repo_calls.check_calls(record["calls"], sides.counts["base"][0]["outputs"], sides.counts["head"][0]["outputs"], calls, calls.get("requirements"))
 
 
 def _judge(nodeid, b, h, checks, head, untimed, lim):

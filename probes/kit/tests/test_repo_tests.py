@@ -14,6 +14,22 @@ import torch.distributed as dist
 def all_reduce_sum(t):
     dist.all_reduce(t)
     return t
+
+
+def scale(t, factor=2.0):
+    scaled = t * factor
+    return scaled
+
+
+_STATE = [0]
+
+
+def _bump():
+    _STATE[0] += 1
+
+
+def counted():
+    return _STATE[0]
 """
 TEST = """
 import torch
@@ -36,11 +52,19 @@ def test_all_reduce_two_ranks(tmp_path):
 
 def test_plain():
     from rpkg.comm import all_reduce_sum  # noqa: F401
+
+
+def test_scale():
+    from rpkg.comm import _bump, counted, scale
+
+    assert scale(torch.ones(3)).sum().item() > 0  # a weak assertion: a changed factor passes it
+    _bump()
+    assert counted() == 1
 """
 SELECTION = [{"paths": ["rpkg/**", "tests/test_comm.py"], "tests": ["tests/test_comm.py"]}]
 CHECKS = {"traffic": {"requirements": ["traffic-preserved"]}, "memory": {"requirements": ["memory-preserved"], "tolerance_bytes": 4 << 20, "tolerance_ratio": 0.1},
           "time": {"requirements": ["time-preserved"], "margin": 3.0, "timed_test_s": 0.5},  # the rank-spawning test is not repeated
-          "interface": {"requirements": ["interface-kept"]}}
+          "interface": {"requirements": ["interface-kept"]}, "calls": {"requirements": ["behaviour-preserved"]}}
 SPAWNING = "tests/test_comm.py::test_all_reduce_two_ranks"
 
 
@@ -70,14 +94,23 @@ def test_an_honest_head_passes_and_a_head_with_an_extra_all_reduce_and_a_leak_fa
     plain_time = same[check_id("time", "tests/test_comm.py::test_plain")]
     assert plain_time["status"] == "passed" and "repeated" not in plain_time["measured"], plain_time  # timed in repetitions
     assert same[check_id("traffic", "tests/test_comm.py::test_plain")]["measured"]["base_bytes_per_run"] == 0
+    assert "test-calls" not in same, same.get("test-calls")
+    calls = {c["id"].split(".", 1)[1].rsplit("-", 1)[0]: c for c in same.values() if c["id"].startswith("test-calls.")}
+    assert calls["rpkg.comm.scale"]["status"] == "passed" and calls["rpkg.comm.scale"]["measured"]["judged_calls"] == 1, calls["rpkg.comm.scale"]
+    assert calls["rpkg.comm.counted"]["status"] == "skipped", calls  # module state: its base replay differs from its own record
+    assert "rpkg.comm.all_reduce_sum" not in calls  # called only in the ranks the test spawns: not recorded
 
     results.write_text("")
-    bad = COMM.replace("    dist.all_reduce(t)\n", "    dist.all_reduce(t)\n    dist.all_reduce(t.clone())\n    _KEPT.append(t.clone())\n").replace("def all_reduce_sum(t):", "_KEPT = []\n\n\ndef all_reduce_sum(t):")
+    bad = COMM.replace("factor=2.0", "factor=3.0").replace("    dist.all_reduce(t)\n", "    dist.all_reduce(t)\n    dist.all_reduce(t.clone())\n    _KEPT.append(t.clone())\n").replace("def all_reduce_sum(t):", "_KEPT = []\n\n\ndef all_reduce_sum(t):")
     worse = _run(tmp_path / "worse", results, bad)
     traffic = worse[check_id("traffic", SPAWNING)]
     assert traffic["status"] == "failed"
     assert traffic["message"].startswith("head's collectives differ from base's per run: +4 all_reduce calls per run (4 → 8)"), traffic["message"]
     assert traffic["location"] == {"path": "tests/test_comm.py", "line": 16}
+    scale = next(c for c in worse.values() if c["id"].startswith("test-calls.rpkg.comm.scale-"))
+    assert scale["status"] == "failed" and scale["category"] == "functional", scale
+    assert scale["message"].startswith("head's rpkg.comm.scale(tensor(3,) float32 [1, 1, 1]) returned tensor(3,) float32 [3, 3, 3] where base's returned tensor(3,) float32 [2, 2, 2]"), scale["message"]
+    assert "tests/test_comm.py::test_scale" in scale["message"]
     memory = worse[check_id("memory", SPAWNING)]
     assert memory["status"] == "failed", memory
     assert memory["measured"]["head_peak_bytes"] - memory["measured"]["base_peak_bytes"] >= 12 * 2**20

@@ -55,6 +55,10 @@ export const REQUIREMENTS = [
   { id: "traffic-preserved", text: "each selected test of the base, run on the head, issues exactly the base's collectives and bytes (per collective, the busiest of the test's process and the processes it starts through multiprocessing, e.g. the ranks of torch.multiprocessing.spawn)" },
   { id: "memory-preserved", text: `each selected test's peak memory (the largest of its process's and its spawned processes' peaks) is at most the base's + max(${TOLERANCES.memoryBytes / 2 ** 20} MiB, ${TOLERANCES.memoryRatio * 100}%)` },
   {
+    id: "behaviour-preserved",
+    text: "each call the base's tests make in their own process into a public module-level function of the gated modules, with plain arguments and result (CPU tensors, numbers, strings, and lists, tuples and dicts of them), gives on the head the base's result and leaves its arguments as the base's did, bitwise, where replaying it on the base gives the base's own result again",
+  },
+  {
     id: "time-preserved",
     text:
       `each selected test whose base run takes at most ${TOLERANCES.timedTestS} s (while the repeated tests together take at most ${TOLERANCES.timedSessionS} s) takes at most ${TOLERANCES.timeMargin}x the base's median wall time over ${TOLERANCES.repetitions} interleaved repetitions, with a one-sided rank test (p < 0.05) agreeing the head is slower; ` +
@@ -127,6 +131,7 @@ CHECKS = {
     "interface": {"requirements": ["interface-kept"]},
     "traffic": {"requirements": ["traffic-preserved"]},
     "memory": {"requirements": ["memory-preserved"], "tolerance_bytes": ${TOLERANCES.memoryBytes}, "tolerance_ratio": ${TOLERANCES.memoryRatio}},
+    "calls": {"requirements": ["behaviour-preserved"], "atol": 0.0, "rtol": 0.0},
     "time": {"requirements": ["time-preserved"], "margin": ${TOLERANCES.timeMargin}, "timed_test_s": ${TOLERANCES.timedTestS}, "timed_session_s": ${TOLERANCES.timedSessionS},
              "gross_margin": ${TOLERANCES.grossMargin}, "gross_extra_s": ${TOLERANCES.grossExtraS}},
 }
