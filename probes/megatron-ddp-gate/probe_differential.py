@@ -10,7 +10,10 @@ From it, head against base:
   of (collective, payload) per step, which is per bucket: a bucket split or padded differently shows;
 - memory (`memory-preserved`): the bytes of the grad and param buffers DDP allocates, and the peak of
   building DDP and running its steps (the imports are outside the measured window);
-- time (`time-preserved`): interleaved repetitions of build + steps, a margin and a rank test;
+- time (`time-preserved`): interleaved repetitions of build + steps, a margin and a rank test; and the
+  time inside each hot function of the bucketed sync (HOT) and each function the PR changed in the
+  package's top-level modules, on its own (`function-time.*`, 1.3x: a slower bucket sync moves the whole
+  step, which builds DDP too, by little);
 - outputs (`outputs-preserved`): every main_grad after finish_grad_sync and every parameter after the
   all-gather, bitwise, per configuration;
 - interface (`interface-kept`, parsed, never imported here) and defaults (`defaults-kept`: the
@@ -20,7 +23,7 @@ import ast
 import os
 
 from probegate_probe import emit, param, seed
-from probegate_probe.differential import Sides, base_tree, differential
+from probegate_probe.differential import Sides, base_tree, changed_functions, differential
 from probegate_probe.location import workspace
 
 DIST = "megatron/core/distributed"
@@ -31,6 +34,18 @@ CONFIGS = {
     "ddp-overlap": {"grad_reduce_in_fp32": True, "overlap_grad_reduce": True, "use_distributed_optimizer": False, "bucket_size": BUCKET},
     "distopt": {"grad_reduce_in_fp32": True, "overlap_grad_reduce": True, "use_distributed_optimizer": True, "bucket_size": BUCKET},
 }
+
+
+# The bucketed gradient and parameter sync the steps run, where the tree defines them (a name one side lacks is
+# a skipped check): each timed on its own inside the timed repetitions, beside what the PR changed.
+HOT = [f"{DIST}/param_and_grad_buffer.py:_ParamAndGradBucketGroup.{m}" for m in ("start_grad_sync", "finish_grad_sync", "start_param_sync")] + \
+      [f"{DIST}/distributed_data_parallel.py:DistributedDataParallel.{m}" for m in ("zero_grad_buffer", "finish_grad_sync", "start_param_sync")]
+
+
+def timed_functions(base, head):
+    """HOT, and every function of the package's top-level modules whose source the PR changed."""
+    files = sorted(f"{DIST}/{n}" for n in os.listdir(os.path.join(base, DIST)) if n.endswith(".py")) if os.path.isdir(os.path.join(base, DIST)) else []
+    return sorted(set(HOT) | set(changed_functions(base, head, files)))
 
 
 def _prepare_process():
@@ -273,12 +288,14 @@ def main():
     check_interface(base, head)
     args = (param("batch", 8), seed(0))
     reps = int(os.environ.get("MEGATRON_GATE_REPS", "9"))
-    sides = differential(scenario, world_size=2, repetitions=reps, measure=("traffic", "outputs", "time"), args=args, timeout=1200)
+    sides = differential(scenario, world_size=2, repetitions=reps, measure=("traffic", "outputs", "time"), args=args, timeout=1200,
+                         functions=timed_functions(base, head))
     check_defaults(sides)
     check_traffic(sides)
     check_memory(sides)
     check_outputs(sides)
     sides.check_time("step-time", margin=float(os.environ.get("MEGATRON_GATE_TIME_MARGIN", "2.0")), requirements=["time-preserved"])
+    sides.check_function_times("function-time", margin=float(os.environ.get("MEGATRON_GATE_FUNCTION_MARGIN", "1.3")), requirements=["time-preserved"])
 
 
 if __name__ == "__main__":

@@ -93,6 +93,8 @@ def check_memory(peaks, outside, id, tolerance_bytes, tolerance_ratio, requireme
         measured["allowed_outside_extra_bytes"] = int(allowed_out)
         if oh.peak_bytes - ob.peak_bytes > allowed_out and unseen_h - unseen_b > allowed_out:
             where = f"; shared memory {_mib(oh.shmem_bytes)}, memory file systems {_mib(oh.tmpfs_bytes)}" if oh.shmem_bytes or oh.tmpfs_bytes else ""
+            if oh.descendants_bytes:
+                where += f"; {_mib(oh.descendants_bytes)} in {oh.descendants} process(es) its ranks started"
             return emit(id, "memory", "failed",
                         f"memory of record: head's busiest rank held {_mib(oh.peak_bytes)} over the run, base's {_mib(ob.peak_bytes)} "
                         f"(allowed {_mib(allowed_out)} more), read by the probe's process from the ranks' /proc{where}; the meter "

@@ -13,14 +13,20 @@ patch the meter. The figures here are the kernel's, read from outside the rank:
 - a rank that resets its own mark shows as a high-water mark lower than the last one sampled: the
   reset is counted (`resets`), and the highest mark seen before it stays the figure;
 - files kept in memory file systems without being mapped (/dev/shm, a tmpfs /tmp) belong to no
-  process's resident set: their growth over the window, from statvfs, is added.
+  process's resident set: their growth over the window, from statvfs, is added;
+- memory kept in a process a rank started (a helper holding every step's tensors, a forked cache
+  server) is in no rank's resident set: every DESCENDANT_EVERY samples the parent finds each rank's
+  descendants (/proc/<pid>/task/*/children) and reads their private memory (Private_Clean +
+  Private_Dirty of /proc/<pid>/smaps_rollup: a forked child's pages shared with its parent are the
+  parent's until written). The largest sum a rank's descendants reached is added to that rank's.
 
-The figure of record is the busiest rank's peak above its resident set at the window's start,
-plus that tmpfs growth. Where the parent may not write clear_refs (another user's process), the
+The figure of record is the busiest rank's peak above its resident set at the window's start (with
+its descendants'), plus that tmpfs growth. Where the parent may not write clear_refs (another user's process), the
 peak comes from the sampled VmRSS only, a lower bound, and `exact` is False.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,6 +39,44 @@ _FIELDS = ("VmHWM", "VmRSS", "RssAnon", "RssShmem")
 # thread), so a high-water mark read twice can dip by a few hundred KiB with no reset: a dip counts as
 # a reset only past this (a peak hidden under it is under every memory check's floor too).
 RESET_SLACK = 2 << 20
+# Descendants are looked for and read every this many samples (smaps_rollup walks the page tables: ~1 ms
+# for a few hundred MiB), so every 20 ms at the default interval; a helper that holds memory for less is missed.
+DESCENDANT_EVERY = 10
+
+
+def _children(pid: int) -> List[int]:
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out += [int(c) for c in fh.read().split()]
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def descendants(pid: int) -> List[int]:
+    """Every process below `pid` now (children, theirs, …)."""
+    found, todo = [], _children(pid)
+    while todo:
+        c = todo.pop()
+        if c not in found:
+            found.append(c)
+            todo += _children(c)
+    return found
+
+
+def private_bytes(pid: int) -> Optional[int]:
+    """Pages only this process maps (Private_Clean + Private_Dirty), or None once it has exited."""
+    total = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                    total += int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return total
 
 
 def _status(pid: int) -> Optional[Dict[str, int]]:
@@ -69,11 +113,14 @@ class OutsideFigures:
     resets: int = 0  # high-water marks that went down while the window was open: a rank reset its own
     samples: int = 0
     exact: bool = True
+    descendants_bytes: int = 0  # the largest private memory a rank's descendants held together
+    descendants: int = 0  # processes the ranks started that were seen in the window
 
     def measured(self, prefix: str = "outside_") -> dict:
         return {f"{prefix}peak_bytes": self.peak_bytes, f"{prefix}shmem_bytes": self.shmem_bytes,
                 f"{prefix}tmpfs_bytes": self.tmpfs_bytes, f"{prefix}resets": self.resets,
-                f"{prefix}samples": self.samples, f"{prefix}exact": self.exact}
+                f"{prefix}samples": self.samples, f"{prefix}exact": self.exact,
+                f"{prefix}descendants_bytes": self.descendants_bytes, f"{prefix}descendants": self.descendants}
 
 
 class OutsideMeter:
@@ -94,13 +141,28 @@ class OutsideMeter:
         self.high = dict(self.start_rss)  # the highest resident set seen (VmHWM, else VmRSS)
         self.last_mark = {pid: s.get("VmHWM", 0) for pid, s in first.items()}
         self.shmem = dict(self.start_shmem)
-        self.resets = self.samples = 0
+        self.resets = self.samples = self._ticks = 0
+        # processes the ranks had already started (the kit's and torch's own helpers) are their base line
+        self._before = {pid: {c: private_bytes(c) or 0 for c in descendants(pid)} for pid in self.pids}
+        self.kids = {pid: 0 for pid in self.pids}  # the largest private memory of each rank's descendants
+        self._seen = set()
         self.tmpfs_start = tmpfs_used_bytes()
         self._halt.clear()
         self._thread = threading.Thread(target=self._run, name="Thread-outside", daemon=True)
         self._thread.start()
 
+    def _sample_descendants(self) -> None:
+        for pid in self.pids:
+            total = 0
+            for c in descendants(pid):
+                self._seen.add(c)
+                total += max(0, (private_bytes(c) or 0) - self._before[pid].get(c, 0))
+            self.kids[pid] = max(self.kids[pid], total)
+
     def _sample(self) -> None:
+        if self._ticks % DESCENDANT_EVERY == 0:
+            self._sample_descendants()
+        self._ticks += 1
         for pid in self.pids:
             s = _status(pid)
             if s is None:
@@ -120,6 +182,7 @@ class OutsideMeter:
 
     def sample_now(self) -> None:
         """One more reading before the ranks may exit (the end of the window)."""
+        self._sample_descendants()
         self._sample()
 
     def stop(self) -> OutsideFigures:
@@ -128,11 +191,12 @@ class OutsideMeter:
             self._thread.join(5)
             self._thread = None
         self._sample()
-        per_rank = [max(0, self.high[p] - self.start_rss[p]) for p in self.pids]
+        per_rank = [max(0, self.high[p] - self.start_rss[p]) + self.kids[p] for p in self.pids]
         tmpfs = max(0, tmpfs_used_bytes() - self.tmpfs_start)
         shmem = max([max(0, self.shmem[p] - self.start_shmem[p]) for p in self.pids] or [0])
         return OutsideFigures(peak_bytes=max(per_rank or [0]) + tmpfs, per_rank=per_rank, shmem_bytes=shmem,
-                              tmpfs_bytes=tmpfs, resets=self.resets, samples=self.samples, exact=self.exact)
+                              tmpfs_bytes=tmpfs, resets=self.resets, samples=self.samples, exact=self.exact,
+                              descendants_bytes=max(self.kids.values(), default=0), descendants=len(self._seen - {c for b in self._before.values() for c in b}))
 
 
 class Window:

@@ -229,6 +229,8 @@ class MemoryOfRecord:
         c, r = self.candidate, self.reference
         mib = lambda b: f"{b / 2**20:,.1f} MiB"  # noqa: E731
         where = f" (shared memory {mib(c.shmem_bytes)}, memory file systems {mib(c.tmpfs_bytes)})" if c.shmem_bytes or c.tmpfs_bytes else ""
+        if c.descendants_bytes:
+            where += f" ({mib(c.descendants_bytes)} in {c.descendants} process(es) its ranks started)"
         parts = []
         if self.extra_bytes > self.tolerance_bytes:
             parts.append(f"{what} held {mib(c.peak_bytes)} at its busiest rank's peak over {self.steps} steps{where}, the "

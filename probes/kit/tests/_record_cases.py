@@ -64,6 +64,28 @@ def kept_in_shared_memory(rank, world):
     return reference(rank, world)
 
 
+_HELPER = []
+
+
+def _keep(conn):
+    kept = []
+    while True:
+        kept.append(conn.recv())
+
+
+def kept_in_a_helper_process(rank, world):
+    """8 MiB a step sent to a process the rank started, which keeps every one: in no rank's resident set."""
+    import multiprocessing as mp
+
+    if not _HELPER:
+        ours, theirs = mp.get_context("fork").Pipe()
+        helper = mp.get_context("fork").Process(target=_keep, args=(theirs,), daemon=True)
+        helper.start()
+        _HELPER.append(ours)
+    _HELPER[0].send(torch.ones(2 << 20).numpy().tobytes())
+    return reference(rank, world)
+
+
 if __name__ == "__main__":
     from probegate_probe.record import in_private_namespace, traffic_of_record
 
@@ -75,7 +97,8 @@ if __name__ == "__main__":
     out["forged"] = dict(r.measured(), passed=r.passed)
     from probegate_probe.record import memory_of_record
 
-    for name, fn in (("mem_same", reference), ("mem_reset", scratch_then_reset), ("mem_shm", kept_in_shared_memory)):
+    for name, fn in (("mem_same", reference), ("mem_reset", scratch_then_reset), ("mem_shm", kept_in_shared_memory),
+                     ("mem_helper", kept_in_a_helper_process)):
         m = memory_of_record(fn, reference, world_size=2, steps=3, pause=(0.0, 0.01), seed=int(sys.argv[1]))
         out[name] = dict(m.measured(), passed=m.passed, resets=m.resets, message=m.message())
     print("RECORD " + json.dumps(out))

@@ -71,6 +71,10 @@ def test_the_record_passes_the_same_traffic_and_catches_bytes_through_the_store(
     shm = out["mem_shm"]  # 8 MiB a step kept in shared memory: 24 MiB over 3 steps
     assert not shm["passed"] and shm["record_candidate_outside_shmem_bytes"] >= 20 << 20, shm
     assert "shared memory" in shm["message"], shm
+    helper = out["mem_helper"]  # 8 MiB a step kept by a process a rank started: 24 MiB over 3 steps
+    assert not helper["passed"] and helper["record_candidate_outside_descendants_bytes"] >= 12 << 20, helper
+    assert helper["record_candidate_outside_descendants"] >= 1 and "process(es) its ranks started" in helper["message"], helper
+    assert out["mem_same"]["record_candidate_outside_descendants_bytes"] == 0, out["mem_same"]
 
 
 _ROWS = [torch.zeros(2 << 20).share_memory_() for _ in range(2)]  # 16 MiB resident in shared memory
