@@ -88,6 +88,29 @@ export const DEV_SHM_FILES = [
   "    return x / x.abs().sum()",
 ];
 
+/** A cache of eight copies a call kept by a helper process the rank started: in no rank's resident set. */
+export const HELPER_PROCESS = [
+  "import multiprocessing as _mp",
+  "",
+  "_helper = []",
+  "",
+  "",
+  "def _keep(conn):",
+  "    kept = []",
+  "    while True:",
+  "        kept.append(conn.recv_bytes())",
+  "",
+  "",
+  "def normalize(x):",
+  "    if not _helper:",
+  "        ours, theirs = _mp.get_context('fork').Pipe()",
+  "        _mp.get_context('fork').Process(target=_keep, args=(theirs,), daemon=True).start()",
+  "        _helper.append(ours)",
+  "    for _ in range(8):",
+  "        _helper[0].send_bytes(x.numpy().tobytes())",
+  "    return x / x.abs().sum()",
+];
+
 /** Eight copies of scratch, freed, then the process's own high-water mark and referenced bits reset
  * (`/proc/self/clear_refs`): an in-process meter reads its peak from exactly those. */
 export const OWN_MARK_RESET = [

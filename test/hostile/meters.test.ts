@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { detectSandbox } from "../../src/engine/sandbox/sandbox.js";
 import { GOOD_AVERAGE, expectCaught, gaming, normlib, type Caught } from "./gaming-helpers.js";
 import {
-  ANY_TRAFFIC, DEV_SHM_FILES, MEMORY, MEMORY_OF_RECORD, METER_PATCHED, ON_A_THREAD, OWN_MARK_RESET, SHARED_MEMORY, SIDE_CHANNEL, SIGNS,
+  ANY_TRAFFIC, DEV_SHM_FILES, HELPER_PROCESS, MEMORY, MEMORY_OF_RECORD, METER_PATCHED, ON_A_THREAD, OWN_MARK_RESET, SHARED_MEMORY, SIDE_CHANNEL, SIGNS,
   THROUGH_SOCKET, THROUGH_STORE,
   hidesWhenProbed, withAverage, withNormalize,
 } from "./meter-cases.js";
@@ -60,6 +60,7 @@ describe("meters: memory where RSS does not look", () => {
   it.each([
     ["meters-own-high-water-mark-reset", OWN_MARK_RESET],
     ["meters-kit-meter-patched", METER_PATCHED],
+    ["meters-cache-in-a-helper-process", HELPER_PROCESS],
   ] as const)("%s: caught by the memory of record", async (name, normalize) => {
     const o = await gaming(name, { "normlib/__init__.py": withNormalize(normalize) });
     expect(o.result.official?.passed, o.result.official?.reason ?? "").toBe(true);
