@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -230,6 +231,14 @@ def gate_tests(selection, gated, checks, repetitions=5, max_tests=_MAX_TESTS, ti
         emit("tests-differential.more", "functional", "skipped", f"{len(nodeids)} tests selected, the first {max_tests} compared; left out: {', '.join(nodeids[max_tests:max_tests + 20])}{' …' if len(nodeids) > max_tests + 20 else ''}")
         nodeids = nodeids[:max_tests]
     folder = tempfile.mkdtemp(prefix="probegate-repo-tests-")
+    try:
+        return _measure(nodeids, folder, trees, gated, checks, repetitions, timeout, pytest_args)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _measure(nodeids, folder, trees, gated, checks, repetitions, timeout, pytest_args):
+    """The metered run, the replay of the base's calls, the timed run of the short tests; then a verdict per test."""
     run = dict(world_size=1, base=trees["base"], head=trees["head"])
     calls = checks.get("calls")
     try:
