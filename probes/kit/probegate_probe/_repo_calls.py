@@ -10,8 +10,8 @@ replays in the context it was recorded in. Calls inside the ranks a test spawns 
 group is gone). The record travels back as the side's return value, never as a file the head could
 rewrite: only the base's is kept.
 
-Then both trees replay the base's calls, each in its own process (`differential(measure=("outputs",))`):
-the same arguments into its own function. Per function, `test-calls.<module.function>` (functional):
+Then both trees replay the base's calls, each in a fresh interpreter of its own (`replay_tree`), base
+first: the same arguments into its own function. Per function, `test-calls.<module.function>` (functional):
 - a call whose base replay differs from what the base returned in its test (randomness, state left by
   earlier calls, the time) cannot judge the head: it is left out, and said so when none is left;
 - a call whose head replay differs from the base's replay (the result, the arguments it changed in
@@ -148,6 +148,33 @@ class Recorder:
         return wrapper
 
 
+def replay_tree(tree, calls, paths, timeout=600):
+    """The outcomes of replaying `calls` in `tree`: a fresh interpreter of its own (no process group, no guard
+    to keep, nothing of the engine's: a call that ends its process, or tears down a group, harms no run), the
+    tree first on its path. A process that dies gives every call the outcome "missing"."""
+    import subprocess
+    import tempfile
+
+    import torch
+
+    kit = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROBEGATE_")}
+    env["PYTHONPATH"] = os.pathsep.join([tree, kit] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    with tempfile.TemporaryDirectory(prefix="probegate-replay-") as tmp:
+        src, dst = os.path.join(tmp, "calls.pt"), os.path.join(tmp, "outcomes.pt")
+        torch.save({"calls": calls, "paths": list(paths)}, src)
+        try:
+            r = subprocess.run([sys.executable, "-m", "probegate_probe._repo_calls", src, dst], cwd=tree, env=env,
+                               capture_output=True, text=True, timeout=timeout)
+            why = None if r.returncode == 0 and os.path.exists(dst) else f"the replay process exited {r.returncode}: {(r.stderr or '').strip()[-300:]}"
+        except subprocess.TimeoutExpired:
+            why = f"the replay did not end within {timeout} s"
+        if why is None:
+            return torch.load(dst, weights_only=True)
+    return [("missing", why)] * len(calls)
+
+
 def replay(rank, world, rep, calls, paths=()):
     """One side's replay of the base's calls, in this side's tree (the cwd; `paths`: its folders that were on
     sys.path when they were recorded): per call ("returned", result, arguments after) or ("raised", text)
@@ -169,7 +196,7 @@ def replay(rank, world, rep, calls, paths=()):
         args, kwargs = _copy(c["args"], [1 << 62])
         try:
             result = fn(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - an outcome: both sides must raise alike
             out.append(("raised", f"{type(exc).__name__}: {str(exc)[:300]}"))
             continue
         budget = [1 << 62]
@@ -250,3 +277,11 @@ def check_calls(calls, base, head, tolerances=None, requirements=None):
         else:
             emit(cid, "functional", "skipped", f"none of the {left_out} recorded call{'s' if left_out != 1 else ''} of {fn} gives the base's own result again when replayed "
                  "alone (it depends on more than its arguments): nothing to judge the head by", None, measured, requirements)
+
+
+if __name__ == "__main__":  # replay_tree's interpreter: python -m probegate_probe._repo_calls <calls.pt> <outcomes.pt>
+    import torch
+
+    _given = torch.load(sys.argv[1], weights_only=True)
+    sys.path.insert(0, os.getcwd())
+    torch.save(replay(0, 1, 0, _given["calls"], _given["paths"]), sys.argv[2])

@@ -267,11 +267,9 @@ def _replay(record, calls, timeout, run):
     if not record or not record["calls"]:
         return emit("test-calls", "functional", "skipped", "no call into the gated modules' public functions with plain arguments and result was "
                     "recorded in the tests' own process at the base (calls inside spawned ranks, with a process group, are not replayable alone)")
-    try:
-        sides = differential(_repo_calls.replay, repetitions=1, measure=("outputs",), args=(record["calls"], record["paths"]), timeout=timeout, **run)
-    except Exception as exc:
-        return emit("test-calls", "functional", "error", f"the recorded calls could not be replayed on both trees: {type(exc).__name__}: {str(exc)[:1500]}")
-    return _repo_calls.check_calls(record["calls"], sides.counts["base"][0]["outputs"], sides.counts["head"][0]["outputs"], calls, calls.get("requirements"))
+    base = _repo_calls.replay_tree(run["base"], record["calls"], record["paths"], timeout)  # read before the head's code runs
+    head = _repo_calls.replay_tree(run["head"], record["calls"], record["paths"], timeout)
+    return _repo_calls.check_calls(record["calls"], base, head, calls, calls.get("requirements"))
 
 
 def _judge(nodeid, b, h, checks, head, untimed, lim):
