@@ -27,6 +27,11 @@ class Averager:
 
 def _private():
     pass
+
+
+def local_sum(tensor: torch.Tensor) -> torch.Tensor:
+    """The sum of this rank's tensor (no collective)."""
+    return tensor.sum()
 `;
 
 export const TEST_COMM = `import torch
@@ -46,6 +51,12 @@ def _rank(rank, world, init):
 
 def test_all_reduce_two_ranks(tmp_path):
     mp.spawn(_rank, args=(2, f"file://{tmp_path}/rendezvous"), nprocs=2, join=True)
+
+
+def test_local_sum():
+    from dcomm.comm import local_sum
+
+    assert local_sum(torch.arange(4.0)).item() > 0
 `;
 
 export const FILES: Record<string, string> = {

@@ -92,6 +92,8 @@ describe("a generated gate, evaluated by the engine on PRs of the test repositor
       [expect.stringMatching(/^test-time/), "passed"],
     ]);
     expect(probes).toContainEqual(["interface-kept", "passed"]);
+    // behaviour by record and replay, through the engine and the sandbox: the test's own call of local_sum
+    expect(probes).toContainEqual([expect.stringMatching(/^test-calls\.dcomm\.comm\.local_sum-[0-9a-f]{8}$/), "passed"]);
     const traffic = result.probes.find((p) => p.id.startsWith("test-traffic.test_comm"));
     expect(traffic?.measured).toMatchObject({ base_all_reduce_calls: 4, head_all_reduce_calls: 4 });
   }, 600_000);
