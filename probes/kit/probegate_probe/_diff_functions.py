@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import importlib
 import os
+import re
 import statistics
 import time
 
@@ -138,6 +140,16 @@ def slowest_per_function(rounds):
     return out
 
 
+def function_check_id(id, name):
+    """`<id>.<qualname>`, within the check id pattern: lower case, other characters as '-', and where that
+    changed the name (`_Bucket.start_grad_sync`), a hash of it so two names never share an id."""
+    qual = name.partition(":")[2]
+    slug = re.sub(r"[^a-z0-9._-]+", "-", qual.lower()).strip("-._") or "function"
+    if slug != qual:
+        slug = f"{slug[:80]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+    return f"{id}.{slug}"[:128]
+
+
 def check_function_times(sides, id, margin=1.3, alpha=0.05, requirements=None, location=None, min_extra_s=MIN_EXTRA_S):
     """One check per timed function both sides define and call: `<id>.<qualname>` fails when the head's
     median time inside it is over `margin` × the base's, at least `min_extra_s` more, and the one-sided
@@ -146,7 +158,7 @@ def check_function_times(sides, id, margin=1.3, alpha=0.05, requirements=None, l
 
     base, head = sides.function_times.get("base", {}), sides.function_times.get("head", {})
     for name in sorted((set(base) | set(head) | set(sides.functions)) - {k for k in set(base) | set(head) if k.startswith("cpu:")}):
-        cid = f"{id}.{name.partition(':')[2]}"
+        cid = function_check_id(id, name)
         where = location or {"path": name.partition(":")[0]}
         b, h = base.get(name), head.get(name)
         if not b or not h:

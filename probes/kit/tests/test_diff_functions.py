@@ -3,6 +3,7 @@ side in its own tree, and check_function_times judges each (gloo, 2 ranks, CPU).
 import json
 import textwrap
 
+from probegate_probe._diff_functions import function_check_id
 from probegate_probe.differential import changed_functions, differential
 
 BASE = """
@@ -32,6 +33,11 @@ def rest(t):
 
 def unused(t):
     return t
+
+
+class _Bucket:
+    def start_Sync(self, t):
+        return t + 1
 """
 
 # The hot function, reached through its registry, made slower by a Python loop over its elements: the
@@ -45,7 +51,7 @@ def _scenario(rank, world, rep):
     import pgfn_target
 
     t = torch.rand(200_000, generator=torch.Generator().manual_seed(rep))
-    return float(pgfn_target.rest(t).sum() + pgfn_target.REGISTRY["hot"](t).sum())
+    return float(pgfn_target.rest(t).sum() + pgfn_target.REGISTRY["hot"](t).sum() + pgfn_target._Bucket().start_Sync(t).sum())
 
 
 def _trees(tmp_path, head):
@@ -85,7 +91,9 @@ def test_a_slower_hot_function_fails_its_own_check_through_its_registry(tmp_path
 
 def test_identical_trees_pass_every_function(tmp_path, results):
     t = _trees(tmp_path, BASE)
-    sides = differential(_scenario, world_size=2, repetitions=5, base=t["base"], head=t["head"], measure=("time",), functions=["pgfn_target.py:hot", "pgfn_target.py:rest"])
+    method = "pgfn_target.py:_Bucket.start_Sync"  # a method of a private class: its check id keeps to the id pattern
+    sides = differential(_scenario, world_size=2, repetitions=5, base=t["base"], head=t["head"], measure=("time",), functions=["pgfn_target.py:hot", "pgfn_target.py:rest", method])
     sides.check_function_times("fn-time")
     got = _lines(results)
-    assert {k: v["status"] for k, v in got.items()} == {"fn-time.hot": "passed", "fn-time.rest": "passed"}
+    assert function_check_id("fn-time", method).startswith("fn-time.bucket.start_sync-")
+    assert {k: v["status"] for k, v in got.items()} == {"fn-time.hot": "passed", "fn-time.rest": "passed", function_check_id("fn-time", method): "passed"}
