@@ -34,6 +34,7 @@ from . import _gate_tree
 from .emit import emit
 
 CALLS_PER_FUNCTION = 3
+TRIES_PER_FUNCTION = 8  # calls with arguments that are not plain data, after which a function is no longer looked at
 CALL_BYTES = 4 << 20  # tensor bytes of one call's arguments and result, at most
 RECORD_BYTES = 64 << 20  # of the whole record
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
@@ -68,7 +69,7 @@ class Recorder:
     def __init__(self, tree, gated):
         self.tree, self.gated = os.path.realpath(tree), list(gated)
         self.calls, self.test, self._count, self._busy, self._done, self._left = [], None, {}, False, set(), [RECORD_BYTES]
-        self._wrappers = {}  # id(original) -> wrapper
+        self._wrappers, self._tries = {}, {}  # id(original) -> wrapper; key -> calls that were not plain
         self.active = True  # False once its session is over: the wrappers stay, recording nothing more
 
     def _rel(self, mod):
@@ -127,11 +128,12 @@ class Recorder:
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            if self._busy or not self.active or self._count.get(key, 0) >= CALLS_PER_FUNCTION:
+            if self._busy or not self.active or self._count.get(key, 0) >= CALLS_PER_FUNCTION or self._tries.get(key, 0) >= TRIES_PER_FUNCTION:
                 return fn(*args, **kwargs)
             budget = [min(CALL_BYTES, self._left[0])]
             before = _copy((list(args), kwargs), budget)
-            if before is _NOT_PLAIN:
+            if before is _NOT_PLAIN:  # a hot function called with objects costs a copy attempt only a few times
+                self._tries[key] = self._tries.get(key, 0) + 1
                 return fn(*args, **kwargs)
             self._busy = True
             try:
@@ -143,6 +145,8 @@ class Recorder:
                 self._left[0] -= min(CALL_BYTES, self._left[0]) - budget[0]
                 self._count[key] = self._count.get(key, 0) + 1
                 self.calls.append({"module": module, "name": name, "test": self.test, "args": before, "result": res, "after": after})
+            else:
+                self._tries[key] = self._tries.get(key, 0) + 1
             return result
 
         return wrapper

@@ -153,3 +153,34 @@ def test_a_test_too_long_to_repeat_fails_only_a_gross_slowdown(results):
     assert bad["status"] == "failed" and bad["message"].startswith("t::x took 70.0 s at the head against 22.0 s at the base (3.18×"), bad
     tiny = _repo_time.check_gross("test-time.x", "t::x", _rec(0.5, 0.6), _rec(3.0, 4.0), "it is long", lim)
     assert tiny["status"] == "passed"  # 5× but only 2.4 s more: start-up noise of a rank-spawning test can do that
+
+
+def test_the_recorder_wraps_references_the_tree_took_and_gives_up_on_objects(tmp_path, monkeypatch):
+    import sys
+
+    import torch
+
+    (tmp_path / "rpkg_rec").mkdir()
+    (tmp_path / "rpkg_rec" / "__init__.py").write_text("")
+    (tmp_path / "rpkg_rec" / "ops.py").write_text("def double(t):\n    return t * 2\n\n\ndef describe(obj):\n    return str(type(obj))\n")
+    (tmp_path / "user_rec.py").write_text("from rpkg_rec.ops import double\n\n\ndef use(t):\n    return double(t)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import user_rec
+        from probegate_probe._repo_calls import TRIES_PER_FUNCTION, Recorder
+
+        rec = Recorder(str(tmp_path), ["rpkg_rec/**"])
+        rec.preload()
+        rec.test = "t::x"
+        user_rec.use(torch.ones(2))  # through the reference user_rec took at import
+        import rpkg_rec.ops as ops
+
+        for _ in range(TRIES_PER_FUNCTION + 5):
+            ops.describe(object())  # not plain: a few copy attempts, then no more
+        ops.describe("plain")  # past the tries: not recorded either
+        assert [(c["name"], c["test"]) for c in rec.calls] == [("double", "t::x")]
+        assert rec._tries["rpkg_rec.ops:describe"] == TRIES_PER_FUNCTION
+        assert torch.equal(rec.calls[0]["result"], torch.full((2,), 2.0))
+    finally:
+        for name in ("user_rec", "rpkg_rec", "rpkg_rec.ops"):
+            sys.modules.pop(name, None)
