@@ -20,11 +20,42 @@ beforeAll(async () => {
   process.env.PROBEGATE_SIGNING_KEY = "hostile-suite-signing-key-7d2f0c9e";
 });
 
+/** The processes above `pid`, nearest first (ppid is the field after the parenthesised name in /proc/<pid>/stat). */
+function ancestors(pid: number): number[] {
+  const out: number[] = [];
+  for (let p = pid; p > 1 && out.length < 64; ) {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      p = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      out.push(p);
+    } catch {
+      break;
+    }
+  }
+  return out;
+}
+
+function isVitest(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("vitest");
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the nearest vitest process above `pid` is a worker other than this one (the meters suite evaluates the same task beside this file). */
+function anotherWorkers(pid: number): boolean {
+  const nearest = ancestors(pid).find((p) => p === process.pid || isVitest(p));
+  return nearest !== undefined && nearest !== process.pid;
+}
+
 afterEach(() => {
   const strays: string[] = [];
   for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
     try {
-      if (readFileSync(`/proc/${pid}/environ`, "utf8").includes("probegate-gaming-norm-")) strays.push(pid);
+      // A process of this task left behind: ours still under this worker, or an orphan under no worker at all;
+      // never an evaluation another test file is running right now.
+      if (readFileSync(`/proc/${pid}/environ`, "utf8").includes("probegate-gaming-norm-") && !anotherWorkers(Number(pid))) strays.push(pid);
     } catch {
       // Gone, or a kernel thread.
     }
