@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import importlib
 import os
-import re
 import statistics
 import time
 
-from .emit import emit
+from .emit import emit, slug_id
 
 # A function's median must grow by at least this much a repetition to fail. 1 ms failed an unchanged cheap
 # function (verl's compute_rewards) beside a mutant that kept copies in the function before it: a few ms of a
@@ -141,13 +139,9 @@ def slowest_per_function(rounds):
 
 
 def function_check_id(id, name):
-    """`<id>.<qualname>`, within the check id pattern: lower case, other characters as '-', and where that
-    changed the name (`_Bucket.start_grad_sync`), a hash of it so two names never share an id."""
-    qual = name.partition(":")[2]
-    slug = re.sub(r"[^a-z0-9._-]+", "-", qual.lower()).strip("-._") or "function"
-    if slug != qual:
-        slug = f"{slug[:80]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
-    return f"{id}.{slug}"[:128]
+    """`<id>.<qualname>`; a qualname outside the check id pattern (`_Bucket.start_grad_sync`) is made to fit
+    (emit.slug_id, with a hash of `path:qualname`)."""
+    return slug_id(id, name.partition(":")[2], key=name)
 
 
 def check_function_times(sides, id, margin=1.3, alpha=0.05, requirements=None, location=None, min_extra_s=MIN_EXTRA_S):

@@ -48,6 +48,10 @@ def glob_regex(glob: str):
     return re.compile("^" + out + "$")
 
 
+# pytest's default test files and conftest.py: never a gated module, whatever the globs match
+TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
+
+
 def matches(globs, path: str) -> bool:
     """Whether `path` matches one of `globs` and none of its `!` exclusions."""
     inc = [g for g in globs if not g.startswith("!")]

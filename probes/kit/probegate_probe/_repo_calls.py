@@ -22,22 +22,19 @@ What the head's process says of its own replay is the head's word, as its own te
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
 import inspect
-import math
 import os
-import re
 import sys
 
 from . import _gate_tree
-from .emit import emit
+from ._diff_outputs import differ
+from .emit import emit, slug_id
 
 CALLS_PER_FUNCTION = 3
 TRIES_PER_FUNCTION = 8  # calls with arguments that are not plain data, after which a function is no longer looked at
 CALL_BYTES = 4 << 20  # tensor bytes of one call's arguments and result, at most
 RECORD_BYTES = 64 << 20  # of the whole record
-_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
 _NOT_PLAIN = object()
 
 
@@ -83,7 +80,7 @@ class Recorder:
         """Imports the gated modules now (as the tests would), so calls from a test that imports them in its
         body are recorded too: each file under the first name it imports by whose __file__ is that file."""
         for rel in sorted(_gate_tree.files(self.tree)):
-            if not rel.endswith(".py") or not _gate_tree.matches(self.gated, rel) or _TEST_FILE.search(rel):
+            if not rel.endswith(".py") or not _gate_tree.matches(self.gated, rel) or _gate_tree.TEST_FILE.search(rel):
                 continue
             parts = rel[:-3].split("/")
             if parts[-1] == "__init__":
@@ -111,7 +108,7 @@ class Recorder:
         tree_modules = [(n, m) for n, m in list(sys.modules.items()) if m is not None and self._rel(m)]
         for name, mod in tree_modules:
             rel = self._rel(mod)
-            if name in self._done or not _gate_tree.matches(self.gated, rel) or _TEST_FILE.search(rel):
+            if name in self._done or not _gate_tree.matches(self.gated, rel) or _gate_tree.TEST_FILE.search(rel):
                 continue
             self._done.add(name)
             for attr, fn in list(vars(mod).items()):
@@ -179,7 +176,7 @@ def replay_tree(tree, calls, paths, timeout=600):
     return [("missing", why)] * len(calls)
 
 
-def replay(rank, world, rep, calls, paths=()):
+def replay(calls, paths=()):
     """One side's replay of the base's calls, in this side's tree (the cwd; `paths`: its folders that were on
     sys.path when they were recorded): per call ("returned", result, arguments after) or ("raised", text)
     or ("missing", text) or ("not plain", type)."""
@@ -209,24 +206,11 @@ def replay(rank, world, rep, calls, paths=()):
     return out
 
 
-def _equal(a, b, atol, rtol):
+def _equal(base, head, atol, rtol):
+    """check_outputs' rule (`_diff_outputs.differ`): bitwise, NaN in the same places, or within atol/rtol."""
     import torch
 
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dtype != b.dtype or a.shape != b.shape:
-            return False
-        if (atol or rtol) and a.is_floating_point():
-            return bool(torch.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
-        return bool(torch.equal(a, b)) or bool(a.is_floating_point() and torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(), b.nan_to_num()))
-    if isinstance(a, float) and isinstance(b, float):
-        return a == b or (math.isnan(a) and math.isnan(b)) or abs(a - b) <= atol + rtol * abs(b)
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_equal(x, y, atol, rtol) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_equal(a[k], b[k], atol, rtol) for k in a)
-    return a == b
+    return differ(base, head, atol, rtol, torch) is None
 
 
 def _show(v, limit=120):
@@ -257,16 +241,16 @@ def check_calls(calls, base, head, tolerances=None, requirements=None):
     for i, c in enumerate(calls):
         by_fn.setdefault(f"{c['module']}.{c['name']}", []).append(i)
     for fn, idx in by_fn.items():
-        cid = f"test-calls.{re.sub(r'[^a-z0-9._]+', '-', fn.lower())[:80].strip('-.')}-{hashlib.sha1(fn.encode()).hexdigest()[:8]}"
+        cid = slug_id("test-calls", fn, always=True)
         judged, left_out, failed = 0, 0, None
         for i in idx:
             c, b, h = calls[i], base[i], head[i]
-            if b[0] != "returned" or not _equal(b[1], c["result"], 0.0, 0.0) or not _equal(b[2], c["after"], 0.0, 0.0):
+            if b[0] != "returned" or not _equal(c["result"], b[1], 0.0, 0.0) or not _equal(c["after"], b[2], 0.0, 0.0):
                 left_out += 1  # the base does not give what it gave in its test: the call depends on more than its arguments
                 continue
             judged += 1
-            same = h[0] == "returned" and _equal(h[1], b[1], atol, rtol)
-            if same and not _equal(h[2], b[2], atol, rtol):
+            same = h[0] == "returned" and _equal(b[1], h[1], atol, rtol)
+            if same and not _equal(b[2], h[2], atol, rtol):
                 failed = failed or (c, f"changed its arguments in place to {_show(h[2][0])} where base's left {_show(b[2][0])}")
             elif not same:
                 failed = failed or (c, f"{_outcome(h)} where base's {_outcome(b)}")
@@ -288,4 +272,4 @@ if __name__ == "__main__":  # replay_tree's interpreter: python -m probegate_pro
 
     _given = torch.load(sys.argv[1], weights_only=True)
     sys.path.insert(0, os.getcwd())
-    torch.save(replay(0, 1, 0, _given["calls"], _given["paths"]), sys.argv[2])
+    torch.save(replay(_given["calls"], _given["paths"]), sys.argv[2])

@@ -1,6 +1,7 @@
 """The probe protocol: one JSON line per check appended to $PROBEGATE_RESULTS (docs/task-format.md)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -49,6 +50,16 @@ class RunnerBusy(Exception):
 
     def __str__(self):
         return self.message
+
+
+def slug_id(prefix: str, text: str, key: Optional[str] = None, always: bool = False) -> str:
+    """`<prefix>.<text>` within the check id pattern: lower case, other characters as '-'. Where that changed
+    `text` (or `always`), 8 hex of a hash of `key` (else `text`) follow, so two names never share an id."""
+    slug = re.sub(r"[^a-z0-9._]+", "-", text.lower()).strip("-._") or "check"
+    if slug == text and not always:
+        return f"{prefix}.{slug}"[:MAX_ID]
+    digest = hashlib.sha1((key if key is not None else text).encode()).hexdigest()[:8]
+    return f"{prefix}.{slug[:96].rstrip('-._')}-{digest}"
 
 
 def _validate_id(id) -> None:

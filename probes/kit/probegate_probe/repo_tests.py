@@ -20,7 +20,6 @@ module's public functions and classes at the base are still there at the head, t
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -32,7 +31,7 @@ import time
 
 from . import _gate_tree, _repo_calls, _repo_time, spawn_meter
 from .differential import Sides, base_tree, differential, traffic_figures
-from .emit import emit
+from .emit import emit, slug_id
 from .location import workspace
 
 _MAX_TESTS = 24
@@ -43,8 +42,7 @@ def check_id(kind: str, nodeid: str) -> str:
     """`test-traffic.test_comm.py-test_sum-1a2b3c4d`: stable per test, within the check id pattern."""
     file, _, rest = nodeid.partition("::")
     short = "-".join([file.rsplit("/", 1)[-1]] + ([rest.replace("::", "-")] if rest else []))
-    slug = re.sub(r"[^a-z0-9._]+", "-", short.lower()).strip("-.")
-    return f"test-{kind}.{slug[:96].rstrip('-')}-{hashlib.sha1(nodeid.encode()).hexdigest()[:8]}"
+    return slug_id(f"test-{kind}", short, key=nodeid, always=True)
 
 
 def _plugin(metered, folder, session, recorder=None):
@@ -185,7 +183,7 @@ def check_interfaces(gated, trees, requirements=None):
     taking the parameters it took (positional ones in their places)."""
     base, head = trees["base"], trees["head"]
     modules = [p for p in sorted(_gate_tree.files(base)) if p.endswith(".py") and _gate_tree.matches(gated, p)
-               and not re.search(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$", p)]
+               and not _gate_tree.TEST_FILE.search(p)]
     problems, where, names = [], None, 0
     for p in modules:
         before = _gate_tree.public_interface(os.path.join(base, p))
