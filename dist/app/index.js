@@ -44017,6 +44017,12 @@ const EnvironmentManifestSchema = strictObject({
     /** Bytes of its files (hard links into uv's cache counted in full). */
     sizeBytes: schemas_number().int().min(0),
     packages: schemas_number().int().min(0),
+    /**
+     * Whether its packages' bytecode was compiled at the build (uv pip sync --compile-bytecode). The
+     * sandbox cannot write `__pycache__`, so without it every process compiles what it imports
+     * (torch: about 1.6 s of each rank's start-up). Absent: built before probegate compiled it.
+     */
+    bytecode: schemas_boolean().optional(),
     /** Where a compiled lock came from (environment.fromTree); absent: the task's own lock. */
     tree: TreeSourceSchema.optional(),
 });

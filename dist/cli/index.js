@@ -11358,6 +11358,12 @@ const EnvironmentManifestSchema = zod__WEBPACK_IMPORTED_MODULE_0__/* .strictObje
     /** Bytes of its files (hard links into uv's cache counted in full). */
     sizeBytes: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
     packages: zod__WEBPACK_IMPORTED_MODULE_0__/* .number */ .aig().int().min(0),
+    /**
+     * Whether its packages' bytecode was compiled at the build (uv pip sync --compile-bytecode). The
+     * sandbox cannot write `__pycache__`, so without it every process compiles what it imports
+     * (torch: about 1.6 s of each rank's start-up). Absent: built before probegate compiled it.
+     */
+    bytecode: zod__WEBPACK_IMPORTED_MODULE_0__/* .boolean */ .zMY().optional(),
     /** Where a compiled lock came from (environment.fromTree); absent: the task's own lock. */
     tree: TreeSourceSchema.optional(),
 });
@@ -12170,8 +12176,10 @@ async function build(job) {
         const venv = await (0,environment_uv/* runUv */.d)(uv, ["venv", "--relocatable", "--python", base.path, tmp], progress, job.timeoutS);
         if (venv.exitCode !== 0)
             throw new errors/* HarnessError */.t(`uv venv could not make a virtual environment on ${base.path}: ${(0,lock_file/* uvErrorSummary */.OA)(venv.stderr)}`, "environment");
-        progress("installing the lock (uv pip sync --require-hashes)");
-        const sync = await (0,environment_uv/* runUv */.d)(uv, ["pip", "sync", "--require-hashes", "--python", (0,external_node_path_.join)(tmp, "bin", "python"), prepared.file], progress, job.timeoutS);
+        progress("installing the lock (uv pip sync --require-hashes --compile-bytecode)");
+        // Bytecode now, once: the sandbox mounts the environment read-only, so a process can only
+        // read `__pycache__`, and without it each rank would compile torch's sources at every start.
+        const sync = await (0,environment_uv/* runUv */.d)(uv, ["pip", "sync", "--require-hashes", "--compile-bytecode", "--python", (0,external_node_path_.join)(tmp, "bin", "python"), prepared.file], progress, job.timeoutS);
         if (sync.exitCode !== 0)
             throw lockFailure(source.label, prepared.lock, sync.stderr);
         if (prepared.keep?.length) {
@@ -12192,6 +12200,7 @@ async function build(job) {
             buildS: Math.round((performance.now() - t0) / 100) / 10,
             sizeBytes: (0,disk_usage/* treeBytes */.e)([tmp]),
             packages: countDistributions(tmp),
+            bytecode: true,
             ...(prepared.tree ? { tree: prepared.tree } : {}),
         };
         (0,external_node_fs_.writeFileSync)((0,external_node_path_.join)(tmp, environment_store/* MANIFEST */.e0), `${JSON.stringify(manifest, null, 2)}\n`);

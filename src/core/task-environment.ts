@@ -155,6 +155,12 @@ export const EnvironmentManifestSchema = z.strictObject({
   /** Bytes of its files (hard links into uv's cache counted in full). */
   sizeBytes: z.number().int().min(0),
   packages: z.number().int().min(0),
+  /**
+   * Whether its packages' bytecode was compiled at the build (uv pip sync --compile-bytecode). The
+   * sandbox cannot write `__pycache__`, so without it every process compiles what it imports
+   * (torch: about 1.6 s of each rank's start-up). Absent: built before probegate compiled it.
+   */
+  bytecode: z.boolean().optional(),
   /** Where a compiled lock came from (environment.fromTree); absent: the task's own lock. */
   tree: TreeSourceSchema.optional(),
 });

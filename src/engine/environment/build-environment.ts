@@ -196,8 +196,10 @@ async function build(job: Job): Promise<BuiltEnvironment> {
     // folder still works after the rename into place.
     const venv = await runUv(uv, ["venv", "--relocatable", "--python", base.path, tmp], progress, job.timeoutS);
     if (venv.exitCode !== 0) throw new HarnessError(`uv venv could not make a virtual environment on ${base.path}: ${uvErrorSummary(venv.stderr)}`, "environment");
-    progress("installing the lock (uv pip sync --require-hashes)");
-    const sync = await runUv(uv, ["pip", "sync", "--require-hashes", "--python", join(tmp, "bin", "python"), prepared.file], progress, job.timeoutS);
+    progress("installing the lock (uv pip sync --require-hashes --compile-bytecode)");
+    // Bytecode now, once: the sandbox mounts the environment read-only, so a process can only
+    // read `__pycache__`, and without it each rank would compile torch's sources at every start.
+    const sync = await runUv(uv, ["pip", "sync", "--require-hashes", "--compile-bytecode", "--python", join(tmp, "bin", "python"), prepared.file], progress, job.timeoutS);
     if (sync.exitCode !== 0) throw lockFailure(source.label, prepared.lock, sync.stderr);
     if (prepared.keep?.length) {
       mkdirSync(join(tmp, "probegate-lock"));
@@ -216,6 +218,7 @@ async function build(job: Job): Promise<BuiltEnvironment> {
       buildS: Math.round((performance.now() - t0) / 100) / 10,
       sizeBytes: treeBytes([tmp]),
       packages: countDistributions(tmp),
+      bytecode: true,
       ...(prepared.tree ? { tree: prepared.tree } : {}),
     };
     writeFileSync(join(tmp, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);

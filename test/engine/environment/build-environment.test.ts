@@ -42,6 +42,12 @@ describe.skipIf(!REAL_UV)(`environments built with uv${REAL_UV ? "" : " (skipped
     const init = join(first.dir, "lib", "python3.11", "site-packages", "tinypkg", "__init__.py");
     expect(statSync(init).mode & 0o777).toBe(0o444);
     expect(statSync(first.dir).mode & 0o777).toBe(0o555);
+    // Its bytecode was compiled at the build, and a process that may write none still loads it.
+    expect(first.manifest.bytecode).toBe(true);
+    const cached = readdirSync(join(first.dir, "lib", "python3.11", "site-packages", "tinypkg", "__pycache__"));
+    expect(cached.some((n) => /^__init__\.cpython-311\.pyc$/.test(n))).toBe(true);
+    const loaded = execFileSync(first.python, ["-c", "import tinypkg; print(tinypkg.__spec__.cached, type(tinypkg.__spec__.loader).__name__)"], { encoding: "utf8", env: { PYTHONDONTWRITEBYTECODE: "1" } }).trim();
+    expect(loaded).toMatch(/__pycache__\/__init__\.cpython-311\.pyc SourceFileLoader$/);
     // No build folder is left beside it.
     expect(readdirSync(store.root).filter((n) => !n.startsWith(".claims"))).toEqual([first.dir.slice(store.root.length + 1)]);
     expect(syncs(store.uvCalls())).toHaveLength(1);
