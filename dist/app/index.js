@@ -44136,6 +44136,12 @@ const TestSelectionSchema = strictObject({
 const ProbeJobSchema = strictObject({
     gpus: schemas_number().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
     timing: schemas_boolean().optional().describe("it measures time: it gets GPUs and cores of its own (default: true for a file named for the time category, e.g. probe_time.py)"),
+    cores: schemas_number()
+        .int()
+        .min(1)
+        .max(1024)
+        .optional()
+        .describe("CPU cores it is pinned to on a runner without GPUs (default: one per rank): a probe whose code starts processes of its own, such as a repository's tests that spawn their ranks, asks for them here; a runner with fewer gives it all it has"),
     exclusive: schemas_boolean().default(false).describe("nothing else runs on the runner while it does"),
 });
 const TaskSpecSchema = strictObject({

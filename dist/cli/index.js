@@ -6794,6 +6794,11 @@ var dist = __nccwpck_require__(8815);
  * kit's `repo_tests.gate_tests`, no hand-written line.
  */
 
+/**
+ * Cores the generated probe is pinned to (fewer on a smaller runner): the engine starts it as one rank,
+ * but the repository's tests start their own ranks inside it, and one core would run them all in turn.
+ */
+const PROBE_CORES = 4;
 /** The tolerances the generated checks use, stated in task.yml's requirements and GATE.md alike. */
 const TOLERANCES = {
     memoryBytes: 4 << 20,
@@ -6825,7 +6830,7 @@ function watchedFiles(plan, conftests) {
 }
 const REQUIREMENTS = [
     { id: "interface-kept", text: "every public function and class of the gated modules at the base is still defined at the head, taking the parameters it took (positional ones in their places)" },
-    { id: "traffic-preserved", text: "each selected test of the base, run on the head, issues exactly the base's collectives and bytes (per collective, the busiest of the test's process and the processes it starts through multiprocessing, e.g. the ranks of torch.multiprocessing.spawn)" },
+    { id: "traffic-preserved", text: "each selected test of the base, run on the head, issues exactly the base's collectives and bytes (per collective, the busiest of the test's process and the processes it starts: the ranks of torch.multiprocessing.spawn, and Python processes started through subprocess or torchrun)" },
     { id: "memory-preserved", text: `each selected test's peak memory (the largest of its process's and its spawned processes' peaks) is at most the base's + max(${TOLERANCES.memoryBytes / 2 ** 20} MiB, ${TOLERANCES.memoryRatio * 100}%)` },
     {
         id: "behaviour-preserved",
@@ -6854,7 +6859,7 @@ function renderTaskYml(src, watched) {
             select: { tests: [], fromPaths: fromPaths(src.plan) },
             allowChanged: [],
         },
-        probes: { path: "probes", pattern: "probe_*.py", command: ["{python}", "{probe}"], timeout: 3000, jobs: { [PROBE_FILE.replace(/\.py$/, "")]: { gpus: 0, timing: true } } },
+        probes: { path: "probes", pattern: "probe_*.py", command: ["{python}", "{probe}"], timeout: 3000, jobs: { [PROBE_FILE.replace(/\.py$/, "")]: { gpus: 0, timing: true, cores: PROBE_CORES } } },
         limits: { wallClock: 5400, memory: "8GiB", outputBytes: "4MiB" },
         requirements: REQUIREMENTS,
     };
@@ -6983,7 +6988,7 @@ function renderReport(src, facts) {
     for (const n of facts.envNotes)
         out.push(`- ${n}`);
     out.push('- python `>=3.11,<3.13`: the runners\' base interpreters, as the pack\'s other gates have it.');
-    out.push("", `## Probe (probes/${PROBE_FILE}, generated)`, "", `No hand-written line: the selection and the tolerances as data, and one call into the probe kit's \`repo_tests.gate_tests\`, which runs the tests the PR's changed paths select (at most ${TOLERANCES.maxTests}, collected on the base) on both trees with \`differential()\`, pytest in-process, one process per side, interleaved. Per test:`, "", "- `test-traffic.<test>`: the collectives and bytes of the test's process and of every process it starts through multiprocessing (the ranks of `torch.multiprocessing.spawn`), counted at the dispatcher in each; exact (`traffic-preserved`).", `- \`test-memory.<test>\`: the largest peak of those processes, within max(${TOLERANCES.memoryBytes / 2 ** 20} MiB, ${TOLERANCES.memoryRatio * 100}%) of the base's (\`memory-preserved\`).`, `- \`test-time.<test>\`: for a test whose base run took at most ${TOLERANCES.timedTestS} s (and while the repeated tests together take at most ${TOLERANCES.timedSessionS} s), the median wall time over ${TOLERANCES.repetitions} interleaved repetitions, at most ${TOLERANCES.timeMargin}× the base's with a rank test agreeing (\`time-preserved\`); a longer test is not repeated (each repetition would pay its ranks' start-up again) and fails only past ${TOLERANCES.grossMargin}× and ${TOLERANCES.grossExtraS} s more in its two metered runs a side. The metered runs (two pytest sessions a side, the second warm) and the timed runs are separate: a PR costs 2 sessions of the selected tests a side, plus the short tests' repetitions.`, "- `test-calls.<module.function>`: behaviour by record and replay (`behaviour-preserved`): the calls the tests make in their own process into the gated modules' public module-level functions, with plain arguments and results (CPU tensors, numbers, strings, lists, tuples and dicts), recorded at the base (up to 3 a function) and replayed on both trees; the head must give the base's results bitwise (`atol`/`rtol` in `CHECKS[\"calls\"]` loosen it). A call whose replay on the base differs from its own record (state, randomness) is left out.", "- `interface-kept`: the gated modules' public functions and classes of the base, still at the head with their parameters.", "- A test that does not pass on both sides is not compared (a skipped check says so): the official tests judge it.", "", "Not done: calls inside the ranks a test spawns, methods of classes, and calls with objects as arguments are not recorded (their outputs are judged by the tests' own assertions); processes started outside multiprocessing (`subprocess`, `torchrun`) are not metered; time includes each test's start-up of its ranks, so only large slowdowns show.", "");
+    out.push("", `## Probe (probes/${PROBE_FILE}, generated)`, "", `No hand-written line: the selection and the tolerances as data, and one call into the probe kit's \`repo_tests.gate_tests\`, which runs the tests the PR's changed paths select (at most ${TOLERANCES.maxTests}, collected on the base) on both trees with \`differential()\`, pytest in-process, one process per side, interleaved. Per test:`, "", "- `test-traffic.<test>`: the collectives and bytes of the test's process and of every process it starts: through multiprocessing (the ranks of `torch.multiprocessing.spawn`) and, for Python processes that import torch, through `subprocess` or a torchrun-style launcher and its workers; counted at the dispatcher in each; exact (`traffic-preserved`).", `- \`test-memory.<test>\`: the largest peak of those processes, within max(${TOLERANCES.memoryBytes / 2 ** 20} MiB, ${TOLERANCES.memoryRatio * 100}%) of the base's (\`memory-preserved\`).`, `- \`test-time.<test>\`: for a test whose base run took at most ${TOLERANCES.timedTestS} s (and while the repeated tests together take at most ${TOLERANCES.timedSessionS} s), the median wall time over ${TOLERANCES.repetitions} interleaved repetitions, at most ${TOLERANCES.timeMargin}× the base's with a rank test agreeing (\`time-preserved\`); a longer test is not repeated (each repetition would pay its ranks' start-up again) and fails only past ${TOLERANCES.grossMargin}× and ${TOLERANCES.grossExtraS} s more in its two metered runs a side. The metered runs (two pytest sessions a side, the second warm) and the timed runs are separate: a PR costs 2 sessions of the selected tests a side, plus the short tests' repetitions.`, "- `test-calls.<module.function>`: behaviour by record and replay (`behaviour-preserved`): the calls the tests make in their own process into the gated modules' public module-level functions, with plain arguments and results (CPU tensors, numbers, strings, lists, tuples and dicts), recorded at the base (up to 3 a function) and replayed on both trees; the head must give the base's results bitwise (`atol`/`rtol` in `CHECKS[\"calls\"]` loosen it). A call whose replay on the base differs from its own record (state, randomness) is left out.", "- `interface-kept`: the gated modules' public functions and classes of the base, still at the head with their parameters.", "- A test that does not pass on both sides is not compared (a skipped check says so): the official tests judge it.", `- The probe is pinned to ${PROBE_CORES} cores of its own (\`probes.jobs.${PROBE_FILE.replace(/\.py$/, "")}.cores\`; all a smaller runner has): the engine starts it as one rank, and the ranks the tests start run inside it.`, "", "Not done: calls inside the ranks a test spawns, methods of classes, and calls with objects as arguments are not recorded (their outputs are judged by the tests' own assertions); a process started with `python -I`, `-E` or `-S`, or with an environment of its own that drops PYTHONPATH, is not metered; time includes each test's start-up of its ranks, so only large slowdowns show.", "");
     return out.join("\n");
 }
 
@@ -11492,6 +11497,12 @@ const TestSelectionSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ 
 const ProbeJobSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
     gpus: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
     timing: zod__WEBPACK_IMPORTED_MODULE_3__/* .boolean */ .zMY().optional().describe("it measures time: it gets GPUs and cores of its own (default: true for a file named for the time category, e.g. probe_time.py)"),
+    cores: zod__WEBPACK_IMPORTED_MODULE_3__/* .number */ .aig()
+        .int()
+        .min(1)
+        .max(1024)
+        .optional()
+        .describe("CPU cores it is pinned to on a runner without GPUs (default: one per rank): a probe whose code starts processes of its own, such as a repository's tests that spawn their ranks, asks for them here; a runner with fewer gives it all it has"),
     exclusive: zod__WEBPACK_IMPORTED_MODULE_3__/* .boolean */ .zMY().default(false).describe("nothing else runs on the runner while it does"),
 });
 const TaskSpecSchema = zod__WEBPACK_IMPORTED_MODULE_3__/* .strictObject */ .rej({
@@ -13116,7 +13127,7 @@ function planOne(spec, shape, o) {
     const backend = gpus > 0 && gpus >= ranks && (spec.gpus > 0 || (d?.gpus ?? 0) > 0) ? "nccl" : "gloo";
     // A GPU job is pinned to its share of the cores; with fewer cores than GPUs they are not partitioned.
     const perGpu = shape.gpus > 0 ? Math.floor(shape.cores / shape.gpus) : 0;
-    const cores = gpus > 0 ? gpus * perGpu : Math.min(ranks, shape.cores);
+    const cores = gpus > 0 ? gpus * perGpu : Math.min(d?.cores ?? ranks, shape.cores);
     const timing = o.kind === "probe" && (d?.timing ?? (0,probe_outcome/* categoryFromName */.cE)(o.name) === "time");
     const exclusive = (d?.exclusive ?? false) || (timing && cores === 0);
     return { name: o.name, kind: o.kind, ranks, backend, demand: { id: `${o.tag}/${o.name}`, gpus, cores, timing, exclusive } };

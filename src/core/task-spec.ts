@@ -70,6 +70,13 @@ export type TestSelection = z.infer<typeof TestSelectionSchema>;
 export const ProbeJobSchema = z.strictObject({
   gpus: z.number().int().min(0).max(64).optional().describe("GPUs (ranks) this probe needs; default: the task's world size. On a GPU runner with fewer, the evaluation fails before anything runs"),
   timing: z.boolean().optional().describe("it measures time: it gets GPUs and cores of its own (default: true for a file named for the time category, e.g. probe_time.py)"),
+  cores: z
+    .number()
+    .int()
+    .min(1)
+    .max(1024)
+    .optional()
+    .describe("CPU cores it is pinned to on a runner without GPUs (default: one per rank): a probe whose code starts processes of its own, such as a repository's tests that spawn their ranks, asks for them here; a runner with fewer gives it all it has"),
   exclusive: z.boolean().default(false).describe("nothing else runs on the runner while it does"),
 });
 

@@ -59,12 +59,49 @@ def test_local_sum():
     assert local_sum(torch.arange(4.0)).item() > 0
 `;
 
+/** A test whose ranks are processes it starts itself (a torchrun-style launcher: the file runs itself as each rank). */
+export const TEST_LAUNCH = `import os
+import socket
+import subprocess
+import sys
+
+import torch
+
+from dcomm.comm import all_reduce_sum
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _worker():
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    for _ in range(2):
+        assert all_reduce_sum(torch.ones(1 << 18))[0].item() == dist.get_world_size()
+    dist.destroy_process_group()
+
+
+def test_all_reduce_in_launched_ranks():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2",
+               PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+    ranks = [subprocess.Popen([sys.executable, __file__], env=dict(env, RANK=str(r))) for r in range(2)]
+    assert [p.wait(timeout=300) for p in ranks] == [0, 0]
+
+
+if __name__ == "__main__":
+    _worker()
+`;
+
 export const FILES: Record<string, string> = {
   "dcomm/__init__.py": "",
   "dcomm/comm.py": COMM,
   "dcomm/fmt.py": "def fmt(x):\n    return str(x)\n",
   "tests/helpers.py": "from dcomm.comm import Averager  # noqa: F401\n",
   "tests/test_comm.py": TEST_COMM,
+  "tests/test_launch.py": TEST_LAUNCH,
   "tests/test_avg.py": "from helpers import Averager\n\n\ndef test_world():\n    assert Averager(2).world == 2\n",
   "tests/test_fmt.py": "from dcomm.fmt import fmt\n\n\ndef test_fmt():\n    assert fmt(1) == '1'\n",
   "requirements.txt": "torch>=1.13\nnumpy\n",

@@ -9,6 +9,7 @@ import { cli } from "./run-cli.js";
 import { EXTRA_ALL_REDUCE, gateInitRepo, HONEST, LEAK, prBranch } from "./gate-init-repo.js";
 
 const SPAWNING = /^test-(traffic|memory|time)\.test_comm\.py-test_all_reduce_two_ranks-[0-9a-f]{8}$/;
+const LAUNCHING = /^test-(traffic|memory|time)\.test_launch\.py-test_all_reduce_in_launched_ranks-[0-9a-f]{8}$/;
 
 /** gate init on the test repository, into a folder named for the gate. */
 async function init(dir: string, ...flags: string[]) {
@@ -26,8 +27,8 @@ describe("probegate gate init: a repository gate from a repository's tree", () =
     expect(stdout).toMatch(/probegate validate .*dcomm-gate: ok/);
     const task = loadTask(out);
     expect(task.spec.base).toEqual({ pr: true });
-    expect(task.spec.official.select).toEqual({ tests: [], fromPaths: [{ paths: ["dcomm/comm.py", "tests/test_avg.py", "tests/test_comm.py"], tests: ["tests/test_avg.py", "tests/test_comm.py"] }] });
-    expect(task.spec.official.files).toEqual(["tests/test_avg.py", "tests/test_comm.py"]);
+    expect(task.spec.official.select).toEqual({ tests: [], fromPaths: [{ paths: ["dcomm/comm.py", "tests/test_avg.py", "tests/test_comm.py", "tests/test_launch.py"], tests: ["tests/test_avg.py", "tests/test_comm.py", "tests/test_launch.py"] }] });
+    expect(task.spec.official.files).toEqual(["tests/test_avg.py", "tests/test_comm.py", "tests/test_launch.py"]);
     expect(task.spec.environment?.fromTree).toEqual({ requirements: ["requirements.txt"], pins: ["torch==2.15.0", "pytest==9.2.0"], exclude: [] });
     const gate = readFileSync(join(out, "GATE.md"), "utf8");
     expect(stdout).toContain(gate);
@@ -43,7 +44,7 @@ describe("probegate gate init: a repository gate from a repository's tree", () =
   }, 60_000);
 
   it("says what the repository lacks and which flag to pass", async () => {
-    const noTests = gateInitRepo({ "tests/test_comm.py": null, "tests/test_avg.py": null, "tests/test_fmt.py": null });
+    const noTests = gateInitRepo({ "tests/test_comm.py": null, "tests/test_avg.py": null, "tests/test_fmt.py": null, "tests/test_launch.py": null });
     let res = await init(noTests.dir);
     expect(res.code).toBe(2);
     expect(res.err).toMatch(/the repository has no tests: no file named test_\*\.py or \*_test\.py under testpaths tests .*Pass --tests <globs>/);
@@ -96,6 +97,10 @@ describe("a generated gate, evaluated by the engine on PRs of the test repositor
     expect(probes).toContainEqual([expect.stringMatching(/^test-calls\.dcomm\.comm\.local_sum-[0-9a-f]{8}$/), "passed"]);
     const traffic = result.probes.find((p) => p.id.startsWith("test-traffic.test_comm"));
     expect(traffic?.measured).toMatchObject({ base_all_reduce_calls: 4, head_all_reduce_calls: 4 });
+    // ranks the test starts with subprocess, metered by the kit's sitecustomize in each rank
+    expect(probes.filter(([id]) => LAUNCHING.test(String(id))).map(([, s]) => s)).toEqual(["passed", "passed", "passed"]);
+    const launched = result.probes.find((p) => p.id.startsWith("test-traffic.test_launch"));
+    expect(launched?.measured).toMatchObject({ base_all_reduce_calls: 2, head_all_reduce_calls: 2 });
   }, 600_000);
 
   it("rejects a PR that adds an all_reduce, with a traffic check naming the test and the numbers", async () => {
@@ -107,6 +112,9 @@ describe("a generated gate, evaluated by the engine on PRs of the test repositor
     expect(traffic?.message).toBe("head's collectives differ from base's per run: +4 all_reduce calls per run (4 → 8), bytes 16,777,216 → 33,554,432 (+16,777,216 B), new in head at dcomm/comm.py:9 in all_reduce_sum (4 calls in all)");
     expect(traffic?.measured).toMatchObject({ base_all_reduce_calls: 4, head_all_reduce_calls: 8 });
     expect(result.probes.find((p) => p.id.startsWith("test-memory.test_comm"))?.status).toBe("passed");
+    const launched = result.probes.find((p) => p.id.startsWith("test-traffic.test_launch"));
+    expect(launched).toMatchObject({ category: "traffic", status: "failed" });
+    expect(launched?.message).toMatch(/^head's collectives differ from base's per run: \+2 all_reduce calls per run \(2 → 4\), bytes 2,097,152 → 4,194,304 .*new in head at dcomm\/comm\.py:9 in all_reduce_sum/);
   }, 600_000);
 
   it("rejects a PR that leaks a buffer (a list growing with tensors), with a memory check", async () => {

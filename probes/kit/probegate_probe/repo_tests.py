@@ -4,7 +4,8 @@ tests on both trees under the kit's meters and compares each test's figures.
 One `differential()` run (one process per side, interleaved, each side importing only its own tree)
 runs pytest in-process on the selected tests; a plugin measures each test where it runs:
 - traffic: collectives and bytes of the test's process (a CollectiveCounter around the test) and of
-  every process it starts through multiprocessing (`spawn_meter`: the ranks of `mp.spawn`), compared
+  every process it starts (`spawn_meter`: the ranks of `mp.spawn`, and Python processes started through
+  `subprocess` or torchrun), compared
   exactly with `Sides.check_traffic` (the busiest process per collective);
 - memory: the peak of the test's process and of each process it starts (`peak_memory`), the largest
   of them, compared with `Sides.check_memory`;

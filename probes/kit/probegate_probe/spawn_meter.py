@@ -8,9 +8,12 @@ counts the child's collectives (CollectiveCounter: dispatcher-level, the same fi
 `differential()`'s ranks) and its peak memory (`peak_memory`), and writes them as one JSON file into
 a folder the parent reads afterwards (`read_records`).
 
-What it does not see: processes started outside `multiprocessing` (`subprocess`, `torchrun`), and
-`Process` subclasses that override `run()` instead of passing a target. A child killed before its
-target returns writes nothing; `read_records` then has fewer children than were started.
+Processes started outside `multiprocessing` (`subprocess`, `torchrun` and the workers it starts) are
+metered too: while active, this folder's `_child_site` is first on PYTHONPATH, and its sitecustomize
+starts `_child_meter` in each Python process that imports torch; their records land in the same
+folder. Not seen: a process started with `-I`, `-E` or `-S`, or with an environment of its own that
+drops PYTHONPATH; `Process` subclasses that override `run()` instead of passing a target. A child
+killed before it is done writes nothing; `read_records` then has fewer children than were started.
 """
 from __future__ import annotations
 
@@ -25,6 +28,14 @@ from multiprocessing import process as _mp_process
 _lock = threading.Lock()
 _active = None  # {"folder", "label", "tree"} while metering
 _original_start = None
+_in_target = False  # this process runs a MeteredTarget: a process meter of its own would count it twice
+_KIT = __name__.rsplit(".", 1)[0]
+CHILD_SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child_site")
+CHILD_VAR = f"_{_KIT.upper()}_CHILD"  # _child_site/sitecustomize.py derives the same name from its path
+
+
+def in_metered_target() -> bool:
+    return _in_target
 
 
 class MeteredTarget:
@@ -38,6 +49,8 @@ class MeteredTarget:
         self.tree = tree
 
     def __call__(self, *args, **kwargs):
+        global _in_target
+        _in_target = True
         from .collectives import CollectiveCounter
         from .differential import traffic_figures
         from .memory import peak_memory
@@ -90,12 +103,20 @@ def metering(folder, label, tree=None):
         _original_start = _mp_process.BaseProcess.start
         _mp_process.BaseProcess.start = _start
         _active = {"folder": folder, "label": label, "tree": tree}
+        saved = {k: os.environ.get(k) for k in ("PYTHONPATH", CHILD_VAR)}
+        os.environ["PYTHONPATH"] = os.pathsep.join([CHILD_SITE] + ([saved["PYTHONPATH"]] if saved["PYTHONPATH"] else []))
+        os.environ[CHILD_VAR] = json.dumps(_active)
     try:
         yield
     finally:
         with _lock:
             _mp_process.BaseProcess.start = _original_start
             _active = None
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 def read_records(folder) -> list:

@@ -4,7 +4,7 @@
  * and why; the same text is printed as its report).
  */
 import type { PublicDef } from "../../core/gate-init/interfaces.js";
-import { PROBE_FILE, REQUIREMENTS, TOLERANCES, type GateSource } from "./render-task.js";
+import { PROBE_CORES, PROBE_FILE, REQUIREMENTS, TOLERANCES, type GateSource } from "./render-task.js";
 
 export interface ModuleInterface {
   path: string;
@@ -100,14 +100,15 @@ export function renderReport(src: GateSource, facts: ReportFacts): string {
     "",
     `No hand-written line: the selection and the tolerances as data, and one call into the probe kit's \`repo_tests.gate_tests\`, which runs the tests the PR's changed paths select (at most ${TOLERANCES.maxTests}, collected on the base) on both trees with \`differential()\`, pytest in-process, one process per side, interleaved. Per test:`,
     "",
-    "- `test-traffic.<test>`: the collectives and bytes of the test's process and of every process it starts through multiprocessing (the ranks of `torch.multiprocessing.spawn`), counted at the dispatcher in each; exact (`traffic-preserved`).",
+    "- `test-traffic.<test>`: the collectives and bytes of the test's process and of every process it starts: through multiprocessing (the ranks of `torch.multiprocessing.spawn`) and, for Python processes that import torch, through `subprocess` or a torchrun-style launcher and its workers; counted at the dispatcher in each; exact (`traffic-preserved`).",
     `- \`test-memory.<test>\`: the largest peak of those processes, within max(${TOLERANCES.memoryBytes / 2 ** 20} MiB, ${TOLERANCES.memoryRatio * 100}%) of the base's (\`memory-preserved\`).`,
     `- \`test-time.<test>\`: for a test whose base run took at most ${TOLERANCES.timedTestS} s (and while the repeated tests together take at most ${TOLERANCES.timedSessionS} s), the median wall time over ${TOLERANCES.repetitions} interleaved repetitions, at most ${TOLERANCES.timeMargin}× the base's with a rank test agreeing (\`time-preserved\`); a longer test is not repeated (each repetition would pay its ranks' start-up again) and fails only past ${TOLERANCES.grossMargin}× and ${TOLERANCES.grossExtraS} s more in its two metered runs a side. The metered runs (two pytest sessions a side, the second warm) and the timed runs are separate: a PR costs 2 sessions of the selected tests a side, plus the short tests' repetitions.`,
     "- `test-calls.<module.function>`: behaviour by record and replay (`behaviour-preserved`): the calls the tests make in their own process into the gated modules' public module-level functions, with plain arguments and results (CPU tensors, numbers, strings, lists, tuples and dicts), recorded at the base (up to 3 a function) and replayed on both trees; the head must give the base's results bitwise (`atol`/`rtol` in `CHECKS[\"calls\"]` loosen it). A call whose replay on the base differs from its own record (state, randomness) is left out.",
     "- `interface-kept`: the gated modules' public functions and classes of the base, still at the head with their parameters.",
     "- A test that does not pass on both sides is not compared (a skipped check says so): the official tests judge it.",
+    `- The probe is pinned to ${PROBE_CORES} cores of its own (\`probes.jobs.${PROBE_FILE.replace(/\.py$/, "")}.cores\`; all a smaller runner has): the engine starts it as one rank, and the ranks the tests start run inside it.`,
     "",
-    "Not done: calls inside the ranks a test spawns, methods of classes, and calls with objects as arguments are not recorded (their outputs are judged by the tests' own assertions); processes started outside multiprocessing (`subprocess`, `torchrun`) are not metered; time includes each test's start-up of its ranks, so only large slowdowns show.",
+    "Not done: calls inside the ranks a test spawns, methods of classes, and calls with objects as arguments are not recorded (their outputs are judged by the tests' own assertions); a process started with `python -I`, `-E` or `-S`, or with an environment of its own that drops PYTHONPATH, is not metered; time includes each test's start-up of its ranks, so only large slowdowns show.",
     "",
   );
   return out.join("\n");

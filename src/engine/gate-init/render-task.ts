@@ -8,6 +8,12 @@ import { Document, isCollection } from "yaml";
 import type { GatePlan } from "../../core/gate-init/gate-plan.js";
 import type { TreeEnvironment } from "../../core/task-environment.js";
 
+/**
+ * Cores the generated probe is pinned to (fewer on a smaller runner): the engine starts it as one rank,
+ * but the repository's tests start their own ranks inside it, and one core would run them all in turn.
+ */
+export const PROBE_CORES = 4;
+
 /** The tolerances the generated checks use, stated in task.yml's requirements and GATE.md alike. */
 export const TOLERANCES = {
   memoryBytes: 4 << 20,
@@ -52,7 +58,7 @@ export function watchedFiles(plan: GatePlan, conftests: (test: string) => string
 
 export const REQUIREMENTS = [
   { id: "interface-kept", text: "every public function and class of the gated modules at the base is still defined at the head, taking the parameters it took (positional ones in their places)" },
-  { id: "traffic-preserved", text: "each selected test of the base, run on the head, issues exactly the base's collectives and bytes (per collective, the busiest of the test's process and the processes it starts through multiprocessing, e.g. the ranks of torch.multiprocessing.spawn)" },
+  { id: "traffic-preserved", text: "each selected test of the base, run on the head, issues exactly the base's collectives and bytes (per collective, the busiest of the test's process and the processes it starts: the ranks of torch.multiprocessing.spawn, and Python processes started through subprocess or torchrun)" },
   { id: "memory-preserved", text: `each selected test's peak memory (the largest of its process's and its spawned processes' peaks) is at most the base's + max(${TOLERANCES.memoryBytes / 2 ** 20} MiB, ${TOLERANCES.memoryRatio * 100}%)` },
   {
     id: "behaviour-preserved",
@@ -83,7 +89,7 @@ export function renderTaskYml(src: GateSource, watched: string[]): string {
       select: { tests: [], fromPaths: fromPaths(src.plan) },
       allowChanged: [],
     },
-    probes: { path: "probes", pattern: "probe_*.py", command: ["{python}", "{probe}"], timeout: 3000, jobs: { [PROBE_FILE.replace(/\.py$/, "")]: { gpus: 0, timing: true } } },
+    probes: { path: "probes", pattern: "probe_*.py", command: ["{python}", "{probe}"], timeout: 3000, jobs: { [PROBE_FILE.replace(/\.py$/, "")]: { gpus: 0, timing: true, cores: PROBE_CORES } } },
     limits: { wallClock: 5400, memory: "8GiB", outputBytes: "4MiB" },
     requirements: REQUIREMENTS,
   };

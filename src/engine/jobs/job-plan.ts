@@ -28,7 +28,7 @@ export function defaultWorldSize(spec: TaskSpec): number {
 function planOne(
   spec: TaskSpec,
   shape: RunnerShape,
-  o: { tag: string; name: string; kind: PlannedJob["kind"]; declared?: { gpus?: number; timing?: boolean; exclusive: boolean }; worldSize?: number },
+  o: { tag: string; name: string; kind: PlannedJob["kind"]; declared?: { gpus?: number; timing?: boolean; cores?: number; exclusive: boolean }; worldSize?: number },
 ): Omit<PlannedJob, "file"> {
   const d = o.declared;
   const ranks = o.worldSize ?? (d?.gpus !== undefined ? Math.max(1, d.gpus) : defaultWorldSize(spec));
@@ -41,7 +41,7 @@ function planOne(
   const backend = gpus > 0 && gpus >= ranks && (spec.gpus > 0 || (d?.gpus ?? 0) > 0) ? "nccl" : "gloo";
   // A GPU job is pinned to its share of the cores; with fewer cores than GPUs they are not partitioned.
   const perGpu = shape.gpus > 0 ? Math.floor(shape.cores / shape.gpus) : 0;
-  const cores = gpus > 0 ? gpus * perGpu : Math.min(ranks, shape.cores);
+  const cores = gpus > 0 ? gpus * perGpu : Math.min(d?.cores ?? ranks, shape.cores);
   const timing = o.kind === "probe" && (d?.timing ?? categoryFromName(o.name) === "time");
   const exclusive = (d?.exclusive ?? false) || (timing && cores === 0);
   return { name: o.name, kind: o.kind, ranks, backend, demand: { id: `${o.tag}/${o.name}`, gpus, cores, timing, exclusive } };

@@ -7,7 +7,7 @@ import { join } from "node:path";
 
 const task = loadTask(join(ROOT, "tasks", "sharded-optimizer"));
 const files = ["probe_api.py", "probe_memory.py", "probe_time.py"];
-const withJobs = (jobs: Record<string, { gpus?: number; timing?: boolean; exclusive: boolean }>) => ({ ...task, spec: { ...task.spec, probes: { ...task.spec.probes, jobs } } });
+const withJobs = (jobs: Record<string, { gpus?: number; timing?: boolean; cores?: number; exclusive: boolean }>) => ({ ...task, spec: { ...task.spec, probes: { ...task.spec.probes, jobs } } });
 
 describe("planning an evaluation's jobs on a runner", () => {
   it("on a CPU runner: gloo, one core per rank, the time probe marked timing", () => {
@@ -38,6 +38,15 @@ describe("planning an evaluation's jobs on a runner", () => {
       ["probe_memory", 0, false],
       ["probe_time", 0, true],
     ]);
+  });
+
+  it("pins a probe that starts processes of its own to the cores it declares, at most the runner's", () => {
+    // A repository gate's probe: one rank of the engine's, whose tests spawn their own ranks.
+    const t = withJobs({ probe_api: { gpus: 0, timing: true, cores: 4, exclusive: false } });
+    expect(planJobs(t, files, { gpus: 0, cores: 16 }, { tag: "t" }).probes[0]?.demand).toEqual({ id: "t/probe_api", gpus: 0, cores: 4, timing: true, exclusive: false });
+    expect(planJobs(t, files, { gpus: 0, cores: 2 }, { tag: "t" }).probes[0]?.demand.cores).toBe(2);
+    // On a GPU runner the GPUs' share of the cores decides, as for every GPU job.
+    expect(planJobs(withJobs({ probe_api: { gpus: 2, cores: 1, exclusive: false } }), files, { gpus: 8, cores: 64 }, { tag: "t" }).probes[0]?.demand.cores).toBe(16);
   });
 
   it("takes the task's per-probe declarations", () => {
