@@ -150,3 +150,29 @@ def interface_changes(base, head):
     if gone:
         return f"keyword parameter{'s' if len(gone) > 1 else ''} {', '.join(gone)} gone"
     return None
+
+
+def spread(nodeids, limit):
+    """At most `limit` of `nodeids`, in collection order, chosen to cover the most: one test of each file
+    in turn (round-robin), each test function once (its first parametrization) before a second case of
+    any, then the rest. The first `limit` in collection order would often be one file's or one function's
+    parametrizations alone (torchsnapshot: 24 cases of tests/test_manifest.py, none of the tests of the
+    module a PR changed)."""
+    if len(nodeids) <= limit:
+        return list(nodeids)
+    files, seen = {}, set()
+    first, rest = {}, {}
+    for i, nodeid in enumerate(nodeids):
+        file, _, name = nodeid.partition("::")
+        function = (file, name.split("[", 1)[0])
+        files.setdefault(file, None)
+        (rest if function in seen else first).setdefault(file, []).append(i)
+        seen.add(function)
+    picked = []
+    for queues in (first, rest):
+        queues = [list(queues.get(f, ())) for f in files]
+        while len(picked) < limit and any(queues):
+            for q in queues:
+                if q and len(picked) < limit:
+                    picked.append(q.pop(0))
+    return [nodeids[i] for i in sorted(picked)]

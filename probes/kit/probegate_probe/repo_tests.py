@@ -227,8 +227,11 @@ def gate_tests(selection, gated, checks, repetitions=5, max_tests=_MAX_TESTS, ti
     if problem:
         return emit("tests-differential", "functional", "skipped", f"nothing to compare: {problem}")
     if len(nodeids) > max_tests:
-        emit("tests-differential.more", "functional", "skipped", f"{len(nodeids)} tests selected, the first {max_tests} compared; left out: {', '.join(nodeids[max_tests:max_tests + 20])}{' …' if len(nodeids) > max_tests + 20 else ''}")
-        nodeids = nodeids[:max_tests]
+        kept = _gate_tree.spread(nodeids, max_tests)
+        out = [n for n in nodeids if n not in set(kept)]
+        emit("tests-differential.more", "functional", "skipped", f"{len(nodeids)} tests selected, {max_tests} compared: each selected file in turn, each test "
+             f"function before a second case of any; left out: {', '.join(out[:20])}{' …' if len(out) > 20 else ''}")
+        nodeids = kept
     folder = tempfile.mkdtemp(prefix="probegate-repo-tests-")
     try:
         return _measure(nodeids, folder, trees, gated, checks, repetitions, timeout, pytest_args)

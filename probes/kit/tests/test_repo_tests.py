@@ -184,3 +184,10 @@ def test_the_recorder_wraps_references_the_tree_took_and_gives_up_on_objects(tmp
     finally:
         for name in ("user_rec", "rpkg_rec", "rpkg_rec.ops"):
             sys.modules.pop(name, None)
+
+
+def test_a_capped_selection_covers_every_file_and_function_before_a_second_case():
+    ids = [f"tests/a.py::test_p[{i}]" for i in range(6)] + ["tests/a.py::test_q", "tests/b.py::test_r[0]", "tests/b.py::test_r[1]", "tests/c.py::test_s"]
+    assert _gate_tree.spread(ids, 4) == ["tests/a.py::test_p[0]", "tests/a.py::test_q", "tests/b.py::test_r[0]", "tests/c.py::test_s"]
+    assert _gate_tree.spread(ids, 6) == ["tests/a.py::test_p[0]", "tests/a.py::test_p[1]", "tests/a.py::test_q", "tests/b.py::test_r[0]", "tests/b.py::test_r[1]", "tests/c.py::test_s"]
+    assert _gate_tree.spread(ids, 99) == ids
