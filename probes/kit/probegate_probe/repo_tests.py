@@ -228,7 +228,8 @@ def gate_tests(selection, gated, checks, repetitions=5, max_tests=_MAX_TESTS, ti
         return emit("tests-differential", "functional", "skipped", f"nothing to compare: {problem}")
     if len(nodeids) > max_tests:
         kept = _gate_tree.spread(nodeids, max_tests)
-        out = [n for n in nodeids if n not in set(kept)]
+        chosen = set(kept)
+        out = [n for n in nodeids if n not in chosen]
         emit("tests-differential.more", "functional", "skipped", f"{len(nodeids)} tests selected, {max_tests} compared: each selected file in turn, each test "
              f"function before a second case of any; left out: {', '.join(out[:20])}{' …' if len(out) > 20 else ''}")
         nodeids = kept
