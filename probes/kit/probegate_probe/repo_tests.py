@@ -8,7 +8,8 @@ runs pytest in-process on the selected tests; a plugin measures each test where 
   `subprocess` or torchrun), compared
   exactly with `Sides.check_traffic` (the busiest process per collective);
 - memory: the peak of the test's process and of each process it starts (`peak_memory`), the largest
-  of them, compared with `Sides.check_memory`;
+  of them, compared with `Sides.check_memory`; beside it the memory of record, read by the probe's
+  process from the test process's /proc while the test runs (`_test_window`), which the head cannot lower;
 - time: the test's wall time over the timed repetitions, with `Sides.check_time` (medians, a rank
   test and a margin), for the tests short enough to repeat (`_repo_time`: the others get a gross check).
 Two differential() runs: the metered one (traffic, memory and each test's seconds; two pytest sessions a
@@ -21,6 +22,7 @@ module's public functions and classes at the base are still there at the head, t
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -30,7 +32,8 @@ import sys
 import tempfile
 import time
 
-from . import _gate_tree, _repo_calls, _repo_time, spawn_meter
+from . import _gate_tree, _repo_calls, _repo_time, _test_window, spawn_meter
+from ._repo_interface import check_interfaces
 from .differential import Sides, base_tree, differential, traffic_figures
 from .emit import emit, slug_id
 from .location import workspace
@@ -46,7 +49,7 @@ def check_id(kind: str, nodeid: str) -> str:
     return slug_id(f"test-{kind}", short, key=nodeid, always=True)
 
 
-def _plugin(metered, folder, session, recorder=None):
+def _plugin(metered, folder, session, recorder=None, windows=None):
     import pytest
     from _pytest.runner import runtestprotocol
 
@@ -66,7 +69,8 @@ def _plugin(metered, folder, session, recorder=None):
             rec = {}
             t0 = time.perf_counter()
             if metered:
-                with spawn_meter.metering(folder, f"{session}|{item.nodeid}", os.getcwd()):
+                window = windows.around(f"{session}|{item.nodeid}") if windows is not None else contextlib.nullcontext()
+                with spawn_meter.metering(folder, f"{session}|{item.nodeid}", os.getcwd()), window:
                     with CollectiveCounter() as counter:
                         reports, rec["peak"] = peak_memory(runtestprotocol, item, nextitem=nextitem)
                 rec.update(traffic_figures(counter, os.getcwd()))
@@ -106,8 +110,13 @@ def scenario(rank, world, rep, nodeids, folder, pytest_args=(), metered=0, gated
         if metered and gated and i == 0:
             recorder = _repo_calls.Recorder(os.getcwd(), gated)
             recorder.preload()
-        plugin = _plugin(metered > 0, folder, session, recorder if i == 0 else None)
-        code = pytest.main(["-q", "-p", "no:cacheprovider", *pytest_args, *nodeids], plugins=[plugin])
+        windows = _test_window.client(folder) if metered else None
+        plugin = _plugin(metered > 0, folder, session, recorder if i == 0 else None, windows)
+        try:
+            code = pytest.main(["-q", "-p", "no:cacheprovider", *pytest_args, *nodeids], plugins=[plugin])
+        finally:
+            if windows is not None:
+                windows.close()
         if recorder is not None:
             recorder.active = False
         with open(os.path.join(folder, f"session-{time.monotonic_ns()}-{session}.json"), "w") as fh:
@@ -139,9 +148,10 @@ def _records(folder):
     return sessions, children
 
 
-def _per_test(sessions, children, trees):
-    """side -> nodeid -> {"counts": [figures per process], "peaks", "metered_s", "times", "outcome"}, from the
-    run records: counts from the first metered session, peaks and seconds from each, times from the timed
+def _per_test(sessions, children, trees, figures=None):
+    """side -> nodeid -> {"counts": [figures per process], "peaks", "outside", "metered_s", "times", "outcome"}, from
+    the run records: counts from the first metered session, peaks, memory of record (`figures`, the probe's
+    own readings: None where a test's window never closed) and seconds from each, times from the timed
     run's repetitions (its warm-ups, rep 0, are not counted)."""
     side_of = {os.path.realpath(t): s for s, t in trees.items()}
     out = {"base": {}, "head": {}}
@@ -150,9 +160,10 @@ def _per_test(sessions, children, trees):
         if side is None:
             continue
         for nodeid, rec in s["tests"].items():
-            t = out[side].setdefault(nodeid, {"counts": None, "peaks": [], "metered_s": [], "times": [], "outcome": rec["outcome"]})
+            t = out[side].setdefault(nodeid, {"counts": None, "peaks": [], "outside": [], "metered_s": [], "times": [], "outcome": rec["outcome"]})
             if s.get("metered", s["rep"] == 0):
                 kids = children.get(f"{s['session']}|{nodeid}", [])
+                t["outside"].append((figures or {}).get(f"{s['session']}|{nodeid}"))
                 peak = max([rec.get("peak") or 0] + [k.get("peak") or 0 for k in kids])
                 t["peaks"].append(peak)
                 t["metered_s"].append(rec["seconds"])
@@ -177,39 +188,6 @@ def _location(nodeid, head):
     except OSError:
         return None
     return {"path": path, "line": 1}
-
-
-def check_interfaces(gated, trees, requirements=None):
-    """`interface-kept`: every public function and class of the base's gated modules is still at the head,
-    taking the parameters it took (positional ones in their places)."""
-    base, head = trees["base"], trees["head"]
-    modules = [p for p in sorted(_gate_tree.files(base)) if p.endswith(".py") and _gate_tree.matches(gated, p)
-               and not _gate_tree.TEST_FILE.search(p)]
-    problems, where, names = [], None, 0
-    for p in modules:
-        before = _gate_tree.public_interface(os.path.join(base, p))
-        if not before:
-            continue
-        names += len(before)
-        after = _gate_tree.public_interface(os.path.join(head, p)) if os.path.exists(os.path.join(head, p)) else {}
-        if after is None:
-            problems.append(f"{p} does not parse at the head")
-            where = where or {"path": p, "line": 1}
-            continue
-        for name, (line, params) in before.items():
-            if name not in after:
-                problems.append(f"{p}: {name} is gone")
-                where = where or {"path": p, "line": 1}
-                continue
-            why = _gate_tree.interface_changes(params, after[name][1])
-            if why:
-                problems.append(f"{p}: {name}: {why}")
-                where = where or {"path": p, "line": after[name][0]}
-    measured = {"modules": len(modules), "public_names_at_base": names, "problems": len(problems)}
-    if problems:
-        more = f" and {len(problems) - 8} more" if len(problems) > 8 else ""
-        return emit("interface-kept", "structure", "failed", f"the head changed the gated modules' public interface: {'; '.join(problems[:8])}{more}", where, measured, requirements)
-    return emit("interface-kept", "structure", "passed", f"all {names} public names of {len(modules)} gated modules are kept, with their parameters", None, measured, requirements)
 
 
 def gate_tests(selection, gated, checks, repetitions=5, max_tests=_MAX_TESTS, timeout=900, pytest_args=(), base=None, head=None):
@@ -245,19 +223,20 @@ def _measure(nodeids, folder, trees, gated, checks, repetitions, timeout, pytest
     run = dict(world_size=1, base=trees["base"], head=trees["head"])
     calls = checks.get("calls")
     try:
-        metered = differential(scenario, repetitions=1, measure=("traffic",), args=(nodeids, folder, tuple(pytest_args), METERED_SESSIONS,
-                               tuple(gated) if calls is not None else None), timeout=timeout * METERED_SESSIONS, **run)
+        with _test_window.TestWindows(folder) as windows:
+            metered = differential(scenario, repetitions=1, measure=("traffic",), args=(nodeids, folder, tuple(pytest_args), METERED_SESSIONS,
+                                   tuple(gated) if calls is not None else None), timeout=timeout * METERED_SESSIONS, **run)
     except Exception as exc:
         return emit("tests-differential", "functional", "error", f"the selected tests could not be run on both trees under the meters: {type(exc).__name__}: {str(exc)[:1500]}")
     if calls is not None:
         _replay(metered.counts["base"][0].get("outputs"), calls, timeout, run)
-    per = _per_test(*_records(folder), trees)
+    per = _per_test(*_records(folder), trees, windows.figures)
     lim = _repo_time.limits(checks.get("time", {}))
     timed, untimed = _repo_time.split(nodeids, per["base"], per["head"], lim)
     if timed and "time" in checks:
         try:
             differential(scenario, repetitions=repetitions, measure=("time",), args=(timed, folder, tuple(pytest_args), 0), timeout=timeout, **run)
-            per = _per_test(*_records(folder), trees)
+            per = _per_test(*_records(folder), trees, windows.figures)
         except Exception as exc:
             emit("tests-differential.time", "time", "error", f"the {len(timed)} tests short enough to repeat could not be timed on both trees: {type(exc).__name__}: {str(exc)[:1500]}")
     for nodeid in nodeids:
@@ -275,6 +254,15 @@ def _replay(record, calls, timeout, run):
     return _repo_calls.check_calls(record["calls"], base, head, calls, calls.get("requirements"))
 
 
+def _outside_of_record(b, h):
+    """side -> the lesser of its metered runs' memory of record (as the in-process peak is the lesser), where
+    both sides have one in every run."""
+    figures = {"base": b.get("outside") or [], "head": h.get("outside") or []}
+    if not all(figures.values()) or not all(f is not None for fs in figures.values() for f in fs):
+        return {}
+    return {side: min(fs, key=lambda f: f.peak_bytes) for side, fs in figures.items()}
+
+
 def _judge(nodeid, b, h, checks, head, untimed, lim):
     loc = _location(nodeid, head)
     if not b or b["outcome"] != "passed":
@@ -282,11 +270,18 @@ def _judge(nodeid, b, h, checks, head, untimed, lim):
     if not h or h["outcome"] != "passed":
         return emit(check_id("run", nodeid), "functional", "skipped", f"{nodeid} {h['outcome'] if h else 'did not run'} at the head (the official tests judge that); its figures are not compared", loc)
     s = Sides(world_size=max(b["processes"], h["processes"]), counts={"base": b["counts"], "head": h["counts"]},
-              peaks={"base": min(b["peaks"]), "head": min(h["peaks"])}, times={"base": b["times"], "head": h["times"]})
+              peaks={"base": min(b["peaks"]), "head": min(h["peaks"])}, times={"base": b["times"], "head": h["times"]},
+              outside=_outside_of_record(b, h))
     t, m, tm = checks.get("traffic", {}), checks.get("memory", {}), checks.get("time")
     s.check_traffic(check_id("traffic", nodeid), per="run", requirements=t.get("requirements"), location=loc)
-    s.check_memory(check_id("memory", nodeid), tolerance_bytes=m.get("tolerance_bytes", 4 << 20), tolerance_ratio=m.get("tolerance_ratio", 0.1),
-                   requirements=m.get("requirements"), location=loc)
+    if all(b.get("outside") or [None]) and not all(h.get("outside") or [None]):
+        lost = sum(f is None for f in h["outside"])
+        emit(check_id("memory", nodeid), "memory", "failed", f"{nodeid}: the probe's process could not read the head's memory of record in {lost} of "
+             f"{len(h['outside'])} metered runs (the test's window on the kit's channel never closed), where it read the base's in every run: "
+             "a head whose code closes or writes on the channel cannot be measured from outside", loc, {"head_unread_runs": lost}, m.get("requirements"))
+    else:
+        s.check_memory(check_id("memory", nodeid), tolerance_bytes=m.get("tolerance_bytes", 4 << 20), tolerance_ratio=m.get("tolerance_ratio", 0.1),
+                       requirements=m.get("requirements"), location=loc)
     if tm is None:
         return None
     if untimed is not None:

@@ -68,15 +68,15 @@ CHECKS = {"traffic": {"requirements": ["traffic-preserved"]}, "memory": {"requir
 SPAWNING = "tests/test_comm.py::test_all_reduce_two_ranks"
 
 
-def _tree(root, comm):
-    for rel, text in {"rpkg/__init__.py": "", "rpkg/comm.py": comm, "tests/test_comm.py": TEST}.items():
+def _tree(root, comm, test=TEST):
+    for rel, text in {"rpkg/__init__.py": "", "rpkg/comm.py": comm, "tests/test_comm.py": test}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(textwrap.dedent(text))
     return str(root)
 
 
-def _run(tmp_path, results, head_comm):
-    base, head = _tree(tmp_path / "base", COMM), _tree(tmp_path / "head", head_comm)
+def _run(tmp_path, results, head_comm, test=TEST):
+    base, head = _tree(tmp_path / "base", COMM, test), _tree(tmp_path / "head", head_comm, test)
     gate_tests(SELECTION, ["rpkg/**"], CHECKS, repetitions=3, base=base, head=head)  # 3: the fewest a time check can decide on
     return {c["id"]: c for c in map(json.loads, results.read_text().splitlines())}
 
@@ -87,7 +87,9 @@ def test_an_honest_head_passes_and_a_head_with_an_extra_all_reduce_and_a_leak_fa
     traffic = same[check_id("traffic", SPAWNING)]
     assert traffic["status"] == "passed", traffic
     assert traffic["measured"]["base_all_reduce_calls"] == 4  # the spawned ranks' collectives, counted in the ranks
-    assert same[check_id("memory", SPAWNING)]["status"] == "passed"
+    spawn_memory = same[check_id("memory", SPAWNING)]
+    assert spawn_memory["status"] == "passed", spawn_memory
+    assert spawn_memory["measured"]["head_outside_descendants"] >= 2, spawn_memory  # the probe's process read the spawned ranks too
     spawn_time = same[check_id("time", SPAWNING)]
     assert spawn_time["status"] == "passed" and spawn_time["measured"]["repeated"] is False, spawn_time
     assert spawn_time["measured"]["base_runs"] == spawn_time["measured"]["head_runs"] == 2  # the two metered sessions a side
@@ -191,3 +193,30 @@ def test_a_capped_selection_covers_every_file_and_function_before_a_second_case(
     assert _gate_tree.spread(ids, 4) == ["tests/a.py::test_p[0]", "tests/a.py::test_q", "tests/b.py::test_r[0]", "tests/c.py::test_s"]
     assert _gate_tree.spread(ids, 6) == ["tests/a.py::test_p[0]", "tests/a.py::test_p[1]", "tests/a.py::test_q", "tests/b.py::test_r[0]", "tests/b.py::test_r[1]", "tests/c.py::test_s"]
     assert _gate_tree.spread(ids, 99) == ids
+
+
+_HIDE = """
+    import time
+
+    scratch = torch.ones(16 << 20)  # 64 MiB for 0.3 s, then the process's own high-water mark reset
+    time.sleep(0.3)
+    del scratch
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+"""
+HIDDEN_PEAK = COMM.replace("def scale(t, factor=2.0):\n", "def scale(t, factor=2.0):" + _HIDE).replace("def all_reduce_sum(t):\n", "def all_reduce_sum(t):" + _HIDE)
+STATELESS = TEST.replace("    _bump()\n    assert counted() == 1\n", "")  # test_scale passes in both metered sessions
+
+
+def test_a_peak_the_head_hides_from_its_own_processes_is_in_the_memory_of_record(tmp_path, results):
+    hidden = _run(tmp_path, results, HIDDEN_PEAK, STATELESS)
+    memory = hidden[check_id("memory", "tests/test_comm.py::test_scale")]
+    m = memory["measured"]
+    assert m["head_peak_bytes"] - m["base_peak_bytes"] < 4 << 20, memory  # the meter in the head's process was blinded
+    assert memory["status"] == "failed" and memory["message"].startswith("memory of record: head's busiest rank held"), memory
+    assert m["head_outside_peak_bytes"] - m["base_outside_peak_bytes"] >= 60 << 20 and m["head_outside_resets"] >= 1, memory
+    ranks = hidden[check_id("memory", SPAWNING)]  # the same trick in each spawned rank: their private memory, read from outside
+    m = ranks["measured"]
+    assert m["head_peak_bytes"] - m["base_peak_bytes"] < 4 << 20, ranks
+    assert ranks["status"] == "failed" and "in 2 process(es) its ranks started" in ranks["message"], ranks
+    assert m["head_outside_descendants_bytes"] - m["base_outside_descendants_bytes"] >= 100 << 20, ranks
