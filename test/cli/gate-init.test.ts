@@ -97,6 +97,9 @@ describe("a generated gate, evaluated by the engine on PRs of the test repositor
     expect(probes).toContainEqual([expect.stringMatching(/^test-calls\.dcomm\.comm\.local_sum-[0-9a-f]{8}$/), "passed"]);
     const traffic = result.probes.find((p) => p.id.startsWith("test-traffic.test_comm"));
     expect(traffic?.measured).toMatchObject({ base_all_reduce_calls: 4, head_all_reduce_calls: 4 });
+    // each test's memory of record, read by the probe's process from outside the test's (its spawned ranks too), in the sandbox
+    const memory = result.probes.find((p) => p.id.startsWith("test-memory.test_comm"));
+    expect(memory?.measured).toMatchObject({ base_outside_descendants: 2, head_outside_descendants: 2, head_outside_exact: true });
     // ranks the test starts with subprocess, metered by the kit's sitecustomize in each rank
     expect(probes.filter(([id]) => LAUNCHING.test(String(id))).map(([, s]) => s)).toEqual(["passed", "passed", "passed"]);
     const launched = result.probes.find((p) => p.id.startsWith("test-traffic.test_launch"));

@@ -10,9 +10,12 @@ probe's process runs an `OutsideMeter` (_outside.py) over the pytest process: th
 mark (reset from outside at the start, a reset from inside counted and the higher mark kept), shared
 memory, memory file systems, and the private memory of every process the test started (its ranks).
 
-The process is the socket's peer as the kernel names it (SO_PEERCRED), not whatever pid it might say.
-The channel is the plugin's word on where a test begins and ends; a test whose window never closed has
-no figure, and `repo_tests` fails a head whose tests lost theirs where the base's had them.
+The process is the socket's peer as the kernel names it (SO_PEERCRED), not whatever pid it might say,
+and a window is opened only for a session its own process named (`<pid>-<n>|<nodeid>`). The channel is
+the plugin's word on where a test begins and ends: a second window for the same test (code under test
+connecting on its own to close a short one) can only raise its figure, never lower it; a test whose
+window never closed has no figure, and `repo_tests` fails a head whose tests lost theirs where the
+base's had them.
 """
 from __future__ import annotations
 
@@ -71,13 +74,14 @@ class TestWindows:
         with conn, conn.makefile("r", encoding="utf-8", newline="\n") as lines:
             for line in lines:
                 verb, _, rest = line.rstrip("\n").partition(" ")
-                if verb == "start":
+                if verb == "start" and rest.partition("-")[0] == str(pid):
                     if meter is not None:
                         meter.stop()  # a window opened twice: the first has no figure
                     meter, key = OutsideMeter(self.interval), rest
                     meter.start([pid])
                 elif verb == "end" and meter is not None and rest == key:
-                    self.figures[key] = meter.stop()
+                    figure, earlier = meter.stop(), self.figures.get(key)
+                    self.figures[key] = figure if earlier is None or figure.peak_bytes > earlier.peak_bytes else earlier
                     meter, key = None, None
                 else:
                     break  # not the plugin's protocol: this connection gives no more figures

@@ -254,13 +254,9 @@ def _replay(record, calls, timeout, run):
     return _repo_calls.check_calls(record["calls"], base, head, calls, calls.get("requirements"))
 
 
-def _outside_of_record(b, h):
-    """side -> the lesser of its metered runs' memory of record (as the in-process peak is the lesser), where
-    both sides have one in every run."""
-    figures = {"base": b.get("outside") or [], "head": h.get("outside") or []}
-    if not all(figures.values()) or not all(f is not None for fs in figures.values() for f in fs):
-        return {}
-    return {side: min(fs, key=lambda f: f.peak_bytes) for side, fs in figures.items()}
+def _read_in_every_run(t) -> bool:
+    """The probe's process read this side's memory of record in each of its metered runs."""
+    return bool(t.get("outside")) and all(f is not None for f in t["outside"])
 
 
 def _judge(nodeid, b, h, checks, head, untimed, lim):
@@ -271,10 +267,11 @@ def _judge(nodeid, b, h, checks, head, untimed, lim):
         return emit(check_id("run", nodeid), "functional", "skipped", f"{nodeid} {h['outcome'] if h else 'did not run'} at the head (the official tests judge that); its figures are not compared", loc)
     s = Sides(world_size=max(b["processes"], h["processes"]), counts={"base": b["counts"], "head": h["counts"]},
               peaks={"base": min(b["peaks"]), "head": min(h["peaks"])}, times={"base": b["times"], "head": h["times"]},
-              outside=_outside_of_record(b, h))
+              outside={side: min(t["outside"], key=lambda f: f.peak_bytes) for side, t in (("base", b), ("head", h))}
+              if _read_in_every_run(b) and _read_in_every_run(h) else {})  # the lesser run, as the in-process peak
     t, m, tm = checks.get("traffic", {}), checks.get("memory", {}), checks.get("time")
     s.check_traffic(check_id("traffic", nodeid), per="run", requirements=t.get("requirements"), location=loc)
-    if all(b.get("outside") or [None]) and not all(h.get("outside") or [None]):
+    if _read_in_every_run(b) and not _read_in_every_run(h):
         lost = sum(f is None for f in h["outside"])
         emit(check_id("memory", nodeid), "memory", "failed", f"{nodeid}: the probe's process could not read the head's memory of record in {lost} of "
              f"{len(h['outside'])} metered runs (the test's window on the kit's channel never closed), where it read the base's in every run: "

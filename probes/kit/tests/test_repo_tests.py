@@ -220,3 +220,48 @@ def test_a_peak_the_head_hides_from_its_own_processes_is_in_the_memory_of_record
     assert m["head_peak_bytes"] - m["base_peak_bytes"] < 4 << 20, ranks
     assert ranks["status"] == "failed" and "in 2 process(es) its ranks started" in ranks["message"], ranks
     assert m["head_outside_descendants_bytes"] - m["base_outside_descendants_bytes"] >= 100 << 20, ranks
+
+
+def test_a_head_that_closes_the_kits_channel_fails_its_memory_check(tmp_path, results):
+    closes = COMM.replace("def scale(t, factor=2.0):\n", """def scale(t, factor=2.0):
+    import gc
+    import os
+    import socket
+
+    for o in gc.get_objects():  # the window's channel: no figure of record for this test
+        if isinstance(o, socket.socket) and o.family == socket.AF_UNIX and o.fileno() >= 0 and str(o.getpeername()).endswith(".sock"):
+            os.close(o.fileno())
+""")
+    lost = _run(tmp_path, results, closes, STATELESS)
+    memory = lost[check_id("memory", "tests/test_comm.py::test_scale")]
+    assert memory["status"] == "failed" and memory["measured"]["head_unread_runs"] == 2, memory
+    assert memory["message"].startswith("tests/test_comm.py::test_scale: the probe's process could not read the head's memory of record in 2 of 2"), memory
+
+
+def test_a_window_is_opened_only_for_its_own_process_and_a_second_one_cannot_lower_its_figure(tmp_path):
+    import os
+    import time
+
+    from probegate_probe import _test_window
+
+    with _test_window.TestWindows(str(tmp_path)) as windows:
+        c = _test_window.client(str(tmp_path))
+        key = f"{os.getpid()}-0|t::x"
+        with c.around(key):
+            scratch = bytearray(48 << 20)  # touched: zero-filled by the kernel on first write
+            scratch[::4096] = b"x" * len(scratch[::4096])
+            time.sleep(0.1)
+            del scratch
+        first = windows.figures[key].peak_bytes
+        assert first >= 40 << 20, first
+        forged = _test_window.client(str(tmp_path))
+        with forged.around(key):  # a short window of the same test, opened by code under test
+            pass
+        assert windows.figures[key].peak_bytes == first
+        other = _test_window.client(str(tmp_path))
+        with other.around("1-0|t::y"):  # a session another process named: refused
+            pass
+        assert "1-0|t::y" not in windows.figures
+        for k in (c, forged, other):
+            k.close()
+    assert _test_window.client(str(tmp_path)) is None  # the run is over: no channel
